@@ -1,0 +1,1 @@
+//! Scene builders shared by the benches.

@@ -1,0 +1,378 @@
+use std::collections::VecDeque;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+
+use super::*;
+
+const THREAD_COUNTS: [usize; 4] = [0, 1, 2, 8];
+
+fn message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
+fn fib(pool: &ThreadPool, n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = pool.join(|_| fib(pool, n - 1), |_| fib(pool, n - 2));
+    a + b
+}
+
+#[test]
+fn join_nests_without_deadlock() {
+    for threads in THREAD_COUNTS {
+        let pool = ThreadPool::new(threads);
+        assert_eq!(fib(&pool, 20), 6765, "threads = {threads}");
+    }
+}
+
+#[test]
+fn parallel_for_visits_every_item_once_with_valid_worker_indices() {
+    for threads in THREAD_COUNTS {
+        let pool = ThreadPool::new(threads);
+        let hits: Vec<AtomicUsize> = (0..10_007).map(|_| AtomicUsize::new(0)).collect();
+        let bad_worker = AtomicBool::new(false);
+        pool.parallel_for(0..hits.len(), 64, |chunk, worker| {
+            assert!(chunk.len() <= 64 && !chunk.is_empty());
+            if worker.index() >= pool.worker_count() {
+                bad_worker.store(true, Ordering::Relaxed);
+            }
+            for i in chunk {
+                hits[i].fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1), "threads = {threads}");
+        assert!(!bad_worker.load(Ordering::Relaxed));
+    }
+}
+
+#[test]
+fn chunks_are_fixed_by_range_and_grain() {
+    assert_eq!(chunk_count(0, 8), 0);
+    assert_eq!(chunk_count(17, 8), 3);
+    assert_eq!(chunk_count(5, 0), 5);
+    assert_eq!(chunk_range(&(10..27), 8, 2), 26..27);
+    let pool = ThreadPool::new(3);
+    let mut out = vec![0..0; 3];
+    pool.jobs().map_chunks(10..27, 8, &mut out, |chunk, _| chunk);
+    assert_eq!(out, vec![10..18, 18..26, 26..27]);
+}
+
+#[test]
+fn nested_parallel_for_inside_parallel_for() {
+    let pool = ThreadPool::new(3);
+    let total = AtomicUsize::new(0);
+    pool.parallel_for(0..32, 1, |_, _| {
+        pool.parallel_for(0..100, 7, |chunk, _| {
+            total.fetch_add(chunk.len(), Ordering::Relaxed);
+        });
+    });
+    assert_eq!(total.load(Ordering::Relaxed), 3200);
+}
+
+#[test]
+fn panic_in_job_reaches_the_waiter_and_pool_stays_usable() {
+    for threads in THREAD_COUNTS {
+        let pool = ThreadPool::new(threads);
+        let result = panic::catch_unwind(AssertUnwindSafe(|| {
+            pool.parallel_for(0..1000, 10, |chunk, _| {
+                if chunk.contains(&555) {
+                    panic!("boom at 555");
+                }
+            })
+        }));
+        let payload = result.expect_err("the panic must reach the caller");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"boom at 555"));
+        assert_eq!(fib(&pool, 15), 610, "pool usable after a panic, threads = {threads}");
+    }
+}
+
+#[test]
+fn join_reraises_the_first_closures_panic_after_both_finish() {
+    let pool = ThreadPool::new(2);
+    let b_finished = AtomicBool::new(false);
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        pool.join(
+            |_| panic!("a failed"),
+            |_| {
+                thread::sleep(std::time::Duration::from_millis(20));
+                b_finished.store(true, Ordering::SeqCst);
+            },
+        )
+    }));
+    assert!(result.is_err());
+    assert!(b_finished.load(Ordering::SeqCst), "b borrows the stack: it must finish first");
+}
+
+#[test]
+fn scope_spawns_borrow_the_stack_and_nest() {
+    for threads in THREAD_COUNTS {
+        let pool = ThreadPool::new(threads);
+        let mut results = vec![0usize; 64];
+        let counter = AtomicUsize::new(0);
+        pool.scope(|s| {
+            for (i, slot) in results.iter_mut().enumerate() {
+                let counter = &counter;
+                s.spawn(move |s, _| {
+                    *slot = i * i;
+                    s.spawn(move |_, _| {
+                        counter.fetch_add(1, Ordering::Relaxed);
+                    });
+                });
+            }
+        });
+        assert_eq!(counter.load(Ordering::Relaxed), 64);
+        assert!(results.iter().enumerate().all(|(i, &r)| r == i * i));
+    }
+}
+
+#[test]
+fn scope_reraises_a_spawned_panic() {
+    let pool = ThreadPool::new(2);
+    let ran = AtomicUsize::new(0);
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        pool.scope(|s| {
+            for i in 0..10 {
+                let ran = &ran;
+                s.spawn(move |_, _| {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    assert!(i != 7, "job seven");
+                });
+            }
+        })
+    }));
+    assert!(result.is_err());
+    assert_eq!(ran.load(Ordering::SeqCst), 10, "all other jobs still ran");
+    assert_eq!(fib(&pool, 10), 55);
+}
+
+#[test]
+fn concurrent_outside_callers_share_the_pool() {
+    for threads in [0, 2] {
+        let pool = ThreadPool::new(threads);
+        thread::scope(|s| {
+            for t in 0..4 {
+                let pool = &pool;
+                s.spawn(move || {
+                    for _ in 0..50 {
+                        let sum = AtomicUsize::new(0);
+                        pool.parallel_for(0..1000, 16, |chunk, _| {
+                            sum.fetch_add(chunk.sum::<usize>(), Ordering::Relaxed);
+                        });
+                        assert_eq!(sum.load(Ordering::Relaxed), 499_500, "caller {t}");
+                    }
+                });
+            }
+        });
+    }
+}
+
+#[test]
+fn reduce_is_bit_identical_for_any_thread_count() {
+    let values: Vec<f32> = (0..100_003).map(|i| ((i as f32) * 0.731).sin() * 1e3).collect();
+    let sums: Vec<u32> = THREAD_COUNTS
+        .iter()
+        .map(|&threads| {
+            let pool = ThreadPool::new(threads);
+            let scratch = Bump::new();
+            let sum = pool
+                .jobs()
+                .reduce(0..values.len(), 1000, &scratch, |chunk, _| values[chunk].iter().sum::<f32>(), |a, b| a + b)
+                .unwrap();
+            sum.to_bits()
+        })
+        .collect();
+    assert!(sums.windows(2).all(|w| w[0] == w[1]), "{sums:?}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn idle_pool_parks_instead_of_spinning() {
+    fn process_cpu_ticks() -> u64 {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let fields: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    }
+    let pool = ThreadPool::new(4);
+    pool.parallel_for(0..1000, 1, |_, _| {});
+    thread::sleep(std::time::Duration::from_millis(100));
+    let before = process_cpu_ticks();
+    thread::sleep(std::time::Duration::from_millis(500));
+    let used = process_cpu_ticks() - before;
+    // Clock ticks are 10 ms; four spinning threads would burn ~200 ticks here.
+    assert!(used <= 5, "idle pool used {used} CPU ticks in 500 ms");
+    // And it wakes up again.
+    assert_eq!(fib(&pool, 12), 144);
+}
+
+/// A plain callback-driven job system, the way a host engine would hand Kiln one:
+/// `enqueue` splits a task into ranges on a shared queue, host threads and `finish`
+/// pop and run them. `finish` helps while it waits, so nesting cannot deadlock.
+/// Worker 0 is whichever thread calls in from outside; host threads are 1..=n.
+struct TestHost {
+    shared: Arc<HostShared>,
+    threads: Vec<thread::JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct HostShared {
+    queue: Mutex<VecDeque<(HostTask, usize, usize, Arc<AtomicUsize>)>>,
+    ready: Condvar,
+    stop: AtomicBool,
+    enqueued: AtomicUsize,
+    drop_items: AtomicBool,
+}
+
+thread_local!(static HOST_WORKER: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
+
+impl HostShared {
+    fn run_one(&self, block: bool) -> bool {
+        let mut queue = self.queue.lock().unwrap();
+        loop {
+            if let Some((task, begin, end, remaining)) = queue.pop_front() {
+                drop(queue);
+                // SAFETY: each range is queued once and `finish` waits for it.
+                unsafe { task.run(begin, end, HOST_WORKER.with(|w| w.get())) };
+                remaining.fetch_sub(1, Ordering::AcqRel);
+                return true;
+            }
+            if !block || self.stop.load(Ordering::Acquire) {
+                return false;
+            }
+            queue = self.ready.wait(queue).unwrap();
+        }
+    }
+}
+
+impl TestHost {
+    fn new(threads: usize) -> TestHost {
+        let shared = Arc::new(HostShared::default());
+        let threads = (1..=threads)
+            .map(|index| {
+                let shared = Arc::clone(&shared);
+                thread::spawn(move || {
+                    HOST_WORKER.with(|w| w.set(index));
+                    while !shared.stop.load(Ordering::Acquire) {
+                        shared.run_one(true);
+                    }
+                })
+            })
+            .collect();
+        TestHost { shared, threads }
+    }
+}
+
+impl Drop for TestHost {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.ready.notify_all();
+        for t in self.threads.drain(..) {
+            t.join().unwrap();
+        }
+    }
+}
+
+// SAFETY: every range is queued once; `finish` runs queued ranges until its own are
+// done; worker indices are fixed per thread and below worker_count.
+unsafe impl HostScheduler for TestHost {
+    fn worker_count(&self) -> usize {
+        self.threads.len() + 1
+    }
+
+    fn enqueue(&self, task: HostTask, item_count: usize, min_range: usize) -> Option<HostTaskHandle> {
+        self.shared.enqueued.fetch_add(1, Ordering::Relaxed);
+        let ranges = item_count.div_ceil(min_range.max(3));
+        let per = item_count.div_ceil(ranges);
+        let drop_last = self.shared.drop_items.load(Ordering::Relaxed);
+        let remaining = Arc::new(AtomicUsize::new(0));
+        let mut queue = self.shared.queue.lock().unwrap();
+        for begin in (0..item_count).step_by(per) {
+            if drop_last && begin + per >= item_count {
+                break;
+            }
+            remaining.fetch_add(1, Ordering::Relaxed);
+            queue.push_back((task, begin, (begin + per).min(item_count), Arc::clone(&remaining)));
+        }
+        drop(queue);
+        self.shared.ready.notify_all();
+        Some(HostTaskHandle(Arc::into_raw(remaining) as *mut ()))
+    }
+
+    fn finish(&self, handle: HostTaskHandle) {
+        // SAFETY: the handle is the Arc leaked by `enqueue`, reclaimed once here.
+        let remaining = unsafe { Arc::from_raw(handle.0 as *const AtomicUsize) };
+        while remaining.load(Ordering::Acquire) != 0 {
+            if !self.shared.run_one(false) {
+                thread::yield_now();
+            }
+        }
+    }
+}
+
+#[test]
+fn host_scheduler_runs_parallel_for_and_reduce_like_the_pool() {
+    let values: Vec<f64> = (0..50_000).map(|i| (i as f64).sqrt()).collect();
+    let host = HostExecutor::new(TestHost::new(3));
+    let jobs = Jobs::new(&host);
+    assert_eq!(jobs.worker_count(), 4);
+    let scratch = Bump::new();
+    let host_sum =
+        jobs.reduce(0..values.len(), 500, &scratch, |c, _| values[c].iter().sum::<f64>(), |a, b| a + b).unwrap();
+    let pool = ThreadPool::new(2);
+    let pool_sum = pool
+        .jobs()
+        .reduce(0..values.len(), 500, &scratch, |c, _| values[c].iter().sum::<f64>(), |a, b| a + b)
+        .unwrap();
+    assert_eq!(host_sum.to_bits(), pool_sum.to_bits());
+
+    // Nested parallel_for inside a host task.
+    let total = AtomicUsize::new(0);
+    jobs.parallel_for(0..8, 1, |_, _| {
+        jobs.parallel_for(0..100, 10, |c, _| {
+            total.fetch_add(c.len(), Ordering::Relaxed);
+        });
+    });
+    assert_eq!(total.load(Ordering::Relaxed), 800);
+    assert!(host.scheduler().shared.enqueued.load(Ordering::Relaxed) >= 10);
+}
+
+#[test]
+fn host_scheduler_panics_and_dropped_work_are_reported() {
+    let host = HostExecutor::new(TestHost::new(2));
+    let jobs = Jobs::new(&host);
+    let err = panic::catch_unwind(AssertUnwindSafe(|| {
+        jobs.parallel_for(0..100, 1, |c, _| assert!(!c.contains(&42), "item 42"));
+    }))
+    .expect_err("panic re-raised after finish");
+    assert!(message(&*err).contains("item 42"), "{}", message(&*err));
+
+    host.scheduler().shared.drop_items.store(true, Ordering::Relaxed);
+    let err = panic::catch_unwind(AssertUnwindSafe(|| jobs.parallel_for(0..100, 1, |_, _| {})))
+        .expect_err("dropped items are detected");
+    let text = message(&*err);
+    assert!(text.contains("host job system ran") && text.contains("of 100 items"), "{text}");
+    host.scheduler().shared.drop_items.store(false, Ordering::Relaxed);
+    jobs.parallel_for(0..100, 1, |_, _| {});
+}
+
+#[test]
+fn arenas_hand_each_worker_its_own_bump() {
+    let pool = ThreadPool::new(3);
+    let mut arenas = Arenas::new(pool.worker_count());
+    let sums = AtomicUsize::new(0);
+    pool.parallel_for(0..64, 1, |chunk, worker| {
+        let scratch = arenas.worker(worker).alloc_slice_fill_copy(100, chunk.start);
+        sums.fetch_add(scratch.iter().sum::<usize>(), Ordering::Relaxed);
+        let shared = arenas.frame().alloc_slice_fill_copy(4, 1u8);
+        assert_eq!(shared.len(), 4);
+    });
+    assert_eq!(sums.load(Ordering::Relaxed), 100 * (0..64).sum::<usize>());
+    assert!(arenas.reserved_bytes() > 0);
+    arenas.reset();
+}
