@@ -1,1 +1,2 @@
+pub mod frame;
 pub mod jobs;

@@ -82,6 +82,8 @@ pub struct FrameArena {
 
 impl FrameArena {
     /// A slice of `len` copies of `value`, valid until the arenas are reset.
+    // Like `Bump::alloc`, each call returns a fresh, disjoint allocation.
+    #[allow(clippy::mut_from_ref)]
     pub fn alloc_slice_fill_copy<T: Copy + Send>(&self, len: usize, value: T) -> &mut [T] {
         let bump = self.bump.lock().unwrap_or_else(|p| p.into_inner());
         let slice = bump.alloc_slice_fill_copy(len, value);
@@ -91,7 +93,9 @@ impl FrameArena {
         unsafe { &mut *(slice as *mut [T]) }
     }
 
-    /// A slice built from `f(index)`, valid until the arenas are reset.
+    /// A slice built from `f(index)`, valid until the arenas are reset. `f` runs under
+    /// the arena's lock, so it must not allocate from this arena.
+    #[allow(clippy::mut_from_ref)]
     pub fn alloc_slice_fill_with<T: Send>(&self, len: usize, f: impl FnMut(usize) -> T) -> &mut [T] {
         let bump = self.bump.lock().unwrap_or_else(|p| p.into_inner());
         let slice = bump.alloc_slice_fill_with(len, f);

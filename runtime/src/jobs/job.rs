@@ -85,11 +85,7 @@ where
     R: Send,
 {
     pub(crate) fn new(func: F, latch: L) -> Self {
-        StackJob {
-            latch,
-            func: UnsafeCell::new(Some(func)),
-            result: UnsafeCell::new(JobResult::Pending),
-        }
+        StackJob { latch, func: UnsafeCell::new(Some(func)), result: UnsafeCell::new(JobResult::Pending) }
     }
 
     /// # Safety

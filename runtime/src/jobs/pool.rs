@@ -94,7 +94,7 @@ impl<'a> WorkerThread<'a> {
     }
 
     fn enter(&self) -> RestoreCurrent {
-        let me = self as *const WorkerThread<'_> as *const WorkerThread<'static>;
+        let me: *const WorkerThread<'static> = (self as *const WorkerThread<'_>).cast();
         RestoreCurrent(CURRENT.with(|c| c.replace(me)))
     }
 

@@ -29,10 +29,7 @@ pub(crate) struct Sleep {
 impl Sleep {
     pub(crate) fn new(unparkers: Vec<Unparker>) -> Self {
         let words = unparkers.len().div_ceil(64);
-        Sleep {
-            sleeping: (0..words).map(|_| AtomicU64::new(0)).collect(),
-            unparkers: unparkers.into_boxed_slice(),
-        }
+        Sleep { sleeping: (0..words).map(|_| AtomicU64::new(0)).collect(), unparkers: unparkers.into_boxed_slice() }
     }
 
     /// Marks worker `index` as about to park. Call `has_work`-style checks after this.

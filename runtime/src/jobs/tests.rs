@@ -220,9 +220,12 @@ struct TestHost {
     threads: Vec<thread::JoinHandle<()>>,
 }
 
+/// A queued range: task, begin, end, and the counter of its task's open ranges.
+type QueuedRange = (HostTask, usize, usize, Arc<AtomicUsize>);
+
 #[derive(Default)]
 struct HostShared {
-    queue: Mutex<VecDeque<(HostTask, usize, usize, Arc<AtomicUsize>)>>,
+    queue: Mutex<VecDeque<QueuedRange>>,
     ready: Condvar,
     stop: AtomicBool,
     enqueued: AtomicUsize,
@@ -325,10 +328,8 @@ fn host_scheduler_runs_parallel_for_and_reduce_like_the_pool() {
     let host_sum =
         jobs.reduce(0..values.len(), 500, &scratch, |c, _| values[c].iter().sum::<f64>(), |a, b| a + b).unwrap();
     let pool = ThreadPool::new(2);
-    let pool_sum = pool
-        .jobs()
-        .reduce(0..values.len(), 500, &scratch, |c, _| values[c].iter().sum::<f64>(), |a, b| a + b)
-        .unwrap();
+    let pool_sum =
+        pool.jobs().reduce(0..values.len(), 500, &scratch, |c, _| values[c].iter().sum::<f64>(), |a, b| a + b).unwrap();
     assert_eq!(host_sum.to_bits(), pool_sum.to_bits());
 
     // Nested parallel_for inside a host task.
