@@ -1,1 +1,58 @@
-//! Scene builders shared by the benches.
+//! Helpers shared by the benches: reading criterion's estimates back to report each
+//! Kiln measurement as a ratio against its peer from the same run.
+
+use std::path::PathBuf;
+
+/// Where criterion writes its results (`$CARGO_TARGET_DIR/criterion` or `target/criterion`).
+pub fn criterion_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("target"));
+    target.join("criterion")
+}
+
+/// Mean time in nanoseconds of `group/function` from the latest run, if present.
+pub fn mean_ns(group: &str, function: &str) -> Option<f64> {
+    let path = criterion_dir().join(group).join(function).join("new").join("estimates.json");
+    let text = std::fs::read_to_string(path).ok()?;
+    let mean = &text[text.find("\"mean\"")?..];
+    let value = &mean[mean.find("\"point_estimate\":")? + "\"point_estimate\":".len()..];
+    let end = value.find([',', '}'])?;
+    value[..end].trim().parse().ok()
+}
+
+/// Prints `ours / peer` for each pair; the lines the performance table is built from.
+pub fn report_ratios(group: &str, pairs: &[(&str, &str)]) {
+    for (ours, peer) in pairs {
+        match (mean_ns(group, ours), mean_ns(group, peer)) {
+            (Some(a), Some(b)) => {
+                println!("ratio {group}: {ours} / {peer} = {:.3}  ({} vs {})", a / b, format_ns(a), format_ns(b))
+            }
+            _ => println!("ratio {group}: {ours} / {peer} = n/a (not measured in this run)"),
+        }
+    }
+}
+
+pub fn format_ns(ns: f64) -> String {
+    match ns {
+        ns if ns >= 1e6 => format!("{:.2} ms", ns / 1e6),
+        ns if ns >= 1e3 => format!("{:.2} µs", ns / 1e3),
+        ns => format!("{ns:.1} ns"),
+    }
+}
+
+/// A deterministic op costing roughly 200 ns per element on a 2020s core.
+#[inline]
+pub fn heavy_op(x: f32) -> f32 {
+    let mut v = x;
+    for _ in 0..48 {
+        v = (v * 1.000_1 + 0.5).sqrt();
+    }
+    v
+}
+
+/// The trivial op.
+#[inline]
+pub fn light_op(x: f32) -> f32 {
+    x * 1.5 + 0.25
+}
