@@ -80,7 +80,9 @@ fn parallel_for(c: &mut Criterion, name: &str, op: fn(f32) -> f32, grain: usize,
         });
         group.bench_function(BenchmarkId::new("rayon", n), |b| {
             b.iter(|| {
-                rayon.install(|| data.par_chunks_mut(grain).for_each(|chunk| chunk.iter_mut().for_each(|x| *x = op(*x))));
+                rayon.install(|| {
+                    data.par_chunks_mut(grain).for_each(|chunk| chunk.iter_mut().for_each(|x| *x = op(*x)))
+                });
                 black_box(&data);
             })
         });

@@ -51,6 +51,13 @@ pub struct CompiledGraph {
 }
 
 impl FrameGraph {
+    /// Checks the graph without changing it: names, handles, cycles.
+    pub fn check(&self) -> Result<(), GraphError> {
+        validate(self.id(), &self.resources, &self.passes)?;
+        let predecessors = edges(&self.resources, &self.passes)?;
+        levels(&self.passes, &predecessors).map(|_| ())
+    }
+
     /// Checks the graph and builds its execution plan.
     pub fn compile(self) -> Result<CompiledGraph, GraphError> {
         let graph_id = self.id();
@@ -61,8 +68,7 @@ impl FrameGraph {
         let order: Vec<u32> = levels.iter().flatten().copied().collect();
         let (sync, sync_ranges) = sync_edges(graph_id, &resources, &passes, &order);
         let profile = Profile::new(&passes);
-        let passes =
-            passes.into_iter().map(|decl| PassSlot::new(decl.name, decl.queue, decl.accesses, decl.body)).collect();
+        let passes = passes.into_iter().map(PassSlot::new).collect();
         Ok(CompiledGraph {
             graph_id,
             resources,
@@ -75,6 +81,18 @@ impl FrameGraph {
             profile,
             frame_index: 0,
         })
+    }
+}
+
+impl CompiledGraph {
+    /// Turns the graph back into a builder (same handles, same resource values) so
+    /// passes and resources can be added; compile it again afterwards.
+    pub fn into_builder(self) -> FrameGraph {
+        FrameGraph {
+            id: self.graph_id,
+            resources: self.resources,
+            passes: self.passes.into_iter().map(PassSlot::into_decl).collect(),
+        }
     }
 }
 

@@ -86,13 +86,20 @@ pub(crate) struct PassSlot {
     pub(crate) name: String,
     pub(crate) queue: Queue,
     accesses: Vec<Access>,
+    after: Vec<String>,
     state: Mutex<PassState>,
 }
 
 impl PassSlot {
-    pub(crate) fn new(name: String, queue: Queue, accesses: Vec<Access>, body: PassFn) -> PassSlot {
+    pub(crate) fn new(decl: PassDecl) -> PassSlot {
+        let PassDecl { name, queue, accesses, after, body } = decl;
         let timing = PassTiming { pass: PassId(0), level: 0, start_ns: 0, duration_ns: 0, worker: PassTiming::NOT_RUN };
-        PassSlot { name, queue, accesses, state: Mutex::new(PassState { body, timing, outcome: Outcome::Ok }) }
+        PassSlot { name, queue, accesses, after, state: Mutex::new(PassState { body, timing, outcome: Outcome::Ok }) }
+    }
+
+    pub(crate) fn into_decl(self) -> PassDecl {
+        let state = self.state.into_inner().unwrap_or_else(|p| p.into_inner());
+        PassDecl { name: self.name, queue: self.queue, accesses: self.accesses, after: self.after, body: state.body }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, PassState> {

@@ -112,7 +112,7 @@ impl PassId {
 
 /// A frame graph under construction.
 pub struct FrameGraph {
-    id: u32,
+    pub(crate) id: u32,
     pub(crate) resources: Vec<ResourceDecl>,
     pub(crate) passes: Vec<PassDecl>,
 }

@@ -1,0 +1,246 @@
+//! Status codes, versions, the ABI guard and the per-thread last error.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CString};
+use std::mem::size_of;
+
+use crate::alloc::KilnAllocator;
+use crate::runtime::{KilnPassContext, KilnPassDef, KilnPassProfile, KilnProfile, KilnRuntimeDef};
+
+/// Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
+/// is one of the `KILN_ERROR_*` codes, and `kiln_last_error_message()` says why.
+pub type KilnStatus = u32;
+
+/// Success.
+pub const KILN_OK: KilnStatus = 0;
+/// A required pointer argument was NULL.
+pub const KILN_ERROR_NULL_POINTER: KilnStatus = 1;
+/// A number was out of range, NaN or infinite, or a string was empty or not UTF-8.
+pub const KILN_ERROR_INVALID_ARGUMENT: KilnStatus = 2;
+/// A handle was null, stale (its object was destroyed) or never issued.
+pub const KILN_ERROR_INVALID_HANDLE: KilnStatus = 3;
+/// A definition struct's `struct_size` does not match this library.
+pub const KILN_ERROR_STRUCT_SIZE: KilnStatus = 4;
+/// The header the program was compiled with does not match the linked library.
+pub const KILN_ERROR_ABI_MISMATCH: KilnStatus = 5;
+/// The call is not allowed now (e.g. re-entrant use of a runtime from its own pass).
+pub const KILN_ERROR_INVALID_STATE: KilnStatus = 6;
+/// The frame graph rejected a pass: duplicate name, unknown pass, cycle, or a pass
+/// accessed a resource it did not declare.
+pub const KILN_ERROR_GRAPH: KilnStatus = 7;
+/// An output array was too small; the required count was written to the count
+/// out-parameter and nothing else was written.
+pub const KILN_ERROR_BUFFER_TOO_SMALL: KilnStatus = 8;
+/// A pass callback returned a status other than `KILN_OK`; the frame stopped.
+pub const KILN_ERROR_PASS_FAILED: KilnStatus = 9;
+/// No usable Vulkan device (GPU features only; CPU features keep working).
+pub const KILN_ERROR_NO_DEVICE: KilnStatus = 10;
+/// A bug inside Kiln (a caught Rust panic); the message has the details.
+pub const KILN_ERROR_INTERNAL: KilnStatus = 11;
+
+/// Version of the binary interface: structs, function signatures, constants. Bumped
+/// on every incompatible change; the shared library's SONAME is `libkiln.so.<ABI>`.
+pub const KILN_ABI_VERSION: u32 = 1;
+/// Library version, major part.
+pub const KILN_VERSION_MAJOR: u32 = 0;
+/// Library version, minor part.
+pub const KILN_VERSION_MINOR: u32 = 1;
+/// Library version, patch part.
+pub const KILN_VERSION_PATCH: u32 = 0;
+
+/// Sizes of the public structs as the caller's header sees them; filled and checked
+/// by `kiln_check_linked_abi()` at the end of this header.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KilnAbiInfo {
+    /// `sizeof(KilnAbiInfo)`.
+    pub struct_size: u32,
+    /// `KILN_ABI_VERSION` of the caller's header.
+    pub abi_version: u32,
+    /// `sizeof(KilnRuntimeDef)`.
+    pub runtime_def_size: u32,
+    /// `sizeof(KilnPassDef)`.
+    pub pass_def_size: u32,
+    /// `sizeof(KilnPassContext)`.
+    pub pass_context_size: u32,
+    /// `sizeof(KilnProfile)`.
+    pub profile_size: u32,
+    /// `sizeof(KilnPassProfile)`.
+    pub pass_profile_size: u32,
+    /// `sizeof(KilnAllocator)`.
+    pub allocator_size: u32,
+}
+
+impl KilnAbiInfo {
+    /// The library's own view.
+    pub fn current() -> KilnAbiInfo {
+        KilnAbiInfo {
+            struct_size: size_of::<KilnAbiInfo>() as u32,
+            abi_version: KILN_ABI_VERSION,
+            runtime_def_size: size_of::<KilnRuntimeDef>() as u32,
+            pass_def_size: size_of::<KilnPassDef>() as u32,
+            pass_context_size: size_of::<KilnPassContext>() as u32,
+            profile_size: size_of::<KilnProfile>() as u32,
+            pass_profile_size: size_of::<KilnPassProfile>() as u32,
+            allocator_size: size_of::<KilnAllocator>() as u32,
+        }
+    }
+}
+
+/// An error on its way to C: status plus message.
+#[derive(Debug)]
+pub(crate) struct Error {
+    pub(crate) status: KilnStatus,
+    pub(crate) message: String,
+}
+
+impl Error {
+    pub(crate) fn new(status: KilnStatus, message: impl Into<String>) -> Error {
+        Error { status, message: message.into() }
+    }
+}
+
+impl From<kiln_core::frame::GraphError> for Error {
+    fn from(error: kiln_core::frame::GraphError) -> Error {
+        use kiln_core::frame::GraphError as G;
+        let status = match &error {
+            G::PassFailed { .. } => KILN_ERROR_PASS_FAILED,
+            G::InvalidArgument(_) => KILN_ERROR_INVALID_ARGUMENT,
+            _ => KILN_ERROR_GRAPH,
+        };
+        Error::new(status, error.to_string())
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+pub(crate) fn set_last_error(message: &str) {
+    let message = CString::new(message.replace('\0', "\\0")).expect("NULs replaced");
+    LAST_ERROR.with(|slot| *slot.borrow_mut() = message);
+}
+
+/// Runs an entry point: catches panics (never unwinding into C), records the error
+/// message, returns the status.
+pub(crate) fn ffi_call(function: &str, body: impl FnOnce() -> Result<(), Error>) -> KilnStatus {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(Ok(())) => KILN_OK,
+        Ok(Err(error)) => {
+            set_last_error(&format!("{function}: {}", error.message));
+            error.status
+        }
+        Err(payload) => {
+            let detail = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            set_last_error(&format!("{function}: internal error: {detail}"));
+            KILN_ERROR_INTERNAL
+        }
+    }
+}
+
+/// Checks a required pointer argument.
+pub(crate) fn non_null<T>(ptr: *const T, name: &str) -> Result<*const T, Error> {
+    if ptr.is_null() {
+        Err(Error::new(KILN_ERROR_NULL_POINTER, format!("`{name}` is NULL")))
+    } else {
+        Ok(ptr)
+    }
+}
+
+/// The library version as `(major << 16) | (minor << 8) | patch`.
+#[no_mangle]
+pub extern "C" fn kiln_version() -> u32 {
+    (KILN_VERSION_MAJOR << 16) | (KILN_VERSION_MINOR << 8) | KILN_VERSION_PATCH
+}
+
+/// The library version as a static string, e.g. "0.1.0".
+#[no_mangle]
+pub extern "C" fn kiln_version_string() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// The `KILN_ABI_VERSION` the library was built with.
+#[no_mangle]
+pub extern "C" fn kiln_abi_version() -> u32 {
+    KILN_ABI_VERSION
+}
+
+/// Refuses a library whose ABI differs from the caller's header. Prefer the inline
+/// `kiln_check_linked_abi()`, which fills `info` from the header.
+/// Returns `KILN_ERROR_ABI_MISMATCH` with every difference in the message.
+///
+/// # Safety
+/// `info` is NULL or points to a readable `KilnAbiInfo`.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_check_abi(info: *const KilnAbiInfo) -> KilnStatus {
+    ffi_call("kiln_check_abi", || {
+        let info = non_null(info, "info")?;
+        // SAFETY: non-null, and the caller promises a readable struct; read its first
+        // field alone before trusting the layout.
+        let struct_size = unsafe { std::ptr::read_unaligned(info.cast::<u32>()) };
+        let ours = KilnAbiInfo::current();
+        if struct_size != ours.struct_size {
+            return Err(Error::new(
+                KILN_ERROR_ABI_MISMATCH,
+                format!("KilnAbiInfo is {struct_size} bytes in your header but {} in the library", ours.struct_size),
+            ));
+        }
+        // SAFETY: sizes agree, so the struct is complete.
+        let theirs = unsafe { *info };
+        let fields = [
+            ("KILN_ABI_VERSION", theirs.abi_version, ours.abi_version),
+            ("sizeof(KilnRuntimeDef)", theirs.runtime_def_size, ours.runtime_def_size),
+            ("sizeof(KilnPassDef)", theirs.pass_def_size, ours.pass_def_size),
+            ("sizeof(KilnPassContext)", theirs.pass_context_size, ours.pass_context_size),
+            ("sizeof(KilnProfile)", theirs.profile_size, ours.profile_size),
+            ("sizeof(KilnPassProfile)", theirs.pass_profile_size, ours.pass_profile_size),
+            ("sizeof(KilnAllocator)", theirs.allocator_size, ours.allocator_size),
+        ];
+        let mismatches: Vec<String> = fields
+            .iter()
+            .filter(|(_, header, library)| header != library)
+            .map(|(name, header, library)| format!("{name} is {header} in your header but {library} in the library"))
+            .collect();
+        if mismatches.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::new(
+                KILN_ERROR_ABI_MISMATCH,
+                format!("libkiln {} does not match this program: {}", env!("CARGO_PKG_VERSION"), mismatches.join("; ")),
+            ))
+        }
+    })
+}
+
+/// The message of the last failed Kiln call on this thread ("" if none). The string
+/// stays valid until the next failing call on the same thread.
+#[no_mangle]
+pub extern "C" fn kiln_last_error_message() -> *const c_char {
+    LAST_ERROR.with(|slot| slot.borrow().as_ptr())
+}
+
+/// The name of a status code, e.g. "KILN_ERROR_NULL_POINTER"; "KILN_UNKNOWN_STATUS"
+/// for values that are not status codes. Static string.
+#[no_mangle]
+pub extern "C" fn kiln_status_name(status: KilnStatus) -> *const c_char {
+    let name: &'static str = match status {
+        KILN_OK => "KILN_OK\0",
+        KILN_ERROR_NULL_POINTER => "KILN_ERROR_NULL_POINTER\0",
+        KILN_ERROR_INVALID_ARGUMENT => "KILN_ERROR_INVALID_ARGUMENT\0",
+        KILN_ERROR_INVALID_HANDLE => "KILN_ERROR_INVALID_HANDLE\0",
+        KILN_ERROR_STRUCT_SIZE => "KILN_ERROR_STRUCT_SIZE\0",
+        KILN_ERROR_ABI_MISMATCH => "KILN_ERROR_ABI_MISMATCH\0",
+        KILN_ERROR_INVALID_STATE => "KILN_ERROR_INVALID_STATE\0",
+        KILN_ERROR_GRAPH => "KILN_ERROR_GRAPH\0",
+        KILN_ERROR_BUFFER_TOO_SMALL => "KILN_ERROR_BUFFER_TOO_SMALL\0",
+        KILN_ERROR_PASS_FAILED => "KILN_ERROR_PASS_FAILED\0",
+        KILN_ERROR_NO_DEVICE => "KILN_ERROR_NO_DEVICE\0",
+        KILN_ERROR_INTERNAL => "KILN_ERROR_INTERNAL\0",
+        _ => "KILN_UNKNOWN_STATUS\0",
+    };
+    name.as_ptr().cast()
+}
