@@ -1,4 +1,43 @@
 #!/usr/bin/env bash
+# The whole test suite (the README's second command; CI runs it through .ci/run):
+# formatting, clippy, Rust tests (including header freshness), the exported-symbol
+# list and SONAME, the install step, and the C samples built with make (pkg-config,
+# ASan+UBSan) and with CMake (find_package) against the installed package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo test --workspace
+source scripts/setup.sh
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo test --workspace (unit, integration, C ABI, header freshness)"
+cargo test --workspace --locked
+
+step "exported symbols and SONAME of libkiln.so"
+cargo build --release -p kiln-ffi --locked
+lib=${CARGO_TARGET_DIR:-target}/release/libkiln.so
+nm -D --defined-only "$lib" | awk '{print $3}' | grep '^kiln_' | sort | diff -u ffi/symbols.txt - \
+    || { echo "exported symbols differ from ffi/symbols.txt (update it if the change is intended)" >&2; exit 1; }
+abi=$(sed -n 's/^pub const KILN_ABI_VERSION: u32 = \([0-9]*\);/\1/p' ffi/src/abi.rs)
+readelf -d "$lib" | grep -q "SONAME.*libkiln.so.$abi" || { echo "SONAME is not libkiln.so.$abi" >&2; exit 1; }
+echo "symbols match ffi/symbols.txt; SONAME libkiln.so.$abi"
+
+step "install into a fresh prefix"
+prefix=$PWD/build/test-prefix
+rm -rf "$prefix" build/test-make build/test-cmake
+bash scripts/install.sh "$prefix"
+
+step "C samples and C tests: make + pkg-config, AddressSanitizer + UndefinedBehaviorSanitizer"
+PKG_CONFIG_PATH=$prefix/lib/pkgconfig make -C samples-c SANITIZE=1 OUT="$PWD/build/test-make" check
+
+step "C samples and C tests: CMake find_package(kiln) against the installed package"
+cmake -S samples-c -B build/test-cmake -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build/test-cmake -j 2 >/dev/null
+ctest --test-dir build/test-cmake --output-on-failure
+
+printf '\nkiln test suite: all steps passed\n'

@@ -97,6 +97,11 @@ impl CompiledGraph {
 }
 
 fn validate(graph_id: u32, resources: &[ResourceDecl], passes: &[PassDecl]) -> Result<(), GraphError> {
+    for (i, resource) in resources.iter().enumerate() {
+        if resources[..i].iter().any(|r| r.name == resource.name) {
+            return Err(GraphError::DuplicateResource(resource.name.clone()));
+        }
+    }
     for (i, pass) in passes.iter().enumerate() {
         if passes[..i].iter().any(|p| p.name == pass.name) {
             return Err(GraphError::DuplicatePass(pass.name.clone()));

@@ -15,6 +15,8 @@ pub enum GraphError {
     UnknownPass { pass: String, after: String },
     /// Two passes have the same name.
     DuplicatePass(String),
+    /// Two resources have the same name.
+    DuplicateResource(String),
     /// A pass touched a resource it did not declare (or only declared for reading).
     Undeclared { pass: String, resource: String, wanted: Mode },
     /// A pass borrowed a resource in a way that conflicts with its own other borrow.
@@ -39,6 +41,7 @@ impl fmt::Display for GraphError {
                 write!(f, "pass '{pass}' is declared to run after '{after}', but no pass has that name")
             }
             GraphError::DuplicatePass(name) => write!(f, "two passes are named '{name}'"),
+            GraphError::DuplicateResource(name) => write!(f, "two resources are named '{name}'"),
             GraphError::Undeclared { pass, resource, wanted } => {
                 let verb = match wanted {
                     Mode::Read => "read",

@@ -102,6 +102,11 @@ fn bad_declarations_are_rejected_at_compile() {
     g.pass("twin").run(|_| Ok(()));
     g.pass("twin").run(|_| Ok(()));
     assert_eq!(g.compile().err(), Some(GraphError::DuplicatePass("twin".into())));
+
+    let mut g = FrameGraph::new();
+    g.resource("bodies", ());
+    g.resource("bodies", 1u8);
+    assert_eq!(g.check().err().map(|e| e.to_string()), Some("two resources are named 'bodies'".to_owned()));
 }
 
 #[test]

@@ -34,7 +34,7 @@
 use std::cell::Cell;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Barrier, Mutex, MutexGuard, TryLockError};
 use std::thread::{self, JoinHandle};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
@@ -295,22 +295,35 @@ impl ThreadPool {
             guest: Mutex::new(guest),
         });
 
+        // Every worker makes one steal attempt before `new` returns: the first steal
+        // registers the thread with crossbeam's epoch collector (an allocation), and
+        // doing it here keeps it out of the first frames.
+        let started = Arc::new(Barrier::new(threads + 1));
         let handles = deques
             .into_iter()
             .zip(parkers)
             .enumerate()
             .map(|(index, (deque, parker))| {
                 let registry = Arc::clone(&registry);
+                let started = Arc::clone(&started);
                 thread::Builder::new()
                     .name(format!("kiln-worker-{index}"))
                     .spawn(move || {
                         let worker = WorkerThread { index, deque: &deque, parker: &parker, registry: &registry };
                         let _restore = worker.enter();
+                        let first = worker.find_work();
+                        started.wait();
+                        drop(started);
+                        if let Some(job) = first {
+                            // SAFETY: as in `main_loop`.
+                            unsafe { job.execute() };
+                        }
                         worker.main_loop();
                     })
                     .expect("failed to spawn a Kiln worker thread")
             })
             .collect();
+        started.wait();
         ThreadPool { registry, threads: handles }
     }
 

@@ -1,0 +1,148 @@
+/* Bad input from C: every pointer NULL, stale and forged handles, destroyed
+ * runtimes, wrong struct sizes, NaN and infinities, huge counts. Each call must
+ * return its specific status, say why, and change nothing. */
+#include <math.h>
+#include <stdint.h>
+
+#include "kiln.h"
+#include "check.h"
+
+static int runs;
+
+static KilnStatus count_run(const KilnPassContext *context, void *user) {
+    (void)context;
+    (void)user;
+    runs++;
+    return KILN_OK;
+}
+
+static KilnStatus failing(const KilnPassContext *context, void *user) {
+    (void)context;
+    (void)user;
+    return KILN_ERROR_INVALID_ARGUMENT;
+}
+
+static void noop_range(uint32_t b, uint32_t e, uint32_t w, void *c) {
+    (void)b, (void)e, (void)w, (void)c;
+}
+
+int main(void) {
+    CHECK_STATUS(kiln_check_linked_abi(), KILN_OK);
+    KilnAbiInfo info = {0};
+    info.struct_size = (uint32_t)sizeof info;
+    CHECK_STATUS(kiln_check_abi(&info), KILN_ERROR_ABI_MISMATCH);
+    CHECK_MESSAGE("does not match this program");
+    CHECK_STATUS(kiln_check_abi(NULL), KILN_ERROR_NULL_POINTER);
+
+    /* Creation. */
+    KilnRuntimeDef def = kiln_default_runtime_def();
+    def.thread_count = 2;
+    KilnRuntimeId rt = {0, 0}, untouched = {42, 42};
+    CHECK_STATUS(kiln_runtime_create(NULL, &untouched), KILN_ERROR_NULL_POINTER);
+    CHECK_MESSAGE("`def` is NULL");
+    CHECK_STATUS(kiln_runtime_create(&def, NULL), KILN_ERROR_NULL_POINTER);
+    KilnRuntimeDef wrong = def;
+    wrong.struct_size = 3;
+    CHECK_STATUS(kiln_runtime_create(&wrong, &untouched), KILN_ERROR_STRUCT_SIZE);
+    CHECK_MESSAGE("struct_size is 3");
+    wrong = def;
+    wrong.thread_count = 1000000;
+    CHECK_STATUS(kiln_runtime_create(&wrong, &untouched), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK(untouched.index1 == 42 && untouched.generation == 42);
+    CHECK_STATUS(kiln_runtime_create(&def, &rt), KILN_OK);
+    CHECK(kiln_runtime_is_valid(rt));
+
+    /* Resources and passes. */
+    KilnResourceId res, none = {0, 0};
+    CHECK_STATUS(kiln_runtime_add_resource(rt, NULL, &res), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_runtime_add_resource(rt, "", &res), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_runtime_add_resource(rt, "bodies", NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_runtime_add_resource(rt, "bodies", &res), KILN_OK);
+    CHECK_STATUS(kiln_runtime_add_resource(rt, "bodies", &none), KILN_ERROR_GRAPH);
+    CHECK(none.index1 == 0);
+
+    KilnPassDef pass = kiln_default_pass_def();
+    KilnPassId id = {0, 0};
+    pass.name = "step";
+    pass.writes = &res;
+    pass.write_count = 1;
+    CHECK_STATUS(kiln_runtime_add_pass(rt, &pass, &id), KILN_ERROR_NULL_POINTER); /* no run */
+    pass.run = count_run;
+    CHECK_STATUS(kiln_runtime_add_pass(rt, NULL, &id), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_runtime_add_pass(rt, &pass, NULL), KILN_ERROR_NULL_POINTER);
+    KilnPassDef bad = pass;
+    bad.struct_size = 1;
+    CHECK_STATUS(kiln_runtime_add_pass(rt, &bad, &id), KILN_ERROR_STRUCT_SIZE);
+    bad = pass;
+    bad.write_count = UINT32_MAX;
+    CHECK_STATUS(kiln_runtime_add_pass(rt, &bad, &id), KILN_ERROR_INVALID_ARGUMENT);
+    bad = pass;
+    bad.writes = NULL;
+    CHECK_STATUS(kiln_runtime_add_pass(rt, &bad, &id), KILN_ERROR_NULL_POINTER);
+    bad = pass;
+    bad.queue = 99;
+    CHECK_STATUS(kiln_runtime_add_pass(rt, &bad, &id), KILN_ERROR_INVALID_ARGUMENT);
+    KilnResourceId forged = {77, res.owner};
+    bad = pass;
+    bad.writes = &forged;
+    CHECK_STATUS(kiln_runtime_add_pass(rt, &bad, &id), KILN_ERROR_INVALID_HANDLE);
+    const char *after[] = {"missing"};
+    bad = pass;
+    bad.after = after;
+    bad.after_count = 1;
+    CHECK_STATUS(kiln_runtime_add_pass(rt, &bad, &id), KILN_ERROR_GRAPH);
+    CHECK_MESSAGE("'missing'");
+    CHECK(id.index1 == 0);
+    CHECK_STATUS(kiln_runtime_add_pass(rt, &pass, &id), KILN_OK);
+    CHECK_STATUS(kiln_runtime_add_pass(rt, &pass, &id), KILN_ERROR_GRAPH); /* duplicate name */
+
+    /* Frames and numbers. */
+    CHECK_STATUS(kiln_runtime_run_frame(rt, NAN), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_runtime_run_frame(rt, INFINITY), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_runtime_run_frame(rt, -INFINITY), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_runtime_run_frame(rt, -1.0f), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("delta_time");
+    CHECK(runs == 0);
+    CHECK_STATUS(kiln_runtime_run_frame(rt, 0.0f), KILN_OK);
+    CHECK(runs == 1);
+
+    /* parallel_for outside a pass. */
+    KilnPassContext fake = {rt, id, 0, 0.0f, 0};
+    CHECK_STATUS(kiln_parallel_for(&fake, 10, 1, noop_range, NULL), KILN_ERROR_INVALID_STATE);
+    CHECK_STATUS(kiln_parallel_for(NULL, 10, 1, noop_range, NULL), KILN_ERROR_NULL_POINTER);
+
+    /* Profile buffer protocol. */
+    uint32_t count = 0;
+    KilnPassProfile one[1];
+    CHECK_STATUS(kiln_runtime_get_profile(rt, NULL, NULL, 0, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_runtime_get_profile(rt, NULL, NULL, 5, &count), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_runtime_get_profile(rt, NULL, NULL, 0, &count), KILN_OK);
+    CHECK(count == 1);
+    CHECK_STATUS(kiln_runtime_get_profile(rt, NULL, one, 1, &count), KILN_OK);
+    CHECK(strcmp(one[0].name, "step") == 0);
+
+    /* A failing pass stops the frame; the next one works. */
+    KilnPassDef fail = kiln_default_pass_def();
+    fail.name = "fails";
+    fail.run = failing;
+    CHECK_STATUS(kiln_runtime_add_pass(rt, &fail, &id), KILN_OK);
+    CHECK_STATUS(kiln_runtime_run_frame(rt, 0.01f), KILN_ERROR_PASS_FAILED);
+    CHECK_MESSAGE("pass 'fails' failed");
+
+    /* Destroy, then use. */
+    CHECK_STATUS(kiln_runtime_destroy(rt), KILN_OK);
+    CHECK(!kiln_runtime_is_valid(rt));
+    CHECK_STATUS(kiln_runtime_destroy(rt), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_runtime_run_frame(rt, 0.01f), KILN_ERROR_INVALID_HANDLE);
+    CHECK_MESSAGE("stale");
+    CHECK_STATUS(kiln_runtime_add_resource(rt, "late", &res), KILN_ERROR_INVALID_HANDLE);
+    KilnRuntimeId null_id = {0, 0}, forged_id = {9999, 3};
+    CHECK_STATUS(kiln_runtime_run_frame(null_id, 0.01f), KILN_ERROR_INVALID_HANDLE);
+    CHECK_MESSAGE("null handle");
+    CHECK_STATUS(kiln_runtime_run_frame(forged_id, 0.01f), KILN_ERROR_INVALID_HANDLE);
+    uint32_t workers = 123;
+    CHECK_STATUS(kiln_runtime_get_worker_count(forged_id, &workers), KILN_ERROR_INVALID_HANDLE);
+    CHECK(workers == 123);
+    CHECK(strcmp(kiln_status_name(KILN_ERROR_INTERNAL), "KILN_ERROR_INTERNAL") == 0);
+    return check_summary("bad_input");
+}

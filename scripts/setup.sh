@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what the build and tests need on a fresh Debian/Ubuntu machine: system
+# packages through apt (as root, or with sudo), and checks for the Rust toolchain.
+# Sourced by scripts/demo.sh and scripts/test.sh.
+set -euo pipefail
+
+kiln_missing=()
+command -v cc >/dev/null 2>&1 || kiln_missing+=(gcc libc6-dev)
+command -v c++ >/dev/null 2>&1 || kiln_missing+=(g++)
+command -v make >/dev/null 2>&1 || kiln_missing+=(make)
+command -v cmake >/dev/null 2>&1 || kiln_missing+=(cmake)
+command -v pkg-config >/dev/null 2>&1 || kiln_missing+=(pkg-config)
+command -v nm >/dev/null 2>&1 || kiln_missing+=(binutils)
+if ((${#kiln_missing[@]})); then
+    echo "installing: ${kiln_missing[*]}"
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${kiln_missing[@]}" >/dev/null
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo apt-get update -qq
+        sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${kiln_missing[@]}" >/dev/null
+    else
+        echo "missing packages: ${kiln_missing[*]} (run as root or install them with apt)" >&2
+        exit 1
+    fi
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "cargo not found: install the Rust toolchain (https://rustup.rs) and retry" >&2
+    exit 1
+fi
