@@ -31,19 +31,8 @@ int main(int argc, char **argv) {
     printf("  %u workers (background threads + the calling thread)\n", workers);
 
     static Scene scene;
-    if ((status = scene_build(&scene, runtime)) != KILN_OK) {
-        return scene_fail("scene_build", status);
-    }
-    for (unsigned f = 0; f < frames; ++f) {
-        if ((status = kiln_runtime_run_frame(runtime, 1.0f / 60.0f)) != KILN_OK) {
-            return scene_fail("kiln_runtime_run_frame", status);
-        }
-    }
-    if ((status = scene_print_profile(runtime)) != KILN_OK) {
-        return scene_fail("kiln_runtime_get_profile", status);
-    }
-    if ((status = kiln_runtime_destroy(runtime)) != KILN_OK) {
-        return scene_fail("kiln_runtime_destroy", status);
+    if (scene_run(&scene, runtime, frames) != 0) {
+        return 1;
     }
     printf("hello: %u frames, final energy %.6e J/kg\n", frames, scene.energy);
     return scene.frames_reported > 0 ? 0 : 1;

@@ -131,18 +131,7 @@ static int run_scene(KilnRuntimeDef *def, Scene *scene, unsigned frames) {
     if (status != KILN_OK) {
         return scene_fail("kiln_runtime_create", status);
     }
-    if ((status = scene_build(scene, runtime)) != KILN_OK) {
-        return scene_fail("scene_build", status);
-    }
-    for (unsigned f = 0; f < frames; ++f) {
-        if ((status = kiln_runtime_run_frame(runtime, 1.0f / 60.0f)) != KILN_OK) {
-            return scene_fail("kiln_runtime_run_frame", status);
-        }
-    }
-    if ((status = scene_print_profile(runtime)) != KILN_OK) {
-        return scene_fail("kiln_runtime_get_profile", status);
-    }
-    return kiln_runtime_destroy(runtime) == KILN_OK ? 0 : 1;
+    return scene_run(scene, runtime, frames);
 }
 
 int main(void) {

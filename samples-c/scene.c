@@ -135,6 +135,25 @@ KilnStatus scene_print_profile(KilnRuntimeId runtime) {
     return status;
 }
 
+int scene_run(Scene *scene, KilnRuntimeId runtime, unsigned frames) {
+    KilnStatus status = scene_build(scene, runtime);
+    if (status != KILN_OK) {
+        return scene_fail("scene_build", status);
+    }
+    for (unsigned f = 0; f < frames; ++f) {
+        if ((status = kiln_runtime_run_frame(runtime, 1.0f / 60.0f)) != KILN_OK) {
+            return scene_fail("kiln_runtime_run_frame", status);
+        }
+    }
+    if ((status = scene_print_profile(runtime)) != KILN_OK) {
+        return scene_fail("kiln_runtime_get_profile", status);
+    }
+    if ((status = kiln_runtime_destroy(runtime)) != KILN_OK) {
+        return scene_fail("kiln_runtime_destroy", status);
+    }
+    return 0;
+}
+
 int scene_fail(const char *what, KilnStatus status) {
     fprintf(stderr, "%s failed: %s: %s\n", what, kiln_status_name(status), kiln_last_error_message());
     return 1;

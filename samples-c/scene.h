@@ -20,6 +20,10 @@ typedef struct Scene {
 /* Fills the particles and adds resources and passes ("integrate", "energy", "report"). */
 KilnStatus scene_build(Scene *scene, KilnRuntimeId runtime);
 
+/* Builds the scene on `runtime`, runs `frames` frames at 60 Hz, prints the profile,
+ * destroys the runtime. Returns 0 on success, 1 after printing what failed. */
+int scene_run(Scene *scene, KilnRuntimeId runtime, unsigned frames);
+
 /* Prints the last frame's profile as a table. */
 KilnStatus scene_print_profile(KilnRuntimeId runtime);
 
