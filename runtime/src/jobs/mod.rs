@@ -71,7 +71,7 @@ impl Executor for ThreadPool {
         match count {
             0 => {}
             1 => self.install(|worker| task(0..1, worker)),
-            _ => self.registry().in_worker(|worker| pool::split_for_each(worker, 0, count, task)),
+            _ => self.registry().in_worker(|worker| pool::split_for_each(worker, 0, count, self.worker_count(), task)),
         }
     }
 }
