@@ -1,5 +1,8 @@
 pub mod frame;
 pub mod jobs;
+pub mod math;
 pub mod runtime;
+pub mod spatial;
+pub mod terrain;
 
 pub use runtime::{Runtime, Workers};

@@ -138,6 +138,24 @@ impl<'a> Jobs<'a> {
         });
     }
 
+    /// Calls `f(index, &mut items[index], worker)` for every item, in parallel: the
+    /// way to give each job its own output buffer (one item per job).
+    pub fn for_each_mut<T, F>(&self, items: &mut [T], f: F)
+    where
+        T: Send,
+        F: Fn(usize, &mut T, &Worker) + Sync,
+    {
+        let slots = SlotWriter(items.as_mut_ptr());
+        self.executor.for_each(items.len(), &|indices, worker| {
+            for index in indices {
+                // SAFETY: `index < items.len()` and the executor hands out every index
+                // exactly once, so the `&mut` borrows are disjoint; `items` outlives
+                // `for_each`.
+                f(index, unsafe { slots.get_mut(index) }, worker);
+            }
+        });
+    }
+
     /// A deterministic parallel reduction: `map` per chunk, then `fold` of the chunk
     /// results from left to right. Chunk results live in `scratch` (e.g. the frame's
     /// worker arena). Returns `None` for an empty range.
@@ -166,6 +184,14 @@ impl<T> SlotWriter<T> {
     unsafe fn write(&self, index: usize, value: T) {
         // SAFETY: forwarded from the caller.
         unsafe { *self.0.add(index) = value };
+    }
+
+    /// # Safety
+    /// As for `write`: in bounds, and nobody else borrows that slot meanwhile.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn get_mut(&self, index: usize) -> &mut T {
+        // SAFETY: forwarded from the caller.
+        unsafe { &mut *self.0.add(index) }
     }
 }
 

@@ -1,0 +1,161 @@
+//! A thin layer over glam: axis-aligned boxes and rays, the types every spatial
+//! structure shares.
+
+pub use glam::{IVec3, Vec3};
+
+/// An axis-aligned box, `min <= max` on every axis for a valid box.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Aabb {
+    pub min: Vec3,
+    pub max: Vec3,
+}
+
+impl Aabb {
+    /// The box that contains nothing; the identity of [`Aabb::union`].
+    pub const EMPTY: Aabb = Aabb { min: Vec3::splat(f32::INFINITY), max: Vec3::splat(f32::NEG_INFINITY) };
+
+    pub const fn new(min: Vec3, max: Vec3) -> Aabb {
+        Aabb { min, max }
+    }
+
+    pub fn from_center_half_extents(center: Vec3, half: Vec3) -> Aabb {
+        Aabb { min: center - half, max: center + half }
+    }
+
+    /// Finite corners with `min <= max` on every axis.
+    pub fn is_valid(&self) -> bool {
+        self.min.is_finite() && self.max.is_finite() && self.min.cmple(self.max).all()
+    }
+
+    pub fn center(&self) -> Vec3 {
+        (self.min + self.max) * 0.5
+    }
+
+    pub fn extents(&self) -> Vec3 {
+        self.max - self.min
+    }
+
+    /// Surface area (the SAH cost measure). Zero for the empty box.
+    pub fn area(&self) -> f32 {
+        let d = (self.max - self.min).max(Vec3::ZERO);
+        2.0 * (d.x * d.y + d.y * d.z + d.z * d.x)
+    }
+
+    pub fn union(&self, other: &Aabb) -> Aabb {
+        Aabb { min: self.min.min(other.min), max: self.max.max(other.max) }
+    }
+
+    /// Grows `self` to contain `other`; returns whether it changed.
+    pub fn enlarge(&mut self, other: &Aabb) -> bool {
+        let grown = self.union(other);
+        let changed = grown != *self;
+        *self = grown;
+        changed
+    }
+
+    /// `other` lies inside `self` (boundaries included).
+    pub fn contains(&self, other: &Aabb) -> bool {
+        self.min.cmple(other.min).all() && other.max.cmple(self.max).all()
+    }
+
+    /// The boxes share at least one point (touching counts).
+    pub fn overlaps(&self, other: &Aabb) -> bool {
+        self.min.cmple(other.max).all() && other.min.cmple(self.max).all()
+    }
+
+    /// Grown by `margin` on every side.
+    pub fn expanded(&self, margin: f32) -> Aabb {
+        Aabb { min: self.min - Vec3::splat(margin), max: self.max + Vec3::splat(margin) }
+    }
+
+    /// Index of the longest axis (0 = x, 1 = y, 2 = z).
+    pub fn longest_axis(&self) -> usize {
+        let d = self.extents();
+        if d.x >= d.y && d.x >= d.z {
+            0
+        } else if d.y >= d.z {
+            1
+        } else {
+            2
+        }
+    }
+}
+
+/// A ray `origin + t * dir`, with the reciprocal direction precomputed for slab tests.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ray {
+    pub origin: Vec3,
+    pub dir: Vec3,
+    pub inv_dir: Vec3,
+}
+
+impl Ray {
+    /// `dir` need not be normalised; `t` is measured in multiples of it. A zero
+    /// component gives an infinite reciprocal, which the slab test handles.
+    pub fn new(origin: Vec3, dir: Vec3) -> Ray {
+        Ray { origin, dir, inv_dir: dir.recip() }
+    }
+
+    pub fn at(&self, t: f32) -> Vec3 {
+        self.origin + self.dir * t
+    }
+
+    /// Finite origin and a finite, non-zero direction.
+    pub fn is_valid(&self) -> bool {
+        self.origin.is_finite() && self.dir.is_finite() && self.dir != Vec3::ZERO
+    }
+
+    /// Entry parameter of the ray into `aabb` within `[0, max_t]`, if it enters.
+    /// A ray starting inside the box enters at 0.
+    pub fn intersect_aabb(&self, aabb: &Aabb, max_t: f32) -> Option<f32> {
+        let (mut t_near, mut t_far) = (0.0f32, max_t);
+        for axis in 0..3 {
+            let (o, inv) = (self.origin[axis], self.inv_dir[axis]);
+            if self.dir[axis] == 0.0 {
+                // Parallel to this slab: inside it (boundary included) or a miss.
+                if o < aabb.min[axis] || o > aabb.max[axis] {
+                    return None;
+                }
+                continue;
+            }
+            let t1 = (aabb.min[axis] - o) * inv;
+            let t2 = (aabb.max[axis] - o) * inv;
+            t_near = t_near.max(t1.min(t2));
+            t_far = t_far.min(t1.max(t2));
+        }
+        (t_near <= t_far).then_some(t_near)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aabb_basics() {
+        let a = Aabb::new(Vec3::ZERO, Vec3::ONE);
+        let b = Aabb::new(Vec3::splat(1.0), Vec3::splat(2.0));
+        assert!(a.overlaps(&b), "touching boxes overlap");
+        assert!(!a.overlaps(&b.expanded(-0.1)));
+        assert_eq!(a.area(), 6.0);
+        assert_eq!(Aabb::EMPTY.area(), 0.0);
+        assert_eq!(Aabb::EMPTY.union(&a), a);
+        assert!(a.union(&b).contains(&a));
+        assert!(!Aabb::new(Vec3::ONE, Vec3::ZERO).is_valid());
+        assert!(!Aabb::new(Vec3::ZERO, Vec3::new(f32::NAN, 1.0, 1.0)).is_valid());
+    }
+
+    #[test]
+    fn ray_slab_test() {
+        let b = Aabb::new(Vec3::ZERO, Vec3::ONE);
+        let r = Ray::new(Vec3::new(-1.0, 0.5, 0.5), Vec3::X);
+        assert_eq!(r.intersect_aabb(&b, 10.0), Some(1.0));
+        assert_eq!(r.intersect_aabb(&b, 0.5), None);
+        let inside = Ray::new(Vec3::splat(0.5), Vec3::Y);
+        assert_eq!(inside.intersect_aabb(&b, 10.0), Some(0.0));
+        let axis_parallel_miss = Ray::new(Vec3::new(-1.0, 2.0, 0.5), Vec3::X);
+        assert_eq!(axis_parallel_miss.intersect_aabb(&b, 10.0), None);
+        let on_face = Ray::new(Vec3::new(-1.0, 1.0, 0.5), Vec3::X);
+        assert_eq!(on_face.intersect_aabb(&b, 10.0), Some(1.0));
+    }
+}

@@ -1,0 +1,218 @@
+//! The body broadphase: a [`DynamicTree`] plus a move buffer and the persistent set
+//! of overlapping pairs.
+//!
+//! Each step, [`BroadPhase::update_pairs`] queries the tree with the fat box of every
+//! proxy that moved (escaped its fat box, or was created) in parallel jobs, one output
+//! buffer per chunk of the move buffer. A pair of two moved proxies is reported only by
+//! the query of the larger id, a pair of two sleeping proxies not at all, and a pair
+//! already in the set is skipped, so no pair appears twice. Chunk outputs are joined in
+//! chunk order and sorted by pair key: the result is the same for any worker count.
+//! Pairs whose fat boxes separated are dropped in the same update, so after it the set
+//! equals the list of overlapping fat-box pairs (minus sleeping-only ones).
+
+use glam::Vec3;
+
+use super::tree::{Balancing, DynamicTree, ProxyId, TreeConfig};
+use crate::jobs::{chunk_count, chunk_range, Jobs};
+use crate::math::Aabb;
+
+/// Moved proxies per pair-finding job.
+const PAIR_GRAIN: usize = 64;
+
+/// Two overlapping proxies, `a < b`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Pair {
+    pub a: ProxyId,
+    pub b: ProxyId,
+}
+
+impl Pair {
+    fn key(a: u32, b: u32) -> u64 {
+        let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+        ((lo as u64) << 32) | hi as u64
+    }
+
+    fn from_key(key: u64) -> Pair {
+        Pair { a: ProxyId((key >> 32) as u32), b: ProxyId(key as u32) }
+    }
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct BroadPhase {
+    tree: DynamicTree,
+    move_buffer: Vec<u32>,
+    /// Sorted pair keys (`a << 32 | b`).
+    pairs: Vec<u64>,
+    added: Vec<u64>,
+    removed: Vec<u64>,
+    chunk_pairs: Vec<Vec<u64>>,
+    merge: Vec<u64>,
+}
+
+impl BroadPhase {
+    pub fn new(config: TreeConfig) -> BroadPhase {
+        BroadPhase {
+            tree: DynamicTree::new(config),
+            move_buffer: Vec::new(),
+            pairs: Vec::new(),
+            added: Vec::new(),
+            removed: Vec::new(),
+            chunk_pairs: Vec::new(),
+            merge: Vec::new(),
+        }
+    }
+
+    pub fn tree(&self) -> &DynamicTree {
+        &self.tree
+    }
+
+    pub fn create_proxy(&mut self, tight: &Aabb, user: u64) -> ProxyId {
+        let proxy = self.tree.create_proxy(tight, user);
+        self.move_buffer.push(proxy.0);
+        proxy
+    }
+
+    /// Removes the proxy and, silently, every pair it was in: the owner ends those
+    /// contacts itself (as Box2D does when a shape is destroyed).
+    pub fn destroy_proxy(&mut self, proxy: ProxyId) {
+        self.tree.destroy_proxy(proxy);
+        self.pairs.retain(|&key| {
+            let pair = Pair::from_key(key);
+            pair.a != proxy && pair.b != proxy
+        });
+    }
+
+    /// See [`DynamicTree::move_proxy`]; a proxy that escaped its fat box joins the
+    /// move buffer. Returns whether it did.
+    pub fn move_proxy(&mut self, proxy: ProxyId, tight: &Aabb, displacement: Vec3) -> bool {
+        let already = self.tree.was_moved(proxy.0);
+        let moved = self.tree.move_proxy(proxy, tight, displacement);
+        if moved && !already {
+            self.move_buffer.push(proxy.0);
+        }
+        moved
+    }
+
+    pub fn set_sleeping(&mut self, proxy: ProxyId, sleeping: bool) {
+        self.tree.set_sleeping(proxy, sleeping);
+    }
+
+    /// Proxies waiting for the next [`BroadPhase::update_pairs`].
+    pub fn moved_count(&self) -> usize {
+        self.move_buffer.len()
+    }
+
+    /// The per-step tree work of [`Balancing::SahRotate`] (a no-op for AVL): rebuild
+    /// the enlarged part. It may run as its own task; queries stay exact without it.
+    pub fn rebuild_tree(&mut self) -> usize {
+        match self.tree.config().balancing {
+            Balancing::SahRotate => self.tree.rebuild(),
+            Balancing::Avl => 0,
+        }
+    }
+
+    /// Rebuilds the tree (see [`BroadPhase::rebuild_tree`]), then updates pairs.
+    pub fn update(&mut self, jobs: Jobs) {
+        self.rebuild_tree();
+        self.update_pairs(jobs);
+    }
+
+    /// Finds new pairs of the moved proxies (in parallel), drops pairs whose fat boxes
+    /// separated, and clears the move buffer. [`BroadPhase::added`] and
+    /// [`BroadPhase::removed`] then list this update's changes.
+    pub fn update_pairs(&mut self, jobs: Jobs) {
+        self.added.clear();
+        self.removed.clear();
+        // The same proxy can be buffered twice (destroyed, its id reused, moved).
+        self.move_buffer.sort_unstable();
+        self.move_buffer.dedup();
+        let tree = &self.tree;
+        self.move_buffer.retain(|&p| tree.is_proxy(ProxyId(p)) && tree.was_moved(p));
+
+        // New pairs, one buffer per chunk of the move buffer.
+        let chunks = chunk_count(self.move_buffer.len(), PAIR_GRAIN);
+        if self.chunk_pairs.len() < chunks {
+            self.chunk_pairs.resize_with(chunks, Vec::new);
+        }
+        let (moves, pairs) = (&self.move_buffer, &self.pairs);
+        jobs.for_each_mut(&mut self.chunk_pairs[..chunks], |chunk, out, _| {
+            out.clear();
+            for &q in &moves[chunk_range(&(0..moves.len()), PAIR_GRAIN, chunk)] {
+                find_new_pairs(tree, pairs, q, out);
+            }
+        });
+        for out in &self.chunk_pairs[..chunks] {
+            self.added.extend_from_slice(out);
+        }
+        self.added.sort_unstable();
+
+        // Pairs whose fat boxes no longer overlap.
+        let removed = &mut self.removed;
+        self.pairs.retain(|&key| {
+            let Pair { a, b } = Pair::from_key(key);
+            let touched = tree.was_moved(a.0) || tree.was_moved(b.0);
+            let keep = !touched || tree.fat_aabb(a).overlaps(&tree.fat_aabb(b));
+            if !keep {
+                removed.push(key);
+            }
+            keep
+        });
+
+        // pairs = merge(pairs, added), both sorted and disjoint.
+        self.merge.clear();
+        let (mut i, mut j) = (0, 0);
+        while i < self.pairs.len() && j < self.added.len() {
+            if self.pairs[i] < self.added[j] {
+                self.merge.push(self.pairs[i]);
+                i += 1;
+            } else {
+                self.merge.push(self.added[j]);
+                j += 1;
+            }
+        }
+        self.merge.extend_from_slice(&self.pairs[i..]);
+        self.merge.extend_from_slice(&self.added[j..]);
+        std::mem::swap(&mut self.pairs, &mut self.merge);
+
+        for &p in &self.move_buffer {
+            self.tree.clear_moved(p);
+        }
+        self.move_buffer.clear();
+    }
+
+    /// Every overlapping pair, sorted.
+    pub fn pairs(&self) -> impl ExactSizeIterator<Item = Pair> + '_ {
+        self.pairs.iter().map(|&k| Pair::from_key(k))
+    }
+
+    pub fn pair_count(&self) -> usize {
+        self.pairs.len()
+    }
+
+    /// Pairs the last update added, sorted.
+    pub fn added(&self) -> impl ExactSizeIterator<Item = Pair> + '_ {
+        self.added.iter().map(|&k| Pair::from_key(k))
+    }
+
+    /// Pairs the last update removed (fat boxes separated), sorted.
+    pub fn removed(&self) -> impl ExactSizeIterator<Item = Pair> + '_ {
+        self.removed.iter().map(|&k| Pair::from_key(k))
+    }
+}
+
+/// Appends the pairs of moved proxy `q` that are new and that `q`'s query owns.
+fn find_new_pairs(tree: &DynamicTree, pairs: &[u64], q: u32, out: &mut Vec<u64>) {
+    let fat = tree.fat_aabb(ProxyId(q));
+    let q_sleeping = tree.is_sleeping(ProxyId(q));
+    tree.query(&fat, |p| {
+        if p.0 == q || (tree.was_moved(p.0) && p.0 < q) || (q_sleeping && tree.is_sleeping(p)) {
+            return true;
+        }
+        let key = Pair::key(p.0, q);
+        if pairs.binary_search(&key).is_err() {
+            out.push(key);
+        }
+        true
+    });
+}

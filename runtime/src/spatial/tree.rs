@@ -1,0 +1,614 @@
+//! The dynamic AABB tree: a binary tree of fat boxes over proxies, kept in one node
+//! array with a free list.
+//!
+//! Leaves hold a proxy's *fat* box (tight box + margin + a prediction of its motion),
+//! internal nodes the union of their children. A proxy whose tight box stays inside
+//! its fat box costs nothing when it moves. When it escapes, one of two strategies
+//! updates the tree (see [`Balancing`]):
+//!
+//! * [`Balancing::Avl`] (the reference, Box2D v2.4): remove the leaf, insert it again
+//!   at the SAH-best sibling, and rotate by height on the way up, so height stays
+//!   logarithmic.
+//! * [`Balancing::SahRotate`] (Box2D v3): enlarge the leaf and mark its ancestors
+//!   *enlarged*; insertions rotate only when that lowers the SAH cost; once per step
+//!   [`DynamicTree::rebuild`] rebuilds the enlarged top of the tree with binned SAH
+//!   and keeps every untouched subtree as it is.
+//!
+//! Proxy ids are leaf node indices; they stay valid until the proxy is destroyed and
+//! are reused afterwards (the owner keeps its own generation if it needs one).
+
+use crate::math::Aabb;
+
+/// "No node".
+pub(crate) const NULL: u32 = u32::MAX;
+
+/// Heights above this trigger a full rebuild, so that the fixed query stacks
+/// (`STACK_SIZE`) can never overflow: a depth-first walk holds at most height + 1
+/// entries.
+pub(crate) const MAX_HEIGHT: u16 = 200;
+
+/// Entries of the fixed stacks used by queries and the insertion search.
+pub(crate) const STACK_SIZE: usize = 256;
+
+/// A proxy in a [`DynamicTree`]: the index of its leaf node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProxyId(pub u32);
+
+impl ProxyId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// How a tree keeps its quality as proxies move (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Balancing {
+    /// Remove + reinsert on every escape, AVL height rotations (the reference).
+    Avl,
+    /// Enlarge on escape, SAH-lowering rotations on insert, and a partial binned-SAH
+    /// rebuild of the enlarged part once per step (Box2D v3). The default: it wins on
+    /// the `broadphase_tree` bench (see the README's figures).
+    SahRotate,
+}
+
+/// Fattening and balancing settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TreeConfig {
+    /// Added to every side of a tight box.
+    pub margin: f32,
+    /// The fat box also extends by `displacement * multiplier` in the direction of
+    /// motion, so a steadily moving proxy escapes rarely.
+    pub displacement_multiplier: f32,
+    pub balancing: Balancing,
+}
+
+impl Default for TreeConfig {
+    fn default() -> Self {
+        TreeConfig { margin: 0.1, displacement_multiplier: 4.0, balancing: Balancing::SahRotate }
+    }
+}
+
+pub(crate) const FLAG_ALLOCATED: u16 = 1;
+pub(crate) const FLAG_ENLARGED: u16 = 2;
+pub(crate) const FLAG_MOVED: u16 = 4;
+pub(crate) const FLAG_SLEEPING: u16 = 8;
+
+/// One tree node (48 bytes). For a free node `parent` links the free list.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Node {
+    pub(crate) aabb: Aabb,
+    pub(crate) user: u64,
+    pub(crate) parent: u32,
+    pub(crate) child1: u32,
+    pub(crate) child2: u32,
+    /// 0 for leaves.
+    pub(crate) height: u16,
+    pub(crate) flags: u16,
+}
+
+impl Node {
+    const FREE: Node =
+        Node { aabb: Aabb::EMPTY, user: 0, parent: NULL, child1: NULL, child2: NULL, height: 0, flags: 0 };
+
+    pub(crate) fn is_leaf(&self) -> bool {
+        self.height == 0
+    }
+}
+
+/// Tree quality figures for tests and benches.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TreeQuality {
+    pub height: u32,
+    pub proxies: u32,
+    /// Sum of internal node areas divided by the root's area (lower is better).
+    pub area_ratio: f32,
+}
+
+/// A dynamic AABB tree. See the module docs.
+#[derive(Clone, Debug)]
+pub struct DynamicTree {
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) root: u32,
+    free_list: u32,
+    proxy_count: u32,
+    pub(crate) config: TreeConfig,
+    /// Scratch of the rebuilds, kept so steady-state rebuilds do not allocate.
+    pub(crate) build: super::tree_build::BuildScratch,
+}
+
+impl DynamicTree {
+    pub fn new(config: TreeConfig) -> DynamicTree {
+        DynamicTree {
+            nodes: Vec::new(),
+            root: NULL,
+            free_list: NULL,
+            proxy_count: 0,
+            config,
+            build: Default::default(),
+        }
+    }
+
+    pub fn config(&self) -> &TreeConfig {
+        &self.config
+    }
+
+    pub fn proxy_count(&self) -> usize {
+        self.proxy_count as usize
+    }
+
+    /// Nodes allocated so far (capacity of the node pool).
+    pub fn node_capacity(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn height(&self) -> u32 {
+        if self.root == NULL {
+            0
+        } else {
+            self.nodes[self.root as usize].height as u32
+        }
+    }
+
+    /// The fat box of `proxy`.
+    pub fn fat_aabb(&self, proxy: ProxyId) -> Aabb {
+        self.nodes[proxy.index()].aabb
+    }
+
+    pub fn user_data(&self, proxy: ProxyId) -> u64 {
+        self.nodes[proxy.index()].user
+    }
+
+    /// Whether `proxy` names a live proxy of this tree.
+    pub fn is_proxy(&self, proxy: ProxyId) -> bool {
+        self.nodes.get(proxy.index()).is_some_and(|n| n.flags & FLAG_ALLOCATED != 0 && n.is_leaf())
+    }
+
+    /// The fat box for a tight box moving by `displacement` per step.
+    pub fn fatten(&self, tight: &Aabb, displacement: glam::Vec3) -> Aabb {
+        let mut fat = tight.expanded(self.config.margin);
+        let d = displacement * self.config.displacement_multiplier;
+        fat.min += d.min(glam::Vec3::ZERO);
+        fat.max += d.max(glam::Vec3::ZERO);
+        fat
+    }
+
+    /// Adds a proxy for `tight` carrying `user`; its fat box gets the margin only.
+    pub fn create_proxy(&mut self, tight: &Aabb, user: u64) -> ProxyId {
+        debug_assert!(tight.is_valid());
+        let leaf = self.allocate_node();
+        let node = &mut self.nodes[leaf as usize];
+        node.aabb = tight.expanded(self.config.margin);
+        node.user = user;
+        node.height = 0;
+        node.flags = FLAG_ALLOCATED | FLAG_MOVED;
+        self.insert_leaf(leaf);
+        self.proxy_count += 1;
+        ProxyId(leaf)
+    }
+
+    pub fn destroy_proxy(&mut self, proxy: ProxyId) {
+        debug_assert!(self.is_proxy(proxy));
+        self.remove_leaf(proxy.0);
+        self.free_node(proxy.0);
+        self.proxy_count -= 1;
+    }
+
+    /// Updates `proxy` for a new tight box. Returns `true` when the tight box left the
+    /// fat box and the tree changed (the proxy is then flagged as moved).
+    pub fn move_proxy(&mut self, proxy: ProxyId, tight: &Aabb, displacement: glam::Vec3) -> bool {
+        debug_assert!(self.is_proxy(proxy) && tight.is_valid());
+        if self.nodes[proxy.index()].aabb.contains(tight) {
+            return false;
+        }
+        let fat = self.fatten(tight, displacement);
+        match self.config.balancing {
+            Balancing::Avl => {
+                self.remove_leaf(proxy.0);
+                self.nodes[proxy.index()].aabb = fat;
+                self.insert_leaf(proxy.0);
+            }
+            Balancing::SahRotate => self.enlarge_leaf(proxy.0, fat),
+        }
+        self.nodes[proxy.index()].flags |= FLAG_MOVED;
+        true
+    }
+
+    /// Sets the fat box of `proxy` to exactly `fat` (which must contain what the
+    /// owner considers its tight box), e.g. for a teleport. Flags it as moved.
+    pub fn set_fat_aabb(&mut self, proxy: ProxyId, fat: &Aabb) {
+        self.remove_leaf(proxy.0);
+        self.nodes[proxy.index()].aabb = *fat;
+        self.insert_leaf(proxy.0);
+        self.nodes[proxy.index()].flags |= FLAG_MOVED;
+    }
+
+    /// Marks a proxy as sleeping (or awake); pairs of two sleeping proxies are not
+    /// reported by the broadphase.
+    pub fn set_sleeping(&mut self, proxy: ProxyId, sleeping: bool) {
+        let flags = &mut self.nodes[proxy.index()].flags;
+        if sleeping {
+            *flags |= FLAG_SLEEPING;
+        } else {
+            *flags &= !FLAG_SLEEPING;
+        }
+    }
+
+    pub fn is_sleeping(&self, proxy: ProxyId) -> bool {
+        self.nodes[proxy.index()].flags & FLAG_SLEEPING != 0
+    }
+
+    pub(crate) fn was_moved(&self, proxy: u32) -> bool {
+        self.nodes[proxy as usize].flags & FLAG_MOVED != 0
+    }
+
+    pub(crate) fn clear_moved(&mut self, proxy: u32) {
+        self.nodes[proxy as usize].flags &= !FLAG_MOVED;
+    }
+
+    /// Height, proxy count and the SAH area ratio.
+    pub fn quality(&self) -> TreeQuality {
+        let mut internal_area = 0.0f64;
+        for node in &self.nodes {
+            if node.flags & FLAG_ALLOCATED != 0 && !node.is_leaf() {
+                internal_area += node.aabb.area() as f64;
+            }
+        }
+        let root_area = if self.root == NULL { 0.0 } else { self.nodes[self.root as usize].aabb.area() as f64 };
+        let area_ratio = if root_area > 0.0 { (internal_area / root_area) as f32 } else { 0.0 };
+        TreeQuality { height: self.height(), proxies: self.proxy_count, area_ratio }
+    }
+
+    // ---- node pool ---------------------------------------------------------------
+
+    pub(crate) fn allocate_node(&mut self) -> u32 {
+        if self.free_list == NULL {
+            // Grow by doubling and thread the new nodes onto the free list.
+            let old = self.nodes.len();
+            let new = (old * 2).max(16);
+            self.nodes.resize(new, Node::FREE);
+            for i in old..new - 1 {
+                self.nodes[i].parent = i as u32 + 1;
+            }
+            self.nodes[new - 1].parent = NULL;
+            self.free_list = old as u32;
+        }
+        let index = self.free_list;
+        let node = &mut self.nodes[index as usize];
+        self.free_list = node.parent;
+        *node = Node { flags: FLAG_ALLOCATED, ..Node::FREE };
+        index
+    }
+
+    pub(crate) fn free_node(&mut self, index: u32) {
+        self.nodes[index as usize] = Node { parent: self.free_list, ..Node::FREE };
+        self.free_list = index;
+    }
+
+    // ---- insertion and removal ---------------------------------------------------
+
+    /// Finds the sibling for a new leaf with box `d` that minimises the total SAH
+    /// cost: branch and bound over the tree, on a fixed stack. The cost of pairing
+    /// with node N is area(N ∪ D) plus the growth of every ancestor of N ("inherited"
+    /// cost); no descendant of N can cost less than area(D) + inherited + growth of N,
+    /// which prunes whole subtrees.
+    fn find_best_sibling(&self, d: &Aabb) -> u32 {
+        let area_d = d.area();
+        let mut best = self.root;
+        let mut best_cost = f32::INFINITY;
+        let mut stack = [(0u32, 0f32); STACK_SIZE];
+        stack[0] = (self.root, 0.0);
+        let mut top = 1;
+        while top > 0 {
+            top -= 1;
+            let (index, inherited) = stack[top];
+            let node = &self.nodes[index as usize];
+            let union_area = node.aabb.union(d).area();
+            let cost = union_area + inherited;
+            if cost < best_cost {
+                best_cost = cost;
+                best = index;
+            }
+            if node.is_leaf() {
+                continue;
+            }
+            let child_inherited = inherited + union_area - node.aabb.area();
+            let lower_bound = area_d + child_inherited;
+            if lower_bound < best_cost && top + 2 <= STACK_SIZE {
+                // Visit the child whose union with D is smaller first (pushed last).
+                let (c1, c2) = (node.child1, node.child2);
+                let a1 = self.nodes[c1 as usize].aabb.union(d).area();
+                let a2 = self.nodes[c2 as usize].aabb.union(d).area();
+                let (first, second) = if a1 <= a2 { (c1, c2) } else { (c2, c1) };
+                stack[top] = (second, child_inherited);
+                stack[top + 1] = (first, child_inherited);
+                top += 2;
+            }
+        }
+        best
+    }
+
+    pub(crate) fn insert_leaf(&mut self, leaf: u32) {
+        if self.root == NULL {
+            self.root = leaf;
+            self.nodes[leaf as usize].parent = NULL;
+            return;
+        }
+        let leaf_box = self.nodes[leaf as usize].aabb;
+        let sibling = self.find_best_sibling(&leaf_box);
+
+        // A new parent takes the sibling's place.
+        let old_parent = self.nodes[sibling as usize].parent;
+        let new_parent = self.allocate_node();
+        {
+            let sibling_node = self.nodes[sibling as usize];
+            let p = &mut self.nodes[new_parent as usize];
+            p.parent = old_parent;
+            p.aabb = leaf_box.union(&sibling_node.aabb);
+            p.height = sibling_node.height + 1;
+            p.child1 = sibling;
+            p.child2 = leaf;
+        }
+        if old_parent == NULL {
+            self.root = new_parent;
+        } else {
+            self.replace_child(old_parent, sibling, new_parent);
+        }
+        self.nodes[sibling as usize].parent = new_parent;
+        self.nodes[leaf as usize].parent = new_parent;
+
+        self.walk_up(self.nodes[leaf as usize].parent, true);
+        self.check_height();
+    }
+
+    pub(crate) fn remove_leaf(&mut self, leaf: u32) {
+        if leaf == self.root {
+            self.root = NULL;
+            return;
+        }
+        let parent = self.nodes[leaf as usize].parent;
+        let grand = self.nodes[parent as usize].parent;
+        let p = self.nodes[parent as usize];
+        let sibling = if p.child1 == leaf { p.child2 } else { p.child1 };
+        self.free_node(parent);
+        self.nodes[sibling as usize].parent = grand;
+        if grand == NULL {
+            self.root = sibling;
+        } else {
+            self.replace_child(grand, parent, sibling);
+            self.walk_up(grand, false);
+        }
+    }
+
+    /// Refits boxes and heights from `index` to the root, balancing as configured.
+    /// `inserting` selects Box2D v3's SAH rotations (they only run on insertion).
+    fn walk_up(&mut self, mut index: u32, inserting: bool) {
+        while index != NULL {
+            index = match self.config.balancing {
+                Balancing::Avl => self.balance_avl(index),
+                Balancing::SahRotate => index,
+            };
+            self.refit(index);
+            if inserting && self.config.balancing == Balancing::SahRotate {
+                self.rotate_sah(index);
+            }
+            index = self.nodes[index as usize].parent;
+        }
+    }
+
+    fn refit(&mut self, index: u32) {
+        let n = self.nodes[index as usize];
+        let (c1, c2) = (self.nodes[n.child1 as usize], self.nodes[n.child2 as usize]);
+        let node = &mut self.nodes[index as usize];
+        node.aabb = c1.aabb.union(&c2.aabb);
+        node.height = 1 + c1.height.max(c2.height);
+        // Keep "an enlarged node has enlarged ancestors" true through insertions and
+        // rotations, so `rebuild` reaches every enlarged node from the root.
+        node.flags |= (c1.flags | c2.flags) & FLAG_ENLARGED;
+    }
+
+    fn replace_child(&mut self, parent: u32, old: u32, new: u32) {
+        let p = &mut self.nodes[parent as usize];
+        if p.child1 == old {
+            p.child1 = new;
+        } else {
+            debug_assert_eq!(p.child2, old);
+            p.child2 = new;
+        }
+    }
+
+    /// Box2D v3's enlarge: the leaf takes its new fat box, ancestors grow to contain
+    /// it and every ancestor is marked enlarged, for the next [`DynamicTree::rebuild`].
+    fn enlarge_leaf(&mut self, leaf: u32, fat: Aabb) {
+        self.nodes[leaf as usize].aabb = fat;
+        self.nodes[leaf as usize].flags |= FLAG_ENLARGED;
+        let mut index = self.nodes[leaf as usize].parent;
+        while index != NULL {
+            let node = &mut self.nodes[index as usize];
+            let changed = node.aabb.enlarge(&fat);
+            node.flags |= FLAG_ENLARGED;
+            index = node.parent;
+            if !changed {
+                break;
+            }
+        }
+        while index != NULL {
+            let node = &mut self.nodes[index as usize];
+            if node.flags & FLAG_ENLARGED != 0 {
+                break; // this ancestor and all above were marked by an earlier escape
+            }
+            node.flags |= FLAG_ENLARGED;
+            index = node.parent;
+        }
+    }
+
+    /// If the height bound is exceeded (a pathological insertion order in the SAH
+    /// mode), rebuild everything so the fixed stacks stay large enough.
+    fn check_height(&mut self) {
+        if self.root != NULL && self.nodes[self.root as usize].height > MAX_HEIGHT {
+            self.rebuild_full();
+        }
+    }
+
+    // ---- balancing ---------------------------------------------------------------
+
+    /// AVL rotation at `a` (Box2D v2.4's `Balance`): when one child is more than one
+    /// level taller, it moves up and its taller child stays beside `a`. Returns the
+    /// subtree's new root.
+    fn balance_avl(&mut self, ia: u32) -> u32 {
+        let a = self.nodes[ia as usize];
+        if a.is_leaf() || a.height < 2 {
+            return ia;
+        }
+        let (ib, ic) = (a.child1, a.child2);
+        let balance = self.nodes[ic as usize].height as i32 - self.nodes[ib as usize].height as i32;
+        if balance > 1 {
+            self.rotate_up(ia, ic, true)
+        } else if balance < -1 {
+            self.rotate_up(ia, ib, false)
+        } else {
+            ia
+        }
+    }
+
+    /// Moves `up` (a child of `a`) into `a`'s place; `a` keeps its other child and the
+    /// shorter child of `up`. `up_is_child2` says which slot of `a` `up` held.
+    fn rotate_up(&mut self, ia: u32, up: u32, up_is_child2: bool) -> u32 {
+        let u = self.nodes[up as usize];
+        let (i_f, i_g) = (u.child1, u.child2);
+        let (hf, hg) = (self.nodes[i_f as usize].height, self.nodes[i_g as usize].height);
+        let (keep, give) = if hf > hg { (i_f, i_g) } else { (i_g, i_f) };
+
+        let a_parent = self.nodes[ia as usize].parent;
+        self.nodes[up as usize].child1 = ia;
+        self.nodes[up as usize].child2 = keep;
+        self.nodes[up as usize].parent = a_parent;
+        self.nodes[ia as usize].parent = up;
+        if a_parent == NULL {
+            self.root = up;
+        } else {
+            self.replace_child(a_parent, ia, up);
+        }
+        if up_is_child2 {
+            self.nodes[ia as usize].child2 = give;
+        } else {
+            self.nodes[ia as usize].child1 = give;
+        }
+        self.nodes[give as usize].parent = ia;
+        self.refit(ia);
+        self.refit(up);
+        up
+    }
+
+    /// Box2D v3's rotation at `ia`: try swapping a child with a grandchild (or two
+    /// grandchildren) and keep the swap only if it lowers the summed area of the
+    /// internal nodes below `ia`.
+    fn rotate_sah(&mut self, ia: u32) {
+        let a = self.nodes[ia as usize];
+        if a.height < 2 {
+            return;
+        }
+        let (ib, ic) = (a.child1, a.child2);
+        let (b, c) = (self.nodes[ib as usize], self.nodes[ic as usize]);
+        let area = |i: u32| self.nodes[i as usize].aabb.area();
+        let union_area = |i: u32, j: u32| self.nodes[i as usize].aabb.union(&self.nodes[j as usize].aabb).area();
+
+        // Candidate swaps (x, y) and the resulting cost of the internal nodes B and C.
+        let mut best: Option<(u32, u32)> = None;
+        let mut best_cost;
+        if b.is_leaf() {
+            // C is internal with children F, G.
+            let (i_f, i_g) = (c.child1, c.child2);
+            best_cost = area(ic);
+            for (x, y, cost) in [(ib, i_f, union_area(ib, i_g)), (ib, i_g, union_area(ib, i_f))] {
+                if cost < best_cost {
+                    best_cost = cost;
+                    best = Some((x, y));
+                }
+            }
+        } else if c.is_leaf() {
+            let (i_d, i_e) = (b.child1, b.child2);
+            best_cost = area(ib);
+            for (x, y, cost) in [(ic, i_d, union_area(ic, i_e)), (ic, i_e, union_area(ic, i_d))] {
+                if cost < best_cost {
+                    best_cost = cost;
+                    best = Some((x, y));
+                }
+            }
+        } else {
+            let (i_d, i_e, i_f, i_g) = (b.child1, b.child2, c.child1, c.child2);
+            let (area_b, area_c) = (area(ib), area(ic));
+            best_cost = area_b + area_c;
+            let candidates = [
+                (ib, i_f, area_b + union_area(ib, i_g)),
+                (ib, i_g, area_b + union_area(ib, i_f)),
+                (ic, i_d, area_c + union_area(ic, i_e)),
+                (ic, i_e, area_c + union_area(ic, i_d)),
+                (i_d, i_f, union_area(i_f, i_e) + union_area(i_d, i_g)),
+                (i_d, i_g, union_area(i_g, i_e) + union_area(i_f, i_d)),
+            ];
+            for (x, y, cost) in candidates {
+                if cost < best_cost {
+                    best_cost = cost;
+                    best = Some((x, y));
+                }
+            }
+        }
+        if let Some((x, y)) = best {
+            self.swap_subtrees(x, y);
+            for i in [ib, ic] {
+                if !self.nodes[i as usize].is_leaf() {
+                    self.refit(i);
+                }
+            }
+            self.refit(ia);
+        }
+    }
+
+    /// Exchanges the places of two nodes that are not ancestors of each other.
+    fn swap_subtrees(&mut self, x: u32, y: u32) {
+        let (px, py) = (self.nodes[x as usize].parent, self.nodes[y as usize].parent);
+        self.replace_child(px, x, y);
+        // `px == py` cannot happen for the swaps above (siblings are never swapped).
+        self.replace_child(py, y, x);
+        self.nodes[x as usize].parent = py;
+        self.nodes[y as usize].parent = px;
+    }
+
+    /// Checks every structural invariant; panics with a description on violation.
+    /// For tests (O(n)).
+    pub fn validate(&self) {
+        let mut reachable = 0usize;
+        let mut leaves = 0u32;
+        if self.root != NULL {
+            assert_eq!(self.nodes[self.root as usize].parent, NULL, "root has a parent");
+            let mut stack = vec![self.root];
+            while let Some(i) = stack.pop() {
+                reachable += 1;
+                let n = &self.nodes[i as usize];
+                assert!(n.flags & FLAG_ALLOCATED != 0, "node {i} reachable but free");
+                if n.is_leaf() {
+                    leaves += 1;
+                    continue;
+                }
+                let (c1, c2) = (&self.nodes[n.child1 as usize], &self.nodes[n.child2 as usize]);
+                assert_eq!(c1.parent, i, "child1 of {i} has a wrong parent");
+                assert_eq!(c2.parent, i, "child2 of {i} has a wrong parent");
+                assert_eq!(n.height, 1 + c1.height.max(c2.height), "height of {i}");
+                assert!(n.aabb.contains(&c1.aabb) && n.aabb.contains(&c2.aabb), "box of {i} misses a child");
+                if (c1.flags | c2.flags) & FLAG_ENLARGED != 0 {
+                    assert!(n.flags & FLAG_ENLARGED != 0, "enlarged child under a plain node {i}");
+                }
+                stack.extend([n.child1, n.child2]);
+            }
+        }
+        assert_eq!(leaves, self.proxy_count, "leaf count");
+        let mut free = 0usize;
+        let mut i = self.free_list;
+        while i != NULL {
+            assert_eq!(self.nodes[i as usize].flags, 0, "free node {i} is flagged");
+            free += 1;
+            i = self.nodes[i as usize].parent;
+        }
+        assert_eq!(reachable + free, self.nodes.len(), "nodes neither reachable nor free");
+    }
+}

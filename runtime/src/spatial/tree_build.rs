@@ -1,0 +1,196 @@
+//! Binned-SAH (re)builds of a [`DynamicTree`]: the per-step partial rebuild of the
+//! enlarged part (Box2D v3) and the one-shot full rebuild for trees that stopped
+//! moving (static geometry).
+//!
+//! A rebuild collects *items* top-down: a leaf, or (partial rebuild) a subtree whose
+//! root is not enlarged, which is kept whole. The internal nodes above the items are
+//! freed and a new top is built over the items: split at the best of 16 bins of the
+//! centroids along the longest axis by SAH cost, or at the median when every
+//! centroid lands in one bin. The node pool and the scratch arrays are reused, so
+//! steady-state rebuilds allocate nothing.
+
+use glam::Vec3;
+
+use super::tree::{DynamicTree, FLAG_ENLARGED, MAX_HEIGHT, NULL};
+use crate::math::Aabb;
+
+const BINS: usize = 16;
+
+#[derive(Clone, Copy, Debug)]
+struct Item {
+    node: u32,
+    center: Vec3,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BuildScratch {
+    items: Vec<Item>,
+    stack: Vec<u32>,
+    tasks: Vec<Task>,
+    internal: Vec<u32>,
+}
+
+/// Build `items[start..end]` into a subtree hung under `parent` in `slot` (0: root,
+/// 1: child1, 2: child2).
+#[derive(Clone, Copy, Debug)]
+struct Task {
+    start: u32,
+    end: u32,
+    parent: u32,
+    slot: u8,
+}
+
+impl DynamicTree {
+    /// Rebuilds the enlarged part of the tree (the Box2D v3 strategy's per-step
+    /// work; with [`super::Balancing::Avl`] nothing is ever enlarged and this returns
+    /// at once). Returns the number of items the new top was built over.
+    pub fn rebuild(&mut self) -> usize {
+        self.rebuild_with(false, false)
+    }
+
+    /// Rebuilds the whole tree with binned SAH: for trees that stopped moving.
+    pub fn rebuild_full(&mut self) -> usize {
+        let items = self.rebuild_with(true, false);
+        if self.height() > MAX_HEIGHT as u32 {
+            // Only a pathological point set gets here; median splits bound the height.
+            self.rebuild_with(true, true);
+        }
+        items
+    }
+
+    fn rebuild_with(&mut self, full: bool, median: bool) -> usize {
+        if self.root == NULL {
+            return 0;
+        }
+        let root = self.nodes[self.root as usize];
+        if root.is_leaf() || (!full && root.flags & FLAG_ENLARGED == 0) {
+            self.nodes[self.root as usize].flags &= !FLAG_ENLARGED;
+            return 0;
+        }
+        let mut scratch = std::mem::take(&mut self.build);
+        scratch.items.clear();
+        scratch.stack.clear();
+        scratch.stack.push(self.root);
+        while let Some(index) = scratch.stack.pop() {
+            let node = self.nodes[index as usize];
+            if node.is_leaf() || (!full && node.flags & FLAG_ENLARGED == 0) {
+                self.nodes[index as usize].flags &= !FLAG_ENLARGED;
+                scratch.items.push(Item { node: index, center: node.aabb.center() });
+            } else {
+                scratch.stack.push(node.child1);
+                scratch.stack.push(node.child2);
+                self.free_node(index);
+            }
+        }
+        let count = scratch.items.len();
+        self.root = self.build_over(&mut scratch, median);
+        self.build = scratch;
+        count
+    }
+
+    /// Builds a subtree over `scratch.items` and returns its root.
+    fn build_over(&mut self, scratch: &mut BuildScratch, median: bool) -> u32 {
+        let BuildScratch { items, tasks, internal, .. } = scratch;
+        tasks.clear();
+        internal.clear();
+        tasks.push(Task { start: 0, end: items.len() as u32, parent: NULL, slot: 0 });
+        let mut root = NULL;
+        while let Some(task) = tasks.pop() {
+            let (start, end) = (task.start as usize, task.end as usize);
+            let node = if end - start == 1 {
+                items[start].node
+            } else {
+                let node = self.allocate_node();
+                internal.push(node);
+                let mid = partition(&mut items[start..end], self, median) + start;
+                tasks.push(Task { start: mid as u32, end: task.end, parent: node, slot: 2 });
+                tasks.push(Task { start: task.start, end: mid as u32, parent: node, slot: 1 });
+                node
+            };
+            self.nodes[node as usize].parent = task.parent;
+            match task.slot {
+                0 => root = node,
+                1 => self.nodes[task.parent as usize].child1 = node,
+                _ => self.nodes[task.parent as usize].child2 = node,
+            }
+        }
+        // Internal nodes were allocated parents first; refit children first.
+        for &node in internal.iter().rev() {
+            let n = self.nodes[node as usize];
+            let (c1, c2) = (self.nodes[n.child1 as usize], self.nodes[n.child2 as usize]);
+            let target = &mut self.nodes[node as usize];
+            target.aabb = c1.aabb.union(&c2.aabb);
+            target.height = 1 + c1.height.max(c2.height);
+        }
+        root
+    }
+}
+
+/// Reorders `items` (at least two) into two non-empty halves and returns the size of
+/// the first: the best binned-SAH split, or the median one.
+fn partition(items: &mut [Item], tree: &DynamicTree, median: bool) -> usize {
+    let mut centroid_box = Aabb::EMPTY;
+    for item in items.iter() {
+        centroid_box.min = centroid_box.min.min(item.center);
+        centroid_box.max = centroid_box.max.max(item.center);
+    }
+    let axis = centroid_box.longest_axis();
+    let (lo, extent) = (centroid_box.min[axis], centroid_box.extents()[axis]);
+    let half = items.len() / 2;
+    if median || extent <= 0.0 {
+        return median_split(items, axis, half);
+    }
+
+    let scale = BINS as f32 / extent;
+    let bin_of = |c: Vec3| (((c[axis] - lo) * scale) as usize).min(BINS - 1);
+    let mut counts = [0u32; BINS];
+    let mut boxes = [Aabb::EMPTY; BINS];
+    for item in items.iter() {
+        let bin = bin_of(item.center);
+        counts[bin] += 1;
+        boxes[bin] = boxes[bin].union(&tree.nodes[item.node as usize].aabb);
+    }
+    // Sweep from the right for the right-hand areas, then from the left.
+    let mut right_area = [0f32; BINS];
+    let mut right_count = [0u32; BINS];
+    let (mut acc_box, mut acc_count) = (Aabb::EMPTY, 0u32);
+    for bin in (1..BINS).rev() {
+        acc_box = acc_box.union(&boxes[bin]);
+        acc_count += counts[bin];
+        right_area[bin] = acc_box.area();
+        right_count[bin] = acc_count;
+    }
+    let (mut best_cost, mut best_split) = (f32::INFINITY, 0usize);
+    let (mut left_box, mut left_count) = (Aabb::EMPTY, 0u32);
+    for split in 1..BINS {
+        left_box = left_box.union(&boxes[split - 1]);
+        left_count += counts[split - 1];
+        if left_count == 0 || right_count[split] == 0 {
+            continue;
+        }
+        let cost = left_box.area() * left_count as f32 + right_area[split] * right_count[split] as f32;
+        if cost < best_cost {
+            best_cost = cost;
+            best_split = split;
+        }
+    }
+    if best_split == 0 {
+        return median_split(items, axis, half);
+    }
+    // In-place partition: bins below `best_split` go left.
+    let (mut i, mut j) = (0usize, items.len());
+    while i < j {
+        if bin_of(items[i].center) < best_split {
+            i += 1;
+        } else {
+            j -= 1;
+            items.swap(i, j);
+        }
+    }
+    i
+}
+
+fn median_split(items: &mut [Item], axis: usize, half: usize) -> usize {
+    items.select_nth_unstable_by(half, |a, b| a.center[axis].total_cmp(&b.center[axis]).then(a.node.cmp(&b.node)));
+    half
+}
