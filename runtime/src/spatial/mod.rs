@@ -9,4 +9,4 @@ pub use broadphase::{BroadPhase, Pair};
 pub use tree::{Balancing, DynamicTree, ProxyId, TreeConfig, TreeQuality};
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

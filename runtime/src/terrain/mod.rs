@@ -1,1 +1,224 @@
-//! Voxel terrain.
+//! Voxel terrain: sparse 8^3 chunks of material bytes, the per-chunk bit broadphase
+//! (dilated solid/water masks), box overlap queries against it, and per body-chunk
+//! contact management.
+//!
+//! Coordinates: voxel `v` covers `[v * voxel_size, (v + 1) * voxel_size)` on each
+//! axis; chunk `c` holds voxels `8c .. 8c + 8`.
+
+mod contacts;
+mod generate;
+mod masks;
+mod voxels;
+
+use glam::{IVec3, Vec3};
+
+pub use contacts::{ContactKind, TerrainContact, TerrainContacts};
+pub use generate::generate_hills;
+pub use masks::{build_mask, neighbour_index, ChunkMask, Masks, X_RANGE, Z_RANGE};
+pub use voxels::{chunk_of, local_of, Chunk, CoordMap, Material, Occupancy, Voxels, CHUNK};
+
+use crate::jobs::Jobs;
+use crate::math::Aabb;
+
+/// What a box touches in the terrain's dilated masks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Overlap {
+    pub solid: bool,
+    pub water: bool,
+}
+
+impl Overlap {
+    pub fn any(self) -> bool {
+        self.solid || self.water
+    }
+}
+
+/// Memory figures of the broadphase data.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MaskStats {
+    /// Chunks with masks (geometry).
+    pub mixed_chunks: usize,
+    /// Chunks tagged all solid or all water (no masks).
+    pub full_chunks: usize,
+    /// Bytes of mask data (`mixed_chunks * 128`).
+    pub mask_bytes: usize,
+}
+
+/// Voxels plus their broadphase masks. Edits mark chunks dirty; [`Terrain::regenerate`]
+/// rebuilds the dirty chunks' masks as parallel jobs.
+#[derive(Debug)]
+pub struct Terrain {
+    voxel_size: f32,
+    voxels: Voxels,
+    masks: CoordMap<ChunkMask>,
+    dirty: CoordMap<()>,
+    /// Scratch of `regenerate`: the dirty list (sorted) and its results.
+    dirty_list: Vec<IVec3>,
+    results: Vec<Option<ChunkMask>>,
+}
+
+impl Terrain {
+    /// A terrain of `voxel_size`-metre voxels (must be finite and positive).
+    pub fn new(voxel_size: f32) -> Terrain {
+        assert!(voxel_size.is_finite() && voxel_size > 0.0, "voxel size must be finite and positive");
+        Terrain {
+            voxel_size,
+            voxels: Voxels::new(),
+            masks: CoordMap::default(),
+            dirty: CoordMap::default(),
+            dirty_list: Vec::new(),
+            results: Vec::new(),
+        }
+    }
+
+    pub fn voxel_size(&self) -> f32 {
+        self.voxel_size
+    }
+
+    pub fn voxels(&self) -> &Voxels {
+        &self.voxels
+    }
+
+    pub fn get(&self, voxel: IVec3) -> Material {
+        self.voxels.get(voxel)
+    }
+
+    /// Sets every voxel in `min..=max` (inclusive voxel coordinates) and marks the
+    /// affected chunks dirty. Returns the number of voxels that changed.
+    pub fn fill(&mut self, min: IVec3, max: IVec3, material: Material) -> usize {
+        let dirty = &mut self.dirty;
+        self.voxels.fill(min, max, material, |c| {
+            dirty.insert(c, ());
+        })
+    }
+
+    /// Chunks waiting for [`Terrain::regenerate`].
+    pub fn dirty_count(&self) -> usize {
+        self.dirty.len()
+    }
+
+    /// Rebuilds the masks of every dirty chunk, one job per chunk batch, and returns
+    /// the regenerated chunk coordinates (sorted), so contacts near them can be
+    /// refreshed. Results are applied in sorted order: deterministic.
+    pub fn regenerate(&mut self, jobs: Jobs) -> &[IVec3] {
+        self.dirty_list.clear();
+        self.dirty_list.extend(self.dirty.drain().map(|(c, ())| c));
+        self.dirty_list.sort_unstable_by_key(|c| c.to_array());
+        self.results.clear();
+        self.results.resize(self.dirty_list.len(), None);
+        let (voxels, list) = (&self.voxels, &self.dirty_list);
+        jobs.for_each_mut(&mut self.results, |i, out, _| *out = build_mask(&gather(voxels, list[i])));
+        for (coord, result) in self.dirty_list.iter().zip(self.results.drain(..)) {
+            match result {
+                Some(mask) => self.masks.insert(*coord, mask),
+                None => self.masks.remove(coord),
+            };
+        }
+        &self.dirty_list
+    }
+
+    /// The masks of chunk `coord`, if it has any geometry or is full.
+    pub fn mask(&self, coord: IVec3) -> Option<&ChunkMask> {
+        self.masks.get(&coord)
+    }
+
+    pub fn stats(&self) -> MaskStats {
+        let mut stats = MaskStats::default();
+        for mask in self.masks.values() {
+            match mask {
+                ChunkMask::Mixed(_) => stats.mixed_chunks += 1,
+                _ => stats.full_chunks += 1,
+            }
+            stats.mask_bytes += mask.heap_bytes();
+        }
+        stats
+    }
+
+    /// The inclusive voxel range a query box covers: the box grown by one voxel, as
+    /// the reference does (geometry may spill one voxel out of the mask's voxels), then
+    /// floor/ceil to voxel indices. `None` for boxes that are not finite and ordered.
+    pub fn voxel_range(&self, aabb: &Aabb) -> Option<(IVec3, IVec3)> {
+        if !aabb.is_valid() {
+            return None;
+        }
+        let s = self.voxel_size;
+        let lo = ((aabb.min - Vec3::splat(s)) / s).floor();
+        let hi = ((aabb.max + Vec3::splat(s)) / s).ceil() - Vec3::ONE;
+        // Clamp to the i32 grid (with room for the chunk arithmetic).
+        let limit = (i32::MAX / 2) as f32;
+        let clamp = |v: Vec3| v.clamp(Vec3::splat(-limit), Vec3::splat(limit)).as_ivec3();
+        Some((clamp(lo), clamp(hi.max(lo))))
+    }
+
+    /// What `aabb` touches: the solid and water masks over the covered voxels.
+    pub fn overlap(&self, aabb: &Aabb) -> Overlap {
+        let mut result = Overlap::default();
+        self.for_each_overlap(aabb, |_, o| {
+            result.solid |= o.solid;
+            result.water |= o.water;
+            !(result.solid && result.water)
+        });
+        result
+    }
+
+    /// Calls `visit(chunk, overlap)` for every chunk where `aabb` touches solid or
+    /// water bits, in ascending (y, z, x) chunk order; `visit` returns `false` to stop.
+    /// Per chunk: an XZ mask from the two lookup tables, one AND per covered Y slice.
+    pub fn for_each_overlap(&self, aabb: &Aabb, mut visit: impl FnMut(IVec3, Overlap) -> bool) {
+        let Some((vmin, vmax)) = self.voxel_range(aabb) else { return };
+        let (cmin, cmax) = (chunk_of(vmin), chunk_of(vmax));
+        let span = (cmax - cmin + IVec3::ONE).as_i64vec3();
+        let chunk_span = span.x.saturating_mul(span.y).saturating_mul(span.z);
+        let mut test = |coord: IVec3, mask: &ChunkMask| -> bool {
+            let base = coord * CHUNK;
+            let lo = (vmin - base).max(IVec3::ZERO).as_uvec3();
+            let hi = (vmax - base).min(IVec3::splat(CHUNK - 1)).as_uvec3();
+            let xz = X_RANGE[lo.x as usize][hi.x as usize] & Z_RANGE[lo.z as usize][hi.z as usize];
+            let (solid, water) = mask.test(lo.y as usize, hi.y as usize, xz);
+            if solid || water {
+                return visit(coord, Overlap { solid, water });
+            }
+            true
+        };
+        if chunk_span > self.masks.len() as i64 {
+            // A huge box: walk the stored chunks instead of the empty space.
+            let mut hits: Vec<IVec3> =
+                self.masks.keys().copied().filter(|c| c.cmpge(cmin).all() && c.cmple(cmax).all()).collect();
+            hits.sort_unstable_by_key(|c| [c.y, c.z, c.x]);
+            for coord in hits {
+                if !test(coord, &self.masks[&coord]) {
+                    return;
+                }
+            }
+            return;
+        }
+        for y in cmin.y..=cmax.y {
+            for z in cmin.z..=cmax.z {
+                for x in cmin.x..=cmax.x {
+                    let coord = IVec3::new(x, y, z);
+                    if let Some(mask) = self.masks.get(&coord) {
+                        if !test(coord, mask) {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The occupancy of `coord` and its 26 neighbours, by [`neighbour_index`].
+fn gather(voxels: &Voxels, coord: IVec3) -> [Option<&Occupancy>; 27] {
+    let mut out = [None; 27];
+    for dy in -1..=1 {
+        for dz in -1..=1 {
+            for dx in -1..=1 {
+                out[neighbour_index(dx, dy, dz)] = voxels.chunk(coord + IVec3::new(dx, dy, dz)).map(Chunk::occupancy);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,197 @@
+//! Voxel storage: 8x8x8 chunks in a sparse map over an unbounded integer grid, one
+//! material byte per voxel. A missing chunk is all air.
+//!
+//! Besides the material bytes each chunk keeps its raw occupancy as bits (one `u64`
+//! per Y slice for solid, one for water; bit `x + 8 * z`), updated on every edit, so
+//! the broadphase masks are built from bits alone (see `masks.rs`).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use glam::IVec3;
+
+/// Voxels per chunk edge.
+pub const CHUNK: i32 = 8;
+
+/// A voxel's material: 0 is air, 1 water, 2..=255 solid materials.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Material(pub u8);
+
+impl Material {
+    pub const AIR: Material = Material(0);
+    pub const WATER: Material = Material(1);
+    /// The first solid material; any value from here up is solid.
+    pub const ROCK: Material = Material(2);
+    pub const GRASS: Material = Material(3);
+    pub const SAND: Material = Material(4);
+
+    pub fn is_solid(self) -> bool {
+        self.0 >= 2
+    }
+
+    pub fn is_water(self) -> bool {
+        self == Material::WATER
+    }
+}
+
+/// Raw (undilated) occupancy bits of one chunk: bit `x + 8 * z` of slice `y`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Occupancy {
+    pub solid: [u64; 8],
+    pub water: [u64; 8],
+}
+
+impl Occupancy {
+    pub const EMPTY: Occupancy = Occupancy { solid: [0; 8], water: [0; 8] };
+}
+
+/// One chunk's voxels, index `x + 8 * z + 64 * y`.
+#[derive(Clone, Debug)]
+pub struct Chunk {
+    voxels: Box<[Material; 512]>,
+    occupancy: Occupancy,
+    /// Non-air voxels; a chunk that drops to zero is removed from the map.
+    filled: u16,
+}
+
+impl Chunk {
+    fn new() -> Chunk {
+        Chunk { voxels: Box::new([Material::AIR; 512]), occupancy: Occupancy::EMPTY, filled: 0 }
+    }
+
+    pub fn get(&self, local: IVec3) -> Material {
+        self.voxels[index(local)]
+    }
+
+    pub fn occupancy(&self) -> &Occupancy {
+        &self.occupancy
+    }
+
+    fn set(&mut self, local: IVec3, material: Material) {
+        let i = index(local);
+        let old = self.voxels[i];
+        if old == material {
+            return;
+        }
+        self.voxels[i] = material;
+        self.filled = self.filled + (material != Material::AIR) as u16 - (old != Material::AIR) as u16;
+        let (slice, bit) = (local.y as usize, 1u64 << (local.x + 8 * local.z));
+        let o = &mut self.occupancy;
+        o.solid[slice] = if material.is_solid() { o.solid[slice] | bit } else { o.solid[slice] & !bit };
+        o.water[slice] = if material.is_water() { o.water[slice] | bit } else { o.water[slice] & !bit };
+    }
+}
+
+fn index(local: IVec3) -> usize {
+    (local.x + CHUNK * local.z + CHUNK * CHUNK * local.y) as usize
+}
+
+/// Chunk coordinate of a voxel (floor division, correct for negatives).
+pub fn chunk_of(voxel: IVec3) -> IVec3 {
+    voxel >> 3
+}
+
+/// A voxel's position inside its chunk.
+pub fn local_of(voxel: IVec3) -> IVec3 {
+    voxel & (CHUNK - 1)
+}
+
+/// A fast hasher for chunk coordinates (the map is keyed by small integer vectors;
+/// SipHash would dominate the lookups).
+#[derive(Default, Clone, Copy)]
+pub struct CoordHasher(u64);
+
+impl Hasher for CoordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+
+    fn write_i32(&mut self, v: i32) {
+        self.write_u64(v as u32 as u64);
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+pub type CoordMap<V> = HashMap<IVec3, V, BuildHasherDefault<CoordHasher>>;
+
+/// The voxel grid. Edits record the chunks whose broadphase masks they affect.
+#[derive(Clone, Debug, Default)]
+pub struct Voxels {
+    chunks: CoordMap<Chunk>,
+}
+
+impl Voxels {
+    pub fn new() -> Voxels {
+        Voxels::default()
+    }
+
+    pub fn chunk(&self, coord: IVec3) -> Option<&Chunk> {
+        self.chunks.get(&coord)
+    }
+
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Coordinates of every stored (not all-air) chunk, in no particular order.
+    pub fn chunk_coords(&self) -> impl Iterator<Item = IVec3> + '_ {
+        self.chunks.keys().copied()
+    }
+
+    pub fn get(&self, voxel: IVec3) -> Material {
+        self.chunks.get(&chunk_of(voxel)).map_or(Material::AIR, |c| c.get(local_of(voxel)))
+    }
+
+    /// Sets one voxel. Returns whether it changed.
+    pub fn set(&mut self, voxel: IVec3, material: Material) -> bool {
+        let coord = chunk_of(voxel);
+        if material == Material::AIR {
+            let Some(chunk) = self.chunks.get_mut(&coord) else { return false };
+            let changed = chunk.get(local_of(voxel)) != material;
+            chunk.set(local_of(voxel), material);
+            if chunk.filled == 0 {
+                self.chunks.remove(&coord);
+            }
+            changed
+        } else {
+            let chunk = self.chunks.entry(coord).or_insert_with(Chunk::new);
+            let changed = chunk.get(local_of(voxel)) != material;
+            chunk.set(local_of(voxel), material);
+            changed
+        }
+    }
+
+    /// Sets every voxel in `min..=max` to `material`; calls `dirty(chunk)` for every
+    /// chunk whose masks may change (the edited chunks and their 26 neighbours, as the
+    /// masks are dilated by one voxel). Returns the number of voxels that changed.
+    pub fn fill(&mut self, min: IVec3, max: IVec3, material: Material, mut dirty: impl FnMut(IVec3)) -> usize {
+        let mut changed = 0;
+        for y in min.y..=max.y {
+            for z in min.z..=max.z {
+                for x in min.x..=max.x {
+                    changed += self.set(IVec3::new(x, y, z), material) as usize;
+                }
+            }
+        }
+        if changed > 0 {
+            let (lo, hi) = (chunk_of(min - IVec3::ONE), chunk_of(max + IVec3::ONE));
+            for y in lo.y..=hi.y {
+                for z in lo.z..=hi.z {
+                    for x in lo.x..=hi.x {
+                        dirty(IVec3::new(x, y, z));
+                    }
+                }
+            }
+        }
+        changed
+    }
+}
