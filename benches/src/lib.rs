@@ -56,3 +56,20 @@ pub fn heavy_op(x: f32) -> f32 {
 pub fn light_op(x: f32) -> f32 {
     x * 1.5 + 0.25
 }
+
+/// SplitMix64, for deterministic bench scenes.
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    pub fn next_f32(&mut self) -> f32 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
+    }
+
+    pub fn range(&mut self, lo: f32, hi: f32) -> f32 {
+        lo + (hi - lo) * self.next_f32()
+    }
+}

@@ -43,11 +43,15 @@ impl ProxyId {
 /// How a tree keeps its quality as proxies move (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Balancing {
-    /// Remove + reinsert on every escape, AVL height rotations (the reference).
+    /// Remove + reinsert on every escape, AVL height rotations (the reference). The
+    /// default: on the `broadphase_tree` bench (10k moving boxes) a frame of moves and
+    /// pair finding costs about 0.83x what `SahRotate` costs, because its per-step
+    /// rebuild is on the critical path there.
     Avl,
     /// Enlarge on escape, SAH-lowering rotations on insert, and a partial binned-SAH
-    /// rebuild of the enlarged part once per step (Box2D v3). The default: it wins on
-    /// the `broadphase_tree` bench (see the README's figures).
+    /// rebuild of the enlarged part once per step (Box2D v3). Its trees answer box
+    /// queries about 1.6x faster (`broadphase_tree_query`), so prefer it for
+    /// query-heavy scenes, or when the rebuild can run beside other work.
     SahRotate,
 }
 
@@ -64,7 +68,7 @@ pub struct TreeConfig {
 
 impl Default for TreeConfig {
     fn default() -> Self {
-        TreeConfig { margin: 0.1, displacement_multiplier: 4.0, balancing: Balancing::SahRotate }
+        TreeConfig { margin: 0.1, displacement_multiplier: 4.0, balancing: Balancing::Avl }
     }
 }
 
@@ -286,42 +290,63 @@ impl DynamicTree {
 
     // ---- insertion and removal ---------------------------------------------------
 
-    /// Finds the sibling for a new leaf with box `d` that minimises the total SAH
-    /// cost: branch and bound over the tree, on a fixed stack. The cost of pairing
-    /// with node N is area(N ∪ D) plus the growth of every ancestor of N ("inherited"
-    /// cost); no descendant of N can cost less than area(D) + inherited + growth of N,
-    /// which prunes whole subtrees.
+    /// Finds the sibling for a new leaf with box `d` by the surface-area heuristic,
+    /// with branch-and-bound pruning (Box2D v3's search). The cost of pairing with
+    /// node N is area(N ∪ D) plus the growth of every ancestor of N ("inherited" cost).
+    /// No descendant of N can cost less than area(D) + inherited + growth of N: the
+    /// search descends into the child with the lower bound and stops as soon as
+    /// neither child's bound can beat the best cost found. One path, no stack.
     fn find_best_sibling(&self, d: &Aabb) -> u32 {
         let area_d = d.area();
-        let mut best = self.root;
-        let mut best_cost = f32::INFINITY;
-        let mut stack = [(0u32, 0f32); STACK_SIZE];
-        stack[0] = (self.root, 0.0);
-        let mut top = 1;
-        while top > 0 {
-            top -= 1;
-            let (index, inherited) = stack[top];
+        let center_d = d.center();
+        let mut index = self.root;
+        let root_box = self.nodes[index as usize].aabb;
+        let mut area_base = root_box.area();
+        let mut direct_cost = root_box.union(d).area();
+        let mut inherited = 0.0f32;
+        let mut best = index;
+        let mut best_cost = direct_cost;
+        while !self.nodes[index as usize].is_leaf() {
             let node = &self.nodes[index as usize];
-            let union_area = node.aabb.union(d).area();
-            let cost = union_area + inherited;
+            let (c1, c2) = (node.child1, node.child2);
+            // Cost of making `index` the sibling.
+            let cost = direct_cost + inherited;
             if cost < best_cost {
-                best_cost = cost;
                 best = index;
+                best_cost = cost;
             }
-            if node.is_leaf() {
-                continue;
+            inherited += direct_cost - area_base;
+
+            let probe = |child: u32, best: &mut u32, best_cost: &mut f32| {
+                let n = &self.nodes[child as usize];
+                let direct = n.aabb.union(d).area();
+                if n.is_leaf() {
+                    let cost = direct + inherited;
+                    if cost < *best_cost {
+                        *best = child;
+                        *best_cost = cost;
+                    }
+                    (direct, 0.0, f32::INFINITY, true)
+                } else {
+                    let area = n.aabb.area();
+                    // Lower bound for any node below `child`.
+                    (direct, area, inherited + direct + (area_d - area).min(0.0), false)
+                }
+            };
+            let (direct1, area1, mut lower1, leaf1) = probe(c1, &mut best, &mut best_cost);
+            let (direct2, area2, mut lower2, leaf2) = probe(c2, &mut best, &mut best_cost);
+            if (leaf1 && leaf2) || (best_cost <= lower1 && best_cost <= lower2) {
+                break;
             }
-            let child_inherited = inherited + union_area - node.aabb.area();
-            let lower_bound = area_d + child_inherited;
-            if lower_bound < best_cost && top + 2 <= STACK_SIZE {
-                // Visit the child whose union with D is smaller first (pushed last).
-                let (c1, c2) = (node.child1, node.child2);
-                let a1 = self.nodes[c1 as usize].aabb.union(d).area();
-                let a2 = self.nodes[c2 as usize].aabb.union(d).area();
-                let (first, second) = if a1 <= a2 { (c1, c2) } else { (c2, c1) };
-                stack[top] = (second, child_inherited);
-                stack[top + 1] = (first, child_inherited);
-                top += 2;
+            if lower1 == lower2 && !leaf1 {
+                // Tie: descend towards the nearer child.
+                lower1 = (self.nodes[c1 as usize].aabb.center() - center_d).length_squared();
+                lower2 = (self.nodes[c2 as usize].aabb.center() - center_d).length_squared();
+            }
+            if lower1 < lower2 && !leaf1 {
+                (index, area_base, direct_cost) = (c1, area1, direct1);
+            } else {
+                (index, area_base, direct_cost) = (c2, area2, direct2);
             }
         }
         best

@@ -18,8 +18,12 @@ const BINS: usize = 16;
 
 #[derive(Clone, Copy, Debug)]
 struct Item {
-    node: u32,
+    /// A copy of the node's box, so the binning passes read items sequentially.
+    aabb: Aabb,
     center: Vec3,
+    node: u32,
+    /// The item's bin in the current split (scratch of `partition`).
+    bin: u32,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -75,7 +79,7 @@ impl DynamicTree {
             let node = self.nodes[index as usize];
             if node.is_leaf() || (!full && node.flags & FLAG_ENLARGED == 0) {
                 self.nodes[index as usize].flags &= !FLAG_ENLARGED;
-                scratch.items.push(Item { node: index, center: node.aabb.center() });
+                scratch.items.push(Item { aabb: node.aabb, center: node.aabb.center(), node: index, bin: 0 });
             } else {
                 scratch.stack.push(node.child1);
                 scratch.stack.push(node.child2);
@@ -102,7 +106,7 @@ impl DynamicTree {
             } else {
                 let node = self.allocate_node();
                 internal.push(node);
-                let mid = partition(&mut items[start..end], self, median) + start;
+                let mid = partition(&mut items[start..end], median) + start;
                 tasks.push(Task { start: mid as u32, end: task.end, parent: node, slot: 2 });
                 tasks.push(Task { start: task.start, end: mid as u32, parent: node, slot: 1 });
                 node
@@ -128,7 +132,7 @@ impl DynamicTree {
 
 /// Reorders `items` (at least two) into two non-empty halves and returns the size of
 /// the first: the best binned-SAH split, or the median one.
-fn partition(items: &mut [Item], tree: &DynamicTree, median: bool) -> usize {
+fn partition(items: &mut [Item], median: bool) -> usize {
     let mut centroid_box = Aabb::EMPTY;
     for item in items.iter() {
         centroid_box.min = centroid_box.min.min(item.center);
@@ -145,10 +149,11 @@ fn partition(items: &mut [Item], tree: &DynamicTree, median: bool) -> usize {
     let bin_of = |c: Vec3| (((c[axis] - lo) * scale) as usize).min(BINS - 1);
     let mut counts = [0u32; BINS];
     let mut boxes = [Aabb::EMPTY; BINS];
-    for item in items.iter() {
+    for item in items.iter_mut() {
         let bin = bin_of(item.center);
+        item.bin = bin as u32;
         counts[bin] += 1;
-        boxes[bin] = boxes[bin].union(&tree.nodes[item.node as usize].aabb);
+        boxes[bin] = boxes[bin].union(&item.aabb);
     }
     // Sweep from the right for the right-hand areas, then from the left.
     let mut right_area = [0f32; BINS];
@@ -180,7 +185,7 @@ fn partition(items: &mut [Item], tree: &DynamicTree, median: bool) -> usize {
     // In-place partition: bins below `best_split` go left.
     let (mut i, mut j) = (0usize, items.len());
     while i < j {
-        if bin_of(items[i].center) < best_split {
+        if (items[i].bin as usize) < best_split {
             i += 1;
         } else {
             j -= 1;
