@@ -81,6 +81,36 @@
 #define KILN_MAX_PASS_ACCESSES 1024
 
 /**
+ * Air: no collision. Materials are one byte per voxel.
+ */
+#define KILN_MATERIAL_AIR 0
+
+/**
+ * Water: reported as water contacts (buoyancy), not solid.
+ */
+#define KILN_MATERIAL_WATER 1
+
+/**
+ * Rock, the first solid material. Every value from 2 to 255 is solid.
+ */
+#define KILN_MATERIAL_ROCK 2
+
+/**
+ * Grass (solid).
+ */
+#define KILN_MATERIAL_GRASS 3
+
+/**
+ * Sand (solid).
+ */
+#define KILN_MATERIAL_SAND 4
+
+/**
+ * Most voxels one `kiln_terrain_fill` call may cover (2^27, e.g. 512^3).
+ */
+#define KILN_TERRAIN_MAX_FILL_VOXELS (1 << 27)
+
+/**
  * Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
  * is one of the `KILN_ERROR_*` codes, and `kiln_last_error_message()` says why.
  */
@@ -416,6 +446,138 @@ typedef struct KilnPassProfile {
 typedef void (*KilnRangeFn)(uint32_t begin, uint32_t end, uint32_t worker_index, void *range_context);
 
 /**
+ * Terrain creation parameters. Initialise with `kiln_default_terrain_def()`.
+ */
+typedef struct KilnTerrainDef {
+    /**
+     * `sizeof(KilnTerrainDef)`, set by `kiln_default_terrain_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * Edge length of a voxel in metres (finite, > 0). Default 1.
+     */
+    float voxel_size;
+} KilnTerrainDef;
+
+/**
+ * Handle to a voxel terrain. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnTerrainId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed terrain's handles no longer match.
+     */
+    uint32_t generation;
+} KilnTerrainId;
+
+/**
+ * A 3D vector of integers (voxel and chunk coordinates).
+ */
+typedef struct KilnInt3 {
+    /**
+     * X.
+     */
+    int32_t x;
+    /**
+     * Y (up).
+     */
+    int32_t y;
+    /**
+     * Z.
+     */
+    int32_t z;
+} KilnInt3;
+
+/**
+ * A 3D vector of floats.
+ */
+typedef struct KilnVec3 {
+    /**
+     * X.
+     */
+    float x;
+    /**
+     * Y (up).
+     */
+    float y;
+    /**
+     * Z.
+     */
+    float z;
+} KilnVec3;
+
+/**
+ * An axis-aligned box; valid when finite and `min <= max` on every axis.
+ */
+typedef struct KilnAabb {
+    /**
+     * Lower corner.
+     */
+    struct KilnVec3 min;
+    /**
+     * Upper corner.
+     */
+    struct KilnVec3 max;
+} KilnAabb;
+
+/**
+ * What a box touches in the terrain's broadphase masks.
+ */
+typedef struct KilnTerrainOverlap {
+    /**
+     * The box touches a voxel marked solid (a solid voxel or its neighbour).
+     */
+    bool solid;
+    /**
+     * The box touches a voxel marked water.
+     */
+    bool water;
+} KilnTerrainOverlap;
+
+/**
+ * One chunk a box touches, from `kiln_terrain_overlap_chunks`.
+ */
+typedef struct KilnChunkOverlap {
+    /**
+     * Chunk coordinate (voxel coordinate divided by 8, rounded down).
+     */
+    struct KilnInt3 chunk;
+    /**
+     * Solid and water bits under the box in this chunk.
+     */
+    struct KilnTerrainOverlap overlap;
+} KilnChunkOverlap;
+
+/**
+ * Memory and state figures of a terrain.
+ */
+typedef struct KilnTerrainStats {
+    /**
+     * Chunks holding voxel data (not all air).
+     */
+    uint32_t stored_chunks;
+    /**
+     * Chunks with broadphase masks (near geometry): 128 bytes each.
+     */
+    uint32_t mixed_chunks;
+    /**
+     * Chunks tagged all solid or all water: no mask data.
+     */
+    uint32_t full_chunks;
+    /**
+     * Chunks edited since the last `kiln_terrain_regenerate`.
+     */
+    uint32_t dirty_chunks;
+    /**
+     * Bytes of mask data (`mixed_chunks * 128`: at most 2 bits per voxel).
+     */
+    uint64_t mask_bytes;
+} KilnTerrainStats;
+
+/**
  * Success.
  */
 #define KILN_OK 0
@@ -639,6 +801,110 @@ KilnStatus kiln_parallel_for(const struct KilnPassContext *context,
                              uint32_t grain,
                              KilnRangeFn range_fn,
                              void *range_context);
+
+/**
+ * A `KilnTerrainDef` with defaults (1 m voxels).
+ */
+struct KilnTerrainDef kiln_default_terrain_def(void);
+
+/**
+ * Creates an empty (all-air) terrain and writes its handle to `out_terrain`.
+ *
+ * # Safety
+ * `def` and `out_terrain` are NULL or valid for reading / writing.
+ */
+KilnStatus kiln_terrain_create(const struct KilnTerrainDef *def, struct KilnTerrainId *out_terrain);
+
+/**
+ * Destroys a terrain; its handle becomes invalid.
+ */
+KilnStatus kiln_terrain_destroy(struct KilnTerrainId terrain);
+
+/**
+ * Whether `terrain` refers to a live terrain.
+ */
+bool kiln_terrain_is_valid(struct KilnTerrainId terrain);
+
+/**
+ * Sets every voxel in the inclusive range `min..=max` to `material` and marks the
+ * chunks whose masks change dirty (call `kiln_terrain_regenerate` before querying).
+ * The range must satisfy `min <= max` on every axis and cover at most
+ * `KILN_TERRAIN_MAX_FILL_VOXELS` voxels. Writes the number of voxels that changed to
+ * `out_changed` unless it is NULL.
+ *
+ * # Safety
+ * `out_changed` is NULL or valid for writing.
+ */
+KilnStatus kiln_terrain_fill(struct KilnTerrainId terrain,
+                             struct KilnInt3 min,
+                             struct KilnInt3 max,
+                             uint8_t material,
+                             uint64_t *out_changed);
+
+/**
+ * Writes the material of one voxel to `out_material`.
+ *
+ * # Safety
+ * `out_material` is NULL or valid for writing.
+ */
+KilnStatus kiln_terrain_get_voxel(struct KilnTerrainId terrain,
+                                  struct KilnInt3 voxel,
+                                  uint8_t *out_material);
+
+/**
+ * Fills columns `x, z` in `0..size` with Kiln's deterministic test terrain: hills of
+ * rock, grass and sand, water up to `y = 12`, a few caves (`size` 1..=4096).
+ */
+KilnStatus kiln_terrain_generate_hills(struct KilnTerrainId terrain, int32_t size, uint32_t seed);
+
+/**
+ * Rebuilds the broadphase masks of every dirty chunk as parallel jobs on `runtime`'s
+ * workers (pass the null handle `{0, 0}` to run on the calling thread). Must not be
+ * called from inside one of the runtime's passes. Writes the number of regenerated
+ * chunks to `out_chunks` unless it is NULL.
+ *
+ * # Safety
+ * `out_chunks` is NULL or valid for writing.
+ */
+KilnStatus kiln_terrain_regenerate(struct KilnTerrainId terrain,
+                                   struct KilnRuntimeId runtime,
+                                   uint32_t *out_chunks);
+
+/**
+ * Tests `aabb` against the terrain's masks: grown by one voxel, every covered voxel
+ * that is solid or water or next to one counts. Regenerate after edits first. A box
+ * that is not finite or has `min > max` gives `KILN_ERROR_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `aabb` and `out_overlap` are NULL or valid for reading / writing.
+ */
+KilnStatus kiln_terrain_overlap(struct KilnTerrainId terrain,
+                                const struct KilnAabb *aabb,
+                                struct KilnTerrainOverlap *out_overlap);
+
+/**
+ * Lists the chunks `aabb` touches (as `kiln_terrain_overlap`, per chunk), in
+ * ascending (y, z, x) order: writes up to `capacity` entries to `out_chunks` (NULL
+ * allowed when `capacity` is 0) and the total count to `out_count`, so a call with
+ * capacity 0 sizes the array.
+ *
+ * # Safety
+ * `aabb` is NULL or readable; `out_chunks` is NULL or writable for `capacity`
+ * entries; `out_count` is NULL or writable.
+ */
+KilnStatus kiln_terrain_overlap_chunks(struct KilnTerrainId terrain,
+                                       const struct KilnAabb *aabb,
+                                       struct KilnChunkOverlap *out_chunks,
+                                       uint32_t capacity,
+                                       uint32_t *out_count);
+
+/**
+ * Writes the terrain's memory and state figures to `out_stats`.
+ *
+ * # Safety
+ * `out_stats` is NULL or valid for writing.
+ */
+KilnStatus kiln_terrain_get_stats(struct KilnTerrainId terrain, struct KilnTerrainStats *out_stats);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -244,3 +244,25 @@ pub extern "C" fn kiln_status_name(status: KilnStatus) -> *const c_char {
     };
     name.as_ptr().cast()
 }
+
+/// Reads a definition struct after checking its size field.
+///
+/// # Safety
+/// `ptr` is non-null and points to at least 4 readable bytes, and to a full `T` if
+/// its first `u32` equals `size_of::<T>()`.
+pub(crate) unsafe fn read_def<T: Copy>(ptr: *const T, name: &str) -> Result<T, Error> {
+    // SAFETY: at least the size field is readable (caller contract).
+    let size = unsafe { std::ptr::read_unaligned(ptr.cast::<u32>()) };
+    if size as usize != size_of::<T>() {
+        return Err(Error::new(
+            KILN_ERROR_STRUCT_SIZE,
+            format!(
+                "{name}->struct_size is {size}, but this library's {} is {} bytes (initialise it with its kiln_default_* function)",
+                std::any::type_name::<T>().rsplit("::").next().unwrap_or("struct"),
+                size_of::<T>()
+            ),
+        ));
+    }
+    // SAFETY: the size matches, so the whole struct is there.
+    Ok(unsafe { std::ptr::read_unaligned(ptr) })
+}

@@ -15,8 +15,10 @@ pub mod alloc;
 mod handles;
 pub mod host;
 pub mod runtime;
+pub mod terrain;
 
 pub use abi::*;
 pub use alloc::*;
 pub use host::*;
 pub use runtime::*;
+pub use terrain::*;

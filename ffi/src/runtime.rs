@@ -10,11 +10,29 @@ use kiln_core::jobs::{HostExecutor, Jobs};
 use kiln_core::{Runtime, Workers};
 
 use crate::abi::{
-    ffi_call, non_null, Error, KilnStatus, KILN_ERROR_BUFFER_TOO_SMALL, KILN_ERROR_INVALID_ARGUMENT,
-    KILN_ERROR_INVALID_HANDLE, KILN_ERROR_INVALID_STATE, KILN_ERROR_NULL_POINTER, KILN_ERROR_STRUCT_SIZE, KILN_OK,
+    ffi_call, non_null, read_def, Error, KilnStatus, KILN_ERROR_BUFFER_TOO_SMALL, KILN_ERROR_INVALID_ARGUMENT,
+    KILN_ERROR_INVALID_HANDLE, KILN_ERROR_INVALID_STATE, KILN_ERROR_NULL_POINTER, KILN_OK,
 };
-use crate::handles;
+use crate::handles::HandleTable;
 use crate::host::{CHost, KilnEnqueueTaskFn, KilnFinishTaskFn};
+
+/// Every live runtime.
+pub(crate) static RUNTIMES: HandleTable<RuntimeEntry> = HandleTable::new("runtime");
+
+/// Runs `f` on the runtime behind `id` (see [`HandleTable::with`]); errors are also
+/// sent to the runtime's log callback.
+pub(crate) fn with_runtime<R>(
+    id: KilnRuntimeId,
+    f: impl FnOnce(&mut RuntimeEntry) -> Result<R, Error>,
+) -> Result<R, Error> {
+    RUNTIMES.with(id.index1, id.generation, |entry| {
+        let result = f(entry);
+        if let Err(error) = &result {
+            entry.log_error(&error.message);
+        }
+        result
+    })
+}
 
 /// Handle to a runtime. `{0, 0}` is the null handle. Pass by value.
 #[repr(C)]
@@ -210,7 +228,7 @@ impl Opaque {
 /// The C-side state of one runtime.
 pub(crate) struct RuntimeEntry {
     serial: u32,
-    runtime: Runtime,
+    pub(crate) runtime: Runtime,
     resources: Vec<Res<()>>,
     pass_names: Vec<CString>,
     logger: Option<Logger>,
@@ -247,28 +265,6 @@ impl RuntimeEntry {
             Error::new(KILN_ERROR_INVALID_HANDLE, format!("{what} {{{}, {}}} was never issued", id.index1, id.owner))
         })
     }
-}
-
-/// Reads a definition struct after checking its size field.
-///
-/// # Safety
-/// `ptr` is non-null and points to at least 4 readable bytes, and to a full `T` if
-/// its first `u32` equals `size_of::<T>()`.
-unsafe fn read_def<T: Copy>(ptr: *const T, name: &str) -> Result<T, Error> {
-    // SAFETY: at least the size field is readable (caller contract).
-    let size = unsafe { std::ptr::read_unaligned(ptr.cast::<u32>()) };
-    if size as usize != size_of::<T>() {
-        return Err(Error::new(
-            KILN_ERROR_STRUCT_SIZE,
-            format!(
-                "{name}->struct_size is {size}, but this library's {} is {} bytes (initialise it with its kiln_default_* function)",
-                std::any::type_name::<T>().rsplit("::").next().unwrap_or("struct"),
-                size_of::<T>()
-            ),
-        ));
-    }
-    // SAFETY: the size matches, so the whole struct is there.
-    Ok(unsafe { std::ptr::read_unaligned(ptr) })
 }
 
 /// Reads a C string argument: non-NULL, UTF-8, non-empty.
@@ -384,14 +380,15 @@ pub unsafe extern "C" fn kiln_runtime_create(
         };
         let logger = def.log.map(|log| Logger { log, context: def.log_context, level: def.log_level });
         let entry = RuntimeEntry {
-            serial: handles::next_serial(),
+            serial: RUNTIMES.next_serial(),
             runtime: Runtime::new(workers),
             resources: Vec::new(),
             pass_names: Vec::new(),
             logger,
         };
         entry.log(KILN_LOG_INFO, &format!("kiln {}: runtime created on {description}", env!("CARGO_PKG_VERSION")));
-        let id = handles::insert(entry);
+        let (index1, generation) = RUNTIMES.insert(entry);
+        let id = KilnRuntimeId { index1, generation };
         // SAFETY: non-null and writable per the contract.
         unsafe { out.cast_mut().write(id) };
         Ok(())
@@ -405,7 +402,7 @@ pub unsafe extern "C" fn kiln_runtime_create(
 #[no_mangle]
 pub extern "C" fn kiln_runtime_destroy(runtime: KilnRuntimeId) -> KilnStatus {
     ffi_call("kiln_runtime_destroy", || {
-        let entry = handles::remove(runtime)?;
+        let entry = RUNTIMES.remove(runtime.index1, runtime.generation)?;
         let guard = entry.lock().unwrap_or_else(|p| p.into_inner());
         guard.log(KILN_LOG_INFO, "runtime destroyed");
         drop(guard);
@@ -417,7 +414,7 @@ pub extern "C" fn kiln_runtime_destroy(runtime: KilnRuntimeId) -> KilnStatus {
 /// Whether `runtime` refers to a live runtime.
 #[no_mangle]
 pub extern "C" fn kiln_runtime_is_valid(runtime: KilnRuntimeId) -> bool {
-    std::panic::catch_unwind(|| handles::is_valid(runtime)).unwrap_or(false)
+    std::panic::catch_unwind(|| RUNTIMES.is_valid(runtime.index1, runtime.generation)).unwrap_or(false)
 }
 
 /// Writes the number of distinct worker indices tasks and passes may see.
@@ -428,7 +425,7 @@ pub extern "C" fn kiln_runtime_is_valid(runtime: KilnRuntimeId) -> bool {
 pub unsafe extern "C" fn kiln_runtime_get_worker_count(runtime: KilnRuntimeId, out_count: *mut u32) -> KilnStatus {
     ffi_call("kiln_runtime_get_worker_count", || {
         let out = non_null(out_count, "out_count")?;
-        let count = handles::with_runtime(runtime, |entry| Ok(entry.runtime.worker_count() as u32))?;
+        let count = with_runtime(runtime, |entry| Ok(entry.runtime.worker_count() as u32))?;
         // SAFETY: non-null and writable per the contract.
         unsafe { out.cast_mut().write(count) };
         Ok(())
@@ -448,7 +445,7 @@ pub unsafe extern "C" fn kiln_runtime_add_resource(
 ) -> KilnStatus {
     ffi_call("kiln_runtime_add_resource", || {
         let out = non_null(out_resource, "out_resource")?;
-        handles::with_runtime(runtime, |entry| {
+        with_runtime(runtime, |entry| {
             // SAFETY: NULL or NUL-terminated per the contract.
             let name = unsafe { read_name(name, "name")? };
             let res = entry.runtime.edit(|graph| graph.resource(name, ()))?;
@@ -522,7 +519,7 @@ pub unsafe extern "C" fn kiln_runtime_add_pass(
     ffi_call("kiln_runtime_add_pass", || {
         let def = non_null(def, "def")?;
         let out = non_null(out_pass, "out_pass")?;
-        handles::with_runtime(runtime, |entry| {
+        with_runtime(runtime, |entry| {
             // SAFETY: non-null and readable per the contract.
             let def = unsafe { read_def(def, "def")? };
             // SAFETY: pointer/count pairs and strings are valid per the contract.
@@ -606,7 +603,7 @@ pub unsafe extern "C" fn kiln_runtime_add_pass(
 #[no_mangle]
 pub extern "C" fn kiln_runtime_run_frame(runtime: KilnRuntimeId, delta_time: f32) -> KilnStatus {
     ffi_call("kiln_runtime_run_frame", || {
-        handles::with_runtime(runtime, |entry| entry.runtime.run_frame(delta_time).map_err(Error::from))
+        with_runtime(runtime, |entry| entry.runtime.run_frame(delta_time).map_err(Error::from))
     })
 }
 
@@ -633,7 +630,7 @@ pub unsafe extern "C" fn kiln_runtime_get_profile(
         if passes.is_null() && capacity != 0 {
             return Err(Error::new(KILN_ERROR_NULL_POINTER, "`passes` is NULL but `capacity` is not 0"));
         }
-        handles::with_runtime(runtime, |entry| {
+        with_runtime(runtime, |entry| {
             let worker_count = entry.runtime.worker_count() as u32;
             let profile =
                 entry.runtime.profile().filter(|p| p.total_ns > 0 || p.frame_index > 0).ok_or_else(|| {

@@ -36,8 +36,16 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// The counter is process-wide: tests in this file take turns.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 #[test]
 fn steady_state_frames_allocate_nothing() {
+    let _turn = serial();
     for threads in [0, 1, 3] {
         let pool = ThreadPool::new(threads);
         let mut scene = common::particle_scene(10_000);
@@ -54,5 +62,48 @@ fn steady_state_frames_allocate_nothing() {
         let probe = ALLOCATIONS.load(Ordering::SeqCst);
         drop(std::hint::black_box(vec![1u8; 64]));
         assert!(ALLOCATIONS.load(Ordering::SeqCst) > probe);
+    }
+}
+
+/// The broadphase's per-frame work (proxy moves, tree rebuild, parallel pair finding,
+/// pair-set merge) allocates nothing once its buffers have grown: the motion repeats
+/// every 64 frames, so two periods of warm-up see every buffer size.
+#[test]
+fn steady_state_broadphase_frames_allocate_nothing() {
+    let _turn = serial();
+    use glam::Vec3;
+    use kiln::math::Aabb;
+    use kiln::spatial::{Balancing, BroadPhase, TreeConfig};
+
+    const PERIOD: u32 = 64;
+    let orbit = |i: usize, frame: u32| {
+        let anchor = Vec3::new((i % 20) as f32, ((i / 20) % 20) as f32, (i / 400) as f32) * 1.5;
+        let a = std::f32::consts::TAU * (frame % PERIOD) as f32 / PERIOD as f32 * (1 + i % 3) as f32;
+        anchor + Vec3::new(a.cos(), a.sin(), 0.5 * (2.0 * a).sin())
+    };
+    for balancing in [Balancing::Avl, Balancing::SahRotate] {
+        for threads in [0, 1] {
+            let pool = ThreadPool::new(threads);
+            let mut bp = BroadPhase::new(TreeConfig { balancing, ..TreeConfig::default() });
+            let half = Vec3::splat(0.4);
+            let proxies: Vec<_> =
+                (0..2000).map(|i| bp.create_proxy(&Aabb::from_center_half_extents(orbit(i, 0), half), 0)).collect();
+            let mut frame = |f: u32| {
+                for (i, &p) in proxies.iter().enumerate() {
+                    let (now, before) = (orbit(i, f), orbit(i, f + PERIOD - 1));
+                    bp.move_proxy(p, &Aabb::from_center_half_extents(now, half), now - before);
+                }
+                bp.update(pool.jobs());
+            };
+            for f in 1..=2 * PERIOD {
+                frame(f);
+            }
+            let before = ALLOCATIONS.load(Ordering::SeqCst);
+            for f in 1..=3 * PERIOD {
+                frame(f);
+            }
+            let allocations = ALLOCATIONS.load(Ordering::SeqCst) - before;
+            assert_eq!(allocations, 0, "{balancing:?}, {threads} threads: {allocations} allocations");
+        }
     }
 }

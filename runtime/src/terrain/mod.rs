@@ -107,7 +107,7 @@ impl Terrain {
         self.results.clear();
         self.results.resize(self.dirty_list.len(), None);
         let (voxels, list) = (&self.voxels, &self.dirty_list);
-        jobs.for_each_mut(&mut self.results, |i, out, _| *out = build_mask(&gather(voxels, list[i])));
+        jobs.for_each_mut(&mut self.results, |i, out, _| *out = build_mask(&neighbourhood(voxels, list[i])));
         for (coord, result) in self.dirty_list.iter().zip(self.results.drain(..)) {
             match result {
                 Some(mask) => self.masks.insert(*coord, mask),
@@ -207,8 +207,9 @@ impl Terrain {
     }
 }
 
-/// The occupancy of `coord` and its 26 neighbours, by [`neighbour_index`].
-fn gather(voxels: &Voxels, coord: IVec3) -> [Option<&Occupancy>; 27] {
+/// The occupancy of chunk `coord` and its 26 neighbours (`None` for all-air chunks),
+/// by [`neighbour_index`]: the input of [`build_mask`].
+pub fn neighbourhood(voxels: &Voxels, coord: IVec3) -> [Option<&Occupancy>; 27] {
     let mut out = [None; 27];
     for dy in -1..=1 {
         for dz in -1..=1 {

@@ -1,0 +1,390 @@
+//! Voxel terrain through the C ABI: create, edit voxel regions, regenerate the bit
+//! broadphase masks (on a runtime's workers), and run overlap queries.
+
+use std::mem::size_of;
+
+use kiln_core::jobs::{Executor, Jobs, ThreadPool};
+use kiln_core::math::{Aabb, IVec3, Vec3};
+use kiln_core::terrain::{generate_hills, Material, Terrain};
+
+use crate::abi::{ffi_call, non_null, read_def, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
+use crate::handles::HandleTable;
+use crate::runtime::{with_runtime, KilnRuntimeId};
+
+/// A 3D vector of floats.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct KilnVec3 {
+    /// X.
+    pub x: f32,
+    /// Y (up).
+    pub y: f32,
+    /// Z.
+    pub z: f32,
+}
+
+/// A 3D vector of integers (voxel and chunk coordinates).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KilnInt3 {
+    /// X.
+    pub x: i32,
+    /// Y (up).
+    pub y: i32,
+    /// Z.
+    pub z: i32,
+}
+
+/// An axis-aligned box; valid when finite and `min <= max` on every axis.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct KilnAabb {
+    /// Lower corner.
+    pub min: KilnVec3,
+    /// Upper corner.
+    pub max: KilnVec3,
+}
+
+/// Handle to a voxel terrain. `{0, 0}` is the null handle. Pass by value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KilnTerrainId {
+    /// Slot index plus one (0 means null).
+    pub index1: u32,
+    /// Slot generation; a destroyed terrain's handles no longer match.
+    pub generation: u32,
+}
+
+/// Air: no collision. Materials are one byte per voxel.
+pub const KILN_MATERIAL_AIR: u8 = 0;
+/// Water: reported as water contacts (buoyancy), not solid.
+pub const KILN_MATERIAL_WATER: u8 = 1;
+/// Rock, the first solid material. Every value from 2 to 255 is solid.
+pub const KILN_MATERIAL_ROCK: u8 = 2;
+/// Grass (solid).
+pub const KILN_MATERIAL_GRASS: u8 = 3;
+/// Sand (solid).
+pub const KILN_MATERIAL_SAND: u8 = 4;
+
+/// Most voxels one `kiln_terrain_fill` call may cover (2^27, e.g. 512^3).
+pub const KILN_TERRAIN_MAX_FILL_VOXELS: u64 = 1 << 27;
+
+/// Terrain creation parameters. Initialise with `kiln_default_terrain_def()`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct KilnTerrainDef {
+    /// `sizeof(KilnTerrainDef)`, set by `kiln_default_terrain_def()`.
+    pub struct_size: u32,
+    /// Edge length of a voxel in metres (finite, > 0). Default 1.
+    pub voxel_size: f32,
+}
+
+/// What a box touches in the terrain's broadphase masks.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KilnTerrainOverlap {
+    /// The box touches a voxel marked solid (a solid voxel or its neighbour).
+    pub solid: bool,
+    /// The box touches a voxel marked water.
+    pub water: bool,
+}
+
+/// One chunk a box touches, from `kiln_terrain_overlap_chunks`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KilnChunkOverlap {
+    /// Chunk coordinate (voxel coordinate divided by 8, rounded down).
+    pub chunk: KilnInt3,
+    /// Solid and water bits under the box in this chunk.
+    pub overlap: KilnTerrainOverlap,
+}
+
+/// Memory and state figures of a terrain.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KilnTerrainStats {
+    /// Chunks holding voxel data (not all air).
+    pub stored_chunks: u32,
+    /// Chunks with broadphase masks (near geometry): 128 bytes each.
+    pub mixed_chunks: u32,
+    /// Chunks tagged all solid or all water: no mask data.
+    pub full_chunks: u32,
+    /// Chunks edited since the last `kiln_terrain_regenerate`.
+    pub dirty_chunks: u32,
+    /// Bytes of mask data (`mixed_chunks * 128`: at most 2 bits per voxel).
+    pub mask_bytes: u64,
+}
+
+static TERRAINS: HandleTable<Terrain> = HandleTable::new("terrain");
+
+fn with_terrain<R>(id: KilnTerrainId, f: impl FnOnce(&mut Terrain) -> Result<R, Error>) -> Result<R, Error> {
+    TERRAINS.with(id.index1, id.generation, f)
+}
+
+fn ivec(v: KilnInt3) -> IVec3 {
+    IVec3::new(v.x, v.y, v.z)
+}
+
+/// Reads and checks a box argument.
+fn read_aabb(ptr: *const KilnAabb, name: &str) -> Result<Aabb, Error> {
+    let ptr = non_null(ptr, name)?;
+    // SAFETY: non-null; readable per the caller's contract.
+    let b = unsafe { ptr.read() };
+    let aabb = Aabb::new(Vec3::new(b.min.x, b.min.y, b.min.z), Vec3::new(b.max.x, b.max.y, b.max.z));
+    if !aabb.is_valid() {
+        return Err(Error::new(
+            KILN_ERROR_INVALID_ARGUMENT,
+            format!("`{name}` {b:?} is not a finite box with min <= max"),
+        ));
+    }
+    Ok(aabb)
+}
+
+/// A `KilnTerrainDef` with defaults (1 m voxels).
+#[no_mangle]
+pub extern "C" fn kiln_default_terrain_def() -> KilnTerrainDef {
+    KilnTerrainDef { struct_size: size_of::<KilnTerrainDef>() as u32, voxel_size: 1.0 }
+}
+
+/// Creates an empty (all-air) terrain and writes its handle to `out_terrain`.
+///
+/// # Safety
+/// `def` and `out_terrain` are NULL or valid for reading / writing.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_terrain_create(
+    def: *const KilnTerrainDef,
+    out_terrain: *mut KilnTerrainId,
+) -> KilnStatus {
+    ffi_call("kiln_terrain_create", || {
+        let def = non_null(def, "def")?;
+        let out = non_null(out_terrain, "out_terrain")?;
+        // SAFETY: non-null; readable per the contract.
+        let def: KilnTerrainDef = unsafe { read_def(def, "def")? };
+        if !(def.voxel_size.is_finite() && def.voxel_size > 0.0) {
+            return Err(Error::new(
+                KILN_ERROR_INVALID_ARGUMENT,
+                format!("def->voxel_size is {}, must be finite and > 0", def.voxel_size),
+            ));
+        }
+        let (index1, generation) = TERRAINS.insert(Terrain::new(def.voxel_size));
+        // SAFETY: non-null and writable per the contract.
+        unsafe { out.cast_mut().write(KilnTerrainId { index1, generation }) };
+        Ok(())
+    })
+}
+
+/// Destroys a terrain; its handle becomes invalid.
+#[no_mangle]
+pub extern "C" fn kiln_terrain_destroy(terrain: KilnTerrainId) -> KilnStatus {
+    ffi_call("kiln_terrain_destroy", || {
+        drop(TERRAINS.remove(terrain.index1, terrain.generation)?);
+        Ok(())
+    })
+}
+
+/// Whether `terrain` refers to a live terrain.
+#[no_mangle]
+pub extern "C" fn kiln_terrain_is_valid(terrain: KilnTerrainId) -> bool {
+    std::panic::catch_unwind(|| TERRAINS.is_valid(terrain.index1, terrain.generation)).unwrap_or(false)
+}
+
+/// Sets every voxel in the inclusive range `min..=max` to `material` and marks the
+/// chunks whose masks change dirty (call `kiln_terrain_regenerate` before querying).
+/// The range must satisfy `min <= max` on every axis and cover at most
+/// `KILN_TERRAIN_MAX_FILL_VOXELS` voxels. Writes the number of voxels that changed to
+/// `out_changed` unless it is NULL.
+///
+/// # Safety
+/// `out_changed` is NULL or valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_terrain_fill(
+    terrain: KilnTerrainId,
+    min: KilnInt3,
+    max: KilnInt3,
+    material: u8,
+    out_changed: *mut u64,
+) -> KilnStatus {
+    ffi_call("kiln_terrain_fill", || {
+        let (lo, hi) = (ivec(min), ivec(max));
+        if !lo.cmple(hi).all() {
+            return Err(Error::new(KILN_ERROR_INVALID_ARGUMENT, format!("min {min:?} is not <= max {max:?}")));
+        }
+        let extent = |a: i32, b: i32| (b as i64 - a as i64 + 1) as u64;
+        let voxels = extent(lo.x, hi.x).saturating_mul(extent(lo.y, hi.y)).saturating_mul(extent(lo.z, hi.z));
+        if voxels > KILN_TERRAIN_MAX_FILL_VOXELS {
+            return Err(Error::new(
+                KILN_ERROR_INVALID_ARGUMENT,
+                format!("the range covers {voxels} voxels, more than KILN_TERRAIN_MAX_FILL_VOXELS"),
+            ));
+        }
+        // Chunk arithmetic needs one voxel of room around the range.
+        if lo.min_element() == i32::MIN || hi.max_element() == i32::MAX {
+            return Err(Error::new(
+                KILN_ERROR_INVALID_ARGUMENT,
+                "voxel coordinates must lie inside (INT32_MIN, INT32_MAX)",
+            ));
+        }
+        let changed = with_terrain(terrain, |t| Ok(t.fill(lo, hi, Material(material))))?;
+        if !out_changed.is_null() {
+            // SAFETY: non-null and writable per the contract.
+            unsafe { out_changed.write(changed as u64) };
+        }
+        Ok(())
+    })
+}
+
+/// Writes the material of one voxel to `out_material`.
+///
+/// # Safety
+/// `out_material` is NULL or valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_terrain_get_voxel(
+    terrain: KilnTerrainId,
+    voxel: KilnInt3,
+    out_material: *mut u8,
+) -> KilnStatus {
+    ffi_call("kiln_terrain_get_voxel", || {
+        let out = non_null(out_material, "out_material")?;
+        let material = with_terrain(terrain, |t| Ok(t.get(ivec(voxel)).0))?;
+        // SAFETY: non-null and writable per the contract.
+        unsafe { out.cast_mut().write(material) };
+        Ok(())
+    })
+}
+
+/// Fills columns `x, z` in `0..size` with Kiln's deterministic test terrain: hills of
+/// rock, grass and sand, water up to `y = 12`, a few caves (`size` 1..=4096).
+#[no_mangle]
+pub extern "C" fn kiln_terrain_generate_hills(terrain: KilnTerrainId, size: i32, seed: u32) -> KilnStatus {
+    ffi_call("kiln_terrain_generate_hills", || {
+        if !(1..=4096).contains(&size) {
+            return Err(Error::new(KILN_ERROR_INVALID_ARGUMENT, format!("size is {size}, must be 1..=4096")));
+        }
+        with_terrain(terrain, |t| {
+            generate_hills(t, size, seed);
+            Ok(())
+        })
+    })
+}
+
+/// Rebuilds the broadphase masks of every dirty chunk as parallel jobs on `runtime`'s
+/// workers (pass the null handle `{0, 0}` to run on the calling thread). Must not be
+/// called from inside one of the runtime's passes. Writes the number of regenerated
+/// chunks to `out_chunks` unless it is NULL.
+///
+/// # Safety
+/// `out_chunks` is NULL or valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_terrain_regenerate(
+    terrain: KilnTerrainId,
+    runtime: KilnRuntimeId,
+    out_chunks: *mut u32,
+) -> KilnStatus {
+    ffi_call("kiln_terrain_regenerate", || {
+        let run = |jobs: Jobs| with_terrain(terrain, |t| Ok(t.regenerate(jobs).len() as u32));
+        let count = if runtime == KilnRuntimeId::default() {
+            let inline = ThreadPool::new(0);
+            run(Jobs::new(&inline as &dyn Executor))?
+        } else {
+            with_runtime(runtime, |entry| run(Jobs::new(entry.runtime.executor())))?
+        };
+        if !out_chunks.is_null() {
+            // SAFETY: non-null and writable per the contract.
+            unsafe { out_chunks.write(count) };
+        }
+        Ok(())
+    })
+}
+
+/// Tests `aabb` against the terrain's masks: grown by one voxel, every covered voxel
+/// that is solid or water or next to one counts. Regenerate after edits first. A box
+/// that is not finite or has `min > max` gives `KILN_ERROR_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `aabb` and `out_overlap` are NULL or valid for reading / writing.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_terrain_overlap(
+    terrain: KilnTerrainId,
+    aabb: *const KilnAabb,
+    out_overlap: *mut KilnTerrainOverlap,
+) -> KilnStatus {
+    ffi_call("kiln_terrain_overlap", || {
+        let aabb = read_aabb(aabb, "aabb")?;
+        let out = non_null(out_overlap, "out_overlap")?;
+        let o = with_terrain(terrain, |t| Ok(t.overlap(&aabb)))?;
+        // SAFETY: non-null and writable per the contract.
+        unsafe { out.cast_mut().write(KilnTerrainOverlap { solid: o.solid, water: o.water }) };
+        Ok(())
+    })
+}
+
+/// Lists the chunks `aabb` touches (as `kiln_terrain_overlap`, per chunk), in
+/// ascending (y, z, x) order: writes up to `capacity` entries to `out_chunks` (NULL
+/// allowed when `capacity` is 0) and the total count to `out_count`, so a call with
+/// capacity 0 sizes the array.
+///
+/// # Safety
+/// `aabb` is NULL or readable; `out_chunks` is NULL or writable for `capacity`
+/// entries; `out_count` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_terrain_overlap_chunks(
+    terrain: KilnTerrainId,
+    aabb: *const KilnAabb,
+    out_chunks: *mut KilnChunkOverlap,
+    capacity: u32,
+    out_count: *mut u32,
+) -> KilnStatus {
+    ffi_call("kiln_terrain_overlap_chunks", || {
+        let aabb = read_aabb(aabb, "aabb")?;
+        let out_count = non_null(out_count, "out_count")?;
+        if capacity > 0 {
+            non_null(out_chunks, "out_chunks")?;
+        }
+        let count = with_terrain(terrain, |t| {
+            let mut count = 0u32;
+            t.for_each_overlap(&aabb, |chunk, o| {
+                if count < capacity {
+                    let entry = KilnChunkOverlap {
+                        chunk: KilnInt3 { x: chunk.x, y: chunk.y, z: chunk.z },
+                        overlap: KilnTerrainOverlap { solid: o.solid, water: o.water },
+                    };
+                    // SAFETY: `count < capacity` entries are writable per the contract.
+                    unsafe { out_chunks.add(count as usize).write(entry) };
+                }
+                count = count.saturating_add(1);
+                true
+            });
+            Ok(count)
+        })?;
+        // SAFETY: non-null and writable per the contract.
+        unsafe { out_count.cast_mut().write(count) };
+        Ok(())
+    })
+}
+
+/// Writes the terrain's memory and state figures to `out_stats`.
+///
+/// # Safety
+/// `out_stats` is NULL or valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_terrain_get_stats(
+    terrain: KilnTerrainId,
+    out_stats: *mut KilnTerrainStats,
+) -> KilnStatus {
+    ffi_call("kiln_terrain_get_stats", || {
+        let out = non_null(out_stats, "out_stats")?;
+        let stats = with_terrain(terrain, |t| {
+            let s = t.stats();
+            Ok(KilnTerrainStats {
+                stored_chunks: t.voxels().chunk_count() as u32,
+                mixed_chunks: s.mixed_chunks as u32,
+                full_chunks: s.full_chunks as u32,
+                dirty_chunks: t.dirty_count() as u32,
+                mask_bytes: s.mask_bytes as u64,
+            })
+        })?;
+        // SAFETY: non-null and writable per the contract.
+        unsafe { out.cast_mut().write(stats) };
+        Ok(())
+    })
+}
