@@ -396,3 +396,82 @@ fn allocator_hooks_are_refused_once_kiln_has_allocated() {
         assert_eq!(kiln_set_allocator(&bad), KILN_ERROR_NULL_POINTER);
     }
 }
+
+fn terrain() -> KilnTerrainId {
+    let def = kiln_default_terrain_def();
+    let mut id = KilnTerrainId::default();
+    assert_eq!(unsafe { kiln_terrain_create(&def, &mut id) }, KILN_OK, "{}", last_error());
+    id
+}
+
+#[test]
+fn terrain_creation_refuses_bad_definitions() {
+    let mut id = KilnTerrainId::default();
+    assert_eq!(unsafe { kiln_terrain_create(ptr::null(), &mut id) }, KILN_ERROR_NULL_POINTER);
+    let mut def = kiln_default_terrain_def();
+    assert_eq!(unsafe { kiln_terrain_create(&def, ptr::null_mut()) }, KILN_ERROR_NULL_POINTER);
+    for bad in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+        def.voxel_size = bad;
+        assert_eq!(unsafe { kiln_terrain_create(&def, &mut id) }, KILN_ERROR_INVALID_ARGUMENT);
+        assert!(last_error().contains("voxel_size"), "{}", last_error());
+    }
+    let mut def = kiln_default_terrain_def();
+    def.struct_size = 4;
+    assert_eq!(unsafe { kiln_terrain_create(&def, &mut id) }, KILN_ERROR_STRUCT_SIZE);
+    assert_eq!(id, KilnTerrainId::default(), "the out-parameter stays untouched");
+}
+
+#[test]
+fn terrain_calls_refuse_bad_arguments_and_change_nothing() {
+    let t = terrain();
+    let lo = KilnInt3 { x: 0, y: 0, z: 0 };
+    let hi = KilnInt3 { x: 3, y: 3, z: 3 };
+    let mut changed = 0u64;
+    assert_eq!(unsafe { kiln_terrain_fill(t, lo, hi, KILN_MATERIAL_ROCK, &mut changed) }, KILN_OK);
+    assert_eq!(changed, 64);
+    let edge = KilnInt3 { x: i32::MAX, y: 0, z: 0 };
+    assert_eq!(
+        unsafe { kiln_terrain_fill(t, lo, edge, KILN_MATERIAL_ROCK, ptr::null_mut()) },
+        KILN_ERROR_INVALID_ARGUMENT
+    );
+    assert_eq!(kiln_terrain_generate_hills(t, 0, 1), KILN_ERROR_INVALID_ARGUMENT);
+    assert_eq!(kiln_terrain_generate_hills(t, 5000, 1), KILN_ERROR_INVALID_ARGUMENT);
+    assert_eq!(unsafe { kiln_terrain_regenerate(t, KilnRuntimeId::default(), ptr::null_mut()) }, KILN_OK);
+
+    let b = KilnAabb { min: KilnVec3 { x: 0.0, y: 0.0, z: 0.0 }, max: KilnVec3 { x: 1.0, y: 1.0, z: 1.0 } };
+    let mut count = 0u32;
+    assert_eq!(unsafe { kiln_terrain_overlap_chunks(t, &b, ptr::null_mut(), 4, &mut count) }, KILN_ERROR_NULL_POINTER);
+    assert_eq!(
+        unsafe { kiln_terrain_overlap_chunks(t, &b, ptr::null_mut(), 0, ptr::null_mut()) },
+        KILN_ERROR_NULL_POINTER
+    );
+    assert_eq!(unsafe { kiln_terrain_overlap_chunks(t, &b, ptr::null_mut(), 0, &mut count) }, KILN_OK);
+    // The box grows by a voxel, and the rock's dilation reaches the 7 chunks below 0.
+    assert_eq!(count, 8);
+    let mut one = [KilnChunkOverlap::default(); 1];
+    assert_eq!(unsafe { kiln_terrain_overlap_chunks(t, &b, one.as_mut_ptr(), 1, &mut count) }, KILN_OK);
+    assert_eq!(count, 8, "the total, though only one entry fit");
+    assert!(one[0].overlap.solid);
+    let inverted = KilnAabb { min: b.max, max: b.min };
+    let mut o = KilnTerrainOverlap::default();
+    assert_eq!(unsafe { kiln_terrain_overlap(t, &inverted, &mut o) }, KILN_ERROR_INVALID_ARGUMENT);
+    assert_eq!(unsafe { kiln_terrain_overlap(t, &b, ptr::null_mut()) }, KILN_ERROR_NULL_POINTER);
+    assert_eq!(unsafe { kiln_terrain_get_voxel(t, lo, ptr::null_mut()) }, KILN_ERROR_NULL_POINTER);
+    assert_eq!(unsafe { kiln_terrain_get_stats(t, ptr::null_mut()) }, KILN_ERROR_NULL_POINTER);
+
+    // A stale runtime is refused before any work; the terrain stays as it was.
+    let rt = create(0);
+    assert_eq!(kiln_runtime_destroy(rt), KILN_OK);
+    assert_eq!(unsafe { kiln_terrain_fill(t, lo, lo, KILN_MATERIAL_AIR, ptr::null_mut()) }, KILN_OK);
+    assert_eq!(unsafe { kiln_terrain_regenerate(t, rt, ptr::null_mut()) }, KILN_ERROR_INVALID_HANDLE);
+    let mut stats = KilnTerrainStats::default();
+    assert_eq!(unsafe { kiln_terrain_get_stats(t, &mut stats) }, KILN_OK);
+    assert!(stats.dirty_chunks > 0, "the failed regenerate kept the dirty chunks");
+
+    assert_eq!(kiln_terrain_destroy(t), KILN_OK);
+    assert_eq!(kiln_terrain_destroy(t), KILN_ERROR_INVALID_HANDLE);
+    assert!(last_error().contains("terrain handle"), "{}", last_error());
+    let mut m = 0u8;
+    assert_eq!(unsafe { kiln_terrain_get_voxel(t, lo, &mut m) }, KILN_ERROR_INVALID_HANDLE);
+    assert_eq!(unsafe { kiln_terrain_get_voxel(KilnTerrainId::default(), lo, &mut m) }, KILN_ERROR_INVALID_HANDLE);
+}
