@@ -217,15 +217,6 @@ impl DynamicTree {
         true
     }
 
-    /// Sets the fat box of `proxy` to exactly `fat` (which must contain what the
-    /// owner considers its tight box), e.g. for a teleport. Flags it as moved.
-    pub fn set_fat_aabb(&mut self, proxy: ProxyId, fat: &Aabb) {
-        self.remove_leaf(proxy.0);
-        self.nodes[proxy.index()].aabb = *fat;
-        self.insert_leaf(proxy.0);
-        self.nodes[proxy.index()].flags |= FLAG_MOVED;
-    }
-
     /// Marks a proxy as sleeping (or awake); pairs of two sleeping proxies are not
     /// reported by the broadphase.
     pub fn set_sleeping(&mut self, proxy: ProxyId, sleeping: bool) {

@@ -151,34 +151,37 @@ impl Voxels {
         self.chunks.get(&chunk_of(voxel)).map_or(Material::AIR, |c| c.get(local_of(voxel)))
     }
 
-    /// Sets one voxel. Returns whether it changed.
-    pub fn set(&mut self, voxel: IVec3, material: Material) -> bool {
-        let coord = chunk_of(voxel);
-        if material == Material::AIR {
-            let Some(chunk) = self.chunks.get_mut(&coord) else { return false };
-            let changed = chunk.get(local_of(voxel)) != material;
-            chunk.set(local_of(voxel), material);
-            if chunk.filled == 0 {
-                self.chunks.remove(&coord);
-            }
-            changed
-        } else {
-            let chunk = self.chunks.entry(coord).or_insert_with(Chunk::new);
-            let changed = chunk.get(local_of(voxel)) != material;
-            chunk.set(local_of(voxel), material);
-            changed
-        }
-    }
-
     /// Sets every voxel in `min..=max` to `material`; calls `dirty(chunk)` for every
     /// chunk whose masks may change (the edited chunks and their 26 neighbours, as the
     /// masks are dilated by one voxel). Returns the number of voxels that changed.
     pub fn fill(&mut self, min: IVec3, max: IVec3, material: Material, mut dirty: impl FnMut(IVec3)) -> usize {
         let mut changed = 0;
-        for y in min.y..=max.y {
-            for z in min.z..=max.z {
-                for x in min.x..=max.x {
-                    changed += self.set(IVec3::new(x, y, z), material) as usize;
+        // One map lookup per chunk, not per voxel.
+        let (cmin, cmax) = (chunk_of(min), chunk_of(max));
+        for cy in cmin.y..=cmax.y {
+            for cz in cmin.z..=cmax.z {
+                for cx in cmin.x..=cmax.x {
+                    let coord = IVec3::new(cx, cy, cz);
+                    let base = coord * CHUNK;
+                    let lo = (min - base).max(IVec3::ZERO);
+                    let hi = (max - base).min(IVec3::splat(CHUNK - 1));
+                    let chunk = match self.chunks.get_mut(&coord) {
+                        Some(chunk) => chunk,
+                        None if material == Material::AIR => continue,
+                        None => self.chunks.entry(coord).or_insert_with(Chunk::new),
+                    };
+                    for y in lo.y..=hi.y {
+                        for z in lo.z..=hi.z {
+                            for x in lo.x..=hi.x {
+                                let local = IVec3::new(x, y, z);
+                                changed += (chunk.get(local) != material) as usize;
+                                chunk.set(local, material);
+                            }
+                        }
+                    }
+                    if chunk.filled == 0 {
+                        self.chunks.remove(&coord);
+                    }
                 }
             }
         }
