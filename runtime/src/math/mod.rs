@@ -1,7 +1,10 @@
 //! A thin layer over glam: axis-aligned boxes and rays, the types every spatial
-//! structure shares.
+//! structure shares, and the triangle tests in [`triangle`].
+
+mod triangle;
 
 pub use glam::{IVec3, Vec3};
+pub use triangle::{ray_triangle, triangle_normal, triangle_overlaps_aabb, TriangleHit};
 
 /// An axis-aligned box, `min <= max` on every axis for a valid box.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -1,12 +1,17 @@
-//! Spatial structures: the dynamic AABB tree over bodies and the body broadphase.
+//! Spatial structures: the dynamic AABB tree over bodies, the body broadphase, and
+//! the loose kD tree over triangle meshes.
 
 mod broadphase;
+mod kdtree;
 mod tree;
 mod tree_build;
 mod tree_query;
 
 pub use broadphase::{BroadPhase, Pair};
+pub use kdtree::{KdError, KdMesh, MeshHit, MeshMode, TriMesh, KD_MAX_DEPTH};
 pub use tree::{Balancing, DynamicTree, ProxyId, TreeConfig, TreeQuality};
 
+#[cfg(test)]
+mod kdtree_tests;
 #[cfg(test)]
 pub(crate) mod tests;

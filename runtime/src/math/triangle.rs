@@ -1,0 +1,125 @@
+//! Triangle tests shared by every triangle structure (the kD tree, brute-force
+//! references, terrain queries): Möller–Trumbore ray intersection and the
+//! separating-axis triangle/box overlap test (Akenine-Möller's 13 axes).
+//!
+//! Both treat the triangle and the box as closed sets: touching counts. Brute-force
+//! references call the same functions, so a tree agrees with them bit for bit.
+
+use glam::Vec3;
+
+use super::{Aabb, Ray};
+
+/// Where a ray meets a triangle: `point = ray.at(t)`, barycentrics `(1 - u - v, u, v)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TriangleHit {
+    pub t: f32,
+    pub u: f32,
+    pub v: f32,
+}
+
+/// Möller–Trumbore: the hit of `ray` on triangle `[a, b, c]` with `t` in
+/// `[t_min, t_max]`, edges included, either side of the triangle. Rays in the
+/// triangle's plane (zero determinant) and degenerate triangles miss.
+#[inline]
+pub fn ray_triangle(ray: &Ray, [a, b, c]: [Vec3; 3], t_min: f32, t_max: f32) -> Option<TriangleHit> {
+    let e1 = b - a;
+    let e2 = c - a;
+    let p = ray.dir.cross(e2);
+    let det = e1.dot(p);
+    if det == 0.0 || !det.is_finite() {
+        return None;
+    }
+    let inv = 1.0 / det;
+    let s = ray.origin - a;
+    let u = s.dot(p) * inv;
+    if !(0.0..=1.0).contains(&u) {
+        return None;
+    }
+    let q = s.cross(e1);
+    let v = ray.dir.dot(q) * inv;
+    if v < 0.0 || u + v > 1.0 {
+        return None;
+    }
+    let t = e2.dot(q) * inv;
+    (t >= t_min && t <= t_max).then_some(TriangleHit { t, u, v })
+}
+
+/// The triangle's unit normal by its winding (`(b - a) x (c - a)`), or zero when
+/// it is degenerate.
+#[inline]
+pub fn triangle_normal([a, b, c]: [Vec3; 3]) -> Vec3 {
+    (b - a).cross(c - a).normalize_or_zero()
+}
+
+/// Whether triangle `[a, b, c]` and `aabb` share a point (separating-axis test over
+/// the box's 3 face normals, the triangle normal and the 9 edge cross products).
+pub fn triangle_overlaps_aabb(tri: [Vec3; 3], aabb: &Aabb) -> bool {
+    let (lo, hi) = (tri[0].min(tri[1]).min(tri[2]), tri[0].max(tri[1]).max(tri[2]));
+    // Box face normals: the triangle's bounds against the box.
+    if lo.cmpgt(aabb.max).any() || hi.cmplt(aabb.min).any() {
+        return false;
+    }
+    let center = aabb.center();
+    let half = aabb.extents() * 0.5;
+    let v = [tri[0] - center, tri[1] - center, tri[2] - center];
+    let edges = [v[1] - v[0], v[2] - v[1], v[0] - v[2]];
+    // Does `axis` separate? Projections of the triangle vs the box's radius on it.
+    let separates = |axis: Vec3| {
+        let (p0, p1, p2) = (v[0].dot(axis), v[1].dot(axis), v[2].dot(axis));
+        let r = half.dot(axis.abs());
+        p0.min(p1).min(p2) > r || p0.max(p1).max(p2) < -r
+    };
+    // The triangle's plane.
+    let normal = edges[0].cross(edges[1]);
+    if separates(normal) {
+        return false;
+    }
+    // Box edge x triangle edge.
+    for e in edges {
+        for axis in [Vec3::new(0.0, -e.z, e.y), Vec3::new(e.z, 0.0, -e.x), Vec3::new(-e.y, e.x, 0.0)] {
+            if separates(axis) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRI: [Vec3; 3] = [Vec3::new(0.0, 0.0, 0.0), Vec3::new(1.0, 0.0, 0.0), Vec3::new(0.0, 1.0, 0.0)];
+
+    #[test]
+    fn ray_hits_inside_edges_and_vertices() {
+        let down = |x, y| Ray::new(Vec3::new(x, y, 2.0), Vec3::new(0.0, 0.0, -1.0));
+        let hit = ray_triangle(&down(0.25, 0.25), TRI, 0.0, 10.0).unwrap();
+        assert_eq!(hit.t, 2.0);
+        assert_eq!((hit.u, hit.v), (0.25, 0.25));
+        assert!(ray_triangle(&down(0.5, 0.0), TRI, 0.0, 10.0).is_some(), "edge");
+        assert!(ray_triangle(&down(0.0, 0.0), TRI, 0.0, 10.0).is_some(), "vertex");
+        assert!(ray_triangle(&down(0.6, 0.6), TRI, 0.0, 10.0).is_none());
+        assert!(ray_triangle(&down(0.25, 0.25), TRI, 0.0, 1.5).is_none(), "beyond t_max");
+        // From below (back face) it hits too; in the plane it misses.
+        let up = Ray::new(Vec3::new(0.25, 0.25, -1.0), Vec3::new(0.0, 0.0, 1.0));
+        assert_eq!(ray_triangle(&up, TRI, 0.0, 10.0).unwrap().t, 1.0);
+        let along = Ray::new(Vec3::new(-1.0, 0.25, 0.0), Vec3::new(1.0, 0.0, 0.0));
+        assert!(ray_triangle(&along, TRI, 0.0, 10.0).is_none());
+        assert_eq!(triangle_normal(TRI), Vec3::Z);
+    }
+
+    #[test]
+    fn box_overlap_matches_the_separating_axes() {
+        let b = |min: [f32; 3], max: [f32; 3]| Aabb::new(Vec3::from(min), Vec3::from(max));
+        assert!(triangle_overlaps_aabb(TRI, &b([0.1, 0.1, -0.1], [0.2, 0.2, 0.1])));
+        // Touching the plane from above counts; just above does not.
+        assert!(triangle_overlaps_aabb(TRI, &b([0.1, 0.1, 0.0], [0.2, 0.2, 0.1])));
+        assert!(!triangle_overlaps_aabb(TRI, &b([0.1, 0.1, 0.01], [0.2, 0.2, 0.1])));
+        // Inside the triangle's bounds but beyond the hypotenuse: only the edge axes see it.
+        assert!(!triangle_overlaps_aabb(TRI, &b([0.6, 0.6, -0.1], [0.9, 0.9, 0.1])));
+        assert!(triangle_overlaps_aabb(TRI, &b([0.4, 0.4, -0.1], [0.9, 0.9, 0.1])));
+        // A box enclosing the whole triangle.
+        assert!(triangle_overlaps_aabb(TRI, &b([-5.0; 3], [5.0; 3])));
+    }
+}

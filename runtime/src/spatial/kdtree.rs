@@ -1,0 +1,671 @@
+//! A triangle mesh with a loose kD tree over it, as in the reference (Roblox's
+//! voxel terrain narrowphase), plus a compact mode that goes beyond it.
+//!
+//! **Nodes.** Every node splits along one axis with *two* planes: the left child's
+//! content lies at or below `split0`, the right child's at or above `split1` (the
+//! planes are tight, so they may overlap or leave a gap). A branch stores the two
+//! planes, the axis (2 bits) and the index of its first child (30 bits); the second
+//! child follows it. A leaf stores up to two triangle indices and axis tag 3. A full
+//! node is 12 bytes; a compact node is 6 (16-bit planes quantised on the mesh box and
+//! rounded outwards, 14-bit child index, 16-bit triangle indices).
+//!
+//! **Build.** Split the current box's longest axis at the mean of the triangles'
+//! midpoints (centroids), partition by midpoint, then recompute the two planes from
+//! all vertices. If a side gets less than 25% of the triangles, split at the median
+//! instead. Beyond the reference, the left side always gets an even count, so every
+//! leaf but one holds two triangles and the tree has at most one node per triangle
+//! (12 bytes per triangle, 6 in compact mode). The 25% rule bounds the depth by
+//! `log(n) / log(4/3)`; queries walk on a fixed stack of [`KD_MAX_DEPTH`] entries.
+//!
+//! **Queries.** Box queries descend into the children whose half-space the box
+//! reaches. Ray queries walk segments `[t_min, t_max]` of the ray, one per node,
+//! near child first, and skip a segment that starts beyond the closest hit so far.
+//! The planes are widened by a small epsilon, scaled to the mesh and ray, so rounding
+//! never culls a triangle that the Möller–Trumbore test would hit: results equal a
+//! brute-force loop over all triangles using the same triangle tests.
+//!
+//! **Compact mode.** Vertices are quantised to 16 bits per coordinate on the mesh box
+//! (error at most half a step, `extent / 131070` per axis) and the tree is built on
+//! the quantised positions, so queries are exact for the quantised mesh. It holds up
+//! to 65,536 vertices and 16,384 triangles (14-bit child indices): chunk-sized meshes.
+
+use glam::Vec3;
+
+use crate::math::{ray_triangle, triangle_overlaps_aabb, Aabb, Ray};
+
+/// Depth bound of every tree (the build refuses deeper ones; the 25% rule keeps
+/// 2^32 triangles under 80 levels).
+pub const KD_MAX_DEPTH: usize = 96;
+const STACK_SIZE: usize = KD_MAX_DEPTH + 2;
+const LEAF: u32 = 3;
+const COMPACT_MAX_NODES: usize = 1 << 14;
+const COMPACT_MAX_INDEX: usize = 1 << 16;
+
+/// An indexed triangle mesh with one material byte per triangle.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TriMesh {
+    pub vertices: Vec<Vec3>,
+    pub triangles: Vec<[u32; 3]>,
+    pub materials: Vec<u8>,
+}
+
+impl TriMesh {
+    pub fn new() -> TriMesh {
+        TriMesh::default()
+    }
+
+    pub fn clear(&mut self) {
+        self.vertices.clear();
+        self.triangles.clear();
+        self.materials.clear();
+    }
+
+    pub fn triangle(&self, index: usize) -> [Vec3; 3] {
+        self.triangles[index].map(|v| self.vertices[v as usize])
+    }
+
+    /// Appends a triangle of existing vertices.
+    pub fn push(&mut self, triangle: [u32; 3], material: u8) {
+        self.triangles.push(triangle);
+        self.materials.push(material);
+    }
+}
+
+/// How a [`KdMesh`] stores its vertices and nodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MeshMode {
+    /// f32 vertices, u32 indices, 12-byte nodes.
+    #[default]
+    Full,
+    /// 16-bit quantised vertices and indices, 6-byte nodes (chunk-sized meshes).
+    Compact,
+}
+
+/// Why a mesh was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KdError {
+    /// A vertex is NaN or infinite.
+    NonFiniteVertex,
+    /// A triangle names a vertex past the end.
+    IndexOutOfRange,
+    /// `materials` and `triangles` differ in length.
+    MaterialCount,
+    /// Too many vertices, triangles or nodes for 16-bit compact storage.
+    TooLargeForCompact,
+    /// More than 2^30 triangles.
+    TooManyTriangles,
+}
+
+impl std::fmt::Display for KdError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            KdError::NonFiniteVertex => "a vertex is NaN or infinite",
+            KdError::IndexOutOfRange => "a triangle names a vertex past the end of the vertex array",
+            KdError::MaterialCount => "materials and triangles differ in length",
+            KdError::TooLargeForCompact => "compact meshes hold at most 65536 vertices and 16384 triangles",
+            KdError::TooManyTriangles => "a kD tree holds at most 2^30 triangles",
+        })
+    }
+}
+
+/// A ray's hit on a [`KdMesh`] triangle: `point = ray.at(t)`, barycentrics `(1-u-v, u, v)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MeshHit {
+    pub t: f32,
+    pub triangle: u32,
+    pub u: f32,
+    pub v: f32,
+}
+
+/// 12 bytes: a branch (`a`, `b` = f32 bits of `split0`, `split1`; `tag` = axis |
+/// first child << 2) or a leaf (`a`, `b` = triangles; `tag` = 3 | count << 2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct FullNode {
+    a: u32,
+    b: u32,
+    tag: u32,
+}
+const _: () = assert!(std::mem::size_of::<FullNode>() == 12);
+
+/// 6 bytes: a [`FullNode`] with 16-bit quantised planes, 14-bit child index and
+/// 16-bit triangle indices.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct CompactNode {
+    a: u16,
+    b: u16,
+    tag: u16,
+}
+const _: () = assert!(std::mem::size_of::<CompactNode>() == 6);
+
+/// A node as traversal sees it.
+enum Node {
+    Branch { axis: usize, split0: f32, split1: f32, child: u32 },
+    Leaf { triangles: [u32; 2], count: u32 },
+}
+
+/// Read access to one storage layout; queries are generic over it.
+trait Storage {
+    fn node(&self, index: u32) -> Node;
+    fn triangle(&self, index: u32) -> [Vec3; 3];
+}
+
+#[derive(Clone, Debug)]
+struct Full {
+    vertices: Vec<Vec3>,
+    triangles: Vec<[u32; 3]>,
+    nodes: Vec<FullNode>,
+}
+
+impl Storage for Full {
+    #[inline]
+    fn node(&self, index: u32) -> Node {
+        let n = self.nodes[index as usize];
+        if n.tag & 3 == LEAF {
+            Node::Leaf { triangles: [n.a, n.b], count: n.tag >> 2 }
+        } else {
+            Node::Branch {
+                axis: (n.tag & 3) as usize,
+                split0: f32::from_bits(n.a),
+                split1: f32::from_bits(n.b),
+                child: n.tag >> 2,
+            }
+        }
+    }
+
+    #[inline]
+    fn triangle(&self, index: u32) -> [Vec3; 3] {
+        self.triangles[index as usize].map(|v| self.vertices[v as usize])
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Compact {
+    origin: Vec3,
+    step: Vec3,
+    vertices: Vec<[u16; 3]>,
+    triangles: Vec<[u16; 3]>,
+    nodes: Vec<CompactNode>,
+}
+
+impl Compact {
+    #[inline]
+    fn dequantise(&self, q: [u16; 3]) -> Vec3 {
+        self.origin + Vec3::new(q[0] as f32, q[1] as f32, q[2] as f32) * self.step
+    }
+}
+
+impl Storage for Compact {
+    #[inline]
+    fn node(&self, index: u32) -> Node {
+        let n = self.nodes[index as usize];
+        let tag = n.tag as u32;
+        if tag & 3 == LEAF {
+            Node::Leaf { triangles: [n.a as u32, n.b as u32], count: tag >> 2 }
+        } else {
+            let axis = (tag & 3) as usize;
+            Node::Branch {
+                axis,
+                split0: self.origin[axis] + n.a as f32 * self.step[axis],
+                split1: self.origin[axis] + n.b as f32 * self.step[axis],
+                child: tag >> 2,
+            }
+        }
+    }
+
+    #[inline]
+    fn triangle(&self, index: u32) -> [Vec3; 3] {
+        self.triangles[index as usize].map(|v| self.dequantise(self.vertices[v as usize]))
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Repr {
+    Full(Full),
+    Compact(Compact),
+}
+
+/// A triangle mesh and its loose kD tree. See the module docs.
+#[derive(Clone, Debug)]
+pub struct KdMesh {
+    repr: Repr,
+    materials: Vec<u8>,
+    /// The tree's box (all vertices), for early rejection.
+    bounds: Aabb,
+    depth: u32,
+}
+
+impl KdMesh {
+    /// Builds the tree over `mesh` in `mode`. Refuses non-finite vertices, bad
+    /// indices, a material count that differs from the triangle count, and compact
+    /// meshes past 16-bit limits.
+    pub fn build(mesh: &TriMesh, mode: MeshMode) -> Result<KdMesh, KdError> {
+        if mesh.materials.len() != mesh.triangles.len() {
+            return Err(KdError::MaterialCount);
+        }
+        if mesh.triangles.len() >= 1 << 30 {
+            return Err(KdError::TooManyTriangles);
+        }
+        if !mesh.vertices.iter().all(|v| v.is_finite()) {
+            return Err(KdError::NonFiniteVertex);
+        }
+        let count = mesh.vertices.len();
+        if mesh.triangles.iter().flatten().any(|&v| v as usize >= count) {
+            return Err(KdError::IndexOutOfRange);
+        }
+        let bounds = mesh.vertices.iter().fold(Aabb::EMPTY, |b, &v| Aabb::new(b.min.min(v), b.max.max(v)));
+        match mode {
+            MeshMode::Full => {
+                let (nodes, depth) = build_nodes(&mesh.vertices, &mesh.triangles)?;
+                let full = Full { vertices: mesh.vertices.clone(), triangles: mesh.triangles.clone(), nodes };
+                Ok(KdMesh { repr: Repr::Full(full), materials: mesh.materials.clone(), bounds, depth })
+            }
+            MeshMode::Compact => {
+                if mesh.vertices.len() > COMPACT_MAX_INDEX || mesh.triangles.len() > COMPACT_MAX_NODES {
+                    return Err(KdError::TooLargeForCompact);
+                }
+                let origin = if mesh.vertices.is_empty() { Vec3::ZERO } else { bounds.min };
+                let extent = if mesh.vertices.is_empty() { Vec3::ZERO } else { bounds.extents() };
+                // A flat axis still gets a positive step, so planes dequantise finitely.
+                let step = (extent / 65535.0).max(Vec3::splat(f32::MIN_POSITIVE));
+                let quantise = |v: Vec3| {
+                    let q = ((v - origin) / step).round().clamp(Vec3::ZERO, Vec3::splat(65535.0));
+                    [q.x as u16, q.y as u16, q.z as u16]
+                };
+                let mut compact = Compact {
+                    origin,
+                    step,
+                    vertices: mesh.vertices.iter().map(|&v| quantise(v)).collect(),
+                    triangles: mesh.triangles.iter().map(|t| t.map(|v| v as u16)).collect(),
+                    nodes: Vec::new(),
+                };
+                // Build on the positions queries will see.
+                let snapped: Vec<Vec3> = compact.vertices.iter().map(|&q| compact.dequantise(q)).collect();
+                let bounds = snapped.iter().fold(Aabb::EMPTY, |b, &v| Aabb::new(b.min.min(v), b.max.max(v)));
+                let (nodes, depth) = build_nodes(&snapped, &mesh.triangles)?;
+                if nodes.len() > COMPACT_MAX_NODES {
+                    return Err(KdError::TooLargeForCompact);
+                }
+                compact.nodes = nodes.iter().map(|n| compact_node(n, origin, step)).collect();
+                Ok(KdMesh { repr: Repr::Compact(compact), materials: mesh.materials.clone(), bounds, depth })
+            }
+        }
+    }
+
+    pub fn mode(&self) -> MeshMode {
+        match self.repr {
+            Repr::Full(_) => MeshMode::Full,
+            Repr::Compact(_) => MeshMode::Compact,
+        }
+    }
+
+    pub fn triangle_count(&self) -> usize {
+        self.materials.len()
+    }
+
+    pub fn node_count(&self) -> usize {
+        match &self.repr {
+            Repr::Full(f) => f.nodes.len(),
+            Repr::Compact(c) => c.nodes.len(),
+        }
+    }
+
+    /// Levels below the root (0 for a single leaf).
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// The box of all vertices (empty for an empty mesh).
+    pub fn bounds(&self) -> Aabb {
+        self.bounds
+    }
+
+    /// The triangle's vertices as queries see them (quantised in compact mode).
+    pub fn triangle(&self, index: u32) -> [Vec3; 3] {
+        match &self.repr {
+            Repr::Full(f) => f.triangle(index),
+            Repr::Compact(c) => c.triangle(index),
+        }
+    }
+
+    pub fn material(&self, index: u32) -> u8 {
+        self.materials[index as usize]
+    }
+
+    /// Bytes of tree nodes.
+    pub fn tree_bytes(&self) -> usize {
+        match &self.repr {
+            Repr::Full(f) => f.nodes.len() * std::mem::size_of::<FullNode>(),
+            Repr::Compact(c) => c.nodes.len() * std::mem::size_of::<CompactNode>(),
+        }
+    }
+
+    /// Bytes of vertices, indices and materials.
+    pub fn mesh_bytes(&self) -> usize {
+        let (vertex, index) = match &self.repr {
+            Repr::Full(f) => (f.vertices.len() * 12, f.triangles.len() * 12),
+            Repr::Compact(c) => (c.vertices.len() * 6, c.triangles.len() * 6),
+        };
+        vertex + index + self.materials.len()
+    }
+
+    /// Heap bytes owned (allocated capacity), for cache budgets.
+    pub fn heap_bytes(&self) -> usize {
+        let repr = match &self.repr {
+            Repr::Full(f) => f.vertices.capacity() * 12 + f.triangles.capacity() * 12 + f.nodes.capacity() * 12,
+            Repr::Compact(c) => c.vertices.capacity() * 6 + c.triangles.capacity() * 6 + c.nodes.capacity() * 6,
+        };
+        repr + self.materials.capacity()
+    }
+
+    /// Calls `visit(triangle)` for every triangle that touches `aabb` (closed sets,
+    /// exact separating-axis test); `visit` returns `false` to stop.
+    pub fn query_aabb(&self, aabb: &Aabb, visit: impl FnMut(u32) -> bool) {
+        match &self.repr {
+            Repr::Full(f) => query_aabb(f, &self.bounds, aabb, visit),
+            Repr::Compact(c) => query_aabb(c, &self.bounds, aabb, visit),
+        }
+    }
+
+    /// The closest hit with `t` in `[0, max_t]`; on equal `t` the lower triangle index.
+    pub fn ray_closest(&self, ray: &Ray, max_t: f32) -> Option<MeshHit> {
+        let mut best: Option<MeshHit> = None;
+        self.ray_cast(ray, max_t, |hit| {
+            if best.is_none_or(|b| hit.t < b.t || (hit.t == b.t && hit.triangle < b.triangle)) {
+                best = Some(hit);
+            }
+            best.map_or(max_t, |b| b.t)
+        });
+        best
+    }
+
+    /// Any hit with `t` in `[0, max_t]` (the first found): for shadow and line-of-sight rays.
+    pub fn ray_any(&self, ray: &Ray, max_t: f32) -> Option<MeshHit> {
+        let mut found = None;
+        self.ray_cast(ray, max_t, |hit| {
+            found = Some(hit);
+            -1.0
+        });
+        found
+    }
+
+    /// Calls `visit(hit)` for every hit with `t` in `[0, max_t]`, in no particular
+    /// order; `visit` returns `false` to stop.
+    pub fn ray_all(&self, ray: &Ray, max_t: f32, mut visit: impl FnMut(MeshHit) -> bool) {
+        self.ray_cast(ray, max_t, |hit| if visit(hit) { max_t } else { -1.0 });
+    }
+
+    /// The segment walk behind the ray queries: `visit(hit)` returns the new maximum
+    /// `t` (a negative value stops).
+    pub fn ray_cast(&self, ray: &Ray, max_t: f32, visit: impl FnMut(MeshHit) -> f32) {
+        match &self.repr {
+            Repr::Full(f) => ray_cast(f, &self.bounds, ray, max_t, visit),
+            Repr::Compact(c) => ray_cast(c, &self.bounds, ray, max_t, visit),
+        }
+    }
+
+    /// Checks the tree against the mesh: every triangle in exactly one leaf, leaves
+    /// hold 1 or 2 triangles, every triangle inside its ancestors' half-spaces, the
+    /// recorded depth is the real one. Panics with a description otherwise.
+    pub fn validate(&self) {
+        let n = self.triangle_count();
+        if n == 0 {
+            assert_eq!(self.node_count(), 0, "empty mesh with nodes");
+            return;
+        }
+        assert!(self.node_count() <= n.max(1), "more nodes than triangles");
+        let mut seen = vec![false; n];
+        // (node, depth, lower bound per axis, upper bound per axis)
+        let mut stack = vec![(0u32, 0u32, Vec3::splat(f32::NEG_INFINITY), Vec3::splat(f32::INFINITY))];
+        let mut max_depth = 0;
+        let node = |i| match &self.repr {
+            Repr::Full(f) => f.node(i),
+            Repr::Compact(c) => c.node(i),
+        };
+        while let Some((index, depth, lo, hi)) = stack.pop() {
+            max_depth = max_depth.max(depth);
+            match node(index) {
+                Node::Leaf { triangles, count } => {
+                    assert!(count == 1 || count == 2, "leaf {index} holds {count} triangles");
+                    for &t in &triangles[..count as usize] {
+                        assert!(!std::mem::replace(&mut seen[t as usize], true), "triangle {t} in two leaves");
+                        for v in self.triangle(t) {
+                            assert!(v.cmpge(lo).all() && v.cmple(hi).all(), "triangle {t} outside its node");
+                        }
+                    }
+                }
+                Node::Branch { axis, split0, split1, child } => {
+                    assert!((child as usize) + 1 < self.node_count(), "child index out of range");
+                    let (mut hi0, mut lo1) = (hi, lo);
+                    hi0[axis] = hi0[axis].min(split0);
+                    lo1[axis] = lo1[axis].max(split1);
+                    stack.push((child, depth + 1, lo, hi0));
+                    stack.push((child + 1, depth + 1, lo1, hi));
+                }
+            }
+        }
+        assert!(seen.iter().all(|&s| s), "a triangle is in no leaf");
+        assert_eq!(max_depth, self.depth, "recorded depth");
+    }
+}
+
+// ---- build ---------------------------------------------------------------------
+
+/// A triangle during the build: its box and midpoint (centroid).
+#[derive(Clone, Copy)]
+struct Item {
+    min: Vec3,
+    max: Vec3,
+    mid: Vec3,
+    index: u32,
+}
+
+/// Builds the canonical (full) node array and returns it with the depth.
+fn build_nodes(vertices: &[Vec3], triangles: &[[u32; 3]]) -> Result<(Vec<FullNode>, u32), KdError> {
+    if triangles.is_empty() {
+        return Ok((Vec::new(), 0));
+    }
+    let mut items: Vec<Item> = triangles
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let [a, b, c] = t.map(|v| vertices[v as usize]);
+            Item { min: a.min(b).min(c), max: a.max(b).max(c), mid: (a + b + c) / 3.0, index: i as u32 }
+        })
+        .collect();
+    let bounds = items.iter().fold(Aabb::EMPTY, |b, it| Aabb::new(b.min.min(it.min), b.max.max(it.max)));
+    let mut nodes = Vec::with_capacity(triangles.len());
+    nodes.push(FullNode::default());
+    let mut depth = 0;
+    build_node(&mut nodes, 0, &mut items, bounds, 0, &mut depth);
+    if depth as usize > KD_MAX_DEPTH {
+        return Err(KdError::TooManyTriangles);
+    }
+    Ok((nodes, depth))
+}
+
+fn build_node(nodes: &mut Vec<FullNode>, node: usize, items: &mut [Item], bounds: Aabb, level: u32, depth: &mut u32) {
+    *depth = (*depth).max(level);
+    let n = items.len();
+    if n <= 2 {
+        let b = items.get(1).map_or(0, |it| it.index);
+        nodes[node] = FullNode { a: items[0].index, b, tag: LEAF | (n as u32) << 2 };
+        return;
+    }
+    let axis = bounds.longest_axis();
+    let mean = items.iter().map(|it| it.mid[axis] as f64).sum::<f64>() / n as f64;
+    let mut k = partition(items, |it| (it.mid[axis] as f64) < mean);
+    if 4 * k < n || 4 * (n - k) < n {
+        // Too skewed: halve at the median (an even count on the left).
+        k = n / 2;
+        k -= k % 2;
+        k = k.max(2);
+        items.select_nth_unstable_by(k, |p, q| p.mid[axis].total_cmp(&q.mid[axis]));
+    } else if k % 2 == 1 {
+        // Keep the left count even: move the midpoint nearest the split across.
+        if k < n - k {
+            let j = k + argmin(&items[k..], |it| it.mid[axis]);
+            items.swap(k, j);
+            k += 1;
+        } else {
+            let j = argmin(&items[..k], |it| -it.mid[axis]);
+            items.swap(j, k - 1);
+            k -= 1;
+        }
+    }
+    let (left, right) = items.split_at_mut(k);
+    let box_of = |s: &[Item]| s.iter().fold(Aabb::EMPTY, |b, it| Aabb::new(b.min.min(it.min), b.max.max(it.max)));
+    let (lb, rb) = (box_of(left), box_of(right));
+    let child = nodes.len();
+    nodes.push(FullNode::default());
+    nodes.push(FullNode::default());
+    nodes[node] =
+        FullNode { a: lb.max[axis].to_bits(), b: rb.min[axis].to_bits(), tag: axis as u32 | (child as u32) << 2 };
+    build_node(nodes, child, left, lb, level + 1, depth);
+    build_node(nodes, child + 1, right, rb, level + 1, depth);
+}
+
+/// Moves the items where `left` holds to the front; returns their count.
+fn partition(items: &mut [Item], left: impl Fn(&Item) -> bool) -> usize {
+    let mut k = 0;
+    for i in 0..items.len() {
+        if left(&items[i]) {
+            items.swap(i, k);
+            k += 1;
+        }
+    }
+    k
+}
+
+fn argmin(items: &[Item], key: impl Fn(&Item) -> f32) -> usize {
+    (0..items.len()).min_by(|&a, &b| key(&items[a]).total_cmp(&key(&items[b]))).unwrap_or(0)
+}
+
+/// The compact form of a full node: planes rounded outwards on the quantisation grid.
+fn compact_node(n: &FullNode, origin: Vec3, step: Vec3) -> CompactNode {
+    if n.tag & 3 == LEAF {
+        return CompactNode { a: n.a as u16, b: n.b as u16, tag: n.tag as u16 };
+    }
+    let axis = (n.tag & 3) as usize;
+    let q = |v: f32, up: bool| {
+        let x = (v - origin[axis]) / step[axis];
+        (if up { x.ceil() } else { x.floor() }).clamp(0.0, 65535.0) as u16
+    };
+    let (mut a, mut b) = (q(f32::from_bits(n.a), true), q(f32::from_bits(n.b), false));
+    // The division can round the wrong way by an ulp: fix up so the planes contain.
+    let deq = |q: u16| origin[axis] + q as f32 * step[axis];
+    while a < u16::MAX && deq(a) < f32::from_bits(n.a) {
+        a += 1;
+    }
+    while b > 0 && deq(b) > f32::from_bits(n.b) {
+        b -= 1;
+    }
+    CompactNode { a, b, tag: n.tag as u16 }
+}
+
+// ---- queries -------------------------------------------------------------------
+
+fn query_aabb<S: Storage>(s: &S, bounds: &Aabb, aabb: &Aabb, mut visit: impl FnMut(u32) -> bool) {
+    if !bounds.is_valid() || !aabb.is_valid() || !bounds.overlaps(aabb) {
+        return;
+    }
+    let mut stack = [0u32; STACK_SIZE];
+    let mut top = 1;
+    while top > 0 {
+        top -= 1;
+        match s.node(stack[top]) {
+            Node::Branch { axis, split0, split1, child } => {
+                if split1 <= aabb.max[axis] {
+                    stack[top] = child + 1;
+                    top += 1;
+                }
+                if split0 >= aabb.min[axis] {
+                    stack[top] = child;
+                    top += 1;
+                }
+            }
+            Node::Leaf { triangles, count } => {
+                for &t in &triangles[..count as usize] {
+                    if triangle_overlaps_aabb(s.triangle(t), aabb) && !visit(t) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn ray_cast<S: Storage>(s: &S, bounds: &Aabb, ray: &Ray, max_t: f32, mut visit: impl FnMut(MeshHit) -> f32) {
+    if !bounds.is_valid() || !ray.is_valid() || max_t.is_nan() || max_t < 0.0 {
+        return;
+    }
+    // Widen planes by a few ulps of the coordinates involved.
+    let reach = (bounds.max - ray.origin).abs().max((bounds.min - ray.origin).abs()).max_element();
+    let eps = 1e-5 * (bounds.extents().max_element() + reach) + f32::MIN_POSITIVE;
+    let Some(t_root) = ray.intersect_aabb(&bounds.expanded(eps), max_t) else { return };
+    let t_exit = ray_exit(ray, &bounds.expanded(eps)).min(max_t);
+    let mut max_t = max_t;
+    let mut stack = [(0u32, 0f32, 0f32); STACK_SIZE];
+    stack[0] = (0, t_root, t_exit);
+    let mut top = 1;
+    while top > 0 {
+        top -= 1;
+        let (index, t0, t1) = stack[top];
+        if t0 > max_t {
+            continue;
+        }
+        let t1 = t1.min(max_t);
+        match s.node(index) {
+            Node::Branch { axis, split0, split1, child } => {
+                let (o, d) = (ray.origin[axis], ray.dir[axis]);
+                let (s0, s1) = (split0 + eps, split1 - eps);
+                if d == 0.0 {
+                    if o >= s1 {
+                        stack[top] = (child + 1, t0, t1);
+                        top += 1;
+                    }
+                    if o <= s0 {
+                        stack[top] = (child, t0, t1);
+                        top += 1;
+                    }
+                    continue;
+                }
+                let inv = ray.inv_dir[axis];
+                let (c0, c1) = ((s0 - o) * inv, (s1 - o) * inv);
+                // Left is `t <= c0` going up the axis, `t >= c0` going down; right the opposite.
+                let (near, near_end, far, far_start) =
+                    if d > 0.0 { (child, c0, child + 1, c1) } else { (child + 1, c1, child, c0) };
+                if far_start <= t1 {
+                    stack[top] = (far, t0.max(far_start), t1);
+                    top += 1;
+                }
+                if near_end >= t0 {
+                    stack[top] = (near, t0, t1.min(near_end));
+                    top += 1;
+                }
+            }
+            Node::Leaf { triangles, count } => {
+                for &t in &triangles[..count as usize] {
+                    if let Some(h) = ray_triangle(ray, s.triangle(t), 0.0, max_t) {
+                        max_t = visit(MeshHit { t: h.t, triangle: t, u: h.u, v: h.v });
+                        if max_t < 0.0 {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The parameter where `ray` leaves `aabb` (infinite if it never does on any axis).
+fn ray_exit(ray: &Ray, aabb: &Aabb) -> f32 {
+    let mut t_far = f32::INFINITY;
+    for axis in 0..3 {
+        if ray.dir[axis] != 0.0 {
+            let t1 = (aabb.min[axis] - ray.origin[axis]) * ray.inv_dir[axis];
+            let t2 = (aabb.max[axis] - ray.origin[axis]) * ray.inv_dir[axis];
+            t_far = t_far.min(t1.max(t2));
+        }
+    }
+    t_far
+}

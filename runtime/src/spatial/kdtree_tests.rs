@@ -1,0 +1,253 @@
+//! kD tree queries against brute force over every triangle, in both storage modes.
+
+use glam::Vec3;
+
+use super::kdtree::{KdError, KdMesh, MeshHit, MeshMode, TriMesh, KD_MAX_DEPTH};
+use super::tests::Rng;
+use crate::math::{ray_triangle, triangle_overlaps_aabb, Aabb, Ray};
+
+/// `count` random triangles (sizes from slivers to 2 m) in a 20 m box.
+fn soup(seed: u64, count: usize) -> TriMesh {
+    let mut rng = Rng(seed);
+    let mut mesh = TriMesh::new();
+    for i in 0..count {
+        let centre = rng.vec3(-10.0, 10.0);
+        let size = rng.range(0.01, 2.0);
+        for _ in 0..3 {
+            mesh.vertices.push(centre + rng.vec3(-size, size));
+        }
+        let v = 3 * i as u32;
+        mesh.push([v, v + 1, v + 2], rng.below(5) as u8);
+    }
+    mesh
+}
+
+/// A `n x n` heightfield of shared vertices (rays through its vertices and edges hit
+/// several triangles at once).
+fn heightfield(seed: u64, n: usize) -> TriMesh {
+    let mut rng = Rng(seed);
+    let mut mesh = TriMesh::new();
+    for z in 0..=n {
+        for x in 0..=n {
+            let h = (x as f32 * 0.4).sin() * 1.5 + (z as f32 * 0.3).cos() + rng.range(-0.2, 0.2);
+            mesh.vertices.push(Vec3::new(x as f32 - n as f32 / 2.0, h, z as f32 - n as f32 / 2.0));
+        }
+    }
+    let w = n as u32 + 1;
+    for z in 0..n as u32 {
+        for x in 0..n as u32 {
+            let (a, b, c, d) = (z * w + x, z * w + x + 1, (z + 1) * w + x, (z + 1) * w + x + 1);
+            mesh.push([a, c, b], 2);
+            mesh.push([b, c, d], 3);
+        }
+    }
+    mesh
+}
+
+fn brute_closest(tree: &KdMesh, ray: &Ray, max_t: f32) -> Option<MeshHit> {
+    let mut best: Option<MeshHit> = None;
+    for t in 0..tree.triangle_count() as u32 {
+        if let Some(h) = ray_triangle(ray, tree.triangle(t), 0.0, max_t) {
+            if best.is_none_or(|b| h.t < b.t) {
+                best = Some(MeshHit { t: h.t, triangle: t, u: h.u, v: h.v });
+            }
+        }
+    }
+    best
+}
+
+fn brute_all(tree: &KdMesh, ray: &Ray, max_t: f32) -> Vec<u32> {
+    (0..tree.triangle_count() as u32).filter(|&t| ray_triangle(ray, tree.triangle(t), 0.0, max_t).is_some()).collect()
+}
+
+/// Random rays of every kind the issue names: random, along axes, through vertices
+/// and edge midpoints, starting inside the mesh box.
+fn rays(rng: &mut Rng, mesh: &KdMesh, count: usize) -> Vec<Ray> {
+    let b = mesh.bounds();
+    let (lo, hi) = (b.min - Vec3::splat(3.0), b.max + Vec3::splat(3.0));
+    let mut point = |rng: &mut Rng, lo: Vec3, hi: Vec3| {
+        Vec3::new(rng.range(lo.x, hi.x), rng.range(lo.y, hi.y), rng.range(lo.z, hi.z))
+    };
+    let axes = [Vec3::X, Vec3::NEG_X, Vec3::Y, Vec3::NEG_Y, Vec3::Z, Vec3::NEG_Z];
+    (0..count)
+        .map(|i| {
+            let origin = if i % 3 == 0 { point(rng, b.min, b.max) } else { point(rng, lo, hi) };
+            let tri = match mesh.triangle_count() {
+                0 => [Vec3::ZERO, Vec3::X, Vec3::Y],
+                n => mesh.triangle(rng.below(n) as u32),
+            };
+            let dir = match i % 5 {
+                0 => point(rng, Vec3::splat(-1.0), Vec3::ONE),
+                1 => axes[rng.below(6)],
+                2 => tri[rng.below(3)] - origin,
+                3 => (tri[0] + tri[1]) * 0.5 - origin,
+                _ => (tri[0] + tri[1] + tri[2]) / 3.0 - origin,
+            };
+            Ray::new(origin, if dir == Vec3::ZERO { Vec3::Y } else { dir })
+        })
+        .collect()
+}
+
+fn check_rays(mesh: &KdMesh, seed: u64, count: usize) {
+    let mut rng = Rng(seed);
+    for ray in rays(&mut rng, mesh, count) {
+        for max_t in [f32::INFINITY, 1.5] {
+            let expected = brute_closest(mesh, &ray, max_t);
+            let got = mesh.ray_closest(&ray, max_t);
+            assert_eq!(got, expected, "closest hit of {ray:?} up to {max_t}");
+            assert_eq!(mesh.ray_any(&ray, max_t).is_some(), expected.is_some(), "any hit of {ray:?}");
+            let mut all = Vec::new();
+            mesh.ray_all(&ray, max_t, |h| {
+                all.push(h.triangle);
+                true
+            });
+            all.sort_unstable();
+            assert_eq!(all, brute_all(mesh, &ray, max_t), "all hits of {ray:?}");
+        }
+    }
+}
+
+fn check_boxes(mesh: &KdMesh, seed: u64, count: usize) {
+    let mut rng = Rng(seed);
+    let b = mesh.bounds();
+    for i in 0..count {
+        let size = [0.01, 0.5, 3.0, 40.0][i % 4];
+        let c = rng.vec3(b.min.min_element() - 2.0, b.max.max_element() + 2.0);
+        let aabb = Aabb::new(c - rng.vec3(0.0, size), c + rng.vec3(0.0, size));
+        let mut got = Vec::new();
+        mesh.query_aabb(&aabb, |t| {
+            got.push(t);
+            true
+        });
+        got.sort_unstable();
+        let expected: Vec<u32> =
+            (0..mesh.triangle_count() as u32).filter(|&t| triangle_overlaps_aabb(mesh.triangle(t), &aabb)).collect();
+        assert_eq!(got, expected, "box {aabb:?}");
+    }
+}
+
+#[test]
+fn queries_equal_brute_force_on_triangle_soups() {
+    for mode in [MeshMode::Full, MeshMode::Compact] {
+        for (seed, count) in [(1, 0), (2, 1), (3, 2), (4, 3), (5, 17), (6, 1000), (7, 4000)] {
+            let mesh = KdMesh::build(&soup(seed, count), mode).unwrap();
+            mesh.validate();
+            check_boxes(&mesh, seed, 200);
+            check_rays(&mesh, seed, 300);
+        }
+    }
+}
+
+#[test]
+fn queries_equal_brute_force_on_shared_edges_and_vertices() {
+    for mode in [MeshMode::Full, MeshMode::Compact] {
+        let mesh = KdMesh::build(&heightfield(9, 40), mode).unwrap();
+        mesh.validate();
+        check_boxes(&mesh, 10, 300);
+        check_rays(&mesh, 11, 600);
+        // Straight down through every vertex and every edge midpoint of a few rows.
+        for z in -5..5 {
+            for x in -20..20 {
+                for (dx, dz) in [(0.0, 0.0), (0.5, 0.0), (0.0, 0.5), (0.5, 0.5)] {
+                    let ray = Ray::new(Vec3::new(x as f32 + dx, 10.0, z as f32 + dz), Vec3::NEG_Y);
+                    let hit = mesh.ray_closest(&ray, f32::INFINITY);
+                    assert_eq!(hit, brute_closest(&mesh, &ray, f32::INFINITY));
+                    assert!(hit.is_some(), "a vertical ray through the field at ({x}, {z}) missed");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn trees_are_small_and_shallow() {
+    for count in [1usize, 2, 3, 4, 5, 100, 1001, 20_000] {
+        let mesh = soup(count as u64, count);
+        let full = KdMesh::build(&mesh, MeshMode::Full).unwrap();
+        assert!(full.node_count() <= count, "{} nodes for {count} triangles", full.node_count());
+        assert!(full.tree_bytes() <= 12 * count);
+        // A soup has 3 own vertices per triangle: 3 * 12 + 12 + 1 bytes.
+        assert_eq!(full.mesh_bytes(), 49 * count);
+        // log(n) / log(4/3) + 1, the 25% rule's bound.
+        let bound = ((count as f64).ln() / (4.0f64 / 3.0).ln()).ceil() as u32 + 1;
+        assert!(full.depth() <= bound, "depth {} over {bound} for {count}", full.depth());
+        if count > 16_384 {
+            // Past the 14-bit child index of compact nodes.
+            assert_eq!(KdMesh::build(&mesh, MeshMode::Compact).unwrap_err(), KdError::TooLargeForCompact);
+            continue;
+        }
+        let compact = KdMesh::build(&mesh, MeshMode::Compact).unwrap();
+        assert_eq!(compact.node_count(), full.node_count());
+        assert!(compact.tree_bytes() <= 6 * count);
+        assert_eq!(compact.mesh_bytes(), 25 * count);
+    }
+    assert!(KD_MAX_DEPTH >= 80);
+}
+
+#[test]
+fn compact_hits_are_within_the_quantisation_error() {
+    let source = heightfield(21, 64);
+    let full = KdMesh::build(&source, MeshMode::Full).unwrap();
+    let compact = KdMesh::build(&source, MeshMode::Compact).unwrap();
+    // Half a step per axis per vertex (`extent / 65535 / 2`).
+    let step = full.bounds().extents() / 65535.0;
+    let mut rng = Rng(22);
+    let mut hits = 0;
+    for _ in 0..2000 {
+        let origin = Vec3::new(rng.range(-30.0, 30.0), 8.0, rng.range(-30.0, 30.0));
+        let dir = Vec3::new(rng.range(-0.3, 0.3), -1.0, rng.range(-0.3, 0.3));
+        let ray = Ray::new(origin, dir);
+        let (Some(a), Some(b)) = (full.ray_closest(&ray, 100.0), compact.ray_closest(&ray, 100.0)) else {
+            assert_eq!(full.ray_closest(&ray, 100.0).is_some(), compact.ray_closest(&ray, 100.0).is_some());
+            continue;
+        };
+        hits += 1;
+        // The surface moved by at most half a step per axis; with slopes under 2 and
+        // rays within 17 degrees of vertical the hit moves by a few steps at most.
+        let moved = (ray.at(a.t) - ray.at(b.t)).length();
+        assert!(moved <= 4.0 * step.length(), "hit moved {moved} m (step {step:?})");
+    }
+    assert!(hits > 1900, "rays should hit the field: {hits}");
+}
+
+#[test]
+fn bad_meshes_are_refused() {
+    let mut mesh = soup(30, 10);
+    mesh.vertices[4].y = f32::NAN;
+    assert_eq!(KdMesh::build(&mesh, MeshMode::Full).unwrap_err(), KdError::NonFiniteVertex);
+    let mut mesh = soup(30, 10);
+    mesh.vertices[4].y = f32::INFINITY;
+    assert_eq!(KdMesh::build(&mesh, MeshMode::Compact).unwrap_err(), KdError::NonFiniteVertex);
+    let mut mesh = soup(30, 10);
+    mesh.triangles[3][1] = 30;
+    assert_eq!(KdMesh::build(&mesh, MeshMode::Full).unwrap_err(), KdError::IndexOutOfRange);
+    let mut mesh = soup(30, 10);
+    mesh.materials.pop();
+    assert_eq!(KdMesh::build(&mesh, MeshMode::Full).unwrap_err(), KdError::MaterialCount);
+    let big = soup(31, 70_000);
+    assert_eq!(KdMesh::build(&big, MeshMode::Compact).unwrap_err(), KdError::TooLargeForCompact);
+    assert!(KdMesh::build(&big, MeshMode::Full).is_ok());
+}
+
+#[test]
+fn degenerate_queries_find_nothing_and_do_not_panic() {
+    let mesh = KdMesh::build(&heightfield(40, 8), MeshMode::Full).unwrap();
+    let origin = Vec3::new(0.0, 10.0, 0.0);
+    for ray in [
+        Ray::new(origin, Vec3::ZERO),
+        Ray::new(Vec3::splat(f32::NAN), Vec3::NEG_Y),
+        Ray::new(origin, Vec3::new(f32::INFINITY, -1.0, 0.0)),
+    ] {
+        assert_eq!(mesh.ray_closest(&ray, 100.0), None);
+    }
+    let down = Ray::new(origin, Vec3::NEG_Y);
+    assert_eq!(mesh.ray_closest(&down, f32::NAN), None);
+    assert_eq!(mesh.ray_closest(&down, -1.0), None);
+    assert!(mesh.ray_closest(&down, f32::INFINITY).is_some());
+    let nan_box = Aabb::new(Vec3::splat(f32::NAN), Vec3::ONE);
+    mesh.query_aabb(&nan_box, |_| panic!("a NaN box touches nothing"));
+    mesh.query_aabb(&Aabb::EMPTY, |_| panic!("an empty box touches nothing"));
+    let empty = KdMesh::build(&TriMesh::new(), MeshMode::Compact).unwrap();
+    assert_eq!(empty.ray_closest(&down, f32::INFINITY), None);
+    empty.query_aabb(&Aabb::new(Vec3::splat(-1e9), Vec3::splat(1e9)), |_| panic!("empty mesh"));
+}
