@@ -111,6 +111,11 @@ impl Ray {
     /// Entry parameter of the ray into `aabb` within `[0, max_t]`, if it enters.
     /// A ray starting inside the box enters at 0.
     pub fn intersect_aabb(&self, aabb: &Aabb, max_t: f32) -> Option<f32> {
+        self.clip(aabb, max_t).map(|(t_in, _)| t_in)
+    }
+
+    /// The part `[t_in, t_out]` of `[0, max_t]` where the ray is inside `aabb`.
+    pub fn clip(&self, aabb: &Aabb, max_t: f32) -> Option<(f32, f32)> {
         let (mut t_near, mut t_far) = (0.0f32, max_t);
         for axis in 0..3 {
             let (o, inv) = (self.origin[axis], self.inv_dir[axis]);
@@ -126,7 +131,7 @@ impl Ray {
             t_near = t_near.max(t1.min(t2));
             t_far = t_far.min(t1.max(t2));
         }
-        (t_near <= t_far).then_some(t_near)
+        (t_near <= t_far).then_some((t_near, t_far))
     }
 }
 

@@ -239,6 +239,11 @@ impl KdMesh {
     /// indices, a material count that differs from the triangle count, and compact
     /// meshes past 16-bit limits.
     pub fn build(mesh: &TriMesh, mode: MeshMode) -> Result<KdMesh, KdError> {
+        KdMesh::from_mesh(mesh.clone(), mode)
+    }
+
+    /// [`KdMesh::build`], taking the mesh's arrays (no copy in full mode).
+    pub fn from_mesh(mut mesh: TriMesh, mode: MeshMode) -> Result<KdMesh, KdError> {
         if mesh.materials.len() != mesh.triangles.len() {
             return Err(KdError::MaterialCount);
         }
@@ -256,8 +261,11 @@ impl KdMesh {
         match mode {
             MeshMode::Full => {
                 let (nodes, depth) = build_nodes(&mesh.vertices, &mesh.triangles)?;
-                let full = Full { vertices: mesh.vertices.clone(), triangles: mesh.triangles.clone(), nodes };
-                Ok(KdMesh { repr: Repr::Full(full), materials: mesh.materials.clone(), bounds, depth })
+                mesh.vertices.shrink_to_fit();
+                mesh.triangles.shrink_to_fit();
+                mesh.materials.shrink_to_fit();
+                let full = Full { vertices: mesh.vertices, triangles: mesh.triangles, nodes };
+                Ok(KdMesh { repr: Repr::Full(full), materials: mesh.materials, bounds, depth })
             }
             MeshMode::Compact => {
                 if mesh.vertices.len() > COMPACT_MAX_INDEX || mesh.triangles.len() > COMPACT_MAX_NODES {
@@ -286,7 +294,8 @@ impl KdMesh {
                     return Err(KdError::TooLargeForCompact);
                 }
                 compact.nodes = nodes.iter().map(|n| compact_node(n, origin, step)).collect();
-                Ok(KdMesh { repr: Repr::Compact(compact), materials: mesh.materials.clone(), bounds, depth })
+                mesh.materials.shrink_to_fit();
+                Ok(KdMesh { repr: Repr::Compact(compact), materials: mesh.materials, bounds, depth })
             }
         }
     }
@@ -601,8 +610,7 @@ fn ray_cast<S: Storage>(s: &S, bounds: &Aabb, ray: &Ray, max_t: f32, mut visit: 
     // Widen planes by a few ulps of the coordinates involved.
     let reach = (bounds.max - ray.origin).abs().max((bounds.min - ray.origin).abs()).max_element();
     let eps = 1e-5 * (bounds.extents().max_element() + reach) + f32::MIN_POSITIVE;
-    let Some(t_root) = ray.intersect_aabb(&bounds.expanded(eps), max_t) else { return };
-    let t_exit = ray_exit(ray, &bounds.expanded(eps)).min(max_t);
+    let Some((t_root, t_exit)) = ray.clip(&bounds.expanded(eps), max_t) else { return };
     let mut max_t = max_t;
     let mut stack = [(0u32, 0f32, 0f32); STACK_SIZE];
     stack[0] = (0, t_root, t_exit);
@@ -655,17 +663,4 @@ fn ray_cast<S: Storage>(s: &S, bounds: &Aabb, ray: &Ray, max_t: f32, mut visit: 
             }
         }
     }
-}
-
-/// The parameter where `ray` leaves `aabb` (infinite if it never does on any axis).
-fn ray_exit(ray: &Ray, aabb: &Aabb) -> f32 {
-    let mut t_far = f32::INFINITY;
-    for axis in 0..3 {
-        if ray.dir[axis] != 0.0 {
-            let t1 = (aabb.min[axis] - ray.origin[axis]) * ray.inv_dir[axis];
-            let t2 = (aabb.max[axis] - ray.origin[axis]) * ray.inv_dir[axis];
-            t_far = t_far.min(t1.max(t2));
-        }
-    }
-    t_far
 }

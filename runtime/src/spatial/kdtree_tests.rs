@@ -65,7 +65,7 @@ fn brute_all(tree: &KdMesh, ray: &Ray, max_t: f32) -> Vec<u32> {
 fn rays(rng: &mut Rng, mesh: &KdMesh, count: usize) -> Vec<Ray> {
     let b = mesh.bounds();
     let (lo, hi) = (b.min - Vec3::splat(3.0), b.max + Vec3::splat(3.0));
-    let mut point = |rng: &mut Rng, lo: Vec3, hi: Vec3| {
+    let point = |rng: &mut Rng, lo: Vec3, hi: Vec3| {
         Vec3::new(rng.range(lo.x, hi.x), rng.range(lo.y, hi.y), rng.range(lo.z, hi.z))
     };
     let axes = [Vec3::X, Vec3::NEG_X, Vec3::Y, Vec3::NEG_Y, Vec3::Z, Vec3::NEG_Z];
@@ -181,7 +181,7 @@ fn trees_are_small_and_shallow() {
         assert!(compact.tree_bytes() <= 6 * count);
         assert_eq!(compact.mesh_bytes(), 25 * count);
     }
-    assert!(KD_MAX_DEPTH >= 80);
+    const { assert!(KD_MAX_DEPTH >= 80) };
 }
 
 #[test]

@@ -1,24 +1,32 @@
 //! Voxel terrain: sparse 8^3 chunks of material bytes, the per-chunk bit broadphase
-//! (dilated solid/water masks), box overlap queries against it, and per body-chunk
-//! contact management.
+//! (dilated solid/water masks), box overlap queries against it, per body-chunk
+//! contact management, and the narrowphase data: chunk meshes (surface nets) with
+//! loose kD trees, built lazily into an LRU cache, for triangle queries and ray casts.
 //!
 //! Coordinates: voxel `v` covers `[v * voxel_size, (v + 1) * voxel_size)` on each
 //! axis; chunk `c` holds voxels `8c .. 8c + 8`.
 
+mod cache;
 mod contacts;
 mod generate;
 mod masks;
+mod mesher;
+mod raycast;
 mod voxels;
 
 use glam::{IVec3, Vec3};
 
+pub use cache::{build_chunk, CacheStats, MeshCache, CACHE_ENTRY_OVERHEAD, DEFAULT_CACHE_BUDGET};
 pub use contacts::{ContactKind, TerrainContact, TerrainContacts};
 pub use generate::generate_hills;
 pub use masks::{build_mask, neighbour_index, ChunkMask, Masks, X_RANGE, Z_RANGE};
+pub use mesher::{chunk_mesh_bounds, mesh_chunk};
+pub use raycast::TerrainHit;
 pub use voxels::{chunk_of, local_of, Chunk, CoordMap, Material, Occupancy, Voxels, CHUNK};
 
 use crate::jobs::Jobs;
 use crate::math::Aabb;
+use crate::spatial::{KdMesh, MeshMode};
 
 /// What a box touches in the terrain's dilated masks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -44,14 +52,28 @@ pub struct MaskStats {
     pub mask_bytes: usize,
 }
 
-/// Voxels plus their broadphase masks. Edits mark chunks dirty; [`Terrain::regenerate`]
-/// rebuilds the dirty chunks' masks as parallel jobs.
+/// One triangle of the terrain surface, as triangle queries report it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TerrainTriangle {
+    pub chunk: IVec3,
+    /// Index in the chunk's mesh.
+    pub index: u32,
+    pub vertices: [Vec3; 3],
+    pub material: Material,
+}
+
+/// Voxels plus their broadphase masks and cached chunk meshes. Edits mark chunks
+/// dirty and drop their cached meshes; [`Terrain::regenerate`] rebuilds the dirty
+/// chunks' masks as parallel jobs.
 #[derive(Debug)]
 pub struct Terrain {
     voxel_size: f32,
     voxels: Voxels,
     masks: CoordMap<ChunkMask>,
     dirty: CoordMap<()>,
+    meshes: MeshCache,
+    /// Chunk range of every chunk ever dirtied: all chunks with geometry lie inside.
+    geometry: Option<(IVec3, IVec3)>,
     /// Scratch of `regenerate`: the dirty list (sorted) and its results.
     dirty_list: Vec<IVec3>,
     results: Vec<Option<ChunkMask>>,
@@ -66,6 +88,8 @@ impl Terrain {
             voxels: Voxels::new(),
             masks: CoordMap::default(),
             dirty: CoordMap::default(),
+            meshes: MeshCache::new(MeshMode::Full, DEFAULT_CACHE_BUDGET),
+            geometry: None,
             dirty_list: Vec::new(),
             results: Vec::new(),
         }
@@ -83,12 +107,15 @@ impl Terrain {
         self.voxels.get(voxel)
     }
 
-    /// Sets every voxel in `min..=max` (inclusive voxel coordinates) and marks the
-    /// affected chunks dirty. Returns the number of voxels that changed.
+    /// Sets every voxel in `min..=max` (inclusive voxel coordinates), marks the
+    /// affected chunks dirty and drops their cached meshes. Returns the number of
+    /// voxels that changed.
     pub fn fill(&mut self, min: IVec3, max: IVec3, material: Material) -> usize {
-        let dirty = &mut self.dirty;
+        let (dirty, meshes, geometry) = (&mut self.dirty, &mut self.meshes, &mut self.geometry);
         self.voxels.fill(min, max, material, |c| {
             dirty.insert(c, ());
+            meshes.invalidate(c);
+            *geometry = Some(geometry.map_or((c, c), |(lo, hi)| (lo.min(c), hi.max(c))));
         })
     }
 
@@ -120,6 +147,95 @@ impl Terrain {
     /// The masks of chunk `coord`, if it has any geometry or is full.
     pub fn mask(&self, coord: IVec3) -> Option<&ChunkMask> {
         self.masks.get(&coord)
+    }
+
+    /// Whether chunk `coord` can have triangles: its masks are mixed, or it was
+    /// edited since the last [`Terrain::regenerate`].
+    pub fn may_have_triangles(&self, coord: IVec3) -> bool {
+        matches!(self.masks.get(&coord), Some(ChunkMask::Mixed(_))) || self.dirty.contains_key(&coord)
+    }
+
+    /// The inclusive chunk range that holds every chunk with geometry (`None` for a
+    /// terrain never edited). It never shrinks.
+    pub fn geometry_bounds(&self) -> Option<(IVec3, IVec3)> {
+        self.geometry
+    }
+
+    // ---- chunk meshes ------------------------------------------------------------
+
+    /// The mesh cache: statistics, budget and mode.
+    pub fn meshes(&self) -> &MeshCache {
+        &self.meshes
+    }
+
+    /// Sets the cache's byte budget, evicting least recently used meshes to fit.
+    pub fn set_mesh_budget(&mut self, bytes: usize) {
+        self.meshes.set_budget(bytes);
+    }
+
+    /// Full or compact (16-bit) chunk meshes; switching drops the cache.
+    pub fn set_mesh_mode(&mut self, mode: MeshMode) {
+        self.meshes.set_mode(mode);
+    }
+
+    /// Meshes the chunks in `coords` that can have triangles and are not cached, as
+    /// parallel jobs: what the narrowphase calls with the chunks its new contacts
+    /// touch, before reading them with [`Terrain::chunk_mesh`].
+    pub fn prepare_meshes(&mut self, coords: &[IVec3], jobs: Jobs) {
+        self.meshes.begin_round();
+        let mut needed: Vec<IVec3> = coords.iter().copied().filter(|&c| self.may_have_triangles(c)).collect();
+        needed.retain(|&c| !self.meshes.contains(c));
+        self.meshes.build(&self.voxels, self.voxel_size, &needed, jobs);
+    }
+
+    /// The cached mesh of chunk `coord`: `None` when the chunk has no triangles or is
+    /// not cached (see [`Terrain::prepare_meshes`]).
+    pub fn chunk_mesh(&self, coord: IVec3) -> Option<&KdMesh> {
+        self.meshes.get(coord).flatten()
+    }
+
+    /// Trims the mesh cache to its budget (after a step's narrowphase).
+    pub fn trim_meshes(&mut self) {
+        self.meshes.evict_to_budget();
+    }
+
+    /// Calls `visit` for every terrain triangle touching `aabb`, chunk by chunk in
+    /// ascending (y, z, x) order, triangles in tree order; `visit` returns `false` to
+    /// stop. The chunks come from the bit broadphase (plus chunks edited since the
+    /// last regeneration); missing meshes are built first, in parallel.
+    pub fn query_triangles(&mut self, aabb: &Aabb, jobs: Jobs, mut visit: impl FnMut(&TerrainTriangle) -> bool) {
+        let mut chunks = Vec::new();
+        self.for_each_overlap(aabb, |c, o| {
+            if o.solid {
+                chunks.push(c);
+            }
+            true
+        });
+        if let Some((vmin, vmax)) = self.voxel_range(aabb) {
+            let (cmin, cmax) = (chunk_of(vmin), chunk_of(vmax));
+            chunks.extend(self.dirty.keys().filter(|c| c.cmpge(cmin).all() && c.cmple(cmax).all()));
+        }
+        chunks.sort_unstable_by_key(|c| [c.y, c.z, c.x]);
+        chunks.dedup();
+        self.prepare_meshes(&chunks, jobs);
+        'chunks: for &chunk in &chunks {
+            let Some(mesh) = self.chunk_mesh(chunk) else { continue };
+            let mut go_on = true;
+            mesh.query_aabb(aabb, |index| {
+                let triangle = TerrainTriangle {
+                    chunk,
+                    index,
+                    vertices: mesh.triangle(index),
+                    material: Material(mesh.material(index)),
+                };
+                go_on = visit(&triangle);
+                go_on
+            });
+            if !go_on {
+                break 'chunks;
+            }
+        }
+        self.meshes.evict_to_budget();
     }
 
     pub fn stats(&self) -> MaskStats {
@@ -221,5 +337,9 @@ pub fn neighbourhood(voxels: &Voxels, coord: IVec3) -> [Option<&Occupancy>; 27] 
     out
 }
 
+#[cfg(test)]
+mod mesher_tests;
+#[cfg(test)]
+mod raycast_tests;
 #[cfg(test)]
 mod tests;

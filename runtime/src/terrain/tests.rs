@@ -5,7 +5,7 @@ use crate::jobs::ThreadPool;
 use crate::spatial::tests::Rng;
 
 /// Naive dilation: is any of the 27 voxels around `v` solid (water)?
-fn naive(terrain: &Terrain, v: IVec3) -> (bool, bool) {
+pub(super) fn naive(terrain: &Terrain, v: IVec3) -> (bool, bool) {
     let (mut solid, mut water) = (false, false);
     for dy in -1..=1 {
         for dz in -1..=1 {
@@ -19,14 +19,14 @@ fn naive(terrain: &Terrain, v: IVec3) -> (bool, bool) {
     (solid, water)
 }
 
-fn mask_bit(terrain: &Terrain, v: IVec3) -> (bool, bool) {
+pub(super) fn mask_bit(terrain: &Terrain, v: IVec3) -> (bool, bool) {
     let l = local_of(v);
     terrain.mask(chunk_of(v)).map_or((false, false), |m| m.bit(l.x as usize, l.y as usize, l.z as usize))
 }
 
 /// A random world in voxels `lo..=hi` (crossing negative coordinates): random voxels
 /// at `density`, plus solid and water blocks big enough to make full chunks.
-fn random_world(seed: u64, lo: i32, hi: i32, density: f32) -> Terrain {
+pub(super) fn random_world(seed: u64, lo: i32, hi: i32, density: f32) -> Terrain {
     let mut rng = Rng(seed);
     let mut t = Terrain::new(0.5);
     for _ in 0..(((hi - lo + 1).pow(3) as f32) * density) as usize {

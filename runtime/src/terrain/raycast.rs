@@ -1,0 +1,248 @@
+//! Terrain ray casts: walk the chunk grid along the ray (3D DDA), test the kD trees
+//! of the chunks whose triangles can be there, stop once the next cell starts beyond
+//! the closest hit.
+//!
+//! Triangles spill half a voxel out of their chunk (see the mesher), so in each cell
+//! the walk also tests the neighbours whose spill the ray's segment comes near, and
+//! only chunks that can have triangles (mixed masks, or edited since the last
+//! regeneration). Every chunk the ray comes within the spill of is a candidate of a
+//! contiguous run of cells (a line crosses a 3^3 block once), so it is tested once,
+//! in the first cell of its run.
+//!
+//! A walk is resumable: when it needs a chunk whose mesh is not cached it stops and
+//! names the chunk. A single cast builds it and goes on; a batch runs every ray until
+//! it stops, builds all the chunks the batch named as parallel jobs, and repeats, so
+//! chunks are meshed only when a ray really reaches them, and each only once.
+
+use glam::{IVec3, Vec3};
+
+use super::voxels::{Material, CHUNK};
+use super::Terrain;
+use crate::math::{triangle_normal, Aabb, Ray};
+
+/// How close (in chunks) a segment must come to a neighbour for its spill to
+/// matter: half a voxel, plus slack for rounding.
+const SPILL: f32 = 0.5 / CHUNK as f32 + 1.0 / 1024.0;
+
+/// The closest hit of a ray on the terrain surface.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TerrainHit {
+    /// Ray parameter: `point = origin + t * dir`.
+    pub t: f32,
+    pub point: Vec3,
+    /// The surface's unit normal, pointing out of the solid (a ray that starts inside
+    /// solid terrain meets it with `normal . dir > 0`).
+    pub normal: Vec3,
+    pub material: Material,
+    pub chunk: IVec3,
+    /// Triangle index in the chunk's mesh.
+    pub triangle: u32,
+}
+
+impl TerrainHit {
+    /// Closer, or as close and from a lower (chunk, triangle): the tie-break that makes
+    /// the result independent of the walk order.
+    fn beats(&self, other: &TerrainHit) -> bool {
+        (self.t, self.chunk.to_array(), self.triangle) < (other.t, other.chunk.to_array(), other.triangle)
+    }
+}
+
+/// Offset index `(dx + 1) + 3 (dz + 1) + 9 (dy + 1)` of a neighbour, bit in a mask.
+fn offset(bit: u32) -> IVec3 {
+    IVec3::new(bit as i32 % 3 - 1, bit as i32 / 9 - 1, bit as i32 / 3 % 3 - 1)
+}
+
+fn offset_bit(d: IVec3) -> Option<u32> {
+    d.cmpge(IVec3::NEG_ONE).all().then_some(())?;
+    d.cmple(IVec3::ONE).all().then_some(((d.x + 1) + 3 * (d.z + 1) + 9 * (d.y + 1)) as u32)
+}
+
+/// The resumable state of one ray's walk. See the module docs.
+#[derive(Clone, Debug)]
+pub(crate) struct RayWalk {
+    ray: Ray,
+    /// Largest `t` a hit may have.
+    max_t: f32,
+    /// The ray in chunk units.
+    origin: Vec3,
+    dir: Vec3,
+    cell: IVec3,
+    step: IVec3,
+    t_next: Vec3,
+    t_delta: Vec3,
+    t_in: f32,
+    t_end: f32,
+    /// Candidate neighbours of this cell still to test (offset bits).
+    pending: u32,
+    /// The previous cell and its candidate bits.
+    previous: (IVec3, u32),
+    pub(crate) best: Option<TerrainHit>,
+    done: bool,
+}
+
+impl RayWalk {
+    pub(crate) fn new(terrain: &Terrain, ray: &Ray, max_t: f32) -> RayWalk {
+        let chunk = CHUNK as f32 * terrain.voxel_size();
+        let mut walk = RayWalk {
+            ray: *ray,
+            max_t,
+            origin: ray.origin / chunk,
+            dir: ray.dir / chunk,
+            cell: IVec3::ZERO,
+            step: IVec3::ZERO,
+            t_next: Vec3::INFINITY,
+            t_delta: Vec3::INFINITY,
+            t_in: 0.0,
+            t_end: 0.0,
+            pending: 0,
+            previous: (IVec3::ZERO, 0),
+            best: None,
+            done: true,
+        };
+        let Some((lo, hi)) = terrain.geometry_bounds() else { return walk };
+        if !ray.is_valid() || max_t.is_nan() || max_t < 0.0 {
+            return walk;
+        }
+        // The chunks that may hold triangles, grown by one for the spill.
+        let (lo, hi) = (lo - IVec3::ONE, hi + IVec3::ONE);
+        let world = Aabb::new(lo.as_vec3() * chunk, (hi + IVec3::ONE).as_vec3() * chunk);
+        let Some((t_in, t_end)) = ray.clip(&world, max_t) else { return walk };
+        let p = walk.origin + walk.dir * t_in;
+        walk.cell = p.floor().as_ivec3().clamp(lo, hi);
+        for axis in 0..3 {
+            let d = walk.dir[axis];
+            if d != 0.0 {
+                let boundary = walk.cell[axis] + (d > 0.0) as i32;
+                walk.step[axis] = d.signum() as i32;
+                walk.t_delta[axis] = (1.0 / d).abs();
+                walk.t_next[axis] = ((boundary as f32 - walk.origin[axis]) / d).max(t_in);
+            }
+        }
+        walk.t_in = t_in;
+        walk.t_end = t_end;
+        walk.done = false;
+        walk.enter_cell(terrain);
+        walk
+    }
+
+    /// Runs the walk until it finishes (`None`) or needs chunk `Some(coord)` meshed.
+    pub(crate) fn advance(&mut self, terrain: &Terrain) -> Option<IVec3> {
+        while !self.done {
+            while self.pending != 0 {
+                let bit = self.pending.trailing_zeros();
+                let coord = self.cell + offset(bit);
+                let Some(mesh) = terrain.meshes.get(coord) else {
+                    // Not cached: stop here, the caller builds it and resumes.
+                    return Some(coord);
+                };
+                if let Some(mesh) = mesh {
+                    let limit = self.best.map_or(self.max_t, |b| b.t);
+                    if let Some(h) = mesh.ray_closest(&self.ray, limit) {
+                        let tri = mesh.triangle(h.triangle);
+                        let hit = TerrainHit {
+                            t: h.t,
+                            point: self.ray.at(h.t),
+                            normal: triangle_normal(tri),
+                            material: Material(mesh.material(h.triangle)),
+                            chunk: coord,
+                            triangle: h.triangle,
+                        };
+                        if self.best.is_none_or(|b| hit.beats(&b)) {
+                            self.best = Some(hit);
+                        }
+                    }
+                }
+                self.pending &= !(1 << bit);
+            }
+            self.next_cell(terrain);
+        }
+        None
+    }
+
+    fn next_cell(&mut self, terrain: &Terrain) {
+        let axis = self.t_next.min_position();
+        let t = self.t_next[axis];
+        if t > self.t_end || self.best.is_some_and(|b| t > b.t) {
+            self.done = true;
+            return;
+        }
+        self.t_in = t;
+        self.cell[axis] += self.step[axis];
+        self.t_next[axis] += self.t_delta[axis];
+        self.enter_cell(terrain);
+    }
+
+    /// Finds the candidate chunks of the current cell.
+    fn enter_cell(&mut self, terrain: &Terrain) {
+        let t_out = self.t_next.min_element().min(self.t_end);
+        let (a, b) = (self.origin + self.dir * self.t_in, self.origin + self.dir * t_out);
+        let (lo, hi) = (a.min(b) - self.cell.as_vec3(), a.max(b) - self.cell.as_vec3());
+        let range = |a: usize| -((lo[a] < SPILL) as i32)..=(hi[a] > 1.0 - SPILL) as i32;
+        let (mut covered, mut mask) = (0, 0);
+        for dy in range(1) {
+            for dz in range(2) {
+                for dx in range(0) {
+                    let d = IVec3::new(dx, dy, dz);
+                    let bit = offset_bit(d).expect("neighbour offsets are in -1..=1");
+                    covered |= 1 << bit;
+                    // Tested already in the previous cell's run?
+                    let coord = self.cell + d;
+                    let seen = offset_bit(coord - self.previous.0).is_some_and(|b| self.previous.1 & 1 << b != 0);
+                    if !seen && terrain.may_have_triangles(coord) {
+                        mask |= 1 << bit;
+                    }
+                }
+            }
+        }
+        self.previous = (self.cell, covered);
+        self.pending = mask;
+    }
+}
+
+impl Terrain {
+    /// The closest hit of `ray` on the terrain surface with `t` in `[0, max_t]`.
+    /// Chunks the ray reaches are meshed on first use and cached; the cache is
+    /// trimmed to its budget afterwards.
+    pub fn ray_cast(&mut self, ray: &Ray, max_t: f32) -> Option<TerrainHit> {
+        self.meshes.begin_round();
+        let mut walk = RayWalk::new(self, ray, max_t);
+        while let Some(coord) = walk.advance(self) {
+            self.meshes.build_one(&self.voxels, self.voxel_size, coord);
+        }
+        self.meshes.evict_to_budget();
+        walk.best
+    }
+
+    /// [`Terrain::ray_cast`] for every ray, as parallel jobs: `hits[i]` is ray `i`'s
+    /// closest hit. Rounds of "walk every ray until it needs a mesh" and "mesh every
+    /// chunk named, in parallel" repeat until all rays finish. The result does not
+    /// depend on the worker count. Panics if `hits` and `rays` differ in length.
+    pub fn ray_cast_batch(
+        &mut self,
+        rays: &[Ray],
+        max_t: f32,
+        hits: &mut [Option<TerrainHit>],
+        jobs: crate::jobs::Jobs,
+    ) {
+        assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
+        self.meshes.begin_round();
+        let mut walks: Vec<(RayWalk, Option<IVec3>)> =
+            rays.iter().map(|r| (RayWalk::new(self, r, max_t), None)).collect();
+        let mut needed = Vec::new();
+        loop {
+            let terrain = &*self;
+            jobs.for_each_mut(&mut walks, |_, (walk, need), _| *need = walk.advance(terrain));
+            needed.clear();
+            needed.extend(walks.iter().filter_map(|(_, need)| *need));
+            self.meshes.evict_to_budget();
+            if needed.is_empty() {
+                break;
+            }
+            self.meshes.begin_round();
+            self.meshes.build(&self.voxels, self.voxel_size, &needed, jobs);
+        }
+        for (hit, (walk, _)) in hits.iter_mut().zip(walks) {
+            *hit = walk.best;
+        }
+    }
+}
