@@ -1,6 +1,7 @@
 pub mod frame;
 pub mod jobs;
 pub mod math;
+pub mod query;
 pub mod runtime;
 pub mod spatial;
 pub mod terrain;
