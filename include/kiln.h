@@ -111,6 +111,19 @@
 #define KILN_TERRAIN_MAX_FILL_VOXELS (1 << 27)
 
 /**
+ * Chunk meshes with f32 vertices and 12-byte kD-tree nodes (~21 bytes of mesh and
+ * 12 of tree per triangle).
+ */
+#define KILN_MESH_MODE_FULL 0
+
+/**
+ * Chunk meshes with 16-bit quantised vertices and 6-byte nodes (~11 + 6 bytes per
+ * triangle). Vertices move by at most half a quantisation step: the chunk mesh's
+ * extent / 131070 per axis (about 0.04 mm for 0.5 m voxels).
+ */
+#define KILN_MESH_MODE_COMPACT 1
+
+/**
  * Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
  * is one of the `KILN_ERROR_*` codes, and `kiln_last_error_message()` says why.
  */
@@ -457,6 +470,16 @@ typedef struct KilnTerrainDef {
      * Edge length of a voxel in metres (finite, > 0). Default 1.
      */
     float voxel_size;
+    /**
+     * `KILN_MESH_MODE_FULL` (default) or `KILN_MESH_MODE_COMPACT`: how the lazily
+     * built chunk meshes used by ray casts and triangle queries are stored.
+     */
+    uint32_t mesh_mode;
+    /**
+     * Byte budget of the chunk mesh cache (default 64 MiB). Least recently used
+     * chunk meshes are dropped after a query to fit; 0 keeps none between queries.
+     */
+    uint64_t mesh_cache_bytes;
 } KilnTerrainDef;
 
 /**
@@ -576,6 +599,116 @@ typedef struct KilnTerrainStats {
      */
     uint64_t mask_bytes;
 } KilnTerrainStats;
+
+/**
+ * A ray: `origin + distance * normalize(direction)`.
+ */
+typedef struct KilnRay {
+    /**
+     * Start point (finite).
+     */
+    struct KilnVec3 origin;
+    /**
+     * Direction (finite, not zero; need not be unit length).
+     */
+    struct KilnVec3 direction;
+} KilnRay;
+
+/**
+ * The closest hit of a ray on the terrain surface.
+ */
+typedef struct KilnTerrainRayHit {
+    /**
+     * Whether the ray hit within its maximum distance; the other fields are zero
+     * when it did not.
+     */
+    bool hit;
+    /**
+     * Solid material of the hit triangle.
+     */
+    uint8_t material;
+    /**
+     * Distance from the origin in metres.
+     */
+    float distance;
+    /**
+     * Hit point.
+     */
+    struct KilnVec3 point;
+    /**
+     * Unit surface normal pointing out of the solid (a ray starting inside solid
+     * terrain sees `dot(normal, direction) > 0`).
+     */
+    struct KilnVec3 normal;
+    /**
+     * Chunk whose mesh holds the triangle (voxel coordinate / 8, rounded down).
+     */
+    struct KilnInt3 chunk;
+    /**
+     * Triangle index in that chunk's mesh.
+     */
+    uint32_t triangle;
+} KilnTerrainRayHit;
+
+/**
+ * One terrain triangle, from `kiln_terrain_query_triangles`.
+ */
+typedef struct KilnTerrainTriangle {
+    /**
+     * Corners, counter-clockwise seen from outside the solid.
+     */
+    struct KilnVec3 vertices[3];
+    /**
+     * Chunk whose mesh holds the triangle.
+     */
+    struct KilnInt3 chunk;
+    /**
+     * Triangle index in that chunk's mesh.
+     */
+    uint32_t index;
+    /**
+     * Solid material.
+     */
+    uint8_t material;
+} KilnTerrainTriangle;
+
+/**
+ * Figures of a terrain's chunk mesh cache.
+ */
+typedef struct KilnMeshCacheStats {
+    /**
+     * Bytes held: meshes, trees and a fixed per-chunk overhead.
+     */
+    uint64_t bytes;
+    /**
+     * The byte budget (`KilnTerrainDef::mesh_cache_bytes`).
+     */
+    uint64_t budget;
+    /**
+     * Cached chunks, with or without triangles.
+     */
+    uint32_t chunks;
+    /**
+     * `KILN_MESH_MODE_FULL` or `KILN_MESH_MODE_COMPACT`.
+     */
+    uint32_t mesh_mode;
+    /**
+     * Triangles held.
+     */
+    uint64_t triangles;
+    /**
+     * Chunk meshes built since creation.
+     */
+    uint64_t builds;
+    /**
+     * Chunk meshes dropped to fit the budget.
+     */
+    uint64_t evictions;
+    /**
+     * Chunk meshes dropped because an edit changed their voxels.
+     */
+    uint64_t invalidations;
+} KilnMeshCacheStats;
 
 /**
  * Success.
@@ -905,6 +1038,73 @@ KilnStatus kiln_terrain_overlap_chunks(struct KilnTerrainId terrain,
  * `out_stats` is NULL or valid for writing.
  */
 KilnStatus kiln_terrain_get_stats(struct KilnTerrainId terrain, struct KilnTerrainStats *out_stats);
+
+/**
+ * Casts one ray against the terrain surface and writes its closest hit within
+ * `max_distance` metres to `out_hit` (`hit` false when there is none). Chunks the
+ * ray reaches are meshed on first use (on the calling thread) and cached. Edits are
+ * seen at once, before `kiln_terrain_regenerate`.
+ *
+ * # Safety
+ * `ray` is NULL or readable; `out_hit` is NULL or writable.
+ */
+KilnStatus kiln_terrain_ray_cast(struct KilnTerrainId terrain,
+                                 const struct KilnRay *ray,
+                                 float max_distance,
+                                 struct KilnTerrainRayHit *out_hit);
+
+/**
+ * Casts `count` rays as parallel jobs on `runtime`'s workers (the null handle
+ * `{0, 0}` runs them on the calling thread) and writes ray `i`'s closest hit to
+ * `out_hits[i]`. Chunks first reached in the batch are meshed in parallel. Results
+ * do not depend on the worker count. Every ray is checked first: one bad ray fails
+ * the call (naming its index) and writes nothing. `count` 0 does nothing (NULL
+ * arrays allowed). Must not be called from inside one of the runtime's passes.
+ *
+ * # Safety
+ * `rays` is readable and `out_hits` writable for `count` entries (or NULL when
+ * `count` is 0).
+ */
+KilnStatus kiln_terrain_ray_cast_batch(struct KilnTerrainId terrain,
+                                       struct KilnRuntimeId runtime,
+                                       const struct KilnRay *rays,
+                                       uint32_t count,
+                                       float max_distance,
+                                       struct KilnTerrainRayHit *out_hits);
+
+/**
+ * Lists the terrain triangles touching `aabb` (exact triangle/box test), chunk by
+ * chunk in ascending (y, z, x) order: writes up to `capacity` of them to
+ * `out_triangles` (NULL allowed when `capacity` is 0) and the total to `out_count`,
+ * so a call with capacity 0 sizes the array. Chunks come from the bit broadphase
+ * (call `kiln_terrain_regenerate` after edits) and are meshed on first use, as jobs
+ * on `runtime` (null handle: the calling thread).
+ *
+ * # Safety
+ * `aabb` is NULL or readable; `out_triangles` is NULL or writable for `capacity`
+ * entries; `out_count` is NULL or writable.
+ */
+KilnStatus kiln_terrain_query_triangles(struct KilnTerrainId terrain,
+                                        struct KilnRuntimeId runtime,
+                                        const struct KilnAabb *aabb,
+                                        struct KilnTerrainTriangle *out_triangles,
+                                        uint32_t capacity,
+                                        uint32_t *out_count);
+
+/**
+ * Sets the chunk mesh cache's byte budget; least recently used chunk meshes are
+ * dropped at once to fit.
+ */
+KilnStatus kiln_terrain_set_mesh_cache_budget(struct KilnTerrainId terrain, uint64_t bytes);
+
+/**
+ * Writes the chunk mesh cache's figures to `out_stats`.
+ *
+ * # Safety
+ * `out_stats` is NULL or valid for writing.
+ */
+KilnStatus kiln_terrain_get_mesh_cache_stats(struct KilnTerrainId terrain,
+                                             struct KilnMeshCacheStats *out_stats);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -16,9 +16,11 @@ mod handles;
 pub mod host;
 pub mod runtime;
 pub mod terrain;
+pub mod terrain_query;
 
 pub use abi::*;
 pub use alloc::*;
 pub use host::*;
 pub use runtime::*;
 pub use terrain::*;
+pub use terrain_query::*;

@@ -5,7 +5,8 @@ use std::mem::size_of;
 
 use kiln_core::jobs::{Executor, Jobs, ThreadPool};
 use kiln_core::math::{Aabb, IVec3, Vec3};
-use kiln_core::terrain::{generate_hills, Material, Terrain};
+use kiln_core::spatial::MeshMode;
+use kiln_core::terrain::{generate_hills, Material, Terrain, DEFAULT_CACHE_BUDGET};
 
 use crate::abi::{ffi_call, non_null, read_def, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
 use crate::handles::HandleTable;
@@ -69,6 +70,14 @@ pub const KILN_MATERIAL_SAND: u8 = 4;
 /// Most voxels one `kiln_terrain_fill` call may cover (2^27, e.g. 512^3).
 pub const KILN_TERRAIN_MAX_FILL_VOXELS: u64 = 1 << 27;
 
+/// Chunk meshes with f32 vertices and 12-byte kD-tree nodes (~21 bytes of mesh and
+/// 12 of tree per triangle).
+pub const KILN_MESH_MODE_FULL: u32 = 0;
+/// Chunk meshes with 16-bit quantised vertices and 6-byte nodes (~11 + 6 bytes per
+/// triangle). Vertices move by at most half a quantisation step: the chunk mesh's
+/// extent / 131070 per axis (about 0.04 mm for 0.5 m voxels).
+pub const KILN_MESH_MODE_COMPACT: u32 = 1;
+
 /// Terrain creation parameters. Initialise with `kiln_default_terrain_def()`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -77,6 +86,12 @@ pub struct KilnTerrainDef {
     pub struct_size: u32,
     /// Edge length of a voxel in metres (finite, > 0). Default 1.
     pub voxel_size: f32,
+    /// `KILN_MESH_MODE_FULL` (default) or `KILN_MESH_MODE_COMPACT`: how the lazily
+    /// built chunk meshes used by ray casts and triangle queries are stored.
+    pub mesh_mode: u32,
+    /// Byte budget of the chunk mesh cache (default 64 MiB). Least recently used
+    /// chunk meshes are dropped after a query to fit; 0 keeps none between queries.
+    pub mesh_cache_bytes: u64,
 }
 
 /// What a box touches in the terrain's broadphase masks.
@@ -117,16 +132,16 @@ pub struct KilnTerrainStats {
 
 static TERRAINS: HandleTable<Terrain> = HandleTable::new("terrain");
 
-fn with_terrain<R>(id: KilnTerrainId, f: impl FnOnce(&mut Terrain) -> Result<R, Error>) -> Result<R, Error> {
+pub(crate) fn with_terrain<R>(id: KilnTerrainId, f: impl FnOnce(&mut Terrain) -> Result<R, Error>) -> Result<R, Error> {
     TERRAINS.with(id.index1, id.generation, f)
 }
 
-fn ivec(v: KilnInt3) -> IVec3 {
+pub(crate) fn ivec(v: KilnInt3) -> IVec3 {
     IVec3::new(v.x, v.y, v.z)
 }
 
 /// Reads and checks a box argument.
-fn read_aabb(ptr: *const KilnAabb, name: &str) -> Result<Aabb, Error> {
+pub(crate) fn read_aabb(ptr: *const KilnAabb, name: &str) -> Result<Aabb, Error> {
     let ptr = non_null(ptr, name)?;
     // SAFETY: non-null; readable per the caller's contract.
     let b = unsafe { ptr.read() };
@@ -143,7 +158,12 @@ fn read_aabb(ptr: *const KilnAabb, name: &str) -> Result<Aabb, Error> {
 /// A `KilnTerrainDef` with defaults (1 m voxels).
 #[no_mangle]
 pub extern "C" fn kiln_default_terrain_def() -> KilnTerrainDef {
-    KilnTerrainDef { struct_size: size_of::<KilnTerrainDef>() as u32, voxel_size: 1.0 }
+    KilnTerrainDef {
+        struct_size: size_of::<KilnTerrainDef>() as u32,
+        voxel_size: 1.0,
+        mesh_mode: KILN_MESH_MODE_FULL,
+        mesh_cache_bytes: DEFAULT_CACHE_BUDGET as u64,
+    }
 }
 
 /// Creates an empty (all-air) terrain and writes its handle to `out_terrain`.
@@ -166,7 +186,20 @@ pub unsafe extern "C" fn kiln_terrain_create(
                 format!("def->voxel_size is {}, must be finite and > 0", def.voxel_size),
             ));
         }
-        let (index1, generation) = TERRAINS.insert(Terrain::new(def.voxel_size));
+        let mode = match def.mesh_mode {
+            KILN_MESH_MODE_FULL => MeshMode::Full,
+            KILN_MESH_MODE_COMPACT => MeshMode::Compact,
+            other => {
+                return Err(Error::new(
+                    KILN_ERROR_INVALID_ARGUMENT,
+                    format!("def->mesh_mode is {other}, must be KILN_MESH_MODE_FULL or KILN_MESH_MODE_COMPACT"),
+                ))
+            }
+        };
+        let mut terrain = Terrain::new(def.voxel_size);
+        terrain.set_mesh_mode(mode);
+        terrain.set_mesh_budget(usize::try_from(def.mesh_cache_bytes).unwrap_or(usize::MAX));
+        let (index1, generation) = TERRAINS.insert(terrain);
         // SAFETY: non-null and writable per the contract.
         unsafe { out.cast_mut().write(KilnTerrainId { index1, generation }) };
         Ok(())
@@ -281,19 +314,24 @@ pub unsafe extern "C" fn kiln_terrain_regenerate(
     out_chunks: *mut u32,
 ) -> KilnStatus {
     ffi_call("kiln_terrain_regenerate", || {
-        let run = |jobs: Jobs| with_terrain(terrain, |t| Ok(t.regenerate(jobs).len() as u32));
-        let count = if runtime == KilnRuntimeId::default() {
-            let inline = ThreadPool::new(0);
-            run(Jobs::new(&inline as &dyn Executor))?
-        } else {
-            with_runtime(runtime, |entry| run(Jobs::new(entry.runtime.executor())))?
-        };
+        let count = on_runtime(runtime, |jobs| with_terrain(terrain, |t| Ok(t.regenerate(jobs).len() as u32)))?;
         if !out_chunks.is_null() {
             // SAFETY: non-null and writable per the contract.
             unsafe { out_chunks.write(count) };
         }
         Ok(())
     })
+}
+
+/// Runs `f` with jobs on `runtime`'s workers, or on the calling thread for the null
+/// handle.
+pub(crate) fn on_runtime<R>(runtime: KilnRuntimeId, f: impl FnOnce(Jobs) -> Result<R, Error>) -> Result<R, Error> {
+    if runtime == KilnRuntimeId::default() {
+        let inline = ThreadPool::new(0);
+        f(Jobs::new(&inline as &dyn Executor))
+    } else {
+        with_runtime(runtime, |entry| f(Jobs::new(entry.runtime.executor())))
+    }
 }
 
 /// Tests `aabb` against the terrain's masks: grown by one voxel, every covered voxel

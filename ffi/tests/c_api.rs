@@ -475,3 +475,115 @@ fn terrain_calls_refuse_bad_arguments_and_change_nothing() {
     assert_eq!(unsafe { kiln_terrain_get_voxel(t, lo, &mut m) }, KILN_ERROR_INVALID_HANDLE);
     assert_eq!(unsafe { kiln_terrain_get_voxel(KilnTerrainId::default(), lo, &mut m) }, KILN_ERROR_INVALID_HANDLE);
 }
+
+fn v3(x: f32, y: f32, z: f32) -> KilnVec3 {
+    KilnVec3 { x, y, z }
+}
+
+#[test]
+fn terrain_ray_casts_and_triangle_queries_refuse_bad_input() {
+    let mut def = kiln_default_terrain_def();
+    let mut t = KilnTerrainId::default();
+    def.mesh_mode = 7;
+    assert_eq!(unsafe { kiln_terrain_create(&def, &mut t) }, KILN_ERROR_INVALID_ARGUMENT);
+    assert!(last_error().contains("mesh_mode"), "{}", last_error());
+    def.mesh_mode = KILN_MESH_MODE_COMPACT;
+    def.mesh_cache_bytes = 1 << 20;
+    assert_eq!(unsafe { kiln_terrain_create(&def, &mut t) }, KILN_OK);
+    let (lo, hi) = (KilnInt3 { x: -16, y: -8, z: -16 }, KilnInt3 { x: 15, y: 3, z: 15 });
+    assert_eq!(unsafe { kiln_terrain_fill(t, lo, hi, KILN_MATERIAL_GRASS, ptr::null_mut()) }, KILN_OK);
+
+    // A good cast: straight down onto the top face of y = 3 (no regenerate needed).
+    let down = KilnRay { origin: v3(0.5, 10.0, 0.5), direction: v3(0.0, -2.0, 0.0) };
+    let mut hit = KilnTerrainRayHit::default();
+    assert_eq!(unsafe { kiln_terrain_ray_cast(t, &down, 100.0, &mut hit) }, KILN_OK, "{}", last_error());
+    assert!(hit.hit);
+    assert_eq!((hit.distance, hit.point.y, hit.normal.y, hit.material), (6.0, 4.0, 1.0, KILN_MATERIAL_GRASS));
+    assert_eq!(unsafe { kiln_terrain_ray_cast(t, &down, 5.0, &mut hit) }, KILN_OK);
+    assert!(!hit.hit, "beyond max_distance");
+    assert_eq!(hit, KilnTerrainRayHit::default());
+
+    // Bad rays and distances: a status, a message, the out-parameter untouched.
+    let mut untouched = KilnTerrainRayHit { distance: -7.0, ..Default::default() };
+    for (ray, max, what) in [
+        (KilnRay { origin: v3(f32::NAN, 0.0, 0.0), ..down }, 1.0, "origin"),
+        (KilnRay { direction: v3(0.0, 0.0, 0.0), ..down }, 1.0, "direction"),
+        (KilnRay { direction: v3(f32::INFINITY, 0.0, 0.0), ..down }, 1.0, "direction"),
+        (down, f32::NAN, "max_distance"),
+        (down, -1.0, "max_distance"),
+    ] {
+        assert_eq!(unsafe { kiln_terrain_ray_cast(t, &ray, max, &mut untouched) }, KILN_ERROR_INVALID_ARGUMENT);
+        assert!(last_error().contains(what), "{}", last_error());
+        assert_eq!(untouched.distance, -7.0);
+    }
+    assert_eq!(unsafe { kiln_terrain_ray_cast(t, ptr::null(), 1.0, &mut hit) }, KILN_ERROR_NULL_POINTER);
+    assert_eq!(unsafe { kiln_terrain_ray_cast(t, &down, 1.0, ptr::null_mut()) }, KILN_ERROR_NULL_POINTER);
+    assert_eq!(
+        unsafe { kiln_terrain_ray_cast(t, &down, f32::INFINITY, &mut hit) },
+        KILN_OK,
+        "an infinite reach is allowed"
+    );
+
+    // Batches: empty, on a runtime, with one bad ray (named, nothing written).
+    let rt = create(2);
+    assert_eq!(unsafe { kiln_terrain_ray_cast_batch(t, rt, ptr::null(), 0, 1.0, ptr::null_mut()) }, KILN_OK);
+    let mut rays = [down; 64];
+    for (i, r) in rays.iter_mut().enumerate() {
+        r.origin.x = i as f32 * 0.37 - 12.0;
+    }
+    let mut hits = [KilnTerrainRayHit::default(); 64];
+    assert_eq!(unsafe { kiln_terrain_ray_cast_batch(t, rt, rays.as_ptr(), 64, 100.0, hits.as_mut_ptr()) }, KILN_OK);
+    assert!(hits.iter().all(|h| h.hit && h.point.y == 4.0), "{hits:?}");
+    rays[40].direction = v3(0.0, 0.0, 0.0);
+    let mut fresh = [KilnTerrainRayHit::default(); 64];
+    assert_eq!(
+        unsafe { kiln_terrain_ray_cast_batch(t, rt, rays.as_ptr(), 64, 100.0, fresh.as_mut_ptr()) },
+        KILN_ERROR_INVALID_ARGUMENT
+    );
+    assert!(last_error().contains("rays[40]"), "{}", last_error());
+    assert!(fresh.iter().all(|h| !h.hit), "nothing written");
+    assert_eq!(
+        unsafe { kiln_terrain_ray_cast_batch(t, rt, ptr::null(), 4, 100.0, fresh.as_mut_ptr()) },
+        KILN_ERROR_NULL_POINTER
+    );
+
+    // Triangle queries: size with capacity 0, then fetch; bad boxes refused.
+    let b = KilnAabb { min: v3(-1.0, 3.5, -1.0), max: v3(1.0, 4.5, 1.0) };
+    let mut count = 0u32;
+    assert_eq!(unsafe { kiln_terrain_query_triangles(t, rt, &b, ptr::null_mut(), 0, &mut count) }, KILN_OK);
+    assert!(count >= 8, "the flat top under a 2 x 2 m box: {count}");
+    let mut tris = vec![KilnTerrainTriangle::default(); count as usize];
+    let mut again = 0u32;
+    assert_eq!(unsafe { kiln_terrain_query_triangles(t, rt, &b, tris.as_mut_ptr(), count, &mut again) }, KILN_OK);
+    assert_eq!(again, count);
+    assert!(tris.iter().all(|t| t.vertices.iter().all(|v| v.y == 4.0) && t.material == KILN_MATERIAL_GRASS));
+    let inverted = KilnAabb { min: b.max, max: b.min };
+    assert_eq!(
+        unsafe { kiln_terrain_query_triangles(t, rt, &inverted, ptr::null_mut(), 0, &mut count) },
+        KILN_ERROR_INVALID_ARGUMENT
+    );
+    assert_eq!(
+        unsafe { kiln_terrain_query_triangles(t, rt, &b, ptr::null_mut(), 3, &mut count) },
+        KILN_ERROR_NULL_POINTER
+    );
+
+    // The cache: under budget, shrinkable to nothing, stats refused without a pointer.
+    let mut stats = KilnMeshCacheStats::default();
+    assert_eq!(unsafe { kiln_terrain_get_mesh_cache_stats(t, &mut stats) }, KILN_OK);
+    assert!(stats.chunks > 0 && stats.bytes <= stats.budget && stats.budget == 1 << 20, "{stats:?}");
+    assert_eq!(stats.mesh_mode, KILN_MESH_MODE_COMPACT);
+    assert_eq!(kiln_terrain_set_mesh_cache_budget(t, 0), KILN_OK);
+    assert_eq!(unsafe { kiln_terrain_get_mesh_cache_stats(t, &mut stats) }, KILN_OK);
+    assert_eq!((stats.chunks, stats.bytes), (0, 0));
+    assert_eq!(unsafe { kiln_terrain_get_mesh_cache_stats(t, ptr::null_mut()) }, KILN_ERROR_NULL_POINTER);
+
+    // Stale handles.
+    assert_eq!(kiln_runtime_destroy(rt), KILN_OK);
+    assert_eq!(
+        unsafe { kiln_terrain_ray_cast_batch(t, rt, rays.as_ptr(), 1, 1.0, hits.as_mut_ptr()) },
+        KILN_ERROR_INVALID_HANDLE
+    );
+    assert_eq!(kiln_terrain_destroy(t), KILN_OK);
+    assert_eq!(unsafe { kiln_terrain_ray_cast(t, &down, 1.0, &mut hit) }, KILN_ERROR_INVALID_HANDLE);
+    assert_eq!(kiln_terrain_set_mesh_cache_budget(t, 5), KILN_ERROR_INVALID_HANDLE);
+}

@@ -171,7 +171,9 @@ mod tests {
             box_cast(b, ray, max_t)
         };
         let rays: Vec<Ray> = (0..400)
-            .map(|_| Ray::new(Vec3::new(rng.range(0.0, 32.0), 25.0, rng.range(0.0, 32.0)), rng.vec3(-0.5, 0.5) - Vec3::Y))
+            .map(|_| {
+                Ray::new(Vec3::new(rng.range(0.0, 32.0), 25.0, rng.range(0.0, 32.0)), rng.vec3(-0.5, 0.5) - Vec3::Y)
+            })
             .collect();
         let mut batch = vec![None; rays.len()];
         ray_cast_batch(&mut terrain, &tree, &rays, 60.0, &mut batch, pool.jobs(), shape);
@@ -180,9 +182,8 @@ mod tests {
             let hit = ray_cast(&mut terrain, &tree, ray, 60.0, shape);
             assert_eq!(hit, *batch_hit);
             // Brute force: the terrain's own hit, then every box.
-            let mut expected: Option<(f32, HitTarget)> = terrain
-                .ray_cast(ray, 60.0)
-                .map(|h| (h.t, HitTarget::Terrain { chunk: h.chunk, triangle: h.triangle }));
+            let mut expected: Option<(f32, HitTarget)> =
+                terrain.ray_cast(ray, 60.0).map(|h| (h.t, HitTarget::Terrain { chunk: h.chunk, triangle: h.triangle }));
             for (i, (proxy, b)) in boxes.iter().enumerate() {
                 if let Some((t, _)) = box_cast(b, ray, 60.0) {
                     let target = HitTarget::Body { proxy: *proxy, user: 1000 + i as u64 };

@@ -1,0 +1,199 @@
+//! `kdtree`: Kiln's loose kD tree against parry3d's `TriMesh` (its BVH) on the same
+//! meshes and rays, in the same groups:
+//!
+//! - a ~1M-triangle terrain mesh (all chunk meshes of a 400 x 400-voxel hills terrain
+//!   in one mesh): tree build, and closest-hit casts of 10,000 random rays;
+//! - a ~100k-triangle chunk set (the chunk meshes of a 120 x 120-voxel terrain): build
+//!   of every chunk tree (Kiln full and compact, parry one `TriMesh` per chunk), and
+//!   10,000 rays cast through Kiln's terrain (chunk walk + chunk trees, cache warm)
+//!   against parry on one `TriMesh` of the same triangles.
+//!
+//! The bench prints tree bytes per triangle for each and checks that both sides
+//! report the same number of hits.
+
+use criterion::{criterion_group, BatchSize, Criterion, Throughput};
+use glam::{IVec3, Vec3};
+use kiln::jobs::ThreadPool;
+use kiln::math::Ray;
+use kiln::spatial::{KdMesh, MeshMode, TriMesh};
+use kiln::terrain::{generate_hills, mesh_chunk, Terrain};
+use kiln_benches::{report_ratios, SplitMix};
+use rapier3d::parry::query::{Ray as ParryRay, RayCast};
+use rapier3d::parry::shape::TriMesh as ParryMesh;
+
+const RAYS: usize = 10_000;
+
+/// A hills terrain of `size` x `size` voxels (0.5 m) and its chunk meshes.
+fn terrain(size: i32) -> (Terrain, Vec<TriMesh>) {
+    let pool = ThreadPool::new(0);
+    let mut t = Terrain::new(0.5);
+    generate_hills(&mut t, size, 1);
+    t.regenerate(pool.jobs());
+    let (lo, hi) = t.geometry_bounds().expect("terrain");
+    let mut chunks = Vec::new();
+    for y in lo.y..=hi.y {
+        for z in lo.z..=hi.z {
+            for x in lo.x..=hi.x {
+                let c = IVec3::new(x, y, z);
+                if t.may_have_triangles(c) {
+                    let mut mesh = TriMesh::new();
+                    mesh_chunk(t.voxels(), c, t.voxel_size(), &mut mesh);
+                    if !mesh.triangles.is_empty() {
+                        chunks.push(mesh);
+                    }
+                }
+            }
+        }
+    }
+    (t, chunks)
+}
+
+fn concat(chunks: &[TriMesh]) -> TriMesh {
+    let mut out = TriMesh::new();
+    for m in chunks {
+        let base = out.vertices.len() as u32;
+        out.vertices.extend_from_slice(&m.vertices);
+        out.triangles.extend(m.triangles.iter().map(|t| t.map(|v| v + base)));
+        out.materials.extend_from_slice(&m.materials);
+    }
+    out
+}
+
+fn parry_mesh(mesh: &TriMesh) -> ParryMesh {
+    ParryMesh::new(mesh.vertices.clone(), mesh.triangles.clone()).expect("parry accepts the mesh")
+}
+
+/// Random rays from above the terrain (`extent` metres wide), pointing down-ish.
+fn rays(extent: f32, seed: u64) -> Vec<Ray> {
+    let mut rng = SplitMix(seed);
+    (0..RAYS)
+        .map(|_| {
+            let origin = Vec3::new(rng.range(0.0, extent), rng.range(16.0, 30.0), rng.range(0.0, extent));
+            let dir = Vec3::new(rng.range(-1.0, 1.0), rng.range(-1.0, -0.2), rng.range(-1.0, 1.0)).normalize();
+            Ray::new(origin, dir)
+        })
+        .collect()
+}
+
+fn parry_cast(mesh: &ParryMesh, ray: &Ray) -> Option<f32> {
+    mesh.cast_local_ray(&ParryRay::new(ray.origin, ray.dir), f32::MAX, true)
+}
+
+fn bytes_per_triangle(bytes: usize, triangles: usize) -> f64 {
+    bytes as f64 / triangles as f64
+}
+
+fn one_mesh(c: &mut Criterion) {
+    let (_, chunks) = terrain(400);
+    let mesh = concat(&chunks);
+    let n = mesh.triangles.len();
+    let kiln = KdMesh::build(&mesh, MeshMode::Full).unwrap();
+    let parry = parry_mesh(&mesh);
+    println!(
+        "kdtree_1m: {n} triangles; tree bytes per triangle: kiln {:.2}, parry {:.2}; kiln depth {}",
+        bytes_per_triangle(kiln.tree_bytes(), n),
+        bytes_per_triangle(parry.bvh().total_memory_size(), n),
+        kiln.depth()
+    );
+
+    let mut group = c.benchmark_group("kdtree_build_1m");
+    group.sample_size(10);
+    group.bench_function("kiln", |b| {
+        b.iter_batched(|| mesh.clone(), |m| KdMesh::from_mesh(m, MeshMode::Full).unwrap(), BatchSize::LargeInput)
+    });
+    group.bench_function("parry3d", |b| {
+        b.iter_batched(
+            || (mesh.vertices.clone(), mesh.triangles.clone()),
+            |(v, t)| ParryMesh::new(v, t).unwrap(),
+            BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+
+    let rays = rays(200.0, 1);
+    let kiln_hits = rays.iter().filter(|r| kiln.ray_closest(r, f32::INFINITY).is_some()).count();
+    let parry_hits = rays.iter().filter(|r| parry_cast(&parry, r).is_some()).count();
+    println!("kdtree_rays_1m: hits: kiln {kiln_hits}, parry {parry_hits} of {RAYS}");
+    let mut group = c.benchmark_group("kdtree_rays_1m");
+    group.throughput(Throughput::Elements(RAYS as u64)).sample_size(10);
+    group.bench_function("kiln", |b| {
+        b.iter(|| rays.iter().filter_map(|r| kiln.ray_closest(r, f32::INFINITY)).map(|h| h.t).sum::<f32>())
+    });
+    group.bench_function("parry3d", |b| b.iter(|| rays.iter().filter_map(|r| parry_cast(&parry, r)).sum::<f32>()));
+    group.finish();
+}
+
+fn chunk_set(c: &mut Criterion) {
+    let (mut t, chunks) = terrain(120);
+    let n: usize = chunks.iter().map(|m| m.triangles.len()).sum();
+    let full: Vec<KdMesh> = chunks.iter().map(|m| KdMesh::build(m, MeshMode::Full).unwrap()).collect();
+    let compact: Vec<KdMesh> = chunks.iter().map(|m| KdMesh::build(m, MeshMode::Compact).unwrap()).collect();
+    let parry: Vec<ParryMesh> = chunks.iter().map(parry_mesh).collect();
+    let sum = |f: &dyn Fn(usize) -> usize| (0..chunks.len()).map(f).sum::<usize>();
+    println!(
+        "kdtree_chunks: {} chunks, {n} triangles; tree bytes per triangle: kiln {:.2}, kiln compact {:.2}, parry {:.2}",
+        chunks.len(),
+        bytes_per_triangle(sum(&|i| full[i].tree_bytes()), n),
+        bytes_per_triangle(sum(&|i| compact[i].tree_bytes()), n),
+        bytes_per_triangle(sum(&|i| parry[i].bvh().total_memory_size()), n),
+    );
+    println!(
+        "kdtree_chunks: mesh bytes per triangle: kiln {:.2}, kiln compact {:.2}",
+        bytes_per_triangle(sum(&|i| full[i].mesh_bytes()), n),
+        bytes_per_triangle(sum(&|i| compact[i].mesh_bytes()), n),
+    );
+
+    let mut group = c.benchmark_group("kdtree_build_chunks");
+    group.sample_size(10);
+    for (name, mode) in [("kiln", MeshMode::Full), ("kiln_compact", MeshMode::Compact)] {
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || chunks.clone(),
+                |ms| ms.into_iter().map(|m| KdMesh::from_mesh(m, mode).unwrap()).collect::<Vec<_>>(),
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    group.bench_function("parry3d", |b| {
+        b.iter_batched(
+            || chunks.iter().map(|m| (m.vertices.clone(), m.triangles.clone())).collect::<Vec<_>>(),
+            |ms| ms.into_iter().map(|(v, t)| ParryMesh::new(v, t).unwrap()).collect::<Vec<_>>(),
+            BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+
+    // Rays through the terrain (chunk walk, warm cache) against one parry mesh.
+    let whole = parry_mesh(&concat(&chunks));
+    let rays = rays(60.0, 2);
+    let pool = ThreadPool::new(0);
+    let mut group = c.benchmark_group("kdtree_rays_chunks");
+    group.throughput(Throughput::Elements(RAYS as u64)).sample_size(10);
+    for (name, mode) in [("kiln", MeshMode::Full), ("kiln_compact", MeshMode::Compact)] {
+        t.set_mesh_mode(mode);
+        let mut hits = vec![None; RAYS];
+        t.ray_cast_batch(&rays, f32::INFINITY, &mut hits, pool.jobs());
+        let parry_hits = rays.iter().filter(|r| parry_cast(&whole, r).is_some()).count();
+        println!(
+            "kdtree_rays_chunks ({name}): hits: kiln {}, parry {parry_hits} of {RAYS}; cache {:?}",
+            hits.iter().flatten().count(),
+            t.meshes().stats()
+        );
+        group.bench_function(name, |b| {
+            b.iter(|| rays.iter().filter_map(|r| t.ray_cast(r, f32::INFINITY)).map(|h| h.t).sum::<f32>())
+        });
+    }
+    group.bench_function("parry3d", |b| b.iter(|| rays.iter().filter_map(|r| parry_cast(&whole, r)).sum::<f32>()));
+    group.finish();
+}
+
+criterion_group!(benches, one_mesh, chunk_set);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    report_ratios("kdtree_build_1m", &[("kiln", "parry3d")]);
+    report_ratios("kdtree_rays_1m", &[("kiln", "parry3d")]);
+    report_ratios("kdtree_build_chunks", &[("kiln", "parry3d"), ("kiln_compact", "parry3d")]);
+    report_ratios("kdtree_rays_chunks", &[("kiln", "parry3d"), ("kiln_compact", "parry3d")]);
+}
