@@ -70,7 +70,9 @@ static uint32_t batch(KilnTerrainId terrain, KilnRuntimeId runtime, uint32_t cou
     uint32_t hit_count = 0;
     for (uint32_t i = 0; i < count; i++) {
         hit_count += hits[i].hit;
-        CHECK(!hits[i].hit || hits[i].normal.y > 0.0f); /* rays from above meet the outside */
+        /* Rays start in the air: the first surface they meet faces them. */
+        const KilnVec3 n = hits[i].normal, d = rays[i].direction;
+        CHECK(!hits[i].hit || n.x * d.x + n.y * d.y + n.z * d.z <= 0.0f);
     }
     printf("%s: %u rays, %u hits; first batch (meshing on the way) %.1f ms = %.2f M rays/s, warm cache %.1f ms = "
            "%.2f M rays/s\n",

@@ -100,15 +100,30 @@ pub fn mesh_chunk(voxels: &Voxels, coord: IVec3, voxel_size: f32, out: &mut TriM
                     };
                     let quad = [cell(1, 1), cell(0, 1), cell(0, 0), cell(1, 0)].map(|c| vertex(out, c));
                     let material = if sa { at(a) } else { at(b) };
-                    let p = quad.map(|i| out.vertices[i as usize]);
                     // Counter-clockwise is +axis: keep it when the solid end is `a`.
-                    let [q0, q1, q2, q3] = if sa { quad } else { [quad[0], quad[3], quad[2], quad[1]] };
-                    if p[0].distance_squared(p[2]) <= p[1].distance_squared(p[3]) {
-                        out.push([q0, q1, q2], material);
-                        out.push([q0, q2, q3], material);
+                    let q = if sa { quad } else { [quad[0], quad[3], quad[2], quad[1]] };
+                    let mut outward = Vec3::ZERO;
+                    outward[axis] = if sa { 1.0 } else { -1.0 };
+                    let p = q.map(|i| out.vertices[i as usize]);
+                    // Split along the shorter diagonal, unless that folds a triangle
+                    // to face into the solid (a twisted quad) and the other does not.
+                    let faces_out = |t: [usize; 3]| (p[t[1]] - p[t[0]]).cross(p[t[2]] - p[t[0]]).dot(outward) > 0.0;
+                    let (a02, a13) = ([[0, 1, 2], [0, 2, 3]], [[0, 1, 3], [1, 2, 3]]);
+                    let (ok02, ok13) = (a02.iter().all(|&t| faces_out(t)), a13.iter().all(|&t| faces_out(t)));
+                    let shorter02 = p[0].distance_squared(p[2]) <= p[1].distance_squared(p[3]);
+                    let split = if ok02 != ok13 {
+                        if ok02 {
+                            a02
+                        } else {
+                            a13
+                        }
+                    } else if shorter02 {
+                        a02
                     } else {
-                        out.push([q0, q1, q3], material);
-                        out.push([q1, q2, q3], material);
+                        a13
+                    };
+                    for t in split {
+                        out.push(t.map(|i| q[i]), material);
                     }
                 }
             }
