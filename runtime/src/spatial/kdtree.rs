@@ -21,7 +21,7 @@
 //! reaches. Ray queries walk segments `[t_min, t_max]` of the ray, one per node,
 //! near child first, and skip a segment that starts beyond the closest hit so far.
 //! The planes are widened by a small epsilon, scaled to the mesh and ray, so rounding
-//! never culls a triangle that the Möller–Trumbore test would hit: results equal a
+//! never culls a triangle that the (watertight) triangle test would hit: results equal a
 //! brute-force loop over all triangles using the same triangle tests.
 //!
 //! **Compact mode.** Vertices are quantised to 16 bits per coordinate on the mesh box

@@ -160,6 +160,41 @@ fn queries_equal_brute_force_on_shared_edges_and_vertices() {
 }
 
 #[test]
+fn rays_through_shared_edges_never_slip_through() {
+    // Rays aimed at random points of the heightfield's shared edges, from random
+    // directions above: a crack between two triangles would let one through.
+    let source = heightfield(60, 32);
+    for mode in [MeshMode::Full, MeshMode::Compact] {
+        let mesh = KdMesh::build(&source, mode).unwrap();
+        let mut rng = Rng(61);
+        let mut crossing = 0;
+        for _ in 0..20_000 {
+            let tri = mesh.triangle(rng.below(mesh.triangle_count()) as u32);
+            let k = rng.below(3);
+            let target = tri[k].lerp(tri[(k + 1) % 3], rng.range(0.0, 1.0));
+            if target.x.abs() >= 15.99 || target.z.abs() >= 15.99 {
+                continue; // the field's border edges have no second triangle
+            }
+            let origin = target + Vec3::new(rng.range(-8.0, 8.0), rng.range(3.0, 12.0), rng.range(-8.0, 8.0));
+            let ray = Ray::new(origin, target - origin);
+            // Only rays that really cross the surface there (a ray grazing a ridge
+            // touches a single point, and may round either way).
+            let height = |p: Vec3| {
+                let h = mesh.ray_closest(&Ray::new(Vec3::new(p.x, 100.0, p.z), Vec3::NEG_Y), 200.0);
+                h.map(|h| 100.0 - h.t)
+            };
+            let (before, after) = (ray.at(0.98), ray.at(1.02));
+            let (hb, ha) = (height(before), height(after));
+            if hb.is_some_and(|h| before.y > h) && ha.is_some_and(|h| after.y < h) {
+                crossing += 1;
+                assert!(mesh.ray_closest(&ray, 2.0).is_some(), "{mode:?}: {ray:?} slipped through at {target}");
+            }
+        }
+        assert!(crossing > 10_000, "{crossing} crossing rays");
+    }
+}
+
+#[test]
 fn trees_are_small_and_shallow() {
     for count in [1usize, 2, 3, 4, 5, 100, 1001, 20_000] {
         let mesh = soup(count as u64, count);
