@@ -498,7 +498,8 @@ fn terrain_ray_casts_and_triangle_queries_refuse_bad_input() {
     let mut hit = KilnTerrainRayHit::default();
     assert_eq!(unsafe { kiln_terrain_ray_cast(t, &down, 100.0, &mut hit) }, KILN_OK, "{}", last_error());
     assert!(hit.hit);
-    assert_eq!((hit.distance, hit.point.y, hit.normal.y, hit.material), (6.0, 4.0, 1.0, KILN_MATERIAL_GRASS));
+    assert!((hit.distance - 6.0).abs() < 1e-4 && (hit.point.y - 4.0).abs() < 1e-4, "{hit:?}");
+    assert_eq!((hit.normal.y, hit.material), (1.0, KILN_MATERIAL_GRASS));
     assert_eq!(unsafe { kiln_terrain_ray_cast(t, &down, 5.0, &mut hit) }, KILN_OK);
     assert!(!hit.hit, "beyond max_distance");
     assert_eq!(hit, KilnTerrainRayHit::default());
@@ -533,7 +534,8 @@ fn terrain_ray_casts_and_triangle_queries_refuse_bad_input() {
     }
     let mut hits = [KilnTerrainRayHit::default(); 64];
     assert_eq!(unsafe { kiln_terrain_ray_cast_batch(t, rt, rays.as_ptr(), 64, 100.0, hits.as_mut_ptr()) }, KILN_OK);
-    assert!(hits.iter().all(|h| h.hit && h.point.y == 4.0), "{hits:?}");
+    // Compact meshes: within the quantisation step.
+    assert!(hits.iter().all(|h| h.hit && (h.point.y - 4.0).abs() < 1e-4), "{hits:?}");
     rays[40].direction = v3(0.0, 0.0, 0.0);
     let mut fresh = [KilnTerrainRayHit::default(); 64];
     assert_eq!(
@@ -556,7 +558,9 @@ fn terrain_ray_casts_and_triangle_queries_refuse_bad_input() {
     let mut again = 0u32;
     assert_eq!(unsafe { kiln_terrain_query_triangles(t, rt, &b, tris.as_mut_ptr(), count, &mut again) }, KILN_OK);
     assert_eq!(again, count);
-    assert!(tris.iter().all(|t| t.vertices.iter().all(|v| v.y == 4.0) && t.material == KILN_MATERIAL_GRASS));
+    assert!(tris
+        .iter()
+        .all(|t| t.vertices.iter().all(|v| (v.y - 4.0).abs() < 1e-4) && t.material == KILN_MATERIAL_GRASS));
     let inverted = KilnAabb { min: b.max, max: b.min };
     assert_eq!(
         unsafe { kiln_terrain_query_triangles(t, rt, &inverted, ptr::null_mut(), 0, &mut count) },
