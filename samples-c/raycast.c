@@ -173,6 +173,12 @@ int main(int argc, char **argv) {
     KilnTerrainRayHit pair_hits[2];
     CHECK_STATUS(kiln_terrain_ray_cast_batch(terrain, runtime, pair, 2, 10.0f, pair_hits), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_MESSAGE("rays[1]");
+    KilnAabb inverted = {box.max, box.min};
+    CHECK_STATUS(kiln_terrain_query_triangles(terrain, runtime, &inverted, NULL, 0, &triangles),
+                 KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("min <= max");
+    CHECK_STATUS(kiln_terrain_query_triangles(terrain, runtime, &box, NULL, 4, &triangles), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_terrain_get_mesh_cache_stats(terrain, NULL), KILN_ERROR_NULL_POINTER);
     CHECK_STATUS(kiln_terrain_destroy(compact), KILN_OK);
     CHECK_STATUS(kiln_terrain_ray_cast(compact, &down, 1.0f, &hit), KILN_ERROR_INVALID_HANDLE);
 

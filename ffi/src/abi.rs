@@ -151,6 +151,42 @@ pub(crate) fn non_null<T>(ptr: *const T, name: &str) -> Result<*const T, Error> 
     }
 }
 
+/// A caller-allocated output array of `capacity` entries that a query fills in order:
+/// entries past the capacity are counted but not written, so a call with capacity 0
+/// sizes the array (the `*_count` convention of the list functions).
+pub(crate) struct CountedOut<T> {
+    ptr: *mut T,
+    capacity: u32,
+    count: u32,
+}
+
+impl<T> CountedOut<T> {
+    /// Checks `ptr` (NULL is allowed only with capacity 0).
+    ///
+    /// # Safety
+    /// `ptr` is NULL or writable for `capacity` entries for the writer's lifetime.
+    pub(crate) unsafe fn new(ptr: *mut T, capacity: u32, name: &str) -> Result<CountedOut<T>, Error> {
+        if capacity > 0 {
+            non_null(ptr, name)?;
+        }
+        Ok(CountedOut { ptr, capacity, count: 0 })
+    }
+
+    /// Writes `entry` if it fits, and counts it either way.
+    pub(crate) fn push(&mut self, entry: T) {
+        if self.count < self.capacity {
+            // SAFETY: `count < capacity` entries are writable (the contract of `new`).
+            unsafe { self.ptr.add(self.count as usize).write(entry) };
+        }
+        self.count = self.count.saturating_add(1);
+    }
+
+    /// Entries pushed, written or not.
+    pub(crate) fn count(&self) -> u32 {
+        self.count
+    }
+}
+
 /// The library version as `(major << 16) | (minor << 8) | patch`.
 #[no_mangle]
 pub extern "C" fn kiln_version() -> u32 {

@@ -8,7 +8,7 @@ use kiln_core::math::{Aabb, IVec3, Vec3};
 use kiln_core::spatial::MeshMode;
 use kiln_core::terrain::{generate_hills, Material, Terrain, DEFAULT_CACHE_BUDGET};
 
-use crate::abi::{ffi_call, non_null, read_def, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
+use crate::abi::{ffi_call, non_null, read_def, CountedOut, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
 use crate::handles::HandleTable;
 use crate::runtime::{with_runtime, KilnRuntimeId};
 
@@ -138,6 +138,10 @@ pub(crate) fn with_terrain<R>(id: KilnTerrainId, f: impl FnOnce(&mut Terrain) ->
 
 pub(crate) fn ivec(v: KilnInt3) -> IVec3 {
     IVec3::new(v.x, v.y, v.z)
+}
+
+pub(crate) fn kint(v: IVec3) -> KilnInt3 {
+    KilnInt3 { x: v.x, y: v.y, z: v.z }
 }
 
 /// Reads and checks a box argument.
@@ -375,24 +379,17 @@ pub unsafe extern "C" fn kiln_terrain_overlap_chunks(
     ffi_call("kiln_terrain_overlap_chunks", || {
         let aabb = read_aabb(aabb, "aabb")?;
         let out_count = non_null(out_count, "out_count")?;
-        if capacity > 0 {
-            non_null(out_chunks, "out_chunks")?;
-        }
+        // SAFETY: writable for `capacity` entries per the contract.
+        let mut out = unsafe { CountedOut::new(out_chunks, capacity, "out_chunks")? };
         let count = with_terrain(terrain, |t| {
-            let mut count = 0u32;
             t.for_each_overlap(&aabb, |chunk, o| {
-                if count < capacity {
-                    let entry = KilnChunkOverlap {
-                        chunk: KilnInt3 { x: chunk.x, y: chunk.y, z: chunk.z },
-                        overlap: KilnTerrainOverlap { solid: o.solid, water: o.water },
-                    };
-                    // SAFETY: `count < capacity` entries are writable per the contract.
-                    unsafe { out_chunks.add(count as usize).write(entry) };
-                }
-                count = count.saturating_add(1);
+                out.push(KilnChunkOverlap {
+                    chunk: kint(chunk),
+                    overlap: KilnTerrainOverlap { solid: o.solid, water: o.water },
+                });
                 true
             });
-            Ok(count)
+            Ok(out.count())
         })?;
         // SAFETY: non-null and writable per the contract.
         unsafe { out_count.cast_mut().write(count) };

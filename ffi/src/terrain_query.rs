@@ -4,9 +4,9 @@
 use kiln_core::math::{Ray, Vec3};
 use kiln_core::terrain::TerrainHit;
 
-use crate::abi::{ffi_call, non_null, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
+use crate::abi::{ffi_call, non_null, CountedOut, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
 use crate::runtime::KilnRuntimeId;
-use crate::terrain::{on_runtime, read_aabb, with_terrain, KilnAabb, KilnInt3, KilnTerrainId, KilnVec3};
+use crate::terrain::{kint, on_runtime, read_aabb, with_terrain, KilnAabb, KilnInt3, KilnTerrainId, KilnVec3};
 
 /// A ray: `origin + distance * normalize(direction)`.
 #[repr(C)]
@@ -116,7 +116,7 @@ fn to_c(hit: Option<TerrainHit>) -> KilnTerrainRayHit {
             distance: h.t,
             point: kvec(h.point),
             normal: kvec(h.normal),
-            chunk: KilnInt3 { x: h.chunk.x, y: h.chunk.y, z: h.chunk.z },
+            chunk: kint(h.chunk),
             triangle: h.triangle,
         },
     }
@@ -219,27 +219,20 @@ pub unsafe extern "C" fn kiln_terrain_query_triangles(
     ffi_call("kiln_terrain_query_triangles", || {
         let aabb = read_aabb(aabb, "aabb")?;
         let out_count = non_null(out_count, "out_count")?;
-        if capacity > 0 {
-            non_null(out_triangles, "out_triangles")?;
-        }
+        // SAFETY: writable for `capacity` entries per the contract.
+        let mut out = unsafe { CountedOut::new(out_triangles, capacity, "out_triangles")? };
         let count = on_runtime(runtime, |jobs| {
             with_terrain(terrain, |t| {
-                let mut count = 0u32;
                 t.query_triangles(&aabb, jobs, |tri| {
-                    if count < capacity {
-                        let entry = KilnTerrainTriangle {
-                            vertices: tri.vertices.map(kvec),
-                            chunk: KilnInt3 { x: tri.chunk.x, y: tri.chunk.y, z: tri.chunk.z },
-                            index: tri.index,
-                            material: tri.material.0,
-                        };
-                        // SAFETY: `count < capacity` entries are writable per the contract.
-                        unsafe { out_triangles.add(count as usize).write(entry) };
-                    }
-                    count = count.saturating_add(1);
+                    out.push(KilnTerrainTriangle {
+                        vertices: tri.vertices.map(kvec),
+                        chunk: kint(tri.chunk),
+                        index: tri.index,
+                        material: tri.material.0,
+                    });
                     true
                 });
-                Ok(count)
+                Ok(out.count())
             })
         })?;
         // SAFETY: non-null and writable per the contract.

@@ -183,8 +183,7 @@ impl Terrain {
     /// touch, before reading them with [`Terrain::chunk_mesh`].
     pub fn prepare_meshes(&mut self, coords: &[IVec3], jobs: Jobs) {
         self.meshes.begin_round();
-        let mut needed: Vec<IVec3> = coords.iter().copied().filter(|&c| self.may_have_triangles(c)).collect();
-        needed.retain(|&c| !self.meshes.contains(c));
+        let needed: Vec<IVec3> = coords.iter().copied().filter(|&c| self.may_have_triangles(c)).collect();
         self.meshes.build(&self.voxels, self.voxel_size, &needed, jobs);
     }
 
