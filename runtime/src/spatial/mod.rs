@@ -1,8 +1,9 @@
 //! Spatial structures: the dynamic AABB tree over bodies, the body broadphase, and
-//! the loose kD tree over triangle meshes.
+//! the loose kD tree over triangle meshes, and octrees for editor picking.
 
 mod broadphase;
 mod kdtree;
+pub mod octree;
 mod tree;
 mod tree_build;
 mod tree_query;

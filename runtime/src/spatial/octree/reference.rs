@@ -1,0 +1,136 @@
+//! Reference pickers for tests and benches.
+//!
+//! - [`pick_brute_force`] expands every solid leaf of every octree to a box and
+//!   intersects them all: obviously right, the oracle of the tests.
+//! - [`pick_linear_scan`] is Inexor's approach (`shared/reference/002_...`): a loop
+//!   over all octrees with a bounding-sphere test then a box test, and at every octant
+//!   a box test of all 8 children. Inexor descends into the one child nearest the
+//!   camera by centre distance, which misses hits when that child holds none along
+//!   the ray and does not handle overlapping octrees; here the hit children are
+//!   visited in entry order with backtracking and every octree is searched, so it
+//!   gives the right answer at the reference's cost structure.
+//!
+//! Both use the exactness rules of `pick.rs` (the same planes, parameters and
+//! half-open cubes) so their results equal the traversal's bit for bit.
+
+use super::pick::{entry_axis, CubeHit, OctreeHit, PickRay};
+use super::set::OctreeId;
+use super::{block_of, Cube, Octree, OctreeSet, EMPTY, OCTREE_MAX_DEPTH};
+
+impl Octree {
+    /// The per-axis entry and exit parameters of the cube `(k, depth)`.
+    pub(crate) fn cube_slabs(&self, ray: &PickRay, k: [u32; 3], depth: u32) -> ([f32; 3], [f32; 3]) {
+        let slabs: [(f32, f32); 3] =
+            std::array::from_fn(|a| ray.slab(a, self.plane(a, k[a], depth), self.plane(a, k[a] + 1, depth)));
+        (slabs.map(|s| s.0), slabs.map(|s| s.1))
+    }
+
+    /// The hit on the cube `(k, depth)` alone: entered at `0 <= t <= max_t`.
+    fn cube_hit(&self, ray: &PickRay, k: [u32; 3], depth: u32, max_t: f32) -> Option<CubeHit> {
+        let (t0, t1) = self.cube_slabs(ray, k, depth);
+        let enter = t0[0].max(t0[1]).max(t0[2]);
+        let exit = t1[0].min(t1[1]).min(t1[2]);
+        (enter < exit && enter >= 0.0 && enter <= max_t).then(|| CubeHit {
+            t: enter,
+            axis: entry_axis(&t0),
+            cube: Cube { depth: depth as u8, k },
+        })
+    }
+}
+
+fn child_k(k: [u32; 3], child: usize) -> [u32; 3] {
+    std::array::from_fn(|a| 2 * k[a] + (child as u32 >> a & 1))
+}
+
+/// Keeps the closest of two candidate hits; ties go to the older octree.
+fn closer(best: &mut Option<(f32, u64, OctreeId, CubeHit)>, candidate: (f32, u64, OctreeId, CubeHit)) {
+    if best.is_none_or(|b| (candidate.0, candidate.1) < (b.0, b.1)) {
+        *best = Some(candidate);
+    }
+}
+
+fn finish(
+    set: &OctreeSet,
+    ray: &PickRay,
+    best: Option<(f32, u64, OctreeId, CubeHit)>,
+) -> Option<(OctreeId, OctreeHit)> {
+    let (_, _, id, hit) = best?;
+    Some((id, set.get(id).expect("live").describe(ray, &hit)))
+}
+
+/// Every solid leaf (and every octant at `max_depth`) of every octree as a box.
+pub fn pick_brute_force(set: &OctreeSet, ray: &PickRay, max_t: f32, max_depth: u32) -> Option<(OctreeId, OctreeHit)> {
+    let max_depth = max_depth.min(OCTREE_MAX_DEPTH as u32);
+    let mut best = None;
+    for (id, entry) in set.entries() {
+        let octree = &entry.octree;
+        let mut stack = vec![(0usize, [0u32; 3], 0u32)];
+        while let Some((node, k, depth)) = stack.pop() {
+            let word = octree.word(node);
+            match block_of(word) {
+                _ if word == EMPTY => {}
+                Some(block) if depth < max_depth => {
+                    stack.extend((0..8).map(|c| (block + c, child_k(k, c), depth + 1)));
+                }
+                _ => {
+                    if let Some(hit) = octree.cube_hit(ray, k, depth, max_t) {
+                        closer(&mut best, (hit.t, entry.serial, id, hit));
+                    }
+                }
+            }
+        }
+    }
+    finish(set, ray, best)
+}
+
+/// Inexor's linear scan with all-children tests, made exact (see the module doc).
+pub fn pick_linear_scan(set: &OctreeSet, ray: &PickRay, max_t: f32, max_depth: u32) -> Option<(OctreeId, OctreeHit)> {
+    let max_depth = max_depth.min(OCTREE_MAX_DEPTH as u32);
+    let mut best = None;
+    for (id, entry) in set.entries() {
+        let octree = &entry.octree;
+        // Bounding sphere first, as the reference does.
+        let bounds = octree.bounds();
+        let to_center = bounds.center() - ray.origin;
+        let radius = 0.5 * bounds.extents().length() * 1.001; // slack for rounding
+        let along = to_center.dot(ray.dir);
+        if to_center.length_squared() - along * along > radius * radius {
+            continue; // the ray's line misses the sphere
+        }
+        let limit = best.map_or(max_t, |b: (f32, u64, OctreeId, CubeHit)| b.0);
+        if let Some(hit) = descend(octree, ray, limit, max_depth) {
+            closer(&mut best, (hit.t, entry.serial, id, hit));
+        }
+    }
+    finish(set, ray, best)
+}
+
+/// Depth-first over children hit by the ray, all 8 tested per octant, nearest
+/// first; the first solid cube entered at `t >= 0` is the closest in this octree.
+fn descend(octree: &Octree, ray: &PickRay, max_t: f32, max_depth: u32) -> Option<CubeHit> {
+    let touches = |k: [u32; 3], depth: u32| {
+        let (t0, t1) = octree.cube_slabs(ray, k, depth);
+        let (enter, exit) = (t0[0].max(t0[1]).max(t0[2]), t1[0].min(t1[1]).min(t1[2]));
+        (enter < exit && exit > 0.0 && enter <= max_t).then_some(enter)
+    };
+    touches([0; 3], 0)?;
+    let mut stack = vec![(0usize, [0u32; 3], 0u32)];
+    while let Some((node, k, depth)) = stack.pop() {
+        let word = octree.word(node);
+        match block_of(word) {
+            _ if word == EMPTY => {}
+            Some(block) if depth < max_depth => {
+                let mut hit: Vec<(f32, usize)> =
+                    (0..8).filter_map(|c| touches(child_k(k, c), depth + 1).map(|t| (t, c))).collect();
+                hit.sort_by(|a, b| b.0.total_cmp(&a.0)); // far first: the stack pops near first
+                stack.extend(hit.into_iter().map(|(_, c)| (block + c, child_k(k, c), depth + 1)));
+            }
+            _ => {
+                if let Some(hit) = octree.cube_hit(ray, k, depth, max_t) {
+                    return Some(hit);
+                }
+            }
+        }
+    }
+    None
+}
