@@ -63,7 +63,7 @@ pub use pick::{
     Cube, CubeHit, OctreeHit, PickRay, CORNERS_ON_FACE, EDGES_ON_FACE, EDGE_MIDPOINTS, FACE_BACK, FACE_BOTTOM,
     FACE_FRONT, FACE_LEFT, FACE_NAMES, FACE_NORMALS, FACE_RIGHT, FACE_TOP,
 };
-pub use reference::{pick_brute_force, pick_linear_scan};
+pub use reference::{pick_brute_force, pick_linear_scan, BruteForce};
 pub use set::{OctreeId, OctreeSet};
 
 /// Deepest cube level: paths hold at most this many child indices.

@@ -1,6 +1,6 @@
 //! Reference pickers for tests and benches.
 //!
-//! - [`pick_brute_force`] expands every solid leaf of every octree to a box and
+//! - [`BruteForce`] expands every solid leaf of every octree to a box and
 //!   intersects them all: obviously right, the oracle of the tests.
 //! - [`pick_linear_scan`] is Inexor's approach (`shared/reference/002_...`): a loop
 //!   over all octrees with a bounding-sphere test then a box test, and at every octant
@@ -16,6 +16,7 @@
 use super::pick::{entry_axis, CubeHit, OctreeHit, PickRay};
 use super::set::OctreeId;
 use super::{block_of, Cube, Octree, OctreeSet, EMPTY, OCTREE_MAX_DEPTH};
+use crate::math::Aabb;
 
 impl Octree {
     /// The per-axis entry and exit parameters of the cube `(k, depth)`.
@@ -26,7 +27,7 @@ impl Octree {
     }
 
     /// The hit on the cube `(k, depth)` alone: entered at `0 <= t <= max_t`.
-    fn cube_hit(&self, ray: &PickRay, k: [u32; 3], depth: u32, max_t: f32) -> Option<CubeHit> {
+    pub(crate) fn cube_hit(&self, ray: &PickRay, k: [u32; 3], depth: u32, max_t: f32) -> Option<CubeHit> {
         let (t0, t1) = self.cube_slabs(ray, k, depth);
         let enter = t0[0].max(t0[1]).max(t0[2]);
         let exit = t1[0].min(t1[1]).min(t1[2]);
@@ -58,29 +59,64 @@ fn finish(
     Some((id, set.get(id).expect("live").describe(ray, &hit)))
 }
 
-/// Every solid leaf (and every octant at `max_depth`) of every octree as a box.
-pub fn pick_brute_force(set: &OctreeSet, ray: &PickRay, max_t: f32, max_depth: u32) -> Option<(OctreeId, OctreeHit)> {
-    let max_depth = max_depth.min(OCTREE_MAX_DEPTH as u32);
-    let mut best = None;
-    for (id, entry) in set.entries() {
-        let octree = &entry.octree;
-        let mut stack = vec![(0usize, [0u32; 3], 0u32)];
-        while let Some((node, k, depth)) = stack.pop() {
-            let word = octree.word(node);
-            match block_of(word) {
-                _ if word == EMPTY => {}
-                Some(block) if depth < max_depth => {
-                    stack.extend((0..8).map(|c| (block + c, child_k(k, c), depth + 1)));
-                }
-                _ => {
-                    if let Some(hit) = octree.cube_hit(ray, k, depth, max_t) {
-                        closer(&mut best, (hit.t, entry.serial, id, hit));
+/// Every solid leaf (and every octant at the grid depth) of every octree as a box,
+/// expanded once; [`BruteForce::pick`] intersects them all.
+pub struct BruteForce {
+    /// Box (its planes exactly as [`Octree::plane`] gives them), octree serial, id
+    /// and cube.
+    leaves: Vec<(Aabb, u64, OctreeId, Cube)>,
+}
+
+impl BruteForce {
+    /// Expands the solid cubes of `set` for picks limited to `max_depth`.
+    pub fn new(set: &OctreeSet, max_depth: u32) -> BruteForce {
+        let max_depth = max_depth.min(OCTREE_MAX_DEPTH as u32);
+        let mut leaves = Vec::new();
+        for (id, entry) in set.entries() {
+            let octree = &entry.octree;
+            let mut stack = vec![(0usize, [0u32; 3], 0u32)];
+            while let Some((node, k, depth)) = stack.pop() {
+                let word = octree.word(node);
+                match block_of(word) {
+                    _ if word == EMPTY => {}
+                    Some(block) if depth < max_depth => {
+                        stack.extend((0..8).map(|c| (block + c, child_k(k, c), depth + 1)));
                     }
+                    _ => leaves.push((octree.cube_box(k, depth), entry.serial, id, Cube { depth: depth as u8, k })),
                 }
             }
         }
+        BruteForce { leaves }
     }
-    finish(set, ray, best)
+
+    /// Boxes held.
+    pub fn len(&self) -> usize {
+        self.leaves.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.leaves.is_empty()
+    }
+
+    /// The closest box entered at `0 <= t <= max_t` (ties to the older octree).
+    pub fn pick(&self, set: &OctreeSet, ray: &PickRay, max_t: f32) -> Option<(OctreeId, OctreeHit)> {
+        let mut best = None;
+        for &(b, serial, id, cube) in &self.leaves {
+            let slabs: [(f32, f32); 3] = std::array::from_fn(|a| ray.slab(a, b.min[a], b.max[a]));
+            let (t0, t1) = (slabs.map(|s| s.0), slabs.map(|s| s.1));
+            let enter = t0[0].max(t0[1]).max(t0[2]);
+            let exit = t1[0].min(t1[1]).min(t1[2]);
+            if enter < exit && enter >= 0.0 && enter <= max_t {
+                closer(&mut best, (enter, serial, id, CubeHit { t: enter, axis: entry_axis(&t0), cube }));
+            }
+        }
+        finish(set, ray, best)
+    }
+}
+
+/// [`BruteForce`] built for one pick.
+pub fn pick_brute_force(set: &OctreeSet, ray: &PickRay, max_t: f32, max_depth: u32) -> Option<(OctreeId, OctreeHit)> {
+    BruteForce::new(set, max_depth).pick(set, ray, max_t)
 }
 
 /// Inexor's linear scan with all-children tests, made exact (see the module doc).
