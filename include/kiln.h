@@ -40,6 +40,57 @@
 #define KILN_VERSION_PATCH 0
 
 /**
+ * Most child indices in a cube path (the deepest cube level).
+ */
+#define KILN_OCTREE_MAX_DEPTH 16
+
+/**
+ * An empty cube.
+ */
+#define KILN_CUBE_EMPTY 0
+
+/**
+ * A solid cube.
+ */
+#define KILN_CUBE_SOLID 1
+
+/**
+ * A cube split into 8 children (child `i` takes the upper half along x for bit 0 of
+ * `i`, along y for bit 1, along z for bit 2).
+ */
+#define KILN_CUBE_OCTANT 2
+
+/**
+ * Face on the -x side.
+ */
+#define KILN_FACE_LEFT 0
+
+/**
+ * Face on the +x side.
+ */
+#define KILN_FACE_RIGHT 1
+
+/**
+ * Face on the +z side.
+ */
+#define KILN_FACE_FRONT 2
+
+/**
+ * Face on the -z side.
+ */
+#define KILN_FACE_BACK 3
+
+/**
+ * Face on the +y side (up).
+ */
+#define KILN_FACE_TOP 4
+
+/**
+ * Face on the -y side.
+ */
+#define KILN_FACE_BOTTOM 5
+
+/**
  * Log level: a call failed or a pass failed.
  */
 #define KILN_LOG_ERROR 0
@@ -202,6 +253,205 @@ typedef struct KilnAllocator {
 } KilnAllocator;
 
 /**
+ * Handle to a set of octrees. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnOctreeSetId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed set's handles no longer match.
+     */
+    uint32_t generation;
+} KilnOctreeSetId;
+
+/**
+ * A 3D vector of floats.
+ */
+typedef struct KilnVec3 {
+    /**
+     * X.
+     */
+    float x;
+    /**
+     * Y (up).
+     */
+    float y;
+    /**
+     * Z.
+     */
+    float z;
+} KilnVec3;
+
+/**
+ * Octree creation parameters. Initialise with `kiln_default_octree_def()`.
+ */
+typedef struct KilnOctreeDef {
+    /**
+     * `sizeof(KilnOctreeDef)`, set by `kiln_default_octree_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * Lowest corner of the root cube (finite). Default 0.
+     */
+    struct KilnVec3 position;
+    /**
+     * Edge length of the root cube (finite, > 0; `position + size` finite). Default 1.
+     */
+    float size;
+} KilnOctreeDef;
+
+/**
+ * Handle to an octree inside a set. `{0, 0, 0}` is the null handle.
+ */
+typedef struct KilnOctreeId {
+    /**
+     * Slot index in the set plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed octree's handles no longer match.
+     */
+    uint32_t generation;
+    /**
+     * Serial number of the owning set, so an id from another set is refused.
+     */
+    uint32_t owner;
+} KilnOctreeId;
+
+/**
+ * An axis-aligned box; valid when finite and `min <= max` on every axis.
+ */
+typedef struct KilnAabb {
+    /**
+     * Lower corner.
+     */
+    struct KilnVec3 min;
+    /**
+     * Upper corner.
+     */
+    struct KilnVec3 max;
+} KilnAabb;
+
+/**
+ * Figures of one octree.
+ */
+typedef struct KilnOctreeInfo {
+    /**
+     * Lowest corner of the root cube.
+     */
+    struct KilnVec3 position;
+    /**
+     * Edge length of the root cube.
+     */
+    float size;
+    /**
+     * Whether any cube is solid; `solid_bounds` is all zero when not.
+     */
+    bool has_solid;
+    /**
+     * Union of the solid cubes.
+     */
+    struct KilnAabb solid_bounds;
+    /**
+     * Cubes stored (root plus 8 per octant).
+     */
+    uint32_t cube_count;
+    /**
+     * Bytes `kiln_octree_save` writes.
+     */
+    uint32_t description_bytes;
+} KilnOctreeInfo;
+
+/**
+ * A ray: `origin + distance * normalize(direction)`.
+ */
+typedef struct KilnRay {
+    /**
+     * Start point (finite).
+     */
+    struct KilnVec3 origin;
+    /**
+     * Direction (finite, not zero; need not be unit length).
+     */
+    struct KilnVec3 direction;
+} KilnRay;
+
+/**
+ * The result of a pick: the closest solid cube under the ray, over all octrees of
+ * the set, as an editor needs it.
+ */
+typedef struct KilnOctreePick {
+    /**
+     * Whether the ray hit; every other field is zero when it did not.
+     */
+    bool hit;
+    /**
+     * The octree holding the cube.
+     */
+    struct KilnOctreeId octree;
+    /**
+     * Depth of the cube (0 is the root); `path[0..depth]` are its child indices.
+     */
+    uint32_t depth;
+    /**
+     * Child indices from the root to the cube.
+     */
+    uint8_t path[16];
+    /**
+     * The face the ray enters through (`KILN_FACE_*`).
+     */
+    uint32_t face;
+    /**
+     * Corner of that face nearest the hit point: bit 0 upper x, bit 1 upper y, bit
+     * 2 upper z.
+     */
+    uint32_t corner;
+    /**
+     * Edge of that face whose midpoint is nearest the hit point, numbered 0-11:
+     * 0-3 the left face's (top, front, bottom, back), 4-7 the right face's in the
+     * same order, 8-11 the edges along x (bottom-front, bottom-back, top-back,
+     * top-front).
+     */
+    uint32_t edge;
+    /**
+     * Distance from the ray origin in world units.
+     */
+    float distance;
+    /**
+     * Where the ray meets the face.
+     */
+    struct KilnVec3 point;
+    /**
+     * Outward unit normal of the face.
+     */
+    struct KilnVec3 normal;
+    /**
+     * Position of `corner`.
+     */
+    struct KilnVec3 corner_point;
+    /**
+     * The cube's box.
+     */
+    struct KilnAabb cube;
+} KilnOctreePick;
+
+/**
+ * Handle to a runtime. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnRuntimeId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed runtime's handles no longer match.
+     */
+    uint32_t generation;
+} KilnRuntimeId;
+
+/**
  * A task Kiln hands to the host: call it with disjoint ranges covering
  * `[0, item_count)`, each item exactly once, passing `task_context` through.
  */
@@ -275,20 +525,6 @@ typedef struct KilnRuntimeDef {
      */
     uint32_t log_level;
 } KilnRuntimeDef;
-
-/**
- * Handle to a runtime. `{0, 0}` is the null handle. Pass by value.
- */
-typedef struct KilnRuntimeId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed runtime's handles no longer match.
-     */
-    uint32_t generation;
-} KilnRuntimeId;
 
 /**
  * Handle to a resource of a runtime's frame graph.
@@ -515,38 +751,6 @@ typedef struct KilnInt3 {
 } KilnInt3;
 
 /**
- * A 3D vector of floats.
- */
-typedef struct KilnVec3 {
-    /**
-     * X.
-     */
-    float x;
-    /**
-     * Y (up).
-     */
-    float y;
-    /**
-     * Z.
-     */
-    float z;
-} KilnVec3;
-
-/**
- * An axis-aligned box; valid when finite and `min <= max` on every axis.
- */
-typedef struct KilnAabb {
-    /**
-     * Lower corner.
-     */
-    struct KilnVec3 min;
-    /**
-     * Upper corner.
-     */
-    struct KilnVec3 max;
-} KilnAabb;
-
-/**
  * What a box touches in the terrain's broadphase masks.
  */
 typedef struct KilnTerrainOverlap {
@@ -599,20 +803,6 @@ typedef struct KilnTerrainStats {
      */
     uint64_t mask_bytes;
 } KilnTerrainStats;
-
-/**
- * A ray: `origin + distance * normalize(direction)`.
- */
-typedef struct KilnRay {
-    /**
-     * Start point (finite).
-     */
-    struct KilnVec3 origin;
-    /**
-     * Direction (finite, not zero; need not be unit length).
-     */
-    struct KilnVec3 direction;
-} KilnRay;
 
 /**
  * The closest hit of a ray on the terrain surface.
@@ -823,6 +1013,167 @@ const char *kiln_status_name(KilnStatus status);
  * callable, from any thread, until the process exits.
  */
 KilnStatus kiln_set_allocator(const struct KilnAllocator *allocator);
+
+/**
+ * Creates an empty set of octrees and writes its handle to `out_set`.
+ *
+ * # Safety
+ * `out_set` is NULL or valid for writing.
+ */
+KilnStatus kiln_octree_set_create(struct KilnOctreeSetId *out_set);
+
+/**
+ * Destroys a set and every octree in it; its handle and its octrees' handles
+ * become invalid.
+ */
+KilnStatus kiln_octree_set_destroy(struct KilnOctreeSetId set);
+
+/**
+ * Whether `set` refers to a live set of octrees.
+ */
+bool kiln_octree_set_is_valid(struct KilnOctreeSetId set);
+
+/**
+ * A `KilnOctreeDef` with defaults (a 1-unit cube at the origin).
+ */
+struct KilnOctreeDef kiln_default_octree_def(void);
+
+/**
+ * Adds an empty octree to `set` and writes its handle to `out_octree`. Octrees may
+ * overlap or nest.
+ *
+ * # Safety
+ * `def` is NULL or readable; `out_octree` is NULL or writable.
+ */
+KilnStatus kiln_octree_create(struct KilnOctreeSetId set,
+                              const struct KilnOctreeDef *def,
+                              struct KilnOctreeId *out_octree);
+
+/**
+ * Removes an octree from its set; its handle becomes invalid.
+ */
+KilnStatus kiln_octree_destroy(struct KilnOctreeSetId set, struct KilnOctreeId octree);
+
+/**
+ * Makes the cube at `path` (`depth` child indices 0-7, at most
+ * `KILN_OCTREE_MAX_DEPTH`) empty (`KILN_CUBE_EMPTY`) or solid (`KILN_CUBE_SOLID`),
+ * splitting any cube on the way into 8 copies of itself and dropping whatever was
+ * inside the cube. Octants whose children all become empty collapse to empty.
+ *
+ * # Safety
+ * `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is 0).
+ */
+KilnStatus kiln_octree_set_cube(struct KilnOctreeSetId set,
+                                struct KilnOctreeId octree,
+                                const uint8_t *path,
+                                uint32_t depth,
+                                uint32_t kind);
+
+/**
+ * Splits the solid cube at `path` into 8 solid children, so they can be edited one
+ * by one. Fails with `KILN_ERROR_INVALID_ARGUMENT` when the cube is not solid or is
+ * already at `KILN_OCTREE_MAX_DEPTH`.
+ *
+ * # Safety
+ * `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is 0).
+ */
+KilnStatus kiln_octree_subdivide(struct KilnOctreeSetId set,
+                                 struct KilnOctreeId octree,
+                                 const uint8_t *path,
+                                 uint32_t depth);
+
+/**
+ * Writes the kind (`KILN_CUBE_*`) of the cube at `path` to `out_kind`; a path that
+ * runs past a leaf gives that leaf's kind (a cube inside a solid cube is solid).
+ *
+ * # Safety
+ * `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is 0);
+ * `out_kind` is NULL or writable.
+ */
+KilnStatus kiln_octree_get_cube(struct KilnOctreeSetId set,
+                                struct KilnOctreeId octree,
+                                const uint8_t *path,
+                                uint32_t depth,
+                                uint32_t *out_kind);
+
+/**
+ * Replaces an octree's cubes with a compact description: two bits per cube in
+ * pre-order (a cube, then its 8 children if it is an octant), `0` empty, `1` solid,
+ * `2` octant, packed four to a byte from the low bits up, unused bits of the last
+ * byte zero. Example: a solid cube split once is `{0x56, 0x55, 0x01}`. A malformed
+ * description (truncated, code 3, too deep, trailing data) fails with
+ * `KILN_ERROR_INVALID_ARGUMENT` and leaves the octree unchanged.
+ *
+ * # Safety
+ * `bytes` is readable for `byte_count` bytes (NULL allowed when `byte_count` is 0).
+ */
+KilnStatus kiln_octree_load(struct KilnOctreeSetId set,
+                            struct KilnOctreeId octree,
+                            const uint8_t *bytes,
+                            uint64_t byte_count);
+
+/**
+ * Writes an octree's compact description (see `kiln_octree_load`): up to
+ * `capacity` bytes to `out_bytes` (NULL allowed when `capacity` is 0) and the full
+ * length to `out_count`, so a call with capacity 0 sizes the buffer.
+ *
+ * # Safety
+ * `out_bytes` is NULL or writable for `capacity` bytes; `out_count` is NULL or writable.
+ */
+KilnStatus kiln_octree_save(struct KilnOctreeSetId set,
+                            struct KilnOctreeId octree,
+                            uint8_t *out_bytes,
+                            uint32_t capacity,
+                            uint32_t *out_count);
+
+/**
+ * Writes an octree's figures to `out_info`.
+ *
+ * # Safety
+ * `out_info` is NULL or writable.
+ */
+KilnStatus kiln_octree_get_info(struct KilnOctreeSetId set,
+                                struct KilnOctreeId octree,
+                                struct KilnOctreeInfo *out_info);
+
+/**
+ * Picks the closest solid cube under `ray` within `max_distance` over every octree
+ * of the set and writes it to `out_pick` (`hit` false when there is none). A cube is
+ * hit where the ray enters it at distance >= 0: a ray starting inside a solid cube
+ * looks out of it. `max_depth` (0 to `KILN_OCTREE_MAX_DEPTH`) is the editor's grid:
+ * descent stops there and an octant at that depth counts as solid. Cubes are
+ * half-open (they hold their lower faces), so a ray running exactly along a face
+ * between cubes picks the upper one; on an exact tie between overlapping octrees the
+ * one created first wins.
+ *
+ * # Safety
+ * `ray` is NULL or readable; `out_pick` is NULL or writable.
+ */
+KilnStatus kiln_octree_pick(struct KilnOctreeSetId set,
+                            const struct KilnRay *ray,
+                            float max_distance,
+                            uint32_t max_depth,
+                            struct KilnOctreePick *out_pick);
+
+/**
+ * Picks for `count` rays as parallel jobs on `runtime`'s workers (the null handle
+ * `{0, 0}` runs them on the calling thread) and writes ray `i`'s result to
+ * `out_picks[i]`, as `kiln_octree_pick` would. Results do not depend on the worker
+ * count. Every ray is checked first: one bad ray fails the call (naming its index)
+ * and writes nothing. `count` 0 does nothing (NULL arrays allowed). Must not be
+ * called from inside one of the runtime's passes.
+ *
+ * # Safety
+ * `rays` is readable and `out_picks` writable for `count` entries (or NULL when
+ * `count` is 0).
+ */
+KilnStatus kiln_octree_pick_batch(struct KilnOctreeSetId set,
+                                  struct KilnRuntimeId runtime,
+                                  const struct KilnRay *rays,
+                                  uint32_t count,
+                                  float max_distance,
+                                  uint32_t max_depth,
+                                  struct KilnOctreePick *out_picks);
 
 /**
  * A `KilnRuntimeDef` with defaults: Kiln's own pool sized to the machine, no host

@@ -107,13 +107,14 @@ fn octree_pick(c: &mut Criterion) {
     });
     group.bench_function("linear_scan", |b| {
         b.iter(|| {
-            rays.iter().filter_map(|r| pick_linear_scan(&set, r, f32::INFINITY, depth)).map(|h| h.1.distance).sum::<f32>()
+            rays.iter()
+                .filter_map(|r| pick_linear_scan(&set, r, f32::INFINITY, depth))
+                .map(|h| h.1.distance)
+                .sum::<f32>()
         })
     });
     group.bench_function("brute_force", |b| {
-        b.iter(|| {
-            rays.iter().filter_map(|r| boxes.pick(&set, r, f32::INFINITY)).map(|h| h.1.distance).sum::<f32>()
-        })
+        b.iter(|| rays.iter().filter_map(|r| boxes.pick(&set, r, f32::INFINITY)).map(|h| h.1.distance).sum::<f32>())
     });
     group.finish();
 }
