@@ -196,6 +196,12 @@ struct Frame {
 /// Each octant pushes at most 4 children and pops itself: 3 more per level.
 const STACK_SIZE: usize = 3 * OCTREE_MAX_DEPTH + 2;
 
+/// The ray's interval `(enter, exit)` in a box from its per-axis slab parameters.
+#[inline]
+pub(crate) fn interval(t0: &[f32; 3], t1: &[f32; 3]) -> (f32, f32) {
+    (t0[0].max(t0[1]).max(t0[2]), t1[0].min(t1[1]).min(t1[2]))
+}
+
 /// The entry axis: the largest entry parameter, lowest axis on ties.
 pub(crate) fn entry_axis(t0: &[f32; 3]) -> u8 {
     let mut axis = 0;
@@ -225,8 +231,7 @@ impl Octree {
         while top > 0 {
             top -= 1;
             let f = stack[top];
-            let enter = f.t0[0].max(f.t0[1]).max(f.t0[2]);
-            let exit = f.t1[0].min(f.t1[1]).min(f.t1[2]);
+            let (enter, exit) = interval(&f.t0, &f.t1);
             // Empty interval (missed or only touched; parameters are never NaN) or
             // entirely behind the origin.
             if enter >= exit || exit <= 0.0 {

@@ -13,7 +13,7 @@
 //! Both use the exactness rules of `pick.rs` (the same planes, parameters and
 //! half-open cubes) so their results equal the traversal's bit for bit.
 
-use super::pick::{entry_axis, CubeHit, OctreeHit, PickRay};
+use super::pick::{entry_axis, interval, CubeHit, OctreeHit, PickRay};
 use super::set::OctreeId;
 use super::{block_of, Cube, Octree, OctreeSet, EMPTY, OCTREE_MAX_DEPTH};
 use crate::math::Aabb;
@@ -28,15 +28,17 @@ impl Octree {
 
     /// The hit on the cube `(k, depth)` alone: entered at `0 <= t <= max_t`.
     pub(crate) fn cube_hit(&self, ray: &PickRay, k: [u32; 3], depth: u32, max_t: f32) -> Option<CubeHit> {
-        let (t0, t1) = self.cube_slabs(ray, k, depth);
-        let enter = t0[0].max(t0[1]).max(t0[2]);
-        let exit = t1[0].min(t1[1]).min(t1[2]);
-        (enter < exit && enter >= 0.0 && enter <= max_t).then(|| CubeHit {
-            t: enter,
-            axis: entry_axis(&t0),
-            cube: Cube { depth: depth as u8, k },
-        })
+        box_hit(ray, &self.cube_box(k, depth), Cube { depth: depth as u8, k }, max_t)
     }
+}
+
+/// The hit on `cube`, whose box (planes exactly as [`Octree::plane`] gives them)
+/// is `b`: entered at `0 <= t <= max_t`.
+fn box_hit(ray: &PickRay, b: &Aabb, cube: Cube, max_t: f32) -> Option<CubeHit> {
+    let slabs: [(f32, f32); 3] = std::array::from_fn(|a| ray.slab(a, b.min[a], b.max[a]));
+    let (t0, t1) = (slabs.map(|s| s.0), slabs.map(|s| s.1));
+    let (enter, exit) = interval(&t0, &t1);
+    (enter < exit && enter >= 0.0 && enter <= max_t).then(|| CubeHit { t: enter, axis: entry_axis(&t0), cube })
 }
 
 fn child_k(k: [u32; 3], child: usize) -> [u32; 3] {
@@ -102,12 +104,8 @@ impl BruteForce {
     pub fn pick(&self, set: &OctreeSet, ray: &PickRay, max_t: f32) -> Option<(OctreeId, OctreeHit)> {
         let mut best = None;
         for &(b, serial, id, cube) in &self.leaves {
-            let slabs: [(f32, f32); 3] = std::array::from_fn(|a| ray.slab(a, b.min[a], b.max[a]));
-            let (t0, t1) = (slabs.map(|s| s.0), slabs.map(|s| s.1));
-            let enter = t0[0].max(t0[1]).max(t0[2]);
-            let exit = t1[0].min(t1[1]).min(t1[2]);
-            if enter < exit && enter >= 0.0 && enter <= max_t {
-                closer(&mut best, (enter, serial, id, CubeHit { t: enter, axis: entry_axis(&t0), cube }));
+            if let Some(hit) = box_hit(ray, &b, cube, max_t) {
+                closer(&mut best, (hit.t, serial, id, hit));
             }
         }
         finish(set, ray, best)
@@ -146,7 +144,7 @@ pub fn pick_linear_scan(set: &OctreeSet, ray: &PickRay, max_t: f32, max_depth: u
 fn descend(octree: &Octree, ray: &PickRay, max_t: f32, max_depth: u32) -> Option<CubeHit> {
     let touches = |k: [u32; 3], depth: u32| {
         let (t0, t1) = octree.cube_slabs(ray, k, depth);
-        let (enter, exit) = (t0[0].max(t0[1]).max(t0[2]), t1[0].min(t1[1]).min(t1[2]));
+        let (enter, exit) = interval(&t0, &t1);
         (enter < exit && exit > 0.0 && enter <= max_t).then_some(enter)
     };
     touches([0; 3], 0)?;
