@@ -151,6 +151,26 @@ pub(crate) fn non_null<T>(ptr: *const T, name: &str) -> Result<*const T, Error> 
     }
 }
 
+/// Reads `count` entries from `ptr` and checks each with `check(entry, "name[i]")`:
+/// the first bad entry fails the whole read, naming its index.
+///
+/// # Safety
+/// `ptr` is NULL or readable for `count` entries.
+pub(crate) unsafe fn read_checked<T, U>(
+    ptr: *const T,
+    count: u32,
+    name: &str,
+    check: impl Fn(&T, &str) -> Result<U, Error>,
+) -> Result<Vec<U>, Error> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let ptr = non_null(ptr, name)?;
+    // SAFETY: readable for `count` entries per the contract.
+    let input = unsafe { std::slice::from_raw_parts(ptr, count as usize) };
+    input.iter().enumerate().map(|(i, entry)| check(entry, &format!("{name}[{i}]"))).collect()
+}
+
 /// A caller-allocated output array of `capacity` entries that a query fills in order:
 /// entries past the capacity are counted but not written, so a call with capacity 0
 /// sizes the array (the `*_count` convention of the list functions).

@@ -7,7 +7,8 @@ use kiln_core::math::Vec3;
 use kiln_core::spatial::octree::{CubeKind, Octree, OctreeError, OctreeHit, OctreeId, OctreeSet, PickRay};
 
 use crate::abi::{
-    ffi_call, non_null, read_def, CountedOut, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT, KILN_ERROR_INVALID_HANDLE,
+    ffi_call, non_null, read_checked, read_def, CountedOut, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT,
+    KILN_ERROR_INVALID_HANDLE,
 };
 use crate::handles::HandleTable;
 use crate::runtime::KilnRuntimeId;
@@ -560,15 +561,9 @@ pub unsafe extern "C" fn kiln_octree_pick_batch(
         if count == 0 {
             return with_set(set, |_| Ok(()));
         }
-        let rays = non_null(rays, "rays")?;
-        let out = non_null(out_picks, "out_picks")?;
         // SAFETY: readable for `count` entries per the contract.
-        let input = unsafe { std::slice::from_raw_parts(rays, count as usize) };
-        let rays = input
-            .iter()
-            .enumerate()
-            .map(|(i, r)| check_ray(r, &format!("rays[{i}]")))
-            .collect::<Result<Vec<PickRay>, Error>>()?;
+        let rays = unsafe { read_checked(rays, count, "rays", check_ray)? };
+        let out = non_null(out_picks, "out_picks")?;
         let mut picks = vec![None; rays.len()];
         on_runtime(runtime, |jobs| {
             with_set(set, |entry| {

@@ -4,7 +4,7 @@
 use kiln_core::math::{Ray, Vec3};
 use kiln_core::terrain::TerrainHit;
 
-use crate::abi::{ffi_call, non_null, CountedOut, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
+use crate::abi::{ffi_call, non_null, read_checked, CountedOut, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
 use crate::runtime::KilnRuntimeId;
 use crate::terrain::{kint, on_runtime, read_aabb, with_terrain, KilnAabb, KilnInt3, KilnTerrainId, KilnVec3};
 
@@ -173,15 +173,9 @@ pub unsafe extern "C" fn kiln_terrain_ray_cast_batch(
         if count == 0 {
             return with_terrain(terrain, |_| Ok(()));
         }
-        let rays = non_null(rays, "rays")?;
-        let out = non_null(out_hits, "out_hits")?;
         // SAFETY: readable for `count` entries per the contract.
-        let input = unsafe { std::slice::from_raw_parts(rays, count as usize) };
-        let rays = input
-            .iter()
-            .enumerate()
-            .map(|(i, r)| check_ray(r, &format!("rays[{i}]")))
-            .collect::<Result<Vec<Ray>, Error>>()?;
+        let rays = unsafe { read_checked(rays, count, "rays", check_ray)? };
+        let out = non_null(out_hits, "out_hits")?;
         let mut hits = vec![None; rays.len()];
         on_runtime(runtime, |jobs| {
             with_terrain(terrain, |t| {

@@ -480,6 +480,36 @@ impl KdMesh {
     }
 }
 
+#[cfg(test)]
+impl KdMesh {
+    /// For every leaf: how far its region (the box its ancestors' planes and the
+    /// tree's box leave it) reaches above its triangles along `axis`.
+    pub(crate) fn leaf_gaps(&self, axis: usize) -> Vec<f32> {
+        let node = |i| match &self.repr {
+            Repr::Full(f) => f.node(i),
+            Repr::Compact(c) => c.node(i),
+        };
+        let mut gaps = Vec::new();
+        let mut stack = vec![(0u32, self.bounds.max[axis])];
+        while let Some((index, top)) = stack.pop() {
+            match node(index) {
+                Node::Leaf { triangles, count } => {
+                    let content = triangles[..count as usize]
+                        .iter()
+                        .flat_map(|&t| self.triangle(t))
+                        .fold(f32::NEG_INFINITY, |m, v| m.max(v[axis]));
+                    gaps.push(top - content);
+                }
+                Node::Branch { axis: a, split0, child, .. } => {
+                    stack.push((index + 1, if a == axis { top.min(split0) } else { top }));
+                    stack.push((child, top));
+                }
+            }
+        }
+        gaps
+    }
+}
+
 // ---- build ---------------------------------------------------------------------
 
 /// A triangle during the build: its box and midpoint (centroid).

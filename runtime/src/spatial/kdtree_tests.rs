@@ -219,6 +219,25 @@ fn trees_are_small_and_shallow() {
     const { assert!(KD_MAX_DEPTH >= 80) };
 }
 
+/// Peel splits bound nodes over 2.5D terrain: without them no node splits y, so a
+/// leaf's region reaches up to the top of the whole mesh.
+#[test]
+fn peel_splits_bound_leaf_regions_over_terrain() {
+    let mesh = heightfield(3, 96);
+    let tree = KdMesh::build(&mesh, MeshMode::Full).unwrap();
+    tree.validate();
+    assert!(tree.node_count() <= mesh.triangles.len(), "peels cost no nodes");
+    let gaps = tree.leaf_gaps(1);
+    let mean = gaps.iter().sum::<f32>() / gaps.len() as f32;
+    // What the gaps would be with no y planes at all: the mesh top minus each leaf's top.
+    let top = tree.bounds().max.y;
+    let unbounded = (0..tree.triangle_count() as u32)
+        .map(|t| top - tree.triangle(t).iter().fold(f32::NEG_INFINITY, |m, v| m.max(v.y)))
+        .sum::<f32>()
+        / tree.triangle_count() as f32;
+    assert!(mean < 0.25 * unbounded, "mean gap above leaves {mean}, unbounded {unbounded}");
+}
+
 #[test]
 fn compact_hits_are_within_the_quantisation_error() {
     let source = heightfield(21, 64);

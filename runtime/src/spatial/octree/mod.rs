@@ -481,20 +481,27 @@ impl Octree {
 
     fn update_bounds(&mut self) {
         let mut bounds = Aabb::EMPTY;
+        self.for_each_leaf(OCTREE_MAX_DEPTH as u32, |k, depth| bounds = bounds.union(&self.cube_box(k, depth)));
+        self.solid_bounds = bounds;
+    }
+
+    /// Calls `visit(k, depth)` for every cube a pick limited to `max_depth` can hit:
+    /// solid leaves, and octants at `max_depth`.
+    pub(crate) fn for_each_leaf(&self, max_depth: u32, mut visit: impl FnMut([u32; 3], u32)) {
         let mut stack = vec![(0usize, [0u32; 3], 0u32)];
         while let Some((node, k, depth)) = stack.pop() {
-            match block_of(self.nodes[node]) {
-                Some(block) => {
+            let word = self.nodes[node];
+            match block_of(word) {
+                _ if word == EMPTY => {}
+                Some(block) if depth < max_depth => {
                     for i in 0..8u32 {
                         let child_k = std::array::from_fn(|a| 2 * k[a] + (i >> a & 1));
                         stack.push((block + i as usize, child_k, depth + 1));
                     }
                 }
-                None if self.nodes[node] == SOLID => bounds = bounds.union(&self.cube_box(k, depth)),
-                None => {}
+                _ => visit(k, depth),
             }
         }
-        self.solid_bounds = bounds;
     }
 }
 

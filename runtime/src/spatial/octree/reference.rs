@@ -76,17 +76,9 @@ impl BruteForce {
         let mut leaves = Vec::new();
         for (id, entry) in set.entries() {
             let octree = &entry.octree;
-            let mut stack = vec![(0usize, [0u32; 3], 0u32)];
-            while let Some((node, k, depth)) = stack.pop() {
-                let word = octree.word(node);
-                match block_of(word) {
-                    _ if word == EMPTY => {}
-                    Some(block) if depth < max_depth => {
-                        stack.extend((0..8).map(|c| (block + c, child_k(k, c), depth + 1)));
-                    }
-                    _ => leaves.push((octree.cube_box(k, depth), entry.serial, id, Cube { depth: depth as u8, k })),
-                }
-            }
+            octree.for_each_leaf(max_depth, |k, depth| {
+                leaves.push((octree.cube_box(k, depth), entry.serial, id, Cube { depth: depth as u8, k }))
+            });
         }
         BruteForce { leaves }
     }
