@@ -11,6 +11,15 @@ command -v make >/dev/null 2>&1 || kiln_missing+=(make)
 command -v cmake >/dev/null 2>&1 || kiln_missing+=(cmake)
 command -v pkg-config >/dev/null 2>&1 || kiln_missing+=(pkg-config)
 command -v nm >/dev/null 2>&1 || kiln_missing+=(binutils)
+# Vulkan: the loader, Mesa's lavapipe (the software device used when there is no GPU),
+# the Khronos validation layer, and glslc + spirv-val for the shader freshness check.
+[ -e /usr/lib/x86_64-linux-gnu/libvulkan.so.1 ] || ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1 ' \
+    || kiln_missing+=(libvulkan1)
+ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || kiln_missing+=(mesa-vulkan-drivers)
+ls /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json >/dev/null 2>&1 \
+    || kiln_missing+=(vulkan-validationlayers)
+command -v glslc >/dev/null 2>&1 || kiln_missing+=(glslc)
+command -v spirv-val >/dev/null 2>&1 || kiln_missing+=(spirv-tools)
 if ((${#kiln_missing[@]})); then
     echo "installing: ${kiln_missing[*]}"
     if [ "$(id -u)" = 0 ]; then

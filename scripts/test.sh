@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite (the README's second command; CI runs it through .ci/run):
-# formatting, clippy, Rust tests (including header freshness), the exported-symbol
-# list and SONAME, the install step, and the C samples built with make (pkg-config,
-# ASan+UBSan) and with CMake (find_package) against the installed package.
+# formatting, shader freshness, clippy, Rust tests (header freshness included; GPU
+# tests on whatever Vulkan device is present, lavapipe without a GPU, validation on),
+# the exported-symbol list and SONAME, the install step, and the C samples built with
+# make (pkg-config, ASan+UBSan) and with CMake (find_package) against the installed
+# package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -11,6 +13,9 @@ step() { printf '\n=== %s\n' "$*"; }
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+
+step "SPIR-V of vulkan-shaders/ is fresh and valid (glslc, spirv-val)"
+bash scripts/shaders.sh --check
 
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings

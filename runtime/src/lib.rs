@@ -1,4 +1,5 @@
 pub mod frame;
+pub mod gpu;
 pub mod jobs;
 pub mod math;
 pub mod query;

@@ -1,0 +1,72 @@
+//! Vulkan compute: the device, buffers, kernels and the GPU passes (skinning, BLAS
+//! refit; TLAS build and traversal follow).
+//!
+//! ```text
+//!  context.rs    loader, instance (+ validation), device choice, queue, allocator
+//!  queue.rs      Gpu: command buffer + fence + staging ring + timestamps; Recorder
+//!  buffer.rs     GpuBuffer: device-local or host-visible, with a device address
+//!  kernel.rs     Kernel: a compute pipeline fed only by push constants
+//!  shaders.rs    committed SPIR-V (scripts/shaders.sh compiles vulkan-shaders/)
+//!  layout.rs     #[repr(C)] structs shared with GLSL; layout.glsl is generated
+//!  blas.rs       CPU BLAS build (binned SAH), node layout, CPU refit reference
+//!  blas_refit.rs GPU refit: one invocation per leaf, atomic climb to the root
+//!  skin.rs       GPU linear blend skinning and its CPU reference
+//! ```
+//!
+//! Vulkan is optional at run time: without a loader or a device, [`Gpu::new`]
+//! returns [`GpuError::NoLoader`] or [`GpuError::NoDevice`], and nothing on the CPU
+//! side depends on it.
+//!
+//! Requirements on the device (checked when choosing it): Vulkan 1.2, a compute
+//! queue, `bufferDeviceAddress`, `vulkanMemoryModel` (+ device scope) and
+//! `hostQueryReset`. lavapipe and every desktop driver of the last years have them.
+
+mod blas;
+mod blas_refit;
+mod buffer;
+mod context;
+mod error;
+mod kernel;
+mod layout;
+mod queue;
+mod shaders;
+mod skin;
+
+pub use blas::{Blas, BlasError, BvhNode, MAX_DEPTH, MAX_LEAF_TRIANGLES, NO_PARENT};
+pub use blas_refit::{BlasRefit, GpuBlas};
+pub use buffer::{BufferMemory, GpuBuffer, MAX_BUFFER_BYTES};
+pub use context::{DeviceChoice, DeviceInfo, DeviceKind, GpuConfig};
+pub use error::GpuError;
+pub use kernel::Kernel;
+pub use layout::{BlasRefitPush, SkinPush};
+pub use queue::{Download, Gpu, GpuTiming, Recorder};
+pub use skin::{BoneMatrix, GpuSkin, Skin, SkinData};
+
+/// Whether `KILN_REQUIRE_GPU=1` is set: GPU tests then fail instead of skipping
+/// when no device is available.
+pub fn gpu_required() -> bool {
+    std::env::var("KILN_REQUIRE_GPU").is_ok_and(|v| v == "1")
+}
+
+/// Opens a validating context for a test. Without a device: panics when
+/// [`gpu_required`], otherwise prints why and returns `None` (the test then skips,
+/// visibly).
+pub fn test_gpu(test: &str) -> Option<Gpu> {
+    match Gpu::new(&GpuConfig { validation: true, ..GpuConfig::from_env() }) {
+        Ok(gpu) => Some(gpu),
+        Err(err) if gpu_required() => panic!("{test}: KILN_REQUIRE_GPU=1 but no GPU: {err}"),
+        Err(err) => {
+            eprintln!("{test}: SKIPPED (no Vulkan device: {err}; set KILN_REQUIRE_GPU=1 to fail instead)");
+            None
+        }
+    }
+}
+
+/// Asserts that the validation layer reported nothing.
+pub fn assert_validation_clean(gpu: &Gpu) {
+    let messages = gpu.validation_messages();
+    assert!(messages.is_empty(), "{} validation messages:\n{}", messages.len(), messages.join("\n"));
+}
+
+#[cfg(test)]
+mod tests;

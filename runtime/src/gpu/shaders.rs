@@ -1,0 +1,40 @@
+//! The committed SPIR-V of every kernel (compiled by `scripts/shaders.sh` from
+//! `vulkan-shaders/*.comp`), with the facts the pipeline needs.
+
+use super::error::GpuError;
+use super::layout::{BlasRefitPush, SkinPush};
+use std::mem::size_of;
+
+/// One kernel's SPIR-V and interface.
+pub(crate) struct Shader {
+    pub(crate) name: &'static str,
+    spirv: &'static [u8],
+    /// Size of the push-constant block (the Rust struct in `layout.rs`).
+    pub(crate) push_bytes: u32,
+    /// Workgroup size, passed as specialization constant 0.
+    pub(crate) local_size: u32,
+}
+
+impl Shader {
+    /// The module as 32-bit words (copied, so the byte array needs no alignment).
+    pub(crate) fn words(&self) -> Result<Vec<u32>, GpuError> {
+        ash::util::read_spv(&mut std::io::Cursor::new(self.spirv))
+            .map_err(|err| GpuError::InvalidInput(format!("SPIR-V of '{}': {err}", self.name)))
+    }
+}
+
+macro_rules! spirv {
+    ($name:literal) => {
+        include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../vulkan-shaders/spv/", $name, ".spv"))
+    };
+}
+
+pub(crate) const BLAS_REFIT: Shader = Shader {
+    name: "blas_refit",
+    spirv: spirv!("blas_refit"),
+    push_bytes: size_of::<BlasRefitPush>() as u32,
+    local_size: 64,
+};
+
+pub(crate) const SKIN: Shader =
+    Shader { name: "skin", spirv: spirv!("skin"), push_bytes: size_of::<SkinPush>() as u32, local_size: 64 };
