@@ -28,7 +28,7 @@ void main() {
     vec3 hi = -lo;
     for (uint t = first; t < first + count; ++t) {
         for (uint c = 0u; c < 3u; ++c) {
-            vec3 p = load_vec3(positions, triangles.v[3u * t + c]);
+            vec3 p = load_vec3(positions, triangles.v[4u * t + c]);
             lo = min(lo, p);
             hi = max(hi, p);
         }

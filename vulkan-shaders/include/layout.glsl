@@ -3,6 +3,12 @@
 #ifndef KILN_LAYOUT_GLSL
 #define KILN_LAYOUT_GLSL
 
+const uint NO_PARENT = 4294967295u;
+const uint BLAS_MAX_DEPTH = 64u;
+const uint TLAS_LEAF = 4294967295u;
+const uint NO_HIT = 4294967295u;
+const uint HIT_BACKFACE = 1u;
+
 // 32 bytes
 struct BvhNode { vec3 lo; uint a; vec3 hi; uint b; };
 
@@ -11,5 +17,35 @@ struct BvhNode { vec3 lo; uint a; vec3 hi; uint b; };
 
 // 48 bytes of push constants
 #define KILN_PUSH_SKIN layout(push_constant, std430) uniform SkinPush { uvec2 rest; uvec2 joints; uvec2 weights; uvec2 bones; uvec2 skinned; uint vertex_count; uint bone_count; } pc
+
+// 112 bytes
+struct Instance { vec4 object_to_world[3]; vec4 world_to_object[3]; uint blas; uint mask; uint user_id; uint _pad; };
+
+// 16 bytes
+struct BlasRef { uint node_base; uint triangle_base; uint position_base; uint triangle_count; };
+
+// 32 bytes
+struct TlasNode { vec3 lo; uint left; vec3 hi; uint right; };
+
+// 48 bytes
+struct Ray { vec3 origin; float t_min; vec3 dir; float t_max; uint mask; uint _pad0; uint _pad1; uint _pad2; };
+
+// 48 bytes
+struct Hit { float t; uint instance; uint primitive; uint flags; vec3 normal; float u; float v; uint user_id; uint _pad0; uint _pad1; };
+
+// 48 bytes of push constants
+#define KILN_PUSH_TLAS_BOXES layout(push_constant, std430) uniform TlasBoxesPush { uvec2 instances; uvec2 blas_refs; uvec2 blas_nodes; uvec2 boxes; uvec2 scene; uint count; uint _pad; } pc
+
+// 32 bytes of push constants
+#define KILN_PUSH_TLAS_MORTON layout(push_constant, std430) uniform TlasMortonPush { uvec2 boxes; uvec2 scene; uvec2 keys; uint count; uint padded; } pc
+
+// 24 bytes of push constants
+#define KILN_PUSH_TLAS_SORT layout(push_constant, std430) uniform TlasSortPush { uvec2 keys; uint j; uint k; uint padded; uint _pad; } pc
+
+// 48 bytes of push constants
+#define KILN_PUSH_TLAS_BUILD layout(push_constant, std430) uniform TlasBuildPush { uvec2 keys; uvec2 nodes; uvec2 parents; uvec2 boxes; uvec2 counters; uint count; uint _pad; } pc
+
+// 72 bytes of push constants
+#define KILN_PUSH_TRACE layout(push_constant, std430) uniform TracePush { uvec2 rays; uvec2 hits; uvec2 tlas; uvec2 instances; uvec2 blas_refs; uvec2 blas_nodes; uvec2 triangles; uvec2 positions; uint ray_count; uint any_hit; } pc
 
 #endif

@@ -10,8 +10,8 @@
 //!  nodes[a], nodes[a + 1] reads both boxes of a parent.
 //!  parents[i]  parent of node i (NO_PARENT for the root)     } what the GPU refit
 //!  leaves[k]   node index of the k-th leaf                   } kernel climbs with
-//!  triangles   vertex indices, reordered so each leaf's triangles are contiguous
-//!  primitive_ids[t]  the caller's index of reordered triangle t (reported in hits)
+//!  triangles   [v0, v1, v2, primitive id]: reordered so each leaf's triangles are
+//!              contiguous; the id is the caller's triangle index (reported in hits)
 //! ```
 //!
 //! Build: binned SAH (16 bins on the centroid bounds, all three axes), a leaf when
@@ -97,8 +97,7 @@ pub struct Blas {
     pub nodes: Vec<BvhNode>,
     pub parents: Vec<u32>,
     pub leaves: Vec<u32>,
-    pub triangles: Vec<[u32; 3]>,
-    pub primitive_ids: Vec<u32>,
+    pub triangles: Vec<[u32; 4]>,
     pub vertex_count: usize,
     pub depth: u32,
 }
@@ -175,16 +174,14 @@ impl Blas {
             stack.push(Task { node: left, start: task.start, end: mid, depth: task.depth + 1 });
         }
         let leaves = (0..nodes.len() as u32).filter(|&i| nodes[i as usize].is_leaf()).collect();
-        let reordered = order.iter().map(|&t| triangles[t as usize]).collect();
-        Ok(Blas {
-            nodes,
-            parents,
-            leaves,
-            triangles: reordered,
-            primitive_ids: order,
-            vertex_count: positions.len(),
-            depth,
-        })
+        let reordered = order
+            .iter()
+            .map(|&t| {
+                let [a, b, c] = triangles[t as usize];
+                [a, b, c, t]
+            })
+            .collect();
+        Ok(Blas { nodes, parents, leaves, triangles: reordered, vertex_count: positions.len(), depth })
     }
 
     /// The root box.
@@ -242,7 +239,8 @@ impl Blas {
                     if std::mem::replace(slot, true) {
                         return Err(format!("triangle {t} is in two leaves"));
                     }
-                    if !node.aabb().contains(&triangle_box(positions, &self.triangles[t as usize])) {
+                    let [a, b, c, _] = self.triangles[t as usize];
+                    if !node.aabb().contains(&triangle_box(positions, &[a, b, c])) {
                         return Err(format!("leaf {index} does not contain triangle {t}"));
                     }
                 }
@@ -280,11 +278,11 @@ impl Blas {
 }
 
 /// The box of a leaf's triangles, in the kernel's order (vertex by vertex).
-pub(crate) fn leaf_box(positions: &[[f32; 3]], triangles: &[[u32; 3]]) -> Aabb {
+pub(crate) fn leaf_box(positions: &[[f32; 3]], triangles: &[[u32; 4]]) -> Aabb {
     let mut lo = Vec3::splat(f32::INFINITY);
     let mut hi = Vec3::splat(f32::NEG_INFINITY);
     for tri in triangles {
-        for &v in tri {
+        for &v in &tri[..3] {
             let p = Vec3::from(positions[v as usize]);
             lo = lo.min(p);
             hi = hi.max(p);

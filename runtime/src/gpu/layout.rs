@@ -19,7 +19,7 @@ pub struct BlasRefitPush {
     pub parents: u64,
     /// `uint[]`: node index of each leaf.
     pub leaves: u64,
-    /// `uint[3 * n]`: the BLAS's reordered triangles.
+    /// `uvec4[n]`: the BLAS's reordered triangles (three vertices + primitive id).
     pub triangles: u64,
     /// `float[3 * v]`: vertex positions.
     pub positions: u64,
@@ -48,6 +48,157 @@ pub struct SkinPush {
     pub bone_count: u32,
 }
 const _: () = assert!(size_of::<SkinPush>() == 48);
+
+/// One TLAS instance: an affine transform and its inverse (three rows of `[m | t]`
+/// each), the BLAS it points at, a visibility mask and the caller's id.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuInstance {
+    pub object_to_world: [[f32; 4]; 3],
+    pub world_to_object: [[f32; 4]; 3],
+    pub blas: u32,
+    pub mask: u32,
+    pub user_id: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<GpuInstance>() == 112);
+
+/// Where one BLAS lives in the shared BLAS arrays (nodes, triangles, positions).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct BlasRef {
+    pub node_base: u32,
+    pub triangle_base: u32,
+    pub position_base: u32,
+    pub triangle_count: u32,
+}
+const _: () = assert!(size_of::<BlasRef>() == 16);
+
+/// A TLAS node. Internal: `left`/`right` are node indices. Leaf: `left` is the
+/// instance index and `right` is [`TLAS_LEAF`]. 32 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct TlasNode {
+    pub lo: [f32; 3],
+    pub left: u32,
+    pub hi: [f32; 3],
+    pub right: u32,
+}
+const _: () = assert!(size_of::<TlasNode>() == 32);
+
+/// `TlasNode::right` of a leaf.
+pub const TLAS_LEAF: u32 = u32::MAX;
+
+/// A ray of a traced batch: hits count for `t_min <= t <= t_max` on instances whose
+/// mask shares a bit with `mask`. 48 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuRay {
+    pub origin: [f32; 3],
+    pub t_min: f32,
+    pub dir: [f32; 3],
+    pub t_max: f32,
+    pub mask: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
+}
+const _: () = assert!(size_of::<GpuRay>() == 48);
+
+/// The result for one ray. A miss has `instance == NO_HIT`. `normal` is the
+/// geometric normal in world space (unit length, facing the side the triangle's
+/// winding makes front); `flags` bit 0 is set for a back-face hit. 48 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuHit {
+    pub t: f32,
+    pub instance: u32,
+    pub primitive: u32,
+    pub flags: u32,
+    pub normal: [f32; 3],
+    pub u: f32,
+    pub v: f32,
+    pub user_id: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+}
+const _: () = assert!(size_of::<GpuHit>() == 48);
+
+/// `GpuHit::instance` of a miss.
+pub const NO_HIT: u32 = u32::MAX;
+/// `GpuHit::flags`: the ray hit the triangle's back face.
+pub const HIT_BACKFACE: u32 = 1;
+
+/// Push constants of `tlas_boxes.comp`: world box per instance + scene bounds.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct TlasBoxesPush {
+    pub instances: u64,
+    pub blas_refs: u64,
+    pub blas_nodes: u64,
+    /// `TlasNode[2n - 1]`: the instance boxes go to the leaves `n - 1 ..`, in
+    /// instance order (the hierarchy pass moves them to sorted order).
+    pub boxes: u64,
+    /// `uint[6]`: sortable min of centroid x, y, z and of -x, -y, -z.
+    pub scene: u64,
+    pub count: u32,
+    pub _pad: u32,
+}
+
+/// Push constants of `tlas_morton.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct TlasMortonPush {
+    pub boxes: u64,
+    pub scene: u64,
+    /// `uvec2[padded]`: (Morton code, instance index), padding = (~0, ~0).
+    pub keys: u64,
+    pub count: u32,
+    pub padded: u32,
+}
+
+/// Push constants of `tlas_sort.comp` (one bitonic merge step).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct TlasSortPush {
+    pub keys: u64,
+    pub j: u32,
+    pub k: u32,
+    pub padded: u32,
+    pub _pad: u32,
+}
+
+/// Push constants of `tlas_hierarchy.comp` (Karras 2012 over sorted keys) and of
+/// `tlas_refit.comp` (leaf boxes in sorted order, then the atomic climb).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct TlasBuildPush {
+    pub keys: u64,
+    pub nodes: u64,
+    pub parents: u64,
+    /// Instance boxes in instance order (`TlasNode[n]`).
+    pub boxes: u64,
+    pub counters: u64,
+    pub count: u32,
+    pub _pad: u32,
+}
+
+/// Push constants of `trace.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct TracePush {
+    pub rays: u64,
+    pub hits: u64,
+    pub tlas: u64,
+    pub instances: u64,
+    pub blas_refs: u64,
+    pub blas_nodes: u64,
+    pub triangles: u64,
+    pub positions: u64,
+    pub ray_count: u32,
+    /// 0: closest hit; 1: any hit (shadow rays stop at the first hit).
+    pub any_hit: u32,
+}
 
 #[cfg(test)]
 mod glsl {
@@ -87,6 +238,40 @@ mod glsl {
             rest: "uvec2", joints: "uvec2", weights: "uvec2", bones: "uvec2", skinned: "uvec2",
             vertex_count: "uint", bone_count: "uint",
         }),
+        glsl_struct!(GpuInstance, "Instance", None, {
+            object_to_world: "vec4[3]", world_to_object: "vec4[3]", blas: "uint", mask: "uint", user_id: "uint",
+            _pad: "uint",
+        }),
+        glsl_struct!(BlasRef, "BlasRef", None, {
+            node_base: "uint", triangle_base: "uint", position_base: "uint", triangle_count: "uint",
+        }),
+        glsl_struct!(TlasNode, "TlasNode", None, { lo: "vec3", left: "uint", hi: "vec3", right: "uint" }),
+        glsl_struct!(GpuRay, "Ray", None, {
+            origin: "vec3", t_min: "float", dir: "vec3", t_max: "float", mask: "uint", _pad0: "uint", _pad1: "uint",
+            _pad2: "uint",
+        }),
+        glsl_struct!(GpuHit, "Hit", None, {
+            t: "float", instance: "uint", primitive: "uint", flags: "uint", normal: "vec3", u: "float", v: "float",
+            user_id: "uint", _pad0: "uint", _pad1: "uint",
+        }),
+        glsl_struct!(TlasBoxesPush, "TlasBoxesPush", Some("KILN_PUSH_TLAS_BOXES"), {
+            instances: "uvec2", blas_refs: "uvec2", blas_nodes: "uvec2", boxes: "uvec2", scene: "uvec2",
+            count: "uint", _pad: "uint",
+        }),
+        glsl_struct!(TlasMortonPush, "TlasMortonPush", Some("KILN_PUSH_TLAS_MORTON"), {
+            boxes: "uvec2", scene: "uvec2", keys: "uvec2", count: "uint", padded: "uint",
+        }),
+        glsl_struct!(TlasSortPush, "TlasSortPush", Some("KILN_PUSH_TLAS_SORT"), {
+            keys: "uvec2", j: "uint", k: "uint", padded: "uint", _pad: "uint",
+        }),
+        glsl_struct!(TlasBuildPush, "TlasBuildPush", Some("KILN_PUSH_TLAS_BUILD"), {
+            keys: "uvec2", nodes: "uvec2", parents: "uvec2", boxes: "uvec2", counters: "uvec2", count: "uint",
+            _pad: "uint",
+        }),
+        glsl_struct!(TracePush, "TracePush", Some("KILN_PUSH_TRACE"), {
+            rays: "uvec2", hits: "uvec2", tlas: "uvec2", instances: "uvec2", blas_refs: "uvec2", blas_nodes: "uvec2",
+            triangles: "uvec2", positions: "uvec2", ray_count: "uint", any_hit: "uint",
+        }),
     ];
 
     /// (size, alignment) of a GLSL type under std430.
@@ -96,7 +281,16 @@ mod glsl {
             "vec2" | "uvec2" => (8, 8),
             "vec3" | "uvec3" => (12, 16),
             "vec4" | "uvec4" => (16, 16),
+            "vec4[3]" => (48, 16),
             other => panic!("layout.rs: add std430 rules for GLSL type {other}"),
+        }
+    }
+
+    /// `vec4[3] m` is written `vec4 m[3]`, the form every GLSL version accepts.
+    fn glsl_field(ty: &str, name: &str) -> String {
+        match ty.split_once('[') {
+            Some((base, count)) => format!("{base} {name}[{count};"),
+            None => format!("{ty} {name};"),
         }
     }
 
@@ -127,10 +321,20 @@ mod glsl {
         let mut out = String::from(
             "// Generated from runtime/src/gpu/layout.rs by `KILN_BLESS=1 cargo test -p kiln --lib gpu::layout`.\n\
              // Do not edit: change the Rust structs and regenerate.\n\
-             #ifndef KILN_LAYOUT_GLSL\n#define KILN_LAYOUT_GLSL\n",
+             #ifndef KILN_LAYOUT_GLSL\n#define KILN_LAYOUT_GLSL\n\n",
         );
+        let constants = [
+            ("NO_PARENT", super::super::blas::NO_PARENT),
+            ("BLAS_MAX_DEPTH", super::super::blas::MAX_DEPTH),
+            ("TLAS_LEAF", TLAS_LEAF),
+            ("NO_HIT", NO_HIT),
+            ("HIT_BACKFACE", HIT_BACKFACE),
+        ];
+        for (name, value) in constants {
+            out.push_str(&format!("const uint {name} = {value}u;\n"));
+        }
         for s in STRUCTS {
-            let fields: Vec<String> = s.fields.iter().map(|(ty, name, _)| format!("{ty} {name};")).collect();
+            let fields: Vec<String> = s.fields.iter().map(|(ty, name, _)| glsl_field(ty, name)).collect();
             match s.push_macro {
                 None => out.push_str(&format!("\n// {} bytes\nstruct {} {{ {} }};\n", s.size, s.name, fields.join(" "))),
                 Some(macro_name) => out.push_str(&format!(

@@ -1,5 +1,5 @@
-//! Vulkan compute: the device, buffers, kernels and the GPU passes (skinning, BLAS
-//! refit; TLAS build and traversal follow).
+//! Vulkan compute: the device, buffers, kernels and the GPU passes: skinning, BLAS
+//! refit, TLAS rebuild and two-level ray traversal.
 //!
 //! ```text
 //!  context.rs    loader, instance (+ validation), device choice, queue, allocator
@@ -11,6 +11,9 @@
 //!  blas.rs       CPU BLAS build (binned SAH), node layout, CPU refit reference
 //!  blas_refit.rs GPU refit: one invocation per leaf, atomic climb to the root
 //!  skin.rs       GPU linear blend skinning and its CPU reference
+//!  scene.rs      meshes (BLAS ranges in shared arrays) + instances; GpuScene buffers
+//!  tlas.rs       per-frame GPU LBVH over instances and its CPU reference
+//!  trace.rs      two-level traversal kernel and its CPU reference
 //! ```
 //!
 //! Vulkan is optional at run time: without a loader or a device, [`Gpu::new`]
@@ -29,8 +32,11 @@ mod error;
 mod kernel;
 mod layout;
 mod queue;
+mod scene;
 mod shaders;
 mod skin;
+mod tlas;
+mod trace;
 
 pub use blas::{Blas, BlasError, BvhNode, MAX_DEPTH, MAX_LEAF_TRIANGLES, NO_PARENT};
 pub use blas_refit::{BlasRefit, GpuBlas};
@@ -38,9 +44,14 @@ pub use buffer::{BufferMemory, GpuBuffer, MAX_BUFFER_BYTES};
 pub use context::{DeviceChoice, DeviceInfo, DeviceKind, GpuConfig};
 pub use error::GpuError;
 pub use kernel::Kernel;
-pub use layout::{BlasRefitPush, SkinPush};
+pub use layout::{
+    BlasRef, BlasRefitPush, GpuHit, GpuInstance, GpuRay, SkinPush, TlasNode, HIT_BACKFACE, NO_HIT, TLAS_LEAF,
+};
 pub use queue::{Download, Gpu, GpuTiming, Recorder};
+pub use scene::{invert_affine, Affine, GpuScene, Scene, IDENTITY};
 pub use skin::{BoneMatrix, GpuSkin, Skin, SkinData};
+pub use tlas::{instance_box, internal_children, morton, sorted_keys, CpuTlas, TlasBuilder, TLAS_STACK};
+pub use trace::{trace_cpu, TraceScene, Tracer};
 
 /// Whether `KILN_REQUIRE_GPU=1` is set: GPU tests then fail instead of skipping
 /// when no device is available.

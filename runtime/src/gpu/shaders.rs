@@ -2,7 +2,7 @@
 //! `vulkan-shaders/*.comp`), with the facts the pipeline needs.
 
 use super::error::GpuError;
-use super::layout::{BlasRefitPush, SkinPush};
+use super::layout::{BlasRefitPush, SkinPush, TlasBoxesPush, TlasBuildPush, TlasMortonPush, TlasSortPush, TracePush};
 use std::mem::size_of;
 
 /// One kernel's SPIR-V and interface.
@@ -38,3 +38,17 @@ pub(crate) const BLAS_REFIT: Shader = Shader {
 
 pub(crate) const SKIN: Shader =
     Shader { name: "skin", spirv: spirv!("skin"), push_bytes: size_of::<SkinPush>() as u32, local_size: 64 };
+
+macro_rules! kernel {
+    ($const:ident, $name:literal, $push:ty) => {
+        pub(crate) const $const: Shader =
+            Shader { name: $name, spirv: spirv!($name), push_bytes: size_of::<$push>() as u32, local_size: 64 };
+    };
+}
+
+kernel!(TLAS_BOXES, "tlas_boxes", TlasBoxesPush);
+kernel!(TLAS_MORTON, "tlas_morton", TlasMortonPush);
+kernel!(TLAS_SORT, "tlas_sort", TlasSortPush);
+kernel!(TLAS_HIERARCHY, "tlas_hierarchy", TlasBuildPush);
+kernel!(TLAS_REFIT, "tlas_refit", TlasBuildPush);
+kernel!(TRACE, "trace", TracePush);

@@ -54,11 +54,11 @@ fn blas_build_is_valid_and_bounded_on_grids_soups_and_degenerate_input() {
         let blas = Blas::build(positions, triangles).unwrap();
         blas.validate(positions).unwrap();
         assert!(blas.depth <= MAX_DEPTH);
-        let mut ids = blas.primitive_ids.clone();
+        let mut ids: Vec<u32> = blas.triangles.iter().map(|t| t[3]).collect();
         ids.sort_unstable();
         assert!(ids.iter().enumerate().all(|(i, &id)| i as u32 == id), "primitive ids are a permutation");
-        for (t, id) in blas.primitive_ids.iter().enumerate() {
-            assert_eq!(blas.triangles[t], triangles[*id as usize]);
+        for t in &blas.triangles {
+            assert_eq!(t[..3], triangles[t[3] as usize]);
         }
         let mut refit = blas.clone();
         refit.refit(positions).unwrap();
@@ -252,4 +252,209 @@ fn validation_layer_messages_are_collected() {
     .unwrap();
     let messages = gpu.validation_messages();
     assert!(messages.iter().any(|m| m.contains("dstOffset")), "{messages:?}");
+}
+
+fn random_transform(rng: &mut Rng, spread: f32) -> Affine {
+    let axis = rng.vec3(-1.0, 1.0).try_normalize().unwrap_or(glam::Vec3::Y);
+    let rotation = glam::Mat3::from_axis_angle(axis, rng.range(0.0, std::f32::consts::TAU));
+    let scale = rng.range(0.5, 2.0);
+    let m = rotation * glam::Mat3::from_diagonal(glam::Vec3::splat(scale));
+    let t = rng.vec3(-spread, spread);
+    [
+        [m.x_axis.x, m.y_axis.x, m.z_axis.x, t.x],
+        [m.x_axis.y, m.y_axis.y, m.z_axis.y, t.y],
+        [m.x_axis.z, m.y_axis.z, m.z_axis.z, t.z],
+    ]
+}
+
+/// Meshes: a wavy grid, a triangle soup, one triangle; `count` instances of them.
+fn test_scene(rng: &mut Rng, count: usize) -> Scene {
+    let mut scene = Scene::new();
+    let (p, t) = grid(20, rng);
+    scene.add_mesh(&p, &t).unwrap();
+    let (p, t) = soup(200, rng);
+    let soup_positions: Vec<[f32; 3]> = p.iter().map(|v| [v[0] * 0.1, v[1] * 0.1, v[2] * 0.1]).collect();
+    scene.add_mesh(&soup_positions, &t).unwrap();
+    scene.add_mesh(&[[0.0, 0.0, 0.0], [3.0, 0.0, 0.0], [0.0, 3.0, 0.0]], &[[0, 1, 2]]).unwrap();
+    for i in 0..count {
+        let transform = random_transform(rng, 100.0);
+        scene.add_instance(rng.below(3) as u32, &transform, 1 + rng.below(3) as u32, 1000 + i as u32).unwrap();
+    }
+    scene
+}
+
+/// Builds the TLAS on the GPU and checks it against the CPU reference; returns
+/// the GPU TLAS nodes.
+fn build_and_check_tlas(gpu: &mut Gpu, builder: &TlasBuilder, scene: &Scene, gpu_scene: &GpuScene) -> Vec<TlasNode> {
+    let n = scene.instances().len();
+    gpu.submit("tlas", |rec| {
+        gpu_scene.upload_instances(rec, scene)?;
+        rec.pass("tlas build", |rec| builder.record(rec, gpu_scene))
+    })
+    .unwrap();
+    let keys: Vec<[u32; 2]> = gpu.read(gpu_scene.keys(), n).unwrap();
+    let nodes: Vec<TlasNode> = gpu.read(gpu_scene.tlas_nodes(), 2 * n - 1).unwrap();
+    let gpu_boxes: Vec<TlasNode> = gpu.read(&gpu_scene.leaf_boxes, n).unwrap();
+    // Keys: strictly increasing, a permutation of the instances, codes as on the CPU
+    // (a code may differ only when a centre sits within rounding of a cell border).
+    assert!(keys.windows(2).all(|w| w[0] < w[1]), "keys sorted and unique");
+    let mut instances: Vec<u32> = keys.iter().map(|k| k[1]).collect();
+    instances.sort_unstable();
+    assert!(instances.iter().enumerate().all(|(i, &x)| i as u32 == x));
+    let cpu_boxes = scene.instance_boxes();
+    for (i, (g, c)) in gpu_boxes.iter().zip(&cpu_boxes).enumerate() {
+        for axis in 0..3 {
+            for (a, b) in [(g.lo[axis], c.lo[axis]), (g.hi[axis], c.hi[axis])] {
+                assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "instance {i} box: {g:?} vs {c:?}");
+            }
+        }
+    }
+    let cpu_keys = sorted_keys(&cpu_boxes);
+    let gpu_code: std::collections::HashMap<u32, u32> = keys.iter().map(|k| (k[1], k[0])).collect();
+    let differing = cpu_keys.iter().filter(|k| gpu_code[&k[1]] != k[0]).count();
+    assert!(differing * 100 <= n, "{differing} of {n} Morton codes differ from the CPU's");
+    // Hierarchy and boxes: bit-identical to the CPU build over the same keys and boxes.
+    let cpu = CpuTlas::build(&keys, &gpu_boxes);
+    assert_eq!(nodes, cpu.nodes, "GPU TLAS equals the CPU LBVH");
+    let parents: Vec<u32> = gpu.read(&gpu_scene.parents, 2 * n - 1).unwrap();
+    assert_eq!(parents, cpu.parents);
+    assert!(cpu.depth() <= TLAS_STACK, "depth {}", cpu.depth());
+    nodes
+}
+
+fn random_rays(rng: &mut Rng, scene: &Scene, count: usize) -> Vec<GpuRay> {
+    let boxes = scene.instance_boxes();
+    (0..count)
+        .map(|i| {
+            let origin = rng.vec3(-130.0, 130.0);
+            let dir = if i % 4 == 0 {
+                rng.vec3(-1.0, 1.0)
+            } else {
+                // Aim at a random instance so most rays hit something.
+                let b = &boxes[rng.below(boxes.len())];
+                let target = glam::Vec3::from(b.lo).lerp(glam::Vec3::from(b.hi), rng.range(0.2, 0.8));
+                (target - origin) * rng.range(0.2, 3.0)
+            };
+            let (t_min, t_max) = if i % 7 == 0 { (rng.range(0.0, 0.5), rng.range(0.5, 1.5)) } else { (0.0, 1e30) };
+            GpuRay {
+                origin: origin.to_array(),
+                t_min,
+                dir: dir.to_array(),
+                t_max,
+                mask: if i % 5 == 0 { 1 + rng.below(3) as u32 } else { u32::MAX },
+                ..GpuRay::default()
+            }
+        })
+        .collect()
+}
+
+/// GPU hits equal CPU hits; the only differences allowed are ties (same distance
+/// within rounding: a ray through a shared edge, or two coplanar triangles).
+fn compare_hits(rays: &[GpuRay], gpu: &[GpuHit], cpu: &[GpuHit], any_hit: bool) -> usize {
+    let mut ties = 0;
+    let mut hits = 0;
+    for (i, ((g, c), ray)) in gpu.iter().zip(cpu).zip(rays).enumerate() {
+        hits += usize::from(c.instance != NO_HIT);
+        let close = |a: f32, b: f32| (a - b).abs() <= 1e-4 * (1.0 + b.abs());
+        if any_hit {
+            assert_eq!(g.instance == NO_HIT, c.instance == NO_HIT, "ray {i} {ray:?}: {g:?} vs {c:?}");
+            continue;
+        }
+        if g.instance == c.instance && g.primitive == c.primitive {
+            assert!(close(g.t, c.t) && close(g.u, c.u) && close(g.v, c.v), "ray {i}: {g:?} vs {c:?}");
+            assert_eq!(g.flags, c.flags, "ray {i}");
+            assert_eq!(g.user_id, c.user_id);
+            let dot: f32 = (0..3).map(|k| g.normal[k] * c.normal[k]).sum();
+            assert!(g.instance == NO_HIT || dot > 0.9999, "ray {i}: normals {:?} vs {:?}", g.normal, c.normal);
+        } else {
+            assert!(g.instance != NO_HIT && c.instance != NO_HIT && close(g.t, c.t), "ray {i} {ray:?}: {g:?} vs {c:?}");
+            ties += 1;
+        }
+    }
+    assert!(hits * 3 >= rays.len(), "only {hits} of {} rays hit: the test scene is too sparse", rays.len());
+    ties
+}
+
+#[test]
+fn gpu_tlas_and_traversal_match_cpu_references_for_100k_rays() {
+    let Some(mut gpu) = test_gpu("gpu_tlas_and_traversal_match_cpu_references_for_100k_rays") else { return };
+    let builder = TlasBuilder::new(&gpu).unwrap();
+    let tracer = Tracer::new(&gpu).unwrap();
+    let mut rng = Rng(2024);
+    let mut scene = test_scene(&mut rng, 300);
+    let gpu_scene = GpuScene::new(&mut gpu, &scene).unwrap();
+    let rays = random_rays(&mut rng, &scene, 100_000);
+    let ray_buffer = gpu.buffer_from("rays", &rays).unwrap();
+    let hit_buffer = gpu.buffer("hits", 48 * rays.len() as u64, BufferMemory::Device).unwrap();
+    for frame in 0..2 {
+        if frame == 1 {
+            // Move every instance: the TLAS is rebuilt from scratch each frame.
+            for i in 0..scene.instances().len() as u32 {
+                scene.set_transform(i, &random_transform(&mut rng, 100.0)).unwrap();
+            }
+        }
+        let tlas = build_and_check_tlas(&mut gpu, &builder, &scene, &gpu_scene);
+        for any_hit in [false, true] {
+            let count = if any_hit { 20_000 } else { rays.len() };
+            gpu.submit("trace", |rec| {
+                rec.pass("trace", |rec| tracer.record(rec, &gpu_scene, &ray_buffer, &hit_buffer, count as u32, any_hit))
+            })
+            .unwrap();
+            let gpu_hits: Vec<GpuHit> = gpu.read(&hit_buffer, count).unwrap();
+            let view = scene.trace_scene(&tlas);
+            let cpu_hits: Vec<GpuHit> = rays[..count].iter().map(|r| trace_cpu(&view, r, any_hit)).collect();
+            let ties = compare_hits(&rays[..count], &gpu_hits, &cpu_hits, any_hit);
+            assert!(ties * 1000 <= count, "{ties} ties in {count} rays");
+        }
+    }
+    assert_validation_clean(&gpu);
+}
+
+#[test]
+fn cpu_traversal_equals_brute_force_over_every_triangle() {
+    // The reference itself is checked against the simplest possible answer.
+    let mut rng = Rng(99);
+    let scene = test_scene(&mut rng, 40);
+    let boxes = scene.instance_boxes();
+    let tlas = CpuTlas::build(&sorted_keys(&boxes), &boxes);
+    let view = scene.trace_scene(&tlas.nodes);
+    let one_tlas: Vec<Vec<TlasNode>> =
+        (0..scene.instances().len()).map(|i| vec![TlasNode { left: i as u32, right: TLAS_LEAF, ..boxes[i] }]).collect();
+    for ray in random_rays(&mut rng, &scene, 3000) {
+        let hit = trace_cpu(&view, &ray, false);
+        // Brute force: every instance alone (one-leaf TLAS), keep the closest.
+        let mut best = GpuHit { t: ray.t_max, instance: NO_HIT, ..GpuHit::default() };
+        for single in &one_tlas {
+            let h = trace_cpu(&scene.trace_scene(single), &ray, false);
+            if h.instance != NO_HIT && (best.instance == NO_HIT || h.t < best.t) {
+                best = h;
+            }
+        }
+        assert_eq!(hit.instance == NO_HIT, best.instance == NO_HIT, "{ray:?}");
+        if hit.instance != NO_HIT {
+            assert!((hit.t - best.t).abs() <= 1e-5 * (1.0 + best.t), "{hit:?} vs {best:?}");
+        }
+        let any = trace_cpu(&view, &ray, true);
+        assert_eq!(any.instance == NO_HIT, hit.instance == NO_HIT);
+    }
+}
+
+#[test]
+fn scene_refuses_bad_instances_and_keeps_state() {
+    let mut scene = Scene::new();
+    assert!(scene.add_instance(0, &IDENTITY, 1, 0).is_err(), "no mesh yet");
+    assert!(scene.add_mesh(&[[0.0; 3]], &[]).is_err());
+    let mesh = scene.add_mesh(&[[0.0; 3], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], &[[0, 1, 2]]).unwrap();
+    let id = scene.add_instance(mesh, &IDENTITY, 1, 7).unwrap();
+    let mut singular = IDENTITY;
+    singular[2][2] = 0.0;
+    let mut nan = IDENTITY;
+    nan[0][3] = f32::NAN;
+    assert!(scene.add_instance(mesh, &singular, 1, 0).is_err());
+    assert!(scene.set_transform(id, &nan).is_err());
+    assert!(scene.set_transform(5, &IDENTITY).is_err());
+    assert_eq!(scene.instances().len(), 1);
+    assert_eq!(scene.instances()[0].object_to_world, IDENTITY);
+    let inv = invert_affine(&random_transform(&mut Rng(3), 10.0)).unwrap();
+    assert!(inv.iter().flatten().all(|c| c.is_finite()));
 }

@@ -1,0 +1,216 @@
+//! A ray-tracing scene: meshes (each one BLAS) and instances of them.
+//!
+//! ```text
+//!  Scene (CPU)                          GpuScene (device)
+//!  add_mesh -> Blas, appended to the    blas_nodes / triangles / positions: one
+//!    shared node, triangle and vertex     array each, every BLAS a range in them
+//!    arrays; BlasRef = its offsets        (the permanent segment), blas_refs
+//!  add_instance / set_transform ->      instances: rewritten each frame
+//!    GpuInstance with its inverse       tlas nodes, parents, counters, keys, bounds
+//! ```
+//!
+//! Transforms are affine (three rows of `[m | t]`); the inverse is computed here in
+//! bulk, on the CPU, so kernels only multiply.
+
+use super::blas::{Blas, BvhNode};
+use super::buffer::{BufferMemory, GpuBuffer};
+use super::error::GpuError;
+use super::layout::{BlasRef, GpuInstance, TlasNode};
+use super::queue::{Gpu, Recorder};
+use super::trace::TraceScene;
+use glam::{Mat3, Vec3};
+
+/// An affine transform: three rows of `[m0, m1, m2, translation]`.
+pub type Affine = [[f32; 4]; 3];
+
+/// The identity transform.
+pub const IDENTITY: Affine = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]];
+
+/// Inverse of an affine transform, or `None` when it is singular or not finite.
+pub fn invert_affine(m: &Affine) -> Option<Affine> {
+    if !m.iter().flatten().all(|c| c.is_finite()) {
+        return None;
+    }
+    let linear = Mat3::from_cols(
+        Vec3::new(m[0][0], m[1][0], m[2][0]),
+        Vec3::new(m[0][1], m[1][1], m[2][1]),
+        Vec3::new(m[0][2], m[1][2], m[2][2]),
+    );
+    let det = linear.determinant();
+    if !det.is_finite() || det.abs() < 1e-12 {
+        return None;
+    }
+    let inv = linear.inverse();
+    let t = -(inv * Vec3::new(m[0][3], m[1][3], m[2][3]));
+    let out = [
+        [inv.x_axis.x, inv.y_axis.x, inv.z_axis.x, t.x],
+        [inv.x_axis.y, inv.y_axis.y, inv.z_axis.y, t.y],
+        [inv.x_axis.z, inv.y_axis.z, inv.z_axis.z, t.z],
+    ];
+    out.iter().flatten().all(|c| c.is_finite()).then_some(out)
+}
+
+/// Meshes and instances on the CPU; see the module docs.
+#[derive(Default)]
+pub struct Scene {
+    pub(crate) blas_refs: Vec<BlasRef>,
+    pub(crate) nodes: Vec<BvhNode>,
+    pub(crate) triangles: Vec<[u32; 4]>,
+    pub(crate) positions: Vec<[f32; 3]>,
+    pub(crate) instances: Vec<GpuInstance>,
+    pub(crate) roots: Vec<BvhNode>,
+}
+
+impl Scene {
+    pub fn new() -> Scene {
+        Scene::default()
+    }
+
+    /// Builds a BLAS over the mesh and appends it; returns the mesh index.
+    pub fn add_mesh(&mut self, positions: &[[f32; 3]], triangles: &[[u32; 3]]) -> Result<u32, GpuError> {
+        let blas = Blas::build(positions, triangles).map_err(|err| GpuError::InvalidInput(err.to_string()))?;
+        let total = self.nodes.len() + blas.nodes.len();
+        if total > i32::MAX as usize || self.positions.len() + positions.len() > i32::MAX as usize {
+            return Err(GpuError::InvalidInput(format!("the scene would hold {total} BLAS nodes (limit 2^31)")));
+        }
+        self.blas_refs.push(BlasRef {
+            node_base: self.nodes.len() as u32,
+            triangle_base: self.triangles.len() as u32,
+            position_base: self.positions.len() as u32,
+            triangle_count: blas.triangles.len() as u32,
+        });
+        self.roots.push(blas.nodes[0]);
+        self.nodes.extend_from_slice(&blas.nodes);
+        self.triangles.extend_from_slice(&blas.triangles);
+        self.positions.extend_from_slice(positions);
+        Ok(self.blas_refs.len() as u32 - 1)
+    }
+
+    /// Adds an instance of `mesh`; returns its index (reported in hits).
+    pub fn add_instance(&mut self, mesh: u32, transform: &Affine, mask: u32, user_id: u32) -> Result<u32, GpuError> {
+        if mesh as usize >= self.blas_refs.len() {
+            return Err(GpuError::InvalidInput(format!(
+                "mesh {mesh} does not exist ({} meshes)",
+                self.blas_refs.len()
+            )));
+        }
+        let inverse = invert_affine(transform)
+            .ok_or_else(|| GpuError::InvalidInput("instance transform is singular, NaN or infinite".into()))?;
+        self.instances.push(GpuInstance {
+            object_to_world: *transform,
+            world_to_object: inverse,
+            blas: mesh,
+            mask,
+            user_id,
+            _pad: 0,
+        });
+        Ok(self.instances.len() as u32 - 1)
+    }
+
+    /// Moves instance `index`; a refused transform leaves it where it was.
+    pub fn set_transform(&mut self, index: u32, transform: &Affine) -> Result<(), GpuError> {
+        let count = self.instances.len();
+        let instance = self
+            .instances
+            .get_mut(index as usize)
+            .ok_or_else(|| GpuError::InvalidInput(format!("instance {index} does not exist ({count} instances)")))?;
+        let inverse = invert_affine(transform)
+            .ok_or_else(|| GpuError::InvalidInput("instance transform is singular, NaN or infinite".into()))?;
+        instance.object_to_world = *transform;
+        instance.world_to_object = inverse;
+        Ok(())
+    }
+
+    pub fn instances(&self) -> &[GpuInstance] {
+        &self.instances
+    }
+
+    pub fn mesh_count(&self) -> usize {
+        self.blas_refs.len()
+    }
+
+    /// World boxes of the instances (CPU reference of `tlas_boxes`).
+    pub fn instance_boxes(&self) -> Vec<TlasNode> {
+        self.instances.iter().map(|i| super::tlas::instance_box(i, &self.roots[i.blas as usize])).collect()
+    }
+
+    /// The arrays a traversal reads, with the given TLAS.
+    pub fn trace_scene<'a>(&'a self, tlas: &'a [TlasNode]) -> TraceScene<'a> {
+        TraceScene {
+            tlas,
+            instances: &self.instances,
+            blas_refs: &self.blas_refs,
+            blas_nodes: &self.nodes,
+            triangles: &self.triangles,
+            positions: &self.positions,
+        }
+    }
+}
+
+/// The scene's buffers on the device.
+pub struct GpuScene {
+    pub(crate) blas_refs: GpuBuffer,
+    pub(crate) blas_nodes: GpuBuffer,
+    pub(crate) triangles: GpuBuffer,
+    pub(crate) positions: GpuBuffer,
+    pub(crate) instances: GpuBuffer,
+    pub(crate) tlas_nodes: GpuBuffer,
+    pub(crate) parents: GpuBuffer,
+    pub(crate) counters: GpuBuffer,
+    pub(crate) keys: GpuBuffer,
+    pub(crate) leaf_boxes: GpuBuffer,
+    pub(crate) bounds: GpuBuffer,
+    pub(crate) instance_count: u32,
+    pub(crate) padded: u32,
+}
+
+impl GpuScene {
+    /// Uploads the meshes and sizes the per-instance buffers for the scene's current
+    /// instance count (call again after adding instances).
+    pub fn new(gpu: &mut Gpu, scene: &Scene) -> Result<GpuScene, GpuError> {
+        let n = scene.instances.len().max(1) as u64;
+        let padded = n.next_power_of_two();
+        let nodes = 2 * n - 1;
+        Ok(GpuScene {
+            blas_refs: gpu.buffer_from("scene blas refs", &scene.blas_refs)?,
+            blas_nodes: gpu.buffer_from("scene blas nodes", &scene.nodes)?,
+            triangles: gpu.buffer_from("scene triangles", &scene.triangles)?,
+            positions: gpu.buffer_from("scene positions", &scene.positions)?,
+            instances: gpu.buffer("scene instances", n * 112, BufferMemory::Device)?,
+            tlas_nodes: gpu.buffer("tlas nodes", nodes * 32, BufferMemory::Device)?,
+            parents: gpu.buffer("tlas parents", nodes * 4, BufferMemory::Device)?,
+            counters: gpu.buffer("tlas counters", nodes * 4, BufferMemory::Device)?,
+            keys: gpu.buffer("tlas keys", padded * 8, BufferMemory::Device)?,
+            leaf_boxes: gpu.buffer("tlas instance boxes", n * 32, BufferMemory::Device)?,
+            bounds: gpu.buffer("tlas scene bounds", 6 * 4, BufferMemory::Device)?,
+            instance_count: scene.instances.len() as u32,
+            padded: padded as u32,
+        })
+    }
+
+    /// Records the upload of every instance (transforms, masks, ids).
+    pub fn upload_instances(&self, rec: &mut Recorder<'_>, scene: &Scene) -> Result<(), GpuError> {
+        if scene.instances.len() as u32 != self.instance_count {
+            return Err(GpuError::InvalidInput(format!(
+                "the GPU scene was sized for {} instances, the scene has {}: recreate it",
+                self.instance_count,
+                scene.instances.len()
+            )));
+        }
+        rec.upload(&self.instances, 0, bytemuck::cast_slice(&scene.instances))
+    }
+
+    pub fn instance_count(&self) -> u32 {
+        self.instance_count
+    }
+
+    /// The TLAS nodes buffer (`2n - 1` nodes once built).
+    pub fn tlas_nodes(&self) -> &GpuBuffer {
+        &self.tlas_nodes
+    }
+
+    /// The sorted keys buffer (`(Morton code, instance)` pairs, padded).
+    pub fn keys(&self) -> &GpuBuffer {
+        &self.keys
+    }
+}
