@@ -63,16 +63,24 @@ impl BlasRefit {
     /// then one dispatch. Barriers after both.
     pub fn record(&self, rec: &mut Recorder<'_>, blas: &GpuBlas) -> Result<(), GpuError> {
         rec.fill(&blas.counters, 0);
-        let push = BlasRefitPush {
-            nodes: blas.nodes.address(),
-            parents: blas.parents.address(),
-            leaves: blas.leaves.address(),
-            triangles: blas.triangles.address(),
-            positions: blas.positions.address(),
-            counters: blas.counters.address(),
-            leaf_count: blas.leaf_count,
-            _pad: 0,
-        };
-        rec.dispatch_threads(&self.kernel, &push, blas.leaf_count)
+        self.record_push(
+            rec,
+            &BlasRefitPush {
+                nodes: blas.nodes.address(),
+                parents: blas.parents.address(),
+                leaves: blas.leaves.address(),
+                triangles: blas.triangles.address(),
+                positions: blas.positions.address(),
+                counters: blas.counters.address(),
+                leaf_count: blas.leaf_count,
+                _pad: 0,
+            },
+        )
+    }
+
+    /// Records the dispatch for explicit addresses (a BLAS range inside shared
+    /// arrays); the counters must be zero.
+    pub(crate) fn record_push(&self, rec: &mut Recorder<'_>, push: &BlasRefitPush) -> Result<(), GpuError> {
+        rec.dispatch_threads(&self.kernel, push, push.leaf_count)
     }
 }

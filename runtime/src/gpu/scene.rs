@@ -13,10 +13,13 @@
 //! bulk, on the CPU, so kernels only multiply.
 
 use super::blas::{Blas, BvhNode};
+use super::blas_refit::BlasRefit;
 use super::buffer::{BufferMemory, GpuBuffer};
 use super::error::GpuError;
+use super::layout::BlasRefitPush;
 use super::layout::{BlasRef, GpuInstance, TlasNode};
 use super::queue::{Gpu, Recorder};
+use super::skin::{BoneMatrix, GpuSkin, Skin, SkinData};
 use super::trace::TraceScene;
 use glam::{Mat3, Vec3};
 
@@ -59,6 +62,28 @@ pub struct Scene {
     pub(crate) positions: Vec<[f32; 3]>,
     pub(crate) instances: Vec<GpuInstance>,
     pub(crate) roots: Vec<BvhNode>,
+    /// Per mesh: its BLAS's parent links and leaf list, for refits.
+    pub(crate) refit: Vec<RefitRange>,
+    pub(crate) parents: Vec<u32>,
+    pub(crate) leaves: Vec<u32>,
+    /// Skinned instances: their private mesh copy and skin inputs.
+    pub(crate) skinned: Vec<SkinnedInstance>,
+}
+
+/// Where a mesh's refit data lives in the scene's arrays (node-local indices).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RefitRange {
+    pub(crate) node_base: u32,
+    pub(crate) node_count: u32,
+    pub(crate) leaf_base: u32,
+    pub(crate) leaf_count: u32,
+}
+
+/// A skinned instance owns a private copy of its mesh (the transient segment),
+/// rewritten by skinning and refit every frame.
+pub(crate) struct SkinnedInstance {
+    pub(crate) mesh: u32,
+    pub(crate) skin: SkinData,
 }
 
 impl Scene {
@@ -80,6 +105,14 @@ impl Scene {
             triangle_count: blas.triangles.len() as u32,
         });
         self.roots.push(blas.nodes[0]);
+        self.refit.push(RefitRange {
+            node_base: self.nodes.len() as u32,
+            node_count: blas.nodes.len() as u32,
+            leaf_base: self.leaves.len() as u32,
+            leaf_count: blas.leaves.len() as u32,
+        });
+        self.parents.extend_from_slice(&blas.parents);
+        self.leaves.extend_from_slice(&blas.leaves);
         self.nodes.extend_from_slice(&blas.nodes);
         self.triangles.extend_from_slice(&blas.triangles);
         self.positions.extend_from_slice(positions);
@@ -119,6 +152,66 @@ impl Scene {
         instance.object_to_world = *transform;
         instance.world_to_object = inverse;
         Ok(())
+    }
+
+    /// Adds a skinned instance: a private copy of the mesh given by `skin.rest` and
+    /// `triangles` (its BLAS is the mold; skinning rewrites the copy's vertices and
+    /// a refit its boxes every frame). Returns (instance index, skinned slot).
+    pub fn add_skinned_instance(
+        &mut self,
+        skin: SkinData,
+        triangles: &[[u32; 3]],
+        transform: &Affine,
+        mask: u32,
+        user_id: u32,
+    ) -> Result<(u32, u32), GpuError> {
+        invert_affine(transform)
+            .ok_or_else(|| GpuError::InvalidInput("instance transform is singular, NaN or infinite".into()))?;
+        let mesh = self.add_mesh(&skin.rest, triangles)?;
+        let instance = self.add_instance(mesh, transform, mask, user_id)?;
+        self.skinned.push(SkinnedInstance { mesh, skin });
+        Ok((instance, self.skinned.len() as u32 - 1))
+    }
+
+    /// CPU reference of one frame of skinning + refit: new positions for every
+    /// skinned slot (`positions[slot]`, e.g. read back from the GPU) replace the
+    /// copy's vertices and its boxes are refitted.
+    pub fn apply_skinned_positions(&mut self, positions: &[Vec<[f32; 3]>]) -> Result<(), GpuError> {
+        if positions.len() != self.skinned.len() {
+            return Err(GpuError::InvalidInput(format!(
+                "{} position sets for {} skinned slots",
+                positions.len(),
+                self.skinned.len()
+            )));
+        }
+        for (slot, moved) in self.skinned.iter().zip(positions) {
+            let blas_ref = self.blas_refs[slot.mesh as usize];
+            let range = self.refit[slot.mesh as usize];
+            let base = blas_ref.position_base as usize;
+            if moved.len() != slot.skin.rest.len() {
+                return Err(GpuError::InvalidInput("skinned position count differs from the mesh".into()));
+            }
+            self.positions[base..base + moved.len()].copy_from_slice(moved);
+            let nodes = range.node_base as usize..(range.node_base + range.node_count) as usize;
+            let mut blas = Blas {
+                nodes: self.nodes[nodes.clone()].to_vec(),
+                parents: Vec::new(),
+                leaves: Vec::new(),
+                triangles: self.triangles
+                    [blas_ref.triangle_base as usize..(blas_ref.triangle_base + blas_ref.triangle_count) as usize]
+                    .to_vec(),
+                vertex_count: moved.len(),
+                depth: 0,
+            };
+            blas.refit(moved).map_err(|err| GpuError::InvalidInput(err.to_string()))?;
+            self.nodes[nodes].copy_from_slice(&blas.nodes);
+            self.roots[slot.mesh as usize] = blas.nodes[0];
+        }
+        Ok(())
+    }
+
+    pub fn skinned_count(&self) -> usize {
+        self.skinned.len()
     }
 
     pub fn instances(&self) -> &[GpuInstance] {
@@ -162,6 +255,11 @@ pub struct GpuScene {
     pub(crate) bounds: GpuBuffer,
     pub(crate) instance_count: u32,
     pub(crate) padded: u32,
+    blas_parents: GpuBuffer,
+    blas_leaves: GpuBuffer,
+    blas_counters: GpuBuffer,
+    skins: Vec<(GpuSkin, u32)>,
+    refit_ranges: Vec<(RefitRange, BlasRef)>,
 }
 
 impl GpuScene {
@@ -185,7 +283,75 @@ impl GpuScene {
             bounds: gpu.buffer("tlas scene bounds", 6 * 4, BufferMemory::Device)?,
             instance_count: scene.instances.len() as u32,
             padded: padded as u32,
+            blas_parents: gpu.buffer_from("scene blas parents", &scene.parents)?,
+            blas_leaves: gpu.buffer_from("scene blas leaves", &scene.leaves)?,
+            blas_counters: gpu.buffer(
+                "scene blas refit counters",
+                4 * u64::from(scene.skinned.iter().map(|s| scene.refit[s.mesh as usize].node_count).max().unwrap_or(1)),
+                BufferMemory::Device,
+            )?,
+            skins: scene
+                .skinned
+                .iter()
+                .map(|s| GpuSkin::upload(gpu, &s.skin).map(|skin| (skin, s.mesh)))
+                .collect::<Result<_, _>>()?,
+            refit_ranges: scene.refit.iter().copied().zip(scene.blas_refs.iter().copied()).collect(),
         })
+    }
+
+    /// Records skinning and refit of every skinned instance's private BLAS: `bones`
+    /// holds one bone array per skinned slot. Skinning writes the copy's vertices in
+    /// place; the refit then runs on that BLAS's range of the shared arrays.
+    pub fn record_skinning(
+        &self,
+        rec: &mut Recorder<'_>,
+        skin: &Skin,
+        refit: &BlasRefit,
+        bones: &[&[BoneMatrix]],
+    ) -> Result<(), GpuError> {
+        if bones.len() != self.skins.len() {
+            return Err(GpuError::InvalidInput(format!(
+                "{} bone sets for {} skinned slots",
+                bones.len(),
+                self.skins.len()
+            )));
+        }
+        for ((gpu_skin, mesh), bones) in self.skins.iter().zip(bones) {
+            let (range, blas) = self.refit_ranges[*mesh as usize];
+            let positions = self.positions.address() + 12 * u64::from(blas.position_base);
+            skin.record_at(rec, gpu_skin, bones, &self.positions, positions)?;
+            rec.fill(&self.blas_counters, 0);
+            let push = BlasRefitPush {
+                nodes: self.blas_nodes.address() + 32 * u64::from(range.node_base),
+                parents: self.blas_parents.address() + 4 * u64::from(range.node_base),
+                leaves: self.blas_leaves.address() + 4 * u64::from(range.leaf_base),
+                triangles: self.triangles.address() + 16 * u64::from(blas.triangle_base),
+                positions,
+                counters: self.blas_counters.address(),
+                leaf_count: range.leaf_count,
+                _pad: 0,
+            };
+            refit.record_push(rec, &push)?;
+        }
+        Ok(())
+    }
+
+    /// Reads back the skinned vertices of every slot (for CPU references and tests).
+    pub fn read_skinned_positions(&self, gpu: &mut Gpu) -> Result<Vec<Vec<[f32; 3]>>, GpuError> {
+        let mut out = Vec::new();
+        for (skin, mesh) in &self.skins {
+            let base = 12 * u64::from(self.refit_ranges[*mesh as usize].1.position_base);
+            let len = 12 * u64::from(skin.vertex_count);
+            let download = gpu.submit("read skinned", |rec| rec.download(&self.positions, base, len))?;
+            out.push(download.to_vec());
+        }
+        Ok(out)
+    }
+
+    /// Reads back the BLAS nodes of every mesh (for CPU references and tests).
+    pub fn read_blas_nodes(&self, gpu: &mut Gpu) -> Result<Vec<BvhNode>, GpuError> {
+        let count = self.refit_ranges.last().map_or(0, |(r, _)| (r.node_base + r.node_count) as usize);
+        gpu.read(&self.blas_nodes, count)
     }
 
     /// Records the upload of every instance (transforms, masks, ids).

@@ -116,6 +116,18 @@ impl Skin {
         bones: &[BoneMatrix],
         out: &GpuBuffer,
     ) -> Result<(), GpuError> {
+        self.record_at(rec, skin, bones, out, out.address())
+    }
+
+    /// As [`Skin::record`], writing at `address`, which must lie inside `out`.
+    pub(crate) fn record_at(
+        &self,
+        rec: &mut Recorder<'_>,
+        skin: &GpuSkin,
+        bones: &[BoneMatrix],
+        out: &GpuBuffer,
+        address: u64,
+    ) -> Result<(), GpuError> {
         if bones.len() != skin.bone_count as usize {
             return Err(GpuError::InvalidInput(format!(
                 "skin: {} bones given, {} expected",
@@ -126,14 +138,15 @@ impl Skin {
         if bones.iter().flatten().flatten().any(|c| !c.is_finite()) {
             return Err(GpuError::InvalidInput("skin: a bone matrix has a NaN or infinite entry".into()));
         }
-        out.check_range("skin output", 0, 12 * u64::from(skin.vertex_count))?;
+        let offset = address.checked_sub(out.address()).unwrap_or(u64::MAX);
+        out.check_range("skin output", offset, 12 * u64::from(skin.vertex_count))?;
         rec.upload(&skin.bones, 0, bytemuck::cast_slice(bones))?;
         let push = SkinPush {
             rest: skin.rest.address(),
             joints: skin.joints.address(),
             weights: skin.weights.address(),
             bones: skin.bones.address(),
-            skinned: out.address(),
+            skinned: address,
             vertex_count: skin.vertex_count,
             bone_count: skin.bone_count,
         };

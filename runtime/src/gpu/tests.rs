@@ -376,12 +376,26 @@ fn compare_hits(rays: &[GpuRay], gpu: &[GpuHit], cpu: &[GpuHit], any_hit: bool) 
 }
 
 #[test]
-fn gpu_tlas_and_traversal_match_cpu_references_for_100k_rays() {
-    let Some(mut gpu) = test_gpu("gpu_tlas_and_traversal_match_cpu_references_for_100k_rays") else { return };
+fn gpu_skinning_refit_tlas_and_traversal_match_cpu_references_for_100k_rays() {
+    let Some(mut gpu) = test_gpu("gpu_skinning_refit_tlas_and_traversal_match_cpu_references_for_100k_rays") else {
+        return;
+    };
     let builder = TlasBuilder::new(&gpu).unwrap();
     let tracer = Tracer::new(&gpu).unwrap();
     let mut rng = Rng(2024);
     let mut scene = test_scene(&mut rng, 300);
+    // Three skinned instances, each with its own copy of a 30x30 grid and 8 bones.
+    let bone_count = 8u32;
+    for i in 0..3 {
+        let (rest, triangles) = grid(30, &mut rng);
+        let rest: Vec<[f32; 3]> = rest.iter().map(|p| [p[0] - 15.0, p[1], p[2] - 15.0]).collect();
+        let joints = rest.iter().map(|p| [((p[0] + 15.0) / 4.0) as u16 % bone_count as u16, 0, 0, 0]).collect();
+        let weights = vec![[1.0, 0.0, 0.0, 0.0]; rest.len()];
+        let data = SkinData::new(rest, joints, weights, bone_count).unwrap();
+        scene.add_skinned_instance(data, &triangles, &random_transform(&mut rng, 60.0), u32::MAX, 9000 + i).unwrap();
+    }
+    let skin = Skin::new(&gpu).unwrap();
+    let refit = BlasRefit::new(&gpu).unwrap();
     let gpu_scene = GpuScene::new(&mut gpu, &scene).unwrap();
     let rays = random_rays(&mut rng, &scene, 100_000);
     let ray_buffer = gpu.buffer_from("rays", &rays).unwrap();
@@ -393,6 +407,33 @@ fn gpu_tlas_and_traversal_match_cpu_references_for_100k_rays() {
                 scene.set_transform(i, &random_transform(&mut rng, 100.0)).unwrap();
             }
         }
+        // Skin + refit every skinned copy on the GPU; the CPU reference takes the GPU's
+        // vertices (checked against CPU skinning) and refits its own copy of the BLAS.
+        let poses: Vec<Vec<BoneMatrix>> = (0..scene.skinned_count())
+            .map(|slot| {
+                (0..bone_count)
+                    .map(|b| {
+                        let (s, c) = (0.2 * (b + slot as u32 + 3 * frame) as f32).sin_cos();
+                        [[c, -s, 0.0, 0.0], [s, c, 0.0, 2.0 * b as f32], [0.0, 0.0, 1.0, 0.0]]
+                    })
+                    .collect()
+            })
+            .collect();
+        let bones: Vec<&[BoneMatrix]> = poses.iter().map(Vec::as_slice).collect();
+        gpu.submit("skin", |rec| rec.pass("skin + refit", |rec| gpu_scene.record_skinning(rec, &skin, &refit, &bones)))
+            .unwrap();
+        let skinned = gpu_scene.read_skinned_positions(&mut gpu).unwrap();
+        for (slot, positions) in skinned.iter().enumerate() {
+            let expected = scene.skinned[slot].skin.skin(&poses[slot]);
+            for (got, want) in positions.iter().zip(&expected) {
+                assert!(
+                    (0..3).all(|k| (got[k] - want[k]).abs() <= 1e-4 * (1.0 + want[k].abs())),
+                    "{got:?} vs {want:?}"
+                );
+            }
+        }
+        scene.apply_skinned_positions(&skinned).unwrap();
+        assert_eq!(gpu_scene.read_blas_nodes(&mut gpu).unwrap(), scene.nodes, "refitted BLAS ranges equal the CPU's");
         let tlas = build_and_check_tlas(&mut gpu, &builder, &scene, &gpu_scene);
         for any_hit in [false, true] {
             let count = if any_hit { 20_000 } else { rays.len() };
