@@ -99,12 +99,15 @@ fn primary(c: &mut Criterion, gpu: &mut Gpu) {
     let count = rays.len() as u32;
     let view = scene.trace_scene(&tlas);
     // Check before measuring: GPU and CPU agree on what was hit.
-    gpu.submit("trace", |rec| rec.pass("trace", |rec| tracer.record(rec, &gpu_scene, &ray_buffer, &hits, count, false)))
-        .unwrap();
+    gpu.submit("trace", |rec| {
+        rec.pass("trace", |rec| tracer.record(rec, &gpu_scene, &ray_buffer, &hits, count, false))
+    })
+    .unwrap();
     print_timings(gpu, "primary 102,400 rays");
     let gpu_hits: Vec<GpuHit> = gpu.read(&hits, rays.len()).unwrap();
     let cpu_hits: Vec<GpuHit> = rays.par_iter().map(|r| trace_cpu(&view, r, false)).collect();
-    let agree = gpu_hits.iter().zip(&cpu_hits).filter(|(g, c)| (g.instance == NO_HIT) == (c.instance == NO_HIT)).count();
+    let agree =
+        gpu_hits.iter().zip(&cpu_hits).filter(|(g, c)| (g.instance == NO_HIT) == (c.instance == NO_HIT)).count();
     let hit_count = cpu_hits.iter().filter(|h| h.instance != NO_HIT).count();
     println!("gpu_trace/primary: {hit_count} of {} rays hit; GPU and CPU agree on {agree}", rays.len());
 
