@@ -46,12 +46,13 @@ pub struct GpuTiming {
 #[derive(Debug)]
 pub struct Download {
     buffer: GpuBuffer,
+    len: usize,
 }
 
 impl Download {
     /// The downloaded bytes (valid once the submission that recorded it returned).
     pub fn bytes(&self) -> &[u8] {
-        self.buffer.mapped().unwrap_or(&[])
+        self.buffer.mapped().map_or(&[], |bytes| &bytes[..self.len])
     }
 
     /// The downloaded data as `T`s (copied, so alignment does not matter).
@@ -348,7 +349,7 @@ impl Recorder<'_> {
                 &[],
             )
         };
-        Ok(Download { buffer })
+        Ok(Download { buffer, len: len as usize })
     }
 
     /// Fills `buffer` with the 32-bit `value`, followed by a barrier.

@@ -203,6 +203,8 @@ fn gpu_refuses_bad_buffers_and_arguments_without_side_effects() {
         let err = gpu.submit("too many groups", |rec| rec.dispatch(&refit.kernel, &push, [limit + 1, 1, 1]));
         assert!(err.is_err());
     }
+    let empty = gpu.submit("empty download", |rec| rec.download(&buffer, 16, 0)).unwrap();
+    assert!(empty.bytes().is_empty());
     // Nothing above reached the device, and the context still works.
     assert_eq!(gpu.read::<u32>(&buffer, 4).unwrap(), [1, 2, 3, 4]);
     // Mismatched BLAS and skin inputs.
