@@ -14,29 +14,14 @@
 
 use criterion::{criterion_group, Criterion, Throughput};
 use kiln::gpu::{
-    trace_cpu, Blas, BlasRefit, BufferMemory, CpuTlas, Gpu, GpuBlas, GpuConfig, GpuHit, GpuRay, GpuScene, Scene,
-    TlasBuilder, Tracer, NO_HIT,
+    grid_mesh, trace_cpu, Blas, BlasRefit, BufferMemory, CpuTlas, Gpu, GpuBlas, GpuConfig, GpuHit, GpuRay, GpuScene,
+    Scene, TlasBuilder, Tracer, NO_HIT,
 };
 use kiln_benches::{report_ratios, SplitMix};
 use rayon::prelude::*;
 
 fn grid(n: u32, rng: &mut SplitMix) -> (Vec<[f32; 3]>, Vec<[u32; 3]>) {
-    let mut positions = Vec::new();
-    for z in 0..=n {
-        for x in 0..=n {
-            positions.push([x as f32 / n as f32, 0.05 * rng.range(-1.0, 1.0), z as f32 / n as f32]);
-        }
-    }
-    let row = n + 1;
-    let mut triangles = Vec::new();
-    for z in 0..n {
-        for x in 0..n {
-            let i = z * row + x;
-            triangles.push([i, i + 1, i + row]);
-            triangles.push([i + 1, i + row + 1, i + row]);
-        }
-    }
-    (positions, triangles)
+    grid_mesh(n, 1.0 / n as f32, |_, _| 0.05 * rng.range(-1.0, 1.0))
 }
 
 fn print_timings(gpu: &Gpu, what: &str) {

@@ -48,7 +48,7 @@ pub use layout::{
     BlasRef, BlasRefitPush, GpuHit, GpuInstance, GpuRay, SkinPush, TlasNode, HIT_BACKFACE, NO_HIT, TLAS_LEAF,
 };
 pub use queue::{Download, Gpu, GpuTiming, Recorder};
-pub use scene::{invert_affine, Affine, GpuScene, Scene, IDENTITY};
+pub use scene::{grid_mesh, invert_affine, Affine, GpuScene, Scene, IDENTITY};
 pub use skin::{BoneMatrix, GpuSkin, Skin, SkinData};
 pub use tlas::{instance_box, internal_children, morton, sorted_keys, CpuTlas, TlasBuilder, TLAS_STACK};
 pub use trace::{trace_cpu, TraceScene, Tracer};

@@ -53,6 +53,28 @@ pub fn invert_affine(m: &Affine) -> Option<Affine> {
     out.iter().flatten().all(|c| c.is_finite()).then_some(out)
 }
 
+/// A height-field grid of `n x n` cells of size `cell` (two triangles each), with
+/// `height(x, z)` at each of the `(n + 1)^2` vertices: the mesh samples, tests and
+/// benches build scenes from.
+pub fn grid_mesh(n: u32, cell: f32, mut height: impl FnMut(u32, u32) -> f32) -> (Vec<[f32; 3]>, Vec<[u32; 3]>) {
+    let mut positions = Vec::with_capacity(((n + 1) * (n + 1)) as usize);
+    for z in 0..=n {
+        for x in 0..=n {
+            positions.push([x as f32 * cell, height(x, z), z as f32 * cell]);
+        }
+    }
+    let row = n + 1;
+    let mut triangles = Vec::with_capacity(2 * (n * n) as usize);
+    for z in 0..n {
+        for x in 0..n {
+            let i = z * row + x;
+            triangles.push([i, i + 1, i + row]);
+            triangles.push([i + 1, i + row + 1, i + row]);
+        }
+    }
+    (positions, triangles)
+}
+
 /// Meshes and instances on the CPU; see the module docs.
 #[derive(Default)]
 pub struct Scene {

@@ -1,24 +1,9 @@
 use super::*;
 use crate::spatial::tests::Rng;
 
-/// A wavy grid of `n x n` quads (2 triangles each).
+/// A wavy grid of `n x n` unit quads (2 triangles each).
 fn grid(n: u32, rng: &mut Rng) -> (Vec<[f32; 3]>, Vec<[u32; 3]>) {
-    let mut positions = Vec::new();
-    for z in 0..=n {
-        for x in 0..=n {
-            positions.push([x as f32, rng.range(-0.5, 0.5), z as f32]);
-        }
-    }
-    let mut triangles = Vec::new();
-    let row = n + 1;
-    for z in 0..n {
-        for x in 0..n {
-            let i = z * row + x;
-            triangles.push([i, i + 1, i + row]);
-            triangles.push([i + 1, i + row + 1, i + row]);
-        }
-    }
-    (positions, triangles)
+    grid_mesh(n, 1.0, |_, _| rng.range(-0.5, 0.5))
 }
 
 /// Random triangles scattered in a box: a harder, overlapping input.
