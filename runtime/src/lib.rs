@@ -4,6 +4,7 @@ pub mod jobs;
 pub mod math;
 pub mod query;
 pub mod runtime;
+pub mod shapes;
 pub mod spatial;
 pub mod terrain;
 

@@ -1,9 +1,11 @@
-//! A thin layer over glam: axis-aligned boxes and rays, the types every spatial
-//! structure shares, and the triangle tests in [`triangle`].
+//! A thin layer over glam: axis-aligned boxes, rays and rigid transforms, the types
+//! every spatial structure shares, and the triangle tests in [`triangle`].
 
+mod isometry;
 mod triangle;
 
-pub use glam::{IVec3, Vec3};
+pub use glam::{IVec3, Mat3, Quat, Vec3};
+pub use isometry::Isometry;
 pub use triangle::{ray_triangle, triangle_normal, triangle_overlaps_aabb, TriangleHit};
 
 /// An axis-aligned box, `min <= max` on every axis for a valid box.

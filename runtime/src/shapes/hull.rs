@@ -1,0 +1,623 @@
+//! Convex hulls from point clouds: quickhull (Barber, Dobkin and Huhdanpaa 1996, in
+//! the half-edge form of John Lloyd's quickhull3d) run in f64, then coplanar
+//! triangles merged into polygon faces, so a box's 8 corners give 6 quads and 12
+//! edges, not 12 triangles and 18 edges with six flat ones that a separating-axis test
+//! would have to reject one by one.
+//!
+//! Tolerance: a point within `1e-5 × scale` of a face (scale = the largest coordinate
+//! magnitude summed over the axes) counts as on it, so f32 noise on a rotated box
+//! does not add sliver faces. Adjacent faces merge when the far vertices of each lie
+//! within that tolerance of the other's plane.
+
+use std::collections::HashMap;
+
+use glam::{DVec3, Mat3, Vec3};
+
+use super::polytope::{Plane, PolyEdge, Polytope, MAX_FACE_VERTICES};
+use super::ShapeError;
+use crate::math::Aabb;
+
+/// The most vertices a hull may keep (indices are 16-bit; SAT cost grows with edges²).
+pub const MAX_HULL_VERTICES: usize = 256;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct HullEdge {
+    v: [u16; 2],
+    faces: [u16; 2],
+}
+
+/// A convex polyhedron: vertices, polygon faces (counter-clockwise loops from
+/// outside) with their planes, and undirected edges with both faces.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvexHull {
+    vertices: Vec<Vec3>,
+    planes: Vec<Plane>,
+    /// Face `f`'s loop is `loops[face_start[f]..face_start[f + 1]]`.
+    face_start: Vec<u16>,
+    loops: Vec<u16>,
+    edges: Vec<HullEdge>,
+    /// Volume centroid.
+    centroid: Vec3,
+    volume: f32,
+    /// Inertia tensor about the centroid at density 1.
+    unit_inertia: Mat3,
+    bounds: Aabb,
+}
+
+impl ConvexHull {
+    /// The hull of `points`: at least 4 finite points not all in one plane, giving at
+    /// most [`MAX_HULL_VERTICES`] hull vertices and at most 64 vertices per face.
+    pub fn new(points: &[Vec3]) -> Result<ConvexHull, ShapeError> {
+        if points.iter().any(|p| !p.is_finite()) {
+            return Err(ShapeError::NotFinite);
+        }
+        if points.len() < 4 {
+            return Err(ShapeError::Degenerate);
+        }
+        let mut q = Quickhull::new(points)?;
+        q.run();
+        q.finish()
+    }
+
+    pub fn vertices(&self) -> &[Vec3] {
+        &self.vertices
+    }
+
+    pub fn volume(&self) -> f32 {
+        self.volume
+    }
+
+    /// Local bounds.
+    pub fn bounds(&self) -> Aabb {
+        self.bounds
+    }
+
+    /// The inertia tensor about the centroid at density 1.
+    pub fn unit_inertia(&self) -> Mat3 {
+        self.unit_inertia
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.vertices.capacity() * 12
+            + self.planes.capacity() * 16
+            + (self.face_start.capacity() + self.loops.capacity()) * 2
+            + self.edges.capacity() * 8
+    }
+}
+
+impl Polytope for ConvexHull {
+    fn vertex_count(&self) -> usize {
+        self.vertices.len()
+    }
+    #[inline]
+    fn vertex(&self, i: usize) -> Vec3 {
+        self.vertices[i]
+    }
+    fn face_count(&self) -> usize {
+        self.planes.len()
+    }
+    #[inline]
+    fn plane(&self, face: usize) -> Plane {
+        self.planes[face]
+    }
+    fn face_vertices(&self, face: usize, out: &mut [u16; MAX_FACE_VERTICES]) -> usize {
+        let (a, b) = (self.face_start[face] as usize, self.face_start[face + 1] as usize);
+        out[..b - a].copy_from_slice(&self.loops[a..b]);
+        b - a
+    }
+    fn edge_count(&self) -> usize {
+        self.edges.len()
+    }
+    fn edge(&self, e: usize) -> PolyEdge {
+        let edge = self.edges[e];
+        let (n0, n1) = (self.planes[edge.faces[0] as usize].normal, self.planes[edge.faces[1] as usize].normal);
+        PolyEdge { v: edge.v, n0, n1, arc: n1.cross(n0) }
+    }
+    fn centroid(&self) -> Vec3 {
+        self.centroid
+    }
+}
+
+const NONE: usize = usize::MAX;
+
+#[derive(Clone, Copy, Debug)]
+struct HalfEdge {
+    origin: usize,
+    twin: usize,
+    next: usize,
+    face: usize,
+}
+
+#[derive(Clone, Debug)]
+struct Face {
+    edge: usize,
+    normal: DVec3,
+    offset: f64,
+    outside: Vec<usize>,
+    alive: bool,
+    visible: bool,
+}
+
+impl Face {
+    fn distance(&self, p: DVec3) -> f64 {
+        self.normal.dot(p) - self.offset
+    }
+}
+
+struct Quickhull {
+    points: Vec<DVec3>,
+    edges: Vec<HalfEdge>,
+    faces: Vec<Face>,
+    eps: f64,
+}
+
+impl Quickhull {
+    /// The initial tetrahedron with every other point assigned to a face it lies
+    /// outside of.
+    fn new(input: &[Vec3]) -> Result<Quickhull, ShapeError> {
+        let points: Vec<DVec3> = input.iter().map(|p| p.as_dvec3()).collect();
+        let scale = (0..3).map(|a| points.iter().map(|p| p[a].abs()).fold(0.0, f64::max)).sum::<f64>();
+        let eps = 1e-5 * scale.max(f64::MIN_POSITIVE);
+        // Two extreme points far apart, the point farthest from their line, the
+        // point farthest from their plane.
+        let mut extremes = [0usize; 6];
+        for (i, p) in points.iter().enumerate() {
+            for a in 0..3 {
+                if p[a] < points[extremes[2 * a]][a] {
+                    extremes[2 * a] = i;
+                }
+                if p[a] > points[extremes[2 * a + 1]][a] {
+                    extremes[2 * a + 1] = i;
+                }
+            }
+        }
+        let (mut i0, mut i1, mut best) = (0, 0, -1.0);
+        for a in 0..3 {
+            let d = points[extremes[2 * a]].distance(points[extremes[2 * a + 1]]);
+            if d > best {
+                (i0, i1, best) = (extremes[2 * a], extremes[2 * a + 1], d);
+            }
+        }
+        if best <= eps {
+            return Err(ShapeError::Degenerate);
+        }
+        let dir = (points[i1] - points[i0]).normalize();
+        let line_distance = |p: DVec3| (p - points[i0]).reject_from_normalized(dir).length();
+        let i2 = argmax(&points, line_distance);
+        if line_distance(points[i2]) <= eps {
+            return Err(ShapeError::Degenerate);
+        }
+        let normal = (points[i1] - points[i0]).cross(points[i2] - points[i0]).normalize();
+        let plane_distance = |p: DVec3| normal.dot(p - points[i0]);
+        let i3 = argmax(&points, |p| plane_distance(p).abs());
+        if plane_distance(points[i3]).abs() <= eps {
+            return Err(ShapeError::Degenerate);
+        }
+        // Base (i0, i1, i2) counter-clockwise seen from outside, i.e. away from i3.
+        let (i1, i2) = if plane_distance(points[i3]) > 0.0 { (i2, i1) } else { (i1, i2) };
+        let mut q = Quickhull { points, edges: Vec::new(), faces: Vec::new(), eps };
+        let base = [i0, i1, i2];
+        q.add_face([i0, i1, i2]);
+        for k in 0..3 {
+            let (a, b) = (base[k], base[(k + 1) % 3]);
+            q.add_face([b, a, i3]);
+        }
+        // Twins: edge a->b pairs with b->a.
+        for e in 0..q.edges.len() {
+            let (a, b) = (q.edges[e].origin, q.edges[q.edges[e].next].origin);
+            let twin = (0..q.edges.len()).find(|&t| q.edges[t].origin == b && q.edges[q.edges[t].next].origin == a);
+            q.edges[e].twin = twin.expect("tetrahedron edges pair up");
+        }
+        let taken = [i0, i1, i2, i3];
+        for p in 0..q.points.len() {
+            if !taken.contains(&p) {
+                q.assign(p, 0..4);
+            }
+        }
+        Ok(q)
+    }
+
+    /// A triangle face with vertices counter-clockwise from outside; twins unset
+    /// except by the caller.
+    fn add_face(&mut self, v: [usize; 3]) -> usize {
+        let face = self.faces.len();
+        let first = self.edges.len();
+        for k in 0..3 {
+            self.edges.push(HalfEdge { origin: v[k], twin: NONE, next: first + (k + 1) % 3, face });
+        }
+        let [a, b, c] = v.map(|i| self.points[i]);
+        let normal = (b - a).cross(c - a).normalize();
+        let offset = normal.dot((a + b + c) / 3.0);
+        self.faces.push(Face { edge: first, normal, offset, outside: Vec::new(), alive: true, visible: false });
+        face
+    }
+
+    /// Puts point `p` on the conflict list of the face in `faces` it lies farthest
+    /// outside of, if any.
+    fn assign(&mut self, p: usize, faces: std::ops::Range<usize>) {
+        let point = self.points[p];
+        let mut best = (NONE, self.eps);
+        for f in faces {
+            if self.faces[f].alive {
+                let d = self.faces[f].distance(point);
+                if d > best.1 {
+                    best = (f, d);
+                }
+            }
+        }
+        if best.0 != NONE {
+            self.faces[best.0].outside.push(p);
+        }
+    }
+
+    fn run(&mut self) {
+        let mut horizon = Vec::new();
+        let mut visible = Vec::new();
+        let mut cursor = 0;
+        while cursor < self.faces.len() {
+            if !self.faces[cursor].alive || self.faces[cursor].outside.is_empty() {
+                cursor += 1;
+                continue;
+            }
+            let face = &self.faces[cursor];
+            let eye = face.outside.iter().copied().max_by(|&a, &b| {
+                face.distance(self.points[a]).total_cmp(&face.distance(self.points[b])).then(b.cmp(&a))
+            });
+            let eye = eye.expect("non-empty conflict list");
+            horizon.clear();
+            visible.clear();
+            self.horizon(self.points[eye], NONE, cursor, &mut horizon, &mut visible);
+            self.add_cone(eye, &horizon, &visible);
+        }
+    }
+
+    /// Marks `face` and every face visible from `eye` reachable from it, and appends
+    /// the horizon's half-edges (on visible faces, twins on hidden ones) in
+    /// counter-clockwise order.
+    fn horizon(&mut self, eye: DVec3, crossed: usize, face: usize, horizon: &mut Vec<usize>, visible: &mut Vec<usize>) {
+        self.faces[face].visible = true;
+        visible.push(face);
+        let start = if crossed == NONE { self.faces[face].edge } else { self.edges[crossed].next };
+        let stop = if crossed == NONE { start } else { crossed };
+        let mut e = start;
+        loop {
+            let twin = self.edges[e].twin;
+            let other = self.edges[twin].face;
+            if !self.faces[other].visible {
+                if self.faces[other].distance(eye) > self.eps {
+                    self.horizon(eye, twin, other, horizon, visible);
+                } else {
+                    horizon.push(e);
+                }
+            }
+            e = self.edges[e].next;
+            if e == stop {
+                break;
+            }
+        }
+    }
+
+    /// Replaces the visible faces by a cone of triangles from the horizon to `eye`
+    /// and hands their conflict points to the new faces.
+    fn add_cone(&mut self, eye: usize, horizon: &[usize], visible: &[usize]) {
+        let first_face = self.faces.len();
+        for &h in horizon {
+            let (u, v) = (self.edges[h].origin, self.edges[self.edges[h].next].origin);
+            let twin = self.edges[h].twin;
+            let f = self.add_face([u, v, eye]);
+            let e0 = self.faces[f].edge;
+            self.edges[e0].twin = twin;
+            self.edges[twin].twin = e0;
+        }
+        let k = horizon.len();
+        for i in 0..k {
+            // Face i's edge v->eye pairs with face i+1's edge eye->u (u of i+1 == v of i).
+            let e1 = self.faces[first_face + i].edge + 1;
+            let e2 = self.faces[first_face + (i + 1) % k].edge + 2;
+            self.edges[e1].twin = e2;
+            self.edges[e2].twin = e1;
+        }
+        let mut orphans = Vec::new();
+        for &f in visible {
+            self.faces[f].alive = false;
+            self.faces[f].visible = false;
+            orphans.append(&mut self.faces[f].outside);
+        }
+        for p in orphans {
+            if p != eye {
+                self.assign(p, first_face..self.faces.len());
+            }
+        }
+    }
+
+    /// Merges coplanar triangles into polygons and packs the result.
+    fn finish(self) -> Result<ConvexHull, ShapeError> {
+        let alive: Vec<usize> = (0..self.faces.len()).filter(|&f| self.faces[f].alive).collect();
+        // Union-find over faces, joining neighbours that are coplanar within eps.
+        let mut parent: Vec<usize> = (0..self.faces.len()).collect();
+        fn find(parent: &mut [usize], mut x: usize) -> usize {
+            while parent[x] != x {
+                parent[x] = parent[parent[x]];
+                x = parent[x];
+            }
+            x
+        }
+        for &f in &alive {
+            let start = self.faces[f].edge;
+            let mut e = start;
+            loop {
+                let other = self.edges[self.edges[e].twin].face;
+                let coplanar = self.faces[f].normal.dot(self.faces[other].normal) > 0.0
+                    && self.face_points(other).iter().all(|&p| self.faces[f].distance(p).abs() <= self.eps)
+                    && self.face_points(f).iter().all(|&p| self.faces[other].distance(p).abs() <= self.eps);
+                if coplanar {
+                    let (a, b) = (find(&mut parent, f), find(&mut parent, other));
+                    parent[a.max(b)] = a.min(b);
+                }
+                e = self.edges[e].next;
+                if e == start {
+                    break;
+                }
+            }
+        }
+        let group: Vec<usize> = (0..self.faces.len()).map(|f| find(&mut parent, f)).collect();
+        // Boundary loops of each group, walking across merged interior edges.
+        let mut loops: Vec<(usize, Vec<usize>)> = Vec::new();
+        let mut done = vec![false; self.faces.len()];
+        for &f in &alive {
+            let g = group[f];
+            if done[g] {
+                continue;
+            }
+            let boundary = |e: usize| group[self.edges[self.edges[e].twin].face] != g;
+            // Any boundary half-edge of any face of the group starts the walk.
+            let start = alive
+                .iter()
+                .filter(|&&h| group[h] == g)
+                .flat_map(|&h| {
+                    let e0 = self.faces[h].edge;
+                    [e0, self.edges[e0].next, self.edges[self.edges[e0].next].next]
+                })
+                .find(|&e| boundary(e))
+                .expect("a face group has a boundary");
+            done[g] = true;
+            let mut ring = Vec::new();
+            let mut e = start;
+            loop {
+                ring.push(e);
+                let mut n = self.edges[e].next;
+                while !boundary(n) {
+                    n = self.edges[self.edges[n].twin].next;
+                }
+                e = n;
+                if e == start {
+                    break;
+                }
+            }
+            loops.push((g, ring));
+        }
+        // Drop vertices with fewer than three distinct faces around them (collinear
+        // points left on a merged edge).
+        let mut faces_of: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (g, ring) in &loops {
+            for &e in ring {
+                faces_of.entry(self.edges[e].origin).or_default().push(*g);
+            }
+        }
+        let keep = |v: usize| faces_of[&v].len() >= 3;
+        let mut index_of: HashMap<usize, u16> = HashMap::new();
+        let mut vertices = Vec::new();
+        let mut face_start = vec![0u16];
+        let mut face_loops = Vec::new();
+        let mut planes = Vec::new();
+        let mut directed: HashMap<(u16, u16), u16> = HashMap::new();
+        for (face_index, (_, ring)) in loops.iter().enumerate() {
+            let mut poly: Vec<u16> = Vec::new();
+            for &e in ring {
+                let v = self.edges[e].origin;
+                if !keep(v) {
+                    continue;
+                }
+                let next = vertices.len();
+                let idx = *index_of.entry(v).or_insert_with(|| {
+                    vertices.push(self.points[v]);
+                    next as u16
+                });
+                poly.push(idx);
+            }
+            if vertices.len() > MAX_HULL_VERTICES {
+                return Err(ShapeError::TooManyVertices);
+            }
+            if poly.len() > MAX_FACE_VERTICES {
+                return Err(ShapeError::TooManyVertices);
+            }
+            // Newell's normal and the mean offset.
+            let mut normal = DVec3::ZERO;
+            let mut mean = DVec3::ZERO;
+            for i in 0..poly.len() {
+                let (a, b) = (vertices[poly[i] as usize], vertices[poly[(i + 1) % poly.len()] as usize]);
+                normal += a.cross(b);
+                mean += a;
+            }
+            let normal = normal.normalize();
+            let offset = normal.dot(mean / poly.len() as f64);
+            planes.push(Plane { normal: normal.as_vec3(), offset: offset as f32 });
+            for i in 0..poly.len() {
+                directed.insert((poly[i], poly[(i + 1) % poly.len()]), face_index as u16);
+            }
+            face_loops.extend_from_slice(&poly);
+            face_start.push(face_loops.len() as u16);
+        }
+        let mut edges: Vec<HullEdge> = directed
+            .iter()
+            .filter(|((a, b), _)| a < b)
+            .map(|(&(a, b), &f)| HullEdge { v: [a, b], faces: [f, directed[&(b, a)]] })
+            .collect();
+        edges.sort_unstable_by_key(|e| e.v);
+        let (volume, centroid, unit_inertia) = mass(&vertices, &face_start, &face_loops);
+        let vertices: Vec<Vec3> = vertices.iter().map(|v| v.as_vec3()).collect();
+        let bounds = vertices.iter().fold(Aabb::EMPTY, |b, &v| b.union(&Aabb::new(v, v)));
+        Ok(ConvexHull {
+            vertices,
+            planes,
+            face_start,
+            loops: face_loops,
+            edges,
+            centroid: centroid.as_vec3(),
+            volume: volume as f32,
+            unit_inertia,
+            bounds,
+        })
+    }
+
+    fn face_points(&self, f: usize) -> [DVec3; 3] {
+        let e = self.faces[f].edge;
+        let n = self.edges[e].next;
+        [
+            self.points[self.edges[e].origin],
+            self.points[self.edges[n].origin],
+            self.points[self.edges[self.edges[n].next].origin],
+        ]
+    }
+}
+
+fn argmax(points: &[DVec3], key: impl Fn(DVec3) -> f64) -> usize {
+    let mut best = (0, f64::NEG_INFINITY);
+    for (i, &p) in points.iter().enumerate() {
+        let k = key(p);
+        if k > best.1 {
+            best = (i, k);
+        }
+    }
+    best.0
+}
+
+/// Volume, centroid and inertia about the centroid (density 1) of a closed polyhedron
+/// by a fan of tetrahedra from the vertex mean (Blow and Binstock, "How to find the
+/// inertia tensor (or other mass properties) of a 3D solid body represented by a
+/// triangle mesh", 2004).
+fn mass(vertices: &[DVec3], face_start: &[u16], loops: &[u16]) -> (f64, DVec3, Mat3) {
+    let origin = vertices.iter().copied().sum::<DVec3>() / vertices.len() as f64;
+    let mut volume = 0.0;
+    let mut first_moment = DVec3::ZERO;
+    let mut covariance = glam::DMat3::ZERO;
+    let canonical = glam::DMat3::from_cols_array(&[2.0, 1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 2.0]) / 120.0;
+    for f in 0..face_start.len() - 1 {
+        let face = &loops[face_start[f] as usize..face_start[f + 1] as usize];
+        let a = vertices[face[0] as usize] - origin;
+        for k in 1..face.len() - 1 {
+            let (b, c) = (vertices[face[k] as usize] - origin, vertices[face[k + 1] as usize] - origin);
+            let m = glam::DMat3::from_cols(a, b, c);
+            let det = m.determinant();
+            volume += det / 6.0;
+            first_moment += det / 24.0 * (a + b + c);
+            covariance += det * m * canonical * m.transpose();
+        }
+    }
+    let center = first_moment / volume;
+    // Shift the covariance to the centroid, then I = tr(C) 1 - C.
+    let shifted = covariance - volume * outer(center, center);
+    let inertia = glam::DMat3::IDENTITY * (shifted.x_axis.x + shifted.y_axis.y + shifted.z_axis.z) - shifted;
+    (volume, origin + center, inertia.as_mat3())
+}
+
+fn outer(a: DVec3, b: DVec3) -> glam::DMat3 {
+    glam::DMat3::from_cols(a * b.x, a * b.y, a * b.z)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shapes::polytope::tests::check_topology;
+    use glam::Quat;
+
+    fn lcg(seed: &mut u64) -> f32 {
+        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((*seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+
+    #[test]
+    fn box_corners_make_six_quads() {
+        let mut points = Vec::new();
+        for i in 0..8 {
+            points.push(Vec3::new(
+                if i & 1 != 0 { 1.0 } else { -1.0 },
+                if i & 2 != 0 { 2.0 } else { -2.0 },
+                if i & 4 != 0 { 0.5 } else { -0.5 },
+            ));
+        }
+        // Interior and face-centre points change nothing.
+        points.push(Vec3::ZERO);
+        points.push(Vec3::new(1.0, 0.0, 0.0));
+        let hull = ConvexHull::new(&points).unwrap();
+        assert_eq!((hull.vertex_count(), hull.face_count(), hull.edge_count()), (8, 6, 12));
+        check_topology(&hull);
+        assert!((hull.volume() - 8.0).abs() < 1e-5);
+        assert!(hull.centroid().length() < 1e-6);
+        // Box inertia about the centre: m/3 (b² + c²) with m = 8.
+        let expect = Vec3::new(8.0 / 3.0 * (4.0 + 0.25), 8.0 / 3.0 * (1.0 + 0.25), 8.0 / 3.0 * (1.0 + 4.0));
+        let i = hull.unit_inertia();
+        assert!(Vec3::new(i.x_axis.x, i.y_axis.y, i.z_axis.z).abs_diff_eq(expect, 1e-4), "{i}");
+        assert!(i.x_axis.y.abs() < 1e-5 && i.x_axis.z.abs() < 1e-5 && i.y_axis.z.abs() < 1e-5);
+    }
+
+    #[test]
+    fn rotated_noisy_box_still_merges() {
+        let q = Quat::from_euler(glam::EulerRot::XYZ, 0.3, 1.1, -0.7);
+        let points: Vec<Vec3> = (0..8)
+            .map(|i| {
+                q * Vec3::new(
+                    if i & 1 != 0 { 1.0 } else { -1.0 },
+                    if i & 2 != 0 { 1.0 } else { -1.0 },
+                    if i & 4 != 0 { 1.0 } else { -1.0 },
+                ) + Vec3::new(10.0, -3.0, 7.0)
+            })
+            .collect();
+        let hull = ConvexHull::new(&points).unwrap();
+        assert_eq!((hull.vertex_count(), hull.face_count(), hull.edge_count()), (8, 6, 12));
+        check_topology(&hull);
+    }
+
+    #[test]
+    fn random_clouds_give_valid_hulls() {
+        let mut seed = 7;
+        for n in [4usize, 5, 10, 32, 100, 400] {
+            let points: Vec<Vec3> = (0..n).map(|_| Vec3::new(lcg(&mut seed), lcg(&mut seed), lcg(&mut seed))).collect();
+            let hull = ConvexHull::new(&points).unwrap();
+            check_topology(&hull);
+            // Every input point is inside or on the hull; Euler's formula holds.
+            for p in &points {
+                for f in 0..hull.face_count() {
+                    assert!(hull.plane(f).distance(*p) < 1e-4);
+                }
+            }
+            let (v, f, e) = (hull.vertex_count() as i64, hull.face_count() as i64, hull.edge_count() as i64);
+            assert_eq!(v - e + f, 2, "n = {n}");
+        }
+        // Points on a sphere are all hull vertices.
+        let sphere: Vec<Vec3> =
+            (0..200).map(|_| Vec3::new(lcg(&mut seed), lcg(&mut seed), lcg(&mut seed)).normalize() * 3.0).collect();
+        let hull = ConvexHull::new(&sphere).unwrap();
+        assert_eq!(hull.vertex_count(), 200);
+        check_topology(&hull);
+        let volume = 4.0 / 3.0 * std::f32::consts::PI * 27.0;
+        assert!(hull.volume() < volume && hull.volume() > 0.9 * volume);
+    }
+
+    #[test]
+    fn bad_clouds_are_refused() {
+        let flat = [Vec3::ZERO, Vec3::X, Vec3::Y, Vec3::new(1.0, 1.0, 0.0), Vec3::new(0.5, 0.2, 0.0)];
+        assert_eq!(ConvexHull::new(&flat), Err(ShapeError::Degenerate));
+        assert_eq!(ConvexHull::new(&flat[..3]), Err(ShapeError::Degenerate));
+        let line: Vec<Vec3> = (0..10).map(|i| Vec3::X * i as f32).collect();
+        assert_eq!(ConvexHull::new(&line), Err(ShapeError::Degenerate));
+        assert_eq!(ConvexHull::new(&[Vec3::ZERO; 8]), Err(ShapeError::Degenerate));
+        let nan = [Vec3::ZERO, Vec3::X, Vec3::Y, Vec3::new(0.0, 0.0, f32::NAN)];
+        assert_eq!(ConvexHull::new(&nan), Err(ShapeError::NotFinite));
+        let mut seed = 3;
+        let many: Vec<Vec3> =
+            (0..400).map(|_| Vec3::new(lcg(&mut seed), lcg(&mut seed), lcg(&mut seed)).normalize()).collect();
+        assert_eq!(ConvexHull::new(&many), Err(ShapeError::TooManyVertices));
+    }
+}

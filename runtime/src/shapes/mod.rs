@@ -1,0 +1,261 @@
+//! Collision shapes: sphere, capsule, box, convex hull, compound of convex parts, and
+//! triangle. Every shape is validated when it is made (a bad shape is an error, never
+//! a NaN later), reports its bounds under a transform, and its mass properties from a
+//! density.
+//!
+//! Rounded shapes are a *core* plus a radius: a sphere is a point, a capsule a segment
+//! (see `collide`). Boxes, hulls and triangles are polyhedra behind the one
+//! [`Polytope`] view the separating-axis test reads; boxes and triangles provide it
+//! from closed forms, so they cost no heap.
+
+mod hull;
+mod mass;
+pub mod polytope;
+
+use std::fmt;
+use std::sync::Arc;
+
+use glam::{Mat3, Vec3};
+
+pub use hull::{ConvexHull, MAX_HULL_VERTICES};
+pub use mass::MassProperties;
+pub use polytope::{BoxPoly, Plane, PolyEdge, Polytope, TrianglePoly, MAX_FACE_VERTICES};
+
+use crate::math::{Aabb, Isometry};
+
+/// Why a shape was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShapeError {
+    /// A coordinate, radius or transform is NaN or infinite.
+    NotFinite,
+    /// A radius or half extent is zero or negative (or the box is flat).
+    NonPositive,
+    /// Fewer than 4 points not in one plane (hull), or a zero-area triangle.
+    Degenerate,
+    /// The hull would keep more than [`MAX_HULL_VERTICES`] vertices or a face with
+    /// more than [`MAX_FACE_VERTICES`].
+    TooManyVertices,
+    /// A compound with no parts, or with a part that is a compound or a triangle.
+    BadCompound,
+}
+
+impl fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ShapeError::NotFinite => "a coordinate, radius or transform is NaN or infinite",
+            ShapeError::NonPositive => "a radius or half extent is zero or negative",
+            ShapeError::Degenerate => "the points do not span a volume (hull) or an area (triangle)",
+            ShapeError::TooManyVertices => "the hull has more than 256 vertices or a face with more than 64",
+            ShapeError::BadCompound => "a compound needs at least one part, and parts must be convex shapes",
+        })
+    }
+}
+
+impl std::error::Error for ShapeError {}
+
+/// A convex part of a compound, placed by `pose` in the compound's frame.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompoundPart {
+    pub pose: Isometry,
+    pub shape: Shape,
+    /// The part's bounds in the compound's frame.
+    pub bounds: Aabb,
+}
+
+/// Convex parts with local poses.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Compound {
+    parts: Vec<CompoundPart>,
+    bounds: Aabb,
+}
+
+impl Compound {
+    pub fn parts(&self) -> &[CompoundPart] {
+        &self.parts
+    }
+
+    pub fn bounds(&self) -> Aabb {
+        self.bounds
+    }
+}
+
+/// A collision shape in its local frame.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Shape {
+    Sphere {
+        center: Vec3,
+        radius: f32,
+    },
+    /// The points within `radius` of the segment `a`-`b` (`a == b` is a sphere).
+    Capsule {
+        a: Vec3,
+        b: Vec3,
+        radius: f32,
+    },
+    /// A box centred on the origin.
+    Box {
+        half: Vec3,
+    },
+    Hull(Arc<ConvexHull>),
+    Compound(Arc<Compound>),
+    /// A one-sided-by-convention triangle (front: counter-clockwise). Triangles have
+    /// no volume, so a body made of them can only be static.
+    Triangle([Vec3; 3]),
+}
+
+impl Shape {
+    pub fn sphere(center: Vec3, radius: f32) -> Result<Shape, ShapeError> {
+        finite(&[center, Vec3::splat(radius)])?;
+        positive(radius)?;
+        Ok(Shape::Sphere { center, radius })
+    }
+
+    pub fn capsule(a: Vec3, b: Vec3, radius: f32) -> Result<Shape, ShapeError> {
+        finite(&[a, b, Vec3::splat(radius)])?;
+        positive(radius)?;
+        Ok(Shape::Capsule { a, b, radius })
+    }
+
+    /// A box with half extents `half`, centred on the origin.
+    pub fn cuboid(half: Vec3) -> Result<Shape, ShapeError> {
+        finite(&[half])?;
+        positive(half.min_element())?;
+        Ok(Shape::Box { half })
+    }
+
+    /// The convex hull of `points` (see [`ConvexHull::new`]).
+    pub fn hull(points: &[Vec3]) -> Result<Shape, ShapeError> {
+        Ok(Shape::Hull(Arc::new(ConvexHull::new(points)?)))
+    }
+
+    pub fn triangle(v: [Vec3; 3]) -> Result<Shape, ShapeError> {
+        finite(&v)?;
+        TrianglePoly::new(v).ok_or(ShapeError::Degenerate)?;
+        Ok(Shape::Triangle(v))
+    }
+
+    /// Convex parts (sphere, capsule, box, hull) with valid poses.
+    pub fn compound(parts: impl IntoIterator<Item = (Isometry, Shape)>) -> Result<Shape, ShapeError> {
+        let mut out = Vec::new();
+        let mut bounds = Aabb::EMPTY;
+        for (pose, shape) in parts {
+            if !pose.is_valid() {
+                return Err(ShapeError::NotFinite);
+            }
+            if matches!(shape, Shape::Compound(_) | Shape::Triangle(_)) {
+                return Err(ShapeError::BadCompound);
+            }
+            let pose = Isometry { rotation: pose.rotation.normalize(), ..pose };
+            let part_bounds = shape.aabb(&pose);
+            bounds = bounds.union(&part_bounds);
+            out.push(CompoundPart { pose, shape, bounds: part_bounds });
+        }
+        if out.is_empty() {
+            return Err(ShapeError::BadCompound);
+        }
+        Ok(Shape::Compound(Arc::new(Compound { parts: out, bounds })))
+    }
+
+    /// Whether the shape is one convex piece (everything but compounds).
+    pub fn is_convex(&self) -> bool {
+        !matches!(self, Shape::Compound(_))
+    }
+
+    /// Bounds of the shape placed by `xf` (hulls: their local box, rotated).
+    pub fn aabb(&self, xf: &Isometry) -> Aabb {
+        match self {
+            Shape::Sphere { center, radius } => {
+                Aabb::from_center_half_extents(xf.transform_point(*center), Vec3::splat(*radius))
+            }
+            Shape::Capsule { a, b, radius } => {
+                let (a, b) = (xf.transform_point(*a), xf.transform_point(*b));
+                Aabb::new(a.min(b), a.max(b)).expanded(*radius)
+            }
+            Shape::Box { half } => rotated_box(xf, Vec3::ZERO, *half),
+            Shape::Hull(hull) => {
+                let b = hull.bounds();
+                rotated_box(xf, b.center(), b.extents() * 0.5)
+            }
+            Shape::Compound(c) => c.parts.iter().fold(Aabb::EMPTY, |acc, p| acc.union(&p.shape.aabb(&xf.mul(&p.pose)))),
+            Shape::Triangle(v) => {
+                let w = v.map(|p| xf.transform_point(p));
+                Aabb::new(w[0].min(w[1]).min(w[2]), w[0].max(w[1]).max(w[2]))
+            }
+        }
+    }
+
+    /// Mass, centre of mass and inertia about it, in the shape's frame, for a uniform
+    /// `density` (kg/m³). Triangles have no volume: zero mass.
+    pub fn mass_properties(&self, density: f32) -> MassProperties {
+        match self {
+            Shape::Sphere { center, radius } => MassProperties::sphere(*center, *radius, density),
+            Shape::Capsule { a, b, radius } => MassProperties::capsule(*a, *b, *radius, density),
+            Shape::Box { half } => MassProperties::cuboid(*half, density),
+            Shape::Hull(h) => {
+                MassProperties { mass: h.volume() * density, center: h.centroid(), inertia: h.unit_inertia() * density }
+            }
+            Shape::Compound(c) => {
+                MassProperties::combine(c.parts.iter().map(|p| p.shape.mass_properties(density).transformed(&p.pose)))
+            }
+            Shape::Triangle(v) => MassProperties { mass: 0.0, center: (v[0] + v[1] + v[2]) / 3.0, inertia: Mat3::ZERO },
+        }
+    }
+}
+
+fn rotated_box(xf: &Isometry, center: Vec3, half: Vec3) -> Aabb {
+    let m = xf.matrix();
+    let extent = Mat3::from_cols(m.x_axis.abs(), m.y_axis.abs(), m.z_axis.abs()) * half;
+    Aabb::from_center_half_extents(xf.transform_point(center), extent)
+}
+
+fn finite(values: &[Vec3]) -> Result<(), ShapeError> {
+    values.iter().all(|v| v.is_finite()).then_some(()).ok_or(ShapeError::NotFinite)
+}
+
+fn positive(x: f32) -> Result<(), ShapeError> {
+    (x > 0.0).then_some(()).ok_or(ShapeError::NonPositive)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::Quat;
+
+    #[test]
+    fn invalid_shapes_are_refused() {
+        assert_eq!(Shape::sphere(Vec3::ZERO, 0.0), Err(ShapeError::NonPositive));
+        assert_eq!(Shape::sphere(Vec3::ZERO, -1.0), Err(ShapeError::NonPositive));
+        assert_eq!(Shape::sphere(Vec3::ZERO, f32::NAN), Err(ShapeError::NotFinite));
+        assert_eq!(Shape::sphere(Vec3::INFINITY, 1.0), Err(ShapeError::NotFinite));
+        assert_eq!(Shape::capsule(Vec3::ZERO, Vec3::X, 0.0), Err(ShapeError::NonPositive));
+        assert_eq!(Shape::capsule(Vec3::ZERO, Vec3::NAN, 1.0), Err(ShapeError::NotFinite));
+        assert_eq!(Shape::cuboid(Vec3::new(1.0, 0.0, 1.0)), Err(ShapeError::NonPositive));
+        assert_eq!(Shape::cuboid(Vec3::new(1.0, -2.0, 1.0)), Err(ShapeError::NonPositive));
+        assert_eq!(Shape::triangle([Vec3::ZERO, Vec3::X, Vec3::X * 3.0]), Err(ShapeError::Degenerate));
+        assert_eq!(Shape::triangle([Vec3::ZERO, Vec3::X, Vec3::NAN]), Err(ShapeError::NotFinite));
+        assert_eq!(Shape::compound([]), Err(ShapeError::BadCompound));
+        let tri = Shape::triangle([Vec3::ZERO, Vec3::X, Vec3::Y]).unwrap();
+        assert_eq!(Shape::compound([(Isometry::IDENTITY, tri)]), Err(ShapeError::BadCompound));
+        let ball = Shape::sphere(Vec3::ZERO, 1.0).unwrap();
+        let bad_pose = Isometry::from_translation(Vec3::NAN);
+        assert_eq!(Shape::compound([(bad_pose, ball.clone())]), Err(ShapeError::NotFinite));
+        let nested = Shape::compound([(Isometry::IDENTITY, ball)]).unwrap();
+        assert_eq!(Shape::compound([(Isometry::IDENTITY, nested)]), Err(ShapeError::BadCompound));
+    }
+
+    #[test]
+    fn bounds_contain_the_shape() {
+        let xf = Isometry::new(Vec3::new(1.0, 2.0, 3.0), Quat::from_rotation_z(std::f32::consts::FRAC_PI_4));
+        let b = Shape::cuboid(Vec3::new(1.0, 1.0, 0.5)).unwrap().aabb(&xf);
+        let r = std::f32::consts::SQRT_2;
+        assert!(b.min.abs_diff_eq(Vec3::new(1.0 - r, 2.0 - r, 2.5), 1e-5), "{b:?}");
+        let c = Shape::capsule(Vec3::ZERO, Vec3::X * 2.0, 0.5).unwrap().aabb(&Isometry::IDENTITY);
+        assert_eq!(c, Aabb::new(Vec3::splat(-0.5), Vec3::new(2.5, 0.5, 0.5)));
+        let compound = Shape::compound([
+            (Isometry::from_translation(Vec3::X * 5.0), Shape::sphere(Vec3::ZERO, 1.0).unwrap()),
+            (Isometry::IDENTITY, Shape::cuboid(Vec3::ONE).unwrap()),
+        ])
+        .unwrap();
+        assert_eq!(compound.aabb(&Isometry::IDENTITY), Aabb::new(Vec3::splat(-1.0), Vec3::new(6.0, 1.0, 1.0)));
+    }
+}

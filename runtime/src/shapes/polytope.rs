@@ -1,0 +1,240 @@
+//! The one view of a convex polyhedron that separating-axis tests and clipping read:
+//! vertices, face planes with counter-clockwise vertex loops, and edges with their two
+//! adjacent face normals. Boxes and triangles implement it from closed forms without
+//! allocating; hulls from their stored topology.
+//!
+//! An edge carries `arc = n1 × n0`, the great-circle arc its two face normals span on
+//! the Gauss map (Gregorius, "The Separating Axis Test between Convex Polyhedra",
+//! GDC 2013). A triangle is a flat polyhedron with two faces (`n` and `-n`); its edge
+//! normals are antipodal, so `n1 × n0` vanishes and the edge stores the limit
+//! `m × n` instead (`m` the edge's outward normal in the triangle's plane): the arc
+//! from `n` through `m` to `-n`.
+
+use glam::Vec3;
+
+/// A face plane: points `p` with `normal · p == offset`; `normal` is unit and outward.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Plane {
+    pub normal: Vec3,
+    pub offset: f32,
+}
+
+impl Plane {
+    /// Signed distance of `p` (positive outside).
+    #[inline]
+    pub fn distance(&self, p: Vec3) -> f32 {
+        self.normal.dot(p) - self.offset
+    }
+}
+
+/// An edge between vertices `v[0]` and `v[1]`, faces `faces[0]` (normal `n0`) and
+/// `faces[1]` (normal `n1`), Gauss-map arc `arc` (see the module note).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PolyEdge {
+    pub v: [u16; 2],
+    pub n0: Vec3,
+    pub n1: Vec3,
+    pub arc: Vec3,
+}
+
+/// Most vertices a face loop may have (clipping buffers are sized from it).
+pub const MAX_FACE_VERTICES: usize = 64;
+
+/// A convex polyhedron in its local frame.
+pub trait Polytope {
+    fn vertex_count(&self) -> usize;
+    fn vertex(&self, i: usize) -> Vec3;
+    fn face_count(&self) -> usize;
+    fn plane(&self, face: usize) -> Plane;
+    /// Writes face `face`'s vertex indices, counter-clockwise seen from outside, and
+    /// returns how many (at most [`MAX_FACE_VERTICES`]).
+    fn face_vertices(&self, face: usize, out: &mut [u16; MAX_FACE_VERTICES]) -> usize;
+    fn edge_count(&self) -> usize;
+    fn edge(&self, e: usize) -> PolyEdge;
+    /// A point strictly inside (or, for a triangle, on) the polyhedron.
+    fn centroid(&self) -> Vec3;
+
+    /// Index of the vertex farthest along `dir` (the lowest index on ties).
+    fn support(&self, dir: Vec3) -> usize {
+        let mut best = 0;
+        let mut best_dot = self.vertex(0).dot(dir);
+        for i in 1..self.vertex_count() {
+            let d = self.vertex(i).dot(dir);
+            if d > best_dot {
+                best = i;
+                best_dot = d;
+            }
+        }
+        best
+    }
+}
+
+/// A box centred on the origin with half extents `half`; vertex `i` has the sign of
+/// bit 0 (x), bit 1 (y) and bit 2 (z) of `i` set when the coordinate is positive.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BoxPoly {
+    pub half: Vec3,
+}
+
+/// Face `2a` is `+axis a`, face `2a + 1` is `-axis a`; loops counter-clockwise from outside.
+const BOX_FACES: [[u16; 4]; 6] = [[1, 3, 7, 5], [0, 4, 6, 2], [2, 6, 7, 3], [0, 1, 5, 4], [4, 5, 7, 6], [0, 2, 3, 1]];
+/// Edges as (vertex, vertex, face, face).
+const BOX_EDGES: [[u16; 4]; 12] = [
+    // Along x: y/z signs pick the faces.
+    [0, 1, 3, 5],
+    [2, 3, 2, 5],
+    [4, 5, 3, 4],
+    [6, 7, 2, 4],
+    // Along y.
+    [0, 2, 1, 5],
+    [1, 3, 0, 5],
+    [4, 6, 1, 4],
+    [5, 7, 0, 4],
+    // Along z.
+    [0, 4, 1, 3],
+    [1, 5, 0, 3],
+    [2, 6, 1, 2],
+    [3, 7, 0, 2],
+];
+
+fn box_normal(face: usize) -> Vec3 {
+    let mut n = Vec3::ZERO;
+    n[face / 2] = if face % 2 == 0 { 1.0 } else { -1.0 };
+    n
+}
+
+impl Polytope for BoxPoly {
+    fn vertex_count(&self) -> usize {
+        8
+    }
+    #[inline]
+    fn vertex(&self, i: usize) -> Vec3 {
+        let s = |bit: usize| if i & (1 << bit) != 0 { 1.0 } else { -1.0 };
+        self.half * Vec3::new(s(0), s(1), s(2))
+    }
+    fn face_count(&self) -> usize {
+        6
+    }
+    fn plane(&self, face: usize) -> Plane {
+        Plane { normal: box_normal(face), offset: self.half[face / 2] }
+    }
+    fn face_vertices(&self, face: usize, out: &mut [u16; MAX_FACE_VERTICES]) -> usize {
+        out[..4].copy_from_slice(&BOX_FACES[face]);
+        4
+    }
+    fn edge_count(&self) -> usize {
+        12
+    }
+    fn edge(&self, e: usize) -> PolyEdge {
+        let [a, b, f0, f1] = BOX_EDGES[e];
+        let (n0, n1) = (box_normal(f0 as usize), box_normal(f1 as usize));
+        PolyEdge { v: [a, b], n0, n1, arc: n1.cross(n0) }
+    }
+    fn centroid(&self) -> Vec3 {
+        Vec3::ZERO
+    }
+    #[inline]
+    fn support(&self, dir: Vec3) -> usize {
+        (dir.x > 0.0) as usize | ((dir.y > 0.0) as usize) << 1 | ((dir.z > 0.0) as usize) << 2
+    }
+}
+
+/// A triangle as a flat polyhedron: face 0 is the front (`(b - a) × (c - a)`), face 1
+/// the back; edge `i` joins vertices `i` and `i + 1`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TrianglePoly {
+    pub v: [Vec3; 3],
+    pub normal: Vec3,
+}
+
+impl TrianglePoly {
+    /// `None` for a degenerate (zero-area or non-finite) triangle.
+    pub fn new(v: [Vec3; 3]) -> Option<TrianglePoly> {
+        let normal = (v[1] - v[0]).cross(v[2] - v[0]).normalize_or_zero();
+        (normal != Vec3::ZERO && normal.is_finite()).then_some(TrianglePoly { v, normal })
+    }
+
+    /// The outward normal of edge `i` in the triangle's plane.
+    pub fn edge_normal(&self, i: usize) -> Vec3 {
+        (self.v[(i + 1) % 3] - self.v[i]).cross(self.normal).normalize_or_zero()
+    }
+}
+
+impl Polytope for TrianglePoly {
+    fn vertex_count(&self) -> usize {
+        3
+    }
+    #[inline]
+    fn vertex(&self, i: usize) -> Vec3 {
+        self.v[i]
+    }
+    fn face_count(&self) -> usize {
+        2
+    }
+    fn plane(&self, face: usize) -> Plane {
+        let n = if face == 0 { self.normal } else { -self.normal };
+        Plane { normal: n, offset: n.dot(self.v[0]) }
+    }
+    fn face_vertices(&self, face: usize, out: &mut [u16; MAX_FACE_VERTICES]) -> usize {
+        out[..3].copy_from_slice(if face == 0 { &[0, 1, 2] } else { &[0, 2, 1] });
+        3
+    }
+    fn edge_count(&self) -> usize {
+        3
+    }
+    fn edge(&self, e: usize) -> PolyEdge {
+        let m = self.edge_normal(e);
+        PolyEdge { v: [e as u16, ((e + 1) % 3) as u16], n0: self.normal, n1: -self.normal, arc: m.cross(self.normal) }
+    }
+    fn centroid(&self) -> Vec3 {
+        (self.v[0] + self.v[1] + self.v[2]) / 3.0
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Every face loop is counter-clockwise around its outward normal, lies in its
+    /// plane, and every edge's faces contain both its vertices.
+    pub(crate) fn check_topology(p: &impl Polytope) {
+        let mut loop_ = [0u16; MAX_FACE_VERTICES];
+        for f in 0..p.face_count() {
+            let plane = p.plane(f);
+            let n = p.face_vertices(f, &mut loop_);
+            let mut newell = Vec3::ZERO;
+            for i in 0..n {
+                let (a, b) = (p.vertex(loop_[i] as usize), p.vertex(loop_[(i + 1) % n] as usize));
+                assert!(plane.distance(a).abs() < 1e-4, "face {f} vertex off its plane");
+                newell += a.cross(b);
+            }
+            assert!(newell.normalize().dot(plane.normal) > 0.999, "face {f} winds clockwise");
+            for v in 0..p.vertex_count() {
+                assert!(plane.distance(p.vertex(v)) < 1e-4, "vertex {v} outside face {f}");
+            }
+        }
+        for e in 0..p.edge_count() {
+            let edge = p.edge(e);
+            for (normal, v) in [(edge.n0, edge.v[0]), (edge.n1, edge.v[1])] {
+                let on_face = (0..p.face_count()).any(|f| {
+                    let pl = p.plane(f);
+                    pl.normal.dot(normal) > 0.9999 && pl.distance(p.vertex(v as usize)).abs() < 1e-4
+                });
+                assert!(on_face, "edge {e} is not on a face with normal {normal}");
+            }
+            assert!(edge.arc.length() > 1e-6, "edge {e} has no arc");
+        }
+    }
+
+    #[test]
+    fn box_and_triangle_topology() {
+        check_topology(&BoxPoly { half: Vec3::new(1.0, 2.0, 0.5) });
+        check_topology(&TrianglePoly::new([Vec3::ZERO, Vec3::X, Vec3::Y]).unwrap());
+        assert!(TrianglePoly::new([Vec3::ZERO, Vec3::X, Vec3::X * 2.0]).is_none());
+        let b = BoxPoly { half: Vec3::ONE };
+        for i in 0..8 {
+            let v = b.vertex(i);
+            assert_eq!(b.support(v), i);
+        }
+    }
+}
