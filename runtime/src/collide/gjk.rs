@@ -172,8 +172,11 @@ struct Feature {
     count: usize,
 }
 
-const VERTEX: [Feature; 3] =
-    [Feature { index: [0, 0, 0], count: 1 }, Feature { index: [1, 0, 0], count: 1 }, Feature { index: [2, 0, 0], count: 1 }];
+const VERTEX: [Feature; 3] = [
+    Feature { index: [0, 0, 0], count: 1 },
+    Feature { index: [1, 0, 0], count: 1 },
+    Feature { index: [2, 0, 0], count: 1 },
+];
 
 /// Closest point to the origin on segment `[a, b]`.
 fn segment([a, b]: [Vec3; 2]) -> (Feature, [f32; 3]) {
@@ -374,7 +377,10 @@ mod tests {
         assert!((d.distance - 1.0).abs() < 1e-5 && d.normal.abs_diff_eq(Vec3::Y, 1e-5), "{d:?}");
         assert!((d.point_a.y - 1.0).abs() < 1e-5 && (d.point_b.y - 2.0).abs() < 1e-5);
         // Rotated 45 degrees about z and lifted: B's edge points down at A's face.
-        let xf = Isometry::new(Vec3::new(0.0, 1.0 + std::f32::consts::SQRT_2 + 0.5, 0.0), Quat::from_rotation_z(0.785_398_2));
+        let xf = Isometry::new(
+            Vec3::new(0.0, 1.0 + std::f32::consts::SQRT_2 + 0.5, 0.0),
+            Quat::from_rotation_z(0.785_398_2),
+        );
         let d = distance(&box_, &Isometry::IDENTITY, &box_, &xf);
         assert!((d.distance - 0.5).abs() < 1e-5, "{d:?}");
         // Vertex to vertex along the diagonal.
@@ -401,9 +407,15 @@ mod tests {
             };
             let ha = ConvexHull::new(&cloud(&mut seed, 12)).unwrap();
             let hb = ConvexHull::new(&cloud(&mut seed, 12)).unwrap();
-            let xa = Isometry::new(Vec3::new(lcg(&mut seed), lcg(&mut seed), lcg(&mut seed)), Quat::from_rotation_x(lcg(&mut seed) * 3.0));
+            let xa = Isometry::new(
+                Vec3::new(lcg(&mut seed), lcg(&mut seed), lcg(&mut seed)),
+                Quat::from_rotation_x(lcg(&mut seed) * 3.0),
+            );
             let dir = Vec3::new(lcg(&mut seed), lcg(&mut seed), lcg(&mut seed)).normalize_or(Vec3::X);
-            let xb = Isometry::new(xa.translation + dir * (2.5 + case as f32 * 0.02), Quat::from_rotation_y(lcg(&mut seed) * 3.0));
+            let xb = Isometry::new(
+                xa.translation + dir * (2.5 + case as f32 * 0.02),
+                Quat::from_rotation_y(lcg(&mut seed) * 3.0),
+            );
             let (pa, pb) = (Proxy { points: ha.vertices(), radius: 0.0 }, Proxy { points: hb.vertices(), radius: 0.0 });
             let d = distance(&pa, &xa, &pb, &xb);
             if d.overlap {

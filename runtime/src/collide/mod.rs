@@ -1,3 +1,21 @@
 //! Narrowphase: distances, contact manifolds and times of impact between shapes.
+//!
+//! - [`gjk`]: distance and closest points of convex cores.
+//! - `sat.rs`: polyhedron contact by separating axes and clipping.
+//! - `rounded.rs`: sphere and capsule contacts on their cores.
+//! - [`contact`]: the dispatcher over shape pairs, compounds included.
+//! - [`manifold`]: the four-point manifold and its reduction.
+//! - [`segment`]: closest points of segments.
 
+pub mod contact;
 pub mod gjk;
+pub mod manifold;
+mod rounded;
+mod sat;
+pub mod segment;
+#[cfg(test)]
+mod tests;
+
+pub use contact::{collide, collide_all};
+pub use gjk::{distance, Distance, Proxy};
+pub use manifold::{Manifold, ManifoldPoint};

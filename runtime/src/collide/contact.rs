@@ -1,0 +1,132 @@
+//! The contact dispatcher: picks the algorithm for a pair of shapes and returns
+//! manifolds with normals from A to B.
+//!
+//! | pair | algorithm |
+//! | --- | --- |
+//! | sphere/capsule – sphere/capsule | closest points of the cores (`rounded.rs`) |
+//! | sphere/capsule – box/hull/triangle | GJK on the core, SAT when the core is inside (`rounded.rs`) |
+//! | box/hull/triangle – box/hull/triangle | SAT and clipping (`sat.rs`) |
+//! | compound – anything | each part whose bounds overlap, as its own manifold |
+//!
+//! A triangle always goes second into the polyhedron test, so the edge-axis
+//! orientation uses the solid shape's centroid.
+
+use glam::Vec3;
+
+use super::manifold::Manifold;
+use super::rounded::{collide_rounded, collide_rounded_polytope, Rounded, TriangleEdges};
+use super::sat::collide_polytopes;
+use crate::math::Isometry;
+use crate::shapes::{BoxPoly, ConvexHull, Polytope, Shape, TrianglePoly};
+
+/// A convex shape in the form the algorithms take.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Convex<'a> {
+    Rounded(Rounded),
+    Box(BoxPoly),
+    Hull(&'a ConvexHull),
+    Triangle(TrianglePoly),
+}
+
+impl<'a> Convex<'a> {
+    /// `None` for compounds and degenerate triangles.
+    pub(crate) fn of(shape: &'a Shape) -> Option<Convex<'a>> {
+        Some(match shape {
+            Shape::Sphere { center, radius } => Convex::Rounded(Rounded { a: *center, b: *center, radius: *radius }),
+            Shape::Capsule { a, b, radius } => Convex::Rounded(Rounded { a: *a, b: *b, radius: *radius }),
+            Shape::Box { half } => Convex::Box(BoxPoly { half: *half }),
+            Shape::Hull(h) => Convex::Hull(h),
+            Shape::Triangle(v) => Convex::Triangle(TrianglePoly::new(*v)?),
+            Shape::Compound(_) => return None,
+        })
+    }
+}
+
+fn box_points(b: &BoxPoly) -> [Vec3; 8] {
+    std::array::from_fn(|i| b.vertex(i))
+}
+
+/// Rounded A against polyhedral B.
+fn rounded_vs(
+    r: &Rounded,
+    xf_a: &Isometry,
+    b: &Convex,
+    xf_b: &Isometry,
+    margin: f32,
+    edges: Option<&TriangleEdges>,
+) -> Manifold {
+    match b {
+        Convex::Rounded(rb) => collide_rounded(r, xf_a, rb, xf_b, margin),
+        Convex::Box(bp) => collide_rounded_polytope(r, xf_a, bp, &box_points(bp), xf_b, margin, None),
+        Convex::Hull(h) => collide_rounded_polytope(r, xf_a, *h, h.vertices(), xf_b, margin, None),
+        Convex::Triangle(t) => collide_rounded_polytope(r, xf_a, t, &t.v, xf_b, margin, edges),
+    }
+}
+
+/// The contact between two convex pieces; `edges` gives B's active edges when B is a
+/// mesh triangle.
+pub(crate) fn collide_convex(
+    a: &Convex,
+    xf_a: &Isometry,
+    b: &Convex,
+    xf_b: &Isometry,
+    margin: f32,
+    edges: Option<&TriangleEdges>,
+) -> Manifold {
+    let skip = |e: usize| edges.is_some_and(|t| !t.active[e]);
+    let all = |_: usize| false;
+    match (a, b) {
+        (Convex::Rounded(ra), _) => rounded_vs(ra, xf_a, b, xf_b, margin, edges),
+        (_, Convex::Rounded(rb)) => rounded_vs(rb, xf_b, a, xf_a, margin, None).flipped(),
+        (Convex::Triangle(_), Convex::Triangle(_)) => Manifold::EMPTY,
+        (Convex::Triangle(_), _) => collide_convex(b, xf_b, a, xf_a, margin, None).flipped(),
+        (Convex::Box(pa), Convex::Box(pb)) => collide_polytopes(pa, xf_a, pb, xf_b, margin, &all),
+        (Convex::Box(pa), Convex::Hull(pb)) => collide_polytopes(pa, xf_a, *pb, xf_b, margin, &all),
+        (Convex::Box(pa), Convex::Triangle(pb)) => collide_polytopes(pa, xf_a, pb, xf_b, margin, &skip),
+        (Convex::Hull(pa), Convex::Box(pb)) => collide_polytopes(*pa, xf_a, pb, xf_b, margin, &all),
+        (Convex::Hull(pa), Convex::Hull(pb)) => collide_polytopes(*pa, xf_a, *pb, xf_b, margin, &all),
+        (Convex::Hull(pa), Convex::Triangle(pb)) => collide_polytopes(*pa, xf_a, pb, xf_b, margin, &skip),
+    }
+}
+
+/// The contact between two convex shapes (compounds: see [`collide_all`]). `margin`
+/// is the largest separation still reported (speculative contacts).
+pub fn collide(a: &Shape, xf_a: &Isometry, b: &Shape, xf_b: &Isometry, margin: f32) -> Manifold {
+    match (Convex::of(a), Convex::of(b)) {
+        (Some(ca), Some(cb)) => collide_convex(&ca, xf_a, &cb, xf_b, margin, None),
+        _ => Manifold::EMPTY,
+    }
+}
+
+/// Every manifold between `a` and `b`: one per pair of convex parts within `margin`,
+/// reported as `(part of A, part of B, manifold)` in part order (part 0 for a
+/// shape that is not a compound).
+pub fn collide_all(
+    a: &Shape,
+    xf_a: &Isometry,
+    b: &Shape,
+    xf_b: &Isometry,
+    margin: f32,
+    out: &mut dyn FnMut(u32, u32, &Manifold),
+) {
+    let parts = |s: &Shape, xf: &Isometry, visit: &mut dyn FnMut(u32, &Shape, Isometry)| match s {
+        Shape::Compound(c) => {
+            for (i, p) in c.parts().iter().enumerate() {
+                visit(i as u32, &p.shape, xf.mul(&p.pose));
+            }
+        }
+        _ => visit(0, s, *xf),
+    };
+    parts(a, xf_a, &mut |ia, sa, xa| {
+        let box_a = sa.aabb(&xa).expanded(margin);
+        parts(b, xf_b, &mut |ib, sb, xb| {
+            if !box_a.overlaps(&sb.aabb(&xb)) {
+                return;
+            }
+            let m = collide(sa, &xa, sb, &xb, margin);
+            if !m.is_empty() {
+                out(ia, ib, &m);
+            }
+        });
+    });
+}
