@@ -228,7 +228,7 @@ fn triangle([a, b, c]: [Vec3; 3]) -> (Feature, [f32; 3]) {
         return (Feature { index: [1, 2, 0], count: 2 }, [1.0 - w, w, 0.0]);
     }
     let sum = va + vb + vc;
-    if !(sum > f32::MIN_POSITIVE) || !sum.is_finite() {
+    if sum.is_nan() || sum <= f32::MIN_POSITIVE || !sum.is_finite() {
         // No area: the closest of the three edges.
         let mut best = (f32::INFINITY, VERTEX[0], [1.0, 0.0, 0.0]);
         for (i, j) in [(0, 1), (1, 2), (0, 2)] {
@@ -379,7 +379,7 @@ mod tests {
         // Rotated 45 degrees about z and lifted: B's edge points down at A's face.
         let xf = Isometry::new(
             Vec3::new(0.0, 1.0 + std::f32::consts::SQRT_2 + 0.5, 0.0),
-            Quat::from_rotation_z(0.785_398_2),
+            Quat::from_rotation_z(std::f32::consts::FRAC_PI_4),
         );
         let d = distance(&box_, &Isometry::IDENTITY, &box_, &xf);
         assert!((d.distance - 0.5).abs() < 1e-5, "{d:?}");

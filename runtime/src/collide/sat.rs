@@ -284,12 +284,10 @@ fn clip(
                 next[out] = p;
                 out += 1;
             }
-            if (dp < 0.0 && dq > 0.0) || (dp > 0.0 && dq < 0.0) {
-                if out < CLIP_CAPACITY {
-                    let t = dp / (dp - dq);
-                    next[out] = Clip { p: p.p + (q.p - p.p) * t, id: 0x8000 | (i as u32 & 0x7F) << 8 | (p.id & 0xFF) };
-                    out += 1;
-                }
+            if ((dp < 0.0 && dq > 0.0) || (dp > 0.0 && dq < 0.0)) && out < CLIP_CAPACITY {
+                let t = dp / (dp - dq);
+                next[out] = Clip { p: p.p + (q.p - p.p) * t, id: 0x8000 | (i as u32 & 0x7F) << 8 | (p.id & 0xFF) };
+                out += 1;
             }
         }
         std::mem::swap(&mut poly, &mut next);

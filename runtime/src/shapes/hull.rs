@@ -223,8 +223,8 @@ impl Quickhull {
     fn add_face(&mut self, v: [usize; 3]) -> usize {
         let face = self.faces.len();
         let first = self.edges.len();
-        for k in 0..3 {
-            self.edges.push(HalfEdge { origin: v[k], twin: NONE, next: first + (k + 1) % 3, face });
+        for (k, &origin) in v.iter().enumerate() {
+            self.edges.push(HalfEdge { origin, twin: NONE, next: first + (k + 1) % 3, face });
         }
         let [a, b, c] = v.map(|i| self.points[i]);
         let normal = (b - a).cross(c - a).normalize();
