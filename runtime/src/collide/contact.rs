@@ -73,19 +73,17 @@ pub(crate) fn collide_convex(
     margin: f32,
     edges: Option<&TriangleEdges>,
 ) -> Manifold {
-    let skip = |e: usize| edges.is_some_and(|t| !t.active[e]);
-    let all = |_: usize| false;
     match (a, b) {
         (Convex::Rounded(ra), _) => rounded_vs(ra, xf_a, b, xf_b, margin, edges),
         (_, Convex::Rounded(rb)) => rounded_vs(rb, xf_b, a, xf_a, margin, None).flipped(),
         (Convex::Triangle(_), Convex::Triangle(_)) => Manifold::EMPTY,
         (Convex::Triangle(_), _) => collide_convex(b, xf_b, a, xf_a, margin, None).flipped(),
-        (Convex::Box(pa), Convex::Box(pb)) => collide_polytopes(pa, xf_a, pb, xf_b, margin, &all),
-        (Convex::Box(pa), Convex::Hull(pb)) => collide_polytopes(pa, xf_a, *pb, xf_b, margin, &all),
-        (Convex::Box(pa), Convex::Triangle(pb)) => collide_polytopes(pa, xf_a, pb, xf_b, margin, &skip),
-        (Convex::Hull(pa), Convex::Box(pb)) => collide_polytopes(*pa, xf_a, pb, xf_b, margin, &all),
-        (Convex::Hull(pa), Convex::Hull(pb)) => collide_polytopes(*pa, xf_a, *pb, xf_b, margin, &all),
-        (Convex::Hull(pa), Convex::Triangle(pb)) => collide_polytopes(*pa, xf_a, pb, xf_b, margin, &skip),
+        (Convex::Box(pa), Convex::Box(pb)) => collide_polytopes(pa, xf_a, pb, xf_b, margin, None),
+        (Convex::Box(pa), Convex::Hull(pb)) => collide_polytopes(pa, xf_a, *pb, xf_b, margin, None),
+        (Convex::Box(pa), Convex::Triangle(pb)) => collide_polytopes(pa, xf_a, pb, xf_b, margin, edges),
+        (Convex::Hull(pa), Convex::Box(pb)) => collide_polytopes(*pa, xf_a, pb, xf_b, margin, None),
+        (Convex::Hull(pa), Convex::Hull(pb)) => collide_polytopes(*pa, xf_a, *pb, xf_b, margin, None),
+        (Convex::Hull(pa), Convex::Triangle(pb)) => collide_polytopes(*pa, xf_a, pb, xf_b, margin, edges),
     }
 }
 

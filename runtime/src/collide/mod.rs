@@ -10,6 +10,7 @@
 pub mod contact;
 pub mod gjk;
 pub mod manifold;
+pub mod mesh;
 mod rounded;
 mod sat;
 pub mod segment;
@@ -19,3 +20,4 @@ mod tests;
 pub use contact::{collide, collide_all};
 pub use gjk::{distance, Distance, Proxy};
 pub use manifold::{Manifold, ManifoldPoint};
+pub use mesh::TriangleSet;

@@ -37,22 +37,28 @@ pub(crate) struct TriangleEdges {
 }
 
 impl TriangleEdges {
-    /// Whether the closest point `p` on the triangle lies on an inactive edge or on a
-    /// vertex whose two edges are inactive.
-    fn inactive_at(&self, p: Vec3) -> bool {
+    /// Which edges point `p` (on or near the triangle) lies on.
+    fn edges_at(&self, p: Vec3) -> [bool; 3] {
         let v = self.triangle.v;
-        let tolerance = 1e-4 * (v[1] - v[0]).length().max((v[2] - v[0]).length());
-        let mut on_edge = [false; 3];
-        for (i, flag) in on_edge.iter_mut().enumerate() {
+        let tolerance = 1e-3 * (v[1] - v[0]).length().max((v[2] - v[0]).length());
+        std::array::from_fn(|i| {
             let (a, b) = (v[i], v[(i + 1) % 3]);
             let t = closest_on_segment(a, b, p);
-            *flag = (a + (b - a) * t).distance(p) <= tolerance;
-        }
-        let edges_here = on_edge.iter().filter(|&&e| e).count();
-        if edges_here == 0 {
-            return false;
-        }
-        (0..3).filter(|&i| on_edge[i]).all(|i| !self.active[i])
+            (a + (b - a) * t).distance(p) <= tolerance
+        })
+    }
+
+    /// Whether the closest point `p` on the triangle lies on an inactive edge or on a
+    /// vertex whose two edges are inactive.
+    pub(crate) fn inactive_at(&self, p: Vec3) -> bool {
+        let on = self.edges_at(p);
+        on.iter().any(|&e| e) && (0..3).filter(|&i| on[i]).all(|i| !self.active[i])
+    }
+
+    /// Whether `p` lies on an active edge.
+    pub(crate) fn on_active_edge(&self, p: Vec3) -> bool {
+        let on = self.edges_at(p);
+        (0..3).any(|i| on[i] && self.active[i])
     }
 }
 

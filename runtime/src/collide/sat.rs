@@ -15,6 +15,7 @@
 use glam::Vec3;
 
 use super::manifold::{reduce, Candidate, Manifold};
+use super::rounded::TriangleEdges;
 use super::segment::closest_segment_segment;
 use crate::math::Isometry;
 use crate::shapes::{Polytope, MAX_FACE_VERTICES};
@@ -124,15 +125,18 @@ pub(crate) fn query_edges(
 }
 
 /// Contact between polyhedra `a` and `b` with separation up to `margin`, or an empty
-/// manifold. `skip_b` drops edges of B from the edge axes (see `mesh.rs`).
+/// manifold. With `edges`, B is a mesh triangle: its inactive edges give no edge axes,
+/// and a contact that touches the triangle only at inactive features takes the
+/// triangle's face as reference (see `mesh.rs`).
 pub(crate) fn collide_polytopes(
     a: &impl Polytope,
     xf_a: &Isometry,
     b: &impl Polytope,
     xf_b: &Isometry,
     margin: f32,
-    skip_b: &dyn Fn(usize) -> bool,
+    edges: Option<&TriangleEdges>,
 ) -> Manifold {
+    let skip_b = |e: usize| edges.is_some_and(|t| !t.active[e]);
     let rel = xf_a.inv_mul(xf_b);
     let face_a = query_faces_a(a, b, &rel);
     if face_a.separation > margin {
@@ -142,7 +146,7 @@ pub(crate) fn collide_polytopes(
     if face_b.separation > margin {
         return Manifold::EMPTY;
     }
-    let edge = query_edges(a, b, &rel, skip_b);
+    let edge = query_edges(a, b, &rel, &skip_b);
     if edge.separation > margin {
         return Manifold::EMPTY;
     }
@@ -152,9 +156,23 @@ pub(crate) fn collide_polytopes(
     } else if face_b.separation > favour(face_a.separation, FACE_RELATIVE) {
         face_contact_b(a, b, &rel, face_b.index, margin)
     } else {
-        face_contact_a(a, b, &rel, face_a.index, margin)
+        let m = face_contact_a(a, b, &rel, face_a.index, margin);
+        match edges {
+            // A's face against a triangle: its normal stands only if the triangle
+            // touches it with an active edge; otherwise the triangle's face decides.
+            Some(tri) if !touches_active_edge(&m, tri, &rel) => face_contact_b(a, b, &rel, 0, margin),
+            _ => m,
+        }
     };
     local.transformed(xf_a)
+}
+
+/// Whether a point of `m` (A's frame) lies, on the triangle's side, on an active edge.
+fn touches_active_edge(m: &Manifold, tri: &TriangleEdges, rel: &Isometry) -> bool {
+    m.points().iter().any(|p| {
+        let on_b = rel.inverse_transform_point(p.point + m.normal * (0.5 * p.separation));
+        tri.on_active_edge(on_b)
+    })
 }
 
 /// The separation another axis must beat to replace one at `separation`: relatively
