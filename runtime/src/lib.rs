@@ -1,3 +1,4 @@
+pub mod character;
 pub mod collide;
 pub mod frame;
 pub mod gpu;

@@ -13,6 +13,7 @@
 
 use glam::Vec3;
 
+use super::gjk::Proxy;
 use super::manifold::Manifold;
 use super::rounded::{collide_rounded, collide_rounded_polytope, Rounded, TriangleEdges};
 use super::sat::collide_polytopes;
@@ -127,4 +128,24 @@ pub fn collide_all(
             }
         });
     });
+}
+
+/// The GJK proxy of a convex shape: its core points (in the shape's frame) and radius.
+/// Boxes write their corners into `corners`. `None` for compounds.
+pub fn proxy<'a>(shape: &'a Shape, corners: &'a mut [Vec3; 8]) -> Option<Proxy<'a>> {
+    Some(match shape {
+        Shape::Sphere { center, radius } => Proxy { points: std::slice::from_ref(center), radius: *radius },
+        Shape::Capsule { a, b, radius } => {
+            corners[0] = *a;
+            corners[1] = *b;
+            Proxy { points: &corners[..2], radius: *radius }
+        }
+        Shape::Box { half } => {
+            *corners = box_points(&BoxPoly { half: *half });
+            Proxy { points: &corners[..], radius: 0.0 }
+        }
+        Shape::Hull(h) => Proxy { points: h.vertices(), radius: 0.0 },
+        Shape::Triangle(v) => Proxy { points: &v[..], radius: 0.0 },
+        Shape::Compound(_) => return None,
+    })
 }

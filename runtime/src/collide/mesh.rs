@@ -84,6 +84,14 @@ impl TriangleSet {
         self.active[i][e]
     }
 
+    /// The face normal of triangle `i` when `p` (a point on it) lies on an inactive
+    /// edge or on a vertex whose edges are all inactive, else `None`.
+    pub fn seam_normal(&self, i: usize, p: Vec3) -> Option<Vec3> {
+        let triangle = TrianglePoly::new(self.triangles[i])?;
+        let edges = TriangleEdges { triangle, active: self.active[i] };
+        edges.inactive_at(p).then_some(triangle.normal)
+    }
+
     /// Classifies every edge; `boundary_active` decides edges with no neighbour.
     pub fn finish(&mut self, boundary_active: bool) {
         self.directed.clear();

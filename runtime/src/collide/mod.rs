@@ -16,8 +16,10 @@ mod sat;
 pub mod segment;
 #[cfg(test)]
 mod tests;
+pub mod toi;
 
-pub use contact::{collide, collide_all};
+pub use contact::{collide, collide_all, proxy};
 pub use gjk::{distance, Distance, Proxy};
 pub use manifold::{Manifold, ManifoldPoint};
 pub use mesh::TriangleSet;
+pub use toi::{time_of_impact, Sweep, Toi, ToiState};
