@@ -6,7 +6,7 @@ use super::*;
 use crate::collide::gjk::distance;
 use crate::jobs::ThreadPool;
 use crate::math::Ray;
-use crate::terrain::{generate_hills, Material, Terrain};
+use crate::terrain::{Material, Terrain};
 
 struct Rng(u64);
 
