@@ -28,7 +28,10 @@ fn flat_terrain() -> Terrain {
 
 /// The terrain surface height below `(x, z)`.
 fn floor(t: &mut Terrain, x: f32, z: f32) -> f32 {
-    t.ray_cast(&Ray::new(Vec3::new(x, 50.0, z), -Vec3::Y), 100.0).expect("ground below").point.y
+    t.ray_cast(&Ray::new(Vec3::new(x, 50.0, z), -Vec3::Y), 100.0)
+        .unwrap_or_else(|| panic!("no ground below {x} {z}"))
+        .point
+        .y
 }
 
 /// Smallest distance from the capsule's core to the terrain triangles near it, minus
@@ -238,4 +241,37 @@ fn bad_input_is_refused_and_changes_nothing() {
             assert!(m.min_separation() > -INSIDE_TOLERANCE, "{m:?}");
         },
     );
+}
+
+/// Walking circles with gravity over the hills never falls through the surface: the
+/// capsule stays above the ground under it.
+#[test]
+fn walking_over_hills_stays_on_the_surface() {
+    let pool = ThreadPool::new(1);
+    let mut terrain = Terrain::new(1.0);
+    crate::terrain::generate_hills(&mut terrain, 96, 1);
+    terrain.regenerate(pool.jobs());
+    let def = CharacterDef::default();
+    let start = Vec3::new(20.0, 0.0, 20.0);
+    let ground = floor(&mut terrain, start.x, start.z);
+    let mut c = Character::new(def, Vec3::new(start.x, ground + def.radius + def.height * 0.5 + 0.1, start.z)).unwrap();
+    let shapes: Vec<(Shape, Isometry)> = Vec::new();
+    let steps: usize = std::env::var("KILN_WALK_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(1500);
+    for step in 0..steps {
+        // Chase a point running round a 10 m circle, so gliding off slopes never
+        // drifts the walk off the terrain.
+        let angle = step as f32 * 0.01;
+        let target = Vec3::new(30.0 + 10.0 * angle.cos(), 0.0, 30.0 + 10.0 * angle.sin());
+        let to = target - c.position();
+        let d = Vec3::new(to.x, 0.0, to.z).normalize_or_zero() * 0.1 - Vec3::Y * 0.1;
+        let before = c.position();
+        let mut world = TerrainWorld { terrain: &mut terrain, jobs: pool.jobs(), shapes: &shapes };
+        let r = c.move_by(d, &mut world).unwrap();
+        let p = c.position();
+        let below = floor(&mut terrain, p.x, p.z);
+        assert!(
+            p.y - def.height * 0.5 - def.radius > below - 0.01,
+            "step {step}: from {before} by {d} to {p} ({r:?}); ground at {below}"
+        );
+    }
 }

@@ -80,6 +80,20 @@ fn minkowski_face(a: Vec3, b: Vec3, bxa: Vec3, c: Vec3, d: Vec3, dxc: Vec3) -> b
     cba * dba < 0.0 && adc * bdc < 0.0 && cba * bdc > 0.0
 }
 
+/// One of B's edges brought into A's frame, arcs negated for the Minkowski test.
+#[derive(Clone, Copy, Default)]
+struct EdgeB {
+    p: Vec3,
+    dir: Vec3,
+    c: Vec3,
+    d: Vec3,
+    dxc: Vec3,
+}
+
+/// B's edges are transformed once into a stack cache when they fit (boxes,
+/// triangles, small hulls), else per pair.
+const EDGE_CACHE: usize = 32;
+
 /// The best edge-pair axis; `skip_b(e)` drops B's edge `e` (inactive mesh edges).
 pub(crate) fn query_edges(
     a: &impl Polytope,
@@ -87,35 +101,46 @@ pub(crate) fn query_edges(
     rel: &Isometry,
     skip_b: &dyn Fn(usize) -> bool,
 ) -> EdgeQuery {
+    let edge_b = |eb: usize| {
+        let e = b.edge(eb);
+        let p = rel.transform_point(b.vertex(e.v[0] as usize));
+        let q = rel.transform_point(b.vertex(e.v[1] as usize));
+        EdgeB { p, dir: q - p, c: -(rel.rotation * e.n0), d: -(rel.rotation * e.n1), dxc: rel.rotation * e.arc }
+    };
+    let mut cache = [EdgeB::default(); EDGE_CACHE];
+    let cached = b.edge_count() <= EDGE_CACHE;
+    if cached {
+        for (eb, slot) in cache.iter_mut().enumerate().take(b.edge_count()) {
+            *slot = edge_b(eb);
+        }
+    }
     let center = a.centroid();
     let mut best = EdgeQuery { a: 0, b: 0, separation: f32::NEG_INFINITY, normal: Vec3::ZERO };
-    for eb in 0..b.edge_count() {
-        if skip_b(eb) {
-            continue;
-        }
-        let edge_b = b.edge(eb);
-        let pb = rel.transform_point(b.vertex(edge_b.v[0] as usize));
-        let qb = rel.transform_point(b.vertex(edge_b.v[1] as usize));
-        let (u2, v2, arc2) = (rel.rotation * edge_b.n0, rel.rotation * edge_b.n1, rel.rotation * edge_b.arc);
-        let dir_b = qb - pb;
-        for ea in 0..a.edge_count() {
-            let edge_a = a.edge(ea);
-            if !minkowski_face(edge_a.n0, edge_a.n1, edge_a.arc, -u2, -v2, arc2) {
+    #[allow(clippy::needless_range_loop)] // `eb` indexes the cache or B itself
+    for ea in 0..a.edge_count() {
+        let edge_a = a.edge(ea);
+        let pa = a.vertex(edge_a.v[0] as usize);
+        let dir_a = a.vertex(edge_a.v[1] as usize) - pa;
+        let len_a2 = dir_a.length_squared();
+        for eb in 0..b.edge_count() {
+            if skip_b(eb) {
                 continue;
             }
-            let pa = a.vertex(edge_a.v[0] as usize);
-            let dir_a = a.vertex(edge_a.v[1] as usize) - pa;
-            let n = dir_a.cross(dir_b);
+            let e = if cached { cache[eb] } else { edge_b(eb) };
+            if !minkowski_face(edge_a.n0, edge_a.n1, edge_a.arc, e.c, e.d, e.dxc) {
+                continue;
+            }
+            let n = dir_a.cross(e.dir);
             let len = n.length();
             // Parallel edges: their axis is one of the face normals already tested.
-            if len < 1e-5 * (dir_a.length_squared() * dir_b.length_squared()).sqrt() {
+            if len < 1e-5 * (len_a2 * e.dir.length_squared()).sqrt() {
                 continue;
             }
             let mut n = n / len;
             if n.dot(pa - center) < 0.0 {
                 n = -n;
             }
-            let s = n.dot(pb - pa);
+            let s = n.dot(e.p - pa);
             if s > best.separation {
                 best = EdgeQuery { a: ea, b: eb, separation: s, normal: n };
             }
@@ -219,46 +244,95 @@ fn incident_face(p: &impl Polytope, normal: Vec3) -> usize {
     best.0
 }
 
+/// Two face loops in A's frame: the reference face's points and the incident face's
+/// points with ids. Small faces (boxes, triangles) use small stack buffers, so the
+/// common case does not clear kilobytes per call.
+struct Faces<'a> {
+    reference: &'a [u16],
+    incident: &'a [u16],
+    ref_point: &'a dyn Fn(u16) -> Vec3,
+    inc_point: &'a dyn Fn(u16) -> Vec3,
+}
+
+impl Faces<'_> {
+    #[allow(clippy::too_many_arguments)]
+    fn clip(&self, normal: Vec3, offset: f32, fallback: Clip, margin: f32, key: u32, normal_ab: Vec3) -> Manifold {
+        if self.reference.len() <= 8 && self.incident.len() <= 8 {
+            self.clip_sized::<8, 20>(normal, offset, fallback, margin, key, normal_ab)
+        } else {
+            self.clip_sized::<MAX_FACE_VERTICES, CLIP_CAPACITY>(normal, offset, fallback, margin, key, normal_ab)
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn clip_sized<const F: usize, const C: usize>(
+        &self,
+        normal: Vec3,
+        offset: f32,
+        fallback: Clip,
+        margin: f32,
+        key: u32,
+        normal_ab: Vec3,
+    ) -> Manifold {
+        let mut reference = [Vec3::ZERO; F];
+        for (slot, &i) in reference.iter_mut().zip(self.reference) {
+            *slot = (self.ref_point)(i);
+        }
+        let mut incident = [Clip::default(); F];
+        for (slot, &i) in incident.iter_mut().zip(self.incident) {
+            *slot = Clip { p: (self.inc_point)(i), id: i as u32 };
+        }
+        clip::<C>(
+            &reference[..self.reference.len()],
+            normal,
+            offset,
+            &incident[..self.incident.len()],
+            fallback,
+            margin,
+            key,
+            normal_ab,
+        )
+    }
+}
+
 fn face_contact_a(a: &impl Polytope, b: &impl Polytope, rel: &Isometry, face: usize, margin: f32) -> Manifold {
     let plane = a.plane(face);
-    let mut idx = [0u16; MAX_FACE_VERTICES];
-    let n_ref = a.face_vertices(face, &mut idx);
-    let mut reference = [Vec3::ZERO; MAX_FACE_VERTICES];
-    for i in 0..n_ref {
-        reference[i] = a.vertex(idx[i] as usize);
-    }
+    let mut ref_idx = [0u16; MAX_FACE_VERTICES];
+    let n_ref = a.face_vertices(face, &mut ref_idx);
     let inc = incident_face(b, rel.rotation.inverse() * plane.normal);
-    let n_inc = b.face_vertices(inc, &mut idx);
-    let mut incident = [Clip::default(); MAX_FACE_VERTICES];
-    for i in 0..n_inc {
-        incident[i] = Clip { p: rel.transform_point(b.vertex(idx[i] as usize)), id: idx[i] as u32 };
-    }
+    let mut inc_idx = [0u16; MAX_FACE_VERTICES];
+    let n_inc = b.face_vertices(inc, &mut inc_idx);
     let key = (face as u32) << 16;
     let deepest = b.support(rel.rotation.inverse() * -plane.normal);
     let fallback = Clip { p: rel.transform_point(b.vertex(deepest)), id: 0x4000 | deepest as u32 };
-    clip(&reference[..n_ref], plane.normal, plane.offset, &incident[..n_inc], fallback, margin, key, plane.normal)
+    let faces = Faces {
+        reference: &ref_idx[..n_ref],
+        incident: &inc_idx[..n_inc],
+        ref_point: &|i| a.vertex(i as usize),
+        inc_point: &|i| rel.transform_point(b.vertex(i as usize)),
+    };
+    faces.clip(plane.normal, plane.offset, fallback, margin, key, plane.normal)
 }
 
 fn face_contact_b(a: &impl Polytope, b: &impl Polytope, rel: &Isometry, face: usize, margin: f32) -> Manifold {
     let plane = b.plane(face);
     let normal = rel.rotation * plane.normal;
     let offset = plane.offset + normal.dot(rel.translation);
-    let mut idx = [0u16; MAX_FACE_VERTICES];
-    let n_ref = b.face_vertices(face, &mut idx);
-    let mut reference = [Vec3::ZERO; MAX_FACE_VERTICES];
-    for i in 0..n_ref {
-        reference[i] = rel.transform_point(b.vertex(idx[i] as usize));
-    }
+    let mut ref_idx = [0u16; MAX_FACE_VERTICES];
+    let n_ref = b.face_vertices(face, &mut ref_idx);
     let inc = incident_face(a, normal);
-    let n_inc = a.face_vertices(inc, &mut idx);
-    let mut incident = [Clip::default(); MAX_FACE_VERTICES];
-    for i in 0..n_inc {
-        incident[i] = Clip { p: a.vertex(idx[i] as usize), id: idx[i] as u32 };
-    }
+    let mut inc_idx = [0u16; MAX_FACE_VERTICES];
+    let n_inc = a.face_vertices(inc, &mut inc_idx);
     let key = 1 << 29 | (face as u32) << 16;
     let deepest = a.support(-normal);
     let fallback = Clip { p: a.vertex(deepest), id: 0x4000 | deepest as u32 };
-    clip(&reference[..n_ref], normal, offset, &incident[..n_inc], fallback, margin, key, -normal)
+    let faces = Faces {
+        reference: &ref_idx[..n_ref],
+        incident: &inc_idx[..n_inc],
+        ref_point: &|i| rel.transform_point(b.vertex(i as usize)),
+        inc_point: &|i| a.vertex(i as usize),
+    };
+    faces.clip(normal, offset, fallback, margin, key, -normal)
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -276,7 +350,7 @@ const CLIP_CAPACITY: usize = 2 * MAX_FACE_VERTICES + 4;
 /// incident shape's deepest vertex, which realises the face axis's separation, is the
 /// one point.
 #[allow(clippy::too_many_arguments)]
-fn clip(
+fn clip<const C: usize>(
     reference: &[Vec3],
     ref_normal: Vec3,
     ref_offset: f32,
@@ -286,8 +360,8 @@ fn clip(
     key: u32,
     normal_ab: Vec3,
 ) -> Manifold {
-    let mut poly = [Clip::default(); CLIP_CAPACITY];
-    let mut next = [Clip::default(); CLIP_CAPACITY];
+    let mut poly = [Clip::default(); C];
+    let mut next = [Clip::default(); C];
     poly[..incident.len()].copy_from_slice(incident);
     let mut count = incident.len();
     for i in 0..reference.len() {
@@ -298,11 +372,11 @@ fn clip(
         for k in 0..count {
             let (p, q) = (poly[k], poly[(k + 1) % count]);
             let (dp, dq) = (side.dot(p.p) - side_offset, side.dot(q.p) - side_offset);
-            if dp <= 0.0 && out < CLIP_CAPACITY {
+            if dp <= 0.0 && out < C {
                 next[out] = p;
                 out += 1;
             }
-            if ((dp < 0.0 && dq > 0.0) || (dp > 0.0 && dq < 0.0)) && out < CLIP_CAPACITY {
+            if ((dp < 0.0 && dq > 0.0) || (dp > 0.0 && dq < 0.0)) && out < C {
                 let t = dp / (dp - dq);
                 next[out] = Clip { p: p.p + (q.p - p.p) * t, id: 0x8000 | (i as u32 & 0x7F) << 8 | (p.id & 0xFF) };
                 out += 1;
@@ -314,7 +388,7 @@ fn clip(
             break;
         }
     }
-    let mut candidates = [Candidate::default(); CLIP_CAPACITY];
+    let mut candidates = [Candidate::default(); C];
     let mut n = 0;
     for c in &poly[..count] {
         let s = ref_normal.dot(c.p) - ref_offset;
