@@ -26,7 +26,7 @@
 
 use glam::Vec3;
 
-use crate::collide::{collide_all, distance, proxy, time_of_impact, Proxy, Sweep, ToiState, TriangleSet};
+use crate::collide::{collide_all, distance, for_each_proxy, time_of_impact, Proxy, Sweep, ToiState, TriangleSet};
 use crate::jobs::Jobs;
 use crate::math::{Aabb, Isometry};
 use crate::shapes::Shape;
@@ -370,22 +370,7 @@ impl Mover<'_> {
             best = Some(hit);
         }
         for (shape, xf) in &self.obstacles.shapes {
-            match shape {
-                Shape::Compound(c) => {
-                    for part in c.parts() {
-                        let mut corners = [Vec3::ZERO; 8];
-                        if let Some(p) = proxy(&part.shape, &mut corners) {
-                            consider(&p, &xf.mul(&part.pose), &mut best);
-                        }
-                    }
-                }
-                _ => {
-                    let mut corners = [Vec3::ZERO; 8];
-                    if let Some(p) = proxy(shape, &mut corners) {
-                        consider(&p, xf, &mut best);
-                    }
-                }
-            }
+            for_each_proxy(shape, xf, &mut |p, at| consider(p, at, &mut best));
         }
         best
     }
@@ -453,16 +438,11 @@ impl Mover<'_> {
         if (0..tris.len()).any(|i| inside(&Proxy { points: &tris.triangle(i), radius: 0.0 }, &Isometry::IDENTITY)) {
             return true;
         }
-        self.obstacles.shapes.iter().any(|(shape, xf)| match shape {
-            Shape::Compound(c) => c.parts().iter().any(|part| {
-                let mut corners = [Vec3::ZERO; 8];
-                proxy(&part.shape, &mut corners).is_some_and(|p| inside(&p, &xf.mul(&part.pose)))
-            }),
-            _ => {
-                let mut corners = [Vec3::ZERO; 8];
-                proxy(shape, &mut corners).is_some_and(|p| inside(&p, xf))
-            }
-        })
+        let mut any = false;
+        for (shape, xf) in &self.obstacles.shapes {
+            for_each_proxy(shape, xf, &mut |p, at| any |= inside(p, at));
+        }
+        any
     }
 
     /// Pushes out of the deepest contact, a few times.

@@ -149,3 +149,21 @@ pub fn proxy<'a>(shape: &'a Shape, corners: &'a mut [Vec3; 8]) -> Option<Proxy<'
         Shape::Compound(_) => return None,
     })
 }
+
+/// Calls `visit(proxy, placement)` for each convex piece of `shape` placed by `xf`:
+/// the shape itself, or every part of a compound.
+pub fn for_each_proxy(shape: &Shape, xf: &Isometry, visit: &mut dyn FnMut(&Proxy, &Isometry)) {
+    match shape {
+        Shape::Compound(c) => {
+            for part in c.parts() {
+                for_each_proxy(&part.shape, &xf.mul(&part.pose), visit);
+            }
+        }
+        _ => {
+            let mut corners = [Vec3::ZERO; 8];
+            if let Some(p) = proxy(shape, &mut corners) {
+                visit(&p, xf);
+            }
+        }
+    }
+}

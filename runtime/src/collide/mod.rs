@@ -18,7 +18,7 @@ pub mod segment;
 mod tests;
 pub mod toi;
 
-pub use contact::{collide, collide_all, proxy};
+pub use contact::{collide, collide_all, for_each_proxy, proxy};
 pub use gjk::{distance, Distance, Proxy};
 pub use manifold::{Manifold, ManifoldPoint};
 pub use mesh::TriangleSet;
