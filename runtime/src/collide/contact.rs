@@ -5,6 +5,7 @@
 //! | --- | --- |
 //! | sphere/capsule – sphere/capsule | closest points of the cores (`rounded.rs`) |
 //! | sphere/capsule – box/hull/triangle | GJK on the core, SAT when the core is inside (`rounded.rs`) |
+//! | box – box | the 15 axes in closed form, then clipping (`box_box.rs`) |
 //! | box/hull/triangle – box/hull/triangle | SAT and clipping (`sat.rs`) |
 //! | compound – anything | each part whose bounds overlap, as its own manifold |
 //!
@@ -13,9 +14,10 @@
 
 use glam::Vec3;
 
+use super::box_box::collide_boxes;
 use super::gjk::Proxy;
 use super::manifold::Manifold;
-use super::rounded::{collide_rounded, collide_rounded_polytope, Rounded, TriangleEdges};
+use super::rounded::{collide_rounded, collide_rounded_polytope, collide_rounded_triangle, Rounded, TriangleEdges};
 use super::sat::collide_polytopes;
 use crate::math::Isometry;
 use crate::shapes::{BoxPoly, ConvexHull, Polytope, Shape, TrianglePoly};
@@ -60,7 +62,7 @@ fn rounded_vs(
         Convex::Rounded(rb) => collide_rounded(r, xf_a, rb, xf_b, margin),
         Convex::Box(bp) => collide_rounded_polytope(r, xf_a, bp, &box_points(bp), xf_b, margin, None),
         Convex::Hull(h) => collide_rounded_polytope(r, xf_a, *h, h.vertices(), xf_b, margin, None),
-        Convex::Triangle(t) => collide_rounded_polytope(r, xf_a, t, &t.v, xf_b, margin, edges),
+        Convex::Triangle(t) => collide_rounded_triangle(r, xf_a, t, xf_b, margin, edges),
     }
 }
 
@@ -79,7 +81,7 @@ pub(crate) fn collide_convex(
         (_, Convex::Rounded(rb)) => rounded_vs(rb, xf_b, a, xf_a, margin, None).flipped(),
         (Convex::Triangle(_), Convex::Triangle(_)) => Manifold::EMPTY,
         (Convex::Triangle(_), _) => collide_convex(b, xf_b, a, xf_a, margin, None).flipped(),
-        (Convex::Box(pa), Convex::Box(pb)) => collide_polytopes(pa, xf_a, pb, xf_b, margin, None),
+        (Convex::Box(pa), Convex::Box(pb)) => collide_boxes(pa, xf_a, pb, xf_b, margin),
         (Convex::Box(pa), Convex::Hull(pb)) => collide_polytopes(pa, xf_a, *pb, xf_b, margin, None),
         (Convex::Box(pa), Convex::Triangle(pb)) => collide_polytopes(pa, xf_a, pb, xf_b, margin, edges),
         (Convex::Hull(pa), Convex::Box(pb)) => collide_polytopes(*pa, xf_a, pb, xf_b, margin, None),

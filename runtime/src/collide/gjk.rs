@@ -120,7 +120,7 @@ impl Simplex {
                 true
             }
             3 => {
-                let (i, w) = triangle([self.v[0].w, self.v[1].w, self.v[2].w]);
+                let (i, w) = triangle_closest([self.v[0].w, self.v[1].w, self.v[2].w]);
                 self.keep_feature(&i, &w);
                 true
             }
@@ -147,7 +147,7 @@ impl Simplex {
             // The origin is beyond this face (or the tetrahedron is flat here).
             if side_origin * side_opposite <= 0.0 {
                 outside_any = true;
-                let (f, w) = triangle([a, b, c]);
+                let (f, w) = triangle_closest([a, b, c]);
                 let q: Vec3 = (0..f.count).map(|k| [a, b, c][f.index[k]] * w[k]).sum();
                 let d = q.length_squared();
                 if best.as_ref().is_none_or(|(bd, ..)| d < *bd) {
@@ -167,9 +167,9 @@ impl Simplex {
 
 /// A sub-feature of a segment or triangle: which vertices, how many.
 #[derive(Clone, Copy, Debug)]
-struct Feature {
-    index: [usize; 3],
-    count: usize,
+pub(crate) struct Feature {
+    pub(crate) index: [usize; 3],
+    pub(crate) count: usize,
 }
 
 const VERTEX: [Feature; 3] = [
@@ -195,7 +195,7 @@ fn segment([a, b]: [Vec3; 2]) -> (Feature, [f32; 3]) {
 
 /// Closest point to the origin on triangle `[a, b, c]` (Ericson 5.1.5), falling back
 /// to the best edge when the triangle has no area.
-fn triangle([a, b, c]: [Vec3; 3]) -> (Feature, [f32; 3]) {
+pub(crate) fn triangle_closest([a, b, c]: [Vec3; 3]) -> (Feature, [f32; 3]) {
     let (ab, ac) = (b - a, c - a);
     let d1 = ab.dot(-a);
     let d2 = ac.dot(-a);
@@ -260,8 +260,11 @@ pub fn distance(a: &Proxy, xf_a: &Isometry, b: &Proxy, xf_b: &Isometry) -> Dista
         let pb = rel.transform_point(b.points[ib]);
         Vertex { a: pa, b: pb, w: pb - pa, index: (ia as u32, ib as u32) }
     };
+    // Start from the support points along the line between the shapes' origins: on
+    // separated pairs that is usually near the answer and saves iterations.
+    let start = if rel.translation.length_squared() > 0.0 { rel.translation } else { Vec3::X };
     let mut simplex = Simplex { count: 1, ..Default::default() };
-    simplex.v[0] = vertex(0, 0);
+    simplex.v[0] = vertex(a.support(start), b.support(inv_rot * -start));
     let mut best_sq = f32::INFINITY;
     let mut iterations = 0;
     let mut overlap = false;

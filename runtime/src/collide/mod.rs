@@ -1,12 +1,14 @@
 //! Narrowphase: distances, contact manifolds and times of impact between shapes.
 //!
 //! - [`gjk`]: distance and closest points of convex cores.
-//! - `sat.rs`: polyhedron contact by separating axes and clipping.
+//! - `sat.rs`: polyhedron contact by separating axes and clipping; `box_box.rs`
+//!   its closed form for two boxes.
 //! - `rounded.rs`: sphere and capsule contacts on their cores.
 //! - [`contact`]: the dispatcher over shape pairs, compounds included.
 //! - [`manifold`]: the four-point manifold and its reduction.
 //! - [`segment`]: closest points of segments.
 
+mod box_box;
 pub mod contact;
 pub mod gjk;
 pub mod manifold;

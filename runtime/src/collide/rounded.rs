@@ -5,8 +5,9 @@
 //!   points of two segments; nearly parallel capsules get two points spanning their
 //!   overlap, so a capsule lying on another does not rock.
 //! - Core against a polyhedron, cores apart: GJK gives the closest points and the
-//!   normal; a capsule lying flat on a face (normal within 8° of the face's, segment
-//!   within ~1° of its plane) gets its segment clipped to the face: two points.
+//!   normal (against a triangle they are found directly). When the normal is within
+//!   8° of a face's, a capsule's segment is clipped to that face and both ends within
+//!   the margin become points: two for a capsule lying flat, so it does not rock.
 //! - Core inside a polyhedron (deep penetration): the separating-axis test with the
 //!   polyhedron's faces and the cross products of the segment with its edges; a face
 //!   axis clips the segment to that face, an edge axis takes the closest points of
@@ -14,7 +15,7 @@
 
 use glam::Vec3;
 
-use super::gjk::{distance, Proxy};
+use super::gjk::{distance, triangle_closest, Proxy};
 use super::manifold::{Manifold, ManifoldPoint};
 use super::segment::{closest_on_segment, closest_parameters, closest_segment_segment};
 use crate::math::Isometry;
@@ -136,27 +137,92 @@ pub(crate) fn collide_rounded_polytope(
     let is_point = s0.distance_squared(s1) <= 1e-12;
     let seg = Proxy { points: if is_point { &core[..1] } else { &core[..] }, radius: 0.0 };
     let d = distance(&seg, &Isometry::IDENTITY, &Proxy { points, radius: 0.0 }, &Isometry::IDENTITY);
-    let local = if d.overlap {
-        deep(r.radius, s0, s1, is_point, poly, margin, edges)
-    } else {
-        if d.distance - r.radius > margin {
-            return Manifold::EMPTY;
+    let closest = (!d.overlap).then_some((d.point_a, d.point_b));
+    rounded_contact(r.radius, s0, s1, is_point, closest, poly, margin, edges).transformed(xf_b)
+}
+
+/// Rounded A against triangle B: the closest points of a segment and a triangle are
+/// found directly (both segment ends against the face, the segment against the three
+/// edges), which is several times cheaper than GJK on these tiny cores.
+pub(crate) fn collide_rounded_triangle(
+    r: &Rounded,
+    xf_a: &Isometry,
+    tri: &TrianglePoly,
+    xf_b: &Isometry,
+    margin: f32,
+    edges: Option<&TriangleEdges>,
+) -> Manifold {
+    let rel = xf_b.inv_mul(xf_a);
+    let (s0, s1) = (rel.transform_point(r.a), rel.transform_point(r.b));
+    let is_point = s0.distance_squared(s1) <= 1e-12;
+    let closest = closest_segment_triangle(s0, s1, tri);
+    rounded_contact(r.radius, s0, s1, is_point, closest, tri, margin, edges).transformed(xf_b)
+}
+
+/// The closest points of segment `s0`-`s1` and a triangle, or `None` when they touch.
+fn closest_segment_triangle(s0: Vec3, s1: Vec3, tri: &TrianglePoly) -> Option<(Vec3, Vec3)> {
+    let v = tri.v;
+    let n = tri.normal;
+    let (d0, d1) = (n.dot(s0 - v[0]), n.dot(s1 - v[0]));
+    let inside = |p: Vec3| (0..3).all(|i| (v[(i + 1) % 3] - v[i]).cross(p - v[i]).dot(n) >= 0.0);
+    if d0 * d1 <= 0.0 {
+        let p = if d0 == d1 { s0 } else { s0 + (s1 - s0) * (d0 / (d0 - d1)) };
+        if inside(p) {
+            return None;
         }
-        let mut normal = d.normal;
-        let mut point_b = d.point_b;
-        if let Some(tri) = edges {
-            // Seams: an inactive edge or vertex reports the face normal instead.
-            let front = tri.triangle.normal;
-            if tri.inactive_at(point_b) {
-                let side = front.dot(d.point_a - tri.triangle.v[0]);
-                let n = if side >= 0.0 { -front } else { front };
-                point_b = d.point_a + n * n.dot(tri.triangle.v[0] - d.point_a);
-                normal = n;
-            }
+    }
+    let mut best = (f32::INFINITY, s0, s0);
+    let mut consider = |pa: Vec3, pb: Vec3| {
+        let d = pa.distance_squared(pb);
+        if d < best.0 {
+            best = (d, pa, pb);
         }
-        separated(r.radius, s0, s1, is_point, d.point_a, point_b, normal, poly, margin)
     };
-    local.transformed(xf_b)
+    for s in [s0, s1] {
+        let (f, w) = triangle_closest([v[0] - s, v[1] - s, v[2] - s]);
+        let q: Vec3 = (0..f.count).map(|k| v[f.index[k]] * w[k]).sum();
+        consider(s, q);
+    }
+    for i in 0..3 {
+        let (pa, pb) = closest_segment_segment(s0, s1, v[i], v[(i + 1) % 3]);
+        consider(pa, pb);
+    }
+    (best.0 > 1e-12).then_some((best.1, best.2))
+}
+
+/// The manifold of a rounded core against a polyhedron in the polyhedron's frame,
+/// given the cores' closest points (`None` when they touch).
+#[allow(clippy::too_many_arguments)]
+fn rounded_contact(
+    radius: f32,
+    s0: Vec3,
+    s1: Vec3,
+    is_point: bool,
+    closest: Option<(Vec3, Vec3)>,
+    poly: &impl Polytope,
+    margin: f32,
+    edges: Option<&TriangleEdges>,
+) -> Manifold {
+    let Some((point_a, mut point_b)) = closest else {
+        return deep(radius, s0, s1, is_point, poly, margin, edges);
+    };
+    let gap = point_b - point_a;
+    let dist = gap.length();
+    if dist - radius > margin {
+        return Manifold::EMPTY;
+    }
+    let mut normal = gap / dist;
+    if let Some(tri) = edges {
+        // Seams: an inactive edge or vertex reports the face normal instead.
+        let front = tri.triangle.normal;
+        if tri.inactive_at(point_b) {
+            let side = front.dot(point_a - tri.triangle.v[0]);
+            let n = if side >= 0.0 { -front } else { front };
+            point_b = point_a + n * n.dot(tri.triangle.v[0] - point_a);
+            normal = n;
+        }
+    }
+    separated(radius, s0, s1, is_point, point_a, point_b, normal, poly, margin)
 }
 
 /// Cores apart: one point from the closest points, or two for a capsule lying on a face.
@@ -184,22 +250,29 @@ fn separated(
         }
         let plane = poly.plane(face.0);
         let dir = s1 - s0;
-        if face.1 > FACE_COS && plane.normal.dot(dir).abs() < PARALLEL_SIN * dir.length() {
+        if face.1 > FACE_COS {
             if let Some((t0, t1)) = clip_segment_to_face(poly, face.0, s0, s1) {
+                // Both ends of the segment's part over the face, each kept within the
+                // margin: two points for a capsule lying (nearly) flat, so it does not
+                // rock, and one for a tilted capsule. The clip must contain the
+                // closest point, or the single closest point stands.
                 let n = -plane.normal;
                 m.normal = n;
-                for (k, t) in [t0, t1].into_iter().enumerate() {
+                let ends: &[f32] = if (t1 - t0) * dir.length() < 1e-4 { &[t0] } else { &[t0, t1] };
+                let mut deepest = f32::INFINITY;
+                for (k, &t) in ends.iter().enumerate() {
                     let c = s0 + dir * t;
                     let dist = plane.distance(c);
                     let separation = dist - radius;
+                    deepest = deepest.min(separation);
                     if separation <= margin {
                         m.push(ManifoldPoint { point: c + n * (0.5 * (radius + dist)), separation, id: 2 + k as u32 });
                     }
                 }
-                if m.count > 0 {
+                if m.count > 0 && deepest <= normal.dot(pb - pa) - radius + 1e-3 {
                     return m;
                 }
-                m.normal = normal;
+                m = Manifold { normal, ..Manifold::EMPTY };
             }
         }
     }
@@ -309,4 +382,44 @@ fn clip_segment_to_face(poly: &impl Polytope, face: usize, s0: Vec3, s1: Vec3) -
         }
     }
     Some((t0, t1))
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::Quat;
+
+    use super::*;
+
+    /// The direct segment–triangle closest points give the manifold GJK gives, on
+    /// random capsules and spheres around, across and through random triangles.
+    #[test]
+    fn direct_triangle_path_matches_gjk() {
+        let mut seed = 9u64;
+        let mut rnd = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        };
+        let mut touching = 0;
+        for case in 0..3000 {
+            let mut v3 = || Vec3::new(rnd(), rnd(), rnd());
+            let Some(tri) = TrianglePoly::new([v3() * 2.0, v3() * 2.0, v3() * 2.0]) else { continue };
+            let half = if case % 4 == 0 { Vec3::ZERO } else { v3() * 0.6 };
+            let r = Rounded { a: -half, b: half, radius: 0.1 + 0.3 * v3().x.abs() };
+            let xf_a = Isometry::new(v3(), Quat::from_axis_angle(v3().normalize_or(Vec3::Y), v3().x * 3.0));
+            let xf_b = Isometry::new(v3() * 0.2, Quat::from_rotation_y(v3().y));
+            let fast = collide_rounded_triangle(&r, &xf_a, &tri, &xf_b, 0.05, None);
+            let gjk = collide_rounded_polytope(&r, &xf_a, &tri, &tri.v, &xf_b, 0.05, None);
+            assert_eq!(fast.count, gjk.count, "case {case}: {fast:?} vs {gjk:?}");
+            if fast.is_empty() {
+                continue;
+            }
+            touching += 1;
+            assert!(fast.normal.dot(gjk.normal) > 0.999, "case {case}: {fast:?} vs {gjk:?}");
+            for (p, q) in fast.points().iter().zip(gjk.points()) {
+                assert!((p.separation - q.separation).abs() < 1e-4, "case {case}: {fast:?} vs {gjk:?}");
+                assert!(p.point.distance(q.point) < 2e-3 && p.id == q.id, "case {case}: {fast:?} vs {gjk:?}");
+            }
+        }
+        assert!(touching > 500, "{touching}");
+    }
 }

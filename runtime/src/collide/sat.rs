@@ -20,8 +20,8 @@ use super::segment::closest_segment_segment;
 use crate::math::Isometry;
 use crate::shapes::{Polytope, MAX_FACE_VERTICES};
 
-const EDGE_RELATIVE: f32 = 0.90;
-const FACE_RELATIVE: f32 = 0.98;
+pub(crate) const EDGE_RELATIVE: f32 = 0.90;
+pub(crate) const FACE_RELATIVE: f32 = 0.98;
 const ABSOLUTE_TOLERANCE: f32 = 0.5 * 0.005;
 
 #[derive(Clone, Copy, Debug)]
@@ -202,7 +202,7 @@ fn touches_active_edge(m: &Manifold, tri: &TriangleEdges, rel: &Isometry) -> boo
 
 /// The separation another axis must beat to replace one at `separation`: relatively
 /// more when penetrating (Gregorius's tolerances), plus a small absolute margin.
-fn favour(separation: f32, relative: f32) -> f32 {
+pub(crate) fn favour(separation: f32, relative: f32) -> f32 {
     if separation < 0.0 {
         relative * separation + ABSOLUTE_TOLERANCE
     } else {
@@ -210,7 +210,7 @@ fn favour(separation: f32, relative: f32) -> f32 {
     }
 }
 
-fn edge_contact(a: &impl Polytope, b: &impl Polytope, rel: &Isometry, q: &EdgeQuery) -> Manifold {
+pub(crate) fn edge_contact(a: &impl Polytope, b: &impl Polytope, rel: &Isometry, q: &EdgeQuery) -> Manifold {
     let (ea, eb) = (a.edge(q.a), b.edge(q.b));
     let (pa, qa) = (a.vertex(ea.v[0] as usize), a.vertex(ea.v[1] as usize));
     let (pb, qb) = (rel.transform_point(b.vertex(eb.v[0] as usize)), rel.transform_point(b.vertex(eb.v[1] as usize)));
@@ -295,7 +295,13 @@ impl Faces<'_> {
     }
 }
 
-fn face_contact_a(a: &impl Polytope, b: &impl Polytope, rel: &Isometry, face: usize, margin: f32) -> Manifold {
+pub(crate) fn face_contact_a(
+    a: &impl Polytope,
+    b: &impl Polytope,
+    rel: &Isometry,
+    face: usize,
+    margin: f32,
+) -> Manifold {
     let plane = a.plane(face);
     let mut ref_idx = [0u16; MAX_FACE_VERTICES];
     let n_ref = a.face_vertices(face, &mut ref_idx);
@@ -314,7 +320,13 @@ fn face_contact_a(a: &impl Polytope, b: &impl Polytope, rel: &Isometry, face: us
     faces.clip(plane.normal, plane.offset, fallback, margin, key, plane.normal)
 }
 
-fn face_contact_b(a: &impl Polytope, b: &impl Polytope, rel: &Isometry, face: usize, margin: f32) -> Manifold {
+pub(crate) fn face_contact_b(
+    a: &impl Polytope,
+    b: &impl Polytope,
+    rel: &Isometry,
+    face: usize,
+    margin: f32,
+) -> Manifold {
     let plane = b.plane(face);
     let normal = rel.rotation * plane.normal;
     let offset = plane.offset + normal.dot(rel.translation);
@@ -336,9 +348,9 @@ fn face_contact_b(a: &impl Polytope, b: &impl Polytope, rel: &Isometry, face: us
 }
 
 #[derive(Clone, Copy, Debug, Default)]
-struct Clip {
-    p: Vec3,
-    id: u32,
+pub(crate) struct Clip {
+    pub(crate) p: Vec3,
+    pub(crate) id: u32,
 }
 
 const CLIP_CAPACITY: usize = 2 * MAX_FACE_VERTICES + 4;
@@ -350,7 +362,7 @@ const CLIP_CAPACITY: usize = 2 * MAX_FACE_VERTICES + 4;
 /// incident shape's deepest vertex, which realises the face axis's separation, is the
 /// one point.
 #[allow(clippy::too_many_arguments)]
-fn clip<const C: usize>(
+pub(crate) fn clip<const C: usize>(
     reference: &[Vec3],
     ref_normal: Vec3,
     ref_offset: f32,

@@ -77,7 +77,8 @@ pub struct BoxPoly {
 }
 
 /// Face `2a` is `+axis a`, face `2a + 1` is `-axis a`; loops counter-clockwise from outside.
-const BOX_FACES: [[u16; 4]; 6] = [[1, 3, 7, 5], [0, 4, 6, 2], [2, 6, 7, 3], [0, 1, 5, 4], [4, 5, 7, 6], [0, 2, 3, 1]];
+pub(crate) const BOX_FACES: [[u16; 4]; 6] =
+    [[1, 3, 7, 5], [0, 4, 6, 2], [2, 6, 7, 3], [0, 1, 5, 4], [4, 5, 7, 6], [0, 2, 3, 1]];
 /// Edges as (vertex, vertex, face, face).
 const BOX_EDGES: [[u16; 4]; 12] = [
     // Along x: y/z signs pick the faces.
