@@ -40,6 +40,27 @@
 #define KILN_VERSION_PATCH 0
 
 /**
+ * Largest capsule radius or core height, in metres.
+ */
+#define KILN_CHARACTER_MAX_SIZE 100.0
+
+/**
+ * Longest displacement of one move, in metres (use `kiln_character_set_position`
+ * to teleport).
+ */
+#define KILN_CHARACTER_MAX_MOVE 1000.0
+
+/**
+ * Largest coordinate of a character position, in metres.
+ */
+#define KILN_CHARACTER_MAX_COORDINATE 1.0e7
+
+/**
+ * Most static shapes one move takes.
+ */
+#define KILN_CHARACTER_MAX_STATICS (1 << 20)
+
+/**
  * Most child indices in a cube path (the deepest cube level).
  */
 #define KILN_OCTREE_MAX_DEPTH 16
@@ -130,6 +151,37 @@
  * Largest accepted read, write or `after` count of one pass.
  */
 #define KILN_MAX_PASS_ACCESSES 1024
+
+/**
+ * The shapes stay apart over the interval; `t` is `t_max`.
+ */
+#define KILN_TOI_SEPARATED 0
+
+/**
+ * They come within the target distance at `t`.
+ */
+#define KILN_TOI_HIT 1
+
+/**
+ * They already overlap at `t = 0`.
+ */
+#define KILN_TOI_OVERLAPPING 2
+
+/**
+ * The iteration bound ran out; the shapes are still apart at `t`, a safe time to
+ * advance to.
+ */
+#define KILN_TOI_FAILED 3
+
+/**
+ * Most points `kiln_shape_create_hull` takes (the hull keeps at most 256 vertices).
+ */
+#define KILN_MAX_HULL_INPUT_POINTS (1 << 16)
+
+/**
+ * Most parts of a compound.
+ */
+#define KILN_MAX_COMPOUND_PARTS (1 << 16)
 
 /**
  * Air: no collision. Materials are one byte per voxel.
@@ -253,20 +305,6 @@ typedef struct KilnAllocator {
 } KilnAllocator;
 
 /**
- * Handle to a set of octrees. `{0, 0}` is the null handle. Pass by value.
- */
-typedef struct KilnOctreeSetId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed set's handles no longer match.
-     */
-    uint32_t generation;
-} KilnOctreeSetId;
-
-/**
  * A 3D vector of floats.
  */
 typedef struct KilnVec3 {
@@ -283,6 +321,200 @@ typedef struct KilnVec3 {
      */
     float z;
 } KilnVec3;
+
+/**
+ * How a character is built and moves. Initialise with `kiln_default_character_def()`.
+ */
+typedef struct KilnCharacterDef {
+    /**
+     * `sizeof(KilnCharacterDef)`, set by `kiln_default_character_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * Capsule radius in metres (finite, > 0, <= `KILN_CHARACTER_MAX_SIZE`). Default 0.3.
+     */
+    float radius;
+    /**
+     * Length of the capsule's core segment (total height is `height + 2 radius`;
+     * finite, >= 0, <= `KILN_CHARACTER_MAX_SIZE`). Default 1.2.
+     */
+    float height;
+    /**
+     * Gap kept between the capsule and what it touches (finite, > 0). Default 0.02.
+     */
+    float skin;
+    /**
+     * Cosine of the steepest slope it stands on. Default 0.707 (45°).
+     */
+    float max_slope_cos;
+    /**
+     * Highest ledge it steps onto (finite, >= 0). Default 0.3.
+     */
+    float step_height;
+    /**
+     * How far below its feet it looks for ground (finite, >= 0). Default 0.06.
+     */
+    float ground_probe;
+    /**
+     * Slide iterations per move (>= 1). Default 4.
+     */
+    uint32_t max_iterations;
+    /**
+     * Unit up direction. Default +Y.
+     */
+    struct KilnVec3 up;
+} KilnCharacterDef;
+
+/**
+ * Handle to a character. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnCharacterId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed character's handles no longer match.
+     */
+    uint32_t generation;
+} KilnCharacterId;
+
+/**
+ * Handle to a voxel terrain. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnTerrainId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed terrain's handles no longer match.
+     */
+    uint32_t generation;
+} KilnTerrainId;
+
+/**
+ * Handle to a runtime. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnRuntimeId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed runtime's handles no longer match.
+     */
+    uint32_t generation;
+} KilnRuntimeId;
+
+/**
+ * Handle to a shape. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnShapeId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed shape's handles no longer match.
+     */
+    uint32_t generation;
+} KilnShapeId;
+
+/**
+ * A rotation as a unit quaternion (`w` is the scalar part).
+ */
+typedef struct KilnQuat {
+    /**
+     * X of the vector part.
+     */
+    float x;
+    /**
+     * Y of the vector part.
+     */
+    float y;
+    /**
+     * Z of the vector part.
+     */
+    float z;
+    /**
+     * Scalar part.
+     */
+    float w;
+} KilnQuat;
+
+/**
+ * A rigid placement: rotate by `rotation`, then move by `position`. The rotation
+ * must be finite and of unit length within 1% (Kiln renormalises it).
+ */
+typedef struct KilnTransform {
+    /**
+     * Translation.
+     */
+    struct KilnVec3 position;
+    /**
+     * Rotation.
+     */
+    struct KilnQuat rotation;
+} KilnTransform;
+
+/**
+ * One static shape placed in the world, for `kiln_character_move`.
+ */
+typedef struct KilnShapeInstance {
+    /**
+     * The shape.
+     */
+    struct KilnShapeId shape;
+    /**
+     * Where it is.
+     */
+    struct KilnTransform transform;
+} KilnShapeInstance;
+
+/**
+ * What one `kiln_character_move` did.
+ */
+typedef struct KilnMoveResult {
+    /**
+     * The displacement actually made.
+     */
+    struct KilnVec3 moved;
+    /**
+     * The capsule centre after the move.
+     */
+    struct KilnVec3 position;
+    /**
+     * Standing on a walkable surface within `ground_probe` below.
+     */
+    bool grounded;
+    /**
+     * The move began or ended overlapping geometry and was pushed out.
+     */
+    bool recovered;
+    /**
+     * The last surface hit while sliding (unit, pointing out of it), or zero.
+     */
+    struct KilnVec3 contact_normal;
+    /**
+     * The ground's unit normal when grounded, else zero.
+     */
+    struct KilnVec3 ground_normal;
+} KilnMoveResult;
+
+/**
+ * Handle to a set of octrees. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnOctreeSetId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed set's handles no longer match.
+     */
+    uint32_t generation;
+} KilnOctreeSetId;
 
 /**
  * Octree creation parameters. Initialise with `kiln_default_octree_def()`.
@@ -436,20 +668,6 @@ typedef struct KilnOctreePick {
      */
     struct KilnAabb cube;
 } KilnOctreePick;
-
-/**
- * Handle to a runtime. `{0, 0}` is the null handle. Pass by value.
- */
-typedef struct KilnRuntimeId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed runtime's handles no longer match.
-     */
-    uint32_t generation;
-} KilnRuntimeId;
 
 /**
  * A task Kiln hands to the host: call it with disjoint ranges covering
@@ -695,6 +913,158 @@ typedef struct KilnPassProfile {
 typedef void (*KilnRangeFn)(uint32_t begin, uint32_t end, uint32_t worker_index, void *range_context);
 
 /**
+ * One part of a compound: a convex shape (sphere, capsule, box or hull) placed in
+ * the compound's frame.
+ */
+typedef struct KilnCompoundPart {
+    /**
+     * The part's shape (copied into the compound).
+     */
+    struct KilnShapeId shape;
+    /**
+     * Where the part sits in the compound's frame.
+     */
+    struct KilnTransform pose;
+} KilnCompoundPart;
+
+/**
+ * Mass, centre of mass and inertia of a shape of uniform density.
+ */
+typedef struct KilnMassProperties {
+    /**
+     * Mass in kilograms (density × volume).
+     */
+    float mass;
+    /**
+     * Centre of mass in the shape's frame.
+     */
+    struct KilnVec3 center;
+    /**
+     * Inertia tensor about `center` in the shape's axes, column-major 3x3.
+     */
+    float inertia[9];
+} KilnMassProperties;
+
+/**
+ * The distance between two placed shapes, from `kiln_shape_distance`.
+ */
+typedef struct KilnDistanceResult {
+    /**
+     * Gap between the surfaces in metres: negative when only the rounded parts
+     * (sphere and capsule radii) overlap, zero when the cores overlap.
+     */
+    float distance;
+    /**
+     * Closest point on A's surface (world space).
+     */
+    struct KilnVec3 point_a;
+    /**
+     * Closest point on B's surface.
+     */
+    struct KilnVec3 point_b;
+    /**
+     * Unit vector from A towards B; zero when `overlap`.
+     */
+    struct KilnVec3 normal;
+    /**
+     * The cores overlap: the shapes penetrate deeper than their radii; use
+     * `kiln_shape_contact` for the depth and normal.
+     */
+    bool overlap;
+} KilnDistanceResult;
+
+/**
+ * One contact point of a manifold.
+ */
+typedef struct KilnContactPoint {
+    /**
+     * World position midway between the two surfaces.
+     */
+    struct KilnVec3 point;
+    /**
+     * Distance between the surfaces along the normal; negative when they overlap.
+     */
+    float separation;
+    /**
+     * Which features touch: stable while the same features touch, for matching
+     * points across frames (warm starting).
+     */
+    uint32_t id;
+} KilnContactPoint;
+
+/**
+ * A contact manifold between one convex piece of A and one of B.
+ */
+typedef struct KilnManifold {
+    /**
+     * Unit normal from A to B: moving B along it separates them.
+     */
+    struct KilnVec3 normal;
+    /**
+     * Valid entries of `points` (1 to 4).
+     */
+    uint32_t point_count;
+    /**
+     * The contact points, chosen to span the largest area.
+     */
+    struct KilnContactPoint points[4];
+    /**
+     * Index of A's compound part (0 when A is not a compound).
+     */
+    uint32_t part_a;
+    /**
+     * Index of B's compound part (0 when B is not a compound).
+     */
+    uint32_t part_b;
+} KilnManifold;
+
+/**
+ * A rigid motion over `t` in `[0, 1]`: the point `local_center` (in the shape's
+ * frame, usually its centre of mass) moves on a straight line from where `start`
+ * puts it to where `end` puts it, while the rotation turns from `start`'s to `end`'s.
+ */
+typedef struct KilnSweep {
+    /**
+     * Placement at `t = 0`.
+     */
+    struct KilnTransform start;
+    /**
+     * Placement at `t = 1`.
+     */
+    struct KilnTransform end;
+    /**
+     * The point that moves on a straight line, in the shape's frame.
+     */
+    struct KilnVec3 local_center;
+} KilnSweep;
+
+/**
+ * The first time two moving shapes touch, from `kiln_shape_time_of_impact`.
+ */
+typedef struct KilnToiResult {
+    /**
+     * `KILN_TOI_SEPARATED`, `KILN_TOI_HIT`, `KILN_TOI_OVERLAPPING` or `KILN_TOI_FAILED`.
+     */
+    uint32_t state;
+    /**
+     * Time of the event in `[0, t_max]`.
+     */
+    float t;
+    /**
+     * Unit normal from A to B at a hit; zero otherwise.
+     */
+    struct KilnVec3 normal;
+    /**
+     * World point midway between the shapes at a hit.
+     */
+    struct KilnVec3 point;
+    /**
+     * Distance queries used.
+     */
+    uint32_t iterations;
+} KilnToiResult;
+
+/**
  * Terrain creation parameters. Initialise with `kiln_default_terrain_def()`.
  */
 typedef struct KilnTerrainDef {
@@ -717,20 +1087,6 @@ typedef struct KilnTerrainDef {
      */
     uint64_t mesh_cache_bytes;
 } KilnTerrainDef;
-
-/**
- * Handle to a voxel terrain. `{0, 0}` is the null handle. Pass by value.
- */
-typedef struct KilnTerrainId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed terrain's handles no longer match.
-     */
-    uint32_t generation;
-} KilnTerrainId;
 
 /**
  * A 3D vector of integers (voxel and chunk coordinates).
@@ -1015,6 +1371,97 @@ const char *kiln_status_name(KilnStatus status);
 KilnStatus kiln_set_allocator(const struct KilnAllocator *allocator);
 
 /**
+ * A `KilnCharacterDef` with defaults: a 1.8 m tall capsule of radius 0.3, 45°
+ * slopes, 0.3 m steps, +Y up.
+ */
+struct KilnCharacterDef kiln_default_character_def(void);
+
+/**
+ * Creates a character whose capsule centre is at `position` and writes its handle
+ * to `out_character`. The first move pushes it out if it starts inside geometry.
+ *
+ * # Safety
+ * `def` is NULL or readable; `out_character` is NULL or writable.
+ */
+KilnStatus kiln_character_create(const struct KilnCharacterDef *def,
+                                 struct KilnVec3 position,
+                                 struct KilnCharacterId *out_character);
+
+/**
+ * Destroys a character; its handle becomes invalid.
+ */
+KilnStatus kiln_character_destroy(struct KilnCharacterId character);
+
+/**
+ * Whether `character` refers to a live character.
+ */
+bool kiln_character_is_valid(struct KilnCharacterId character);
+
+/**
+ * Moves the character by `displacement` (at most `KILN_CHARACTER_MAX_MOVE` long) as
+ * far as the world allows: it slides along what it hits, steps up ledges up to
+ * `step_height`, never tunnels and never ends inside geometry. The world is
+ * `terrain` (the null handle `{0, 0}` for none; its chunk meshes are built on
+ * `runtime`'s workers, or on the calling thread for the null runtime) plus
+ * `static_count` placed shapes (NULL allowed when 0; triangles among them form one
+ * mesh whose inner edges do not snag). Writes what the move did to `out_result`
+ * unless it is NULL. On failure the character does not move.
+ *
+ * # Safety
+ * `statics` is NULL or readable for `static_count` entries; `out_result` is NULL or
+ * writable.
+ */
+KilnStatus kiln_character_move(struct KilnCharacterId character,
+                               struct KilnVec3 displacement,
+                               struct KilnTerrainId terrain,
+                               struct KilnRuntimeId runtime,
+                               const struct KilnShapeInstance *statics,
+                               uint32_t static_count,
+                               struct KilnMoveResult *out_result);
+
+/**
+ * Writes the capsule centre to `out_position`.
+ *
+ * # Safety
+ * `out_position` is NULL or valid for writing.
+ */
+KilnStatus kiln_character_get_position(struct KilnCharacterId character,
+                                       struct KilnVec3 *out_position);
+
+/**
+ * Teleports the character (no collision test); the next move pushes it out if it
+ * lands inside geometry.
+ */
+KilnStatus kiln_character_set_position(struct KilnCharacterId character, struct KilnVec3 position);
+
+/**
+ * Writes whether the last move ended standing on walkable ground.
+ *
+ * # Safety
+ * `out_grounded` is NULL or valid for writing.
+ */
+KilnStatus kiln_character_is_grounded(struct KilnCharacterId character, bool *out_grounded);
+
+/**
+ * Writes the normal of the last surface the last move slid along (zero when it hit
+ * nothing).
+ *
+ * # Safety
+ * `out_normal` is NULL or valid for writing.
+ */
+KilnStatus kiln_character_get_contact_normal(struct KilnCharacterId character,
+                                             struct KilnVec3 *out_normal);
+
+/**
+ * Writes everything the last move reported (all zero before the first move).
+ *
+ * # Safety
+ * `out_result` is NULL or valid for writing.
+ */
+KilnStatus kiln_character_get_last_move(struct KilnCharacterId character,
+                                        struct KilnMoveResult *out_result);
+
+/**
  * Creates an empty set of octrees and writes its handle to `out_set`.
  *
  * # Safety
@@ -1285,6 +1732,162 @@ KilnStatus kiln_parallel_for(const struct KilnPassContext *context,
                              uint32_t grain,
                              KilnRangeFn range_fn,
                              void *range_context);
+
+/**
+ * The identity transform: no rotation, at the origin.
+ */
+struct KilnTransform kiln_transform_identity(void);
+
+/**
+ * Creates a sphere of `radius` (finite, > 0) around `center`.
+ *
+ * # Safety
+ * `out_shape` is NULL or valid for writing.
+ */
+KilnStatus kiln_shape_create_sphere(struct KilnVec3 center,
+                                    float radius,
+                                    struct KilnShapeId *out_shape);
+
+/**
+ * Creates a capsule: the points within `radius` (finite, > 0) of segment `a`-`b`.
+ * `a == b` gives a sphere-shaped capsule.
+ *
+ * # Safety
+ * `out_shape` is NULL or valid for writing.
+ */
+KilnStatus kiln_shape_create_capsule(struct KilnVec3 a,
+                                     struct KilnVec3 b,
+                                     float radius,
+                                     struct KilnShapeId *out_shape);
+
+/**
+ * Creates a box centred on the origin with half extents `half_extents` (each
+ * finite and > 0).
+ *
+ * # Safety
+ * `out_shape` is NULL or valid for writing.
+ */
+KilnStatus kiln_shape_create_box(struct KilnVec3 half_extents, struct KilnShapeId *out_shape);
+
+/**
+ * Creates the convex hull of `count` points (quickhull; coplanar faces merged).
+ * Needs 4 points not in one plane, at most `KILN_MAX_HULL_INPUT_POINTS` points, and
+ * a hull of at most 256 vertices with at most 64 per face.
+ *
+ * # Safety
+ * `points` is NULL or readable for `count` entries; `out_shape` is NULL or writable.
+ */
+KilnStatus kiln_shape_create_hull(const struct KilnVec3 *points,
+                                  uint32_t count,
+                                  struct KilnShapeId *out_shape);
+
+/**
+ * Creates a triangle with corners `a`, `b`, `c` (counter-clockwise seen from its
+ * front). Refused when it has no area.
+ *
+ * # Safety
+ * `out_shape` is NULL or valid for writing.
+ */
+KilnStatus kiln_shape_create_triangle(struct KilnVec3 a,
+                                      struct KilnVec3 b,
+                                      struct KilnVec3 c,
+                                      struct KilnShapeId *out_shape);
+
+/**
+ * Creates a compound of `count` (1..=`KILN_MAX_COMPOUND_PARTS`) convex parts; each
+ * part's shape is copied, so it may be destroyed afterwards. Parts that are
+ * triangles or compounds are refused.
+ *
+ * # Safety
+ * `parts` is NULL or readable for `count` entries; `out_shape` is NULL or writable.
+ */
+KilnStatus kiln_shape_create_compound(const struct KilnCompoundPart *parts,
+                                      uint32_t count,
+                                      struct KilnShapeId *out_shape);
+
+/**
+ * Destroys a shape; its handle becomes invalid. Compounds holding copies of it are
+ * not affected.
+ */
+KilnStatus kiln_shape_destroy(struct KilnShapeId shape);
+
+/**
+ * Whether `shape` refers to a live shape.
+ */
+bool kiln_shape_is_valid(struct KilnShapeId shape);
+
+/**
+ * Writes the world-space bounding box of `shape` placed by `transform`.
+ *
+ * # Safety
+ * `transform` is NULL or readable; `out_aabb` is NULL or writable.
+ */
+KilnStatus kiln_shape_get_aabb(struct KilnShapeId shape,
+                               const struct KilnTransform *transform,
+                               struct KilnAabb *out_aabb);
+
+/**
+ * Writes the mass properties of `shape` at `density` (kg/m³, finite and > 0).
+ * Triangles have no volume: their mass is zero.
+ *
+ * # Safety
+ * `out_mass` is NULL or valid for writing.
+ */
+KilnStatus kiln_shape_get_mass(struct KilnShapeId shape,
+                               float density,
+                               struct KilnMassProperties *out_mass);
+
+/**
+ * Writes the distance and closest points between `a` placed by `transform_a` and
+ * `b` placed by `transform_b` (GJK; compounds: the closest pair of parts).
+ *
+ * # Safety
+ * The transforms are NULL or readable; `out_result` is NULL or writable.
+ */
+KilnStatus kiln_shape_distance(struct KilnShapeId a,
+                               const struct KilnTransform *transform_a,
+                               struct KilnShapeId b,
+                               const struct KilnTransform *transform_b,
+                               struct KilnDistanceResult *out_result);
+
+/**
+ * Computes the contact manifolds between `a` and `b`: one per pair of convex parts
+ * whose surfaces are within `margin` (finite, >= 0; contacts up to `margin` apart
+ * are speculative). Writes up to `capacity` manifolds to `out_manifolds` (NULL
+ * allowed when `capacity` is 0) and the total count to `out_count`, so a call with
+ * capacity 0 sizes the array; zero manifolds means the shapes are apart.
+ *
+ * # Safety
+ * The transforms are NULL or readable; `out_manifolds` is NULL or writable for
+ * `capacity` entries; `out_count` is NULL or writable.
+ */
+KilnStatus kiln_shape_contact(struct KilnShapeId a,
+                              const struct KilnTransform *transform_a,
+                              struct KilnShapeId b,
+                              const struct KilnTransform *transform_b,
+                              float margin,
+                              struct KilnManifold *out_manifolds,
+                              uint32_t capacity,
+                              uint32_t *out_count);
+
+/**
+ * Finds the first time in `[0, t_max]` (`t_max` in `[0, 1]`) at which `a` and `b`,
+ * moving by their sweeps, come within `target` metres (finite, >= 0) of each other,
+ * to a tolerance of a quarter of `target` (at least 0.1 mm): swept support rejects
+ * misses at once, conservative advancement finds hits in a bounded number of steps.
+ * Fast rotations are handled; the result never lets the shapes pass through each
+ * other.
+ *
+ * # Safety
+ * The sweeps are NULL or readable; `out_result` is NULL or writable.
+ */
+KilnStatus kiln_shape_time_of_impact(struct KilnShapeId a,
+                                     const struct KilnSweep *sweep_a,
+                                     struct KilnShapeId b,
+                                     const struct KilnSweep *sweep_b,
+                                     float t_max,
+                                     float target,
+                                     struct KilnToiResult *out_result);
 
 /**
  * A `KilnTerrainDef` with defaults (1 m voxels).

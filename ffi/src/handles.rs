@@ -108,6 +108,15 @@ impl<T> HandleTable<T> {
         Ok(entry)
     }
 
+    /// Runs a short read `f` on the object behind the handle, waiting for the lock:
+    /// for immutable objects (shapes) shared by concurrent calls. `f` must not call
+    /// back into Kiln.
+    pub(crate) fn read<R>(&self, index1: u32, generation: u32, f: impl FnOnce(&T) -> R) -> Result<R, Error> {
+        let entry = self.lookup(index1, generation)?;
+        let guard = entry.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(f(&guard))
+    }
+
     /// Runs `f` on the object behind the handle. Never blocks: an object that is busy
     /// (for example a callback calling back into its own runtime) gives an error.
     pub(crate) fn with<R>(

@@ -12,17 +12,21 @@
 
 pub mod abi;
 pub mod alloc;
+pub mod character;
 mod handles;
 pub mod host;
 pub mod octree;
 pub mod runtime;
+pub mod shapes;
 pub mod terrain;
 pub mod terrain_query;
 
 pub use abi::*;
 pub use alloc::*;
+pub use character::*;
 pub use host::*;
 pub use octree::*;
 pub use runtime::*;
+pub use shapes::*;
 pub use terrain::*;
 pub use terrain_query::*;

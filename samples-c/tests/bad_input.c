@@ -26,6 +26,92 @@ static void noop_range(uint32_t b, uint32_t e, uint32_t w, void *c) {
     (void)b, (void)e, (void)w, (void)c;
 }
 
+/* Shapes, pairwise queries and characters: NaN, infinite, zero and huge numbers,
+ * NULL pointers, stale handles and bad quaternions are refused and change nothing. */
+static void shapes_and_characters(void) {
+    KilnVec3 o = {0, 0, 0};
+    KilnShapeId s = {7, 7}, ball, crate;
+    CHECK_STATUS(kiln_shape_create_sphere(o, NAN, &s), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("shape refused");
+    CHECK_STATUS(kiln_shape_create_sphere(o, -1.0f, &s), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_shape_create_box((KilnVec3){1, 0, 1}, &s), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_shape_create_capsule(o, (KilnVec3){0, INFINITY, 0}, 1, &s), KILN_ERROR_INVALID_ARGUMENT);
+    KilnVec3 flat[4] = {{0, 0, 0}, {1, 0, 0}, {0, 0, 1}, {1, 0, 1}};
+    CHECK_STATUS(kiln_shape_create_hull(flat, 4, &s), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_shape_create_hull(NULL, 4, &s), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_shape_create_hull(flat, UINT32_MAX, &s), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_shape_create_triangle(o, o, o, &s), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_shape_create_compound(NULL, 0, &s), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK(s.index1 == 7 && s.generation == 7);
+    CHECK_STATUS(kiln_shape_create_sphere(o, 0.5f, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_shape_create_sphere(o, 0.5f, &ball), KILN_OK);
+    CHECK_STATUS(kiln_shape_create_box((KilnVec3){1, 1, 1}, &crate), KILN_OK);
+
+    KilnTransform id = kiln_transform_identity(), nan_pos = id, zero_rot = id;
+    nan_pos.position.x = NAN;
+    zero_rot.rotation.w = 0;
+    KilnDistanceResult d = {0};
+    d.distance = 42;
+    CHECK_STATUS(kiln_shape_distance(ball, &nan_pos, crate, &id, &d), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_shape_distance(ball, &id, crate, &zero_rot, &d), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("unit quaternion");
+    CHECK_STATUS(kiln_shape_distance(ball, NULL, crate, &id, &d), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_shape_distance(ball, &id, crate, &id, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK(d.distance == 42);
+    uint32_t count = 0;
+    KilnManifold m[1];
+    CHECK_STATUS(kiln_shape_contact(ball, &id, crate, &id, NAN, m, 1, &count), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_shape_contact(ball, &id, crate, &id, 0.01f, NULL, 1, &count), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_shape_contact(ball, &id, crate, &id, 0.01f, m, 1, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_shape_contact(ball, &id, crate, &id, 0.01f, NULL, 0, &count), KILN_OK);
+    CHECK(count == 1); /* the sphere's centre is inside the box */
+    KilnSweep sweep = {id, id, {0, 0, 0}};
+    KilnToiResult toi;
+    CHECK_STATUS(kiln_shape_time_of_impact(ball, &sweep, crate, &sweep, 2.0f, 0, &toi), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_shape_time_of_impact(ball, &sweep, crate, &sweep, 1.0f, -1, &toi), KILN_ERROR_INVALID_ARGUMENT);
+    sweep.local_center.y = INFINITY;
+    CHECK_STATUS(kiln_shape_time_of_impact(ball, &sweep, crate, &sweep, 1.0f, 0, &toi), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_shape_get_mass(crate, 0.0f, &(KilnMassProperties){0}), KILN_ERROR_INVALID_ARGUMENT);
+
+    KilnCharacterDef def = kiln_default_character_def();
+    KilnCharacterId c = {5, 5}, live;
+    KilnCharacterDef bad = def;
+    bad.struct_size = 0;
+    CHECK_STATUS(kiln_character_create(&bad, o, &c), KILN_ERROR_STRUCT_SIZE);
+    bad = def;
+    bad.radius = INFINITY;
+    CHECK_STATUS(kiln_character_create(&bad, o, &c), KILN_ERROR_INVALID_ARGUMENT);
+    bad = def;
+    bad.height = -1;
+    CHECK_STATUS(kiln_character_create(&bad, o, &c), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_character_create(&def, (KilnVec3){NAN, 0, 0}, &c), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK(c.index1 == 5 && c.generation == 5);
+    CHECK_STATUS(kiln_character_create(&def, (KilnVec3){0, 2.5f, 0}, &live), KILN_OK);
+    KilnTerrainId no_terrain = {0, 0};
+    KilnRuntimeId inline_rt = {0, 0};
+    KilnShapeInstance statics[1] = {{crate, id}};
+    CHECK_STATUS(kiln_character_move(live, (KilnVec3){NAN, 0, 0}, no_terrain, inline_rt, NULL, 0, NULL),
+                 KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_character_move(live, (KilnVec3){1e6f, 0, 0}, no_terrain, inline_rt, NULL, 0, NULL),
+                 KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_character_move(live, o, no_terrain, inline_rt, NULL, 1, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_character_move(live, o, (KilnTerrainId){3, 9}, inline_rt, NULL, 0, NULL),
+                 KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_character_move(live, (KilnVec3){0, -1, 0}, no_terrain, inline_rt, statics, 1, NULL), KILN_OK);
+    KilnVec3 p;
+    CHECK_STATUS(kiln_character_get_position(live, &p), KILN_OK);
+    CHECK(fabsf(p.y - (1.0f + def.radius + 0.5f * def.height + def.skin)) < 0.01f); /* on the crate */
+    CHECK_STATUS(kiln_shape_destroy(crate), KILN_OK);
+    CHECK_STATUS(kiln_character_move(live, o, no_terrain, inline_rt, statics, 1, NULL), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_character_set_position(live, (KilnVec3){0, INFINITY, 0}), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_character_destroy(live), KILN_OK);
+    bool grounded = true;
+    CHECK_STATUS(kiln_character_is_grounded(live, &grounded), KILN_ERROR_INVALID_HANDLE);
+    CHECK(grounded);
+    CHECK_STATUS(kiln_shape_destroy(ball), KILN_OK);
+    CHECK_STATUS(kiln_shape_distance(ball, &id, ball, &id, &d), KILN_ERROR_INVALID_HANDLE);
+}
+
 int main(void) {
     CHECK_STATUS(kiln_check_linked_abi(), KILN_OK);
     KilnAbiInfo info = {0};
@@ -144,5 +230,6 @@ int main(void) {
     CHECK_STATUS(kiln_runtime_get_worker_count(forged_id, &workers), KILN_ERROR_INVALID_HANDLE);
     CHECK(workers == 123);
     CHECK(strcmp(kiln_status_name(KILN_ERROR_INTERNAL), "KILN_ERROR_INTERNAL") == 0);
+    shapes_and_characters();
     return check_summary("bad_input");
 }

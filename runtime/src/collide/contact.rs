@@ -15,7 +15,7 @@
 use glam::Vec3;
 
 use super::box_box::collide_boxes;
-use super::gjk::Proxy;
+use super::gjk::{distance, Distance, Proxy};
 use super::manifold::Manifold;
 use super::rounded::{collide_rounded, collide_rounded_polytope, collide_rounded_triangle, Rounded, TriangleEdges};
 use super::sat::collide_polytopes;
@@ -168,4 +168,24 @@ pub fn for_each_proxy(shape: &Shape, xf: &Isometry, visit: &mut dyn FnMut(&Proxy
             }
         }
     }
+}
+
+/// The distance between two shapes, compounds included (the closest pair of parts;
+/// overlapping when any pair's cores overlap). `None` when a shape has no convex
+/// piece (a degenerate triangle).
+pub fn shape_distance(a: &Shape, xf_a: &Isometry, b: &Shape, xf_b: &Isometry) -> Option<Distance> {
+    let mut best: Option<Distance> = None;
+    for_each_proxy(a, xf_a, &mut |pa, xa| {
+        for_each_proxy(b, xf_b, &mut |pb, xb| {
+            let d = distance(pa, xa, pb, xb);
+            let better = match &best {
+                None => true,
+                Some(old) => (d.overlap && !old.overlap) || (d.overlap == old.overlap && d.distance < old.distance),
+            };
+            if better {
+                best = Some(d);
+            }
+        });
+    });
+    best
 }

@@ -20,8 +20,8 @@ pub mod segment;
 mod tests;
 pub mod toi;
 
-pub use contact::{collide, collide_all, for_each_proxy, proxy};
+pub use contact::{collide, collide_all, for_each_proxy, proxy, shape_distance};
 pub use gjk::{distance, Distance, Proxy};
 pub use manifold::{Manifold, ManifoldPoint};
 pub use mesh::TriangleSet;
-pub use toi::{time_of_impact, Sweep, Toi, ToiState};
+pub use toi::{shape_time_of_impact, time_of_impact, Sweep, Toi, ToiState};

@@ -323,3 +323,32 @@ fn degenerate_pairs_are_finite() {
         }
     }
 }
+
+#[test]
+fn whole_shape_distance_and_time_of_impact_cover_compound_parts() {
+    use crate::collide::{shape_distance, shape_time_of_impact, Sweep, ToiState};
+    let cube = Shape::cuboid(Vec3::splat(0.5)).unwrap();
+    let pair = Shape::compound([
+        (Isometry::from_translation(Vec3::new(-2.0, 0.0, 0.0)), cube.clone()),
+        (Isometry::from_translation(Vec3::new(2.0, 0.0, 0.0)), cube),
+    ])
+    .unwrap();
+    let ball = Shape::sphere(Vec3::ZERO, 0.5).unwrap();
+    // Above the right-hand cube: 3 - 0.5 - 0.5 apart, closest points on its top face.
+    let at = Isometry::from_translation(Vec3::new(2.0, 3.0, 0.0));
+    let d = shape_distance(&pair, &Isometry::IDENTITY, &ball, &at).unwrap();
+    assert!((d.distance - 2.0).abs() < 1e-5 && d.normal.abs_diff_eq(Vec3::Y, 1e-5), "{d:?}");
+    assert!(d.point_a.abs_diff_eq(Vec3::new(2.0, 0.5, 0.0), 1e-5));
+    // Dropping 6 m: touches the right-hand cube a third of the way down.
+    let fall = Sweep::translation(at, Vec3::new(0.0, -6.0, 0.0));
+    let toi = shape_time_of_impact(&ball, &fall, &pair, &Sweep::fixed(Isometry::IDENTITY), 1.0, 0.0, 1e-4);
+    assert_eq!(toi.state, ToiState::Hit, "{toi:?}");
+    assert!((toi.t - 1.0 / 3.0).abs() < 1e-3 && toi.normal.abs_diff_eq(-Vec3::Y, 1e-3), "{toi:?}");
+    // Between the cubes it falls through; inside one it starts overlapping.
+    let gap = Sweep::translation(Isometry::from_translation(Vec3::new(0.0, 3.0, 0.0)), Vec3::new(0.0, -6.0, 0.0));
+    let toi = shape_time_of_impact(&ball, &gap, &pair, &Sweep::fixed(Isometry::IDENTITY), 1.0, 0.0, 1e-4);
+    assert_eq!(toi.state, ToiState::Separated);
+    let inside = Sweep::fixed(Isometry::from_translation(Vec3::new(-2.0, 0.2, 0.0)));
+    let toi = shape_time_of_impact(&ball, &inside, &pair, &Sweep::fixed(Isometry::IDENTITY), 1.0, 0.0, 1e-4);
+    assert_eq!((toi.state, toi.t), (ToiState::Overlapping, 0.0));
+}

@@ -17,8 +17,10 @@
 
 use glam::{Quat, Vec3};
 
+use super::contact::for_each_proxy;
 use super::gjk::{distance, Proxy};
 use crate::math::Isometry;
+use crate::shapes::Shape;
 
 pub const MAX_TOI_ITERATIONS: u32 = 32;
 
@@ -134,6 +136,42 @@ pub fn time_of_impact(
         }
     }
     Toi { state: ToiState::Failed, t, normal: Vec3::ZERO, point: Vec3::ZERO, iterations: MAX_TOI_ITERATIONS }
+}
+
+/// [`time_of_impact`] for whole shapes: the earliest event over every pair of convex
+/// parts of compounds: an overlap at the start, else the earliest hit or safe time of
+/// a pair that ran out of iterations, else separated (also when a shape has no convex
+/// piece).
+pub fn shape_time_of_impact(
+    a: &Shape,
+    sweep_a: &Sweep,
+    b: &Shape,
+    sweep_b: &Sweep,
+    t_max: f32,
+    target: f32,
+    tolerance: f32,
+) -> Toi {
+    let rank = |toi: &Toi| match toi.state {
+        ToiState::Overlapping => 0,
+        ToiState::Hit | ToiState::Failed => 1,
+        ToiState::Separated => 2,
+    };
+    let mut best = Toi { state: ToiState::Separated, t: t_max, normal: Vec3::ZERO, point: Vec3::ZERO, iterations: 0 };
+    // A part placed by `pose` moves with its shape: the same centre path and turn.
+    let part = |sweep: &Sweep, pose: &Isometry| Sweep {
+        start: sweep.start.mul(pose),
+        end: sweep.end.mul(pose),
+        local_center: pose.inverse_transform_point(sweep.local_center),
+    };
+    for_each_proxy(a, &Isometry::IDENTITY, &mut |pa, pose_a| {
+        for_each_proxy(b, &Isometry::IDENTITY, &mut |pb, pose_b| {
+            let toi = time_of_impact(pa, &part(sweep_a, pose_a), pb, &part(sweep_b, pose_b), t_max, target, tolerance);
+            if (rank(&toi), toi.t) < (rank(&best), best.t) {
+                best = toi;
+            }
+        });
+    });
+    best
 }
 
 /// Swept support: the hull of A's start and end positions (relative to B, which may
