@@ -4,7 +4,8 @@
 //! | pair | algorithm |
 //! | --- | --- |
 //! | sphere/capsule – sphere/capsule | closest points of the cores (`rounded.rs`) |
-//! | sphere/capsule – box/hull/triangle | GJK on the core, SAT when the core is inside (`rounded.rs`) |
+//! | sphere – box | the centre clamped to the box, or the nearest face when inside |
+//! | sphere/capsule – box/hull/triangle | GJK on the core (direct against triangles), SAT when the core is inside (`rounded.rs`) |
 //! | box – box | the 15 axes in closed form, then clipping (`box_box.rs`) |
 //! | box/hull/triangle – box/hull/triangle | SAT and clipping (`sat.rs`) |
 //! | compound – anything | each part whose bounds overlap, as its own manifold |
@@ -17,7 +18,9 @@ use glam::Vec3;
 use super::box_box::collide_boxes;
 use super::gjk::{distance, Distance, Proxy};
 use super::manifold::Manifold;
-use super::rounded::{collide_rounded, collide_rounded_polytope, collide_rounded_triangle, Rounded, TriangleEdges};
+use super::rounded::{
+    collide_rounded, collide_rounded_polytope, collide_rounded_triangle, collide_sphere_box, Rounded, TriangleEdges,
+};
 use super::sat::collide_polytopes;
 use crate::math::Isometry;
 use crate::shapes::{BoxPoly, ConvexHull, Polytope, Shape, TrianglePoly};
@@ -60,6 +63,7 @@ fn rounded_vs(
 ) -> Manifold {
     match b {
         Convex::Rounded(rb) => collide_rounded(r, xf_a, rb, xf_b, margin),
+        Convex::Box(bp) if r.a == r.b => collide_sphere_box(r.a, r.radius, xf_a, bp.half, xf_b, margin),
         Convex::Box(bp) => collide_rounded_polytope(r, xf_a, bp, &box_points(bp), xf_b, margin, None),
         Convex::Hull(h) => collide_rounded_polytope(r, xf_a, *h, h.vertices(), xf_b, margin, None),
         Convex::Triangle(t) => collide_rounded_triangle(r, xf_a, t, xf_b, margin, edges),

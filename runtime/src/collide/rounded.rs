@@ -159,6 +159,48 @@ pub(crate) fn collide_rounded_triangle(
     rounded_contact(r.radius, s0, s1, is_point, closest, tri, margin, edges).transformed(xf_b)
 }
 
+/// Sphere A (centre `center` in A's frame) against box B, in closed form: the centre
+/// clamped to the box is the closest point outside; inside, the nearest face.
+pub(crate) fn collide_sphere_box(
+    center: Vec3,
+    radius: f32,
+    xf_a: &Isometry,
+    half: Vec3,
+    xf_b: &Isometry,
+    margin: f32,
+) -> Manifold {
+    let c = xf_b.inverse_transform_point(xf_a.transform_point(center));
+    let q = c.clamp(-half, half);
+    let gap = c - q;
+    let dist_sq = gap.length_squared();
+    let (out, face_point, separation, id) = if dist_sq > 1e-12 {
+        let dist = dist_sq.sqrt();
+        if dist - radius > margin {
+            return Manifold::EMPTY;
+        }
+        (gap / dist, q, dist - radius, 0)
+    } else {
+        // Inside: the face the centre is nearest to.
+        let depth = half - c.abs();
+        let i = if depth.x <= depth.y && depth.x <= depth.z {
+            0
+        } else if depth.y <= depth.z {
+            1
+        } else {
+            2
+        };
+        let mut out = Vec3::ZERO;
+        out[i] = if c[i] >= 0.0 { 1.0 } else { -1.0 };
+        let mut face_point = c;
+        face_point[i] = out[i] * half[i];
+        (out, face_point, -depth[i] - radius, 2)
+    };
+    // `out` points from the box towards the sphere; the manifold's normal from A to B.
+    let mut m = Manifold { normal: -out, ..Manifold::EMPTY };
+    m.push(ManifoldPoint { point: (c - out * radius + face_point) * 0.5, separation, id });
+    m.transformed(xf_b)
+}
+
 /// The closest points of segment `s0`-`s1` and a triangle, or `None` when they touch.
 fn closest_segment_triangle(s0: Vec3, s1: Vec3, tri: &TrianglePoly) -> Option<(Vec3, Vec3)> {
     let v = tri.v;
@@ -419,6 +461,41 @@ mod tests {
                 assert!((p.separation - q.separation).abs() < 1e-4, "case {case}: {fast:?} vs {gjk:?}");
                 assert!(p.point.distance(q.point) < 2e-3 && p.id == q.id, "case {case}: {fast:?} vs {gjk:?}");
             }
+        }
+        assert!(touching > 500, "{touching}");
+    }
+
+    /// The closed-form sphere–box contact gives what the GJK/SAT core path gives,
+    /// outside, touching and with the centre inside the box.
+    #[test]
+    fn sphere_box_matches_the_core_path() {
+        use crate::shapes::BoxPoly;
+        let mut seed = 3u64;
+        let mut rnd = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        };
+        let mut touching = 0;
+        for case in 0..3000 {
+            let mut v3 = || Vec3::new(rnd(), rnd(), rnd());
+            let half = v3().abs() + Vec3::splat(0.2);
+            let b = BoxPoly { half };
+            let corners: [Vec3; 8] = std::array::from_fn(|i| b.vertex(i));
+            let radius = 0.05 + 0.4 * v3().x.abs();
+            let xf_a = Isometry::from_translation(v3() * 1.5);
+            let xf_b = Isometry::new(v3() * 0.2, Quat::from_axis_angle(v3().normalize_or(Vec3::Y), v3().x * 3.0));
+            let sphere = Rounded { a: Vec3::ZERO, b: Vec3::ZERO, radius };
+            let fast = collide_sphere_box(Vec3::ZERO, radius, &xf_a, half, &xf_b, 0.05);
+            let core = collide_rounded_polytope(&sphere, &xf_a, &b, &corners, &xf_b, 0.05, None);
+            assert_eq!(fast.count, core.count, "case {case}: {fast:?} vs {core:?}");
+            if fast.is_empty() {
+                continue;
+            }
+            touching += 1;
+            let (p, q) = (fast.points[0], core.points[0]);
+            assert!(fast.normal.dot(core.normal) > 0.999, "case {case}: {fast:?} vs {core:?}");
+            assert!((p.separation - q.separation).abs() < 1e-4 && p.id == q.id, "case {case}: {fast:?} vs {core:?}");
+            assert!(p.point.distance(q.point) < 1e-3, "case {case}: {fast:?} vs {core:?}");
         }
         assert!(touching > 500, "{touching}");
     }
