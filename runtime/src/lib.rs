@@ -4,6 +4,7 @@ pub mod frame;
 pub mod gpu;
 pub mod jobs;
 pub mod math;
+pub mod physics;
 pub mod query;
 pub mod runtime;
 pub mod shapes;

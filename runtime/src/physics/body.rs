@@ -1,0 +1,466 @@
+//! Rigid bodies as structure of arrays behind generation-checked handles.
+//!
+//! Every body lives in one of two [`BodySet`]s: `awake` (dynamic and kinematic bodies
+//! the step integrates) or `resting` (static bodies and sleeping ones). A set is a
+//! group of parallel columns, one entry per body, so the step streams through exactly
+//! the data it needs and sleeping bodies cost nothing per step. A [`BodyId`] names a
+//! slot; the slot knows which set and row hold the body now. Moving a body between
+//! sets swaps the last row into its place and fixes that row's slot.
+
+use glam::{Mat3, Quat, Vec3};
+
+use crate::math::Isometry;
+use crate::shapes::{MassProperties, Shape};
+
+/// Handle to a body: slot index and generation. Destroying a body bumps the slot's
+/// generation, so old handles are detected, never dereferenced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BodyId {
+    pub index: u32,
+    pub generation: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MotionType {
+    /// Never moves; infinite mass.
+    Static,
+    /// Moved by its velocity (or a target transform); infinite mass, pushes dynamic
+    /// bodies.
+    Kinematic,
+    /// Moved by forces, gravity and contacts.
+    Dynamic,
+}
+
+/// How a body is created.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BodyDef {
+    pub motion: MotionType,
+    /// Placement of the body's frame (shapes are placed in it).
+    pub transform: Isometry,
+    pub linear_velocity: Vec3,
+    pub angular_velocity: Vec3,
+    /// Per-second velocity damping, `v *= 1 / (1 + dt * damping)`.
+    pub linear_damping: f32,
+    pub angular_damping: f32,
+    pub gravity_scale: f32,
+    /// `false`: the body never sleeps (and keeps its island awake).
+    pub allow_sleep: bool,
+    /// Fast and small: gets continuous collision against static geometry.
+    pub bullet: bool,
+}
+
+impl Default for BodyDef {
+    fn default() -> Self {
+        BodyDef {
+            motion: MotionType::Dynamic,
+            transform: Isometry::IDENTITY,
+            linear_velocity: Vec3::ZERO,
+            angular_velocity: Vec3::ZERO,
+            linear_damping: 0.0,
+            angular_damping: 0.05,
+            gravity_scale: 1.0,
+            allow_sleep: true,
+            bullet: false,
+        }
+    }
+}
+
+/// How a shape is attached to a body.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ShapeDef {
+    /// Placement in the body's frame.
+    pub pose: Isometry,
+    /// kg/m³; gives the body its mass (dynamic bodies).
+    pub density: f32,
+    pub friction: f32,
+    pub restitution: f32,
+    /// Collision filtering: two shapes collide when each one's category meets the
+    /// other's mask.
+    pub category: u32,
+    pub mask: u32,
+}
+
+impl Default for ShapeDef {
+    fn default() -> Self {
+        ShapeDef {
+            pose: Isometry::IDENTITY,
+            density: 1000.0,
+            friction: 0.6,
+            restitution: 0.0,
+            category: 1,
+            mask: u32::MAX,
+        }
+    }
+}
+
+impl ShapeDef {
+    /// Whether shapes with these filters may touch.
+    pub fn collides_with(&self, other: &ShapeDef) -> bool {
+        self.category & other.mask != 0 && other.category & self.mask != 0
+    }
+}
+
+/// A shape attached to a body.
+#[derive(Clone, Debug)]
+pub struct BodyShape {
+    pub shape: Shape,
+    pub def: ShapeDef,
+}
+
+/// Why a body call was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyError {
+    /// The handle is stale or was never issued.
+    InvalidBody,
+    /// A transform, velocity, force or def field is NaN, infinite or out of range.
+    InvalidArgument,
+}
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BodyError::InvalidBody => "the body handle is stale or was never issued",
+            BodyError::InvalidArgument => {
+                "a transform, velocity, force, density or damping is NaN, infinite or out of range"
+            }
+        })
+    }
+}
+
+impl std::error::Error for BodyError {}
+
+/// Flags of a body row.
+pub mod flags {
+    pub const ALLOW_SLEEP: u8 = 1;
+    pub const BULLET: u8 = 2;
+    pub const KINEMATIC: u8 = 4;
+    pub const STATIC: u8 = 8;
+}
+
+/// The columns of a set of bodies. Positions are of the centre of mass; the body's
+/// frame origin is `position - rotation * local_center`.
+#[derive(Debug, Default)]
+pub struct BodySet {
+    pub id: Vec<BodyId>,
+    pub position: Vec<Vec3>,
+    pub rotation: Vec<Quat>,
+    pub linear_velocity: Vec<Vec3>,
+    pub angular_velocity: Vec<Vec3>,
+    pub force: Vec<Vec3>,
+    pub torque: Vec<Vec3>,
+    pub inv_mass: Vec<f32>,
+    /// Inverse inertia about the centre of mass, in the body's axes.
+    pub local_inv_inertia: Vec<Mat3>,
+    /// `R I⁻¹ Rᵀ`, refreshed after every position update.
+    pub world_inv_inertia: Vec<Mat3>,
+    pub local_center: Vec<Vec3>,
+    pub linear_damping: Vec<f32>,
+    pub angular_damping: Vec<f32>,
+    pub gravity_scale: Vec<f32>,
+    pub sleep_time: Vec<f32>,
+    pub flags: Vec<u8>,
+}
+
+/// One body's row, moved between sets.
+#[derive(Clone, Copy, Debug)]
+struct Row {
+    id: BodyId,
+    position: Vec3,
+    rotation: Quat,
+    linear_velocity: Vec3,
+    angular_velocity: Vec3,
+    force: Vec3,
+    torque: Vec3,
+    inv_mass: f32,
+    local_inv_inertia: Mat3,
+    world_inv_inertia: Mat3,
+    local_center: Vec3,
+    linear_damping: f32,
+    angular_damping: f32,
+    gravity_scale: f32,
+    sleep_time: f32,
+    flags: u8,
+}
+
+impl BodySet {
+    pub fn len(&self) -> usize {
+        self.id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.id.is_empty()
+    }
+
+    fn push(&mut self, r: Row) -> usize {
+        self.id.push(r.id);
+        self.position.push(r.position);
+        self.rotation.push(r.rotation);
+        self.linear_velocity.push(r.linear_velocity);
+        self.angular_velocity.push(r.angular_velocity);
+        self.force.push(r.force);
+        self.torque.push(r.torque);
+        self.inv_mass.push(r.inv_mass);
+        self.local_inv_inertia.push(r.local_inv_inertia);
+        self.world_inv_inertia.push(r.world_inv_inertia);
+        self.local_center.push(r.local_center);
+        self.linear_damping.push(r.linear_damping);
+        self.angular_damping.push(r.angular_damping);
+        self.gravity_scale.push(r.gravity_scale);
+        self.sleep_time.push(r.sleep_time);
+        self.flags.push(r.flags);
+        self.len() - 1
+    }
+
+    /// Removes row `i` by moving the last row into it; returns the removed row.
+    fn swap_remove(&mut self, i: usize) -> Row {
+        Row {
+            id: self.id.swap_remove(i),
+            position: self.position.swap_remove(i),
+            rotation: self.rotation.swap_remove(i),
+            linear_velocity: self.linear_velocity.swap_remove(i),
+            angular_velocity: self.angular_velocity.swap_remove(i),
+            force: self.force.swap_remove(i),
+            torque: self.torque.swap_remove(i),
+            inv_mass: self.inv_mass.swap_remove(i),
+            local_inv_inertia: self.local_inv_inertia.swap_remove(i),
+            world_inv_inertia: self.world_inv_inertia.swap_remove(i),
+            local_center: self.local_center.swap_remove(i),
+            linear_damping: self.linear_damping.swap_remove(i),
+            angular_damping: self.angular_damping.swap_remove(i),
+            gravity_scale: self.gravity_scale.swap_remove(i),
+            sleep_time: self.sleep_time.swap_remove(i),
+            flags: self.flags.swap_remove(i),
+        }
+    }
+
+    /// The body frame's placement of row `i`.
+    pub fn transform(&self, i: usize) -> Isometry {
+        let q = self.rotation[i];
+        Isometry::new(self.position[i] - q * self.local_center[i], q)
+    }
+}
+
+/// Which set holds a body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetKind {
+    Awake,
+    Resting,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    generation: u32,
+    /// `None` when the slot is free.
+    place: Option<(SetKind, u32)>,
+}
+
+/// All bodies: the two sets, the slot table and each body's shapes.
+#[derive(Debug, Default)]
+pub struct Bodies {
+    pub awake: BodySet,
+    pub resting: BodySet,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    shapes: Vec<Vec<BodyShape>>,
+    motion: Vec<MotionType>,
+}
+
+fn finite_isometry(xf: &Isometry) -> bool {
+    xf.translation.is_finite() && xf.rotation.is_finite() && (xf.rotation.length() - 1.0).abs() < 1e-3
+}
+
+impl Bodies {
+    /// Live bodies.
+    pub fn len(&self) -> usize {
+        self.awake.len() + self.resting.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn create(&mut self, def: &BodyDef) -> Result<BodyId, BodyError> {
+        let numbers = [def.linear_damping, def.angular_damping, def.gravity_scale];
+        if !finite_isometry(&def.transform)
+            || !def.linear_velocity.is_finite()
+            || !def.angular_velocity.is_finite()
+            || !numbers.iter().all(|x| x.is_finite())
+            || def.linear_damping < 0.0
+            || def.angular_damping < 0.0
+        {
+            return Err(BodyError::InvalidArgument);
+        }
+        let index = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push(Slot { generation: 1, place: None });
+                self.shapes.push(Vec::new());
+                self.motion.push(def.motion);
+                self.slots.len() as u32 - 1
+            }
+        };
+        let id = BodyId { index, generation: self.slots[index as usize].generation };
+        let mut flags = 0;
+        if def.allow_sleep {
+            flags |= flags::ALLOW_SLEEP;
+        }
+        if def.bullet {
+            flags |= flags::BULLET;
+        }
+        let (set, velocity, spin) = match def.motion {
+            MotionType::Static => {
+                flags |= flags::STATIC;
+                (SetKind::Resting, Vec3::ZERO, Vec3::ZERO)
+            }
+            MotionType::Kinematic => {
+                flags |= flags::KINEMATIC;
+                (SetKind::Awake, def.linear_velocity, def.angular_velocity)
+            }
+            MotionType::Dynamic => (SetKind::Awake, def.linear_velocity, def.angular_velocity),
+        };
+        let rotation = def.transform.rotation.normalize();
+        // Until shapes give it mass, a dynamic body weighs 1 kg with unit inertia.
+        let dynamic = def.motion == MotionType::Dynamic;
+        let row = Row {
+            id,
+            position: def.transform.translation,
+            rotation,
+            linear_velocity: velocity,
+            angular_velocity: spin,
+            force: Vec3::ZERO,
+            torque: Vec3::ZERO,
+            inv_mass: if dynamic { 1.0 } else { 0.0 },
+            local_inv_inertia: if dynamic { Mat3::IDENTITY } else { Mat3::ZERO },
+            world_inv_inertia: if dynamic { Mat3::IDENTITY } else { Mat3::ZERO },
+            local_center: Vec3::ZERO,
+            linear_damping: def.linear_damping,
+            angular_damping: def.angular_damping,
+            gravity_scale: def.gravity_scale,
+            sleep_time: 0.0,
+            flags,
+        };
+        let row_index = self.set_mut(set).push(row);
+        self.slots[index as usize].place = Some((set, row_index as u32));
+        self.motion[index as usize] = def.motion;
+        self.shapes[index as usize].clear();
+        Ok(id)
+    }
+
+    fn set_mut(&mut self, kind: SetKind) -> &mut BodySet {
+        match kind {
+            SetKind::Awake => &mut self.awake,
+            SetKind::Resting => &mut self.resting,
+        }
+    }
+
+    pub fn set(&self, kind: SetKind) -> &BodySet {
+        match kind {
+            SetKind::Awake => &self.awake,
+            SetKind::Resting => &self.resting,
+        }
+    }
+
+    /// Where a live body is: its set and row.
+    pub fn locate(&self, id: BodyId) -> Result<(SetKind, usize), BodyError> {
+        let slot = self.slots.get(id.index as usize).ok_or(BodyError::InvalidBody)?;
+        match slot.place {
+            Some((set, row)) if slot.generation == id.generation => Ok((set, row as usize)),
+            _ => Err(BodyError::InvalidBody),
+        }
+    }
+
+    pub fn is_valid(&self, id: BodyId) -> bool {
+        self.locate(id).is_ok()
+    }
+
+    pub fn motion_type(&self, id: BodyId) -> Result<MotionType, BodyError> {
+        self.locate(id)?;
+        Ok(self.motion[id.index as usize])
+    }
+
+    pub fn destroy(&mut self, id: BodyId) -> Result<(), BodyError> {
+        let (set, row) = self.locate(id)?;
+        self.remove_row(set, row);
+        let slot = &mut self.slots[id.index as usize];
+        slot.place = None;
+        slot.generation = slot.generation.wrapping_add(1).max(1);
+        self.shapes[id.index as usize].clear();
+        self.free.push(id.index);
+        Ok(())
+    }
+
+    /// Takes row `row` out of `set`, re-pointing the slot of the row moved into it.
+    fn remove_row(&mut self, set: SetKind, row: usize) -> Row {
+        let s = self.set_mut(set);
+        let removed = s.swap_remove(row);
+        if row < s.len() {
+            let moved = s.id[row];
+            self.slots[moved.index as usize].place = Some((set, row as u32));
+        }
+        removed
+    }
+
+    /// Moves a body to `to` (no-op when it is there), resetting its sleep timer.
+    pub fn move_to(&mut self, id: BodyId, to: SetKind) -> Result<(), BodyError> {
+        let (from, row) = self.locate(id)?;
+        if from == to {
+            return Ok(());
+        }
+        let mut r = self.remove_row(from, row);
+        r.sleep_time = 0.0;
+        let new_row = self.set_mut(to).push(r);
+        self.slots[id.index as usize].place = Some((to, new_row as u32));
+        Ok(())
+    }
+
+    /// The body frame's placement.
+    pub fn transform(&self, id: BodyId) -> Result<Isometry, BodyError> {
+        let (set, row) = self.locate(id)?;
+        Ok(self.set(set).transform(row))
+    }
+
+    /// The shapes attached to a body.
+    pub fn shapes(&self, id: BodyId) -> Result<&[BodyShape], BodyError> {
+        self.locate(id)?;
+        Ok(&self.shapes[id.index as usize])
+    }
+
+    /// Attaches a shape and recomputes the body's mass from all its shapes' densities
+    /// (dynamic bodies; the centre of mass moves, the body frame stays).
+    pub fn add_shape(&mut self, id: BodyId, shape: Shape, def: ShapeDef) -> Result<(), BodyError> {
+        let (set, row) = self.locate(id)?;
+        let ok = finite_isometry(&def.pose)
+            && def.density.is_finite()
+            && def.density >= 0.0
+            && def.friction.is_finite()
+            && def.friction >= 0.0
+            && (0.0..=1.0).contains(&def.restitution);
+        if !ok {
+            return Err(BodyError::InvalidArgument);
+        }
+        let frame = self.set(set).transform(row);
+        self.shapes[id.index as usize].push(BodyShape { shape, def });
+        if self.motion[id.index as usize] != MotionType::Dynamic {
+            return Ok(());
+        }
+        let parts = self.shapes[id.index as usize]
+            .iter()
+            .map(|s| s.shape.mass_properties(s.def.density).transformed(&s.def.pose));
+        let mass = MassProperties::combine(parts);
+        let s = self.set_mut(set);
+        if mass.mass > 0.0 && mass.mass.is_finite() {
+            s.inv_mass[row] = 1.0 / mass.mass;
+            s.local_inv_inertia[row] = mass.inertia.inverse();
+            s.local_center[row] = mass.center;
+        } else {
+            s.inv_mass[row] = 1.0;
+            s.local_inv_inertia[row] = Mat3::IDENTITY;
+            s.local_center[row] = Vec3::ZERO;
+        }
+        // Keep the body frame where it was: the centre of mass moved inside it.
+        s.position[row] = frame.transform_point(s.local_center[row]);
+        let r = Mat3::from_quat(s.rotation[row]);
+        s.world_inv_inertia[row] = r * s.local_inv_inertia[row] * r.transpose();
+        Ok(())
+    }
+}
