@@ -154,16 +154,14 @@ mod tests {
 
     use super::*;
     use crate::collide::sat::collide_polytopes;
+    use crate::collide::tests::lcg;
 
     /// On random touching, resting and tipped poses the closed form finds what the
     /// general polyhedron test finds: the same normal, depth, points and ids.
     #[test]
     fn matches_the_general_polyhedron_test() {
         let mut seed = 5u64;
-        let mut rnd = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        };
+        let mut rnd = || lcg(&mut seed);
         let (mut contacts, mut agree) = (0, 0);
         for case in 0..2000 {
             let a = BoxPoly { half: Vec3::new(0.5 + rnd().abs(), 0.2 + rnd().abs(), 0.5 + rnd().abs()) };

@@ -323,12 +323,8 @@ pub fn distance(a: &Proxy, xf_a: &Isometry, b: &Proxy, xf_b: &Isometry) -> Dista
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collide::tests::lcg;
     use glam::Quat;
-
-    fn lcg(seed: &mut u64) -> f32 {
-        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        ((*seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-    }
 
     fn cube(half: f32) -> Vec<Vec3> {
         (0..8)

@@ -17,7 +17,7 @@ mod rounded;
 mod sat;
 pub mod segment;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 pub mod toi;
 
 pub use contact::{collide, collide_all, for_each_proxy, proxy, shape_distance};

@@ -431,16 +431,14 @@ mod tests {
     use glam::Quat;
 
     use super::*;
+    use crate::collide::tests::lcg;
 
     /// The direct segment–triangle closest points give the manifold GJK gives, on
     /// random capsules and spheres around, across and through random triangles.
     #[test]
     fn direct_triangle_path_matches_gjk() {
         let mut seed = 9u64;
-        let mut rnd = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        };
+        let mut rnd = || lcg(&mut seed);
         let mut touching = 0;
         for case in 0..3000 {
             let mut v3 = || Vec3::new(rnd(), rnd(), rnd());
@@ -471,10 +469,7 @@ mod tests {
     fn sphere_box_matches_the_core_path() {
         use crate::shapes::BoxPoly;
         let mut seed = 3u64;
-        let mut rnd = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        };
+        let mut rnd = || lcg(&mut seed);
         let mut touching = 0;
         for case in 0..3000 {
             let mut v3 = || Vec3::new(rnd(), rnd(), rnd());

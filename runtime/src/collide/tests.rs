@@ -7,7 +7,9 @@ use super::*;
 use crate::math::Isometry;
 use crate::shapes::{ConvexHull, Shape};
 
-fn lcg(seed: &mut u64) -> f32 {
+/// A tiny deterministic generator for the narrowphase and physics tests: uniform in
+/// `[-1, 1)`.
+pub(crate) fn lcg(seed: &mut u64) -> f32 {
     *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
     ((*seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
 }

@@ -1,6 +1,7 @@
 use glam::{Quat, Vec3};
 
 use super::*;
+use crate::collide::tests::lcg;
 use crate::jobs::ThreadPool;
 use crate::math::Isometry;
 use crate::shapes::Shape;
@@ -173,10 +174,7 @@ fn integration_is_bit_identical_for_any_worker_count() {
         let pool = ThreadPool::new(threads);
         let mut world = World::new(WorldDef::default());
         let mut seed = 1u64;
-        let mut rnd = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        };
+        let mut rnd = || lcg(&mut seed);
         let box_shape = Shape::cuboid(Vec3::new(0.3, 0.2, 0.5)).unwrap();
         let mut ids = Vec::new();
         for i in 0..1000 {
