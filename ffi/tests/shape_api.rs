@@ -69,6 +69,8 @@ fn shape_creation_refuses_bad_input_and_leaves_the_output_alone() {
     assert_eq!(unsafe { kiln_shape_create_triangle(o, v3(0.0, 0.0, 1.0), v3(1.0, 0.0, 0.0), &mut tri) }, KILN_OK);
     let ball = sphere(0.5);
     assert_eq!(unsafe { kiln_shape_create_compound(ptr::null(), 0, &mut id) }, KILN_ERROR_INVALID_ARGUMENT);
+    assert_eq!(unsafe { kiln_shape_create_compound(ptr::null(), u32::MAX, &mut id) }, KILN_ERROR_INVALID_ARGUMENT);
+    assert!(last_error().contains("KILN_MAX_COMPOUND_PARTS"), "{}", last_error());
     let part = |shape, pose| KilnCompoundPart { shape, pose };
     let with_tri = [part(ball, at(0.0, 0.0, 0.0)), part(tri, at(1.0, 0.0, 0.0))];
     assert_eq!(unsafe { kiln_shape_create_compound(with_tri.as_ptr(), 2, &mut id) }, KILN_ERROR_INVALID_ARGUMENT);
@@ -396,10 +398,28 @@ fn a_character_on_static_shapes_and_bad_definitions() {
     bad.max_iterations = 0;
     assert_eq!(unsafe { kiln_character_create(&bad, o, &mut id) }, KILN_ERROR_INVALID_ARGUMENT);
     bad = def;
+    bad.step_height = 1e6;
+    assert_eq!(unsafe { kiln_character_create(&bad, o, &mut id) }, KILN_ERROR_INVALID_ARGUMENT);
+    bad = def;
     bad.skin = 1.0;
     assert_eq!(unsafe { kiln_character_create(&bad, o, &mut id) }, KILN_ERROR_INVALID_ARGUMENT);
     assert_eq!(unsafe { kiln_character_create(&def, v3(f32::NAN, 0.0, 0.0), &mut id) }, KILN_ERROR_INVALID_ARGUMENT);
     assert_eq!(id, KilnCharacterId::default(), "the out-parameter stays untouched");
+
+    // Too many statics, and a move from the edge of the allowed coordinates.
+    let (none, inline) = (KilnTerrainId::default(), KilnRuntimeId::default());
+    let zero = v3(0.0, 0.0, 0.0);
+    let s = unsafe { kiln_character_move(ch, zero, none, inline, statics.as_ptr(), u32::MAX, ptr::null_mut()) };
+    assert_eq!(s, KILN_ERROR_INVALID_ARGUMENT);
+    assert!(last_error().contains("KILN_CHARACTER_MAX_STATICS"), "{}", last_error());
+    let edge = v3(KILN_CHARACTER_MAX_COORDINATE - 1.0, 0.0, 0.0);
+    assert_eq!(kiln_character_set_position(ch, edge), KILN_OK);
+    let s = unsafe { kiln_character_move(ch, v3(0.1, 0.0, 0.0), none, inline, ptr::null(), 0, &mut r) };
+    assert_eq!(s, KILN_ERROR_INVALID_ARGUMENT);
+    assert!(last_error().contains("too far from the origin"), "{}", last_error());
+    let mut p = zero;
+    assert_eq!(unsafe { kiln_character_get_position(ch, &mut p) }, KILN_OK);
+    assert_eq!(p, edge, "the refused move changed nothing");
 
     assert_eq!(kiln_character_destroy(ch), KILN_OK);
     for s in [tris[0], tris[1], block] {

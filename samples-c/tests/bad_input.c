@@ -42,6 +42,7 @@ static void shapes_and_characters(void) {
     CHECK_STATUS(kiln_shape_create_hull(flat, UINT32_MAX, &s), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_shape_create_triangle(o, o, o, &s), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_shape_create_compound(NULL, 0, &s), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_shape_create_compound(NULL, UINT32_MAX, &s), KILN_ERROR_INVALID_ARGUMENT);
     CHECK(s.index1 == 7 && s.generation == 7);
     CHECK_STATUS(kiln_shape_create_sphere(o, 0.5f, NULL), KILN_ERROR_NULL_POINTER);
     CHECK_STATUS(kiln_shape_create_sphere(o, 0.5f, &ball), KILN_OK);
@@ -82,6 +83,12 @@ static void shapes_and_characters(void) {
     bad.radius = INFINITY;
     CHECK_STATUS(kiln_character_create(&bad, o, &c), KILN_ERROR_INVALID_ARGUMENT);
     bad = def;
+    bad.step_height = 1e9f;
+    CHECK_STATUS(kiln_character_create(&bad, o, &c), KILN_ERROR_INVALID_ARGUMENT);
+    bad = def;
+    bad.skin = 2 * def.radius;
+    CHECK_STATUS(kiln_character_create(&bad, o, &c), KILN_ERROR_INVALID_ARGUMENT);
+    bad = def;
     bad.height = -1;
     CHECK_STATUS(kiln_character_create(&bad, o, &c), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_character_create(&def, (KilnVec3){NAN, 0, 0}, &c), KILN_ERROR_INVALID_ARGUMENT);
@@ -95,6 +102,8 @@ static void shapes_and_characters(void) {
     CHECK_STATUS(kiln_character_move(live, (KilnVec3){1e6f, 0, 0}, no_terrain, inline_rt, NULL, 0, NULL),
                  KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_character_move(live, o, no_terrain, inline_rt, NULL, 1, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_character_move(live, o, no_terrain, inline_rt, statics, UINT32_MAX, NULL),
+                 KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_character_move(live, o, (KilnTerrainId){3, 9}, inline_rt, NULL, 0, NULL),
                  KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_character_move(live, (KilnVec3){0, -1, 0}, no_terrain, inline_rt, statics, 1, NULL), KILN_OK);

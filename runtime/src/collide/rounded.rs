@@ -120,6 +120,14 @@ pub(crate) fn collide_rounded(ra: &Rounded, xf_a: &Isometry, rb: &Rounded, xf_b:
     m.transformed(xf_a)
 }
 
+/// A's core segment in B's frame (where the rounded–polytope tests work), and whether
+/// it is a point.
+fn core_in_b(r: &Rounded, xf_a: &Isometry, xf_b: &Isometry) -> (Vec3, Vec3, bool) {
+    let rel = xf_b.inv_mul(xf_a);
+    let (s0, s1) = (rel.transform_point(r.a), rel.transform_point(r.b));
+    (s0, s1, s0.distance_squared(s1) <= 1e-12)
+}
+
 /// Rounded A against polyhedron B (`points` are B's vertices, for GJK).
 pub(crate) fn collide_rounded_polytope(
     r: &Rounded,
@@ -130,11 +138,8 @@ pub(crate) fn collide_rounded_polytope(
     margin: f32,
     edges: Option<&TriangleEdges>,
 ) -> Manifold {
-    // Work in B's frame.
-    let rel = xf_b.inv_mul(xf_a);
-    let (s0, s1) = (rel.transform_point(r.a), rel.transform_point(r.b));
+    let (s0, s1, is_point) = core_in_b(r, xf_a, xf_b);
     let core = [s0, s1];
-    let is_point = s0.distance_squared(s1) <= 1e-12;
     let seg = Proxy { points: if is_point { &core[..1] } else { &core[..] }, radius: 0.0 };
     let d = distance(&seg, &Isometry::IDENTITY, &Proxy { points, radius: 0.0 }, &Isometry::IDENTITY);
     let closest = (!d.overlap).then_some((d.point_a, d.point_b));
@@ -152,9 +157,7 @@ pub(crate) fn collide_rounded_triangle(
     margin: f32,
     edges: Option<&TriangleEdges>,
 ) -> Manifold {
-    let rel = xf_b.inv_mul(xf_a);
-    let (s0, s1) = (rel.transform_point(r.a), rel.transform_point(r.b));
-    let is_point = s0.distance_squared(s1) <= 1e-12;
+    let (s0, s1, is_point) = core_in_b(r, xf_a, xf_b);
     let closest = closest_segment_triangle(s0, s1, tri);
     rounded_contact(r.radius, s0, s1, is_point, closest, tri, margin, edges).transformed(xf_b)
 }
@@ -461,6 +464,30 @@ mod tests {
             }
         }
         assert!(touching > 500, "{touching}");
+    }
+
+    /// A capsule over a triangle's face gets both ends of its segment as points when
+    /// both lie within the margin (nearly flat), and only the low end when tilted.
+    #[test]
+    fn capsule_over_a_face_gets_each_end_within_the_margin() {
+        let tri = TrianglePoly::new([Vec3::new(-4.0, 0.0, -4.0), Vec3::new(0.0, 0.0, 4.0), Vec3::new(4.0, 0.0, -4.0)])
+            .unwrap();
+        let r = Rounded { a: Vec3::new(-0.4, 0.0, 0.0), b: Vec3::new(0.4, 0.0, 0.0), radius: 0.3 };
+        let count = |tilt: f32| {
+            // Low end 5 mm into the face.
+            let q = Quat::from_rotation_z(tilt);
+            let low = (q * r.a).y.min((q * r.b).y);
+            let xf = Isometry::new(Vec3::new(0.0, 0.3 - low - 0.005, 0.0), q);
+            let m = collide_rounded_triangle(&r, &xf, &tri, &Isometry::IDENTITY, 0.05, None);
+            assert!(m.normal.abs_diff_eq(-Vec3::Y, 1e-5), "{m:?}");
+            assert!((m.min_separation() + 0.005).abs() < 1e-4, "{m:?}");
+            m.count
+        };
+        // 3° of tilt: the high end is 4 cm up, within the 5 cm margin.
+        assert_eq!(count(0.05), 2);
+        assert_eq!(count(0.0), 2);
+        // 30°: the high end is 40 cm up.
+        assert_eq!(count(0.5), 1);
     }
 
     /// The closed-form sphere–box contact gives what the GJK/SAT core path gives,
