@@ -94,6 +94,17 @@ impl Default for ShapeDef {
 }
 
 impl ShapeDef {
+    /// Finite pose with a unit rotation, density and friction finite and >= 0,
+    /// restitution in `[0, 1]`.
+    pub fn is_valid(&self) -> bool {
+        finite_isometry(&self.pose)
+            && self.density.is_finite()
+            && self.density >= 0.0
+            && self.friction.is_finite()
+            && self.friction >= 0.0
+            && (0.0..=1.0).contains(&self.restitution)
+    }
+
     /// Whether shapes with these filters may touch.
     pub fn collides_with(&self, other: &ShapeDef) -> bool {
         self.category & other.mask != 0 && other.category & self.mask != 0
@@ -413,6 +424,22 @@ impl Bodies {
         Ok(())
     }
 
+    /// Set and row of the body in slot `slot`, if the slot is live.
+    pub(crate) fn place_of_slot(&self, slot: u32) -> Option<(SetKind, usize)> {
+        let (set, row) = self.slots.get(slot as usize)?.place?;
+        Some((set, row as usize))
+    }
+
+    /// The handle of the body in slot `slot` (live or not).
+    pub(crate) fn id_of_slot(&self, slot: u32) -> BodyId {
+        BodyId { index: slot, generation: self.slots[slot as usize].generation }
+    }
+
+    /// The shapes of the body in slot `slot`.
+    pub(crate) fn shapes_of_slot(&self, slot: u32) -> &[BodyShape] {
+        &self.shapes[slot as usize]
+    }
+
     /// The body frame's placement.
     pub fn transform(&self, id: BodyId) -> Result<Isometry, BodyError> {
         let (set, row) = self.locate(id)?;
@@ -429,20 +456,39 @@ impl Bodies {
     /// (dynamic bodies; the centre of mass moves, the body frame stays).
     pub fn add_shape(&mut self, id: BodyId, shape: Shape, def: ShapeDef) -> Result<(), BodyError> {
         let (set, row) = self.locate(id)?;
-        let ok = finite_isometry(&def.pose)
-            && def.density.is_finite()
-            && def.density >= 0.0
-            && def.friction.is_finite()
-            && def.friction >= 0.0
-            && (0.0..=1.0).contains(&def.restitution);
+        let ok = def.is_valid();
         if !ok {
             return Err(BodyError::InvalidArgument);
         }
+        self.attach(set, row, id, shape, def);
+        Ok(())
+    }
+
+    fn attach(&mut self, set: SetKind, row: usize, id: BodyId, shape: Shape, def: ShapeDef) {
         let frame = self.set(set).transform(row);
         self.shapes[id.index as usize].push(BodyShape { shape, def });
         if self.motion[id.index as usize] != MotionType::Dynamic {
-            return Ok(());
+            return;
         }
+        self.update_mass(set, row, id, frame);
+    }
+
+    /// Places a body's frame; velocities are kept.
+    pub fn set_transform(&mut self, id: BodyId, xf: &Isometry) -> Result<(), BodyError> {
+        let (set, row) = self.locate(id)?;
+        if !finite_isometry(xf) {
+            return Err(BodyError::InvalidArgument);
+        }
+        let s = self.set_mut(set);
+        let q = xf.rotation.normalize();
+        s.rotation[row] = q;
+        s.position[row] = xf.translation + q * s.local_center[row];
+        let r = Mat3::from_quat(q);
+        s.world_inv_inertia[row] = r * s.local_inv_inertia[row] * r.transpose();
+        Ok(())
+    }
+
+    fn update_mass(&mut self, set: SetKind, row: usize, id: BodyId, frame: Isometry) {
         let parts = self.shapes[id.index as usize]
             .iter()
             .map(|s| s.shape.mass_properties(s.def.density).transformed(&s.def.pose));
@@ -461,6 +507,5 @@ impl Bodies {
         s.position[row] = frame.transform_point(s.local_center[row]);
         let r = Mat3::from_quat(s.rotation[row]);
         s.world_inv_inertia[row] = r * s.local_inv_inertia[row] * r.transpose();
-        Ok(())
     }
 }

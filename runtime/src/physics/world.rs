@@ -1,80 +1,390 @@
-//! The world: bodies, gravity, and the step's stages as parallel jobs.
+//! The world: bodies, shapes, terrain, and the step.
+//!
+//! A step runs these stages in order; each stage's per-item work runs as parallel
+//! jobs where the data allows, and each stage's serial part works in a fixed order, so
+//! the result is the same bits for any worker count and any scheduler:
+//!
+//! | stage | work | parallel |
+//! | --- | --- | --- |
+//! | terrain | regenerate edited chunks' masks; wake bodies touching them | chunks |
+//! | broadphase | shape boxes, tree moves, terrain contacts, new pairs | boxes, pairs, terrain |
+//! | narrowphase | manifolds for pairs with an awake body and for terrain | items |
+//! | wake | wake sleeping islands touched by awake bodies | — |
+//! | prepare | rows, masses, warm-start impulses matched by feature id | constraints |
+//! | events | contact begin/end, sorted by pair key | — |
+//! | coloring | graph colours over dynamic bodies | — |
+//! | solve | soft step: substeps of integrate, warm start, solve, relax | bodies, colours |
+//! | finalize | poses, inertia, sleep timers | bodies |
+//! | continuous | time of impact of fast bodies against static geometry | fast bodies |
+//! | sleep | islands by union-find; quiet islands to sleep | — |
+//!
+//! Nothing in a step allocates once the buffers have grown to the scene (tested with
+//! a counting allocator), and nothing calls platform `libm` (only `sqrt`, which IEEE
+//! 754 defines exactly); Rust never contracts `a * b + c` into a fused multiply-add
+//! on its own, so the step does not depend on the compiler's contraction choices.
 
-use std::ops::Range;
+use std::time::Instant;
 
-use glam::{Mat3, Quat, Vec3};
+use glam::{IVec3, Mat3, Quat, Vec3};
 
-use super::body::{flags, Bodies, BodyDef, BodyError, BodyId, BodySet, SetKind, ShapeDef};
+use super::body::{flags, Bodies, BodyDef, BodyError, BodyId, SetKind, ShapeDef};
+use super::island::Islands;
+use super::narrow::{self, shape_ref, Item, NarrowInput, NarrowOut, TERRAIN};
+use super::solver::{self, BodyState, Coloring, Column, Constraint, Softness, StepContext, NONE};
+use crate::collide::{shape_time_of_impact, Sweep, ToiState};
 use crate::jobs::Jobs;
-use crate::math::Isometry;
+use crate::math::{Aabb, Isometry};
 use crate::shapes::Shape;
+use crate::spatial::{BroadPhase, ProxyId, TreeConfig};
+use crate::terrain::{ContactKind, Terrain, TerrainContacts};
 
-/// How a world is built.
+/// Contacts are reported this far before the shapes touch (speculative contacts).
+pub const SPECULATIVE_DISTANCE: f32 = 4.0 * LINEAR_SLOP;
+/// Penetration the solver tolerates (m).
+pub const LINEAR_SLOP: f32 = 0.005;
+
+/// How a world is built and stepped.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WorldDef {
     pub gravity: Vec3,
+    /// Solver substeps per step (1..=64).
+    pub substeps: u32,
+    /// Contact stiffness (Hz), capped at a quarter of the substep rate.
+    pub contact_hertz: f32,
+    pub contact_damping_ratio: f32,
+    /// Fastest push out of penetration (m/s).
+    pub contact_push_out: f32,
+    /// Approach speed below which contacts do not bounce (m/s).
+    pub restitution_threshold: f32,
+    /// A body slower than this (m/s, angular speed times the body's reach included)
+    /// counts as resting.
+    pub sleep_threshold: f32,
+    /// Seconds an island must rest before it sleeps.
+    pub time_to_sleep: f32,
+    pub enable_sleep: bool,
+    /// Time of impact against static geometry for fast bodies.
+    pub enable_continuous: bool,
+    /// Friction of the voxel terrain's surface.
+    pub terrain_friction: f32,
 }
 
 impl Default for WorldDef {
     fn default() -> Self {
-        WorldDef { gravity: Vec3::new(0.0, -9.81, 0.0) }
+        WorldDef {
+            gravity: Vec3::new(0.0, -9.81, 0.0),
+            substeps: 4,
+            contact_hertz: 30.0,
+            contact_damping_ratio: 10.0,
+            contact_push_out: 3.0,
+            restitution_threshold: 1.0,
+            sleep_threshold: 0.05,
+            time_to_sleep: 0.5,
+            enable_sleep: true,
+            enable_continuous: true,
+            terrain_friction: 0.6,
+        }
     }
 }
 
-/// Bodies per job in the integration stages.
-const GRAIN: usize = 256;
+impl WorldDef {
+    /// Every number finite and in range.
+    pub fn is_valid(&self) -> bool {
+        let finite = [
+            self.contact_hertz,
+            self.contact_damping_ratio,
+            self.contact_push_out,
+            self.restitution_threshold,
+            self.sleep_threshold,
+            self.time_to_sleep,
+            self.terrain_friction,
+        ];
+        self.gravity.is_finite()
+            && (1..=64).contains(&self.substeps)
+            && finite.iter().all(|x| x.is_finite() && *x >= 0.0)
+    }
+}
+
+/// A contact starting or ending between two shapes (or a shape and the terrain).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContactEvent {
+    pub begin: bool,
+    pub body_a: BodyId,
+    pub shape_a: u32,
+    /// `None` for the terrain.
+    pub body_b: Option<BodyId>,
+    pub shape_b: u32,
+}
+
+/// Wall-clock milliseconds of the last step's stages.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepProfile {
+    pub broadphase: f32,
+    pub narrowphase: f32,
+    pub prepare: f32,
+    pub solve: f32,
+    pub continuous: f32,
+    pub sleep: f32,
+    pub total: f32,
+}
+
+/// Counters of the last step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StepCounters {
+    pub awake_bodies: u32,
+    pub pairs: u32,
+    pub constraints: u32,
+    pub contact_points: u32,
+    pub colors: u32,
+    pub overflow_constraints: u32,
+    pub sleeping_groups: u32,
+    pub continuous_hits: u32,
+}
+
+/// Reach of a body's shapes from its centre of mass, for sleep and continuous.
+#[derive(Clone, Copy, Debug, Default)]
+struct Extent {
+    /// Largest distance of any shape's box corner from the centre of mass.
+    max: f32,
+    /// Half the smallest box side of any shape (how far it may move per step
+    /// without tunnelling).
+    min: f32,
+}
 
 /// A rigid-body world.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct World {
-    pub def: WorldDef,
+    def: WorldDef,
     bodies: Bodies,
+    broadphase: BroadPhase,
+    /// Per body slot: the proxy of each shape.
+    proxies: Vec<Vec<ProxyId>>,
+    extents: Vec<Extent>,
+    terrain: Option<Terrain>,
+    terrain_contacts: TerrainContacts,
+    islands: Islands,
+    /// This step's constraints (coloured order after the coloring stage), and last
+    /// step's with a sorted `(key, sub, index)` lookup for warm starting.
+    constraints: Vec<Constraint>,
+    previous: Vec<Constraint>,
+    cache: Vec<(u64, u64, u32)>,
+    coloring: Coloring,
+    states: Vec<BodyState>,
+    start_poses: Vec<(Vec3, Quat)>,
+    /// Pair keys touching after the last step (sleeping ones included), sorted.
+    touching: Vec<u64>,
+    events: Vec<ContactEvent>,
+    /// End events of bodies destroyed since the last step.
+    pending_events: Vec<ContactEvent>,
+    profile: StepProfile,
+    counters: StepCounters,
+    scratch: Scratch,
 }
 
-/// Mutable access to disjoint row ranges of one column from parallel jobs.
-struct Column<T>(*mut T, usize);
+/// Buffers the step reuses.
+#[derive(Debug, Default)]
+struct Scratch {
+    moving: Vec<(u32, ProxyId, u32)>,
+    boxes: Vec<(Aabb, Vec3)>,
+    terrain_query: Vec<(u32, Aabb)>,
+    chunks: Vec<IVec3>,
+    items: Vec<Item>,
+    outs: Vec<NarrowOut>,
+    wake: Vec<u32>,
+    groups: Vec<u32>,
+    woken: Vec<Constraint>,
+    touching: Vec<u64>,
+    fast: Vec<u32>,
+    hits: Vec<Option<(Vec3, Quat)>>,
+    sleepers: Vec<(u32, BodyId)>,
+    keep: Vec<Constraint>,
+}
 
-// SAFETY: jobs touch disjoint ranges (see `rows`), and T: Send moves across threads.
-unsafe impl<T: Send> Sync for Column<T> {}
-
-impl<T> Column<T> {
-    fn new(v: &mut [T]) -> Column<T> {
-        Column(v.as_mut_ptr(), v.len())
-    }
-
-    /// # Safety
-    /// No other live borrow overlaps `range` (each job gets its own chunk).
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn rows(&self, range: Range<usize>) -> &mut [T] {
-        assert!(range.start <= range.end && range.end <= self.1, "row range out of bounds");
-        // SAFETY: in bounds (checked), disjoint per the caller's contract.
-        unsafe { std::slice::from_raw_parts_mut(self.0.add(range.start), range.len()) }
+impl Default for World {
+    fn default() -> Self {
+        World::new(WorldDef::default())
     }
 }
 
 impl World {
+    /// A world; `def` must be valid (see [`WorldDef::is_valid`]).
+    pub fn try_new(def: WorldDef) -> Result<World, BodyError> {
+        if def.is_valid() {
+            Ok(World::new(def))
+        } else {
+            Err(BodyError::InvalidArgument)
+        }
+    }
+
+    /// A world.
+    ///
+    /// # Panics
+    /// When `def` is not valid (see [`WorldDef::is_valid`]); [`World::try_new`] reports it.
     pub fn new(def: WorldDef) -> World {
-        World { def, bodies: Bodies::default() }
+        assert!(def.is_valid(), "invalid world definition: {def:?}");
+        World {
+            def,
+            bodies: Bodies::default(),
+            broadphase: BroadPhase::new(TreeConfig::default()),
+            proxies: Vec::new(),
+            extents: Vec::new(),
+            terrain: None,
+            terrain_contacts: TerrainContacts::new(),
+            islands: Islands::default(),
+            constraints: Vec::new(),
+            previous: Vec::new(),
+            cache: Vec::new(),
+            coloring: Coloring::default(),
+            states: Vec::new(),
+            start_poses: Vec::new(),
+            touching: Vec::new(),
+            events: Vec::new(),
+            pending_events: Vec::new(),
+            profile: StepProfile::default(),
+            counters: StepCounters::default(),
+            scratch: Scratch::default(),
+        }
+    }
+
+    pub fn def(&self) -> &WorldDef {
+        &self.def
     }
 
     pub fn bodies(&self) -> &Bodies {
         &self.bodies
     }
 
-    pub fn create_body(&mut self, def: &BodyDef) -> Result<BodyId, BodyError> {
-        self.bodies.create(def)
+    pub fn broadphase(&self) -> &BroadPhase {
+        &self.broadphase
     }
 
+    pub fn profile(&self) -> StepProfile {
+        self.profile
+    }
+
+    pub fn counters(&self) -> StepCounters {
+        self.counters
+    }
+
+    /// Contact begin/end events of the last step, in pair-key order (plus, first, the
+    /// end events of bodies destroyed before it).
+    pub fn contact_events(&self) -> &[ContactEvent] {
+        &self.events
+    }
+
+    /// Gives the world a voxel terrain (replacing any previous one).
+    pub fn set_terrain(&mut self, terrain: Terrain) {
+        self.terrain = Some(terrain);
+        self.terrain_contacts = TerrainContacts::new();
+        self.wake_all();
+    }
+
+    pub fn terrain(&self) -> Option<&Terrain> {
+        self.terrain.as_ref()
+    }
+
+    /// The terrain, for edits: edited chunks are regenerated at the next step, and
+    /// sleeping bodies touching them wake.
+    pub fn terrain_mut(&mut self) -> Option<&mut Terrain> {
+        self.terrain.as_mut()
+    }
+
+    pub fn create_body(&mut self, def: &BodyDef) -> Result<BodyId, BodyError> {
+        let id = self.bodies.create(def)?;
+        let slot = id.index as usize;
+        if self.proxies.len() <= slot {
+            self.proxies.resize_with(slot + 1, Vec::new);
+            self.extents.resize(slot + 1, Extent::default());
+        }
+        self.proxies[slot].clear();
+        self.extents[slot] = Extent { max: 0.0, min: f32::INFINITY };
+        Ok(id)
+    }
+
+    /// Destroys a body, its shapes and contacts. Contacts it was touching end (the
+    /// events come with the next step's); islands resting on it wake.
     pub fn destroy_body(&mut self, id: BodyId) -> Result<(), BodyError> {
+        self.bodies.locate(id)?;
+        self.wake_touching(id.index);
+        let mut proxies = std::mem::take(&mut self.proxies[id.index as usize]);
+        for &proxy in &proxies {
+            self.forget_proxy(proxy);
+            self.broadphase.destroy_proxy(proxy);
+            self.terrain_contacts.remove_body(proxy.0);
+        }
+        proxies.clear();
+        self.proxies[id.index as usize] = proxies;
         self.bodies.destroy(id)
     }
 
+    /// Drops a proxy's touching keys (as end events) and warm-start entries.
+    fn forget_proxy(&mut self, proxy: ProxyId) {
+        let involves = |key: u64| (key >> 32) as u32 == proxy.0 || key as u32 == proxy.0;
+        let mut ended = Vec::new();
+        // (Allocates only when destroying a body that touches something.)
+        self.touching.retain(|&key| {
+            if involves(key) {
+                ended.push(key);
+            }
+            !involves(key)
+        });
+        for key in ended {
+            if let Some(e) = self.event(false, key) {
+                self.pending_events.push(e);
+            }
+        }
+        self.cache.retain(|&(key, _, _)| !involves(key));
+    }
+
+    /// Attaches a shape: it gets a broadphase proxy and gives the body mass.
     pub fn add_shape(&mut self, id: BodyId, shape: Shape, def: ShapeDef) -> Result<(), BodyError> {
-        self.bodies.add_shape(id, shape, def)
+        self.wake(id)?;
+        self.bodies.add_shape(id, shape, def)?;
+        self.refresh_shapes(id);
+        Ok(())
+    }
+
+    /// After shapes or mass changed: proxies, extents.
+    fn refresh_shapes(&mut self, id: BodyId) {
+        let slot = id.index as usize;
+        let xf = self.bodies.transform(id).expect("live body");
+        let (set, row) = self.bodies.locate(id).expect("live body");
+        let center = self.bodies.set(set).local_center[row];
+        let is_static = self.bodies.set(set).flags[row] & flags::STATIC != 0;
+        let shapes = self.bodies.shapes(id).expect("live body");
+        let mut extent = Extent { max: 0.0, min: f32::INFINITY };
+        for (k, s) in shapes.iter().enumerate() {
+            let local = s.shape.aabb(&s.def.pose);
+            let reach = (local.min - center).abs().max((local.max - center).abs()).length();
+            extent.max = extent.max.max(reach);
+            extent.min = extent.min.min(local.extents().min_element() * 0.5);
+            if k >= self.proxies[slot].len() {
+                let tight = s.shape.aabb(&xf.mul(&s.def.pose));
+                let proxy = self.broadphase.create_proxy(&tight, ((slot as u64) << 32) | k as u64);
+                if is_static {
+                    self.broadphase.set_sleeping(proxy, true);
+                }
+                self.proxies[slot].push(proxy);
+            }
+        }
+        self.extents[slot] = extent;
     }
 
     pub fn transform(&self, id: BodyId) -> Result<Isometry, BodyError> {
         self.bodies.transform(id)
+    }
+
+    /// Places a body (teleport): wakes it and islands resting on it.
+    pub fn set_transform(&mut self, id: BodyId, xf: &Isometry) -> Result<(), BodyError> {
+        self.wake(id)?;
+        self.bodies.set_transform(id, xf)?;
+        self.wake_touching(id.index);
+        // Static bodies are not re-boxed by the step: move their proxies now.
+        let shapes = self.bodies.shapes(id).expect("live body");
+        for (s, &proxy) in shapes.iter().zip(&self.proxies[id.index as usize]) {
+            let tight = s.shape.aabb(&xf.mul(&s.def.pose));
+            self.broadphase.move_proxy(proxy, &tight, Vec3::ZERO);
+        }
+        Ok(())
     }
 
     /// Linear and angular velocity.
@@ -84,14 +394,76 @@ impl World {
         Ok((s.linear_velocity[row], s.angular_velocity[row]))
     }
 
-    /// Wakes a sleeping dynamic body (static bodies stay resting).
-    fn wake(&mut self, id: BodyId) -> Result<(SetKind, usize), BodyError> {
-        let (set, row) = self.bodies.locate(id)?;
-        if set == SetKind::Resting && self.bodies.resting.flags[row] & flags::STATIC == 0 {
-            self.bodies.move_to(id, SetKind::Awake)?;
-            return self.bodies.locate(id);
+    /// Whether a body is awake (static bodies never are).
+    pub fn is_awake(&self, id: BodyId) -> Result<bool, BodyError> {
+        Ok(self.bodies.locate(id)?.0 == SetKind::Awake)
+    }
+
+    /// Wakes a sleeping body's whole island (static bodies stay resting).
+    pub fn wake(&mut self, id: BodyId) -> Result<(SetKind, usize), BodyError> {
+        self.bodies.locate(id)?;
+        let g = self.islands.group_of(id.index);
+        if g != NONE {
+            self.wake_group(g, false);
         }
-        Ok((set, row))
+        self.bodies.locate(id)
+    }
+
+    fn wake_all(&mut self) {
+        let mut groups = std::mem::take(&mut self.scratch.groups);
+        groups.clear();
+        self.islands.live_groups(&mut groups);
+        for &g in &groups {
+            self.wake_group(g, false);
+        }
+        self.scratch.groups = groups;
+    }
+
+    /// Wakes every group with a stored constraint on body slot `slot`.
+    fn wake_touching(&mut self, slot: u32) {
+        let mut groups = std::mem::take(&mut self.scratch.groups);
+        groups.clear();
+        self.islands.groups_touching(slot, &mut groups);
+        let g = self.islands.group_of(slot);
+        if g != NONE {
+            groups.push(g);
+        }
+        groups.sort_unstable();
+        groups.dedup();
+        for &g in &groups {
+            self.wake_group(g, false);
+        }
+        self.scratch.groups = groups;
+    }
+
+    /// Moves a group's bodies to the awake set. With `keep`, its constraints among
+    /// its own bodies and fixed geometry go to `scratch.woken` (a constraint with a
+    /// body of another group is left to the narrowphase); else all are dropped.
+    fn wake_group(&mut self, g: u32, keep: bool) {
+        if self.islands.group(g).bodies.is_empty() {
+            return;
+        }
+        let bodies = &self.bodies;
+        let fixed = |slot: u32| matches!(bodies.place_of_slot(slot), Some((SetKind::Resting, row)) if bodies.resting.flags[row] & flags::STATIC != 0);
+        let (woken, ids) = (&mut self.scratch.woken, &mut self.scratch.sleepers);
+        ids.clear();
+        self.islands.dissolve(
+            g,
+            fixed,
+            |c, own| {
+                if keep && own {
+                    woken.push(*c);
+                }
+            },
+            |id| ids.push((g, id)),
+        );
+        for &(_, id) in &self.scratch.sleepers {
+            if self.bodies.move_to(id, SetKind::Awake).is_ok() {
+                for &p in &self.proxies[id.index as usize] {
+                    self.broadphase.set_sleeping(p, false);
+                }
+            }
+        }
     }
 
     /// Adds a force (N) at the centre of mass until the next step; wakes the body.
@@ -143,61 +515,703 @@ impl World {
         Ok(())
     }
 
-    /// Advances the world by `dt` seconds (finite, >= 0), its stages as parallel jobs.
+    /// Number of awake bodies (dynamic and kinematic).
+    pub fn awake_count(&self) -> usize {
+        self.bodies.awake.len()
+    }
+
+    /// The contact event for a pair key, if its bodies are alive.
+    fn event(&self, begin: bool, key: u64) -> Option<ContactEvent> {
+        let tree = self.broadphase.tree();
+        let (pa, pb) = ((key >> 32) as u32, key as u32);
+        let (slot_a, shape_a) = shape_ref(tree.user_data(ProxyId(pa)));
+        let body_a = self.bodies.id_of_slot(slot_a);
+        if pb == TERRAIN {
+            return Some(ContactEvent { begin, body_a, shape_a, body_b: None, shape_b: u32::MAX });
+        }
+        let (slot_b, shape_b) = shape_ref(tree.user_data(ProxyId(pb)));
+        Some(ContactEvent { begin, body_a, shape_a, body_b: Some(self.bodies.id_of_slot(slot_b)), shape_b })
+    }
+
+    /// Advances the world by `dt` seconds (finite, >= 0).
     pub fn step(&mut self, dt: f32, jobs: Jobs) -> Result<(), BodyError> {
         if !(dt.is_finite() && dt >= 0.0) {
             return Err(BodyError::InvalidArgument);
         }
-        let gravity = self.def.gravity;
-        integrate_velocities(&mut self.bodies.awake, gravity, dt, jobs);
-        integrate_positions(&mut self.bodies.awake, dt, jobs);
+        let t0 = Instant::now();
+        self.events.clear();
+        self.events.append(&mut self.pending_events);
+        self.scratch.woken.clear();
+        self.terrain_stage(jobs);
+        self.broadphase_stage(dt, jobs);
+        let t1 = Instant::now();
+        self.narrowphase_stage(jobs);
+        let t2 = Instant::now();
+        self.prepare_stage(jobs);
+        self.event_stage();
+        let t3 = Instant::now();
+        if dt > 0.0 {
+            self.solve_stage(dt, jobs);
+        }
+        let t4 = Instant::now();
+        if dt > 0.0 && self.def.enable_continuous {
+            self.continuous_stage(jobs);
+        }
+        let t5 = Instant::now();
+        self.sleep_stage(dt);
+        self.remember_constraints();
+        if let Some(t) = self.terrain.as_mut() {
+            t.trim_meshes();
+        }
+        let t6 = Instant::now();
+        let ms = |a: Instant, b: Instant| (b - a).as_secs_f32() * 1000.0;
+        self.profile = StepProfile {
+            broadphase: ms(t0, t1),
+            narrowphase: ms(t1, t2),
+            prepare: ms(t2, t3),
+            solve: ms(t3, t4),
+            continuous: ms(t4, t5),
+            sleep: ms(t5, t6),
+            total: ms(t0, t6),
+        };
+        self.counters.awake_bodies = self.bodies.awake.len() as u32;
+        self.counters.pairs = self.broadphase.pair_count() as u32;
+        self.counters.sleeping_groups = self.islands.group_count() as u32;
         Ok(())
+    }
+
+    /// Regenerates edited terrain chunks and wakes the groups touching them.
+    fn terrain_stage(&mut self, jobs: Jobs) {
+        let Some(terrain) = self.terrain.as_mut() else { return };
+        if terrain.dirty_count() == 0 {
+            return;
+        }
+        let changed = &mut self.scratch.chunks;
+        changed.clear();
+        changed.extend_from_slice(terrain.regenerate(jobs));
+        changed.sort_unstable_by_key(|c| c.to_array());
+        let mut groups = std::mem::take(&mut self.scratch.groups);
+        groups.clear();
+        let tree = self.broadphase.tree();
+        for c in self.terrain_contacts.contacts() {
+            if changed.binary_search_by_key(&c.chunk.to_array(), |x| x.to_array()).is_ok() {
+                let (slot, _) = shape_ref(tree.user_data(ProxyId(c.body)));
+                let g = self.islands.group_of(slot);
+                if g != NONE {
+                    groups.push(g);
+                }
+            }
+        }
+        groups.sort_unstable();
+        groups.dedup();
+        for &g in &groups {
+            self.wake_group(g, false);
+        }
+        self.scratch.groups = groups;
+    }
+
+    /// Shape boxes of awake bodies into the tree, terrain contacts, new pairs.
+    fn broadphase_stage(&mut self, dt: f32, jobs: Jobs) {
+        let s = &mut self.scratch;
+        s.moving.clear();
+        let awake = &self.bodies.awake;
+        for row in 0..awake.len() {
+            let slot = awake.id[row].index;
+            for (k, &proxy) in self.proxies[slot as usize].iter().enumerate() {
+                s.moving.push((row as u32, proxy, k as u32));
+            }
+        }
+        s.boxes.clear();
+        s.boxes.resize(s.moving.len(), (Aabb::EMPTY, Vec3::ZERO));
+        let (moving, bodies) = (&s.moving, &self.bodies);
+        let boxes = Column::new(&mut s.boxes);
+        jobs.parallel_for(0..moving.len(), 128, |range, _| {
+            // SAFETY: `parallel_for` hands each chunk range to exactly one job.
+            let out = unsafe { boxes.rows(range.clone()) };
+            for (k, i) in range.enumerate() {
+                let (row, _, shape) = moving[i];
+                let a = &bodies.awake;
+                let xf = a.transform(row as usize);
+                let s = &bodies.shapes_of_slot(a.id[row as usize].index)[shape as usize];
+                out[k] = (s.shape.aabb(&xf.mul(&s.def.pose)), a.linear_velocity[row as usize] * dt);
+            }
+        });
+        for (&(_, proxy, _), (tight, d)) in s.moving.iter().zip(&s.boxes) {
+            if tight.is_valid() && tight.min.is_finite() && tight.max.is_finite() {
+                self.broadphase.move_proxy(proxy, tight, *d);
+            }
+        }
+        self.broadphase.update(jobs);
+
+        let Some(terrain) = self.terrain.as_mut() else { return };
+        s.terrain_query.clear();
+        for (&(_, proxy, _), (tight, d)) in s.moving.iter().zip(&s.boxes) {
+            let mut swept = *tight;
+            swept.min += d.min(Vec3::ZERO);
+            swept.max += d.max(Vec3::ZERO);
+            s.terrain_query.push((proxy.0, swept.expanded(SPECULATIVE_DISTANCE)));
+        }
+        self.terrain_contacts.update(terrain, &s.terrain_query, jobs);
+        // Meshes of every chunk an awake shape touches, built in parallel if missing.
+        s.chunks.clear();
+        s.terrain_query.sort_unstable_by_key(|q| q.0);
+        for c in self.terrain_contacts.contacts() {
+            if c.kind == ContactKind::Solid && s.terrain_query.binary_search_by_key(&c.body, |q| q.0).is_ok() {
+                s.chunks.push(c.chunk);
+            }
+        }
+        s.chunks.sort_unstable_by_key(|c| c.to_array());
+        s.chunks.dedup();
+        terrain.prepare_meshes(&s.chunks, jobs);
+    }
+
+    /// Manifolds for every pair with an awake body and every awake shape on terrain;
+    /// wakes the sleeping groups they touch.
+    fn narrowphase_stage(&mut self, jobs: Jobs) {
+        let s = &mut self.scratch;
+        s.items.clear();
+        let tree = self.broadphase.tree();
+        let bodies = &self.bodies;
+        let place = |p: ProxyId| {
+            let (slot, shape) = shape_ref(tree.user_data(p));
+            let (set, row) = bodies.place_of_slot(slot).expect("live body");
+            (slot, shape, set, row)
+        };
+        for pair in self.broadphase.pairs() {
+            let (slot_a, shape_a, set_a, row_a) = place(pair.a);
+            let (slot_b, shape_b, set_b, row_b) = place(pair.b);
+            if slot_a == slot_b || (set_a != SetKind::Awake && set_b != SetKind::Awake) {
+                continue;
+            }
+            let dynamic = |set: SetKind, row: usize| bodies.set(set).inv_mass[row] > 0.0;
+            if !dynamic(set_a, row_a) && !dynamic(set_b, row_b) {
+                continue;
+            }
+            let da = &bodies.shapes_of_slot(slot_a)[shape_a as usize].def;
+            let db = &bodies.shapes_of_slot(slot_b)[shape_b as usize].def;
+            if da.collides_with(db) {
+                s.items.push(Item::Pair { a: pair.a, b: pair.b });
+            }
+        }
+        let contacts = self.terrain_contacts.contacts();
+        let mut i = 0;
+        while i < contacts.len() {
+            let proxy = contacts[i].body;
+            let start = i;
+            while i < contacts.len() && contacts[i].body == proxy {
+                i += 1;
+            }
+            let (_, _, set, row) = place(ProxyId(proxy));
+            if set == SetKind::Awake && bodies.awake.inv_mass[row] > 0.0 {
+                s.items.push(Item::Terrain { proxy: ProxyId(proxy), start: start as u32, end: i as u32 });
+            }
+        }
+        let input = NarrowInput {
+            bodies,
+            tree,
+            terrain: self.terrain.as_ref(),
+            terrain_contacts: contacts,
+            terrain_friction: self.def.terrain_friction,
+            margin: SPECULATIVE_DISTANCE,
+        };
+        let chunks = narrow::run(&input, &s.items, &mut s.outs, jobs);
+        self.constraints.clear();
+        s.wake.clear();
+        for out in &s.outs[..chunks] {
+            self.constraints.extend_from_slice(&out.constraints);
+            s.wake.extend_from_slice(&out.wake);
+        }
+        // Wake touched groups; their stored constraints join this step.
+        let mut wake = std::mem::take(&mut self.scratch.wake);
+        let mut groups = std::mem::take(&mut self.scratch.groups);
+        groups.clear();
+        groups.extend(wake.iter().map(|&slot| self.islands.group_of(slot)).filter(|&g| g != NONE));
+        groups.sort_unstable();
+        groups.dedup();
+        for &g in &groups {
+            self.wake_group(g, true);
+        }
+        wake.clear();
+        self.scratch.wake = wake;
+        self.scratch.groups = groups;
+        self.constraints.extend_from_slice(&self.scratch.woken);
+        self.counters.constraints = self.constraints.len() as u32;
+        self.counters.contact_points = self.constraints.iter().map(|c| c.count).sum();
+    }
+
+    /// Rows, masses and warm-start impulses of this step's constraints.
+    fn prepare_stage(&mut self, jobs: Jobs) {
+        let (bodies, previous, cache) = (&self.bodies, &self.previous, &self.cache);
+        let woken_from = self.constraints.len() - self.scratch.woken.len();
+        let constraints = Column::new(&mut self.constraints);
+        let n = woken_from + self.scratch.woken.len();
+        jobs.parallel_for(0..n, 256, |range, _| {
+            // SAFETY: `parallel_for` hands each chunk range to exactly one job.
+            for (k, c) in unsafe { constraints.rows(range.clone()) }.iter_mut().enumerate() {
+                let awake_row = |slot: u32| match (slot != NONE).then(|| bodies.place_of_slot(slot)).flatten() {
+                    Some((SetKind::Awake, row)) => row as u32,
+                    _ => NONE,
+                };
+                c.row_a = awake_row(c.body_a);
+                c.row_b = awake_row(c.body_b);
+                let a = &bodies.awake;
+                (c.inv_mass_a, c.inv_inertia_a) = match c.row_a {
+                    NONE => (0.0, Mat3::ZERO),
+                    r => (a.inv_mass[r as usize], a.world_inv_inertia[r as usize]),
+                };
+                (c.inv_mass_b, c.inv_inertia_b) = match c.row_b {
+                    NONE => (0.0, Mat3::ZERO),
+                    r => (a.inv_mass[r as usize], a.world_inv_inertia[r as usize]),
+                };
+                if range.start + k < woken_from {
+                    if let Ok(i) = cache.binary_search_by(|e| (e.0, e.1).cmp(&(c.key, c.sub))) {
+                        c.warm_from(&previous[cache[i].2 as usize]);
+                    }
+                }
+            }
+        });
+    }
+
+    /// Begin and end events: this step's touching keys against the last step's, where
+    /// keys of groups still asleep stay touching.
+    fn event_stage(&mut self) {
+        let mut now = std::mem::take(&mut self.scratch.touching);
+        now.clear();
+        now.extend(self.constraints.iter().filter(|c| c.count > 0).map(|c| c.key));
+        let tree = self.broadphase.tree();
+        let bodies = &self.bodies;
+        let asleep = |proxy: u32| {
+            proxy == TERRAIN
+                || !matches!(
+                    bodies.place_of_slot(shape_ref(tree.user_data(ProxyId(proxy))).0),
+                    Some((SetKind::Awake, _))
+                )
+        };
+        now.extend(self.touching.iter().copied().filter(|&k| asleep((k >> 32) as u32) && asleep(k as u32)));
+        now.sort_unstable();
+        now.dedup();
+        let old = std::mem::take(&mut self.touching);
+        let new = &now;
+        let (mut i, mut j) = (0, 0);
+        while i < old.len() || j < new.len() {
+            let (o, n) = (old.get(i).copied(), new.get(j).copied());
+            match (o, n) {
+                (Some(a), Some(b)) if a == b => {
+                    i += 1;
+                    j += 1;
+                }
+                (Some(a), Some(b)) if a < b => {
+                    if let Some(e) = self.event(false, a) {
+                        self.events.push(e);
+                    }
+                    i += 1;
+                }
+                (Some(a), None) => {
+                    if let Some(e) = self.event(false, a) {
+                        self.events.push(e);
+                    }
+                    i += 1;
+                }
+                (_, Some(b)) => {
+                    if let Some(e) = self.event(true, b) {
+                        self.events.push(e);
+                    }
+                    j += 1;
+                }
+                (None, None) => unreachable!(),
+            }
+        }
+        self.touching = now;
+        self.scratch.touching = old;
+    }
+
+    /// Colours, then the soft step over all substeps, then poses and sleep timers.
+    fn solve_stage(&mut self, dt: f32, jobs: Jobs) {
+        let n = self.bodies.awake.len();
+        self.coloring.color(&mut self.constraints, &mut self.scratch.keep, n);
+        self.counters.colors = self.coloring.color_count() as u32;
+        self.counters.overflow_constraints = self.coloring.overflow() as u32;
+
+        let substeps = self.def.substeps;
+        let h = dt / substeps as f32;
+        let hertz = self.def.contact_hertz.min(0.25 / h);
+        let ctx = StepContext {
+            inv_h: 1.0 / h,
+            soft: Softness::new(hertz, self.def.contact_damping_ratio, h),
+            static_soft: Softness::new(2.0 * hertz, self.def.contact_damping_ratio, h),
+            push_out: self.def.contact_push_out,
+            restitution_threshold: self.def.restitution_threshold,
+        };
+        let a = &self.bodies.awake;
+        self.states.clear();
+        self.states.extend((0..n).map(|i| BodyState {
+            v: a.linear_velocity[i],
+            w: a.angular_velocity[i],
+            ..BodyState::STILL
+        }));
+        self.start_poses.clear();
+        self.start_poses.extend((0..n).map(|i| (a.position[i], a.rotation[i])));
+
+        // Prepare.
+        {
+            let states = &self.states;
+            let centers = &a.position;
+            let cs = Column::new(&mut self.constraints);
+            let len = cs.len();
+            jobs.parallel_for(0..len, 256, |range, _| {
+                // SAFETY: `parallel_for` hands each chunk range to exactly one job.
+                for c in unsafe { cs.rows(range) } {
+                    let at = |row: u32| {
+                        if row == NONE {
+                            (Vec3::ZERO, BodyState::STILL)
+                        } else {
+                            (centers[row as usize], states[row as usize])
+                        }
+                    };
+                    let ((ca, sa), (cb, sb)) = (at(c.row_a), at(c.row_b));
+                    // Terrain and static bodies: anchor B from the point itself.
+                    let cb = if c.row_b == NONE { static_center(&self.bodies, c.body_b, c) } else { cb };
+                    let ca = if c.row_a == NONE { static_center(&self.bodies, c.body_a, c) } else { ca };
+                    solver::prepare(c, ca, cb, &sa, &sb);
+                }
+            });
+        }
+
+        let gravity = self.def.gravity;
+        for _ in 0..substeps {
+            integrate_velocities(&self.bodies, &mut self.states, gravity, h, jobs);
+            let states = Column::new(&mut self.states);
+            // SAFETY (all three): within a colour no two constraints share a dynamic
+            // body, and only dynamic bodies' states are written.
+            solver::for_each_colored(&self.coloring, &mut self.constraints, jobs, |c| unsafe {
+                solver::warm_start(c, &states)
+            });
+            solver::for_each_colored(&self.coloring, &mut self.constraints, jobs, |c| unsafe {
+                solver::solve(c, &states, &ctx, true)
+            });
+            integrate_positions(&mut self.states, h, jobs);
+            let states = Column::new(&mut self.states);
+            solver::for_each_colored(&self.coloring, &mut self.constraints, jobs, |c| unsafe {
+                solver::solve(c, &states, &ctx, false)
+            });
+        }
+        let states = Column::new(&mut self.states);
+        // SAFETY: as above.
+        solver::for_each_colored(&self.coloring, &mut self.constraints, jobs, |c| unsafe {
+            solver::restitute(c, &states, &ctx)
+        });
+        self.finalize(dt, jobs);
+    }
+
+    /// Velocities and poses back into the awake set; world inertia; sleep timers;
+    /// force accumulators cleared.
+    fn finalize(&mut self, dt: f32, jobs: Jobs) {
+        let s = &mut self.bodies.awake;
+        let n = s.len();
+        let (x, q, v, w) = (
+            Column::new(&mut s.position),
+            Column::new(&mut s.rotation),
+            Column::new(&mut s.linear_velocity),
+            Column::new(&mut s.angular_velocity),
+        );
+        let (ii, sleep) = (Column::new(&mut s.world_inv_inertia), Column::new(&mut s.sleep_time));
+        let (force, torque) = (Column::new(&mut s.force), Column::new(&mut s.torque));
+        let (local, flags_col, ids) = (&s.local_inv_inertia, &s.flags, &s.id);
+        let (states, extents) = (&self.states, &self.extents);
+        let (threshold, enable_sleep) = (self.def.sleep_threshold, self.def.enable_sleep);
+        jobs.parallel_for(0..n, 256, |range, _| {
+            // SAFETY: `parallel_for` hands each chunk range to exactly one job.
+            let (x, q, v, w, ii, sleep, f, t) = unsafe {
+                (
+                    x.rows(range.clone()),
+                    q.rows(range.clone()),
+                    v.rows(range.clone()),
+                    w.rows(range.clone()),
+                    ii.rows(range.clone()),
+                    sleep.rows(range.clone()),
+                    force.rows(range.clone()),
+                    torque.rows(range.clone()),
+                )
+            };
+            for (k, i) in range.enumerate() {
+                let st = &states[i];
+                x[k] += st.dp;
+                q[k] = (st.dq * q[k]).normalize();
+                v[k] = st.v;
+                w[k] = st.w;
+                let r = Mat3::from_quat(q[k]);
+                ii[k] = r * local[i] * r.transpose();
+                f[k] = Vec3::ZERO;
+                t[k] = Vec3::ZERO;
+                let reach = extents[ids[i].index as usize].max;
+                let speed = v[k].length().max(w[k].length() * reach);
+                let may =
+                    enable_sleep && flags_col[i] & flags::ALLOW_SLEEP != 0 && flags_col[i] & flags::KINEMATIC == 0;
+                sleep[k] = if may && speed < threshold { sleep[k] + dt } else { 0.0 };
+            }
+        });
+    }
+
+    /// Fast bodies (moved more than half their thinnest shape, or bullets) are swept
+    /// against static bodies and terrain from their start pose; a hit moves them back
+    /// to the time of impact, keeping their velocity, so the next step's contact
+    /// stops them.
+    fn continuous_stage(&mut self, jobs: Jobs) {
+        let s = &mut self.scratch;
+        s.fast.clear();
+        let a = &self.bodies.awake;
+        for i in 0..a.len() {
+            if a.inv_mass[i] == 0.0 {
+                continue;
+            }
+            let moved = (a.position[i] - self.start_poses[i].0).length();
+            let e = self.extents[a.id[i].index as usize];
+            if (a.flags[i] & flags::BULLET != 0 && moved > 0.0) || moved > 0.5 * e.min {
+                s.fast.push(i as u32);
+            }
+        }
+        s.hits.clear();
+        s.hits.resize(s.fast.len(), None);
+        let (fast, bodies, tree, terrain, starts) =
+            (&s.fast, &self.bodies, self.broadphase.tree(), self.terrain.as_ref(), &self.start_poses);
+        let hits = Column::new(&mut s.hits);
+        jobs.parallel_for(0..fast.len(), 4, |range, _| {
+            // SAFETY: `parallel_for` hands each chunk range to exactly one job.
+            let out = unsafe { hits.rows(range.clone()) };
+            for (k, i) in range.enumerate() {
+                out[k] = sweep_body(bodies, tree, terrain, starts, fast[i] as usize);
+            }
+        });
+        let mut count = 0;
+        for (&row, hit) in s.fast.iter().zip(&s.hits) {
+            if let Some((x, q)) = *hit {
+                let a = &mut self.bodies.awake;
+                a.position[row as usize] = x;
+                a.rotation[row as usize] = q;
+                let r = Mat3::from_quat(q);
+                a.world_inv_inertia[row as usize] = r * a.local_inv_inertia[row as usize] * r.transpose();
+                count += 1;
+            }
+        }
+        self.counters.continuous_hits = count;
+    }
+
+    /// Islands by union-find; quiet islands go to sleep with their constraints.
+    fn sleep_stage(&mut self, dt: f32) {
+        let n = self.bodies.awake.len();
+        if !self.def.enable_sleep || dt == 0.0 || n == 0 {
+            return;
+        }
+        let a = &self.bodies.awake;
+        // Cheap exit: no body has rested long enough.
+        let time = self.def.time_to_sleep;
+        if !(0..n).any(|i| a.sleep_time[i] >= time) {
+            return;
+        }
+        self.islands.begin(n);
+        let dynamic = |row: u32| row != NONE && a.inv_mass[row as usize] > 0.0;
+        let moving_kinematic = |row: u32| {
+            row != NONE
+                && a.flags[row as usize] & flags::KINEMATIC != 0
+                && (a.linear_velocity[row as usize] != Vec3::ZERO || a.angular_velocity[row as usize] != Vec3::ZERO)
+        };
+        for c in &self.constraints {
+            if c.count == 0 {
+                continue;
+            }
+            if dynamic(c.row_a) && dynamic(c.row_b) {
+                self.islands.union(c.row_a, c.row_b);
+            }
+        }
+        for i in 0..n {
+            let root = self.islands.find(i as u32) as usize;
+            if a.sleep_time[i] < time || a.inv_mass[i] == 0.0 {
+                self.islands.may_sleep[root] = false;
+            }
+        }
+        for c in &self.constraints {
+            if c.count == 0 {
+                continue;
+            }
+            for (me, other) in [(c.row_a, c.row_b), (c.row_b, c.row_a)] {
+                if dynamic(me) && moving_kinematic(other) {
+                    let root = self.islands.find(me) as usize;
+                    self.islands.may_sleep[root] = false;
+                }
+            }
+        }
+        // Groups in row order of their first body.
+        let mut sleepers = std::mem::take(&mut self.scratch.sleepers);
+        sleepers.clear();
+        for i in 0..n {
+            let root = self.islands.find(i as u32) as usize;
+            if !self.islands.may_sleep[root] || a.inv_mass[i] == 0.0 {
+                continue;
+            }
+            if self.islands.root_group[root] == NONE {
+                self.islands.root_group[root] = self.islands.new_group();
+            }
+            sleepers.push((self.islands.root_group[root], a.id[i]));
+        }
+        if sleepers.is_empty() {
+            self.scratch.sleepers = sleepers;
+            return;
+        }
+        // Constraints of sleeping islands move into their groups (not those with a
+        // kinematic body: that pair is recomputed while the kinematic body is awake).
+        let mut keep = std::mem::take(&mut self.scratch.keep);
+        keep.clear();
+        for c in &self.constraints {
+            let row = if dynamic(c.row_a) { c.row_a } else { c.row_b };
+            let group = if dynamic(row) {
+                let root = self.islands.find(row) as usize;
+                self.islands.root_group[root]
+            } else {
+                NONE
+            };
+            let kinematic = |r: u32| r != NONE && a.flags[r as usize] & flags::KINEMATIC != 0;
+            if group == NONE {
+                keep.push(*c);
+            } else if !kinematic(c.row_a) && !kinematic(c.row_b) {
+                self.islands.add_constraint(group, *c);
+            }
+        }
+        std::mem::swap(&mut self.constraints, &mut keep);
+        self.scratch.keep = keep;
+        for &(g, id) in &sleepers {
+            self.islands.add_body(g, id);
+            self.bodies.move_to(id, SetKind::Resting).expect("live body");
+            let (_, row) = self.bodies.locate(id).expect("live body");
+            self.bodies.resting.linear_velocity[row] = Vec3::ZERO;
+            self.bodies.resting.angular_velocity[row] = Vec3::ZERO;
+            for &p in &self.proxies[id.index as usize] {
+                self.broadphase.set_sleeping(p, true);
+            }
+        }
+        self.scratch.sleepers = sleepers;
+    }
+
+    /// Keeps this step's constraints for the next step's warm start.
+    fn remember_constraints(&mut self) {
+        std::mem::swap(&mut self.previous, &mut self.constraints);
+        self.cache.clear();
+        self.cache.extend(self.previous.iter().enumerate().map(|(i, c)| (c.key, c.sub, i as u32)));
+        self.cache.sort_unstable();
     }
 }
 
-/// Gravity, forces and damping into velocities; clears the accumulators. Kinematic
-/// bodies (zero inverse mass) keep their velocity.
-fn integrate_velocities(s: &mut BodySet, gravity: Vec3, dt: f32, jobs: Jobs) {
-    let n = s.len();
-    let (v, w) = (Column::new(&mut s.linear_velocity), Column::new(&mut s.angular_velocity));
-    let (force, torque) = (Column::new(&mut s.force), Column::new(&mut s.torque));
-    let (inv_mass, inv_inertia) = (&s.inv_mass, &s.world_inv_inertia);
-    let (lin_damp, ang_damp, gscale) = (&s.linear_damping, &s.angular_damping, &s.gravity_scale);
-    jobs.parallel_for(0..n, GRAIN, |range, _| {
+/// The centre a static body's anchors are measured from (any fixed point works: its
+/// velocity is zero); terrain uses the contact's first point.
+fn static_center(bodies: &Bodies, slot: u32, c: &Constraint) -> Vec3 {
+    match (slot != NONE).then(|| bodies.place_of_slot(slot)).flatten() {
+        Some((set, row)) => bodies.set(set).position[row],
+        None => c.points[0].point,
+    }
+}
+
+/// Gravity, forces and damping into the solver's velocities (dynamic bodies).
+fn integrate_velocities(bodies: &Bodies, states: &mut [BodyState], gravity: Vec3, h: f32, jobs: Jobs) {
+    let s = &bodies.awake;
+    let column = Column::new(states);
+    jobs.parallel_for(0..s.len(), 256, |range, _| {
         // SAFETY: `parallel_for` hands each chunk range to exactly one job.
-        let (v, w, f, t) = unsafe {
-            (v.rows(range.clone()), w.rows(range.clone()), force.rows(range.clone()), torque.rows(range.clone()))
-        };
+        let out = unsafe { column.rows(range.clone()) };
         for (k, i) in range.enumerate() {
-            let m = inv_mass[i];
-            if m > 0.0 {
-                let dv = (gravity * gscale[i] + f[k] * m) * dt;
-                let dw = inv_inertia[i] * t[k] * dt;
-                v[k] = (v[k] + dv) * (1.0 / (1.0 + dt * lin_damp[i]));
-                w[k] = (w[k] + dw) * (1.0 / (1.0 + dt * ang_damp[i]));
+            let m = s.inv_mass[i];
+            if m == 0.0 {
+                continue;
             }
-            f[k] = Vec3::ZERO;
-            t[k] = Vec3::ZERO;
+            let st = &mut out[k];
+            let dv = (gravity * s.gravity_scale[i] + s.force[i] * m) * h;
+            let dw = s.world_inv_inertia[i] * s.torque[i] * h;
+            st.v = (st.v + dv) * (1.0 / (1.0 + h * s.linear_damping[i]));
+            st.w = (st.w + dw) * (1.0 / (1.0 + h * s.angular_damping[i]));
         }
     });
 }
 
-/// Velocities into positions and rotations; refreshes world inverse inertia.
-fn integrate_positions(s: &mut BodySet, dt: f32, jobs: Jobs) {
-    let n = s.len();
-    let (x, q) = (Column::new(&mut s.position), Column::new(&mut s.rotation));
-    let inv_inertia = Column::new(&mut s.world_inv_inertia);
-    let (v, w, local) = (&s.linear_velocity, &s.angular_velocity, &s.local_inv_inertia);
-    jobs.parallel_for(0..n, GRAIN, |range, _| {
+/// Velocities into the solver's delta positions and rotations.
+fn integrate_positions(states: &mut [BodyState], h: f32, jobs: Jobs) {
+    let column = Column::new(states);
+    jobs.parallel_for(0..column.len(), 256, |range, _| {
         // SAFETY: `parallel_for` hands each chunk range to exactly one job.
-        let (x, q, ii) = unsafe { (x.rows(range.clone()), q.rows(range.clone()), inv_inertia.rows(range.clone())) };
-        for (k, i) in range.enumerate() {
-            x[k] += v[i] * dt;
-            let spin = w[i] * (0.5 * dt);
-            let dq = Quat::from_xyzw(spin.x, spin.y, spin.z, 0.0) * q[k];
-            q[k] = (q[k] + dq).normalize();
-            let r = Mat3::from_quat(q[k]);
-            ii[k] = r * local[i] * r.transpose();
+        for st in unsafe { column.rows(range) } {
+            st.dp += st.v * h;
+            let spin = st.w * (0.5 * h);
+            let dq = Quat::from_xyzw(spin.x, spin.y, spin.z, 0.0) * st.dq;
+            st.dq = (st.dq + dq).normalize();
         }
     });
+}
+
+/// The earliest time of impact of an awake body's shapes, swept from its start pose
+/// to its current pose, against static bodies and terrain; the pose there.
+fn sweep_body(
+    bodies: &Bodies,
+    tree: &crate::spatial::DynamicTree,
+    terrain: Option<&Terrain>,
+    starts: &[(Vec3, Quat)],
+    row: usize,
+) -> Option<(Vec3, Quat)> {
+    let a = &bodies.awake;
+    let center = a.local_center[row];
+    let (c0, q0) = starts[row];
+    let (c1, q1) = (a.position[row], a.rotation[row]);
+    let frame = |c: Vec3, q: Quat| Isometry::new(c - q * center, q);
+    let body = Sweep { start: frame(c0, q0), end: frame(c1, q1), local_center: center };
+    let slot = a.id[row].index;
+    let mut best = 1.0f32;
+    for shape in bodies.shapes_of_slot(slot) {
+        let pose = &shape.def.pose;
+        let sweep = Sweep {
+            start: body.start.mul(pose),
+            end: body.end.mul(pose),
+            local_center: pose.inverse_transform_point(center),
+        };
+        let swept = shape.shape.aabb(&sweep.start).union(&shape.shape.aabb(&sweep.end));
+        let mut test = |other: &Shape, xf: Isometry| {
+            let toi = shape_time_of_impact(
+                &shape.shape,
+                &sweep,
+                other,
+                &Sweep::fixed(xf),
+                best,
+                LINEAR_SLOP,
+                0.25 * LINEAR_SLOP,
+            );
+            if matches!(toi.state, ToiState::Hit | ToiState::Failed) && toi.t < best {
+                best = toi.t;
+            }
+        };
+        tree.query(&swept, |p| {
+            let (other, k) = shape_ref(tree.user_data(p));
+            if let Some((SetKind::Resting, r)) = bodies.place_of_slot(other) {
+                if bodies.resting.flags[r] & flags::STATIC != 0 {
+                    let s = &bodies.shapes_of_slot(other)[k as usize];
+                    if shape.def.collides_with(&s.def) {
+                        test(&s.shape, bodies.resting.transform(r).mul(&s.def.pose));
+                    }
+                }
+            }
+            true
+        });
+        if let Some(terrain) = terrain {
+            terrain.for_each_overlap(&swept, |chunk, overlap| {
+                if overlap.solid {
+                    if let Some(mesh) = terrain.chunk_mesh(chunk) {
+                        mesh.query_aabb(&swept, |i| {
+                            test(&Shape::Triangle(mesh.triangle(i)), Isometry::IDENTITY);
+                            true
+                        });
+                    }
+                }
+                true
+            });
+        }
+    }
+    if best >= 1.0 {
+        return None;
+    }
+    let q = (q0 + (if q0.dot(q1) < 0.0 { -q1 } else { q1 } - q0) * best).normalize();
+    Some((c0 + (c1 - c0) * best, q))
 }

@@ -183,7 +183,9 @@ impl Terrain {
     /// touch, before reading them with [`Terrain::chunk_mesh`].
     pub fn prepare_meshes(&mut self, coords: &[IVec3], jobs: Jobs) {
         self.meshes.begin_round();
-        let needed: Vec<IVec3> = coords.iter().copied().filter(|&c| self.may_have_triangles(c)).collect();
+        // Collecting only the missing ones keeps a steady-state call allocation-free.
+        let needed: Vec<IVec3> =
+            coords.iter().copied().filter(|&c| self.may_have_triangles(c) && !self.meshes.contains(c)).collect();
         self.meshes.build(&self.voxels, self.voxel_size, &needed, jobs);
     }
 

@@ -1,0 +1,242 @@
+//! The narrowphase: contact constraints for every broadphase pair with an awake
+//! body and for every awake shape touching terrain, computed in parallel jobs.
+//!
+//! Work items are listed on one thread in a fixed order (pairs in pair-key order,
+//! then terrain items in proxy order); each job handles a fixed chunk of items into
+//! its own output buffer, and the buffers are joined in chunk order, so the constraint
+//! list is the same for any worker count.
+//!
+//! Terrain: a shape's triangles come from the chunk meshes its terrain contacts name
+//! (already built: see `Terrain::prepare_meshes`). Every triangle's manifold is
+//! gathered, then reduced to at most four points per convex part: the deepest first,
+//! then each next point the one farthest from those chosen (each point keeps its own
+//! normal). One constraint per part instead of one per triangle keeps the graph
+//! colouring small: a box resting on eight triangles is one constraint, not eight.
+
+use glam::{IVec3, Vec3};
+
+use super::body::{flags, Bodies, BodyShape, SetKind};
+use super::solver::{Constraint, NONE};
+use crate::collide::{collide_all, Manifold, TriangleSet};
+use crate::jobs::{chunk_count, chunk_range, Jobs};
+use crate::math::Isometry;
+use crate::shapes::Shape;
+use crate::spatial::{DynamicTree, ProxyId};
+use crate::terrain::{ContactKind, Terrain, TerrainContact};
+
+/// Items per narrowphase job.
+const GRAIN: usize = 32;
+
+/// The key half that marks terrain in a pair key.
+pub(crate) const TERRAIN: u32 = u32::MAX;
+
+/// One piece of narrowphase work.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Item {
+    /// Two shapes' proxies, `a < b`.
+    Pair { a: ProxyId, b: ProxyId },
+    /// A shape against terrain: its contacts are `terrain_contacts[start..end]`.
+    Terrain { proxy: ProxyId, start: u32, end: u32 },
+}
+
+/// A job's output and scratch.
+#[derive(Debug, Default)]
+pub(crate) struct NarrowOut {
+    pub constraints: Vec<Constraint>,
+    /// Slots of sleeping bodies touched by an awake dynamic or moving body.
+    pub wake: Vec<u32>,
+    triangles: TriangleSet,
+    triangle_ids: Vec<u32>,
+    candidates: Vec<Candidate>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    point: Vec3,
+    normal: Vec3,
+    separation: f32,
+    id: u32,
+}
+
+/// Slot and shape index packed into a proxy's user data.
+pub(crate) fn shape_ref(user: u64) -> (u32, u32) {
+    ((user >> 32) as u32, user as u32)
+}
+
+pub(crate) fn pair_key(a: ProxyId, b: ProxyId) -> u64 {
+    ((a.0 as u64) << 32) | b.0 as u64
+}
+
+/// Everything the jobs read.
+pub(crate) struct NarrowInput<'a> {
+    pub bodies: &'a Bodies,
+    pub tree: &'a DynamicTree,
+    pub terrain: Option<&'a Terrain>,
+    pub terrain_contacts: &'a [TerrainContact],
+    pub terrain_friction: f32,
+    pub margin: f32,
+}
+
+fn mix_friction(a: f32, b: f32) -> f32 {
+    (a * b).sqrt()
+}
+
+/// The placement of a body's shape.
+fn shape_transform(bodies: &Bodies, slot: u32, shape: &BodyShape) -> Isometry {
+    let (set, row) = bodies.place_of_slot(slot).expect("live body");
+    bodies.set(set).transform(row).mul(&shape.def.pose)
+}
+
+/// Runs every item in parallel; `outs` grows to one buffer per chunk.
+pub(crate) fn run(input: &NarrowInput, items: &[Item], outs: &mut Vec<NarrowOut>, jobs: Jobs) -> usize {
+    let chunks = chunk_count(items.len(), GRAIN);
+    if outs.len() < chunks {
+        outs.resize_with(chunks, NarrowOut::default);
+    }
+    jobs.for_each_mut(&mut outs[..chunks], |chunk, out, _| {
+        out.constraints.clear();
+        out.wake.clear();
+        for item in &items[chunk_range(&(0..items.len()), GRAIN, chunk)] {
+            match *item {
+                Item::Pair { a, b } => collide_pair(input, a, b, out),
+                Item::Terrain { proxy, start, end } => collide_terrain(input, proxy, start..end, out),
+            }
+        }
+    });
+    chunks
+}
+
+fn collide_pair(input: &NarrowInput, a: ProxyId, b: ProxyId, out: &mut NarrowOut) {
+    let bodies = input.bodies;
+    let (slot_a, shape_a) = shape_ref(input.tree.user_data(a));
+    let (slot_b, shape_b) = shape_ref(input.tree.user_data(b));
+    let (sa, sb) = (&bodies.shapes_of_slot(slot_a)[shape_a as usize], &bodies.shapes_of_slot(slot_b)[shape_b as usize]);
+    let (xa, xb) = (shape_transform(bodies, slot_a, sa), shape_transform(bodies, slot_b, sb));
+    let friction = mix_friction(sa.def.friction, sb.def.friction);
+    let restitution = sa.def.restitution.max(sb.def.restitution);
+    let key = pair_key(a, b);
+    let before = out.constraints.len();
+    collide_all(&sa.shape, &xa, &sb.shape, &xb, input.margin, &mut |pa, pb, m: &Manifold| {
+        let mut c = Constraint::new(key, ((pa as u64) << 32) | pb as u64, slot_a, slot_b, friction, restitution);
+        for p in m.points() {
+            c.push(p.point, m.normal, p.separation, p.id);
+        }
+        out.constraints.push(c);
+    });
+    if out.constraints.len() == before {
+        return;
+    }
+    // An awake dynamic or moving body touching a sleeping one wakes it.
+    let wakes = |slot: u32| {
+        let (set, row) = bodies.place_of_slot(slot).expect("live body");
+        let s = bodies.set(set);
+        set == SetKind::Awake
+            && (s.inv_mass[row] > 0.0 || s.linear_velocity[row] != Vec3::ZERO || s.angular_velocity[row] != Vec3::ZERO)
+    };
+    let sleeping = |slot: u32| {
+        let (set, row) = bodies.place_of_slot(slot).expect("live body");
+        set == SetKind::Resting && bodies.resting.flags[row] & flags::STATIC == 0
+    };
+    if sleeping(slot_a) && wakes(slot_b) {
+        out.wake.push(slot_a);
+    } else if sleeping(slot_b) && wakes(slot_a) {
+        out.wake.push(slot_b);
+    }
+}
+
+/// A stable 32-bit id of a terrain triangle.
+fn triangle_id(chunk: IVec3, index: u32) -> u32 {
+    let mut h = 0x811c9dc5u32;
+    for x in [chunk.x as u32, chunk.y as u32, chunk.z as u32, index] {
+        h = (h ^ x).wrapping_mul(0x01000193);
+    }
+    h
+}
+
+fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Range<u32>, out: &mut NarrowOut) {
+    let Some(terrain) = input.terrain else { return };
+    let bodies = input.bodies;
+    let (slot, shape_index) = shape_ref(input.tree.user_data(proxy));
+    let shape = &bodies.shapes_of_slot(slot)[shape_index as usize];
+    let xf = shape_transform(bodies, slot, shape);
+    let region = shape.shape.aabb(&xf).expanded(input.margin);
+    out.triangles.clear();
+    out.triangle_ids.clear();
+    for contact in &input.terrain_contacts[contacts.start as usize..contacts.end as usize] {
+        if contact.kind != ContactKind::Solid {
+            continue;
+        }
+        let Some(mesh) = terrain.chunk_mesh(contact.chunk) else { continue };
+        mesh.query_aabb(&region, |index| {
+            out.triangles.push(mesh.triangle(index));
+            out.triangle_ids.push(triangle_id(contact.chunk, index));
+            true
+        });
+    }
+    if out.triangles.is_empty() {
+        return;
+    }
+    out.triangles.finish(false);
+    let friction = mix_friction(shape.def.friction, input.terrain_friction);
+    let key = ((proxy.0 as u64) << 32) | TERRAIN as u64;
+    let part = |index: u32, part: &Shape, xf: &Isometry, out: &mut NarrowOut| {
+        out.candidates.clear();
+        let (triangles, ids, candidates) = (&out.triangles, &out.triangle_ids, &mut out.candidates);
+        triangles.collide(part, xf, input.margin, &mut |t, m: &Manifold| {
+            let tid = ids[t as usize].wrapping_mul(0x9e3779b1);
+            for p in m.points() {
+                candidates.push(Candidate {
+                    point: p.point,
+                    normal: m.normal,
+                    separation: p.separation,
+                    id: tid ^ p.id,
+                });
+            }
+        });
+        if out.candidates.is_empty() {
+            return;
+        }
+        let mut c = Constraint::new(key, index as u64, slot, NONE, friction, shape.def.restitution);
+        reduce(&mut out.candidates, &mut c);
+        out.constraints.push(c);
+    };
+    match &shape.shape {
+        Shape::Compound(compound) => {
+            for (i, p) in compound.parts().iter().enumerate() {
+                part(i as u32, &p.shape, &xf.mul(&p.pose), out);
+            }
+        }
+        other => part(0, other, &xf, out),
+    }
+}
+
+/// At most four of the candidates: the deepest, then repeatedly the one farthest from
+/// those already chosen (ties to the earlier candidate).
+fn reduce(candidates: &mut [Candidate], c: &mut Constraint) {
+    let mut first = 0;
+    for (i, p) in candidates.iter().enumerate() {
+        if p.separation < candidates[first].separation {
+            first = i;
+        }
+    }
+    candidates.swap(0, first);
+    let mut chosen = 1;
+    while chosen < 4 && chosen < candidates.len() {
+        let mut best = (chosen, -1.0f32);
+        for (i, p) in candidates.iter().enumerate().skip(chosen) {
+            let d =
+                candidates[..chosen].iter().map(|q| q.point.distance_squared(p.point)).fold(f32::INFINITY, f32::min);
+            if d > best.1 {
+                best = (i, d);
+            }
+        }
+        if best.1 < 1e-8 {
+            break;
+        }
+        candidates.swap(chosen, best.0);
+        chosen += 1;
+    }
+    for p in &candidates[..chosen] {
+        c.push(p.point, p.normal, p.separation, p.id);
+    }
+}
