@@ -108,29 +108,31 @@ fn steady_state_broadphase_frames_allocate_nothing() {
     }
 }
 
+/// Issue 7: once the buffers have grown to the scene, world steps (contacts, terrain,
+/// solver, islands) allocate nothing, for any worker count.
 #[test]
 fn world_steps_allocate_nothing() {
-    use kiln::math::{Isometry, Vec3};
-    use kiln::physics::{BodyDef, ShapeDef, World, WorldDef};
-    use kiln::shapes::Shape;
+    use kiln::physics::scenes;
     let _turn = serial();
     for threads in [0, 1, 3] {
         let pool = ThreadPool::new(threads);
-        let mut world = World::new(WorldDef::default());
-        let cube = Shape::cuboid(Vec3::splat(0.5)).unwrap();
-        for i in 0..5_000 {
-            let at = Isometry::from_translation(Vec3::new((i % 70) as f32, (i / 70) as f32, 0.0));
-            let id = world.create_body(&BodyDef { transform: at, ..BodyDef::default() }).unwrap();
-            world.add_shape(id, cube.clone(), ShapeDef::default()).unwrap();
+        for (scene, warm_up) in [(scenes::pyramid(20), 120), (scenes::rain(256), 600)] {
+            let (mut world, _) = scene.build();
+            world.set_sleep_enabled(false);
+            for _ in 0..warm_up {
+                world.step(1.0 / 60.0, pool.jobs()).unwrap();
+            }
+            assert!(world.counters().constraints > 0, "{}: bodies touch", scene.name);
+            let before = ALLOCATIONS.load(Ordering::SeqCst);
+            for _ in 0..60 {
+                world.step(1.0 / 60.0, pool.jobs()).unwrap();
+            }
+            let allocations = ALLOCATIONS.load(Ordering::SeqCst) - before;
+            assert_eq!(
+                allocations, 0,
+                "{allocations} heap allocations in 60 steps of {} on {threads} threads",
+                scene.name
+            );
         }
-        for _ in 0..20 {
-            world.step(1.0 / 60.0, pool.jobs()).unwrap();
-        }
-        let before = ALLOCATIONS.load(Ordering::SeqCst);
-        for _ in 0..200 {
-            world.step(1.0 / 60.0, pool.jobs()).unwrap();
-        }
-        let allocations = ALLOCATIONS.load(Ordering::SeqCst) - before;
-        assert_eq!(allocations, 0, "{allocations} heap allocations in 200 world steps with {threads} threads");
     }
 }

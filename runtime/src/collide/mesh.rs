@@ -55,6 +55,13 @@ impl TriangleSet {
         TriangleSet::default()
     }
 
+    /// Room for `n` more triangles without allocating.
+    pub fn reserve(&mut self, n: usize) {
+        self.triangles.reserve(n);
+        self.active.reserve(n);
+        self.directed.reserve(3 * n);
+    }
+
     pub fn clear(&mut self) {
         self.triangles.clear();
         self.active.clear();

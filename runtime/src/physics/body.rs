@@ -74,6 +74,9 @@ pub struct ShapeDef {
     pub density: f32,
     pub friction: f32,
     pub restitution: f32,
+    /// Rolling resistance (dimensionless): a rolling sphere or capsule is braked by a
+    /// torque of at most `rolling_resistance * radius * normal force`.
+    pub rolling_resistance: f32,
     /// Collision filtering: two shapes collide when each one's category meets the
     /// other's mask.
     pub category: u32,
@@ -87,6 +90,7 @@ impl Default for ShapeDef {
             density: 1000.0,
             friction: 0.6,
             restitution: 0.0,
+            rolling_resistance: 0.0,
             category: 1,
             mask: u32::MAX,
         }
@@ -103,6 +107,8 @@ impl ShapeDef {
             && self.friction.is_finite()
             && self.friction >= 0.0
             && (0.0..=1.0).contains(&self.restitution)
+            && self.rolling_resistance.is_finite()
+            && self.rolling_resistance >= 0.0
     }
 
     /// Whether shapes with these filters may touch.
@@ -169,6 +175,8 @@ pub struct BodySet {
     pub angular_damping: Vec<f32>,
     pub gravity_scale: Vec<f32>,
     pub sleep_time: Vec<f32>,
+    /// Pose at which the current resting period began (see `World` sleep).
+    pub rest_pose: Vec<(Vec3, Quat)>,
     pub flags: Vec<u8>,
 }
 
@@ -190,6 +198,7 @@ struct Row {
     angular_damping: f32,
     gravity_scale: f32,
     sleep_time: f32,
+    rest_pose: (Vec3, Quat),
     flags: u8,
 }
 
@@ -218,6 +227,7 @@ impl BodySet {
         self.angular_damping.push(r.angular_damping);
         self.gravity_scale.push(r.gravity_scale);
         self.sleep_time.push(r.sleep_time);
+        self.rest_pose.push(r.rest_pose);
         self.flags.push(r.flags);
         self.len() - 1
     }
@@ -240,6 +250,7 @@ impl BodySet {
             angular_damping: self.angular_damping.swap_remove(i),
             gravity_scale: self.gravity_scale.swap_remove(i),
             sleep_time: self.sleep_time.swap_remove(i),
+            rest_pose: self.rest_pose.swap_remove(i),
             flags: self.flags.swap_remove(i),
         }
     }
@@ -348,6 +359,7 @@ impl Bodies {
             angular_damping: def.angular_damping,
             gravity_scale: def.gravity_scale,
             sleep_time: 0.0,
+            rest_pose: (def.transform.translation, rotation),
             flags,
         };
         let row_index = self.set_mut(set).push(row);

@@ -10,10 +10,13 @@
 pub mod body;
 mod island;
 mod narrow;
+pub mod scenes;
 mod solver;
 #[cfg(test)]
 mod tests;
 mod world;
 
 pub use body::{Bodies, BodyDef, BodyError, BodyId, BodySet, BodyShape, MotionType, SetKind, ShapeDef};
-pub use world::{ContactEvent, StepCounters, StepProfile, World, WorldDef, LINEAR_SLOP, SPECULATIVE_DISTANCE};
+pub use world::{
+    ContactEvent, ContactPointInfo, StepCounters, StepProfile, World, WorldDef, LINEAR_SLOP, SPECULATIVE_DISTANCE,
+};

@@ -8,10 +8,11 @@
 //!
 //! Terrain: a shape's triangles come from the chunk meshes its terrain contacts name
 //! (already built: see `Terrain::prepare_meshes`). Every triangle's manifold is
-//! gathered, then reduced to at most four points per convex part: the deepest first,
-//! then each next point the one farthest from those chosen (each point keeps its own
-//! normal). One constraint per part instead of one per triangle keeps the graph
-//! colouring small: a box resting on eight triangles is one constraint, not eight.
+//! gathered, clustered by normal (a shape in a crease touches two or three faces),
+//! and each cluster reduced to at most four points: last step's points first, then the
+//! deepest, then each next point the one farthest from those chosen (each point keeps
+//! its own normal). One constraint per cluster instead of one per triangle keeps the
+//! graph colouring small: a box resting on eight coplanar triangles is one constraint.
 
 use glam::{IVec3, Vec3};
 
@@ -40,7 +41,7 @@ pub(crate) enum Item {
 }
 
 /// A job's output and scratch.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct NarrowOut {
     pub constraints: Vec<Constraint>,
     /// Slots of sleeping bodies touched by an awake dynamic or moving body.
@@ -56,6 +57,28 @@ struct Candidate {
     normal: Vec3,
     separation: f32,
     id: u32,
+    /// Normal cluster (see `collide_terrain`).
+    group: u8,
+}
+
+/// Candidates whose normals are within about 18° share a cluster.
+const CLUSTER_COS: f32 = 0.95;
+/// Clusters per convex part; further normals join the nearest cluster.
+const MAX_CLUSTERS: usize = 4;
+
+impl Default for NarrowOut {
+    /// With room for a busy chunk, so buffers rarely grow after the first steps.
+    fn default() -> Self {
+        let mut triangles = TriangleSet::new();
+        triangles.reserve(256);
+        NarrowOut {
+            constraints: Vec::with_capacity(4 * GRAIN),
+            wake: Vec::with_capacity(GRAIN),
+            triangles,
+            triangle_ids: Vec::with_capacity(256),
+            candidates: Vec::with_capacity(256),
+        }
+    }
 }
 
 /// Slot and shape index packed into a proxy's user data.
@@ -75,10 +98,22 @@ pub(crate) struct NarrowInput<'a> {
     pub terrain_contacts: &'a [TerrainContact],
     pub terrain_friction: f32,
     pub margin: f32,
+    /// Last step's constraints and their sorted `(key, sub, index)` lookup: terrain
+    /// point reduction keeps last step's points where it can.
+    pub previous: &'a [Constraint],
+    pub cache: &'a [(u64, u64, u32)],
 }
 
 fn mix_friction(a: f32, b: f32) -> f32 {
     (a * b).sqrt()
+}
+
+/// The rolling radius of a shape: spheres and capsules roll, other shapes do not.
+fn rolling_radius(shape: &Shape) -> f32 {
+    match shape {
+        Shape::Sphere { radius, .. } | Shape::Capsule { radius, .. } => *radius,
+        _ => 0.0,
+    }
 }
 
 /// The placement of a body's shape.
@@ -114,10 +149,13 @@ fn collide_pair(input: &NarrowInput, a: ProxyId, b: ProxyId, out: &mut NarrowOut
     let (xa, xb) = (shape_transform(bodies, slot_a, sa), shape_transform(bodies, slot_b, sb));
     let friction = mix_friction(sa.def.friction, sb.def.friction);
     let restitution = sa.def.restitution.max(sb.def.restitution);
+    let rolling = (sa.def.rolling_resistance * rolling_radius(&sa.shape))
+        .max(sb.def.rolling_resistance * rolling_radius(&sb.shape));
     let key = pair_key(a, b);
     let before = out.constraints.len();
     collide_all(&sa.shape, &xa, &sb.shape, &xb, input.margin, &mut |pa, pb, m: &Manifold| {
         let mut c = Constraint::new(key, ((pa as u64) << 32) | pb as u64, slot_a, slot_b, friction, restitution);
+        c.rolling_resistance = rolling;
         for p in m.points() {
             c.push(p.point, m.normal, p.separation, p.id);
         }
@@ -190,15 +228,48 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
                     normal: m.normal,
                     separation: p.separation,
                     id: tid ^ p.id,
+                    group: 0,
                 });
             }
         });
         if out.candidates.is_empty() {
             return;
         }
-        let mut c = Constraint::new(key, index as u64, slot, NONE, friction, shape.def.restitution);
-        reduce(&mut out.candidates, &mut c);
-        out.constraints.push(c);
+        // Cluster by normal (in candidate order), so a shape in a crease gets one
+        // constraint per face it rests on, each with up to four points.
+        let mut normals = [Vec3::ZERO; MAX_CLUSTERS];
+        let mut clusters = 0;
+        for cand in out.candidates.iter_mut() {
+            let found = (0..clusters).find(|&g| normals[g].dot(cand.normal) > CLUSTER_COS);
+            cand.group = match found {
+                Some(g) => g as u8,
+                None if clusters < MAX_CLUSTERS => {
+                    normals[clusters] = cand.normal;
+                    clusters += 1;
+                    clusters as u8 - 1
+                }
+                None => (0..clusters)
+                    .max_by(|&a, &b| normals[a].dot(cand.normal).total_cmp(&normals[b].dot(cand.normal)))
+                    .expect("a cluster") as u8,
+            };
+        }
+        out.candidates.sort_by_key(|c| c.group);
+        let mut start = 0;
+        while start < out.candidates.len() {
+            let group = out.candidates[start].group;
+            let end = start + out.candidates[start..].iter().take_while(|c| c.group == group).count();
+            let sub = ((index as u64) << 8) | group as u64;
+            let mut c = Constraint::new(key, sub, slot, NONE, friction, shape.def.restitution);
+            c.rolling_resistance = shape.def.rolling_resistance * rolling_radius(part);
+            let old = input
+                .cache
+                .binary_search_by(|e| (e.0, e.1).cmp(&(key, sub)))
+                .ok()
+                .map(|i| &input.previous[input.cache[i].2 as usize]);
+            reduce(&mut out.candidates[start..end], old, &mut c);
+            out.constraints.push(c);
+            start = end;
+        }
     };
     match &shape.shape {
         Shape::Compound(compound) => {
@@ -210,17 +281,43 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
     }
 }
 
-/// At most four of the candidates: the deepest, then repeatedly the one farthest from
-/// those already chosen (ties to the earlier candidate).
-fn reduce(candidates: &mut [Candidate], c: &mut Constraint) {
-    let mut first = 0;
-    for (i, p) in candidates.iter().enumerate() {
-        if p.separation < candidates[first].separation {
-            first = i;
+/// At most four of the candidates, stable from step to step: first the points last
+/// step's constraint had (matched by feature id), then the deepest point unless one
+/// almost as deep is already in, then repeatedly the point farthest from those
+/// chosen (ties to the earlier candidate). Without the first rule, near-equal depths
+/// on a resting body flip the choice between steps and lose the warm start.
+fn reduce(candidates: &mut [Candidate], old: Option<&Constraint>, c: &mut Constraint) {
+    let mut chosen = 0;
+    if let Some(old) = old {
+        for i in 0..candidates.len() {
+            if chosen < 4 && old.points().iter().any(|p| p.id == candidates[i].id) {
+                candidates.swap(chosen, i);
+                chosen += 1;
+            }
         }
     }
-    candidates.swap(0, first);
-    let mut chosen = 1;
+    let mut deepest = 0;
+    for (i, p) in candidates.iter().enumerate() {
+        if p.separation < candidates[deepest].separation {
+            deepest = i;
+        }
+    }
+    let kept_depth = candidates[..chosen].iter().map(|p| p.separation).fold(f32::INFINITY, f32::min);
+    if deepest >= chosen && candidates[deepest].separation < kept_depth - 0.5 * super::LINEAR_SLOP {
+        if chosen < 4 {
+            candidates.swap(chosen, deepest);
+            chosen += 1;
+        } else {
+            // Replace the kept point nearest to it.
+            let p = candidates[deepest].point;
+            let near = (0..4)
+                .min_by(|&a, &b| {
+                    candidates[a].point.distance_squared(p).total_cmp(&candidates[b].point.distance_squared(p))
+                })
+                .expect("four points");
+            candidates.swap(near, deepest);
+        }
+    }
     while chosen < 4 && chosen < candidates.len() {
         let mut best = (chosen, -1.0f32);
         for (i, p) in candidates.iter().enumerate().skip(chosen) {
@@ -230,7 +327,7 @@ fn reduce(candidates: &mut [Candidate], c: &mut Constraint) {
                 best = (i, d);
             }
         }
-        if best.1 < 1e-8 {
+        if chosen > 0 && best.1 < 1e-8 {
             break;
         }
         candidates.swap(chosen, best.0);

@@ -84,6 +84,10 @@ pub(crate) struct Constraint {
     pub row_b: u32,
     pub friction: f32,
     pub restitution: f32,
+    /// Largest rolling-resistance torque per unit normal impulse (m).
+    pub rolling_resistance: f32,
+    pub rolling_mass: Mat3,
+    pub rolling_impulse: Vec3,
     pub inv_mass_a: f32,
     pub inv_mass_b: f32,
     pub inv_inertia_a: Mat3,
@@ -103,6 +107,9 @@ impl Constraint {
             row_b: NONE,
             friction,
             restitution,
+            rolling_resistance: 0.0,
+            rolling_mass: Mat3::ZERO,
+            rolling_impulse: Vec3::ZERO,
             inv_mass_a: 0.0,
             inv_mass_b: 0.0,
             inv_inertia_a: Mat3::ZERO,
@@ -128,6 +135,7 @@ impl Constraint {
 
     /// Copies the accumulated impulses of points with matching ids from `old`.
     pub fn warm_from(&mut self, old: &Constraint) {
+        self.rolling_impulse = old.rolling_impulse;
         for p in &mut self.points[..self.count as usize] {
             if let Some(o) = old.points().iter().find(|o| o.id == p.id) {
                 p.normal_impulse = o.normal_impulse;
@@ -268,6 +276,10 @@ pub(crate) fn prepare(c: &mut Constraint, center_a: Vec3, center_b: Vec3, state_
             0.0
         }
     };
+    if c.rolling_resistance > 0.0 {
+        let k = ia + ib;
+        c.rolling_mass = if k.determinant() > 0.0 { k.inverse() } else { Mat3::ZERO };
+    }
     for p in &mut c.points[..c.count as usize] {
         let (ra, rb) = (p.point - center_a, p.point - center_b);
         p.anchor_a = ra;
@@ -294,6 +306,8 @@ pub(crate) unsafe fn warm_start(c: &Constraint, states: &Column<BodyState>) {
     // SAFETY: forwarded from the caller.
     let (sa, sb) = unsafe { (read(states, c.row_a), read(states, c.row_b)) };
     let (mut va, mut wa, mut vb, mut wb) = (sa.v, sa.w, sb.v, sb.w);
+    wa -= c.inv_inertia_a * c.rolling_impulse;
+    wb += c.inv_inertia_b * c.rolling_impulse;
     for p in c.points() {
         let impulse =
             p.normal * p.normal_impulse + p.tangent1 * p.tangent_impulse[0] + p.tangent2 * p.tangent_impulse[1];
@@ -363,6 +377,19 @@ pub(crate) unsafe fn solve(c: &mut Constraint, states: &Column<BodyState>, ctx: 
         vb += j * mb;
         wb += ib * rb.cross(j);
     }
+    if c.rolling_resistance > 0.0 {
+        let normal: f32 = c.points().iter().map(|p| p.normal_impulse).sum();
+        let limit = c.rolling_resistance * normal;
+        let old = c.rolling_impulse;
+        let mut total = old - c.rolling_mass * (wb - wa);
+        if total.length_squared() > limit * limit {
+            total *= limit / total.length();
+        }
+        c.rolling_impulse = total;
+        let j = total - old;
+        wa -= ia * j;
+        wb += ib * j;
+    }
     // SAFETY: forwarded from the caller.
     unsafe {
         write(states, c.row_a, ma > 0.0, va, wa);
@@ -421,7 +448,7 @@ impl Coloring {
     /// Assigns every constraint the first colour in which none of its dynamic bodies
     /// appears yet (in constraint order: deterministic), then reorders `constraints`
     /// by colour. `dynamic(row)` tells whether an awake row is a dynamic body.
-    pub fn color(&mut self, constraints: &mut Vec<Constraint>, scratch: &mut Vec<Constraint>, rows: usize) {
+    pub fn color(&mut self, constraints: &mut [Constraint], scratch: &mut Vec<Constraint>, rows: usize) {
         let words = rows.div_ceil(64);
         self.used.resize_with(COLORS, Vec::new);
         for bits in &mut self.used {
@@ -496,4 +523,38 @@ where
             }
         });
     }
+}
+
+/// A pass over all constraints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pass {
+    WarmStart,
+    Solve,
+    Relax,
+    Restitute,
+}
+
+/// Runs `pass` over every constraint, colour by colour (see [`for_each_colored`]).
+pub(crate) fn run_pass(
+    pass: Pass,
+    coloring: &Coloring,
+    constraints: &mut [Constraint],
+    states: &mut [BodyState],
+    ctx: &StepContext,
+    jobs: Jobs,
+) {
+    let states = Column::new(states);
+    for_each_colored(coloring, constraints, jobs, |c| {
+        // SAFETY: the overflow runs alone on this thread; within a colour no two
+        // constraints share a dynamic body, colours run one after another, and only
+        // dynamic bodies' states are written (static and kinematic ones are read).
+        unsafe {
+            match pass {
+                Pass::WarmStart => warm_start(c, &states),
+                Pass::Solve => solve(c, &states, ctx, true),
+                Pass::Relax => solve(c, &states, ctx, false),
+                Pass::Restitute => restitute(c, &states, ctx),
+            }
+        }
+    });
 }

@@ -30,7 +30,7 @@ use glam::{IVec3, Mat3, Quat, Vec3};
 use super::body::{flags, Bodies, BodyDef, BodyError, BodyId, SetKind, ShapeDef};
 use super::island::Islands;
 use super::narrow::{self, shape_ref, Item, NarrowInput, NarrowOut, TERRAIN};
-use super::solver::{self, BodyState, Coloring, Column, Constraint, Softness, StepContext, NONE};
+use super::solver::{self, BodyState, Coloring, Column, Constraint, Pass, Softness, StepContext, NONE};
 use crate::collide::{shape_time_of_impact, Sweep, ToiState};
 use crate::jobs::Jobs;
 use crate::math::{Aabb, Isometry};
@@ -113,6 +113,22 @@ pub struct ContactEvent {
     /// `None` for the terrain.
     pub body_b: Option<BodyId>,
     pub shape_b: u32,
+}
+
+/// One contact point of the last step, as solved.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ContactPointInfo {
+    pub body_a: BodyId,
+    /// `None` for the terrain.
+    pub body_b: Option<BodyId>,
+    pub point: Vec3,
+    /// From A to B.
+    pub normal: Vec3,
+    /// At the start of the step (negative: overlap).
+    pub separation: f32,
+    /// Accumulated normal impulse (N s).
+    pub normal_impulse: f32,
+    pub feature: u32,
 }
 
 /// Wall-clock milliseconds of the last step's stages.
@@ -249,6 +265,14 @@ impl World {
         &self.def
     }
 
+    /// Turns sleeping on or off; turning it off wakes every sleeping island.
+    pub fn set_sleep_enabled(&mut self, enabled: bool) {
+        self.def.enable_sleep = enabled;
+        if !enabled {
+            self.wake_all();
+        }
+    }
+
     pub fn bodies(&self) -> &Bodies {
         &self.bodies
     }
@@ -269,6 +293,26 @@ impl World {
     /// end events of bodies destroyed before it).
     pub fn contact_events(&self) -> &[ContactEvent] {
         &self.events
+    }
+
+    /// Calls `visit` for every contact point the last step solved, in constraint order
+    /// (sleeping islands' contacts are not included).
+    pub fn for_each_contact(&self, mut visit: impl FnMut(&ContactPointInfo)) {
+        for c in &self.previous {
+            let body_a = self.bodies.id_of_slot(c.body_a);
+            let body_b = (c.body_b != NONE).then(|| self.bodies.id_of_slot(c.body_b));
+            for p in c.points() {
+                visit(&ContactPointInfo {
+                    body_a,
+                    body_b,
+                    point: p.point,
+                    normal: p.normal,
+                    separation: p.separation,
+                    normal_impulse: p.normal_impulse,
+                    feature: p.id,
+                });
+            }
+        }
     }
 
     /// Gives the world a voxel terrain (replacing any previous one).
@@ -713,6 +757,8 @@ impl World {
             terrain_contacts: contacts,
             terrain_friction: self.def.terrain_friction,
             margin: SPECULATIVE_DISTANCE,
+            previous: &self.previous,
+            cache: &self.cache,
         };
         let chunks = narrow::run(&input, &s.items, &mut s.outs, jobs);
         self.constraints.clear();
@@ -880,26 +926,13 @@ impl World {
         let gravity = self.def.gravity;
         for _ in 0..substeps {
             integrate_velocities(&self.bodies, &mut self.states, gravity, h, jobs);
-            let states = Column::new(&mut self.states);
-            // SAFETY (all three): within a colour no two constraints share a dynamic
-            // body, and only dynamic bodies' states are written.
-            solver::for_each_colored(&self.coloring, &mut self.constraints, jobs, |c| unsafe {
-                solver::warm_start(c, &states)
-            });
-            solver::for_each_colored(&self.coloring, &mut self.constraints, jobs, |c| unsafe {
-                solver::solve(c, &states, &ctx, true)
-            });
+            for pass in [Pass::WarmStart, Pass::Solve] {
+                solver::run_pass(pass, &self.coloring, &mut self.constraints, &mut self.states, &ctx, jobs);
+            }
             integrate_positions(&mut self.states, h, jobs);
-            let states = Column::new(&mut self.states);
-            solver::for_each_colored(&self.coloring, &mut self.constraints, jobs, |c| unsafe {
-                solver::solve(c, &states, &ctx, false)
-            });
+            solver::run_pass(Pass::Relax, &self.coloring, &mut self.constraints, &mut self.states, &ctx, jobs);
         }
-        let states = Column::new(&mut self.states);
-        // SAFETY: as above.
-        solver::for_each_colored(&self.coloring, &mut self.constraints, jobs, |c| unsafe {
-            solver::restitute(c, &states, &ctx)
-        });
+        solver::run_pass(Pass::Restitute, &self.coloring, &mut self.constraints, &mut self.states, &ctx, jobs);
         self.finalize(dt, jobs);
     }
 
@@ -915,13 +948,15 @@ impl World {
             Column::new(&mut s.angular_velocity),
         );
         let (ii, sleep) = (Column::new(&mut s.world_inv_inertia), Column::new(&mut s.sleep_time));
+        let rest = Column::new(&mut s.rest_pose);
         let (force, torque) = (Column::new(&mut s.force), Column::new(&mut s.torque));
         let (local, flags_col, ids) = (&s.local_inv_inertia, &s.flags, &s.id);
         let (states, extents) = (&self.states, &self.extents);
         let (threshold, enable_sleep) = (self.def.sleep_threshold, self.def.enable_sleep);
+        let tolerance = self.def.sleep_threshold * self.def.time_to_sleep;
         jobs.parallel_for(0..n, 256, |range, _| {
             // SAFETY: `parallel_for` hands each chunk range to exactly one job.
-            let (x, q, v, w, ii, sleep, f, t) = unsafe {
+            let (x, q, v, w, ii, sleep, f, t, rest) = unsafe {
                 (
                     x.rows(range.clone()),
                     q.rows(range.clone()),
@@ -931,6 +966,7 @@ impl World {
                     sleep.rows(range.clone()),
                     force.rows(range.clone()),
                     torque.rows(range.clone()),
+                    rest.rows(range.clone()),
                 )
             };
             for (k, i) in range.enumerate() {
@@ -943,11 +979,26 @@ impl World {
                 ii[k] = r * local[i] * r.transpose();
                 f[k] = Vec3::ZERO;
                 t[k] = Vec3::ZERO;
+                // Resting = slow (Box2D: speed, angular speed times reach, under the
+                // threshold) or still (Jolt: near the pose where resting began, the
+                // rotation weighted by reach; |q - q0| is about half the angle).
+                // Slow creep sleeps by the first rule, jitter in place by the second.
                 let reach = extents[ids[i].index as usize].max;
-                let speed = v[k].length().max(w[k].length() * reach);
+                let slow = v[k].length().max(w[k].length() * reach) < threshold;
+                let (x0, q0) = rest[k];
+                let turn = (q[k] - q0).length().min((q[k] + q0).length()) * 2.0 * reach;
+                let still = x[k].distance(x0) + turn < tolerance;
                 let may =
                     enable_sleep && flags_col[i] & flags::ALLOW_SLEEP != 0 && flags_col[i] & flags::KINEMATIC == 0;
-                sleep[k] = if may && speed < threshold { sleep[k] + dt } else { 0.0 };
+                if may && (slow || still) {
+                    if !still {
+                        rest[k] = (x[k], q[k]);
+                    }
+                    sleep[k] += dt;
+                } else {
+                    rest[k] = (x[k], q[k]);
+                    sleep[k] = 0.0;
+                }
             }
         });
     }
@@ -1179,7 +1230,9 @@ fn sweep_body(
                 LINEAR_SLOP,
                 0.25 * LINEAR_SLOP,
             );
-            if matches!(toi.state, ToiState::Hit | ToiState::Failed) && toi.t < best {
+            // A shape already touching at the start is the contact solver's business
+            // (Box2D skips `t = 0` the same way).
+            if matches!(toi.state, ToiState::Hit | ToiState::Failed) && toi.t > 0.0 && toi.t < best {
                 best = toi.t;
             }
         };
@@ -1200,7 +1253,13 @@ fn sweep_body(
                 if overlap.solid {
                     if let Some(mesh) = terrain.chunk_mesh(chunk) {
                         mesh.query_aabb(&swept, |i| {
-                            test(&Shape::Triangle(mesh.triangle(i)), Isometry::IDENTITY);
+                            // One-sided, as in the narrowphase: skip triangles the
+                            // shape starts behind.
+                            let v = mesh.triangle(i);
+                            let n = (v[1] - v[0]).cross(v[2] - v[0]);
+                            if n.dot(sweep.start.transform_point(sweep.local_center) - v[0]) > 0.0 {
+                                test(&Shape::Triangle(v), Isometry::IDENTITY);
+                            }
                             true
                         });
                     }

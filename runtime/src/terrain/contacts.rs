@@ -45,6 +45,7 @@ pub struct TerrainContacts {
     removed: Vec<TerrainContact>,
     /// Scratch: the update's bodies sorted, per-job outputs, the merged list.
     bodies: Vec<(u32, Aabb)>,
+    order: Vec<(u32, u32)>,
     job_out: Vec<Vec<TerrainContact>>,
     merged: Vec<TerrainContact>,
 }
@@ -79,19 +80,18 @@ impl TerrainContacts {
         self.added.clear();
         self.kept.clear();
         self.removed.clear();
+        // Sort by (body, input position): unique keys, so an unstable sort keeps the
+        // input order per body without the merge buffer a stable sort allocates;
+        // then keep the last entry of each body.
+        self.order.clear();
+        self.order.extend(bodies.iter().enumerate().map(|(i, b)| (b.0, i as u32)));
+        self.order.sort_unstable();
         self.bodies.clear();
-        self.bodies.extend_from_slice(bodies);
-        // Stable sort, then keep the last entry of each body.
-        self.bodies.sort_by_key(|b| b.0);
-        let mut write = 0;
-        for read in 0..self.bodies.len() {
-            if write > 0 && self.bodies[write - 1].0 == self.bodies[read].0 {
-                write -= 1;
+        for (k, &(body, i)) in self.order.iter().enumerate() {
+            if self.order.get(k + 1).is_none_or(|next| next.0 != body) {
+                self.bodies.push(bodies[i as usize]);
             }
-            self.bodies[write] = self.bodies[read];
-            write += 1;
         }
-        self.bodies.truncate(write);
 
         // New contact lists, in body order, one buffer per job.
         let jobs_needed = chunk_count(self.bodies.len(), BODY_GRAIN);

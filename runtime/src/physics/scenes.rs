@@ -1,0 +1,188 @@
+//! The benchmark and test scenes, described once and built for Kiln here (and for
+//! rapier3d in the benches, from the same description).
+//!
+//! - [`pyramid`]`(20)`: 210 cubes of half-extent 0.5 in a triangle on a static ground
+//!   box, for stability.
+//! - [`large_pyramid`]: the Box2D v3 / Box3D benchmark, base 100 (5,050 cubes), sleep
+//!   off.
+//! - [`rain`]: 4,096 spheres and boxes dropped on a 256 m x 256 m voxel terrain of hills.
+
+use glam::{IVec3, Quat, Vec3};
+
+use super::{BodyDef, BodyId, MotionType, ShapeDef, World, WorldDef};
+use crate::math::Isometry;
+use crate::shapes::Shape;
+use crate::terrain::{generate_hills, Material, Terrain};
+
+/// A body of a scene: one shape.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SceneBody {
+    pub motion: MotionType,
+    pub position: Vec3,
+    pub rotation: Quat,
+    pub shape: SceneShape,
+    pub velocity: Vec3,
+    pub friction: f32,
+    pub rolling_resistance: f32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SceneShape {
+    Cuboid { half: Vec3 },
+    Sphere { radius: f32 },
+}
+
+impl SceneShape {
+    pub fn shape(&self) -> Shape {
+        match *self {
+            SceneShape::Cuboid { half } => Shape::cuboid(half).expect("valid scene box"),
+            SceneShape::Sphere { radius } => Shape::sphere(Vec3::ZERO, radius).expect("valid scene sphere"),
+        }
+    }
+}
+
+/// Voxel terrain of [`generate_hills`], optionally with a rim wall.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SceneTerrain {
+    /// Voxels per side.
+    pub size: i32,
+    pub voxel_size: f32,
+    pub seed: u32,
+    /// Height (voxels above y = 0) of a 2-voxel rock wall along the border, or 0.
+    pub wall: i32,
+}
+
+impl SceneTerrain {
+    pub fn build(&self) -> Terrain {
+        let mut terrain = Terrain::new(self.voxel_size);
+        generate_hills(&mut terrain, self.size, self.seed);
+        if self.wall > 0 {
+            let (n, top) = (self.size - 1, self.wall);
+            for (min, max) in [
+                (IVec3::new(0, 0, 0), IVec3::new(n, top, 1)),
+                (IVec3::new(0, 0, n - 1), IVec3::new(n, top, n)),
+                (IVec3::new(0, 0, 0), IVec3::new(1, top, n)),
+                (IVec3::new(n - 1, 0, 0), IVec3::new(n, top, n)),
+            ] {
+                terrain.fill(min, max, Material::ROCK);
+            }
+        }
+        terrain
+    }
+}
+
+/// A scene description.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scene {
+    pub name: &'static str,
+    pub gravity: Vec3,
+    pub enable_sleep: bool,
+    pub bodies: Vec<SceneBody>,
+    pub terrain: Option<SceneTerrain>,
+}
+
+impl Scene {
+    /// The Kiln world of this scene, and the handles of its bodies in order.
+    pub fn build(&self) -> (World, Vec<BodyId>) {
+        let def = WorldDef { gravity: self.gravity, enable_sleep: self.enable_sleep, ..WorldDef::default() };
+        let mut world = World::new(def);
+        if let Some(t) = &self.terrain {
+            world.set_terrain(t.build());
+        }
+        let ids = self
+            .bodies
+            .iter()
+            .map(|b| {
+                let def = BodyDef {
+                    motion: b.motion,
+                    transform: Isometry::new(b.position, b.rotation),
+                    linear_velocity: b.velocity,
+                    ..BodyDef::default()
+                };
+                let id = world.create_body(&def).expect("valid scene body");
+                let shape =
+                    ShapeDef { friction: b.friction, rolling_resistance: b.rolling_resistance, ..ShapeDef::default() };
+                world.add_shape(id, b.shape.shape(), shape).expect("valid scene shape");
+                id
+            })
+            .collect();
+        (world, ids)
+    }
+
+    /// Dynamic bodies.
+    pub fn dynamic_count(&self) -> usize {
+        self.bodies.iter().filter(|b| b.motion == MotionType::Dynamic).count()
+    }
+}
+
+fn body(motion: MotionType, position: Vec3, shape: SceneShape) -> SceneBody {
+    SceneBody {
+        motion,
+        position,
+        rotation: Quat::IDENTITY,
+        shape,
+        velocity: Vec3::ZERO,
+        friction: 0.6,
+        rolling_resistance: 0.0,
+    }
+}
+
+/// A triangle of `base * (base + 1) / 2` unit cubes standing on a static ground box
+/// whose top is `y = 0`, in the xy-plane (Box2D's benchmark layout: no gaps).
+pub fn pyramid(base: usize) -> Scene {
+    let h = 0.5;
+    let mut bodies = vec![body(
+        MotionType::Static,
+        Vec3::new(0.0, -1.0, 0.0),
+        SceneShape::Cuboid { half: Vec3::new(base as f32 + 10.0, 1.0, 10.0) },
+    )];
+    for i in 0..base {
+        let y = (2.0 * i as f32 + 1.0) * h;
+        for j in i..base {
+            let x = (i as f32 + 1.0) * h + 2.0 * (j - i) as f32 * h - h * base as f32;
+            bodies.push(body(MotionType::Dynamic, Vec3::new(x, y, 0.0), SceneShape::Cuboid { half: Vec3::splat(h) }));
+        }
+    }
+    Scene { name: "pyramid", gravity: Vec3::new(0.0, -10.0, 0.0), enable_sleep: true, bodies, terrain: None }
+}
+
+/// The Box3D benchmark pyramid: base 100, 5,050 cubes, sleep off.
+pub fn large_pyramid() -> Scene {
+    Scene { name: "large_pyramid", enable_sleep: false, ..pyramid(100) }
+}
+
+/// `count` bodies (alternating spheres of radius 0.5 and cubes of half-extent 0.5) in
+/// a jittered grid 35 to 50 m up over a 256 m hills terrain (surface at 4..28 m)
+/// walled in up to 40 m.
+pub fn rain(count: usize) -> Scene {
+    let side = (count as f32).sqrt().ceil() as usize;
+    let spacing = 240.0 / side as f32;
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let mut bodies = Vec::with_capacity(count);
+    for i in 0..count {
+        let (gx, gz) = ((i % side) as f32, (i / side) as f32);
+        let p = Vec3::new(8.0 + (gx + 0.5) * spacing, 35.0 + 15.0 * next(), 8.0 + (gz + 0.5) * spacing);
+        let jitter = Vec3::new(next() - 0.5, 0.0, next() - 0.5) * (spacing * 0.5);
+        let shape =
+            if i % 2 == 0 { SceneShape::Sphere { radius: 0.5 } } else { SceneShape::Cuboid { half: Vec3::splat(0.5) } };
+        let mut b = body(MotionType::Dynamic, p + jitter, shape);
+        b.rotation = Quat::from_xyzw(next() - 0.5, next() - 0.5, next() - 0.5, 1.0).normalize();
+        if i % 2 == 0 {
+            b.rolling_resistance = 0.2;
+        }
+        bodies.push(b);
+    }
+    Scene {
+        name: "rain",
+        gravity: Vec3::new(0.0, -10.0, 0.0),
+        enable_sleep: true,
+        bodies,
+        terrain: Some(SceneTerrain { size: 256, voxel_size: 1.0, seed: 7, wall: 40 }),
+    }
+}
