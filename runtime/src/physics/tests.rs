@@ -491,3 +491,29 @@ fn contact_events_begin_and_end() {
     assert_eq!(ends.len(), 1, "{:?}", world.contact_events());
     assert!(ends[0].body_a == b || ends[0].body_b == Some(b));
 }
+
+/// Issue 7: editing the terrain under a sleeping body wakes it, and it falls into the
+/// hole.
+#[test]
+fn a_terrain_edit_under_a_sleeping_body_wakes_it() {
+    use crate::terrain::{Material, Terrain};
+    let pool = inline();
+    let mut world = World::new(WorldDef::default());
+    let mut terrain = Terrain::new(1.0);
+    terrain.fill(glam::IVec3::new(-10, -6, -10), glam::IVec3::new(10, 0, 10), Material::ROCK);
+    world.set_terrain(terrain);
+    let id = cube_at(&mut world, Vec3::new(0.5, 1.6, 0.5), 0.5);
+    for _ in 0..120 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+    }
+    assert!(!world.is_awake(id).unwrap(), "the box rests and sleeps on the terrain");
+    let rest = world.transform(id).unwrap().translation.y;
+    world.terrain_mut().unwrap().fill(glam::IVec3::new(-2, -3, -2), glam::IVec3::new(2, 0, 2), Material::AIR);
+    world.step(1.0 / 60.0, pool.jobs()).unwrap();
+    assert!(world.is_awake(id).unwrap(), "the edit woke it");
+    for _ in 0..60 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+    }
+    let y = world.transform(id).unwrap().translation.y;
+    assert!(y < rest - 1.0, "it fell into the hole: {rest} -> {y}");
+}
