@@ -457,10 +457,7 @@ impl World {
         let mut groups = std::mem::take(&mut self.scratch.groups);
         groups.clear();
         self.islands.live_groups(&mut groups);
-        for &g in &groups {
-            self.wake_group(g, false);
-        }
-        self.scratch.groups = groups;
+        self.wake_groups(groups, false);
     }
 
     /// Wakes every group with a stored constraint on body slot `slot`.
@@ -472,11 +469,18 @@ impl World {
         if g != NONE {
             groups.push(g);
         }
+        self.wake_groups(groups, false);
+    }
+
+    /// Wakes the listed groups in ascending order (duplicates allowed), then returns
+    /// the list's memory to the scratch.
+    fn wake_groups(&mut self, mut groups: Vec<u32>, keep: bool) {
         groups.sort_unstable();
         groups.dedup();
         for &g in &groups {
-            self.wake_group(g, false);
+            self.wake_group(g, keep);
         }
+        groups.clear();
         self.scratch.groups = groups;
     }
 
@@ -646,12 +650,7 @@ impl World {
                 }
             }
         }
-        groups.sort_unstable();
-        groups.dedup();
-        for &g in &groups {
-            self.wake_group(g, false);
-        }
-        self.scratch.groups = groups;
+        self.wake_groups(groups, false);
     }
 
     /// Shape boxes of awake bodies into the tree, terrain contacts, new pairs.
@@ -772,14 +771,9 @@ impl World {
         let mut groups = std::mem::take(&mut self.scratch.groups);
         groups.clear();
         groups.extend(wake.iter().map(|&slot| self.islands.group_of(slot)).filter(|&g| g != NONE));
-        groups.sort_unstable();
-        groups.dedup();
-        for &g in &groups {
-            self.wake_group(g, true);
-        }
         wake.clear();
         self.scratch.wake = wake;
-        self.scratch.groups = groups;
+        self.wake_groups(groups, true);
         self.constraints.extend_from_slice(&self.scratch.woken);
         self.counters.constraints = self.constraints.len() as u32;
         self.counters.contact_points = self.constraints.iter().map(|c| c.count).sum();
