@@ -101,7 +101,7 @@ impl ShapeDef {
     /// Finite pose with a unit rotation, density and friction finite and >= 0,
     /// restitution in `[0, 1]`.
     pub fn is_valid(&self) -> bool {
-        finite_isometry(&self.pose)
+        self.pose.is_valid()
             && self.density.is_finite()
             && self.density >= 0.0
             && self.friction.is_finite()
@@ -287,10 +287,6 @@ pub struct Bodies {
     motion: Vec<MotionType>,
 }
 
-fn finite_isometry(xf: &Isometry) -> bool {
-    xf.translation.is_finite() && xf.rotation.is_finite() && (xf.rotation.length() - 1.0).abs() < 1e-3
-}
-
 impl Bodies {
     /// Live bodies.
     pub fn len(&self) -> usize {
@@ -303,7 +299,7 @@ impl Bodies {
 
     pub fn create(&mut self, def: &BodyDef) -> Result<BodyId, BodyError> {
         let numbers = [def.linear_damping, def.angular_damping, def.gravity_scale];
-        if !finite_isometry(&def.transform)
+        if !def.transform.is_valid()
             || !def.linear_velocity.is_finite()
             || !def.angular_velocity.is_finite()
             || !numbers.iter().all(|x| x.is_finite())
@@ -488,7 +484,7 @@ impl Bodies {
     /// Places a body's frame; velocities are kept.
     pub fn set_transform(&mut self, id: BodyId, xf: &Isometry) -> Result<(), BodyError> {
         let (set, row) = self.locate(id)?;
-        if !finite_isometry(xf) {
+        if !xf.is_valid() {
             return Err(BodyError::InvalidArgument);
         }
         let s = self.set_mut(set);

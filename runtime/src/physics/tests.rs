@@ -517,3 +517,49 @@ fn a_terrain_edit_under_a_sleeping_body_wakes_it() {
     let y = world.transform(id).unwrap().translation.y;
     assert!(y < rest - 1.0, "it fell into the hole: {rest} -> {y}");
 }
+
+/// Bad input to the world gets a clear error and changes nothing: invalid world
+/// definitions, NaN or non-unit transforms, negative rolling resistance, stale handles.
+#[test]
+fn world_bad_input_is_refused_without_side_effects() {
+    for def in [
+        WorldDef { substeps: 0, ..WorldDef::default() },
+        WorldDef { substeps: 65, ..WorldDef::default() },
+        WorldDef { gravity: Vec3::NAN, ..WorldDef::default() },
+        WorldDef { contact_hertz: f32::INFINITY, ..WorldDef::default() },
+        WorldDef { time_to_sleep: -1.0, ..WorldDef::default() },
+    ] {
+        assert_eq!(World::try_new(def).err(), Some(BodyError::InvalidArgument), "{def:?}");
+    }
+    let pool = inline();
+    let mut world = World::try_new(WorldDef::default()).unwrap();
+    ground(&mut world);
+    let id = cube_at(&mut world, Vec3::new(0.0, 0.5, 0.0), 0.5);
+    for _ in 0..90 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+    }
+    assert!(!world.is_awake(id).unwrap());
+    let before = world.transform(id).unwrap();
+    for bad in [
+        Isometry::from_translation(Vec3::NAN),
+        Isometry::from_translation(Vec3::new(f32::INFINITY, 0.0, 0.0)),
+        Isometry::new(Vec3::ZERO, Quat::from_xyzw(0.0, 0.0, 0.0, 3.0)),
+    ] {
+        assert_eq!(world.set_transform(id, &bad), Err(BodyError::InvalidArgument));
+    }
+    assert_eq!(world.transform(id).unwrap(), before);
+    assert!(!world.is_awake(id).unwrap(), "a refused call does not wake the body");
+    let rolling = ShapeDef { rolling_resistance: -0.1, ..ShapeDef::default() };
+    assert_eq!(world.add_shape(id, Shape::sphere(Vec3::ZERO, 0.1).unwrap(), rolling), Err(BodyError::InvalidArgument));
+    assert_eq!(world.bodies().shapes(id).unwrap().len(), 1);
+    // Stale handles.
+    world.destroy_body(id).unwrap();
+    assert_eq!(world.set_transform(id, &Isometry::IDENTITY), Err(BodyError::InvalidBody));
+    assert_eq!(world.is_awake(id), Err(BodyError::InvalidBody));
+    assert_eq!(world.destroy_body(id), Err(BodyError::InvalidBody));
+    assert_eq!(
+        world.add_shape(id, Shape::sphere(Vec3::ZERO, 0.1).unwrap(), ShapeDef::default()),
+        Err(BodyError::InvalidBody)
+    );
+    world.step(1.0 / 60.0, pool.jobs()).unwrap();
+}

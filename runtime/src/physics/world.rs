@@ -419,6 +419,10 @@ impl World {
 
     /// Places a body (teleport): wakes it and islands resting on it.
     pub fn set_transform(&mut self, id: BodyId, xf: &Isometry) -> Result<(), BodyError> {
+        self.bodies.locate(id)?;
+        if !xf.is_valid() {
+            return Err(BodyError::InvalidArgument);
+        }
         self.wake(id)?;
         self.bodies.set_transform(id, xf)?;
         self.wake_touching(id.index);
