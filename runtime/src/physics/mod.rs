@@ -5,9 +5,11 @@
 //! - `narrow.rs`: contact constraints from broadphase pairs and voxel terrain.
 //! - `solver.rs`: the soft-step contact solver over graph colours.
 //! - `island.rs`: islands by union-find, sleeping groups, waking.
+//! - [`debug`]: debug drawing through the [`debug::DebugDraw`] trait.
 //! - [`World`]: the step that runs them all (see `world.rs` for the stages).
 
 pub mod body;
+pub mod debug;
 mod island;
 mod narrow;
 pub mod scenes;
@@ -17,6 +19,7 @@ mod tests;
 mod world;
 
 pub use body::{Bodies, BodyDef, BodyError, BodyId, BodySet, BodyShape, MotionType, SetKind, ShapeDef};
+pub use debug::{DebugDraw, DebugDrawFlags};
 pub use world::{
     ContactEvent, ContactPointInfo, StepCounters, StepProfile, World, WorldDef, LINEAR_SLOP, SPECULATIVE_DISTANCE,
 };

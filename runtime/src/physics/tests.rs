@@ -552,6 +552,17 @@ fn world_bad_input_is_refused_without_side_effects() {
     let rolling = ShapeDef { rolling_resistance: -0.1, ..ShapeDef::default() };
     assert_eq!(world.add_shape(id, Shape::sphere(Vec3::ZERO, 0.1).unwrap(), rolling), Err(BodyError::InvalidArgument));
     assert_eq!(world.bodies().shapes(id).unwrap().len(), 1);
+    assert!(!world.is_awake(id).unwrap(), "a refused shape does not wake the body");
+    let k = world.create_body(&BodyDef { motion: MotionType::Kinematic, ..BodyDef::default() }).unwrap();
+    for (body, target, dt) in [
+        (id, Isometry::IDENTITY, 1.0 / 60.0),
+        (k, Isometry::from_translation(Vec3::NAN), 1.0 / 60.0),
+        (k, Isometry::IDENTITY, 0.0),
+        (k, Isometry::IDENTITY, f32::NAN),
+    ] {
+        assert_eq!(world.set_target_transform(body, &target, dt), Err(BodyError::InvalidArgument));
+    }
+    assert!(!world.is_awake(id).unwrap());
     // Stale handles.
     world.destroy_body(id).unwrap();
     assert_eq!(world.set_transform(id, &Isometry::IDENTITY), Err(BodyError::InvalidBody));
@@ -562,4 +573,97 @@ fn world_bad_input_is_refused_without_side_effects() {
         Err(BodyError::InvalidBody)
     );
     world.step(1.0 / 60.0, pool.jobs()).unwrap();
+}
+
+/// A kinematic lift driven by target transforms (rising and turning) arrives at each
+/// step's target and carries a box standing on it.
+#[test]
+fn kinematic_target_transforms_are_reached_and_carry_bodies() {
+    let pool = inline();
+    let mut world = World::new(WorldDef::default());
+    let lift = world.create_body(&BodyDef { motion: MotionType::Kinematic, ..BodyDef::default() }).unwrap();
+    world.add_shape(lift, Shape::cuboid(Vec3::new(2.0, 0.1, 2.0)).unwrap(), ShapeDef::default()).unwrap();
+    let cargo = cube_at(&mut world, Vec3::new(0.0, 0.6, 0.0), 0.5);
+    let dt = 1.0 / 60.0;
+    for _ in 0..30 {
+        world.step(dt, pool.jobs()).unwrap();
+    }
+    let rest = world.transform(cargo).unwrap().translation.y;
+    assert!((rest - 0.6).abs() < 0.02, "{rest}");
+    for n in 1..=120 {
+        let t = n as f32 * dt;
+        let target = Isometry::new(Vec3::new(0.0, 0.5 * t, 0.0), Quat::from_rotation_y(0.4 * t));
+        world.set_target_transform(lift, &target, dt).unwrap();
+        world.step(dt, pool.jobs()).unwrap();
+        let at = world.transform(lift).unwrap();
+        assert!(at.translation.abs_diff_eq(target.translation, 1e-4), "step {n}: {at:?}");
+        assert!(at.rotation.angle_between(target.rotation) < 1e-3, "step {n}: {at:?}");
+    }
+    // The lift rose 1 m; the box rode it.
+    let y = world.transform(cargo).unwrap().translation.y;
+    assert!((y - (rest + 1.0)).abs() < 0.03, "{y}");
+    assert!(world.is_awake(cargo).unwrap());
+}
+
+#[derive(Default)]
+struct DrawCounts {
+    shapes: Vec<(BodyId, u32)>,
+    aabbs: usize,
+    contacts: usize,
+    nodes: usize,
+    leaves: usize,
+    max_depth: u32,
+}
+
+impl DebugDraw for DrawCounts {
+    fn shape(&mut self, body: BodyId, _: u32, _: &Shape, _: &Isometry, color: u32) {
+        self.shapes.push((body, color));
+    }
+    fn aabb(&mut self, aabb: &crate::math::Aabb, _: u32) {
+        assert!(aabb.is_valid());
+        self.aabbs += 1;
+    }
+    fn contact(&mut self, c: &ContactPointInfo) {
+        assert!(c.normal.is_normalized() && c.point.is_finite());
+        self.contacts += 1;
+    }
+    fn tree_node(&mut self, _: &crate::math::Aabb, depth: u32, is_leaf: bool) {
+        self.nodes += 1;
+        self.leaves += is_leaf as usize;
+        self.max_depth = self.max_depth.max(depth);
+    }
+}
+
+/// Debug drawing reports every shape (coloured by state), every fat box, every
+/// solved contact point and every tree node, and only what the flags ask for.
+#[test]
+fn debug_draw_reports_shapes_boxes_contacts_and_tree_nodes() {
+    use super::debug::colors;
+    let pool = inline();
+    let (mut world, ids) = scenes::pyramid(4).build();
+    let dt = 1.0 / 60.0;
+    for _ in 0..10 {
+        world.step(dt, pool.jobs()).unwrap();
+    }
+    let mut counts = DrawCounts::default();
+    world.debug_draw(DebugDrawFlags::ALL, &mut counts);
+    let shapes: usize = ids.iter().map(|&id| world.bodies().shapes(id).unwrap().len()).sum();
+    assert_eq!(counts.shapes.len(), shapes);
+    assert_eq!(counts.aabbs, shapes);
+    let mut points = 0;
+    world.for_each_contact(|_| points += 1);
+    assert!(points > 0 && counts.contacts == points);
+    assert_eq!(counts.leaves, shapes);
+    assert_eq!(counts.nodes, 2 * shapes - 1);
+    assert_eq!(counts.max_depth, world.broadphase().tree().height());
+    let colour_of = |c: &DrawCounts, id: BodyId| c.shapes.iter().find(|s| s.0 == id).unwrap().1;
+    assert_eq!(colour_of(&counts, ids[0]), colors::STATIC, "the scene's first body is its ground");
+    assert_eq!(colour_of(&counts, ids[1]), colors::AWAKE);
+    for _ in 0..120 {
+        world.step(dt, pool.jobs()).unwrap();
+    }
+    let mut asleep = DrawCounts::default();
+    world.debug_draw(DebugDrawFlags { shapes: true, ..DebugDrawFlags::default() }, &mut asleep);
+    assert_eq!(colour_of(&asleep, ids[1]), colors::SLEEPING);
+    assert_eq!((asleep.aabbs, asleep.contacts, asleep.nodes), (0, 0, 0));
 }

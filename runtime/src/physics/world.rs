@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use glam::{IVec3, Mat3, Quat, Vec3};
 
-use super::body::{flags, Bodies, BodyDef, BodyError, BodyId, SetKind, ShapeDef};
+use super::body::{flags, Bodies, BodyDef, BodyError, BodyId, MotionType, SetKind, ShapeDef};
 use super::island::Islands;
 use super::narrow::{self, shape_ref, Item, NarrowInput, NarrowOut, TERRAIN};
 use super::solver::{self, BodyState, Coloring, Column, Constraint, Pass, Softness, StepContext, NONE};
@@ -281,6 +281,11 @@ impl World {
         &self.broadphase
     }
 
+    /// The broadphase proxies of the shapes of the body in slot `slot`.
+    pub(crate) fn shape_proxies(&self, slot: u32) -> &[ProxyId] {
+        self.proxies.get(slot as usize).map_or(&[], Vec::as_slice)
+    }
+
     pub fn profile(&self) -> StepProfile {
         self.profile
     }
@@ -381,6 +386,10 @@ impl World {
 
     /// Attaches a shape: it gets a broadphase proxy and gives the body mass.
     pub fn add_shape(&mut self, id: BodyId, shape: Shape, def: ShapeDef) -> Result<(), BodyError> {
+        self.bodies.locate(id)?;
+        if !def.is_valid() {
+            return Err(BodyError::InvalidArgument);
+        }
         self.wake(id)?;
         self.bodies.add_shape(id, shape, def)?;
         self.refresh_shapes(id);
@@ -433,6 +442,44 @@ impl World {
             self.broadphase.move_proxy(proxy, &tight, Vec3::ZERO);
         }
         Ok(())
+    }
+
+    /// Moves a kinematic body to `target` over the next step of `dt` seconds: sets
+    /// its velocities so that it arrives there (within the substeps' rotation
+    /// integration error), pushing dynamic bodies in the way. Call it every step with
+    /// that step's target; velocities persist, so stop a body with `set_velocity`.
+    /// Wakes it. Refused for static and dynamic bodies, for `dt` not finite and > 0,
+    /// and for a target that is not a valid transform.
+    pub fn set_target_transform(&mut self, id: BodyId, target: &Isometry, dt: f32) -> Result<(), BodyError> {
+        if self.bodies.motion_type(id)? != MotionType::Kinematic || !target.is_valid() || !(dt.is_finite() && dt > 0.0)
+        {
+            return Err(BodyError::InvalidArgument);
+        }
+        let (set, row) = self.wake(id)?;
+        let s = self.bodies.set(set);
+        let (position, rotation, center) = (s.position[row], s.rotation[row], s.local_center[row]);
+        let goal_rotation = target.rotation.normalize();
+        let goal_center = target.translation + goal_rotation * center;
+        // Shortest rotation from now to the goal, as axis × angle.
+        let mut delta = goal_rotation * rotation.conjugate();
+        if delta.w < 0.0 {
+            delta = -delta;
+        }
+        let (axis, angle) = delta.to_axis_angle();
+        let angular = if angle.is_finite() && angle > 0.0 { axis * (angle / dt) } else { Vec3::ZERO };
+        let linear = (goal_center - position) / dt;
+        if !linear.is_finite() || !angular.is_finite() {
+            return Err(BodyError::InvalidArgument);
+        }
+        self.set_velocity(id, linear, angular)
+    }
+
+    /// Mass in kg as the solver sees it: 0 for static and kinematic bodies (infinite
+    /// mass); a dynamic body whose shapes give no mass weighs 1 kg.
+    pub fn mass(&self, id: BodyId) -> Result<f32, BodyError> {
+        let (set, row) = self.bodies.locate(id)?;
+        let inv = self.bodies.set(set).inv_mass[row];
+        Ok(if inv > 0.0 { 1.0 / inv } else { 0.0 })
     }
 
     /// Linear and angular velocity.

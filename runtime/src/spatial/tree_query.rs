@@ -33,6 +33,28 @@ impl DynamicTree {
         }
     }
 
+    /// Calls `visit(aabb, depth, is_leaf)` for every node, parents before children
+    /// (the root has depth 0): for debug drawing and tree statistics.
+    pub fn for_each_node(&self, mut visit: impl FnMut(&Aabb, u32, bool)) {
+        if self.root == NULL {
+            return;
+        }
+        let mut stack = [(0u32, 0u32); STACK_SIZE];
+        stack[0] = (self.root, 0);
+        let mut top = 1;
+        while top > 0 {
+            top -= 1;
+            let (index, depth) = stack[top];
+            let node = &self.nodes[index as usize];
+            visit(&node.aabb, depth, node.is_leaf());
+            if !node.is_leaf() {
+                stack[top] = (node.child1, depth + 1);
+                stack[top + 1] = (node.child2, depth + 1);
+                top += 2;
+            }
+        }
+    }
+
     /// Casts `ray` over `[0, max_t]`. For every proxy whose fat box the ray enters
     /// before the current maximum, `visit(proxy, max_t)` tests the proxy's own shape
     /// and returns the new maximum: the hit's `t` to clip (closest hit), the unchanged
