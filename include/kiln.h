@@ -227,6 +227,62 @@
 #define KILN_MESH_MODE_COMPACT 1
 
 /**
+ * Never moves; infinite mass (ground, walls).
+ */
+#define KILN_MOTION_STATIC 0
+
+/**
+ * Moves by its velocity or `kiln_body_set_target_transform`; infinite mass, pushes
+ * dynamic bodies, never sleeps.
+ */
+#define KILN_MOTION_KINEMATIC 1
+
+/**
+ * Moves by gravity, forces and contacts.
+ */
+#define KILN_MOTION_DYNAMIC 2
+
+/**
+ * Largest coordinate of a body position or force point, in metres.
+ */
+#define KILN_WORLD_MAX_COORDINATE 1.0e7
+
+/**
+ * Largest linear speed (m/s) or angular speed (rad/s) a body may be given.
+ */
+#define KILN_WORLD_MAX_SPEED 1.0e5
+
+/**
+ * Longest step, in seconds.
+ */
+#define KILN_WORLD_MAX_STEP 1.0
+
+/**
+ * Colour of static bodies' shapes in debug drawing.
+ */
+#define KILN_COLOR_STATIC 8421504
+
+/**
+ * Colour of kinematic bodies' shapes.
+ */
+#define KILN_COLOR_KINEMATIC 5085670
+
+/**
+ * Colour of awake dynamic bodies' shapes.
+ */
+#define KILN_COLOR_AWAKE 15119181
+
+/**
+ * Colour of sleeping dynamic bodies' shapes.
+ */
+#define KILN_COLOR_SLEEPING 5855641
+
+/**
+ * Colour of fat broadphase boxes.
+ */
+#define KILN_COLOR_AABB 15093222
+
+/**
  * Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
  * is one of the `KILN_ERROR_*` codes, and `kiln_last_error_message()` says why.
  */
@@ -1257,6 +1313,376 @@ typedef struct KilnMeshCacheStats {
 } KilnMeshCacheStats;
 
 /**
+ * How a world is built and stepped. Initialise with `kiln_default_world_def()`.
+ */
+typedef struct KilnWorldDef {
+    /**
+     * `sizeof(KilnWorldDef)`, set by `kiln_default_world_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * Gravity in m/s² (finite). Default (0, -9.81, 0).
+     */
+    struct KilnVec3 gravity;
+    /**
+     * Solver substeps per step, 1..=64. Default 4.
+     */
+    uint32_t substeps;
+    /**
+     * Contact stiffness in Hz (capped at a quarter of the substep rate). Default 30.
+     */
+    float contact_hertz;
+    /**
+     * Contact damping ratio. Default 10.
+     */
+    float contact_damping_ratio;
+    /**
+     * Fastest push out of overlap, m/s. Default 3.
+     */
+    float contact_push_out;
+    /**
+     * Approach speed below which contacts do not bounce, m/s. Default 1.
+     */
+    float restitution_threshold;
+    /**
+     * A body slower than this (m/s, rotation included) counts as resting. Default 0.05.
+     */
+    float sleep_threshold;
+    /**
+     * Seconds an island must rest before it sleeps. Default 0.5.
+     */
+    float time_to_sleep;
+    /**
+     * Islands of resting bodies sleep (cost nothing per step). Default true.
+     */
+    bool enable_sleep;
+    /**
+     * Time of impact against static geometry for fast and bullet bodies. Default true.
+     */
+    bool enable_continuous;
+    /**
+     * Friction of the voxel terrain's surface. Default 0.6.
+     */
+    float terrain_friction;
+} KilnWorldDef;
+
+/**
+ * How a body is created. Initialise with `kiln_default_body_def()`.
+ */
+typedef struct KilnBodyDef {
+    /**
+     * `sizeof(KilnBodyDef)`, set by `kiln_default_body_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * `KILN_MOTION_STATIC`, `KILN_MOTION_KINEMATIC` or `KILN_MOTION_DYNAMIC` (default).
+     */
+    uint32_t motion_type;
+    /**
+     * Placement of the body's frame (its shapes are placed in it). Default identity.
+     */
+    struct KilnTransform transform;
+    /**
+     * Initial velocity, m/s. Default zero.
+     */
+    struct KilnVec3 linear_velocity;
+    /**
+     * Initial angular velocity, rad/s. Default zero.
+     */
+    struct KilnVec3 angular_velocity;
+    /**
+     * Per-second velocity damping (>= 0): `v *= 1 / (1 + dt * damping)`. Default 0.
+     */
+    float linear_damping;
+    /**
+     * Per-second angular damping (>= 0). Default 0.05.
+     */
+    float angular_damping;
+    /**
+     * Multiplies gravity for this body (finite). Default 1.
+     */
+    float gravity_scale;
+    /**
+     * `false`: the body never sleeps (and keeps its island awake). Default true.
+     */
+    bool allow_sleep;
+    /**
+     * Fast and small: continuous collision against static geometry at any speed.
+     * Default false.
+     */
+    bool bullet;
+    /**
+     * Returned by `kiln_body_get_user_data`; Kiln never touches it. Default NULL.
+     */
+    void *user_data;
+} KilnBodyDef;
+
+/**
+ * How a shape is attached to a body. Initialise with `kiln_default_shape_def()`.
+ */
+typedef struct KilnShapeDef {
+    /**
+     * `sizeof(KilnShapeDef)`, set by `kiln_default_shape_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * Placement in the body's frame. Default identity.
+     */
+    struct KilnTransform pose;
+    /**
+     * kg/m³ (finite, >= 0); gives dynamic bodies their mass. Default 1000.
+     */
+    float density;
+    /**
+     * Coulomb friction (finite, >= 0). Default 0.6.
+     */
+    float friction;
+    /**
+     * Bounciness, 0..=1. Default 0.
+     */
+    float restitution;
+    /**
+     * Rolling resistance (finite, >= 0): brakes rolling spheres and capsules by a
+     * torque of at most `rolling_resistance * radius * normal force`. Default 0.
+     */
+    float rolling_resistance;
+    /**
+     * Collision category bits. Default 1.
+     */
+    uint32_t category;
+    /**
+     * Categories this shape collides with; two shapes collide when each one's
+     * category meets the other's mask. Default all.
+     */
+    uint32_t mask;
+} KilnShapeDef;
+
+/**
+ * Handle to a rigid-body world. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnWorldId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed world's handles no longer match.
+     */
+    uint32_t generation;
+} KilnWorldId;
+
+/**
+ * Handle to a body of a world. `{0, 0, {0, 0}}` is the null handle. Pass by value.
+ */
+typedef struct KilnBodyId {
+    /**
+     * Body slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed body's handles no longer match.
+     */
+    uint32_t generation;
+    /**
+     * The world the body lives in.
+     */
+    struct KilnWorldId world;
+} KilnBodyId;
+
+/**
+ * Draws one shape of a body: `transform` places the shape (its pose included);
+ * `shape` is the handle it was added with; `color` is `0xRRGGBB` by state
+ * (`KILN_COLOR_*`).
+ */
+typedef void (*KilnDrawShapeFn)(struct KilnBodyId body,
+                                uint32_t shape_index,
+                                struct KilnShapeId shape,
+                                const struct KilnTransform *transform,
+                                uint32_t color,
+                                void *user_context);
+
+/**
+ * Draws a box (a shape's fat broadphase box, or a tree node at `depth`, root 0).
+ */
+typedef void (*KilnDrawBoxFn)(const struct KilnAabb *aabb,
+                              uint32_t color_or_depth,
+                              void *user_context);
+
+/**
+ * A contact point of the last step, for debug drawing.
+ */
+typedef struct KilnWorldContact {
+    /**
+     * The first body.
+     */
+    struct KilnBodyId body_a;
+    /**
+     * The second body, or the null handle for the terrain.
+     */
+    struct KilnBodyId body_b;
+    /**
+     * World position of the point.
+     */
+    struct KilnVec3 point;
+    /**
+     * Unit normal from A to B.
+     */
+    struct KilnVec3 normal;
+    /**
+     * Gap at the start of the step, metres (negative: overlap).
+     */
+    float separation;
+    /**
+     * Normal impulse the solver applied, N s.
+     */
+    float normal_impulse;
+} KilnWorldContact;
+
+/**
+ * Draws a contact point.
+ */
+typedef void (*KilnDrawContactFn)(const struct KilnWorldContact *contact, void *user_context);
+
+/**
+ * Debug-draw callbacks for `kiln_world_debug_draw`. Initialise with
+ * `kiln_default_debug_draw()` (everything off), then set the callbacks you draw
+ * with; a NULL callback draws nothing. Callbacks run on the calling thread, during
+ * the call; they must not call back into the same world.
+ */
+typedef struct KilnDebugDraw {
+    /**
+     * `sizeof(KilnDebugDraw)`, set by `kiln_default_debug_draw()`.
+     */
+    uint32_t struct_size;
+    /**
+     * Every shape of every body: awake bodies first, then static and sleeping ones.
+     */
+    KilnDrawShapeFn draw_shape;
+    /**
+     * Every shape's fat broadphase box (`color_or_depth` is `KILN_COLOR_AABB`).
+     */
+    KilnDrawBoxFn draw_aabb;
+    /**
+     * Every contact point the last step solved.
+     */
+    KilnDrawContactFn draw_contact;
+    /**
+     * Every node of the broadphase tree, parents first (`color_or_depth` is the
+     * node's depth).
+     */
+    KilnDrawBoxFn draw_tree_node;
+    /**
+     * Passed to every callback.
+     */
+    void *user_context;
+} KilnDebugDraw;
+
+/**
+ * Wall-clock milliseconds of the last step's stages, from `kiln_world_get_profile`.
+ */
+typedef struct KilnWorldProfile {
+    /**
+     * Terrain chunk regeneration, shape boxes into the dynamic tree, new pairs, body-
+     * chunk terrain contacts and chunk meshes.
+     */
+    float broadphase_ms;
+    /**
+     * Contact manifolds of every touching pair and terrain contact (parallel).
+     */
+    float narrowphase_ms;
+    /**
+     * Constraint rows, warm starting, contact events.
+     */
+    float prepare_ms;
+    /**
+     * Graph colouring and the substepped soft solver (parallel per colour).
+     */
+    float solve_ms;
+    /**
+     * Time of impact for fast bodies against static geometry.
+     */
+    float continuous_ms;
+    /**
+     * Islands and sleeping.
+     */
+    float sleep_ms;
+    /**
+     * The whole step.
+     */
+    float total_ms;
+} KilnWorldProfile;
+
+/**
+ * What the last step handled, from `kiln_world_get_counters`.
+ */
+typedef struct KilnWorldCounters {
+    /**
+     * Live bodies (all motion types).
+     */
+    uint32_t body_count;
+    /**
+     * Awake dynamic and kinematic bodies.
+     */
+    uint32_t awake_body_count;
+    /**
+     * Broadphase pairs (fat boxes overlapping).
+     */
+    uint32_t pair_count;
+    /**
+     * Contact constraints solved (manifolds).
+     */
+    uint32_t constraint_count;
+    /**
+     * Contact points solved.
+     */
+    uint32_t contact_point_count;
+    /**
+     * Graph colours used.
+     */
+    uint32_t color_count;
+    /**
+     * Constraints in the overflow colour (solved on one thread).
+     */
+    uint32_t overflow_constraint_count;
+    /**
+     * Sleeping islands.
+     */
+    uint32_t sleeping_island_count;
+    /**
+     * Bodies the continuous stage stopped at a time of impact.
+     */
+    uint32_t continuous_hit_count;
+} KilnWorldCounters;
+
+/**
+ * A contact that began or ended in the last step, from
+ * `kiln_world_get_contact_events`.
+ */
+typedef struct KilnContactEvent {
+    /**
+     * The first body.
+     */
+    struct KilnBodyId body_a;
+    /**
+     * The second body, or the null handle when A touches the voxel terrain.
+     */
+    struct KilnBodyId body_b;
+    /**
+     * Index of A's shape (in the order shapes were added).
+     */
+    uint32_t shape_a;
+    /**
+     * Index of B's shape, or `UINT32_MAX` for the terrain.
+     */
+    uint32_t shape_b;
+    /**
+     * `true`: the shapes started touching; `false`: they stopped (or one was
+     * destroyed).
+     */
+    bool begin;
+} KilnContactEvent;
+
+/**
  * Success.
  */
 #define KILN_OK 0
@@ -1903,7 +2329,8 @@ struct KilnTerrainDef kiln_default_terrain_def(void);
 KilnStatus kiln_terrain_create(const struct KilnTerrainDef *def, struct KilnTerrainId *out_terrain);
 
 /**
- * Destroys a terrain; its handle becomes invalid.
+ * Destroys a terrain; its handle becomes invalid. A terrain attached to a world is
+ * refused (`KILN_ERROR_INVALID_STATE`): detach it or destroy the world first.
  */
 KilnStatus kiln_terrain_destroy(struct KilnTerrainId terrain);
 
@@ -1946,7 +2373,8 @@ KilnStatus kiln_terrain_generate_hills(struct KilnTerrainId terrain, int32_t siz
 
 /**
  * Rebuilds the broadphase masks of every dirty chunk as parallel jobs on `runtime`'s
- * workers (pass the null handle `{0, 0}` to run on the calling thread). Must not be
+ * workers (pass the null handle `{0, 0}` to run on the calling thread). On a terrain
+ * attached to a world this also wakes the sleeping bodies on the edited chunks. Must not be
  * called from inside one of the runtime's passes. Writes the number of regenerated
  * chunks to `out_chunks` unless it is NULL.
  *
@@ -2059,6 +2487,289 @@ KilnStatus kiln_terrain_set_mesh_cache_budget(struct KilnTerrainId terrain, uint
  */
 KilnStatus kiln_terrain_get_mesh_cache_stats(struct KilnTerrainId terrain,
                                              struct KilnMeshCacheStats *out_stats);
+
+/**
+ * A `KilnWorldDef` with defaults: Earth gravity along -Y, 4 substeps, sleeping and
+ * continuous collision on.
+ */
+struct KilnWorldDef kiln_default_world_def(void);
+
+/**
+ * A `KilnBodyDef` with defaults: a dynamic body at the origin, at rest, allowed to
+ * sleep.
+ */
+struct KilnBodyDef kiln_default_body_def(void);
+
+/**
+ * A `KilnShapeDef` with defaults: identity pose, density 1000 (water), friction
+ * 0.6, no bounce, colliding with everything.
+ */
+struct KilnShapeDef kiln_default_shape_def(void);
+
+/**
+ * A `KilnDebugDraw` with every callback NULL.
+ */
+struct KilnDebugDraw kiln_default_debug_draw(void);
+
+/**
+ * Creates an empty world and writes its handle to `out_world`.
+ *
+ * # Safety
+ * `def` and `out_world` are NULL or valid for reading / writing.
+ */
+KilnStatus kiln_world_create(const struct KilnWorldDef *def, struct KilnWorldId *out_world);
+
+/**
+ * Destroys a world and all its bodies; their handles become invalid. An attached
+ * terrain is detached and stays alive (its handle keeps working).
+ */
+KilnStatus kiln_world_destroy(struct KilnWorldId world);
+
+/**
+ * Whether `world` refers to a live world.
+ */
+bool kiln_world_is_valid(struct KilnWorldId world);
+
+/**
+ * Gives the world a voxel terrain to collide with, or takes it away with the null
+ * handle `{0, 0}`. The terrain is lent, not copied: its handle keeps working for
+ * edits, queries and ray casts, and edits under sleeping bodies wake them (at
+ * `kiln_terrain_regenerate` or the next step, whichever comes first). A terrain
+ * serves one world at a time (`KILN_ERROR_INVALID_STATE` otherwise), and cannot be
+ * destroyed while attached. Replacing or removing a terrain ends its contacts and
+ * wakes every island.
+ */
+KilnStatus kiln_world_set_terrain(struct KilnWorldId world, struct KilnTerrainId terrain);
+
+/**
+ * Advances the world by `dt` seconds (finite, 0..=`KILN_WORLD_MAX_STEP`; 0 updates
+ * contacts without moving anything) with jobs on `runtime`'s workers, or on the
+ * calling thread for the null runtime `{0, 0}`. The result is bit-identical for any
+ * worker count. Must not be called from one of the runtime's own passes.
+ */
+KilnStatus kiln_world_step(struct KilnWorldId world, struct KilnRuntimeId runtime, float dt);
+
+/**
+ * Turns sleeping on or off; turning it off wakes every sleeping island.
+ */
+KilnStatus kiln_world_set_sleep_enabled(struct KilnWorldId world, bool enabled);
+
+/**
+ * Writes the last step's per-stage wall-clock times to `out_profile`.
+ *
+ * # Safety
+ * `out_profile` is NULL or valid for writing.
+ */
+KilnStatus kiln_world_get_profile(struct KilnWorldId world, struct KilnWorldProfile *out_profile);
+
+/**
+ * Writes the world's body counts and the last step's work counts to `out_counters`.
+ *
+ * # Safety
+ * `out_counters` is NULL or valid for writing.
+ */
+KilnStatus kiln_world_get_counters(struct KilnWorldId world,
+                                   struct KilnWorldCounters *out_counters);
+
+/**
+ * Lists the contacts that began or ended in the last step, in a deterministic order
+ * (end events of bodies destroyed before the step first, then by shape pair): writes
+ * up to `capacity` events to `out_events` (NULL allowed when `capacity` is 0) and
+ * the total to `out_count`, so a call with capacity 0 sizes the array.
+ *
+ * # Safety
+ * `out_events` is NULL or writable for `capacity` entries; `out_count` is NULL or
+ * writable.
+ */
+KilnStatus kiln_world_get_contact_events(struct KilnWorldId world,
+                                         struct KilnContactEvent *out_events,
+                                         uint32_t capacity,
+                                         uint32_t *out_count);
+
+/**
+ * Bulk read-back for rendering: for each of the `count` bodies in `bodies`, writes
+ * the body frame's position (x, y, z) to `positions` and rotation (x, y, z, w) to
+ * `rotations`, element `i` at byte offset `i * stride` (stride 0: packed, 12 and 16
+ * bytes). Either array may be NULL to skip it. Every handle is checked before
+ * anything is written: a stale or foreign body fails the call, naming its index,
+ * and leaves both arrays untouched.
+ *
+ * # Safety
+ * `bodies` is NULL or readable for `count` handles; `positions` and `rotations` are
+ * NULL or writable for `count` elements at their strides.
+ */
+KilnStatus kiln_world_get_transforms(struct KilnWorldId world,
+                                     const struct KilnBodyId *bodies,
+                                     uint32_t count,
+                                     float *positions,
+                                     size_t position_stride,
+                                     float *rotations,
+                                     size_t rotation_stride);
+
+/**
+ * Calls `draw`'s non-NULL callbacks with what the world holds: shapes, fat boxes,
+ * the last step's contact points and the broadphase tree's nodes, in a deterministic
+ * order. The callbacks run during this call and must not call into this world
+ * (`KILN_ERROR_INVALID_STATE` if they try).
+ *
+ * # Safety
+ * `draw` is NULL or readable; its callbacks are NULL or callable as declared.
+ */
+KilnStatus kiln_world_debug_draw(struct KilnWorldId world, const struct KilnDebugDraw *draw);
+
+/**
+ * Creates a body (without shapes: add them with `kiln_body_add_shape`) and writes
+ * its handle to `out_body`.
+ *
+ * # Safety
+ * `def` and `out_body` are NULL or valid for reading / writing.
+ */
+KilnStatus kiln_body_create(struct KilnWorldId world,
+                            const struct KilnBodyDef *def,
+                            struct KilnBodyId *out_body);
+
+/**
+ * Destroys a body and its shapes. Contacts it touched end (reported with the next
+ * step's events); islands resting on it wake.
+ */
+KilnStatus kiln_body_destroy(struct KilnBodyId body);
+
+/**
+ * Whether `body` refers to a live body of a live world.
+ */
+bool kiln_body_is_valid(struct KilnBodyId body);
+
+/**
+ * Attaches a copy of `shape` to the body, placed by `def->pose`; dynamic bodies get
+ * mass from the shape's density. Writes the shape's index on the body (0, 1, ... in
+ * the order added; used by contact events) to `out_index` unless it is NULL. Wakes
+ * the body.
+ *
+ * # Safety
+ * `def` is NULL or readable; `out_index` is NULL or writable.
+ */
+KilnStatus kiln_body_add_shape(struct KilnBodyId body,
+                               struct KilnShapeId shape,
+                               const struct KilnShapeDef *def,
+                               uint32_t *out_index);
+
+/**
+ * Writes the number of shapes on the body to `out_count`.
+ *
+ * # Safety
+ * `out_count` is NULL or writable.
+ */
+KilnStatus kiln_body_get_shape_count(struct KilnBodyId body, uint32_t *out_count);
+
+/**
+ * Writes the placement of the body's frame to `out_transform`.
+ *
+ * # Safety
+ * `out_transform` is NULL or writable.
+ */
+KilnStatus kiln_body_get_transform(struct KilnBodyId body, struct KilnTransform *out_transform);
+
+/**
+ * Teleports the body (finite, unit rotation, within `KILN_WORLD_MAX_COORDINATE`);
+ * wakes it and the islands touching it. For kinematic bodies that should push
+ * others on the way, use `kiln_body_set_target_transform`.
+ *
+ * # Safety
+ * `transform` is NULL or readable.
+ */
+KilnStatus kiln_body_set_transform(struct KilnBodyId body, const struct KilnTransform *transform);
+
+/**
+ * Moves a kinematic body to `target` over the next step of `dt` seconds by setting
+ * its velocities (so it pushes dynamic bodies on the way). Call it every step;
+ * velocities persist. Refused for static and dynamic bodies.
+ *
+ * # Safety
+ * `target` is NULL or readable.
+ */
+KilnStatus kiln_body_set_target_transform(struct KilnBodyId body,
+                                          const struct KilnTransform *target,
+                                          float dt);
+
+/**
+ * Writes the body's linear (m/s) and angular (rad/s) velocity; either pointer may be
+ * NULL to skip it.
+ *
+ * # Safety
+ * `out_linear` and `out_angular` are NULL or writable.
+ */
+KilnStatus kiln_body_get_velocity(struct KilnBodyId body,
+                                  struct KilnVec3 *out_linear,
+                                  struct KilnVec3 *out_angular);
+
+/**
+ * Sets the velocities of a dynamic or kinematic body (each within
+ * `KILN_WORLD_MAX_SPEED`); wakes it. Static bodies ignore it.
+ */
+KilnStatus kiln_body_set_velocity(struct KilnBodyId body,
+                                  struct KilnVec3 linear,
+                                  struct KilnVec3 angular);
+
+/**
+ * Adds a force (N, finite) at the centre of mass until the next step; wakes the body.
+ */
+KilnStatus kiln_body_apply_force(struct KilnBodyId body, struct KilnVec3 force);
+
+/**
+ * Adds a torque (N m, finite) until the next step; wakes the body.
+ */
+KilnStatus kiln_body_apply_torque(struct KilnBodyId body, struct KilnVec3 torque);
+
+/**
+ * Applies an impulse (N s, finite) at world point `point`: changes the linear and
+ * angular velocity at once; wakes the body. Static and kinematic bodies ignore it.
+ */
+KilnStatus kiln_body_apply_impulse(struct KilnBodyId body,
+                                   struct KilnVec3 impulse,
+                                   struct KilnVec3 point);
+
+/**
+ * Writes whether the body is awake (static bodies never are).
+ *
+ * # Safety
+ * `out_awake` is NULL or writable.
+ */
+KilnStatus kiln_body_is_awake(struct KilnBodyId body, bool *out_awake);
+
+/**
+ * Wakes the body's island (static bodies stay resting).
+ */
+KilnStatus kiln_body_wake(struct KilnBodyId body);
+
+/**
+ * Writes the body's mass in kg: 0 for static and kinematic bodies; 1 for a dynamic
+ * body whose shapes give it no mass.
+ *
+ * # Safety
+ * `out_mass` is NULL or writable.
+ */
+KilnStatus kiln_body_get_mass(struct KilnBodyId body, float *out_mass);
+
+/**
+ * Writes the body's `KILN_MOTION_*` type.
+ *
+ * # Safety
+ * `out_motion_type` is NULL or writable.
+ */
+KilnStatus kiln_body_get_motion_type(struct KilnBodyId body, uint32_t *out_motion_type);
+
+/**
+ * Sets the body's user data (Kiln never touches it).
+ */
+KilnStatus kiln_body_set_user_data(struct KilnBodyId body, void *user_data);
+
+/**
+ * Writes the body's user data (NULL unless set).
+ *
+ * # Safety
+ * `out_user_data` is NULL or writable.
+ */
+KilnStatus kiln_body_get_user_data(struct KilnBodyId body, void **out_user_data);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -117,6 +117,19 @@ impl<T> HandleTable<T> {
         Ok(f(&guard))
     }
 
+    /// Runs `f` on the object behind the handle, waiting for its lock. Only for calls
+    /// that hold no other object's lock (so no cycle can form).
+    pub(crate) fn with_wait<R>(
+        &self,
+        index1: u32,
+        generation: u32,
+        f: impl FnOnce(&mut T) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let entry = self.lookup(index1, generation)?;
+        let mut guard = entry.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut guard)
+    }
+
     /// Runs `f` on the object behind the handle. Never blocks: an object that is busy
     /// (for example a callback calling back into its own runtime) gives an error.
     pub(crate) fn with<R>(

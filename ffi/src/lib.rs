@@ -20,6 +20,7 @@ pub mod runtime;
 pub mod shapes;
 pub mod terrain;
 pub mod terrain_query;
+pub mod world;
 
 pub use abi::*;
 pub use alloc::*;
@@ -30,3 +31,4 @@ pub use runtime::*;
 pub use shapes::*;
 pub use terrain::*;
 pub use terrain_query::*;
+pub use world::*;

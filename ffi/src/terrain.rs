@@ -8,9 +8,13 @@ use kiln_core::math::{Aabb, IVec3, Vec3};
 use kiln_core::spatial::MeshMode;
 use kiln_core::terrain::{generate_hills, Material, Terrain, DEFAULT_CACHE_BUDGET};
 
-use crate::abi::{ffi_call, non_null, read_def, CountedOut, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
+use crate::abi::{
+    ffi_call, non_null, read_def, CountedOut, Error, KilnStatus, KILN_ERROR_INTERNAL, KILN_ERROR_INVALID_ARGUMENT,
+    KILN_ERROR_INVALID_STATE,
+};
 use crate::handles::HandleTable;
 use crate::runtime::{with_runtime, KilnRuntimeId};
+use crate::world::{with_world_terrain, KilnWorldId};
 
 /// A 3D vector of floats.
 #[repr(C)]
@@ -130,10 +134,47 @@ pub struct KilnTerrainStats {
     pub mask_bytes: u64,
 }
 
-static TERRAINS: HandleTable<Terrain> = HandleTable::new("terrain");
+/// A terrain behind a handle: owned here, or lent to a world (`kiln_world_set_terrain`),
+/// where calls through the terrain's handle reach it. (One entry per terrain, behind
+/// its own allocation: the variants' size difference costs nothing.)
+#[allow(clippy::large_enum_variant)]
+enum TerrainEntry {
+    Own(Terrain),
+    InWorld(KilnWorldId),
+}
+
+static TERRAINS: HandleTable<TerrainEntry> = HandleTable::new("terrain");
 
 pub(crate) fn with_terrain<R>(id: KilnTerrainId, f: impl FnOnce(&mut Terrain) -> Result<R, Error>) -> Result<R, Error> {
-    TERRAINS.with(id.index1, id.generation, f)
+    TERRAINS.with(id.index1, id.generation, |entry| match entry {
+        TerrainEntry::Own(terrain) => f(terrain),
+        TerrainEntry::InWorld(world) => with_world_terrain(*world, |w| {
+            let terrain = w.terrain_mut().ok_or_else(|| Error::new(KILN_ERROR_INTERNAL, "attached terrain missing"))?;
+            f(terrain)
+        }),
+    })
+}
+
+/// Lends a terrain to `world`: returns it and marks the handle as attached.
+pub(crate) fn attach_terrain(id: KilnTerrainId, world: KilnWorldId) -> Result<Terrain, Error> {
+    TERRAINS.with(id.index1, id.generation, |entry| match entry {
+        TerrainEntry::Own(_) => match std::mem::replace(entry, TerrainEntry::InWorld(world)) {
+            TerrainEntry::Own(terrain) => Ok(terrain),
+            TerrainEntry::InWorld(_) => unreachable!("matched Own above"),
+        },
+        TerrainEntry::InWorld(other) => Err(Error::new(
+            KILN_ERROR_INVALID_STATE,
+            format!("terrain {id:?} is attached to world {other:?}; detach it first (kiln_world_set_terrain with the null terrain)"),
+        )),
+    })
+}
+
+/// Gives a lent terrain back to its handle.
+pub(crate) fn detach_terrain(id: KilnTerrainId, terrain: Terrain) -> Result<(), Error> {
+    TERRAINS.with_wait(id.index1, id.generation, |entry| {
+        *entry = TerrainEntry::Own(terrain);
+        Ok(())
+    })
 }
 
 pub(crate) fn ivec(v: KilnInt3) -> IVec3 {
@@ -203,17 +244,25 @@ pub unsafe extern "C" fn kiln_terrain_create(
         let mut terrain = Terrain::new(def.voxel_size);
         terrain.set_mesh_mode(mode);
         terrain.set_mesh_budget(usize::try_from(def.mesh_cache_bytes).unwrap_or(usize::MAX));
-        let (index1, generation) = TERRAINS.insert(terrain);
+        let (index1, generation) = TERRAINS.insert(TerrainEntry::Own(terrain));
         // SAFETY: non-null and writable per the contract.
         unsafe { out.cast_mut().write(KilnTerrainId { index1, generation }) };
         Ok(())
     })
 }
 
-/// Destroys a terrain; its handle becomes invalid.
+/// Destroys a terrain; its handle becomes invalid. A terrain attached to a world is
+/// refused (`KILN_ERROR_INVALID_STATE`): detach it or destroy the world first.
 #[no_mangle]
 pub extern "C" fn kiln_terrain_destroy(terrain: KilnTerrainId) -> KilnStatus {
     ffi_call("kiln_terrain_destroy", || {
+        TERRAINS.with(terrain.index1, terrain.generation, |entry| match entry {
+            TerrainEntry::Own(_) => Ok(()),
+            TerrainEntry::InWorld(world) => Err(Error::new(
+                KILN_ERROR_INVALID_STATE,
+                format!("the terrain is attached to world {world:?}; detach it or destroy the world first"),
+            )),
+        })?;
         drop(TERRAINS.remove(terrain.index1, terrain.generation)?);
         Ok(())
     })
@@ -305,7 +354,8 @@ pub extern "C" fn kiln_terrain_generate_hills(terrain: KilnTerrainId, size: i32,
 }
 
 /// Rebuilds the broadphase masks of every dirty chunk as parallel jobs on `runtime`'s
-/// workers (pass the null handle `{0, 0}` to run on the calling thread). Must not be
+/// workers (pass the null handle `{0, 0}` to run on the calling thread). On a terrain
+/// attached to a world this also wakes the sleeping bodies on the edited chunks. Must not be
 /// called from inside one of the runtime's passes. Writes the number of regenerated
 /// chunks to `out_chunks` unless it is NULL.
 ///
@@ -318,7 +368,13 @@ pub unsafe extern "C" fn kiln_terrain_regenerate(
     out_chunks: *mut u32,
 ) -> KilnStatus {
     ffi_call("kiln_terrain_regenerate", || {
-        let count = on_runtime(runtime, |jobs| with_terrain(terrain, |t| Ok(t.regenerate(jobs).len() as u32)))?;
+        let count = on_runtime(runtime, |jobs| {
+            TERRAINS.with(terrain.index1, terrain.generation, |entry| match entry {
+                TerrainEntry::Own(t) => Ok(t.regenerate(jobs).len() as u32),
+                // Through the world, which wakes the islands on edited chunks.
+                TerrainEntry::InWorld(world) => with_world_terrain(*world, |w| Ok(w.regenerate_terrain(jobs) as u32)),
+            })
+        })?;
         if !out_chunks.is_null() {
             // SAFETY: non-null and writable per the contract.
             unsafe { out_chunks.write(count) };

@@ -327,6 +327,22 @@ impl World {
         self.wake_all();
     }
 
+    /// Takes the terrain out of the world (its contacts end; every island wakes).
+    pub fn take_terrain(&mut self) -> Option<Terrain> {
+        let terrain = self.terrain.take();
+        if terrain.is_some() {
+            self.terrain_contacts = TerrainContacts::new();
+            self.wake_all();
+        }
+        terrain
+    }
+
+    /// Regenerates edited terrain chunks now (the step does it otherwise) and wakes
+    /// the islands touching them; returns how many chunks were regenerated.
+    pub fn regenerate_terrain(&mut self, jobs: Jobs) -> usize {
+        self.terrain_stage(jobs)
+    }
+
     pub fn terrain(&self) -> Option<&Terrain> {
         self.terrain.as_ref()
     }
@@ -641,7 +657,7 @@ impl World {
         self.events.clear();
         self.events.append(&mut self.pending_events);
         self.scratch.woken.clear();
-        self.terrain_stage(jobs);
+        let _ = self.terrain_stage(jobs);
         self.broadphase_stage(dt, jobs);
         let t1 = Instant::now();
         self.narrowphase_stage(jobs);
@@ -680,15 +696,16 @@ impl World {
     }
 
     /// Regenerates edited terrain chunks and wakes the groups touching them.
-    fn terrain_stage(&mut self, jobs: Jobs) {
-        let Some(terrain) = self.terrain.as_mut() else { return };
+    fn terrain_stage(&mut self, jobs: Jobs) -> usize {
+        let Some(terrain) = self.terrain.as_mut() else { return 0 };
         if terrain.dirty_count() == 0 {
-            return;
+            return 0;
         }
         let changed = &mut self.scratch.chunks;
         changed.clear();
         changed.extend_from_slice(terrain.regenerate(jobs));
         changed.sort_unstable_by_key(|c| c.to_array());
+        let count = changed.len();
         let mut groups = std::mem::take(&mut self.scratch.groups);
         groups.clear();
         let tree = self.broadphase.tree();
@@ -702,6 +719,7 @@ impl World {
             }
         }
         self.wake_groups(groups, false);
+        count
     }
 
     /// Shape boxes of awake bodies into the tree, terrain contacts, new pairs.
