@@ -121,6 +121,129 @@ static void shapes_and_characters(void) {
     CHECK_STATUS(kiln_shape_distance(ball, &id, ball, &id, &d), KILN_ERROR_INVALID_HANDLE);
 }
 
+static int reentered_status = -1;
+
+static void reenter(KilnBodyId body, uint32_t index, KilnShapeId shape, const KilnTransform *t, uint32_t color,
+                    void *context) {
+    (void)index, (void)shape, (void)t, (void)color, (void)context;
+    reentered_status = (int)kiln_body_wake(body);
+}
+
+/* The world: bad definitions, NaN and huge transforms and velocities, stale bodies,
+ * bodies of destroyed worlds, bad strides and a stale handle in a bulk read-back,
+ * terrain lending rules, re-entrant calls from a debug-draw callback. */
+static void worlds(void) {
+    KilnWorldDef def = kiln_default_world_def();
+    KilnWorldId world = {5, 5}, other;
+    def.substeps = 0;
+    CHECK_STATUS(kiln_world_create(&def, &world), KILN_ERROR_INVALID_ARGUMENT);
+    def = kiln_default_world_def();
+    def.gravity.y = NAN;
+    CHECK_STATUS(kiln_world_create(&def, &world), KILN_ERROR_INVALID_ARGUMENT);
+    def = kiln_default_world_def();
+    def.struct_size = 8;
+    CHECK_STATUS(kiln_world_create(&def, &world), KILN_ERROR_STRUCT_SIZE);
+    CHECK_STATUS(kiln_world_create(NULL, &world), KILN_ERROR_NULL_POINTER);
+    CHECK(world.index1 == 5 && world.generation == 5);
+    def = kiln_default_world_def();
+    CHECK_STATUS(kiln_world_create(&def, &world), KILN_OK);
+    CHECK_STATUS(kiln_world_create(&def, &other), KILN_OK);
+
+    KilnShapeId cube;
+    CHECK_STATUS(kiln_shape_create_box((KilnVec3){0.5f, 0.5f, 0.5f}, &cube), KILN_OK);
+    KilnBodyDef bdef = kiln_default_body_def();
+    KilnBodyId body = {0}, foreign;
+    bdef.motion_type = 7;
+    CHECK_STATUS(kiln_body_create(world, &bdef, &body), KILN_ERROR_INVALID_ARGUMENT);
+    bdef = kiln_default_body_def();
+    bdef.transform.position.x = INFINITY;
+    CHECK_STATUS(kiln_body_create(world, &bdef, &body), KILN_ERROR_INVALID_ARGUMENT);
+    bdef = kiln_default_body_def();
+    bdef.linear_velocity.z = 1e20f;
+    CHECK_STATUS(kiln_body_create(world, &bdef, &body), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK(body.index1 == 0);
+    bdef = kiln_default_body_def();
+    CHECK_STATUS(kiln_body_create(world, &bdef, &body), KILN_OK);
+    CHECK_STATUS(kiln_body_create(other, &bdef, &foreign), KILN_OK);
+    KilnShapeDef sdef = kiln_default_shape_def();
+    sdef.restitution = 2.0f;
+    CHECK_STATUS(kiln_body_add_shape(body, cube, &sdef, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    sdef = kiln_default_shape_def();
+    sdef.density = NAN;
+    CHECK_STATUS(kiln_body_add_shape(body, cube, &sdef, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    sdef = kiln_default_shape_def();
+    KilnShapeId stale_shape = {999, 1};
+    CHECK_STATUS(kiln_body_add_shape(body, stale_shape, &sdef, NULL), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_body_add_shape(body, cube, &sdef, NULL), KILN_OK);
+
+    KilnTransform t = kiln_transform_identity(), before;
+    CHECK_STATUS(kiln_body_get_transform(body, &before), KILN_OK);
+    t.position.y = NAN;
+    CHECK_STATUS(kiln_body_set_transform(body, &t), KILN_ERROR_INVALID_ARGUMENT);
+    t = kiln_transform_identity();
+    t.position.x = 1e30f;
+    CHECK_STATUS(kiln_body_set_transform(body, &t), KILN_ERROR_INVALID_ARGUMENT);
+    t = kiln_transform_identity();
+    t.rotation.w = 0.0f;
+    CHECK_STATUS(kiln_body_set_transform(body, &t), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_body_set_transform(body, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_body_apply_force(body, (KilnVec3){NAN, 0, 0}), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_body_apply_impulse(body, (KilnVec3){0, 1, 0}, (KilnVec3){0, INFINITY, 0}),
+                 KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_body_set_velocity(body, (KilnVec3){0, 0, 0}, (KilnVec3){0, NAN, 0}),
+                 KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_body_set_target_transform(body, &before, 1.0f / 60.0f), KILN_ERROR_INVALID_STATE);
+    CHECK_STATUS(kiln_world_step(world, (KilnRuntimeId){0, 0}, NAN), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_world_step(world, (KilnRuntimeId){0, 0}, -0.01f), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_world_step(world, (KilnRuntimeId){0, 0}, 5.0f), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_body_get_transform(body, &t), KILN_OK);
+    CHECK(memcmp(&t, &before, sizeof t) == 0);
+
+    /* Bulk read-back: bad strides and a foreign body write nothing. */
+    float positions[6] = {7, 7, 7, 7, 7, 7};
+    KilnBodyId list[2] = {body, foreign};
+    CHECK_STATUS(kiln_world_get_transforms(world, list, 1, positions, 4, NULL, 0), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_world_get_transforms(world, list, 2, positions, 0, NULL, 0), KILN_ERROR_INVALID_HANDLE);
+    CHECK_MESSAGE("bodies[1]");
+    CHECK_STATUS(kiln_world_get_transforms(world, NULL, 2, positions, 0, NULL, 0), KILN_ERROR_NULL_POINTER);
+    CHECK(positions[0] == 7 && positions[5] == 7);
+    CHECK_STATUS(kiln_world_get_transforms(world, list, 1, positions, 0, NULL, 0), KILN_OK);
+    CHECK(positions[0] == 0 && positions[3] == 7);
+
+    /* A debug-draw callback calling back into its world is refused, not deadlocked. */
+    KilnDebugDraw draw = kiln_default_debug_draw();
+    draw.draw_shape = reenter;
+    CHECK_STATUS(kiln_world_debug_draw(world, &draw), KILN_OK);
+    CHECK(reentered_status == (int)KILN_ERROR_INVALID_STATE);
+    CHECK_STATUS(kiln_world_debug_draw(world, NULL), KILN_ERROR_NULL_POINTER);
+
+    /* Terrain lending: one world at a time, not destroyed while lent. */
+    KilnTerrainDef tdef = kiln_default_terrain_def();
+    KilnTerrainId terrain;
+    CHECK_STATUS(kiln_terrain_create(&tdef, &terrain), KILN_OK);
+    CHECK_STATUS(kiln_world_set_terrain(world, terrain), KILN_OK);
+    CHECK_STATUS(kiln_world_set_terrain(other, terrain), KILN_ERROR_INVALID_STATE);
+    CHECK_STATUS(kiln_terrain_destroy(terrain), KILN_ERROR_INVALID_STATE);
+    CHECK_MESSAGE("attached");
+    CHECK_STATUS(kiln_world_set_terrain(world, (KilnTerrainId){0, 0}), KILN_OK);
+    CHECK_STATUS(kiln_terrain_destroy(terrain), KILN_OK);
+    CHECK_STATUS(kiln_world_set_terrain(world, terrain), KILN_ERROR_INVALID_HANDLE);
+
+    /* Stale bodies and worlds. */
+    CHECK_STATUS(kiln_world_destroy(other), KILN_OK);
+    CHECK(!kiln_body_is_valid(foreign));
+    CHECK_STATUS(kiln_body_apply_force(foreign, (KilnVec3){0, 1, 0}), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_body_destroy(body), KILN_OK);
+    CHECK_STATUS(kiln_body_destroy(body), KILN_ERROR_INVALID_HANDLE);
+    CHECK_MESSAGE("stale");
+    bool awake = true;
+    CHECK_STATUS(kiln_body_is_awake(body, &awake), KILN_ERROR_INVALID_HANDLE);
+    CHECK(awake);
+    CHECK_STATUS(kiln_world_destroy(world), KILN_OK);
+    CHECK_STATUS(kiln_world_step(world, (KilnRuntimeId){0, 0}, 0.01f), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_shape_destroy(cube), KILN_OK);
+}
+
 int main(void) {
     CHECK_STATUS(kiln_check_linked_abi(), KILN_OK);
     KilnAbiInfo info = {0};
@@ -240,5 +363,6 @@ int main(void) {
     CHECK(workers == 123);
     CHECK(strcmp(kiln_status_name(KILN_ERROR_INTERNAL), "KILN_ERROR_INTERNAL") == 0);
     shapes_and_characters();
+    worlds();
     return check_summary("bad_input");
 }
