@@ -1,0 +1,218 @@
+//! `world`: the whole rigid-body step, Kiln against rapier3d on the same scenes
+//! (built from the one description in `kiln::physics::scenes`), with the same
+//! substep count (4 each: Kiln's soft step substeps, rapier's TGS-soft solver
+//! iterations, both rapier's default) and sleeping as the scene says.
+//!
+//! - `large_pyramid`: the Box2D v3 / Box3D scene, 5,050 cubes on a ground box,
+//!   sleeping off; the first 60 steps after building.
+//! - `rain`: 4,096 spheres and cubes dropped on a 256 m voxel terrain; the first 240
+//!   steps (4 s: the fall and the landing). rapier gets the terrain as one trimesh
+//!   made of Kiln's own chunk meshes (vertices merged, internal edges fixed). Kiln's
+//!   spheres have rolling resistance 0.2, which rapier does not model.
+//!
+//! One criterion iteration is the whole window of steps from a freshly built scene
+//! (the build is not timed), so both engines do the same work; the time per step is
+//! the reported time divided by the window. Kiln runs at 1 and 2 workers (rapier3d is
+//! built without its `parallel` feature: one thread). After criterion, a scaling pass
+//! alternates 1 and 2 workers `ROUNDS` times per scene and prints each 1 → 2 worker
+//! speed-up and their spread, since this machine kind's core-to-core latency varies
+//! from run to run.
+
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, BenchmarkId, Criterion};
+use glam::Vec3;
+use kiln::jobs::ThreadPool;
+use kiln::physics::scenes::{self, Scene, SceneShape};
+use kiln::physics::{MotionType, StepProfile};
+use kiln::terrain::Terrain;
+use kiln_benches::{format_ns, report_ratios};
+use rapier3d::parry::shape::TriMeshFlags;
+use rapier3d::prelude::{ColliderBuilder, PhysicsWorld, RigidBodyBuilder};
+
+const ROUNDS: usize = 5;
+
+struct Case {
+    scene: Scene,
+    steps: usize,
+}
+
+fn cases() -> Vec<Case> {
+    vec![Case { scene: scenes::large_pyramid(), steps: 60 }, Case { scene: scenes::rain(4096), steps: 240 }]
+}
+
+/// Kiln: `steps` steps from a fresh build on `pool`; returns the time of the steps.
+fn run_kiln(scene: &Scene, steps: usize, pool: &ThreadPool) -> Duration {
+    run_kiln_profiled(scene, steps, pool).0
+}
+
+/// As `run_kiln`, plus the per-stage milliseconds summed over the steps.
+fn run_kiln_profiled(scene: &Scene, steps: usize, pool: &ThreadPool) -> (Duration, StepProfile) {
+    let (mut world, _) = scene.build();
+    let mut sum = StepProfile::default();
+    let start = Instant::now();
+    for _ in 0..steps {
+        world.step(1.0 / 60.0, pool.jobs()).expect("valid step");
+        let p = world.profile();
+        sum.broadphase += p.broadphase;
+        sum.narrowphase += p.narrowphase;
+        sum.prepare += p.prepare;
+        sum.solve += p.solve;
+        sum.continuous += p.continuous;
+        sum.sleep += p.sleep;
+        sum.total += p.total;
+    }
+    (start.elapsed(), sum)
+}
+
+/// The terrain as one triangle mesh: every chunk mesh, vertices merged by position.
+fn terrain_mesh(terrain: &mut Terrain) -> (Vec<Vec3>, Vec<[u32; 3]>) {
+    let Some((lo, hi)) = terrain.geometry_bounds() else { return (Vec::new(), Vec::new()) };
+    let mut coords = Vec::new();
+    for y in lo.y..=hi.y {
+        for z in lo.z..=hi.z {
+            for x in lo.x..=hi.x {
+                coords.push(glam::IVec3::new(x, y, z));
+            }
+        }
+    }
+    terrain.set_mesh_budget(usize::MAX);
+    let pool = ThreadPool::new(0);
+    terrain.prepare_meshes(&coords, pool.jobs());
+    let mut index = std::collections::HashMap::new();
+    let (mut vertices, mut triangles) = (Vec::new(), Vec::new());
+    for c in coords {
+        let Some(mesh) = terrain.chunk_mesh(c) else { continue };
+        for t in 0..mesh.triangle_count() as u32 {
+            let tri = mesh.triangle(t).map(|v| {
+                *index.entry((v + Vec3::ZERO).to_array().map(f32::to_bits)).or_insert_with(|| {
+                    vertices.push(v);
+                    vertices.len() as u32 - 1
+                })
+            });
+            triangles.push(tri);
+        }
+    }
+    (vertices, triangles)
+}
+
+/// The scene in rapier3d.
+fn rapier_world(scene: &Scene) -> PhysicsWorld {
+    let mut world = PhysicsWorld::new();
+    world.gravity = scene.gravity;
+    if let Some(t) = &scene.terrain {
+        let (vertices, triangles) = terrain_mesh(&mut t.build());
+        let collider = ColliderBuilder::trimesh_with_flags(vertices, triangles, TriMeshFlags::FIX_INTERNAL_EDGES)
+            .expect("valid terrain mesh")
+            .friction(0.6);
+        world.insert_collider(collider, None);
+    }
+    for b in &scene.bodies {
+        let body = match b.motion {
+            MotionType::Static => RigidBodyBuilder::fixed(),
+            MotionType::Kinematic => RigidBodyBuilder::kinematic_velocity_based(),
+            MotionType::Dynamic => RigidBodyBuilder::dynamic(),
+        }
+        .pose(rapier3d::math::Pose::from_parts(b.position, b.rotation))
+        .linvel(b.velocity)
+        .can_sleep(scene.enable_sleep);
+        let collider = match b.shape {
+            SceneShape::Cuboid { half } => ColliderBuilder::cuboid(half.x, half.y, half.z),
+            SceneShape::Sphere { radius } => ColliderBuilder::ball(radius),
+        }
+        .friction(b.friction)
+        .density(1000.0);
+        world.insert(body, collider);
+    }
+    world
+}
+
+fn bench(c: &mut Criterion) {
+    for case in cases() {
+        let name = case.scene.name;
+        let mut group = c.benchmark_group(format!("world_{name}"));
+        group.sample_size(10);
+        for workers in [1usize, 2] {
+            let pool = ThreadPool::new(workers - 1);
+            group.bench_function(BenchmarkId::new("kiln", workers), |b| {
+                b.iter_custom(|iters| (0..iters).map(|_| run_kiln(&case.scene, case.steps, &pool)).sum())
+            });
+        }
+        group.bench_function(BenchmarkId::new("rapier3d", 1), |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| {
+                        let mut world = rapier_world(&case.scene);
+                        let start = Instant::now();
+                        for _ in 0..case.steps {
+                            world.step();
+                        }
+                        start.elapsed()
+                    })
+                    .sum()
+            })
+        });
+        group.finish();
+    }
+}
+
+/// Alternates 1 and 2 workers and prints each round's speed-up and the spread.
+fn scaling() {
+    for case in cases() {
+        let (one, two) = (ThreadPool::new(0), ThreadPool::new(1));
+        let mut ups = Vec::new();
+        for round in 0..ROUNDS {
+            let (a, pa) = run_kiln_profiled(&case.scene, case.steps, &one);
+            let (b, pb) = run_kiln_profiled(&case.scene, case.steps, &two);
+            if round == 0 {
+                for (workers, p) in [(1, pa), (2, pb)] {
+                    let n = case.steps as f32;
+                    println!(
+                        "stages world_{} ({workers} worker{}), ms per step: broadphase {:.2}, narrowphase {:.2}, \
+                         prepare {:.2}, solve {:.2}, continuous {:.2}, sleep {:.2}, total {:.2}",
+                        case.scene.name,
+                        if workers == 1 { "" } else { "s" },
+                        p.broadphase / n,
+                        p.narrowphase / n,
+                        p.prepare / n,
+                        p.solve / n,
+                        p.continuous / n,
+                        p.sleep / n,
+                        p.total / n
+                    );
+                }
+            }
+            ups.push(a.as_secs_f64() / b.as_secs_f64());
+            println!(
+                "scaling world_{}: 1 worker {} / step, 2 workers {} / step, speed-up {:.2}x",
+                case.scene.name,
+                format_ns(a.as_nanos() as f64 / case.steps as f64),
+                format_ns(b.as_nanos() as f64 / case.steps as f64),
+                ups.last().unwrap()
+            );
+        }
+        ups.sort_by(f64::total_cmp);
+        println!(
+            "scaling world_{}: 1 -> 2 workers speed-up median {:.2}x, spread {:.2}x .. {:.2}x over {ROUNDS} rounds",
+            case.scene.name,
+            ups[ROUNDS / 2],
+            ups[0],
+            ups[ROUNDS - 1]
+        );
+    }
+}
+
+criterion_group!(benches, bench);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    for case in cases() {
+        let group = format!("world_{}", case.scene.name);
+        println!("{group}: one iteration = {} steps; divide by it for ms per step", case.steps);
+        report_ratios(&group, &[("kiln/1", "rapier3d/1"), ("kiln/2", "rapier3d/1"), ("kiln/2", "kiln/1")]);
+    }
+    if !std::env::args().any(|a| a == "--list" || a == "--test") {
+        scaling();
+    }
+}
