@@ -112,9 +112,7 @@ impl<T> HandleTable<T> {
     /// for immutable objects (shapes) shared by concurrent calls. `f` must not call
     /// back into Kiln.
     pub(crate) fn read<R>(&self, index1: u32, generation: u32, f: impl FnOnce(&T) -> R) -> Result<R, Error> {
-        let entry = self.lookup(index1, generation)?;
-        let guard = entry.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(f(&guard))
+        self.with_wait(index1, generation, |entry| Ok(f(entry)))
     }
 
     /// Runs `f` on the object behind the handle, waiting for its lock. Only for calls
