@@ -151,6 +151,14 @@ pub(crate) fn non_null<T>(ptr: *const T, name: &str) -> Result<*const T, Error> 
     }
 }
 
+/// Writes `value` through a checked out-pointer.
+pub(crate) fn write_out<T>(ptr: *mut T, name: &str, value: T) -> Result<(), Error> {
+    let ptr = non_null(ptr, name)?;
+    // SAFETY: non-null and writable per the caller's contract.
+    unsafe { ptr.cast_mut().write(value) };
+    Ok(())
+}
+
 /// Reads `count` entries from `ptr` and checks each with `check(entry, "name[i]")`:
 /// the first bad entry fails the whole read, naming its index.
 ///

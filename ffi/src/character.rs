@@ -7,7 +7,9 @@ use kiln_core::character::{Character, CharacterDef, CharacterError, MoveResult, 
 use kiln_core::math::{Isometry, Vec3};
 use kiln_core::shapes::Shape;
 
-use crate::abi::{ffi_call, non_null, read_checked, read_def, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
+use crate::abi::{
+    ffi_call, non_null, read_checked, read_def, write_out, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT,
+};
 use crate::handles::HandleTable;
 use crate::runtime::KilnRuntimeId;
 use crate::shapes::{check_transform, kvec, shape_of, vec3, KilnShapeId, KilnTransform};
@@ -116,14 +118,6 @@ fn move_result(m: &MoveResult, position: Vec3) -> KilnMoveResult {
         contact_normal: kvec(m.contact_normal),
         ground_normal: kvec(m.ground_normal),
     }
-}
-
-/// Writes `value` through a checked out-pointer.
-fn write_out<T>(ptr: *mut T, name: &str, value: T) -> Result<(), Error> {
-    let ptr = non_null(ptr, name)?;
-    // SAFETY: non-null and writable per the caller's contract.
-    unsafe { ptr.cast_mut().write(value) };
-    Ok(())
 }
 
 /// A `KilnCharacterDef` with defaults: a 1.8 m tall capsule of radius 0.3, 45°

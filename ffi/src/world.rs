@@ -16,7 +16,7 @@ use kiln_core::physics::{
 use kiln_core::shapes::Shape;
 
 use crate::abi::{
-    ffi_call, non_null, read_def, CountedOut, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT,
+    ffi_call, non_null, read_def, write_out, CountedOut, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT,
     KILN_ERROR_INVALID_HANDLE, KILN_ERROR_INVALID_STATE,
 };
 use crate::handles::HandleTable;
@@ -374,13 +374,6 @@ fn check_finite(v: KilnVec3, name: &str) -> Result<Vec3, Error> {
     check_vector(v, f32::MAX, name, "FLT_MAX")
 }
 
-fn write<T>(ptr: *mut T, name: &str, value: T) -> Result<(), Error> {
-    let ptr = non_null(ptr, name)?;
-    // SAFETY: non-null and writable per the caller's contract.
-    unsafe { ptr.cast_mut().write(value) };
-    Ok(())
-}
-
 fn world_def(d: &KilnWorldDef) -> Result<WorldDef, Error> {
     let def = WorldDef {
         gravity: vec3(d.gravity),
@@ -672,7 +665,7 @@ pub unsafe extern "C" fn kiln_world_get_profile(world: KilnWorldId, out_profile:
     ffi_call("kiln_world_get_profile", || {
         non_null(out_profile, "out_profile")?;
         let p = with_world(world, |entry| Ok(entry.world.profile()))?;
-        write(
+        write_out(
             out_profile,
             "out_profile",
             KilnWorldProfile {
@@ -713,7 +706,7 @@ pub unsafe extern "C" fn kiln_world_get_counters(
                 continuous_hit_count: c.continuous_hits,
             })
         })?;
-        write(out_counters, "out_counters", counters)
+        write_out(out_counters, "out_counters", counters)
     })
 }
 
@@ -1021,7 +1014,7 @@ pub unsafe extern "C" fn kiln_body_get_shape_count(body: KilnBodyId, out_count: 
     ffi_call("kiln_body_get_shape_count", || {
         non_null(out_count, "out_count")?;
         let n = with_body(body, |entry, key| Ok(entry.shape_ids[key.index as usize].len() as u32))?;
-        write(out_count, "out_count", n)
+        write_out(out_count, "out_count", n)
     })
 }
 
@@ -1034,7 +1027,7 @@ pub unsafe extern "C" fn kiln_body_get_transform(body: KilnBodyId, out_transform
     ffi_call("kiln_body_get_transform", || {
         non_null(out_transform, "out_transform")?;
         let xf = with_body(body, |entry, key| entry.world.transform(key).map_err(|e| body_error(e, body, "")))?;
-        write(out_transform, "out_transform", ktransform(&xf))
+        write_out(out_transform, "out_transform", ktransform(&xf))
     })
 }
 
@@ -1102,10 +1095,10 @@ pub unsafe extern "C" fn kiln_body_get_velocity(
     ffi_call("kiln_body_get_velocity", || {
         let (v, w) = with_body(body, |entry, key| entry.world.velocity(key).map_err(|e| body_error(e, body, "")))?;
         if !out_linear.is_null() {
-            write(out_linear, "out_linear", kvec(v))?;
+            write_out(out_linear, "out_linear", kvec(v))?;
         }
         if !out_angular.is_null() {
-            write(out_angular, "out_angular", kvec(w))?;
+            write_out(out_angular, "out_angular", kvec(w))?;
         }
         Ok(())
     })
@@ -1160,7 +1153,7 @@ pub unsafe extern "C" fn kiln_body_is_awake(body: KilnBodyId, out_awake: *mut bo
     ffi_call("kiln_body_is_awake", || {
         non_null(out_awake, "out_awake")?;
         let awake = with_body(body, |entry, key| entry.world.is_awake(key).map_err(|e| body_error(e, body, "")))?;
-        write(out_awake, "out_awake", awake)
+        write_out(out_awake, "out_awake", awake)
     })
 }
 
@@ -1182,7 +1175,7 @@ pub unsafe extern "C" fn kiln_body_get_mass(body: KilnBodyId, out_mass: *mut f32
     ffi_call("kiln_body_get_mass", || {
         non_null(out_mass, "out_mass")?;
         let m = with_body(body, |entry, key| entry.world.mass(key).map_err(|e| body_error(e, body, "")))?;
-        write(out_mass, "out_mass", m)
+        write_out(out_mass, "out_mass", m)
     })
 }
 
@@ -1201,7 +1194,7 @@ pub unsafe extern "C" fn kiln_body_get_motion_type(body: KilnBodyId, out_motion_
             MotionType::Kinematic => KILN_MOTION_KINEMATIC,
             MotionType::Dynamic => KILN_MOTION_DYNAMIC,
         };
-        write(out_motion_type, "out_motion_type", code)
+        write_out(out_motion_type, "out_motion_type", code)
     })
 }
 
@@ -1225,7 +1218,7 @@ pub unsafe extern "C" fn kiln_body_get_user_data(body: KilnBodyId, out_user_data
     ffi_call("kiln_body_get_user_data", || {
         non_null(out_user_data, "out_user_data")?;
         let data = with_body(body, |entry, key| Ok(entry.user_data[key.index as usize]))?;
-        write(out_user_data, "out_user_data", data as *mut c_void)
+        write_out(out_user_data, "out_user_data", data as *mut c_void)
     })
 }
 

@@ -521,3 +521,69 @@ fn kinematic_targets_user_data_and_motion_types() {
     ok(kiln_world_destroy(w));
     ok(kiln_shape_destroy(cube));
 }
+
+/// Forces, torques, impulses, velocities, teleports and the sleep switch through the
+/// C API do what they say, and each wakes a sleeping body.
+#[test]
+fn forces_impulses_velocities_and_teleports() {
+    let mut def = kiln_default_world_def();
+    def.gravity = v3(0.0, 0.0, 0.0);
+    let mut w = KilnWorldId::default();
+    ok(unsafe { kiln_world_create(&def, &mut w) });
+    let mut cube = KilnShapeId::default();
+    ok(unsafe { kiln_shape_create_box(v3(0.5, 0.5, 0.5), &mut cube) });
+    let b = body(w, cube, at(0.0, 0.0, 0.0)); // 1000 kg
+    let dt = 1.0 / 60.0;
+    let velocity = |b: KilnBodyId| {
+        let (mut v, mut a) = (v3(0.0, 0.0, 0.0), v3(0.0, 0.0, 0.0));
+        ok(unsafe { kiln_body_get_velocity(b, &mut v, &mut a) });
+        (v, a)
+    };
+    let awake = |b: KilnBodyId| {
+        let mut x = false;
+        ok(unsafe { kiln_body_is_awake(b, &mut x) });
+        x
+    };
+    // 1000 N on 1000 kg for one step: 1 m/s² × dt.
+    ok(kiln_body_apply_force(b, v3(1000.0, 0.0, 0.0)));
+    ok(kiln_world_step(w, KilnRuntimeId::default(), dt));
+    assert!((velocity(b).0.x - dt).abs() < 1e-6, "{:?}", velocity(b));
+    // An impulse through the centre: 1000 N s on 1000 kg adds 1 m/s, no spin.
+    ok(kiln_body_apply_impulse(b, v3(0.0, 1000.0, 0.0), read_one(b).position));
+    let (v, a) = velocity(b);
+    assert!((v.y - 1.0).abs() < 1e-5 && a == v3(0.0, 0.0, 0.0), "{v:?} {a:?}");
+    ok(kiln_body_apply_torque(b, v3(0.0, 0.0, 1000.0)));
+    ok(kiln_world_step(w, KilnRuntimeId::default(), dt));
+    assert!(velocity(b).1.z > 0.0, "the torque spins it about z");
+    // Set the velocity, stop it, let it sleep; each call wakes it again.
+    ok(kiln_body_set_velocity(b, v3(0.0, 0.0, 0.0), v3(0.0, 0.0, 0.0)));
+    for _ in 0..60 {
+        ok(kiln_world_step(w, KilnRuntimeId::default(), dt));
+    }
+    assert!(!awake(b));
+    ok(kiln_body_set_velocity(b, v3(2.0, 0.0, 0.0), v3(0.0, 0.0, 0.0)));
+    assert!(awake(b) && velocity(b).0 == v3(2.0, 0.0, 0.0));
+    ok(kiln_body_set_velocity(b, v3(0.0, 0.0, 0.0), v3(0.0, 0.0, 0.0)));
+    for _ in 0..60 {
+        ok(kiln_world_step(w, KilnRuntimeId::default(), dt));
+    }
+    assert!(!awake(b));
+    let target = at(5.0, 6.0, 7.0);
+    ok(unsafe { kiln_body_set_transform(b, &target) });
+    assert!(awake(b));
+    assert_eq!(read_one(b).position, target.position);
+    ok(kiln_world_set_sleep_enabled(w, false));
+    for _ in 0..120 {
+        ok(kiln_world_step(w, KilnRuntimeId::default(), dt));
+    }
+    assert!(awake(b), "sleep is off");
+    ok(kiln_world_set_sleep_enabled(w, true));
+    for _ in 0..60 {
+        ok(kiln_world_step(w, KilnRuntimeId::default(), dt));
+    }
+    assert!(!awake(b));
+    ok(kiln_body_wake(b));
+    assert!(awake(b));
+    ok(kiln_world_destroy(w));
+    ok(kiln_shape_destroy(cube));
+}
