@@ -202,9 +202,9 @@ int main(int argc, char **argv) {
     CHECK(above == count);
     CHECK(begins >= count); /* every body landed */
     CHECK(drawn.shapes == count && drawn.boxes == count && drawn.nodes == 2 * count - 1);
-    /* Most piles fall asleep; a few bodies wedged in terrain creases still rock and keep
-     * their islands awake (open in issue 7), so this checks the majority only. */
-    if (frames >= 900) CHECK(counters.awake_body_count * 2 <= count);
+    /* After 15 s nearly everything sleeps (1 of 1,000 and 0 of 400 are awake today);
+     * an odd box balanced on a convex terrain ridge may still rock (open in issue 7). */
+    if (frames >= 900) CHECK(counters.awake_body_count * 50 <= count);
 
     free(instances);
     free(events);

@@ -258,12 +258,15 @@ fn rounded_contact(
     }
     let mut normal = gap / dist;
     if let Some(tri) = edges {
-        // Seams: an inactive edge or vertex reports the face normal instead.
+        // Seams: an inactive edge or vertex reports the face normal instead, at the
+        // true distance. Measuring to the face's plane instead would report a shape
+        // hovering over the next face of a concave crease as deep inside this one
+        // (that plane passes under it), and the phantom depth kicked it up each step.
         let front = tri.triangle.normal;
         if tri.inactive_at(point_b) {
             let side = front.dot(point_a - tri.triangle.v[0]);
             let n = if side >= 0.0 { -front } else { front };
-            point_b = point_a + n * n.dot(tri.triangle.v[0] - point_a);
+            point_b = point_a + n * dist;
             normal = n;
         }
     }

@@ -95,12 +95,25 @@ struct EdgeB {
 const EDGE_CACHE: usize = 32;
 
 /// The best edge-pair axis; `skip_b(e)` drops B's edge `e` (inactive mesh edges).
+#[cfg(test)]
 pub(crate) fn query_edges(
     a: &impl Polytope,
     b: &impl Polytope,
     rel: &Isometry,
     skip_b: &dyn Fn(usize) -> bool,
 ) -> EdgeQuery {
+    query_edges_split(a, b, rel, skip_b).1
+}
+
+/// Edge pairs' axes: the largest separation over all of them, and the best axis among
+/// those whose B edge `skip_b` allows. A skipped edge still separates: leaving its axis
+/// out of the separation test would report overlap between shapes that do not touch.
+pub(crate) fn query_edges_split(
+    a: &impl Polytope,
+    b: &impl Polytope,
+    rel: &Isometry,
+    skip_b: &dyn Fn(usize) -> bool,
+) -> (f32, EdgeQuery) {
     let edge_b = |eb: usize| {
         let e = b.edge(eb);
         let p = rel.transform_point(b.vertex(e.v[0] as usize));
@@ -116,6 +129,7 @@ pub(crate) fn query_edges(
     }
     let center = a.centroid();
     let mut best = EdgeQuery { a: 0, b: 0, separation: f32::NEG_INFINITY, normal: Vec3::ZERO };
+    let mut all = f32::NEG_INFINITY;
     #[allow(clippy::needless_range_loop)] // `eb` indexes the cache or B itself
     for ea in 0..a.edge_count() {
         let edge_a = a.edge(ea);
@@ -123,9 +137,6 @@ pub(crate) fn query_edges(
         let dir_a = a.vertex(edge_a.v[1] as usize) - pa;
         let len_a2 = dir_a.length_squared();
         for eb in 0..b.edge_count() {
-            if skip_b(eb) {
-                continue;
-            }
             let e = if cached { cache[eb] } else { edge_b(eb) };
             if !minkowski_face(edge_a.n0, edge_a.n1, edge_a.arc, e.c, e.d, e.dxc) {
                 continue;
@@ -141,18 +152,19 @@ pub(crate) fn query_edges(
                 n = -n;
             }
             let s = n.dot(e.p - pa);
-            if s > best.separation {
+            all = all.max(s);
+            if s > best.separation && !skip_b(eb) {
                 best = EdgeQuery { a: ea, b: eb, separation: s, normal: n };
             }
         }
     }
-    best
+    (all, best)
 }
 
 /// Contact between polyhedra `a` and `b` with separation up to `margin`, or an empty
-/// manifold. With `edges`, B is a mesh triangle: its inactive edges give no edge axes,
-/// and a contact that touches the triangle only at inactive features takes the
-/// triangle's face as reference (see `mesh.rs`).
+/// manifold. With `edges`, B is a mesh triangle: its inactive edges separate but give
+/// no contact normal, and a contact that touches the triangle only at inactive features
+/// takes the triangle's face as reference (see `mesh.rs`).
 pub(crate) fn collide_polytopes(
     a: &impl Polytope,
     xf_a: &Isometry,
@@ -171,12 +183,16 @@ pub(crate) fn collide_polytopes(
     if face_b.separation > margin {
         return Manifold::EMPTY;
     }
-    let edge = query_edges(a, b, &rel, &skip_b);
-    if edge.separation > margin {
+    let (edge_all, edge) = query_edges_split(a, b, &rel, &skip_b);
+    if edge_all > margin {
         return Manifold::EMPTY;
     }
     let face_max = face_a.separation.max(face_b.separation);
-    let local = if edge.separation > favour(face_max, EDGE_RELATIVE) {
+    let mut local = if edges.is_some() && edge_all > favour(face_max.max(edge.separation), EDGE_RELATIVE) {
+        // The shapes touch nearest across an inactive edge: the triangle's face gives
+        // the normal (the neighbour across the edge continues the surface).
+        face_contact_b(a, b, &rel, 0, margin)
+    } else if edge.separation > favour(face_max, EDGE_RELATIVE) {
         edge_contact(a, b, &rel, &edge)
     } else if face_b.separation > favour(face_a.separation, FACE_RELATIVE) {
         face_contact_b(a, b, &rel, face_b.index, margin)
@@ -189,6 +205,15 @@ pub(crate) fn collide_polytopes(
             _ => m,
         }
     };
+    if edges.is_some() {
+        // Seams change the normal, never the depth: no point is deeper than the shapes
+        // really overlap (the largest separation over all axes), so a box beside a
+        // steep face is not kicked by a phantom overlap along that face's normal.
+        let truth = face_max.max(edge_all);
+        for p in &mut local.points[..local.count] {
+            p.separation = p.separation.max(truth);
+        }
+    }
     local.transformed(xf_a)
 }
 

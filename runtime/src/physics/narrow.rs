@@ -281,59 +281,117 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
     }
 }
 
-/// At most four of the candidates, stable from step to step: first the points last
-/// step's constraint had (matched by feature id), then the deepest point unless one
-/// almost as deep is already in, then repeatedly the point farthest from those
-/// chosen (ties to the earlier candidate). Without the first rule, near-equal depths
-/// on a resting body flip the choice between steps and lose the warm start.
+/// How far above the deepest candidate a point still counts as bearing load.
+const SUPPORT_BAND: f32 = super::LINEAR_SLOP;
+
+/// At most four of the candidates, stable from step to step, and spanning the points
+/// that bear load. Candidates within [`SUPPORT_BAND`] of the deepest come first:
+/// among them, last step's points (matched by feature id), then the deepest, then
+/// repeatedly the one farthest from those chosen (ties to the earlier candidate). Only
+/// then do farther (speculative) candidates fill free slots, by the same rules.
+///
+/// Without the band, a box resting on uneven terrain kept its far, speculative corners
+/// and dropped a touching point between them, so it balanced on a diagonal and rocked
+/// forever; without the first rule, near-equal depths flip the choice between steps
+/// and lose the warm start.
 fn reduce(candidates: &mut [Candidate], old: Option<&Constraint>, c: &mut Constraint) {
+    let deepest = candidates.iter().map(|p| p.separation).fold(f32::INFINITY, f32::min);
+    // Load-bearing candidates to the front, each group in its original order.
+    let mut near = 0;
+    for i in 0..candidates.len() {
+        if candidates[i].separation <= deepest + SUPPORT_BAND {
+            candidates[near..=i].rotate_right(1);
+            near += 1;
+        }
+    }
     let mut chosen = 0;
-    if let Some(old) = old {
-        for i in 0..candidates.len() {
-            if chosen < 4 && old.points().iter().any(|p| p.id == candidates[i].id) {
-                candidates.swap(chosen, i);
-                chosen += 1;
+    for range in [0..near, near..candidates.len()] {
+        if let Some(old) = old {
+            for i in range.clone() {
+                if chosen < 4 && old.points().iter().any(|p| p.id == candidates[i].id) {
+                    candidates.swap(chosen, i);
+                    chosen += 1;
+                }
             }
         }
-    }
-    let mut deepest = 0;
-    for (i, p) in candidates.iter().enumerate() {
-        if p.separation < candidates[deepest].separation {
-            deepest = i;
+        if range.start == 0 && !range.is_empty() {
+            // The deepest point, unless one almost as deep is already in.
+            let deepest =
+                range.clone().fold(0, |a, b| if candidates[b].separation < candidates[a].separation { b } else { a });
+            let kept = candidates[..chosen].iter().map(|p| p.separation).fold(f32::INFINITY, f32::min);
+            if deepest >= chosen && candidates[deepest].separation < kept - 0.5 * super::LINEAR_SLOP {
+                if chosen < 4 {
+                    candidates.swap(chosen, deepest);
+                    chosen += 1;
+                } else {
+                    // Replace the kept point nearest to it.
+                    let p = candidates[deepest].point;
+                    let near = (0..4)
+                        .min_by(|&a, &b| {
+                            candidates[a].point.distance_squared(p).total_cmp(&candidates[b].point.distance_squared(p))
+                        })
+                        .expect("four points");
+                    candidates.swap(near, deepest);
+                }
+            }
         }
-    }
-    let kept_depth = candidates[..chosen].iter().map(|p| p.separation).fold(f32::INFINITY, f32::min);
-    if deepest >= chosen && candidates[deepest].separation < kept_depth - 0.5 * super::LINEAR_SLOP {
-        if chosen < 4 {
-            candidates.swap(chosen, deepest);
+        while chosen < 4 && chosen < range.end {
+            let mut best = (chosen, -1.0f32);
+            for i in chosen..range.end {
+                let p = candidates[i].point;
+                let d = candidates[..chosen].iter().map(|q| q.point.distance_squared(p)).fold(f32::INFINITY, f32::min);
+                if d > best.1 {
+                    best = (i, d);
+                }
+            }
+            if chosen > 0 && best.1 < 1e-8 {
+                break;
+            }
+            candidates.swap(chosen, best.0);
             chosen += 1;
-        } else {
-            // Replace the kept point nearest to it.
-            let p = candidates[deepest].point;
-            let near = (0..4)
-                .min_by(|&a, &b| {
-                    candidates[a].point.distance_squared(p).total_cmp(&candidates[b].point.distance_squared(p))
-                })
-                .expect("four points");
-            candidates.swap(near, deepest);
         }
-    }
-    while chosen < 4 && chosen < candidates.len() {
-        let mut best = (chosen, -1.0f32);
-        for (i, p) in candidates.iter().enumerate().skip(chosen) {
-            let d =
-                candidates[..chosen].iter().map(|q| q.point.distance_squared(p.point)).fold(f32::INFINITY, f32::min);
-            if d > best.1 {
-                best = (i, d);
-            }
-        }
-        if chosen > 0 && best.1 < 1e-8 {
-            break;
-        }
-        candidates.swap(chosen, best.0);
-        chosen += 1;
     }
     for p in &candidates[..chosen] {
         c.push(p.point, p.normal, p.separation, p.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(x: f32, z: f32, separation: f32, id: u32) -> Candidate {
+        Candidate { point: Vec3::new(x, 0.0, z), normal: -Vec3::Y, separation, id, group: 0 }
+    }
+
+    /// A box on uneven terrain touches at two diagonal corners (B, D) and at a point F
+    /// on an edge between them, while corner A hovers 18 mm up. Last step kept A, B,
+    /// C, D. The reduction must keep the load-bearing F and drop the hovering A (keeping
+    /// A balanced the box on its diagonal and it rocked forever).
+    #[test]
+    fn reduction_keeps_load_bearing_points_over_hovering_ones() {
+        let mut old = Constraint::new(1, 0, 0, NONE, 0.6, 0.0);
+        for (x, z, s, id) in [(0.0, 1.0, 0.018, 5), (0.0, 0.0, 0.0, 1), (1.0, 0.0, 0.004, 4), (1.0, 1.0, 0.0, 2)] {
+            old.push(Vec3::new(x, 0.0, z), -Vec3::Y, s, id);
+        }
+        let mut candidates = vec![
+            candidate(0.0, 1.0, 0.018, 5),   // A: hovering corner, kept last step
+            candidate(0.0, 0.0, -0.0004, 1), // B
+            candidate(1.0, 0.0, 0.0038, 4),  // C
+            candidate(0.8, 0.2, 0.002, 3),   // F: touching, between B and C
+            candidate(1.0, 1.0, -0.0001, 2), // D
+            candidate(0.95, 0.97, 0.001, 6), // E: right next to D
+        ];
+        let mut c = Constraint::new(1, 0, 0, NONE, 0.6, 0.0);
+        reduce(&mut candidates, Some(&old), &mut c);
+        let mut ids: Vec<u32> = c.points().iter().map(|p| p.id).collect();
+        ids.sort();
+        assert_eq!(ids, [1, 2, 3, 4]);
+        // With room to spare, hovering points still fill free slots (speculative
+        // contacts for a landing body).
+        let mut few = vec![candidate(0.0, 0.0, 0.0, 1), candidate(1.0, 1.0, 0.015, 2)];
+        let mut c = Constraint::new(1, 0, 0, NONE, 0.6, 0.0);
+        reduce(&mut few, None, &mut c);
+        assert_eq!(c.count, 2);
     }
 }

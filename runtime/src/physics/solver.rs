@@ -41,6 +41,12 @@ pub(crate) const NONE: u32 = u32::MAX;
 /// Number of graph colours; the rest overflows.
 pub(crate) const COLORS: usize = 24;
 
+/// Radius of the contact patch that twist friction assumes (m): the largest twist
+/// impulse is `friction * TWIST_RADIUS * normal impulse`. Point contacts cannot resist
+/// spin about an axis through them; without this a box wedged by two opposite corners
+/// (a wall and a slope) spins about its diagonal forever and never sleeps.
+pub(crate) const TWIST_RADIUS: f32 = 0.01;
+
 /// Constraints per solver job.
 const SOLVE_GRAIN: usize = 64;
 
@@ -88,6 +94,10 @@ pub(crate) struct Constraint {
     pub rolling_resistance: f32,
     pub rolling_mass: Mat3,
     pub rolling_impulse: Vec3,
+    /// Twist friction about the first point's normal: its effective mass and
+    /// accumulated impulse (see [`TWIST_RADIUS`]).
+    pub twist_mass: f32,
+    pub twist_impulse: f32,
     pub inv_mass_a: f32,
     pub inv_mass_b: f32,
     pub inv_inertia_a: Mat3,
@@ -110,6 +120,8 @@ impl Constraint {
             rolling_resistance: 0.0,
             rolling_mass: Mat3::ZERO,
             rolling_impulse: Vec3::ZERO,
+            twist_mass: 0.0,
+            twist_impulse: 0.0,
             inv_mass_a: 0.0,
             inv_mass_b: 0.0,
             inv_inertia_a: Mat3::ZERO,
@@ -136,6 +148,7 @@ impl Constraint {
     /// Copies the accumulated impulses of points with matching ids from `old`.
     pub fn warm_from(&mut self, old: &Constraint) {
         self.rolling_impulse = old.rolling_impulse;
+        self.twist_impulse = old.twist_impulse;
         for p in &mut self.points[..self.count as usize] {
             if let Some(o) = old.points().iter().find(|o| o.id == p.id) {
                 p.normal_impulse = o.normal_impulse;
@@ -280,6 +293,11 @@ pub(crate) fn prepare(c: &mut Constraint, center_a: Vec3, center_b: Vec3, state_
         let k = ia + ib;
         c.rolling_mass = if k.determinant() > 0.0 { k.inverse() } else { Mat3::ZERO };
     }
+    if c.count > 0 {
+        let n = c.points[0].normal;
+        let k = n.dot(ia * n) + n.dot(ib * n);
+        c.twist_mass = if k > 0.0 { 1.0 / k } else { 0.0 };
+    }
     for p in &mut c.points[..c.count as usize] {
         let (ra, rb) = (p.point - center_a, p.point - center_b);
         p.anchor_a = ra;
@@ -306,8 +324,9 @@ pub(crate) unsafe fn warm_start(c: &Constraint, states: &Column<BodyState>) {
     // SAFETY: forwarded from the caller.
     let (sa, sb) = unsafe { (read(states, c.row_a), read(states, c.row_b)) };
     let (mut va, mut wa, mut vb, mut wb) = (sa.v, sa.w, sb.v, sb.w);
-    wa -= c.inv_inertia_a * c.rolling_impulse;
-    wb += c.inv_inertia_b * c.rolling_impulse;
+    let angular = c.rolling_impulse + c.points[0].normal * c.twist_impulse;
+    wa -= c.inv_inertia_a * angular;
+    wb += c.inv_inertia_b * angular;
     for p in c.points() {
         let impulse =
             p.normal * p.normal_impulse + p.tangent1 * p.tangent_impulse[0] + p.tangent2 * p.tangent_impulse[1];
@@ -377,8 +396,18 @@ pub(crate) unsafe fn solve(c: &mut Constraint, states: &Column<BodyState>, ctx: 
         vb += j * mb;
         wb += ib * rb.cross(j);
     }
+    let normal: f32 = c.points().iter().map(|p| p.normal_impulse).sum();
+    if c.count > 0 {
+        let n = c.points[0].normal;
+        let limit = c.friction * TWIST_RADIUS * normal;
+        let old = c.twist_impulse;
+        let total = (old - c.twist_mass * n.dot(wb - wa)).clamp(-limit, limit);
+        c.twist_impulse = total;
+        let j = n * (total - old);
+        wa -= ia * j;
+        wb += ib * j;
+    }
     if c.rolling_resistance > 0.0 {
-        let normal: f32 = c.points().iter().map(|p| p.normal_impulse).sum();
         let limit = c.rolling_resistance * normal;
         let old = c.rolling_impulse;
         let mut total = old - c.rolling_mass * (wb - wa);

@@ -252,6 +252,31 @@ fn a_box_lands_on_the_ground_rests_and_sleeps() {
     assert!(world.is_awake(id).unwrap());
 }
 
+/// Point contacts cannot resist spin about their normal; twist friction does. A ball
+/// spinning about the vertical on the ground (no rolling resistance) stops and sleeps.
+#[test]
+fn twist_friction_stops_a_ball_spinning_in_place() {
+    let pool = inline();
+    let mut world = World::new(WorldDef::default());
+    ground(&mut world);
+    let def = BodyDef {
+        transform: Isometry::from_translation(Vec3::new(0.0, 0.5, 0.0)),
+        angular_velocity: Vec3::new(0.0, 1.0, 0.0),
+        ..BodyDef::default()
+    };
+    let id = world.create_body(&def).unwrap();
+    world.add_shape(id, Shape::sphere(Vec3::ZERO, 0.5).unwrap(), ShapeDef::default()).unwrap();
+    world.step(1.0 / 60.0, pool.jobs()).unwrap();
+    let spin = world.velocity(id).unwrap().1.y;
+    assert!(spin > 0.95, "spins at first: {spin}");
+    for _ in 0..300 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+    }
+    let (v, w) = world.velocity(id).unwrap();
+    assert!(!world.is_awake(id).unwrap(), "still spinning after 5 s: v {v}, w {w}");
+    assert!(world.transform(id).unwrap().translation.distance(Vec3::new(0.0, 0.5, 0.0)) < 0.01);
+}
+
 /// Issue 7: a pyramid of base 20 (210 boxes) stands for 20 s (sleep off) with the
 /// top box within 0.05 m of its start, then, with sleep on, falls asleep.
 #[test]
@@ -293,10 +318,11 @@ fn below_surface(world: &mut World, p: Vec3) -> bool {
     world.terrain_mut().unwrap().ray_cast(&ray, 200.0).is_some_and(|hit| hit.normal.y > 0.0)
 }
 
-/// Issue 7 (partly met): 4,096 spheres and boxes dropped on voxel terrain settle; none
-/// ends below the surface, and after 30 s at most 20 (0.5%) are awake (10 today). The issue asks
-/// for all of them: a few boxes resting in concave terrain creases keep rocking
-/// between two corners (a solver limit cycle still open in issue 7).
+/// Issue 7 (partly met): 4,096 spheres and boxes dropped on voxel terrain settle, none
+/// ends below the surface, and after 30 s at most 2 are awake (1 today). The issue asks
+/// for all of them: the one left is a box balanced on a convex terrain ridge under its
+/// bottom face, tipping from one side to the other (open in issue 7). Before the seam
+/// and contact-reduction fixes, 10 to 30 stayed awake.
 #[test]
 fn rain_of_4096_bodies_settles_stays_on_the_terrain_and_nearly_all_sleep() {
     let pool = ThreadPool::new(1);
@@ -320,7 +346,7 @@ fn rain_of_4096_bodies_settles_stays_on_the_terrain_and_nearly_all_sleep() {
         assert!(!below_surface(&mut world, p), "{id:?} at {p} is inside the terrain");
     }
     assert!(peak.continuous_hits > 0, "fast bodies were swept against the terrain");
-    assert!(world.awake_count() <= 20, "{} bodies still awake after 30 s", world.awake_count());
+    assert!(world.awake_count() <= 2, "{} bodies still awake after 30 s", world.awake_count());
 }
 
 /// A host job system that runs every task at once, its ranges in a shuffled order and
