@@ -313,6 +313,7 @@ fn body_error(error: BodyError, body: KilnBodyId, what: &str) -> Error {
             format!("body handle {{{}, {}}} is stale or was never issued", body.index1, body.generation),
         ),
         BodyError::InvalidArgument => Error::new(KILN_ERROR_INVALID_ARGUMENT, what.to_owned()),
+        BodyError::OutOfOrder => Error::new(KILN_ERROR_INVALID_STATE, error.to_string()),
     }
 }
 

@@ -131,6 +131,8 @@ pub enum BodyError {
     InvalidBody,
     /// A transform, velocity, force or def field is NaN, infinite or out of range.
     InvalidArgument,
+    /// A step stage ran out of order (see `World::step_stage`).
+    OutOfOrder,
 }
 
 impl std::fmt::Display for BodyError {
@@ -140,6 +142,7 @@ impl std::fmt::Display for BodyError {
             BodyError::InvalidArgument => {
                 "a transform, velocity, force, density or damping is NaN, infinite or out of range"
             }
+            BodyError::OutOfOrder => "a step stage ran out of order (stages run as StepStage::ALL lists them)",
         })
     }
 }

@@ -21,5 +21,6 @@ mod world;
 pub use body::{Bodies, BodyDef, BodyError, BodyId, BodySet, BodyShape, MotionType, SetKind, ShapeDef};
 pub use debug::{DebugDraw, DebugDrawFlags};
 pub use world::{
-    ContactEvent, ContactPointInfo, StepCounters, StepProfile, World, WorldDef, LINEAR_SLOP, SPECULATIVE_DISTANCE,
+    ContactEvent, ContactPointInfo, StepCounters, StepProfile, StepStage, World, WorldDef, LINEAR_SLOP,
+    SPECULATIVE_DISTANCE,
 };

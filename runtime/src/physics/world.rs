@@ -18,6 +18,14 @@
 //! | continuous | time of impact of fast bodies against static geometry | fast bodies |
 //! | sleep | islands by union-find; quiet islands to sleep | — |
 //!
+//! [`StepStage`] groups these rows into the six stages a frame graph sees:
+//! `physics.broadphase` (terrain, broadphase), `physics.narrowphase` (narrowphase,
+//! wake), `physics.prepare` (prepare, events), `physics.solve` (coloring, solve,
+//! finalize), `physics.continuous` and `physics.sleep`. [`World::add_step_passes`]
+//! declares them as passes of an engine's frame graph, where they run on the graph's
+//! executor and show in its per-pass profile; [`World::step`] runs the same stages
+//! directly.
+//!
 //! Nothing in a step allocates once the buffers have grown to the scene (tested with
 //! a counting allocator), and nothing calls platform `libm` (only `sqrt`, which IEEE
 //! 754 defines exactly); Rust never contracts `a * b + c` into a fused multiply-add
@@ -32,6 +40,7 @@ use super::island::Islands;
 use super::narrow::{self, shape_ref, Item, NarrowInput, NarrowOut, TERRAIN};
 use super::solver::{self, BodyState, Coloring, Column, Constraint, Pass, Softness, StepContext, NONE};
 use crate::collide::{shape_time_of_impact, Sweep, ToiState};
+use crate::frame::{FrameGraph, GraphError, PassId, Res};
 use crate::jobs::Jobs;
 use crate::math::{Aabb, Isometry};
 use crate::shapes::Shape;
@@ -193,7 +202,51 @@ pub struct World {
     pending_events: Vec<ContactEvent>,
     profile: StepProfile,
     counters: StepCounters,
+    /// The next stage of the step in progress (an index into `StepStage::ALL`) and
+    /// that step's `dt`.
+    next_stage: usize,
+    stage_dt: f32,
     scratch: Scratch,
+}
+
+/// The stages of a step, in order (the module docs tell what each does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StepStage {
+    /// Terrain edits, shape boxes into the tree, terrain contacts, new pairs.
+    Broadphase,
+    /// Manifolds of every pair and terrain contact with an awake body, in parallel.
+    Narrowphase,
+    /// Constraint rows and warm starts; contact begin and end events.
+    Prepare,
+    /// Graph colouring and the soft-step solver over all substeps.
+    Solve,
+    /// Time of impact of fast bodies.
+    Continuous,
+    /// Islands and sleep.
+    Sleep,
+}
+
+impl StepStage {
+    pub const ALL: [StepStage; 6] = [
+        StepStage::Broadphase,
+        StepStage::Narrowphase,
+        StepStage::Prepare,
+        StepStage::Solve,
+        StepStage::Continuous,
+        StepStage::Sleep,
+    ];
+
+    /// The frame-graph pass name of this stage.
+    pub fn name(self) -> &'static str {
+        match self {
+            StepStage::Broadphase => "physics.broadphase",
+            StepStage::Narrowphase => "physics.narrowphase",
+            StepStage::Prepare => "physics.prepare",
+            StepStage::Solve => "physics.solve",
+            StepStage::Continuous => "physics.continuous",
+            StepStage::Sleep => "physics.sleep",
+        }
+    }
 }
 
 /// Buffers the step reuses.
@@ -257,6 +310,8 @@ impl World {
             pending_events: Vec::new(),
             profile: StepProfile::default(),
             counters: StepCounters::default(),
+            next_stage: 0,
+            stage_dt: 0.0,
             scratch: Scratch::default(),
         }
     }
@@ -648,51 +703,94 @@ impl World {
         Some(ContactEvent { begin, body_a, shape_a, body_b: Some(self.bodies.id_of_slot(slot_b)), shape_b })
     }
 
-    /// Advances the world by `dt` seconds (finite, >= 0).
+    /// Advances the world by `dt` seconds (finite, >= 0): every stage of
+    /// [`StepStage::ALL`] in order.
     pub fn step(&mut self, dt: f32, jobs: Jobs) -> Result<(), BodyError> {
-        if !(dt.is_finite() && dt >= 0.0) {
-            return Err(BodyError::InvalidArgument);
+        for stage in StepStage::ALL {
+            self.step_stage(stage, dt, jobs)?;
         }
-        let t0 = Instant::now();
-        self.events.clear();
-        self.events.append(&mut self.pending_events);
-        self.scratch.woken.clear();
-        let _ = self.terrain_stage(jobs);
-        self.broadphase_stage(dt, jobs);
-        let t1 = Instant::now();
-        self.narrowphase_stage(jobs);
-        let t2 = Instant::now();
-        self.prepare_stage(jobs);
-        self.event_stage();
-        let t3 = Instant::now();
-        if dt > 0.0 {
-            self.solve_stage(dt, jobs);
-        }
-        let t4 = Instant::now();
-        if dt > 0.0 && self.def.enable_continuous {
-            self.continuous_stage(jobs);
-        }
-        let t5 = Instant::now();
-        self.sleep_stage(dt);
-        self.remember_constraints();
-        if let Some(t) = self.terrain.as_mut() {
-            t.trim_meshes();
-        }
-        let t6 = Instant::now();
-        let ms = |a: Instant, b: Instant| (b - a).as_secs_f32() * 1000.0;
-        self.profile = StepProfile {
-            broadphase: ms(t0, t1),
-            narrowphase: ms(t1, t2),
-            prepare: ms(t2, t3),
-            solve: ms(t3, t4),
-            continuous: ms(t4, t5),
-            sleep: ms(t5, t6),
-            total: ms(t0, t6),
-        };
-        self.counters.awake_bodies = self.bodies.awake.len() as u32;
-        self.counters.pairs = self.broadphase.pair_count() as u32;
-        self.counters.sleeping_groups = self.islands.group_count() as u32;
         Ok(())
+    }
+
+    /// Runs one stage of a step. Stages run in the order of [`StepStage::ALL`] (anything
+    /// else is [`BodyError::OutOfOrder`] and changes nothing); the first takes and checks
+    /// `dt` (finite, >= 0), the others use that step's. [`World::add_step_passes`] makes
+    /// each stage a frame-graph pass; [`World::step`] runs them all here.
+    pub fn step_stage(&mut self, stage: StepStage, dt: f32, jobs: Jobs) -> Result<(), BodyError> {
+        if stage != StepStage::ALL[self.next_stage] {
+            return Err(BodyError::OutOfOrder);
+        }
+        if stage == StepStage::Broadphase {
+            if !(dt.is_finite() && dt >= 0.0) {
+                return Err(BodyError::InvalidArgument);
+            }
+            self.stage_dt = dt;
+        }
+        let dt = self.stage_dt;
+        let start = Instant::now();
+        match stage {
+            StepStage::Broadphase => {
+                self.events.clear();
+                self.events.append(&mut self.pending_events);
+                self.scratch.woken.clear();
+                let _ = self.terrain_stage(jobs);
+                self.broadphase_stage(dt, jobs);
+            }
+            StepStage::Narrowphase => self.narrowphase_stage(jobs),
+            StepStage::Prepare => {
+                self.prepare_stage(jobs);
+                self.event_stage();
+            }
+            StepStage::Solve => {
+                if dt > 0.0 {
+                    self.solve_stage(dt, jobs);
+                }
+            }
+            StepStage::Continuous => {
+                if dt > 0.0 && self.def.enable_continuous {
+                    self.continuous_stage(jobs);
+                }
+            }
+            StepStage::Sleep => {
+                self.sleep_stage(dt);
+                self.remember_constraints();
+                if let Some(t) = self.terrain.as_mut() {
+                    t.trim_meshes();
+                }
+            }
+        }
+        let ms = start.elapsed().as_secs_f32() * 1000.0;
+        let p = &mut self.profile;
+        match stage {
+            StepStage::Broadphase => p.broadphase = ms,
+            StepStage::Narrowphase => p.narrowphase = ms,
+            StepStage::Prepare => p.prepare = ms,
+            StepStage::Solve => p.solve = ms,
+            StepStage::Continuous => p.continuous = ms,
+            StepStage::Sleep => {
+                p.sleep = ms;
+                p.total = p.broadphase + p.narrowphase + p.prepare + p.solve + p.continuous + p.sleep;
+                self.counters.awake_bodies = self.bodies.awake.len() as u32;
+                self.counters.pairs = self.broadphase.pair_count() as u32;
+                self.counters.sleeping_groups = self.islands.group_count() as u32;
+            }
+        }
+        self.next_stage = (self.next_stage + 1) % StepStage::ALL.len();
+        Ok(())
+    }
+
+    /// Declares the stages of a step as passes of `graph` (named as
+    /// [`StepStage::name`] says), each writing `world`, so they run in order after the
+    /// graph's earlier writers of `world` and their jobs run on the graph's executor.
+    /// Each execution of the graph steps the world by the frame's `delta_time`.
+    pub fn add_step_passes(graph: &mut FrameGraph, world: Res<World>) -> [PassId; 6] {
+        StepStage::ALL.map(|stage| {
+            graph.pass(stage.name()).writes(world).run(move |ctx| {
+                let mut w = ctx.write(&world)?;
+                w.step_stage(stage, ctx.frame().delta_time, ctx.jobs())
+                    .map_err(|e| GraphError::PassFailed { pass: ctx.name().to_owned(), message: e.to_string() })
+            })
+        })
     }
 
     /// Regenerates edited terrain chunks and wakes the groups touching them.
