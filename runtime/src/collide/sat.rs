@@ -94,21 +94,10 @@ struct EdgeB {
 /// triangles, small hulls), else per pair.
 const EDGE_CACHE: usize = 32;
 
-/// The best edge-pair axis; `skip_b(e)` drops B's edge `e` (inactive mesh edges).
-#[cfg(test)]
-pub(crate) fn query_edges(
-    a: &impl Polytope,
-    b: &impl Polytope,
-    rel: &Isometry,
-    skip_b: &dyn Fn(usize) -> bool,
-) -> EdgeQuery {
-    query_edges_split(a, b, rel, skip_b).1
-}
-
 /// Edge pairs' axes: the largest separation over all of them, and the best axis among
 /// those whose B edge `skip_b` allows. A skipped edge still separates: leaving its axis
 /// out of the separation test would report overlap between shapes that do not touch.
-pub(crate) fn query_edges_split(
+pub(crate) fn query_edges(
     a: &impl Polytope,
     b: &impl Polytope,
     rel: &Isometry,
@@ -183,7 +172,7 @@ pub(crate) fn collide_polytopes(
     if face_b.separation > margin {
         return Manifold::EMPTY;
     }
-    let (edge_all, edge) = query_edges_split(a, b, &rel, &skip_b);
+    let (edge_all, edge) = query_edges(a, b, &rel, &skip_b);
     if edge_all > margin {
         return Manifold::EMPTY;
     }

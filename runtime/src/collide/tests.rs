@@ -213,7 +213,7 @@ fn sat_agrees_with_gjk_on_separated_hulls() {
         let rel = xa.inv_mul(&xb);
         let fa = super::sat::query_faces_a(&ha, &hb, &rel).separation;
         let fb = super::sat::query_faces_b(&ha, &hb, &rel).separation;
-        let e = super::sat::query_edges(&ha, &hb, &rel, &|_| false).separation;
+        let e = super::sat::query_edges(&ha, &hb, &rel, &|_| false).0;
         let sat = fa.max(fb).max(e);
         assert!(sat <= g.distance + 1e-4, "case {case}: sat {sat} > gjk {}", g.distance);
         if (sat - g.distance).abs() < 1e-4 {
@@ -276,7 +276,7 @@ fn penetrating_hulls_resolve_along_the_normal() {
         let best = -super::sat::query_faces_a(&ha, &hb, &rel)
             .separation
             .max(super::sat::query_faces_b(&ha, &hb, &rel).separation)
-            .max(super::sat::query_edges(&ha, &hb, &rel, &|_| false).separation);
+            .max(super::sat::query_edges(&ha, &hb, &rel, &|_| false).0);
         assert!(push <= best / 0.9 + 0.01, "case {case}: push {push} vs least {best}");
         assert!(-m.min_separation() <= push + 1e-4, "case {case}: depth {} > push {push}", -m.min_separation());
         let moved = Isometry { translation: xb.translation + n * (push + 1e-3), ..xb };

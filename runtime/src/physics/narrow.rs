@@ -9,9 +9,8 @@
 //! Terrain: a shape's triangles come from the chunk meshes its terrain contacts name
 //! (already built: see `Terrain::prepare_meshes`). Every triangle's manifold is
 //! gathered, clustered by normal (a shape in a crease touches two or three faces),
-//! and each cluster reduced to at most four points: last step's points first, then the
-//! deepest, then each next point the one farthest from those chosen (each point keeps
-//! its own normal). One constraint per cluster instead of one per triangle keeps the
+//! and each cluster reduced to at most four points, load-bearing ones before
+//! speculative ones (see `reduce`; each point keeps its own normal). One constraint per cluster instead of one per triangle keeps the
 //! graph colouring small: a box resting on eight coplanar triangles is one constraint.
 
 use glam::{IVec3, Vec3};
