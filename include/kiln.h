@@ -227,6 +227,52 @@
 #define KILN_MESH_MODE_COMPACT 1
 
 /**
+ * A discrete GPU.
+ */
+#define KILN_DEVICE_DISCRETE 0
+
+/**
+ * A GPU sharing memory with the CPU.
+ */
+#define KILN_DEVICE_INTEGRATED 1
+
+/**
+ * A GPU in a virtual machine.
+ */
+#define KILN_DEVICE_VIRTUAL 2
+
+/**
+ * A software device running on the CPU (Mesa's lavapipe).
+ */
+#define KILN_DEVICE_CPU 3
+
+/**
+ * Anything else.
+ */
+#define KILN_DEVICE_OTHER 4
+
+/**
+ * `KilnTraceHit::instance` when the ray hit nothing.
+ */
+#define KILN_NO_HIT 4294967295
+
+/**
+ * `KilnTraceHit::flags`: the ray hit the triangle's back face.
+ */
+#define KILN_HIT_BACKFACE 1
+
+/**
+ * `kiln_tracer_trace` mode: the closest hit along each ray.
+ */
+#define KILN_TRACE_CLOSEST 0
+
+/**
+ * `kiln_tracer_trace` mode: any hit ends the ray (shadow and visibility rays); only
+ * hit or miss is meaningful, the other fields describe whichever hit was found.
+ */
+#define KILN_TRACE_ANY 1
+
+/**
  * Never moves; infinite mass (ground, walls).
  */
 #define KILN_MOTION_STATIC 0
@@ -1313,6 +1359,274 @@ typedef struct KilnMeshCacheStats {
 } KilnMeshCacheStats;
 
 /**
+ * How a tracer opens its device. Initialise with `kiln_default_tracer_def()`.
+ */
+typedef struct KilnTracerDef {
+    /**
+     * `sizeof(KilnTracerDef)`, set by `kiln_default_tracer_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * Enables `VK_LAYER_KHRONOS_validation` and collects its warnings and errors
+     * (`kiln_tracer_get_validation_messages`). Default false.
+     */
+    bool validation;
+    /**
+     * Device by index in the driver's order, or -1 for the best one (discrete GPU,
+     * then integrated, virtual, CPU such as Mesa's lavapipe). Default -1.
+     */
+    int32_t device_index;
+    /**
+     * When not NULL: the first device whose name contains this text
+     * (case-insensitive); wins over `device_index`. Default NULL.
+     */
+    const char *device_name;
+    /**
+     * Lets the environment override the fields above: `KILN_GPU_DEVICE` (an index or
+     * name text) and `KILN_GPU_VALIDATION=1`. Default true.
+     */
+    bool use_environment;
+} KilnTracerDef;
+
+/**
+ * An affine transform: three rows of `[m0, m1, m2, translation]`, so a point `p`
+ * maps to `rows[i][0] * p.x + rows[i][1] * p.y + rows[i][2] * p.z + rows[i][3]`.
+ */
+typedef struct KilnAffine {
+    /**
+     * Row-major 3x4 matrix.
+     */
+    float rows[3][4];
+} KilnAffine;
+
+/**
+ * How an instance is placed. Initialise with `kiln_default_instance_def()`.
+ */
+typedef struct KilnInstanceDef {
+    /**
+     * `sizeof(KilnInstanceDef)`, set by `kiln_default_instance_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * Mesh index from `kiln_tracer_add_mesh`. Default 0.
+     */
+    uint32_t mesh;
+    /**
+     * Object-to-world transform; must be invertible and finite. Default identity.
+     */
+    struct KilnAffine transform;
+    /**
+     * A ray sees the instance when `ray.mask & instance.mask != 0`. Default all bits.
+     */
+    uint32_t mask;
+    /**
+     * Reported in hits as `user_id`; Kiln never reads it. Default 0.
+     */
+    uint32_t user_id;
+} KilnInstanceDef;
+
+/**
+ * A skinned mesh: rest positions, up to four joints and weights per vertex,
+ * triangles. The tracer keeps its own copy, skinned on the GPU whenever its bones
+ * change (`kiln_tracer_set_bones`).
+ */
+typedef struct KilnSkinnedMeshDef {
+    /**
+     * `sizeof(KilnSkinnedMeshDef)`, set by `kiln_default_skinned_mesh_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * `vertex_count` rest positions (finite).
+     */
+    const struct KilnVec3 *positions;
+    /**
+     * `4 * vertex_count` joint indices, each below `bone_count`.
+     */
+    const uint16_t *joints;
+    /**
+     * `4 * vertex_count` weights (finite, >= 0; they should sum to 1).
+     */
+    const float *weights;
+    /**
+     * Vertices, 3 or more.
+     */
+    uint32_t vertex_count;
+    /**
+     * `3 * triangle_count` vertex indices.
+     */
+    const uint32_t *indices;
+    /**
+     * Triangles, 1 or more.
+     */
+    uint32_t triangle_count;
+    /**
+     * Bones, 1..=65536; they start as identities.
+     */
+    uint32_t bone_count;
+} KilnSkinnedMeshDef;
+
+/**
+ * Handle to a ray tracer (a Vulkan device with meshes and instances). `{0, 0}` is
+ * the null handle. Pass by value.
+ */
+typedef struct KilnTracerId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed tracer's handles no longer match.
+     */
+    uint32_t generation;
+} KilnTracerId;
+
+/**
+ * The device a tracer runs on, from `kiln_tracer_get_device`.
+ */
+typedef struct KilnDeviceInfo {
+    /**
+     * Device name, NUL-terminated (cut to fit).
+     */
+    char name[256];
+    /**
+     * Driver name and version, NUL-terminated (cut to fit).
+     */
+    char driver[256];
+    /**
+     * `KILN_DEVICE_DISCRETE`, `_INTEGRATED`, `_VIRTUAL`, `_CPU` or `_OTHER`.
+     */
+    uint32_t kind;
+    /**
+     * Vulkan version the device supports: major.
+     */
+    uint32_t api_major;
+    /**
+     * Vulkan version: minor.
+     */
+    uint32_t api_minor;
+    /**
+     * Default subgroup size (8 on lavapipe, 32 or 64 on GPUs).
+     */
+    uint32_t subgroup_size;
+    /**
+     * Whether per-pass GPU times are measured (`kiln_tracer_get_timings`).
+     */
+    bool timestamps;
+} KilnDeviceInfo;
+
+/**
+ * Handle to a rigid-body world. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnWorldId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed world's handles no longer match.
+     */
+    uint32_t generation;
+} KilnWorldId;
+
+/**
+ * Handle to a body of a world. `{0, 0, {0, 0}}` is the null handle. Pass by value.
+ */
+typedef struct KilnBodyId {
+    /**
+     * Body slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed body's handles no longer match.
+     */
+    uint32_t generation;
+    /**
+     * The world the body lives in.
+     */
+    struct KilnWorldId world;
+} KilnBodyId;
+
+/**
+ * One ray of a batch.
+ */
+typedef struct KilnTraceRay {
+    /**
+     * Start point (finite).
+     */
+    struct KilnVec3 origin;
+    /**
+     * Direction (finite, non-zero; need not be unit: `t` is in its lengths).
+     */
+    struct KilnVec3 direction;
+    /**
+     * Hits closer than this are ignored (finite, >= 0).
+     */
+    float t_min;
+    /**
+     * Hits farther than this are ignored (>= `t_min`; may be infinite).
+     */
+    float t_max;
+    /**
+     * Instances with `mask & instance.mask == 0` are invisible to the ray.
+     */
+    uint32_t mask;
+} KilnTraceRay;
+
+/**
+ * The result for one ray.
+ */
+typedef struct KilnTraceHit {
+    /**
+     * Distance along the ray in direction lengths (+inf on a miss).
+     */
+    float t;
+    /**
+     * Instance index, or `KILN_NO_HIT`.
+     */
+    uint32_t instance;
+    /**
+     * Triangle index in the instance's mesh.
+     */
+    uint32_t primitive;
+    /**
+     * The instance's `user_id`.
+     */
+    uint32_t user_id;
+    /**
+     * Unit geometric normal in world space, on the side the winding makes front
+     * (counter-clockwise).
+     */
+    struct KilnVec3 normal;
+    /**
+     * Barycentric weight of the triangle's second vertex.
+     */
+    float u;
+    /**
+     * Barycentric weight of the third vertex.
+     */
+    float v;
+    /**
+     * `KILN_HIT_BACKFACE` when the ray hit the back face.
+     */
+    uint32_t flags;
+} KilnTraceHit;
+
+/**
+ * GPU time of one pass of the last `kiln_tracer_update` or `kiln_tracer_trace`.
+ */
+typedef struct KilnGpuPassTiming {
+    /**
+     * Pass name ("upload instances", "skin + refit", "tlas build", "trace"),
+     * NUL-terminated.
+     */
+    char name[32];
+    /**
+     * Milliseconds from the pass's first command to its last, on the device.
+     */
+    double milliseconds;
+} KilnGpuPassTiming;
+
+/**
  * How a world is built and stepped. Initialise with `kiln_default_world_def()`.
  */
 typedef struct KilnWorldDef {
@@ -1456,38 +1770,6 @@ typedef struct KilnShapeDef {
      */
     uint32_t mask;
 } KilnShapeDef;
-
-/**
- * Handle to a rigid-body world. `{0, 0}` is the null handle. Pass by value.
- */
-typedef struct KilnWorldId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed world's handles no longer match.
-     */
-    uint32_t generation;
-} KilnWorldId;
-
-/**
- * Handle to a body of a world. `{0, 0, {0, 0}}` is the null handle. Pass by value.
- */
-typedef struct KilnBodyId {
-    /**
-     * Body slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed body's handles no longer match.
-     */
-    uint32_t generation;
-    /**
-     * The world the body lives in.
-     */
-    struct KilnWorldId world;
-} KilnBodyId;
 
 /**
  * Draws one shape of a body: `transform` places the shape (its pose included);
@@ -1743,6 +2025,17 @@ typedef struct KilnContactEvent {
  * A bug inside Kiln (a caught Rust panic); the message has the details.
  */
 #define KILN_ERROR_INTERNAL 11
+
+/**
+ * Host or device memory ran out (GPU buffers); the object is unchanged and usable.
+ */
+#define KILN_ERROR_OUT_OF_MEMORY 12
+
+/**
+ * The Vulkan device was lost (driver reset, hang, removal). The object that owns it
+ * refuses further GPU work; destroy it and create a new one.
+ */
+#define KILN_ERROR_DEVICE_LOST 13
 
 #ifdef __cplusplus
 extern "C" {
@@ -2487,6 +2780,205 @@ KilnStatus kiln_terrain_set_mesh_cache_budget(struct KilnTerrainId terrain, uint
  */
 KilnStatus kiln_terrain_get_mesh_cache_stats(struct KilnTerrainId terrain,
                                              struct KilnMeshCacheStats *out_stats);
+
+/**
+ * A `KilnTracerDef` with the defaults documented on its fields.
+ */
+struct KilnTracerDef kiln_default_tracer_def(void);
+
+/**
+ * A `KilnInstanceDef` with the defaults documented on its fields.
+ */
+struct KilnInstanceDef kiln_default_instance_def(void);
+
+/**
+ * A `KilnSkinnedMeshDef` with every pointer NULL and every count 0.
+ */
+struct KilnSkinnedMeshDef kiln_default_skinned_mesh_def(void);
+
+/**
+ * The affine transform that scales by `scale` (per axis, in the object's frame) and
+ * then applies the rigid `transform`: the instance transform of a unit mesh drawn
+ * at a body's transform. The rotation is normalised; the result is checked when used.
+ */
+struct KilnAffine kiln_affine_from_transform(struct KilnTransform transform, struct KilnVec3 scale);
+
+/**
+ * Opens a Vulkan device and creates a tracer on it. Without a Vulkan loader or a
+ * usable device (Vulkan 1.2 with buffer device addresses and the memory model):
+ * `KILN_ERROR_NO_DEVICE`, with the reason in the message; CPU features keep working.
+ *
+ * # Safety
+ * `def` is NULL or readable, its `device_name` NULL or a NUL-terminated string;
+ * `out_tracer` is NULL or writable.
+ */
+KilnStatus kiln_tracer_create(const struct KilnTracerDef *def, struct KilnTracerId *out_tracer);
+
+/**
+ * Destroys a tracer, its device and everything on it; its handle becomes invalid.
+ */
+KilnStatus kiln_tracer_destroy(struct KilnTracerId tracer);
+
+/**
+ * Whether `tracer` refers to a live tracer.
+ */
+bool kiln_tracer_is_valid(struct KilnTracerId tracer);
+
+/**
+ * Writes what device the tracer runs on to `out_info`.
+ *
+ * # Safety
+ * `out_info` is NULL or writable.
+ */
+KilnStatus kiln_tracer_get_device(struct KilnTracerId tracer, struct KilnDeviceInfo *out_info);
+
+/**
+ * Registers a triangle mesh (a BLAS is built over it on the CPU with binned SAH and
+ * uploaded before the next trace) and writes its index to `out_mesh`. Positions
+ * must be finite; indices below `vertex_count`. Instances share one copy.
+ *
+ * # Safety
+ * `positions` is NULL or readable for `vertex_count` entries, `indices` for
+ * `3 * triangle_count`; `out_mesh` is NULL or writable.
+ */
+KilnStatus kiln_tracer_add_mesh(struct KilnTracerId tracer,
+                                const struct KilnVec3 *positions,
+                                uint32_t vertex_count,
+                                const uint32_t *indices,
+                                uint32_t triangle_count,
+                                uint32_t *out_mesh);
+
+/**
+ * Places an instance of a mesh and writes its index (reported in hits) to
+ * `out_instance`.
+ *
+ * # Safety
+ * `def` is NULL or readable; `out_instance` is NULL or writable.
+ */
+KilnStatus kiln_tracer_add_instance(struct KilnTracerId tracer,
+                                    const struct KilnInstanceDef *def,
+                                    uint32_t *out_instance);
+
+/**
+ * Adds a skinned instance: its own copy of the mesh in `mesh`, placed by
+ * `transform`, bones starting as identities. Writes its instance index to
+ * `out_instance`.
+ *
+ * # Safety
+ * `mesh` is NULL or readable, its arrays readable for their counts; `transform` is
+ * NULL or readable; `out_instance` is NULL or writable.
+ */
+KilnStatus kiln_tracer_add_skinned_instance(struct KilnTracerId tracer,
+                                            const struct KilnSkinnedMeshDef *mesh,
+                                            const struct KilnAffine *transform,
+                                            uint32_t mask,
+                                            uint32_t user_id,
+                                            uint32_t *out_instance);
+
+/**
+ * Moves `count` instances: `instances[i]` gets `transforms[i]`. Every entry is
+ * checked first (existing instance, invertible finite transform); a bad one fails
+ * the call, naming its index, and nothing moves.
+ *
+ * # Safety
+ * `instances` and `transforms` are NULL or readable for `count` entries.
+ */
+KilnStatus kiln_tracer_set_transforms(struct KilnTracerId tracer,
+                                      const uint32_t *instances,
+                                      const struct KilnAffine *transforms,
+                                      uint32_t count);
+
+/**
+ * Sets all `bone_count` bones of a skinned instance (exactly its bone count, all
+ * finite). The GPU skins and refits its mesh before the next trace.
+ *
+ * # Safety
+ * `bones` is NULL or readable for `bone_count` entries.
+ */
+KilnStatus kiln_tracer_set_bones(struct KilnTracerId tracer,
+                                 uint32_t instance,
+                                 const struct KilnAffine *bones,
+                                 uint32_t bone_count);
+
+/**
+ * Makes `instance` follow a physics body: at every `kiln_tracer_sync_world` its
+ * transform becomes the body's transform times `local` (NULL: identity; e.g. a
+ * scale from a unit cube to the body's box). All followed bodies of a tracer belong
+ * to one world. Following again replaces the earlier body.
+ *
+ * # Safety
+ * `local` is NULL or readable.
+ */
+KilnStatus kiln_tracer_follow_body(struct KilnTracerId tracer,
+                                   uint32_t instance,
+                                   struct KilnBodyId body,
+                                   const struct KilnAffine *local);
+
+/**
+ * Stops `instance` following its body (it stays where it is). Not following is fine.
+ */
+KilnStatus kiln_tracer_unfollow(struct KilnTracerId tracer, uint32_t instance);
+
+/**
+ * Copies the transform of every followed body of `world` into its instance (call it
+ * after stepping). An instance whose body was destroyed is hidden (mask 0) and stops
+ * following; their number goes to `out_hidden` (NULL allowed).
+ *
+ * # Safety
+ * `out_hidden` is NULL or writable.
+ */
+KilnStatus kiln_tracer_sync_world(struct KilnTracerId tracer,
+                                  struct KilnWorldId world,
+                                  uint32_t *out_hidden);
+
+/**
+ * Brings the device up to date (instances, skinning + refit, TLAS rebuild) without
+ * tracing; `kiln_tracer_trace` does this itself.
+ */
+KilnStatus kiln_tracer_update(struct KilnTracerId tracer);
+
+/**
+ * Traces `count` rays on the GPU and writes one hit per ray to `hits`.
+ * `mode` is `KILN_TRACE_CLOSEST` or `KILN_TRACE_ANY`. Every ray is checked first
+ * (finite origin, finite non-zero direction, `0 <= t_min <= t_max`); a bad one
+ * fails the call, naming its index, and nothing is written. The scene is updated
+ * first when transforms, bones or followed bodies changed.
+ *
+ * # Safety
+ * `rays` is NULL or readable and `hits` NULL or writable for `count` entries.
+ */
+KilnStatus kiln_tracer_trace(struct KilnTracerId tracer,
+                             const struct KilnTraceRay *rays,
+                             uint32_t count,
+                             uint32_t mode,
+                             struct KilnTraceHit *hits);
+
+/**
+ * Writes the GPU time of each pass of the last `kiln_tracer_update` or
+ * `kiln_tracer_trace`, in pass order, to `out_timings` (up to `capacity`), and the
+ * number of passes to `out_count`. Empty when the device has no timestamps.
+ *
+ * # Safety
+ * `out_timings` is NULL or writable for `capacity` entries; `out_count` is NULL or
+ * writable.
+ */
+KilnStatus kiln_tracer_get_timings(struct KilnTracerId tracer,
+                                   struct KilnGpuPassTiming *out_timings,
+                                   uint32_t capacity,
+                                   uint32_t *out_count);
+
+/**
+ * Writes the validation-layer warnings and errors collected so far (only with
+ * `KilnTracerDef::validation`), one per line, NUL-terminated, into `buffer` (cut to
+ * `capacity` bytes; NULL allowed with capacity 0), and their count to `out_count`.
+ *
+ * # Safety
+ * `buffer` is NULL or writable for `capacity` bytes; `out_count` is NULL or writable.
+ */
+KilnStatus kiln_tracer_get_validation_messages(struct KilnTracerId tracer,
+                                               char *buffer,
+                                               size_t capacity,
+                                               uint32_t *out_count);
 
 /**
  * A `KilnWorldDef` with defaults: Earth gravity along -Y, 4 substeps, sleeping and

@@ -37,6 +37,11 @@ pub const KILN_ERROR_PASS_FAILED: KilnStatus = 9;
 pub const KILN_ERROR_NO_DEVICE: KilnStatus = 10;
 /// A bug inside Kiln (a caught Rust panic); the message has the details.
 pub const KILN_ERROR_INTERNAL: KilnStatus = 11;
+/// Host or device memory ran out (GPU buffers); the object is unchanged and usable.
+pub const KILN_ERROR_OUT_OF_MEMORY: KilnStatus = 12;
+/// The Vulkan device was lost (driver reset, hang, removal). The object that owns it
+/// refuses further GPU work; destroy it and create a new one.
+pub const KILN_ERROR_DEVICE_LOST: KilnStatus = 13;
 
 /// Version of the binary interface: structs, function signatures, constants. Bumped
 /// on every incompatible change; the shared library's SONAME is `libkiln.so.<ABI>`.
@@ -304,6 +309,8 @@ pub extern "C" fn kiln_status_name(status: KilnStatus) -> *const c_char {
         KILN_ERROR_PASS_FAILED => "KILN_ERROR_PASS_FAILED\0",
         KILN_ERROR_NO_DEVICE => "KILN_ERROR_NO_DEVICE\0",
         KILN_ERROR_INTERNAL => "KILN_ERROR_INTERNAL\0",
+        KILN_ERROR_OUT_OF_MEMORY => "KILN_ERROR_OUT_OF_MEMORY\0",
+        KILN_ERROR_DEVICE_LOST => "KILN_ERROR_DEVICE_LOST\0",
         _ => "KILN_UNKNOWN_STATUS\0",
     };
     name.as_ptr().cast()

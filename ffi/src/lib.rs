@@ -20,6 +20,7 @@ pub mod runtime;
 pub mod shapes;
 pub mod terrain;
 pub mod terrain_query;
+pub mod tracer;
 pub mod world;
 
 pub use abi::*;
@@ -31,4 +32,5 @@ pub use runtime::*;
 pub use shapes::*;
 pub use terrain::*;
 pub use terrain_query::*;
+pub use tracer::*;
 pub use world::*;

@@ -335,6 +335,16 @@ fn with_body<R>(body: KilnBodyId, f: impl FnOnce(&mut WorldEntry, BodyId) -> Res
     })
 }
 
+/// Checks that `body` is live and returns its key (for other modules).
+pub(crate) fn live_body(body: KilnBodyId) -> Result<BodyId, Error> {
+    with_body(body, |_, key| Ok(key))
+}
+
+/// Runs `f` on the world behind `id` (for other modules: the tracer's body mirror).
+pub(crate) fn with_world_state<R>(id: KilnWorldId, f: impl FnOnce(&World) -> Result<R, Error>) -> Result<R, Error> {
+    with_world(id, |entry| f(&entry.world))
+}
+
 fn public_body(world: KilnWorldId, id: BodyId) -> KilnBodyId {
     KilnBodyId { index1: id.index + 1, generation: id.generation, world }
 }

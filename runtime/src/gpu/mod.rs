@@ -14,6 +14,7 @@
 //!  scene.rs      meshes (BLAS ranges in shared arrays) + instances; GpuScene buffers
 //!  tlas.rs       per-frame GPU LBVH over instances and its CPU reference
 //!  trace.rs      two-level traversal kernel and its CPU reference
+//!  ray_tracer.rs RayTracer: device + scene + per-frame inputs; trace ray batches
 //! ```
 //!
 //! Vulkan is optional at run time: without a loader or a device, [`Gpu::new`]
@@ -32,6 +33,7 @@ mod error;
 mod kernel;
 mod layout;
 mod queue;
+mod ray_tracer;
 mod scene;
 mod shaders;
 mod skin;
@@ -48,7 +50,8 @@ pub use layout::{
     BlasRef, BlasRefitPush, GpuHit, GpuInstance, GpuRay, SkinPush, TlasNode, HIT_BACKFACE, NO_HIT, TLAS_LEAF,
 };
 pub use queue::{Download, Gpu, GpuTiming, Recorder};
-pub use scene::{grid_mesh, invert_affine, Affine, GpuScene, Scene, IDENTITY};
+pub use ray_tracer::{compose, isometry_affine, RayTracer, TraceMode, MAX_TRACE_BATCH};
+pub use scene::{box_mesh, grid_mesh, invert_affine, Affine, GpuScene, Scene, IDENTITY};
 pub use skin::{BoneMatrix, GpuSkin, Skin, SkinData};
 pub use tlas::{instance_box, internal_children, morton, sorted_keys, CpuTlas, TlasBuilder, TLAS_STACK};
 pub use trace::{trace_cpu, TraceScene, Tracer};

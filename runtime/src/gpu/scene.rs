@@ -75,8 +75,35 @@ pub fn grid_mesh(n: u32, cell: f32, mut height: impl FnMut(u32, u32) -> f32) -> 
     (positions, triangles)
 }
 
+/// An axis-aligned box of half extents `half` around the origin: 8 vertices, 12
+/// triangles wound outwards (counter-clockwise seen from outside).
+pub fn box_mesh(half: [f32; 3]) -> (Vec<[f32; 3]>, Vec<[u32; 3]>) {
+    let positions = (0..8u32)
+        .map(|i| {
+            let sign = |bit: u32| if i & bit != 0 { 1.0 } else { -1.0 };
+            [sign(1) * half[0], sign(2) * half[1], sign(4) * half[2]]
+        })
+        .collect();
+    // Vertex i has x from bit 0, y from bit 1, z from bit 2.
+    let triangles = vec![
+        [0, 4, 6],
+        [0, 6, 2], // -x
+        [1, 3, 7],
+        [1, 7, 5], // +x
+        [0, 1, 5],
+        [0, 5, 4], // -y
+        [2, 6, 7],
+        [2, 7, 3], // +y
+        [0, 2, 3],
+        [0, 3, 1], // -z
+        [4, 5, 7],
+        [4, 7, 6], // +z
+    ];
+    (positions, triangles)
+}
+
 /// Meshes and instances on the CPU; see the module docs.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Scene {
     pub(crate) blas_refs: Vec<BlasRef>,
     pub(crate) nodes: Vec<BvhNode>,
@@ -103,6 +130,7 @@ pub(crate) struct RefitRange {
 
 /// A skinned instance owns a private copy of its mesh (the transient segment),
 /// rewritten by skinning and refit every frame.
+#[derive(Clone)]
 pub(crate) struct SkinnedInstance {
     pub(crate) mesh: u32,
     pub(crate) skin: SkinData,

@@ -1,0 +1,763 @@
+//! GPU ray tracing through the C ABI: open a Vulkan device, register meshes, place
+//! instances (static, skinned, or following physics bodies), trace ray batches and
+//! read the per-pass GPU times.
+//!
+//! ```c
+//! KilnTracerDef def = kiln_default_tracer_def();
+//! KilnTracerId tracer;
+//! if (kiln_tracer_create(&def, &tracer) == KILN_ERROR_NO_DEVICE) { /* CPU only */ }
+//! uint32_t mesh, instance;
+//! kiln_tracer_add_mesh(tracer, positions, vertex_count, indices, triangle_count, &mesh);
+//! KilnInstanceDef inst = kiln_default_instance_def();
+//! inst.mesh = mesh;
+//! kiln_tracer_add_instance(tracer, &inst, &instance);
+//! kiln_tracer_trace(tracer, rays, ray_count, KILN_TRACE_CLOSEST, hits);
+//! kiln_tracer_destroy(tracer);
+//! ```
+//!
+//! Every call checks all of its input before changing anything: a refused call leaves
+//! the tracer as it was. Instance and mesh indices are dense and never reused.
+
+use std::ffi::{c_char, CStr};
+use std::mem::size_of;
+
+use kiln_core::gpu::{
+    compose, isometry_affine, Affine, DeviceChoice, DeviceKind, GpuConfig, GpuError, GpuHit, GpuRay, RayTracer,
+    SkinData, TraceMode, HIT_BACKFACE, IDENTITY, NO_HIT,
+};
+
+use kiln_core::math::{Isometry, Quat, Vec3};
+
+use crate::abi::{
+    ffi_call, non_null, read_checked, read_def, write_out, CountedOut, Error, KilnStatus, KILN_ERROR_DEVICE_LOST,
+    KILN_ERROR_INTERNAL, KILN_ERROR_INVALID_ARGUMENT, KILN_ERROR_NO_DEVICE, KILN_ERROR_OUT_OF_MEMORY,
+};
+use crate::handles::HandleTable;
+use crate::shapes::KilnTransform;
+use crate::terrain::KilnVec3;
+use crate::world::{live_body, with_world_state, KilnBodyId, KilnWorldId};
+
+/// Handle to a ray tracer (a Vulkan device with meshes and instances). `{0, 0}` is
+/// the null handle. Pass by value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KilnTracerId {
+    /// Slot index plus one (0 means null).
+    pub index1: u32,
+    /// Slot generation; a destroyed tracer's handles no longer match.
+    pub generation: u32,
+}
+
+/// How a tracer opens its device. Initialise with `kiln_default_tracer_def()`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KilnTracerDef {
+    /// `sizeof(KilnTracerDef)`, set by `kiln_default_tracer_def()`.
+    pub struct_size: u32,
+    /// Enables `VK_LAYER_KHRONOS_validation` and collects its warnings and errors
+    /// (`kiln_tracer_get_validation_messages`). Default false.
+    pub validation: bool,
+    /// Device by index in the driver's order, or -1 for the best one (discrete GPU,
+    /// then integrated, virtual, CPU such as Mesa's lavapipe). Default -1.
+    pub device_index: i32,
+    /// When not NULL: the first device whose name contains this text
+    /// (case-insensitive); wins over `device_index`. Default NULL.
+    pub device_name: *const c_char,
+    /// Lets the environment override the fields above: `KILN_GPU_DEVICE` (an index or
+    /// name text) and `KILN_GPU_VALIDATION=1`. Default true.
+    pub use_environment: bool,
+}
+
+/// A discrete GPU.
+pub const KILN_DEVICE_DISCRETE: u32 = 0;
+/// A GPU sharing memory with the CPU.
+pub const KILN_DEVICE_INTEGRATED: u32 = 1;
+/// A GPU in a virtual machine.
+pub const KILN_DEVICE_VIRTUAL: u32 = 2;
+/// A software device running on the CPU (Mesa's lavapipe).
+pub const KILN_DEVICE_CPU: u32 = 3;
+/// Anything else.
+pub const KILN_DEVICE_OTHER: u32 = 4;
+
+/// The device a tracer runs on, from `kiln_tracer_get_device`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KilnDeviceInfo {
+    /// Device name, NUL-terminated (cut to fit).
+    pub name: [c_char; 256],
+    /// Driver name and version, NUL-terminated (cut to fit).
+    pub driver: [c_char; 256],
+    /// `KILN_DEVICE_DISCRETE`, `_INTEGRATED`, `_VIRTUAL`, `_CPU` or `_OTHER`.
+    pub kind: u32,
+    /// Vulkan version the device supports: major.
+    pub api_major: u32,
+    /// Vulkan version: minor.
+    pub api_minor: u32,
+    /// Default subgroup size (8 on lavapipe, 32 or 64 on GPUs).
+    pub subgroup_size: u32,
+    /// Whether per-pass GPU times are measured (`kiln_tracer_get_timings`).
+    pub timestamps: bool,
+}
+
+/// An affine transform: three rows of `[m0, m1, m2, translation]`, so a point `p`
+/// maps to `rows[i][0] * p.x + rows[i][1] * p.y + rows[i][2] * p.z + rows[i][3]`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KilnAffine {
+    /// Row-major 3x4 matrix.
+    pub rows: [[f32; 4]; 3],
+}
+
+const KILN_AFFINE_IDENTITY: KilnAffine = KilnAffine { rows: IDENTITY };
+
+/// How an instance is placed. Initialise with `kiln_default_instance_def()`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KilnInstanceDef {
+    /// `sizeof(KilnInstanceDef)`, set by `kiln_default_instance_def()`.
+    pub struct_size: u32,
+    /// Mesh index from `kiln_tracer_add_mesh`. Default 0.
+    pub mesh: u32,
+    /// Object-to-world transform; must be invertible and finite. Default identity.
+    pub transform: KilnAffine,
+    /// A ray sees the instance when `ray.mask & instance.mask != 0`. Default all bits.
+    pub mask: u32,
+    /// Reported in hits as `user_id`; Kiln never reads it. Default 0.
+    pub user_id: u32,
+}
+
+/// A skinned mesh: rest positions, up to four joints and weights per vertex,
+/// triangles. The tracer keeps its own copy, skinned on the GPU whenever its bones
+/// change (`kiln_tracer_set_bones`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KilnSkinnedMeshDef {
+    /// `sizeof(KilnSkinnedMeshDef)`, set by `kiln_default_skinned_mesh_def()`.
+    pub struct_size: u32,
+    /// `vertex_count` rest positions (finite).
+    pub positions: *const KilnVec3,
+    /// `4 * vertex_count` joint indices, each below `bone_count`.
+    pub joints: *const u16,
+    /// `4 * vertex_count` weights (finite, >= 0; they should sum to 1).
+    pub weights: *const f32,
+    /// Vertices, 3 or more.
+    pub vertex_count: u32,
+    /// `3 * triangle_count` vertex indices.
+    pub indices: *const u32,
+    /// Triangles, 1 or more.
+    pub triangle_count: u32,
+    /// Bones, 1..=65536; they start as identities.
+    pub bone_count: u32,
+}
+
+/// One ray of a batch.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct KilnTraceRay {
+    /// Start point (finite).
+    pub origin: KilnVec3,
+    /// Direction (finite, non-zero; need not be unit: `t` is in its lengths).
+    pub direction: KilnVec3,
+    /// Hits closer than this are ignored (finite, >= 0).
+    pub t_min: f32,
+    /// Hits farther than this are ignored (>= `t_min`; may be infinite).
+    pub t_max: f32,
+    /// Instances with `mask & instance.mask == 0` are invisible to the ray.
+    pub mask: u32,
+}
+
+/// `KilnTraceHit::instance` when the ray hit nothing.
+pub const KILN_NO_HIT: u32 = 0xFFFF_FFFF;
+/// `KilnTraceHit::flags`: the ray hit the triangle's back face.
+pub const KILN_HIT_BACKFACE: u32 = 1;
+/// `kiln_tracer_trace` mode: the closest hit along each ray.
+pub const KILN_TRACE_CLOSEST: u32 = 0;
+/// `kiln_tracer_trace` mode: any hit ends the ray (shadow and visibility rays); only
+/// hit or miss is meaningful, the other fields describe whichever hit was found.
+pub const KILN_TRACE_ANY: u32 = 1;
+
+/// The result for one ray.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct KilnTraceHit {
+    /// Distance along the ray in direction lengths (+inf on a miss).
+    pub t: f32,
+    /// Instance index, or `KILN_NO_HIT`.
+    pub instance: u32,
+    /// Triangle index in the instance's mesh.
+    pub primitive: u32,
+    /// The instance's `user_id`.
+    pub user_id: u32,
+    /// Unit geometric normal in world space, on the side the winding makes front
+    /// (counter-clockwise).
+    pub normal: KilnVec3,
+    /// Barycentric weight of the triangle's second vertex.
+    pub u: f32,
+    /// Barycentric weight of the third vertex.
+    pub v: f32,
+    /// `KILN_HIT_BACKFACE` when the ray hit the back face.
+    pub flags: u32,
+}
+
+/// GPU time of one pass of the last `kiln_tracer_update` or `kiln_tracer_trace`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KilnGpuPassTiming {
+    /// Pass name ("upload instances", "skin + refit", "tlas build", "trace"),
+    /// NUL-terminated.
+    pub name: [c_char; 32],
+    /// Milliseconds from the pass's first command to its last, on the device.
+    pub milliseconds: f64,
+}
+
+/// A tracer behind a handle, with reusable conversion buffers.
+struct TracerEntry {
+    tracer: RayTracer,
+    /// The world whose bodies instances follow (set by the first follow).
+    world: Option<KilnWorldId>,
+    rays: Vec<GpuRay>,
+    hits: Vec<GpuHit>,
+}
+
+const _: () = assert!(KILN_NO_HIT == NO_HIT && KILN_HIT_BACKFACE == HIT_BACKFACE);
+
+static TRACERS: HandleTable<TracerEntry> = HandleTable::new("tracer");
+
+fn with_tracer<R>(id: KilnTracerId, f: impl FnOnce(&mut TracerEntry) -> Result<R, Error>) -> Result<R, Error> {
+    TRACERS.with(id.index1, id.generation, f)
+}
+
+/// Maps a GPU failure to its status.
+fn gpu_error(error: GpuError) -> Error {
+    let status = match &error {
+        GpuError::NoLoader(_) | GpuError::NoDevice(_) | GpuError::MissingFeature(_) => KILN_ERROR_NO_DEVICE,
+        GpuError::OutOfMemory(_) => KILN_ERROR_OUT_OF_MEMORY,
+        GpuError::DeviceLost => KILN_ERROR_DEVICE_LOST,
+        GpuError::InvalidInput(_) => KILN_ERROR_INVALID_ARGUMENT,
+        GpuError::Vulkan { .. } => KILN_ERROR_INTERNAL,
+    };
+    Error::new(status, error.to_string())
+}
+
+fn affine(a: &KilnAffine) -> Affine {
+    a.rows
+}
+
+/// Copies `text` into a NUL-terminated fixed array, cut at a character boundary.
+fn fixed_text<const N: usize>(text: &str) -> [c_char; N] {
+    let mut out = [0 as c_char; N];
+    let mut end = text.len().min(N - 1);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    for (dst, &b) in out.iter_mut().zip(&text.as_bytes()[..end]) {
+        *dst = b as c_char;
+    }
+    out
+}
+
+/// A `KilnTracerDef` with the defaults documented on its fields.
+#[no_mangle]
+pub extern "C" fn kiln_default_tracer_def() -> KilnTracerDef {
+    KilnTracerDef {
+        struct_size: size_of::<KilnTracerDef>() as u32,
+        validation: false,
+        device_index: -1,
+        device_name: std::ptr::null(),
+        use_environment: true,
+    }
+}
+
+/// A `KilnInstanceDef` with the defaults documented on its fields.
+#[no_mangle]
+pub extern "C" fn kiln_default_instance_def() -> KilnInstanceDef {
+    KilnInstanceDef {
+        struct_size: size_of::<KilnInstanceDef>() as u32,
+        mesh: 0,
+        transform: KILN_AFFINE_IDENTITY,
+        mask: u32::MAX,
+        user_id: 0,
+    }
+}
+
+/// A `KilnSkinnedMeshDef` with every pointer NULL and every count 0.
+#[no_mangle]
+pub extern "C" fn kiln_default_skinned_mesh_def() -> KilnSkinnedMeshDef {
+    KilnSkinnedMeshDef {
+        struct_size: size_of::<KilnSkinnedMeshDef>() as u32,
+        positions: std::ptr::null(),
+        joints: std::ptr::null(),
+        weights: std::ptr::null(),
+        vertex_count: 0,
+        indices: std::ptr::null(),
+        triangle_count: 0,
+        bone_count: 0,
+    }
+}
+
+/// The affine transform that scales by `scale` (per axis, in the object's frame) and
+/// then applies the rigid `transform`: the instance transform of a unit mesh drawn
+/// at a body's transform. The rotation is normalised; the result is checked when used.
+#[no_mangle]
+pub extern "C" fn kiln_affine_from_transform(transform: KilnTransform, scale: KilnVec3) -> KilnAffine {
+    let r = transform.rotation;
+    let p = transform.position;
+    let rotation = Quat::from_xyzw(r.x, r.y, r.z, r.w).normalize();
+    let pose = Isometry::new(Vec3::new(p.x, p.y, p.z), rotation);
+    let scale = [[scale.x, 0.0, 0.0, 0.0], [0.0, scale.y, 0.0, 0.0], [0.0, 0.0, scale.z, 0.0]];
+    KilnAffine { rows: compose(&isometry_affine(&pose), &scale) }
+}
+
+/// Opens a Vulkan device and creates a tracer on it. Without a Vulkan loader or a
+/// usable device (Vulkan 1.2 with buffer device addresses and the memory model):
+/// `KILN_ERROR_NO_DEVICE`, with the reason in the message; CPU features keep working.
+///
+/// # Safety
+/// `def` is NULL or readable, its `device_name` NULL or a NUL-terminated string;
+/// `out_tracer` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_create(def: *const KilnTracerDef, out_tracer: *mut KilnTracerId) -> KilnStatus {
+    ffi_call("kiln_tracer_create", || {
+        let def = non_null(def, "def")?;
+        non_null(out_tracer, "out_tracer")?;
+        // SAFETY: non-null; readable per the contract.
+        let def = unsafe { read_def(def, "def")? };
+        let mut config = GpuConfig { validation: def.validation, device: DeviceChoice::Best };
+        if !def.device_name.is_null() {
+            // SAFETY: NUL-terminated per the contract.
+            let name = unsafe { CStr::from_ptr(def.device_name) }
+                .to_str()
+                .map_err(|_| Error::new(KILN_ERROR_INVALID_ARGUMENT, "def->device_name is not UTF-8".to_owned()))?;
+            config.device = DeviceChoice::Name(name.to_owned());
+        } else if def.device_index >= 0 {
+            config.device = DeviceChoice::Index(def.device_index as usize);
+        } else if def.device_index != -1 {
+            return Err(Error::new(
+                KILN_ERROR_INVALID_ARGUMENT,
+                format!("def->device_index is {}: use -1 (best) or a device index", def.device_index),
+            ));
+        }
+        if def.use_environment {
+            let env = GpuConfig::from_env();
+            config.validation |= env.validation;
+            if env.device != DeviceChoice::Best {
+                config.device = env.device;
+            }
+        }
+        let tracer = RayTracer::new(&config).map_err(gpu_error)?;
+        let (index1, generation) =
+            TRACERS.insert(TracerEntry { tracer, world: None, rays: Vec::new(), hits: Vec::new() });
+        write_out(out_tracer, "out_tracer", KilnTracerId { index1, generation })
+    })
+}
+
+/// Destroys a tracer, its device and everything on it; its handle becomes invalid.
+#[no_mangle]
+pub extern "C" fn kiln_tracer_destroy(tracer: KilnTracerId) -> KilnStatus {
+    ffi_call("kiln_tracer_destroy", || TRACERS.remove(tracer.index1, tracer.generation).map(drop))
+}
+
+/// Whether `tracer` refers to a live tracer.
+#[no_mangle]
+pub extern "C" fn kiln_tracer_is_valid(tracer: KilnTracerId) -> bool {
+    std::panic::catch_unwind(|| TRACERS.is_valid(tracer.index1, tracer.generation)).unwrap_or(false)
+}
+
+/// Writes what device the tracer runs on to `out_info`.
+///
+/// # Safety
+/// `out_info` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_get_device(tracer: KilnTracerId, out_info: *mut KilnDeviceInfo) -> KilnStatus {
+    ffi_call("kiln_tracer_get_device", || {
+        non_null(out_info, "out_info")?;
+        let info = with_tracer(tracer, |entry| {
+            let info = entry.tracer.device_info();
+            Ok(KilnDeviceInfo {
+                name: fixed_text(&info.name),
+                driver: fixed_text(&info.driver),
+                kind: match info.kind {
+                    DeviceKind::Discrete => KILN_DEVICE_DISCRETE,
+                    DeviceKind::Integrated => KILN_DEVICE_INTEGRATED,
+                    DeviceKind::Virtual => KILN_DEVICE_VIRTUAL,
+                    DeviceKind::Cpu => KILN_DEVICE_CPU,
+                    DeviceKind::Other => KILN_DEVICE_OTHER,
+                },
+                api_major: info.api_version.0,
+                api_minor: info.api_version.1,
+                subgroup_size: info.subgroup_size,
+                timestamps: info.timestamps,
+            })
+        })?;
+        write_out(out_info, "out_info", info)
+    })
+}
+
+/// Registers a triangle mesh (a BLAS is built over it on the CPU with binned SAH and
+/// uploaded before the next trace) and writes its index to `out_mesh`. Positions
+/// must be finite; indices below `vertex_count`. Instances share one copy.
+///
+/// # Safety
+/// `positions` is NULL or readable for `vertex_count` entries, `indices` for
+/// `3 * triangle_count`; `out_mesh` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_add_mesh(
+    tracer: KilnTracerId,
+    positions: *const KilnVec3,
+    vertex_count: u32,
+    indices: *const u32,
+    triangle_count: u32,
+    out_mesh: *mut u32,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_add_mesh", || {
+        non_null(out_mesh, "out_mesh")?;
+        // SAFETY: readable for the counts per the contract.
+        let (positions, triangles) = unsafe { read_mesh(positions, vertex_count, indices, triangle_count)? };
+        let mesh = with_tracer(tracer, |entry| entry.tracer.add_mesh(&positions, &triangles).map_err(gpu_error))?;
+        write_out(out_mesh, "out_mesh", mesh)
+    })
+}
+
+/// Vertex positions and index triples.
+type MeshArrays = (Vec<[f32; 3]>, Vec<[u32; 3]>);
+
+/// Reads a mesh's vertices and triangles (shape checks only; the BLAS build checks
+/// the rest).
+///
+/// # Safety
+/// As `kiln_tracer_add_mesh`.
+unsafe fn read_mesh(
+    positions: *const KilnVec3,
+    vertex_count: u32,
+    indices: *const u32,
+    triangle_count: u32,
+) -> Result<MeshArrays, Error> {
+    if vertex_count == 0 || triangle_count == 0 {
+        return Err(Error::new(
+            KILN_ERROR_INVALID_ARGUMENT,
+            format!("a mesh needs vertices and triangles, got {vertex_count} and {triangle_count}"),
+        ));
+    }
+    let index_count = triangle_count.checked_mul(3).ok_or_else(|| {
+        Error::new(KILN_ERROR_INVALID_ARGUMENT, format!("triangle_count {triangle_count} is too large"))
+    })?;
+    // SAFETY: readable for the counts per the caller's contract.
+    let positions = unsafe { read_checked(positions, vertex_count, "positions", |v, _| Ok([v.x, v.y, v.z]))? };
+    // SAFETY: as above.
+    let indices = unsafe { read_checked(indices, index_count, "indices", |&i, _| Ok(i))? };
+    let triangles = indices.chunks_exact(3).map(|t| [t[0], t[1], t[2]]).collect();
+    Ok((positions, triangles))
+}
+
+/// Places an instance of a mesh and writes its index (reported in hits) to
+/// `out_instance`.
+///
+/// # Safety
+/// `def` is NULL or readable; `out_instance` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_add_instance(
+    tracer: KilnTracerId,
+    def: *const KilnInstanceDef,
+    out_instance: *mut u32,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_add_instance", || {
+        let def = non_null(def, "def")?;
+        non_null(out_instance, "out_instance")?;
+        // SAFETY: non-null; readable per the contract.
+        let def = unsafe { read_def(def, "def")? };
+        let instance = with_tracer(tracer, |entry| {
+            entry.tracer.add_instance(def.mesh, &affine(&def.transform), def.mask, def.user_id).map_err(gpu_error)
+        })?;
+        write_out(out_instance, "out_instance", instance)
+    })
+}
+
+/// Adds a skinned instance: its own copy of the mesh in `mesh`, placed by
+/// `transform`, bones starting as identities. Writes its instance index to
+/// `out_instance`.
+///
+/// # Safety
+/// `mesh` is NULL or readable, its arrays readable for their counts; `transform` is
+/// NULL or readable; `out_instance` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_add_skinned_instance(
+    tracer: KilnTracerId,
+    mesh: *const KilnSkinnedMeshDef,
+    transform: *const KilnAffine,
+    mask: u32,
+    user_id: u32,
+    out_instance: *mut u32,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_add_skinned_instance", || {
+        let mesh = non_null(mesh, "mesh")?;
+        let transform = non_null(transform, "transform")?;
+        non_null(out_instance, "out_instance")?;
+        // SAFETY: non-null; readable per the contract.
+        let (mesh, transform) = unsafe { (read_def(mesh, "mesh")?, transform.read()) };
+        // SAFETY: the arrays are readable for their counts per the contract.
+        let (rest, triangles) =
+            unsafe { read_mesh(mesh.positions, mesh.vertex_count, mesh.indices, mesh.triangle_count)? };
+        let per_vertex = mesh.vertex_count.checked_mul(4).ok_or_else(|| {
+            Error::new(KILN_ERROR_INVALID_ARGUMENT, format!("vertex_count {} is too large", mesh.vertex_count))
+        })?;
+        // SAFETY: readable for `4 * vertex_count` entries per the contract.
+        let joints = unsafe { read_checked(mesh.joints, per_vertex, "mesh->joints", |&j, _| Ok(j))? };
+        // SAFETY: as above.
+        let weights = unsafe { read_checked(mesh.weights, per_vertex, "mesh->weights", |&w, _| Ok(w))? };
+        let joints = joints.chunks_exact(4).map(|j| [j[0], j[1], j[2], j[3]]).collect();
+        let weights = weights.chunks_exact(4).map(|w| [w[0], w[1], w[2], w[3]]).collect();
+        let skin = SkinData::new(rest, joints, weights, mesh.bone_count).map_err(gpu_error)?;
+        let instance = with_tracer(tracer, |entry| {
+            entry.tracer.add_skinned_instance(skin, &triangles, &affine(&transform), mask, user_id).map_err(gpu_error)
+        })?;
+        write_out(out_instance, "out_instance", instance)
+    })
+}
+
+/// Moves `count` instances: `instances[i]` gets `transforms[i]`. Every entry is
+/// checked first (existing instance, invertible finite transform); a bad one fails
+/// the call, naming its index, and nothing moves.
+///
+/// # Safety
+/// `instances` and `transforms` are NULL or readable for `count` entries.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_set_transforms(
+    tracer: KilnTracerId,
+    instances: *const u32,
+    transforms: *const KilnAffine,
+    count: u32,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_set_transforms", || {
+        // SAFETY: readable for `count` entries per the contract.
+        let instances = unsafe { read_checked(instances, count, "instances", |&i, _| Ok(i))? };
+        // SAFETY: as above.
+        let transforms = unsafe { read_checked(transforms, count, "transforms", |t, _| Ok(affine(t)))? };
+        with_tracer(tracer, |entry| entry.tracer.set_transforms(&instances, &transforms).map_err(gpu_error))
+    })
+}
+
+/// Sets all `bone_count` bones of a skinned instance (exactly its bone count, all
+/// finite). The GPU skins and refits its mesh before the next trace.
+///
+/// # Safety
+/// `bones` is NULL or readable for `bone_count` entries.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_set_bones(
+    tracer: KilnTracerId,
+    instance: u32,
+    bones: *const KilnAffine,
+    bone_count: u32,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_set_bones", || {
+        non_null(bones, "bones")?;
+        // SAFETY: readable for `bone_count` entries per the contract.
+        let bones = unsafe { read_checked(bones, bone_count, "bones", |b, _| Ok(affine(b)))? };
+        with_tracer(tracer, |entry| entry.tracer.set_bones(instance, &bones).map_err(gpu_error))
+    })
+}
+
+/// Makes `instance` follow a physics body: at every `kiln_tracer_sync_world` its
+/// transform becomes the body's transform times `local` (NULL: identity; e.g. a
+/// scale from a unit cube to the body's box). All followed bodies of a tracer belong
+/// to one world. Following again replaces the earlier body.
+///
+/// # Safety
+/// `local` is NULL or readable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_follow_body(
+    tracer: KilnTracerId,
+    instance: u32,
+    body: KilnBodyId,
+    local: *const KilnAffine,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_follow_body", || {
+        // SAFETY: NULL or readable per the contract.
+        let local = if local.is_null() { IDENTITY } else { affine(&unsafe { local.read() }) };
+        let key = live_body(body)?;
+        with_tracer(tracer, |entry| {
+            if let Some(world) = entry.world.filter(|w| *w != body.world) {
+                return Err(Error::new(
+                    KILN_ERROR_INVALID_ARGUMENT,
+                    format!("the tracer follows bodies of world {world:?}; this body is in {:?}", body.world),
+                ));
+            }
+            entry.tracer.follow_body(instance, key, &local).map_err(gpu_error)?;
+            entry.world = Some(body.world);
+            Ok(())
+        })
+    })
+}
+
+/// Stops `instance` following its body (it stays where it is). Not following is fine.
+#[no_mangle]
+pub extern "C" fn kiln_tracer_unfollow(tracer: KilnTracerId, instance: u32) -> KilnStatus {
+    ffi_call("kiln_tracer_unfollow", || {
+        with_tracer(tracer, |entry| {
+            entry.tracer.unfollow(instance);
+            Ok(())
+        })
+    })
+}
+
+/// Copies the transform of every followed body of `world` into its instance (call it
+/// after stepping). An instance whose body was destroyed is hidden (mask 0) and stops
+/// following; their number goes to `out_hidden` (NULL allowed).
+///
+/// # Safety
+/// `out_hidden` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_sync_world(
+    tracer: KilnTracerId,
+    world: KilnWorldId,
+    out_hidden: *mut u32,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_sync_world", || {
+        // Lock order: world, then tracer (the only call that holds both).
+        let hidden = with_world_state(world, |state| {
+            with_tracer(tracer, |entry| match entry.world {
+                Some(followed) if followed != world => Err(Error::new(
+                    KILN_ERROR_INVALID_ARGUMENT,
+                    format!("the tracer follows bodies of world {followed:?}, not {world:?}"),
+                )),
+                _ => Ok(entry.tracer.sync_world(state)),
+            })
+        })?;
+        if !out_hidden.is_null() {
+            write_out(out_hidden, "out_hidden", hidden)?;
+        }
+        Ok(())
+    })
+}
+
+/// Brings the device up to date (instances, skinning + refit, TLAS rebuild) without
+/// tracing; `kiln_tracer_trace` does this itself.
+#[no_mangle]
+pub extern "C" fn kiln_tracer_update(tracer: KilnTracerId) -> KilnStatus {
+    ffi_call("kiln_tracer_update", || with_tracer(tracer, |entry| entry.tracer.update().map_err(gpu_error)))
+}
+
+/// Traces `count` rays on the GPU and writes one hit per ray to `hits`.
+/// `mode` is `KILN_TRACE_CLOSEST` or `KILN_TRACE_ANY`. Every ray is checked first
+/// (finite origin, finite non-zero direction, `0 <= t_min <= t_max`); a bad one
+/// fails the call, naming its index, and nothing is written. The scene is updated
+/// first when transforms, bones or followed bodies changed.
+///
+/// # Safety
+/// `rays` is NULL or readable and `hits` NULL or writable for `count` entries.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_trace(
+    tracer: KilnTracerId,
+    rays: *const KilnTraceRay,
+    count: u32,
+    mode: u32,
+    hits: *mut KilnTraceHit,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_trace", || {
+        let mode = match mode {
+            KILN_TRACE_CLOSEST => TraceMode::Closest,
+            KILN_TRACE_ANY => TraceMode::Any,
+            _ => {
+                return Err(Error::new(
+                    KILN_ERROR_INVALID_ARGUMENT,
+                    format!("mode {mode} is neither KILN_TRACE_CLOSEST nor KILN_TRACE_ANY"),
+                ))
+            }
+        };
+        if count == 0 {
+            return with_tracer(tracer, |_| Ok(()));
+        }
+        let rays = non_null(rays, "rays")?;
+        non_null(hits, "hits")?;
+        // SAFETY: readable for `count` entries per the contract.
+        let rays = unsafe { std::slice::from_raw_parts(rays, count as usize) };
+        with_tracer(tracer, |entry| {
+            entry.rays.clear();
+            entry.rays.extend(rays.iter().map(|r| GpuRay {
+                origin: [r.origin.x, r.origin.y, r.origin.z],
+                t_min: r.t_min,
+                dir: [r.direction.x, r.direction.y, r.direction.z],
+                t_max: r.t_max,
+                mask: r.mask,
+                ..GpuRay::default()
+            }));
+            entry.hits.clear();
+            entry.hits.resize(count as usize, GpuHit::default());
+            entry.tracer.trace(&entry.rays, mode, &mut entry.hits).map_err(gpu_error)?;
+            for (i, h) in entry.hits.iter().enumerate() {
+                let hit = KilnTraceHit {
+                    t: if h.instance == NO_HIT { f32::INFINITY } else { h.t },
+                    instance: h.instance,
+                    primitive: h.primitive,
+                    user_id: h.user_id,
+                    normal: KilnVec3 { x: h.normal[0], y: h.normal[1], z: h.normal[2] },
+                    u: h.u,
+                    v: h.v,
+                    flags: h.flags,
+                };
+                // SAFETY: writable for `count` entries per the contract; `i < count`.
+                unsafe { hits.add(i).write(hit) };
+            }
+            Ok(())
+        })
+    })
+}
+
+/// Writes the GPU time of each pass of the last `kiln_tracer_update` or
+/// `kiln_tracer_trace`, in pass order, to `out_timings` (up to `capacity`), and the
+/// number of passes to `out_count`. Empty when the device has no timestamps.
+///
+/// # Safety
+/// `out_timings` is NULL or writable for `capacity` entries; `out_count` is NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_get_timings(
+    tracer: KilnTracerId,
+    out_timings: *mut KilnGpuPassTiming,
+    capacity: u32,
+    out_count: *mut u32,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_get_timings", || {
+        non_null(out_count, "out_count")?;
+        // SAFETY: writable for `capacity` entries per the contract.
+        let mut out = unsafe { CountedOut::new(out_timings, capacity, "out_timings")? };
+        with_tracer(tracer, |entry| {
+            for timing in entry.tracer.frame_timings() {
+                out.push(KilnGpuPassTiming { name: fixed_text(&timing.name), milliseconds: timing.milliseconds });
+            }
+            Ok(())
+        })?;
+        write_out(out_count, "out_count", out.count())
+    })
+}
+
+/// Writes the validation-layer warnings and errors collected so far (only with
+/// `KilnTracerDef::validation`), one per line, NUL-terminated, into `buffer` (cut to
+/// `capacity` bytes; NULL allowed with capacity 0), and their count to `out_count`.
+///
+/// # Safety
+/// `buffer` is NULL or writable for `capacity` bytes; `out_count` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_get_validation_messages(
+    tracer: KilnTracerId,
+    buffer: *mut c_char,
+    capacity: usize,
+    out_count: *mut u32,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_get_validation_messages", || {
+        non_null(out_count, "out_count")?;
+        if capacity > 0 {
+            non_null(buffer, "buffer")?;
+        }
+        let messages = with_tracer(tracer, |entry| Ok(entry.tracer.validation_messages()))?;
+        if capacity > 0 {
+            let text = messages.join("\n");
+            let len = text.len().min(capacity - 1);
+            // SAFETY: writable for `capacity > len` bytes per the contract.
+            unsafe {
+                std::ptr::copy_nonoverlapping(text.as_ptr(), buffer.cast::<u8>(), len);
+                buffer.add(len).write(0);
+            }
+        }
+        write_out(out_count, "out_count", messages.len() as u32)
+    })
+}

@@ -1,0 +1,425 @@
+//! The ray tracer a program links: one device, meshes, instances (static, skinned or
+//! following physics bodies), and ray batches traced against them.
+//!
+//! ```text
+//!  add_mesh / add_instance / add_skinned_instance     structure: the device copy
+//!                                                     (GpuScene) is rebuilt lazily
+//!  set_transform / set_bones / sync_world              per-frame inputs, kept on the CPU
+//!  trace(rays, mode, hits):
+//!    one submission:  "upload instances" -> "skin + refit" -> "tlas build" -> "trace"
+//!    (the first three only when their inputs changed since the last trace)
+//!    batches beyond MAX_TRACE_BATCH rays: one more submission of "trace" each
+//! ```
+//!
+//! Everything is checked before the device sees it: a refused call changes nothing.
+//! `frame_timings` holds the GPU milliseconds per pass of the last `trace`/`update`.
+
+use super::blas_refit::BlasRefit;
+use super::buffer::{BufferMemory, GpuBuffer};
+use super::context::{DeviceInfo, GpuConfig};
+use super::error::GpuError;
+use super::layout::{GpuHit, GpuRay, NO_HIT};
+use super::queue::{Gpu, GpuTiming};
+use super::scene::{invert_affine, Affine, GpuScene, Scene, IDENTITY};
+use super::skin::{BoneMatrix, Skin, SkinData};
+use super::tlas::TlasBuilder;
+use super::trace::Tracer;
+use crate::math::Isometry;
+use crate::physics::{BodyId, World};
+
+/// Rays traced per dispatch (48 MiB of rays and as much of hits).
+pub const MAX_TRACE_BATCH: usize = 1 << 20;
+
+/// Closest hit, or any hit (shadow rays: the first hit found ends the ray).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceMode {
+    Closest,
+    Any,
+}
+
+/// An instance that follows a physics body: its transform is the body's pose times
+/// `local` at every [`RayTracer::sync_world`].
+#[derive(Clone, Copy, Debug)]
+struct Follow {
+    instance: u32,
+    body: BodyId,
+    local: Affine,
+}
+
+struct Kernels {
+    skin: Skin,
+    refit: BlasRefit,
+    tlas: TlasBuilder,
+    trace: Tracer,
+}
+
+/// A device with its meshes and instances; see the module docs.
+pub struct RayTracer {
+    gpu: Gpu,
+    kernels: Kernels,
+    scene: Scene,
+    /// The device copy of `scene`; `None` after a structural change.
+    device_scene: Option<GpuScene>,
+    /// Per skinned slot: its instance and current bones.
+    skinned: Vec<(u32, Vec<BoneMatrix>)>,
+    skin_dirty: bool,
+    instances_dirty: bool,
+    rays: Option<GpuBuffer>,
+    hits: Option<GpuBuffer>,
+    follows: Vec<Follow>,
+    timings: Vec<GpuTiming>,
+}
+
+impl RayTracer {
+    /// Opens a device (see [`Gpu::new`]) and compiles the kernels.
+    pub fn new(config: &GpuConfig) -> Result<RayTracer, GpuError> {
+        RayTracer::with_gpu(Gpu::new(config)?)
+    }
+
+    /// A tracer on an open context.
+    pub fn with_gpu(gpu: Gpu) -> Result<RayTracer, GpuError> {
+        let kernels = Kernels {
+            skin: Skin::new(&gpu)?,
+            refit: BlasRefit::new(&gpu)?,
+            tlas: TlasBuilder::new(&gpu)?,
+            trace: Tracer::new(&gpu)?,
+        };
+        Ok(RayTracer {
+            gpu,
+            kernels,
+            scene: Scene::new(),
+            device_scene: None,
+            skinned: Vec::new(),
+            skin_dirty: false,
+            instances_dirty: true,
+            rays: None,
+            hits: None,
+            follows: Vec::new(),
+            timings: Vec::new(),
+        })
+    }
+
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    pub fn device_info(&self) -> &DeviceInfo {
+        self.gpu.info()
+    }
+
+    /// The CPU side of the scene (for references and tests).
+    pub fn scene(&self) -> &Scene {
+        &self.scene
+    }
+
+    pub fn mesh_count(&self) -> u32 {
+        self.scene.mesh_count() as u32
+    }
+
+    pub fn instance_count(&self) -> u32 {
+        self.scene.instances().len() as u32
+    }
+
+    /// Builds a BLAS over the mesh; returns the mesh index.
+    pub fn add_mesh(&mut self, positions: &[[f32; 3]], triangles: &[[u32; 3]]) -> Result<u32, GpuError> {
+        let mesh = self.scene.add_mesh(positions, triangles)?;
+        self.device_scene = None;
+        Ok(mesh)
+    }
+
+    /// Adds an instance of `mesh`; returns its index (reported in hits).
+    pub fn add_instance(&mut self, mesh: u32, transform: &Affine, mask: u32, user_id: u32) -> Result<u32, GpuError> {
+        let instance = self.scene.add_instance(mesh, transform, mask, user_id)?;
+        self.device_scene = None;
+        Ok(instance)
+    }
+
+    /// Adds a skinned instance (its own copy of the mesh, skinned and refitted on the
+    /// device whenever its bones change); its bones start as identities.
+    pub fn add_skinned_instance(
+        &mut self,
+        skin: SkinData,
+        triangles: &[[u32; 3]],
+        transform: &Affine,
+        mask: u32,
+        user_id: u32,
+    ) -> Result<u32, GpuError> {
+        let bone_count = skin.bone_count as usize;
+        let (instance, slot) = self.scene.add_skinned_instance(skin, triangles, transform, mask, user_id)?;
+        debug_assert_eq!(slot as usize, self.skinned.len());
+        self.skinned.push((instance, vec![IDENTITY; bone_count]));
+        self.device_scene = None;
+        Ok(instance)
+    }
+
+    /// Moves instances in bulk: all of them are checked before any moves.
+    pub fn set_transforms(&mut self, instances: &[u32], transforms: &[Affine]) -> Result<(), GpuError> {
+        if instances.len() != transforms.len() {
+            return Err(GpuError::InvalidInput(format!(
+                "{} instances but {} transforms",
+                instances.len(),
+                transforms.len()
+            )));
+        }
+        let count = self.instance_count();
+        for (i, (&instance, transform)) in instances.iter().zip(transforms).enumerate() {
+            if instance >= count {
+                return Err(GpuError::InvalidInput(format!(
+                    "instances[{i}] = {instance} does not exist ({count} instances)"
+                )));
+            }
+            if invert_affine(transform).is_none() {
+                return Err(GpuError::InvalidInput(format!("transforms[{i}] is singular, NaN or infinite")));
+            }
+        }
+        for (&instance, transform) in instances.iter().zip(transforms) {
+            self.scene.set_transform(instance, transform)?;
+        }
+        self.instances_dirty = true;
+        Ok(())
+    }
+
+    /// Sets the bones of a skinned instance (exactly its bone count, all finite).
+    pub fn set_bones(&mut self, instance: u32, bones: &[BoneMatrix]) -> Result<(), GpuError> {
+        let Some((_, current)) = self.skinned.iter_mut().find(|(i, _)| *i == instance) else {
+            return Err(GpuError::InvalidInput(format!("instance {instance} is not a skinned instance")));
+        };
+        if bones.len() != current.len() {
+            return Err(GpuError::InvalidInput(format!(
+                "instance {instance} has {} bones, {} given",
+                current.len(),
+                bones.len()
+            )));
+        }
+        if let Some(b) = bones.iter().position(|m| !m.iter().flatten().all(|c| c.is_finite())) {
+            return Err(GpuError::InvalidInput(format!("bones[{b}] has a NaN or infinite entry")));
+        }
+        current.copy_from_slice(bones);
+        self.skin_dirty = true;
+        Ok(())
+    }
+
+    /// Makes `instance` follow `body`: at each [`RayTracer::sync_world`] its
+    /// transform becomes the body's pose times `local` (e.g. a scale from a unit mesh
+    /// to the body's box). Replaces an earlier follow of the same instance.
+    pub fn follow_body(&mut self, instance: u32, body: BodyId, local: &Affine) -> Result<(), GpuError> {
+        if instance >= self.instance_count() {
+            return Err(GpuError::InvalidInput(format!(
+                "instance {instance} does not exist ({} instances)",
+                self.instance_count()
+            )));
+        }
+        if invert_affine(local).is_none() {
+            return Err(GpuError::InvalidInput("the local transform is singular, NaN or infinite".into()));
+        }
+        let follow = Follow { instance, body, local: *local };
+        match self.follows.iter_mut().find(|f| f.instance == instance) {
+            Some(existing) => *existing = follow,
+            None => self.follows.push(follow),
+        }
+        Ok(())
+    }
+
+    /// Stops `instance` following a body; it stays where it was.
+    pub fn unfollow(&mut self, instance: u32) {
+        self.follows.retain(|f| f.instance != instance);
+    }
+
+    /// Copies the pose of every followed body of `world` into its instance. An
+    /// instance whose body no longer exists is hidden (mask 0) and stops following;
+    /// returns how many were.
+    pub fn sync_world(&mut self, world: &World) -> u32 {
+        let mut gone = 0;
+        let scene = &mut self.scene;
+        self.follows.retain(|f| match world.transform(f.body) {
+            Ok(pose) => {
+                let transform = compose(&isometry_affine(&pose), &f.local);
+                // A body's pose is finite and a rotation; `local` was checked, so the
+                // product is invertible unless it overflows, which leaves it in place.
+                let _ = scene.set_transform(f.instance, &transform);
+                true
+            }
+            Err(_) => {
+                scene.instances[f.instance as usize].mask = 0;
+                gone += 1;
+                false
+            }
+        });
+        self.instances_dirty = true;
+        gone
+    }
+
+    /// GPU milliseconds per pass of the last [`RayTracer::update`] or
+    /// [`RayTracer::trace`], passes in order (a pass run in several batches is summed).
+    pub fn frame_timings(&self) -> &[GpuTiming] {
+        &self.timings
+    }
+
+    /// Validation-layer messages so far (empty unless validation was requested).
+    pub fn validation_messages(&self) -> Vec<String> {
+        self.gpu.validation_messages()
+    }
+
+    /// Brings the device up to date: uploads instances, skins and refits what moved,
+    /// rebuilds the TLAS. `trace` does this itself.
+    pub fn update(&mut self) -> Result<(), GpuError> {
+        self.timings.clear();
+        self.ensure_device_scene()?;
+        if !self.needs_update() {
+            return Ok(());
+        }
+        let RayTracer { gpu, kernels, scene, device_scene, skinned, .. } = self;
+        let device_scene = device_scene.as_ref().expect("ensured above");
+        let skin_dirty = self.skin_dirty;
+        gpu.submit("kiln update", |rec| record_update(rec, kernels, scene, device_scene, skinned, skin_dirty))?;
+        self.after_update();
+        Ok(())
+    }
+
+    /// Traces `rays` into `hits` (same length). Rays must have a finite origin, a
+    /// finite non-zero direction and `0 <= t_min <= t_max` (t_max may be +inf). An
+    /// empty scene gives misses.
+    pub fn trace(&mut self, rays: &[GpuRay], mode: TraceMode, hits: &mut [GpuHit]) -> Result<(), GpuError> {
+        if rays.len() != hits.len() {
+            return Err(GpuError::InvalidInput(format!("{} rays but room for {} hits", rays.len(), hits.len())));
+        }
+        check_rays(rays)?;
+        self.timings.clear();
+        if rays.is_empty() {
+            return Ok(());
+        }
+        if self.scene.instances().is_empty() {
+            hits.fill(GpuHit { instance: NO_HIT, t: f32::INFINITY, ..GpuHit::default() });
+            return Ok(());
+        }
+        self.ensure_device_scene()?;
+        let batch = rays.len().min(MAX_TRACE_BATCH);
+        self.ensure_ray_buffers(batch as u64)?;
+        let mut first = true;
+        for (rays, hits) in rays.chunks(MAX_TRACE_BATCH).zip(hits.chunks_mut(MAX_TRACE_BATCH)) {
+            let update = first && self.needs_update();
+            let RayTracer { gpu, kernels, scene, device_scene, skinned, .. } = self;
+            let device_scene = device_scene.as_ref().expect("ensured above");
+            let (ray_buffer, hit_buffer) = (self.rays.as_ref().expect("sized"), self.hits.as_ref().expect("sized"));
+            let skin_dirty = self.skin_dirty;
+            let count = rays.len() as u32;
+            let download = gpu.submit("kiln trace", |rec| {
+                if update {
+                    record_update(rec, kernels, scene, device_scene, skinned, skin_dirty)?;
+                }
+                rec.pass("trace", |rec| {
+                    rec.upload(ray_buffer, 0, bytemuck::cast_slice(rays))?;
+                    kernels.trace.record(rec, device_scene, ray_buffer, hit_buffer, count, mode == TraceMode::Any)?;
+                    rec.download(hit_buffer, 0, 48 * u64::from(count))
+                })
+            })?;
+            hits.copy_from_slice(bytemuck::cast_slice(download.bytes()));
+            merge_timings(&mut self.timings, self.gpu.last_timings());
+            if update {
+                self.after_update();
+            }
+            first = false;
+        }
+        Ok(())
+    }
+
+    fn needs_update(&self) -> bool {
+        self.instances_dirty || self.skin_dirty
+    }
+
+    fn after_update(&mut self) {
+        self.instances_dirty = false;
+        self.skin_dirty = false;
+        merge_timings(&mut self.timings, self.gpu.last_timings());
+    }
+
+    fn ensure_device_scene(&mut self) -> Result<(), GpuError> {
+        if self.device_scene.is_none() {
+            self.device_scene = Some(GpuScene::new(&mut self.gpu, &self.scene)?);
+            // Fresh buffers hold rest poses and no TLAS: redo everything.
+            self.instances_dirty = true;
+            self.skin_dirty = !self.skinned.is_empty();
+        }
+        Ok(())
+    }
+
+    fn ensure_ray_buffers(&mut self, count: u64) -> Result<(), GpuError> {
+        let have = self.rays.as_ref().map_or(0, |b| b.size() / 48);
+        if have < count {
+            let count = count.next_power_of_two().min(MAX_TRACE_BATCH as u64);
+            self.rays = None;
+            self.hits = None;
+            self.rays = Some(self.gpu.buffer("trace rays", 48 * count, BufferMemory::Device)?);
+            self.hits = Some(self.gpu.buffer("trace hits", 48 * count, BufferMemory::Device)?);
+        }
+        Ok(())
+    }
+}
+
+/// Records the scene update passes: instances, skinning + refit, TLAS.
+fn record_update(
+    rec: &mut super::queue::Recorder<'_>,
+    kernels: &Kernels,
+    scene: &Scene,
+    device_scene: &GpuScene,
+    skinned: &[(u32, Vec<BoneMatrix>)],
+    skin_dirty: bool,
+) -> Result<(), GpuError> {
+    rec.pass("upload instances", |rec| device_scene.upload_instances(rec, scene))?;
+    if skin_dirty {
+        let bones: Vec<&[BoneMatrix]> = skinned.iter().map(|(_, b)| b.as_slice()).collect();
+        rec.pass("skin + refit", |rec| device_scene.record_skinning(rec, &kernels.skin, &kernels.refit, &bones))?;
+    }
+    rec.pass("tlas build", |rec| kernels.tlas.record(rec, device_scene))
+}
+
+/// Adds `new` to `into` by pass name (keeping first-seen order).
+fn merge_timings(into: &mut Vec<GpuTiming>, new: &[GpuTiming]) {
+    for timing in new {
+        match into.iter_mut().find(|t| t.name == timing.name) {
+            Some(existing) => existing.milliseconds += timing.milliseconds,
+            None => into.push(timing.clone()),
+        }
+    }
+}
+
+fn check_rays(rays: &[GpuRay]) -> Result<(), GpuError> {
+    for (i, ray) in rays.iter().enumerate() {
+        let finite = ray.origin.iter().chain(&ray.dir).all(|c| c.is_finite());
+        let length2: f32 = ray.dir.iter().map(|c| c * c).sum();
+        if !finite || length2 == 0.0 || !length2.is_finite() {
+            return Err(GpuError::InvalidInput(format!(
+                "rays[{i}] needs a finite origin and a finite non-zero direction: {ray:?}"
+            )));
+        }
+        if !(ray.t_min >= 0.0 && ray.t_min <= ray.t_max) || ray.t_min.is_infinite() {
+            return Err(GpuError::InvalidInput(format!(
+                "rays[{i}] needs 0 <= t_min <= t_max, t_min finite: [{}, {}]",
+                ray.t_min, ray.t_max
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The affine transform of a rigid pose.
+pub fn isometry_affine(pose: &Isometry) -> Affine {
+    let m = glam::Mat3::from_quat(pose.rotation);
+    let t = pose.translation;
+    [
+        [m.x_axis.x, m.y_axis.x, m.z_axis.x, t.x],
+        [m.x_axis.y, m.y_axis.y, m.z_axis.y, t.y],
+        [m.x_axis.z, m.y_axis.z, m.z_axis.z, t.z],
+    ]
+}
+
+/// `a * b` (apply `b`, then `a`).
+pub fn compose(a: &Affine, b: &Affine) -> Affine {
+    let mut out = [[0.0f32; 4]; 3];
+    for (r, row) in out.iter_mut().enumerate() {
+        for (c, value) in row.iter_mut().enumerate() {
+            *value = (0..3).map(|k| a[r][k] * b[k][c]).sum::<f32>() + if c == 3 { a[r][3] } else { 0.0 };
+        }
+    }
+    out
+}

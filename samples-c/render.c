@@ -1,0 +1,180 @@
+/* See render.h. */
+#include "render.h"
+
+#include <math.h>
+#include <png.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void normalize3(float v[3]) {
+    float len = sqrtf(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+    if (len > 0.0f)
+        for (int k = 0; k < 3; k++) v[k] /= len;
+}
+
+static void cross3(const float a[3], const float b[3], float out[3]) {
+    out[0] = a[1] * b[2] - a[2] * b[1];
+    out[1] = a[2] * b[0] - a[0] * b[2];
+    out[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+Camera camera_look_at(const float eye[3], const float target[3], float fov_degrees) {
+    Camera c;
+    const float world_up[3] = {0.0f, 1.0f, 0.0f};
+    for (int k = 0; k < 3; k++) {
+        c.eye[k] = eye[k];
+        c.forward[k] = target[k] - eye[k];
+    }
+    normalize3(c.forward);
+    cross3(c.forward, world_up, c.right);
+    normalize3(c.right);
+    cross3(c.right, c.forward, c.up);
+    c.tan_half_fov = tanf(fov_degrees * 0.5f * 3.14159265f / 180.0f);
+    return c;
+}
+
+void camera_rays(const Camera *c, int width, int height, KilnTraceRay *rays) {
+    float aspect = (float)width / (float)height;
+    for (int y = 0; y < height; y++) {
+        for (int x = 0; x < width; x++) {
+            float sx = (2.0f * ((float)x + 0.5f) / (float)width - 1.0f) * c->tan_half_fov * aspect;
+            float sy = (1.0f - 2.0f * ((float)y + 0.5f) / (float)height) * c->tan_half_fov;
+            float d[3];
+            for (int k = 0; k < 3; k++) d[k] = c->forward[k] + sx * c->right[k] + sy * c->up[k];
+            normalize3(d);
+            KilnTraceRay *r = &rays[y * width + x];
+            r->origin = (KilnVec3){c->eye[0], c->eye[1], c->eye[2]};
+            r->direction = (KilnVec3){d[0], d[1], d[2]};
+            r->t_min = 0.0f;
+            r->t_max = INFINITY;
+            r->mask = 0xFFFFFFFFu;
+        }
+    }
+}
+
+static uint8_t to_srgb8(float linear) {
+    float c = linear <= 0.0f ? 0.0f : linear >= 1.0f ? 1.0f : linear;
+    c = c <= 0.0031308f ? 12.92f * c : 1.055f * powf(c, 1.0f / 2.4f) - 0.055f;
+    return (uint8_t)(c * 255.0f + 0.5f);
+}
+
+KilnStatus render(KilnTracerId tracer, const Camera *camera, int width, int height, const float sun[3],
+                  AlbedoFn albedo, KilnTraceRay *rays, KilnTraceHit *hits, uint8_t *rgb, uint8_t *normals_rgb,
+                  uint8_t *depth_gray, RenderStats *stats) {
+    uint32_t n = (uint32_t)width * (uint32_t)height;
+    camera_rays(camera, width, height, rays);
+    KilnStatus status = kiln_tracer_trace(tracer, rays, n, KILN_TRACE_CLOSEST, hits);
+    if (status != KILN_OK) return status;
+    *stats = (RenderStats){0, 0, INFINITY, 0.0f};
+    /* Shade what the primary rays saw; misses get the sky. Then turn the rays into
+     * shadow rays in place (a miss keeps a ray that cannot hit: t_max = 0). */
+    float *color = malloc(sizeof(float) * 3 * n);
+    float *cosines = malloc(sizeof(float) * n); /* sun cosine per hit, -1 on a miss */
+    if (!color || !cosines) {
+        free(color);
+        free(cosines);
+        return KILN_ERROR_INVALID_STATE;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const KilnTraceHit *h = &hits[i];
+        KilnTraceRay *r = &rays[i];
+        float *c = &color[3 * i];
+        if (h->instance == KILN_NO_HIT) {
+            float up = r->direction.y > 0.0f ? r->direction.y : 0.0f;
+            c[0] = 0.35f + 0.2f * (1.0f - up), c[1] = 0.5f + 0.2f * (1.0f - up), c[2] = 0.9f;
+            if (normals_rgb) memset(&normals_rgb[3 * i], 0, 3);
+            if (depth_gray) depth_gray[i] = 0;
+            r->t_max = 0.0f;
+            cosines[i] = -1.0f;
+            continue;
+        }
+        stats->primary_hits++;
+        if (h->t < stats->nearest) stats->nearest = h->t;
+        if (h->t > stats->farthest) stats->farthest = h->t;
+        KilnVec3 nrm = h->normal;
+        if (h->flags & KILN_HIT_BACKFACE) nrm = (KilnVec3){-nrm.x, -nrm.y, -nrm.z};
+        albedo(h->user_id, &nrm, c);
+        if (normals_rgb) {
+            normals_rgb[3 * i + 0] = (uint8_t)(127.5f * (nrm.x + 1.0f));
+            normals_rgb[3 * i + 1] = (uint8_t)(127.5f * (nrm.y + 1.0f));
+            normals_rgb[3 * i + 2] = (uint8_t)(127.5f * (nrm.z + 1.0f));
+        }
+        if (depth_gray) depth_gray[i] = (uint8_t)(255.0f / (1.0f + 0.02f * h->t));
+        float p[3] = {r->origin.x + h->t * r->direction.x, r->origin.y + h->t * r->direction.y,
+                      r->origin.z + h->t * r->direction.z};
+        r->origin = (KilnVec3){p[0] + 1e-3f * nrm.x, p[1] + 1e-3f * nrm.y, p[2] + 1e-3f * nrm.z};
+        r->direction = (KilnVec3){sun[0], sun[1], sun[2]};
+        r->t_min = 0.0f;
+        r->t_max = INFINITY;
+        float cosine = nrm.x * sun[0] + nrm.y * sun[1] + nrm.z * sun[2];
+        cosines[i] = cosine > 0.0f ? cosine : 0.0f;
+    }
+    status = kiln_tracer_trace(tracer, rays, n, KILN_TRACE_ANY, hits);
+    if (status == KILN_OK) {
+        for (uint32_t i = 0; i < n; i++) {
+            float *c = &color[3 * i];
+            if (cosines[i] >= 0.0f) {
+                int shadowed = hits[i].instance != KILN_NO_HIT;
+                stats->shadowed += shadowed;
+                float light = 0.25f + (shadowed ? 0.0f : 0.9f * cosines[i]);
+                for (int k = 0; k < 3; k++) c[k] *= light;
+            }
+            for (int k = 0; k < 3; k++) rgb[3 * i + k] = to_srgb8(c[k]);
+        }
+    }
+    free(cosines);
+    free(color);
+    return status;
+}
+
+int write_png(const char *path, int width, int height, int channels, const uint8_t *pixels) {
+    FILE *file = fopen(path, "wb");
+    if (!file) return -1;
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    if (!png || !info || setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, &info);
+        fclose(file);
+        return -1;
+    }
+    png_init_io(png, file);
+    png_set_IHDR(png, info, (png_uint_32)width, (png_uint_32)height, 8,
+                 channels == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (int y = 0; y < height; y++) png_write_row(png, pixels + (size_t)y * (size_t)width * (size_t)channels);
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    return fclose(file) == 0 ? 0 : -1;
+}
+
+void print_gpu_timings(KilnTracerId tracer, const char *indent) {
+    KilnGpuPassTiming timings[16];
+    uint32_t count = 0;
+    if (kiln_tracer_get_timings(tracer, timings, 16, &count) != KILN_OK) return;
+    for (uint32_t i = 0; i < count && i < 16; i++)
+        printf("%s%-18s %9.3f ms\n", indent, timings[i].name, timings[i].milliseconds);
+}
+
+int gpu_required(void) {
+    const char *required = getenv("KILN_REQUIRE_GPU");
+    return required && strcmp(required, "1") == 0;
+}
+
+KilnStatus open_tracer(int validation, KilnTracerId *tracer) {
+    KilnTracerDef def = kiln_default_tracer_def();
+    def.validation = validation != 0;
+    KilnStatus status = kiln_tracer_create(&def, tracer);
+    if (status == KILN_ERROR_NO_DEVICE) {
+        printf("no Vulkan device: %s\n", kiln_last_error_message());
+    } else if (status == KILN_OK) {
+        KilnDeviceInfo info;
+        if (kiln_tracer_get_device(*tracer, &info) == KILN_OK) {
+            printf("GPU passes on %s (%s, %s)%s\n", info.name,
+                   info.kind == KILN_DEVICE_CPU ? "software Vulkan on the CPU" : "Vulkan GPU", info.driver,
+                   validation ? ", validation on" : "");
+        }
+    }
+    return status;
+}

@@ -1,0 +1,52 @@
+/* render: what the C samples share to look at a Kiln tracer's scene: a pinhole
+ * camera that makes one ray per pixel, a shader that lights closest hits by a sun
+ * (with any-hit shadow rays) and a sky, and PNG output through libpng. */
+#ifndef KILN_SAMPLE_RENDER_H
+#define KILN_SAMPLE_RENDER_H
+#include <stdint.h>
+
+#include "kiln.h"
+
+typedef struct Camera {
+    float eye[3], forward[3], right[3], up[3];
+    float tan_half_fov; /* vertical */
+} Camera;
+
+/* A camera at `eye` looking at `target`, +y up, vertical field of view in degrees. */
+Camera camera_look_at(const float eye[3], const float target[3], float fov_degrees);
+
+/* One ray per pixel of a width x height image, rows top to bottom, unit directions. */
+void camera_rays(const Camera *camera, int width, int height, KilnTraceRay *rays);
+
+/* The colour of a surface: by its instance's user id, and its normal. */
+typedef void (*AlbedoFn)(uint32_t user_id, const KilnVec3 *normal, float rgb[3]);
+
+/* What `render` returns besides the image. */
+typedef struct RenderStats {
+    uint32_t primary_hits, shadowed;
+    float nearest, farthest; /* hit distances */
+} RenderStats;
+
+/* Traces the camera's rays (closest hit) and a shadow ray towards `sun` (unit,
+ * pointing at the sun) from every hit (any hit); writes sRGB8 colour to `rgb`
+ * (3 bytes per pixel) and, when not NULL, the normal image (normal * 0.5 + 0.5) to
+ * `normals_rgb` and the depth image (near white, far black) to `depth_gray`.
+ * `rays` and `hits` are scratch arrays of width * height entries. */
+KilnStatus render(KilnTracerId tracer, const Camera *camera, int width, int height, const float sun[3],
+                  AlbedoFn albedo, KilnTraceRay *rays, KilnTraceHit *hits, uint8_t *rgb, uint8_t *normals_rgb,
+                  uint8_t *depth_gray, RenderStats *stats);
+
+/* Writes an 8-bit RGB (channels 3) or gray (channels 1) PNG; 0 on success. */
+int write_png(const char *path, int width, int height, int channels, const uint8_t *pixels);
+
+/* Prints the GPU time of each pass of the tracer's last trace or update. */
+void print_gpu_timings(KilnTracerId tracer, const char *indent);
+
+/* Opens a tracer on the best device, with validation when `validation` is set. On
+ * KILN_ERROR_NO_DEVICE it prints why; the caller decides whether that fails (it does
+ * when KILN_REQUIRE_GPU=1, see `gpu_required`). */
+KilnStatus open_tracer(int validation, KilnTracerId *tracer);
+
+/* Whether KILN_REQUIRE_GPU=1: then a missing device is a failure, never a skip. */
+int gpu_required(void);
+#endif
