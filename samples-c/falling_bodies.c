@@ -8,16 +8,29 @@
  * milliseconds per stage. At the end it reads every transform back in one call into
  * an interleaved render array (as an engine would upload to the GPU), counts what a
  * debug draw would draw, and checks that no body sank into the terrain, every body
- * stayed finite and nearly all fell asleep. Exits non-zero when a check fails, so it
- * doubles as a test.
+ * stayed finite and nearly all fell asleep.
  *
- *   falling_bodies [BODIES] [FRAMES]   (defaults 1000 and 900: 15 s at 60 Hz) */
+ * The GPU side (when a Vulkan device is present; lavapipe on machines without a
+ * GPU): the terrain's triangles and one mesh per body shape go to a tracer, every
+ * body is mirrored by an instance that follows it, and once a simulated second the
+ * tracer syncs from the world and rebuilds its TLAS on the GPU. At the end it renders
+ * the scene (closest-hit camera rays, any-hit shadow rays), writes it to PNG when
+ * given a path, and checks that GPU rays see the same terrain heights as the CPU
+ * terrain ray cast and find the bodies where the world says they are.
+ *
+ * Exits non-zero when a check fails, so it doubles as a test.
+ *
+ *   falling_bodies [BODIES] [FRAMES] [PNG]   (defaults 1000, 900 = 15 s at 60 Hz, none) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "kiln.h"
+#include "render.h"
 #include "tests/check.h"
+
+#define TERRAIN_USER_ID 0xFFFFFFu
+#define BODY_MASK 2u
 
 /* One entry of an engine's render array: the read-back writes positions and
  * rotations straight into it, skipping the other fields by stride. */
@@ -66,9 +79,81 @@ static float ground(KilnTerrainId terrain, float x, float z) {
     return hit.point.y;
 }
 
+/* A capsule mesh around the x axis: a UV sphere of `radius` split at x = 0, halves
+ * moved to +-half_length and joined by a cylinder (half_length 0: a sphere). The
+ * engine side of mirroring: the tracer only sees triangles. */
+typedef struct Mesh {
+    KilnVec3 *positions;
+    uint32_t *indices;
+    uint32_t vertex_count, triangle_count;
+} Mesh;
+
+static Mesh capsule_mesh(float radius, float half_length, uint32_t rings, uint32_t segments) {
+    /* Ring i at polar angle pi * i / rings from +x; the equator ring appears twice
+     * (once per half) when the halves are apart. */
+    uint32_t ring_count = half_length > 0.0f ? rings + 2 : rings + 1;
+    Mesh m = {malloc(sizeof(KilnVec3) * ring_count * segments),
+              malloc(sizeof(uint32_t) * 6 * (ring_count - 1) * segments), ring_count * segments,
+              2 * (ring_count - 1) * segments};
+    for (uint32_t r = 0, v = 0; r < ring_count; r++) {
+        uint32_t i = r <= rings / 2 ? r : r - (ring_count - rings - 1);
+        float theta = 3.14159265f * (float)i / (float)rings;
+        float shift = r <= rings / 2 ? half_length : -half_length;
+        for (uint32_t s = 0; s < segments; s++, v++) {
+            float phi = 2.0f * 3.14159265f * (float)s / (float)segments;
+            m.positions[v] = (KilnVec3){radius * cosf(theta) + shift, radius * sinf(theta) * cosf(phi),
+                                        radius * sinf(theta) * sinf(phi)};
+        }
+    }
+    for (uint32_t r = 0, t = 0; r + 1 < ring_count; r++)
+        for (uint32_t s = 0; s < segments; s++, t += 6) {
+            uint32_t a = r * segments + s, b = r * segments + (s + 1) % segments;
+            uint32_t c = a + segments, d = b + segments;
+            uint32_t quad[6] = {a, c, b, b, c, d};
+            for (int k = 0; k < 6; k++) m.indices[t + k] = quad[k];
+        }
+    return m;
+}
+
+/* Registers every terrain triangle (one mesh, one instance). */
+static void add_terrain_mesh(KilnTracerId tracer, KilnTerrainId terrain) {
+    KilnAabb all = {{-1e4f, -1e4f, -1e4f}, {1e4f, 1e4f, 1e4f}};
+    uint32_t count = 0;
+    CHECK_STATUS(kiln_terrain_query_triangles(terrain, (KilnRuntimeId){0, 0}, &all, NULL, 0, &count), KILN_OK);
+    KilnTerrainTriangle *tris = malloc(sizeof *tris * count);
+    Mesh m = {malloc(sizeof(KilnVec3) * 3 * count), malloc(sizeof(uint32_t) * 3 * count), 3 * count, count};
+    CHECK_STATUS(kiln_terrain_query_triangles(terrain, (KilnRuntimeId){0, 0}, &all, tris, count, &count), KILN_OK);
+    for (uint32_t t = 0; t < count; t++)
+        for (int k = 0; k < 3; k++) {
+            m.positions[3 * t + k] = tris[t].vertices[k];
+            m.indices[3 * t + k] = 3 * t + (uint32_t)k;
+        }
+    uint32_t mesh, instance;
+    CHECK_STATUS(kiln_tracer_add_mesh(tracer, m.positions, m.vertex_count, m.indices, m.triangle_count, &mesh),
+                 KILN_OK);
+    KilnInstanceDef def = kiln_default_instance_def();
+    def.mesh = mesh;
+    def.mask = 1;
+    def.user_id = TERRAIN_USER_ID;
+    CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &instance), KILN_OK);
+    printf("GPU scene: %u terrain triangles", count);
+    free(tris), free(m.positions), free(m.indices);
+}
+
+static void albedo(uint32_t user_id, const KilnVec3 *normal, float rgb[3]) {
+    if (user_id == TERRAIN_USER_ID) {
+        float flat = normal->y > 0.8f ? 1.0f : 0.0f;
+        rgb[0] = 0.4f - 0.2f * flat, rgb[1] = 0.33f + 0.15f * flat, rgb[2] = 0.2f;
+        return;
+    }
+    const float palette[3][3] = {{0.8f, 0.45f, 0.2f}, {0.25f, 0.45f, 0.85f}, {0.85f, 0.8f, 0.3f}};
+    for (int k = 0; k < 3; k++) rgb[k] = palette[user_id % 3][k];
+}
+
 int main(int argc, char **argv) {
     unsigned count = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 1000u;
     unsigned frames = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 900u;
+    const char *png_path = argc > 3 ? argv[3] : NULL;
     if (count < 1 || count > 100000) count = 1000;
     if (kiln_check_linked_abi() != KILN_OK) {
         fprintf(stderr, "%s\n", kiln_last_error_message());
@@ -124,7 +209,46 @@ int main(int argc, char **argv) {
     }
     printf("Kiln %s: %u bodies (boxes, spheres, capsules) dropped on 128 x 128 voxel hills, %u workers\n",
            kiln_version_string(), count, workers);
-    printf("%6s %8s %10s %8s %8s %9s\n", "time", "awake", "islands", "begins", "ends", "step ms");
+
+    /* The GPU mirror: terrain triangles, one mesh per shape, an instance per body. */
+    KilnTracerId tracer = {0, 0};
+    KilnStatus opened = open_tracer(1, &tracer);
+    int gpu = opened == KILN_OK;
+    if (!gpu) {
+        CHECK(!gpu_required()); /* KILN_REQUIRE_GPU=1: a missing device fails */
+        printf("GPU passes: SKIPPED (no device; set KILN_REQUIRE_GPU=1 to fail instead)\n");
+    } else {
+        add_terrain_mesh(tracer, terrain);
+        /* Boxes: a unit cube scaled per body; spheres and capsules: their own meshes. */
+        Mesh shape_meshes[3] = {{0}, capsule_mesh(0.4f, 0.0f, 10, 16), capsule_mesh(0.25f, 0.4f, 10, 12)};
+        const KilnVec3 cube[8] = {{-1, -1, -1}, {1, -1, -1}, {-1, 1, -1}, {1, 1, -1},
+                                  {-1, -1, 1},  {1, -1, 1},  {-1, 1, 1},  {1, 1, 1}};
+        const uint32_t cube_idx[36] = {0, 4, 6, 0, 6, 2, 1, 3, 7, 1, 7, 5, 0, 1, 5, 0, 5, 4,
+                                       2, 6, 7, 2, 7, 3, 0, 2, 3, 0, 3, 1, 4, 5, 7, 4, 7, 6};
+        uint32_t meshes[3];
+        CHECK_STATUS(kiln_tracer_add_mesh(tracer, cube, 8, cube_idx, 12, &meshes[0]), KILN_OK);
+        for (int k = 1; k < 3; k++)
+            CHECK_STATUS(kiln_tracer_add_mesh(tracer, shape_meshes[k].positions, shape_meshes[k].vertex_count,
+                                              shape_meshes[k].indices, shape_meshes[k].triangle_count, &meshes[k]),
+                         KILN_OK);
+        for (int k = 0; k < 3; k++) free(shape_meshes[k].positions), free(shape_meshes[k].indices);
+        /* The unit cube is scaled to the box's half extents in the body's frame. */
+        const KilnAffine locals[3] = {{{{0.4f, 0, 0, 0}, {0, 0.3f, 0, 0}, {0, 0, 0.5f, 0}}},
+                                      {{{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}}},
+                                      {{{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}}}};
+        for (unsigned i = 0; i < count; i++) {
+            KilnInstanceDef def = kiln_default_instance_def();
+            def.mesh = meshes[i % 3];
+            def.mask = BODY_MASK;
+            def.user_id = i;
+            uint32_t instance;
+            CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &instance), KILN_OK);
+            CHECK_STATUS(kiln_tracer_follow_body(tracer, instance, bodies[i], &locals[i % 3]), KILN_OK);
+        }
+        printf(", %u body instances following their bodies\n", count);
+    }
+    printf("%6s %8s %10s %8s %8s %9s %12s\n", "time", "awake", "islands", "begins", "ends", "step ms",
+           gpu ? "gpu sync ms" : "");
 
     KilnWorldProfile sum = {0};
     KilnContactEvent *events = NULL;
@@ -155,8 +279,20 @@ int main(int argc, char **argv) {
         sum.total_ms += p.total_ms;
         CHECK_STATUS(kiln_world_get_counters(world, &counters), KILN_OK);
         if (frame % 60 == 0 || frame == frames) {
-            printf("%5.1fs %8u %10u %8u %8u %9.3f\n", (float)frame / 60.0f, counters.awake_body_count,
+            /* Once a second: instances follow their bodies, the GPU rebuilds the TLAS. */
+            double gpu_ms = 0.0;
+            if (gpu) {
+                CHECK_STATUS(kiln_tracer_sync_world(tracer, world, NULL), KILN_OK);
+                CHECK_STATUS(kiln_tracer_update(tracer), KILN_OK);
+                KilnGpuPassTiming t[8];
+                uint32_t n_t = 0;
+                CHECK_STATUS(kiln_tracer_get_timings(tracer, t, 8, &n_t), KILN_OK);
+                for (uint32_t k = 0; k < n_t && k < 8; k++) gpu_ms += t[k].milliseconds;
+            }
+            printf("%5.1fs %8u %10u %8u %8u %9.3f", (float)frame / 60.0f, counters.awake_body_count,
                    counters.sleeping_island_count, begins, ends, p.total_ms);
+            if (gpu) printf(" %12.3f", gpu_ms);
+            printf("\n");
         }
     }
 
@@ -197,6 +333,63 @@ int main(int argc, char **argv) {
     CHECK_STATUS(kiln_world_debug_draw(world, &draw), KILN_OK);
     printf("debug draw: %u shapes (%u sleeping), %u boxes, %u tree nodes, %u contact points (%u on terrain)\n",
            drawn.shapes, drawn.sleeping, drawn.boxes, drawn.nodes, drawn.contacts, drawn.terrain_contacts);
+
+    if (gpu) {
+        /* The picture: the drop zone, seen from above one of its corners. */
+        int w = 320, h = 200;
+        float extent = spacing * (float)side + 8.0f, mid = 16.0f + 0.5f * spacing * (float)side;
+        KilnTraceRay *rays = malloc(sizeof *rays * (size_t)(w * h));
+        KilnTraceHit *hits = malloc(sizeof *hits * (size_t)(w * h));
+        uint8_t *rgb = malloc((size_t)(3 * w * h));
+        const float target[3] = {mid, ground(terrain, mid, mid), mid};
+        /* Inside the walls (2 voxels thick, 40 m high). */
+        const float eye[3] = {fmaxf(4.0f, mid - 0.45f * extent), target[1] + 0.5f * extent,
+                              fmaxf(4.0f, mid - 0.6f * extent)};
+        float sun[3] = {0.4f, 0.85f, 0.35f};
+        float sl = sqrtf(sun[0] * sun[0] + sun[1] * sun[1] + sun[2] * sun[2]);
+        for (int k = 0; k < 3; k++) sun[k] /= sl;
+        Camera camera = camera_look_at(eye, target, 45.0f);
+        RenderStats stats;
+        CHECK_STATUS(kiln_tracer_sync_world(tracer, world, NULL), KILN_OK);
+        CHECK_STATUS(render(tracer, &camera, w, h, sun, albedo, rays, hits, rgb, NULL, NULL, &stats), KILN_OK);
+        printf("\nGPU render %d x %d: %u of %d camera rays hit, %u in shadow; GPU ms of the shadow rays:\n", w, h,
+               stats.primary_hits, w * h, stats.shadowed);
+        print_gpu_timings(tracer, "  ");
+        CHECK(stats.primary_hits > (uint32_t)(w * h) / 2);
+        CHECK(stats.shadowed < stats.primary_hits / 2); /* the sun is high: most of it is lit */
+        if (png_path) {
+            CHECK(write_png(png_path, w, h, 3, rgb) == 0);
+            printf("wrote %s\n", png_path);
+        }
+        /* GPU rays down onto the terrain see the CPU terrain ray cast's heights (the
+         * same triangles), and rays down onto bodies find them where the world says. */
+        unsigned agree = 0, samples = 0, found = 0;
+        for (unsigned i = 0; i < 64; i++, samples++) {
+            float x = 4.0f + 1.87f * (float)i, z = 4.0f + (float)((i * 37) % 120);
+            rays[i] = (KilnTraceRay){{x, 200.0f, z}, {0, -1, 0}, 0.0f, INFINITY, 1};
+        }
+        CHECK_STATUS(kiln_tracer_trace(tracer, rays, samples, KILN_TRACE_CLOSEST, hits), KILN_OK);
+        for (unsigned i = 0; i < samples; i++) {
+            float cpu = ground(terrain, rays[i].origin.x, rays[i].origin.z);
+            agree += hits[i].instance != KILN_NO_HIT && fabsf(200.0f - hits[i].t - cpu) < 1e-3f;
+        }
+        for (unsigned i = 0; i < count; i++) {
+            const Instance *in = &instances[i];
+            rays[i] = (KilnTraceRay){{in->position[0], in->position[1] + 1.0f, in->position[2]}, {0, -1, 0}, 0.0f,
+                                     2.0f, BODY_MASK};
+        }
+        CHECK_STATUS(kiln_tracer_trace(tracer, rays, count, KILN_TRACE_CLOSEST, hits), KILN_OK);
+        for (unsigned i = 0; i < count; i++) found += hits[i].instance != KILN_NO_HIT;
+        printf("GPU vs CPU: %u of %u terrain heights agree; %u of %u bodies found by a ray down through them\n", agree,
+               samples, found, count);
+        CHECK(agree == samples);
+        CHECK(found == count);
+        uint32_t messages = 0;
+        CHECK_STATUS(kiln_tracer_get_validation_messages(tracer, NULL, 0, &messages), KILN_OK);
+        CHECK(messages == 0);
+        CHECK_STATUS(kiln_tracer_destroy(tracer), KILN_OK);
+        free(rays), free(hits), free(rgb);
+    }
 
     CHECK(finite == count);
     CHECK(above == count);

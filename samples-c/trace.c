@@ -4,14 +4,15 @@
  * banner), places 1 terrain, 240 cubes (instances of one mesh: random rotations and
  * sizes) and one skinned banner whose 4 bones bend it, then renders the scene from
  * a camera: closest-hit rays for the image, any-hit shadow rays towards the sun.
- * Writes trace_shaded.png, trace_normals.png and trace_depth.png to OUTDIR, prints
+ * Writes trace_shaded.png, trace_normals.png and trace_depth.png to OUTDIR (when
+ * given), prints
  * the GPU time of each pass, and checks what it can know for certain: rays straight
  * down hit the terrain at its vertex heights, instance masks hide what they should,
  * moving an instance moves its hits, bad input is refused with the documented
  * status and changes nothing, and the validation layer stayed silent. Exits non-zero
  * on a failed check (or on a missing device when KILN_REQUIRE_GPU=1).
  *
- *   trace [WIDTH HEIGHT] [OUTDIR]   (defaults 320 200 .) */
+ *   trace [WIDTH HEIGHT] [OUTDIR]   (defaults 320 200, no files) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +61,7 @@ static KilnTraceRay down_ray(float x, float z, uint32_t mask) {
 
 int main(int argc, char **argv) {
     int width = argc > 2 ? atoi(argv[1]) : 320, height = argc > 2 ? atoi(argv[2]) : 200;
-    const char *outdir = argc == 2 ? argv[1] : argc > 3 ? argv[3] : ".";
+    const char *outdir = argc == 2 ? argv[1] : argc > 3 ? argv[3] : NULL;
     if (width < 8 || height < 8 || width > 4096 || height > 4096) width = 320, height = 200;
     if (kiln_check_linked_abi() != KILN_OK) {
         fprintf(stderr, "%s\n", kiln_last_error_message());
@@ -180,7 +181,7 @@ int main(int argc, char **argv) {
     print_gpu_timings(tracer, "  ");
     const char *names[3] = {"trace_shaded.png", "trace_normals.png", "trace_depth.png"};
     const uint8_t *images[3] = {rgb, normals, depth};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; outdir && i < 3; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", outdir, names[i]);
         int ok = write_png(path, width, height, i == 2 ? 1 : 3, images[i]) == 0;

@@ -1,0 +1,204 @@
+//! GPU ray tracing through the C ABI: instances follow physics bodies, a destroyed
+//! body's instance is hidden, a tracer follows one world only, and bad handles and
+//! arguments are refused with a status and a message, changing nothing. Needs a
+//! Vulkan device (lavapipe in CI); without one it fails under `KILN_REQUIRE_GPU=1`
+//! and says it skipped otherwise. `samples-c/trace.c` checks the rest from C.
+//!
+//! Nearly every line calls an `unsafe extern "C"` entry point with pointers to live
+//! locals (or deliberately NULL ones), so per-block SAFETY comments would repeat.
+#![allow(clippy::undocumented_unsafe_blocks)]
+
+use std::ffi::CStr;
+use std::ptr;
+
+use kiln::*;
+
+fn last_error() -> String {
+    unsafe { CStr::from_ptr(kiln_last_error_message()) }.to_string_lossy().into_owned()
+}
+
+#[track_caller]
+fn ok(status: KilnStatus) {
+    assert_eq!(status, KILN_OK, "{}", last_error());
+}
+
+#[track_caller]
+fn refused(status: KilnStatus, expected: KilnStatus, text: &str) {
+    assert_eq!(status, expected, "{}", last_error());
+    assert!(last_error().contains(text), "message {:?} lacks {text:?}", last_error());
+}
+
+fn v3(x: f32, y: f32, z: f32) -> KilnVec3 {
+    KilnVec3 { x, y, z }
+}
+
+fn world() -> KilnWorldId {
+    let def = kiln_default_world_def();
+    let mut w = KilnWorldId::default();
+    ok(unsafe { kiln_world_create(&def, &mut w) });
+    w
+}
+
+fn ball(world: KilnWorldId, shape: KilnShapeId, x: f32, y: f32) -> KilnBodyId {
+    let mut def = kiln_default_body_def();
+    def.transform.position = v3(x, y, 0.0);
+    let mut b = KilnBodyId::default();
+    ok(unsafe { kiln_body_create(world, &def, &mut b) });
+    let sdef = kiln_default_shape_def();
+    ok(unsafe { kiln_body_add_shape(b, shape, &sdef, ptr::null_mut()) });
+    b
+}
+
+fn down(x: f32) -> KilnTraceRay {
+    KilnTraceRay {
+        origin: v3(x, 100.0, 0.0),
+        direction: v3(0.0, -1.0, 0.0),
+        t_min: 0.0,
+        t_max: f32::INFINITY,
+        mask: !0,
+    }
+}
+
+fn tracer() -> Option<KilnTracerId> {
+    let mut def = kiln_default_tracer_def();
+    def.validation = true;
+    let mut t = KilnTracerId::default();
+    match unsafe { kiln_tracer_create(&def, &mut t) } {
+        KILN_OK => Some(t),
+        KILN_ERROR_NO_DEVICE if std::env::var("KILN_REQUIRE_GPU").as_deref() != Ok("1") => {
+            eprintln!("tracer_api: SKIPPED (no Vulkan device: {}; set KILN_REQUIRE_GPU=1 to fail)", last_error());
+            None
+        }
+        status => panic!("kiln_tracer_create: {status}: {}", last_error()),
+    }
+}
+
+#[test]
+fn instances_follow_bodies_and_bad_input_changes_nothing() {
+    let Some(tracer) = tracer() else { return };
+    let mut info = unsafe { std::mem::zeroed::<KilnDeviceInfo>() };
+    ok(unsafe { kiln_tracer_get_device(tracer, &mut info) });
+    assert!(info.name[0] != 0 && info.api_major == 1 && info.api_minor >= 2);
+
+    // An empty scene: misses.
+    let mut hit = KilnTraceHit::default();
+    ok(unsafe { kiln_tracer_trace(tracer, &down(0.0), 1, KILN_TRACE_CLOSEST, &mut hit) });
+    assert_eq!(hit.instance, KILN_NO_HIT);
+    assert!(hit.t.is_infinite());
+
+    // A unit octahedron mesh stands in for each ball.
+    let verts = [
+        v3(1.0, 0.0, 0.0),
+        v3(-1.0, 0.0, 0.0),
+        v3(0.0, 1.0, 0.0),
+        v3(0.0, -1.0, 0.0),
+        v3(0.0, 0.0, 1.0),
+        v3(0.0, 0.0, -1.0),
+    ];
+    let idx: [u32; 24] = [0, 2, 4, 2, 1, 4, 1, 3, 4, 3, 0, 4, 2, 0, 5, 1, 2, 5, 3, 1, 5, 0, 3, 5];
+    let mut mesh = 0;
+    ok(unsafe { kiln_tracer_add_mesh(tracer, verts.as_ptr(), 6, idx.as_ptr(), 8, &mut mesh) });
+
+    let w = world();
+    let mut shape = KilnShapeId::default();
+    ok(unsafe { kiln_shape_create_sphere(v3(0.0, 0.0, 0.0), 0.5, &mut shape) });
+    let bodies = [ball(w, shape, -3.0, 10.0), ball(w, shape, 0.0, 20.0), ball(w, shape, 3.0, 30.0)];
+    let half = KilnAffine { rows: [[0.5, 0.0, 0.0, 0.0], [0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.0]] };
+    let mut instances = [0u32; 3];
+    for (i, (&b, inst)) in bodies.iter().zip(&mut instances).enumerate() {
+        let mut def = kiln_default_instance_def();
+        def.mesh = mesh;
+        def.user_id = 10 + i as u32;
+        ok(unsafe { kiln_tracer_add_instance(tracer, &def, inst) });
+        ok(unsafe { kiln_tracer_follow_body(tracer, *inst, b, &half) });
+    }
+    let runtime = KilnRuntimeId::default();
+    for _ in 0..30 {
+        ok(kiln_world_step(w, runtime, 1.0 / 60.0));
+    }
+    let mut hidden = 99;
+    ok(unsafe { kiln_tracer_sync_world(tracer, w, &mut hidden) });
+    assert_eq!(hidden, 0);
+    let rays = [down(-3.0), down(0.0), down(3.0)];
+    let mut hits = [KilnTraceHit::default(); 3];
+    ok(unsafe { kiln_tracer_trace(tracer, rays.as_ptr(), 3, KILN_TRACE_CLOSEST, hits.as_mut_ptr()) });
+    for (i, (&b, h)) in bodies.iter().zip(&hits).enumerate() {
+        let mut xf = kiln_transform_identity();
+        ok(unsafe { kiln_body_get_transform(b, &mut xf) });
+        assert_eq!((h.instance, h.user_id), (instances[i], 10 + i as u32));
+        // The octahedron's top vertex sits 0.5 above the body (any rotation keeps a
+        // vertex within 0.5 of the top): the hit is between centre and top.
+        let y = 100.0 - h.t;
+        assert!(y <= xf.position.y + 0.5 + 1e-4 && y >= xf.position.y, "hit at {y}, body at {}", xf.position.y);
+    }
+
+    // A destroyed body hides its instance.
+    ok(kiln_body_destroy(bodies[1]));
+    ok(unsafe { kiln_tracer_sync_world(tracer, w, &mut hidden) });
+    assert_eq!(hidden, 1);
+    ok(unsafe { kiln_tracer_trace(tracer, rays.as_ptr(), 3, KILN_TRACE_CLOSEST, hits.as_mut_ptr()) });
+    assert_eq!(hits.map(|h| h.instance), [instances[0], KILN_NO_HIT, instances[2]]);
+    ok(unsafe { kiln_tracer_sync_world(tracer, w, ptr::null_mut()) });
+
+    // One world per tracer; stale bodies, tracers and bad arguments are refused.
+    let other = world();
+    let stranger = ball(other, shape, 0.0, 5.0);
+    refused(unsafe { kiln_tracer_follow_body(tracer, 0, stranger, ptr::null()) }, KILN_ERROR_INVALID_ARGUMENT, "world");
+    refused(unsafe { kiln_tracer_sync_world(tracer, other, ptr::null_mut()) }, KILN_ERROR_INVALID_ARGUMENT, "world");
+    refused(unsafe { kiln_tracer_follow_body(tracer, 0, bodies[1], ptr::null()) }, KILN_ERROR_INVALID_HANDLE, "stale");
+    refused(unsafe { kiln_tracer_follow_body(tracer, 99, bodies[0], ptr::null()) }, KILN_ERROR_INVALID_ARGUMENT, "99");
+    let singular = KilnAffine { rows: [[0.0; 4]; 3] };
+    refused(
+        unsafe { kiln_tracer_follow_body(tracer, 0, bodies[0], &singular) },
+        KILN_ERROR_INVALID_ARGUMENT,
+        "singular",
+    );
+    refused(
+        unsafe { kiln_tracer_trace(tracer, rays.as_ptr(), 3, 5, hits.as_mut_ptr()) },
+        KILN_ERROR_INVALID_ARGUMENT,
+        "mode",
+    );
+    refused(
+        unsafe { kiln_tracer_trace(tracer, ptr::null(), 3, 0, hits.as_mut_ptr()) },
+        KILN_ERROR_NULL_POINTER,
+        "rays",
+    );
+    let mut timings = [KilnGpuPassTiming { name: [0; 32], milliseconds: 0.0 }; 8];
+    let mut n = 0;
+    ok(unsafe { kiln_tracer_get_timings(tracer, timings.as_mut_ptr(), 8, &mut n) });
+    if info.timestamps {
+        // The last trace that ran (refused calls do not count) updated the scene first.
+        let names: Vec<&str> = timings[..n as usize]
+            .iter()
+            .map(|t| unsafe { CStr::from_ptr(t.name.as_ptr()) }.to_str().unwrap())
+            .collect();
+        assert_eq!(names, ["upload instances", "tlas build", "trace"]);
+        assert!(timings[..3].iter().all(|t| t.milliseconds > 0.0 && t.milliseconds.is_finite()));
+    }
+    let mut messages = 99;
+    ok(unsafe { kiln_tracer_get_validation_messages(tracer, ptr::null_mut(), 0, &mut messages) });
+    assert_eq!(messages, 0);
+    ok(kiln_tracer_destroy(tracer));
+    refused(
+        unsafe { kiln_tracer_trace(tracer, rays.as_ptr(), 3, 0, hits.as_mut_ptr()) },
+        KILN_ERROR_INVALID_HANDLE,
+        "tracer",
+    );
+    refused(kiln_tracer_update(tracer), KILN_ERROR_INVALID_HANDLE, "tracer");
+    ok(kiln_world_destroy(w));
+    ok(kiln_world_destroy(other));
+    ok(kiln_shape_destroy(shape));
+}
+
+#[test]
+fn affine_from_transform_scales_then_rotates_then_moves() {
+    // A quarter turn about +y: x -> -z. Scale 2 along x first.
+    let s = std::f32::consts::FRAC_1_SQRT_2;
+    let xf = KilnTransform { position: v3(1.0, 2.0, 3.0), rotation: KilnQuat { x: 0.0, y: s, z: 0.0, w: s } };
+    let a = kiln_affine_from_transform(xf, v3(2.0, 1.0, 1.0));
+    let p = [1.0f32, 0.0, 0.0];
+    let out: Vec<f32> = (0..3).map(|r| (0..3).map(|k| a.rows[r][k] * p[k]).sum::<f32>() + a.rows[r][3]).collect();
+    for (got, want) in out.iter().zip([1.0, 2.0, 1.0]) {
+        assert!((got - want).abs() < 1e-5, "{out:?}");
+    }
+}
