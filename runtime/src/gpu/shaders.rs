@@ -49,6 +49,13 @@ macro_rules! kernel {
 kernel!(TLAS_BOXES, "tlas_boxes", TlasBoxesPush);
 kernel!(TLAS_MORTON, "tlas_morton", TlasMortonPush);
 kernel!(TLAS_SORT, "tlas_sort", TlasSortPush);
+/// 256 invocations sort blocks of 512 keys in 4 KiB of shared memory.
+pub(crate) const TLAS_SORT_LOCAL: Shader = Shader {
+    name: "tlas_sort_local",
+    spirv: spirv!("tlas_sort_local"),
+    push_bytes: size_of::<TlasSortPush>() as u32,
+    local_size: 256,
+};
 kernel!(TLAS_HIERARCHY, "tlas_hierarchy", TlasBuildPush);
 kernel!(TLAS_REFIT, "tlas_refit", TlasBuildPush);
 kernel!(TRACE, "trace", TracePush);
