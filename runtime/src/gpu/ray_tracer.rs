@@ -245,7 +245,7 @@ impl RayTracer {
                 false
             }
         });
-        self.instances_dirty = true;
+        self.instances_dirty |= !self.follows.is_empty() || gone > 0;
         gone
     }
 
