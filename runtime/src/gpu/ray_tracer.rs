@@ -273,6 +273,7 @@ impl RayTracer {
         let skin_dirty = self.skin_dirty;
         gpu.submit("kiln update", |rec| record_update(rec, kernels, scene, device_scene, skinned, skin_dirty))?;
         self.after_update();
+        merge_timings(&mut self.timings, self.gpu.last_timings());
         Ok(())
     }
 
@@ -330,7 +331,6 @@ impl RayTracer {
     fn after_update(&mut self) {
         self.instances_dirty = false;
         self.skin_dirty = false;
-        merge_timings(&mut self.timings, self.gpu.last_timings());
     }
 
     fn ensure_device_scene(&mut self) -> Result<(), GpuError> {

@@ -587,6 +587,8 @@ fn ray_tracer_follows_bodies_skins_and_matches_the_cpu_reference() {
                     TraceMode::Any => &["trace"],
                 };
                 assert_eq!(names, expected);
+                // One batch: the frame's timings are exactly that submission's.
+                assert_eq!(tracer.frame_timings(), tracer.gpu().last_timings());
             }
             let cpu = reference_hits(&tracer, &bones, &rays, mode == TraceMode::Any);
             let ties = compare_hits(&rays, &hits, &cpu, mode == TraceMode::Any);
