@@ -221,12 +221,8 @@ int main(int argc, char **argv) {
         add_terrain_mesh(tracer, terrain);
         /* Boxes: a unit cube scaled per body; spheres and capsules: their own meshes. */
         Mesh shape_meshes[3] = {{0}, capsule_mesh(0.4f, 0.0f, 10, 16), capsule_mesh(0.25f, 0.4f, 10, 12)};
-        const KilnVec3 cube[8] = {{-1, -1, -1}, {1, -1, -1}, {-1, 1, -1}, {1, 1, -1},
-                                  {-1, -1, 1},  {1, -1, 1},  {-1, 1, 1},  {1, 1, 1}};
-        const uint32_t cube_idx[36] = {0, 4, 6, 0, 6, 2, 1, 3, 7, 1, 7, 5, 0, 1, 5, 0, 5, 4,
-                                       2, 6, 7, 2, 7, 3, 0, 2, 3, 0, 3, 1, 4, 5, 7, 4, 7, 6};
         uint32_t meshes[3];
-        CHECK_STATUS(kiln_tracer_add_mesh(tracer, cube, 8, cube_idx, 12, &meshes[0]), KILN_OK);
+        CHECK_STATUS(kiln_tracer_add_mesh(tracer, unit_cube_positions, 8, unit_cube_indices, 12, &meshes[0]), KILN_OK);
         for (int k = 1; k < 3; k++)
             CHECK_STATUS(kiln_tracer_add_mesh(tracer, shape_meshes[k].positions, shape_meshes[k].vertex_count,
                                               shape_meshes[k].indices, shape_meshes[k].triangle_count, &meshes[k]),

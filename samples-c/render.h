@@ -39,6 +39,11 @@ KilnStatus render(KilnTracerId tracer, const Camera *camera, int width, int heig
 /* Writes an 8-bit RGB (channels 3) or gray (channels 1) PNG; 0 on success. */
 int write_png(const char *path, int width, int height, int channels, const uint8_t *pixels);
 
+/* A cube of half extent 1 around the origin, wound counter-clockwise seen from
+ * outside: vertex i has x from bit 0, y from bit 1, z from bit 2. */
+extern const KilnVec3 unit_cube_positions[8];
+extern const uint32_t unit_cube_indices[36];
+
 /* Prints the GPU time of each pass of the tracer's last trace or update. */
 void print_gpu_timings(KilnTracerId tracer, const char *indent);
 

@@ -1,6 +1,6 @@
 /* trace: GPU ray tracing of an instanced scene through the C API, rendered to PNG.
  *
- * Registers three meshes with a tracer (a 64 x 64 hilly terrain, a cube, a 16 x 4
+ * Registers three meshes with a tracer (a 64 x 64 hilly terrain, a unit_cube_positions, a 16 x 4
  * banner), places 1 terrain, 240 cubes (instances of one mesh: random rotations and
  * sizes) and one skinned banner whose 4 bones bend it, then renders the scene from
  * a camera: closest-hit rays for the image, any-hit shadow rays towards the sun.
@@ -95,11 +95,7 @@ int main(int argc, char **argv) {
         }
     uint32_t terrain_mesh, cube_mesh;
     CHECK_STATUS(kiln_tracer_add_mesh(tracer, terrain, row * row, terrain_idx, 2 * GRID * GRID, &terrain_mesh), KILN_OK);
-    const KilnVec3 cube[8] = {{-1, -1, -1}, {1, -1, -1}, {-1, 1, -1}, {1, 1, -1},
-                              {-1, -1, 1},  {1, -1, 1},  {-1, 1, 1},  {1, 1, 1}};
-    const uint32_t cube_idx[36] = {0, 4, 6, 0, 6, 2, 1, 3, 7, 1, 7, 5, 0, 1, 5, 0, 5, 4,
-                                   2, 6, 7, 2, 7, 3, 0, 2, 3, 0, 3, 1, 4, 5, 7, 4, 7, 6};
-    CHECK_STATUS(kiln_tracer_add_mesh(tracer, cube, 8, cube_idx, 12, &cube_mesh), KILN_OK);
+    CHECK_STATUS(kiln_tracer_add_mesh(tracer, unit_cube_positions, 8, unit_cube_indices, 12, &cube_mesh), KILN_OK);
 
     KilnInstanceDef def = kiln_default_instance_def();
     def.mesh = terrain_mesh;
@@ -234,12 +230,29 @@ int main(int argc, char **argv) {
     CHECK_STATUS(kiln_tracer_set_bones(tracer, terrain_instance, bones, BONES), KILN_ERROR_INVALID_ARGUMENT);
     uint32_t out;
     const uint32_t out_of_range[3] = {0, 1, 9999};
-    CHECK_STATUS(kiln_tracer_add_mesh(tracer, cube, 8, out_of_range, 1, &out), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_add_mesh(tracer, unit_cube_positions, 8, out_of_range, 1, &out), KILN_ERROR_INVALID_ARGUMENT);
     KilnVec3 nan_cube[8];
-    memcpy(nan_cube, cube, sizeof cube);
+    memcpy(nan_cube, unit_cube_positions, sizeof nan_cube);
     nan_cube[3].y = INFINITY;
-    CHECK_STATUS(kiln_tracer_add_mesh(tracer, nan_cube, 8, cube_idx, 12, &out), KILN_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(kiln_tracer_add_mesh(tracer, cube, 0, cube_idx, 0, &out), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_add_mesh(tracer, nan_cube, 8, unit_cube_indices, 12, &out), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_add_mesh(tracer, unit_cube_positions, 0, unit_cube_indices, 0, &out), KILN_ERROR_INVALID_ARGUMENT);
+    uint16_t bad_joints[4 * (BW + 1) * (BH + 1)];
+    memcpy(bad_joints, joints, sizeof joints);
+    bad_joints[4 * 7] = BONES; /* one past the last bone */
+    KilnSkinnedMeshDef bad_skin = skinned;
+    bad_skin.joints = bad_joints;
+    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &bad_skin, &place, 2, 0, &out), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("joint");
+    bad_skin = skinned;
+    bad_skin.weights = NULL;
+    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &bad_skin, &place, 2, 0, &out), KILN_ERROR_NULL_POINTER);
+    bad_skin = skinned;
+    bad_skin.bone_count = 0;
+    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &bad_skin, &place, 2, 0, &out), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &skinned, &singular, 2, 0, &out),
+                 KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_get_timings(tracer, NULL, 4, &out), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_tracer_get_timings(tracer, NULL, 0, NULL), KILN_ERROR_NULL_POINTER);
     def = kiln_default_instance_def();
     def.mesh = 77;
     CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &out), KILN_ERROR_INVALID_ARGUMENT);
