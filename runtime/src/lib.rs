@@ -1,6 +1,7 @@
 pub mod character;
 pub mod collide;
 pub mod frame;
+pub mod gi;
 pub mod gpu;
 pub mod jobs;
 pub mod math;

@@ -272,6 +272,24 @@ impl Scene {
         self.blas_refs.len()
     }
 
+    /// Every triangle of every visible instance (mask not 0) in world space, in
+    /// instance order: what probe placement measures distances to.
+    pub fn world_triangles(&self) -> Vec<[Vec3; 3]> {
+        let mut out = Vec::new();
+        for instance in self.instances.iter().filter(|i| i.mask != 0) {
+            let blas = self.blas_refs[instance.blas as usize];
+            let tris =
+                &self.triangles[blas.triangle_base as usize..(blas.triangle_base + blas.triangle_count) as usize];
+            out.extend(tris.iter().map(|t| {
+                std::array::from_fn(|k| {
+                    let p = Vec3::from(self.positions[(blas.position_base + t[k]) as usize]);
+                    super::tlas::transform_point(&instance.object_to_world, p)
+                })
+            }));
+        }
+        out
+    }
+
     /// World boxes of the instances (CPU reference of `tlas_boxes`).
     pub fn instance_boxes(&self) -> Vec<TlasNode> {
         self.instances.iter().map(|i| super::tlas::instance_box(i, &self.roots[i.blas as usize])).collect()

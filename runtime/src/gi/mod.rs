@@ -1,0 +1,44 @@
+//! DDGI: irradiance probes with compressed visibility (Majercik et al., "Dynamic
+//! Diffuse Global Illumination with Ray-Traced Irradiance Fields", JCGT 2019), as
+//! the reference notes adapt it (`shared/reference/001_9e5c8190d77d0949.txt`: L1 SH
+//! irradiance in R11G11B10, 16 x 16 octahedral depth maps, back faces at depth 0,
+//! depth clipping, dead probes, dictionary compression with a swizzled order).
+//!
+//! This folder is the CPU reference; the GPU passes mirror it kernel by kernel.
+//!
+//! ```text
+//!  volume.rs      grid + placement mask (probes only near geometry), rank lookup
+//!  sh.rs          L1 SH: projection, irradiance, Fibonacci ray directions
+//!  pack.rs        R11G11B10 float/UNORM and half floats; drift-free hysteresis
+//!  octahedral.rs  octahedral mapping, 16 x 16 visibility maps, stitched border
+//!  compress.rs    dictionary compression of visibility maps, batch orders
+//!  field.rs       ProbeField: per-probe data; irradiance sampling with visibility
+//!  update.rs      irradiance update (rays, shading, blend) and the visibility bake
+//!  scenes.rs      scenes tests, benches and samples share
+//! ```
+//!
+//! # Memory per live probe
+//!
+//! 16 bytes of irradiance, a 4-byte block index, the shared 1 KiB visibility blocks
+//! divided among the probes that use them, and about 1.5 bits of placement mask per
+//! grid point. RTXGI stores 256 B of irradiance and 1 KiB of distance per probe.
+
+pub mod compress;
+pub mod field;
+pub mod octahedral;
+pub mod pack;
+pub mod scenes;
+pub mod sh;
+pub mod update;
+pub mod volume;
+
+#[cfg(test)]
+mod tests;
+
+pub use compress::{compress, CompressParams, CompressedVisibility, ProbeOrder, DEAD_PROBE};
+pub use field::{ProbeField, SampleParams, UNLIT};
+pub use octahedral::{oct_decode, oct_encode, VisibilityMap, OCT_RES, OCT_TEXELS};
+pub use pack::PackedSh;
+pub use sh::ShRgb;
+pub use update::{bake_visibility, update_irradiance, GiLighting, UpdateParams};
+pub use volume::{ProbeGrid, ProbeVolume};

@@ -1,0 +1,74 @@
+//! Scenes the DDGI tests, benches and samples share.
+
+use crate::gpu::{box_mesh, grid_mesh, sorted_keys, Affine, CpuTlas, Scene, TlasNode};
+use crate::math::Vec3;
+
+fn translation(t: Vec3) -> Affine {
+    [[1.0, 0.0, 0.0, t.x], [0.0, 1.0, 0.0, t.y], [0.0, 0.0, 1.0, t.z]]
+}
+
+fn add_box(scene: &mut Scene, lo: Vec3, hi: Vec3) {
+    let half = (hi - lo) * 0.5;
+    let (positions, triangles) = box_mesh(half.into());
+    let mesh = scene.add_mesh(&positions, &triangles).expect("a box is a valid mesh");
+    let index = scene.instances().len() as u32;
+    scene.add_instance(mesh, &translation((lo + hi) * 0.5), u32::MAX, index).expect("a translation is invertible");
+}
+
+/// The CPU TLAS of `scene` (what `TlasBuilder` builds on the GPU).
+pub fn cpu_tlas(scene: &Scene) -> Vec<TlasNode> {
+    let boxes = scene.instance_boxes();
+    CpuTlas::build(&sorted_keys(&boxes), &boxes).nodes
+}
+
+/// Walls of the closed room in [`walled_room`]: 10 cm thick, centred on
+/// half-integer coordinates so that probes on a 1 m integer grid sit 45 cm from
+/// either face.
+pub const ROOM_WALL: f32 = 0.05;
+
+/// A ground slab (top at y = -0.45) and on it a closed room: walls at x = 0.5 and
+/// 3.5, z = 0.5 and 3.5, roof at y = 2.5. No light enters the room; probes on an
+/// integer grid are either inside or outside it, never in a wall. The thin-wall
+/// light-leak scene.
+pub fn walled_room() -> Scene {
+    let mut scene = Scene::new();
+    let w = ROOM_WALL;
+    add_box(&mut scene, Vec3::new(-6.0, -0.5 - w, -6.0), Vec3::new(10.0, -0.5 + w, 10.0));
+    for x in [0.5, 3.5] {
+        add_box(&mut scene, Vec3::new(x - w, -0.5, 0.5 - w), Vec3::new(x + w, 2.5 + w, 3.5 + w));
+    }
+    for z in [0.5, 3.5] {
+        add_box(&mut scene, Vec3::new(0.5 - w, -0.5, z - w), Vec3::new(3.5 + w, 2.5 + w, z + w));
+    }
+    add_box(&mut scene, Vec3::new(0.5 - w, 2.5 - w, 0.5 - w), Vec3::new(3.5 + w, 2.5 + w, 3.5 + w));
+    scene
+}
+
+/// Rolling terrain `size` metres square (1 m cells) with boxes standing on it
+/// (rocks and huts, 0.5 to 4 m), from `seed`: the scene of the probe compression
+/// figures. Returns the scene and its bounds.
+pub fn probe_terrain(size: u32, seed: u32) -> (Scene, Vec3, Vec3) {
+    let height = |x: f32, z: f32| 1.5 * (x * 0.21).sin() * (z * 0.17).cos() + 0.8 * (x * 0.05 + z * 0.09).sin();
+    let (positions, triangles) = grid_mesh(size, 1.0, |x, z| height(x as f32, z as f32));
+    let mut scene = Scene::new();
+    let mesh = scene.add_mesh(&positions, &triangles).expect("a height field is a valid mesh");
+    scene.add_instance(mesh, &translation(Vec3::ZERO), u32::MAX, 0).expect("identity");
+    let mut h = seed.wrapping_mul(0x9E37_79B9) | 1;
+    let mut rnd = || {
+        h ^= h << 13;
+        h ^= h >> 17;
+        h ^= h << 5;
+        (h >> 8) as f32 / (1u32 << 24) as f32
+    };
+    let mut top = 3.0f32;
+    for _ in 0..size * size / 64 {
+        let (x, z) = (rnd() * size as f32, rnd() * size as f32);
+        let half = Vec3::new(0.25 + rnd() * 1.75, 0.25 + rnd() * 1.75, 0.25 + rnd() * 1.75);
+        let ground = height(x, z) - 0.3;
+        let lo = Vec3::new(x, ground, z) - Vec3::new(half.x, 0.0, half.z);
+        let hi = Vec3::new(x, ground + 2.0 * half.y, z) + Vec3::new(half.x, 0.0, half.z);
+        top = top.max(hi.y);
+        add_box(&mut scene, lo, hi);
+    }
+    (scene, Vec3::new(0.0, -2.5, 0.0), Vec3::new(size as f32, top + 1.0, size as f32))
+}
