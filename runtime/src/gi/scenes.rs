@@ -1,7 +1,9 @@
 //! Scenes the DDGI tests, benches and samples share.
 
 use crate::gpu::{box_mesh, grid_mesh, sorted_keys, Affine, CpuTlas, Scene, TlasNode};
-use crate::math::Vec3;
+use crate::math::{IVec3, Vec3};
+use crate::spatial::TriMesh;
+use crate::terrain::{generate_hills, mesh_chunk, Terrain, CHUNK};
 
 fn translation(t: Vec3) -> Affine {
     [[1.0, 0.0, 0.0, t.x], [0.0, 1.0, 0.0, t.y], [0.0, 0.0, 1.0, t.z]]
@@ -71,4 +73,30 @@ pub fn probe_terrain(size: u32, seed: u32) -> (Scene, Vec3, Vec3) {
         add_box(&mut scene, lo, hi);
     }
     (scene, Vec3::new(0.0, -2.5, 0.0), Vec3::new(size as f32, top + 1.0, size as f32))
+}
+
+/// Kiln's test voxel terrain (`terrain::generate_hills`: hills of 1 m voxels with
+/// surfaces between y = 4 and 28, caves) over `size` x `size` voxels, meshed by the
+/// terrain mesher into one mesh: the voxel scene of the probe compression figures.
+/// Water is not part of the mesh. Returns the scene and the bounds of its surface.
+pub fn voxel_hills(size: i32, seed: u32) -> (Scene, Vec3, Vec3) {
+    let mut terrain = Terrain::new(1.0);
+    generate_hills(&mut terrain, size, seed);
+    let mut mesh = TriMesh::new();
+    let chunks = (size + CHUNK - 1) / CHUNK;
+    for cy in -1..=4 {
+        for cz in 0..chunks {
+            for cx in 0..chunks {
+                mesh_chunk(terrain.voxels(), IVec3::new(cx, cy, cz), 1.0, &mut mesh);
+            }
+        }
+    }
+    let positions: Vec<[f32; 3]> = mesh.vertices.iter().map(|v| (*v).into()).collect();
+    let mut scene = Scene::new();
+    let id = scene.add_mesh(&positions, &mesh.triangles).expect("the mesher's triangles are a valid mesh");
+    scene.add_instance(id, &translation(Vec3::ZERO), u32::MAX, 0).expect("identity");
+    // Above the bedrock and below the highest hill, inside the terrain's columns.
+    let lo = Vec3::new(0.0, 2.0, 0.0);
+    let hi = Vec3::new(size as f32 - 1.0, 30.0, size as f32 - 1.0);
+    (scene, lo, hi)
 }

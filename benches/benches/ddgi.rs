@@ -1,0 +1,160 @@
+//! `ddgi`: probe visibility compression and irradiance updates on the generated
+//! terrain scene (`kiln::gi::scenes::probe_terrain`, 32 m square, boxes 0.5 to 4 m).
+//!
+//! Figures printed first, for 0.5 m spacing with 3 m dilation and 1.0 m spacing with
+//! 1.5 m dilation (the reference notes' two configurations, whose ratios were 4.5%
+//! and 9%): probe count, dead probes, raw and compressed visibility bytes, the
+//! ratio, and bytes per live probe with everything included (placement mask,
+//! irradiance, block indices, blocks).
+//!
+//! Timed groups, each against its peer in the same run:
+//! - `ddgi_compress/{0.5m,1.0m}`: `swizzled` (batches of 256 spread over the volume,
+//!   what the GPU runs) vs `sequential` (one map at a time, the reference notes'
+//!   single-threaded compressor); both on the CPU reference;
+//! - `ddgi_update/1000_probes`: one irradiance update of 1,000 probes x 128 rays
+//!   (trace, shadow rays, shading with the bounce, SH projection, blend): `cpu`
+//!   (CPU reference, one thread) vs `cpu_rayon` (rays traced on all cores).
+
+use criterion::{criterion_group, Criterion};
+use kiln::gi::scenes::{cpu_tlas, probe_terrain, voxel_hills};
+use kiln::gi::update::{blend, probe_rays, shade, shadow_rays, visibility_map, visibility_rays};
+use kiln::gi::{
+    compress, CompressParams, GiLighting, ProbeField, ProbeGrid, ProbeOrder, ProbeVolume, UpdateParams, VisibilityMap,
+};
+use kiln::gpu::{trace_cpu, GpuHit, Scene};
+use kiln_benches::report_ratios;
+use rayon::prelude::*;
+use std::time::Instant;
+
+const BATCH: u32 = 256;
+
+struct Setup {
+    label: &'static str,
+    scene: Scene,
+    field: ProbeField,
+    maps: Vec<VisibilityMap>,
+}
+
+fn setup(label: &'static str, voxel: bool, spacing: f32, dilation: f32) -> Setup {
+    let (scene, lo, hi) = if voxel { voxel_hills(32, 1) } else { probe_terrain(32, 1) };
+    let grid = ProbeGrid::covering(lo, hi, spacing).expect("a valid grid");
+    let volume = ProbeVolume::around(grid, &scene.world_triangles(), dilation);
+    let field = ProbeField::new(volume);
+    let tlas = cpu_tlas(&scene);
+    let view = scene.trace_scene(&tlas);
+    let clip = grid.clip_distance();
+    let start = Instant::now();
+    let maps: Vec<VisibilityMap> = (0..field.volume.probe_count() as u32)
+        .into_par_iter()
+        .map(|p| {
+            let hits: Vec<GpuHit> = visibility_rays(&field, &[p]).iter().map(|r| trace_cpu(&view, r, false)).collect();
+            visibility_map(&hits, clip)
+        })
+        .collect();
+    println!(
+        "ddgi {label}: {} of {} grid points hold probes; visibility baked on the CPU in {:.1} s",
+        field.volume.probe_count(),
+        grid.point_count(),
+        start.elapsed().as_secs_f64()
+    );
+    Setup { label, scene, field, maps }
+}
+
+fn figures(s: &mut Setup) {
+    let params = CompressParams::default();
+    let n = s.maps.len() as u32;
+    for (name, order) in [("swizzled", ProbeOrder::swizzled(n, BATCH)), ("sequential", ProbeOrder::linear(n, 1))] {
+        let start = Instant::now();
+        let compressed = compress(&s.maps, &order, &params);
+        let seconds = start.elapsed().as_secs_f64();
+        let raw = s.maps.len() * 1024;
+        let stored = compressed.blocks.len() * 1024 + compressed.block_index.len() * 4;
+        println!(
+            "ddgi {} {name}: {} probes, {} dead, {} blocks; visibility {} KiB raw -> {} KiB ({:.2}%), compressed in {:.2} s",
+            s.label,
+            s.maps.len(),
+            compressed.dead_count(),
+            compressed.blocks.len(),
+            raw / 1024,
+            stored / 1024,
+            100.0 * stored as f64 / raw as f64,
+            seconds
+        );
+        if name == "swizzled" {
+            s.field.visibility = compressed;
+        }
+    }
+    println!(
+        "ddgi {}: {:.1} bytes per live probe, all data included (placement {} B, irradiance 16 B/probe, visibility {} B)",
+        s.label,
+        s.field.bytes() as f64 / s.maps.len() as f64,
+        s.field.volume.bytes(),
+        s.field.visibility.bytes()
+    );
+}
+
+fn bench_compress(c: &mut Criterion, s: &Setup) {
+    let params = CompressParams::default();
+    let n = s.maps.len() as u32;
+    let mut group = c.benchmark_group(format!("ddgi_compress/{}", s.label));
+    group.sample_size(10);
+    let swizzled = ProbeOrder::swizzled(n, BATCH);
+    let sequential = ProbeOrder::linear(n, 1);
+    group.bench_function("swizzled", |b| b.iter(|| compress(&s.maps, &swizzled, &params)));
+    group.bench_function("sequential", |b| b.iter(|| compress(&s.maps, &sequential, &params)));
+    group.finish();
+}
+
+fn bench_update(c: &mut Criterion, s: &mut Setup) {
+    let tlas = cpu_tlas(&s.scene);
+    let view = s.scene.trace_scene(&tlas);
+    let lighting = GiLighting::default();
+    let params = UpdateParams::for_spacing(s.field.volume.grid.spacing);
+    let probes: Vec<u32> = (0..1000.min(s.field.volume.probe_count() as u32)).collect();
+    let mut group = c.benchmark_group("ddgi_update");
+    group.sample_size(10);
+    let mut frame = 0;
+    group.bench_function("1000_probes/cpu", |b| {
+        b.iter(|| {
+            kiln::gi::update_irradiance(&mut s.field, &view, &lighting, &params, frame, &probes);
+            frame += 1;
+        })
+    });
+    group.bench_function("1000_probes/cpu_rayon", |b| {
+        b.iter(|| {
+            let rays = probe_rays(&s.field, &probes, frame, params.rays_per_probe);
+            let hits: Vec<GpuHit> = rays.par_iter().map(|r| trace_cpu(&view, r, false)).collect();
+            let shadow = shadow_rays(&rays, &hits, &lighting);
+            let lit: Vec<GpuHit> = shadow.par_iter().map(|r| trace_cpu(&view, r, true)).collect();
+            let radiance = shade(&s.field, &rays, &hits, &lit, &lighting, &params.sample);
+            let dirs = kiln::gi::sh::fibonacci_directions(params.rays_per_probe, &kiln::gi::sh::random_rotation(frame));
+            blend(&mut s.field, &probes, &dirs, &radiance, params.hysteresis);
+            frame += 1;
+        })
+    });
+    group.finish();
+}
+
+fn ddgi(c: &mut Criterion) {
+    for (label, spacing, dilation) in [("smooth 1.0m", 1.0, 1.5), ("smooth 0.5m", 0.5, 3.0)] {
+        figures(&mut setup(label, false, spacing, dilation));
+    }
+    let mut coarse = setup("1.0m", true, 1.0, 1.5);
+    figures(&mut coarse);
+    let mut fine = setup("0.5m", true, 0.5, 3.0);
+    figures(&mut fine);
+    bench_compress(c, &coarse);
+    bench_compress(c, &fine);
+    bench_update(c, &mut coarse);
+}
+
+criterion_group!(benches, ddgi);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    for label in ["1.0m", "0.5m"] {
+        report_ratios(&format!("ddgi_compress/{label}"), &[("swizzled", "sequential")]);
+    }
+    report_ratios("ddgi_update", &[("1000_probes/cpu_rayon", "1000_probes/cpu")]);
+}
