@@ -48,4 +48,7 @@ struct Hit { float t; uint instance; uint primitive; uint flags; vec3 normal; fl
 // 72 bytes of push constants
 #define KILN_PUSH_TRACE layout(push_constant, std430) uniform TracePush { uvec2 rays; uvec2 hits; uvec2 tlas; uvec2 instances; uvec2 blas_refs; uvec2 blas_nodes; uvec2 triangles; uvec2 positions; uint ray_count; uint any_hit; } pc
 
+// 72 bytes of push constants
+#define KILN_PUSH_GI_COMPRESS layout(push_constant, std430) uniform GiCompressPush { uvec2 maps; uvec2 order; uvec2 block_index; uvec2 blocks; uvec2 means; uvec2 state; uvec2 fresh; uint first; uint count; uint window; float tolerance; } pc
+
 #endif

@@ -200,6 +200,33 @@ pub struct TracePush {
     pub any_hit: u32,
 }
 
+/// Push constants of `gi_compress_match.comp` and `gi_compress_append.comp`: one
+/// batch of the visibility compressor.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct GiCompressPush {
+    /// `vec2[256 * probes]`: the maps, `[depth, depth^2]` over the clip distance.
+    pub maps: u64,
+    /// `uint[probes]`: the compression order.
+    pub order: u64,
+    /// `uint[probes]`: out, each probe's block or `DEAD_PROBE`.
+    pub block_index: u64,
+    /// `uint[256 * capacity]`: the blocks, two halves per texel.
+    pub blocks: u64,
+    /// `float[capacity]`: each block's mean depth (the match prefilter).
+    pub means: u64,
+    /// `uint[4]`: `[0]` is the number of blocks.
+    pub state: u64,
+    /// `uint[256]`: per batch slot, 1 when the map needs a new block.
+    pub fresh: u64,
+    /// This batch is `order[first..first + count]`, `count <= 256`.
+    pub first: u32,
+    pub count: u32,
+    pub window: u32,
+    pub tolerance: f32,
+}
+const _: () = assert!(size_of::<GiCompressPush>() == 72);
+
 #[cfg(test)]
 mod glsl {
     use super::super::blas::BvhNode;
@@ -271,6 +298,10 @@ mod glsl {
         glsl_struct!(TracePush, "TracePush", Some("KILN_PUSH_TRACE"), {
             rays: "uvec2", hits: "uvec2", tlas: "uvec2", instances: "uvec2", blas_refs: "uvec2", blas_nodes: "uvec2",
             triangles: "uvec2", positions: "uvec2", ray_count: "uint", any_hit: "uint",
+        }),
+        glsl_struct!(GiCompressPush, "GiCompressPush", Some("KILN_PUSH_GI_COMPRESS"), {
+            maps: "uvec2", order: "uvec2", block_index: "uvec2", blocks: "uvec2", means: "uvec2", state: "uvec2",
+            fresh: "uvec2", first: "uint", count: "uint", window: "uint", tolerance: "float",
         }),
     ];
 

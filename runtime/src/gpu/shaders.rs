@@ -2,7 +2,9 @@
 //! `vulkan-shaders/*.comp`), with the facts the pipeline needs.
 
 use super::error::GpuError;
-use super::layout::{BlasRefitPush, SkinPush, TlasBoxesPush, TlasBuildPush, TlasMortonPush, TlasSortPush, TracePush};
+use super::layout::{
+    BlasRefitPush, GiCompressPush, SkinPush, TlasBoxesPush, TlasBuildPush, TlasMortonPush, TlasSortPush, TracePush,
+};
 use std::mem::size_of;
 
 /// One kernel's SPIR-V and interface.
@@ -59,3 +61,17 @@ pub(crate) const TLAS_SORT_LOCAL: Shader = Shader {
 kernel!(TLAS_HIERARCHY, "tlas_hierarchy", TlasBuildPush);
 kernel!(TLAS_REFIT, "tlas_refit", TlasBuildPush);
 kernel!(TRACE, "trace", TracePush);
+/// One workgroup of 256 per map (one invocation per texel).
+pub(crate) const GI_COMPRESS_MATCH: Shader = Shader {
+    name: "gi_compress_match",
+    spirv: spirv!("gi_compress_match"),
+    push_bytes: size_of::<GiCompressPush>() as u32,
+    local_size: 256,
+};
+/// One workgroup of 256 per batch.
+pub(crate) const GI_COMPRESS_APPEND: Shader = Shader {
+    name: "gi_compress_append",
+    spirv: spirv!("gi_compress_append"),
+    push_bytes: size_of::<GiCompressPush>() as u32,
+    local_size: 256,
+};

@@ -1,0 +1,139 @@
+//! Visibility compression on the GPU (`gi_compress_match.comp`,
+//! `gi_compress_append.comp`), the kernels of `gi/compress.rs`.
+//!
+//! ```text
+//!  per batch of <= 256 maps (order[first..first + count]):
+//!    match   count workgroups x 256: dead test, window scan, newest match or "fresh"
+//!    append  1 workgroup: scan of the fresh flags, new blocks in batch order, count += n
+//! ```
+//!
+//! The block count lives on the device, so batches chain inside one submission
+//! without the CPU. Comparisons are exact float operations on the same inputs as the
+//! CPU reference and the half packing is integer code, so for the same maps and
+//! order the output equals `gi::compress` bit for bit (tested).
+
+use super::buffer::{BufferMemory, GpuBuffer};
+use super::error::GpuError;
+use super::kernel::Kernel;
+use super::layout::GiCompressPush;
+use super::queue::{Gpu, Recorder};
+use super::shaders;
+use crate::gi::compress::{Block, CompressParams, CompressedVisibility, ProbeOrder};
+use crate::gi::OCT_TEXELS;
+
+/// Largest batch the append kernel handles (one workgroup).
+pub const MAX_COMPRESS_BATCH: usize = 256;
+
+/// The compressor's kernels.
+pub struct GiCompressor {
+    matcher: Kernel,
+    append: Kernel,
+}
+
+/// Device buffers of one compressed set of probes: inputs and outputs.
+pub struct GpuVisibility {
+    /// `vec2[256 * probes]`: the uncompressed maps.
+    pub maps: GpuBuffer,
+    order: GpuBuffer,
+    pub block_index: GpuBuffer,
+    pub blocks: GpuBuffer,
+    means: GpuBuffer,
+    state: GpuBuffer,
+    fresh: GpuBuffer,
+    pub probe_count: u32,
+}
+
+impl GpuVisibility {
+    /// Buffers for `probe_count` probes (room for a block each).
+    pub fn new(gpu: &Gpu, probe_count: u32) -> Result<GpuVisibility, GpuError> {
+        let n = u64::from(probe_count.max(1));
+        let texels = OCT_TEXELS as u64;
+        Ok(GpuVisibility {
+            maps: gpu.buffer("gi visibility maps", n * texels * 8, BufferMemory::Device)?,
+            order: gpu.buffer("gi compress order", n * 4, BufferMemory::Device)?,
+            block_index: gpu.buffer("gi block index", n * 4, BufferMemory::Device)?,
+            blocks: gpu.buffer("gi blocks", n * texels * 4, BufferMemory::Device)?,
+            means: gpu.buffer("gi block means", n * 4, BufferMemory::Device)?,
+            state: gpu.buffer("gi compress state", 16, BufferMemory::Device)?,
+            fresh: gpu.buffer("gi compress flags", MAX_COMPRESS_BATCH as u64 * 4, BufferMemory::Device)?,
+            probe_count,
+        })
+    }
+
+    /// Reads the result back (two submissions: the block count, then the data).
+    pub fn read(&self, gpu: &mut Gpu) -> Result<CompressedVisibility, GpuError> {
+        let count = gpu.read::<u32>(&self.state, 1)?[0] as usize;
+        let block_index = gpu.read::<u32>(&self.block_index, self.probe_count as usize)?;
+        let words = gpu.read::<u32>(&self.blocks, count * OCT_TEXELS)?;
+        let blocks: Vec<Block> =
+            words.chunks_exact(OCT_TEXELS).map(|c| <Block>::try_from(c).expect("chunks of one block")).collect();
+        Ok(CompressedVisibility { block_index, blocks })
+    }
+}
+
+impl GiCompressor {
+    pub fn new(gpu: &Gpu) -> Result<GiCompressor, GpuError> {
+        Ok(GiCompressor {
+            matcher: gpu.kernel(&shaders::GI_COMPRESS_MATCH)?,
+            append: gpu.kernel(&shaders::GI_COMPRESS_APPEND)?,
+        })
+    }
+
+    /// Records the compression of `vis.maps` in `order` (uploaded here), starting
+    /// from an empty dictionary.
+    pub fn record(
+        &self,
+        rec: &mut Recorder<'_>,
+        vis: &GpuVisibility,
+        order: &ProbeOrder,
+        params: &CompressParams,
+    ) -> Result<(), GpuError> {
+        if order.order.len() != vis.probe_count as usize {
+            return Err(GpuError::InvalidInput(format!(
+                "compress: the order has {} probes, the buffers {}",
+                order.order.len(),
+                vis.probe_count
+            )));
+        }
+        if let Some(b) = (0..order.batch_count()).find(|&b| order.batch(b).len() > MAX_COMPRESS_BATCH) {
+            return Err(GpuError::InvalidInput(format!(
+                "compress: batch {b} holds {} maps (at most {MAX_COMPRESS_BATCH})",
+                order.batch(b).len()
+            )));
+        }
+        if !(params.tolerance.is_finite() && params.tolerance >= 0.0) {
+            return Err(GpuError::InvalidInput(format!(
+                "compress: tolerance {} is not a finite value >= 0",
+                params.tolerance
+            )));
+        }
+        if vis.probe_count == 0 {
+            return Ok(());
+        }
+        rec.upload(&vis.order, 0, bytemuck::cast_slice(&order.order))?;
+        rec.fill(&vis.state, 0);
+        let mut push = GiCompressPush {
+            maps: vis.maps.address(),
+            order: vis.order.address(),
+            block_index: vis.block_index.address(),
+            blocks: vis.blocks.address(),
+            means: vis.means.address(),
+            state: vis.state.address(),
+            fresh: vis.fresh.address(),
+            first: 0,
+            count: 0,
+            window: params.window,
+            tolerance: params.tolerance,
+        };
+        for b in 0..order.batch_count() {
+            push.first = order.batches[b];
+            push.count = order.batch(b).len() as u32;
+            if push.count == 0 {
+                continue;
+            }
+            rec.dispatch(&self.matcher, &push, [push.count, 1, 1])?;
+            rec.dispatch(&self.append, &push, [1, 1, 1])?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,82 @@
+// Dictionary compression of visibility maps, step 1 of a batch (gpu/gi_compress.rs,
+// CPU reference gi/compress.rs): one workgroup of 256 per map of the batch, one
+// invocation per texel. The map is tested against the all-clip map (dead probe),
+// then each invocation scans its share of the look-back window, newest first, and
+// the workgroup keeps the newest block whose every texel is within the tolerance.
+// Maps without a match are flagged for gi_compress_append.
+#version 460
+#extension GL_GOOGLE_include_directive : require
+#include "include/common.glsl"
+#include "include/gi.glsl"
+
+KILN_PUSH_GI_COMPRESS;
+
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Vec2s { vec2 v[]; };
+
+shared vec2 map_texels[GI_TEXELS];
+shared float partial_sum[GI_TEXELS];
+shared uint all_clipped[GI_TEXELS];
+shared int newest[GI_TEXELS];
+
+void main() {
+    uint slot = gl_WorkGroupID.x;
+    uint t = gl_LocalInvocationID.x;
+    uint probe = Uints(pc.order).v[pc.first + slot];
+    vec2 m = Vec2s(pc.maps).v[probe * GI_TEXELS + t];
+    map_texels[t] = m;
+    partial_sum[t] = m.x;
+    all_clipped[t] = (abs(m.x - 1.0) <= pc.tolerance && abs(m.y - 1.0) <= pc.tolerance) ? 1u : 0u;
+    barrier();
+    for (uint s = GI_TEXELS / 2u; s > 0u; s >>= 1u) {
+        if (t < s) {
+            partial_sum[t] += partial_sum[t + s];
+            all_clipped[t] &= all_clipped[t + s];
+        }
+        barrier();
+    }
+    Words block_index = Words(pc.block_index);
+    Words fresh = Words(pc.fresh);
+    if (all_clipped[0] == 1u) {
+        if (t == 0u) {
+            block_index.v[probe] = DEAD_PROBE;
+            fresh.v[slot] = 0u;
+        }
+        return;
+    }
+    float mean = partial_sum[0] / float(GI_TEXELS);
+    uint len = Words(pc.state).v[0];
+    int start = int(len > pc.window ? len - pc.window : 0u);
+    Floats means = Floats(pc.means);
+    Words blocks = Words(pc.blocks);
+    int found = -1;
+    for (int j = int(len) - 1 - int(t); j >= start; j -= int(GI_TEXELS)) {
+        if (abs(means.v[j] - mean) > pc.tolerance + GI_MEAN_SLACK) {
+            continue;
+        }
+        bool same = true;
+        for (uint k = 0u; k < GI_TEXELS && same; ++k) {
+            vec2 d = abs(map_texels[k] - gi_unpack_texel(blocks.v[uint(j) * GI_TEXELS + k]));
+            same = d.x <= pc.tolerance && d.y <= pc.tolerance;
+        }
+        if (same) {
+            found = j;
+            break;
+        }
+    }
+    newest[t] = found;
+    barrier();
+    for (uint s = GI_TEXELS / 2u; s > 0u; s >>= 1u) {
+        if (t < s) {
+            newest[t] = max(newest[t], newest[t + s]);
+        }
+        barrier();
+    }
+    if (t == 0u) {
+        if (newest[0] >= 0) {
+            block_index.v[probe] = uint(newest[0]);
+            fresh.v[slot] = 0u;
+        } else {
+            fresh.v[slot] = 1u;
+        }
+    }
+}
