@@ -8,9 +8,10 @@
 //! irradiance, block indices, blocks).
 //!
 //! Timed groups, each against its peer in the same run:
-//! - `ddgi_compress/{0.5m,1.0m}`: `swizzled` (batches of 256 spread over the volume,
-//!   what the GPU runs) vs `sequential` (one map at a time, the reference notes'
-//!   single-threaded compressor); both on the CPU reference;
+//! - `ddgi_compress/{0.5m,1.0m}` (voxel hills): `swizzled` (batches of 256 spread
+//!   over the volume) and `gpu` (the same batches on the device, one submission, its
+//!   output checked against the CPU's) vs `sequential` (one map at a time, the
+//!   reference notes' single-threaded compressor, on the CPU);
 //! - `ddgi_update/1000_probes`: one irradiance update of 1,000 probes x 128 rays
 //!   (trace, shadow rays, shading with the bounce, SH projection, blend): `cpu`
 //!   (CPU reference, one thread) vs `cpu_rayon` (rays traced on all cores).
@@ -21,7 +22,7 @@ use kiln::gi::update::{blend, probe_rays, shade, shadow_rays, visibility_map, vi
 use kiln::gi::{
     compress, CompressParams, GiLighting, ProbeField, ProbeGrid, ProbeOrder, ProbeVolume, UpdateParams, VisibilityMap,
 };
-use kiln::gpu::{trace_cpu, GpuHit, Scene};
+use kiln::gpu::{trace_cpu, GiCompressor, Gpu, GpuConfig, GpuHit, GpuVisibility, Scene};
 use kiln_benches::report_ratios;
 use rayon::prelude::*;
 use std::time::Instant;
@@ -93,7 +94,7 @@ fn figures(s: &mut Setup) {
     );
 }
 
-fn bench_compress(c: &mut Criterion, s: &Setup) {
+fn bench_compress(c: &mut Criterion, s: &Setup, gpu: Option<&mut Gpu>) {
     let params = CompressParams::default();
     let n = s.maps.len() as u32;
     let mut group = c.benchmark_group(format!("ddgi_compress/{}", s.label));
@@ -102,6 +103,17 @@ fn bench_compress(c: &mut Criterion, s: &Setup) {
     let sequential = ProbeOrder::linear(n, 1);
     group.bench_function("swizzled", |b| b.iter(|| compress(&s.maps, &swizzled, &params)));
     group.bench_function("sequential", |b| b.iter(|| compress(&s.maps, &sequential, &params)));
+    if let Some(gpu) = gpu {
+        let compressor = GiCompressor::new(gpu).expect("kernels");
+        let vis = GpuVisibility::new(gpu, n).expect("buffers");
+        let texels: Vec<[f32; 2]> = s.maps.iter().flat_map(|m| m.0).collect();
+        gpu.submit("upload maps", |rec| rec.upload(&vis.maps, 0, bytemuck::cast_slice(&texels))).expect("upload");
+        group.bench_function("gpu", |b| {
+            b.iter(|| gpu.submit("compress", |rec| compressor.record(rec, &vis, &swizzled, &params)).expect("compress"))
+        });
+        let same = vis.read(gpu).expect("read back") == compress(&s.maps, &swizzled, &params);
+        println!("ddgi {}: GPU compressor output equals the CPU reference: {same}", s.label);
+    }
     group.finish();
 }
 
@@ -143,8 +155,18 @@ fn ddgi(c: &mut Criterion) {
     figures(&mut coarse);
     let mut fine = setup("0.5m", true, 0.5, 3.0);
     figures(&mut fine);
-    bench_compress(c, &coarse);
-    bench_compress(c, &fine);
+    let mut gpu = match Gpu::new(&GpuConfig::from_env()) {
+        Ok(gpu) => {
+            println!("ddgi: device {} ({:?})", gpu.info().name, gpu.info().kind);
+            Some(gpu)
+        }
+        Err(err) => {
+            println!("ddgi: no Vulkan device ({err}); GPU rows are not measured");
+            None
+        }
+    };
+    bench_compress(c, &coarse, gpu.as_mut());
+    bench_compress(c, &fine, gpu.as_mut());
     bench_update(c, &mut coarse);
 }
 
@@ -154,7 +176,7 @@ fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
     for label in ["1.0m", "0.5m"] {
-        report_ratios(&format!("ddgi_compress/{label}"), &[("swizzled", "sequential")]);
+        report_ratios(&format!("ddgi_compress/{label}"), &[("swizzled", "sequential"), ("gpu", "sequential")]);
     }
     report_ratios("ddgi_update", &[("1000_probes/cpu_rayon", "1000_probes/cpu")]);
 }
