@@ -8,11 +8,11 @@
 //! irradiance, block indices, blocks).
 //!
 //! Timed groups, each against its peer in the same run:
-//! - `ddgi_compress/{0.5m,1.0m}` (voxel hills): `swizzled` (batches of 256 spread
+//! - `ddgi_compress_{0.5m,1.0m}` (voxel hills): `swizzled` (batches of 256 spread
 //!   over the volume) and `gpu` (the same batches on the device, one submission, its
 //!   output checked against the CPU's) vs `sequential` (one map at a time, the
 //!   reference notes' single-threaded compressor, on the CPU);
-//! - `ddgi_update/1000_probes`: one irradiance update of 1,000 probes x 128 rays
+//! - `ddgi_update/1000_probes_*`: one irradiance update of 1,000 probes x 128 rays
 //!   (trace, shadow rays, shading with the bounce, SH projection, blend): `cpu`
 //!   (CPU reference, one thread) vs `cpu_rayon` (rays traced on all cores).
 
@@ -97,7 +97,7 @@ fn figures(s: &mut Setup) {
 fn bench_compress(c: &mut Criterion, s: &Setup, gpu: Option<&mut Gpu>) {
     let params = CompressParams::default();
     let n = s.maps.len() as u32;
-    let mut group = c.benchmark_group(format!("ddgi_compress/{}", s.label));
+    let mut group = c.benchmark_group(format!("ddgi_compress_{}", s.label));
     group.sample_size(10);
     let swizzled = ProbeOrder::swizzled(n, BATCH);
     let sequential = ProbeOrder::linear(n, 1);
@@ -126,13 +126,13 @@ fn bench_update(c: &mut Criterion, s: &mut Setup) {
     let mut group = c.benchmark_group("ddgi_update");
     group.sample_size(10);
     let mut frame = 0;
-    group.bench_function("1000_probes/cpu", |b| {
+    group.bench_function("1000_probes_cpu", |b| {
         b.iter(|| {
             kiln::gi::update_irradiance(&mut s.field, &view, &lighting, &params, frame, &probes);
             frame += 1;
         })
     });
-    group.bench_function("1000_probes/cpu_rayon", |b| {
+    group.bench_function("1000_probes_cpu_rayon", |b| {
         b.iter(|| {
             let rays = probe_rays(&s.field, &probes, frame, params.rays_per_probe);
             let hits: Vec<GpuHit> = rays.par_iter().map(|r| trace_cpu(&view, r, false)).collect();
@@ -176,7 +176,7 @@ fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
     for label in ["1.0m", "0.5m"] {
-        report_ratios(&format!("ddgi_compress/{label}"), &[("swizzled", "sequential"), ("gpu", "sequential")]);
+        report_ratios(&format!("ddgi_compress_{label}"), &[("swizzled", "sequential"), ("gpu", "sequential")]);
     }
-    report_ratios("ddgi_update", &[("1000_probes/cpu_rayon", "1000_probes/cpu")]);
+    report_ratios("ddgi_update", &[("1000_probes_cpu_rayon", "1000_probes_cpu")]);
 }

@@ -79,7 +79,8 @@ impl ProbeField {
         let grid = &self.volume.grid;
         let biased = p + (n * 0.2 + v * 0.8) * params.bias;
         let rel = (biased - grid.origin) / grid.spacing;
-        let base: [u32; 3] = std::array::from_fn(|a| rel[a].floor().clamp(0.0, (grid.dims[a] - 2) as f32) as u32);
+        let base: [u32; 3] =
+            std::array::from_fn(|a| rel[a].floor().clamp(0.0, grid.dims[a].saturating_sub(2) as f32) as u32);
         let alpha: [f32; 3] = std::array::from_fn(|a| (rel[a] - base[a] as f32).clamp(0.0, 1.0));
         let clip = grid.clip_distance();
         let mut sum = [0.0f32; 3];
