@@ -67,4 +67,25 @@ vec2 gi_unpack_texel(uint t) {
     return vec2(gi_half_to_float(t & 0xffffu), gi_half_to_float(t >> 16u));
 }
 
+// octahedral.rs oct_decode: a point of [-1, 1]^2 to a unit direction.
+vec3 gi_oct_decode(vec2 uv) {
+    float z = 1.0 - abs(uv.x) - abs(uv.y);
+    vec2 xy = uv;
+    if (z < 0.0) {
+        vec2 s = vec2(uv.x >= 0.0 ? 1.0 : -1.0, uv.y >= 0.0 ? 1.0 : -1.0);
+        xy = (1.0 - abs(uv.yx)) * s;
+    }
+    return normalize(vec3(xy, z));
+}
+
+// volume.rs ProbeGrid::coords + position: a probe's position from its linear index.
+vec3 gi_grid_position(uint linear, vec3 origin, float spacing, uint nx, uint nz) {
+    uvec3 c = uvec3(linear % nx, linear / (nx * nz), (linear / nx) % nz);
+    return origin + vec3(c) * spacing;
+}
+
+// update.rs BAKE_SUBSAMPLES: 2 x 2 rays per texel, 1024 per probe.
+const uint GI_BAKE_SUBSAMPLES = 2u;
+const uint GI_BAKE_RAYS = GI_TEXELS * GI_BAKE_SUBSAMPLES * GI_BAKE_SUBSAMPLES;
+
 #endif

@@ -51,4 +51,7 @@ struct Hit { float t; uint instance; uint primitive; uint flags; vec3 normal; fl
 // 72 bytes of push constants
 #define KILN_PUSH_GI_COMPRESS layout(push_constant, std430) uniform GiCompressPush { uvec2 maps; uvec2 order; uvec2 block_index; uvec2 blocks; uvec2 means; uvec2 state; uvec2 fresh; uint first; uint count; uint window; float tolerance; } pc
 
+// 72 bytes of push constants
+#define KILN_PUSH_GI_BAKE layout(push_constant, std430) uniform GiBakePush { uvec2 rays; uvec2 hits; uvec2 probes; uvec2 maps; float origin_x; float origin_y; float origin_z; float spacing; uint dims_x; uint dims_z; float clip; uint first; uint count; uint _pad; } pc
+
 #endif

@@ -14,7 +14,7 @@ fn add_box(scene: &mut Scene, lo: Vec3, hi: Vec3) {
     let (positions, triangles) = box_mesh(half.into());
     let mesh = scene.add_mesh(&positions, &triangles).expect("a box is a valid mesh");
     let index = scene.instances().len() as u32;
-    scene.add_instance(mesh, &translation((lo + hi) * 0.5), u32::MAX, index).expect("a translation is invertible");
+    scene.add_instance(mesh, &box_transform(lo, hi), u32::MAX, index).expect("a translation is invertible");
 }
 
 /// The CPU TLAS of `scene` (what `TlasBuilder` builds on the GPU).
@@ -34,16 +34,30 @@ pub const ROOM_WALL: f32 = 0.05;
 /// light-leak scene.
 pub fn walled_room() -> Scene {
     let mut scene = Scene::new();
+    for (lo, hi) in walled_room_boxes() {
+        add_box(&mut scene, lo, hi);
+    }
+    scene
+}
+
+/// The boxes of [`walled_room`] as `(lo, hi)` corners, for building it elsewhere
+/// (a `RayTracer`, the C samples).
+pub fn walled_room_boxes() -> Vec<(Vec3, Vec3)> {
     let w = ROOM_WALL;
-    add_box(&mut scene, Vec3::new(-6.0, -0.5 - w, -6.0), Vec3::new(10.0, -0.5 + w, 10.0));
+    let mut boxes = vec![(Vec3::new(-6.0, -0.5 - w, -6.0), Vec3::new(10.0, -0.5 + w, 10.0))];
     for x in [0.5, 3.5] {
-        add_box(&mut scene, Vec3::new(x - w, -0.5, 0.5 - w), Vec3::new(x + w, 2.5 + w, 3.5 + w));
+        boxes.push((Vec3::new(x - w, -0.5, 0.5 - w), Vec3::new(x + w, 2.5 + w, 3.5 + w)));
     }
     for z in [0.5, 3.5] {
-        add_box(&mut scene, Vec3::new(0.5 - w, -0.5, z - w), Vec3::new(3.5 + w, 2.5 + w, z + w));
+        boxes.push((Vec3::new(0.5 - w, -0.5, z - w), Vec3::new(3.5 + w, 2.5 + w, z + w)));
     }
-    add_box(&mut scene, Vec3::new(0.5 - w, 2.5 - w, 0.5 - w), Vec3::new(3.5 + w, 2.5 + w, 3.5 + w));
-    scene
+    boxes.push((Vec3::new(0.5 - w, 2.5 - w, 0.5 - w), Vec3::new(3.5 + w, 2.5 + w, 3.5 + w)));
+    boxes
+}
+
+/// The transform placing [`box_mesh`] of half extents `(hi - lo) / 2` at `lo..hi`.
+pub fn box_transform(lo: Vec3, hi: Vec3) -> Affine {
+    translation((lo + hi) * 0.5)
 }
 
 /// Rolling terrain `size` metres square (1 m cells) with boxes standing on it

@@ -227,6 +227,32 @@ pub struct GiCompressPush {
 }
 const _: () = assert!(size_of::<GiCompressPush>() == 72);
 
+/// Push constants of `gi_visibility_rays.comp` and `gi_visibility_reduce.comp`: the
+/// visibility bake of probes `first..first + count`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct GiBakePush {
+    /// `Ray[1024 * count]`, probe-major.
+    pub rays: u64,
+    /// `Hit[1024 * count]`.
+    pub hits: u64,
+    /// `uint[probes]`: each probe's linear grid index (x fastest, then z, then y).
+    pub probes: u64,
+    /// `vec2[256 * probes]`: out, `[depth, depth^2]` over the clip distance.
+    pub maps: u64,
+    pub origin_x: f32,
+    pub origin_y: f32,
+    pub origin_z: f32,
+    pub spacing: f32,
+    pub dims_x: u32,
+    pub dims_z: u32,
+    pub clip: f32,
+    pub first: u32,
+    pub count: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<GiBakePush>() == 72);
+
 #[cfg(test)]
 mod glsl {
     use super::super::blas::BvhNode;
@@ -302,6 +328,11 @@ mod glsl {
         glsl_struct!(GiCompressPush, "GiCompressPush", Some("KILN_PUSH_GI_COMPRESS"), {
             maps: "uvec2", order: "uvec2", block_index: "uvec2", blocks: "uvec2", means: "uvec2", state: "uvec2",
             fresh: "uvec2", first: "uint", count: "uint", window: "uint", tolerance: "float",
+        }),
+        glsl_struct!(GiBakePush, "GiBakePush", Some("KILN_PUSH_GI_BAKE"), {
+            rays: "uvec2", hits: "uvec2", probes: "uvec2", maps: "uvec2", origin_x: "float", origin_y: "float",
+            origin_z: "float", spacing: "float", dims_x: "uint", dims_z: "uint", clip: "float", first: "uint",
+            count: "uint", _pad: "uint",
         }),
     ];
 

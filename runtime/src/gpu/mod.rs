@@ -15,6 +15,7 @@
 //!  tlas.rs       per-frame GPU LBVH over instances and its CPU reference
 //!  trace.rs      two-level traversal kernel and its CPU reference
 //!  ray_tracer.rs RayTracer: device + scene + per-frame inputs; trace ray batches
+//!  gi_bake.rs    DDGI visibility bake: texel rays, trace, per-texel reduce
 //!  gi_compress.rs DDGI visibility compression (dictionary, batches chained on the GPU)
 //! ```
 //!
@@ -31,6 +32,7 @@ mod blas_refit;
 mod buffer;
 mod context;
 mod error;
+mod gi_bake;
 mod gi_compress;
 mod kernel;
 mod layout;
@@ -47,6 +49,7 @@ pub use blas_refit::{BlasRefit, GpuBlas};
 pub use buffer::{BufferMemory, GpuBuffer, MAX_BUFFER_BYTES};
 pub use context::{DeviceChoice, DeviceInfo, DeviceKind, GpuConfig};
 pub use error::GpuError;
+pub use gi_bake::{GiBaker, BAKE_BATCH_PROBES};
 pub use gi_compress::{GiCompressor, GpuVisibility, MAX_COMPRESS_BATCH};
 pub use kernel::Kernel;
 pub use layout::{

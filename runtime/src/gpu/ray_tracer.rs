@@ -324,6 +324,42 @@ impl RayTracer {
         Ok(())
     }
 
+    /// The context, for buffers and reads of passes recorded by
+    /// [`RayTracer::submit_with_scene`].
+    pub fn gpu_mut(&mut self) -> &mut Gpu {
+        &mut self.gpu
+    }
+
+    /// One submission: the scene update passes when something changed, then
+    /// `record` with the device scene and the traversal kernel (the DDGI passes).
+    /// Refused for an empty scene.
+    pub fn submit_with_scene<R>(
+        &mut self,
+        label: &str,
+        record: impl FnOnce(&mut super::queue::Recorder<'_>, &GpuScene, &Tracer) -> Result<R, GpuError>,
+    ) -> Result<R, GpuError> {
+        if self.scene.instances().is_empty() {
+            return Err(GpuError::InvalidInput(format!("{label}: the scene has no instances")));
+        }
+        self.timings.clear();
+        self.ensure_device_scene()?;
+        let update = self.needs_update();
+        let RayTracer { gpu, kernels, scene, device_scene, skinned, .. } = self;
+        let device_scene = device_scene.as_ref().expect("ensured above");
+        let skin_dirty = self.skin_dirty;
+        let result = gpu.submit(label, |rec| {
+            if update {
+                record_update(rec, kernels, scene, device_scene, skinned, skin_dirty)?;
+            }
+            record(rec, device_scene, &kernels.trace)
+        })?;
+        merge_timings(&mut self.timings, self.gpu.last_timings());
+        if update {
+            self.after_update();
+        }
+        Ok(result)
+    }
+
     fn needs_update(&self) -> bool {
         self.instances_dirty || self.skin_dirty
     }

@@ -3,7 +3,8 @@
 
 use super::error::GpuError;
 use super::layout::{
-    BlasRefitPush, GiCompressPush, SkinPush, TlasBoxesPush, TlasBuildPush, TlasMortonPush, TlasSortPush, TracePush,
+    BlasRefitPush, GiBakePush, GiCompressPush, SkinPush, TlasBoxesPush, TlasBuildPush, TlasMortonPush, TlasSortPush,
+    TracePush,
 };
 use std::mem::size_of;
 
@@ -75,3 +76,5 @@ pub(crate) const GI_COMPRESS_APPEND: Shader = Shader {
     push_bytes: size_of::<GiCompressPush>() as u32,
     local_size: 256,
 };
+kernel!(GI_VISIBILITY_RAYS, "gi_visibility_rays", GiBakePush);
+kernel!(GI_VISIBILITY_REDUCE, "gi_visibility_reduce", GiBakePush);

@@ -1,0 +1,88 @@
+//! The DDGI visibility bake on the GPU (`gi_visibility_rays.comp` → trace →
+//! `gi_visibility_reduce.comp`), the kernels of `gi::update::{visibility_rays,
+//! visibility_map}`; the maps it writes feed [`GiCompressor`](super::GiCompressor).
+//!
+//! Probes go in batches of [`BAKE_BATCH_PROBES`] (1,024 rays each, so a batch is
+//! 1M rays, the tracer's batch size), one submission per batch.
+
+use super::buffer::{BufferMemory, GpuBuffer};
+use super::error::GpuError;
+use super::gi_compress::GpuVisibility;
+use super::kernel::Kernel;
+use super::layout::GiBakePush;
+use super::ray_tracer::RayTracer;
+use super::shaders;
+use crate::gi::update::BAKE_RAYS;
+use crate::gi::{ProbeVolume, OCT_TEXELS};
+
+/// Probes per bake submission.
+pub const BAKE_BATCH_PROBES: u32 = 1024;
+
+/// The bake kernels.
+pub struct GiBaker {
+    rays: Kernel,
+    reduce: Kernel,
+}
+
+impl GiBaker {
+    pub fn new(tracer: &RayTracer) -> Result<GiBaker, GpuError> {
+        Ok(GiBaker {
+            rays: tracer.gpu().kernel(&shaders::GI_VISIBILITY_RAYS)?,
+            reduce: tracer.gpu().kernel(&shaders::GI_VISIBILITY_REDUCE)?,
+        })
+    }
+
+    /// Bakes the visibility map of every probe of `volume` into `vis.maps` against
+    /// the tracer's scene.
+    pub fn bake(&self, tracer: &mut RayTracer, volume: &ProbeVolume, vis: &GpuVisibility) -> Result<(), GpuError> {
+        let n = volume.probe_count() as u32;
+        if vis.probe_count != n {
+            return Err(GpuError::InvalidInput(format!(
+                "bake: the volume has {n} probes, the buffers {}",
+                vis.probe_count
+            )));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let batch = n.min(BAKE_BATCH_PROBES);
+        let ray_bytes = 48 * BAKE_RAYS as u64 * u64::from(batch);
+        let linear: Vec<u32> = (0..n as usize).map(|p| volume.grid.linear(volume.probe_coords(p)) as u32).collect();
+        let gpu = tracer.gpu_mut();
+        let probes = gpu.buffer_from("gi bake probes", &linear)?;
+        let rays: GpuBuffer = gpu.buffer("gi bake rays", ray_bytes, BufferMemory::Device)?;
+        let hits: GpuBuffer = gpu.buffer("gi bake hits", ray_bytes, BufferMemory::Device)?;
+        let grid = volume.grid;
+        let mut push = GiBakePush {
+            rays: rays.address(),
+            hits: hits.address(),
+            probes: probes.address(),
+            maps: vis.maps.address(),
+            origin_x: grid.origin.x,
+            origin_y: grid.origin.y,
+            origin_z: grid.origin.z,
+            spacing: grid.spacing,
+            dims_x: grid.dims[0],
+            dims_z: grid.dims[2],
+            clip: grid.clip_distance(),
+            first: 0,
+            count: 0,
+            _pad: 0,
+        };
+        let mut first = 0;
+        while first < n {
+            push.first = first;
+            push.count = batch.min(n - first);
+            let ray_count = push.count * BAKE_RAYS as u32;
+            tracer.submit_with_scene("kiln gi bake", |rec, scene, trace| {
+                rec.pass("gi visibility bake", |rec| {
+                    rec.dispatch_threads(&self.rays, &push, ray_count)?;
+                    trace.record(rec, scene, &rays, &hits, ray_count, false)?;
+                    rec.dispatch_threads(&self.reduce, &push, push.count * OCT_TEXELS as u32)
+                })
+            })?;
+            first += push.count;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,36 @@
+// Visibility bake, step 2 (gpu/gi_bake.rs; CPU reference gi/update.rs
+// visibility_map): one invocation per texel; the mean of depth and depth^2 over the
+// texel's 4 rays, depth = t / clip (at most 1), 0 on a back face, 1 on a miss.
+#version 460
+#extension GL_GOOGLE_include_directive : require
+#include "include/common.glsl"
+#include "include/gi.glsl"
+
+KILN_PUSH_GI_BAKE;
+
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer HitsIn { Hit v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer Vec2sOut { vec2 v[]; };
+
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    if (i >= pc.count * GI_TEXELS) {
+        return;
+    }
+    uint per_texel = GI_BAKE_SUBSAMPLES * GI_BAKE_SUBSAMPLES;
+    HitsIn hits = HitsIn(pc.hits);
+    vec2 sum = vec2(0.0);
+    for (uint k = 0u; k < per_texel; ++k) {
+        Hit hit = hits.v[i * per_texel + k];
+        float depth;
+        if (hit.instance == NO_HIT) {
+            depth = 1.0;
+        } else if ((hit.flags & HIT_BACKFACE) != 0u) {
+            depth = 0.0;
+        } else {
+            depth = min(hit.t / pc.clip, 1.0);
+        }
+        sum.x += depth;
+        sum.y += depth * depth;
+    }
+    Vec2sOut(pc.maps).v[pc.first * GI_TEXELS + i] = sum / float(per_texel);
+}
