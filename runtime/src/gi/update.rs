@@ -91,15 +91,19 @@ pub const SHADOW_OFFSET: f32 = 1.0e-3;
 
 /// The N rays of each of `probes` for `frame`: probe-major, ray `i * n + j`.
 pub fn probe_rays(field: &ProbeField, probes: &[u32], frame: u32, n: u32) -> Vec<GpuRay> {
-    let dirs = fibonacci_directions(n, &random_rotation(frame));
-    let mut rays = Vec::with_capacity(probes.len() * n as usize);
+    rays_from_probes(field, probes, &fibonacci_directions(n, &random_rotation(frame)), PROBE_RAY_MAX)
+}
+
+/// Rays along `dirs` from each probe of `probes`, probe-major.
+fn rays_from_probes(field: &ProbeField, probes: &[u32], dirs: &[Vec3], t_max: f32) -> Vec<GpuRay> {
+    let mut rays = Vec::with_capacity(probes.len() * dirs.len());
     for &p in probes {
         let origin = field.volume.probe_position(p as usize);
         rays.extend(dirs.iter().map(|d| GpuRay {
             origin: origin.into(),
             t_min: 0.0,
             dir: (*d).into(),
-            t_max: PROBE_RAY_MAX,
+            t_max,
             mask: u32::MAX,
             ..GpuRay::default()
         }));
@@ -214,19 +218,7 @@ pub fn visibility_rays(field: &ProbeField, probes: &[u32]) -> Vec<GpuRay> {
             })
         })
         .collect();
-    let mut rays = Vec::with_capacity(probes.len() * BAKE_RAYS);
-    for &p in probes {
-        let origin = field.volume.probe_position(p as usize);
-        rays.extend(dirs.iter().map(|d| GpuRay {
-            origin: origin.into(),
-            t_min: 0.0,
-            dir: (*d).into(),
-            t_max: clip,
-            mask: u32::MAX,
-            ..GpuRay::default()
-        }));
-    }
-    rays
+    rays_from_probes(field, probes, &dirs, clip)
 }
 
 /// Reduces one probe's [`BAKE_RAYS`] hits to its map.
