@@ -711,6 +711,19 @@ fn gpu_visibility_compression_equals_the_cpu_reference() {
     let wide = ProbeOrder::linear(n, 300);
     let err = gpu.submit("compress", |rec| compressor.record(rec, &vis, &wide, &CompressParams::default()));
     assert!(matches!(err, Err(GpuError::InvalidInput(_))));
+    // So are an order of the wrong length and a NaN or negative tolerance; the
+    // last result stays readable.
+    let short = ProbeOrder::linear(n - 1, 8);
+    let err = gpu.submit("compress", |rec| compressor.record(rec, &vis, &short, &CompressParams::default()));
+    assert!(matches!(err, Err(GpuError::InvalidInput(_))));
+    for tolerance in [f32::NAN, -0.01, f32::INFINITY] {
+        let params = CompressParams { tolerance, ..CompressParams::default() };
+        let err = gpu.submit("compress", |rec| compressor.record(rec, &vis, &ProbeOrder::linear(n, 8), &params));
+        assert!(matches!(err, Err(GpuError::InvalidInput(_))), "tolerance {tolerance}");
+    }
+    let last = ProbeOrder::linear(n, 37);
+    let params = CompressParams { window: 25, ..CompressParams::default() };
+    assert_eq!(vis.read(&mut gpu).unwrap(), compress(&maps, &last, &params));
     assert_validation_clean(&gpu);
 }
 
@@ -724,11 +737,6 @@ fn gpu_visibility_bake_matches_the_cpu_reference_and_compresses_like_it() {
         return;
     };
     let mut tracer = RayTracer::with_gpu(gpu).unwrap();
-    for (i, (lo, hi)) in walled_room_boxes().into_iter().enumerate() {
-        let (positions, triangles) = box_mesh(((hi - lo) * 0.5).into());
-        let mesh = tracer.add_mesh(&positions, &triangles).unwrap();
-        tracer.add_instance(mesh, &box_transform(lo, hi), u32::MAX, i as u32).unwrap();
-    }
     let scene = walled_room();
     // Dense up to 6 m: probes 2.5 m above the roof see nothing (dead).
     let grid = ProbeGrid::covering(glam::Vec3::new(-2.0, 0.0, -2.0), glam::Vec3::new(6.0, 6.0, 6.0), 1.0).unwrap();
@@ -737,6 +745,16 @@ fn gpu_visibility_bake_matches_the_cpu_reference_and_compresses_like_it() {
     let field = ProbeField::new(volume.clone());
     let baker = GiBaker::new(&tracer).unwrap();
     let vis = GpuVisibility::new(tracer.gpu(), n).unwrap();
+    // Nothing to trace against yet: refused.
+    assert!(matches!(baker.bake(&mut tracer, &volume, &vis), Err(GpuError::InvalidInput(_))));
+    for (i, (lo, hi)) in walled_room_boxes().into_iter().enumerate() {
+        let (positions, triangles) = box_mesh(((hi - lo) * 0.5).into());
+        let mesh = tracer.add_mesh(&positions, &triangles).unwrap();
+        tracer.add_instance(mesh, &box_transform(lo, hi), u32::MAX, i as u32).unwrap();
+    }
+    // Buffers sized for another volume are refused.
+    let small = GpuVisibility::new(tracer.gpu(), n - 1).unwrap();
+    assert!(matches!(baker.bake(&mut tracer, &volume, &small), Err(GpuError::InvalidInput(_))));
     baker.bake(&mut tracer, &volume, &vis).unwrap();
     let texels: Vec<[f32; 2]> = tracer.gpu_mut().read(&vis.maps, n as usize * OCT_TEXELS).unwrap();
     let gpu_maps: Vec<VisibilityMap> =
