@@ -88,4 +88,292 @@ vec3 gi_grid_position(uint linear, vec3 origin, float spacing, uint nx, uint nz)
 const uint GI_BAKE_SUBSAMPLES = 2u;
 const uint GI_BAKE_RAYS = GI_TEXELS * GI_BAKE_SUBSAMPLES * GI_BAKE_SUBSAMPLES;
 
+// ---- Irradiance: packed SH (pack.rs), sampling (field.rs), update constants ----
+
+// pack.rs ufloat_from_f32: unsigned float, 5-bit exponent, m mantissa bits.
+// NaN, zero and negatives (sign bit set) give 0; too large clamps to the largest.
+uint gi_ufloat_from_float(float x, uint m) {
+    uint bits = floatBitsToUint(x);
+    if ((bits & 0x80000000u) != 0u || bits > 0x7f800000u || bits == 0u) {
+        return 0u;
+    }
+    uint max_code = (30u << m) | ((1u << m) - 1u);
+    int e = int(bits >> 23u) - 127 + 15;
+    uint mant = bits & 0x7fffffu;
+    uint code;
+    if (e >= 31) {
+        code = max_code;
+    } else if (e <= 0) {
+        uint shift = uint(23 - int(m) + 1 - e);
+        code = shift > 24u ? 0u : gi_round_shift(mant | 0x800000u, shift);
+    } else {
+        code = (uint(e) << m) + gi_round_shift(mant, 23u - m);
+    }
+    return min(code, max_code);
+}
+
+// pack.rs ufloat_to_f32.
+float gi_ufloat_to_float(uint code, uint m) {
+    uint e = code >> m;
+    uint mant = code & ((1u << m) - 1u);
+    if (e == 0u) {
+        return float(mant) * uintBitsToFloat((127u - 14u - m) << 23u);
+    }
+    return uintBitsToFloat(((e + 127u - 15u) << 23u) | (mant << (23u - m)));
+}
+
+// pack.rs unorm_from_f32 (NaN gives 0).
+uint gi_unorm_from_float(float x, uint bits) {
+    precise float mx = float((1u << bits) - 1u);
+    precise float c = (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u ? 0.0 : clamp(x, 0.0, 1.0);
+    precise float scaled = c * mx + 0.5;
+    return uint(scaled);
+}
+
+float gi_unorm_to_float(uint code, uint bits) {
+    return float(code) / float((1u << bits) - 1u);
+}
+
+// pack.rs FIELD_BITS / FIELD_SHIFT and WordFormat: field f of a word.
+uint gi_field_bits(uint f) {
+    return f == 2u ? 10u : 11u;
+}
+
+uint gi_encode(float x, uint f, bool ufloat) {
+    return ufloat ? gi_ufloat_from_float(x, gi_field_bits(f) - 5u) : gi_unorm_from_float(x, gi_field_bits(f));
+}
+
+float gi_decode(uint code, uint f, bool ufloat) {
+    return ufloat ? gi_ufloat_to_float(code, gi_field_bits(f) - 5u) : gi_unorm_to_float(code, gi_field_bits(f));
+}
+
+uint gi_max_code(uint f, bool ufloat) {
+    uint b = gi_field_bits(f);
+    return ufloat ? ((30u << (b - 5u)) | ((1u << (b - 5u)) - 1u)) : ((1u << b) - 1u);
+}
+
+vec3 gi_unpack_word(uint w, bool ufloat) {
+    return vec3(gi_decode(w & 0x7ffu, 0u, ufloat), gi_decode((w >> 11u) & 0x7ffu, 1u, ufloat),
+                gi_decode(w >> 22u, 2u, ufloat));
+}
+
+uint gi_pack_word(vec3 v, bool ufloat) {
+    return gi_encode(v.x, 0u, ufloat) | (gi_encode(v.y, 1u, ufloat) << 11u) | (gi_encode(v.z, 2u, ufloat) << 22u);
+}
+
+// pack.rs pack_toward: nearest, but one step toward the target when the nearest
+// code is the old one and the target's is not.
+uint gi_pack_toward(vec3 value, vec3 target, uint previous, bool ufloat) {
+    uint word = 0u;
+    for (uint f = 0u; f < 3u; ++f) {
+        uint shift = f * 11u;
+        uint mask = (1u << gi_field_bits(f)) - 1u;
+        uint old = (previous >> shift) & mask;
+        uint goal = gi_encode(target[f], f, ufloat);
+        uint code = gi_encode(value[f], f, ufloat);
+        if (code == old && goal != old) {
+            code = goal > old ? min(old + 1u, gi_max_code(f, ufloat)) : old - 1u;
+        }
+        word |= code << shift;
+    }
+    return word;
+}
+
+// pack.rs BAND1_LIMIT.
+const float GI_BAND1_LIMIT = 1.7320508;
+
+// L1 SH of radiance, c[k] per band (sh.rs ShRgb).
+struct GiSh {
+    vec3 c[4];
+};
+
+// pack.rs PackedSh::unpack; the all-zero UNLIT word gives zero (field.rs probe_sh).
+GiSh gi_unpack_sh(uvec4 w) {
+    GiSh sh;
+    if (w == uvec4(0u)) {
+        sh.c[0] = vec3(0.0);
+        sh.c[1] = vec3(0.0);
+        sh.c[2] = vec3(0.0);
+        sh.c[3] = vec3(0.0);
+        return sh;
+    }
+    sh.c[0] = gi_unpack_word(w.x, true);
+    for (uint k = 1u; k < 4u; ++k) {
+        sh.c[k] = (gi_unpack_word(w[k], false) * 2.0 - 1.0) * GI_BAND1_LIMIT * sh.c[0];
+    }
+    return sh;
+}
+
+// pack.rs PackedSh::fields: the values the four words store.
+vec3 gi_sh_field(GiSh sh, uint k) {
+    if (k == 0u) {
+        return max(sh.c[0], vec3(0.0));
+    }
+    vec3 out_field = vec3(0.5);
+    for (uint ch = 0u; ch < 3u; ++ch) {
+        float c0 = sh.c[0][ch];
+        float ratio = sh.c[k][ch] / (GI_BAND1_LIMIT * c0);
+        if (c0 > 0.0 && (floatBitsToUint(ratio) & 0x7f800000u) != 0x7f800000u) {
+            out_field[ch] = ratio * 0.5 + 0.5;
+        }
+    }
+    return out_field;
+}
+
+// sh.rs sh_basis.
+const float GI_SH_Y0 = 0.2820948;
+const float GI_SH_Y1 = 0.4886025;
+vec4 gi_sh_basis(vec3 d) {
+    return vec4(GI_SH_Y0, -GI_SH_Y1 * d.y, GI_SH_Y1 * d.z, -GI_SH_Y1 * d.x);
+}
+
+// sh.rs ShRgb::irradiance: clamped-cosine convolution (A0 = pi, A1 = 2 pi / 3).
+vec3 gi_sh_irradiance(GiSh sh, vec3 n) {
+    vec4 y = gi_sh_basis(n);
+    vec3 e = 3.14159265 * sh.c[0] * y.x + 2.09439510 * (sh.c[1] * y.y + sh.c[2] * y.z + sh.c[3] * y.w);
+    return max(e, vec3(0.0));
+}
+
+// octahedral.rs oct_encode: a unit direction to a point of [-1, 1]^2.
+vec2 gi_oct_encode(vec3 d) {
+    float l1 = abs(d.x) + abs(d.y) + abs(d.z);
+    float u = d.x / l1;
+    float v = d.y / l1;
+    if (d.z >= 0.0) {
+        return vec2(u, v);
+    }
+    return vec2((1.0 - abs(v)) * (u >= 0.0 ? 1.0 : -1.0), (1.0 - abs(u)) * (v >= 0.0 ? 1.0 : -1.0));
+}
+
+// octahedral.rs border_source: the interior texel a bordered (18 x 18) texel copies.
+uvec2 gi_border_source(uint bx, uint by) {
+    const uint last = 15u;
+    const uint edge = 17u;
+    if (bx == 0u && by == 0u) return uvec2(last, last);
+    if (bx == edge && by == 0u) return uvec2(0u, last);
+    if (bx == 0u && by == edge) return uvec2(last, 0u);
+    if (bx == edge && by == edge) return uvec2(0u, 0u);
+    uint cx = clamp(bx, 1u, 16u) - 1u;
+    uint cy = clamp(by, 1u, 16u) - 1u;
+    if (by == 0u) return uvec2(last - cx, 0u);
+    if (by == edge) return uvec2(last - cx, last);
+    if (bx == 0u) return uvec2(0u, last - cy);
+    if (bx == edge) return uvec2(last, last - cy);
+    return uvec2(bx - 1u, by - 1u);
+}
+
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer GiParamsRef { GiUpdateParams p; };
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer GiMaskWords { uvec2 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer GiIrradiance { uvec4 v[]; };
+
+// compress.rs CompressedVisibility::texel: a dead probe sees the clip value.
+vec2 gi_texel(GiUpdateParams P, uint probe, uint x, uint y) {
+    uint block = Uints(P.block_index).v[probe];
+    if (block == DEAD_PROBE) {
+        return vec2(1.0);
+    }
+    return gi_unpack_texel(Uints(P.blocks).v[block * GI_TEXELS + y * 16u + x]);
+}
+
+// octahedral.rs sample_bordered: bilinear [depth, depth^2] toward d, the border
+// read through gi_border_source.
+vec2 gi_visibility(GiUpdateParams P, uint probe, vec3 d) {
+    vec2 uv = gi_oct_encode(d);
+    vec2 pos = clamp((uv * 0.5 + 0.5) * 16.0 + 0.5, vec2(0.5), vec2(16.5));
+    uvec2 p0 = uvec2(floor(pos));
+    vec2 f = pos - vec2(p0);
+    uvec2 p1 = min(p0 + 1u, uvec2(17u));
+    uvec2 s00 = gi_border_source(p0.x, p0.y);
+    uvec2 s10 = gi_border_source(p1.x, p0.y);
+    uvec2 s01 = gi_border_source(p0.x, p1.y);
+    uvec2 s11 = gi_border_source(p1.x, p1.y);
+    vec2 a = gi_texel(P, probe, s00.x, s00.y);
+    vec2 b = gi_texel(P, probe, s10.x, s10.y);
+    vec2 c = gi_texel(P, probe, s01.x, s01.y);
+    vec2 e = gi_texel(P, probe, s11.x, s11.y);
+    vec2 top = a + (b - a) * f.x;
+    vec2 bottom = c + (e - c) * f.x;
+    return top + (bottom - top) * f.y;
+}
+
+// volume.rs ProbeVolume::probe_at: the probe at grid point c, or -1.
+int gi_probe_at(GiUpdateParams P, uvec3 c) {
+    if (c.x >= P.dims_x || c.y >= P.dims_y || c.z >= P.dims_z) {
+        return -1;
+    }
+    uint i = (c.y * P.dims_z + c.z) * P.dims_x + c.x;
+    uvec2 word = GiMaskWords(P.mask).v[i / 64u];
+    uint bit = i % 64u;
+    uint below;
+    if (bit < 32u) {
+        if ((word.x & (1u << bit)) == 0u) return -1;
+        below = uint(bitCount(word.x & ((1u << bit) - 1u)));
+    } else {
+        uint hb = bit - 32u;
+        if ((word.y & (1u << hb)) == 0u) return -1;
+        below = uint(bitCount(word.x)) + uint(bitCount(word.y & ((1u << hb) - 1u)));
+    }
+    return int(Uints(P.rank).v[i / 64u] + below);
+}
+
+// field.rs ProbeField::sample: irradiance at surface point p, unit normal n, seen
+// from unit direction v (DDGI weights; see that file's docs).
+vec3 gi_sample(GiUpdateParams P, vec3 p, vec3 n, vec3 v) {
+    vec3 origin = vec3(P.origin_x, P.origin_y, P.origin_z);
+    uvec3 dims = uvec3(P.dims_x, P.dims_y, P.dims_z);
+    vec3 biased = p + (n * 0.2 + v * 0.8) * P.bias;
+    vec3 rel = (biased - origin) / P.spacing;
+    vec3 hi = vec3(max(ivec3(dims) - 2, ivec3(0)));
+    uvec3 base = uvec3(clamp(floor(rel), vec3(0.0), hi));
+    vec3 alpha = clamp(rel - vec3(base), vec3(0.0), vec3(1.0));
+    vec3 sum = vec3(0.0);
+    float total = 0.0;
+    for (uint corner = 0u; corner < 8u; ++corner) {
+        uvec3 offset = uvec3(corner & 1u, (corner >> 1u) & 1u, (corner >> 2u) & 1u);
+        uvec3 c = base + offset;
+        int probe = gi_probe_at(P, c);
+        if (probe < 0) {
+            continue;
+        }
+        vec3 probe_pos = origin + vec3(c) * P.spacing;
+        vec3 t3 = mix(vec3(1.0) - alpha, alpha, vec3(offset));
+        float trilinear = t3.x * t3.y * t3.z;
+        vec3 to = probe_pos - p;
+        float to_len = length(to);
+        vec3 to_probe = to_len > 0.0 ? to / to_len : vec3(0.0);
+        float wrap = (dot(to_probe, n) + 1.0) * 0.5;
+        float w = wrap * wrap + 0.2;
+        if (P.visibility != 0u) {
+            vec3 from_probe = biased - probe_pos;
+            float from_len = length(from_probe);
+            float dist = from_len / P.clip;
+            vec3 dir = dist > 0.0 ? from_probe / from_len : vec3(0.0, 0.0, 1.0);
+            vec2 m = gi_visibility(P, uint(probe), dir);
+            if (dist > m.x) {
+                float variance = abs(m.x * m.x - m.y);
+                float cheb = variance / (variance + (dist - m.x) * (dist - m.x));
+                w *= cheb * cheb * cheb;
+            }
+        }
+        w = max(w, 1e-6);
+        if (w < 0.2) {
+            w *= w * w / 0.04;
+        }
+        w *= trilinear;
+        GiSh sh = gi_unpack_sh(GiIrradiance(P.irradiance).v[probe]);
+        sum += w * gi_sh_irradiance(sh, n);
+        total += w;
+    }
+    return total > 0.0 ? sum / total : vec3(0.0);
+}
+
+// update.rs PROBE_RAY_MAX and SHADOW_OFFSET.
+const float GI_PROBE_RAY_MAX = 1.0e6;
+const float GI_SHADOW_OFFSET = 1.0e-3;
+
+// The probe of update slot s (round robin over all probes).
+uint gi_slot_probe(GiUpdateParams P, uint s) {
+    return (P.first + s) % P.probe_count;
+}
+
 #endif

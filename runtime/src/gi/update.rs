@@ -199,6 +199,15 @@ pub fn update_irradiance(
     blend(field, probes, &dirs, &radiance, params.hysteresis);
 }
 
+/// Probes `(first + s) % probe_count` for `s < count` (capped at the probe count):
+/// the round robin a per-frame probe budget walks, the GPU update's probe order.
+pub fn round_robin(first: u32, count: u32, probe_count: u32) -> Vec<u32> {
+    if probe_count == 0 {
+        return Vec::new();
+    }
+    (0..count.min(probe_count)).map(|s| ((u64::from(first) + u64::from(s)) % u64::from(probe_count)) as u32).collect()
+}
+
 /// Texel rays per axis of a texel.
 pub const BAKE_SUBSAMPLES: usize = 2;
 /// Visibility rays per probe.

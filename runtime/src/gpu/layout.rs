@@ -253,6 +253,82 @@ pub struct GiBakePush {
 }
 const _: () = assert!(size_of::<GiBakePush>() == 72);
 
+/// Everything the irradiance update kernels (`gi_probe_rays`, `gi_shadow_rays`,
+/// `gi_shade`, `gi_blend`) read, in one buffer written per update: more than the
+/// 128 bytes of push constants every device offers. Updates probes
+/// `(first + s) % probe_count` for slots `s < count`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct GiUpdateParams {
+    /// `Ray[count * rays_per_probe]`, slot-major.
+    pub rays: u64,
+    /// `Hit[]`: closest hits of `rays`.
+    pub hits: u64,
+    /// `Ray[]`: toward the sun from each front-face hit, mask 0 otherwise.
+    pub shadow_rays: u64,
+    /// `Hit[]`: any hits of `shadow_rays`.
+    pub shadow_hits: u64,
+    /// `vec4[]`: radiance arriving along each ray.
+    pub radiance: u64,
+    /// `vec4[rays_per_probe]`: this update's ray directions.
+    pub dirs: u64,
+    /// `uint[probe_count]`: each probe's linear grid index.
+    pub probes: u64,
+    /// `uvec2[]`: the placement mask, 64 grid points per word.
+    pub mask: u64,
+    /// `uint[]`: live probes before each mask word.
+    pub rank: u64,
+    /// `uvec4[probe_count]`: packed SH (`gi::PackedSh`), read by shading, written by the blend.
+    pub irradiance: u64,
+    /// `uint[probe_count]`: visibility block per probe or `DEAD_PROBE`.
+    pub block_index: u64,
+    /// `uint[256 * blocks]`: half2 texels.
+    pub blocks: u64,
+    /// `vec4[albedo_count]`: diffuse albedo per TLAS instance.
+    pub albedo: u64,
+    pub origin_x: f32,
+    pub origin_y: f32,
+    pub origin_z: f32,
+    pub spacing: f32,
+    pub dims_x: u32,
+    pub dims_y: u32,
+    pub dims_z: u32,
+    /// Visibility clip distance (`ProbeGrid::clip_distance`).
+    pub clip: f32,
+    /// Sampling bias (`SampleParams::bias`).
+    pub bias: f32,
+    /// 1: weight probes by visibility.
+    pub visibility: u32,
+    pub sun_x: f32,
+    pub sun_y: f32,
+    pub sun_z: f32,
+    pub sun_r: f32,
+    pub sun_g: f32,
+    pub sun_b: f32,
+    pub sky_r: f32,
+    pub sky_g: f32,
+    pub sky_b: f32,
+    pub albedo_r: f32,
+    pub albedo_g: f32,
+    pub albedo_b: f32,
+    pub albedo_count: u32,
+    pub probe_count: u32,
+    pub first: u32,
+    pub count: u32,
+    pub rays_per_probe: u32,
+    pub hysteresis: f32,
+}
+const _: () = assert!(size_of::<GiUpdateParams>() == 216);
+
+/// Push constants of the irradiance update kernels: where their parameters are.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct GiUpdatePush {
+    /// `GiUpdateParams`.
+    pub params: u64,
+}
+const _: () = assert!(size_of::<GiUpdatePush>() == 8);
+
 #[cfg(test)]
 mod glsl {
     use super::super::blas::BvhNode;
@@ -334,6 +410,17 @@ mod glsl {
             origin_z: "float", spacing: "float", dims_x: "uint", dims_z: "uint", clip: "float", first: "uint",
             count: "uint", _pad: "uint",
         }),
+        glsl_struct!(GiUpdateParams, "GiUpdateParams", None, {
+            rays: "uvec2", hits: "uvec2", shadow_rays: "uvec2", shadow_hits: "uvec2", radiance: "uvec2",
+            dirs: "uvec2", probes: "uvec2", mask: "uvec2", rank: "uvec2", irradiance: "uvec2",
+            block_index: "uvec2", blocks: "uvec2", albedo: "uvec2", origin_x: "float", origin_y: "float",
+            origin_z: "float", spacing: "float", dims_x: "uint", dims_y: "uint", dims_z: "uint", clip: "float",
+            bias: "float", visibility: "uint", sun_x: "float", sun_y: "float", sun_z: "float", sun_r: "float",
+            sun_g: "float", sun_b: "float", sky_r: "float", sky_g: "float", sky_b: "float", albedo_r: "float",
+            albedo_g: "float", albedo_b: "float", albedo_count: "uint", probe_count: "uint", first: "uint",
+            count: "uint", rays_per_probe: "uint", hysteresis: "float",
+        }),
+        glsl_struct!(GiUpdatePush, "GiUpdatePush", Some("KILN_PUSH_GI_UPDATE"), { params: "uvec2" }),
     ];
 
     /// (size, alignment) of a GLSL type under std430.

@@ -17,6 +17,7 @@
 //!  ray_tracer.rs RayTracer: device + scene + per-frame inputs; trace ray batches
 //!  gi_bake.rs    DDGI visibility bake: texel rays, trace, per-texel reduce
 //!  gi_compress.rs DDGI visibility compression (dictionary, batches chained on the GPU)
+//!  gi_update.rs  DDGI irradiance update: probe rays, trace, shadow rays, shade, blend
 //! ```
 //!
 //! Vulkan is optional at run time: without a loader or a device, [`Gpu::new`]
@@ -34,6 +35,7 @@ mod context;
 mod error;
 mod gi_bake;
 mod gi_compress;
+mod gi_update;
 mod kernel;
 mod layout;
 mod queue;
@@ -51,6 +53,7 @@ pub use context::{DeviceChoice, DeviceInfo, DeviceKind, GpuConfig};
 pub use error::GpuError;
 pub use gi_bake::{GiBaker, BAKE_BATCH_PROBES};
 pub use gi_compress::{GiCompressor, GpuVisibility, MAX_COMPRESS_BATCH};
+pub use gi_update::{GiUpdater, GpuProbeField, MAX_RAYS_PER_PROBE};
 pub use kernel::Kernel;
 pub use layout::{
     BlasRef, BlasRefitPush, GpuHit, GpuInstance, GpuRay, SkinPush, TlasNode, HIT_BACKFACE, NO_HIT, TLAS_LEAF,

@@ -3,8 +3,8 @@
 
 use super::error::GpuError;
 use super::layout::{
-    BlasRefitPush, GiBakePush, GiCompressPush, SkinPush, TlasBoxesPush, TlasBuildPush, TlasMortonPush, TlasSortPush,
-    TracePush,
+    BlasRefitPush, GiBakePush, GiCompressPush, GiUpdatePush, SkinPush, TlasBoxesPush, TlasBuildPush, TlasMortonPush,
+    TlasSortPush, TracePush,
 };
 use std::mem::size_of;
 
@@ -78,3 +78,7 @@ pub(crate) const GI_COMPRESS_APPEND: Shader = Shader {
 };
 kernel!(GI_VISIBILITY_RAYS, "gi_visibility_rays", GiBakePush);
 kernel!(GI_VISIBILITY_REDUCE, "gi_visibility_reduce", GiBakePush);
+kernel!(GI_PROBE_RAYS, "gi_probe_rays", GiUpdatePush);
+kernel!(GI_SHADOW_RAYS, "gi_shadow_rays", GiUpdatePush);
+kernel!(GI_SHADE, "gi_shade", GiUpdatePush);
+kernel!(GI_BLEND, "gi_blend", GiUpdatePush);

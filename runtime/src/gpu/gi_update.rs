@@ -1,0 +1,313 @@
+//! The DDGI irradiance update on the GPU, the kernels of `gi::update::{probe_rays,
+//! shadow_rays, shade, blend}`:
+//!
+//! ```text
+//!  per update of probe slots s < count (probe (first + s) % probe_count):
+//!    gi probe rays    gi_probe_rays.comp    N rays per probe along the uploaded directions
+//!    gi trace         trace.comp            closest hit
+//!    gi shadow rays   gi_shadow_rays.comp   toward the sun from front-face hits, else mask 0
+//!    gi trace shadows trace.comp            any hit
+//!    gi shade         gi_shade.comp         sky / black / albedo/pi (sun cos lit + E(hit))
+//!    gi blend         gi_blend.comp         SH projection, hysteresis, pack toward the target
+//! ```
+//!
+//! Every pass is a labelled, timed pass of one submission that also carries the
+//! scene update (`RayTracer::submit_with_scene`). Shading samples the probe field
+//! as it was before the update, because the blend runs after every shade
+//! invocation has finished: one bounce per update, like the CPU reference.
+//!
+//! The kernels read their parameters from one small buffer (`GiUpdateParams`,
+//! 216 bytes: more than the 128 bytes of push constants every device offers).
+//! The ray directions are computed on the CPU (`fibonacci_directions` with the
+//! frame's rotation) and uploaded, so the GPU and CPU rays are the same bits.
+
+use super::buffer::{BufferMemory, GpuBuffer};
+use super::error::GpuError;
+use super::gi_compress::GpuVisibility;
+use super::kernel::Kernel;
+use super::layout::{GiUpdateParams, GiUpdatePush};
+use super::queue::Gpu;
+use super::ray_tracer::{RayTracer, MAX_TRACE_BATCH};
+use super::shaders;
+use crate::gi::compress::CompressedVisibility;
+use crate::gi::sh::{fibonacci_directions, random_rotation};
+use crate::gi::update::{GiLighting, UpdateParams};
+use crate::gi::{PackedSh, ProbeField, ProbeGrid};
+
+/// Most rays per probe and update.
+pub const MAX_RAYS_PER_PROBE: u32 = 1024;
+
+/// A probe field's data on the device: placement, irradiance and visibility.
+pub struct GpuProbeField {
+    pub grid: ProbeGrid,
+    pub probe_count: u32,
+    /// `uint[probe_count]`: linear grid index of each probe.
+    probes: GpuBuffer,
+    mask: GpuBuffer,
+    rank: GpuBuffer,
+    /// `uvec4[probe_count]`: `PackedSh` per probe.
+    pub irradiance: GpuBuffer,
+    /// Maps in, block index and block table out (the bake and compressor's buffers).
+    pub visibility: GpuVisibility,
+}
+
+impl GpuProbeField {
+    /// Device buffers holding `field` (its irradiance and compressed visibility).
+    pub fn new(gpu: &mut Gpu, field: &ProbeField) -> Result<GpuProbeField, GpuError> {
+        let volume = &field.volume;
+        let n = volume.probe_count() as u32;
+        let linear: Vec<u32> = (0..n as usize).map(|p| volume.grid.linear(volume.probe_coords(p)) as u32).collect();
+        let (mask, rank) = volume.mask_words();
+        let gpu_field = GpuProbeField {
+            grid: volume.grid,
+            probe_count: n,
+            probes: gpu.buffer_from("gi probes", &linear)?,
+            mask: gpu.buffer_from("gi mask", mask)?,
+            rank: gpu.buffer_from("gi rank", rank)?,
+            irradiance: gpu.buffer_from("gi irradiance", &field.irradiance)?,
+            visibility: GpuVisibility::new(gpu, n)?,
+        };
+        gpu_field.upload_visibility(gpu, &field.visibility)?;
+        Ok(gpu_field)
+    }
+
+    /// Replaces the device's compressed visibility (a CPU bake, or a saved one).
+    pub fn upload_visibility(&self, gpu: &mut Gpu, vis: &CompressedVisibility) -> Result<(), GpuError> {
+        if vis.block_index.len() != self.probe_count as usize || vis.blocks.len() > self.probe_count as usize {
+            return Err(GpuError::InvalidInput(format!(
+                "visibility of {} probes with {} blocks for a field of {} probes",
+                vis.block_index.len(),
+                vis.blocks.len(),
+                self.probe_count
+            )));
+        }
+        if let Some(p) =
+            vis.block_index.iter().position(|&b| b != crate::gi::DEAD_PROBE && b as usize >= vis.blocks.len())
+        {
+            return Err(GpuError::InvalidInput(format!("visibility: probe {p} names a missing block")));
+        }
+        let words: &[u32] = bytemuck::cast_slice(&vis.blocks);
+        gpu.submit("gi upload visibility", |rec| {
+            rec.upload(&self.visibility.block_index, 0, bytemuck::cast_slice(&vis.block_index))?;
+            rec.upload(&self.visibility.blocks, 0, bytemuck::cast_slice(words))
+        })?;
+        Ok(())
+    }
+
+    /// Replaces the device's irradiance.
+    pub fn upload_irradiance(&self, gpu: &mut Gpu, irradiance: &[PackedSh]) -> Result<(), GpuError> {
+        if irradiance.len() != self.probe_count as usize {
+            return Err(GpuError::InvalidInput(format!(
+                "irradiance of {} probes for a field of {}",
+                irradiance.len(),
+                self.probe_count
+            )));
+        }
+        gpu.submit("gi upload irradiance", |rec| rec.upload(&self.irradiance, 0, bytemuck::cast_slice(irradiance)))?;
+        Ok(())
+    }
+
+    /// Reads every probe's irradiance.
+    pub fn read_irradiance(&self, gpu: &mut Gpu) -> Result<Vec<PackedSh>, GpuError> {
+        gpu.read::<PackedSh>(&self.irradiance, self.probe_count as usize)
+    }
+
+    /// Reads the compressed visibility (block table as compressed on the device).
+    pub fn read_visibility(&self, gpu: &mut Gpu) -> Result<CompressedVisibility, GpuError> {
+        self.visibility.read(gpu)
+    }
+}
+
+/// Scratch buffers of one update, kept between updates and grown on demand.
+struct Scratch {
+    rays: GpuBuffer,
+    hits: GpuBuffer,
+    shadow_rays: GpuBuffer,
+    shadow_hits: GpuBuffer,
+    radiance: GpuBuffer,
+    dirs: GpuBuffer,
+    albedo: GpuBuffer,
+    params: GpuBuffer,
+    ray_capacity: u32,
+    albedo_capacity: u32,
+}
+
+/// The update kernels and their scratch buffers.
+pub struct GiUpdater {
+    probe_rays: Kernel,
+    shadow_rays: Kernel,
+    shade: Kernel,
+    blend: Kernel,
+    scratch: Option<Scratch>,
+}
+
+impl GiUpdater {
+    pub fn new(tracer: &RayTracer) -> Result<GiUpdater, GpuError> {
+        let gpu = tracer.gpu();
+        Ok(GiUpdater {
+            probe_rays: gpu.kernel(&shaders::GI_PROBE_RAYS)?,
+            shadow_rays: gpu.kernel(&shaders::GI_SHADOW_RAYS)?,
+            shade: gpu.kernel(&shaders::GI_SHADE)?,
+            blend: gpu.kernel(&shaders::GI_BLEND)?,
+            scratch: None,
+        })
+    }
+
+    /// Largest `count` one update takes with `rays_per_probe` rays per probe.
+    pub fn max_probes_per_update(rays_per_probe: u32) -> u32 {
+        (MAX_TRACE_BATCH as u32) / rays_per_probe.max(1)
+    }
+
+    /// Updates the irradiance of probes `(first + s) % probe_count`, `s < count`, for
+    /// `frame` (which picks the rays' rotation) against the tracer's scene: the
+    /// GPU version of `gi::update::update_irradiance` with that probe list.
+    /// `count` is capped at the probe count; refused inputs change nothing.
+    #[allow(clippy::too_many_arguments)]
+    pub fn update(
+        &mut self,
+        tracer: &mut RayTracer,
+        field: &GpuProbeField,
+        lighting: &GiLighting,
+        params: &UpdateParams,
+        frame: u32,
+        first: u32,
+        count: u32,
+    ) -> Result<(), GpuError> {
+        check_update(field, lighting, params, first, count)?;
+        let count = count.min(field.probe_count);
+        if count == 0 {
+            return Ok(());
+        }
+        let n = params.rays_per_probe;
+        let rays = count * n;
+        self.ensure_scratch(tracer.gpu(), rays, lighting.albedo.len() as u32)?;
+        let s = self.scratch.as_ref().expect("sized above");
+        let grid = field.grid;
+        let vis = &field.visibility;
+        let p = GiUpdateParams {
+            rays: s.rays.address(),
+            hits: s.hits.address(),
+            shadow_rays: s.shadow_rays.address(),
+            shadow_hits: s.shadow_hits.address(),
+            radiance: s.radiance.address(),
+            dirs: s.dirs.address(),
+            probes: field.probes.address(),
+            mask: field.mask.address(),
+            rank: field.rank.address(),
+            irradiance: field.irradiance.address(),
+            block_index: vis.block_index.address(),
+            blocks: vis.blocks.address(),
+            albedo: s.albedo.address(),
+            origin_x: grid.origin.x,
+            origin_y: grid.origin.y,
+            origin_z: grid.origin.z,
+            spacing: grid.spacing,
+            dims_x: grid.dims[0],
+            dims_y: grid.dims[1],
+            dims_z: grid.dims[2],
+            clip: grid.clip_distance(),
+            bias: params.sample.bias,
+            visibility: u32::from(params.sample.visibility),
+            sun_x: lighting.sun_direction[0],
+            sun_y: lighting.sun_direction[1],
+            sun_z: lighting.sun_direction[2],
+            sun_r: lighting.sun_irradiance[0],
+            sun_g: lighting.sun_irradiance[1],
+            sun_b: lighting.sun_irradiance[2],
+            sky_r: lighting.sky_radiance[0],
+            sky_g: lighting.sky_radiance[1],
+            sky_b: lighting.sky_radiance[2],
+            albedo_r: lighting.default_albedo[0],
+            albedo_g: lighting.default_albedo[1],
+            albedo_b: lighting.default_albedo[2],
+            albedo_count: lighting.albedo.len() as u32,
+            probe_count: field.probe_count,
+            first,
+            count,
+            rays_per_probe: n,
+            hysteresis: params.hysteresis,
+        };
+        let dirs: Vec<[f32; 4]> =
+            fibonacci_directions(n, &random_rotation(frame)).iter().map(|d| [d.x, d.y, d.z, 0.0]).collect();
+        let albedo: Vec<[f32; 4]> = lighting.albedo.iter().map(|a| [a[0], a[1], a[2], 0.0]).collect();
+        let push = GiUpdatePush { params: s.params.address() };
+        let kernels = (&self.probe_rays, &self.shadow_rays, &self.shade, &self.blend);
+        tracer.submit_with_scene("kiln gi update", |rec, scene, trace| {
+            rec.pass("gi probe rays", |rec| {
+                rec.upload(&s.params, 0, bytemuck::bytes_of(&p))?;
+                rec.upload(&s.dirs, 0, bytemuck::cast_slice(&dirs))?;
+                rec.upload(&s.albedo, 0, bytemuck::cast_slice(&albedo))?;
+                rec.dispatch_threads(kernels.0, &push, rays)
+            })?;
+            rec.pass("gi trace", |rec| trace.record(rec, scene, &s.rays, &s.hits, rays, false))?;
+            rec.pass("gi shadow rays", |rec| rec.dispatch_threads(kernels.1, &push, rays))?;
+            rec.pass("gi trace shadows", |rec| trace.record(rec, scene, &s.shadow_rays, &s.shadow_hits, rays, true))?;
+            rec.pass("gi shade", |rec| rec.dispatch_threads(kernels.2, &push, rays))?;
+            rec.pass("gi blend", |rec| rec.dispatch_threads(kernels.3, &push, count))
+        })
+    }
+
+    fn ensure_scratch(&mut self, gpu: &Gpu, rays: u32, albedo: u32) -> Result<(), GpuError> {
+        let fits = self.scratch.as_ref().is_some_and(|s| s.ray_capacity >= rays && s.albedo_capacity >= albedo);
+        if fits {
+            return Ok(());
+        }
+        let (old_rays, old_albedo) = self.scratch.as_ref().map_or((0, 0), |s| (s.ray_capacity, s.albedo_capacity));
+        let ray_capacity = rays.max(old_rays).next_power_of_two().min(MAX_TRACE_BATCH as u32);
+        let albedo_capacity = albedo.max(old_albedo).max(1).next_power_of_two();
+        self.scratch = None;
+        let r = u64::from(ray_capacity);
+        let buffer = |name: &str, bytes: u64| gpu.buffer(name, bytes, BufferMemory::Device);
+        self.scratch = Some(Scratch {
+            rays: buffer("gi rays", 48 * r)?,
+            hits: buffer("gi hits", 48 * r)?,
+            shadow_rays: buffer("gi shadow rays", 48 * r)?,
+            shadow_hits: buffer("gi shadow hits", 48 * r)?,
+            radiance: buffer("gi radiance", 16 * r)?,
+            dirs: buffer("gi directions", 16 * u64::from(MAX_RAYS_PER_PROBE))?,
+            albedo: buffer("gi albedo", 16 * u64::from(albedo_capacity))?,
+            params: buffer("gi update params", std::mem::size_of::<GiUpdateParams>() as u64)?,
+            ray_capacity,
+            albedo_capacity,
+        });
+        Ok(())
+    }
+}
+
+/// Refuses an update the kernels cannot run or that would store garbage.
+fn check_update(
+    field: &GpuProbeField,
+    lighting: &GiLighting,
+    params: &UpdateParams,
+    first: u32,
+    count: u32,
+) -> Result<(), GpuError> {
+    let bad = |what: String| Err(GpuError::InvalidInput(format!("gi update: {what}")));
+    let n = params.rays_per_probe;
+    if n == 0 || n > MAX_RAYS_PER_PROBE {
+        return bad(format!("rays_per_probe {n} is not in 1..={MAX_RAYS_PER_PROBE}"));
+    }
+    if !(0.0..=1.0).contains(&params.hysteresis) {
+        return bad(format!("hysteresis {} is not in [0, 1]", params.hysteresis));
+    }
+    if !(params.sample.bias.is_finite() && params.sample.bias >= 0.0) {
+        return bad(format!("bias {} is not a finite value >= 0", params.sample.bias));
+    }
+    let max = GiUpdater::max_probes_per_update(n);
+    if count.min(field.probe_count) > max {
+        return bad(format!("{count} probes of {n} rays exceed one update's {max} probes"));
+    }
+    if field.probe_count > 0 && first >= field.probe_count {
+        return bad(format!("first probe {first} of {}", field.probe_count));
+    }
+    let sun = lighting.sun_direction;
+    let length2: f32 = sun.iter().map(|c| c * c).sum();
+    if !(sun.iter().all(|c| c.is_finite()) && length2 > 0.0 && length2.is_finite()) {
+        return bad(format!("sun direction {sun:?} is not a finite non-zero vector"));
+    }
+    let colours = [lighting.sun_irradiance, lighting.sky_radiance, lighting.default_albedo];
+    if let Some(c) = colours.iter().chain(&lighting.albedo).find(|c| !c.iter().all(|x| x.is_finite() && *x >= 0.0)) {
+        return bad(format!("colour {c:?} is not finite and >= 0"));
+    }
+    Ok(())
+}
