@@ -605,6 +605,163 @@ typedef struct KilnMoveResult {
 } KilnMoveResult;
 
 /**
+ * How a probe volume is laid out and updated. Initialise with
+ * `kiln_default_gi_def()`, then set the bounds.
+ */
+typedef struct KilnGiDef {
+    /**
+     * `sizeof(KilnGiDef)`, set by `kiln_default_gi_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * Lower corner of the volume (finite). Default {0, 0, 0}: set it.
+     */
+    struct KilnVec3 bounds_min;
+    /**
+     * Upper corner, at least `bounds_min` on every axis. Default {0, 0, 0}: set it.
+     */
+    struct KilnVec3 bounds_max;
+    /**
+     * Distance between neighbouring probes, metres (> 0). Default 1.
+     */
+    float spacing;
+    /**
+     * Probes go only at grid points within this distance of a triangle of the
+     * tracer's scene at creation; a negative value puts a probe at every grid
+     * point. Default 1.5.
+     */
+    float dilation;
+    /**
+     * Rays per probe and update, 1 to 1024. Default 128.
+     */
+    uint32_t rays_per_probe;
+    /**
+     * Weight of the old irradiance per update, in [0, 1]. Default 0.97.
+     */
+    float hysteresis;
+    /**
+     * Probes each `kiln_gi_update` refreshes, walking the volume round robin
+     * (at least 1; capped at the probe count and at 2^20 rays per update).
+     * Default 1024.
+     */
+    uint32_t probes_per_frame;
+    /**
+     * Largest texel difference, as a fraction of the clip distance, at which two
+     * visibility maps share a compressed block, in [0, 1). Default 0.01.
+     */
+    float compress_tolerance;
+    /**
+     * Blocks back the compressor searches for a match (at least 1). Default 10000.
+     */
+    uint32_t compress_window;
+} KilnGiDef;
+
+/**
+ * The light a volume's probes gather. Initialise with `kiln_default_gi_lighting()`.
+ */
+typedef struct KilnGiLighting {
+    /**
+     * `sizeof(KilnGiLighting)`, set by `kiln_default_gi_lighting()`.
+     */
+    uint32_t struct_size;
+    /**
+     * Direction toward the sun (finite, non-zero; normalised by Kiln). Default
+     * normalise({0.4, 0.8, 0.3}).
+     */
+    struct KilnVec3 sun_direction;
+    /**
+     * Irradiance of the sun on a surface facing it, per channel, >= 0. Default
+     * {3, 2.8, 2.5}.
+     */
+    struct KilnVec3 sun_irradiance;
+    /**
+     * Radiance of the sky, the same in every direction, >= 0. Default {0.25, 0.35, 0.5}.
+     */
+    struct KilnVec3 sky_radiance;
+    /**
+     * Diffuse albedo of instances without one from `kiln_gi_set_albedo`, each
+     * channel in [0, 1]. Default {0.6, 0.6, 0.6}.
+     */
+    struct KilnVec3 default_albedo;
+} KilnGiLighting;
+
+/**
+ * Handle to a ray tracer (a Vulkan device with meshes and instances). `{0, 0}` is
+ * the null handle. Pass by value.
+ */
+typedef struct KilnTracerId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed tracer's handles no longer match.
+     */
+    uint32_t generation;
+} KilnTracerId;
+
+/**
+ * Handle to a DDGI probe volume. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnGiId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed volume's handles no longer match.
+     */
+    uint32_t generation;
+} KilnGiId;
+
+/**
+ * Figures of a probe volume, from `kiln_gi_get_stats`.
+ */
+typedef struct KilnGiStats {
+    /**
+     * Points of the probe grid.
+     */
+    uint64_t grid_points;
+    /**
+     * Probes placed (grid points near geometry).
+     */
+    uint32_t probe_count;
+    /**
+     * Probes that see no surface within the clip distance (no visibility data).
+     */
+    uint32_t dead_probes;
+    /**
+     * Distinct 1 KiB visibility blocks after compression.
+     */
+    uint32_t blocks;
+    /**
+     * Updates run so far.
+     */
+    uint32_t frames;
+    /**
+     * Probes the last `kiln_gi_update` refreshed.
+     */
+    uint32_t last_update_probes;
+    /**
+     * Whether `kiln_gi_bake` ran.
+     */
+    bool baked;
+    /**
+     * Bytes of all probe data: placement mask, irradiance (16 per probe),
+     * compressed visibility.
+     */
+    uint64_t bytes;
+    /**
+     * Bytes of the compressed visibility (block index and blocks).
+     */
+    uint64_t visibility_bytes;
+    /**
+     * Bytes every probe's visibility map would take uncompressed (1 KiB each).
+     */
+    uint64_t visibility_bytes_uncompressed;
+} KilnGiStats;
+
+/**
  * Handle to a set of octrees. `{0, 0}` is the null handle. Pass by value.
  */
 typedef struct KilnOctreeSetId {
@@ -1466,21 +1623,6 @@ typedef struct KilnSkinnedMeshDef {
 } KilnSkinnedMeshDef;
 
 /**
- * Handle to a ray tracer (a Vulkan device with meshes and instances). `{0, 0}` is
- * the null handle. Pass by value.
- */
-typedef struct KilnTracerId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed tracer's handles no longer match.
-     */
-    uint32_t generation;
-} KilnTracerId;
-
-/**
  * The device a tracer runs on, from `kiln_tracer_get_device`.
  */
 typedef struct KilnDeviceInfo {
@@ -2179,6 +2321,104 @@ KilnStatus kiln_character_get_contact_normal(struct KilnCharacterId character,
  */
 KilnStatus kiln_character_get_last_move(struct KilnCharacterId character,
                                         struct KilnMoveResult *out_result);
+
+/**
+ * A `KilnGiDef` with the defaults documented on its fields.
+ */
+struct KilnGiDef kiln_default_gi_def(void);
+
+/**
+ * A `KilnGiLighting` with the defaults documented on its fields.
+ */
+struct KilnGiLighting kiln_default_gi_lighting(void);
+
+/**
+ * Creates a probe volume over `tracer`'s scene: a grid of `def->spacing` covering
+ * the bounds, probes near the scene's triangles as they are now. Its probes are
+ * unlit and see nothing until `kiln_gi_bake` and `kiln_gi_update`. At most
+ * 524,288 probes (`KILN_ERROR_INVALID_ARGUMENT` beyond, naming the count).
+ *
+ * # Safety
+ * `def` is NULL or readable; `out_gi` is NULL or writable.
+ */
+KilnStatus kiln_gi_create(struct KilnTracerId tracer,
+                          const struct KilnGiDef *def,
+                          struct KilnGiId *out_gi);
+
+/**
+ * Destroys a probe volume; its handle becomes invalid.
+ */
+KilnStatus kiln_gi_destroy(struct KilnGiId gi);
+
+/**
+ * Whether `gi` refers to a live probe volume.
+ */
+bool kiln_gi_is_valid(struct KilnGiId gi);
+
+/**
+ * Sets the light the next updates gather.
+ *
+ * # Safety
+ * `lighting` is NULL or readable.
+ */
+KilnStatus kiln_gi_set_lighting(struct KilnGiId gi, const struct KilnGiLighting *lighting);
+
+/**
+ * Sets the diffuse albedo of tracer instances `0..count` (instance `i` gets
+ * `albedo[i]`, each channel in [0, 1]); later instances use the lighting's
+ * default albedo. `count` 0 clears the list.
+ *
+ * # Safety
+ * `albedo` is NULL or readable for `count` entries.
+ */
+KilnStatus kiln_gi_set_albedo(struct KilnGiId gi, const struct KilnVec3 *albedo, uint32_t count);
+
+/**
+ * Bakes every probe's visibility (16 x 16 octahedral depth maps) against the
+ * tracer's scene and compresses it on the GPU. Call it once static geometry is in
+ * place, and again when it changes. Needs at least one instance.
+ */
+KilnStatus kiln_gi_bake(struct KilnGiId gi);
+
+/**
+ * One frame's update: traces the next `probes_per_frame` probes' rays against the
+ * tracer's scene (updated first when it changed), shades them with the sun, sky
+ * and the probes' own irradiance (multi-bounce) and blends the result in. Writes
+ * the number of probes updated to `out_updated` (NULL allowed). Needs at least one
+ * instance.
+ *
+ * # Safety
+ * `out_updated` is NULL or writable.
+ */
+KilnStatus kiln_gi_update(struct KilnGiId gi, uint32_t *out_updated);
+
+/**
+ * Irradiance at `count` surface points: `points[i]` with unit-length normal
+ * `normals[i]`, seen from unit direction `views[i]` (surface toward the eye; NULL:
+ * the normals). With `visibility` false the probes' depth maps are ignored, which
+ * shows the light leaks they prevent. Writes `out_irradiance[i]` (zero where no
+ * probe is near). Every input is checked first: finite points, normals and views of
+ * length 1 within 1e-3.
+ *
+ * # Safety
+ * `points`, `normals` (and `views` unless NULL) are NULL or readable and
+ * `out_irradiance` NULL or writable for `count` entries.
+ */
+KilnStatus kiln_gi_sample(struct KilnGiId gi,
+                          const struct KilnVec3 *points,
+                          const struct KilnVec3 *normals,
+                          const struct KilnVec3 *views,
+                          uint32_t count,
+                          bool visibility,
+                          struct KilnVec3 *out_irradiance);
+
+/**
+ * Writes the volume's figures (probe counts, compression, memory) to `out_stats`.
+ *
+ * # Safety
+ * `out_stats` is NULL or writable.
+ */
+KilnStatus kiln_gi_get_stats(struct KilnGiId gi, struct KilnGiStats *out_stats);
 
 /**
  * Creates an empty set of octrees and writes its handle to `out_set`.

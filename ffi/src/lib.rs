@@ -13,6 +13,7 @@
 pub mod abi;
 pub mod alloc;
 pub mod character;
+pub mod gi;
 mod handles;
 pub mod host;
 pub mod octree;
@@ -26,6 +27,7 @@ pub mod world;
 pub use abi::*;
 pub use alloc::*;
 pub use character::*;
+pub use gi::*;
 pub use host::*;
 pub use octree::*;
 pub use runtime::*;

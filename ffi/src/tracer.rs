@@ -211,8 +211,8 @@ pub struct KilnGpuPassTiming {
 }
 
 /// A tracer behind a handle, with reusable conversion buffers.
-struct TracerEntry {
-    tracer: RayTracer,
+pub(crate) struct TracerEntry {
+    pub(crate) tracer: RayTracer,
     /// The world whose bodies instances follow (set by the first follow).
     world: Option<KilnWorldId>,
     rays: Vec<GpuRay>,
@@ -223,12 +223,15 @@ const _: () = assert!(KILN_NO_HIT == NO_HIT && KILN_HIT_BACKFACE == HIT_BACKFACE
 
 static TRACERS: HandleTable<TracerEntry> = HandleTable::new("tracer");
 
-fn with_tracer<R>(id: KilnTracerId, f: impl FnOnce(&mut TracerEntry) -> Result<R, Error>) -> Result<R, Error> {
+pub(crate) fn with_tracer<R>(
+    id: KilnTracerId,
+    f: impl FnOnce(&mut TracerEntry) -> Result<R, Error>,
+) -> Result<R, Error> {
     TRACERS.with(id.index1, id.generation, f)
 }
 
 /// Maps a GPU failure to its status.
-fn gpu_error(error: GpuError) -> Error {
+pub(crate) fn gpu_error(error: GpuError) -> Error {
     let status = match &error {
         GpuError::NoLoader(_) | GpuError::NoDevice(_) | GpuError::MissingFeature(_) => KILN_ERROR_NO_DEVICE,
         GpuError::OutOfMemory(_) => KILN_ERROR_OUT_OF_MEMORY,

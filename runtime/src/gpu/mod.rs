@@ -18,6 +18,7 @@
 //!  gi_bake.rs    DDGI visibility bake: texel rays, trace, per-texel reduce
 //!  gi_compress.rs DDGI visibility compression (dictionary, batches chained on the GPU)
 //!  gi_update.rs  DDGI irradiance update: probe rays, trace, shadow rays, shade, blend
+//!  gi_volume.rs  GiVolume: placement, bake, per-frame probe budget, sampling
 //! ```
 //!
 //! Vulkan is optional at run time: without a loader or a device, [`Gpu::new`]
@@ -36,6 +37,7 @@ mod error;
 mod gi_bake;
 mod gi_compress;
 mod gi_update;
+mod gi_volume;
 mod kernel;
 mod layout;
 mod queue;
@@ -54,6 +56,7 @@ pub use error::GpuError;
 pub use gi_bake::{GiBaker, BAKE_BATCH_PROBES};
 pub use gi_compress::{GiCompressor, GpuVisibility, MAX_COMPRESS_BATCH};
 pub use gi_update::{GiUpdater, GpuProbeField, MAX_RAYS_PER_PROBE};
+pub use gi_volume::{GiStats, GiVolume, MAX_VOLUME_PROBES};
 pub use kernel::Kernel;
 pub use layout::{
     BlasRef, BlasRefitPush, GpuHit, GpuInstance, GpuRay, SkinPush, TlasNode, HIT_BACKFACE, NO_HIT, TLAS_LEAF,

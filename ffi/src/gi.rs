@@ -1,0 +1,434 @@
+//! DDGI irradiance probes through the C ABI: a probe volume over a tracer's scene,
+//! its visibility bake, a per-frame update of a budget of probes, and irradiance
+//! sampling at surface points.
+//!
+//! ```c
+//! KilnGiDef def = kiln_default_gi_def();
+//! def.bounds_min = (KilnVec3){-32, 0, -32};
+//! def.bounds_max = (KilnVec3){32, 16, 32};
+//! KilnGiId gi;
+//! kiln_gi_create(tracer, &def, &gi);      // probes around the tracer's triangles
+//! kiln_gi_bake(gi);                        // visibility, once static geometry is in
+//! for (;;) {                               // every frame
+//!     kiln_gi_update(gi, NULL);            // the next def.probes_per_frame probes
+//!     kiln_gi_sample(gi, points, normals, NULL, n, true, irradiance);
+//! }
+//! kiln_gi_destroy(gi);
+//! ```
+//!
+//! A volume belongs to the tracer it was created on and traces its scene as it is
+//! at each call; after the tracer is destroyed every call on the volume fails with
+//! `KILN_ERROR_INVALID_HANDLE`. The GPU time of each update pass is read with
+//! `kiln_tracer_get_timings` after `kiln_gi_update` or `kiln_gi_bake`. Every call
+//! checks all of its input first: a refused call changes nothing.
+
+use std::mem::size_of;
+
+use kiln_core::gi::ProbeGrid;
+use kiln_core::gi::SampleParams;
+use kiln_core::gpu::{GiVolume, MAX_RAYS_PER_PROBE};
+use kiln_core::math::Vec3;
+
+use crate::abi::{ffi_call, non_null, read_def, write_out, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
+use crate::handles::HandleTable;
+use crate::terrain::KilnVec3;
+use crate::tracer::{gpu_error, with_tracer, KilnTracerId};
+
+/// Handle to a DDGI probe volume. `{0, 0}` is the null handle. Pass by value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KilnGiId {
+    /// Slot index plus one (0 means null).
+    pub index1: u32,
+    /// Slot generation; a destroyed volume's handles no longer match.
+    pub generation: u32,
+}
+
+/// How a probe volume is laid out and updated. Initialise with
+/// `kiln_default_gi_def()`, then set the bounds.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KilnGiDef {
+    /// `sizeof(KilnGiDef)`, set by `kiln_default_gi_def()`.
+    pub struct_size: u32,
+    /// Lower corner of the volume (finite). Default {0, 0, 0}: set it.
+    pub bounds_min: KilnVec3,
+    /// Upper corner, at least `bounds_min` on every axis. Default {0, 0, 0}: set it.
+    pub bounds_max: KilnVec3,
+    /// Distance between neighbouring probes, metres (> 0). Default 1.
+    pub spacing: f32,
+    /// Probes go only at grid points within this distance of a triangle of the
+    /// tracer's scene at creation; a negative value puts a probe at every grid
+    /// point. Default 1.5.
+    pub dilation: f32,
+    /// Rays per probe and update, 1 to 1024. Default 128.
+    pub rays_per_probe: u32,
+    /// Weight of the old irradiance per update, in [0, 1]. Default 0.97.
+    pub hysteresis: f32,
+    /// Probes each `kiln_gi_update` refreshes, walking the volume round robin
+    /// (at least 1; capped at the probe count and at 2^20 rays per update).
+    /// Default 1024.
+    pub probes_per_frame: u32,
+    /// Largest texel difference, as a fraction of the clip distance, at which two
+    /// visibility maps share a compressed block, in [0, 1). Default 0.01.
+    pub compress_tolerance: f32,
+    /// Blocks back the compressor searches for a match (at least 1). Default 10000.
+    pub compress_window: u32,
+}
+
+/// The light a volume's probes gather. Initialise with `kiln_default_gi_lighting()`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KilnGiLighting {
+    /// `sizeof(KilnGiLighting)`, set by `kiln_default_gi_lighting()`.
+    pub struct_size: u32,
+    /// Direction toward the sun (finite, non-zero; normalised by Kiln). Default
+    /// normalise({0.4, 0.8, 0.3}).
+    pub sun_direction: KilnVec3,
+    /// Irradiance of the sun on a surface facing it, per channel, >= 0. Default
+    /// {3, 2.8, 2.5}.
+    pub sun_irradiance: KilnVec3,
+    /// Radiance of the sky, the same in every direction, >= 0. Default {0.25, 0.35, 0.5}.
+    pub sky_radiance: KilnVec3,
+    /// Diffuse albedo of instances without one from `kiln_gi_set_albedo`, each
+    /// channel in [0, 1]. Default {0.6, 0.6, 0.6}.
+    pub default_albedo: KilnVec3,
+}
+
+/// Figures of a probe volume, from `kiln_gi_get_stats`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct KilnGiStats {
+    /// Points of the probe grid.
+    pub grid_points: u64,
+    /// Probes placed (grid points near geometry).
+    pub probe_count: u32,
+    /// Probes that see no surface within the clip distance (no visibility data).
+    pub dead_probes: u32,
+    /// Distinct 1 KiB visibility blocks after compression.
+    pub blocks: u32,
+    /// Updates run so far.
+    pub frames: u32,
+    /// Probes the last `kiln_gi_update` refreshed.
+    pub last_update_probes: u32,
+    /// Whether `kiln_gi_bake` ran.
+    pub baked: bool,
+    /// Bytes of all probe data: placement mask, irradiance (16 per probe),
+    /// compressed visibility.
+    pub bytes: u64,
+    /// Bytes of the compressed visibility (block index and blocks).
+    pub visibility_bytes: u64,
+    /// Bytes every probe's visibility map would take uncompressed (1 KiB each).
+    pub visibility_bytes_uncompressed: u64,
+}
+
+/// A volume behind a handle, with the tracer it traces.
+struct GiEntry {
+    volume: GiVolume,
+    tracer: KilnTracerId,
+}
+
+static VOLUMES: HandleTable<GiEntry> = HandleTable::new("gi volume");
+
+/// Runs `f` on the volume and its tracer (lock order: volume, then tracer).
+fn with_gi<R>(
+    id: KilnGiId,
+    f: impl FnOnce(&mut GiVolume, &mut kiln_core::gpu::RayTracer) -> Result<R, Error>,
+) -> Result<R, Error> {
+    VOLUMES.with(id.index1, id.generation, |entry| {
+        let tracer = entry.tracer;
+        with_tracer(tracer, |t| f(&mut entry.volume, &mut t.tracer))
+    })
+}
+
+fn invalid(message: String) -> Error {
+    Error::new(KILN_ERROR_INVALID_ARGUMENT, message)
+}
+
+fn vec3(v: KilnVec3) -> Vec3 {
+    Vec3::new(v.x, v.y, v.z)
+}
+
+fn colour(v: KilnVec3, name: &str, max: f32) -> Result<[f32; 3], Error> {
+    let c = [v.x, v.y, v.z];
+    if c.iter().all(|x| x.is_finite() && *x >= 0.0 && *x <= max) {
+        Ok(c)
+    } else {
+        Err(invalid(format!("{name} is {c:?}: every channel must be finite and in [0, {max}]")))
+    }
+}
+
+/// A `KilnGiDef` with the defaults documented on its fields.
+#[no_mangle]
+pub extern "C" fn kiln_default_gi_def() -> KilnGiDef {
+    KilnGiDef {
+        struct_size: size_of::<KilnGiDef>() as u32,
+        bounds_min: KilnVec3::default(),
+        bounds_max: KilnVec3::default(),
+        spacing: 1.0,
+        dilation: 1.5,
+        rays_per_probe: 128,
+        hysteresis: 0.97,
+        probes_per_frame: 1024,
+        compress_tolerance: 0.01,
+        compress_window: 10_000,
+    }
+}
+
+/// A `KilnGiLighting` with the defaults documented on its fields.
+#[no_mangle]
+pub extern "C" fn kiln_default_gi_lighting() -> KilnGiLighting {
+    let d = kiln_core::gi::GiLighting::default();
+    let v = |c: [f32; 3]| KilnVec3 { x: c[0], y: c[1], z: c[2] };
+    KilnGiLighting {
+        struct_size: size_of::<KilnGiLighting>() as u32,
+        sun_direction: v(d.sun_direction),
+        sun_irradiance: v(d.sun_irradiance),
+        sky_radiance: v(d.sky_radiance),
+        default_albedo: v(d.default_albedo),
+    }
+}
+
+/// Creates a probe volume over `tracer`'s scene: a grid of `def->spacing` covering
+/// the bounds, probes near the scene's triangles as they are now. Its probes are
+/// unlit and see nothing until `kiln_gi_bake` and `kiln_gi_update`. At most
+/// 524,288 probes (`KILN_ERROR_INVALID_ARGUMENT` beyond, naming the count).
+///
+/// # Safety
+/// `def` is NULL or readable; `out_gi` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_gi_create(
+    tracer: KilnTracerId,
+    def: *const KilnGiDef,
+    out_gi: *mut KilnGiId,
+) -> KilnStatus {
+    ffi_call("kiln_gi_create", || {
+        let def = non_null(def, "def")?;
+        non_null(out_gi, "out_gi")?;
+        // SAFETY: non-null; readable per the contract.
+        let def = unsafe { read_def(def, "def")? };
+        let (lo, hi) = (vec3(def.bounds_min), vec3(def.bounds_max));
+        let grid = ProbeGrid::covering(lo, hi, def.spacing).ok_or_else(|| {
+            invalid(format!(
+                "bounds {lo} .. {hi} with spacing {} give no grid: the bounds must be finite with min <= max, the spacing finite and > 0, and the grid at most 2^27 points",
+                def.spacing
+            ))
+        })?;
+        if def.rays_per_probe == 0 || def.rays_per_probe > MAX_RAYS_PER_PROBE {
+            return Err(invalid(format!(
+                "def->rays_per_probe is {}: use 1 to {MAX_RAYS_PER_PROBE}",
+                def.rays_per_probe
+            )));
+        }
+        if !(0.0..=1.0).contains(&def.hysteresis) {
+            return Err(invalid(format!("def->hysteresis is {}: use a value in [0, 1]", def.hysteresis)));
+        }
+        if def.probes_per_frame == 0 {
+            return Err(invalid("def->probes_per_frame is 0".to_owned()));
+        }
+        if !(def.compress_tolerance >= 0.0 && def.compress_tolerance < 1.0) {
+            return Err(invalid(format!("def->compress_tolerance is {}: use [0, 1)", def.compress_tolerance)));
+        }
+        if def.compress_window == 0 {
+            return Err(invalid("def->compress_window is 0".to_owned()));
+        }
+        if def.dilation.is_nan() || def.dilation.is_infinite() {
+            return Err(invalid(format!(
+                "def->dilation is {}: use a finite value (negative: every grid point)",
+                def.dilation
+            )));
+        }
+        let dilation = (def.dilation >= 0.0).then_some(def.dilation);
+        let volume = with_tracer(tracer, |t| {
+            let mut volume = GiVolume::new(&mut t.tracer, grid, dilation).map_err(gpu_error)?;
+            volume.params.rays_per_probe = def.rays_per_probe;
+            volume.params.hysteresis = def.hysteresis;
+            volume.probes_per_frame = def.probes_per_frame;
+            volume.compress.tolerance = def.compress_tolerance;
+            volume.compress.window = def.compress_window;
+            Ok(volume)
+        })?;
+        let (index1, generation) = VOLUMES.insert(GiEntry { volume, tracer });
+        write_out(out_gi, "out_gi", KilnGiId { index1, generation })
+    })
+}
+
+/// Destroys a probe volume; its handle becomes invalid.
+#[no_mangle]
+pub extern "C" fn kiln_gi_destroy(gi: KilnGiId) -> KilnStatus {
+    ffi_call("kiln_gi_destroy", || VOLUMES.remove(gi.index1, gi.generation).map(drop))
+}
+
+/// Whether `gi` refers to a live probe volume.
+#[no_mangle]
+pub extern "C" fn kiln_gi_is_valid(gi: KilnGiId) -> bool {
+    VOLUMES.is_valid(gi.index1, gi.generation)
+}
+
+/// Sets the light the next updates gather.
+///
+/// # Safety
+/// `lighting` is NULL or readable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_gi_set_lighting(gi: KilnGiId, lighting: *const KilnGiLighting) -> KilnStatus {
+    ffi_call("kiln_gi_set_lighting", || {
+        let lighting = non_null(lighting, "lighting")?;
+        // SAFETY: non-null; readable per the contract.
+        let l = unsafe { read_def(lighting, "lighting")? };
+        let sun = vec3(l.sun_direction);
+        if !(sun.is_finite() && sun.length_squared() > 0.0 && sun.length_squared().is_finite()) {
+            return Err(invalid(format!("lighting->sun_direction is {sun}: use a finite non-zero vector")));
+        }
+        let sun_irradiance = colour(l.sun_irradiance, "lighting->sun_irradiance", f32::MAX)?;
+        let sky = colour(l.sky_radiance, "lighting->sky_radiance", f32::MAX)?;
+        let albedo = colour(l.default_albedo, "lighting->default_albedo", 1.0)?;
+        with_gi(gi, |volume, _| {
+            let target = &mut volume.lighting;
+            target.sun_direction = sun.normalize().into();
+            target.sun_irradiance = sun_irradiance;
+            target.sky_radiance = sky;
+            target.default_albedo = albedo;
+            Ok(())
+        })
+    })
+}
+
+/// Sets the diffuse albedo of tracer instances `0..count` (instance `i` gets
+/// `albedo[i]`, each channel in [0, 1]); later instances use the lighting's
+/// default albedo. `count` 0 clears the list.
+///
+/// # Safety
+/// `albedo` is NULL or readable for `count` entries.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_gi_set_albedo(gi: KilnGiId, albedo: *const KilnVec3, count: u32) -> KilnStatus {
+    ffi_call("kiln_gi_set_albedo", || {
+        // SAFETY: readable for `count` entries per the contract.
+        let list = unsafe {
+            crate::abi::read_checked(albedo, count, "albedo", |a: &KilnVec3, name: &str| colour(*a, name, 1.0))?
+        };
+        with_gi(gi, |volume, _| {
+            volume.lighting.albedo = list;
+            Ok(())
+        })
+    })
+}
+
+/// Bakes every probe's visibility (16 x 16 octahedral depth maps) against the
+/// tracer's scene and compresses it on the GPU. Call it once static geometry is in
+/// place, and again when it changes. Needs at least one instance.
+#[no_mangle]
+pub extern "C" fn kiln_gi_bake(gi: KilnGiId) -> KilnStatus {
+    ffi_call("kiln_gi_bake", || with_gi(gi, |volume, tracer| volume.bake(tracer).map_err(gpu_error)))
+}
+
+/// One frame's update: traces the next `probes_per_frame` probes' rays against the
+/// tracer's scene (updated first when it changed), shades them with the sun, sky
+/// and the probes' own irradiance (multi-bounce) and blends the result in. Writes
+/// the number of probes updated to `out_updated` (NULL allowed). Needs at least one
+/// instance.
+///
+/// # Safety
+/// `out_updated` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_gi_update(gi: KilnGiId, out_updated: *mut u32) -> KilnStatus {
+    ffi_call("kiln_gi_update", || {
+        let updated = with_gi(gi, |volume, tracer| volume.update(tracer).map_err(gpu_error))?;
+        if !out_updated.is_null() {
+            write_out(out_updated, "out_updated", updated)?;
+        }
+        Ok(())
+    })
+}
+
+/// Irradiance at `count` surface points: `points[i]` with unit-length normal
+/// `normals[i]`, seen from unit direction `views[i]` (surface toward the eye; NULL:
+/// the normals). With `visibility` false the probes' depth maps are ignored, which
+/// shows the light leaks they prevent. Writes `out_irradiance[i]` (zero where no
+/// probe is near). Every input is checked first: finite points, normals and views of
+/// length 1 within 1e-3.
+///
+/// # Safety
+/// `points`, `normals` (and `views` unless NULL) are NULL or readable and
+/// `out_irradiance` NULL or writable for `count` entries.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_gi_sample(
+    gi: KilnGiId,
+    points: *const KilnVec3,
+    normals: *const KilnVec3,
+    views: *const KilnVec3,
+    count: u32,
+    visibility: bool,
+    out_irradiance: *mut KilnVec3,
+) -> KilnStatus {
+    ffi_call("kiln_gi_sample", || {
+        if count == 0 {
+            return with_gi(gi, |_, _| Ok(()));
+        }
+        let unit = |v: &KilnVec3, name: &str| {
+            let v = vec3(*v);
+            if v.is_finite() && (v.length() - 1.0).abs() <= 1e-3 {
+                Ok(v)
+            } else {
+                Err(invalid(format!("{name} is {v}: use a finite unit vector")))
+            }
+        };
+        // SAFETY: readable for `count` entries per the contract.
+        let p = unsafe {
+            crate::abi::read_checked(points, count, "points", |v: &KilnVec3, name: &str| {
+                let v = vec3(*v);
+                if v.is_finite() {
+                    Ok(v)
+                } else {
+                    Err(invalid(format!("{name} is {v}: use a finite point")))
+                }
+            })?
+        };
+        // SAFETY: as above.
+        let n = unsafe { crate::abi::read_checked(normals, count, "normals", unit)? };
+        let v = if views.is_null() {
+            n.clone()
+        } else {
+            // SAFETY: as above.
+            unsafe { crate::abi::read_checked(views, count, "views", unit)? }
+        };
+        non_null(out_irradiance, "out_irradiance")?;
+        let queries: Vec<(Vec3, Vec3, Vec3)> = (0..count as usize).map(|i| (p[i], n[i], v[i])).collect();
+        let values = with_gi(gi, |volume, tracer| {
+            let params = SampleParams { visibility, ..volume.params.sample };
+            volume.sample(tracer, &queries, &params).map_err(gpu_error)
+        })?;
+        for (i, e) in values.iter().enumerate() {
+            // SAFETY: writable for `count` entries per the contract; `i < count`.
+            unsafe { out_irradiance.add(i).write(KilnVec3 { x: e[0], y: e[1], z: e[2] }) };
+        }
+        Ok(())
+    })
+}
+
+/// Writes the volume's figures (probe counts, compression, memory) to `out_stats`.
+///
+/// # Safety
+/// `out_stats` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_gi_get_stats(gi: KilnGiId, out_stats: *mut KilnGiStats) -> KilnStatus {
+    ffi_call("kiln_gi_get_stats", || {
+        non_null(out_stats, "out_stats")?;
+        let s = VOLUMES.with(gi.index1, gi.generation, |entry| Ok(entry.volume.stats()))?;
+        write_out(
+            out_stats,
+            "out_stats",
+            KilnGiStats {
+                grid_points: s.grid_points,
+                probe_count: s.probe_count,
+                dead_probes: s.dead_probes,
+                blocks: s.blocks,
+                frames: s.frames,
+                last_update_probes: s.last_update_probes,
+                baked: s.baked,
+                bytes: s.bytes,
+                visibility_bytes: s.visibility_bytes,
+                visibility_bytes_uncompressed: s.visibility_bytes_uncompressed,
+            },
+        )
+    })
+}

@@ -1,0 +1,185 @@
+//! A DDGI volume on a tracer's device: what an engine drives once per frame.
+//!
+//! ```text
+//!  GiVolume::new     probe placement around the tracer's triangles (or dense)
+//!  GiVolume::bake    visibility: bake (gi_bake.rs) + compression (gi_compress.rs)
+//!                    on the GPU, result copied back for CPU sampling
+//!  GiVolume::update  one frame: the next `probes_per_frame` probes, round robin,
+//!                    through the update passes (gi_update.rs)
+//!  GiVolume::sample  irradiance at surface points, on the CPU copy
+//! ```
+//!
+//! The probe data lives on the device; the CPU copy of the irradiance is refreshed
+//! (16 bytes per probe) only when a sample or the statistics need it after an update.
+
+use super::error::GpuError;
+use super::gi_bake::GiBaker;
+use super::gi_compress::{GiCompressor, MAX_COMPRESS_BATCH};
+use super::gi_update::{GiUpdater, GpuProbeField, MAX_RAYS_PER_PROBE};
+use super::ray_tracer::RayTracer;
+use crate::gi::compress::{CompressParams, ProbeOrder};
+use crate::gi::update::{GiLighting, UpdateParams};
+use crate::gi::{ProbeField, ProbeGrid, ProbeVolume, SampleParams, OCT_TEXELS};
+use crate::math::Vec3;
+
+/// Figures of a volume, for tests, benches and the C API.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GiStats {
+    pub grid_points: u64,
+    pub probe_count: u32,
+    /// Probes whose visibility map is all clip value (no block), after a bake.
+    pub dead_probes: u32,
+    /// Distinct visibility blocks after compression.
+    pub blocks: u32,
+    /// Bytes of the probe data: placement mask, irradiance, compressed visibility.
+    pub bytes: u64,
+    /// Bytes the visibility maps of every probe take uncompressed (R16G16, 1 KiB each).
+    pub visibility_bytes_uncompressed: u64,
+    /// Bytes of the compressed visibility (block index and blocks).
+    pub visibility_bytes: u64,
+    /// Updates run so far.
+    pub frames: u32,
+    /// Probes the last update refreshed.
+    pub last_update_probes: u32,
+    /// Whether the visibility was baked.
+    pub baked: bool,
+}
+
+/// Most probes in one volume: the bake keeps every probe's uncompressed map (2 KiB
+/// of f32 pairs) on the device, 1 GiB at this count.
+pub const MAX_VOLUME_PROBES: u32 = 1 << 19;
+
+/// A probe volume, its device data and the update state.
+pub struct GiVolume {
+    field: ProbeField,
+    device: GpuProbeField,
+    updater: GiUpdater,
+    baker: GiBaker,
+    compressor: GiCompressor,
+    pub lighting: GiLighting,
+    pub params: UpdateParams,
+    pub compress: CompressParams,
+    /// Probes updated per [`GiVolume::update`] (capped at the probe count and at
+    /// what one update traces).
+    pub probes_per_frame: u32,
+    cursor: u32,
+    frame: u32,
+    last_update_probes: u32,
+    irradiance_stale: bool,
+    baked: bool,
+}
+
+impl GiVolume {
+    /// Probes at the points of `grid` within `dilation` of a triangle of the
+    /// tracer's scene as it is now, or at every point when `dilation` is `None`.
+    /// Unlit and unbaked (every probe sees nothing) until baked and updated.
+    pub fn new(tracer: &mut RayTracer, grid: ProbeGrid, dilation: Option<f32>) -> Result<GiVolume, GpuError> {
+        let volume = match dilation {
+            Some(d) if d.is_finite() && d >= 0.0 => ProbeVolume::around(grid, &tracer.scene().world_triangles(), d),
+            Some(d) => return Err(GpuError::InvalidInput(format!("dilation {d} is not a finite value >= 0"))),
+            None => ProbeVolume::dense(grid),
+        };
+        if volume.probe_count() > MAX_VOLUME_PROBES as usize {
+            return Err(GpuError::InvalidInput(format!(
+                "{} probes exceed the {MAX_VOLUME_PROBES} of one volume: use a larger spacing, a smaller dilation or several volumes",
+                volume.probe_count()
+            )));
+        }
+        let field = ProbeField::new(volume);
+        let device = GpuProbeField::new(tracer.gpu_mut(), &field)?;
+        Ok(GiVolume {
+            device,
+            updater: GiUpdater::new(tracer)?,
+            baker: GiBaker::new(tracer)?,
+            compressor: GiCompressor::new(tracer.gpu())?,
+            lighting: GiLighting::default(),
+            params: UpdateParams::for_spacing(grid.spacing),
+            compress: CompressParams::default(),
+            probes_per_frame: 1024,
+            cursor: 0,
+            frame: 0,
+            last_update_probes: 0,
+            irradiance_stale: false,
+            baked: false,
+            field,
+        })
+    }
+
+    pub fn probe_count(&self) -> u32 {
+        self.device.probe_count
+    }
+
+    pub fn grid(&self) -> ProbeGrid {
+        self.device.grid
+    }
+
+    /// Bakes and compresses every probe's visibility against the tracer's scene
+    /// (call again when static geometry changed).
+    pub fn bake(&mut self, tracer: &mut RayTracer) -> Result<(), GpuError> {
+        let n = self.probe_count();
+        let order = ProbeOrder::swizzled(n, MAX_COMPRESS_BATCH as u32);
+        self.baker.bake(tracer, &self.field.volume, &self.device.visibility)?;
+        let (compressor, vis, params) = (&self.compressor, &self.device.visibility, &self.compress);
+        tracer.gpu_mut().submit("kiln gi compress", |rec| {
+            rec.pass("gi compress", |rec| compressor.record(rec, vis, &order, params))
+        })?;
+        self.field.visibility = self.device.read_visibility(tracer.gpu_mut())?;
+        self.baked = true;
+        Ok(())
+    }
+
+    /// One frame's update: the next [`GiVolume::probes_per_frame`] probes. Returns
+    /// how many were updated.
+    pub fn update(&mut self, tracer: &mut RayTracer) -> Result<u32, GpuError> {
+        let n = self.probe_count();
+        let rays = self.params.rays_per_probe.clamp(1, MAX_RAYS_PER_PROBE);
+        let count = self.probes_per_frame.min(n).min(GiUpdater::max_probes_per_update(rays));
+        if n == 0 || count == 0 {
+            self.last_update_probes = 0;
+            return Ok(0);
+        }
+        self.updater.update(tracer, &self.device, &self.lighting, &self.params, self.frame, self.cursor, count)?;
+        self.cursor = (self.cursor + count) % n;
+        self.frame = self.frame.wrapping_add(1);
+        self.last_update_probes = count;
+        self.irradiance_stale = true;
+        Ok(count)
+    }
+
+    /// The probe field with the device's latest irradiance.
+    pub fn field(&mut self, tracer: &mut RayTracer) -> Result<&ProbeField, GpuError> {
+        if self.irradiance_stale {
+            self.field.irradiance = self.device.read_irradiance(tracer.gpu_mut())?;
+            self.irradiance_stale = false;
+        }
+        Ok(&self.field)
+    }
+
+    /// Irradiance at each surface point (unit normal, unit direction toward the eye).
+    pub fn sample(
+        &mut self,
+        tracer: &mut RayTracer,
+        points: &[(Vec3, Vec3, Vec3)],
+        params: &SampleParams,
+    ) -> Result<Vec<[f32; 3]>, GpuError> {
+        let field = self.field(tracer)?;
+        Ok(points.iter().map(|&(p, n, v)| field.sample(p, n, v, params)).collect())
+    }
+
+    pub fn stats(&self) -> GiStats {
+        let f = &self.field;
+        let n = self.probe_count();
+        GiStats {
+            grid_points: f.volume.grid.point_count() as u64,
+            probe_count: n,
+            dead_probes: f.visibility.dead_count() as u32,
+            blocks: f.visibility.blocks.len() as u32,
+            bytes: f.bytes() as u64,
+            visibility_bytes_uncompressed: u64::from(n) * OCT_TEXELS as u64 * 4,
+            visibility_bytes: f.visibility.bytes() as u64,
+            frames: self.frame,
+            last_update_probes: self.last_update_probes,
+            baked: self.baked,
+        }
+    }
+}
