@@ -324,6 +324,21 @@ impl RayTracer {
         Ok(())
     }
 
+    /// A tracer on an open context holding `scene` (built on the CPU, e.g. by
+    /// `gi::scenes`). Skinned instances need their bones from
+    /// [`RayTracer::add_skinned_instance`], so a scene with any is refused.
+    pub fn with_scene(gpu: Gpu, scene: Scene) -> Result<RayTracer, GpuError> {
+        if scene.skinned_count() > 0 {
+            return Err(GpuError::InvalidInput(format!(
+                "with_scene: {} skinned instances; add them with add_skinned_instance",
+                scene.skinned_count()
+            )));
+        }
+        let mut tracer = RayTracer::with_gpu(gpu)?;
+        tracer.scene = scene;
+        Ok(tracer)
+    }
+
     /// The context, for buffers and reads of passes recorded by
     /// [`RayTracer::submit_with_scene`].
     pub fn gpu_mut(&mut self) -> &mut Gpu {
