@@ -1,5 +1,7 @@
-//! `ddgi`: probe visibility compression and irradiance updates on the generated
-//! terrain scene (`kiln::gi::scenes::probe_terrain`, 32 m square, boxes 0.5 to 4 m).
+//! `ddgi`: probe visibility compression and irradiance updates on three generated
+//! scenes (`kiln::gi::scenes`): smooth rolling terrain with boxes (`probe_terrain`,
+//! 32 m), a low-poly town (`low_poly_town`, 48 m: flat ground, boxy buildings, low
+//! walls) and Kiln's voxel hills (`voxel_hills`, 32 m).
 //!
 //! Figures printed first, for 0.5 m spacing with 3 m dilation and 1.0 m spacing with
 //! 1.5 m dilation (the reference notes' two configurations, whose ratios were 4.5%
@@ -18,7 +20,7 @@
 //!   (the update passes, one submission, `GiUpdater`).
 
 use criterion::{criterion_group, Criterion};
-use kiln::gi::scenes::{cpu_tlas, probe_terrain, voxel_hills};
+use kiln::gi::scenes::{cpu_tlas, low_poly_town, probe_terrain, voxel_hills};
 use kiln::gi::update::{blend, probe_rays, shade, shadow_rays, visibility_map, visibility_rays};
 use kiln::gi::{
     compress, CompressParams, GiLighting, ProbeField, ProbeGrid, ProbeOrder, ProbeVolume, UpdateParams, VisibilityMap,
@@ -39,8 +41,7 @@ struct Setup {
     maps: Vec<VisibilityMap>,
 }
 
-fn setup(label: &'static str, voxel: bool, spacing: f32, dilation: f32) -> Setup {
-    let (scene, lo, hi) = if voxel { voxel_hills(32, 1) } else { probe_terrain(32, 1) };
+fn setup(label: &'static str, (scene, lo, hi): (Scene, glam::Vec3, glam::Vec3), spacing: f32, dilation: f32) -> Setup {
     let grid = ProbeGrid::covering(lo, hi, spacing).expect("a valid grid");
     let volume = ProbeVolume::around(grid, &scene.world_triangles(), dilation);
     let field = ProbeField::new(volume);
@@ -169,11 +170,14 @@ fn bench_update(c: &mut Criterion, s: &mut Setup, gpu: Option<Gpu>) {
 
 fn ddgi(c: &mut Criterion) {
     for (label, spacing, dilation) in [("smooth 1.0m", 1.0, 1.5), ("smooth 0.5m", 0.5, 3.0)] {
-        figures(&mut setup(label, false, spacing, dilation));
+        figures(&mut setup(label, probe_terrain(32, 1), spacing, dilation));
     }
-    let mut coarse = setup("1.0m", true, 1.0, 1.5);
+    for (label, spacing, dilation) in [("town 1.0m", 1.0, 1.5), ("town 0.5m", 0.5, 3.0)] {
+        figures(&mut setup(label, low_poly_town(48, 1), spacing, dilation));
+    }
+    let mut coarse = setup("1.0m", voxel_hills(32, 1), 1.0, 1.5);
     figures(&mut coarse);
-    let mut fine = setup("0.5m", true, 0.5, 3.0);
+    let mut fine = setup("0.5m", voxel_hills(32, 1), 0.5, 3.0);
     figures(&mut fine);
     let mut gpu = match Gpu::new(&GpuConfig::from_env()) {
         Ok(gpu) => {

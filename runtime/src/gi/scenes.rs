@@ -114,3 +114,41 @@ pub fn voxel_hills(size: i32, seed: u32) -> (Scene, Vec3, Vec3) {
     let hi = Vec3::new(size as f32 - 1.0, 30.0, size as f32 - 1.0);
     (scene, lo, hi)
 }
+
+/// A low-poly town `size` metres square from `seed`: flat ground, axis-aligned
+/// buildings (footprints 2 to 8 m, heights 2 to 9 m, on a 1 m lattice) and low walls
+/// between them: the kind of level the reference notes' compression figures come
+/// from (a low-poly game), where flat ground and straight walls repeat the same
+/// local shapes. Returns the scene and bounds whose grid points sit a quarter
+/// metre off every lattice surface.
+pub fn low_poly_town(size: u32, seed: u32) -> (Scene, Vec3, Vec3) {
+    let s = size as f32;
+    let mut scene = Scene::new();
+    add_box(&mut scene, Vec3::new(-1.0, -1.0, -1.0), Vec3::new(s + 1.0, 0.0, s + 1.0));
+    let mut h = seed.wrapping_mul(0x9E37_79B9) | 1;
+    let mut rnd = || {
+        h ^= h << 13;
+        h ^= h >> 17;
+        h ^= h << 5;
+        (h >> 8) as f32 / (1u32 << 24) as f32
+    };
+    let mut top = 2.0f32;
+    for _ in 0..(size * size / 96).max(1) {
+        let (w, d, height) = ((2.0 + rnd() * 7.0).floor(), (2.0 + rnd() * 7.0).floor(), (2.0 + rnd() * 8.0).floor());
+        let x = (rnd() * (s - w).max(1.0)).floor();
+        let z = (rnd() * (s - d).max(1.0)).floor();
+        add_box(&mut scene, Vec3::new(x, 0.0, z), Vec3::new(x + w, height, z + d));
+        top = top.max(height);
+    }
+    for _ in 0..(size / 2).max(1) {
+        let length = (3.0 + rnd() * 8.0).floor();
+        let (x, z) = ((rnd() * (s - length).max(1.0)).floor(), (rnd() * s).floor());
+        let (lo, hi) = if rnd() < 0.5 {
+            (Vec3::new(x, 0.0, z), Vec3::new(x + length, 1.0, z + 0.2))
+        } else {
+            (Vec3::new(z, 0.0, x), Vec3::new(z + 0.2, 1.0, x + length))
+        };
+        add_box(&mut scene, lo, hi);
+    }
+    (scene, Vec3::splat(0.25), Vec3::new(s - 0.25, top + 1.25, s - 0.25))
+}
