@@ -62,7 +62,8 @@ impl GpuVisibility {
 
     /// Reads the result back (two submissions: the block count, then the data).
     pub fn read(&self, gpu: &mut Gpu) -> Result<CompressedVisibility, GpuError> {
-        let count = gpu.read::<u32>(&self.state, 1)?[0] as usize;
+        // At most a block per probe; the clamp also covers buffers never compressed into.
+        let count = (gpu.read::<u32>(&self.state, 1)?[0] as usize).min(self.probe_count as usize);
         let block_index = gpu.read::<u32>(&self.block_index, self.probe_count as usize)?;
         let words = gpu.read::<u32>(&self.blocks, count * OCT_TEXELS)?;
         let blocks: Vec<Block> =

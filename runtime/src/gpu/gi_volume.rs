@@ -117,6 +117,10 @@ impl GiVolume {
     /// (call again when static geometry changed).
     pub fn bake(&mut self, tracer: &mut RayTracer) -> Result<(), GpuError> {
         let n = self.probe_count();
+        if n == 0 {
+            self.baked = true;
+            return Ok(());
+        }
         let order = ProbeOrder::swizzled(n, MAX_COMPRESS_BATCH as u32);
         self.baker.bake(tracer, &self.field.volume, &self.device.visibility)?;
         let (compressor, vis, params) = (&self.compressor, &self.device.visibility, &self.compress);

@@ -917,3 +917,52 @@ fn gpu_irradiance_update_matches_the_cpu_reference() {
     assert!(field.read_irradiance(tracer.gpu_mut()).unwrap().iter().all(|w| *w != crate::gi::UNLIT));
     assert_validation_clean(tracer.gpu());
 }
+
+#[test]
+fn gi_volume_updates_its_budget_round_robin_and_handles_an_empty_volume() {
+    use crate::gi::{ProbeGrid, SampleParams};
+    let Some(gpu) = test_gpu("gi_volume_updates_its_budget_round_robin_and_handles_an_empty_volume") else {
+        return;
+    };
+    let mut tracer = RayTracer::with_gpu(gpu).unwrap();
+    add_walled_room(&mut tracer);
+    // Far above the room: no triangle within the dilation, so no probes.
+    let far = ProbeGrid::covering(glam::Vec3::new(0.0, 50.0, 0.0), glam::Vec3::new(4.0, 54.0, 4.0), 1.0).unwrap();
+    let mut empty = GiVolume::new(&mut tracer, far, Some(1.5)).unwrap();
+    assert_eq!(empty.probe_count(), 0);
+    empty.bake(&mut tracer).unwrap();
+    assert_eq!(empty.update(&mut tracer).unwrap(), 0);
+    let p = (glam::Vec3::new(1.0, 51.0, 1.0), glam::Vec3::Y, glam::Vec3::Y);
+    assert_eq!(empty.sample(&mut tracer, &[p], &SampleParams::for_spacing(1.0)).unwrap(), vec![[0.0; 3]]);
+    assert!(matches!(GiVolume::new(&mut tracer, far, Some(f32::NAN)), Err(GpuError::InvalidInput(_))));
+
+    let grid = ProbeGrid::covering(glam::Vec3::new(-3.0, 0.0, -3.0), glam::Vec3::new(7.0, 4.0, 7.0), 1.0).unwrap();
+    let mut volume = GiVolume::new(&mut tracer, grid, Some(1.5)).unwrap();
+    let n = volume.probe_count();
+    volume.probes_per_frame = n / 3 + 1;
+    volume.params.rays_per_probe = 32;
+    volume.bake(&mut tracer).unwrap();
+    let stats = volume.stats();
+    assert!(stats.baked && stats.blocks > 0 && stats.visibility_bytes < stats.visibility_bytes_uncompressed);
+    // Three updates cover every probe once; the fourth wraps around.
+    let mut lit = vec![false; n as usize];
+    for frame in 0..3 {
+        assert_eq!(volume.update(&mut tracer).unwrap(), n / 3 + 1);
+        let field = volume.field(&mut tracer).unwrap();
+        let now: Vec<bool> = field.irradiance.iter().map(|w| *w != crate::gi::UNLIT).collect();
+        let newly = now.iter().zip(&lit).filter(|(a, b)| **a && !**b).count() as u32;
+        assert_eq!(newly, (n / 3 + 1).min(n - (n / 3 + 1) * frame), "frame {frame}");
+        lit = now;
+    }
+    assert!(lit.iter().all(|&l| l));
+    assert_eq!(volume.update(&mut tracer).unwrap(), n / 3 + 1);
+    assert_eq!(volume.stats().frames, 4);
+    // The update passes are labelled and timed.
+    let names: Vec<&str> = tracer.frame_timings().iter().map(|t| t.name.as_str()).collect();
+    if tracer.gpu().info().timestamps {
+        for pass in ["gi probe rays", "gi trace", "gi shadow rays", "gi trace shadows", "gi shade", "gi blend"] {
+            assert!(names.contains(&pass), "{pass} missing from {names:?}");
+        }
+    }
+    assert_validation_clean(tracer.gpu());
+}
