@@ -18,10 +18,12 @@ use crate::gi::{ProbeVolume, OCT_TEXELS};
 /// Probes per bake submission.
 pub const BAKE_BATCH_PROBES: u32 = 1024;
 
-/// The bake kernels.
+/// The bake kernels and their ray and hit buffers (kept between bakes, grown on
+/// demand).
 pub struct GiBaker {
     rays: Kernel,
     reduce: Kernel,
+    scratch: Option<(GpuBuffer, GpuBuffer)>,
 }
 
 impl GiBaker {
@@ -29,12 +31,13 @@ impl GiBaker {
         Ok(GiBaker {
             rays: tracer.gpu().kernel(&shaders::GI_VISIBILITY_RAYS)?,
             reduce: tracer.gpu().kernel(&shaders::GI_VISIBILITY_REDUCE)?,
+            scratch: None,
         })
     }
 
     /// Bakes the visibility map of every probe of `volume` into `vis.maps` against
     /// the tracer's scene.
-    pub fn bake(&self, tracer: &mut RayTracer, volume: &ProbeVolume, vis: &GpuVisibility) -> Result<(), GpuError> {
+    pub fn bake(&mut self, tracer: &mut RayTracer, volume: &ProbeVolume, vis: &GpuVisibility) -> Result<(), GpuError> {
         let n = volume.probe_count() as u32;
         if vis.probe_count != n {
             return Err(GpuError::InvalidInput(format!(
@@ -50,8 +53,14 @@ impl GiBaker {
         let linear: Vec<u32> = (0..n as usize).map(|p| volume.grid.linear(volume.probe_coords(p)) as u32).collect();
         let gpu = tracer.gpu_mut();
         let probes = gpu.buffer_from("gi bake probes", &linear)?;
-        let rays: GpuBuffer = gpu.buffer("gi bake rays", ray_bytes, BufferMemory::Device)?;
-        let hits: GpuBuffer = gpu.buffer("gi bake hits", ray_bytes, BufferMemory::Device)?;
+        if self.scratch.as_ref().is_none_or(|(rays, _)| rays.size() < ray_bytes) {
+            self.scratch = None;
+            self.scratch = Some((
+                gpu.buffer("gi bake rays", ray_bytes, BufferMemory::Device)?,
+                gpu.buffer("gi bake hits", ray_bytes, BufferMemory::Device)?,
+            ));
+        }
+        let (rays, hits) = self.scratch.as_ref().expect("sized above");
         let grid = volume.grid;
         let mut push = GiBakePush {
             rays: rays.address(),
@@ -77,7 +86,7 @@ impl GiBaker {
             tracer.submit_with_scene("kiln gi bake", |rec, scene, trace| {
                 rec.pass("gi visibility bake", |rec| {
                     rec.dispatch_threads(&self.rays, &push, ray_count)?;
-                    trace.record(rec, scene, &rays, &hits, ray_count, false)?;
+                    trace.record(rec, scene, rays, hits, ray_count, false)?;
                     rec.dispatch_threads(&self.reduce, &push, push.count * OCT_TEXELS as u32)
                 })
             })?;

@@ -743,7 +743,7 @@ fn gpu_visibility_bake_matches_the_cpu_reference_and_compresses_like_it() {
     let volume = ProbeVolume::dense(grid);
     let n = volume.probe_count() as u32;
     let field = ProbeField::new(volume.clone());
-    let baker = GiBaker::new(&tracer).unwrap();
+    let mut baker = GiBaker::new(&tracer).unwrap();
     let vis = GpuVisibility::new(tracer.gpu(), n).unwrap();
     // Nothing to trace against yet: refused.
     assert!(matches!(baker.bake(&mut tracer, &volume, &vis), Err(GpuError::InvalidInput(_))));
