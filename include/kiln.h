@@ -2397,8 +2397,9 @@ KilnStatus kiln_gi_update(struct KilnGiId gi, uint32_t *out_updated);
  * `normals[i]`, seen from unit direction `views[i]` (surface toward the eye; NULL:
  * the normals). With `visibility` false the probes' depth maps are ignored, which
  * shows the light leaks they prevent. Writes `out_irradiance[i]` (zero where no
- * probe is near). Every input is checked first: finite points, normals and views of
- * length 1 within 1e-3.
+ * probe is near): the light arriving on the surface, so a diffuse surface of albedo
+ * `a` reflects radiance `a / pi * irradiance`. Every input is checked first: finite
+ * points, normals and views of length 1 within 1e-3.
  *
  * # Safety
  * `points`, `normals` (and `views` unless NULL) are NULL or readable and
