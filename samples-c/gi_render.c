@@ -169,22 +169,12 @@ static void check_bad_input(KilnTracerId tracer, KilnGiId gi) {
 }
 
 int main(int argc, char **argv) {
-    int width = argc > 2 ? atoi(argv[1]) : 160, height = argc > 2 ? atoi(argv[2]) : 100;
-    const char *outdir = argc == 2 ? argv[1] : argc > 3 ? argv[3] : NULL;
-    if (width < 8 || height < 8 || width > 4096 || height > 4096) width = 160, height = 100;
-    if (kiln_check_linked_abi() != KILN_OK) {
-        fprintf(stderr, "%s\n", kiln_last_error_message());
-        return 1;
-    }
+    int width, height;
+    const char *outdir;
+    image_args(argc, argv, 160, 100, &width, &height, &outdir);
     KilnTracerId tracer;
-    if (open_tracer(1, &tracer) != KILN_OK) {
-        if (gpu_required()) {
-            fprintf(stderr, "gi_render: KILN_REQUIRE_GPU=1 but no tracer: %s\n", kiln_last_error_message());
-            return 1;
-        }
-        printf("gi_render: SKIPPED (set KILN_REQUIRE_GPU=1 to fail instead)\n");
-        return 0;
-    }
+    int early = start_gpu_sample("gi_render", &tracer);
+    if (early >= 0) return early;
     uint32_t cube;
     CHECK_STATUS(kiln_tracer_add_mesh(tracer, unit_cube_positions, 8, unit_cube_indices, 12, &cube), KILN_OK);
     KilnVec3 albedo[BOX_COUNT];

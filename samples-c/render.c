@@ -183,3 +183,25 @@ KilnStatus open_tracer(int validation, KilnTracerId *tracer) {
     }
     return status;
 }
+
+void image_args(int argc, char **argv, int default_width, int default_height, int *width, int *height,
+                const char **outdir) {
+    *width = argc > 2 ? atoi(argv[1]) : default_width;
+    *height = argc > 2 ? atoi(argv[2]) : default_height;
+    *outdir = argc == 2 ? argv[1] : argc > 3 ? argv[3] : NULL;
+    if (*width < 8 || *height < 8 || *width > 4096 || *height > 4096) *width = default_width, *height = default_height;
+}
+
+int start_gpu_sample(const char *name, KilnTracerId *tracer) {
+    if (kiln_check_linked_abi() != KILN_OK) {
+        fprintf(stderr, "%s\n", kiln_last_error_message());
+        return 1;
+    }
+    if (open_tracer(1, tracer) == KILN_OK) return -1;
+    if (gpu_required()) {
+        fprintf(stderr, "%s: KILN_REQUIRE_GPU=1 but no tracer: %s\n", name, kiln_last_error_message());
+        return 1;
+    }
+    printf("%s: SKIPPED (set KILN_REQUIRE_GPU=1 to fail instead)\n", name);
+    return 0;
+}

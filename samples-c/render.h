@@ -54,4 +54,15 @@ KilnStatus open_tracer(int validation, KilnTracerId *tracer);
 
 /* Whether KILN_REQUIRE_GPU=1: then a missing device is a failure, never a skip. */
 int gpu_required(void);
+
+/* The arguments of the image samples, `[WIDTH HEIGHT] [OUTDIR]`: sizes outside
+ * 8..4096 fall back to the defaults; `*outdir` is NULL when none is given. */
+void image_args(int argc, char **argv, int default_width, int default_height, int *width, int *height,
+                const char **outdir);
+
+/* The start of every GPU sample: checks the linked library's ABI and opens a
+ * validating tracer. Returns -1 when the tracer is open and the sample goes on;
+ * otherwise the exit code to return: 1 on an ABI mismatch or a missing device with
+ * KILN_REQUIRE_GPU=1, 0 (after printing "NAME: SKIPPED") on a missing device. */
+int start_gpu_sample(const char *name, KilnTracerId *tracer);
 #endif

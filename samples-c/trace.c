@@ -60,23 +60,12 @@ static KilnTraceRay down_ray(float x, float z, uint32_t mask) {
 }
 
 int main(int argc, char **argv) {
-    int width = argc > 2 ? atoi(argv[1]) : 320, height = argc > 2 ? atoi(argv[2]) : 200;
-    const char *outdir = argc == 2 ? argv[1] : argc > 3 ? argv[3] : NULL;
-    if (width < 8 || height < 8 || width > 4096 || height > 4096) width = 320, height = 200;
-    if (kiln_check_linked_abi() != KILN_OK) {
-        fprintf(stderr, "%s\n", kiln_last_error_message());
-        return 1;
-    }
+    int width, height;
+    const char *outdir;
+    image_args(argc, argv, 320, 200, &width, &height, &outdir);
     KilnTracerId tracer;
-    KilnStatus opened = open_tracer(1, &tracer);
-    if (opened != KILN_OK) {
-        if (gpu_required()) {
-            fprintf(stderr, "trace: KILN_REQUIRE_GPU=1 but no tracer: %s\n", kiln_last_error_message());
-            return 1;
-        }
-        printf("trace: SKIPPED (set KILN_REQUIRE_GPU=1 to fail instead)\n");
-        return 0;
-    }
+    int early = start_gpu_sample("trace", &tracer);
+    if (early >= 0) return early;
 
     /* Terrain: (GRID + 1)^2 vertices 1 m apart, centred on the origin. */
     const uint32_t row = GRID + 1;
