@@ -205,3 +205,11 @@ int start_gpu_sample(const char *name, KilnTracerId *tracer) {
     printf("%s: SKIPPED (set KILN_REQUIRE_GPU=1 to fail instead)\n", name);
     return 0;
 }
+
+uint32_t validation_message_count(KilnTracerId tracer) {
+    uint32_t messages = 0;
+    char text[2048];
+    if (kiln_tracer_get_validation_messages(tracer, text, sizeof text, &messages) != KILN_OK) return UINT32_MAX;
+    if (messages) printf("validation messages:\n%s\n", text);
+    return messages;
+}

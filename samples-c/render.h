@@ -52,6 +52,10 @@ void print_gpu_timings(KilnTracerId tracer, const char *indent);
  * when KILN_REQUIRE_GPU=1, see `gpu_required`). */
 KilnStatus open_tracer(int validation, KilnTracerId *tracer);
 
+/* The number of validation-layer messages the tracer collected, printed when there
+ * are any (UINT32_MAX when they cannot be read). */
+uint32_t validation_message_count(KilnTracerId tracer);
+
 /* Whether KILN_REQUIRE_GPU=1: then a missing device is a failure, never a skip. */
 int gpu_required(void);
 

@@ -42,40 +42,34 @@ pub(crate) const BLAS_REFIT: Shader = Shader {
 pub(crate) const SKIN: Shader =
     Shader { name: "skin", spirv: spirv!("skin"), push_bytes: size_of::<SkinPush>() as u32, local_size: 64 };
 
+/// `kernel!(CONST, "file", Push)` for workgroups of 64, or with a fourth argument,
+/// the workgroup size.
 macro_rules! kernel {
-    ($const:ident, $name:literal, $push:ty) => {
+    ($(#[$doc:meta])* $const:ident, $name:literal, $push:ty) => {
+        kernel!($(#[$doc])* $const, $name, $push, 64);
+    };
+    ($(#[$doc:meta])* $const:ident, $name:literal, $push:ty, $local:literal) => {
+        $(#[$doc])*
         pub(crate) const $const: Shader =
-            Shader { name: $name, spirv: spirv!($name), push_bytes: size_of::<$push>() as u32, local_size: 64 };
+            Shader { name: $name, spirv: spirv!($name), push_bytes: size_of::<$push>() as u32, local_size: $local };
     };
 }
 
 kernel!(TLAS_BOXES, "tlas_boxes", TlasBoxesPush);
 kernel!(TLAS_MORTON, "tlas_morton", TlasMortonPush);
 kernel!(TLAS_SORT, "tlas_sort", TlasSortPush);
-/// 256 invocations sort blocks of 512 keys in 4 KiB of shared memory.
-pub(crate) const TLAS_SORT_LOCAL: Shader = Shader {
-    name: "tlas_sort_local",
-    spirv: spirv!("tlas_sort_local"),
-    push_bytes: size_of::<TlasSortPush>() as u32,
-    local_size: 256,
-};
+kernel!(
+    /// 256 invocations sort blocks of 512 keys in 4 KiB of shared memory.
+    TLAS_SORT_LOCAL, "tlas_sort_local", TlasSortPush, 256);
 kernel!(TLAS_HIERARCHY, "tlas_hierarchy", TlasBuildPush);
 kernel!(TLAS_REFIT, "tlas_refit", TlasBuildPush);
 kernel!(TRACE, "trace", TracePush);
-/// One workgroup of 256 per map (one invocation per texel).
-pub(crate) const GI_COMPRESS_MATCH: Shader = Shader {
-    name: "gi_compress_match",
-    spirv: spirv!("gi_compress_match"),
-    push_bytes: size_of::<GiCompressPush>() as u32,
-    local_size: 256,
-};
-/// One workgroup of 256 per batch.
-pub(crate) const GI_COMPRESS_APPEND: Shader = Shader {
-    name: "gi_compress_append",
-    spirv: spirv!("gi_compress_append"),
-    push_bytes: size_of::<GiCompressPush>() as u32,
-    local_size: 256,
-};
+kernel!(
+    /// One workgroup of 256 per map (one invocation per texel).
+    GI_COMPRESS_MATCH, "gi_compress_match", GiCompressPush, 256);
+kernel!(
+    /// One workgroup of 256 per batch.
+    GI_COMPRESS_APPEND, "gi_compress_append", GiCompressPush, 256);
 kernel!(GI_VISIBILITY_RAYS, "gi_visibility_rays", GiBakePush);
 kernel!(GI_VISIBILITY_REDUCE, "gi_visibility_reduce", GiBakePush);
 kernel!(GI_PROBE_RAYS, "gi_probe_rays", GiUpdatePush);
