@@ -323,6 +323,11 @@ impl CompiledGraph {
         self.passes[pass.index()].queue
     }
 
+    /// The accesses `pass` declared (one per resource; a write also permits reading).
+    pub fn pass_accesses(&self, pass: PassId) -> &[Access] {
+        &self.passes[pass.index()].accesses
+    }
+
     pub fn pass_name(&self, pass: PassId) -> &str {
         &self.passes[pass.index()].name
     }

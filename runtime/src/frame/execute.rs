@@ -85,7 +85,7 @@ struct PassState {
 pub(crate) struct PassSlot {
     pub(crate) name: String,
     pub(crate) queue: Queue,
-    accesses: Vec<Access>,
+    pub(crate) accesses: Vec<Access>,
     after: Vec<String>,
     state: Mutex<PassState>,
 }

@@ -8,7 +8,8 @@ use super::buffer::GpuBuffer;
 use super::error::GpuError;
 use super::kernel::Kernel;
 use super::layout::BlasRefitPush;
-use super::queue::{Gpu, Recorder};
+use super::queue::Gpu;
+use super::recorder::{Recorder, Use};
 use super::shaders;
 
 /// One BLAS on the device: its topology, its vertex positions and the refit
@@ -60,7 +61,7 @@ impl BlasRefit {
     }
 
     /// Records the refit of `blas` over its current positions: zero the counters,
-    /// then one dispatch. Barriers after both.
+    /// then one dispatch.
     pub fn record(&self, rec: &mut Recorder<'_>, blas: &GpuBlas) -> Result<(), GpuError> {
         rec.fill(&blas.counters, 0);
         self.record_push(
@@ -75,12 +76,25 @@ impl BlasRefit {
                 leaf_count: blas.leaf_count,
                 _pad: 0,
             },
+            &[
+                Use::read(&blas.parents),
+                Use::read(&blas.leaves),
+                Use::read(&blas.triangles),
+                Use::read(&blas.positions),
+                Use::write(&blas.nodes),
+                Use::write(&blas.counters),
+            ],
         )
     }
 
     /// Records the dispatch for explicit addresses (a BLAS range inside shared
-    /// arrays); the counters must be zero.
-    pub(crate) fn record_push(&self, rec: &mut Recorder<'_>, push: &BlasRefitPush) -> Result<(), GpuError> {
-        rec.dispatch_threads(&self.kernel, push, push.leaf_count)
+    /// arrays, which `uses` names); the counters must be zero.
+    pub(crate) fn record_push(
+        &self,
+        rec: &mut Recorder<'_>,
+        push: &BlasRefitPush,
+        uses: &[Use<'_>],
+    ) -> Result<(), GpuError> {
+        rec.dispatch_threads(&self.kernel, push, push.leaf_count, uses)
     }
 }

@@ -11,6 +11,7 @@ use super::gi_compress::GpuVisibility;
 use super::kernel::Kernel;
 use super::layout::GiBakePush;
 use super::ray_tracer::RayTracer;
+use super::recorder::Use;
 use super::shaders;
 use crate::gi::update::BAKE_RAYS;
 use crate::gi::{ProbeVolume, OCT_TEXELS};
@@ -85,9 +86,10 @@ impl GiBaker {
             let ray_count = push.count * BAKE_RAYS as u32;
             tracer.submit_with_scene("kiln gi bake", |rec, scene, trace| {
                 rec.pass("gi visibility bake", |rec| {
-                    rec.dispatch_threads(&self.rays, &push, ray_count)?;
+                    rec.dispatch_threads(&self.rays, &push, ray_count, &[Use::read(&probes), Use::write(rays)])?;
                     trace.record(rec, scene, rays, hits, ray_count, false)?;
-                    rec.dispatch_threads(&self.reduce, &push, push.count * OCT_TEXELS as u32)
+                    let uses = [Use::read(hits), Use::write(&vis.maps)];
+                    rec.dispatch_threads(&self.reduce, &push, push.count * OCT_TEXELS as u32, &uses)
                 })
             })?;
             first += push.count;

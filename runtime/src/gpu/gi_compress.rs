@@ -16,7 +16,8 @@ use super::buffer::{BufferMemory, GpuBuffer};
 use super::error::GpuError;
 use super::kernel::Kernel;
 use super::layout::GiCompressPush;
-use super::queue::{Gpu, Recorder};
+use super::queue::Gpu;
+use super::recorder::{Recorder, Use};
 use super::shaders;
 use crate::gi::compress::{Block, CompressParams, CompressedVisibility, ProbeOrder};
 use crate::gi::OCT_TEXELS;
@@ -126,14 +127,23 @@ impl GiCompressor {
             window: params.window,
             tolerance: params.tolerance,
         };
+        let uses = [
+            Use::read(&vis.maps),
+            Use::read(&vis.order),
+            Use::write(&vis.block_index),
+            Use::write(&vis.blocks),
+            Use::write(&vis.means),
+            Use::write(&vis.state),
+            Use::write(&vis.fresh),
+        ];
         for b in 0..order.batch_count() {
             push.first = order.batches[b];
             push.count = order.batch(b).len() as u32;
             if push.count == 0 {
                 continue;
             }
-            rec.dispatch(&self.matcher, &push, [push.count, 1, 1])?;
-            rec.dispatch(&self.append, &push, [1, 1, 1])?;
+            rec.dispatch(&self.matcher, &push, [push.count, 1, 1], &uses)?;
+            rec.dispatch(&self.append, &push, [1, 1, 1], &uses)?;
         }
         Ok(())
     }

@@ -28,6 +28,7 @@ use super::kernel::Kernel;
 use super::layout::{GiUpdateParams, GiUpdatePush};
 use super::queue::Gpu;
 use super::ray_tracer::{RayTracer, MAX_TRACE_BATCH};
+use super::recorder::Use;
 use super::shaders;
 use crate::gi::compress::CompressedVisibility;
 use crate::gi::sh::{fibonacci_directions, random_rotation};
@@ -232,18 +233,28 @@ impl GiUpdater {
         let albedo: Vec<[f32; 4]> = lighting.albedo.iter().map(|a| [a[0], a[1], a[2], 0.0]).collect();
         let push = GiUpdatePush { params: s.params.address() };
         let kernels = (&self.probe_rays, &self.shadow_rays, &self.shade, &self.blend);
+        // The kernels find every buffer through `params`; these lists are the
+        // buffers each one reaches (GLSL in `vulkan-shaders/gi_*.comp`).
+        let (read, write) = (Use::read, Use::write);
+        let probe_rays = [read(&s.params), read(&s.dirs), read(&field.probes), write(&s.rays)];
+        let shadow_rays = [read(&s.params), read(&s.rays), read(&s.hits), write(&s.shadow_rays)];
+        let field_reads = [&field.probes, &field.mask, &field.rank, &field.irradiance, &vis.block_index, &vis.blocks];
+        let mut shade = vec![read(&s.params), read(&s.rays), read(&s.hits), read(&s.shadow_hits), read(&s.albedo)];
+        shade.extend(field_reads.map(read));
+        shade.push(write(&s.radiance));
+        let blend = [read(&s.params), read(&s.dirs), read(&s.radiance), write(&field.irradiance)];
         tracer.submit_with_scene("kiln gi update", |rec, scene, trace| {
             rec.pass("gi probe rays", |rec| {
                 rec.upload(&s.params, 0, bytemuck::bytes_of(&p))?;
                 rec.upload(&s.dirs, 0, bytemuck::cast_slice(&dirs))?;
                 rec.upload(&s.albedo, 0, bytemuck::cast_slice(&albedo))?;
-                rec.dispatch_threads(kernels.0, &push, rays)
+                rec.dispatch_threads(kernels.0, &push, rays, &probe_rays)
             })?;
             rec.pass("gi trace", |rec| trace.record(rec, scene, &s.rays, &s.hits, rays, false))?;
-            rec.pass("gi shadow rays", |rec| rec.dispatch_threads(kernels.1, &push, rays))?;
+            rec.pass("gi shadow rays", |rec| rec.dispatch_threads(kernels.1, &push, rays, &shadow_rays))?;
             rec.pass("gi trace shadows", |rec| trace.record(rec, scene, &s.shadow_rays, &s.shadow_hits, rays, true))?;
-            rec.pass("gi shade", |rec| rec.dispatch_threads(kernels.2, &push, rays))?;
-            rec.pass("gi blend", |rec| rec.dispatch_threads(kernels.3, &push, count))
+            rec.pass("gi shade", |rec| rec.dispatch_threads(kernels.2, &push, rays, &shade))?;
+            rec.pass("gi blend", |rec| rec.dispatch_threads(kernels.3, &push, count, &blend))
         })
     }
 

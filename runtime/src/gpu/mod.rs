@@ -3,7 +3,8 @@
 //!
 //! ```text
 //!  context.rs    loader, instance (+ validation), device choice, queue, allocator
-//!  queue.rs      Gpu: command buffer + fence + staging ring + timestamps; Recorder
+//!  queue.rs      Gpu: command buffer + fence + staging ring + timestamps
+//!  recorder.rs   Recorder: commands as a frame graph; its hazards become barriers
 //!  buffer.rs     GpuBuffer: device-local or host-visible, with a device address
 //!  kernel.rs     Kernel: a compute pipeline fed only by push constants
 //!  shaders.rs    committed SPIR-V (scripts/shaders.sh compiles vulkan-shaders/)
@@ -42,6 +43,7 @@ mod kernel;
 mod layout;
 mod queue;
 mod ray_tracer;
+mod recorder;
 mod scene;
 mod shaders;
 mod skin;
@@ -61,8 +63,9 @@ pub use kernel::Kernel;
 pub use layout::{
     BlasRef, BlasRefitPush, GpuHit, GpuInstance, GpuRay, SkinPush, TlasNode, HIT_BACKFACE, NO_HIT, TLAS_LEAF,
 };
-pub use queue::{Download, Gpu, GpuTiming, Recorder};
+pub use queue::{Gpu, GpuTiming};
 pub use ray_tracer::{compose, isometry_affine, RayTracer, TraceMode, MAX_TRACE_BATCH};
+pub use recorder::{Download, Recorder, SyncStats, Use};
 pub use scene::{box_mesh, grid_mesh, invert_affine, Affine, GpuScene, Scene, IDENTITY};
 pub use skin::{BoneMatrix, GpuSkin, Skin, SkinData};
 pub use tlas::{instance_box, internal_children, morton, sorted_keys, CpuTlas, TlasBuilder, TLAS_STACK};

@@ -351,7 +351,7 @@ impl RayTracer {
     pub fn submit_with_scene<R>(
         &mut self,
         label: &str,
-        record: impl FnOnce(&mut super::queue::Recorder<'_>, &GpuScene, &Tracer) -> Result<R, GpuError>,
+        record: impl FnOnce(&mut super::recorder::Recorder<'_>, &GpuScene, &Tracer) -> Result<R, GpuError>,
     ) -> Result<R, GpuError> {
         if self.scene.instances().is_empty() {
             return Err(GpuError::InvalidInput(format!("{label}: the scene has no instances")));
@@ -409,7 +409,7 @@ impl RayTracer {
 
 /// Records the scene update passes: instances, skinning + refit, TLAS.
 fn record_update(
-    rec: &mut super::queue::Recorder<'_>,
+    rec: &mut super::recorder::Recorder<'_>,
     kernels: &Kernels,
     scene: &Scene,
     device_scene: &GpuScene,

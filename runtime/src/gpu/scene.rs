@@ -18,7 +18,8 @@ use super::buffer::{BufferMemory, GpuBuffer};
 use super::error::GpuError;
 use super::layout::BlasRefitPush;
 use super::layout::{BlasRef, GpuInstance, TlasNode};
-use super::queue::{Gpu, Recorder};
+use super::queue::Gpu;
+use super::recorder::{Recorder, Use};
 use super::skin::{BoneMatrix, GpuSkin, Skin, SkinData};
 use super::trace::TraceScene;
 use glam::{Mat3, Vec3};
@@ -399,7 +400,15 @@ impl GpuScene {
                 leaf_count: range.leaf_count,
                 _pad: 0,
             };
-            refit.record_push(rec, &push)?;
+            let uses = [
+                Use::read(&self.blas_parents),
+                Use::read(&self.blas_leaves),
+                Use::read(&self.triangles),
+                Use::read(&self.positions),
+                Use::write(&self.blas_nodes),
+                Use::write(&self.blas_counters),
+            ];
+            refit.record_push(rec, &push, &uses)?;
         }
         Ok(())
     }

@@ -5,7 +5,8 @@ use super::buffer::GpuBuffer;
 use super::error::GpuError;
 use super::kernel::Kernel;
 use super::layout::SkinPush;
-use super::queue::{Gpu, Recorder};
+use super::queue::Gpu;
+use super::recorder::{Recorder, Use};
 use super::shaders;
 
 /// An affine bone transform: three rows of `[m0, m1, m2, translation]`.
@@ -150,6 +151,13 @@ impl Skin {
             vertex_count: skin.vertex_count,
             bone_count: skin.bone_count,
         };
-        rec.dispatch_threads(&self.kernel, &push, skin.vertex_count)
+        let uses = [
+            Use::read(&skin.rest),
+            Use::read(&skin.joints),
+            Use::read(&skin.weights),
+            Use::read(&skin.bones),
+            Use::write(out),
+        ];
+        rec.dispatch_threads(&self.kernel, &push, skin.vertex_count, &uses)
     }
 }

@@ -180,12 +180,12 @@ fn gpu_refuses_bad_buffers_and_arguments_without_side_effects() {
     assert!(gpu.submit("overflow", |rec| rec.download(&buffer, u64::MAX, 2)).is_err());
     let refit = BlasRefit::new(&gpu).unwrap();
     // A push block of the wrong size is refused before recording.
-    let err = gpu.submit("bad push", |rec| rec.dispatch_threads(&refit.kernel, &[0u32; 3], 1)).unwrap_err();
+    let err = gpu.submit("bad push", |rec| rec.dispatch_threads(&refit.kernel, &[0u32; 3], 1, &[])).unwrap_err();
     assert!(err.to_string().contains("push-constant"), "{err}");
     let limit = gpu.info().max_group_count[0];
     let push = BlasRefitPush::default();
     if limit < u32::MAX {
-        let err = gpu.submit("too many groups", |rec| rec.dispatch(&refit.kernel, &push, [limit + 1, 1, 1]));
+        let err = gpu.submit("too many groups", |rec| rec.dispatch(&refit.kernel, &push, [limit + 1, 1, 1], &[]));
         assert!(err.is_err());
     }
     let empty = gpu.submit("empty download", |rec| rec.download(&buffer, 16, 0)).unwrap();
@@ -223,17 +223,67 @@ fn device_choice_by_name_and_index() {
 }
 
 #[test]
+fn barriers_are_derived_from_the_declared_hazards() {
+    // op0 upload a | op1 copy a->c | op2 copy a->d | op3 download c | op4 download d
+    // | op5 fill a. Hazards inside the submission: RAW a (op1), RAW a (op2, already
+    // visible to transfer reads: covered), RAW c (op3), RAW d (op4), WAR a from op1
+    // and op2 (op5, one merged barrier). Plus the entry and the exit barrier.
+    let Some(mut gpu) = test_gpu("barriers_are_derived_from_the_declared_hazards") else { return };
+    let words: Vec<u32> = (0..64).map(|i| i * 7 + 1).collect();
+    let a = gpu.buffer("a", 256, BufferMemory::Device).unwrap();
+    let c = gpu.buffer("c", 256, BufferMemory::Device).unwrap();
+    let d = gpu.buffer("d", 128, BufferMemory::Device).unwrap();
+    let (from_c, from_d) = gpu
+        .submit("hazards", |rec| {
+            rec.upload(&a, 0, bytemuck::cast_slice(&words))?;
+            rec.copy(&a, 0, &c, 0, 256)?;
+            rec.copy(&a, 128, &d, 0, 128)?;
+            let from_c = rec.download(&c, 0, 256)?;
+            let from_d = rec.download(&d, 0, 128)?;
+            rec.fill(&a, 9);
+            Ok((from_c, from_d))
+        })
+        .unwrap();
+    assert_eq!(from_c.to_vec::<u32>(), words);
+    assert_eq!(from_d.to_vec::<u32>(), words[32..]);
+    let sync = gpu.last_sync();
+    assert_eq!(sync, SyncStats { commands: 6, barriers: 6, buffer_barriers: 4, hazards: 6, covered: 1 });
+    assert_eq!(gpu.read::<u32>(&a, 64).unwrap(), vec![9; 64], "the fill ran after both copies");
+    // Two writes of different buffers with nothing between them: no barrier at
+    // all inside the submission, only entry and exit.
+    gpu.submit("independent", |rec| {
+        rec.fill(&c, 1);
+        rec.fill(&d, 2);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(gpu.last_sync(), SyncStats { commands: 2, barriers: 1, ..SyncStats::default() });
+    // A dispatch chain of real kernels: every sort step writes the keys the next
+    // one reads, so each dispatch after the first waits on its predecessor.
+    let keys = gpu.buffer_from("keys", &(0..2048u64).rev().collect::<Vec<_>>()).unwrap();
+    let builder = TlasBuilder::new(&gpu).unwrap();
+    gpu.submit("sort", |rec| builder.record_sort(rec, &keys, 2048)).unwrap();
+    let sync = gpu.last_sync();
+    assert!(sync.commands > 2 && sync.buffer_barriers == sync.commands - 1, "{sync:?}");
+    assert_eq!(gpu.read::<u64>(&keys, 2048).unwrap(), (0..2048u64).collect::<Vec<_>>());
+    assert_validation_clean(&gpu);
+}
+
+#[test]
 fn validation_layer_messages_are_collected() {
     // Proves the "validation clean" assertions can fail: a fill at an unaligned
     // offset breaks a valid-usage rule and must be reported.
     let Some(mut gpu) = test_gpu("validation_layer_messages_are_collected") else { return };
     let buffer = gpu.buffer("target", 64, BufferMemory::Device).unwrap();
     assert_validation_clean(&gpu);
-    let device = gpu.device().clone();
+    let raw = buffer.raw();
     gpu.submit("misuse", |rec| {
-        // SAFETY: deliberately invalid usage (offset not a multiple of 4) that the
-        // validation layer reports; lavapipe and real drivers ignore the low bits.
-        unsafe { device.cmd_fill_buffer(rec.command_buffer(), buffer.raw(), 2, 4, 0) };
+        rec.raw(&[Use::write(&buffer)], move |device, cmd| {
+            // SAFETY: deliberately invalid usage (offset not a multiple of 4) that
+            // the validation layer reports; lavapipe and real drivers ignore the
+            // low bits.
+            unsafe { device.cmd_fill_buffer(cmd, raw, 2, 4, 0) };
+        });
         Ok(())
     })
     .unwrap();
@@ -590,6 +640,17 @@ fn ray_tracer_follows_bodies_skins_and_matches_the_cpu_reference() {
                 // One batch: the frame's timings are exactly that submission's.
                 assert_eq!(tracer.frame_timings(), tracer.gpu().last_timings());
             }
+            // A full frame (update + trace): some hazards are covered by earlier
+            // barriers (the trace reads what the TLAS build made visible), so fewer
+            // buffer barriers than hazards. A trace alone: upload rays -> trace ->
+            // read-back, two hazards, two barriers between entry and exit.
+            let sync = tracer.gpu().last_sync();
+            match mode {
+                TraceMode::Closest => assert!(sync.covered > 0 && sync.buffer_barriers < sync.hazards, "{sync:?}"),
+                TraceMode::Any => {
+                    assert_eq!(sync, SyncStats { commands: 3, barriers: 4, buffer_barriers: 2, hazards: 2, covered: 0 })
+                }
+            }
             let cpu = reference_hits(&tracer, &bones, &rays, mode == TraceMode::Any);
             let ties = compare_hits(&rays, &hits, &cpu, mode == TraceMode::Any);
             assert!(ties * 1000 <= rays.len(), "{ties} ties");
@@ -651,7 +712,7 @@ fn gpu_bitonic_sort_equals_a_cpu_sort_for_every_size() {
     for padded in [1u32, 2, 8, 256, 512, 1024, 4096, 1 << 17] {
         let keys: Vec<[u32; 2]> = (0..padded).map(|i| [rng.below(64) as u32 * 0x0100_0001, i ^ 0x5a5a]).collect();
         let buffer = gpu.buffer_from("sort keys", &keys).unwrap();
-        gpu.submit("sort", |rec| builder.record_sort(rec, buffer.address(), padded)).unwrap();
+        gpu.submit("sort", |rec| builder.record_sort(rec, &buffer, padded)).unwrap();
         let got: Vec<[u32; 2]> = gpu.read(&buffer, padded as usize).unwrap();
         let mut want = keys.clone();
         want.sort_unstable();

@@ -26,10 +26,12 @@
 //! does not promise correctly rounded division).
 
 use super::blas::BvhNode;
+use super::buffer::GpuBuffer;
 use super::error::GpuError;
 use super::kernel::Kernel;
 use super::layout::{GpuInstance, TlasBoxesPush, TlasBuildPush, TlasMortonPush, TlasNode, TlasSortPush, TLAS_LEAF};
-use super::queue::{Gpu, Recorder};
+use super::queue::Gpu;
+use super::recorder::{Recorder, Use};
 use super::scene::GpuScene;
 use super::shaders;
 use crate::math::Vec3;
@@ -249,18 +251,20 @@ impl TlasBuilder {
     /// dispatch per step `j >= B` and one local dispatch for the steps below. The
     /// steps are those of the plain network, so the result is the same; for 2^17 keys
     /// that is 45 dispatches instead of 153.
-    pub fn record_sort(&self, rec: &mut Recorder<'_>, keys: u64, padded: u32) -> Result<(), GpuError> {
+    pub fn record_sort(&self, rec: &mut Recorder<'_>, keys: &GpuBuffer, padded: u32) -> Result<(), GpuError> {
+        keys.check_range("sort keys", 0, 8 * u64::from(padded))?;
         let block = 2 * self.sort_local.local_size;
-        let push = |j, k| TlasSortPush { keys, j, k, padded, _pad: 0 };
-        rec.dispatch(&self.sort_local, &push(0, 0), [padded.div_ceil(block), 1, 1])?;
+        let push = |j, k| TlasSortPush { keys: keys.address(), j, k, padded, _pad: 0 };
+        let uses = [Use::write(keys)];
+        rec.dispatch(&self.sort_local, &push(0, 0), [padded.div_ceil(block), 1, 1], &uses)?;
         let mut k = 2 * block;
         while k <= padded {
             let mut j = k / 2;
             while j >= block {
-                rec.dispatch_threads(&self.sort, &push(j, k), padded)?;
+                rec.dispatch_threads(&self.sort, &push(j, k), padded, &uses)?;
                 j /= 2;
             }
-            rec.dispatch(&self.sort_local, &push(j, k), [padded / block, 1, 1])?;
+            rec.dispatch(&self.sort_local, &push(j, k), [padded / block, 1, 1], &uses)?;
             k *= 2;
         }
         Ok(())
@@ -283,7 +287,14 @@ impl TlasBuilder {
             count: n,
             _pad: 0,
         };
-        rec.dispatch_threads(&self.boxes, &boxes, n)?;
+        let uses = [
+            Use::read(&scene.instances),
+            Use::read(&scene.blas_refs),
+            Use::read(&scene.blas_nodes),
+            Use::write(&scene.leaf_boxes),
+            Use::write(&scene.bounds),
+        ];
+        rec.dispatch_threads(&self.boxes, &boxes, n, &uses)?;
         let morton = TlasMortonPush {
             boxes: scene.leaf_boxes.address(),
             scene: scene.bounds.address(),
@@ -291,8 +302,9 @@ impl TlasBuilder {
             count: n,
             padded: scene.padded,
         };
-        rec.dispatch_threads(&self.morton, &morton, scene.padded)?;
-        self.record_sort(rec, scene.keys.address(), scene.padded)?;
+        let uses = [Use::read(&scene.leaf_boxes), Use::read(&scene.bounds), Use::write(&scene.keys)];
+        rec.dispatch_threads(&self.morton, &morton, scene.padded, &uses)?;
+        self.record_sort(rec, &scene.keys, scene.padded)?;
         let build = TlasBuildPush {
             keys: scene.keys.address(),
             nodes: scene.tlas_nodes.address(),
@@ -302,7 +314,15 @@ impl TlasBuilder {
             count: n,
             _pad: 0,
         };
-        rec.dispatch_threads(&self.hierarchy, &build, n.max(2) - 1)?;
-        rec.dispatch_threads(&self.refit, &build, n)
+        let uses = [Use::read(&scene.keys), Use::write(&scene.tlas_nodes), Use::write(&scene.parents)];
+        rec.dispatch_threads(&self.hierarchy, &build, n.max(2) - 1, &uses)?;
+        let uses = [
+            Use::read(&scene.keys),
+            Use::read(&scene.leaf_boxes),
+            Use::read(&scene.parents),
+            Use::write(&scene.tlas_nodes),
+            Use::write(&scene.counters),
+        ];
+        rec.dispatch_threads(&self.refit, &build, n, &uses)
     }
 }

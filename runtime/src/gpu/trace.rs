@@ -20,7 +20,8 @@ use super::buffer::GpuBuffer;
 use super::error::GpuError;
 use super::kernel::Kernel;
 use super::layout::{BlasRef, GpuHit, GpuInstance, GpuRay, TlasNode, TracePush, HIT_BACKFACE, NO_HIT, TLAS_LEAF};
-use super::queue::{Gpu, Recorder};
+use super::queue::Gpu;
+use super::recorder::{Recorder, Use};
 use super::scene::GpuScene;
 use super::shaders;
 use super::tlas::{transform_point, transform_vector, TLAS_STACK};
@@ -266,6 +267,16 @@ impl Tracer {
             ray_count: count,
             any_hit: u32::from(any_hit),
         };
-        rec.dispatch_threads(&self.kernel, &push, count)
+        let uses = [
+            Use::read(rays),
+            Use::read(&scene.tlas_nodes),
+            Use::read(&scene.instances),
+            Use::read(&scene.blas_refs),
+            Use::read(&scene.blas_nodes),
+            Use::read(&scene.triangles),
+            Use::read(&scene.positions),
+            Use::write(hits),
+        ];
+        rec.dispatch_threads(&self.kernel, &push, count, &uses)
     }
 }
