@@ -1543,6 +1543,12 @@ typedef struct KilnTracerDef {
      * name text) and `KILN_GPU_VALIDATION=1`. Default true.
      */
     bool use_environment;
+    /**
+     * The most device memory the tracer's buffers may hold at once, in bytes; a
+     * call that needs more fails with `KILN_ERROR_OUT_OF_MEMORY` and changes
+     * nothing. 0: no budget (only the device's own limits). Default 0.
+     */
+    uint64_t memory_budget_bytes;
 } KilnTracerDef;
 
 /**
@@ -3072,6 +3078,25 @@ bool kiln_tracer_is_valid(struct KilnTracerId tracer);
  * `out_info` is NULL or writable.
  */
 KilnStatus kiln_tracer_get_device(struct KilnTracerId tracer, struct KilnDeviceInfo *out_info);
+
+/**
+ * Sets the tracer's device memory budget in bytes (0: none; see
+ * `KilnTracerDef::memory_budget_bytes`). Buffers already held stay; a budget below
+ * what is in use only refuses new buffers. After `KILN_ERROR_OUT_OF_MEMORY`, raise
+ * the budget (or remove work) and call again: nothing was lost.
+ */
+KilnStatus kiln_tracer_set_memory_budget(struct KilnTracerId tracer, uint64_t bytes);
+
+/**
+ * Writes the bytes of device memory the tracer's buffers hold now to
+ * `out_in_use`, and its budget (0: none) to `out_budget`; either may be NULL.
+ *
+ * # Safety
+ * `out_in_use` and `out_budget` are each NULL or writable.
+ */
+KilnStatus kiln_tracer_get_memory(struct KilnTracerId tracer,
+                                  uint64_t *out_in_use,
+                                  uint64_t *out_budget);
 
 /**
  * Registers a triangle mesh (a BLAS is built over it on the CPU with binned SAH and

@@ -66,6 +66,10 @@ pub struct KilnTracerDef {
     /// Lets the environment override the fields above: `KILN_GPU_DEVICE` (an index or
     /// name text) and `KILN_GPU_VALIDATION=1`. Default true.
     pub use_environment: bool,
+    /// The most device memory the tracer's buffers may hold at once, in bytes; a
+    /// call that needs more fails with `KILN_ERROR_OUT_OF_MEMORY` and changes
+    /// nothing. 0: no budget (only the device's own limits). Default 0.
+    pub memory_budget_bytes: u64,
 }
 
 /// A discrete GPU.
@@ -268,6 +272,7 @@ pub extern "C" fn kiln_default_tracer_def() -> KilnTracerDef {
         device_index: -1,
         device_name: std::ptr::null(),
         use_environment: true,
+        memory_budget_bytes: 0,
     }
 }
 
@@ -325,7 +330,8 @@ pub unsafe extern "C" fn kiln_tracer_create(def: *const KilnTracerDef, out_trace
         non_null(out_tracer, "out_tracer")?;
         // SAFETY: non-null; readable per the contract.
         let def = unsafe { read_def(def, "def")? };
-        let mut config = GpuConfig { validation: def.validation, device: DeviceChoice::Best };
+        let memory_budget = Some(def.memory_budget_bytes).filter(|&b| b > 0);
+        let mut config = GpuConfig { validation: def.validation, device: DeviceChoice::Best, memory_budget };
         if !def.device_name.is_null() {
             // SAFETY: NUL-terminated per the contract.
             let name = unsafe { CStr::from_ptr(def.device_name) }
@@ -393,6 +399,46 @@ pub unsafe extern "C" fn kiln_tracer_get_device(tracer: KilnTracerId, out_info: 
             })
         })?;
         write_out(out_info, "out_info", info)
+    })
+}
+
+/// Sets the tracer's device memory budget in bytes (0: none; see
+/// `KilnTracerDef::memory_budget_bytes`). Buffers already held stay; a budget below
+/// what is in use only refuses new buffers. After `KILN_ERROR_OUT_OF_MEMORY`, raise
+/// the budget (or remove work) and call again: nothing was lost.
+#[no_mangle]
+pub extern "C" fn kiln_tracer_set_memory_budget(tracer: KilnTracerId, bytes: u64) -> KilnStatus {
+    ffi_call("kiln_tracer_set_memory_budget", || {
+        with_tracer(tracer, |entry| {
+            entry.tracer.gpu().set_memory_budget(Some(bytes).filter(|&b| b > 0));
+            Ok(())
+        })
+    })
+}
+
+/// Writes the bytes of device memory the tracer's buffers hold now to
+/// `out_in_use`, and its budget (0: none) to `out_budget`; either may be NULL.
+///
+/// # Safety
+/// `out_in_use` and `out_budget` are each NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_get_memory(
+    tracer: KilnTracerId,
+    out_in_use: *mut u64,
+    out_budget: *mut u64,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_get_memory", || {
+        let (in_use, budget) = with_tracer(tracer, |entry| {
+            let gpu = entry.tracer.gpu();
+            Ok((gpu.memory_in_use(), gpu.memory_budget().unwrap_or(0)))
+        })?;
+        if !out_in_use.is_null() {
+            write_out(out_in_use, "out_in_use", in_use)?;
+        }
+        if !out_budget.is_null() {
+            write_out(out_budget, "out_budget", budget)?;
+        }
+        Ok(())
     })
 }
 

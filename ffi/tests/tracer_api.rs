@@ -202,3 +202,57 @@ fn affine_from_transform_scales_then_rotates_then_moves() {
         assert!((got - want).abs() < 1e-5, "{out:?}");
     }
 }
+
+#[test]
+fn a_memory_budget_refuses_with_out_of_memory_and_a_raised_one_recovers() {
+    let Some(tracer) = tracer() else { return };
+    let (mut in_use, mut budget) = (u64::MAX, u64::MAX);
+    ok(unsafe { kiln_tracer_get_memory(tracer, &mut in_use, &mut budget) });
+    assert_eq!(budget, 0, "no budget by default");
+    ok(kiln_tracer_set_memory_budget(tracer, 64 << 10));
+    // A 100x100 grid (20,000 triangles) needs more than 64 KiB on the device.
+    let n = 100u32;
+    let verts: Vec<KilnVec3> =
+        (0..=n).flat_map(|z| (0..=n).map(move |x| v3(x as f32 * 0.1 - 5.0, 0.0, z as f32 * 0.1 - 5.0))).collect();
+    let idx: Vec<u32> = (0..n)
+        .flat_map(|z| {
+            (0..n).flat_map(move |x| {
+                let v = z * (n + 1) + x;
+                [v, v + n + 1, v + 1, v + 1, v + n + 1, v + n + 2]
+            })
+        })
+        .collect();
+    let mut mesh = 0;
+    ok(unsafe { kiln_tracer_add_mesh(tracer, verts.as_ptr(), verts.len() as u32, idx.as_ptr(), 2 * n * n, &mut mesh) });
+    let mut def = kiln_default_instance_def();
+    def.mesh = mesh;
+    def.user_id = 7;
+    let mut instance = 0;
+    ok(unsafe { kiln_tracer_add_instance(tracer, &def, &mut instance) });
+    let mut hit = unsafe { std::mem::zeroed::<KilnTraceHit>() };
+    refused(
+        unsafe { kiln_tracer_trace(tracer, &down(0.05), 1, KILN_TRACE_CLOSEST, &mut hit) },
+        KILN_ERROR_OUT_OF_MEMORY,
+        "memory budget",
+    );
+    ok(unsafe { kiln_tracer_get_memory(tracer, &mut in_use, &mut budget) });
+    assert_eq!(budget, 64 << 10);
+    assert!(in_use <= budget, "{in_use} bytes held after the refusal");
+    // Raised: the same call succeeds and hits the grid.
+    ok(kiln_tracer_set_memory_budget(tracer, 0));
+    ok(unsafe { kiln_tracer_trace(tracer, &down(0.05), 1, KILN_TRACE_CLOSEST, &mut hit) });
+    assert_eq!((hit.instance, hit.user_id), (instance, 7));
+    assert!((hit.t - 100.0).abs() < 1e-3, "{}", hit.t);
+    ok(unsafe { kiln_tracer_get_memory(tracer, &mut in_use, ptr::null_mut()) });
+    assert!(in_use > 64 << 10);
+    refused(
+        unsafe { kiln_tracer_get_memory(KilnTracerId::default(), &mut in_use, &mut budget) },
+        KILN_ERROR_INVALID_HANDLE,
+        "tracer",
+    );
+    let mut messages = 99;
+    ok(unsafe { kiln_tracer_get_validation_messages(tracer, ptr::null_mut(), 0, &mut messages) });
+    assert_eq!(messages, 0);
+    ok(kiln_tracer_destroy(tracer));
+    refused(kiln_tracer_set_memory_budget(tracer, 1), KILN_ERROR_INVALID_HANDLE, "tracer");
+}

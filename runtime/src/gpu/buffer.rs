@@ -32,6 +32,8 @@ pub struct GpuBuffer {
     pub(crate) buffer: vk::Buffer,
     allocation: Option<Allocation>,
     size: u64,
+    /// Bytes taken from the memory budget (the allocation's size).
+    reserved: u64,
     address: vk::DeviceAddress,
     memory: BufferMemory,
 }
@@ -53,6 +55,7 @@ impl GpuBuffer {
         let buffer = unsafe { device.create_buffer(&info, None) }.call("vkCreateBuffer")?;
         // SAFETY: `buffer` was just created on this device.
         let requirements = unsafe { device.get_buffer_memory_requirements(buffer) };
+        shared.reserve(name, requirements.size)?;
         let location = match memory {
             BufferMemory::Device => MemoryLocation::GpuOnly,
             BufferMemory::Upload => MemoryLocation::CpuToGpu,
@@ -68,6 +71,7 @@ impl GpuBuffer {
         let allocation = match allocation {
             Ok(allocation) => allocation,
             Err(err) => {
+                shared.release(requirements.size);
                 // SAFETY: the buffer is unbound and unused.
                 unsafe { device.destroy_buffer(buffer, None) };
                 return Err(err.into());
@@ -77,6 +81,7 @@ impl GpuBuffer {
         let bound = unsafe { device.bind_buffer_memory(buffer, allocation.memory(), allocation.offset()) };
         if let Err(result) = bound {
             let _ = shared.allocator().free(allocation);
+            shared.release(requirements.size);
             // SAFETY: the buffer is unused.
             unsafe { device.destroy_buffer(buffer, None) };
             return Err(GpuError::vk("vkBindBufferMemory", result));
@@ -85,7 +90,11 @@ impl GpuBuffer {
         let address =
             unsafe { device.get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(buffer)) };
         shared.name_object(buffer, name);
-        Ok(GpuBuffer { shared: shared.clone(), buffer, allocation: Some(allocation), size, address, memory })
+        if let Some(registry) = &shared.registry {
+            registry.lock().unwrap_or_else(|p| p.into_inner()).insert(address, (size, name.to_owned()));
+        }
+        let reserved = requirements.size;
+        Ok(GpuBuffer { shared: shared.clone(), buffer, allocation: Some(allocation), size, reserved, address, memory })
     }
 
     pub fn size(&self) -> u64 {
@@ -132,6 +141,10 @@ impl Drop for GpuBuffer {
     fn drop(&mut self) {
         if let Some(allocation) = self.allocation.take() {
             let _ = self.shared.allocator().free(allocation);
+        }
+        self.shared.release(self.reserved);
+        if let Some(registry) = &self.shared.registry {
+            registry.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.address);
         }
         // SAFETY: Kiln waits for its submissions before returning, so the buffer is no
         // longer in use; it belongs to this device.

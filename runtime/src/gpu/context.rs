@@ -23,8 +23,10 @@
 use super::error::{GpuError, VkContext};
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
+use std::collections::BTreeMap;
 use std::ffi::{c_void, CStr, CString};
 use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// How to pick the physical device.
@@ -46,6 +48,10 @@ pub struct GpuConfig {
     /// (see [`Gpu::validation_messages`]). Missing layer: [`GpuError::MissingFeature`].
     pub validation: bool,
     pub device: DeviceChoice,
+    /// The most device memory Kiln's buffers may hold at once, in bytes; a buffer
+    /// beyond it fails with [`GpuError::OutOfMemory`] before Vulkan is asked. `None`:
+    /// only the device's own limits.
+    pub memory_budget: Option<u64>,
 }
 
 impl GpuConfig {
@@ -61,7 +67,7 @@ impl GpuConfig {
             },
             Err(_) => DeviceChoice::Best,
         };
-        GpuConfig { validation, device }
+        GpuConfig { validation, device, memory_budget: None }
     }
 }
 
@@ -124,7 +130,7 @@ pub(crate) struct MessageLog {
 }
 
 impl MessageLog {
-    fn push(&self, text: String) {
+    pub(crate) fn push(&self, text: String) {
         if let Ok(mut messages) = self.messages.lock() {
             messages.push(text);
         }
@@ -166,11 +172,37 @@ pub(crate) struct Shared {
     pub(crate) allocator: Mutex<ManuallyDrop<Allocator>>,
     pub(crate) debug_utils: Option<ash::ext::debug_utils::Device>,
     messenger: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
-    messages: Box<MessageLog>,
+    pub(crate) messages: Box<MessageLog>,
     pub(crate) info: DeviceInfo,
+    /// [`GpuConfig::memory_budget`] and the bytes Kiln's buffers hold now.
+    /// (`u64::MAX`: no budget)
+    pub(crate) budget: AtomicU64,
+    pub(crate) in_use: AtomicU64,
+    /// With validation on: every live buffer by device address (size, name), so the
+    /// recorder can report a kernel reaching a buffer it did not declare.
+    pub(crate) registry: Option<Mutex<BTreeMap<u64, (u64, String)>>>,
 }
 
 impl Shared {
+    /// Takes `bytes` from the memory budget for buffer `name`.
+    pub(crate) fn reserve(&self, name: &str, bytes: u64) -> Result<(), GpuError> {
+        let before = self.in_use.fetch_add(bytes, Ordering::Relaxed);
+        match self.budget.load(Ordering::Relaxed) {
+            budget if before.saturating_add(bytes) > budget => {
+                self.in_use.fetch_sub(bytes, Ordering::Relaxed);
+                Err(GpuError::OutOfMemory(format!(
+                    "buffer '{name}' needs {bytes} bytes; {before} of the {budget}-byte memory budget are in use"
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Returns `bytes` to the memory budget.
+    pub(crate) fn release(&self, bytes: u64) {
+        self.in_use.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
     pub(crate) fn allocator(&self) -> MutexGuard<'_, ManuallyDrop<Allocator>> {
         // A panic while holding the lock leaves the allocator usable: recover it.
         self.allocator.lock().unwrap_or_else(|poison| poison.into_inner())
@@ -402,7 +434,7 @@ impl Shared {
         let device = unsafe { instance.create_device(chosen.physical, &device_info, None) }.call("vkCreateDevice")?;
         let debug = debug_available.then(|| ash::ext::debug_utils::Device::new(&instance, &device));
         let (instance, messenger) = partial.disarm();
-        Shared::finish(
+        let mut shared = Shared::finish(
             entry,
             instance,
             chosen.physical,
@@ -412,7 +444,12 @@ impl Shared {
             messenger,
             messages,
             chosen.info,
-        )
+        )?;
+        shared.budget = AtomicU64::new(config.memory_budget.unwrap_or(u64::MAX));
+        if config.validation {
+            shared.registry = Some(Mutex::new(BTreeMap::new()));
+        }
+        Ok(shared)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -462,6 +499,9 @@ impl Shared {
             messenger,
             messages,
             info,
+            budget: AtomicU64::new(u64::MAX),
+            in_use: AtomicU64::new(0),
+            registry: None,
         })
     }
 

@@ -86,9 +86,12 @@ impl GiBaker {
             let ray_count = push.count * BAKE_RAYS as u32;
             tracer.submit_with_scene("kiln gi bake", |rec, scene, trace| {
                 rec.pass("gi visibility bake", |rec| {
-                    rec.dispatch_threads(&self.rays, &push, ray_count, &[Use::read(&probes), Use::write(rays)])?;
+                    // One push block for both kernels: each declares the buffers it
+                    // is handed but does not touch as reads.
+                    let uses = [Use::read(&probes), Use::read(hits), Use::read(&vis.maps), Use::write(rays)];
+                    rec.dispatch_threads(&self.rays, &push, ray_count, &uses)?;
                     trace.record(rec, scene, rays, hits, ray_count, false)?;
-                    let uses = [Use::read(hits), Use::write(&vis.maps)];
+                    let uses = [Use::read(&probes), Use::read(rays), Use::read(hits), Use::write(&vis.maps)];
                     rec.dispatch_threads(&self.reduce, &push, push.count * OCT_TEXELS as u32, &uses)
                 })
             })?;

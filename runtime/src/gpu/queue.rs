@@ -99,6 +99,23 @@ impl Gpu {
         Ok(gpu)
     }
 
+    /// Bytes of device memory Kiln's buffers hold now (what
+    /// [`GpuConfig::memory_budget`] limits).
+    pub fn memory_in_use(&self) -> u64 {
+        self.shared.in_use.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The memory budget ([`GpuConfig::memory_budget`]); `None`: no budget.
+    pub fn memory_budget(&self) -> Option<u64> {
+        Some(self.shared.budget.load(std::sync::atomic::Ordering::Relaxed)).filter(|&b| b != u64::MAX)
+    }
+
+    /// Changes the memory budget. Buffers already held stay; lowering the budget
+    /// below what is in use only refuses new buffers.
+    pub fn set_memory_budget(&self, budget: Option<u64>) {
+        self.shared.budget.store(budget.unwrap_or(u64::MAX), std::sync::atomic::Ordering::Relaxed);
+    }
+
     pub fn info(&self) -> &DeviceInfo {
         &self.shared.info
     }

@@ -20,9 +20,13 @@
 //! ```
 //!
 //! Kernels reach buffers only through device addresses in their push constants, so
-//! Vulkan cannot see what they touch: each dispatch declares its buffers with
-//! [`Use`], and that declaration is the whole contract. Copies, fills, uploads and
-//! read-backs declare theirs themselves. No kernel and no pass inserts a barrier.
+//! Vulkan cannot see what they touch: each dispatch declares with [`Use`] every
+//! buffer its push constants point into (one it is handed but does not touch, as a
+//! read), and that declaration is the whole contract. With validation on, a push
+//! constant pointing into a live buffer that was not declared is reported in the
+//! validation log, which the GPU tests require to be empty. Copies, fills, uploads
+//! and read-backs declare their buffers themselves. No kernel and no pass inserts
+//! a barrier.
 //!
 //! Granularity is the whole buffer (a kernel writing one slice of a shared array
 //! waits like one writing all of it). A barrier is skipped when an earlier one
@@ -268,6 +272,7 @@ impl<'a> Recorder<'a> {
                 kernel.name
             )));
         }
+        self.check_declared(kernel, bytes, uses);
         if groups.contains(&0) {
             return Ok(());
         }
@@ -275,6 +280,27 @@ impl<'a> Recorder<'a> {
         let uses: Vec<(vk::Buffer, Mode)> = uses.iter().map(|u| (u.buffer.buffer, u.mode)).collect();
         self.push_op(kernel.name, &uses, Usage::Storage, op);
         Ok(())
+    }
+
+    /// With validation on: every 8-byte word of `push` that points into a live
+    /// buffer must point into a declared one, or the validation log gets a message
+    /// naming the kernel and the buffer. (Addresses stored inside buffers, like the
+    /// DDGI parameter block, are beyond this check.)
+    fn check_declared(&self, kernel: &Kernel, push: &[u8], uses: &[Use<'_>]) {
+        let Some(registry) = &self.shared.registry else { return };
+        let registry = registry.lock().unwrap_or_else(|p| p.into_inner());
+        for word in push.chunks_exact(8) {
+            let value = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+            let Some((&start, (size, name))) = registry.range(..=value).next_back() else { continue };
+            let inside = |address: u64, size: u64| value >= address && value - address < size;
+            if inside(start, *size) && !uses.iter().any(|u| inside(u.buffer.address(), u.buffer.size())) {
+                self.shared.messages.push(format!(
+                    "[kiln] kernel '{}' reaches buffer '{name}' through its push constants without declaring it \
+                     (Use::read / Use::write): the frame graph cannot order it",
+                    kernel.name
+                ));
+            }
+        }
     }
 
     /// Records raw commands (`record` gets the device and the command buffer) that

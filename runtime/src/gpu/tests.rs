@@ -214,11 +214,16 @@ fn device_choice_by_name_and_index() {
     let Some(gpu) = test_gpu("device_choice_by_name_and_index") else { return };
     let name = gpu.info().name.clone();
     drop(gpu);
-    let by_name = Gpu::new(&GpuConfig { validation: true, device: DeviceChoice::Name(name[..3].to_lowercase()) });
+    let by_name = Gpu::new(&GpuConfig {
+        validation: true,
+        device: DeviceChoice::Name(name[..3].to_lowercase()),
+        memory_budget: None,
+    });
     assert_eq!(by_name.unwrap().info().name, name);
-    let missing = Gpu::new(&GpuConfig { validation: false, device: DeviceChoice::Name("no such device xyz".into()) });
+    let missing =
+        Gpu::new(&GpuConfig { device: DeviceChoice::Name("no such device xyz".into()), ..GpuConfig::default() });
     assert!(matches!(missing, Err(GpuError::NoDevice(ref m)) if m.contains("no device matches")));
-    let missing = Gpu::new(&GpuConfig { validation: false, device: DeviceChoice::Index(999) });
+    let missing = Gpu::new(&GpuConfig { device: DeviceChoice::Index(999), ..GpuConfig::default() });
     assert!(matches!(missing, Err(GpuError::NoDevice(_))));
 }
 
@@ -289,6 +294,16 @@ fn validation_layer_messages_are_collected() {
     .unwrap();
     let messages = gpu.validation_messages();
     assert!(messages.iter().any(|m| m.contains("dstOffset")), "{messages:?}");
+    // Kiln's own check: a dispatch whose push constants point into a buffer it did
+    // not declare (no group runs, but the declaration is still wrong).
+    let refit = BlasRefit::new(&gpu).unwrap();
+    let inside = BlasRefitPush { nodes: buffer.address() + 16, ..BlasRefitPush::default() };
+    gpu.submit("declared", |rec| rec.dispatch(&refit.kernel, &inside, [0, 1, 1], &[Use::write(&buffer)])).unwrap();
+    assert_eq!(gpu.validation_messages().len(), messages.len(), "declared: no message");
+    gpu.submit("undeclared", |rec| rec.dispatch(&refit.kernel, &inside, [0, 1, 1], &[])).unwrap();
+    let messages = gpu.validation_messages();
+    let undeclared = messages.iter().filter(|m| m.contains("'blas_refit' reaches buffer 'target'")).count();
+    assert_eq!(undeclared, 1, "{messages:?}");
 }
 
 fn random_transform(rng: &mut Rng, spread: f32) -> Affine {
@@ -1025,5 +1040,67 @@ fn gi_volume_updates_its_budget_round_robin_and_handles_an_empty_volume() {
             assert!(names.contains(&pass), "{pass} missing from {names:?}");
         }
     }
+    assert_validation_clean(tracer.gpu());
+}
+
+#[test]
+fn a_memory_budget_reports_out_of_memory_and_loses_nothing() {
+    // A tracer under a 4 MiB budget traces a small scene; a 200k-triangle mesh
+    // does not fit: the trace reports OutOfMemory, the partial device scene is
+    // freed, the CPU scene is intact, and with a larger budget the same tracer
+    // traces the big mesh and matches the CPU reference.
+    let Some(gpu) = test_gpu("a_memory_budget_reports_out_of_memory_and_loses_nothing") else { return };
+    let budget = 4 << 20;
+    gpu.set_memory_budget(Some(budget));
+    let mut tracer = RayTracer::with_gpu(gpu).unwrap();
+    let (p, t) = box_mesh([1.0, 1.0, 1.0]);
+    let cube = tracer.add_mesh(&p, &t).unwrap();
+    for i in 0..4 {
+        let at = [[1.0, 0.0, 0.0, 3.0 * i as f32], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]];
+        tracer.add_instance(cube, &at, 1, i).unwrap();
+    }
+    let rays: Vec<GpuRay> = (0..1000)
+        .map(|i| GpuRay {
+            origin: [(i % 100) as f32 * 0.018 - 0.9, 10.0, (i / 100) as f32 * 0.18 - 0.9],
+            dir: [0.0, -1.0, 0.0],
+            t_max: f32::INFINITY,
+            mask: u32::MAX,
+            ..GpuRay::default()
+        })
+        .collect();
+    let mut hits = vec![GpuHit::default(); rays.len()];
+    tracer.trace(&rays, TraceMode::Closest, &mut hits).unwrap();
+    let held = tracer.gpu().memory_in_use();
+    assert!(held > 0 && held <= budget, "{held} bytes held");
+    assert!(hits.iter().all(|h| h.instance != NO_HIT), "every ray hits the first cube");
+
+    let (p, t) = grid_mesh(320, 0.05, |x, z| ((x * 7 + z * 3) % 5) as f32 * 0.01);
+    let big = tracer.add_mesh(&p, &t).unwrap();
+    tracer.add_instance(big, &IDENTITY, 2, 99).unwrap();
+    let before = tracer.gpu().memory_in_use();
+    let err = tracer.trace(&rays, TraceMode::Closest, &mut hits).unwrap_err();
+    assert!(matches!(&err, GpuError::OutOfMemory(m) if m.contains("memory budget")), "{err}");
+    assert_eq!(tracer.gpu().memory_in_use(), before, "the partial device scene was freed");
+    assert!(tracer.gpu().memory_in_use() <= budget);
+    assert_eq!((tracer.mesh_count(), tracer.instance_count()), (2, 5), "the CPU scene is intact");
+
+    tracer.gpu().set_memory_budget(None);
+    tracer.trace(&rays, TraceMode::Closest, &mut hits).unwrap();
+    assert!(tracer.gpu().memory_in_use() > budget);
+    let cpu = reference_hits(&tracer, &[], &rays, false);
+    assert_eq!(compare_hits(&rays, &hits, &cpu, false), 0);
+    // Under the cubes: rays with only the big instance's mask bit find it.
+    let under: Vec<GpuRay> = rays
+        .iter()
+        .enumerate()
+        .map(|(i, r)| GpuRay {
+            origin: [(i % 100) as f32 * 0.15 + 0.05, 10.0, (i / 100) as f32 * 1.5 + 0.05],
+            mask: 2,
+            ..*r
+        })
+        .collect();
+    tracer.trace(&under, TraceMode::Closest, &mut hits).unwrap();
+    assert!(hits.iter().any(|h| h.user_id == 99), "rays see the big mesh");
+    assert_eq!(compare_hits(&under, &hits, &reference_hits(&tracer, &[], &under, false), false), 0);
     assert_validation_clean(tracer.gpu());
 }

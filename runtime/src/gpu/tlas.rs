@@ -314,7 +314,15 @@ impl TlasBuilder {
             count: n,
             _pad: 0,
         };
-        let uses = [Use::read(&scene.keys), Use::write(&scene.tlas_nodes), Use::write(&scene.parents)];
+        // Hierarchy and refit share one push block; the hierarchy is handed the
+        // boxes and counters without touching them, so it declares them as reads.
+        let uses = [
+            Use::read(&scene.keys),
+            Use::read(&scene.leaf_boxes),
+            Use::read(&scene.counters),
+            Use::write(&scene.tlas_nodes),
+            Use::write(&scene.parents),
+        ];
         rec.dispatch_threads(&self.hierarchy, &build, n.max(2) - 1, &uses)?;
         let uses = [
             Use::read(&scene.keys),
