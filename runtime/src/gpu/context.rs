@@ -7,8 +7,14 @@
 //!    instance 1.2 (+ debug_utils, + Khronos validation when asked)
 //!    rank devices: discrete > integrated > virtual > cpu (lavapipe), or by name/index
 //!    device: one compute queue; features bufferDeviceAddress + vulkanMemoryModel
-//!            (+ device scope) + hostQueryReset
+//!            (+ device scope)
 //!    gpu-allocator with buffer device addresses
+//!
+//!  Gpu::embedded(desc)                   embedded: the engine owns them
+//!    Entry::from_static_fn(its vkGetInstanceProcAddr)
+//!    Instance::load / Device::load on its handles; its queue family and index
+//!    checks: Vulkan 1.2, the family computes, the features are supported
+//!    (enabling them is the engine's part); nothing of the engine's is destroyed
 //! ```
 //!
 //! Kernels address buffers through `VK_KHR_buffer_device_address` pointers passed in
@@ -181,6 +187,36 @@ pub(crate) struct Shared {
     /// With validation on: every live buffer by device address (size, name), so the
     /// recorder can report a kernel reaching a buffer it did not declare.
     pub(crate) registry: Option<Mutex<BTreeMap<u64, (u64, String)>>>,
+    /// Standalone: Kiln created instance and device and destroys them. Embedded: the
+    /// engine owns them.
+    pub(crate) owned: bool,
+}
+
+/// What an engine hands Kiln to run on its own device (embedded mode). The engine
+/// created the device with Vulkan 1.2 and the features `bufferDeviceAddress`,
+/// `vulkanMemoryModel` and `vulkanMemoryModelDeviceScope` enabled; Kiln checks that
+/// the device supports them but cannot see what was enabled.
+#[derive(Clone, Copy, Debug)]
+pub struct EmbeddedDevice {
+    pub get_instance_proc_addr: vk::PFN_vkGetInstanceProcAddr,
+    pub instance: vk::Instance,
+    pub physical_device: vk::PhysicalDevice,
+    pub device: vk::Device,
+    /// A queue family with compute; Kiln's own submissions (uploads at structural
+    /// changes, read-backs) go to queue `queue_index` of it, and the engine submits
+    /// the command buffers Kiln records into to a queue of this family.
+    pub queue_family: u32,
+    pub queue_index: u32,
+    /// Command buffers in flight: a recording for slot `s` may reuse what the
+    /// previous recording for `s` used, so that one must have completed. 1..=8.
+    pub frames_in_flight: u32,
+    /// The engine enabled `VK_EXT_debug_utils` on its instance: Kiln labels its passes.
+    pub debug_utils: bool,
+    /// Kiln's own checks (undeclared buffers) go to the validation messages; the
+    /// validation layer's own messages go to the engine's messenger.
+    pub validation: bool,
+    /// As [`GpuConfig::memory_budget`].
+    pub memory_budget: Option<u64>,
 }
 
 impl Shared {
@@ -221,15 +257,21 @@ impl Shared {
 impl Drop for Shared {
     fn drop(&mut self) {
         // SAFETY: this is the last owner: every buffer, kernel and command pool holding
-        // an `Arc<Shared>` is gone, so nothing uses the device after the idle wait.
+        // an `Arc<Shared>` is gone. Standalone, nothing uses the device after the idle
+        // wait. Embedded, the engine's device and instance are left alone (and not
+        // waited on: the engine finished the work Kiln recorded, per the contract).
         unsafe {
-            let _ = self.device.device_wait_idle();
-            ManuallyDrop::drop(self.allocator.get_mut().unwrap_or_else(|poison| poison.into_inner()));
-            self.device.destroy_device(None);
-            if let Some((loader, messenger)) = self.messenger.take() {
-                loader.destroy_debug_utils_messenger(messenger, None);
+            if self.owned {
+                let _ = self.device.device_wait_idle();
             }
-            self.instance.destroy_instance(None);
+            ManuallyDrop::drop(self.allocator.get_mut().unwrap_or_else(|poison| poison.into_inner()));
+            if self.owned {
+                self.device.destroy_device(None);
+                if let Some((loader, messenger)) = self.messenger.take() {
+                    loader.destroy_debug_utils_messenger(messenger, None);
+                }
+                self.instance.destroy_instance(None);
+            }
         }
     }
 }
@@ -308,7 +350,6 @@ fn describe(instance: &ash::Instance, physical: vk::PhysicalDevice, index: usize
             (v12.buffer_device_address, "bufferDeviceAddress"),
             (v12.vulkan_memory_model, "vulkanMemoryModel"),
             (v12.vulkan_memory_model_device_scope, "vulkanMemoryModelDeviceScope"),
-            (v12.host_query_reset, "hostQueryReset"),
         ] {
             if present == vk::FALSE {
                 missing.push(name);
@@ -427,8 +468,7 @@ impl Shared {
         let mut v12 = vk::PhysicalDeviceVulkan12Features::default()
             .buffer_device_address(true)
             .vulkan_memory_model(true)
-            .vulkan_memory_model_device_scope(true)
-            .host_query_reset(true);
+            .vulkan_memory_model_device_scope(true);
         let device_info = vk::DeviceCreateInfo::default().queue_create_infos(&queue_info).push_next(&mut v12);
         // SAFETY: `chosen.physical` belongs to `instance`; the features were checked.
         let device = unsafe { instance.create_device(chosen.physical, &device_info, None) }.call("vkCreateDevice")?;
@@ -439,14 +479,85 @@ impl Shared {
             instance,
             chosen.physical,
             device,
-            chosen.queue_family,
+            (chosen.queue_family, 0),
             debug,
             messenger,
             messages,
             chosen.info,
+            true,
         )?;
         shared.budget = AtomicU64::new(config.memory_budget.unwrap_or(u64::MAX));
         if config.validation {
+            shared.registry = Some(Mutex::new(BTreeMap::new()));
+        }
+        Ok(shared)
+    }
+
+    /// Loads Kiln's function pointers from an engine's instance and device.
+    ///
+    /// # Safety
+    /// The handles are live, belong together, and were created by the loader behind
+    /// `get_instance_proc_addr`; they outlive the returned context.
+    pub(crate) unsafe fn import(desc: &EmbeddedDevice) -> Result<Shared, GpuError> {
+        let null = |what: &str| GpuError::InvalidInput(format!("embedded device: {what} is null"));
+        if desc.instance == vk::Instance::null() {
+            return Err(null("the instance"));
+        }
+        if desc.physical_device == vk::PhysicalDevice::null() {
+            return Err(null("the physical device"));
+        }
+        if desc.device == vk::Device::null() {
+            return Err(null("the device"));
+        }
+        let static_fn = ash::StaticFn { get_instance_proc_addr: desc.get_instance_proc_addr };
+        // SAFETY: the caller vouches for the function and the handles.
+        let (entry, instance) = unsafe {
+            let entry = ash::Entry::from_static_fn(static_fn);
+            let instance = ash::Instance::load(entry.static_fn(), desc.instance);
+            (entry, instance)
+        };
+        let mut candidate = describe(&instance, desc.physical_device, 0);
+        candidate.missing.retain(|m| *m != "a compute queue");
+        if !candidate.missing.is_empty() {
+            return Err(GpuError::NoDevice(format!(
+                "embedded device '{}' lacks {}",
+                candidate.info.name,
+                candidate.missing.join(", ")
+            )));
+        }
+        // SAFETY: a live physical device of this instance.
+        let families = unsafe { instance.get_physical_device_queue_family_properties(desc.physical_device) };
+        let family = families.get(desc.queue_family as usize).ok_or_else(|| {
+            GpuError::InvalidInput(format!(
+                "embedded device: queue family {} of {} does not exist",
+                desc.queue_family,
+                families.len()
+            ))
+        })?;
+        if !family.queue_flags.contains(vk::QueueFlags::COMPUTE) || desc.queue_index >= family.queue_count {
+            return Err(GpuError::InvalidInput(format!(
+                "embedded device: queue {} of family {} (flags {:?}, {} queues) is not a compute queue",
+                desc.queue_index, desc.queue_family, family.queue_flags, family.queue_count
+            )));
+        }
+        candidate.info.timestamps = family.timestamp_valid_bits > 0 && candidate.info.timestamp_period_ns > 0.0;
+        // SAFETY: the caller vouches for the device handle.
+        let device = unsafe { ash::Device::load(instance.fp_v1_0(), desc.device) };
+        let debug = desc.debug_utils.then(|| ash::ext::debug_utils::Device::new(&instance, &device));
+        let mut shared = Shared::finish(
+            entry,
+            instance,
+            desc.physical_device,
+            device,
+            (desc.queue_family, desc.queue_index),
+            debug,
+            None,
+            Box::default(),
+            candidate.info,
+            false,
+        )?;
+        shared.budget = AtomicU64::new(desc.memory_budget.unwrap_or(u64::MAX));
+        if desc.validation {
             shared.registry = Some(Mutex::new(BTreeMap::new()));
         }
         Ok(shared)
@@ -458,14 +569,15 @@ impl Shared {
         instance: ash::Instance,
         physical: vk::PhysicalDevice,
         device: ash::Device,
-        queue_family: u32,
+        (queue_family, queue_index): (u32, u32),
         debug_utils: Option<ash::ext::debug_utils::Device>,
         messenger: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
         messages: Box<MessageLog>,
         info: DeviceInfo,
+        owned: bool,
     ) -> Result<Shared, GpuError> {
-        // SAFETY: the family was created with one queue.
-        let queue = unsafe { device.get_device_queue(queue_family, 0) };
+        // SAFETY: the family has this queue (created by Kiln, or checked on import).
+        let queue = unsafe { device.get_device_queue(queue_family, queue_index) };
         let allocator = Allocator::new(&AllocatorCreateDesc {
             instance: instance.clone(),
             device: device.clone(),
@@ -476,6 +588,7 @@ impl Shared {
         });
         let allocator = match allocator {
             Ok(allocator) => allocator,
+            Err(err) if !owned => return Err(err.into()),
             Err(err) => {
                 // SAFETY: nothing was created on the device yet.
                 unsafe {
@@ -502,6 +615,7 @@ impl Shared {
             budget: AtomicU64::new(u64::MAX),
             in_use: AtomicU64::new(0),
             registry: None,
+            owned,
         })
     }
 

@@ -27,8 +27,13 @@
 //! side depends on it.
 //!
 //! Requirements on the device (checked when choosing it): Vulkan 1.2, a compute
-//! queue, `bufferDeviceAddress`, `vulkanMemoryModel` (+ device scope) and
-//! `hostQueryReset`. lavapipe and every desktop driver of the last years have them.
+//! queue, `bufferDeviceAddress` and `vulkanMemoryModel` (+ device scope). lavapipe
+//! and every desktop driver of the last years have them.
+//!
+//! Two ways to own the device: standalone ([`Gpu::new`]: Kiln creates instance,
+//! device and queue, and submits and waits itself) and embedded ([`Gpu::embedded`]:
+//! the engine hands in its handles, and Kiln records its passes into the engine's
+//! command buffer with [`Gpu::record_into`]).
 
 mod blas;
 mod blas_refit;
@@ -53,7 +58,7 @@ mod trace;
 pub use blas::{Blas, BlasError, BvhNode, MAX_DEPTH, MAX_LEAF_TRIANGLES, NO_PARENT};
 pub use blas_refit::{BlasRefit, GpuBlas};
 pub use buffer::{BufferMemory, GpuBuffer, MAX_BUFFER_BYTES};
-pub use context::{DeviceChoice, DeviceInfo, DeviceKind, GpuConfig};
+pub use context::{DeviceChoice, DeviceInfo, DeviceKind, EmbeddedDevice, GpuConfig};
 pub use error::GpuError;
 pub use gi_bake::{GiBaker, BAKE_BATCH_PROBES};
 pub use gi_compress::{GiCompressor, GpuVisibility, MAX_COMPRESS_BATCH};
@@ -64,7 +69,7 @@ pub use layout::{
     BlasRef, BlasRefitPush, GpuHit, GpuInstance, GpuRay, SkinPush, TlasNode, HIT_BACKFACE, NO_HIT, TLAS_LEAF,
 };
 pub use queue::{Gpu, GpuTiming};
-pub use ray_tracer::{compose, isometry_affine, RayTracer, TraceMode, MAX_TRACE_BATCH};
+pub use ray_tracer::{compose, isometry_affine, PendingHits, RayTracer, TraceMode, MAX_TRACE_BATCH};
 pub use recorder::{Download, Recorder, SyncStats, Use};
 pub use scene::{box_mesh, grid_mesh, invert_affine, Affine, GpuScene, Scene, IDENTITY};
 pub use skin::{BoneMatrix, GpuSkin, Skin, SkinData};

@@ -20,7 +20,7 @@
 //! recording is kept alive until that submission completes.
 
 use super::buffer::{BufferMemory, GpuBuffer};
-use super::context::{DeviceInfo, GpuConfig, Shared, SharedRef};
+use super::context::{DeviceInfo, EmbeddedDevice, GpuConfig, Shared, SharedRef};
 use super::error::{GpuError, VkContext};
 use super::kernel::Kernel;
 use super::recorder::{Recorder, SyncStats, MAX_TIMED_PASSES};
@@ -52,6 +52,20 @@ pub struct Gpu {
     timings: Vec<GpuTiming>,
     sync: SyncStats,
     lost: bool,
+    /// Embedded mode: one staging ring per frame slot, and what must outlive the
+    /// engine's command buffers (see [`Gpu::record_into`]).
+    slots: Vec<FrameSlot>,
+    /// Values waiting for the slots in their mask (bit per slot) to be recorded again.
+    graveyard: Vec<(Box<dyn Send>, u32)>,
+}
+
+/// What one embedded frame slot keeps alive until its next recording.
+#[derive(Default)]
+struct FrameSlot {
+    staging: Option<GpuBuffer>,
+    retired: Vec<GpuBuffer>,
+    /// Recorded at least once (so a command buffer may still be running).
+    used: bool,
 }
 
 impl Gpu {
@@ -60,6 +74,95 @@ impl Gpu {
     pub fn new(config: &GpuConfig) -> Result<Gpu, GpuError> {
         let shared = Arc::new(Shared::create(config)?);
         Gpu::with_shared(shared)
+    }
+
+    /// Opens a context on an engine's device (embedded mode); see
+    /// [`EmbeddedDevice`]. Kiln creates only its own command pool, fence, query pool
+    /// and buffers there. Errors: [`GpuError::NoDevice`] when the device lacks what
+    /// Kiln needs, [`GpuError::InvalidInput`] for null handles, a bad queue or a bad
+    /// frame count.
+    ///
+    /// # Safety
+    /// The handles in `desc` are live, belong together and outlive the context; the
+    /// device was created with the features [`EmbeddedDevice`] lists.
+    pub unsafe fn embedded(desc: &EmbeddedDevice) -> Result<Gpu, GpuError> {
+        if !(1..=8).contains(&desc.frames_in_flight) {
+            return Err(GpuError::InvalidInput(format!(
+                "embedded device: frames_in_flight is {}, expected 1..=8",
+                desc.frames_in_flight
+            )));
+        }
+        // SAFETY: forwarded from the caller.
+        let shared = Arc::new(unsafe { Shared::import(desc) }?);
+        let mut gpu = Gpu::with_shared(shared)?;
+        gpu.slots = (0..desc.frames_in_flight).map(|_| FrameSlot::default()).collect();
+        Ok(gpu)
+    }
+
+    /// Whether the context runs on an engine's device ([`Gpu::embedded`]).
+    pub fn is_embedded(&self) -> bool {
+        !self.shared.owned
+    }
+
+    /// Frame slots of an embedded context (0 standalone).
+    pub fn frames_in_flight(&self) -> u32 {
+        self.slots.len() as u32
+    }
+
+    /// Records the commands of `record` into the engine's `cmd` (recording, on the
+    /// queue family given at creation) for frame slot `slot`, between Kiln's entry
+    /// and exit barriers (see the module docs of `recorder.rs`). The engine submits
+    /// `cmd` in recording order; read-backs are readable once it completed. The
+    /// previous recording for `slot` must have completed: its staging memory is
+    /// reused. No timestamps are written (the engine's profiler sees the labels).
+    ///
+    /// # Safety
+    /// `cmd` is a command buffer of the engine's device in the recording state,
+    /// outside a render pass, and the previous recording for `slot` has completed.
+    pub unsafe fn record_into<R>(
+        &mut self,
+        cmd: vk::CommandBuffer,
+        slot: u32,
+        label: &str,
+        record: impl FnOnce(&mut Recorder<'_>) -> Result<R, GpuError>,
+    ) -> Result<R, GpuError> {
+        if self.lost {
+            return Err(GpuError::DeviceLost);
+        }
+        if cmd == vk::CommandBuffer::null() {
+            return Err(GpuError::InvalidInput("record_into: the command buffer is null".into()));
+        }
+        let slots = self.slots.len();
+        let Some(frame) = self.slots.get_mut(slot as usize) else {
+            return Err(GpuError::InvalidInput(format!(
+                "record_into: frame slot {slot} of {slots} (only an embedded context has slots)"
+            )));
+        };
+        // The previous recording for this slot completed: what it kept alive may go.
+        frame.retired.clear();
+        frame.used = true;
+        self.graveyard.retain_mut(|(_, pending)| {
+            *pending &= !(1 << slot);
+            *pending != 0
+        });
+        let mut rec = Recorder::new(&self.shared, false, &mut frame.staging);
+        rec.begin_label(label);
+        let value = record(&mut rec)?;
+        rec.end_label();
+        self.sync = rec.replay(cmd, vk::QueryPool::null(), vk::PipelineStageFlags::ALL_COMMANDS)?;
+        frame.retired = std::mem::take(&mut rec.retired);
+        self.timings.clear();
+        Ok(value)
+    }
+
+    /// Drops `value` (buffers) once no command buffer recorded so far can use it:
+    /// now when standalone (every submission was waited on); embedded, once every
+    /// slot recorded before has been recorded again (its previous work completed).
+    pub fn defer_drop(&mut self, value: impl Send + 'static) {
+        let pending = self.slots.iter().enumerate().filter(|(_, s)| s.used).fold(0u32, |m, (i, _)| m | 1 << i);
+        if pending != 0 {
+            self.graveyard.push((Box::new(value), pending));
+        }
     }
 
     fn with_shared(shared: SharedRef) -> Result<Gpu, GpuError> {
@@ -80,6 +183,8 @@ impl Gpu {
             timings: Vec::new(),
             sync: SyncStats::default(),
             lost: false,
+            slots: Vec::new(),
+            graveyard: Vec::new(),
         };
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(pool)
@@ -188,7 +293,7 @@ impl Gpu {
             let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
             device.begin_command_buffer(self.cmd, &begin).call("vkBeginCommandBuffer")?;
             if timestamps {
-                device.reset_query_pool(self.queries, 0, 2 * MAX_TIMED_PASSES);
+                device.cmd_reset_query_pool(self.cmd, self.queries, 0, 2 * MAX_TIMED_PASSES);
             }
         }
         let replayed = rec.replay(self.cmd, self.queries, vk::PipelineStageFlags::HOST);
@@ -253,9 +358,13 @@ impl Gpu {
 impl Drop for Gpu {
     fn drop(&mut self) {
         let device = &self.shared.device;
-        // SAFETY: every submission was waited on; the objects belong to this device.
+        // SAFETY: every submission of Kiln's own was waited on (embedded, the engine
+        // finished the command buffers Kiln recorded into, per the contract); the
+        // objects belong to this device.
         unsafe {
-            let _ = device.device_wait_idle();
+            if self.shared.owned {
+                let _ = device.device_wait_idle();
+            }
             if self.queries != vk::QueryPool::null() {
                 device.destroy_query_pool(self.queries, None);
             }

@@ -16,10 +16,11 @@
 
 use super::blas_refit::BlasRefit;
 use super::buffer::{BufferMemory, GpuBuffer};
-use super::context::{DeviceInfo, GpuConfig};
+use super::context::{DeviceInfo, EmbeddedDevice, GpuConfig};
 use super::error::GpuError;
 use super::layout::{GpuHit, GpuRay, NO_HIT};
 use super::queue::{Gpu, GpuTiming};
+use super::recorder::Download;
 use super::scene::{invert_affine, Affine, GpuScene, Scene, IDENTITY};
 use super::skin::{BoneMatrix, Skin, SkinData};
 use super::tlas::TlasBuilder;
@@ -29,6 +30,38 @@ use crate::physics::{BodyId, World};
 
 /// Rays traced per dispatch (48 MiB of rays and as much of hits).
 pub const MAX_TRACE_BATCH: usize = 1 << 20;
+
+/// Hits recorded into an engine's command buffer ([`RayTracer::record_trace`]).
+#[derive(Debug)]
+pub struct PendingHits {
+    /// `None`: nothing was recorded (no rays, or an empty scene: all misses).
+    download: Option<Download>,
+    count: usize,
+}
+
+impl PendingHits {
+    /// Rays recorded.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Copies the hits out; call once the engine's submission completed (before
+    /// that the bytes are undefined). `hits` holds one entry per recorded ray.
+    pub fn read(&self, hits: &mut [GpuHit]) -> Result<(), GpuError> {
+        if hits.len() != self.count {
+            return Err(GpuError::InvalidInput(format!("{} hits requested, {} rays recorded", hits.len(), self.count)));
+        }
+        match &self.download {
+            Some(download) => hits.copy_from_slice(bytemuck::cast_slice(download.bytes())),
+            None => hits.fill(GpuHit { instance: NO_HIT, t: f32::INFINITY, ..GpuHit::default() }),
+        }
+        Ok(())
+    }
+}
 
 /// Closest hit, or any hit (shadow rays: the first hit found ends the ray).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,14 +156,14 @@ impl RayTracer {
     /// Builds a BLAS over the mesh; returns the mesh index.
     pub fn add_mesh(&mut self, positions: &[[f32; 3]], triangles: &[[u32; 3]]) -> Result<u32, GpuError> {
         let mesh = self.scene.add_mesh(positions, triangles)?;
-        self.device_scene = None;
+        self.drop_device_scene();
         Ok(mesh)
     }
 
     /// Adds an instance of `mesh`; returns its index (reported in hits).
     pub fn add_instance(&mut self, mesh: u32, transform: &Affine, mask: u32, user_id: u32) -> Result<u32, GpuError> {
         let instance = self.scene.add_instance(mesh, transform, mask, user_id)?;
-        self.device_scene = None;
+        self.drop_device_scene();
         Ok(instance)
     }
 
@@ -148,7 +181,7 @@ impl RayTracer {
         let (instance, slot) = self.scene.add_skinned_instance(skin, triangles, transform, mask, user_id)?;
         debug_assert_eq!(slot as usize, self.skinned.len());
         self.skinned.push((instance, vec![IDENTITY; bone_count]));
-        self.device_scene = None;
+        self.drop_device_scene();
         Ok(instance)
     }
 
@@ -324,6 +357,78 @@ impl RayTracer {
         Ok(())
     }
 
+    /// A tracer on an engine's device (embedded mode, see [`Gpu::embedded`]).
+    ///
+    /// # Safety
+    /// As [`Gpu::embedded`].
+    pub unsafe fn embedded(desc: &EmbeddedDevice) -> Result<RayTracer, GpuError> {
+        // SAFETY: forwarded from the caller.
+        RayTracer::with_gpu(unsafe { Gpu::embedded(desc) }?)
+    }
+
+    /// Embedded mode: records the scene update (when its inputs changed) and the
+    /// tracing of `rays` into the engine's `cmd` for frame slot `slot` (see
+    /// [`Gpu::record_into`]). The hits are readable from the returned
+    /// [`PendingHits`] once the engine's submission completed. At most
+    /// [`MAX_TRACE_BATCH`] rays; they are checked like [`RayTracer::trace`]'s. After
+    /// a structural change (a new mesh or instance) the scene is first uploaded by
+    /// one submission of Kiln's own on the queue given at creation.
+    ///
+    /// # Safety
+    /// As [`Gpu::record_into`].
+    pub unsafe fn record_trace(
+        &mut self,
+        cmd: ash::vk::CommandBuffer,
+        slot: u32,
+        rays: &[GpuRay],
+        mode: TraceMode,
+    ) -> Result<PendingHits, GpuError> {
+        if !self.gpu.is_embedded() {
+            return Err(GpuError::InvalidInput("record_trace: the tracer is not embedded; use trace".into()));
+        }
+        if slot >= self.gpu.frames_in_flight() {
+            return Err(GpuError::InvalidInput(format!(
+                "record_trace: frame slot {slot} of {}",
+                self.gpu.frames_in_flight()
+            )));
+        }
+        check_rays(rays)?;
+        if rays.len() > MAX_TRACE_BATCH {
+            return Err(GpuError::InvalidInput(format!(
+                "record_trace: {} rays; at most {MAX_TRACE_BATCH} per recording",
+                rays.len()
+            )));
+        }
+        if rays.is_empty() || self.scene.instances().is_empty() {
+            return Ok(PendingHits { download: None, count: rays.len() });
+        }
+        self.ensure_device_scene()?;
+        self.ensure_ray_buffers(rays.len() as u64)?;
+        let update = self.needs_update();
+        let RayTracer { gpu, kernels, scene, device_scene, skinned, .. } = self;
+        let device_scene = device_scene.as_ref().expect("ensured above");
+        let (ray_buffer, hit_buffer) = (self.rays.as_ref().expect("sized"), self.hits.as_ref().expect("sized"));
+        let skin_dirty = self.skin_dirty;
+        let count = rays.len() as u32;
+        // SAFETY: forwarded from the caller.
+        let download = unsafe {
+            gpu.record_into(cmd, slot, "kiln trace", |rec| {
+                if update {
+                    record_update(rec, kernels, scene, device_scene, skinned, skin_dirty)?;
+                }
+                rec.pass("trace", |rec| {
+                    rec.upload(ray_buffer, 0, bytemuck::cast_slice(rays))?;
+                    kernels.trace.record(rec, device_scene, ray_buffer, hit_buffer, count, mode == TraceMode::Any)?;
+                    rec.download(hit_buffer, 0, 48 * u64::from(count))
+                })
+            })
+        }?;
+        if update {
+            self.after_update();
+        }
+        Ok(PendingHits { download: Some(download), count: rays.len() })
+    }
+
     /// A tracer on an open context holding `scene` (built on the CPU, e.g. by
     /// `gi::scenes`). Skinned instances need their bones from
     /// [`RayTracer::add_skinned_instance`], so a scene with any is refused.
@@ -375,6 +480,14 @@ impl RayTracer {
         Ok(result)
     }
 
+    /// Forgets the device copy of the scene after a structural change (kept alive
+    /// while an engine's command buffer may still use it).
+    fn drop_device_scene(&mut self) {
+        if let Some(old) = self.device_scene.take() {
+            self.gpu.defer_drop(old);
+        }
+    }
+
     fn needs_update(&self) -> bool {
         self.instances_dirty || self.skin_dirty
     }
@@ -398,8 +511,9 @@ impl RayTracer {
         let have = self.rays.as_ref().map_or(0, |b| b.size() / 48);
         if have < count {
             let count = count.next_power_of_two().min(MAX_TRACE_BATCH as u64);
-            self.rays = None;
-            self.hits = None;
+            if let (Some(rays), Some(hits)) = (self.rays.take(), self.hits.take()) {
+                self.gpu.defer_drop((rays, hits));
+            }
             self.rays = Some(self.gpu.buffer("trace rays", 48 * count, BufferMemory::Device)?);
             self.hits = Some(self.gpu.buffer("trace hits", 48 * count, BufferMemory::Device)?);
         }

@@ -1104,3 +1104,253 @@ fn a_memory_budget_reports_out_of_memory_and_loses_nothing() {
     assert_eq!(compare_hits(&under, &hits, &reference_hits(&tracer, &[], &under, false), false), 0);
     assert_validation_clean(tracer.gpu());
 }
+
+/// An engine's own Vulkan objects, made the way an engine would: instance with the
+/// validation layer and its own messenger, device with the features Kiln needs, a
+/// command pool and one command buffer + fence per frame in flight.
+struct EngineDevice {
+    entry: ash::Entry,
+    instance: ash::Instance,
+    messenger: (ash::ext::debug_utils::Instance, ash::vk::DebugUtilsMessengerEXT),
+    messages: Box<std::sync::Mutex<Vec<String>>>,
+    physical: ash::vk::PhysicalDevice,
+    device: ash::Device,
+    family: u32,
+    queue: ash::vk::Queue,
+    pool: ash::vk::CommandPool,
+    frames: Vec<(ash::vk::CommandBuffer, ash::vk::Fence)>,
+}
+
+unsafe extern "system" fn engine_messages(
+    _severity: ash::vk::DebugUtilsMessageSeverityFlagsEXT,
+    _kind: ash::vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const ash::vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    user: *mut std::ffi::c_void,
+) -> ash::vk::Bool32 {
+    // SAFETY: `user` is the engine's boxed log; `data` is valid during the call.
+    let (log, data) = unsafe { (&*(user as *const std::sync::Mutex<Vec<String>>), &*data) };
+    // SAFETY: the layer passes a NUL-terminated message.
+    let text = unsafe { std::ffi::CStr::from_ptr(data.p_message) }.to_string_lossy().into_owned();
+    log.lock().unwrap().push(text);
+    ash::vk::FALSE
+}
+
+impl EngineDevice {
+    /// `None` without a loader or a usable device (the caller decides whether that
+    /// skips or fails).
+    fn new(frames: u32) -> Option<EngineDevice> {
+        use ash::vk;
+        // SAFETY: (whole function) plain Vulkan object creation with create infos
+        // pointing at locals that outlive each call.
+        unsafe {
+            let entry = ash::Entry::load().ok()?;
+            let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_2);
+            let layers = [c"VK_LAYER_KHRONOS_validation".as_ptr()];
+            let extensions = [ash::ext::debug_utils::NAME.as_ptr()];
+            let info = vk::InstanceCreateInfo::default()
+                .application_info(&app)
+                .enabled_layer_names(&layers)
+                .enabled_extension_names(&extensions);
+            let instance = entry.create_instance(&info, None).ok()?;
+            let messages = Box::new(std::sync::Mutex::new(Vec::new()));
+            let loader = ash::ext::debug_utils::Instance::new(&entry, &instance);
+            let messenger_info = vk::DebugUtilsMessengerCreateInfoEXT::default()
+                .message_severity(
+                    vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+                )
+                .message_type(
+                    vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
+                        | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+                        | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
+                )
+                .pfn_user_callback(Some(engine_messages))
+                .user_data(&*messages as *const _ as *mut std::ffi::c_void);
+            let messenger = loader.create_debug_utils_messenger(&messenger_info, None).ok()?;
+            // The device Kiln would pick itself (KILN_GPU_DEVICE or the best one).
+            let wanted = Gpu::new(&GpuConfig::from_env()).ok()?.info().name.clone();
+            let physical = instance.enumerate_physical_devices().ok()?.into_iter().find(|&p| {
+                let props = instance.get_physical_device_properties(p);
+                props.device_name_as_c_str().is_ok_and(|n| n.to_string_lossy() == wanted)
+            })?;
+            let family = instance
+                .get_physical_device_queue_family_properties(physical)
+                .iter()
+                .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))? as u32;
+            let priorities = [1.0f32];
+            let queues =
+                [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
+            let mut v12 = vk::PhysicalDeviceVulkan12Features::default()
+                .buffer_device_address(true)
+                .vulkan_memory_model(true)
+                .vulkan_memory_model_device_scope(true);
+            let info = vk::DeviceCreateInfo::default().queue_create_infos(&queues).push_next(&mut v12);
+            let device = instance.create_device(physical, &info, None).ok()?;
+            let queue = device.get_device_queue(family, 0);
+            let pool_info = vk::CommandPoolCreateInfo::default()
+                .queue_family_index(family)
+                .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+            let pool = device.create_command_pool(&pool_info, None).ok()?;
+            let alloc = vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(frames);
+            let cmds = device.allocate_command_buffers(&alloc).ok()?;
+            let signalled = vk::FenceCreateInfo::default().flags(vk::FenceCreateFlags::SIGNALED);
+            let frames = cmds.into_iter().map(|c| (c, device.create_fence(&signalled, None).unwrap())).collect();
+            Some(EngineDevice {
+                entry,
+                instance,
+                messenger: (loader, messenger),
+                messages,
+                physical,
+                device,
+                family,
+                queue,
+                pool,
+                frames,
+            })
+        }
+    }
+
+    fn describe(&self, frames_in_flight: u32) -> EmbeddedDevice {
+        use ash::vk::Handle;
+        assert!(!self.device.handle().is_null());
+        EmbeddedDevice {
+            get_instance_proc_addr: self.entry.static_fn().get_instance_proc_addr,
+            instance: self.instance.handle(),
+            physical_device: self.physical,
+            device: self.device.handle(),
+            queue_family: self.family,
+            queue_index: 0,
+            frames_in_flight,
+            debug_utils: true,
+            validation: true,
+            memory_budget: None,
+        }
+    }
+
+    /// Waits for slot `slot`'s previous work, then begins its command buffer.
+    fn begin(&self, slot: usize) -> ash::vk::CommandBuffer {
+        let (cmd, fence) = self.frames[slot];
+        // SAFETY: objects of this device; the fence guards the command buffer.
+        unsafe {
+            self.device.wait_for_fences(&[fence], true, u64::MAX).unwrap();
+            self.device.reset_fences(&[fence]).unwrap();
+            self.device.reset_command_buffer(cmd, ash::vk::CommandBufferResetFlags::empty()).unwrap();
+            self.device.begin_command_buffer(cmd, &ash::vk::CommandBufferBeginInfo::default()).unwrap();
+        }
+        cmd
+    }
+
+    /// Ends and submits slot `slot`'s command buffer.
+    fn submit(&self, slot: usize) {
+        let (cmd, fence) = self.frames[slot];
+        let cmds = [cmd];
+        // SAFETY: a recorded command buffer; the fence was reset in `begin`.
+        unsafe {
+            self.device.end_command_buffer(cmd).unwrap();
+            let submit = [ash::vk::SubmitInfo::default().command_buffers(&cmds)];
+            self.device.queue_submit(self.queue, &submit, fence).unwrap();
+        }
+    }
+
+    fn wait_all(&self) {
+        let fences: Vec<_> = self.frames.iter().map(|f| f.1).collect();
+        // SAFETY: fences of this device.
+        unsafe { self.device.wait_for_fences(&fences, true, u64::MAX).unwrap() };
+    }
+
+    fn messages(&self) -> Vec<String> {
+        self.messages.lock().unwrap().clone()
+    }
+}
+
+impl Drop for EngineDevice {
+    fn drop(&mut self) {
+        // SAFETY: every submission was waited on; objects destroyed children first.
+        unsafe {
+            let _ = self.device.device_wait_idle();
+            for &(_, fence) in &self.frames {
+                self.device.destroy_fence(fence, None);
+            }
+            self.device.destroy_command_pool(self.pool, None);
+            self.device.destroy_device(None);
+            self.messenger.0.destroy_debug_utils_messenger(self.messenger.1, None);
+            self.instance.destroy_instance(None);
+        }
+    }
+}
+
+#[test]
+fn embedded_mode_records_into_the_engines_command_buffers_and_matches_standalone() {
+    let Some(standalone) = test_gpu("embedded_mode_records_into_the_engines_command_buffers") else { return };
+    let engine = EngineDevice::new(2).expect("the engine's own device on the same driver");
+    let mut rng = Rng(21);
+    let mut reference = RayTracer::with_gpu(standalone).unwrap();
+    // SAFETY: the engine's handles are live and outlive the tracer (dropped first).
+    let mut tracer = unsafe { RayTracer::embedded(&engine.describe(2)) }.unwrap();
+    assert!(tracer.gpu().is_embedded() && !reference.gpu().is_embedded());
+    let meshes = [grid(20, &mut rng), box_mesh([1.0, 0.5, 2.0])];
+    for (p, t) in &meshes {
+        assert_eq!(tracer.add_mesh(p, t).unwrap(), reference.add_mesh(p, t).unwrap());
+    }
+    for i in 0..40 {
+        let at = random_transform(&mut rng, 20.0);
+        tracer.add_instance(i % 2, &at, 1 << (i % 3), i).unwrap();
+        reference.add_instance(i % 2, &at, 1 << (i % 3), i).unwrap();
+    }
+    // Four frames over two slots, each moving one instance first; every frame's
+    // hits equal the standalone tracer's for the same scene.
+    for frame in 0..4usize {
+        let slot = frame % 2;
+        let moved = [[1.0, 0.0, 0.0, frame as f32], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]];
+        tracer.set_transforms(&[3], &[moved]).unwrap();
+        reference.set_transforms(&[3], &[moved]).unwrap();
+        let rays: Vec<GpuRay> = (0..5000)
+            .map(|_| GpuRay {
+                origin: rng.vec3(-30.0, 30.0).to_array(),
+                dir: rng.vec3(-1.0, 1.0).to_array(),
+                t_max: 1e30,
+                mask: u32::MAX,
+                ..GpuRay::default()
+            })
+            .collect();
+        let cmd = engine.begin(slot);
+        // SAFETY: `cmd` is recording; the slot's previous submission was waited on.
+        let pending = unsafe { tracer.record_trace(cmd, slot as u32, &rays, TraceMode::Closest) }.unwrap();
+        engine.submit(slot);
+        engine.wait_all();
+        let mut hits = vec![GpuHit::default(); rays.len()];
+        pending.read(&mut hits).unwrap();
+        let mut want = vec![GpuHit::default(); rays.len()];
+        reference.trace(&rays, TraceMode::Closest, &mut want).unwrap();
+        assert!(hits == want, "frame {frame}: embedded hits differ from standalone");
+        assert!(hits.iter().filter(|h| h.instance != NO_HIT).count() > 500);
+    }
+    // Bad input: a slot out of range, a null command buffer, a standalone tracer.
+    let ray = [GpuRay { dir: [0.0, -1.0, 0.0], t_max: 1.0, mask: 1, ..GpuRay::default() }];
+    let cmd = engine.begin(0);
+    // SAFETY: as above; refused calls record nothing.
+    unsafe {
+        assert!(matches!(tracer.record_trace(cmd, 2, &ray, TraceMode::Any), Err(GpuError::InvalidInput(_))));
+        let null = ash::vk::CommandBuffer::null();
+        assert!(matches!(tracer.record_trace(null, 0, &ray, TraceMode::Any), Err(GpuError::InvalidInput(_))));
+        assert!(matches!(reference.record_trace(cmd, 0, &ray, TraceMode::Any), Err(GpuError::InvalidInput(_))));
+        let empty = tracer.record_trace(cmd, 0, &[], TraceMode::Any).unwrap();
+        assert!(empty.is_empty() && empty.read(&mut []).is_ok());
+    }
+    engine.submit(0);
+    engine.wait_all();
+    let mut bad = engine.describe(2);
+    bad.frames_in_flight = 0;
+    // SAFETY: the handles are live; the call is refused before using them.
+    assert!(matches!(unsafe { Gpu::embedded(&bad) }, Err(GpuError::InvalidInput(_))));
+    bad = EmbeddedDevice { queue_family: 99, ..engine.describe(2) };
+    // SAFETY: live handles; the queue family is refused before any use.
+    let refused = unsafe { Gpu::embedded(&bad) };
+    assert!(matches!(refused, Err(GpuError::InvalidInput(m)) if m.contains("family 99")));
+    bad = EmbeddedDevice { device: ash::vk::Device::null(), ..engine.describe(2) };
+    // SAFETY: the null device is refused before any use.
+    let refused = unsafe { Gpu::embedded(&bad) };
+    assert!(matches!(refused, Err(GpuError::InvalidInput(m)) if m.contains("device is null")));
+    assert_validation_clean(tracer.gpu());
+    drop(tracer);
+    assert_eq!(engine.messages(), Vec::<String>::new(), "the engine's validation layer saw nothing wrong");
+}
