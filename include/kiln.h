@@ -605,6 +605,157 @@ typedef struct KilnMoveResult {
 } KilnMoveResult;
 
 /**
+ * A Vulkan function pointer as `vkGetInstanceProcAddr` returns it
+ * (`PFN_vkVoidFunction`).
+ */
+typedef void (*KilnVoidFunction)(void);
+
+/**
+ * `PFN_vkGetInstanceProcAddr`: pass `(KilnGetInstanceProcAddr)vkGetInstanceProcAddr`
+ * (or the function your loader, e.g. volk, resolved).
+ */
+typedef KilnVoidFunction (*KilnGetInstanceProcAddr)(void *instance, const char *name);
+
+/**
+ * The engine's Vulkan objects Kiln runs on. Initialise with
+ * `kiln_default_embedded_def()`. The device must have been created with Vulkan 1.2
+ * and the features `bufferDeviceAddress`, `vulkanMemoryModel` and
+ * `vulkanMemoryModelDeviceScope` enabled (Kiln checks support, not enablement).
+ */
+typedef struct KilnEmbeddedDef {
+    /**
+     * `sizeof(KilnEmbeddedDef)`, set by `kiln_default_embedded_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * The loader's `vkGetInstanceProcAddr`. Required.
+     */
+    KilnGetInstanceProcAddr get_instance_proc_addr;
+    /**
+     * `VkInstance`. Required.
+     */
+    void *instance;
+    /**
+     * `VkPhysicalDevice` of the device. Required.
+     */
+    void *physical_device;
+    /**
+     * `VkDevice`. Required.
+     */
+    void *device;
+    /**
+     * A queue family with compute. Kiln's own submissions (the upload after a new
+     * mesh or instance) go to queue `queue_index` of it, from the calling thread,
+     * inside the call that needs them; the engine must not use that queue from
+     * another thread meanwhile. Default 0.
+     */
+    uint32_t queue_family;
+    /**
+     * Default 0.
+     */
+    uint32_t queue_index;
+    /**
+     * Command buffers the engine keeps in flight, 1 to 8: recordings use slots
+     * `0..frames_in_flight`. Default 2.
+     */
+    uint32_t frames_in_flight;
+    /**
+     * The engine enabled `VK_EXT_debug_utils` on its instance: Kiln wraps its passes
+     * in debug labels (RenderDoc, Nsight). Default false.
+     */
+    bool debug_utils;
+    /**
+     * Kiln's own checks report to `kiln_tracer_get_validation_messages` (the
+     * validation layer's messages go to the engine's messenger). Default false.
+     */
+    bool validation;
+    /**
+     * As `KilnTracerDef::memory_budget_bytes`. Default 0 (none).
+     */
+    uint64_t memory_budget_bytes;
+} KilnEmbeddedDef;
+
+/**
+ * Handle to a ray tracer (a Vulkan device with meshes and instances). `{0, 0}` is
+ * the null handle. Pass by value.
+ */
+typedef struct KilnTracerId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed tracer's handles no longer match.
+     */
+    uint32_t generation;
+} KilnTracerId;
+
+/**
+ * One ray of a batch.
+ */
+typedef struct KilnTraceRay {
+    /**
+     * Start point (finite).
+     */
+    struct KilnVec3 origin;
+    /**
+     * Direction (finite, non-zero; need not be unit: `t` is in its lengths).
+     */
+    struct KilnVec3 direction;
+    /**
+     * Hits closer than this are ignored (finite, >= 0).
+     */
+    float t_min;
+    /**
+     * Hits farther than this are ignored (>= `t_min`; may be infinite).
+     */
+    float t_max;
+    /**
+     * Instances with `mask & instance.mask == 0` are invisible to the ray.
+     */
+    uint32_t mask;
+} KilnTraceRay;
+
+/**
+ * The result for one ray.
+ */
+typedef struct KilnTraceHit {
+    /**
+     * Distance along the ray in direction lengths (+inf on a miss).
+     */
+    float t;
+    /**
+     * Instance index, or `KILN_NO_HIT`.
+     */
+    uint32_t instance;
+    /**
+     * Triangle index in the instance's mesh.
+     */
+    uint32_t primitive;
+    /**
+     * The instance's `user_id`.
+     */
+    uint32_t user_id;
+    /**
+     * Unit geometric normal in world space, on the side the winding makes front
+     * (counter-clockwise).
+     */
+    struct KilnVec3 normal;
+    /**
+     * Barycentric weight of the triangle's second vertex.
+     */
+    float u;
+    /**
+     * Barycentric weight of the third vertex.
+     */
+    float v;
+    /**
+     * `KILN_HIT_BACKFACE` when the ray hit the back face.
+     */
+    uint32_t flags;
+} KilnTraceHit;
+
+/**
  * How a probe volume is laid out and updated. Initialise with
  * `kiln_default_gi_def()`, then set the bounds.
  */
@@ -684,21 +835,6 @@ typedef struct KilnGiLighting {
      */
     struct KilnVec3 default_albedo;
 } KilnGiLighting;
-
-/**
- * Handle to a ray tracer (a Vulkan device with meshes and instances). `{0, 0}` is
- * the null handle. Pass by value.
- */
-typedef struct KilnTracerId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed tracer's handles no longer match.
-     */
-    uint32_t generation;
-} KilnTracerId;
 
 /**
  * Handle to a DDGI probe volume. `{0, 0}` is the null handle. Pass by value.
@@ -1695,71 +1831,6 @@ typedef struct KilnBodyId {
 } KilnBodyId;
 
 /**
- * One ray of a batch.
- */
-typedef struct KilnTraceRay {
-    /**
-     * Start point (finite).
-     */
-    struct KilnVec3 origin;
-    /**
-     * Direction (finite, non-zero; need not be unit: `t` is in its lengths).
-     */
-    struct KilnVec3 direction;
-    /**
-     * Hits closer than this are ignored (finite, >= 0).
-     */
-    float t_min;
-    /**
-     * Hits farther than this are ignored (>= `t_min`; may be infinite).
-     */
-    float t_max;
-    /**
-     * Instances with `mask & instance.mask == 0` are invisible to the ray.
-     */
-    uint32_t mask;
-} KilnTraceRay;
-
-/**
- * The result for one ray.
- */
-typedef struct KilnTraceHit {
-    /**
-     * Distance along the ray in direction lengths (+inf on a miss).
-     */
-    float t;
-    /**
-     * Instance index, or `KILN_NO_HIT`.
-     */
-    uint32_t instance;
-    /**
-     * Triangle index in the instance's mesh.
-     */
-    uint32_t primitive;
-    /**
-     * The instance's `user_id`.
-     */
-    uint32_t user_id;
-    /**
-     * Unit geometric normal in world space, on the side the winding makes front
-     * (counter-clockwise).
-     */
-    struct KilnVec3 normal;
-    /**
-     * Barycentric weight of the triangle's second vertex.
-     */
-    float u;
-    /**
-     * Barycentric weight of the third vertex.
-     */
-    float v;
-    /**
-     * `KILN_HIT_BACKFACE` when the ray hit the back face.
-     */
-    uint32_t flags;
-} KilnTraceHit;
-
-/**
  * GPU time of one pass of the last `kiln_tracer_update` or `kiln_tracer_trace`.
  */
 typedef struct KilnGpuPassTiming {
@@ -2327,6 +2398,81 @@ KilnStatus kiln_character_get_contact_normal(struct KilnCharacterId character,
  */
 KilnStatus kiln_character_get_last_move(struct KilnCharacterId character,
                                         struct KilnMoveResult *out_result);
+
+/**
+ * A `KilnEmbeddedDef` with the defaults documented on its fields (handles NULL).
+ */
+struct KilnEmbeddedDef kiln_default_embedded_def(void);
+
+/**
+ * Creates a tracer on the engine's device (embedded mode) and writes its handle to
+ * `out_tracer`. Kiln creates only its own command pool, fence, query pool, pipelines
+ * and buffers on the device, and destroys only those (in `kiln_tracer_destroy`,
+ * which the engine calls before destroying its device, once the command buffers
+ * Kiln recorded into have completed). Errors: `KILN_ERROR_INVALID_ARGUMENT` for a
+ * missing handle, a queue family without compute or a bad frame count;
+ * `KILN_ERROR_NO_DEVICE` when the device lacks Vulkan 1.2 or a feature Kiln needs.
+ * Every other tracer call works as in standalone mode; `kiln_tracer_trace` submits
+ * and waits on the queue given here.
+ *
+ * # Safety
+ * `def` is NULL or readable; its handles are live, belong together and outlive the
+ * tracer; `out_tracer` is NULL or writable.
+ */
+KilnStatus kiln_tracer_create_embedded(const struct KilnEmbeddedDef *def,
+                                       struct KilnTracerId *out_tracer);
+
+/**
+ * Records into the engine's `command_buffer` (a `VkCommandBuffer` of the device,
+ * recording, outside a render pass) the scene update, when transforms, bones or
+ * followed bodies changed (instances upload, skinning + refit, TLAS rebuild), and
+ * the tracing of `count` rays (at most 1,048,576; checked as `kiln_tracer_trace`
+ * checks them). The hits are read with `kiln_tracer_read_hits` once the engine's
+ * submission completed. After a new mesh or instance the scene is first uploaded
+ * with one submission of Kiln's own (see `KilnEmbeddedDef::queue_family`).
+ *
+ * The contract:
+ * - **Slots.** `frame_slot` is below `frames_in_flight`; the command buffer
+ *   recorded for the same slot the previous time has completed (wait on its fence
+ *   first): Kiln reuses that slot's staging memory. Buffers Kiln replaces are kept
+ *   until every slot has been recorded again.
+ * - **Order.** The engine submits the command buffers Kiln recorded into, in
+ *   recording order, to queues of `queue_family`.
+ * - **Entry barrier.** Kiln's commands start with a memory barrier from compute and
+ *   transfer writes to compute and transfer reads and writes: earlier work of Kiln's
+ *   (and anything the engine wrote to Kiln's buffers in those stages) is visible.
+ * - **Exit barrier.** They end with a memory barrier from compute and transfer
+ *   writes to all commands' reads and writes, so the engine's later commands in any
+ *   stage may read Kiln's results. Between the two, Kiln places only the barriers
+ *   its frame graph derives.
+ * - Nothing else: no timestamps (the engine's profiler sees the labels when
+ *   `debug_utils` is set), no pipeline state left that the engine relies on (Kiln
+ *   binds a compute pipeline and push constants; rebind yours after the call).
+ *
+ * # Safety
+ * `command_buffer` is as described; `rays` is NULL or readable for `count` entries.
+ */
+KilnStatus kiln_tracer_record_trace(struct KilnTracerId tracer,
+                                    void *command_buffer,
+                                    uint32_t frame_slot,
+                                    const struct KilnTraceRay *rays,
+                                    uint32_t count,
+                                    uint32_t mode);
+
+/**
+ * Writes the hits of the last `kiln_tracer_record_trace` for `frame_slot` to `hits`
+ * (`count` must equal the rays recorded). Call it once the engine's submission of
+ * that command buffer completed; before, the values are undefined. A miss has
+ * `instance == KILN_NO_HIT` and `t = +inf`. The hits stay readable until the slot is
+ * recorded again.
+ *
+ * # Safety
+ * `hits` is NULL or writable for `count` entries.
+ */
+KilnStatus kiln_tracer_read_hits(struct KilnTracerId tracer,
+                                 uint32_t frame_slot,
+                                 struct KilnTraceHit *hits,
+                                 uint32_t count);
 
 /**
  * A `KilnGiDef` with the defaults documented on its fields.

@@ -18,6 +18,8 @@ command -v nm >/dev/null 2>&1 || kiln_missing+=(binutils)
 ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || kiln_missing+=(mesa-vulkan-drivers)
 ls /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json >/dev/null 2>&1 \
     || kiln_missing+=(vulkan-validationlayers)
+# libvulkan-dev: the embedded sample creates its own Vulkan device, as an engine does.
+[ -e /usr/include/vulkan/vulkan.h ] || kiln_missing+=(libvulkan-dev)
 # libpng: the C samples write the rendered images as PNG.
 [ -e /usr/include/png.h ] || kiln_missing+=(libpng-dev)
 command -v glslc >/dev/null 2>&1 || kiln_missing+=(glslc)

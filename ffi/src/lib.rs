@@ -13,6 +13,7 @@
 pub mod abi;
 pub mod alloc;
 pub mod character;
+pub mod embedded;
 pub mod gi;
 mod handles;
 pub mod host;
@@ -27,6 +28,7 @@ pub mod world;
 pub use abi::*;
 pub use alloc::*;
 pub use character::*;
+pub use embedded::*;
 pub use gi::*;
 pub use host::*;
 pub use octree::*;

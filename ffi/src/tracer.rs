@@ -22,8 +22,8 @@ use std::ffi::{c_char, CStr};
 use std::mem::size_of;
 
 use kiln_core::gpu::{
-    compose, isometry_affine, Affine, DeviceChoice, DeviceKind, GpuConfig, GpuError, GpuHit, GpuRay, RayTracer,
-    SkinData, TraceMode, HIT_BACKFACE, IDENTITY, NO_HIT,
+    compose, isometry_affine, Affine, DeviceChoice, DeviceKind, GpuConfig, GpuError, GpuHit, GpuRay, PendingHits,
+    RayTracer, SkinData, TraceMode, HIT_BACKFACE, IDENTITY, NO_HIT,
 };
 
 use kiln_core::math::{Isometry, Quat, Vec3};
@@ -219,13 +219,28 @@ pub(crate) struct TracerEntry {
     pub(crate) tracer: RayTracer,
     /// The world whose bodies instances follow (set by the first follow).
     world: Option<KilnWorldId>,
-    rays: Vec<GpuRay>,
-    hits: Vec<GpuHit>,
+    pub(crate) rays: Vec<GpuRay>,
+    pub(crate) hits: Vec<GpuHit>,
+    /// Embedded mode: the hits recorded per frame slot (`kiln_tracer_record_trace`).
+    pub(crate) pending: Vec<Option<PendingHits>>,
+}
+
+impl TracerEntry {
+    pub(crate) fn new(tracer: RayTracer) -> TracerEntry {
+        let slots = tracer.gpu().frames_in_flight() as usize;
+        TracerEntry {
+            tracer,
+            world: None,
+            rays: Vec::new(),
+            hits: Vec::new(),
+            pending: (0..slots).map(|_| None).collect(),
+        }
+    }
 }
 
 const _: () = assert!(KILN_NO_HIT == NO_HIT && KILN_HIT_BACKFACE == HIT_BACKFACE);
 
-static TRACERS: HandleTable<TracerEntry> = HandleTable::new("tracer");
+pub(crate) static TRACERS: HandleTable<TracerEntry> = HandleTable::new("tracer");
 
 pub(crate) fn with_tracer<R>(
     id: KilnTracerId,
@@ -354,8 +369,7 @@ pub unsafe extern "C" fn kiln_tracer_create(def: *const KilnTracerDef, out_trace
             }
         }
         let tracer = RayTracer::new(&config).map_err(gpu_error)?;
-        let (index1, generation) =
-            TRACERS.insert(TracerEntry { tracer, world: None, rays: Vec::new(), hits: Vec::new() });
+        let (index1, generation) = TRACERS.insert(TracerEntry::new(tracer));
         write_out(out_tracer, "out_tracer", KilnTracerId { index1, generation })
     })
 }
@@ -702,16 +716,7 @@ pub unsafe extern "C" fn kiln_tracer_trace(
     hits: *mut KilnTraceHit,
 ) -> KilnStatus {
     ffi_call("kiln_tracer_trace", || {
-        let mode = match mode {
-            KILN_TRACE_CLOSEST => TraceMode::Closest,
-            KILN_TRACE_ANY => TraceMode::Any,
-            _ => {
-                return Err(Error::new(
-                    KILN_ERROR_INVALID_ARGUMENT,
-                    format!("mode {mode} is neither KILN_TRACE_CLOSEST nor KILN_TRACE_ANY"),
-                ))
-            }
-        };
+        let mode = trace_mode(mode)?;
         if count == 0 {
             return with_tracer(tracer, |_| Ok(()));
         }
@@ -720,35 +725,61 @@ pub unsafe extern "C" fn kiln_tracer_trace(
         // SAFETY: readable for `count` entries per the contract.
         let rays = unsafe { std::slice::from_raw_parts(rays, count as usize) };
         with_tracer(tracer, |entry| {
-            entry.rays.clear();
-            entry.rays.extend(rays.iter().map(|r| GpuRay {
-                origin: [r.origin.x, r.origin.y, r.origin.z],
-                t_min: r.t_min,
-                dir: [r.direction.x, r.direction.y, r.direction.z],
-                t_max: r.t_max,
-                mask: r.mask,
-                ..GpuRay::default()
-            }));
+            set_rays(&mut entry.rays, rays);
             entry.hits.clear();
             entry.hits.resize(count as usize, GpuHit::default());
             entry.tracer.trace(&entry.rays, mode, &mut entry.hits).map_err(gpu_error)?;
-            for (i, h) in entry.hits.iter().enumerate() {
-                let hit = KilnTraceHit {
-                    t: if h.instance == NO_HIT { f32::INFINITY } else { h.t },
-                    instance: h.instance,
-                    primitive: h.primitive,
-                    user_id: h.user_id,
-                    normal: KilnVec3 { x: h.normal[0], y: h.normal[1], z: h.normal[2] },
-                    u: h.u,
-                    v: h.v,
-                    flags: h.flags,
-                };
-                // SAFETY: writable for `count` entries per the contract; `i < count`.
-                unsafe { hits.add(i).write(hit) };
-            }
+            // SAFETY: writable for `count` entries per the contract.
+            unsafe { write_hits(&entry.hits, hits) };
             Ok(())
         })
     })
+}
+
+/// `KILN_TRACE_CLOSEST` or `KILN_TRACE_ANY` as a mode.
+pub(crate) fn trace_mode(mode: u32) -> Result<TraceMode, Error> {
+    match mode {
+        KILN_TRACE_CLOSEST => Ok(TraceMode::Closest),
+        KILN_TRACE_ANY => Ok(TraceMode::Any),
+        _ => Err(Error::new(
+            KILN_ERROR_INVALID_ARGUMENT,
+            format!("mode {mode} is neither KILN_TRACE_CLOSEST nor KILN_TRACE_ANY"),
+        )),
+    }
+}
+
+/// Converts C rays into `out` (reused between calls).
+pub(crate) fn set_rays(out: &mut Vec<GpuRay>, rays: &[KilnTraceRay]) {
+    out.clear();
+    out.extend(rays.iter().map(|r| GpuRay {
+        origin: [r.origin.x, r.origin.y, r.origin.z],
+        t_min: r.t_min,
+        dir: [r.direction.x, r.direction.y, r.direction.z],
+        t_max: r.t_max,
+        mask: r.mask,
+        ..GpuRay::default()
+    }));
+}
+
+/// Writes `hits` as C hits (a miss has `t = +inf`).
+///
+/// # Safety
+/// `out` is writable for `hits.len()` entries.
+pub(crate) unsafe fn write_hits(hits: &[GpuHit], out: *mut KilnTraceHit) {
+    for (i, h) in hits.iter().enumerate() {
+        let hit = KilnTraceHit {
+            t: if h.instance == NO_HIT { f32::INFINITY } else { h.t },
+            instance: h.instance,
+            primitive: h.primitive,
+            user_id: h.user_id,
+            normal: KilnVec3 { x: h.normal[0], y: h.normal[1], z: h.normal[2] },
+            u: h.u,
+            v: h.v,
+            flags: h.flags,
+        };
+        // SAFETY: writable for `hits.len()` entries per the contract; `i` is below.
+        unsafe { out.add(i).write(hit) };
+    }
 }
 
 /// Writes the GPU time of each pass of the last `kiln_tracer_update` or

@@ -55,6 +55,8 @@ mod skin;
 mod tlas;
 mod trace;
 
+/// The Vulkan types of Kiln's API (`ash::vk`), for callers without their own `ash`.
+pub use ash::vk;
 pub use blas::{Blas, BlasError, BvhNode, MAX_DEPTH, MAX_LEAF_TRIANGLES, NO_PARENT};
 pub use blas_refit::{BlasRefit, GpuBlas};
 pub use buffer::{BufferMemory, GpuBuffer, MAX_BUFFER_BYTES};

@@ -1,0 +1,262 @@
+//! Embedded mode through the C ABI: a tracer on the engine's own Vulkan device,
+//! recording its passes into the engine's command buffers.
+//!
+//! ```c
+//! KilnEmbeddedDef def = kiln_default_embedded_def();
+//! def.get_instance_proc_addr = (KilnGetInstanceProcAddr)vkGetInstanceProcAddr;
+//! def.instance = instance; def.physical_device = physical; def.device = device;
+//! def.queue_family = family;                 /* compute-capable */
+//! def.frames_in_flight = 2;
+//! kiln_tracer_create_embedded(&def, &tracer);
+//! ... kiln_tracer_add_mesh / add_instance / set_transforms as usual ...
+//! vkWaitForFences(frame fence); vkBeginCommandBuffer(cmd);
+//! kiln_tracer_record_trace(tracer, cmd, slot, rays, n, KILN_TRACE_CLOSEST);
+//! ... the engine's own commands, which may read Kiln's results ...
+//! vkEndCommandBuffer(cmd); vkQueueSubmit(queue, cmd, frame fence);
+//! ... later, after that fence: kiln_tracer_read_hits(tracer, slot, hits, n);
+//! ```
+//!
+//! The contract, in full, is on `kiln_tracer_record_trace`.
+
+use std::ffi::{c_char, c_void};
+use std::mem::size_of;
+
+use kiln_core::gpu::vk::{self, Handle};
+use kiln_core::gpu::{EmbeddedDevice, RayTracer};
+
+use crate::abi::{ffi_call, non_null, read_def, write_out, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
+use crate::tracer::{
+    gpu_error, set_rays, trace_mode, with_tracer, write_hits, KilnTraceHit, KilnTraceRay, KilnTracerId, TracerEntry,
+    TRACERS,
+};
+
+/// A Vulkan function pointer as `vkGetInstanceProcAddr` returns it
+/// (`PFN_vkVoidFunction`).
+pub type KilnVoidFunction = Option<unsafe extern "C" fn()>;
+
+/// `PFN_vkGetInstanceProcAddr`: pass `(KilnGetInstanceProcAddr)vkGetInstanceProcAddr`
+/// (or the function your loader, e.g. volk, resolved).
+pub type KilnGetInstanceProcAddr =
+    Option<unsafe extern "C" fn(instance: *mut c_void, name: *const c_char) -> KilnVoidFunction>;
+
+/// The engine's Vulkan objects Kiln runs on. Initialise with
+/// `kiln_default_embedded_def()`. The device must have been created with Vulkan 1.2
+/// and the features `bufferDeviceAddress`, `vulkanMemoryModel` and
+/// `vulkanMemoryModelDeviceScope` enabled (Kiln checks support, not enablement).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct KilnEmbeddedDef {
+    /// `sizeof(KilnEmbeddedDef)`, set by `kiln_default_embedded_def()`.
+    pub struct_size: u32,
+    /// The loader's `vkGetInstanceProcAddr`. Required.
+    pub get_instance_proc_addr: KilnGetInstanceProcAddr,
+    /// `VkInstance`. Required.
+    pub instance: *mut c_void,
+    /// `VkPhysicalDevice` of the device. Required.
+    pub physical_device: *mut c_void,
+    /// `VkDevice`. Required.
+    pub device: *mut c_void,
+    /// A queue family with compute. Kiln's own submissions (the upload after a new
+    /// mesh or instance) go to queue `queue_index` of it, from the calling thread,
+    /// inside the call that needs them; the engine must not use that queue from
+    /// another thread meanwhile. Default 0.
+    pub queue_family: u32,
+    /// Default 0.
+    pub queue_index: u32,
+    /// Command buffers the engine keeps in flight, 1 to 8: recordings use slots
+    /// `0..frames_in_flight`. Default 2.
+    pub frames_in_flight: u32,
+    /// The engine enabled `VK_EXT_debug_utils` on its instance: Kiln wraps its passes
+    /// in debug labels (RenderDoc, Nsight). Default false.
+    pub debug_utils: bool,
+    /// Kiln's own checks report to `kiln_tracer_get_validation_messages` (the
+    /// validation layer's messages go to the engine's messenger). Default false.
+    pub validation: bool,
+    /// As `KilnTracerDef::memory_budget_bytes`. Default 0 (none).
+    pub memory_budget_bytes: u64,
+}
+
+/// A `KilnEmbeddedDef` with the defaults documented on its fields (handles NULL).
+#[no_mangle]
+pub extern "C" fn kiln_default_embedded_def() -> KilnEmbeddedDef {
+    KilnEmbeddedDef {
+        struct_size: size_of::<KilnEmbeddedDef>() as u32,
+        get_instance_proc_addr: None,
+        instance: std::ptr::null_mut(),
+        physical_device: std::ptr::null_mut(),
+        device: std::ptr::null_mut(),
+        queue_family: 0,
+        queue_index: 0,
+        frames_in_flight: 2,
+        debug_utils: false,
+        validation: false,
+        memory_budget_bytes: 0,
+    }
+}
+
+/// Creates a tracer on the engine's device (embedded mode) and writes its handle to
+/// `out_tracer`. Kiln creates only its own command pool, fence, query pool, pipelines
+/// and buffers on the device, and destroys only those (in `kiln_tracer_destroy`,
+/// which the engine calls before destroying its device, once the command buffers
+/// Kiln recorded into have completed). Errors: `KILN_ERROR_INVALID_ARGUMENT` for a
+/// missing handle, a queue family without compute or a bad frame count;
+/// `KILN_ERROR_NO_DEVICE` when the device lacks Vulkan 1.2 or a feature Kiln needs.
+/// Every other tracer call works as in standalone mode; `kiln_tracer_trace` submits
+/// and waits on the queue given here.
+///
+/// # Safety
+/// `def` is NULL or readable; its handles are live, belong together and outlive the
+/// tracer; `out_tracer` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_create_embedded(
+    def: *const KilnEmbeddedDef,
+    out_tracer: *mut KilnTracerId,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_create_embedded", || {
+        let def = non_null(def, "def")?;
+        non_null(out_tracer, "out_tracer")?;
+        // SAFETY: non-null; readable per the contract.
+        let def = unsafe { read_def(def, "def")? };
+        let Some(get_instance_proc_addr) = def.get_instance_proc_addr else {
+            return Err(Error::new(KILN_ERROR_INVALID_ARGUMENT, "def->get_instance_proc_addr is NULL".to_owned()));
+        };
+        // SAFETY: `PFN_vkGetInstanceProcAddr` has this signature; handles are
+        // pointers (dispatchable) on every platform, and the C and system calling
+        // conventions agree on the 64-bit platforms Kiln supports.
+        let get_instance_proc_addr = unsafe {
+            std::mem::transmute::<
+                unsafe extern "C" fn(*mut c_void, *const c_char) -> KilnVoidFunction,
+                vk::PFN_vkGetInstanceProcAddr,
+            >(get_instance_proc_addr)
+        };
+        let desc = EmbeddedDevice {
+            get_instance_proc_addr,
+            instance: vk::Instance::from_raw(def.instance as u64),
+            physical_device: vk::PhysicalDevice::from_raw(def.physical_device as u64),
+            device: vk::Device::from_raw(def.device as u64),
+            queue_family: def.queue_family,
+            queue_index: def.queue_index,
+            frames_in_flight: def.frames_in_flight,
+            debug_utils: def.debug_utils,
+            validation: def.validation,
+            memory_budget: Some(def.memory_budget_bytes).filter(|&b| b > 0),
+        };
+        // SAFETY: the handles are live and belong together per the contract.
+        let tracer = unsafe { RayTracer::embedded(&desc) }.map_err(gpu_error)?;
+        let (index1, generation) = TRACERS.insert(TracerEntry::new(tracer));
+        write_out(out_tracer, "out_tracer", KilnTracerId { index1, generation })
+    })
+}
+
+/// Records into the engine's `command_buffer` (a `VkCommandBuffer` of the device,
+/// recording, outside a render pass) the scene update, when transforms, bones or
+/// followed bodies changed (instances upload, skinning + refit, TLAS rebuild), and
+/// the tracing of `count` rays (at most 1,048,576; checked as `kiln_tracer_trace`
+/// checks them). The hits are read with `kiln_tracer_read_hits` once the engine's
+/// submission completed. After a new mesh or instance the scene is first uploaded
+/// with one submission of Kiln's own (see `KilnEmbeddedDef::queue_family`).
+///
+/// The contract:
+/// - **Slots.** `frame_slot` is below `frames_in_flight`; the command buffer
+///   recorded for the same slot the previous time has completed (wait on its fence
+///   first): Kiln reuses that slot's staging memory. Buffers Kiln replaces are kept
+///   until every slot has been recorded again.
+/// - **Order.** The engine submits the command buffers Kiln recorded into, in
+///   recording order, to queues of `queue_family`.
+/// - **Entry barrier.** Kiln's commands start with a memory barrier from compute and
+///   transfer writes to compute and transfer reads and writes: earlier work of Kiln's
+///   (and anything the engine wrote to Kiln's buffers in those stages) is visible.
+/// - **Exit barrier.** They end with a memory barrier from compute and transfer
+///   writes to all commands' reads and writes, so the engine's later commands in any
+///   stage may read Kiln's results. Between the two, Kiln places only the barriers
+///   its frame graph derives.
+/// - Nothing else: no timestamps (the engine's profiler sees the labels when
+///   `debug_utils` is set), no pipeline state left that the engine relies on (Kiln
+///   binds a compute pipeline and push constants; rebind yours after the call).
+///
+/// # Safety
+/// `command_buffer` is as described; `rays` is NULL or readable for `count` entries.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_record_trace(
+    tracer: KilnTracerId,
+    command_buffer: *mut c_void,
+    frame_slot: u32,
+    rays: *const KilnTraceRay,
+    count: u32,
+    mode: u32,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_record_trace", || {
+        let mode = trace_mode(mode)?;
+        non_null(command_buffer.cast_const(), "command_buffer")?;
+        let rays: &[KilnTraceRay] = if count == 0 {
+            &[]
+        } else {
+            // SAFETY: non-null and readable for `count` entries per the contract.
+            unsafe { std::slice::from_raw_parts(non_null(rays, "rays")?, count as usize) }
+        };
+        with_tracer(tracer, |entry| {
+            let slots = entry.pending.len();
+            if frame_slot as usize >= slots {
+                return Err(Error::new(
+                    KILN_ERROR_INVALID_ARGUMENT,
+                    match slots {
+                        0 => {
+                            "the tracer is not embedded (kiln_tracer_create_embedded); use kiln_tracer_trace".to_owned()
+                        }
+                        _ => format!("frame_slot {frame_slot} of {slots}"),
+                    },
+                ));
+            }
+            set_rays(&mut entry.rays, rays);
+            let cmd = vk::CommandBuffer::from_raw(command_buffer as u64);
+            // SAFETY: per the contract above.
+            let pending =
+                unsafe { entry.tracer.record_trace(cmd, frame_slot, &entry.rays, mode) }.map_err(gpu_error)?;
+            entry.pending[frame_slot as usize] = Some(pending);
+            Ok(())
+        })
+    })
+}
+
+/// Writes the hits of the last `kiln_tracer_record_trace` for `frame_slot` to `hits`
+/// (`count` must equal the rays recorded). Call it once the engine's submission of
+/// that command buffer completed; before, the values are undefined. A miss has
+/// `instance == KILN_NO_HIT` and `t = +inf`. The hits stay readable until the slot is
+/// recorded again.
+///
+/// # Safety
+/// `hits` is NULL or writable for `count` entries.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_read_hits(
+    tracer: KilnTracerId,
+    frame_slot: u32,
+    hits: *mut KilnTraceHit,
+    count: u32,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_read_hits", || {
+        with_tracer(tracer, |entry| {
+            let Some(Some(pending)) = entry.pending.get(frame_slot as usize) else {
+                return Err(Error::new(
+                    KILN_ERROR_INVALID_ARGUMENT,
+                    format!("frame_slot {frame_slot}: nothing was recorded for it"),
+                ));
+            };
+            if pending.len() != count as usize {
+                return Err(Error::new(
+                    KILN_ERROR_INVALID_ARGUMENT,
+                    format!("count is {count}, but {} rays were recorded for frame_slot {frame_slot}", pending.len()),
+                ));
+            }
+            if count == 0 {
+                return Ok(());
+            }
+            let out = non_null(hits, "hits")?.cast_mut();
+            entry.hits.clear();
+            entry.hits.resize(count as usize, Default::default());
+            pending.read(&mut entry.hits).map_err(gpu_error)?;
+            // SAFETY: writable for `count` entries per the contract.
+            unsafe { write_hits(&entry.hits, out) };
+            Ok(())
+        })
+    })
+}

@@ -1,0 +1,346 @@
+/* Embedded mode: this program plays an engine that owns its Vulkan instance, device,
+ * queue and command buffers. It hands them to Kiln (kiln_tracer_create_embedded),
+ * lets Kiln record its passes into its own command buffers with two frames in
+ * flight, submits them itself, and reads the hits after its own fences. Every frame's
+ * hits must equal those of a standalone tracer over the same scene, the engine's own
+ * validation messenger must stay silent, and bad input is refused with a status.
+ *
+ *   embedded [FRAMES]        (default 8)
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vulkan/vulkan.h>
+
+#include "kiln.h"
+#include "render.h"
+#include "tests/check.h"
+
+#define SLOTS 2
+#define RAYS 4096
+
+/* The engine's side: what any Vulkan renderer already has. */
+struct engine {
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;
+    VkPhysicalDevice physical;
+    VkDevice device;
+    uint32_t family;
+    VkQueue queue;
+    VkCommandPool pool;
+    VkCommandBuffer cmd[SLOTS];
+    VkFence fence[SLOTS];
+    int messages;
+    int debug_utils;
+};
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                 VkDebugUtilsMessageTypeFlagsEXT types,
+                                                 const VkDebugUtilsMessengerCallbackDataEXT *data, void *user) {
+    (void)severity, (void)types;
+    struct engine *e = user;
+    e->messages++;
+    fprintf(stderr, "engine validation: %s\n", data->pMessage);
+    return VK_FALSE;
+}
+
+static int has_layer(const char *name) {
+    uint32_t count = 0;
+    vkEnumerateInstanceLayerProperties(&count, NULL);
+    VkLayerProperties *layers = calloc(count ? count : 1, sizeof *layers);
+    vkEnumerateInstanceLayerProperties(&count, layers);
+    int found = 0;
+    for (uint32_t i = 0; i < count; i++) found |= strcmp(layers[i].layerName, name) == 0;
+    free(layers);
+    return found;
+}
+
+/* Kiln's own preference: discrete, integrated, virtual, then CPU (lavapipe). */
+static int rank(VkPhysicalDeviceType type) {
+    switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
+    default: return 0;
+    }
+}
+
+/* Instance (1.2, validation layer + debug utils when installed), the best device
+ * with a compute queue, and the features Kiln's embedded mode documents. 0 on
+ * success. */
+static int engine_create(struct engine *e) {
+    memset(e, 0, sizeof *e);
+    int validation = has_layer("VK_LAYER_KHRONOS_validation");
+    const char *layers[] = {"VK_LAYER_KHRONOS_validation"};
+    const char *extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .apiVersion = VK_API_VERSION_1_2};
+    VkInstanceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                                 .pApplicationInfo = &app,
+                                 .enabledLayerCount = validation ? 1 : 0,
+                                 .ppEnabledLayerNames = layers,
+                                 .enabledExtensionCount = 1,
+                                 .ppEnabledExtensionNames = extensions};
+    if (vkCreateInstance(&info, NULL, &e->instance) != VK_SUCCESS) {
+        info.enabledExtensionCount = 0; /* no debug utils: go on without labels */
+        if (vkCreateInstance(&info, NULL, &e->instance) != VK_SUCCESS) return 1;
+    } else {
+        e->debug_utils = 1;
+        PFN_vkCreateDebugUtilsMessengerEXT create =
+            (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(e->instance, "vkCreateDebugUtilsMessengerEXT");
+        VkDebugUtilsMessengerCreateInfoEXT m = {
+            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+            .messageSeverity =
+                VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+            .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+            .pfnUserCallback = on_message,
+            .pUserData = e};
+        if (create) create(e->instance, &m, NULL, &e->messenger);
+    }
+    printf("engine instance: validation layer %s, debug utils %s\n", validation ? "on" : "not installed",
+           e->debug_utils ? "on" : "off");
+
+    uint32_t count = 0;
+    vkEnumeratePhysicalDevices(e->instance, &count, NULL);
+    VkPhysicalDevice *devices = calloc(count ? count : 1, sizeof *devices);
+    vkEnumeratePhysicalDevices(e->instance, &count, devices);
+    int best = -1;
+    for (uint32_t i = 0; i < count; i++) {
+        VkPhysicalDeviceProperties props;
+        vkGetPhysicalDeviceProperties(devices[i], &props);
+        if (props.apiVersion < VK_API_VERSION_1_2) continue;
+        if (best < 0 || rank(props.deviceType) > best) best = rank(props.deviceType), e->physical = devices[i];
+    }
+    free(devices);
+    if (best < 0) return 1;
+
+    uint32_t families = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(e->physical, &families, NULL);
+    VkQueueFamilyProperties *props = calloc(families ? families : 1, sizeof *props);
+    vkGetPhysicalDeviceQueueFamilyProperties(e->physical, &families, props);
+    e->family = UINT32_MAX;
+    for (uint32_t i = 0; i < families && e->family == UINT32_MAX; i++)
+        if (props[i].queueFlags & VK_QUEUE_COMPUTE_BIT) e->family = i;
+    free(props);
+    if (e->family == UINT32_MAX) return 1;
+
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                     .queueFamilyIndex = e->family,
+                                     .queueCount = 1,
+                                     .pQueuePriorities = &priority};
+    /* What KilnEmbeddedDef documents: these three Vulkan 1.2 features enabled. */
+    VkPhysicalDeviceVulkan12Features v12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                            .bufferDeviceAddress = VK_TRUE,
+                                            .vulkanMemoryModel = VK_TRUE,
+                                            .vulkanMemoryModelDeviceScope = VK_TRUE};
+    VkDeviceCreateInfo device = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                                 .pNext = &v12,
+                                 .queueCreateInfoCount = 1,
+                                 .pQueueCreateInfos = &queue};
+    if (vkCreateDevice(e->physical, &device, NULL, &e->device) != VK_SUCCESS) return 1;
+    vkGetDeviceQueue(e->device, e->family, 0, &e->queue);
+    VkCommandPoolCreateInfo pool = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                    .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                    .queueFamilyIndex = e->family};
+    if (vkCreateCommandPool(e->device, &pool, NULL, &e->pool) != VK_SUCCESS) return 1;
+    VkCommandBufferAllocateInfo alloc = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                         .commandPool = e->pool,
+                                         .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                         .commandBufferCount = SLOTS};
+    if (vkAllocateCommandBuffers(e->device, &alloc, e->cmd) != VK_SUCCESS) return 1;
+    VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO, .flags = VK_FENCE_CREATE_SIGNALED_BIT};
+    for (int i = 0; i < SLOTS; i++)
+        if (vkCreateFence(e->device, &fence, NULL, &e->fence[i]) != VK_SUCCESS) return 1;
+    return 0;
+}
+
+static void engine_destroy(struct engine *e) {
+    if (e->device) {
+        vkDeviceWaitIdle(e->device);
+        for (int i = 0; i < SLOTS; i++)
+            if (e->fence[i]) vkDestroyFence(e->device, e->fence[i], NULL);
+        if (e->pool) vkDestroyCommandPool(e->device, e->pool, NULL);
+        vkDestroyDevice(e->device, NULL);
+    }
+    if (e->messenger) {
+        PFN_vkDestroyDebugUtilsMessengerEXT destroy =
+            (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(e->instance, "vkDestroyDebugUtilsMessengerEXT");
+        if (destroy) destroy(e->instance, e->messenger, NULL);
+    }
+    if (e->instance) vkDestroyInstance(e->instance, NULL);
+}
+
+/* The same scene in both tracers: a ground quad and 3x3 boxes. */
+static void build_scene(KilnTracerId tracer) {
+    const KilnVec3 ground[4] = {{-20, 0, -20}, {20, 0, -20}, {20, 0, 20}, {-20, 0, 20}};
+    const uint32_t quad[6] = {0, 2, 1, 0, 3, 2};
+    KilnVec3 box[8];
+    for (int i = 0; i < 8; i++) box[i] = (KilnVec3){i & 1 ? 1.0f : -1.0f, i & 2 ? 2.0f : 0.0f, i & 4 ? 1.0f : -1.0f};
+    const uint32_t faces[36] = {0, 1, 3, 0, 3, 2, 4, 6, 7, 4, 7, 5, 0, 4, 5, 0, 5, 1,
+                                2, 3, 7, 2, 7, 6, 0, 2, 6, 0, 6, 4, 1, 5, 7, 1, 7, 3};
+    uint32_t mesh, instance;
+    CHECK_STATUS(kiln_tracer_add_mesh(tracer, ground, 4, quad, 2, &mesh), KILN_OK);
+    KilnInstanceDef def = kiln_default_instance_def();
+    def.mesh = mesh;
+    CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &instance), KILN_OK);
+    CHECK_STATUS(kiln_tracer_add_mesh(tracer, box, 8, faces, 12, &mesh), KILN_OK);
+    for (int i = 0; i < 9; i++) {
+        def.mesh = mesh;
+        def.user_id = 100 + (uint32_t)i;
+        def.transform.rows[0][3] = (float)(i % 3) * 5.0f - 5.0f;
+        def.transform.rows[2][3] = (float)(i / 3) * 5.0f - 5.0f;
+        CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &instance), KILN_OK);
+    }
+}
+
+/* Rays from a camera circling the scene, different every frame. */
+static void frame_rays(int frame, KilnTraceRay *rays) {
+    float eye_x = 18.0f * (float)(frame % 4 - 2) / 2.0f, eye_z = -18.0f;
+    for (int i = 0; i < RAYS; i++) {
+        float x = (float)(i % 64) / 63.0f - 0.5f, y = (float)(i / 64) / 63.0f - 0.5f;
+        KilnVec3 dir = {-eye_x / 18.0f + x, -0.5f + y, 1.0f};
+        rays[i] = (KilnTraceRay){{eye_x, 8.0f, eye_z}, dir, 0.0f, INFINITY, 0xffffffffu};
+    }
+}
+
+static int same_hits(const KilnTraceHit *a, const KilnTraceHit *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (a[i].instance != b[i].instance || a[i].primitive != b[i].primitive || a[i].t != b[i].t) return 0;
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    int frames = argc > 1 ? atoi(argv[1]) : 8;
+    if (frames < SLOTS || frames > 10000) frames = 8;
+    KilnTracerId reference;
+    int done = start_gpu_sample("embedded", &reference);
+    if (done >= 0) return done;
+    struct engine e;
+    if (engine_create(&e) != 0) {
+        engine_destroy(&e);
+        kiln_tracer_destroy(reference);
+        fprintf(stderr, "embedded: the engine could not create its Vulkan device\n");
+        return gpu_required() ? 1 : 0;
+    }
+
+    KilnEmbeddedDef def = kiln_default_embedded_def();
+    /* The double cast keeps -Wcast-function-type quiet: Vulkan's handle types are
+     * opaque pointers, Kiln's are void pointers. */
+    def.get_instance_proc_addr = (KilnGetInstanceProcAddr)(void (*)(void))vkGetInstanceProcAddr;
+    def.instance = e.instance;
+    def.physical_device = e.physical;
+    def.device = e.device;
+    def.queue_family = e.family;
+    def.frames_in_flight = SLOTS;
+    def.debug_utils = e.debug_utils != 0;
+    def.validation = true;
+
+    /* Refused before anything is created. */
+    KilnTracerId tracer = {0, 0};
+    KilnEmbeddedDef bad = kiln_default_embedded_def();
+    CHECK_STATUS(kiln_tracer_create_embedded(NULL, &tracer), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_tracer_create_embedded(&def, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_tracer_create_embedded(&bad, &tracer), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("get_instance_proc_addr");
+    bad = def, bad.struct_size = 4;
+    CHECK_STATUS(kiln_tracer_create_embedded(&bad, &tracer), KILN_ERROR_STRUCT_SIZE);
+    bad = def, bad.device = NULL;
+    CHECK_STATUS(kiln_tracer_create_embedded(&bad, &tracer), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("device is null");
+    bad = def, bad.queue_family = 99;
+    CHECK_STATUS(kiln_tracer_create_embedded(&bad, &tracer), KILN_ERROR_INVALID_ARGUMENT);
+    bad = def, bad.frames_in_flight = 0;
+    CHECK_STATUS(kiln_tracer_create_embedded(&bad, &tracer), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK(!kiln_tracer_is_valid(tracer));
+
+    CHECK_STATUS(kiln_tracer_create_embedded(&def, &tracer), KILN_OK);
+    KilnDeviceInfo info;
+    CHECK_STATUS(kiln_tracer_get_device(tracer, &info), KILN_OK);
+    printf("embedded tracer on the engine's device: %s\n", info.name);
+    build_scene(tracer);
+    build_scene(reference);
+
+    static KilnTraceRay rays[RAYS];
+    static KilnTraceHit hits[RAYS], expected[SLOTS][RAYS];
+    int recorded[SLOTS] = {0}, matched = 0, compared = 0;
+    for (int frame = 0; frame < frames + SLOTS; frame++) {
+        int slot = frame % SLOTS;
+        /* The engine's frame loop: wait for this slot's previous submission, then
+         * read what Kiln traced in it. */
+        vkWaitForFences(e.device, 1, &e.fence[slot], VK_TRUE, UINT64_MAX);
+        if (recorded[slot]) {
+            CHECK_STATUS(kiln_tracer_read_hits(tracer, (uint32_t)slot, hits, RAYS), KILN_OK);
+            matched += same_hits(hits, expected[slot], RAYS);
+            compared++;
+            recorded[slot] = 0;
+        }
+        if (frame >= frames) continue;
+        /* Move one box every frame (the TLAS is rebuilt inside the recording). */
+        KilnAffine moved = {{{1, 0, 0, (float)frame * 0.5f - 5.0f}, {0, 1, 0, 0}, {0, 0, 1, -5.0f}}};
+        uint32_t index = 1;
+        CHECK_STATUS(kiln_tracer_set_transforms(tracer, &index, &moved, 1), KILN_OK);
+        CHECK_STATUS(kiln_tracer_set_transforms(reference, &index, &moved, 1), KILN_OK);
+        frame_rays(frame, rays);
+        vkResetFences(e.device, 1, &e.fence[slot]);
+        vkResetCommandBuffer(e.cmd[slot], 0);
+        VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        vkBeginCommandBuffer(e.cmd[slot], &begin);
+        CHECK_STATUS(kiln_tracer_record_trace(tracer, e.cmd[slot], (uint32_t)slot, rays, RAYS, KILN_TRACE_CLOSEST),
+                     KILN_OK);
+        vkEndCommandBuffer(e.cmd[slot]);
+        VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
+                               .pCommandBuffers = &e.cmd[slot]};
+        CHECK(vkQueueSubmit(e.queue, 1, &submit, e.fence[slot]) == VK_SUCCESS);
+        recorded[slot] = 1;
+        /* The standalone tracer traces the same rays now, for comparison later. */
+        CHECK_STATUS(kiln_tracer_trace(reference, rays, RAYS, KILN_TRACE_CLOSEST, expected[slot]), KILN_OK);
+    }
+    printf("%d frames, %d in flight: %d of %d read-backs equal the standalone tracer's hits\n", frames, SLOTS,
+           matched, compared);
+    CHECK(compared == frames && matched == compared);
+    int seen = 0;
+    for (int i = 0; i < RAYS; i++) seen += hits[i].instance != KILN_NO_HIT && hits[i].user_id >= 100;
+    CHECK(seen > RAYS / 20);
+
+    /* Refused after creation, changing nothing. */
+    vkResetCommandBuffer(e.cmd[0], 0);
+    VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vkBeginCommandBuffer(e.cmd[0], &begin);
+    CHECK_STATUS(kiln_tracer_record_trace(tracer, e.cmd[0], SLOTS, rays, RAYS, KILN_TRACE_CLOSEST),
+                 KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("frame_slot");
+    CHECK_STATUS(kiln_tracer_record_trace(tracer, NULL, 0, rays, RAYS, KILN_TRACE_CLOSEST), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_tracer_record_trace(tracer, e.cmd[0], 0, NULL, RAYS, KILN_TRACE_CLOSEST),
+                 KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_tracer_record_trace(tracer, e.cmd[0], 0, rays, RAYS, 7), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_record_trace(reference, e.cmd[0], 0, rays, RAYS, KILN_TRACE_CLOSEST),
+                 KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("not embedded");
+    rays[5].direction = (KilnVec3){0, 0, 0};
+    CHECK_STATUS(kiln_tracer_record_trace(tracer, e.cmd[0], 0, rays, RAYS, KILN_TRACE_CLOSEST),
+                 KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_read_hits(tracer, 0, hits, RAYS - 1), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("count");
+    CHECK_STATUS(kiln_tracer_read_hits(tracer, 0, NULL, RAYS), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_tracer_read_hits(tracer, 9, hits, RAYS), KILN_ERROR_INVALID_ARGUMENT);
+    /* No rays: nothing recorded, nothing to read. */
+    CHECK_STATUS(kiln_tracer_record_trace(tracer, e.cmd[0], 0, NULL, 0, KILN_TRACE_ANY), KILN_OK);
+    CHECK_STATUS(kiln_tracer_read_hits(tracer, 0, NULL, 0), KILN_OK);
+    vkEndCommandBuffer(e.cmd[0]);
+
+    CHECK(validation_message_count(tracer) == 0);
+    CHECK(validation_message_count(reference) == 0);
+    /* Kiln's objects go first, then the engine's device. */
+    CHECK_STATUS(kiln_tracer_destroy(tracer), KILN_OK);
+    CHECK_STATUS(kiln_tracer_record_trace(tracer, e.cmd[0], 0, rays, 1, KILN_TRACE_ANY), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_tracer_read_hits(tracer, 0, hits, RAYS), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_tracer_destroy(reference), KILN_OK);
+    engine_destroy(&e);
+    printf("the engine's validation messenger reported %d messages\n", e.messages);
+    CHECK(e.messages == 0);
+    return check_summary("embedded");
+}
