@@ -20,7 +20,7 @@ use super::context::{DeviceInfo, EmbeddedDevice, GpuConfig};
 use super::error::GpuError;
 use super::layout::{GpuHit, GpuRay, NO_HIT};
 use super::queue::{Gpu, GpuTiming};
-use super::recorder::Download;
+use super::recorder::{Download, Recorder};
 use super::scene::{invert_affine, Affine, GpuScene, Scene, IDENTITY};
 use super::skin::{BoneMatrix, Skin, SkinData};
 use super::tlas::TlasBuilder;
@@ -301,10 +301,8 @@ impl RayTracer {
         if !self.needs_update() {
             return Ok(());
         }
-        let RayTracer { gpu, kernels, scene, device_scene, skinned, .. } = self;
-        let device_scene = device_scene.as_ref().expect("ensured above");
-        let skin_dirty = self.skin_dirty;
-        gpu.submit("kiln update", |rec| record_update(rec, kernels, scene, device_scene, skinned, skin_dirty))?;
+        let (gpu, parts) = self.split();
+        gpu.submit("kiln update", |rec| parts.record_update(rec))?;
         self.after_update();
         merge_timings(&mut self.timings, self.gpu.last_timings());
         Ok(())
@@ -332,21 +330,8 @@ impl RayTracer {
         let mut first = true;
         for (rays, hits) in rays.chunks(MAX_TRACE_BATCH).zip(hits.chunks_mut(MAX_TRACE_BATCH)) {
             let update = first && self.needs_update();
-            let RayTracer { gpu, kernels, scene, device_scene, skinned, .. } = self;
-            let device_scene = device_scene.as_ref().expect("ensured above");
-            let (ray_buffer, hit_buffer) = (self.rays.as_ref().expect("sized"), self.hits.as_ref().expect("sized"));
-            let skin_dirty = self.skin_dirty;
-            let count = rays.len() as u32;
-            let download = gpu.submit("kiln trace", |rec| {
-                if update {
-                    record_update(rec, kernels, scene, device_scene, skinned, skin_dirty)?;
-                }
-                rec.pass("trace", |rec| {
-                    rec.upload(ray_buffer, 0, bytemuck::cast_slice(rays))?;
-                    kernels.trace.record(rec, device_scene, ray_buffer, hit_buffer, count, mode == TraceMode::Any)?;
-                    rec.download(hit_buffer, 0, 48 * u64::from(count))
-                })
-            })?;
+            let (gpu, parts) = self.split();
+            let download = gpu.submit("kiln trace", |rec| parts.record_trace(rec, update, rays, mode))?;
             hits.copy_from_slice(bytemuck::cast_slice(download.bytes()));
             merge_timings(&mut self.timings, self.gpu.last_timings());
             if update {
@@ -405,24 +390,10 @@ impl RayTracer {
         self.ensure_device_scene()?;
         self.ensure_ray_buffers(rays.len() as u64)?;
         let update = self.needs_update();
-        let RayTracer { gpu, kernels, scene, device_scene, skinned, .. } = self;
-        let device_scene = device_scene.as_ref().expect("ensured above");
-        let (ray_buffer, hit_buffer) = (self.rays.as_ref().expect("sized"), self.hits.as_ref().expect("sized"));
-        let skin_dirty = self.skin_dirty;
-        let count = rays.len() as u32;
+        let (gpu, parts) = self.split();
         // SAFETY: forwarded from the caller.
-        let download = unsafe {
-            gpu.record_into(cmd, slot, "kiln trace", |rec| {
-                if update {
-                    record_update(rec, kernels, scene, device_scene, skinned, skin_dirty)?;
-                }
-                rec.pass("trace", |rec| {
-                    rec.upload(ray_buffer, 0, bytemuck::cast_slice(rays))?;
-                    kernels.trace.record(rec, device_scene, ray_buffer, hit_buffer, count, mode == TraceMode::Any)?;
-                    rec.download(hit_buffer, 0, 48 * u64::from(count))
-                })
-            })
-        }?;
+        let download =
+            unsafe { gpu.record_into(cmd, slot, "kiln trace", |rec| parts.record_trace(rec, update, rays, mode)) }?;
         if update {
             self.after_update();
         }
@@ -456,7 +427,7 @@ impl RayTracer {
     pub fn submit_with_scene<R>(
         &mut self,
         label: &str,
-        record: impl FnOnce(&mut super::recorder::Recorder<'_>, &GpuScene, &Tracer) -> Result<R, GpuError>,
+        record: impl FnOnce(&mut Recorder<'_>, &GpuScene, &Tracer) -> Result<R, GpuError>,
     ) -> Result<R, GpuError> {
         if self.scene.instances().is_empty() {
             return Err(GpuError::InvalidInput(format!("{label}: the scene has no instances")));
@@ -464,20 +435,33 @@ impl RayTracer {
         self.timings.clear();
         self.ensure_device_scene()?;
         let update = self.needs_update();
-        let RayTracer { gpu, kernels, scene, device_scene, skinned, .. } = self;
-        let device_scene = device_scene.as_ref().expect("ensured above");
-        let skin_dirty = self.skin_dirty;
+        let (gpu, parts) = self.split();
         let result = gpu.submit(label, |rec| {
             if update {
-                record_update(rec, kernels, scene, device_scene, skinned, skin_dirty)?;
+                parts.record_update(rec)?;
             }
-            record(rec, device_scene, &kernels.trace)
+            record(rec, parts.device_scene, &parts.kernels.trace)
         })?;
         merge_timings(&mut self.timings, self.gpu.last_timings());
         if update {
             self.after_update();
         }
         Ok(result)
+    }
+
+    /// The context and, borrowed apart from it, what a recording reads.
+    fn split(&mut self) -> (&mut Gpu, Parts<'_>) {
+        let RayTracer { gpu, kernels, scene, device_scene, skinned, skin_dirty, rays, hits, .. } = self;
+        let parts = Parts {
+            kernels,
+            scene,
+            device_scene: device_scene.as_ref().expect("the device scene is ensured first"),
+            skinned,
+            skin_dirty: *skin_dirty,
+            rays: rays.as_ref(),
+            hits: hits.as_ref(),
+        };
+        (gpu, parts)
     }
 
     /// Forgets the device copy of the scene after a structural change (kept alive
@@ -521,21 +505,51 @@ impl RayTracer {
     }
 }
 
-/// Records the scene update passes: instances, skinning + refit, TLAS.
-fn record_update(
-    rec: &mut super::recorder::Recorder<'_>,
-    kernels: &Kernels,
-    scene: &Scene,
-    device_scene: &GpuScene,
-    skinned: &[(u32, Vec<BoneMatrix>)],
+/// The tracer's parts a recording reads, borrowed apart from its [`Gpu`]
+/// ([`RayTracer::split`]); the device scene is ensured before.
+struct Parts<'t> {
+    kernels: &'t Kernels,
+    scene: &'t Scene,
+    device_scene: &'t GpuScene,
+    skinned: &'t [(u32, Vec<BoneMatrix>)],
     skin_dirty: bool,
-) -> Result<(), GpuError> {
-    rec.pass("upload instances", |rec| device_scene.upload_instances(rec, scene))?;
-    if skin_dirty {
-        let bones: Vec<&[BoneMatrix]> = skinned.iter().map(|(_, b)| b.as_slice()).collect();
-        rec.pass("skin + refit", |rec| device_scene.record_skinning(rec, &kernels.skin, &kernels.refit, &bones))?;
+    rays: Option<&'t GpuBuffer>,
+    hits: Option<&'t GpuBuffer>,
+}
+
+impl Parts<'_> {
+    /// "upload instances" -> "skin + refit" (when bones changed) -> "tlas build".
+    fn record_update(&self, rec: &mut Recorder<'_>) -> Result<(), GpuError> {
+        let device_scene = self.device_scene;
+        rec.pass("upload instances", |rec| device_scene.upload_instances(rec, self.scene))?;
+        if self.skin_dirty {
+            let bones: Vec<&[BoneMatrix]> = self.skinned.iter().map(|(_, b)| b.as_slice()).collect();
+            let kernels = self.kernels;
+            rec.pass("skin + refit", |rec| device_scene.record_skinning(rec, &kernels.skin, &kernels.refit, &bones))?;
+        }
+        rec.pass("tlas build", |rec| self.kernels.tlas.record(rec, device_scene))
     }
-    rec.pass("tlas build", |rec| kernels.tlas.record(rec, device_scene))
+
+    /// The update (when `update`), then "trace": upload `rays`, trace, read back the
+    /// hits. The ray buffers are sized for `rays` before.
+    fn record_trace(
+        &self,
+        rec: &mut Recorder<'_>,
+        update: bool,
+        rays: &[GpuRay],
+        mode: TraceMode,
+    ) -> Result<Download, GpuError> {
+        if update {
+            self.record_update(rec)?;
+        }
+        let (ray_buffer, hit_buffer) = (self.rays.expect("sized"), self.hits.expect("sized"));
+        let count = rays.len() as u32;
+        rec.pass("trace", |rec| {
+            rec.upload(ray_buffer, 0, bytemuck::cast_slice(rays))?;
+            self.kernels.trace.record(rec, self.device_scene, ray_buffer, hit_buffer, count, mode == TraceMode::Any)?;
+            rec.download(hit_buffer, 0, 48 * u64::from(count))
+        })
+    }
 }
 
 /// Adds `new` to `into` by pass name (keeping first-seen order).
