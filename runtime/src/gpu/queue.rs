@@ -63,7 +63,7 @@ pub struct Gpu {
 #[derive(Default)]
 struct FrameSlot {
     staging: Option<GpuBuffer>,
-    retired: Vec<GpuBuffer>,
+    retired: Vec<Arc<GpuBuffer>>,
     /// Recorded at least once (so a command buffer may still be running).
     used: bool,
 }
@@ -163,6 +163,12 @@ impl Gpu {
         if pending != 0 {
             self.graveyard.push((Box::new(value), pending));
         }
+    }
+
+    /// Values [`Gpu::defer_drop`] still keeps.
+    #[cfg(test)]
+    pub(crate) fn deferred_count(&self) -> usize {
+        self.graveyard.len()
     }
 
     fn with_shared(shared: SharedRef) -> Result<Gpu, GpuError> {

@@ -45,6 +45,7 @@ use crate::frame::{AccessPoint, FrameGraph, Hazard, Mode, PassId, Queue, Resourc
 use ash::vk;
 use bytemuck::Pod;
 use std::ffi::CString;
+use std::sync::Arc;
 
 /// Timestamp queries available per submission (two per pass).
 pub(crate) const MAX_TIMED_PASSES: u32 = 64;
@@ -71,9 +72,11 @@ impl<'b> Use<'b> {
 }
 
 /// A read-back slot filled by [`Recorder::download`], readable after the submission.
+/// The buffer is shared with the recorder, which keeps it alive until the command
+/// buffer completed even when the `Download` is dropped first.
 #[derive(Debug)]
 pub struct Download {
-    buffer: GpuBuffer,
+    buffer: Arc<GpuBuffer>,
     len: usize,
 }
 
@@ -132,8 +135,9 @@ pub struct Recorder<'a> {
     timestamps: bool,
     staging: &'a mut Option<GpuBuffer>,
     staging_used: u64,
-    /// Staging rings outgrown during this recording; alive until it completes.
-    pub(crate) retired: Vec<GpuBuffer>,
+    /// Staging rings outgrown during this recording and the read-back buffers:
+    /// alive until the command buffer completed.
+    pub(crate) retired: Vec<Arc<GpuBuffer>>,
     /// Names of the timed passes, in query order.
     pub(crate) passes: Vec<String>,
     graph: FrameGraph,
@@ -175,7 +179,7 @@ impl<'a> Recorder<'a> {
             let size = needed.max(STAGING_START).next_power_of_two().max(capacity * 2);
             let new = GpuBuffer::new(self.shared, "kiln staging ring", size, BufferMemory::Upload)?;
             if let Some(old) = self.staging.replace(new) {
-                self.retired.push(old);
+                self.retired.push(Arc::new(old));
             }
             0
         } else {
@@ -198,7 +202,8 @@ impl<'a> Recorder<'a> {
     /// Copies `len` bytes of `src` from `offset` into a new read-back buffer.
     pub fn download(&mut self, src: &GpuBuffer, offset: u64, len: u64) -> Result<Download, GpuError> {
         src.check_range("download", offset, len)?;
-        let buffer = GpuBuffer::new(self.shared, "kiln read-back", len.max(4), BufferMemory::Readback)?;
+        let buffer = Arc::new(GpuBuffer::new(self.shared, "kiln read-back", len.max(4), BufferMemory::Readback)?);
+        self.retired.push(buffer.clone());
         if len > 0 {
             let region = vk::BufferCopy { src_offset: offset, dst_offset: 0, size: len };
             let op = Op::Copy { src: src.buffer, dst: buffer.buffer, region };

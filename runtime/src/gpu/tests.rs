@@ -1324,8 +1324,24 @@ fn embedded_mode_records_into_the_engines_command_buffers_and_matches_standalone
         assert!(hits == want, "frame {frame}: embedded hits differ from standalone");
         assert!(hits.iter().filter(|h| h.instance != NO_HIT).count() > 500);
     }
+    // A structural change while both slots may be in flight: the old device scene
+    // stays until both slots were recorded again, then it is freed.
+    let held = tracer.gpu().memory_in_use();
+    tracer.add_instance(1, &IDENTITY, 1, 99).unwrap();
+    assert_eq!(tracer.gpu().memory_in_use(), held, "the replaced scene is kept for the slots in flight");
+    assert_eq!(tracer.gpu().deferred_count(), 1);
+    let ray = [GpuRay { dir: [0.0, -1.0, 0.0], t_max: 1e30, mask: u32::MAX, ..GpuRay::default() }];
+    for (slot, left) in [(0, 1), (1, 0)] {
+        let cmd = engine.begin(slot);
+        // SAFETY: `cmd` is recording; the slot's previous submission was waited on.
+        // The pending hits are dropped before the submission on purpose: the slot,
+        // not the caller, keeps the read-back buffer alive.
+        drop(unsafe { tracer.record_trace(cmd, slot as u32, &ray, TraceMode::Closest) }.unwrap());
+        engine.submit(slot);
+        engine.wait_all();
+        assert_eq!(tracer.gpu().deferred_count(), left, "the old scene waits for both slots");
+    }
     // Bad input: a slot out of range, a null command buffer, a standalone tracer.
-    let ray = [GpuRay { dir: [0.0, -1.0, 0.0], t_max: 1.0, mask: 1, ..GpuRay::default() }];
     let cmd = engine.begin(0);
     // SAFETY: as above; refused calls record nothing.
     unsafe {
