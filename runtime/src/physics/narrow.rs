@@ -283,16 +283,24 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
 /// How far above the deepest candidate a point still counts as bearing load.
 const SUPPORT_BAND: f32 = super::LINEAR_SLOP;
 
-/// At most four of the candidates, stable from step to step, and spanning the points
-/// that bear load. Candidates within [`SUPPORT_BAND`] of the deepest come first:
-/// among them, last step's points (matched by feature id), then the deepest, then
-/// repeatedly the one farthest from those chosen (ties to the earlier candidate). Only
-/// then do farther (speculative) candidates fill free slots, by the same rules.
+/// A last-step point is kept over a new one that scores at most this much better.
+const KEEP: f32 = 0.8;
+
+/// At most four of the candidates, stable from step to step, spanning the largest
+/// support polygon of the points that bear load. Candidates within [`SUPPORT_BAND`] of
+/// the deepest are chosen first, greedily, as in Jolt's and Bullet's manifold
+/// reduction: the deepest point, the one farthest from it, the one making the largest
+/// triangle, and the one adding the most area outside that triangle. At each choice a
+/// last-step point (matched by feature id) wins when it scores at least [`KEEP`] of the
+/// best, so near-equal scores do not flip the choice between steps and lose the warm
+/// start. Only then do farther (speculative) candidates fill free slots: last step's
+/// first, then repeatedly the one farthest from those chosen.
 ///
-/// Without the band, a box resting on uneven terrain kept its far, speculative corners
-/// and dropped a touching point between them, so it balanced on a diagonal and rocked
-/// forever; without the first rule, near-equal depths flip the choice between steps
-/// and lose the warm start.
+/// Two failures shaped this. Keeping speculative corners before touching points
+/// balanced a box on its diagonal on uneven terrain. Keeping last step's points before
+/// spreading (three of them 24 cm apart at one end of a box's edge, one on a slope)
+/// left the box a seesaw on a two-point line while its true support was a quad: it
+/// rocked over a convex ridge for good.
 fn reduce(candidates: &mut [Candidate], old: Option<&Constraint>, c: &mut Constraint) {
     let deepest = candidates.iter().map(|p| p.separation).fold(f32::INFINITY, f32::min);
     // Load-bearing candidates to the front, each group in its original order.
@@ -303,56 +311,92 @@ fn reduce(candidates: &mut [Candidate], old: Option<&Constraint>, c: &mut Constr
             near += 1;
         }
     }
+    let was_kept = |p: &Candidate| old.is_some_and(|o| o.points().iter().any(|q| q.id == p.id));
     let mut chosen = 0;
-    for range in [0..near, near..candidates.len()] {
-        if let Some(old) = old {
-            for i in range.clone() {
-                if chosen < 4 && old.points().iter().any(|p| p.id == candidates[i].id) {
-                    candidates.swap(chosen, i);
-                    chosen += 1;
+    while chosen < 4 && chosen < near {
+        let (done, rest) = candidates.split_at(chosen);
+        let rest = &rest[..near - chosen];
+        let Some(pick) = (match chosen {
+            // The deepest; a kept point within half a slop of it instead.
+            0 => pick(rest, was_kept, |p| -p.separation, |best, s| s >= best - 0.5 * super::LINEAR_SLOP),
+            1 => {
+                let a = done[0].point;
+                pick(rest, was_kept, |p| p.point.distance(a), |best, s| s >= KEEP * best).filter(|&(_, d)| d > 1e-4)
+            }
+            2 => {
+                let (a, b) = (done[0].point, done[1].point);
+                let area = |p: &Candidate| 0.5 * (b - a).cross(p.point - a).length();
+                pick(rest, was_kept, area, |best, s| s >= KEEP * best).filter(|&(_, s)| s > 1e-6)
+            }
+            _ => {
+                let tri = [done[0].point, done[1].point, done[2].point];
+                let normal = (tri[1] - tri[0]).cross(tri[2] - tri[0]);
+                let area = 0.5 * normal.length();
+                let normal = normal.normalize_or_zero();
+                // Area added outside the triangle, across its most exposed edge.
+                let outside = |p: &Candidate| {
+                    (0..3)
+                        .map(|e| -0.5 * (tri[(e + 1) % 3] - tri[e]).cross(p.point - tri[e]).dot(normal))
+                        .fold(0.0f32, f32::max)
+                };
+                match pick(rest, was_kept, outside, |best, s| s >= KEEP * best) {
+                    Some(found) if found.1 > 0.05 * area => Some(found),
+                    // Nothing widens the triangle much: the point farthest from it.
+                    _ => {
+                        let gap = |p: &Candidate| tri.iter().map(|q| q.distance(p.point)).fold(f32::INFINITY, f32::min);
+                        pick(rest, was_kept, gap, |best, s| s >= KEEP * best).filter(|&(_, d)| d > 1e-4)
+                    }
                 }
             }
-        }
-        if range.start == 0 && !range.is_empty() {
-            // The deepest point, unless one almost as deep is already in.
-            let deepest =
-                range.clone().fold(0, |a, b| if candidates[b].separation < candidates[a].separation { b } else { a });
-            let kept = candidates[..chosen].iter().map(|p| p.separation).fold(f32::INFINITY, f32::min);
-            if deepest >= chosen && candidates[deepest].separation < kept - 0.5 * super::LINEAR_SLOP {
-                if chosen < 4 {
-                    candidates.swap(chosen, deepest);
-                    chosen += 1;
-                } else {
-                    // Replace the kept point nearest to it.
-                    let p = candidates[deepest].point;
-                    let near = (0..4)
-                        .min_by(|&a, &b| {
-                            candidates[a].point.distance_squared(p).total_cmp(&candidates[b].point.distance_squared(p))
-                        })
-                        .expect("four points");
-                    candidates.swap(near, deepest);
-                }
-            }
-        }
-        while chosen < 4 && chosen < range.end {
-            let mut best = (chosen, -1.0f32);
-            for i in chosen..range.end {
-                let p = candidates[i].point;
-                let d = candidates[..chosen].iter().map(|q| q.point.distance_squared(p)).fold(f32::INFINITY, f32::min);
-                if d > best.1 {
-                    best = (i, d);
-                }
-            }
-            if chosen > 0 && best.1 < 1e-8 {
-                break;
-            }
-            candidates.swap(chosen, best.0);
+        }) else {
+            break;
+        };
+        candidates.swap(chosen, chosen + pick.0);
+        chosen += 1;
+    }
+    // Speculative points fill the free slots: last step's first, then repeatedly the
+    // one farthest from those chosen (ties to the earlier candidate).
+    for i in near..candidates.len() {
+        if chosen < 4 && was_kept(&candidates[i]) {
+            candidates.swap(chosen, i);
             chosen += 1;
         }
+    }
+    while chosen < 4 && chosen < candidates.len() {
+        let mut best = (chosen, -1.0f32);
+        for i in chosen..candidates.len() {
+            let p = candidates[i].point;
+            let d = candidates[..chosen].iter().map(|q| q.point.distance_squared(p)).fold(f32::INFINITY, f32::min);
+            if d > best.1 {
+                best = (i, d);
+            }
+        }
+        if chosen > 0 && best.1 < 1e-8 {
+            break;
+        }
+        candidates.swap(chosen, best.0);
+        chosen += 1;
     }
     for p in &candidates[..chosen] {
         c.push(p.point, p.normal, p.separation, p.id);
     }
+}
+
+/// The index in `rest` and score of the best candidate by `score`, or of the best
+/// kept one if `keep(best, its score)` allows it; ties go to the earlier candidate.
+fn pick(
+    rest: &[Candidate],
+    was_kept: impl Fn(&Candidate) -> bool,
+    score: impl Fn(&Candidate) -> f32,
+    keep: impl Fn(f32, f32) -> bool,
+) -> Option<(usize, f32)> {
+    let better = |acc: Option<(usize, f32)>, (i, s): (usize, f32)| match acc {
+        Some((_, b)) if b >= s => acc,
+        _ => Some((i, s)),
+    };
+    let best = rest.iter().map(&score).enumerate().fold(None, better)?;
+    let kept = rest.iter().enumerate().filter(|(_, p)| was_kept(p)).map(|(i, p)| (i, score(p))).fold(None, better);
+    Some(kept.filter(|&(_, s)| keep(best.1, s)).unwrap_or(best))
 }
 
 #[cfg(test)]
@@ -392,5 +436,57 @@ mod tests {
         let mut c = Constraint::new(1, 0, 0, NONE, 0.6, 0.0);
         reduce(&mut few, None, &mut c);
         assert_eq!(c.count, 2);
+    }
+
+    /// The last body awake in the rain (a box across a convex ridge, an edge on flat
+    /// ground and a corner on a 12° slope; its centre of mass 6 cm from the line A-C)
+    /// had these candidates. Last step kept three points at one end of the edge and
+    /// one on the slope, so the box balanced on the line A-C and rocked between it and
+    /// B-C' for good. The reduction must span the whole support: the box's centre over
+    /// the chosen polygon, with B and C' in it.
+    #[test]
+    fn reduction_spans_the_support_polygon_rather_than_keeping_clustered_points() {
+        let flat = -Vec3::Y;
+        let slope = Vec3::new(0.195, -0.977, 0.09).normalize();
+        let p =
+            |x, y, z, n, separation, id| Candidate { point: Vec3::new(x, y, z), normal: n, separation, id, group: 0 };
+        let mut candidates = vec![
+            p(26.767, 17.0003, 208.0, flat, 0.00065, 0x6cdf5b53),
+            p(26.836, 17.0, 207.836, flat, 0.00008, 0x6cdf5853),
+            p(27.0, 17.009, 208.0, flat, 0.0182, 0x6cdf5852),
+            p(26.836, 17.0, 207.836, flat, 0.00007, 0xaa8bc8ac),
+            p(26.859, 16.9999, 207.781, flat, -0.00012, 0xaa8b48ad), // A
+            p(27.0, 17.006, 207.840, flat, 0.0126, 0xaa8bc9ad),
+            p(27.0, 17.009, 208.0, flat, 0.0182, 0xaa8bc9af),
+            p(26.540, 17.0013, 208.540, flat, 0.00254, 0xd298352a), // B
+            p(26.540, 17.0013, 208.540, flat, 0.00254, 0x74ec42c9),
+            p(26.767, 17.0003, 208.0, flat, 0.00065, 0x74ec40c9), // between A and B
+            p(27.0, 17.009, 208.0, flat, 0.0182, 0x74ec40c8),
+            p(27.428, 17.0856, 209.0, slope, -0.00009, 0x90439f85), // C
+            p(27.391, 17.0864, 209.088, slope, -0.00116, 0x9d9f126d), // C'
+            p(27.428, 17.0856, 209.0, slope, -0.00009, 0x9d9f906c),
+        ];
+        let mut old = Constraint::new(1, 0, 0, NONE, 0.6, 0.0);
+        for id in [0x6cdf5853, 0xaa8b48ad, 0x74ec40c9, 0x90439f85] {
+            let c = candidates.iter().find(|c| c.id == id).unwrap();
+            old.push(c.point, c.normal, c.separation, c.id);
+        }
+        let mut c = Constraint::new(1, 0, 0, NONE, 0.6, 0.0);
+        reduce(&mut candidates, Some(&old), &mut c);
+        let near =
+            |x: f32, z: f32| c.points().iter().any(|q| (q.point.x - x).abs() < 0.01 && (q.point.z - z).abs() < 0.01);
+        assert!(near(26.540, 208.540), "B kept: {:?}", c.points());
+        assert!(near(27.391, 209.088), "C' kept: {:?}", c.points());
+        // The centre of mass projects inside the chosen polygon (xz, convex hull).
+        let centre = glam::Vec2::new(27.088, 208.417);
+        let hull: Vec<glam::Vec2> = c.points().iter().map(|q| glam::Vec2::new(q.point.x, q.point.z)).collect();
+        let inside = |a: glam::Vec2, b: glam::Vec2, c2: glam::Vec2| {
+            let s = |u: glam::Vec2, v: glam::Vec2| (v - u).perp_dot(centre - u);
+            let (x, y, z) = (s(a, b), s(b, c2), s(c2, a));
+            (x >= 0.0 && y >= 0.0 && z >= 0.0) || (x <= 0.0 && y <= 0.0 && z <= 0.0)
+        };
+        let covered = (0..hull.len())
+            .any(|i| (i + 1..hull.len()).any(|j| (j + 1..hull.len()).any(|k| inside(hull[i], hull[j], hull[k]))));
+        assert!(covered, "centre {centre} outside the support {hull:?}");
     }
 }
