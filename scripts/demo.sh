@@ -21,7 +21,7 @@ PKG_CONFIG_PATH=$prefix/lib/pkgconfig make -C samples-c OUT="$PWD/build/demo" \
     "$PWD/build/demo/hello" "$PWD/build/demo/falling_bodies" "$PWD/build/demo/trace" "$PWD/build/demo/gi_render" >/dev/null
 "$PWD/build/demo/hello" 120
 echo
-"$PWD/build/demo/falling_bodies" "${1:-1000}" "${2:-900}" "$PWD/build/demo/falling_bodies.png"
+"$PWD/build/demo/falling_bodies" "${1:-1000}" "${2:-1200}" "$PWD/build/demo/falling_bodies.png"
 echo
 "$PWD/build/demo/trace" 320 200 "$PWD/build/demo"
 echo

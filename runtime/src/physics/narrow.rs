@@ -108,10 +108,19 @@ fn mix_friction(a: f32, b: f32) -> f32 {
 }
 
 /// The rolling radius of a shape: spheres and capsules roll, other shapes do not.
+/// Also the radius of the rounding whose core a contact's separation follows.
 fn rolling_radius(shape: &Shape) -> f32 {
     match shape {
         Shape::Sphere { radius, .. } | Shape::Capsule { radius, .. } => *radius,
         _ => 0.0,
+    }
+}
+
+/// Part `part` of a shape (the shape itself unless it is a compound).
+fn part_of(shape: &Shape, part: u32) -> &Shape {
+    match shape {
+        Shape::Compound(c) => &c.parts()[part as usize].shape,
+        other => other,
     }
 }
 
@@ -155,6 +164,8 @@ fn collide_pair(input: &NarrowInput, a: ProxyId, b: ProxyId, out: &mut NarrowOut
     collide_all(&sa.shape, &xa, &sb.shape, &xb, input.margin, &mut |pa, pb, m: &Manifold| {
         let mut c = Constraint::new(key, ((pa as u64) << 32) | pb as u64, slot_a, slot_b, friction, restitution);
         c.rolling_resistance = rolling;
+        c.round_a = rolling_radius(part_of(&sa.shape, pa));
+        c.round_b = rolling_radius(part_of(&sb.shape, pb));
         for p in m.points() {
             c.push(p.point, m.normal, p.separation, p.id);
         }
@@ -260,6 +271,7 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
             let sub = ((index as u64) << 8) | group as u64;
             let mut c = Constraint::new(key, sub, slot, NONE, friction, shape.def.restitution);
             c.rolling_resistance = shape.def.rolling_resistance * rolling_radius(part);
+            c.round_a = rolling_radius(part);
             let old = input
                 .cache
                 .binary_search_by(|e| (e.0, e.1).cmp(&(key, sub)))

@@ -15,8 +15,13 @@
 //! ```
 //!
 //! The separation of a point is kept current without new collision tests:
-//! `s = dot(dpB + dqB rB - dpA - dqA rA, n) + base_separation`, where `base_separation`
-//! is the separation at the step's start minus `dot(rB - rA, n)`.
+//! `s = dot(dpB + dqB tB - dpA - dqA tA, n) + base_separation`, where `base_separation`
+//! is the separation at the step's start minus `dot(tB - tA, n)`. The tracked points
+//! `t` are the anchors `r` moved to the core of a rounded shape (sphere, capsule:
+//! `tA = rA - round_a n`, `tB = rB + round_b n`): turning a ball about its centre
+//! does not lift it off the ground, but turning its contact anchor does, and a ball
+//! or capsule rolling at 8 rad/s lost its normal impulse (and with it its rolling
+//! resistance) within the step.
 //!
 //! Softness (Catto, "Solver2D", 2024): a contact is a spring-damper with stiffness
 //! from `contact_hertz` (at most a quarter of the substep rate) and damping ratio 10,
@@ -92,6 +97,10 @@ pub(crate) struct Constraint {
     pub restitution: f32,
     /// Largest rolling-resistance torque per unit normal impulse (m).
     pub rolling_resistance: f32,
+    /// Radius of the rounded shape on each side (sphere, capsule; 0 otherwise): the
+    /// separation follows the shape's core (see the module notes).
+    pub round_a: f32,
+    pub round_b: f32,
     pub rolling_mass: Mat3,
     pub rolling_impulse: Vec3,
     /// Twist friction about the first point's normal: its effective mass and
@@ -118,6 +127,8 @@ impl Constraint {
             friction,
             restitution,
             rolling_resistance: 0.0,
+            round_a: 0.0,
+            round_b: 0.0,
             rolling_mass: Mat3::ZERO,
             rolling_impulse: Vec3::ZERO,
             twist_mass: 0.0,
@@ -302,7 +313,8 @@ pub(crate) fn prepare(c: &mut Constraint, center_a: Vec3, center_b: Vec3, state_
         let (ra, rb) = (p.point - center_a, p.point - center_b);
         p.anchor_a = ra;
         p.anchor_b = rb;
-        p.base_separation = p.separation - (rb - ra).dot(p.normal);
+        let (ta, tb) = (ra - p.normal * c.round_a, rb + p.normal * c.round_b);
+        p.base_separation = p.separation - (tb - ta).dot(p.normal);
         p.normal_mass = k(ra, rb, p.normal);
         p.tangent_mass = [k(ra, rb, p.tangent1), k(ra, rb, p.tangent2)];
         p.max_normal_impulse = 0.0;
@@ -357,7 +369,8 @@ pub(crate) unsafe fn solve(c: &mut Constraint, states: &Column<BodyState>, ctx: 
     for p in &mut c.points[..c.count as usize] {
         let (ra, rb) = (p.anchor_a, p.anchor_b);
         // Current separation from the bodies' motion since the step's start.
-        let d = moved + (sb.dq * rb - sa.dq * ra);
+        let (ta, tb) = (ra - p.normal * c.round_a, rb + p.normal * c.round_b);
+        let d = moved + (sb.dq * tb - sa.dq * ta);
         let s = d.dot(p.normal) + p.base_separation;
         let (bias, mass_scale, impulse_scale) = if s > 0.0 {
             (s * ctx.inv_h, 1.0, 0.0)
