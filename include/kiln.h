@@ -3459,6 +3459,15 @@ KilnStatus kiln_world_step(struct KilnWorldId world, struct KilnRuntimeId runtim
 KilnStatus kiln_world_set_sleep_enabled(struct KilnWorldId world, bool enabled);
 
 /**
+ * Checks every internal invariant of the world: its body sets and handles, each
+ * shape's proxy in the broadphase tree, the tree itself, the sleeping islands and the
+ * lent terrain's mesh cache. O(bodies); for tests, fuzzing and bug reports.
+ * `KILN_ERROR_INTERNAL` (with the broken invariant in the last error message) means a
+ * Kiln bug: please report it with the calls that led there.
+ */
+KilnStatus kiln_world_validate(struct KilnWorldId world);
+
+/**
  * Writes the last step's per-stage wall-clock times to `out_profile`.
  *
  * # Safety
@@ -3547,7 +3556,9 @@ bool kiln_body_is_valid(struct KilnBodyId body);
  * Attaches a copy of `shape` to the body, placed by `def->pose`; dynamic bodies get
  * mass from the shape's density. Writes the shape's index on the body (0, 1, ... in
  * the order added; used by contact events) to `out_index` unless it is NULL. Wakes
- * the body.
+ * the body. `KILN_ERROR_INVALID_ARGUMENT` for an invalid def, or when the dynamic
+ * body's mass or inertia with this shape would overflow `float` (a 1e30 m shape, or
+ * one placed 1e30 m away).
  *
  * # Safety
  * `def` is NULL or readable; `out_index` is NULL or writable.

@@ -136,15 +136,19 @@ pub(crate) fn ffi_call(function: &str, body: impl FnOnce() -> Result<(), Error>)
             error.status
         }
         Err(payload) => {
-            let detail = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_owned());
-            set_last_error(&format!("{function}: internal error: {detail}"));
+            set_last_error(&format!("{function}: internal error: {}", panic_message(payload.as_ref())));
             KILN_ERROR_INTERNAL
         }
     }
+}
+
+/// The text of a caught panic.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
 /// Checks a required pointer argument.

@@ -16,8 +16,8 @@ use kiln_core::physics::{
 use kiln_core::shapes::Shape;
 
 use crate::abi::{
-    ffi_call, non_null, read_def, write_out, CountedOut, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT,
-    KILN_ERROR_INVALID_HANDLE, KILN_ERROR_INVALID_STATE,
+    ffi_call, non_null, panic_message, read_def, write_out, CountedOut, Error, KilnStatus, KILN_ERROR_INTERNAL,
+    KILN_ERROR_INVALID_ARGUMENT, KILN_ERROR_INVALID_HANDLE, KILN_ERROR_INVALID_STATE,
 };
 use crate::handles::HandleTable;
 use crate::runtime::KilnRuntimeId;
@@ -667,6 +667,22 @@ pub extern "C" fn kiln_world_set_sleep_enabled(world: KilnWorldId, enabled: bool
     })
 }
 
+/// Checks every internal invariant of the world: its body sets and handles, each
+/// shape's proxy in the broadphase tree, the tree itself, the sleeping islands and the
+/// lent terrain's mesh cache. O(bodies); for tests, fuzzing and bug reports.
+/// `KILN_ERROR_INTERNAL` (with the broken invariant in the last error message) means a
+/// Kiln bug: please report it with the calls that led there.
+#[no_mangle]
+pub extern "C" fn kiln_world_validate(world: KilnWorldId) -> KilnStatus {
+    ffi_call("kiln_world_validate", || {
+        with_world_state(world, |w| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.validate())).map_err(|payload| {
+                Error::new(KILN_ERROR_INTERNAL, format!("broken invariant: {}", panic_message(payload.as_ref())))
+            })
+        })
+    })
+}
+
 /// Writes the last step's per-stage wall-clock times to `out_profile`.
 ///
 /// # Safety
@@ -986,7 +1002,9 @@ pub extern "C" fn kiln_body_is_valid(body: KilnBodyId) -> bool {
 /// Attaches a copy of `shape` to the body, placed by `def->pose`; dynamic bodies get
 /// mass from the shape's density. Writes the shape's index on the body (0, 1, ... in
 /// the order added; used by contact events) to `out_index` unless it is NULL. Wakes
-/// the body.
+/// the body. `KILN_ERROR_INVALID_ARGUMENT` for an invalid def, or when the dynamic
+/// body's mass or inertia with this shape would overflow `float` (a 1e30 m shape, or
+/// one placed 1e30 m away).
 ///
 /// # Safety
 /// `def` is NULL or readable; `out_index` is NULL or writable.
@@ -1003,7 +1021,13 @@ pub unsafe extern "C" fn kiln_body_add_shape(
         let def = shape_def(&unsafe { read_def(def, "def")? })?;
         let copy = shape_of(shape)?;
         let index = with_body(body, |entry, key| {
-            entry.world.add_shape(key, copy, def).map_err(|e| body_error(e, body, "invalid shape def"))?;
+            entry.world.add_shape(key, copy, def).map_err(|e| {
+                body_error(
+                    e,
+                    body,
+                    "invalid shape def, or the body's mass or inertia with this shape at this density overflows f32",
+                )
+            })?;
             let ids = &mut entry.shape_ids[key.index as usize];
             ids.push(shape);
             Ok(ids.len() as u32 - 1)

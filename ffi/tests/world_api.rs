@@ -117,6 +117,8 @@ fn drop_scene() -> Drop {
 }
 
 fn destroy(scene: Drop) {
+    // Every scene ends with its invariants intact (`kiln_world_validate`).
+    ok(kiln_world_validate(scene.world));
     ok(kiln_world_destroy(scene.world));
     ok(kiln_terrain_destroy(scene.terrain));
     for s in scene.shapes {

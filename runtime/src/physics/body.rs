@@ -301,10 +301,11 @@ impl Bodies {
     }
 
     pub fn create(&mut self, def: &BodyDef) -> Result<BodyId, BodyError> {
+        let too_fast = |v: Vec3| !v.is_finite() || v.length() > super::MAX_LINEAR_SPEED;
         let numbers = [def.linear_damping, def.angular_damping, def.gravity_scale];
         if !def.transform.is_valid()
-            || !def.linear_velocity.is_finite()
-            || !def.angular_velocity.is_finite()
+            || too_fast(def.linear_velocity)
+            || too_fast(def.angular_velocity)
             || !numbers.iter().all(|x| x.is_finite())
             || def.linear_damping < 0.0
             || def.angular_damping < 0.0
@@ -435,6 +436,60 @@ impl Bodies {
         Ok(())
     }
 
+    /// Checks every invariant of the sets and the slot table; panics with a
+    /// description on violation. O(n); for tests and `World::validate`.
+    pub fn validate(&self) {
+        for (kind, set) in [(SetKind::Awake, &self.awake), (SetKind::Resting, &self.resting)] {
+            let n = set.len();
+            let lengths = [
+                set.position.len(),
+                set.rotation.len(),
+                set.linear_velocity.len(),
+                set.angular_velocity.len(),
+                set.force.len(),
+                set.torque.len(),
+                set.inv_mass.len(),
+                set.local_inv_inertia.len(),
+                set.world_inv_inertia.len(),
+                set.local_center.len(),
+                set.linear_damping.len(),
+                set.angular_damping.len(),
+                set.gravity_scale.len(),
+                set.sleep_time.len(),
+                set.rest_pose.len(),
+                set.flags.len(),
+            ];
+            assert!(lengths.iter().all(|&l| l == n), "{kind:?} set columns differ in length: {n} ids, {lengths:?}");
+            for row in 0..n {
+                let id = set.id[row];
+                assert_eq!(self.locate(id), Ok((kind, row)), "{kind:?} row {row} ({id:?}) and its slot disagree");
+                let (x, q, v, w) =
+                    (set.position[row], set.rotation[row], set.linear_velocity[row], set.angular_velocity[row]);
+                let finite = x.is_finite() && q.is_finite() && v.is_finite() && w.is_finite();
+                assert!(finite, "{id:?}: non-finite state: position {x}, rotation {q}, velocity {v}, spin {w}");
+                assert!(set.rotation[row].is_normalized(), "{id:?}: rotation {} is not unit", set.rotation[row]);
+                assert!(set.inv_mass[row].is_finite() && set.inv_mass[row] >= 0.0, "{id:?}: inverse mass");
+                let fixed = set.flags[row] & flags::STATIC != 0;
+                assert!(!fixed || kind == SetKind::Resting, "{id:?}: a static body in the awake set");
+                let motion = self.motion[id.index as usize];
+                assert_eq!(fixed, motion == MotionType::Static, "{id:?}: static flag and motion type {motion:?}");
+                assert!(
+                    motion == MotionType::Dynamic || set.inv_mass[row] == 0.0,
+                    "{id:?}: a {motion:?} body has mass"
+                );
+            }
+        }
+        assert!(self.shapes.len() == self.slots.len() && self.motion.len() == self.slots.len(), "slot columns");
+        let live = self.slots.iter().filter(|s| s.place.is_some()).count();
+        assert_eq!(live, self.len(), "live slots and rows");
+        let mut free = self.free.clone();
+        free.sort_unstable();
+        free.dedup();
+        assert_eq!(free.len(), self.free.len(), "a slot is on the free list twice");
+        assert_eq!(free.len(), self.slots.len() - live, "free list and free slots");
+        assert!(free.iter().all(|&i| self.slots[i as usize].place.is_none()), "a live slot on the free list");
+    }
+
     /// Set and row of the body in slot `slot`, if the slot is live.
     pub(crate) fn place_of_slot(&self, slot: u32) -> Option<(SetKind, usize)> {
         let (set, row) = self.slots.get(slot as usize)?.place?;
@@ -471,8 +526,28 @@ impl Bodies {
         if !ok {
             return Err(BodyError::InvalidArgument);
         }
+        // A dynamic body's mass, centre and inertia (and its inverse) must stay finite
+        // with the new shape: a valid 1e30 m box, or an ordinary one placed 1e30 m
+        // away, at an ordinary density overflows f32 and the next step turned the
+        // body to NaN (found by `samples-c/tests/fuzz_api.c`).
+        if self.motion[id.index as usize] == MotionType::Dynamic {
+            let mass = self.mass_with(id, Some((&shape, &def)));
+            let finite = mass.mass.is_finite()
+                && mass.center.is_finite()
+                && (mass.mass == 0.0 || (mass.inertia.is_finite() && mass.inertia.inverse().is_finite()));
+            if !finite {
+                return Err(BodyError::InvalidArgument);
+            }
+        }
         self.attach(set, row, id, shape, def);
         Ok(())
+    }
+
+    /// The combined mass properties of a body's shapes, plus `extra`.
+    fn mass_with(&self, id: BodyId, extra: Option<(&Shape, &ShapeDef)>) -> MassProperties {
+        let own = self.shapes[id.index as usize].iter().map(|s| (&s.shape, &s.def));
+        let parts = own.chain(extra).map(|(shape, def)| shape.mass_properties(def.density).transformed(&def.pose));
+        MassProperties::combine(parts)
     }
 
     fn attach(&mut self, set: SetKind, row: usize, id: BodyId, shape: Shape, def: ShapeDef) {
@@ -500,10 +575,7 @@ impl Bodies {
     }
 
     fn update_mass(&mut self, set: SetKind, row: usize, id: BodyId, frame: Isometry) {
-        let parts = self.shapes[id.index as usize]
-            .iter()
-            .map(|s| s.shape.mass_properties(s.def.density).transformed(&s.def.pose));
-        let mass = MassProperties::combine(parts);
+        let mass = self.mass_with(id, None);
         let s = self.set_mut(set);
         if mass.mass > 0.0 && mass.mass.is_finite() {
             s.inv_mass[row] = 1.0 / mass.mass;

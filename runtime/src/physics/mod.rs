@@ -22,5 +22,5 @@ pub use body::{Bodies, BodyDef, BodyError, BodyId, BodySet, BodyShape, MotionTyp
 pub use debug::{DebugDraw, DebugDrawFlags};
 pub use world::{
     ContactEvent, ContactPointInfo, StepCounters, StepProfile, StepStage, World, WorldDef, LINEAR_SLOP,
-    SPECULATIVE_DISTANCE,
+    MAX_LINEAR_SPEED, MAX_ROTATION, SPECULATIVE_DISTANCE,
 };

@@ -588,6 +588,132 @@ fn a_terrain_edit_under_a_sleeping_body_wakes_it() {
     assert!(y < rest - 1.0, "it fell into the hole: {rest} -> {y}");
 }
 
+/// Random edits between steps keep every invariant (`World::validate` after each
+/// call): bodies of every motion type created, given shapes, destroyed (their stale
+/// handles then refused), moved, pushed and woken; terrain dug and filled under them;
+/// sleep toggled; and steps of random length, so bodies fall asleep and wake mid-run.
+#[test]
+fn random_edits_between_steps_keep_every_invariant() {
+    use crate::terrain::{Material, Terrain};
+    let pool = ThreadPool::new(2);
+    let mut world = World::new(WorldDef::default());
+    let mut terrain = Terrain::new(1.0);
+    terrain.fill(glam::IVec3::new(-12, -4, -12), glam::IVec3::new(12, 0, 12), Material::ROCK);
+    world.set_terrain(terrain);
+    let shapes = [
+        Shape::cuboid(Vec3::new(0.4, 0.3, 0.5)).unwrap(),
+        Shape::sphere(Vec3::ZERO, 0.4).unwrap(),
+        Shape::capsule(Vec3::new(-0.4, 0.0, 0.0), Vec3::new(0.4, 0.0, 0.0), 0.25).unwrap(),
+    ];
+    let mut seed = 99u64;
+    let mut r = move || lcg(&mut seed) * 0.5 + 0.5; // [0, 1)
+    let mut live: Vec<BodyId> = Vec::new();
+    let mut dead: Vec<BodyId> = Vec::new();
+    let (mut steps, mut slept, mut refused) = (0, 0, 0);
+    for op in 0..3000 {
+        let pick =
+            |r: &mut dyn FnMut() -> f32, ids: &[BodyId]| ids[((r() * ids.len() as f32) as usize).min(ids.len() - 1)];
+        let at = Vec3::new(r() * 16.0 - 8.0, 1.0 + r() * 4.0, r() * 16.0 - 8.0);
+        match (r() * 10.0) as u32 {
+            0 | 1 => {
+                let motion = [MotionType::Dynamic, MotionType::Dynamic, MotionType::Kinematic, MotionType::Static]
+                    [(r() * 4.0) as usize % 4];
+                let def = BodyDef { motion, transform: Isometry::from_translation(at), ..BodyDef::default() };
+                let id = world.create_body(&def).unwrap();
+                for _ in 0..1 + (r() * 2.0) as usize {
+                    let shape = shapes[(r() * 3.0) as usize % 3].clone();
+                    world.add_shape(id, shape, ShapeDef::default()).unwrap();
+                }
+                live.push(id);
+            }
+            2 if !live.is_empty() => {
+                let id = pick(&mut r, &live);
+                world.destroy_body(id).unwrap();
+                live.retain(|&b| b != id);
+                dead.push(id);
+            }
+            3 if !live.is_empty() => {
+                let id = pick(&mut r, &live);
+                world.set_transform(id, &Isometry::from_translation(at)).unwrap();
+            }
+            4 if !live.is_empty() => {
+                let id = pick(&mut r, &live);
+                let v = Vec3::new(r() - 0.5, r(), r() - 0.5) * 6.0;
+                world.apply_impulse(id, v, at).unwrap();
+                world.set_velocity(id, v, Vec3::ZERO).unwrap();
+            }
+            5 => {
+                let c = glam::IVec3::new((r() * 20.0) as i32 - 10, -2, (r() * 20.0) as i32 - 10);
+                let material = if r() < 0.5 { Material::AIR } else { Material::ROCK };
+                world.terrain_mut().unwrap().fill(c, c + glam::IVec3::new(2, 2, 2), material);
+                if r() < 0.5 {
+                    world.regenerate_terrain(pool.jobs());
+                }
+            }
+            6 if !dead.is_empty() => {
+                let id = pick(&mut r, &dead);
+                assert_eq!(world.set_velocity(id, Vec3::ONE, Vec3::ZERO), Err(BodyError::InvalidBody));
+                assert_eq!(world.destroy_body(id), Err(BodyError::InvalidBody));
+                refused += 1;
+            }
+            7 if op % 50 == 0 => world.set_sleep_enabled(r() < 0.8),
+            _ => {
+                for _ in 0..1 + (r() * 20.0) as usize {
+                    world.step(1.0 / 60.0, pool.jobs()).unwrap();
+                    steps += 1;
+                }
+                slept = slept.max(live.len() - world.awake_count().min(live.len()));
+            }
+        }
+        world.validate();
+        for &id in &live {
+            let p = world.transform(id).unwrap().translation;
+            assert!(p.is_finite(), "{id:?} at {p} after op {op}");
+        }
+    }
+    println!(
+        "{} live, {} destroyed, {steps} steps, up to {slept} asleep at once, {refused} stale calls refused",
+        live.len(),
+        dead.len()
+    );
+    assert!(steps > 500 && slept > 10 && refused > 50 && live.len() > 20);
+}
+
+/// Shapes whose mass would overflow are refused; finite but absurd pushes (1e38 N on
+/// a light body, opposite 1e38 N m torques mixed by a rotated inertia tensor, repeated
+/// 1e38 N s impulses) saturate the body's speed
+/// at `MAX_LINEAR_SPEED` and its spin at `MAX_ROTATION` per substep: the state stays
+/// finite and every invariant holds. Found by `samples-c/tests/fuzz_api.c`, where
+/// such a body turned NaN in the next step.
+#[test]
+fn absurd_forces_saturate_and_keep_the_state_finite() {
+    let pool = inline();
+    let mut world = World::new(WorldDef::default());
+    ground(&mut world);
+    let turned = Isometry::new(Vec3::new(0.0, 3.0, 0.0), Quat::from_euler(glam::EulerRot::XYZ, 0.3, 0.7, 1.1));
+    let id = world.create_body(&BodyDef { transform: turned, ..BodyDef::default() }).unwrap();
+    world.add_shape(id, Shape::cuboid(Vec3::new(0.05, 0.1, 0.2)).unwrap(), ShapeDef::default()).unwrap();
+    // Shapes whose mass or inertia would overflow are refused, and the body is kept.
+    let huge = Shape::cuboid(Vec3::splat(1e30)).unwrap();
+    assert_eq!(world.add_shape(id, huge, ShapeDef::default()), Err(BodyError::InvalidArgument));
+    let far = ShapeDef { pose: Isometry::from_translation(Vec3::splat(1e30)), ..ShapeDef::default() };
+    assert_eq!(world.add_shape(id, Shape::sphere(Vec3::ZERO, 1.0).unwrap(), far), Err(BodyError::InvalidArgument));
+    assert_eq!(world.bodies().shapes(id).unwrap().len(), 1);
+    for _ in 0..3 {
+        world.apply_force(id, Vec3::new(1e38, -1e38, 1e38)).unwrap();
+        world.apply_force(id, Vec3::new(1e38, -1e38, 1e38)).unwrap();
+        world.apply_torque(id, Vec3::new(1e38, -1e38, 3e38)).unwrap();
+        world.apply_impulse(id, Vec3::splat(1e38), Vec3::new(0.1, 3.0, 0.0)).unwrap();
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+        world.validate();
+        let (v, w) = world.velocity(id).unwrap();
+        assert!(v.is_finite() && w.is_finite(), "v {v}, w {w}");
+        assert!(v.length() <= MAX_LINEAR_SPEED * 1.001, "v {v}");
+        assert!(w.length() <= MAX_ROTATION * 240.0 * 1.001, "w {w}");
+        assert!(world.transform(id).unwrap().translation.is_finite());
+    }
+}
+
 /// Bad input to the world gets a clear error and changes nothing: invalid world
 /// definitions, NaN or non-unit transforms, negative rolling resistance, stale handles.
 #[test]

@@ -51,6 +51,10 @@ use crate::terrain::{ContactKind, Terrain, TerrainContacts};
 pub const SPECULATIVE_DISTANCE: f32 = 4.0 * LINEAR_SLOP;
 /// Penetration the solver tolerates (m).
 pub const LINEAR_SLOP: f32 = 0.005;
+/// Largest linear speed a body reaches (m/s): faster ones are slowed to it.
+pub const MAX_LINEAR_SPEED: f32 = 1.0e5;
+/// Largest turn of a body per substep (rad), as in Box2D v3: faster spins are slowed.
+pub const MAX_ROTATION: f32 = 0.25 * std::f32::consts::PI;
 
 /// How a world is built and stepped.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -313,6 +317,50 @@ impl World {
             next_stage: 0,
             stage_dt: 0.0,
             scratch: Scratch::default(),
+        }
+    }
+
+    /// Checks every invariant of the world: body sets and handles, each shape's proxy
+    /// in the broadphase tree (user data, sleeping flag), the tree itself, the
+    /// sleeping groups, and the terrain's mesh cache. Panics with a description on
+    /// violation. O(n); for tests, fuzzing and `kiln_world_validate`.
+    pub fn validate(&self) {
+        let bodies = &self.bodies;
+        bodies.validate();
+        let tree = self.broadphase.tree();
+        tree.validate();
+        let mut proxies = 0;
+        for (kind, set) in [(SetKind::Awake, &bodies.awake), (SetKind::Resting, &bodies.resting)] {
+            for &id in &set.id {
+                let slot = id.index;
+                let shapes = bodies.shapes_of_slot(slot).len();
+                let own = self.proxies.get(slot as usize).map_or(&[][..], Vec::as_slice);
+                assert_eq!(own.len(), shapes, "{id:?}: {} proxies for {shapes} shapes", own.len());
+                for (k, &p) in own.iter().enumerate() {
+                    assert!(tree.is_proxy(p), "{id:?}: shape {k} has a dead proxy {p:?}");
+                    assert_eq!(shape_ref(tree.user_data(p)), (slot, k as u32), "{id:?}: shape {k}'s proxy user data");
+                    let sleeping = kind == SetKind::Resting;
+                    assert_eq!(tree.is_sleeping(p), sleeping, "{id:?}: proxy sleeping flag in the {kind:?} set");
+                }
+                proxies += own.len();
+                let group = self.islands.group_of(slot);
+                let is_static = bodies.motion_type(id) == Ok(MotionType::Static);
+                match kind {
+                    SetKind::Awake => assert_eq!(group, NONE, "{id:?}: awake but in sleeping group {group}"),
+                    SetKind::Resting if is_static => assert_eq!(group, NONE, "{id:?}: static but in group {group}"),
+                    SetKind::Resting => {
+                        assert!(group != NONE, "{id:?}: sleeping in no group");
+                        assert!(
+                            self.islands.group(group).bodies.contains(&id),
+                            "{id:?}: missing from its group {group}"
+                        );
+                    }
+                }
+            }
+        }
+        assert_eq!(tree.proxy_count(), proxies, "the tree holds proxies of no body");
+        if let Some(terrain) = &self.terrain {
+            terrain.meshes().validate();
         }
     }
 
@@ -673,9 +721,11 @@ impl World {
         Ok(())
     }
 
-    /// Sets the velocities of a dynamic or kinematic body; wakes it.
+    /// Sets the velocities of a dynamic or kinematic body (finite, at most
+    /// [`MAX_LINEAR_SPEED`] m/s and rad/s); wakes it.
     pub fn set_velocity(&mut self, id: BodyId, linear: Vec3, angular: Vec3) -> Result<(), BodyError> {
-        if !linear.is_finite() || !angular.is_finite() {
+        let fast = |v: Vec3| !v.is_finite() || v.length() > MAX_LINEAR_SPEED;
+        if fast(linear) || fast(angular) {
             return Err(BodyError::InvalidArgument);
         }
         if let (SetKind::Awake, row) = self.wake(id)? {
@@ -1321,9 +1371,11 @@ fn static_center(bodies: &Bodies, slot: u32, c: &Constraint) -> Vec3 {
     }
 }
 
-/// Gravity, forces and damping into the solver's velocities (dynamic bodies).
+/// Gravity, forces and damping into the solver's velocities (dynamic bodies), which
+/// saturate at [`MAX_LINEAR_SPEED`] and [`MAX_ROTATION`] per substep.
 fn integrate_velocities(bodies: &Bodies, states: &mut [BodyState], gravity: Vec3, h: f32, jobs: Jobs) {
     let s = &bodies.awake;
+    let max_spin = (MAX_ROTATION / h).min(MAX_LINEAR_SPEED);
     let column = Column::new(states);
     jobs.parallel_for(0..s.len(), 256, |range, _| {
         // SAFETY: `parallel_for` hands each chunk range to exactly one job.
@@ -1336,10 +1388,22 @@ fn integrate_velocities(bodies: &Bodies, states: &mut [BodyState], gravity: Vec3
             let st = &mut out[k];
             let dv = (gravity * s.gravity_scale[i] + s.force[i] * m) * h;
             let dw = s.world_inv_inertia[i] * s.torque[i] * h;
-            st.v = (st.v + dv) * (1.0 / (1.0 + h * s.linear_damping[i]));
-            st.w = (st.w + dw) * (1.0 / (1.0 + h * s.angular_damping[i]));
+            st.v = saturate((st.v + dv) * (1.0 / (1.0 + h * s.linear_damping[i])), MAX_LINEAR_SPEED);
+            st.w = saturate((st.w + dw) * (1.0 / (1.0 + h * s.angular_damping[i])), max_spin);
         }
     });
+}
+
+/// `v` with at most `max` length. Absurd but finite forces (1e38 N on a light body)
+/// overflow to infinities, and an inertia tensor can mix them into NaN: those
+/// components saturate (NaN to 0), so the state stays finite whatever was applied.
+/// Found by `samples-c/tests/fuzz_api.c`.
+fn saturate(v: Vec3, max: f32) -> Vec3 {
+    if v.is_finite() {
+        return v.clamp_length_max(max);
+    }
+    let v = Vec3::select(v.is_nan_mask(), Vec3::ZERO, v);
+    v.clamp(Vec3::splat(-max), Vec3::splat(max)).clamp_length_max(max)
 }
 
 /// Velocities into the solver's delta positions and rotations.

@@ -67,6 +67,8 @@ pub(crate) struct RayWalk {
     origin: Vec3,
     dir: Vec3,
     cell: IVec3,
+    /// The chunk range walked (inclusive); leaving it ends the walk.
+    bounds: (IVec3, IVec3),
     step: IVec3,
     t_next: Vec3,
     t_delta: Vec3,
@@ -89,6 +91,7 @@ impl RayWalk {
             origin: ray.origin / chunk,
             dir: ray.dir / chunk,
             cell: IVec3::ZERO,
+            bounds: (IVec3::ZERO, IVec3::ZERO),
             step: IVec3::ZERO,
             t_next: Vec3::INFINITY,
             t_delta: Vec3::INFINITY,
@@ -109,6 +112,7 @@ impl RayWalk {
         let Some((t_in, t_end)) = ray.clip(&world, max_t) else { return walk };
         let p = walk.origin + walk.dir * t_in;
         walk.cell = p.floor().as_ivec3().clamp(lo, hi);
+        walk.bounds = (lo, hi);
         for axis in 0..3 {
             let d = walk.dir[axis];
             if d != 0.0 {
@@ -168,6 +172,13 @@ impl RayWalk {
         }
         self.t_in = t;
         self.cell[axis] += self.step[axis];
+        // Leaving the chunk range ends the walk. The `t` test alone is not enough: far
+        // from the origin (a ray from 1e30 m back to the terrain) `t_next + t_delta`
+        // rounds to `t_next`, `t` stops growing and the walk never ended.
+        if self.cell[axis] < self.bounds.0[axis] || self.cell[axis] > self.bounds.1[axis] {
+            self.done = true;
+            return;
+        }
         self.t_next[axis] += self.t_delta[axis];
         self.enter_cell(terrain);
     }

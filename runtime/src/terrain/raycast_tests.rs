@@ -254,6 +254,15 @@ fn bad_rays_find_nothing() {
     assert_eq!(t.ray_cast(&down, f32::INFINITY).unwrap().t, 6.0);
     let far = Ray::new(Vec3::new(1e7, 1e7, 1e7), Vec3::new(-1.0, -1.0, -1.0));
     assert!(t.ray_cast(&far, f32::INFINITY).is_some());
+    // So far away that a chunk step no longer changes `t` in f32: it used to walk for
+    // ever (found by samples-c/tests/fuzz_api.c); now it ends where it leaves the
+    // terrain's chunk range, hit or not.
+    for origin in [Vec3::new(1e30, 0.5, 0.5), Vec3::new(-3e20, 7e19, 1e20), Vec3::new(0.5, 1e25, 0.5)] {
+        for dir in [-origin, Vec3::new(-1.0, -0.001, 0.002) * origin.x.signum(), Vec3::new(1e-38, -1.0, 1e-38)] {
+            let _ = t.ray_cast(&Ray::new(origin, dir), f32::INFINITY);
+            let _ = t.ray_cast(&Ray::new(origin, dir), 1e30);
+        }
+    }
     let mut none = vec![None; 0];
     t.ray_cast_batch(&[], 1.0, &mut none, pool.jobs());
 }
