@@ -381,6 +381,12 @@ fn bad_input_is_refused_with_a_status_and_changes_nothing() {
         assert_eq!(unsafe { kiln_body_add_shape(b, cube, &bad, &mut index) }, KILN_ERROR_INVALID_ARGUMENT);
     }
     assert_eq!(unsafe { kiln_body_add_shape(b, KilnShapeId::default(), &sd, &mut index) }, KILN_ERROR_INVALID_HANDLE);
+    // A valid shape whose inertia at this density overflows float is refused too.
+    let mut huge = KilnShapeId::default();
+    ok(unsafe { kiln_shape_create_box(v3(1e30, 1e30, 1e30), &mut huge) });
+    assert_eq!(unsafe { kiln_body_add_shape(b, huge, &sd, &mut index) }, KILN_ERROR_INVALID_ARGUMENT);
+    assert!(last_error().contains("overflows"), "{}", last_error());
+    ok(kiln_shape_destroy(huge));
     assert_eq!(index, 99);
     let mut count = 0;
     ok(unsafe { kiln_body_get_shape_count(b, &mut count) });
