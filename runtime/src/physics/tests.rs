@@ -758,6 +758,18 @@ fn world_bad_input_is_refused_without_side_effects() {
     ] {
         assert_eq!(world.set_target_transform(body, &target, dt), Err(BodyError::InvalidArgument));
     }
+    // Speeds past MAX_LINEAR_SPEED (m/s or rad/s), given or implied by a target.
+    let fast = Vec3::new(2.0 * MAX_LINEAR_SPEED, 0.0, 0.0);
+    assert_eq!(world.set_velocity(id, fast, Vec3::ZERO), Err(BodyError::InvalidArgument));
+    assert_eq!(world.set_velocity(id, Vec3::ZERO, fast), Err(BodyError::InvalidArgument));
+    let far = Isometry::from_translation(Vec3::X);
+    assert_eq!(world.set_target_transform(k, &far, 1e-30), Err(BodyError::InvalidArgument));
+    for def in [
+        BodyDef { linear_velocity: fast, ..BodyDef::default() },
+        BodyDef { angular_velocity: fast, ..BodyDef::default() },
+    ] {
+        assert_eq!(world.create_body(&def), Err(BodyError::InvalidArgument));
+    }
     assert!(!world.is_awake(id).unwrap());
     // Stale handles.
     world.destroy_body(id).unwrap();
