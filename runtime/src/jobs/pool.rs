@@ -309,7 +309,10 @@ impl ThreadPool {
 
         // Every worker makes one steal attempt before `new` returns: the first steal
         // registers the thread with crossbeam's epoch collector (an allocation), and
-        // doing it here keeps it out of the first frames.
+        // doing it here keeps it out of the first frames. The calling thread does the
+        // same below: as the guest it steals only when a job of its own was taken,
+        // which may first happen many frames in. (Another thread that joins as guest
+        // later pays that one allocation on its first steal.)
         let started = Arc::new(Barrier::new(threads + 1));
         let handles = deques
             .into_iter()
@@ -335,6 +338,7 @@ impl ThreadPool {
                     .expect("failed to spawn a Kiln worker thread")
             })
             .collect();
+        let _ = registry.stealers[threads].steal();
         started.wait();
         ThreadPool { registry, threads: handles }
     }
