@@ -184,6 +184,13 @@
 #define KILN_MAX_COMPOUND_PARTS (1 << 16)
 
 /**
+ * Largest magnitude (m) of any shape coordinate, radius or half extent, of a compound
+ * part's offset and of a shape's offset on its body. Larger shapes are refused:
+ * their contacts and mass leave `float` range.
+ */
+#define KILN_SHAPE_MAX_EXTENT 1.0e5
+
+/**
  * Air: no collision. Materials are one byte per voxel.
  */
 #define KILN_MATERIAL_AIR 0
@@ -1959,7 +1966,7 @@ typedef struct KilnShapeDef {
      */
     uint32_t struct_size;
     /**
-     * Placement in the body's frame. Default identity.
+     * Placement in the body's frame (offset within `KILN_SHAPE_MAX_EXTENT`). Default identity.
      */
     struct KilnTransform pose;
     /**
@@ -2851,7 +2858,8 @@ KilnStatus kiln_parallel_for(const struct KilnPassContext *context,
 struct KilnTransform kiln_transform_identity(void);
 
 /**
- * Creates a sphere of `radius` (finite, > 0) around `center`.
+ * Creates a sphere of `radius` (finite, > 0) around `center`. Every number is within
+ * `KILN_SHAPE_MAX_EXTENT`, as for all shapes.
  *
  * # Safety
  * `out_shape` is NULL or valid for writing.

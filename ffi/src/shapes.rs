@@ -163,6 +163,11 @@ pub struct KilnToiResult {
 pub const KILN_MAX_HULL_INPUT_POINTS: u32 = 1 << 16;
 /// Most parts of a compound.
 pub const KILN_MAX_COMPOUND_PARTS: u32 = 1 << 16;
+/// Largest magnitude (m) of any shape coordinate, radius or half extent, of a compound
+/// part's offset and of a shape's offset on its body. Larger shapes are refused:
+/// their contacts and mass leave `float` range.
+pub const KILN_SHAPE_MAX_EXTENT: f32 = 1.0e5;
+const _: () = assert!(KILN_SHAPE_MAX_EXTENT == kiln_core::shapes::MAX_EXTENT);
 
 static SHAPES: HandleTable<Shape> = HandleTable::new("shape");
 
@@ -227,7 +232,8 @@ pub extern "C" fn kiln_transform_identity() -> KilnTransform {
     KilnTransform { position: KilnVec3::default(), rotation: KilnQuat { x: 0.0, y: 0.0, z: 0.0, w: 1.0 } }
 }
 
-/// Creates a sphere of `radius` (finite, > 0) around `center`.
+/// Creates a sphere of `radius` (finite, > 0) around `center`. Every number is within
+/// `KILN_SHAPE_MAX_EXTENT`, as for all shapes.
 ///
 /// # Safety
 /// `out_shape` is NULL or valid for writing.

@@ -126,7 +126,7 @@ pub struct KilnBodyDef {
 pub struct KilnShapeDef {
     /// `sizeof(KilnShapeDef)`, set by `kiln_default_shape_def()`.
     pub struct_size: u32,
-    /// Placement in the body's frame. Default identity.
+    /// Placement in the body's frame (offset within `KILN_SHAPE_MAX_EXTENT`). Default identity.
     pub pose: KilnTransform,
     /// kg/m³ (finite, >= 0); gives dynamic bodies their mass. Default 1000.
     pub density: f32,
@@ -475,7 +475,7 @@ fn shape_def(d: &KilnShapeDef) -> Result<ShapeDef, Error> {
             KILN_ERROR_INVALID_ARGUMENT,
             format!(
                 "def {d:?} is invalid: density, friction and rolling_resistance must be finite and >= 0, \
-                 restitution in [0, 1]"
+                 restitution in [0, 1], the pose's offset within KILN_SHAPE_MAX_EXTENT"
             ),
         ));
     }

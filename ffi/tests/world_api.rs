@@ -377,14 +377,25 @@ fn bad_input_is_refused_with_a_status_and_changes_nothing() {
         KilnShapeDef { friction: -1.0, ..sd },
         KilnShapeDef { restitution: 1.5, ..sd },
         KilnShapeDef { pose: at(0.0, 1e30, 0.0), ..sd },
+        KilnShapeDef { pose: at(0.0, 2.0e5, 0.0), ..sd },
     ] {
         assert_eq!(unsafe { kiln_body_add_shape(b, cube, &bad, &mut index) }, KILN_ERROR_INVALID_ARGUMENT);
     }
     assert_eq!(unsafe { kiln_body_add_shape(b, KilnShapeId::default(), &sd, &mut index) }, KILN_ERROR_INVALID_HANDLE);
-    // A valid shape whose inertia at this density overflows float is refused too.
+    // Shapes larger than KILN_SHAPE_MAX_EXTENT are refused when made ...
     let mut huge = KilnShapeId::default();
-    ok(unsafe { kiln_shape_create_box(v3(1e30, 1e30, 1e30), &mut huge) });
-    assert_eq!(unsafe { kiln_body_add_shape(b, huge, &sd, &mut index) }, KILN_ERROR_INVALID_ARGUMENT);
+    let limit = KILN_SHAPE_MAX_EXTENT;
+    assert_eq!(unsafe { kiln_shape_create_box(v3(1e30, 1e30, 1e30), &mut huge) }, KILN_ERROR_INVALID_ARGUMENT);
+    assert!(last_error().contains("MAX_EXTENT"), "{}", last_error());
+    assert_eq!(
+        unsafe { kiln_shape_create_sphere(v3(0.0, 0.0, 0.0), 2.0 * limit, &mut huge) },
+        KILN_ERROR_INVALID_ARGUMENT
+    );
+    assert_eq!(huge, KilnShapeId::default());
+    // ... and a valid shape whose inertia at this density overflows float when added.
+    ok(unsafe { kiln_shape_create_box(v3(limit, limit, limit), &mut huge) });
+    let dense = KilnShapeDef { density: 1e20, ..sd };
+    assert_eq!(unsafe { kiln_body_add_shape(b, huge, &dense, &mut index) }, KILN_ERROR_INVALID_ARGUMENT);
     assert!(last_error().contains("overflows"), "{}", last_error());
     ok(kiln_shape_destroy(huge));
     assert_eq!(index, 99);

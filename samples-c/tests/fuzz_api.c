@@ -6,14 +6,14 @@
  * and after every call each live world passes kiln_world_validate.
  *
  * The generator is a seeded xorshift, so a failure replays exactly:
- *   fuzz_api [SEED] [CALLS]   (defaults: seeds 1..4, 4000 calls each)
- * KILN_FUZZ_TRACE=1 prints every call and its status to stderr.
+ *   fuzz_api [SEED [CALLS [COUNT]]]   (defaults: seeds 1..4, 4000 calls each;
+ *                                       COUNT seeds from SEED on)
+ * KILN_FUZZ_TRACE=1 prints every call and its status to stderr. `make check` and
+ * ctest run the default; `make fuzz` sweeps 1,000 seeds.
  *
- * Not yet part of `make check`: run it with `make fuzz`. It found a terrain ray cast
- * that never ended, bodies turned NaN by overflowing forces and by shapes whose
- * inertia overflows (all fixed, with Rust regression tests), and still finds a body
- * whose position and rotation turn NaN in a step (seed 1, body slot 0; open in
- * issue 11). */
+ * It found a terrain ray cast that never ended, bodies turned NaN by overflowing
+ * forces, by shapes whose inertia overflows and by a sphere of radius 1e30 (shapes
+ * are now limited to KILN_SHAPE_MAX_EXTENT); all fixed, with Rust regression tests. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -345,11 +345,9 @@ static void run(uint64_t seed, unsigned calls) {
 
 int main(int argc, char **argv) {
     if (kiln_check_linked_abi() != KILN_OK) return 1;
+    uint64_t first = argc > 1 ? strtoull(argv[1], NULL, 10) : 1u;
     unsigned calls = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 4000u;
-    if (argc > 1) {
-        run(strtoull(argv[1], NULL, 10), calls);
-    } else {
-        for (uint64_t seed = 1; seed <= 4; seed++) run(seed, calls);
-    }
+    uint64_t count = argc > 3 ? strtoull(argv[3], NULL, 10) : argc > 1 ? 1u : 4u;
+    for (uint64_t seed = first; seed < first + count; seed++) run(seed, calls);
     return check_summary("fuzz_api");
 }

@@ -98,10 +98,12 @@ impl Default for ShapeDef {
 }
 
 impl ShapeDef {
-    /// Finite pose with a unit rotation, density and friction finite and >= 0,
+    /// Finite pose with a unit rotation and an offset within
+    /// [`crate::shapes::MAX_EXTENT`], density and friction finite and >= 0,
     /// restitution in `[0, 1]`.
     pub fn is_valid(&self) -> bool {
         self.pose.is_valid()
+            && self.pose.translation.abs().max_element() <= crate::shapes::MAX_EXTENT
             && self.density.is_finite()
             && self.density >= 0.0
             && self.friction.is_finite()
@@ -534,7 +536,7 @@ impl Bodies {
             let mass = self.mass_with(id, Some((&shape, &def)));
             let finite = mass.mass.is_finite()
                 && mass.center.is_finite()
-                && (mass.mass == 0.0 || (mass.inertia.is_finite() && mass.inertia.inverse().is_finite()));
+                && (mass.mass == 0.0 || (mass.inertia.is_finite() && mass.inverse_inertia().is_finite()));
             if !finite {
                 return Err(BodyError::InvalidArgument);
             }
@@ -579,7 +581,7 @@ impl Bodies {
         let s = self.set_mut(set);
         if mass.mass > 0.0 && mass.mass.is_finite() {
             s.inv_mass[row] = 1.0 / mass.mass;
-            s.local_inv_inertia[row] = mass.inertia.inverse();
+            s.local_inv_inertia[row] = mass.inverse_inertia();
             s.local_center[row] = mass.center;
         } else {
             s.inv_mass[row] = 1.0;

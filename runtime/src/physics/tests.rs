@@ -694,8 +694,9 @@ fn absurd_forces_saturate_and_keep_the_state_finite() {
     let id = world.create_body(&BodyDef { transform: turned, ..BodyDef::default() }).unwrap();
     world.add_shape(id, Shape::cuboid(Vec3::new(0.05, 0.1, 0.2)).unwrap(), ShapeDef::default()).unwrap();
     // Shapes whose mass or inertia would overflow are refused, and the body is kept.
-    let huge = Shape::cuboid(Vec3::splat(1e30)).unwrap();
-    assert_eq!(world.add_shape(id, huge, ShapeDef::default()), Err(BodyError::InvalidArgument));
+    let huge = Shape::cuboid(Vec3::splat(crate::shapes::MAX_EXTENT)).unwrap();
+    let dense = ShapeDef { density: 1e20, ..ShapeDef::default() };
+    assert_eq!(world.add_shape(id, huge, dense), Err(BodyError::InvalidArgument));
     let far = ShapeDef { pose: Isometry::from_translation(Vec3::splat(1e30)), ..ShapeDef::default() };
     assert_eq!(world.add_shape(id, Shape::sphere(Vec3::ZERO, 1.0).unwrap(), far), Err(BodyError::InvalidArgument));
     assert_eq!(world.bodies().shapes(id).unwrap().len(), 1);
@@ -712,6 +713,48 @@ fn absurd_forces_saturate_and_keep_the_state_finite() {
         assert!(w.length() <= MAX_ROTATION * 240.0 * 1.001, "w {w}");
         assert!(world.transform(id).unwrap().translation.is_finite());
     }
+}
+
+/// Shapes as large as allowed ([`crate::shapes::MAX_EXTENT`]), touching small ones far
+/// from their centres, keep every state finite. (The C API fuzzer found a ball resting
+/// on a sphere of radius 1e30: the contact's anchors overflowed and its velocity went
+/// NaN. Such shapes are refused now; this is the largest case left.)
+#[test]
+fn the_largest_shapes_in_contact_keep_the_state_finite() {
+    use crate::shapes::MAX_EXTENT;
+    let pool = inline();
+    let mut world = World::new(WorldDef::default());
+    let fixed = |world: &mut World, at: Vec3, shape: Shape| {
+        let def =
+            BodyDef { motion: MotionType::Static, transform: Isometry::from_translation(at), ..BodyDef::default() };
+        let id = world.create_body(&def).unwrap();
+        world.add_shape(id, shape, ShapeDef::default()).unwrap();
+    };
+    let dynamic = |world: &mut World, at: Vec3, shape: Shape| {
+        let id =
+            world.create_body(&BodyDef { transform: Isometry::from_translation(at), ..BodyDef::default() }).unwrap();
+        world.add_shape(id, shape, ShapeDef::default()).unwrap();
+        id
+    };
+    // A planet of the largest radius with a ball on top, 3e5 m out.
+    let summit = Vec3::new(0.0, 0.0, 3.0 * MAX_EXTENT);
+    fixed(&mut world, summit - Vec3::Y * MAX_EXTENT, Shape::sphere(Vec3::ZERO, MAX_EXTENT).unwrap());
+    let ball = dynamic(&mut world, summit + Vec3::Y, Shape::sphere(Vec3::ZERO, 0.906).unwrap());
+    // The largest ground, a dynamic slab as wide (4e15 kg) on it, a ball on its corner.
+    fixed(&mut world, -Vec3::Y * MAX_EXTENT, Shape::cuboid(Vec3::splat(MAX_EXTENT)).unwrap());
+    let half = Vec3::new(MAX_EXTENT, 10.0, MAX_EXTENT);
+    let slab = dynamic(&mut world, Vec3::Y * 10.5, Shape::cuboid(half).unwrap());
+    let corner = Vec3::new(0.9 * MAX_EXTENT, 21.0, 0.9 * MAX_EXTENT);
+    let pebble = dynamic(&mut world, corner, Shape::sphere(Vec3::ZERO, 0.5).unwrap());
+    for _ in 0..240 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+        world.validate();
+    }
+    // f32 spacing at 3e5 m is 3 cm: positions hold within a few spacings.
+    let y = |id| world.transform(id).unwrap().translation.y;
+    assert!((y(ball) - 0.906).abs() < 0.05, "ball at {}", y(ball));
+    assert!((y(slab) - 10.0).abs() < 0.05, "slab at {}", y(slab));
+    assert!((y(pebble) - 20.5).abs() < 0.05, "pebble at {}", y(pebble));
 }
 
 /// Bad input to the world gets a clear error and changes nothing: invalid world

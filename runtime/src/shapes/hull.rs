@@ -45,12 +45,11 @@ pub struct ConvexHull {
 }
 
 impl ConvexHull {
-    /// The hull of `points`: at least 4 finite points not all in one plane, giving at
+    /// The hull of `points`: at least 4 finite points (coordinates within
+    /// [`super::MAX_EXTENT`]) not all in one plane, giving at
     /// most [`MAX_HULL_VERTICES`] hull vertices and at most 64 vertices per face.
     pub fn new(points: &[Vec3]) -> Result<ConvexHull, ShapeError> {
-        if points.iter().any(|p| !p.is_finite()) {
-            return Err(ShapeError::NotFinite);
-        }
+        super::in_range(points)?;
         if points.len() < 4 {
             return Err(ShapeError::Degenerate);
         }

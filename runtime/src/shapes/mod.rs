@@ -24,6 +24,12 @@ pub use polytope::{BoxPoly, Plane, PolyEdge, Polytope, TrianglePoly, MAX_FACE_VE
 
 use crate::math::{Aabb, Isometry};
 
+/// Largest magnitude (m) of any coordinate, radius or half extent of a shape, and of
+/// a compound part's offset. Beyond it, products in contact and mass computations
+/// leave `f32` range (a sphere of radius 1e30 made NaN velocities), and nothing that
+/// large is one rigid piece in a game.
+pub const MAX_EXTENT: f32 = 1.0e5;
+
 /// Why a shape was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ShapeError {
@@ -31,6 +37,8 @@ pub enum ShapeError {
     NotFinite,
     /// A radius or half extent is zero or negative (or the box is flat).
     NonPositive,
+    /// A coordinate, radius, half extent or part offset is larger than [`MAX_EXTENT`].
+    TooLarge,
     /// Fewer than 4 points not in one plane (hull), or a zero-area triangle.
     Degenerate,
     /// The hull would keep more than [`MAX_HULL_VERTICES`] vertices or a face with
@@ -45,6 +53,7 @@ impl fmt::Display for ShapeError {
         f.write_str(match self {
             ShapeError::NotFinite => "a coordinate, radius or transform is NaN or infinite",
             ShapeError::NonPositive => "a radius or half extent is zero or negative",
+            ShapeError::TooLarge => "a coordinate, radius, half extent or part offset is beyond 1e5 m (MAX_EXTENT)",
             ShapeError::Degenerate => "the points do not span a volume (hull) or an area (triangle)",
             ShapeError::TooManyVertices => "the hull has more than 256 vertices or a face with more than 64",
             ShapeError::BadCompound => "a compound needs at least one part, and parts must be convex shapes",
@@ -106,20 +115,20 @@ pub enum Shape {
 
 impl Shape {
     pub fn sphere(center: Vec3, radius: f32) -> Result<Shape, ShapeError> {
-        finite(&[center, Vec3::splat(radius)])?;
+        in_range(&[center, Vec3::splat(radius)])?;
         positive(radius)?;
         Ok(Shape::Sphere { center, radius })
     }
 
     pub fn capsule(a: Vec3, b: Vec3, radius: f32) -> Result<Shape, ShapeError> {
-        finite(&[a, b, Vec3::splat(radius)])?;
+        in_range(&[a, b, Vec3::splat(radius)])?;
         positive(radius)?;
         Ok(Shape::Capsule { a, b, radius })
     }
 
     /// A box with half extents `half`, centred on the origin.
     pub fn cuboid(half: Vec3) -> Result<Shape, ShapeError> {
-        finite(&[half])?;
+        in_range(&[half])?;
         positive(half.min_element())?;
         Ok(Shape::Box { half })
     }
@@ -130,7 +139,7 @@ impl Shape {
     }
 
     pub fn triangle(v: [Vec3; 3]) -> Result<Shape, ShapeError> {
-        finite(&v)?;
+        in_range(&v)?;
         TrianglePoly::new(v).ok_or(ShapeError::Degenerate)?;
         Ok(Shape::Triangle(v))
     }
@@ -143,6 +152,7 @@ impl Shape {
             if !pose.is_valid() {
                 return Err(ShapeError::NotFinite);
             }
+            in_range(&[pose.translation])?;
             if matches!(shape, Shape::Compound(_) | Shape::Triangle(_)) {
                 return Err(ShapeError::BadCompound);
             }
@@ -209,8 +219,12 @@ fn rotated_box(xf: &Isometry, center: Vec3, half: Vec3) -> Aabb {
     Aabb::from_center_half_extents(xf.transform_point(center), extent)
 }
 
-fn finite(values: &[Vec3]) -> Result<(), ShapeError> {
-    values.iter().all(|v| v.is_finite()).then_some(()).ok_or(ShapeError::NotFinite)
+/// Every value finite and within [`MAX_EXTENT`].
+pub(crate) fn in_range(values: &[Vec3]) -> Result<(), ShapeError> {
+    if !values.iter().all(|v| v.is_finite()) {
+        return Err(ShapeError::NotFinite);
+    }
+    values.iter().all(|v| v.abs().max_element() <= MAX_EXTENT).then_some(()).ok_or(ShapeError::TooLarge)
 }
 
 fn positive(x: f32) -> Result<(), ShapeError> {
@@ -240,8 +254,20 @@ mod tests {
         let ball = Shape::sphere(Vec3::ZERO, 1.0).unwrap();
         let bad_pose = Isometry::from_translation(Vec3::NAN);
         assert_eq!(Shape::compound([(bad_pose, ball.clone())]), Err(ShapeError::NotFinite));
+        let far = Isometry::from_translation(Vec3::Z * 2.0 * MAX_EXTENT);
+        assert_eq!(Shape::compound([(far, ball.clone())]), Err(ShapeError::TooLarge));
         let nested = Shape::compound([(Isometry::IDENTITY, ball)]).unwrap();
         assert_eq!(Shape::compound([(Isometry::IDENTITY, nested)]), Err(ShapeError::BadCompound));
+        // Sizes beyond MAX_EXTENT (the fuzzer's sphere of radius 1e30 turned its
+        // contacts NaN); the limit itself is allowed.
+        assert!(Shape::sphere(Vec3::ZERO, MAX_EXTENT).is_ok());
+        assert_eq!(Shape::sphere(Vec3::ZERO, 1e30), Err(ShapeError::TooLarge));
+        assert_eq!(Shape::sphere(Vec3::X * -1e6, 1.0), Err(ShapeError::TooLarge));
+        assert_eq!(Shape::capsule(Vec3::ZERO, Vec3::Y * 1e6, 1.0), Err(ShapeError::TooLarge));
+        assert_eq!(Shape::cuboid(Vec3::new(1.0, 2e5, 1.0)), Err(ShapeError::TooLarge));
+        assert_eq!(Shape::triangle([Vec3::ZERO, Vec3::X, Vec3::Y * 1e9]), Err(ShapeError::TooLarge));
+        let far_points = [Vec3::ZERO, Vec3::X, Vec3::Y, Vec3::Z * 1e6];
+        assert_eq!(Shape::hull(&far_points).err(), Some(ShapeError::TooLarge));
     }
 
     #[test]
