@@ -3,6 +3,7 @@ pub mod collide;
 pub mod frame;
 pub mod gi;
 pub mod gpu;
+pub mod integrated;
 pub mod jobs;
 pub mod math;
 pub mod physics;

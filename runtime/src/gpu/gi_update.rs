@@ -174,6 +174,24 @@ impl GiUpdater {
         first: u32,
         count: u32,
     ) -> Result<(), GpuError> {
+        self.update_async(tracer, field, lighting, params, frame, first, count)?;
+        tracer.finish()?;
+        Ok(())
+    }
+
+    /// As [`GiUpdater::update`], but returns once the work is submitted (with the
+    /// scene's update, when it changed); [`RayTracer::finish`] completes it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn update_async(
+        &mut self,
+        tracer: &mut RayTracer,
+        field: &GpuProbeField,
+        lighting: &GiLighting,
+        params: &UpdateParams,
+        frame: u32,
+        first: u32,
+        count: u32,
+    ) -> Result<(), GpuError> {
         check_update(field, lighting, params, first, count)?;
         let count = count.min(field.probe_count);
         if count == 0 {
@@ -243,7 +261,7 @@ impl GiUpdater {
         shade.extend(field_reads.map(read));
         shade.push(write(&s.radiance));
         let blend = [read(&s.params), read(&s.dirs), read(&s.radiance), write(&field.irradiance)];
-        tracer.submit_with_scene("kiln gi update", |rec, scene, trace| {
+        tracer.submit_with_scene_async("kiln gi update", |rec, scene, trace| {
             rec.pass("gi probe rays", |rec| {
                 rec.upload(&s.params, 0, bytemuck::bytes_of(&p))?;
                 rec.upload(&s.dirs, 0, bytemuck::cast_slice(&dirs))?;

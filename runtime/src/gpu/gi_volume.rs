@@ -135,6 +135,15 @@ impl GiVolume {
     /// One frame's update: the next [`GiVolume::probes_per_frame`] probes. Returns
     /// how many were updated.
     pub fn update(&mut self, tracer: &mut RayTracer) -> Result<u32, GpuError> {
+        let count = self.update_async(tracer)?;
+        tracer.finish()?;
+        Ok(count)
+    }
+
+    /// As [`GiVolume::update`], but returns once the work (the scene's update when it
+    /// changed, then the probes') is submitted; [`RayTracer::finish`] completes it.
+    /// Reading the irradiance ([`GiVolume::field`], [`GiVolume::sample`]) waits.
+    pub fn update_async(&mut self, tracer: &mut RayTracer) -> Result<u32, GpuError> {
         let n = self.probe_count();
         let rays = self.params.rays_per_probe.clamp(1, MAX_RAYS_PER_PROBE);
         let count = self.probes_per_frame.min(n).min(GiUpdater::max_probes_per_update(rays));
@@ -142,7 +151,15 @@ impl GiVolume {
             self.last_update_probes = 0;
             return Ok(0);
         }
-        self.updater.update(tracer, &self.device, &self.lighting, &self.params, self.frame, self.cursor, count)?;
+        self.updater.update_async(
+            tracer,
+            &self.device,
+            &self.lighting,
+            &self.params,
+            self.frame,
+            self.cursor,
+            count,
+        )?;
         self.cursor = (self.cursor + count) % n;
         self.frame = self.frame.wrapping_add(1);
         self.last_update_probes = count;
@@ -153,6 +170,7 @@ impl GiVolume {
     /// The probe field with the device's latest irradiance.
     pub fn field(&mut self, tracer: &mut RayTracer) -> Result<&ProbeField, GpuError> {
         if self.irradiance_stale {
+            tracer.finish()?;
             self.field.irradiance = self.device.read_irradiance(tracer.gpu_mut())?;
             self.irradiance_stale = false;
         }

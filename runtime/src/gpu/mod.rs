@@ -70,10 +70,10 @@ pub use kernel::Kernel;
 pub use layout::{
     BlasRef, BlasRefitPush, GpuHit, GpuInstance, GpuRay, SkinPush, TlasNode, HIT_BACKFACE, NO_HIT, TLAS_LEAF,
 };
-pub use queue::{Gpu, GpuTiming};
+pub use queue::{Gpu, GpuTiming, GpuWait};
 pub use ray_tracer::{compose, isometry_affine, PendingHits, RayTracer, TraceMode, MAX_TRACE_BATCH};
 pub use recorder::{Download, Recorder, SyncStats, Use};
-pub use scene::{box_mesh, grid_mesh, invert_affine, Affine, GpuScene, Scene, IDENTITY};
+pub use scene::{box_mesh, grid_mesh, invert_affine, sphere_mesh, Affine, GpuScene, Scene, IDENTITY};
 pub use skin::{BoneMatrix, GpuSkin, Skin, SkinData};
 pub use tlas::{instance_box, internal_children, morton, sorted_keys, CpuTlas, TlasBuilder, TLAS_STACK};
 pub use trace::{trace_cpu, TraceScene, Tracer};

@@ -18,6 +18,11 @@
 //! it is consumed by the time `submit` returns (it waits on the fence), so the ring
 //! restarts at offset 0 for every submission. A buffer outgrown in the middle of a
 //! recording is kept alive until that submission completes.
+//!
+//! [`Gpu::submit_async`] submits without waiting, so the CPU works on while the GPU
+//! runs (the integrated frame overlaps the next physics step with it); [`Gpu::wait`]
+//! completes it. At most one submission is in flight: any later submission, read or
+//! upload waits for it first.
 
 use super::buffer::{BufferMemory, GpuBuffer};
 use super::context::{DeviceInfo, EmbeddedDevice, GpuConfig, Shared, SharedRef};
@@ -57,6 +62,24 @@ pub struct Gpu {
     slots: Vec<FrameSlot>,
     /// Values waiting for the slots in their mask (bit per slot) to be recorded again.
     graveyard: Vec<(Box<dyn Send>, u32)>,
+    /// The submission in flight (see [`Gpu::submit_async`]).
+    pending: Option<Pending>,
+}
+
+/// What a submission in flight keeps until its fence signals.
+struct Pending {
+    passes: Vec<String>,
+    retired: Vec<Arc<GpuBuffer>>,
+}
+
+/// How [`Gpu::wait`] found the submission in flight.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GpuWait {
+    /// Whether a submission was in flight.
+    pub waited: bool,
+    /// Milliseconds the calling thread blocked on the fence (0 when the GPU had
+    /// finished while the CPU worked).
+    pub blocked_ms: f64,
 }
 
 /// What one embedded frame slot keeps alive until its next recording.
@@ -191,6 +214,7 @@ impl Gpu {
             lost: false,
             slots: Vec::new(),
             graveyard: Vec::new(),
+            pending: None,
         };
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(pool)
@@ -283,6 +307,21 @@ impl Gpu {
         label: &str,
         record: impl FnOnce(&mut Recorder<'_>) -> Result<R, GpuError>,
     ) -> Result<R, GpuError> {
+        let value = self.submit_async(label, record)?;
+        self.wait()?;
+        Ok(value)
+    }
+
+    /// As [`Gpu::submit`], but returns once the work is submitted: the GPU runs
+    /// while the caller goes on. [`Gpu::wait`] completes it (and collects the pass
+    /// timings); downloads in `R` are readable only after that. A submission still
+    /// in flight is waited for first.
+    pub fn submit_async<R>(
+        &mut self,
+        label: &str,
+        record: impl FnOnce(&mut Recorder<'_>) -> Result<R, GpuError>,
+    ) -> Result<R, GpuError> {
+        self.wait()?;
         if self.lost {
             return Err(GpuError::DeviceLost);
         }
@@ -311,24 +350,48 @@ impl Gpu {
         let cmds = [self.cmd];
         let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
         // SAFETY: the command buffer is executable, the fence unsignalled.
-        let waited = unsafe {
-            device
-                .queue_submit(self.shared.queue, &submit, self.fence)
-                .call("vkQueueSubmit")
-                .and_then(|_| device.wait_for_fences(&[self.fence], true, FENCE_TIMEOUT_NS).call("vkWaitForFences"))
+        let submitted = unsafe { device.queue_submit(self.shared.queue, &submit, self.fence) }.call("vkQueueSubmit");
+        if let Err(err) = submitted {
+            return Err(self.failed(err));
+        }
+        self.pending = Some(Pending { passes, retired });
+        Ok(value)
+    }
+
+    /// Waits for the submission in flight, if any, releases what it kept alive and
+    /// collects its pass timings ([`Gpu::last_timings`]).
+    pub fn wait(&mut self) -> Result<GpuWait, GpuError> {
+        let Some(Pending { passes, retired }) = self.pending.take() else {
+            return Ok(GpuWait::default());
         };
+        let device = &self.shared.device;
+        let start = std::time::Instant::now();
+        // SAFETY: the fence belongs to the submission in flight.
+        let waited = unsafe { device.wait_for_fences(&[self.fence], true, FENCE_TIMEOUT_NS) }.call("vkWaitForFences");
+        let blocked_ms = start.elapsed().as_secs_f64() * 1e3;
         // SAFETY: the fence is not in use once waited on (or the device is lost).
         let _ = unsafe { device.reset_fences(&[self.fence]) };
         drop(retired);
         if let Err(err) = waited {
-            if matches!(err, GpuError::DeviceLost | GpuError::Vulkan { result: vk::Result::TIMEOUT, .. }) {
-                self.lost = true;
-                return Err(GpuError::DeviceLost);
-            }
-            return Err(err);
+            return Err(self.failed(err));
         }
         self.collect_timings(&passes)?;
-        Ok(value)
+        Ok(GpuWait { waited: true, blocked_ms })
+    }
+
+    /// Whether a submission is in flight.
+    pub fn is_pending(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// A failed submit or wait: a lost device (or a fence that never signals) makes
+    /// every later call fail with [`GpuError::DeviceLost`].
+    fn failed(&mut self, err: GpuError) -> GpuError {
+        if matches!(err, GpuError::DeviceLost | GpuError::Vulkan { result: vk::Result::TIMEOUT, .. }) {
+            self.lost = true;
+            return GpuError::DeviceLost;
+        }
+        err
     }
 
     /// What the barriers of the last submission cost (see [`SyncStats`]).
@@ -363,6 +426,7 @@ impl Gpu {
 
 impl Drop for Gpu {
     fn drop(&mut self) {
+        let _ = self.wait();
         let device = &self.shared.device;
         // SAFETY: every submission of Kiln's own was waited on (embedded, the engine
         // finished the command buffers Kiln recorded into, per the contract); the

@@ -19,7 +19,7 @@ use super::buffer::{BufferMemory, GpuBuffer};
 use super::context::{DeviceInfo, EmbeddedDevice, GpuConfig};
 use super::error::GpuError;
 use super::layout::{GpuHit, GpuRay, NO_HIT};
-use super::queue::{Gpu, GpuTiming};
+use super::queue::{Gpu, GpuTiming, GpuWait};
 use super::recorder::{Download, Recorder};
 use super::scene::{invert_affine, Affine, GpuScene, Scene, IDENTITY};
 use super::skin::{BoneMatrix, Skin, SkinData};
@@ -262,17 +262,23 @@ impl RayTracer {
     /// instance whose body no longer exists is hidden (mask 0) and stops following;
     /// returns how many were.
     pub fn sync_world(&mut self, world: &World) -> u32 {
+        self.sync_poses(|body| world.transform(body).ok())
+    }
+
+    /// As [`RayTracer::sync_world`], with the poses from `pose_of` (`None`: the body
+    /// is gone), e.g. a snapshot taken at the end of the previous step.
+    pub fn sync_poses(&mut self, pose_of: impl Fn(BodyId) -> Option<Isometry>) -> u32 {
         let mut gone = 0;
         let scene = &mut self.scene;
-        self.follows.retain(|f| match world.transform(f.body) {
-            Ok(pose) => {
+        self.follows.retain(|f| match pose_of(f.body) {
+            Some(pose) => {
                 let transform = compose(&isometry_affine(&pose), &f.local);
                 // A body's pose is finite and a rotation; `local` was checked, so the
                 // product is invertible unless it overflows, which leaves it in place.
                 let _ = scene.set_transform(f.instance, &transform);
                 true
             }
-            Err(_) => {
+            None => {
                 scene.instances[f.instance as usize].mask = 0;
                 gone += 1;
                 false
@@ -296,16 +302,35 @@ impl RayTracer {
     /// Brings the device up to date: uploads instances, skins and refits what moved,
     /// rebuilds the TLAS. `trace` does this itself.
     pub fn update(&mut self) -> Result<(), GpuError> {
+        self.update_async()?;
+        self.finish()?;
+        Ok(())
+    }
+
+    /// As [`RayTracer::update`], but returns once the work is submitted;
+    /// [`RayTracer::finish`] completes it. Other calls that use the device wait for
+    /// it first.
+    pub fn update_async(&mut self) -> Result<(), GpuError> {
+        self.finish()?;
         self.timings.clear();
         self.ensure_device_scene()?;
         if !self.needs_update() {
             return Ok(());
         }
         let (gpu, parts) = self.split();
-        gpu.submit("kiln update", |rec| parts.record_update(rec))?;
+        gpu.submit_async("kiln update", |rec| parts.record_update(rec))?;
         self.after_update();
-        merge_timings(&mut self.timings, self.gpu.last_timings());
         Ok(())
+    }
+
+    /// Waits for the submission in flight (from an `_async` call), if any, and adds
+    /// its pass timings to [`RayTracer::frame_timings`].
+    pub fn finish(&mut self) -> Result<GpuWait, GpuError> {
+        let wait = self.gpu.wait()?;
+        if wait.waited {
+            merge_timings(&mut self.timings, self.gpu.last_timings());
+        }
+        Ok(wait)
     }
 
     /// Traces `rays` into `hits` (same length). Rays must have a finite origin, a
@@ -429,20 +454,32 @@ impl RayTracer {
         label: &str,
         record: impl FnOnce(&mut Recorder<'_>, &GpuScene, &Tracer) -> Result<R, GpuError>,
     ) -> Result<R, GpuError> {
+        let result = self.submit_with_scene_async(label, record)?;
+        self.finish()?;
+        Ok(result)
+    }
+
+    /// As [`RayTracer::submit_with_scene`], but returns once the work is submitted;
+    /// [`RayTracer::finish`] completes it.
+    pub fn submit_with_scene_async<R>(
+        &mut self,
+        label: &str,
+        record: impl FnOnce(&mut Recorder<'_>, &GpuScene, &Tracer) -> Result<R, GpuError>,
+    ) -> Result<R, GpuError> {
         if self.scene.instances().is_empty() {
             return Err(GpuError::InvalidInput(format!("{label}: the scene has no instances")));
         }
+        self.finish()?;
         self.timings.clear();
         self.ensure_device_scene()?;
         let update = self.needs_update();
         let (gpu, parts) = self.split();
-        let result = gpu.submit(label, |rec| {
+        let result = gpu.submit_async(label, |rec| {
             if update {
                 parts.record_update(rec)?;
             }
             record(rec, parts.device_scene, &parts.kernels.trace)
         })?;
-        merge_timings(&mut self.timings, self.gpu.last_timings());
         if update {
             self.after_update();
         }

@@ -103,6 +103,35 @@ pub fn box_mesh(half: [f32; 3]) -> (Vec<[f32; 3]>, Vec<[u32; 3]>) {
     (positions, triangles)
 }
 
+/// A sphere of `radius` around the origin as `rings` latitude bands of `segments`
+/// quads (poles as fans), wound outwards. Its vertices lie on the sphere, so it sits
+/// inside the true sphere by at most `radius * (1 - cos(pi / segments))`.
+pub fn sphere_mesh(radius: f32, rings: u32, segments: u32) -> (Vec<[f32; 3]>, Vec<[u32; 3]>) {
+    let (rings, segments) = (rings.max(2), segments.max(3));
+    let mut positions = vec![[0.0, radius, 0.0]];
+    for r in 1..rings {
+        let polar = std::f32::consts::PI * r as f32 / rings as f32;
+        for k in 0..segments {
+            let azimuth = std::f32::consts::TAU * k as f32 / segments as f32;
+            let (y, ring) = (polar.cos() * radius, polar.sin() * radius);
+            positions.push([ring * azimuth.cos(), y, -ring * azimuth.sin()]);
+        }
+    }
+    positions.push([0.0, -radius, 0.0]);
+    let bottom = positions.len() as u32 - 1;
+    let at = |r: u32, k: u32| 1 + (r - 1) * segments + k % segments;
+    let mut triangles = Vec::new();
+    for k in 0..segments {
+        triangles.push([0, at(1, k), at(1, k + 1)]);
+        triangles.push([bottom, at(rings - 1, k + 1), at(rings - 1, k)]);
+        for r in 1..rings - 1 {
+            triangles.push([at(r, k), at(r + 1, k), at(r + 1, k + 1)]);
+            triangles.push([at(r, k), at(r + 1, k + 1), at(r, k + 1)]);
+        }
+    }
+    (positions, triangles)
+}
+
 /// Meshes and instances on the CPU; see the module docs.
 #[derive(Clone, Default)]
 pub struct Scene {

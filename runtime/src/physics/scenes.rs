@@ -155,8 +155,14 @@ pub fn large_pyramid() -> Scene {
 /// a jittered grid 35 to 50 m up over a 256 m hills terrain (surface at 4..28 m)
 /// walled in up to 40 m.
 pub fn rain(count: usize) -> Scene {
+    rain_over("rain", 256, count)
+}
+
+/// [`rain`] over a `size` m terrain (at least 32): the integrated frame's demo scene.
+pub fn rain_over(name: &'static str, size: i32, count: usize) -> Scene {
+    let size = size.max(32);
     let side = (count as f32).sqrt().ceil() as usize;
-    let spacing = 240.0 / side as f32;
+    let spacing = (size - 16) as f32 / side as f32;
     let mut seed = 0x2545_f491_4f6c_dd1du64;
     let mut next = || {
         seed ^= seed << 13;
@@ -179,10 +185,10 @@ pub fn rain(count: usize) -> Scene {
         bodies.push(b);
     }
     Scene {
-        name: "rain",
+        name,
         gravity: Vec3::new(0.0, -10.0, 0.0),
         enable_sleep: true,
         bodies,
-        terrain: Some(SceneTerrain { size: 256, voxel_size: 1.0, seed: 7, wall: 40 }),
+        terrain: Some(SceneTerrain { size, voxel_size: 1.0, seed: 7, wall: 40 }),
     }
 }
