@@ -100,6 +100,9 @@ impl GpuFrameTiming {
 pub struct GpuSide {
     pub tracer: RayTracer,
     pub gi: Option<GiVolume>,
+    /// Whether the GPU's work overlaps the step (default). Off, `gpu.submit` waits
+    /// for it at once: the sequential frame the overlap is measured against.
+    pub overlap: bool,
     timing: GpuFrameTiming,
     timings: Vec<GpuTiming>,
     submitted_at: Option<Instant>,
@@ -107,7 +110,14 @@ pub struct GpuSide {
 
 impl GpuSide {
     pub fn new(tracer: RayTracer, gi: Option<GiVolume>) -> GpuSide {
-        GpuSide { tracer, gi, timing: GpuFrameTiming::default(), timings: Vec::new(), submitted_at: None }
+        GpuSide {
+            tracer,
+            gi,
+            overlap: true,
+            timing: GpuFrameTiming::default(),
+            timings: Vec::new(),
+            submitted_at: None,
+        }
     }
 
     /// Instances follow `poses`; the scene update and the probe update are submitted.
@@ -124,6 +134,9 @@ impl GpuSide {
             self.tracer.update_async()?;
         }
         self.submitted_at = Some(Instant::now());
+        if !self.overlap {
+            self.wait()?;
+        }
         Ok(())
     }
 
