@@ -142,7 +142,8 @@ impl GpuSide {
 
     fn wait(&mut self) -> Result<(), GpuError> {
         let Some(submitted) = self.submitted_at.take() else { return Ok(()) };
-        self.timing.overlapped_cpu_ms = submitted.elapsed().as_secs_f64() * 1e3;
+        // Sequential (no overlap): the wait follows the submission at once.
+        self.timing.overlapped_cpu_ms = if self.overlap { submitted.elapsed().as_secs_f64() * 1e3 } else { 0.0 };
         let wait = self.tracer.finish()?;
         self.timing.blocked_ms = wait.blocked_ms;
         self.timings.clear();
@@ -272,7 +273,8 @@ pub fn demo_frame(scene: &Scene, tracer: Option<RayTracer>, gi: Option<DemoGi>) 
     if let (Some(t), Some(terrain)) = (&scene.terrain, world.terrain()) {
         let mut mesh = TriMesh::new();
         let chunks = (t.size + CHUNK - 1) / CHUNK;
-        let layers = (t.wall.max(40) + CHUNK - 1) / CHUNK;
+        // Chunk layers up to the wall or, without one, above the hills (surface < 28 m).
+        let layers = (t.wall.max(32) + CHUNK - 1) / CHUNK;
         for cy in -1..=layers {
             for cz in 0..chunks {
                 for cx in 0..chunks {
@@ -365,6 +367,14 @@ mod tests {
             assert_eq!(frame.poses().get(id), Some(reference.transform(id).unwrap()));
         }
         assert_eq!(frame.gpu_timing(), GpuFrameTiming::default());
+        // A body destroyed after the snapshot is gone from it only at the next one;
+        // a stale handle of the same slot finds nothing.
+        let gone = ids[0];
+        frame.world_mut().destroy_body(gone).unwrap();
+        assert!(frame.poses().get(gone).is_some());
+        frame.run(&pool, 1.0 / 60.0).unwrap();
+        assert_eq!(frame.poses().get(gone), None);
+        assert_eq!(frame.poses().get(BodyId { generation: gone.generation + 1, ..gone }), None);
     }
 
     /// Issue 11: the integrated frame (physics step, instances from the last step's
@@ -390,6 +400,14 @@ mod tests {
                 frame.run(&pool, 1.0 / 60.0).unwrap();
                 hashes.push(pose_hash(frame.world(), &ids));
             }
+            // The sequential peer waits inside gpu.submit: nothing overlaps, and the
+            // physics bits do not care.
+            frame.gpu_mut().unwrap().overlap = false;
+            frame.run(&pool, 1.0 / 60.0).unwrap();
+            hashes.push(pose_hash(frame.world(), &ids));
+            assert_eq!(frame.gpu_timing().overlapped_cpu_ms, 0.0);
+            assert!(frame.gpu_timing().gpu_ms > 0.0);
+            frame.gpu_mut().unwrap().overlap = true;
             let shown = frame.poses().clone();
             frame.run(&pool, 1.0 / 60.0).unwrap();
             hashes.push(pose_hash(frame.world(), &ids));

@@ -34,6 +34,9 @@ static void shapes_and_characters(void) {
     CHECK_STATUS(kiln_shape_create_sphere(o, NAN, &s), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_MESSAGE("shape refused");
     CHECK_STATUS(kiln_shape_create_sphere(o, -1.0f, &s), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_shape_create_sphere(o, 1e30f, &s), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("MAX_EXTENT");
+    CHECK_STATUS(kiln_shape_create_box((KilnVec3){1, 2 * KILN_SHAPE_MAX_EXTENT, 1}, &s), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_shape_create_box((KilnVec3){1, 0, 1}, &s), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_shape_create_capsule(o, (KilnVec3){0, INFINITY, 0}, 1, &s), KILN_ERROR_INVALID_ARGUMENT);
     KilnVec3 flat[4] = {{0, 0, 0}, {1, 0, 0}, {0, 0, 1}, {1, 0, 1}};

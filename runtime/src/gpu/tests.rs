@@ -209,6 +209,67 @@ fn gpu_refuses_bad_buffers_and_arguments_without_side_effects() {
     assert_validation_clean(&gpu);
 }
 
+/// `submit_async` returns with the work in flight; `wait` completes it (downloads are
+/// readable, timings collected); a second submission, a read or a drop waits for the
+/// one in flight first, and the ring's data survives; a failed recording submits
+/// nothing and leaves no submission in flight.
+#[test]
+fn asynchronous_submissions_complete_in_order() {
+    let Some(mut gpu) = test_gpu("asynchronous_submissions_complete_in_order") else { return };
+    assert_eq!(gpu.wait().unwrap(), GpuWait::default(), "nothing in flight");
+    let a = gpu.buffer("a", 4096, BufferMemory::Device).unwrap();
+    let b = gpu.buffer("b", 4096, BufferMemory::Device).unwrap();
+    let first: Vec<u32> = (0..1024).collect();
+    let download = gpu
+        .submit_async("first", |rec| {
+            rec.pass("upload a", |rec| rec.upload(&a, 0, bytemuck::cast_slice(&first)))?;
+            rec.download(&a, 0, 4096)
+        })
+        .unwrap();
+    assert!(gpu.is_pending());
+    // The second upload goes through the staging ring the first may still read:
+    // it must wait for the first, or `a` would hold the second's data.
+    let second: Vec<u32> = (0..1024).map(|i| i * 3).collect();
+    gpu.submit_async("second", |rec| rec.pass("upload b", |rec| rec.upload(&b, 0, bytemuck::cast_slice(&second))))
+        .unwrap();
+    assert_eq!(download.to_vec::<u32>(), first, "the first completed before the second was recorded");
+    let wait = gpu.wait().unwrap();
+    assert!(wait.waited && wait.blocked_ms >= 0.0);
+    assert!(!gpu.is_pending());
+    assert_eq!(gpu.last_timings().iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["upload b"]);
+    assert_eq!(gpu.read::<u32>(&b, 1024).unwrap(), second);
+    let err = gpu.submit_async("bad", |rec| rec.upload(&a, 4092, &[0u8; 8])).unwrap_err();
+    assert!(matches!(err, GpuError::InvalidInput(_)), "{err}");
+    assert!(!gpu.is_pending(), "a refused recording submits nothing");
+    gpu.submit_async("left in flight", |rec| rec.upload(&a, 0, &[0u8; 16])).unwrap();
+    assert_validation_clean(&gpu);
+    drop(gpu); // waits for the submission in flight before destroying anything
+}
+
+#[test]
+fn sphere_mesh_is_closed_outward_and_on_the_sphere() {
+    let (radius, rings, segments) = (0.75, 8, 12);
+    let (positions, triangles) = sphere_mesh(radius, rings, segments);
+    assert_eq!(positions.len() as u32, 2 + (rings - 1) * segments);
+    assert_eq!(triangles.len() as u32, 2 * segments * (rings - 1));
+    for p in &positions {
+        assert!((glam::Vec3::from(*p).length() - radius).abs() < 1e-5, "{p:?}");
+    }
+    // Closed: every directed edge appears once and its reverse once.
+    let mut edges = std::collections::HashMap::new();
+    for t in &triangles {
+        for (u, v) in [(t[0], t[1]), (t[1], t[2]), (t[2], t[0])] {
+            *edges.entry((u, v)).or_insert(0) += 1;
+        }
+    }
+    assert!(edges.iter().all(|(&(u, v), &n)| n == 1 && edges.get(&(v, u)) == Some(&1)));
+    // Outward: the signed volume is positive and close to the sphere's.
+    let p = |i: u32| glam::Vec3::from(positions[i as usize]);
+    let volume: f32 = triangles.iter().map(|t| p(t[0]).dot(p(t[1]).cross(p(t[2]))) / 6.0).sum();
+    let sphere = 4.0 / 3.0 * std::f32::consts::PI * radius * radius * radius;
+    assert!(volume > 0.85 * sphere && volume < sphere, "{volume} vs {sphere}");
+}
+
 #[test]
 fn device_choice_by_name_and_index() {
     let Some(gpu) = test_gpu("device_choice_by_name_and_index") else { return };
