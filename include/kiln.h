@@ -763,6 +763,204 @@ typedef struct KilnTraceHit {
 } KilnTraceHit;
 
 /**
+ * Handle to a rigid-body world. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnWorldId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed world's handles no longer match.
+     */
+    uint32_t generation;
+} KilnWorldId;
+
+/**
+ * Handle to a DDGI probe volume. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnGiId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed volume's handles no longer match.
+     */
+    uint32_t generation;
+} KilnGiId;
+
+/**
+ * What an integrated frame runs. Initialise with `kiln_default_frame_def()`.
+ */
+typedef struct KilnFrameDef {
+    /**
+     * `sizeof(KilnFrameDef)`, set by `kiln_default_frame_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * The world to step (required).
+     */
+    struct KilnWorldId world;
+    /**
+     * The tracer whose instances follow the world's bodies
+     * (`kiln_tracer_follow_body`), or `{0, 0}` for a physics-only frame. Each run
+     * brings its instances to the last step's poses and rebuilds its TLAS.
+     */
+    struct KilnTracerId tracer;
+    /**
+     * A probe volume created on `tracer`, updated every run (its
+     * `probes_per_frame` probes), or `{0, 0}`.
+     */
+    struct KilnGiId gi;
+    /**
+     * Whether the GPU's work runs while the CPU steps (default true). False waits
+     * for it at once: the sequential frame the overlap is measured against.
+     */
+    bool overlap;
+} KilnFrameDef;
+
+/**
+ * Handle to an integrated frame. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnFrameId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed frame's handles no longer match.
+     */
+    uint32_t generation;
+} KilnFrameId;
+
+/**
+ * Timing of the last `kiln_frame_run`. All times are wall-clock milliseconds.
+ */
+typedef struct KilnFrameTiming {
+    /**
+     * Frames run so far, counting this one from 0.
+     */
+    uint64_t frame_index;
+    /**
+     * The whole run on the CPU, submission to wait.
+     */
+    double cpu_ms;
+    /**
+     * The physics step's six stages (broadphase to sleep), as `kiln_world_get_profile`
+     * reports them.
+     */
+    double physics_ms;
+    /**
+     * The GPU's time for the run's submission: the sum of its passes' timestamps
+     * (`kiln_frame_get_gpu_passes`). 0 without a tracer or without timestamps.
+     */
+    double gpu_ms;
+    /**
+     * CPU time from the submission to the wait: the step ran meanwhile.
+     */
+    double overlapped_cpu_ms;
+    /**
+     * How long the wait blocked: the GPU time the step did not hide.
+     */
+    double blocked_ms;
+    /**
+     * The share of `gpu_ms` hidden behind the step, 0 to 1 (1: the wait never
+     * blocked; 0 without GPU work or with `overlap` off).
+     */
+    double hidden_fraction;
+    /**
+     * Probes the run updated (0 without a volume).
+     */
+    uint32_t probes_updated;
+    /**
+     * Instances of the tracer at the run (0 without one).
+     */
+    uint32_t instance_count;
+} KilnFrameTiming;
+
+/**
+ * The last frame's totals.
+ */
+typedef struct KilnProfile {
+    /**
+     * Index of the profiled frame.
+     */
+    uint64_t frame_index;
+    /**
+     * Wall time of the whole `kiln_runtime_run_frame`, in nanoseconds.
+     */
+    uint64_t total_ns;
+    /**
+     * Number of passes (entries `kiln_runtime_get_profile` can write).
+     */
+    uint32_t pass_count;
+    /**
+     * Workers the frame could use.
+     */
+    uint32_t worker_count;
+} KilnProfile;
+
+/**
+ * Handle to a pass of a runtime's frame graph.
+ */
+typedef struct KilnPassId {
+    /**
+     * Pass index plus one (0 means null), in the order passes were added.
+     */
+    uint32_t index1;
+    /**
+     * Serial number of the owning runtime.
+     */
+    uint32_t owner;
+} KilnPassId;
+
+/**
+ * One pass in the last frame.
+ */
+typedef struct KilnPassProfile {
+    /**
+     * The pass's name, valid until the runtime is destroyed.
+     */
+    const char *name;
+    /**
+     * The pass.
+     */
+    struct KilnPassId pass;
+    /**
+     * Level of the pass in the graph (passes of one level may run concurrently).
+     */
+    uint32_t level;
+    /**
+     * Worker that ran the callback; `UINT32_MAX` if the pass did not run.
+     */
+    uint32_t worker_index;
+    /**
+     * Start, in nanoseconds since the frame started.
+     */
+    uint64_t start_ns;
+    /**
+     * Duration of the callback (including its parallel_for work), in nanoseconds.
+     */
+    uint64_t duration_ns;
+} KilnPassProfile;
+
+/**
+ * GPU time of one pass of the last `kiln_tracer_update` or `kiln_tracer_trace`.
+ */
+typedef struct KilnGpuPassTiming {
+    /**
+     * Pass name ("upload instances", "skin + refit", "tlas build", "trace"),
+     * NUL-terminated.
+     */
+    char name[32];
+    /**
+     * Milliseconds from the pass's first command to its last, on the device.
+     */
+    double milliseconds;
+} KilnGpuPassTiming;
+
+/**
  * How a probe volume is laid out and updated. Initialise with
  * `kiln_default_gi_def()`, then set the bounds.
  */
@@ -842,20 +1040,6 @@ typedef struct KilnGiLighting {
      */
     struct KilnVec3 default_albedo;
 } KilnGiLighting;
-
-/**
- * Handle to a DDGI probe volume. `{0, 0}` is the null handle. Pass by value.
- */
-typedef struct KilnGiId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed volume's handles no longer match.
-     */
-    uint32_t generation;
-} KilnGiId;
 
 /**
  * Figures of a probe volume, from `kiln_gi_get_stats`.
@@ -1161,20 +1345,6 @@ typedef struct KilnResourceId {
 } KilnResourceId;
 
 /**
- * Handle to a pass of a runtime's frame graph.
- */
-typedef struct KilnPassId {
-    /**
-     * Pass index plus one (0 means null), in the order passes were added.
-     */
-    uint32_t index1;
-    /**
-     * Serial number of the owning runtime.
-     */
-    uint32_t owner;
-} KilnPassId;
-
-/**
  * What a pass callback and its range callbacks see. Valid only during the callback.
  */
 typedef struct KilnPassContext {
@@ -1256,58 +1426,6 @@ typedef struct KilnPassDef {
      */
     void *user_context;
 } KilnPassDef;
-
-/**
- * The last frame's totals.
- */
-typedef struct KilnProfile {
-    /**
-     * Index of the profiled frame.
-     */
-    uint64_t frame_index;
-    /**
-     * Wall time of the whole `kiln_runtime_run_frame`, in nanoseconds.
-     */
-    uint64_t total_ns;
-    /**
-     * Number of passes (entries `kiln_runtime_get_profile` can write).
-     */
-    uint32_t pass_count;
-    /**
-     * Workers the frame could use.
-     */
-    uint32_t worker_count;
-} KilnProfile;
-
-/**
- * One pass in the last frame.
- */
-typedef struct KilnPassProfile {
-    /**
-     * The pass's name, valid until the runtime is destroyed.
-     */
-    const char *name;
-    /**
-     * The pass.
-     */
-    struct KilnPassId pass;
-    /**
-     * Level of the pass in the graph (passes of one level may run concurrently).
-     */
-    uint32_t level;
-    /**
-     * Worker that ran the callback; `UINT32_MAX` if the pass did not run.
-     */
-    uint32_t worker_index;
-    /**
-     * Start, in nanoseconds since the frame started.
-     */
-    uint64_t start_ns;
-    /**
-     * Duration of the callback (including its parallel_for work), in nanoseconds.
-     */
-    uint64_t duration_ns;
-} KilnPassProfile;
 
 /**
  * A range of a `kiln_parallel_for`: items `[begin, end)` on worker `worker_index`.
@@ -1806,20 +1924,6 @@ typedef struct KilnDeviceInfo {
 } KilnDeviceInfo;
 
 /**
- * Handle to a rigid-body world. `{0, 0}` is the null handle. Pass by value.
- */
-typedef struct KilnWorldId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed world's handles no longer match.
-     */
-    uint32_t generation;
-} KilnWorldId;
-
-/**
  * Handle to a body of a world. `{0, 0, {0, 0}}` is the null handle. Pass by value.
  */
 typedef struct KilnBodyId {
@@ -1836,21 +1940,6 @@ typedef struct KilnBodyId {
      */
     struct KilnWorldId world;
 } KilnBodyId;
-
-/**
- * GPU time of one pass of the last `kiln_tracer_update` or `kiln_tracer_trace`.
- */
-typedef struct KilnGpuPassTiming {
-    /**
-     * Pass name ("upload instances", "skin + refit", "tlas build", "trace"),
-     * NUL-terminated.
-     */
-    char name[32];
-    /**
-     * Milliseconds from the pass's first command to its last, on the device.
-     */
-    double milliseconds;
-} KilnGpuPassTiming;
 
 /**
  * How a world is built and stepped. Initialise with `kiln_default_world_def()`.
@@ -2480,6 +2569,95 @@ KilnStatus kiln_tracer_read_hits(struct KilnTracerId tracer,
                                  uint32_t frame_slot,
                                  struct KilnTraceHit *hits,
                                  uint32_t count);
+
+/**
+ * A `KilnFrameDef` with the defaults documented on its fields.
+ */
+struct KilnFrameDef kiln_default_frame_def(void);
+
+/**
+ * Creates an integrated frame over `def->world` and, when given, `def->tracer` and
+ * `def->gi`. Checks that they are live, that a volume is on the given tracer and
+ * that the tracer follows bodies of this world (if it follows any); borrows them
+ * only while `kiln_frame_run` runs.
+ *
+ * # Safety
+ * `def` is NULL or readable; `out_frame` is NULL or writable.
+ */
+KilnStatus kiln_frame_create(const struct KilnFrameDef *def, struct KilnFrameId *out_frame);
+
+/**
+ * Destroys a frame; its handle becomes invalid. Its world, tracer and volume stay.
+ */
+KilnStatus kiln_frame_destroy(struct KilnFrameId frame);
+
+/**
+ * Whether `frame` refers to a live frame.
+ */
+bool kiln_frame_is_valid(struct KilnFrameId frame);
+
+/**
+ * Runs one frame of `dt` seconds (finite, 0..=`KILN_WORLD_MAX_STEP`) with jobs on
+ * `runtime`'s workers, or on the calling thread for `{0, 0}`:
+ *
+ * 1. `gpu.submit` (with the step's first stage): the tracer's followed instances
+ *    move to the previous run's poses, and one GPU submission uploads them, refits
+ *    and rebuilds the TLAS and updates the volume's next probes. It returns at once.
+ * 2. The world's step: `physics.broadphase` ... `physics.sleep`, bit-identical for
+ *    any worker count (the GPU work does not touch the world).
+ * 3. `poses`: this step's poses, for the next run's submission.
+ * 4. `gpu.wait`: waits for the submission and reads its timings.
+ *
+ * A failing stage gives `KILN_ERROR_PASS_FAILED` with its message; the world,
+ * tracer and volume are given back in every case.
+ */
+KilnStatus kiln_frame_run(struct KilnFrameId frame, struct KilnRuntimeId runtime, float dt);
+
+/**
+ * Writes the last run's timing to `out_timing`. `KILN_ERROR_INVALID_STATE` before
+ * the first successful run.
+ *
+ * # Safety
+ * `out_timing` is NULL or writable.
+ */
+KilnStatus kiln_frame_get_timing(struct KilnFrameId frame, struct KilnFrameTiming *out_timing);
+
+/**
+ * The CPU side of the last run, pass by pass, as `kiln_runtime_get_profile` gives a
+ * runtime's: `out_profile` (optional) receives the totals, `passes` one entry per
+ * pass in graph order (`gpu.submit`, `physics.broadphase` ... `physics.sleep`,
+ * `poses`, `gpu.wait`; names valid until the frame is destroyed; `pass` is
+ * `{index + 1, 0}`: not a runtime's pass). The GPU work runs from the end of
+ * `gpu.submit` to the end of `gpu.wait`: the passes between are what overlapped it.
+ * Writes up to `capacity` entries and the number of passes to `out_count` (NULL
+ * with `capacity` 0 for just the count). `KILN_ERROR_INVALID_STATE` before the
+ * first successful run.
+ *
+ * # Safety
+ * `out_profile` is NULL or writable; `passes` is NULL or has `capacity` writable
+ * entries; `out_count` is NULL or writable.
+ */
+KilnStatus kiln_frame_get_passes(struct KilnFrameId frame,
+                                 struct KilnProfile *out_profile,
+                                 struct KilnPassProfile *passes,
+                                 uint32_t capacity,
+                                 uint32_t *out_count);
+
+/**
+ * The GPU side of the last run: each pass of its submission with its device time
+ * ("upload instances", "skin + refit", "tlas build", the probe update's passes),
+ * in submission order, up to `capacity` entries, and their number to `out_count`.
+ * Empty without a tracer or without timestamps. `KILN_ERROR_INVALID_STATE` before
+ * the first successful run.
+ *
+ * # Safety
+ * `passes` is NULL or has `capacity` writable entries; `out_count` is NULL or
+ * writable.
+ */
+KilnStatus kiln_frame_get_gpu_passes(struct KilnFrameId frame,
+                                     struct KilnGpuPassTiming *passes,
+                                     uint32_t capacity,
+                                     uint32_t *out_count);
 
 /**
  * A `KilnGiDef` with the defaults documented on its fields.

@@ -79,67 +79,6 @@ static float ground(KilnTerrainId terrain, float x, float z) {
     return hit.point.y;
 }
 
-/* A capsule mesh around the x axis: a UV sphere of `radius` split at x = 0, halves
- * moved to +-half_length and joined by a cylinder (half_length 0: a sphere). The
- * engine side of mirroring: the tracer only sees triangles. */
-typedef struct Mesh {
-    KilnVec3 *positions;
-    uint32_t *indices;
-    uint32_t vertex_count, triangle_count;
-} Mesh;
-
-static Mesh capsule_mesh(float radius, float half_length, uint32_t rings, uint32_t segments) {
-    /* Ring i at polar angle pi * i / rings from +x; the equator ring appears twice
-     * (once per half) when the halves are apart. */
-    uint32_t ring_count = half_length > 0.0f ? rings + 2 : rings + 1;
-    Mesh m = {malloc(sizeof(KilnVec3) * ring_count * segments),
-              malloc(sizeof(uint32_t) * 6 * (ring_count - 1) * segments), ring_count * segments,
-              2 * (ring_count - 1) * segments};
-    for (uint32_t r = 0, v = 0; r < ring_count; r++) {
-        uint32_t i = r <= rings / 2 ? r : r - (ring_count - rings - 1);
-        float theta = 3.14159265f * (float)i / (float)rings;
-        float shift = r <= rings / 2 ? half_length : -half_length;
-        for (uint32_t s = 0; s < segments; s++, v++) {
-            float phi = 2.0f * 3.14159265f * (float)s / (float)segments;
-            m.positions[v] = (KilnVec3){radius * cosf(theta) + shift, radius * sinf(theta) * cosf(phi),
-                                        radius * sinf(theta) * sinf(phi)};
-        }
-    }
-    for (uint32_t r = 0, t = 0; r + 1 < ring_count; r++)
-        for (uint32_t s = 0; s < segments; s++, t += 6) {
-            uint32_t a = r * segments + s, b = r * segments + (s + 1) % segments;
-            uint32_t c = a + segments, d = b + segments;
-            uint32_t quad[6] = {a, c, b, b, c, d};
-            for (int k = 0; k < 6; k++) m.indices[t + k] = quad[k];
-        }
-    return m;
-}
-
-/* Registers every terrain triangle (one mesh, one instance). */
-static void add_terrain_mesh(KilnTracerId tracer, KilnTerrainId terrain) {
-    KilnAabb all = {{-1e4f, -1e4f, -1e4f}, {1e4f, 1e4f, 1e4f}};
-    uint32_t count = 0;
-    CHECK_STATUS(kiln_terrain_query_triangles(terrain, (KilnRuntimeId){0, 0}, &all, NULL, 0, &count), KILN_OK);
-    KilnTerrainTriangle *tris = malloc(sizeof *tris * count);
-    Mesh m = {malloc(sizeof(KilnVec3) * 3 * count), malloc(sizeof(uint32_t) * 3 * count), 3 * count, count};
-    CHECK_STATUS(kiln_terrain_query_triangles(terrain, (KilnRuntimeId){0, 0}, &all, tris, count, &count), KILN_OK);
-    for (uint32_t t = 0; t < count; t++)
-        for (int k = 0; k < 3; k++) {
-            m.positions[3 * t + k] = tris[t].vertices[k];
-            m.indices[3 * t + k] = 3 * t + (uint32_t)k;
-        }
-    uint32_t mesh, instance;
-    CHECK_STATUS(kiln_tracer_add_mesh(tracer, m.positions, m.vertex_count, m.indices, m.triangle_count, &mesh),
-                 KILN_OK);
-    KilnInstanceDef def = kiln_default_instance_def();
-    def.mesh = mesh;
-    def.mask = 1;
-    def.user_id = TERRAIN_USER_ID;
-    CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &instance), KILN_OK);
-    printf("GPU scene: %u terrain triangles", count);
-    free(tris), free(m.positions), free(m.indices);
-}
-
 static void albedo(uint32_t user_id, const KilnVec3 *normal, float rgb[3]) {
     if (user_id == TERRAIN_USER_ID) {
         float flat = normal->y > 0.8f ? 1.0f : 0.0f;
@@ -218,7 +157,9 @@ int main(int argc, char **argv) {
         CHECK(!gpu_required()); /* KILN_REQUIRE_GPU=1: a missing device fails */
         printf("GPU passes: SKIPPED (no device; set KILN_REQUIRE_GPU=1 to fail instead)\n");
     } else {
-        add_terrain_mesh(tracer, terrain);
+        uint32_t triangles = add_terrain_mesh(tracer, terrain, 1, TERRAIN_USER_ID);
+        CHECK(triangles > 0);
+        printf("GPU scene: %u terrain triangles", triangles);
         /* Boxes: a unit cube scaled per body; spheres and capsules: their own meshes. */
         Mesh shape_meshes[3] = {{0}, capsule_mesh(0.4f, 0.0f, 10, 16), capsule_mesh(0.25f, 0.4f, 10, 12)};
         uint32_t meshes[3];

@@ -46,54 +46,9 @@ static const Box boxes[] = {
 
 static const float sun_dir[3] = {0.5f, 0.75f, 0.2f}; /* normalised in main */
 
-/* Shades every pixel: albedo / pi * (sun * cos * lit + probe irradiance), sky on a
- * miss; writes sRGB8. `rays`, `hits`, the points/normals/views/irradiance arrays
- * are scratch of width * height. */
-static KilnStatus shade(KilnTracerId tracer, KilnGiId gi, const KilnGiLighting *light, bool visibility, int width,
-                        int height, KilnTraceRay *rays, KilnTraceHit *hits, KilnTraceRay *shadow,
-                        KilnTraceHit *shadow_hits, KilnVec3 *points, KilnVec3 *normals, KilnVec3 *views,
-                        KilnVec3 *irradiance, uint8_t *rgb) {
-    uint32_t n = (uint32_t)(width * height), m = 0;
-    KilnStatus s = kiln_tracer_trace(tracer, rays, n, KILN_TRACE_CLOSEST, hits);
-    if (s != KILN_OK) return s;
-    for (uint32_t i = 0; i < n; i++) {
-        const KilnTraceRay *r = &rays[i];
-        const KilnTraceHit *h = &hits[i];
-        shadow[i] = (KilnTraceRay){{0, 0, 0}, {0, 1, 0}, 0.0f, 0.0f, 0u}; /* mask 0: a miss */
-        if (h->instance == KILN_NO_HIT) continue;
-        KilnVec3 p = {r->origin.x + r->direction.x * h->t, r->origin.y + r->direction.y * h->t,
-                      r->origin.z + r->direction.z * h->t};
-        shadow[i] = (KilnTraceRay){{p.x + h->normal.x * 1e-3f, p.y + h->normal.y * 1e-3f, p.z + h->normal.z * 1e-3f},
-                                   light->sun_direction, 0.0f, INFINITY, 0xFFFFFFFFu};
-        points[m] = p;
-        normals[m] = h->normal;
-        views[m] = (KilnVec3){-r->direction.x, -r->direction.y, -r->direction.z};
-        m++;
-    }
-    if ((s = kiln_tracer_trace(tracer, shadow, n, KILN_TRACE_ANY, shadow_hits)) != KILN_OK) return s;
-    if ((s = kiln_gi_sample(gi, points, normals, views, m, visibility, irradiance)) != KILN_OK) return s;
-    const float *sun = &light->sun_irradiance.x, *sky = &light->sky_radiance.x;
-    m = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        const KilnTraceHit *h = &hits[i];
-        float c[3];
-        if (h->instance == KILN_NO_HIT) {
-            for (int k = 0; k < 3; k++) c[k] = sky[k];
-        } else {
-            const float *a = boxes[h->user_id].albedo, *e = &irradiance[m++].x;
-            const KilnVec3 *nn = &h->normal;
-            float cosine = nn->x * light->sun_direction.x + nn->y * light->sun_direction.y +
-                           nn->z * light->sun_direction.z;
-            float lit = shadow_hits[i].instance == KILN_NO_HIT && cosine > 0.0f ? cosine : 0.0f;
-            for (int k = 0; k < 3; k++) c[k] = a[k] / 3.14159265f * (sun[k] * lit + e[k]);
-        }
-        for (int k = 0; k < 3; k++) {
-            float t = 1.0f - expf(-2.0f * c[k]); /* exposure */
-            t = t <= 0.0031308f ? 12.92f * t : 1.055f * powf(t, 1.0f / 2.4f) - 0.055f;
-            rgb[3 * i + (uint32_t)k] = (uint8_t)(t * 255.0f + 0.5f);
-        }
-    }
-    return KILN_OK;
+static void box_albedo(uint32_t user_id, const KilnVec3 *normal, float rgb[3]) {
+    (void)normal;
+    for (int k = 0; k < 3; k++) rgb[k] = boxes[user_id].albedo[k];
 }
 
 static float luminance(KilnVec3 e) { return 0.2126f * e.x + 0.7152f * e.y + 0.0722f * e.z; }
@@ -266,9 +221,8 @@ int main(int argc, char **argv) {
     camera_rays(&camera, width, height, rays);
     const char *names[2] = {"gi_visibility.png", "gi_no_visibility.png"};
     for (int pass = 0; pass < 2; pass++) {
-        CHECK_STATUS(shade(tracer, gi, &light, pass == 0, width, height, rays, hits, shadow, shadow_hits, points,
-                           points + n, points + 2 * n, points + 3 * n, rgb),
-                     KILN_OK);
+        GiScratch scratch = {rays, hits, shadow, shadow_hits, points, points + n, points + 2 * n, points + 3 * n};
+        CHECK_STATUS(shade_gi(tracer, gi, &light, pass == 0, (uint32_t)n, box_albedo, 2.0f, &scratch, rgb), KILN_OK);
         if (outdir) {
             char path[1024];
             snprintf(path, sizeof path, "%s/%s", outdir, names[pass]);

@@ -213,3 +213,114 @@ uint32_t validation_message_count(KilnTracerId tracer) {
     if (messages) printf("validation messages:\n%s\n", text);
     return messages;
 }
+
+KilnStatus shade_gi(KilnTracerId tracer, KilnGiId gi, const KilnGiLighting *light, bool visibility, uint32_t n,
+                    AlbedoFn albedo, float exposure, GiScratch *scratch, uint8_t *rgb) {
+    const KilnTraceRay *rays = scratch->rays;
+    KilnTraceHit *hits = scratch->hits, *shadow_hits = scratch->shadow_hits;
+    KilnTraceRay *shadow = scratch->shadow;
+    uint32_t m = 0;
+    KilnStatus s = kiln_tracer_trace(tracer, rays, n, KILN_TRACE_CLOSEST, hits);
+    if (s != KILN_OK) return s;
+    for (uint32_t i = 0; i < n; i++) {
+        const KilnTraceRay *r = &rays[i];
+        const KilnTraceHit *h = &hits[i];
+        shadow[i] = (KilnTraceRay){{0, 0, 0}, {0, 1, 0}, 0.0f, 0.0f, 0u}; /* mask 0: a miss */
+        if (h->instance == KILN_NO_HIT) continue;
+        KilnVec3 p = {r->origin.x + r->direction.x * h->t, r->origin.y + r->direction.y * h->t,
+                      r->origin.z + r->direction.z * h->t};
+        shadow[i] = (KilnTraceRay){{p.x + h->normal.x * 1e-3f, p.y + h->normal.y * 1e-3f, p.z + h->normal.z * 1e-3f},
+                                   light->sun_direction, 0.0f, INFINITY, 0xFFFFFFFFu};
+        scratch->points[m] = p;
+        scratch->normals[m] = h->normal;
+        scratch->views[m] = (KilnVec3){-r->direction.x, -r->direction.y, -r->direction.z};
+        m++;
+    }
+    if ((s = kiln_tracer_trace(tracer, shadow, n, KILN_TRACE_ANY, shadow_hits)) != KILN_OK) return s;
+    s = kiln_gi_sample(gi, scratch->points, scratch->normals, scratch->views, m, visibility, scratch->irradiance);
+    if (s != KILN_OK) return s;
+    const float *sun = &light->sun_irradiance.x, *sky = &light->sky_radiance.x;
+    m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const KilnTraceHit *h = &hits[i];
+        float c[3];
+        if (h->instance == KILN_NO_HIT) {
+            for (int k = 0; k < 3; k++) c[k] = sky[k];
+        } else {
+            float a[3];
+            albedo(h->user_id, &h->normal, a);
+            const float *e = &scratch->irradiance[m++].x;
+            const KilnVec3 *nn = &h->normal;
+            float cosine = nn->x * light->sun_direction.x + nn->y * light->sun_direction.y +
+                           nn->z * light->sun_direction.z;
+            float lit = shadow_hits[i].instance == KILN_NO_HIT && cosine > 0.0f ? cosine : 0.0f;
+            for (int k = 0; k < 3; k++) c[k] = a[k] / 3.14159265f * (sun[k] * lit + e[k]);
+        }
+        for (int k = 0; k < 3; k++) {
+            float t = 1.0f - expf(-exposure * c[k]);
+            t = t <= 0.0031308f ? 12.92f * t : 1.055f * powf(t, 1.0f / 2.4f) - 0.055f;
+            rgb[3 * i + (uint32_t)k] = (uint8_t)(t * 255.0f + 0.5f);
+        }
+    }
+    return KILN_OK;
+}
+
+Mesh capsule_mesh(float radius, float half_length, uint32_t rings, uint32_t segments) {
+    /* Ring i at polar angle pi * i / rings from +x; the equator ring appears twice
+     * (once per half) when the halves are apart. */
+    uint32_t ring_count = half_length > 0.0f ? rings + 2 : rings + 1;
+    Mesh m = {malloc(sizeof(KilnVec3) * ring_count * segments),
+              malloc(sizeof(uint32_t) * 6 * (ring_count - 1) * segments), ring_count * segments,
+              2 * (ring_count - 1) * segments};
+    if (!m.positions || !m.indices) {
+        free(m.positions), free(m.indices);
+        return (Mesh){0};
+    }
+    for (uint32_t r = 0, v = 0; r < ring_count; r++) {
+        uint32_t i = r <= rings / 2 ? r : r - (ring_count - rings - 1);
+        float theta = 3.14159265f * (float)i / (float)rings;
+        float shift = r <= rings / 2 ? half_length : -half_length;
+        for (uint32_t s = 0; s < segments; s++, v++) {
+            float phi = 2.0f * 3.14159265f * (float)s / (float)segments;
+            m.positions[v] = (KilnVec3){radius * cosf(theta) + shift, radius * sinf(theta) * cosf(phi),
+                                        radius * sinf(theta) * sinf(phi)};
+        }
+    }
+    for (uint32_t r = 0, t = 0; r + 1 < ring_count; r++)
+        for (uint32_t s = 0; s < segments; s++, t += 6) {
+            uint32_t a = r * segments + s, b = r * segments + (s + 1) % segments;
+            uint32_t c = a + segments, d = b + segments;
+            uint32_t quad[6] = {a, c, b, b, c, d};
+            for (int k = 0; k < 6; k++) m.indices[t + k] = quad[k];
+        }
+    return m;
+}
+
+uint32_t add_terrain_mesh(KilnTracerId tracer, KilnTerrainId terrain, uint32_t mask, uint32_t user_id) {
+    KilnAabb all = {{-1e4f, -1e4f, -1e4f}, {1e4f, 1e4f, 1e4f}};
+    uint32_t count = 0, mesh = 0, instance = 0;
+    KilnStatus s = kiln_terrain_query_triangles(terrain, (KilnRuntimeId){0, 0}, &all, NULL, 0, &count);
+    KilnTerrainTriangle *tris = s == KILN_OK ? malloc(sizeof *tris * count) : NULL;
+    Mesh m = {malloc(sizeof(KilnVec3) * 3 * count), malloc(sizeof(uint32_t) * 3 * count), 3 * count, count};
+    if (tris && m.positions && m.indices)
+        s = kiln_terrain_query_triangles(terrain, (KilnRuntimeId){0, 0}, &all, tris, count, &count);
+    else if (s == KILN_OK)
+        s = KILN_ERROR_OUT_OF_MEMORY;
+    for (uint32_t t = 0; s == KILN_OK && t < count; t++)
+        for (int k = 0; k < 3; k++) {
+            m.positions[3 * t + k] = tris[t].vertices[k];
+            m.indices[3 * t + k] = 3 * t + (uint32_t)k;
+        }
+    if (s == KILN_OK) s = kiln_tracer_add_mesh(tracer, m.positions, m.vertex_count, m.indices, count, &mesh);
+    KilnInstanceDef def = kiln_default_instance_def();
+    def.mesh = mesh;
+    def.mask = mask;
+    def.user_id = user_id;
+    if (s == KILN_OK) s = kiln_tracer_add_instance(tracer, &def, &instance);
+    free(tris), free(m.positions), free(m.indices);
+    if (s != KILN_OK) {
+        fprintf(stderr, "add_terrain_mesh: %s\n", kiln_last_error_message());
+        return 0;
+    }
+    return count;
+}

@@ -36,6 +36,23 @@ KilnStatus render(KilnTracerId tracer, const Camera *camera, int width, int heig
                   AlbedoFn albedo, KilnTraceRay *rays, KilnTraceHit *hits, uint8_t *rgb, uint8_t *normals_rgb,
                   uint8_t *depth_gray, RenderStats *stats);
 
+/* Scratch arrays of one entry per pixel for `shade_gi`; `rays` holds the camera's. */
+typedef struct GiScratch {
+    KilnTraceRay *rays;
+    KilnTraceHit *hits;
+    KilnTraceRay *shadow;
+    KilnTraceHit *shadow_hits;
+    KilnVec3 *points, *normals, *views, *irradiance;
+} GiScratch;
+
+/* Shades `count` camera rays (in `scratch->rays`) with a probe volume: closest hit,
+ * then albedo / pi * (sun * cos * lit + probe irradiance) with an any-hit shadow
+ * ray per hit, sky radiance on a miss; colour c becomes 1 - exp(-exposure * c),
+ * then sRGB8 in `rgb` (3 bytes each).
+ * With `visibility` false the probes' depth maps are ignored (light leaks). */
+KilnStatus shade_gi(KilnTracerId tracer, KilnGiId gi, const KilnGiLighting *light, bool visibility, uint32_t count,
+                    AlbedoFn albedo, float exposure, GiScratch *scratch, uint8_t *rgb);
+
 /* Writes an 8-bit RGB (channels 3) or gray (channels 1) PNG; 0 on success. */
 int write_png(const char *path, int width, int height, int channels, const uint8_t *pixels);
 
@@ -43,6 +60,21 @@ int write_png(const char *path, int width, int height, int channels, const uint8
  * outside: vertex i has x from bit 0, y from bit 1, z from bit 2. */
 extern const KilnVec3 unit_cube_positions[8];
 extern const uint32_t unit_cube_indices[36];
+
+/* A triangle mesh the sample builds (free both arrays). */
+typedef struct Mesh {
+    KilnVec3 *positions;
+    uint32_t *indices;
+    uint32_t vertex_count, triangle_count;
+} Mesh;
+
+/* A capsule around the x axis: a UV sphere of `radius` split at x = 0, halves moved
+ * to +-half_length and joined by a cylinder (half_length 0: a sphere). */
+Mesh capsule_mesh(float radius, float half_length, uint32_t rings, uint32_t segments);
+
+/* Adds every triangle of `terrain` to `tracer` as one mesh with one instance of
+ * `mask` and `user_id`; returns the triangle count (0 after printing a failure). */
+uint32_t add_terrain_mesh(KilnTracerId tracer, KilnTerrainId terrain, uint32_t mask, uint32_t user_id);
 
 /* Prints the GPU time of each pass of the tracer's last trace or update. */
 void print_gpu_timings(KilnTracerId tracer, const char *indent);

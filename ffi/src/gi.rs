@@ -30,7 +30,7 @@ use kiln_core::gpu::{GiVolume, MAX_RAYS_PER_PROBE};
 use kiln_core::math::Vec3;
 
 use crate::abi::{ffi_call, non_null, read_def, write_out, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
-use crate::handles::HandleTable;
+use crate::handles::{HandleTable, Lendable};
 use crate::terrain::KilnVec3;
 use crate::tracer::{gpu_error, with_tracer, KilnTracerId};
 
@@ -123,12 +123,12 @@ pub struct KilnGiStats {
 }
 
 /// A volume behind a handle, with the tracer it traces.
-struct GiEntry {
-    volume: GiVolume,
-    tracer: KilnTracerId,
+pub(crate) struct GiEntry {
+    pub(crate) volume: Lendable<GiVolume>,
+    pub(crate) tracer: KilnTracerId,
 }
 
-static VOLUMES: HandleTable<GiEntry> = HandleTable::new("gi volume");
+pub(crate) static VOLUMES: HandleTable<GiEntry> = HandleTable::new("gi volume");
 
 /// Runs `f` on the volume and its tracer (lock order: volume, then tracer).
 fn with_gi<R>(
@@ -248,7 +248,7 @@ pub unsafe extern "C" fn kiln_gi_create(
             volume.compress.window = def.compress_window;
             Ok(volume)
         })?;
-        let (index1, generation) = VOLUMES.insert(GiEntry { volume, tracer });
+        let (index1, generation) = VOLUMES.insert(GiEntry { volume: Lendable::new(volume), tracer });
         write_out(out_gi, "out_gi", KilnGiId { index1, generation })
     })
 }

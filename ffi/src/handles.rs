@@ -145,3 +145,38 @@ impl<T> HandleTable<T> {
         f(&mut guard)
     }
 }
+
+/// An object behind a handle that a frame can borrow by value for the length of one
+/// call (`kiln_frame_run` moves the world, tracer and probe volume into its graph and
+/// back). Only taken while the handle's entry is locked, and always put back before
+/// the lock is released, so every other call finds it present.
+pub(crate) struct Lendable<T>(Option<T>);
+
+impl<T> Lendable<T> {
+    pub(crate) fn new(value: T) -> Lendable<T> {
+        Lendable(Some(value))
+    }
+
+    /// Moves the object out; [`Lendable::put_back`] must follow under the same lock.
+    pub(crate) fn lend(&mut self) -> T {
+        self.0.take().expect("an object is lent to one frame at a time")
+    }
+
+    pub(crate) fn put_back(&mut self, value: T) {
+        debug_assert!(self.0.is_none(), "put back into a slot that was not lent");
+        self.0 = Some(value);
+    }
+}
+
+impl<T> std::ops::Deref for Lendable<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.0.as_ref().expect("a lent object is only reachable while its frame holds the lock")
+    }
+}
+
+impl<T> std::ops::DerefMut for Lendable<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.0.as_mut().expect("a lent object is only reachable while its frame holds the lock")
+    }
+}

@@ -386,11 +386,18 @@ pub unsafe extern "C" fn kiln_terrain_regenerate(
 /// Runs `f` with jobs on `runtime`'s workers, or on the calling thread for the null
 /// handle.
 pub(crate) fn on_runtime<R>(runtime: KilnRuntimeId, f: impl FnOnce(Jobs) -> Result<R, Error>) -> Result<R, Error> {
+    on_executor(runtime, |executor| f(Jobs::new(executor)))
+}
+
+/// Runs `f` with `runtime`'s executor, or an inline one for the null handle.
+pub(crate) fn on_executor<R>(
+    runtime: KilnRuntimeId,
+    f: impl FnOnce(&dyn Executor) -> Result<R, Error>,
+) -> Result<R, Error> {
     if runtime == KilnRuntimeId::default() {
-        let inline = ThreadPool::new(0);
-        f(Jobs::new(&inline as &dyn Executor))
+        f(&ThreadPool::new(0))
     } else {
-        with_runtime(runtime, |entry| f(Jobs::new(entry.runtime.executor())))
+        with_runtime(runtime, |entry| f(entry.runtime.executor()))
     }
 }
 

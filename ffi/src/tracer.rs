@@ -32,7 +32,7 @@ use crate::abi::{
     ffi_call, non_null, read_checked, read_def, write_out, CountedOut, Error, KilnStatus, KILN_ERROR_DEVICE_LOST,
     KILN_ERROR_INTERNAL, KILN_ERROR_INVALID_ARGUMENT, KILN_ERROR_NO_DEVICE, KILN_ERROR_OUT_OF_MEMORY,
 };
-use crate::handles::HandleTable;
+use crate::handles::{HandleTable, Lendable};
 use crate::shapes::KilnTransform;
 use crate::terrain::KilnVec3;
 use crate::world::{live_body, with_world_state, KilnBodyId, KilnWorldId};
@@ -216,9 +216,9 @@ pub struct KilnGpuPassTiming {
 
 /// A tracer behind a handle, with reusable conversion buffers.
 pub(crate) struct TracerEntry {
-    pub(crate) tracer: RayTracer,
+    pub(crate) tracer: Lendable<RayTracer>,
     /// The world whose bodies instances follow (set by the first follow).
-    world: Option<KilnWorldId>,
+    pub(crate) world: Option<KilnWorldId>,
     pub(crate) rays: Vec<GpuRay>,
     pub(crate) hits: Vec<GpuHit>,
     /// Embedded mode: the hits recorded per frame slot (`kiln_tracer_record_trace`).
@@ -229,7 +229,7 @@ impl TracerEntry {
     pub(crate) fn new(tracer: RayTracer) -> TracerEntry {
         let slots = tracer.gpu().frames_in_flight() as usize;
         TracerEntry {
-            tracer,
+            tracer: Lendable::new(tracer),
             world: None,
             rays: Vec::new(),
             hits: Vec::new(),
@@ -266,7 +266,7 @@ fn affine(a: &KilnAffine) -> Affine {
 }
 
 /// Copies `text` into a NUL-terminated fixed array, cut at a character boundary.
-fn fixed_text<const N: usize>(text: &str) -> [c_char; N] {
+pub(crate) fn fixed_text<const N: usize>(text: &str) -> [c_char; N] {
     let mut out = [0 as c_char; N];
     let mut end = text.len().min(N - 1);
     while !text.is_char_boundary(end) {

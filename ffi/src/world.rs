@@ -19,7 +19,7 @@ use crate::abi::{
     ffi_call, non_null, panic_message, read_def, write_out, CountedOut, Error, KilnStatus, KILN_ERROR_INTERNAL,
     KILN_ERROR_INVALID_ARGUMENT, KILN_ERROR_INVALID_HANDLE, KILN_ERROR_INVALID_STATE,
 };
-use crate::handles::HandleTable;
+use crate::handles::{HandleTable, Lendable};
 use crate::runtime::KilnRuntimeId;
 use crate::shapes::{check_transform, kvec, shape_of, vec3, KilnQuat, KilnShapeId, KilnTransform};
 use crate::terrain::{attach_terrain, detach_terrain, on_runtime, KilnAabb, KilnTerrainId, KilnVec3};
@@ -278,8 +278,8 @@ pub struct KilnDebugDraw {
 }
 
 /// A world behind a handle, with what the C side attached to its bodies.
-struct WorldEntry {
-    world: World,
+pub(crate) struct WorldEntry {
+    pub(crate) world: Lendable<World>,
     id: KilnWorldId,
     terrain: Option<KilnTerrainId>,
     /// Per body slot: user data and the shape handles given to `kiln_body_add_shape`.
@@ -291,9 +291,9 @@ struct WorldEntry {
 // else is owned Rust data.
 unsafe impl Send for WorldEntry {}
 
-static WORLDS: HandleTable<WorldEntry> = HandleTable::new("world");
+pub(crate) static WORLDS: HandleTable<WorldEntry> = HandleTable::new("world");
 
-fn with_world<R>(id: KilnWorldId, f: impl FnOnce(&mut WorldEntry) -> Result<R, Error>) -> Result<R, Error> {
+pub(crate) fn with_world<R>(id: KilnWorldId, f: impl FnOnce(&mut WorldEntry) -> Result<R, Error>) -> Result<R, Error> {
     WORLDS.with(id.index1, id.generation, f)
 }
 
@@ -566,7 +566,7 @@ pub unsafe extern "C" fn kiln_world_create(def: *const KilnWorldDef, out_world: 
         let def = world_def(&unsafe { read_def(def, "def")? })?;
         let world = World::try_new(def).map_err(|e| body_error(e, KilnBodyId::default(), "invalid def"))?;
         let entry = WorldEntry {
-            world,
+            world: Lendable::new(world),
             id: KilnWorldId::default(),
             terrain: None,
             user_data: Vec::new(),

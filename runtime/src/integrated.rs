@@ -120,6 +120,22 @@ impl GpuSide {
         }
     }
 
+    /// The tracer and the probe volume back (for a caller that lends them to the
+    /// frame one frame at a time; see [`IntegratedFrame::replace_gpu`]).
+    pub fn into_parts(self) -> (RayTracer, Option<GiVolume>) {
+        (self.tracer, self.gi)
+    }
+
+    /// The last frame's GPU timing.
+    pub fn timing(&self) -> GpuFrameTiming {
+        self.timing
+    }
+
+    /// The last frame's GPU pass timings, in submission order.
+    pub fn pass_timings(&self) -> &[GpuTiming] {
+        &self.timings
+    }
+
     /// Instances follow `poses`; the scene update and the probe update are submitted.
     fn submit(&mut self, poses: &Poses) -> Result<(), GpuError> {
         self.timing = GpuFrameTiming::default();
@@ -158,7 +174,7 @@ pub struct IntegratedFrame {
     graph: CompiledGraph,
     world: Res<World>,
     poses: Res<Poses>,
-    gpu: Option<Res<Mutex<GpuSide>>>,
+    gpu: Res<Mutex<Option<GpuSide>>>,
 }
 
 fn gpu_failed(pass: &str, e: GpuError) -> GraphError {
@@ -167,33 +183,36 @@ fn gpu_failed(pass: &str, e: GpuError) -> GraphError {
 
 impl IntegratedFrame {
     /// The frame for `world` and, when given, the GPU side (its tracer's instances
-    /// follow bodies through [`RayTracer::follow_body`]).
+    /// follow bodies through [`RayTracer::follow_body`]). The GPU passes are part of
+    /// the graph either way and do nothing while there is no GPU side.
     pub fn new(world: World, gpu: Option<GpuSide>) -> IntegratedFrame {
         let mut g = FrameGraph::new();
         let world = g.resource("world", world);
         let poses = g.resource("poses", Poses::default());
-        let gpu = gpu.map(|side| g.resource("gpu", Mutex::new(side)));
-        if let Some(gpu) = gpu {
-            g.pass("gpu.submit").reads(poses).writes(gpu).run(move |ctx| {
-                let poses = ctx.read(&poses)?;
-                let side = ctx.write(&gpu)?;
-                let mut side = side.lock().unwrap_or_else(|p| p.into_inner());
-                side.submit(&poses).map_err(|e| gpu_failed(ctx.name(), e))
-            });
-        }
+        let gpu = g.resource("gpu", Mutex::new(gpu));
+        g.pass("gpu.submit").reads(poses).writes(gpu).run(move |ctx| {
+            let poses = ctx.read(&poses)?;
+            let side = ctx.write(&gpu)?;
+            let mut side = side.lock().unwrap_or_else(|p| p.into_inner());
+            match side.as_mut() {
+                Some(side) => side.submit(&poses).map_err(|e| gpu_failed(ctx.name(), e)),
+                None => Ok(()),
+            }
+        });
         World::add_step_passes(&mut g, world);
         g.pass("poses").reads(world).writes(poses).run(move |ctx| {
             let w = ctx.read(&world)?;
             ctx.write(&poses)?.capture(&w, ctx.frame().index);
             Ok(())
         });
-        if let Some(gpu) = gpu {
-            g.pass("gpu.wait").writes(gpu).after("physics.sleep").run(move |ctx| {
-                let side = ctx.write(&gpu)?;
-                let mut side = side.lock().unwrap_or_else(|p| p.into_inner());
-                side.wait().map_err(|e| gpu_failed(ctx.name(), e))
-            });
-        }
+        g.pass("gpu.wait").writes(gpu).after("physics.sleep").run(move |ctx| {
+            let side = ctx.write(&gpu)?;
+            let mut side = side.lock().unwrap_or_else(|p| p.into_inner());
+            match side.as_mut() {
+                Some(side) => side.wait().map_err(|e| gpu_failed(ctx.name(), e)),
+                None => Ok(()),
+            }
+        });
         let graph = g.compile().expect("the integrated frame's passes form a valid graph");
         IntegratedFrame { graph, world, poses, gpu }
     }
@@ -219,9 +238,22 @@ impl IntegratedFrame {
 
     /// Between frames: the GPU side, if any.
     pub fn gpu_mut(&mut self) -> Option<&mut GpuSide> {
-        let gpu = self.gpu?;
-        let side = self.graph.resource_mut(&gpu).expect("the frame's own resource");
-        Some(side.get_mut().unwrap_or_else(|p| p.into_inner()))
+        let side = self.graph.resource_mut(&self.gpu).expect("the frame's own resource");
+        side.get_mut().unwrap_or_else(|p| p.into_inner()).as_mut()
+    }
+
+    /// Between frames: puts `world` in the frame and returns the one it held. For a
+    /// caller that keeps its world elsewhere and lends it for each frame (the C API
+    /// does); the snapshot of poses stays.
+    pub fn replace_world(&mut self, world: World) -> World {
+        std::mem::replace(self.world_mut(), world)
+    }
+
+    /// Between frames: puts `side` in the frame (`None`: physics only) and returns
+    /// the one it held.
+    pub fn replace_gpu(&mut self, side: Option<GpuSide>) -> Option<GpuSide> {
+        let held = self.graph.resource_mut(&self.gpu).expect("the frame's own resource");
+        std::mem::replace(held.get_mut().unwrap_or_else(|p| p.into_inner()), side)
     }
 
     /// The last frame's GPU timing (zero without a GPU side).
@@ -375,6 +407,27 @@ mod tests {
         frame.run(&pool, 1.0 / 60.0).unwrap();
         assert_eq!(frame.poses().get(gone), None);
         assert_eq!(frame.poses().get(BodyId { generation: gone.generation + 1, ..gone }), None);
+    }
+
+    /// A world lent to the frame for each run and taken back after it (as the C API
+    /// does) steps like one the frame owns, and the pose snapshot carries across.
+    #[test]
+    fn a_world_lent_for_each_run_steps_like_an_owned_one() {
+        let scene = scenes::rain_over("demo", 48, 36);
+        let (mut lent, ids) = scene.build();
+        let mut owned = demo_frame(&scene, None, None).unwrap();
+        let mut borrower = IntegratedFrame::new(World::new(crate::physics::WorldDef::default()), None);
+        assert!(borrower.replace_gpu(None).is_none());
+        let pool = ThreadPool::new(2);
+        for _ in 0..60 {
+            owned.run(&pool, 1.0 / 60.0).unwrap();
+            let spare = borrower.replace_world(lent);
+            borrower.run(&pool, 1.0 / 60.0).unwrap();
+            lent = borrower.replace_world(spare);
+        }
+        assert_eq!(pose_hash(&lent, &ids), pose_hash(owned.world(), &ids));
+        assert_eq!(borrower.world().bodies().awake.id.len() + borrower.world().bodies().resting.id.len(), 0);
+        assert_eq!(borrower.poses(), owned.poses());
     }
 
     /// Issue 11: the integrated frame (physics step, instances from the last step's
