@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite (the README's second command; CI runs it through .ci/run):
-# formatting, shader freshness, clippy, Rust tests (header freshness included; GPU
+# formatting, shader freshness, clippy (also with the tracy feature), Rust tests (header freshness included; GPU
 # tests on whatever Vulkan device is present, lavapipe without a GPU, validation on),
 # the exported-symbol list and SONAME, the install step, and the C samples built with
 # make (pkg-config, ASan+UBSan) and with CMake (find_package) against the installed
@@ -19,6 +19,9 @@ bash scripts/shaders.sh --check
 
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo clippy with the tracy feature (Tracy zones for passes and job batches)"
+cargo clippy -p kiln-ffi --features tracy --locked -- -D warnings
 
 step "cargo test --workspace (unit, integration, C ABI, header freshness)"
 cargo test --workspace --locked

@@ -165,6 +165,7 @@ impl GpuSide {
         self.timings.clear();
         self.timings.extend_from_slice(self.tracer.frame_timings());
         self.timing.gpu_ms = self.timings.iter().map(|t| t.milliseconds).sum();
+        crate::profiling::plot_gpu(self.timing.gpu_ms, self.timing.blocked_ms);
         Ok(())
     }
 }

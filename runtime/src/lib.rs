@@ -7,6 +7,7 @@ pub mod integrated;
 pub mod jobs;
 pub mod math;
 pub mod physics;
+mod profiling;
 pub mod query;
 pub mod runtime;
 pub mod shapes;

@@ -220,6 +220,7 @@ impl CompiledGraph {
             }
         }
         let total_ns = frame_start.elapsed().as_nanos() as u64;
+        crate::profiling::frame_mark();
 
         self.arenas.as_mut().expect("created above").reset();
         self.frame_index += 1;
@@ -258,9 +259,12 @@ impl CompiledGraph {
         let slot = &self.passes[pass.index()];
         let mut state = slot.state();
         let ctx = PassContext { graph: self, pass, jobs, arenas, worker, frame };
-        let start = Instant::now();
-        let result = panic::catch_unwind(AssertUnwindSafe(|| (state.body)(&ctx)));
-        let end = Instant::now();
+        let (start, result, end) = {
+            let _zone = crate::profiling::pass_zone(self.pass_name(pass));
+            let start = Instant::now();
+            let result = panic::catch_unwind(AssertUnwindSafe(|| (state.body)(&ctx)));
+            (start, result, Instant::now())
+        };
         state.timing = PassTiming {
             pass,
             level,

@@ -111,6 +111,7 @@ impl<'a> Jobs<'a> {
     {
         let chunks = chunk_count(range.len(), grain);
         self.executor.for_each(chunks, &|chunk_indices, worker| {
+            let _zone = crate::profiling::job_zone();
             for chunk in chunk_indices {
                 body(chunk_range(&range, grain, chunk), worker);
             }
@@ -129,6 +130,7 @@ impl<'a> Jobs<'a> {
         assert_eq!(out.len(), chunks, "map_chunks needs one output slot per chunk");
         let slots = SlotWriter(out.as_mut_ptr());
         self.executor.for_each(chunks, &|chunk_indices, worker| {
+            let _zone = crate::profiling::job_zone();
             for chunk in chunk_indices {
                 let value = map(chunk_range(&range, grain, chunk), worker);
                 // SAFETY: `chunk < out.len()`, and the executor runs every chunk index
@@ -147,6 +149,7 @@ impl<'a> Jobs<'a> {
     {
         let slots = SlotWriter(items.as_mut_ptr());
         self.executor.for_each(items.len(), &|indices, worker| {
+            let _zone = crate::profiling::job_zone();
             for index in indices {
                 // SAFETY: `index < items.len()` and the executor hands out every index
                 // exactly once, so the `&mut` borrows are disjoint; `items` outlives
