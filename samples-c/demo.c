@@ -43,14 +43,6 @@
 
 static const float DT = 1.0f / 60.0f;
 
-/* Height of the terrain surface under (x, z), by a ray cast straight down. */
-static float ground(KilnTerrainId terrain, float x, float z) {
-    KilnRay ray = {{x, 200.0f, z}, {0.0f, -1.0f, 0.0f}};
-    KilnTerrainRayHit hit;
-    if (kiln_terrain_ray_cast(terrain, &ray, 400.0f, &hit) != KILN_OK || !hit.hit) return -1000.0f;
-    return hit.point.y;
-}
-
 static void albedo(uint32_t user_id, const KilnVec3 *normal, float rgb[3]) {
     if (user_id == TERRAIN_USER_ID) {
         float flat = normal->y > 0.8f ? 1.0f : 0.0f;
@@ -213,17 +205,8 @@ int main(int argc, char **argv) {
     kiln_runtime_get_worker_count(runtime, &workers);
 
     /* The hills, walled in by 2 voxels of rock 40 m high. */
-    KilnTerrainDef tdef = kiln_default_terrain_def();
     KilnTerrainId terrain;
-    CHECK_STATUS(kiln_terrain_create(&tdef, &terrain), KILN_OK);
-    CHECK_STATUS(kiln_terrain_generate_hills(terrain, SIZE, 7), KILN_OK);
-    const KilnInt3 walls[4][2] = {{{0, 0, 0}, {SIZE - 1, WALL, 1}},
-                                  {{0, 0, SIZE - 2}, {SIZE - 1, WALL, SIZE - 1}},
-                                  {{0, 0, 0}, {1, WALL, SIZE - 1}},
-                                  {{SIZE - 2, 0, 0}, {SIZE - 1, WALL, SIZE - 1}}};
-    for (int w = 0; w < 4; w++)
-        CHECK_STATUS(kiln_terrain_fill(terrain, walls[w][0], walls[w][1], KILN_MATERIAL_ROCK, NULL), KILN_OK);
-    CHECK_STATUS(kiln_terrain_regenerate(terrain, runtime, NULL), KILN_OK);
+    CHECK_STATUS(create_walled_hills(SIZE, WALL, runtime, &terrain), KILN_OK);
 
     KilnWorldDef wdef = kiln_default_world_def();
     KilnWorldId world;

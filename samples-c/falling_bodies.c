@@ -71,14 +71,6 @@ static void draw_contact(const KilnWorldContact *contact, void *context) {
     if (contact->separation < counts->deepest) counts->deepest = contact->separation;
 }
 
-/* Height of the terrain surface under (x, z), by a ray cast straight down. */
-static float ground(KilnTerrainId terrain, float x, float z) {
-    KilnRay ray = {{x, 200.0f, z}, {0.0f, -1.0f, 0.0f}};
-    KilnTerrainRayHit hit;
-    if (kiln_terrain_ray_cast(terrain, &ray, 400.0f, &hit) != KILN_OK || !hit.hit) return -1000.0f;
-    return hit.point.y;
-}
-
 static void albedo(uint32_t user_id, const KilnVec3 *normal, float rgb[3]) {
     if (user_id == TERRAIN_USER_ID) {
         float flat = normal->y > 0.8f ? 1.0f : 0.0f;
@@ -105,18 +97,8 @@ int main(int argc, char **argv) {
     uint32_t workers = 0;
     kiln_runtime_get_worker_count(runtime, &workers);
 
-    KilnTerrainDef tdef = kiln_default_terrain_def();
-    KilnTerrainId terrain;
-    CHECK_STATUS(kiln_terrain_create(&tdef, &terrain), KILN_OK);
-    CHECK_STATUS(kiln_terrain_generate_hills(terrain, 128, 7), KILN_OK);
-    /* A 2-voxel rock wall 40 m high around the border keeps everything on the map. */
-    const KilnInt3 walls[4][2] = {{{0, 0, 0}, {127, 40, 1}},
-                                  {{0, 0, 126}, {127, 40, 127}},
-                                  {{0, 0, 0}, {1, 40, 127}},
-                                  {{126, 0, 0}, {127, 40, 127}}};
-    for (int w = 0; w < 4; w++)
-        CHECK_STATUS(kiln_terrain_fill(terrain, walls[w][0], walls[w][1], KILN_MATERIAL_ROCK, NULL), KILN_OK);
-    CHECK_STATUS(kiln_terrain_regenerate(terrain, runtime, NULL), KILN_OK);
+    KilnTerrainId terrain; /* walled in: everything stays on the map */
+    CHECK_STATUS(create_walled_hills(128, 40, runtime, &terrain), KILN_OK);
 
     KilnWorldDef wdef = kiln_default_world_def();
     KilnWorldId world;

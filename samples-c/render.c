@@ -324,3 +324,31 @@ uint32_t add_terrain_mesh(KilnTracerId tracer, KilnTerrainId terrain, uint32_t m
     }
     return count;
 }
+
+KilnStatus create_walled_hills(int size, int wall, KilnRuntimeId runtime, KilnTerrainId *out_terrain) {
+    KilnTerrainDef def = kiln_default_terrain_def();
+    KilnTerrainId terrain;
+    KilnStatus s = kiln_terrain_create(&def, &terrain);
+    if (s != KILN_OK) return s;
+    const KilnInt3 walls[4][2] = {{{0, 0, 0}, {size - 1, wall, 1}},
+                                  {{0, 0, size - 2}, {size - 1, wall, size - 1}},
+                                  {{0, 0, 0}, {1, wall, size - 1}},
+                                  {{size - 2, 0, 0}, {size - 1, wall, size - 1}}};
+    s = kiln_terrain_generate_hills(terrain, size, 7);
+    for (int w = 0; w < 4 && s == KILN_OK; w++)
+        s = kiln_terrain_fill(terrain, walls[w][0], walls[w][1], KILN_MATERIAL_ROCK, NULL);
+    if (s == KILN_OK) s = kiln_terrain_regenerate(terrain, runtime, NULL);
+    if (s != KILN_OK) {
+        kiln_terrain_destroy(terrain);
+        return s;
+    }
+    *out_terrain = terrain;
+    return KILN_OK;
+}
+
+float ground(KilnTerrainId terrain, float x, float z) {
+    KilnRay ray = {{x, 200.0f, z}, {0.0f, -1.0f, 0.0f}};
+    KilnTerrainRayHit hit;
+    if (kiln_terrain_ray_cast(terrain, &ray, 400.0f, &hit) != KILN_OK || !hit.hit) return -1000.0f;
+    return hit.point.y;
+}

@@ -76,6 +76,15 @@ Mesh capsule_mesh(float radius, float half_length, uint32_t rings, uint32_t segm
  * `mask` and `user_id`; returns the triangle count (0 after printing a failure). */
 uint32_t add_terrain_mesh(KilnTracerId tracer, KilnTerrainId terrain, uint32_t mask, uint32_t user_id);
 
+/* Kiln's test hills (`kiln_terrain_generate_hills`, seed 7) over size x size voxel
+ * columns, walled in by 2 voxels of rock `wall` m high, masks regenerated on
+ * `runtime`. The terrain the demo and falling_bodies share. */
+KilnStatus create_walled_hills(int size, int wall, KilnRuntimeId runtime, KilnTerrainId *out_terrain);
+
+/* Height of the terrain surface under (x, z), by a ray cast straight down from
+ * y = 200 (-1000 where it finds nothing). */
+float ground(KilnTerrainId terrain, float x, float z);
+
 /* Prints the GPU time of each pass of the tracer's last trace or update. */
 void print_gpu_timings(KilnTracerId tracer, const char *indent);
 
