@@ -257,14 +257,16 @@ fn run(f: &mut FrameEntry, runtime: KilnRuntimeId, dt: f32) -> Result<(), Error>
                     // ... and back, whatever happened.
                     let side = f.frame.replace_gpu(None);
                     let gpu = side.as_ref().map_or_else(GpuFrameTiming::default, |s| s.timing());
-                    f.gpu_passes.clear();
                     let mut instances = 0;
                     if let Some(side) = side {
-                        f.gpu_passes.extend(
-                            side.pass_timings()
-                                .iter()
-                                .map(|t| KilnGpuPassTiming { name: fixed_text(&t.name), milliseconds: t.milliseconds }),
-                        );
+                        // A failed run keeps the last good run's passes, as it keeps its timing.
+                        if result.is_ok() {
+                            f.gpu_passes.clear();
+                            f.gpu_passes.extend(side.pass_timings().iter().map(|t| KilnGpuPassTiming {
+                                name: fixed_text(&t.name),
+                                milliseconds: t.milliseconds,
+                            }));
+                        }
                         instances = side.tracer.scene().instances().len() as u32;
                         let (t, volume) = side.into_parts();
                         if let Some(entry) = tracer {

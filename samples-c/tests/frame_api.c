@@ -282,6 +282,8 @@ static void check_gpu(KilnTracerId tracer, KilnShapeId box, KilnShapeId ball) {
     CHECK_STATUS(kiln_frame_run(frame, runtime, DT), KILN_OK);
     CHECK_STATUS(kiln_frame_get_timing(frame, &t), KILN_OK);
     CHECK(t.overlapped_cpu_ms == 0.0 && t.probes_updated == expected);
+    uint32_t last_good = 0;
+    CHECK_STATUS(kiln_frame_get_gpu_passes(frame, gpu, 16, &last_good), KILN_OK);
 
     /* A volume destroyed under the frame: refused, the world and tracer unharmed. */
     CHECK_STATUS(kiln_gi_destroy(gi), KILN_OK);
@@ -291,6 +293,11 @@ static void check_gpu(KilnTracerId tracer, KilnShapeId box, KilnShapeId ball) {
     CHECK_MESSAGE("gi volume");
     read_state(&s, after);
     CHECK(memcmp(before, after, sizeof before) == 0);
+    KilnFrameTiming kept; /* a refused run keeps the last good run's timing and passes */
+    CHECK_STATUS(kiln_frame_get_timing(frame, &kept), KILN_OK);
+    CHECK(kept.frame_index == t.frame_index && kept.probes_updated == expected);
+    CHECK_STATUS(kiln_frame_get_gpu_passes(frame, gpu, 16, &count), KILN_OK);
+    CHECK(count == last_good);
     CHECK_STATUS(kiln_world_step(s.world, runtime, DT), KILN_OK);
     CHECK_STATUS(kiln_tracer_update(tracer), KILN_OK);
     CHECK(validation_message_count(tracer) == 0);
