@@ -29,6 +29,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "kiln.h"
 #include "render.h"
@@ -65,6 +68,20 @@ static unsigned long resident_kib(void) {
     if (fscanf(f, "%lu %lu", &pages, &resident) != 2) resident = 0;
     fclose(f);
     return resident * 4; /* 4 KiB pages */
+}
+
+/* One line on the process's memory: the resident set and, with glibc, what the C heap
+ * holds in live blocks and in free blocks it keeps (every thread's arena, the
+ * Vulkan driver's included). Growth in live blocks is a leak; growth in free blocks
+ * alone is the heap holding on to memory it does not use. */
+static void print_memory(unsigned frame) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+    struct mallinfo2 m = mallinfo2();
+    printf("memory at frame %u: resident %lu KiB; C heap %zu KiB live, %zu KiB free, %zu KiB mapped\n", frame,
+           resident_kib(), m.uordblks / 1024, m.fordblks / 1024, m.hblkhd / 1024);
+#else
+    printf("memory at frame %u: resident %lu KiB\n", frame, resident_kib());
+#endif
 }
 
 /* The walking character: a capsule controller on the terrain, walking the corners
@@ -368,6 +385,7 @@ int main(int argc, char **argv) {
         uint32_t wanted = probe_budget < probe_count ? probe_budget : probe_count;
         budget_frames += timing.probes_updated == wanted && timing.instance_count == instance_count;
         if (f == 60 || (frames < 60 && f == 1)) rss_start = resident_kib();
+        if (frames >= 1000 && (f == 60 || f % 1000 == 0)) print_memory(f);
         if (f % 60 == 0 || f == frames) {
             KilnWorldCounters counters;
             CHECK_STATUS(kiln_world_get_counters(world, &counters), KILN_OK);

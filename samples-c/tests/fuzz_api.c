@@ -3,7 +3,10 @@
  * and edits from inside a debug-draw callback (a query in progress). Every call must
  * return a status code (with a message when it is not KILN_OK), nothing may crash or
  * leak (run under AddressSanitizer and UndefinedBehaviorSanitizer by `make check`),
- * and after every call each live world passes kiln_world_validate.
+ * and after every call each live world passes kiln_world_validate and each live
+ * character stands somewhere finite. The calls cover worlds, bodies, shapes and
+ * their queries, terrain edits and queries, characters, and integrated frames
+ * (without a GPU: the GPU objects have their own bad-input tests).
  *
  * The generator is a seeded xorshift, so a failure replays exactly:
  *   fuzz_api [SEED [CALLS [COUNT]]]   (defaults: seeds 1..4, 4000 calls each;
@@ -21,7 +24,7 @@
 #include "kiln.h"
 #include "check.h"
 
-enum { MAX_WORLDS = 2, MAX_BODIES = 96, MAX_SHAPES = 6 };
+enum { MAX_WORLDS = 2, MAX_BODIES = 96, MAX_SHAPES = 6, MAX_CHARACTERS = 3, MAX_FRAMES = 2 };
 
 static uint64_t rng_state;
 
@@ -49,6 +52,9 @@ static float number(float scale) {
     }
 }
 
+/* A good value four times in five, else number(scale). */
+static float usually(float good, float scale) { return below(5) ? good : number(scale); }
+
 static KilnVec3 vec(float scale) { return (KilnVec3){number(scale), number(scale), number(scale)}; }
 
 static KilnVec3 sane_vec(float scale) {
@@ -74,6 +80,8 @@ typedef struct Pools {
     KilnWorldId worlds[MAX_WORLDS];
     KilnBodyId bodies[MAX_BODIES]; /* live, destroyed or zero */
     KilnShapeId shapes[MAX_SHAPES];
+    KilnCharacterId characters[MAX_CHARACTERS];
+    KilnFrameId frames[MAX_FRAMES]; /* integrated frames over a world, without a GPU */
     unsigned calls, ok, refused;
 } Pools;
 
@@ -96,6 +104,36 @@ static KilnBodyId any_body(const Pools *p) {
 static KilnShapeId any_shape(const Pools *p) {
     if (below(12) == 0) return (KilnShapeId){below(40), below(4)};
     return p->shapes[below(MAX_SHAPES)];
+}
+
+static KilnCharacterId any_character(const Pools *p) {
+    if (below(12) == 0) return (KilnCharacterId){below(4), below(4)};
+    return p->characters[below(MAX_CHARACTERS)];
+}
+
+static KilnFrameId any_frame(const Pools *p) {
+    if (below(12) == 0) return (KilnFrameId){below(3), below(3)};
+    return p->frames[below(MAX_FRAMES)];
+}
+
+static KilnTerrainId any_terrain(const Pools *p) {
+    if (below(12) == 0) return (KilnTerrainId){below(3), below(3) + 1};
+    return p->terrain;
+}
+
+static KilnRuntimeId any_runtime(const Pools *p) {
+    switch (below(12)) {
+    case 0: return (KilnRuntimeId){0, 0}; /* the calling thread */
+    case 1: return (KilnRuntimeId){p->runtime.index1, p->runtime.generation + 3};
+    default: return p->runtime;
+    }
+}
+
+static KilnAabb box(float scale) {
+    if (below(5) == 0) return (KilnAabb){vec(scale), vec(scale)};
+    KilnVec3 a = sane_vec(scale), h = sane_vec(2.0f);
+    a.y -= 2.0f;
+    return (KilnAabb){a, {a.x + fabsf(h.x), a.y + h.y, a.z + fabsf(h.z)}};
 }
 
 /* Every status is a known code; failures carry a message. */
@@ -142,7 +180,7 @@ static void edit_while_drawing(KilnBodyId body, uint32_t shape_index, KilnShapeI
 static void one_call(Pools *p) {
     KilnStatus s = KILN_OK;
     const char *what = "";
-    switch (below(26)) {
+    switch (below(38)) {
     case 0: { /* world create into a free or stale slot */
         unsigned w = below(MAX_WORLDS);
         if (kiln_world_is_valid(p->worlds[w])) break;
@@ -299,6 +337,216 @@ static void one_call(Pools *p) {
         s = kiln_world_get_counters(any_world(p), below(20) ? &c : NULL), what = "kiln_world_get_counters";
         break;
     }
+    case 26: { /* character create into a free or stale slot */
+        unsigned k = below(MAX_CHARACTERS);
+        if (kiln_character_is_valid(p->characters[k])) break;
+        KilnCharacterDef def = kiln_default_character_def();
+        if (below(6) == 0) def.radius = number(0.5f);
+        if (below(6) == 0) def.height = number(2.0f);
+        if (below(8) == 0) def.step_height = number(0.5f);
+        if (below(8) == 0) def.max_slope_cos = number(1.0f);
+        if (below(8) == 0) def.up = vec(1.0f);
+        if (below(10) == 0) def.max_iterations = below(2) ? 0u : 1000000u;
+        if (below(12) == 0) def.struct_size = below(400);
+        KilnCharacterId made = {0, 0};
+        KilnVec3 at = below(5) ? (KilnVec3){number(10.0f), 3.0f, number(10.0f)} : vec(20.0f);
+        s = kiln_character_create(below(20) ? &def : NULL, at, below(20) ? &made : NULL),
+        what = "kiln_character_create";
+        if (s == KILN_OK) p->characters[k] = made;
+        break;
+    }
+    case 27:
+    case 28: { /* character move against the terrain and a few shapes */
+        KilnShapeInstance statics[3];
+        uint32_t n = below(4);
+        for (uint32_t i = 0; i < n; i++) statics[i] = (KilnShapeInstance){any_shape(p), transform()};
+        const KilnShapeInstance *list = statics;
+        if (below(10) == 0) list = NULL; /* with n > 0: refused */
+        KilnVec3 move = below(4) ? sane_vec(0.3f) : vec(5.0f);
+        KilnMoveResult result;
+        s = kiln_character_move(any_character(p), move, below(6) ? any_terrain(p) : (KilnTerrainId){0, 0},
+                                any_runtime(p), list, n, below(10) ? &result : NULL),
+        what = "kiln_character_move";
+        break;
+    }
+    case 29: { /* character reads, teleports and destroys */
+        KilnCharacterId c = any_character(p);
+        KilnVec3 v;
+        bool grounded;
+        KilnMoveResult last;
+        expect_status(p, kiln_character_get_contact_normal(c, below(10) ? &v : NULL),
+                      "kiln_character_get_contact_normal");
+        expect_status(p, kiln_character_is_grounded(c, &grounded), "kiln_character_is_grounded");
+        expect_status(p, kiln_character_get_last_move(c, &last), "kiln_character_get_last_move");
+        switch (below(4)) {
+        case 0: s = kiln_character_set_position(c, vec(10.0f)), what = "kiln_character_set_position"; break;
+        case 1: s = kiln_character_destroy(c), what = "kiln_character_destroy"; break;
+        default: s = kiln_character_get_position(c, below(10) ? &v : NULL), what = "kiln_character_get_position"; break;
+        }
+        break;
+    }
+    case 30: { /* frame create over a world: no GPU parts, or forged ones */
+        unsigned k = below(MAX_FRAMES);
+        if (kiln_frame_is_valid(p->frames[k])) break;
+        KilnFrameDef def = kiln_default_frame_def();
+        def.world = any_world(p);
+        def.overlap = below(2);
+        if (below(10) == 0) def.tracer = (KilnTracerId){below(3) + 1, below(3) + 1};
+        if (below(10) == 0) def.gi = (KilnGiId){below(3) + 1, below(3) + 1};
+        if (below(12) == 0) def.struct_size = below(64);
+        KilnFrameId made = {0, 0};
+        s = kiln_frame_create(below(20) ? &def : NULL, below(20) ? &made : NULL), what = "kiln_frame_create";
+        if (s == KILN_OK) p->frames[k] = made;
+        break;
+    }
+    case 31:
+    case 32: { /* a frame run steps its world (or refuses: world gone, bad dt, stale runtime) */
+        float dt = below(6) == 0 ? number(2.0f) : 1.0f / 60.0f;
+        s = kiln_frame_run(any_frame(p), any_runtime(p), dt), what = "kiln_frame_run";
+        break;
+    }
+    case 33: { /* frame queries and destroy */
+        KilnFrameId f = any_frame(p);
+        KilnFrameTiming timing;
+        KilnProfile profile;
+        KilnPassProfile passes[12];
+        KilnGpuPassTiming gpu[4];
+        uint32_t count = 0;
+        expect_status(p, kiln_frame_get_timing(f, below(10) ? &timing : NULL), "kiln_frame_get_timing");
+        expect_status(p,
+                      kiln_frame_get_passes(f, below(5) ? &profile : NULL, below(5) ? passes : NULL, below(13),
+                                            below(10) ? &count : NULL),
+                      "kiln_frame_get_passes");
+        CHECK(count <= 12);
+        expect_status(p, kiln_frame_get_gpu_passes(f, below(3) ? gpu : NULL, below(5), &count),
+                      "kiln_frame_get_gpu_passes");
+        if (below(4) == 0) s = kiln_frame_destroy(f), what = "kiln_frame_destroy";
+        break;
+    }
+    case 34: { /* shape queries between any two shapes */
+        KilnShapeId a = any_shape(p), b = any_shape(p);
+        KilnTransform ta = transform(), tb = transform();
+        KilnDistanceResult distance;
+        KilnManifold manifolds[4];
+        uint32_t count = 0;
+        KilnSweep sa = {transform(), transform(), below(5) ? sane_vec(0.2f) : vec(0.2f)}, sb = {tb, tb, {0, 0, 0}};
+        KilnToiResult toi;
+        KilnAabb aabb;
+        KilnMassProperties mass;
+        switch (below(5)) {
+        case 0:
+            s = kiln_shape_distance(a, &ta, b, below(20) ? &tb : NULL, &distance), what = "kiln_shape_distance";
+            break;
+        case 1:
+            s = kiln_shape_contact(a, &ta, b, &tb, usually(0.05f, 0.1f), below(10) ? manifolds : NULL, below(5),
+                                   &count),
+            what = "kiln_shape_contact";
+            CHECK(s != KILN_OK || count <= 4);
+            break;
+        case 2:
+            s = kiln_shape_time_of_impact(a, &sa, b, &sb, usually(1.0f, 1.0f), usually(0.01f, 0.01f),
+                                          below(20) ? &toi : NULL),
+            what = "kiln_shape_time_of_impact";
+            break;
+        case 3: s = kiln_shape_get_aabb(a, below(20) ? &ta : NULL, &aabb), what = "kiln_shape_get_aabb"; break;
+        default: s = kiln_shape_get_mass(a, number(1000.0f), &mass), what = "kiln_shape_get_mass"; break;
+        }
+        break;
+    }
+    case 35: { /* hulls, compounds and triangles from odd input, into the shape pool */
+        unsigned k = below(MAX_SHAPES);
+        if (kiln_shape_is_valid(p->shapes[k]) && below(2)) break;
+        KilnVec3 points[12];
+        uint32_t n = below(13);
+        for (uint32_t i = 0; i < n; i++) points[i] = below(8) ? sane_vec(1.0f) : vec(1.0f);
+        if (n > 2 && below(4) == 0) points[2] = points[1] = points[0]; /* repeated points */
+        KilnCompoundPart parts[3];
+        for (uint32_t i = 0; i < 3; i++) parts[i] = (KilnCompoundPart){any_shape(p), transform()};
+        KilnShapeId made = {0, 0};
+        switch (below(3)) {
+        case 0: s = kiln_shape_create_hull(below(15) ? points : NULL, below(30) ? n : 0xFFFFFFFFu, &made); break;
+        case 1: s = kiln_shape_create_compound(below(15) ? parts : NULL, below(4), &made); break;
+        default: s = kiln_shape_create_triangle(points[0], points[1], points[2], below(20) ? &made : NULL); break;
+        }
+        what = "kiln_shape_create_hull/compound/triangle";
+        if (s == KILN_OK) {
+            if (kiln_shape_is_valid(p->shapes[k]))
+                expect_status(p, kiln_shape_destroy(p->shapes[k]), "kiln_shape_destroy");
+            p->shapes[k] = made;
+        }
+        break;
+    }
+    case 36: { /* terrain queries: boxes, chunks, triangles, ray batches, voxels, the mesh cache */
+        KilnTerrainId t = any_terrain(p);
+        KilnAabb b = box(16.0f);
+        KilnTerrainOverlap overlap;
+        KilnChunkOverlap chunks[8];
+        KilnTerrainTriangle triangles[32];
+        KilnRay rays[8];
+        KilnTerrainRayHit hits[8];
+        uint32_t count = 0;
+        uint8_t material;
+        switch (below(7)) {
+        case 0: s = kiln_terrain_overlap(t, below(20) ? &b : NULL, &overlap), what = "kiln_terrain_overlap"; break;
+        case 1:
+            s = kiln_terrain_overlap_chunks(t, &b, below(10) ? chunks : NULL, below(9), &count),
+            what = "kiln_terrain_overlap_chunks";
+            break;
+        case 2:
+            s = kiln_terrain_query_triangles(t, any_runtime(p), &b, below(10) ? triangles : NULL, below(33), &count),
+            what = "kiln_terrain_query_triangles";
+            break;
+        case 3: {
+            uint32_t n = below(9);
+            for (uint32_t i = 0; i < n; i++)
+                rays[i] = below(12) ? (KilnRay){sane_vec(12.0f), {usually(0.3f, 1.0f), -1.0f, usually(-0.2f, 1.0f)}}
+                                    : (KilnRay){vec(20.0f), vec(1.0f)};
+            s = kiln_terrain_ray_cast_batch(t, any_runtime(p), below(10) ? rays : NULL, n, usually(60.0f, 60.0f),
+                                            below(10) ? hits : NULL),
+            what = "kiln_terrain_ray_cast_batch";
+            break;
+        }
+        case 4: {
+            KilnInt3 v = {(int32_t)next(), (int32_t)below(8) - 4, (int32_t)below(30) - 15};
+            if (below(2)) v.x = (int32_t)below(30) - 15;
+            s = kiln_terrain_get_voxel(t, v, below(20) ? &material : NULL), what = "kiln_terrain_get_voxel";
+            break;
+        }
+        case 5: {
+            uint64_t bytes = below(3) == 0 ? 0u : below(3) == 0 ? UINT64_MAX : (uint64_t)below(1u << 20);
+            s = kiln_terrain_set_mesh_cache_budget(t, bytes), what = "kiln_terrain_set_mesh_cache_budget";
+            break;
+        }
+        default: {
+            KilnMeshCacheStats cache;
+            KilnTerrainStats stats;
+            expect_status(p, kiln_terrain_get_stats(t, below(10) ? &stats : NULL), "kiln_terrain_get_stats");
+            s = kiln_terrain_get_mesh_cache_stats(t, &cache), what = "kiln_terrain_get_mesh_cache_stats";
+            if (s == KILN_OK) CHECK(cache.bytes <= cache.budget);
+            break;
+        }
+        }
+        break;
+    }
+    case 37: { /* the rest of the body and world surface */
+        KilnBodyId b = any_body(p);
+        uint32_t motion;
+        void *data = NULL;
+        KilnWorldProfile profile;
+        switch (below(4)) {
+        case 0: s = kiln_body_apply_torque(b, vec(500.0f)), what = "kiln_body_apply_torque"; break;
+        case 1: s = kiln_body_get_motion_type(b, below(20) ? &motion : NULL), what = "kiln_body_get_motion_type"; break;
+        case 2:
+            expect_status(p, kiln_body_set_user_data(b, &p->calls), "kiln_body_set_user_data");
+            s = kiln_body_get_user_data(b, &data), what = "kiln_body_get_user_data";
+            CHECK(s != KILN_OK || data == &p->calls);
+            break;
+        default:
+            s = kiln_world_get_profile(any_world(p), below(20) ? &profile : NULL), what = "kiln_world_get_profile";
+            break;
+        }
+        break;
+    }
     default: {
         uint32_t count;
         s = kiln_body_get_shape_count(any_body(p), &count), what = "kiln_body_get_shape_count";
@@ -311,6 +559,11 @@ static void one_call(Pools *p) {
         KilnStatus v = kiln_world_validate(p->worlds[w]);
         if (v != KILN_OK) fprintf(stderr, "after %s: %s\n", what, kiln_last_error_message());
         CHECK_STATUS(v, KILN_OK);
+    }
+    for (unsigned k = 0; k < MAX_CHARACTERS; k++) { /* a live character is somewhere */
+        KilnVec3 at;
+        if (kiln_character_get_position(p->characters[k], &at) != KILN_OK) continue;
+        CHECK(isfinite(at.x) && isfinite(at.y) && isfinite(at.z));
     }
 }
 
@@ -331,6 +584,10 @@ static void run(uint64_t seed, unsigned calls) {
     for (unsigned i = 0; i < calls; i++) one_call(&p);
 
     /* Everything goes: destroying worlds frees their bodies; the terrain comes back. */
+    for (unsigned k = 0; k < MAX_FRAMES; k++)
+        if (kiln_frame_is_valid(p.frames[k])) CHECK_STATUS(kiln_frame_destroy(p.frames[k]), KILN_OK);
+    for (unsigned k = 0; k < MAX_CHARACTERS; k++)
+        if (kiln_character_is_valid(p.characters[k])) CHECK_STATUS(kiln_character_destroy(p.characters[k]), KILN_OK);
     for (unsigned w = 0; w < MAX_WORLDS; w++)
         if (kiln_world_is_valid(p.worlds[w])) CHECK_STATUS(kiln_world_destroy(p.worlds[w]), KILN_OK);
     for (unsigned i = 0; i < MAX_BODIES; i++) CHECK(!kiln_body_is_valid(p.bodies[i]));
@@ -340,6 +597,7 @@ static void run(uint64_t seed, unsigned calls) {
     CHECK_STATUS(kiln_runtime_destroy(p.runtime), KILN_OK);
     printf("seed %llu: %u calls, %u ok, %u refused with a status and a message\n", (unsigned long long)seed, p.calls,
            p.ok, p.refused);
+    fflush(stdout); /* in order with the failures on stderr */
     CHECK(p.ok > calls / 4 && p.refused > calls / 20);
 }
 

@@ -681,7 +681,7 @@ fn random_edits_between_steps_keep_every_invariant() {
 
 /// Shapes whose mass would overflow are refused; finite but absurd pushes (1e38 N on
 /// a light body, opposite 1e38 N m torques mixed by a rotated inertia tensor, repeated
-/// 1e38 N s impulses) saturate the body's speed
+/// 1e38 N s impulses, which saturate at once, before any step) saturate the body's speed
 /// at `MAX_LINEAR_SPEED` and its spin at `MAX_ROTATION` per substep: the state stays
 /// finite and every invariant holds. Found by `samples-c/tests/fuzz_api.c`, where
 /// such a body turned NaN in the next step.
@@ -700,11 +700,20 @@ fn absurd_forces_saturate_and_keep_the_state_finite() {
     let far = ShapeDef { pose: Isometry::from_translation(Vec3::splat(1e30)), ..ShapeDef::default() };
     assert_eq!(world.add_shape(id, Shape::sphere(Vec3::ZERO, 1.0).unwrap(), far), Err(BodyError::InvalidArgument));
     assert_eq!(world.bodies().shapes(id).unwrap().len(), 1);
+    // A feather: 1e38 N s on it overflows a float at once.
+    let light = world.create_body(&BodyDef { transform: turned, ..BodyDef::default() }).unwrap();
+    let feather = ShapeDef { density: 1e-3, ..ShapeDef::default() };
+    world.add_shape(light, Shape::cuboid(Vec3::splat(0.05)).unwrap(), feather).unwrap();
+    world.apply_impulse(light, Vec3::new(-1e38, 1.0, -1e38), Vec3::new(0.0, 3.05, 0.02)).unwrap();
+    world.validate();
+    let (v, w) = world.velocity(light).unwrap();
+    assert!(v.length() <= MAX_LINEAR_SPEED * 1.001 && w.length() <= MAX_LINEAR_SPEED * 1.001, "v {v}, w {w}");
     for _ in 0..3 {
         world.apply_force(id, Vec3::new(1e38, -1e38, 1e38)).unwrap();
         world.apply_force(id, Vec3::new(1e38, -1e38, 1e38)).unwrap();
         world.apply_torque(id, Vec3::new(1e38, -1e38, 3e38)).unwrap();
         world.apply_impulse(id, Vec3::splat(1e38), Vec3::new(0.1, 3.0, 0.0)).unwrap();
+        world.validate(); // between steps too: the impulse itself saturates
         world.step(1.0 / 60.0, pool.jobs()).unwrap();
         world.validate();
         let (v, w) = world.velocity(id).unwrap();

@@ -707,7 +707,9 @@ impl World {
     }
 
     /// Applies an impulse (N s) at world point `point`: changes linear and angular
-    /// velocity at once; wakes the body. Static and kinematic bodies ignore it.
+    /// velocity at once; wakes the body. Static and kinematic bodies ignore it. The
+    /// velocities saturate at [`MAX_LINEAR_SPEED`] m/s and rad/s (the limit
+    /// [`World::set_velocity`] takes), so no finite impulse makes them infinite.
     pub fn apply_impulse(&mut self, id: BodyId, impulse: Vec3, point: Vec3) -> Result<(), BodyError> {
         if !impulse.is_finite() || !point.is_finite() {
             return Err(BodyError::InvalidArgument);
@@ -715,8 +717,9 @@ impl World {
         if let (SetKind::Awake, row) = self.wake(id)? {
             let s = &mut self.bodies.awake;
             let r = point - s.position[row];
-            s.linear_velocity[row] += impulse * s.inv_mass[row];
-            s.angular_velocity[row] += s.world_inv_inertia[row] * r.cross(impulse);
+            let (v, w) = (s.linear_velocity[row], s.angular_velocity[row]);
+            s.linear_velocity[row] = saturate(v + impulse * s.inv_mass[row], MAX_LINEAR_SPEED);
+            s.angular_velocity[row] = saturate(w + s.world_inv_inertia[row] * r.cross(impulse), MAX_LINEAR_SPEED);
         }
         Ok(())
     }
