@@ -3,7 +3,10 @@
  * - The physics it runs is the world's own step: bit-identical to kiln_world_step
  *   and to itself on runtimes of 1 and 4 threads and on the calling thread.
  * - Between runs the world, tracer and volume handles work as always; a run gives
- *   them back whether it succeeds or fails.
+ *   them back whether it succeeds or fails. During a run (probed from inside it,
+ *   through a host job system's enqueue callback) the frame, its world and the
+ *   world's bodies answer KILN_ERROR_INVALID_STATE with a message, nothing waits
+ *   or deadlocks, and the run's result is the same as without the probes.
  * - Bad input gets the documented status and changes nothing: NULLs, struct sizes,
  *   null, stale and mismatched handles, NaN, infinite, negative and huge dt,
  *   queries before the first run, a world, tracer or volume destroyed under a frame.
@@ -104,6 +107,91 @@ static void check_determinism(KilnShapeId box, KilnShapeId ball) {
     printf("physics through kiln_frame_run: bit-identical to kiln_world_step on the calling thread, 1 and 4 "
            "threads\n");
     for (int r = 0; r < 2; r++) CHECK_STATUS(kiln_runtime_destroy(runtimes[r]), KILN_OK);
+}
+
+/* A host job system that runs every task inline and, while it does, calls on the
+ * handles the running frame holds: all of them must be busy. */
+typedef struct Prober {
+    KilnFrameId frame;
+    KilnWorldId world;
+    KilnBodyId body;
+    unsigned tasks, probes, busy, with_message;
+} Prober;
+
+static void probe(Prober *p, KilnStatus s, const char *what) {
+    p->probes++;
+    if (s != KILN_ERROR_INVALID_STATE) fprintf(stderr, "during a run: %s -> %s\n", what, kiln_status_name(s));
+    p->busy += s == KILN_ERROR_INVALID_STATE;
+    p->with_message += s == KILN_ERROR_INVALID_STATE && strstr(kiln_last_error_message(), "in use") != NULL;
+}
+
+static void *probing_enqueue(KilnTaskFn task, uint32_t item_count, uint32_t min_range, void *task_context,
+                             void *user_context) {
+    (void)min_range;
+    Prober *p = user_context;
+    if (p->tasks++ < 3) { /* a few per run is plenty */
+        KilnTransform t;
+        KilnFrameTiming timing;
+        KilnWorldCounters counters;
+        probe(p, kiln_body_get_transform(p->body, &t), "kiln_body_get_transform");
+        probe(p, kiln_body_apply_impulse(p->body, (KilnVec3){0, 50, 0}, (KilnVec3){10, 20, 10}), "kiln_body_apply_impulse");
+        probe(p, kiln_world_get_counters(p->world, &counters), "kiln_world_get_counters");
+        probe(p, kiln_world_step(p->world, (KilnRuntimeId){0, 0}, DT), "kiln_world_step");
+        probe(p, kiln_world_destroy(p->world), "kiln_world_destroy");
+        probe(p, kiln_frame_run(p->frame, (KilnRuntimeId){0, 0}, DT), "kiln_frame_run");
+        probe(p, kiln_frame_get_timing(p->frame, &timing), "kiln_frame_get_timing");
+        probe(p, kiln_frame_destroy(p->frame), "kiln_frame_destroy");
+    }
+    task(0, item_count, 0, task_context);
+    return NULL;
+}
+
+static void never_finish(void *user_task, void *user_context) {
+    (void)user_task, (void)user_context;
+    CHECK(0); /* every task ran inline */
+}
+
+static void check_busy_during_run(KilnShapeId box, KilnShapeId ball) {
+    static float reference[BODIES][7], probed[BODIES][7];
+    Scene s;
+    scene_create(&s, box, ball);
+    for (int i = 0; i < 30; i++) CHECK_STATUS(kiln_world_step(s.world, (KilnRuntimeId){0, 0}, DT), KILN_OK);
+    read_state(&s, reference);
+    scene_destroy(&s);
+
+    scene_create(&s, box, ball);
+    Prober prober = {.world = s.world, .body = s.bodies[7]};
+    KilnRuntimeDef rdef = kiln_default_runtime_def();
+    rdef.enqueue_task = probing_enqueue;
+    rdef.finish_task = never_finish;
+    rdef.user_task_context = &prober;
+    rdef.host_worker_count = 1;
+    KilnRuntimeId host;
+    CHECK_STATUS(kiln_runtime_create(&rdef, &host), KILN_OK);
+    KilnFrameDef def = kiln_default_frame_def();
+    def.world = s.world;
+    CHECK_STATUS(kiln_frame_create(&def, &prober.frame), KILN_OK);
+    for (int i = 0; i < 30; i++) {
+        prober.tasks = 0;
+        CHECK_STATUS(kiln_frame_run(prober.frame, host, DT), KILN_OK);
+        CHECK(prober.tasks > 0);
+    }
+    read_state(&s, probed);
+    CHECK(prober.probes == 30 * 3 * 8);
+    CHECK(prober.busy == prober.probes);
+    CHECK(prober.with_message == prober.probes);
+    CHECK(memcmp(reference, probed, sizeof reference) == 0); /* no probe changed anything */
+    /* Between runs everything answers again. */
+    KilnFrameTiming timing;
+    CHECK_STATUS(kiln_frame_get_timing(prober.frame, &timing), KILN_OK);
+    CHECK(timing.frame_index == 29);
+    CHECK_STATUS(kiln_world_step(s.world, (KilnRuntimeId){0, 0}, DT), KILN_OK);
+    printf("during a run: %u calls on the frame, its world and a body answered busy (%u with a message); the run "
+           "stepped as if alone\n",
+           prober.busy, prober.with_message);
+    CHECK_STATUS(kiln_frame_destroy(prober.frame), KILN_OK);
+    CHECK_STATUS(kiln_runtime_destroy(host), KILN_OK);
+    scene_destroy(&s);
 }
 
 static void check_bad_input(KilnShapeId box, KilnShapeId ball) {
@@ -317,6 +405,7 @@ int main(void) {
     CHECK_STATUS(kiln_shape_create_sphere((KilnVec3){0, 0, 0}, 0.5f, &ball), KILN_OK);
     check_determinism(box, ball);
     check_bad_input(box, ball);
+    check_busy_during_run(box, ball);
     KilnTracerId tracer;
     if (open_tracer(1, &tracer) == KILN_OK) {
         check_gpu(tracer, box, ball);
