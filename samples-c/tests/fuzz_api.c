@@ -590,7 +590,12 @@ static void run(uint64_t seed, unsigned calls) {
         if (kiln_character_is_valid(p.characters[k])) CHECK_STATUS(kiln_character_destroy(p.characters[k]), KILN_OK);
     for (unsigned w = 0; w < MAX_WORLDS; w++)
         if (kiln_world_is_valid(p.worlds[w])) CHECK_STATUS(kiln_world_destroy(p.worlds[w]), KILN_OK);
-    for (unsigned i = 0; i < MAX_BODIES; i++) CHECK(!kiln_body_is_valid(p.bodies[i]));
+    for (unsigned i = 0; i < MAX_BODIES; i++) {
+        if (kiln_body_is_valid(p.bodies[i]))
+            fprintf(stderr, "body {%u, %u} of world {%u, %u} outlived its world\n", p.bodies[i].index1,
+                    p.bodies[i].generation, p.bodies[i].world.index1, p.bodies[i].world.generation);
+        CHECK(!kiln_body_is_valid(p.bodies[i]));
+    }
     for (unsigned k = 0; k < MAX_SHAPES; k++)
         if (kiln_shape_is_valid(p.shapes[k])) CHECK_STATUS(kiln_shape_destroy(p.shapes[k]), KILN_OK);
     CHECK_STATUS(kiln_terrain_destroy(p.terrain), KILN_OK);

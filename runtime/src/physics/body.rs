@@ -534,9 +534,12 @@ impl Bodies {
         // body to NaN (found by `samples-c/tests/fuzz_api.c`).
         if self.motion[id.index as usize] == MotionType::Dynamic {
             let mass = self.mass_with(id, Some((&shape, &def)));
+            // A mass too small to invert (1e-39 kg: a subnormal density or a sliver of
+            // a hull) is refused too: its inverse overflowed to infinity.
+            let invertible = (1.0 / mass.mass).is_finite() && mass.inverse_inertia().is_finite();
             let finite = mass.mass.is_finite()
                 && mass.center.is_finite()
-                && (mass.mass == 0.0 || (mass.inertia.is_finite() && mass.inverse_inertia().is_finite()));
+                && (mass.mass == 0.0 || (mass.inertia.is_finite() && invertible));
             if !finite {
                 return Err(BodyError::InvalidArgument);
             }
@@ -579,9 +582,12 @@ impl Bodies {
     fn update_mass(&mut self, set: SetKind, row: usize, id: BodyId, frame: Isometry) {
         let mass = self.mass_with(id, None);
         let s = self.set_mut(set);
-        if mass.mass > 0.0 && mass.mass.is_finite() {
+        // `add_shape` refuses shapes whose mass cannot be inverted; removing shapes
+        // can still leave too little, which counts as none.
+        let inverse_inertia = mass.inverse_inertia();
+        if mass.mass > 0.0 && mass.mass.is_finite() && (1.0 / mass.mass).is_finite() && inverse_inertia.is_finite() {
             s.inv_mass[row] = 1.0 / mass.mass;
-            s.local_inv_inertia[row] = mass.inverse_inertia();
+            s.local_inv_inertia[row] = inverse_inertia;
             s.local_center[row] = mass.center;
         } else {
             s.inv_mass[row] = 1.0;

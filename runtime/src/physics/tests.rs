@@ -700,6 +700,11 @@ fn absurd_forces_saturate_and_keep_the_state_finite() {
     let far = ShapeDef { pose: Isometry::from_translation(Vec3::splat(1e30)), ..ShapeDef::default() };
     assert_eq!(world.add_shape(id, Shape::sphere(Vec3::ZERO, 1.0).unwrap(), far), Err(BodyError::InvalidArgument));
     assert_eq!(world.bodies().shapes(id).unwrap().len(), 1);
+    // A shape whose mass is too small to invert (a subnormal density) is refused too.
+    let wisp = ShapeDef { density: 1e-41, ..ShapeDef::default() }; // 1.1e-39 kg, inertia 4e-39
+    let speck = world.create_body(&BodyDef { transform: turned, ..BodyDef::default() }).unwrap();
+    assert_eq!(world.add_shape(speck, Shape::sphere(Vec3::ZERO, 3.0).unwrap(), wisp), Err(BodyError::InvalidArgument));
+    world.validate();
     // A feather: 1e38 N s on it overflows a float at once.
     let light = world.create_body(&BodyDef { transform: turned, ..BodyDef::default() }).unwrap();
     let feather = ShapeDef { density: 1e-3, ..ShapeDef::default() };
