@@ -96,7 +96,9 @@ impl<T> HandleTable<T> {
     /// outside the table lock). Old handles become stale at once.
     pub(crate) fn remove(&self, index1: u32, generation: u32) -> Result<Arc<Mutex<T>>, Error> {
         let entry = self.lookup(index1, generation)?;
-        if entry.try_lock().is_err() {
+        // Poisoned (a call on it panicked, was caught and reported as
+        // KILN_ERROR_INTERNAL): not busy, so it can still be destroyed.
+        if let Err(TryLockError::WouldBlock) = entry.try_lock() {
             return Err(self.busy());
         }
         let mut table = self.table();

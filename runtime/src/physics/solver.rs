@@ -282,8 +282,15 @@ unsafe fn write(states: &Column<BodyState>, row: u32, dynamic: bool, v: Vec3, w:
     if row != NONE && dynamic {
         // SAFETY: forwarded from the caller.
         let s = unsafe { states.get(row as usize) };
-        s.v = v;
-        s.w = w;
+        if (v + w).is_finite() {
+            s.v = v;
+            s.w = w;
+        } else {
+            // An impulse overflowed (absurd but finite masses and speeds): saturate as
+            // the integrator does, so no NaN reaches the next constraint.
+            s.v = super::world::saturate(v, super::MAX_LINEAR_SPEED);
+            s.w = super::world::saturate(w, super::MAX_LINEAR_SPEED);
+        }
     }
 }
 
@@ -381,7 +388,7 @@ pub(crate) unsafe fn solve(c: &mut Constraint, states: &Column<BodyState>, ctx: 
         };
         let vn = relative(va, wa, vb, wb, ra, rb).dot(p.normal);
         let impulse = -p.normal_mass * mass_scale * (vn + bias) - impulse_scale * p.normal_impulse;
-        let total = (p.normal_impulse + impulse).max(0.0);
+        let total = (p.normal_impulse + impulse).max(0.0).clamp(0.0, f32::MAX); // max: NaN to 0
         let impulse = total - p.normal_impulse;
         p.normal_impulse = total;
         p.max_normal_impulse = p.max_normal_impulse.max(impulse);
@@ -414,7 +421,8 @@ pub(crate) unsafe fn solve(c: &mut Constraint, states: &Column<BodyState>, ctx: 
         let n = c.points[0].normal;
         let limit = c.friction * TWIST_RADIUS * normal;
         let old = c.twist_impulse;
-        let total = (old - c.twist_mass * n.dot(wb - wa)).clamp(-limit, limit);
+        // max/min rather than clamp: a limit of 0 * inf is NaN, which clamp panics on.
+        let total = (old - c.twist_mass * n.dot(wb - wa)).max(-limit).min(limit);
         c.twist_impulse = total;
         let j = n * (total - old);
         wa -= ia * j;
@@ -599,4 +607,47 @@ pub(crate) fn run_pass(
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An effective mass of `f32::MAX` meeting 1e5 m/s: the normal impulse overflows.
+    /// It stays finite, the frictionless twist limit (0 x inf was NaN, and `clamp`
+    /// panicked on it) holds, and the written velocities are finite. Found by
+    /// `samples-c/tests/fuzz_api.c` (seed 489 of `make fuzz`).
+    #[test]
+    fn an_overflowing_impulse_keeps_the_solve_finite() {
+        let mut c = Constraint::new(0, 0, 0, 1, 0.0, 0.0);
+        (c.row_a, c.row_b, c.count) = (0, 1, 1);
+        (c.inv_mass_a, c.inv_mass_b) = (1.0, 1.0);
+        (c.inv_inertia_a, c.inv_inertia_b) = (Mat3::IDENTITY, Mat3::IDENTITY);
+        c.twist_mass = 1.0;
+        c.points[0] = ContactPoint {
+            normal: Vec3::Y,
+            tangent1: Vec3::X,
+            tangent2: Vec3::Z,
+            normal_mass: f32::MAX,
+            tangent_mass: [1.0, 1.0],
+            ..ContactPoint::default()
+        };
+        let mut states = [
+            BodyState { v: Vec3::new(0.0, 1e5, 0.0), w: Vec3::new(0.0, 3.0, 0.0), ..BodyState::STILL },
+            BodyState { w: Vec3::new(0.0, -3.0, 0.0), ..BodyState::STILL },
+        ];
+        let soft = Softness::new(30.0, 10.0, 1.0 / 240.0);
+        let ctx = StepContext { inv_h: 240.0, soft, static_soft: soft, push_out: 3.0, restitution_threshold: 1.0 };
+        let column = Column::new(&mut states);
+        for _ in 0..3 {
+            // SAFETY: one thread, both rows in bounds.
+            unsafe { solve(&mut c, &column, &ctx, true) };
+        }
+        assert!(c.points[0].normal_impulse.is_finite(), "{}", c.points[0].normal_impulse);
+        assert!(c.twist_impulse.is_finite(), "{}", c.twist_impulse);
+        for s in &states {
+            assert!(s.v.is_finite() && s.w.is_finite(), "{s:?}");
+            assert!(s.v.length() <= crate::physics::MAX_LINEAR_SPEED * 1.001, "{s:?}");
+        }
+    }
 }

@@ -1401,7 +1401,7 @@ fn integrate_velocities(bodies: &Bodies, states: &mut [BodyState], gravity: Vec3
 /// overflow to infinities, and an inertia tensor can mix them into NaN: those
 /// components saturate (NaN to 0), so the state stays finite whatever was applied.
 /// Found by `samples-c/tests/fuzz_api.c`.
-fn saturate(v: Vec3, max: f32) -> Vec3 {
+pub(crate) fn saturate(v: Vec3, max: f32) -> Vec3 {
     if v.is_finite() {
         return v.clamp_length_max(max);
     }
