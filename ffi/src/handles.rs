@@ -200,7 +200,7 @@ mod tests {
         });
         assert!(caught.is_err());
         assert_eq!(TABLE.with(index1, generation, |v| Ok(*v)).ok(), Some(7));
-        let entry = TABLE.remove(index1, generation).ok().expect("a poisoned entry can be removed");
+        let Ok(entry) = TABLE.remove(index1, generation) else { panic!("a poisoned entry can be removed") };
         assert_eq!(*entry.lock().unwrap_or_else(|p| p.into_inner()), 7);
         assert!(!TABLE.is_valid(index1, generation));
         // A held lock is busy, as before.
