@@ -134,7 +134,8 @@ static void *probing_enqueue(KilnTaskFn task, uint32_t item_count, uint32_t min_
         KilnFrameTiming timing;
         KilnWorldCounters counters;
         probe(p, kiln_body_get_transform(p->body, &t), "kiln_body_get_transform");
-        probe(p, kiln_body_apply_impulse(p->body, (KilnVec3){0, 50, 0}, (KilnVec3){10, 20, 10}), "kiln_body_apply_impulse");
+        probe(p, kiln_body_apply_impulse(p->body, (KilnVec3){0, 50, 0}, (KilnVec3){10, 20, 10}),
+              "kiln_body_apply_impulse");
         probe(p, kiln_world_get_counters(p->world, &counters), "kiln_world_get_counters");
         probe(p, kiln_world_step(p->world, (KilnRuntimeId){0, 0}, DT), "kiln_world_step");
         probe(p, kiln_world_destroy(p->world), "kiln_world_destroy");
