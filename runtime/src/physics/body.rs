@@ -582,8 +582,8 @@ impl Bodies {
     fn update_mass(&mut self, set: SetKind, row: usize, id: BodyId, frame: Isometry) {
         let mass = self.mass_with(id, None);
         let s = self.set_mut(set);
-        // `add_shape` refuses shapes whose mass cannot be inverted; removing shapes
-        // can still leave too little, which counts as none.
+        // `add_shape` refuses shapes whose mass cannot be inverted; should a mass still
+        // be too small to invert, it counts as none.
         let inverse_inertia = mass.inverse_inertia();
         if mass.mass > 0.0 && mass.mass.is_finite() && (1.0 / mass.mass).is_finite() && inverse_inertia.is_finite() {
             s.inv_mass[row] = 1.0 / mass.mass;
