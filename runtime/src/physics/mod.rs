@@ -4,6 +4,7 @@
 //!   awake and resting sets so sleeping and static bodies cost nothing per step.
 //! - `narrow.rs`: contact constraints from broadphase pairs and voxel terrain.
 //! - `solver.rs`: the soft-step contact solver over graph colours.
+//! - `wide.rs`: the same solver four constraints at a time, in SIMD lanes.
 //! - `island.rs`: islands by union-find, sleeping groups, waking.
 //! - [`debug`]: debug drawing through the [`debug::DebugDraw`] trait.
 //! - [`World`]: the step that runs them all (see `world.rs` for the stages).
@@ -16,6 +17,7 @@ pub mod scenes;
 mod solver;
 #[cfg(test)]
 mod tests;
+mod wide;
 mod world;
 
 pub use body::{Bodies, BodyDef, BodyError, BodyId, BodySet, BodyShape, MotionType, SetKind, ShapeDef};

@@ -33,11 +33,16 @@
 //! Graph colours: constraints of one colour share no dynamic body, so each colour's
 //! constraints run in parallel and the result is the same for any worker count.
 //! Constraints that fit no colour go to an overflow list solved on one thread, first.
+//! Within a colour, constraints are solved four at a time in SIMD lanes (`wide.rs`),
+//! with the same bits as the scalar functions here; those with rolling resistance,
+//! and the overflow, stay scalar. The angular terms `Ia (r x d)` are fixed for the
+//! step: the bundles store them, the scalar path recomputes them where it needs them.
 
 use std::ops::Range;
 
 use glam::{Mat3, Quat, Vec3};
 
+use super::wide::{self, Bundle, LANES};
 use crate::jobs::Jobs;
 
 /// No body (terrain, static, or a body outside the awake set).
@@ -107,6 +112,10 @@ pub(crate) struct Constraint {
     /// accumulated impulse (see [`TWIST_RADIUS`]).
     pub twist_mass: f32,
     pub twist_impulse: f32,
+    /// `inv_inertia_a * normal` and `inv_inertia_b * normal` (the first point's normal):
+    /// the angular velocity change per unit twist impulse.
+    pub twist_axis_a: Vec3,
+    pub twist_axis_b: Vec3,
     pub inv_mass_a: f32,
     pub inv_mass_b: f32,
     pub inv_inertia_a: Mat3,
@@ -133,6 +142,8 @@ impl Constraint {
             rolling_impulse: Vec3::ZERO,
             twist_mass: 0.0,
             twist_impulse: 0.0,
+            twist_axis_a: Vec3::ZERO,
+            twist_axis_b: Vec3::ZERO,
             inv_mass_a: 0.0,
             inv_mass_b: 0.0,
             inv_inertia_a: Mat3::ZERO,
@@ -265,7 +276,7 @@ impl<T> Column<T> {
 ///
 /// # Safety
 /// No other thread writes row `row` meanwhile.
-unsafe fn read(states: &Column<BodyState>, row: u32) -> BodyState {
+pub(super) unsafe fn read(states: &Column<BodyState>, row: u32) -> BodyState {
     if row == NONE {
         BodyState::STILL
     } else {
@@ -278,7 +289,7 @@ unsafe fn read(states: &Column<BodyState>, row: u32) -> BodyState {
 ///
 /// # Safety
 /// The caller is the only thread touching row `row` (its colour owns the body).
-unsafe fn write(states: &Column<BodyState>, row: u32, dynamic: bool, v: Vec3, w: Vec3) {
+pub(super) unsafe fn write(states: &Column<BodyState>, row: u32, dynamic: bool, v: Vec3, w: Vec3) {
     if row != NONE && dynamic {
         // SAFETY: forwarded from the caller.
         let s = unsafe { states.get(row as usize) };
@@ -298,22 +309,14 @@ unsafe fn write(states: &Column<BodyState>, row: u32, dynamic: bool, v: Vec3, w:
 pub(crate) fn prepare(c: &mut Constraint, center_a: Vec3, center_b: Vec3, state_a: &BodyState, state_b: &BodyState) {
     let (ma, mb) = (c.inv_mass_a, c.inv_mass_b);
     let (ia, ib) = (c.inv_inertia_a, c.inv_inertia_b);
-    let k = |ra: Vec3, rb: Vec3, d: Vec3| {
-        let (rna, rnb) = (ra.cross(d), rb.cross(d));
-        let k = ma + mb + rna.dot(ia * rna) + rnb.dot(ib * rnb);
-        if k > 0.0 {
-            1.0 / k
-        } else {
-            0.0
-        }
-    };
     if c.rolling_resistance > 0.0 {
         let k = ia + ib;
         c.rolling_mass = if k.determinant() > 0.0 { k.inverse() } else { Mat3::ZERO };
     }
     if c.count > 0 {
         let n = c.points[0].normal;
-        let k = n.dot(ia * n) + n.dot(ib * n);
+        (c.twist_axis_a, c.twist_axis_b) = (ia * n, ib * n);
+        let k = n.dot(c.twist_axis_a) + n.dot(c.twist_axis_b);
         c.twist_mass = if k > 0.0 { 1.0 / k } else { 0.0 };
     }
     for p in &mut c.points[..c.count as usize] {
@@ -322,12 +325,29 @@ pub(crate) fn prepare(c: &mut Constraint, center_a: Vec3, center_b: Vec3, state_
         p.anchor_b = rb;
         let (ta, tb) = (ra - p.normal * c.round_a, rb + p.normal * c.round_b);
         p.base_separation = p.separation - (tb - ta).dot(p.normal);
-        p.normal_mass = k(ra, rb, p.normal);
-        p.tangent_mass = [k(ra, rb, p.tangent1), k(ra, rb, p.tangent2)];
+        // Effective mass along d: 1 / (ma + mb + (ra x d) Ia (ra x d) + (rb x d) Ib (rb x d)).
+        let mass = [p.normal, p.tangent1, p.tangent2].map(|d| {
+            let sum = ma + mb + ra.cross(d).dot(angular(ia, ra, d)) + rb.cross(d).dot(angular(ib, rb, d));
+            if sum > 0.0 {
+                1.0 / sum
+            } else {
+                0.0
+            }
+        });
+        p.normal_mass = mass[0];
+        p.tangent_mass = [mass[1], mass[2]];
         p.max_normal_impulse = 0.0;
         let dv = state_b.v + state_b.w.cross(rb) - state_a.v - state_a.w.cross(ra);
         p.relative_velocity = p.normal.dot(dv);
     }
+}
+
+/// `inv_inertia * (anchor x d)`: the angular velocity change of a body per unit
+/// impulse along `d` at `anchor` (fixed for the step). The scalar solver computes it
+/// at each use, the bundles once per step (it is the bulk of their memory), with the
+/// same bits either way.
+pub(crate) fn angular(inv_inertia: Mat3, anchor: Vec3, d: Vec3) -> Vec3 {
+    inv_inertia * anchor.cross(d)
 }
 
 /// The relative velocity of B against A at a point.
@@ -343,16 +363,21 @@ pub(crate) unsafe fn warm_start(c: &Constraint, states: &Column<BodyState>) {
     // SAFETY: forwarded from the caller.
     let (sa, sb) = unsafe { (read(states, c.row_a), read(states, c.row_b)) };
     let (mut va, mut wa, mut vb, mut wb) = (sa.v, sa.w, sb.v, sb.w);
-    let angular = c.rolling_impulse + c.points[0].normal * c.twist_impulse;
-    wa -= c.inv_inertia_a * angular;
-    wb += c.inv_inertia_b * angular;
+    if c.rolling_resistance > 0.0 {
+        wa -= c.inv_inertia_a * c.rolling_impulse;
+        wb += c.inv_inertia_b * c.rolling_impulse;
+    }
+    wa -= c.twist_axis_a * c.twist_impulse;
+    wb += c.twist_axis_b * c.twist_impulse;
+    let (ia, ib) = (c.inv_inertia_a, c.inv_inertia_b);
     for p in c.points() {
-        let impulse =
-            p.normal * p.normal_impulse + p.tangent1 * p.tangent_impulse[0] + p.tangent2 * p.tangent_impulse[1];
+        let [n, t1, t2] = [p.normal_impulse, p.tangent_impulse[0], p.tangent_impulse[1]];
+        let impulse = p.normal * n + p.tangent1 * t1 + p.tangent2 * t2;
+        let (ra, rb) = (p.anchor_a, p.anchor_b);
         va -= impulse * c.inv_mass_a;
-        wa -= c.inv_inertia_a * p.anchor_a.cross(impulse);
+        wa -= angular(ia, ra, p.normal) * n + angular(ia, ra, p.tangent1) * t1 + angular(ia, ra, p.tangent2) * t2;
         vb += impulse * c.inv_mass_b;
-        wb += c.inv_inertia_b * p.anchor_b.cross(impulse);
+        wb += angular(ib, rb, p.normal) * n + angular(ib, rb, p.tangent1) * t1 + angular(ib, rb, p.tangent2) * t2;
     }
     // SAFETY: forwarded from the caller.
     unsafe {
@@ -373,11 +398,14 @@ pub(crate) unsafe fn solve(c: &mut Constraint, states: &Column<BodyState>, ctx: 
     let (ma, mb, ia, ib) = (c.inv_mass_a, c.inv_mass_b, c.inv_inertia_a, c.inv_inertia_b);
     let soft = if ma == 0.0 || mb == 0.0 { ctx.static_soft } else { ctx.soft };
     let moved = sb.dp - sa.dp;
+    // The rotations since the step's start as matrices: one conversion per body
+    // instead of two quaternion rotations per point.
+    let (turn_a, turn_b) = (Mat3::from_quat(sa.dq), Mat3::from_quat(sb.dq));
     for p in &mut c.points[..c.count as usize] {
         let (ra, rb) = (p.anchor_a, p.anchor_b);
         // Current separation from the bodies' motion since the step's start.
         let (ta, tb) = (ra - p.normal * c.round_a, rb + p.normal * c.round_b);
-        let d = moved + (sb.dq * tb - sa.dq * ta);
+        let d = moved + (turn_b * tb - turn_a * ta);
         let s = d.dot(p.normal) + p.base_separation;
         let (bias, mass_scale, impulse_scale) = if s > 0.0 {
             (s * ctx.inv_h, 1.0, 0.0)
@@ -394,9 +422,9 @@ pub(crate) unsafe fn solve(c: &mut Constraint, states: &Column<BodyState>, ctx: 
         p.max_normal_impulse = p.max_normal_impulse.max(impulse);
         let j = p.normal * impulse;
         va -= j * ma;
-        wa -= ia * ra.cross(j);
+        wa -= angular(ia, ra, p.normal) * impulse;
         vb += j * mb;
-        wb += ib * rb.cross(j);
+        wb += angular(ib, rb, p.normal) * impulse;
     }
     for p in &mut c.points[..c.count as usize] {
         let (ra, rb) = (p.anchor_a, p.anchor_b);
@@ -410,11 +438,12 @@ pub(crate) unsafe fn solve(c: &mut Constraint, states: &Column<BodyState>, ctx: 
             t = [t[0] * scale, t[1] * scale];
         }
         p.tangent_impulse = t;
-        let j = p.tangent1 * (t[0] - old[0]) + p.tangent2 * (t[1] - old[1]);
+        let (d1, d2) = (t[0] - old[0], t[1] - old[1]);
+        let j = p.tangent1 * d1 + p.tangent2 * d2;
         va -= j * ma;
-        wa -= ia * ra.cross(j);
+        wa -= angular(ia, ra, p.tangent1) * d1 + angular(ia, ra, p.tangent2) * d2;
         vb += j * mb;
-        wb += ib * rb.cross(j);
+        wb += angular(ib, rb, p.tangent1) * d1 + angular(ib, rb, p.tangent2) * d2;
     }
     let normal: f32 = c.points().iter().map(|p| p.normal_impulse).sum();
     if c.count > 0 {
@@ -424,9 +453,8 @@ pub(crate) unsafe fn solve(c: &mut Constraint, states: &Column<BodyState>, ctx: 
         // max/min rather than clamp: a limit of 0 * inf is NaN, which clamp panics on.
         let total = (old - c.twist_mass * n.dot(wb - wa)).max(-limit).min(limit);
         c.twist_impulse = total;
-        let j = n * (total - old);
-        wa -= ia * j;
-        wb += ib * j;
+        wa -= c.twist_axis_a * (total - old);
+        wb += c.twist_axis_b * (total - old);
     }
     if c.rolling_resistance > 0.0 {
         let limit = c.rolling_resistance * normal;
@@ -472,9 +500,9 @@ pub(crate) unsafe fn restitute(c: &mut Constraint, states: &Column<BodyState>, c
         p.normal_impulse = total;
         let j = p.normal * impulse;
         va -= j * ma;
-        wa -= ia * ra.cross(j);
+        wa -= angular(ia, ra, p.normal) * impulse;
         vb += j * mb;
-        wb += ib * rb.cross(j);
+        wb += angular(ib, rb, p.normal) * impulse;
     }
     // SAFETY: forwarded from the caller.
     unsafe {
@@ -484,20 +512,43 @@ pub(crate) unsafe fn restitute(c: &mut Constraint, states: &Column<BodyState>, c
 }
 
 /// The constraints of a step grouped by colour: `order[ranges[k]]` are colour `k`'s
-/// constraint indices, the last range is the overflow.
-#[derive(Debug, Default)]
+/// constraint indices, the last range is the overflow. Within a colour, the first
+/// `bundled[k]` constraints ride four at a time in `bundles[bundle_ranges[k]]` (see
+/// [`super::wide`]) and the rest are solved one by one.
+#[derive(Debug)]
 pub(crate) struct Coloring {
     /// One bit per awake row, per colour.
     used: Vec<Vec<u64>>,
-    color: Vec<u8>,
+    /// Sort key per constraint: colour * 2, plus 1 when it takes the scalar path.
+    key: Vec<u8>,
     counts: [usize; COLORS + 1],
     pub ranges: Vec<Range<usize>>,
+    /// Whether colours solve in bundles of four (off: every constraint is scalar).
+    pub wide: bool,
+    bundled: [usize; COLORS],
+    bundles: Vec<Bundle>,
+    bundle_ranges: Vec<Range<usize>>,
+}
+
+impl Default for Coloring {
+    fn default() -> Coloring {
+        Coloring {
+            used: Vec::new(),
+            key: Vec::new(),
+            counts: [0; COLORS + 1],
+            ranges: Vec::new(),
+            wide: true,
+            bundled: [0; COLORS],
+            bundles: Vec::new(),
+            bundle_ranges: Vec::new(),
+        }
+    }
 }
 
 impl Coloring {
     /// Assigns every constraint the first colour in which none of its dynamic bodies
     /// appears yet (in constraint order: deterministic), then reorders `constraints`
-    /// by colour. `dynamic(row)` tells whether an awake row is a dynamic body.
+    /// by colour, and within a colour those that can ride in bundles first.
     pub fn color(&mut self, constraints: &mut [Constraint], scratch: &mut Vec<Constraint>, rows: usize) {
         let words = rows.div_ceil(64);
         self.used.resize_with(COLORS, Vec::new);
@@ -505,8 +556,9 @@ impl Coloring {
             bits.clear();
             bits.resize(words, 0);
         }
-        self.color.clear();
+        self.key.clear();
         self.counts = [0; COLORS + 1];
+        let mut keys = [0usize; 2 * COLORS + 1];
         for c in constraints.iter() {
             let a = (c.inv_mass_a > 0.0 && c.row_a != NONE).then_some(c.row_a as usize);
             let b = (c.inv_mass_b > 0.0 && c.row_b != NONE).then_some(c.row_b as usize);
@@ -521,21 +573,29 @@ impl Coloring {
                     break;
                 }
             }
-            self.color.push(chosen as u8);
+            let scalar = chosen < COLORS && !(self.wide && Bundle::accepts(c));
+            let key = 2 * chosen + scalar as usize;
+            self.key.push(key as u8);
+            keys[key] += 1;
             self.counts[chosen] += 1;
         }
-        // Counting sort: overflow last.
+        // Counting sort by key: colour by colour, bundled first, overflow last.
         self.ranges.clear();
         let mut start = 0;
-        let mut offsets = [0usize; COLORS + 1];
-        for (k, count) in self.counts.iter().enumerate() {
+        let mut offsets = [0usize; 2 * COLORS + 1];
+        for (k, count) in keys.iter().enumerate() {
             offsets[k] = start;
-            self.ranges.push(start..start + count);
             start += count;
+        }
+        for k in 0..=COLORS {
+            self.ranges.push(offsets[2 * k]..offsets[2 * k] + self.counts[k]);
+        }
+        for k in 0..COLORS {
+            self.bundled[k] = keys[2 * k];
         }
         scratch.clear();
         scratch.extend_from_slice(constraints);
-        for (c, &k) in scratch.iter().zip(&self.color) {
+        for (c, &k) in scratch.iter().zip(&self.key) {
             constraints[offsets[k as usize]] = *c;
             offsets[k as usize] += 1;
         }
@@ -549,27 +609,87 @@ impl Coloring {
     pub fn overflow(&self) -> usize {
         self.counts[COLORS]
     }
+
+    /// Packs each colour's bundled constraints, once they are prepared, four by four.
+    pub fn pack(&mut self, constraints: &[Constraint], jobs: Jobs) {
+        self.bundle_ranges.clear();
+        let mut total = 0;
+        for k in 0..COLORS {
+            let n = self.bundled[k].div_ceil(LANES);
+            self.bundle_ranges.push(total..total + n);
+            total += n;
+        }
+        // Every bundle is overwritten below: only new ones need a value first.
+        self.bundles.truncate(total);
+        self.bundles.resize(total, Bundle::EMPTY);
+        let (ranges, bundle_ranges) = (&self.ranges, &self.bundle_ranges);
+        let column = Column::new(&mut self.bundles);
+        jobs.parallel_for(0..total, 64, |chunk, _| {
+            for i in chunk {
+                let k = bundle_ranges.partition_point(|r| r.end <= i);
+                let first = ranges[k].start + (i - bundle_ranges[k].start) * LANES;
+                let last = (first + LANES).min(ranges[k].start + self.bundled[k]);
+                let indices: [usize; LANES] = std::array::from_fn(|l| first + l);
+                // SAFETY: `parallel_for` hands each bundle index to exactly one job.
+                *unsafe { column.get(i) } = Bundle::pack(constraints, &indices[..last - first]);
+            }
+        });
+    }
+
+    /// Copies the bundles' impulses back into their constraints.
+    pub fn unpack(&self, constraints: &mut [Constraint], jobs: Jobs) {
+        let column = Column::new(constraints);
+        jobs.parallel_for(0..self.bundles.len(), 64, |chunk, _| {
+            for b in &self.bundles[chunk] {
+                // SAFETY: every constraint is in at most one bundle, and each bundle
+                // goes to exactly one job.
+                unsafe { b.unpack(&column) };
+            }
+        });
+    }
 }
 
-/// Runs `f` over every constraint: the overflow on this thread first, then each
-/// colour's constraints in parallel.
-pub(crate) fn for_each_colored<F>(coloring: &Coloring, constraints: &mut [Constraint], jobs: Jobs, f: F)
-where
+/// Runs `scalar` over every constraint and `wide` over every bundle (when `bundles`):
+/// the overflow on this thread first, then each colour's work in parallel.
+fn for_each_colored<F, G>(
+    coloring: &mut Coloring,
+    constraints: &mut [Constraint],
+    bundles: bool,
+    jobs: Jobs,
+    scalar: F,
+    wide: G,
+) where
     F: Fn(&mut Constraint) + Sync,
+    G: Fn(&mut Bundle) + Sync,
 {
     let overflow = coloring.ranges[COLORS].clone();
     for c in &mut constraints[overflow] {
-        f(c);
+        scalar(c);
     }
     let column = Column::new(constraints);
-    for range in &coloring.ranges[..COLORS] {
-        if range.is_empty() {
+    let bundle_column = Column::new(&mut coloring.bundles);
+    for k in 0..COLORS {
+        let range = coloring.ranges[k].clone();
+        let (packed, first_scalar) = match bundles {
+            true => (coloring.bundle_ranges[k].clone(), range.start + coloring.bundled[k]),
+            false => (0..0, range.start),
+        };
+        let items = packed.len() + (range.end - first_scalar);
+        if items == 0 {
             continue;
         }
-        jobs.parallel_for(range.clone(), SOLVE_GRAIN, |chunk, _| {
-            // SAFETY: chunks of one colour range are disjoint.
-            for c in unsafe { column.rows(chunk) } {
-                f(c);
+        let grain = if packed.is_empty() { SOLVE_GRAIN } else { SOLVE_GRAIN / LANES };
+        jobs.parallel_for(0..items, grain, |chunk, _| {
+            for i in chunk {
+                // SAFETY: one colour's bundles and constraints share no dynamic body,
+                // and `parallel_for` hands each item to exactly one job.
+                unsafe {
+                    if i < packed.len() {
+                        wide(bundle_column.get(packed.start + i));
+                    } else {
+                        scalar(column.get(first_scalar + i - packed.len()));
+                    }
+                }
             }
         });
     }
@@ -585,19 +705,24 @@ pub(crate) enum Pass {
 }
 
 /// Runs `pass` over every constraint, colour by colour (see [`for_each_colored`]).
+/// Warm start, solve and relax run on the bundles (after [`Coloring::pack`]);
+/// restitution runs on the constraints (after [`Coloring::unpack`]).
 pub(crate) fn run_pass(
     pass: Pass,
-    coloring: &Coloring,
+    coloring: &mut Coloring,
     constraints: &mut [Constraint],
     states: &mut [BodyState],
     ctx: &StepContext,
     jobs: Jobs,
 ) {
     let states = Column::new(states);
-    for_each_colored(coloring, constraints, jobs, |c| {
-        // SAFETY: the overflow runs alone on this thread; within a colour no two
-        // constraints share a dynamic body, colours run one after another, and only
-        // dynamic bodies' states are written (static and kinematic ones are read).
+    let bundles = pass != Pass::Restitute;
+    // Safety of both closures: the overflow runs alone on this thread; within a colour
+    // no two constraints or bundles share a dynamic body, colours run one after
+    // another, and only dynamic bodies' states are written (static and kinematic
+    // ones are read).
+    let scalar = |c: &mut Constraint| {
+        // SAFETY: as above.
         unsafe {
             match pass {
                 Pass::WarmStart => warm_start(c, &states),
@@ -606,7 +731,19 @@ pub(crate) fn run_pass(
                 Pass::Restitute => restitute(c, &states, ctx),
             }
         }
-    });
+    };
+    let wide = |b: &mut Bundle| {
+        // SAFETY: as above.
+        unsafe {
+            match pass {
+                Pass::WarmStart => wide::warm_start(b, &states),
+                Pass::Solve => wide::solve(b, &states, ctx, true),
+                Pass::Relax => wide::solve(b, &states, ctx, false),
+                Pass::Restitute => unreachable!("restitution runs on the constraints"),
+            }
+        }
+    };
+    for_each_colored(coloring, constraints, bundles, jobs, scalar, wide);
 }
 
 #[cfg(test)]

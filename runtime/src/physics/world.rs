@@ -393,6 +393,13 @@ impl World {
         self.profile
     }
 
+    /// Solves colours in bundles of four (the default) or one constraint at a time;
+    /// the results are the same (tests compare them).
+    #[cfg(test)]
+    pub(crate) fn set_wide_solver(&mut self, on: bool) {
+        self.coloring.wide = on;
+    }
+
     pub fn counters(&self) -> StepCounters {
         self.counters
     }
@@ -1137,16 +1144,19 @@ impl World {
             });
         }
 
+        self.coloring.pack(&self.constraints, jobs);
+
         let gravity = self.def.gravity;
         for _ in 0..substeps {
             integrate_velocities(&self.bodies, &mut self.states, gravity, h, jobs);
             for pass in [Pass::WarmStart, Pass::Solve] {
-                solver::run_pass(pass, &self.coloring, &mut self.constraints, &mut self.states, &ctx, jobs);
+                solver::run_pass(pass, &mut self.coloring, &mut self.constraints, &mut self.states, &ctx, jobs);
             }
             integrate_positions(&mut self.states, h, jobs);
-            solver::run_pass(Pass::Relax, &self.coloring, &mut self.constraints, &mut self.states, &ctx, jobs);
+            solver::run_pass(Pass::Relax, &mut self.coloring, &mut self.constraints, &mut self.states, &ctx, jobs);
         }
-        solver::run_pass(Pass::Restitute, &self.coloring, &mut self.constraints, &mut self.states, &ctx, jobs);
+        self.coloring.unpack(&mut self.constraints, jobs);
+        solver::run_pass(Pass::Restitute, &mut self.coloring, &mut self.constraints, &mut self.states, &ctx, jobs);
         self.finalize(dt, jobs);
     }
 

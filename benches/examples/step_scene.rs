@@ -1,0 +1,53 @@
+//! Steps one benchmark scene and prints the per-stage times: a target for `perf`.
+//!
+//! ```text
+//! cargo build --release -p kiln-benches --example step_scene
+//! perf record -g target/release/examples/step_scene large_pyramid 60 1
+//! ```
+//!
+//! Arguments: scene (`large_pyramid` or `rain`), steps (60), workers (1).
+
+use std::time::Instant;
+
+use kiln::jobs::ThreadPool;
+use kiln::physics::scenes;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let name = args.get(1).map_or("large_pyramid", String::as_str);
+    let steps: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(60);
+    let workers: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1).max(1);
+    let scene = match name {
+        "large_pyramid" => scenes::large_pyramid(),
+        "rain" => scenes::rain(4096),
+        other => {
+            eprintln!("unknown scene {other:?}: large_pyramid or rain");
+            std::process::exit(2);
+        }
+    };
+    let pool = ThreadPool::new(workers - 1);
+    let (mut world, _) = scene.build();
+    let (mut solve, mut narrow, mut broad, mut prepare) = (0.0, 0.0, 0.0, 0.0);
+    let start = Instant::now();
+    for _ in 0..steps {
+        world.step(1.0 / 60.0, pool.jobs()).expect("valid step");
+        let p = world.profile();
+        (solve, narrow, broad, prepare) =
+            (solve + p.solve, narrow + p.narrowphase, broad + p.broadphase, prepare + p.prepare);
+    }
+    let per = |ms: f32| ms / steps as f32;
+    println!(
+        "{name}: {steps} steps, {workers} worker(s): {:.2} ms / step (solve {:.2}, narrowphase {:.2}, \
+         broadphase {:.2}, prepare {:.2})",
+        start.elapsed().as_secs_f64() * 1e3 / steps as f64,
+        per(solve),
+        per(narrow),
+        per(broad),
+        per(prepare)
+    );
+    let c = world.counters();
+    println!(
+        "last step: {} awake bodies, {} pairs, {} constraints, {} contact points, {} colours, {} overflow",
+        c.awake_bodies, c.pairs, c.constraints, c.contact_points, c.colors, c.overflow_constraints
+    );
+}
