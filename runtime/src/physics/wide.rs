@@ -17,7 +17,7 @@
 //! Constraints with rolling resistance take the scalar path: the bundles leave it out.
 //! A colour whose count is not a multiple of four ends with a partly empty bundle.
 
-use glam::{BVec4A, Quat, Vec3, Vec4};
+use glam::{BVec4A, Mat4, Quat, Vec3, Vec4};
 
 use super::solver::{self, BodyState, Column, Constraint, StepContext, NONE, TWIST_RADIUS};
 
@@ -39,16 +39,16 @@ impl V3 {
         (self.x[lane], self.y[lane], self.z[lane]) = (v.x, v.y, v.z);
     }
 
+    /// Four vectors into lanes: a 4x4 transpose (SSE shuffles).
     fn gather(v: [Vec3; LANES]) -> V3 {
-        V3 {
-            x: Vec4::new(v[0].x, v[1].x, v[2].x, v[3].x),
-            y: Vec4::new(v[0].y, v[1].y, v[2].y, v[3].y),
-            z: Vec4::new(v[0].z, v[1].z, v[2].z, v[3].z),
-        }
+        let m = Mat4::from_cols(v[0].extend(0.0), v[1].extend(0.0), v[2].extend(0.0), v[3].extend(0.0)).transpose();
+        V3 { x: m.x_axis, y: m.y_axis, z: m.z_axis }
     }
 
-    fn lane(self, i: usize) -> Vec3 {
-        Vec3::new(self.x[i], self.y[i], self.z[i])
+    /// The lanes as four vectors: the transpose back.
+    fn lanes(self) -> [Vec3; LANES] {
+        let m = Mat4::from_cols(self.x, self.y, self.z, Vec4::ZERO).transpose();
+        [m.x_axis.truncate(), m.y_axis.truncate(), m.z_axis.truncate(), m.w_axis.truncate()]
     }
 
     /// As `Vec3::dot`: `(x * x') + (y * y') + (z * z')`.
@@ -293,11 +293,12 @@ impl Bundle {
     /// # Safety
     /// The caller is the only thread touching the bundle's dynamic rows.
     unsafe fn write(&self, states: &Column<BodyState>, [va, wa, vb, wb]: [V3; 4]) {
+        let (va, wa, vb, wb) = (va.lanes(), wa.lanes(), vb.lanes(), wb.lanes());
         for i in 0..LANES {
             // SAFETY: forwarded from the caller.
             unsafe {
-                solver::write(states, self.row_a[i], self.inv_mass_a[i] > 0.0, va.lane(i), wa.lane(i));
-                solver::write(states, self.row_b[i], self.inv_mass_b[i] > 0.0, vb.lane(i), wb.lane(i));
+                solver::write(states, self.row_a[i], self.inv_mass_a[i] > 0.0, va[i], wa[i]);
+                solver::write(states, self.row_b[i], self.inv_mass_b[i] > 0.0, vb[i], wb[i]);
             }
         }
     }
