@@ -14,7 +14,7 @@
 //! zero, from adding the empty points of a lane with fewer than the bundle's
 //! points). Which constraints share a bundle therefore changes nothing.
 //!
-//! Constraints with rolling resistance take the scalar path: the bundles leave it out.
+//! Constraints with rolling resistance or without points take the scalar path.
 //! A colour whose count is not a multiple of four ends with a partly empty bundle.
 
 use glam::{BVec4A, Mat4, Quat, Vec3, Vec4};
