@@ -20,25 +20,36 @@
 //! not collide with it, so a shape that has tunnelled below the surface is not
 //! pulled further through.
 
-use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 
 use glam::Vec3;
 
 use super::contact::{collide_convex, Convex};
 use super::manifold::Manifold;
 use super::rounded::TriangleEdges;
-use crate::math::{Aabb, Isometry};
+use crate::math::{Aabb, FastMap, Isometry};
 use crate::shapes::{Shape, TrianglePoly};
 
 /// Cosine of the smallest crease angle that makes a convex edge active.
 const CREASE_COS: f32 = 0.999;
 
-type EdgeKey = [u32; 6];
+/// A directed edge's exact end points, hashed as three words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct EdgeKey([u64; 3]);
+
+impl Hash for EdgeKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        for word in self.0 {
+            state.write_u64(word);
+        }
+    }
+}
 
 /// Exact positions, with -0.0 folded into 0.0.
 fn key(p: Vec3, q: Vec3) -> EdgeKey {
     let (p, q) = (p + Vec3::ZERO, q + Vec3::ZERO);
-    [p.x.to_bits(), p.y.to_bits(), p.z.to_bits(), q.x.to_bits(), q.y.to_bits(), q.z.to_bits()]
+    let pair = |a: f32, b: f32| (a.to_bits() as u64) << 32 | b.to_bits() as u64;
+    EdgeKey([pair(p.x, p.y), pair(p.z, q.x), pair(q.y, q.z)])
 }
 
 /// Triangles near a shape, with per-edge active flags. Reuse one set across queries:
@@ -47,7 +58,7 @@ fn key(p: Vec3, q: Vec3) -> EdgeKey {
 pub struct TriangleSet {
     triangles: Vec<[Vec3; 3]>,
     active: Vec<[bool; 3]>,
-    directed: HashMap<EdgeKey, (u32, u8)>,
+    directed: FastMap<EdgeKey, (u32, u8)>,
 }
 
 impl TriangleSet {

@@ -1,10 +1,13 @@
 //! A thin layer over glam: axis-aligned boxes, rays and rigid transforms, the types
-//! every spatial structure shares, and the triangle tests in [`triangle`].
+//! every spatial structure shares, the triangle tests in [`triangle`], and a fast
+//! hasher for Kiln's own map keys.
 
+mod hash;
 mod isometry;
 mod triangle;
 
 pub use glam::{IVec3, Mat3, Quat, Vec3};
+pub use hash::{FastHasher, FastMap};
 pub use isometry::Isometry;
 pub use triangle::{ray_triangle, triangle_normal, triangle_overlaps_aabb, TriangleHit};
 

@@ -514,7 +514,9 @@ pub(crate) unsafe fn restitute(c: &mut Constraint, states: &Column<BodyState>, c
 /// The constraints of a step grouped by colour: `order[ranges[k]]` are colour `k`'s
 /// constraint indices, the last range is the overflow. Within a colour, the first
 /// `bundled[k]` constraints ride four at a time in `bundles[bundle_ranges[k]]` (see
-/// [`super::wide`]) and the rest are solved one by one.
+/// [`super::wide`]) and the rest are solved one by one. The constraints themselves
+/// stay where the narrowphase put them: moving 700-byte constraints into colour order
+/// (a copy and a permutation, on one thread) was a tenth of the pyramid's step.
 #[derive(Debug)]
 pub(crate) struct Coloring {
     /// One bit per awake row, per colour.
@@ -522,7 +524,9 @@ pub(crate) struct Coloring {
     /// Sort key per constraint: colour * 2, plus 1 when it takes the scalar path.
     key: Vec<u8>,
     counts: [usize; COLORS + 1],
-    pub ranges: Vec<Range<usize>>,
+    /// Constraint indices, colour by colour (bundled first), the overflow last.
+    order: Vec<u32>,
+    ranges: Vec<Range<usize>>,
     /// Whether colours solve in bundles of four (off: every constraint is scalar).
     pub wide: bool,
     bundled: [usize; COLORS],
@@ -536,6 +540,7 @@ impl Default for Coloring {
             used: Vec::new(),
             key: Vec::new(),
             counts: [0; COLORS + 1],
+            order: Vec::new(),
             ranges: Vec::new(),
             wide: true,
             bundled: [0; COLORS],
@@ -547,9 +552,9 @@ impl Default for Coloring {
 
 impl Coloring {
     /// Assigns every constraint the first colour in which none of its dynamic bodies
-    /// appears yet (in constraint order: deterministic), then reorders `constraints`
-    /// by colour, and within a colour those that can ride in bundles first.
-    pub fn color(&mut self, constraints: &mut [Constraint], scratch: &mut Vec<Constraint>, rows: usize) {
+    /// appears yet (in constraint order: deterministic), then orders the constraint
+    /// indices by colour, and within a colour those that can ride in bundles first.
+    pub fn color(&mut self, constraints: &[Constraint], rows: usize) {
         let words = rows.div_ceil(64);
         self.used.resize_with(COLORS, Vec::new);
         for bits in &mut self.used {
@@ -559,7 +564,7 @@ impl Coloring {
         self.key.clear();
         self.counts = [0; COLORS + 1];
         let mut keys = [0usize; 2 * COLORS + 1];
-        for c in constraints.iter() {
+        for c in constraints {
             let a = (c.inv_mass_a > 0.0 && c.row_a != NONE).then_some(c.row_a as usize);
             let b = (c.inv_mass_b > 0.0 && c.row_b != NONE).then_some(c.row_b as usize);
             let mut chosen = COLORS;
@@ -593,10 +598,10 @@ impl Coloring {
         for k in 0..COLORS {
             self.bundled[k] = keys[2 * k];
         }
-        scratch.clear();
-        scratch.extend_from_slice(constraints);
-        for (c, &k) in scratch.iter().zip(&self.key) {
-            constraints[offsets[k as usize]] = *c;
+        self.order.clear();
+        self.order.resize(constraints.len(), 0);
+        for (i, &k) in self.key.iter().enumerate() {
+            self.order[offsets[k as usize]] = i as u32;
             offsets[k as usize] += 1;
         }
     }
@@ -622,14 +627,14 @@ impl Coloring {
         // Every bundle is overwritten below: only new ones need a value first.
         self.bundles.truncate(total);
         self.bundles.resize(total, Bundle::EMPTY);
-        let (ranges, bundle_ranges) = (&self.ranges, &self.bundle_ranges);
+        let (order, ranges, bundle_ranges) = (&self.order, &self.ranges, &self.bundle_ranges);
         let column = Column::new(&mut self.bundles);
         jobs.parallel_for(0..total, 64, |chunk, _| {
             for i in chunk {
                 let k = bundle_ranges.partition_point(|r| r.end <= i);
                 let first = ranges[k].start + (i - bundle_ranges[k].start) * LANES;
                 let last = (first + LANES).min(ranges[k].start + self.bundled[k]);
-                let indices: [usize; LANES] = std::array::from_fn(|l| first + l);
+                let indices: [usize; LANES] = std::array::from_fn(|l| order[(first + l).min(last - 1)] as usize);
                 // SAFETY: `parallel_for` hands each bundle index to exactly one job.
                 *unsafe { column.get(i) } = Bundle::pack(constraints, &indices[..last - first]);
             }
@@ -662,9 +667,9 @@ fn for_each_colored<F, G>(
     F: Fn(&mut Constraint) + Sync,
     G: Fn(&mut Bundle) + Sync,
 {
-    let overflow = coloring.ranges[COLORS].clone();
-    for c in &mut constraints[overflow] {
-        scalar(c);
+    let order = &coloring.order;
+    for &i in &order[coloring.ranges[COLORS].clone()] {
+        scalar(&mut constraints[i as usize]);
     }
     let column = Column::new(constraints);
     let bundle_column = Column::new(&mut coloring.bundles);
@@ -687,7 +692,7 @@ fn for_each_colored<F, G>(
                     if i < packed.len() {
                         wide(bundle_column.get(packed.start + i));
                     } else {
-                        scalar(column.get(first_scalar + i - packed.len()));
+                        scalar(column.get(order[first_scalar + i - packed.len()] as usize));
                     }
                 }
             }

@@ -191,7 +191,7 @@ pub struct World {
     terrain: Option<Terrain>,
     terrain_contacts: TerrainContacts,
     islands: Islands,
-    /// This step's constraints (coloured order after the coloring stage), and last
+    /// This step's constraints (in narrowphase order, woken ones last), and last
     /// step's with a sorted `(key, sub, index)` lookup for warm starting.
     constraints: Vec<Constraint>,
     previous: Vec<Constraint>,
@@ -1095,7 +1095,7 @@ impl World {
     /// Colours, then the soft step over all substeps, then poses and sleep timers.
     fn solve_stage(&mut self, dt: f32, jobs: Jobs) {
         let n = self.bodies.awake.len();
-        self.coloring.color(&mut self.constraints, &mut self.scratch.keep, n);
+        self.coloring.color(&self.constraints, n);
         self.counters.colors = self.coloring.color_count() as u32;
         self.counters.overflow_constraints = self.coloring.overflow() as u32;
 

@@ -5,10 +5,9 @@
 //! per Y slice for solid, one for water; bit `x + 8 * z`), updated on every edit, so
 //! the broadphase masks are built from bits alone (see `masks.rs`).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use glam::IVec3;
+
+use crate::math::FastMap;
 
 /// Voxels per chunk edge.
 pub const CHUNK: i32 = 8;
@@ -96,32 +95,8 @@ pub fn local_of(voxel: IVec3) -> IVec3 {
     voxel & (CHUNK - 1)
 }
 
-/// A fast hasher for chunk coordinates (the map is keyed by small integer vectors;
-/// SipHash would dominate the lookups).
-#[derive(Default, Clone, Copy)]
-pub struct CoordHasher(u64);
-
-impl Hasher for CoordHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-
-    fn write_i32(&mut self, v: i32) {
-        self.write_u64(v as u32 as u64);
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-pub type CoordMap<V> = HashMap<IVec3, V, BuildHasherDefault<CoordHasher>>;
+/// Chunks by coordinate.
+pub type CoordMap<V> = FastMap<IVec3, V>;
 
 /// The voxel grid. Edits record the chunks whose broadphase masks they affect.
 #[derive(Clone, Debug, Default)]
