@@ -116,9 +116,10 @@ int main(int argc, char **argv) {
             continue;
         }
         /* Gravity, a push down while grounded so it sticks to slopes, and a jump
-         * when a ledge higher than step_height blocked the last move. */
+         * when a ledge higher than step_height blocked the last move (not while a
+         * jump still rises: the ground probe can still touch the ledge's foot). */
         float wanted = speed * dt, progress = sqrtf(r.moved.x * r.moved.x + r.moved.z * r.moved.z);
-        if (r.grounded && frame > 0 && progress < 0.3f * wanted) {
+        if (r.grounded && frame > 0 && progress < 0.3f * wanted && fall_speed <= 0) {
             fall_speed = jump_speed;
             jumps++;
         } else if (r.grounded && fall_speed <= 0) {

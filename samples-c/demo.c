@@ -121,7 +121,7 @@ static void walker_step(Walker *w, KilnTerrainId terrain, KilnRuntimeId runtime)
     }
     const KilnMoveResult *r = &w->last;
     float wanted = speed * DT, progress = sqrtf(r->moved.x * r->moved.x + r->moved.z * r->moved.z);
-    if (r->grounded && progress < 0.3f * wanted) {
+    if (r->grounded && progress < 0.3f * wanted && w->fall_speed <= 0) { /* not while a jump rises */
         w->fall_speed = jump_speed;
         w->jumps++;
     }
