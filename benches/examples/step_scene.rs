@@ -5,12 +5,14 @@
 //! perf record -g target/release/examples/step_scene large_pyramid 60 1
 //! ```
 //!
-//! Arguments: scene (`large_pyramid` or `rain`), steps (60), workers (1).
+//! Arguments: scene (`large_pyramid`, `pyramid` (base 20) or `rain`), steps (60),
+//! workers (1), solver (`soft`, the default, or `si`: sequential impulses, 8 velocity
+//! and 3 position passes, the soft step's pass count).
 
 use std::time::Instant;
 
 use kiln::jobs::ThreadPool;
-use kiln::physics::scenes;
+use kiln::physics::{scenes, Solver};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -19,14 +21,24 @@ fn main() {
     let workers: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1).max(1);
     let scene = match name {
         "large_pyramid" => scenes::large_pyramid(),
+        "pyramid" => scenes::pyramid(20),
         "rain" => scenes::rain(4096),
         other => {
-            eprintln!("unknown scene {other:?}: large_pyramid or rain");
+            eprintln!("unknown scene {other:?}: large_pyramid, pyramid or rain");
+            std::process::exit(2);
+        }
+    };
+    let solver = match args.get(4).map_or("soft", String::as_str) {
+        "soft" => Solver::SoftStep,
+        "si" => Solver::SEQUENTIAL_IMPULSES,
+        other => {
+            eprintln!("unknown solver {other:?}: soft or si");
             std::process::exit(2);
         }
     };
     let pool = ThreadPool::new(workers - 1);
     let (mut world, _) = scene.build();
+    world.set_solver(solver);
     let (mut solve, mut narrow, mut broad, mut prepare) = (0.0, 0.0, 0.0, 0.0);
     let start = Instant::now();
     for _ in 0..steps {
@@ -37,7 +49,7 @@ fn main() {
     }
     let per = |ms: f32| ms / steps as f32;
     println!(
-        "{name}: {steps} steps, {workers} worker(s): {:.2} ms / step (solve {:.2}, narrowphase {:.2}, \
+        "{name}, {solver:?}: {steps} steps, {workers} worker(s): {:.2} ms / step (solve {:.2}, narrowphase {:.2}, \
          broadphase {:.2}, prepare {:.2})",
         start.elapsed().as_secs_f64() * 1e3 / steps as f64,
         per(solve),

@@ -23,6 +23,6 @@ mod world;
 pub use body::{Bodies, BodyDef, BodyError, BodyId, BodySet, BodyShape, MotionType, SetKind, ShapeDef};
 pub use debug::{DebugDraw, DebugDrawFlags};
 pub use world::{
-    ContactEvent, ContactPointInfo, StepCounters, StepProfile, StepStage, World, WorldDef, LINEAR_SLOP,
+    ContactEvent, ContactPointInfo, Solver, StepCounters, StepProfile, StepStage, World, WorldDef, LINEAR_SLOP,
     MAX_LINEAR_SPEED, MAX_ROTATION, SPECULATIVE_DISTANCE,
 };

@@ -511,6 +511,46 @@ pub(crate) unsafe fn restitute(c: &mut Constraint, states: &Column<BodyState>, c
     }
 }
 
+/// Fraction of a point's penetration (beyond [`super::LINEAR_SLOP`]) that one
+/// position-correction pass removes (Box2D v2.4's `b2_baumgarte`).
+pub(crate) const BAUMGARTE: f32 = 0.2;
+
+/// Largest correction of one point in one position pass (m).
+const MAX_CORRECTION: f32 = 0.2;
+
+/// Position correction of sequential impulses (Box2D v2.4's non-linear Gauss-Seidel):
+/// each point's separation from the bodies' motion so far, and a pseudo-impulse that
+/// moves and turns the bodies apart by [`BAUMGARTE`] of the penetration beyond the
+/// slop. Velocities are untouched, so the push adds no energy.
+///
+/// # Safety
+/// `c`'s dynamic bodies are touched by no other thread meanwhile.
+pub(crate) unsafe fn correct_positions(c: &Constraint, states: &Column<BodyState>) {
+    // SAFETY: forwarded from the caller.
+    let (sa, sb) = unsafe { (read(states, c.row_a), read(states, c.row_b)) };
+    let (mut pa, mut qa, mut pb, mut qb) = (sa.dp, sa.dq, sb.dp, sb.dq);
+    let (ma, mb, ia, ib) = (c.inv_mass_a, c.inv_mass_b, c.inv_inertia_a, c.inv_inertia_b);
+    let turn = |q: Quat, angle: Vec3| (q + Quat::from_xyzw(angle.x, angle.y, angle.z, 0.0) * q * 0.5).normalize();
+    for p in c.points() {
+        let (ra, rb) = (p.anchor_a, p.anchor_b);
+        let (ta, tb) = (ra - p.normal * c.round_a, rb + p.normal * c.round_b);
+        let s = (pb - pa + qb * tb - qa * ta).dot(p.normal) + p.base_separation;
+        let correction = (BAUMGARTE * (s + super::LINEAR_SLOP)).clamp(-MAX_CORRECTION, 0.0);
+        let impulse = -p.normal_mass * correction;
+        pa -= p.normal * (impulse * ma);
+        qa = turn(qa, -angular(ia, ra, p.normal) * impulse);
+        pb += p.normal * (impulse * mb);
+        qb = turn(qb, angular(ib, rb, p.normal) * impulse);
+    }
+    for (row, dynamic, dp, dq) in [(c.row_a, ma > 0.0, pa, qa), (c.row_b, mb > 0.0, pb, qb)] {
+        if row != NONE && dynamic && dp.is_finite() && dq.is_finite() {
+            // SAFETY: forwarded from the caller.
+            let s = unsafe { states.get(row as usize) };
+            (s.dp, s.dq) = (dp, dq);
+        }
+    }
+}
+
 /// The constraints of a step grouped by colour: `order[ranges[k]]` are colour `k`'s
 /// constraint indices, the last range is the overflow. Within a colour, the first
 /// `bundled[k]` constraints ride four at a time in `bundles[bundle_ranges[k]]` (see
@@ -707,11 +747,14 @@ pub(crate) enum Pass {
     Solve,
     Relax,
     Restitute,
+    /// Sequential impulses' position correction (runs on the constraints).
+    CorrectPositions,
 }
 
 /// Runs `pass` over every constraint, colour by colour (see [`for_each_colored`]).
 /// Warm start, solve and relax run on the bundles (after [`Coloring::pack`]);
-/// restitution runs on the constraints (after [`Coloring::unpack`]).
+/// restitution runs on the constraints (after [`Coloring::unpack`]), and so does
+/// position correction (it reads only what prepare wrote).
 pub(crate) fn run_pass(
     pass: Pass,
     coloring: &mut Coloring,
@@ -721,7 +764,7 @@ pub(crate) fn run_pass(
     jobs: Jobs,
 ) {
     let states = Column::new(states);
-    let bundles = pass != Pass::Restitute;
+    let bundles = !matches!(pass, Pass::Restitute | Pass::CorrectPositions);
     // Safety of both closures: the overflow runs alone on this thread; within a colour
     // no two constraints or bundles share a dynamic body, colours run one after
     // another, and only dynamic bodies' states are written (static and kinematic
@@ -734,6 +777,7 @@ pub(crate) fn run_pass(
                 Pass::Solve => solve(c, &states, ctx, true),
                 Pass::Relax => solve(c, &states, ctx, false),
                 Pass::Restitute => restitute(c, &states, ctx),
+                Pass::CorrectPositions => correct_positions(c, &states),
             }
         }
     };
@@ -744,7 +788,7 @@ pub(crate) fn run_pass(
                 Pass::WarmStart => wide::warm_start(b, &states),
                 Pass::Solve => wide::solve(b, &states, ctx, true),
                 Pass::Relax => wide::solve(b, &states, ctx, false),
-                Pass::Restitute => unreachable!("restitution runs on the constraints"),
+                Pass::Restitute | Pass::CorrectPositions => unreachable!("{pass:?} runs on the constraints"),
             }
         }
     };

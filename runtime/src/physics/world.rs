@@ -117,6 +117,29 @@ impl WorldDef {
     }
 }
 
+/// The contact solver a world steps with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Solver {
+    /// Box2D v3's soft step (the default): [`WorldDef::substeps`] substeps, each of
+    /// warm start, soft solve and relax: with 4 substeps, 12 passes over the
+    /// constraints per step.
+    #[default]
+    SoftStep,
+    /// Sequential impulses as Box2D v2.4 steps: a warm start, `velocity_iterations`
+    /// rigid passes, the positions integrated over the whole step, then
+    /// `position_iterations` passes of non-linear Gauss-Seidel position correction
+    /// (see `solver::correct_positions`). With 8 and 3, the 12 passes of the soft
+    /// step. The reference the soft step was chosen over (`physics::tests`,
+    /// `step_scene`).
+    SequentialImpulses { velocity_iterations: u32, position_iterations: u32 },
+}
+
+impl Solver {
+    /// Sequential impulses with the usual iteration counts (8 and 3).
+    pub const SEQUENTIAL_IMPULSES: Solver =
+        Solver::SequentialImpulses { velocity_iterations: 8, position_iterations: 3 };
+}
+
 /// A contact starting or ending between two shapes (or a shape and the terrain).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ContactEvent {
@@ -197,6 +220,7 @@ pub struct World {
     previous: Vec<Constraint>,
     cache: Vec<(u64, u64, u32)>,
     coloring: Coloring,
+    solver: Solver,
     states: Vec<BodyState>,
     start_poses: Vec<(Vec3, Quat)>,
     /// Pair keys touching after the last step (sleeping ones included), sorted.
@@ -307,6 +331,7 @@ impl World {
             previous: Vec::new(),
             cache: Vec::new(),
             coloring: Coloring::default(),
+            solver: Solver::SoftStep,
             states: Vec::new(),
             start_poses: Vec::new(),
             touching: Vec::new(),
@@ -391,6 +416,15 @@ impl World {
 
     pub fn profile(&self) -> StepProfile {
         self.profile
+    }
+
+    /// Steps with `solver` from the next step on (the default is the soft step).
+    pub fn set_solver(&mut self, solver: Solver) {
+        self.solver = solver;
+    }
+
+    pub fn solver(&self) -> Solver {
+        self.solver
     }
 
     /// Solves colours in bundles of four (the default) or one constraint at a time;
@@ -1092,20 +1126,28 @@ impl World {
         self.scratch.touching = old;
     }
 
-    /// Colours, then the soft step over all substeps, then poses and sleep timers.
+    /// Colours, then the solver (the soft step over all substeps, or sequential
+    /// impulses), then poses and sleep timers.
     fn solve_stage(&mut self, dt: f32, jobs: Jobs) {
         let n = self.bodies.awake.len();
         self.coloring.color(&self.constraints, n);
         self.counters.colors = self.coloring.color_count() as u32;
         self.counters.overflow_constraints = self.coloring.overflow() as u32;
 
-        let substeps = self.def.substeps;
+        let substeps = match self.solver {
+            Solver::SoftStep => self.def.substeps,
+            Solver::SequentialImpulses { .. } => 1,
+        };
         let h = dt / substeps as f32;
         let hertz = self.def.contact_hertz.min(0.25 / h);
+        let (soft, static_soft) = (
+            Softness::new(hertz, self.def.contact_damping_ratio, h),
+            Softness::new(2.0 * hertz, self.def.contact_damping_ratio, h),
+        );
         let ctx = StepContext {
             inv_h: 1.0 / h,
-            soft: Softness::new(hertz, self.def.contact_damping_ratio, h),
-            static_soft: Softness::new(2.0 * hertz, self.def.contact_damping_ratio, h),
+            soft,
+            static_soft,
             push_out: self.def.contact_push_out,
             restitution_threshold: self.def.restitution_threshold,
         };
@@ -1147,13 +1189,31 @@ impl World {
         self.coloring.pack(&self.constraints, jobs);
 
         let gravity = self.def.gravity;
-        for _ in 0..substeps {
-            integrate_velocities(&self.bodies, &mut self.states, gravity, h, jobs);
-            for pass in [Pass::WarmStart, Pass::Solve] {
-                solver::run_pass(pass, &mut self.coloring, &mut self.constraints, &mut self.states, &ctx, jobs);
+        let mut pass = |pass: Pass, states: &mut Vec<BodyState>| {
+            solver::run_pass(pass, &mut self.coloring, &mut self.constraints, states, &ctx, jobs);
+        };
+        match self.solver {
+            Solver::SoftStep => {
+                for _ in 0..substeps {
+                    integrate_velocities(&self.bodies, &mut self.states, gravity, h, jobs);
+                    pass(Pass::WarmStart, &mut self.states);
+                    pass(Pass::Solve, &mut self.states);
+                    integrate_positions(&mut self.states, h, jobs);
+                    pass(Pass::Relax, &mut self.states);
+                }
             }
-            integrate_positions(&mut self.states, h, jobs);
-            solver::run_pass(Pass::Relax, &mut self.coloring, &mut self.constraints, &mut self.states, &ctx, jobs);
+            Solver::SequentialImpulses { velocity_iterations, position_iterations } => {
+                // Rigid passes: the relax pass is the solve without a position bias.
+                integrate_velocities(&self.bodies, &mut self.states, gravity, h, jobs);
+                pass(Pass::WarmStart, &mut self.states);
+                for _ in 0..velocity_iterations {
+                    pass(Pass::Relax, &mut self.states);
+                }
+                integrate_positions(&mut self.states, h, jobs);
+                for _ in 0..position_iterations {
+                    pass(Pass::CorrectPositions, &mut self.states);
+                }
+            }
         }
         self.coloring.unpack(&mut self.constraints, jobs);
         solver::run_pass(Pass::Restitute, &mut self.coloring, &mut self.constraints, &mut self.states, &ctx, jobs);
