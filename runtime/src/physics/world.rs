@@ -286,6 +286,8 @@ struct Scratch {
     chunks: Vec<IVec3>,
     items: Vec<Item>,
     outs: Vec<NarrowOut>,
+    /// Where each narrowphase chunk's constraints start in `World::constraints`.
+    offsets: Vec<usize>,
     wake: Vec<u32>,
     groups: Vec<u32>,
     woken: Vec<Constraint>,
@@ -1021,12 +1023,33 @@ impl World {
             cache: &self.cache,
         };
         let chunks = narrow::run(&input, &s.items, &mut s.outs, jobs);
-        self.constraints.clear();
+        // The chunks' constraints, concatenated in chunk order by parallel copies (one
+        // thread copying 700-byte constraints was 3% of the pyramid's step).
         s.wake.clear();
+        s.offsets.clear();
+        let mut total = 0;
         for out in &s.outs[..chunks] {
-            self.constraints.extend_from_slice(&out.constraints);
+            s.offsets.push(total);
+            total += out.constraints.len();
             s.wake.extend_from_slice(&out.wake);
         }
+        self.constraints.clear();
+        self.constraints.reserve(total);
+        let spare = Column::new(&mut self.constraints.spare_capacity_mut()[..total]);
+        let (outs, offsets) = (&s.outs[..chunks], &s.offsets);
+        jobs.parallel_for(0..chunks, 1, |range, _| {
+            for k in range {
+                let from = &outs[k].constraints;
+                // SAFETY: chunk k alone writes `offsets[k]..offsets[k] + from.len()`, and
+                // `parallel_for` hands each chunk to exactly one job.
+                let to = unsafe { spare.rows(offsets[k]..offsets[k] + from.len()) };
+                for (slot, c) in to.iter_mut().zip(from) {
+                    slot.write(*c);
+                }
+            }
+        });
+        // SAFETY: the copies above initialised every element of `0..total`.
+        unsafe { self.constraints.set_len(total) };
         // Wake touched groups; their stored constraints join this step.
         let mut wake = std::mem::take(&mut self.scratch.wake);
         let mut groups = std::mem::take(&mut self.scratch.groups);
