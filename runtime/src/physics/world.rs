@@ -1163,14 +1163,10 @@ impl World {
         };
         let h = dt / substeps as f32;
         let hertz = self.def.contact_hertz.min(0.25 / h);
-        let (soft, static_soft) = (
-            Softness::new(hertz, self.def.contact_damping_ratio, h),
-            Softness::new(2.0 * hertz, self.def.contact_damping_ratio, h),
-        );
         let ctx = StepContext {
             inv_h: 1.0 / h,
-            soft,
-            static_soft,
+            soft: Softness::new(hertz, self.def.contact_damping_ratio, h),
+            static_soft: Softness::new(2.0 * hertz, self.def.contact_damping_ratio, h),
             push_out: self.def.contact_push_out,
             restitution_threshold: self.def.restitution_threshold,
         };
