@@ -799,6 +799,45 @@ pub(crate) fn run_pass(
 mod tests {
     use super::*;
 
+    /// Position correction pushes two overlapping boxes apart by `BAUMGARTE` of the
+    /// penetration beyond the slop per pass, converges on the slop, and leaves the
+    /// velocities alone.
+    #[test]
+    fn position_correction_removes_penetration_down_to_the_slop() {
+        let mut c = Constraint::new(0, 0, 0, 1, 0.5, 0.0);
+        (c.row_a, c.row_b) = (0, 1);
+        (c.inv_mass_a, c.inv_mass_b) = (1.0, 1.0);
+        (c.inv_inertia_a, c.inv_inertia_b) = (Mat3::IDENTITY, Mat3::IDENTITY);
+        c.push(Vec3::new(0.2, 0.0, 0.0), Vec3::Y, -0.05, 7);
+        let v = Vec3::new(0.0, -1.0, 0.5);
+        let mut states = [BodyState { v, ..BodyState::STILL }, BodyState { w: v, ..BodyState::STILL }];
+        prepare(&mut c, Vec3::new(0.0, -0.5, 0.0), Vec3::new(0.0, 0.5, 0.0), &states[0], &states[1]);
+        let separation = |states: &[BodyState; 2]| {
+            let p = c.points[0];
+            let (ta, tb) = (p.anchor_a, p.anchor_b);
+            (states[1].dp - states[0].dp + states[1].dq * tb - states[0].dq * ta).dot(p.normal) + p.base_separation
+        };
+        assert!((separation(&states) + 0.05).abs() < 1e-6);
+        let slop = super::super::LINEAR_SLOP;
+        let mut before = separation(&states);
+        for pass in 0..40 {
+            let column = Column::new(&mut states);
+            // SAFETY: one thread, both rows in bounds.
+            unsafe { correct_positions(&c, &column) };
+            let after = separation(&states);
+            if pass == 0 {
+                // Off-centre point: the bodies turn as well, so the step is near, not at, 20%.
+                let expected = before - BAUMGARTE * (before + slop);
+                assert!((after - expected).abs() < 2e-3, "{after} after one pass, {expected} expected");
+            }
+            assert!(after > before || after >= -slop - 1e-5, "pass {pass}: {before} -> {after}");
+            before = after;
+        }
+        assert!((before + slop).abs() < 1e-3, "converged on {before}, the slop is {slop}");
+        assert_eq!((states[0].v, states[1].w), (v, v), "velocities untouched");
+        assert!(states[0].dp.y < 0.0 && states[1].dp.y > 0.0, "pushed apart along the normal");
+    }
+
     /// An effective mass of `f32::MAX` meeting 1e5 m/s: the normal impulse overflows.
     /// It stays finite, the frictionless twist limit (0 x inf was NaN, and `clamp`
     /// panicked on it) holds, and the written velocities are finite. Found by
