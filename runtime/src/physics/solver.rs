@@ -60,6 +60,9 @@ pub(crate) const TWIST_RADIUS: f32 = 0.01;
 /// Constraints per solver job.
 const SOLVE_GRAIN: usize = 64;
 
+/// Bundles (or scalar constraints) per prepare job.
+const PREPARE_GRAIN: usize = 16;
+
 /// A contact point as the solver keeps it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct ContactPoint {
@@ -262,6 +265,12 @@ impl<T> Column<T> {
         unsafe { std::slice::from_raw_parts_mut(self.0.add(range.start), range.len()) }
     }
 
+    /// Element `i`'s address (for a prefetch: no access, so no contract).
+    pub fn ptr(&self, i: usize) -> *const T {
+        assert!(i < self.1, "row out of bounds");
+        self.0.wrapping_add(i)
+    }
+
     /// # Safety
     /// No other thread reads or writes element `i` meanwhile.
     #[allow(clippy::mut_from_ref)]
@@ -270,6 +279,26 @@ impl<T> Column<T> {
         // SAFETY: in bounds (checked), exclusive per the caller's contract.
         unsafe { &mut *self.0.add(i) }
     }
+}
+
+/// Asks for `value`'s cache lines ahead of use (x86-64 only; a hint elsewhere
+/// ignored). The colour order visits constraints scattered over the whole step's
+/// array, each a dozen cache lines: fetching the next bundle's while this one
+/// computes hides most of those misses.
+#[inline(always)]
+pub(crate) fn prefetch<T>(value: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let base = value.cast::<i8>();
+        for offset in (0..std::mem::size_of::<T>()).step_by(64) {
+            // SAFETY: SSE is part of x86-64; a prefetch is a hint and never faults
+            // (the address stays inside `value` anyway).
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(offset)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
 }
 
 /// Reads a body's state (`STILL` for `NONE`).
@@ -305,8 +334,25 @@ pub(super) unsafe fn write(states: &Column<BodyState>, row: u32, dynamic: bool, 
     }
 }
 
-/// Anchors, effective masses and the restitution reference of every point.
-pub(crate) fn prepare(c: &mut Constraint, center_a: Vec3, center_b: Vec3, state_a: &BodyState, state_b: &BodyState) {
+/// What [`prepare`] needs besides the constraint: the points' reference centres
+/// (a body's centre of mass; any fixed point of a static side) and the bodies'
+/// states at the step's start.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Frame {
+    pub center_a: Vec3,
+    pub center_b: Vec3,
+    pub state_a: BodyState,
+    pub state_b: BodyState,
+}
+
+/// Angular velocity changes per unit impulse at one point along its normal and its
+/// two tangents (see [`angular`]), for body A and body B.
+pub(crate) type PointAngular = ([Vec3; 3], [Vec3; 3]);
+
+/// Anchors, effective masses and the restitution reference of every point. The
+/// angular terms it computes on the way go to `on_point` with each prepared point,
+/// so the bundles need not compute them again.
+pub(crate) fn prepare(c: &mut Constraint, f: &Frame, mut on_point: impl FnMut(usize, &ContactPoint, PointAngular)) {
     let (ma, mb) = (c.inv_mass_a, c.inv_mass_b);
     let (ia, ib) = (c.inv_inertia_a, c.inv_inertia_b);
     if c.rolling_resistance > 0.0 {
@@ -319,15 +365,18 @@ pub(crate) fn prepare(c: &mut Constraint, center_a: Vec3, center_b: Vec3, state_
         let k = n.dot(c.twist_axis_a) + n.dot(c.twist_axis_b);
         c.twist_mass = if k > 0.0 { 1.0 / k } else { 0.0 };
     }
-    for p in &mut c.points[..c.count as usize] {
-        let (ra, rb) = (p.point - center_a, p.point - center_b);
+    let (sa, sb) = (&f.state_a, &f.state_b);
+    for (i, p) in c.points[..c.count as usize].iter_mut().enumerate() {
+        let (ra, rb) = (p.point - f.center_a, p.point - f.center_b);
         p.anchor_a = ra;
         p.anchor_b = rb;
         let (ta, tb) = (ra - p.normal * c.round_a, rb + p.normal * c.round_b);
         p.base_separation = p.separation - (tb - ta).dot(p.normal);
         // Effective mass along d: 1 / (ma + mb + (ra x d) Ia (ra x d) + (rb x d) Ib (rb x d)).
-        let mass = [p.normal, p.tangent1, p.tangent2].map(|d| {
-            let sum = ma + mb + ra.cross(d).dot(angular(ia, ra, d)) + rb.cross(d).dot(angular(ib, rb, d));
+        let axes = [p.normal, p.tangent1, p.tangent2];
+        let (turn_a, turn_b) = (axes.map(|d| angular(ia, ra, d)), axes.map(|d| angular(ib, rb, d)));
+        let mass: [f32; 3] = std::array::from_fn(|k| {
+            let sum = ma + mb + ra.cross(axes[k]).dot(turn_a[k]) + rb.cross(axes[k]).dot(turn_b[k]);
             if sum > 0.0 {
                 1.0 / sum
             } else {
@@ -337,8 +386,9 @@ pub(crate) fn prepare(c: &mut Constraint, center_a: Vec3, center_b: Vec3, state_
         p.normal_mass = mass[0];
         p.tangent_mass = [mass[1], mass[2]];
         p.max_normal_impulse = 0.0;
-        let dv = state_b.v + state_b.w.cross(rb) - state_a.v - state_a.w.cross(ra);
+        let dv = sb.v + sb.w.cross(rb) - sa.v - sa.w.cross(ra);
         p.relative_velocity = p.normal.dot(dv);
+        on_point(i, p, (turn_a, turn_b));
     }
 }
 
@@ -572,6 +622,8 @@ pub(crate) struct Coloring {
     bundled: [usize; COLORS],
     bundles: Vec<Bundle>,
     bundle_ranges: Vec<Range<usize>>,
+    /// The constraints solved one by one (prepared without a bundle).
+    scalar: Vec<u32>,
 }
 
 impl Default for Coloring {
@@ -586,6 +638,7 @@ impl Default for Coloring {
             bundled: [0; COLORS],
             bundles: Vec::new(),
             bundle_ranges: Vec::new(),
+            scalar: Vec::new(),
         }
     }
 }
@@ -655,31 +708,57 @@ impl Coloring {
         self.counts[COLORS]
     }
 
-    /// Packs each colour's bundled constraints, once they are prepared, four by four.
-    pub fn pack(&mut self, constraints: &[Constraint], jobs: Jobs) {
+    /// Prepares every constraint ([`prepare`], from the frame `frame` gives it) and
+    /// packs each colour's bundled ones four by four as it goes, while the
+    /// constraint is still in cache; the angular terms come from the prepare.
+    pub fn prepare(&mut self, constraints: &mut [Constraint], frame: impl Fn(&Constraint) -> Frame + Sync, jobs: Jobs) {
         self.bundle_ranges.clear();
+        self.scalar.clear();
         let mut total = 0;
         for k in 0..COLORS {
             let n = self.bundled[k].div_ceil(LANES);
             self.bundle_ranges.push(total..total + n);
             total += n;
+            let range = &self.ranges[k];
+            self.scalar.extend_from_slice(&self.order[range.start + self.bundled[k]..range.end]);
         }
+        self.scalar.extend_from_slice(&self.order[self.ranges[COLORS].clone()]);
         // Every bundle is overwritten below: only new ones need a value first.
         self.bundles.truncate(total);
         self.bundles.resize(total, Bundle::EMPTY);
-        let (order, ranges, bundle_ranges) = (&self.order, &self.ranges, &self.bundle_ranges);
-        let column = Column::new(&mut self.bundles);
-        jobs.parallel_for(0..total, 64, |chunk, _| {
-            for i in chunk {
+        let (order, ranges, bundled) = (&self.order, &self.ranges, &self.bundled);
+        let (bundle_ranges, scalar) = (&self.bundle_ranges, &self.scalar);
+        let bundles = Column::new(&mut self.bundles);
+        let constraints = Column::new(constraints);
+        jobs.parallel_for(0..total + scalar.len(), PREPARE_GRAIN, |chunk, _| {
+            for i in chunk.clone() {
+                // SAFETY (constraints and bundles): every constraint index appears once
+                // in `order` (so in one bundle lane or once in `scalar`), and
+                // `parallel_for` hands each item to exactly one job.
+                if i >= total {
+                    // SAFETY: as above.
+                    let c = unsafe { constraints.get(scalar[i - total] as usize) };
+                    prepare(c, &frame(c), |_, _, _| {});
+                    continue;
+                }
                 let k = bundle_ranges.partition_point(|r| r.end <= i);
                 let first = ranges[k].start + (i - bundle_ranges[k].start) * LANES;
-                let last = (first + LANES).min(ranges[k].start + self.bundled[k]);
-                let mut indices = [0usize; LANES];
-                for (slot, &k) in indices.iter_mut().zip(&order[first..last]) {
-                    *slot = k as usize;
+                let last = (first + LANES).min(ranges[k].start + bundled[k]);
+                if i + 1 < chunk.end {
+                    // The next bundle's constraints (the colour's bundled ones are
+                    // consecutive in `order`; past the colour, a harmless guess).
+                    for &next in order.get(first + LANES..first + 2 * LANES).unwrap_or(&[]) {
+                        prefetch(constraints.ptr(next as usize));
+                    }
                 }
-                // SAFETY: `parallel_for` hands each bundle index to exactly one job.
-                *unsafe { column.get(i) } = Bundle::pack(constraints, &indices[..last - first]);
+                // SAFETY: as above.
+                let b = unsafe { bundles.get(i) };
+                *b = Bundle::EMPTY;
+                for (lane, &index) in order[first..last].iter().enumerate() {
+                    // SAFETY: as above.
+                    let c = unsafe { constraints.get(index as usize) };
+                    b.prepare_lane(lane, index, c, &frame(c));
+                }
             }
         });
     }
@@ -688,7 +767,11 @@ impl Coloring {
     pub fn unpack(&self, constraints: &mut [Constraint], jobs: Jobs) {
         let column = Column::new(constraints);
         jobs.parallel_for(0..self.bundles.len(), 64, |chunk, _| {
-            for b in &self.bundles[chunk] {
+            let bundles = &self.bundles[chunk];
+            for (i, b) in bundles.iter().enumerate() {
+                for &next in bundles.get(i + 1).map_or(&[][..], |n| n.indices()) {
+                    prefetch(column.ptr(next as usize));
+                }
                 // SAFETY: every constraint is in at most one bundle, and each bundle
                 // goes to exactly one job.
                 unsafe { b.unpack(&column) };
@@ -755,7 +838,7 @@ pub(crate) enum Pass {
 }
 
 /// Runs `pass` over every constraint, colour by colour (see [`for_each_colored`]).
-/// Warm start, solve and relax run on the bundles (after [`Coloring::pack`]);
+/// Warm start, solve and relax run on the bundles (after [`Coloring::prepare`]);
 /// restitution runs on the constraints (after [`Coloring::unpack`]), and so does
 /// position correction (it reads only what prepare wrote).
 pub(crate) fn run_pass(
@@ -814,7 +897,13 @@ mod tests {
         c.push(Vec3::new(0.2, 0.0, 0.0), Vec3::Y, -0.05, 7);
         let v = Vec3::new(0.0, -1.0, 0.5);
         let mut states = [BodyState { v, ..BodyState::STILL }, BodyState { w: v, ..BodyState::STILL }];
-        prepare(&mut c, Vec3::new(0.0, -0.5, 0.0), Vec3::new(0.0, 0.5, 0.0), &states[0], &states[1]);
+        let frame = Frame {
+            center_a: Vec3::new(0.0, -0.5, 0.0),
+            center_b: Vec3::new(0.0, 0.5, 0.0),
+            state_a: states[0],
+            state_b: states[1],
+        };
+        prepare(&mut c, &frame, |_, _, _| {});
         let separation = |states: &[BodyState; 2]| {
             let p = c.points[0];
             let (ta, tb) = (p.anchor_a, p.anchor_b);

@@ -19,7 +19,7 @@
 
 use glam::{BVec4A, Mat4, Quat, Vec3, Vec4};
 
-use super::solver::{self, BodyState, Column, Constraint, StepContext, NONE, TWIST_RADIUS};
+use super::solver::{self, BodyState, Column, Constraint, Frame, StepContext, NONE, TWIST_RADIUS};
 
 /// Lanes per bundle.
 pub(crate) const LANES: usize = 4;
@@ -211,47 +211,51 @@ impl Bundle {
         c.rolling_resistance == 0.0 && c.count > 0
     }
 
-    /// Packs up to four prepared constraints (`indices` into `constraints`).
-    pub fn pack(constraints: &[Constraint], indices: &[usize]) -> Bundle {
-        assert!(indices.len() <= LANES, "a bundle holds at most {LANES} constraints");
-        let mut b = Bundle::EMPTY;
-        for (lane, &k) in indices.iter().enumerate() {
-            let c = &constraints[k];
-            b.index[lane] = k as u32;
-            (b.row_a[lane], b.row_b[lane]) = (c.row_a, c.row_b);
-            (b.inv_mass_a[lane], b.inv_mass_b[lane]) = (c.inv_mass_a, c.inv_mass_b);
-            b.friction[lane] = c.friction;
-            (b.round_a[lane], b.round_b[lane]) = (c.round_a, c.round_b);
-            if c.count > 0 {
-                b.twist_normal.set(lane, c.points[0].normal);
+    /// Prepares constraint `index` ([`solver::prepare`]) and packs it into `lane`,
+    /// which must be empty.
+    pub fn prepare_lane(&mut self, lane: usize, index: u32, c: &mut Constraint, frame: &Frame) {
+        debug_assert!(self.index[lane] == NONE, "lane {lane} is taken");
+        let points = &mut self.points;
+        // Past a lane's count its points stay zero.
+        solver::prepare(c, frame, |i, p, (angular_a, angular_b)| {
+            let w = &mut points[i];
+            w.anchor_a.set(lane, p.anchor_a);
+            w.anchor_b.set(lane, p.anchor_b);
+            w.normal.set(lane, p.normal);
+            w.tangent1.set(lane, p.tangent1);
+            w.tangent2.set(lane, p.tangent2);
+            for d in 0..3 {
+                w.angular_a[d].set(lane, angular_a[d]);
+                w.angular_b[d].set(lane, angular_b[d]);
             }
-            b.twist_axis_a.set(lane, c.twist_axis_a);
-            b.twist_axis_b.set(lane, c.twist_axis_b);
-            b.twist_mass[lane] = c.twist_mass;
-            b.twist_impulse[lane] = c.twist_impulse;
-            b.count = b.count.max(c.count as usize);
-            // Past a lane's count its points stay zero.
-            for (w, p) in b.points.iter_mut().zip(c.points()) {
-                w.anchor_a.set(lane, p.anchor_a);
-                w.anchor_b.set(lane, p.anchor_b);
-                w.normal.set(lane, p.normal);
-                w.tangent1.set(lane, p.tangent1);
-                w.tangent2.set(lane, p.tangent2);
-                for (d, axis) in [p.normal, p.tangent1, p.tangent2].into_iter().enumerate() {
-                    w.angular_a[d].set(lane, solver::angular(c.inv_inertia_a, p.anchor_a, axis));
-                    w.angular_b[d].set(lane, solver::angular(c.inv_inertia_b, p.anchor_b, axis));
-                }
-                w.base_separation[lane] = p.base_separation;
-                w.normal_mass[lane] = p.normal_mass;
-                w.tangent_mass[0][lane] = p.tangent_mass[0];
-                w.tangent_mass[1][lane] = p.tangent_mass[1];
-                w.normal_impulse[lane] = p.normal_impulse;
-                w.tangent_impulse[0][lane] = p.tangent_impulse[0];
-                w.tangent_impulse[1][lane] = p.tangent_impulse[1];
-                w.max_normal_impulse[lane] = p.max_normal_impulse;
-            }
+            w.base_separation[lane] = p.base_separation;
+            w.normal_mass[lane] = p.normal_mass;
+            w.tangent_mass[0][lane] = p.tangent_mass[0];
+            w.tangent_mass[1][lane] = p.tangent_mass[1];
+            w.normal_impulse[lane] = p.normal_impulse;
+            w.tangent_impulse[0][lane] = p.tangent_impulse[0];
+            w.tangent_impulse[1][lane] = p.tangent_impulse[1];
+            w.max_normal_impulse[lane] = p.max_normal_impulse;
+        });
+        self.index[lane] = index;
+        (self.row_a[lane], self.row_b[lane]) = (c.row_a, c.row_b);
+        (self.inv_mass_a[lane], self.inv_mass_b[lane]) = (c.inv_mass_a, c.inv_mass_b);
+        self.friction[lane] = c.friction;
+        (self.round_a[lane], self.round_b[lane]) = (c.round_a, c.round_b);
+        if c.count > 0 {
+            self.twist_normal.set(lane, c.points[0].normal);
         }
-        b
+        self.twist_axis_a.set(lane, c.twist_axis_a);
+        self.twist_axis_b.set(lane, c.twist_axis_b);
+        self.twist_mass[lane] = c.twist_mass;
+        self.twist_impulse[lane] = c.twist_impulse;
+        self.count = self.count.max(c.count as usize);
+    }
+
+    /// The constraints' indices, lane by lane (empty lanes come last).
+    pub fn indices(&self) -> &[u32] {
+        let lanes = self.index.iter().position(|&i| i == NONE).unwrap_or(LANES);
+        &self.index[..lanes]
     }
 
     /// Copies the accumulated impulses back into the constraints.
@@ -418,7 +422,7 @@ mod tests {
 
     use super::*;
     use crate::collide::tests::lcg;
-    use crate::physics::solver::{prepare, warm_start, Softness};
+    use crate::physics::solver::{prepare, warm_start, Frame, Softness};
 
     fn vec(seed: &mut u64, scale: f32) -> Vec3 {
         Vec3::new(lcg(seed), lcg(seed), lcg(seed)) * scale
@@ -432,9 +436,9 @@ mod tests {
         r * d * r.transpose()
     }
 
-    /// A random prepared constraint between rows `a` and `b` (either may be `NONE`),
-    /// with 1 to 4 points, some speculative, some with warm-start impulses.
-    fn constraint(seed: &mut u64, a: u32, b: u32, states: &[BodyState]) -> Constraint {
+    /// A random constraint between rows `a` and `b` (either may be `NONE`), with 1 to
+    /// 4 points, some speculative, some with warm-start impulses, and its frame.
+    fn constraint(seed: &mut u64, a: u32, b: u32, states: &[BodyState]) -> (Constraint, Frame) {
         let mut c = Constraint::new(0, 0, a, b, lcg(seed).abs(), 0.0);
         (c.row_a, c.row_b) = (a, b);
         if a != NONE {
@@ -455,13 +459,13 @@ mod tests {
         }
         let still = BodyState::STILL;
         let state = |row: u32| if row == NONE { still } else { states[row as usize] };
-        prepare(&mut c, vec(seed, 2.0), vec(seed, 2.0), &state(a), &state(b));
+        let frame = Frame { center_a: vec(seed, 2.0), center_b: vec(seed, 2.0), state_a: state(a), state_b: state(b) };
         for p in &mut c.points[..count] {
             p.normal_impulse = lcg(seed).abs() * 2.0;
             p.tangent_impulse = [lcg(seed), lcg(seed)];
         }
         c.twist_impulse = lcg(seed) * 0.01;
-        c
+        (c, frame)
     }
 
     /// Every output float of the bundle equals the scalar solver's, lane by lane, over
@@ -491,14 +495,18 @@ mod tests {
                     dq: Quat::from_scaled_axis(vec(seed, 0.2)),
                 })
                 .collect();
-            let mut constraints: Vec<Constraint> = (0..lanes)
-                .map(|i| {
-                    let a = if lcg(seed) > 0.7 { NONE } else { 2 * i as u32 };
-                    constraint(seed, a, 2 * i as u32 + 1, &states)
-                })
-                .collect();
-            let indices: Vec<usize> = (0..lanes).collect();
-            let mut bundle = Bundle::pack(&constraints, &indices);
+            // The scalar prepare and the bundle's prepare-and-pack prepare alike.
+            let mut bundle = Bundle::EMPTY;
+            let mut constraints = Vec::new();
+            for lane in 0..lanes {
+                let a = if lcg(seed) > 0.7 { NONE } else { 2 * lane as u32 };
+                let (mut c, frame) = constraint(seed, a, 2 * lane as u32 + 1, &states);
+                let mut scalar = c;
+                prepare(&mut scalar, &frame, |_, _, _| {});
+                bundle.prepare_lane(lane, lane as u32, &mut c, &frame);
+                assert!(c == scalar, "round {round}, lane {lane}: {c:?} != {scalar:?}");
+                constraints.push(scalar);
+            }
             let mut wide_states = states.clone();
             for pass in 0..4 {
                 let (scalar_col, wide_col) = (Column::new(&mut states), Column::new(&mut wide_states));

@@ -38,7 +38,7 @@ use glam::{IVec3, Mat3, Quat, Vec3};
 use super::body::{flags, Bodies, BodyDef, BodyError, BodyId, MotionType, SetKind, ShapeDef};
 use super::island::Islands;
 use super::narrow::{self, shape_ref, Item, NarrowInput, NarrowOut, TERRAIN};
-use super::solver::{self, BodyState, Coloring, Column, Constraint, Pass, Softness, StepContext, NONE};
+use super::solver::{self, BodyState, Coloring, Column, Constraint, Frame, Pass, Softness, StepContext, NONE};
 use crate::collide::{shape_time_of_impact, Sweep, ToiState};
 use crate::frame::{FrameGraph, GraphError, PassId, Res};
 use crate::jobs::Jobs;
@@ -1180,32 +1180,20 @@ impl World {
         self.start_poses.clear();
         self.start_poses.extend((0..n).map(|i| (a.position[i], a.rotation[i])));
 
-        // Prepare.
-        {
-            let states = &self.states;
-            let centers = &a.position;
-            let cs = Column::new(&mut self.constraints);
-            let len = cs.len();
-            jobs.parallel_for(0..len, 256, |range, _| {
-                // SAFETY: `parallel_for` hands each chunk range to exactly one job.
-                for c in unsafe { cs.rows(range) } {
-                    let at = |row: u32| {
-                        if row == NONE {
-                            (Vec3::ZERO, BodyState::STILL)
-                        } else {
-                            (centers[row as usize], states[row as usize])
-                        }
-                    };
-                    let ((ca, sa), (cb, sb)) = (at(c.row_a), at(c.row_b));
-                    // Terrain and static bodies: anchor B from the point itself.
-                    let cb = if c.row_b == NONE { static_center(&self.bodies, c.body_b, c) } else { cb };
-                    let ca = if c.row_a == NONE { static_center(&self.bodies, c.body_a, c) } else { ca };
-                    solver::prepare(c, ca, cb, &sa, &sb);
-                }
-            });
-        }
-
-        self.coloring.pack(&self.constraints, jobs);
+        // Prepare (and pack into bundles).
+        let (states, centers, bodies) = (&self.states, &a.position, &self.bodies);
+        let frame = |c: &Constraint| {
+            let at = |row: u32| match row {
+                NONE => (Vec3::ZERO, BodyState::STILL),
+                r => (centers[r as usize], states[r as usize]),
+            };
+            let ((center_a, state_a), (center_b, state_b)) = (at(c.row_a), at(c.row_b));
+            // Terrain and static bodies: anchors from a fixed point of their own.
+            let center_a = if c.row_a == NONE { static_center(bodies, c.body_a, c) } else { center_a };
+            let center_b = if c.row_b == NONE { static_center(bodies, c.body_b, c) } else { center_b };
+            Frame { center_a, center_b, state_a, state_b }
+        };
+        self.coloring.prepare(&mut self.constraints, frame, jobs);
 
         let gravity = self.def.gravity;
         let mut pass = |pass: Pass, states: &mut Vec<BodyState>| {
