@@ -4,7 +4,8 @@
 //!   awake and resting sets so sleeping and static bodies cost nothing per step.
 //! - `narrow.rs`: contact constraints from broadphase pairs and voxel terrain.
 //! - `solver.rs`: the soft-step contact solver over graph colours.
-//! - `wide.rs`: the same solver four constraints at a time, in SIMD lanes.
+//! - `wide.rs`: the same solver four or eight constraints at a time, in SIMD lanes
+//!   (`lanes.rs`: the lane types, SSE2 and AVX).
 //! - `island.rs`: islands by union-find, sleeping groups, waking.
 //! - [`debug`]: debug drawing through the [`debug::DebugDraw`] trait.
 //! - [`World`]: the step that runs them all (see `world.rs` for the stages).
@@ -12,6 +13,7 @@
 pub mod body;
 pub mod debug;
 mod island;
+mod lanes;
 mod narrow;
 pub mod scenes;
 mod solver;

@@ -33,16 +33,19 @@
 //! Graph colours: constraints of one colour share no dynamic body, so each colour's
 //! constraints run in parallel and the result is the same for any worker count.
 //! Constraints that fit no colour go to an overflow list solved on one thread, first.
-//! Within a colour, constraints are solved four at a time in SIMD lanes (`wide.rs`),
-//! with the same bits as the scalar functions here; those with rolling resistance,
-//! and the overflow, stay scalar. The angular terms `Ia (r x d)` are fixed for the
+//! Within a colour, constraints are solved four or eight at a time in SIMD lanes
+//! (`wide.rs`), with the same bits as the scalar functions here; those with rolling
+//! resistance, and the overflow, stay scalar. The angular terms `Ia (r x d)` are fixed for the
 //! step: the bundles store them, the scalar path recomputes them where it needs them.
 
 use std::ops::Range;
 
-use glam::{Mat3, Quat, Vec3};
+use glam::{Mat3, Quat, Vec3, Vec4};
 
-use super::wide::{self, Bundle, LANES};
+#[cfg(target_arch = "x86_64")]
+use super::lanes::F8;
+use super::lanes::{self, Lanes};
+use super::wide::{self, Bundle, Width};
 use crate::jobs::Jobs;
 
 /// No body (terrain, static, or a body outside the awake set).
@@ -603,7 +606,7 @@ pub(crate) unsafe fn correct_positions(c: &Constraint, states: &Column<BodyState
 
 /// The constraints of a step grouped by colour: `order[ranges[k]]` are colour `k`'s
 /// constraint indices, the last range is the overflow. Within a colour, the first
-/// `bundled[k]` constraints ride four at a time in `bundles[bundle_ranges[k]]` (see
+/// `bundled[k]` constraints ride `lanes` at a time in `bundles[bundle_ranges[k]]` (see
 /// [`super::wide`]) and the rest are solved one by one. The constraints themselves
 /// stay where the narrowphase put them: moving the 700-byte constraints into colour
 /// order took a copy and a permutation on one thread (about 5% of the pyramid's step).
@@ -617,10 +620,15 @@ pub(crate) struct Coloring {
     /// Constraint indices, colour by colour (bundled first), the overflow last.
     order: Vec<u32>,
     ranges: Vec<Range<usize>>,
-    /// Whether colours solve in bundles of four (off: every constraint is scalar).
+    /// Whether colours solve in bundles (off: every constraint is scalar).
     pub wide: bool,
+    /// Constraints per bundle: 8 where the CPU has AVX, else 4 (the results are
+    /// the same; see `lanes.rs`).
+    pub lanes: usize,
     bundled: [usize; COLORS],
-    bundles: Vec<Bundle>,
+    bundles4: Vec<Bundle<Vec4>>,
+    #[cfg(target_arch = "x86_64")]
+    bundles8: Vec<Bundle<F8>>,
     bundle_ranges: Vec<Range<usize>>,
     /// The constraints solved one by one (prepared without a bundle).
     scalar: Vec<u32>,
@@ -635,8 +643,11 @@ impl Default for Coloring {
             order: Vec::new(),
             ranges: Vec::new(),
             wide: true,
+            lanes: if lanes::eight_available() { 8 } else { 4 },
             bundled: [0; COLORS],
-            bundles: Vec::new(),
+            bundles4: Vec::new(),
+            #[cfg(target_arch = "x86_64")]
+            bundles8: Vec::new(),
             bundle_ranges: Vec::new(),
             scalar: Vec::new(),
         }
@@ -671,7 +682,7 @@ impl Coloring {
                     break;
                 }
             }
-            let scalar = chosen < COLORS && !(self.wide && Bundle::accepts(c));
+            let scalar = chosen < COLORS && !(self.wide && wide::accepts(c));
             let key = 2 * chosen + scalar as usize;
             self.key.push(key as u8);
             keys[key] += 1;
@@ -709,14 +720,33 @@ impl Coloring {
     }
 
     /// Prepares every constraint ([`prepare`], from the frame `frame` gives it) and
-    /// packs each colour's bundled ones four by four as it goes, while the
+    /// packs each colour's bundled ones, a bundle at a time, as it goes, while the
     /// constraint is still in cache; the angular terms come from the prepare.
     pub fn prepare(&mut self, constraints: &mut [Constraint], frame: impl Fn(&Constraint) -> Frame + Sync, jobs: Jobs) {
+        #[cfg(target_arch = "x86_64")]
+        if self.lanes == 8 {
+            let mut bundles = std::mem::take(&mut self.bundles8);
+            self.prepare_into(&mut bundles, constraints, &frame, jobs);
+            self.bundles8 = bundles;
+            return;
+        }
+        let mut bundles = std::mem::take(&mut self.bundles4);
+        self.prepare_into(&mut bundles, constraints, &frame, jobs);
+        self.bundles4 = bundles;
+    }
+
+    fn prepare_into<L: Lanes>(
+        &mut self,
+        bundles: &mut Vec<Bundle<L>>,
+        constraints: &mut [Constraint],
+        frame: &(impl Fn(&Constraint) -> Frame + Sync),
+        jobs: Jobs,
+    ) {
         self.bundle_ranges.clear();
         self.scalar.clear();
         let mut total = 0;
         for k in 0..COLORS {
-            let n = self.bundled[k].div_ceil(LANES);
+            let n = self.bundled[k].div_ceil(L::N);
             self.bundle_ranges.push(total..total + n);
             total += n;
             let range = &self.ranges[k];
@@ -724,11 +754,11 @@ impl Coloring {
         }
         self.scalar.extend_from_slice(&self.order[self.ranges[COLORS].clone()]);
         // Every bundle is overwritten below: only new ones need a value first.
-        self.bundles.truncate(total);
-        self.bundles.resize(total, Bundle::EMPTY);
+        bundles.truncate(total);
+        bundles.resize(total, Bundle::EMPTY);
         let (order, ranges, bundled) = (&self.order, &self.ranges, &self.bundled);
         let (bundle_ranges, scalar) = (&self.bundle_ranges, &self.scalar);
-        let bundles = Column::new(&mut self.bundles);
+        let bundles = Column::new(bundles);
         let constraints = Column::new(constraints);
         jobs.parallel_for(0..total + scalar.len(), PREPARE_GRAIN, |chunk, _| {
             for i in chunk.clone() {
@@ -742,12 +772,12 @@ impl Coloring {
                     continue;
                 }
                 let k = bundle_ranges.partition_point(|r| r.end <= i);
-                let first = ranges[k].start + (i - bundle_ranges[k].start) * LANES;
-                let last = (first + LANES).min(ranges[k].start + bundled[k]);
+                let first = ranges[k].start + (i - bundle_ranges[k].start) * L::N;
+                let last = (first + L::N).min(ranges[k].start + bundled[k]);
                 if i + 1 < chunk.end {
                     // The next bundle's constraints (the colour's bundled ones are
                     // consecutive in `order`; past the colour, a harmless guess).
-                    for &next in order.get(first + LANES..first + 2 * LANES).unwrap_or(&[]) {
+                    for &next in order.get(first + L::N..first + 2 * L::N).unwrap_or(&[]) {
                         prefetch(constraints.ptr(next as usize));
                     }
                 }
@@ -765,40 +795,50 @@ impl Coloring {
 
     /// Copies the bundles' impulses back into their constraints.
     pub fn unpack(&self, constraints: &mut [Constraint], jobs: Jobs) {
-        let column = Column::new(constraints);
-        jobs.parallel_for(0..self.bundles.len(), 64, |chunk, _| {
-            let bundles = &self.bundles[chunk];
-            for (i, b) in bundles.iter().enumerate() {
-                for &next in bundles.get(i + 1).map_or(&[][..], |n| n.indices()) {
-                    prefetch(column.ptr(next as usize));
-                }
-                // SAFETY: every constraint is in at most one bundle, and each bundle
-                // goes to exactly one job.
-                unsafe { b.unpack(&column) };
-            }
-        });
+        #[cfg(target_arch = "x86_64")]
+        if self.lanes == 8 {
+            return unpack(&self.bundles8, constraints, jobs);
+        }
+        unpack(&self.bundles4, constraints, jobs);
     }
+}
+
+fn unpack<L: Lanes>(bundles: &[Bundle<L>], constraints: &mut [Constraint], jobs: Jobs) {
+    let column = Column::new(constraints);
+    jobs.parallel_for(0..bundles.len(), 64, |chunk, _| {
+        let bundles = &bundles[chunk];
+        for (i, b) in bundles.iter().enumerate() {
+            for &next in bundles.get(i + 1).map_or(&[][..], |n| n.indices()) {
+                prefetch(column.ptr(next as usize));
+            }
+            // SAFETY: every constraint is in at most one bundle, and each bundle goes
+            // to exactly one job.
+            unsafe { b.unpack(&column) };
+        }
+    });
 }
 
 /// Runs `scalar` over every constraint and `wide` over every bundle (when `bundles`):
 /// the overflow on this thread first, then each colour's work in parallel.
-fn for_each_colored<F, G>(
-    coloring: &mut Coloring,
+fn for_each_colored<L, F, G>(
+    coloring: &Coloring,
+    all_bundles: &mut [Bundle<L>],
     constraints: &mut [Constraint],
     bundles: bool,
     jobs: Jobs,
     scalar: F,
     wide: G,
 ) where
+    L: Lanes,
     F: Fn(&mut Constraint) + Sync,
-    G: Fn(&mut Bundle) + Sync,
+    G: Fn(&mut Bundle<L>) + Sync,
 {
     let order = &coloring.order;
     for &i in &order[coloring.ranges[COLORS].clone()] {
         scalar(&mut constraints[i as usize]);
     }
     let column = Column::new(constraints);
-    let bundle_column = Column::new(&mut coloring.bundles);
+    let bundle_column = Column::new(all_bundles);
     for k in 0..COLORS {
         let range = coloring.ranges[k].clone();
         let (packed, first_scalar) = match bundles {
@@ -809,7 +849,7 @@ fn for_each_colored<F, G>(
         if items == 0 {
             continue;
         }
-        let grain = if packed.is_empty() { SOLVE_GRAIN } else { SOLVE_GRAIN / LANES };
+        let grain = if packed.is_empty() { SOLVE_GRAIN } else { SOLVE_GRAIN / L::N };
         jobs.parallel_for(0..items, grain, |chunk, _| {
             for i in chunk {
                 // SAFETY: one colour's bundles and constraints share no dynamic body,
@@ -849,6 +889,27 @@ pub(crate) fn run_pass(
     ctx: &StepContext,
     jobs: Jobs,
 ) {
+    #[cfg(target_arch = "x86_64")]
+    if coloring.lanes == 8 {
+        let mut bundles = std::mem::take(&mut coloring.bundles8);
+        run_pass_on(pass, coloring, &mut bundles, constraints, states, ctx, jobs);
+        coloring.bundles8 = bundles;
+        return;
+    }
+    let mut bundles = std::mem::take(&mut coloring.bundles4);
+    run_pass_on(pass, coloring, &mut bundles, constraints, states, ctx, jobs);
+    coloring.bundles4 = bundles;
+}
+
+fn run_pass_on<L: Width>(
+    pass: Pass,
+    coloring: &Coloring,
+    all_bundles: &mut [Bundle<L>],
+    constraints: &mut [Constraint],
+    states: &mut [BodyState],
+    ctx: &StepContext,
+    jobs: Jobs,
+) {
     let states = Column::new(states);
     let bundles = !matches!(pass, Pass::Restitute | Pass::CorrectPositions);
     // Safety of both closures: the overflow runs alone on this thread; within a colour
@@ -867,18 +928,18 @@ pub(crate) fn run_pass(
             }
         }
     };
-    let wide = |b: &mut Bundle| {
+    let wide = |b: &mut Bundle<L>| {
         // SAFETY: as above.
         unsafe {
             match pass {
-                Pass::WarmStart => wide::warm_start(b, &states),
-                Pass::Solve => wide::solve(b, &states, ctx, true),
-                Pass::Relax => wide::solve(b, &states, ctx, false),
+                Pass::WarmStart => L::warm_start(b, &states),
+                Pass::Solve => L::solve(b, &states, ctx, true),
+                Pass::Relax => L::solve(b, &states, ctx, false),
                 Pass::Restitute | Pass::CorrectPositions => unreachable!("{pass:?} runs on the constraints"),
             }
         }
     };
-    for_each_colored(coloring, constraints, bundles, jobs, scalar, wide);
+    for_each_colored(coloring, all_bundles, constraints, bundles, jobs, scalar, wide);
 }
 
 #[cfg(test)]

@@ -1024,10 +1024,11 @@ fn step_stages_run_as_frame_graph_passes_with_the_same_bits() {
     assert_eq!(state_hash(world, &ids), state_hash(&direct, &ids), "stage by stage equals a step");
 }
 
-/// The solver's bundles of four (`wide.rs`) give the same states as the scalar
-/// solver, step after step: boxes in a pyramid (four-point manifolds), and rain on
-/// terrain (spheres with rolling resistance stay scalar, terrain manifolds bend
-/// their normals). Compared with `==`: a bundle may turn a zero's sign.
+/// The solver's bundles (`wide.rs`) give the same states as the scalar solver, step
+/// after step: boxes in a pyramid (four-point manifolds), and rain on terrain
+/// (spheres with rolling resistance stay scalar, terrain manifolds bend their
+/// normals). Compared with `==`: a bundle may turn a zero's sign. Bundles of four
+/// and of eight (AVX) give the same bits.
 #[test]
 fn the_wide_solver_steps_the_same_states_as_the_scalar_solver() {
     let states = |world: &World, ids: &[BodyId]| -> Vec<f32> {
@@ -1043,18 +1044,26 @@ fn the_wide_solver_steps_the_same_states_as_the_scalar_solver() {
             .collect()
     };
     let pool = ThreadPool::new(1);
+    let widths: &[usize] = if cfg!(target_arch = "x86_64") { &[1, 4, 8] } else { &[1, 4] };
     for (scene, steps) in [(scenes::pyramid(20), 240), (scenes::rain(600), 240)] {
-        let run = |wide: bool| {
+        let run = |lanes: usize| {
             let (mut world, ids) = scene.build();
-            world.set_wide_solver(wide);
+            world.set_solver_lanes(lanes);
             for _ in 0..steps {
                 world.step(1.0 / 60.0, pool.jobs()).unwrap();
             }
             (states(&world, &ids), world.counters())
         };
-        let ((wide, wc), (scalar, sc)) = (run(true), run(false));
-        assert_eq!(wc, sc, "{}", scene.name);
-        let differ = wide.iter().zip(&scalar).filter(|(a, b)| a != b).count();
-        assert_eq!(differ, 0, "{}: {differ} of {} floats differ", scene.name, wide.len());
+        let runs: Vec<_> = widths.iter().map(|&lanes| run(lanes)).collect();
+        let (scalar, sc) = &runs[0];
+        for ((wide, wc), lanes) in runs[1..].iter().zip(&widths[1..]) {
+            assert_eq!(wc, sc, "{}, {lanes} lanes", scene.name);
+            let differ = wide.iter().zip(scalar).filter(|(a, b)| a != b).count();
+            assert_eq!(differ, 0, "{}, {lanes} lanes: {differ} of {} floats differ", scene.name, wide.len());
+        }
+        if let [_, (four, _), (eight, _)] = &runs[..] {
+            let differ = four.iter().zip(eight).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+            assert_eq!(differ, 0, "{}: 4 and 8 lanes differ in {differ} of {} floats' bits", scene.name, four.len());
+        }
     }
 }

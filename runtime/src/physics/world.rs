@@ -429,11 +429,14 @@ impl World {
         self.solver
     }
 
-    /// Solves colours in bundles of four (the default) or one constraint at a time;
-    /// the results are the same (tests compare them).
+    /// Solves colours in bundles of `lanes` constraints (4, or 8 with AVX; the
+    /// default is the widest the CPU runs) or, with 1, one constraint at a time; the
+    /// results are the same (tests compare them).
     #[cfg(test)]
-    pub(crate) fn set_wide_solver(&mut self, on: bool) {
-        self.coloring.wide = on;
+    pub(crate) fn set_solver_lanes(&mut self, lanes: usize) {
+        assert!(matches!(lanes, 1 | 4 | 8), "1, 4 or 8 lanes");
+        self.coloring.wide = lanes > 1;
+        self.coloring.lanes = lanes.max(4);
     }
 
     pub fn counters(&self) -> StepCounters {

@@ -1,0 +1,396 @@
+//! SIMD lanes for the wide solver: four (`Vec4`, SSE2, every x86-64 and any target
+//! glam supports) or eight ([`F8`], AVX, picked at run time where the CPU has it).
+//!
+//! Both widths do the same IEEE single-precision operations lane by lane (add, sub,
+//! mul, div and sqrt are correctly rounded; max, min and the comparisons follow the
+//! SSE rules, NaN included; nothing is fused), so a constraint's result does not
+//! depend on the width: only the number of constraints per instruction changes.
+
+use std::fmt::Debug;
+use std::ops::{Add, BitOr, Div, Mul, Neg, Sub};
+
+use glam::{BVec4A, Mat4, Vec4};
+
+/// One float per lane, with the operations the wide solver uses.
+pub(crate) trait Lanes:
+    Copy
+    + Debug
+    + Send
+    + Sync
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+{
+    /// Lanes per value (at most [`MAX_LANES`]).
+    const N: usize;
+    const ZERO: Self;
+    const ONE: Self;
+    /// Per-lane comparison result.
+    type Mask: Copy + BitOr<Output = Self::Mask>;
+
+    fn splat(v: f32) -> Self;
+    fn get(self, lane: usize) -> f32;
+    fn set(&mut self, lane: usize, v: f32);
+    /// `_mm_max_ps`: `o` where either is NaN.
+    fn max(self, o: Self) -> Self;
+    /// `_mm_min_ps`: `o` where either is NaN.
+    fn min(self, o: Self) -> Self;
+    fn sqrt(self) -> Self;
+    fn cmpgt(self, o: Self) -> Self::Mask;
+    fn cmpeq(self, o: Self) -> Self::Mask;
+    fn is_nan_mask(self) -> Self::Mask;
+    fn select(mask: Self::Mask, if_true: Self, if_false: Self) -> Self;
+    /// The first `N` vectors of `v` into lanes: `[x, y, z, w]`, lane `i` from `v[i]`.
+    fn gather(v: &[Vec4; MAX_LANES]) -> [Self; 4];
+    /// The transpose back: lane `i` of `x`, `y`, `z`, `w` into `out[i]`, `i < N`.
+    fn scatter(x: Self, y: Self, z: Self, w: Self, out: &mut [Vec4; MAX_LANES]);
+}
+
+/// The widest [`Lanes`] type's lane count.
+pub(crate) const MAX_LANES: usize = 8;
+
+impl Lanes for Vec4 {
+    const N: usize = 4;
+    const ZERO: Vec4 = Vec4::ZERO;
+    const ONE: Vec4 = Vec4::ONE;
+    type Mask = BVec4A;
+
+    #[inline(always)]
+    fn splat(v: f32) -> Vec4 {
+        Vec4::splat(v)
+    }
+
+    #[inline(always)]
+    fn get(self, lane: usize) -> f32 {
+        self[lane]
+    }
+
+    #[inline(always)]
+    fn set(&mut self, lane: usize, v: f32) {
+        self[lane] = v;
+    }
+
+    #[inline(always)]
+    fn max(self, o: Vec4) -> Vec4 {
+        Vec4::max(self, o)
+    }
+
+    #[inline(always)]
+    fn min(self, o: Vec4) -> Vec4 {
+        Vec4::min(self, o)
+    }
+
+    #[inline(always)]
+    fn sqrt(self) -> Vec4 {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{__m128, _mm_sqrt_ps};
+            // SAFETY: SSE is part of x86-64; Vec4 is an __m128 there.
+            unsafe { std::mem::transmute::<__m128, Vec4>(_mm_sqrt_ps(std::mem::transmute::<Vec4, __m128>(self))) }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        Vec4::sqrt(self)
+    }
+
+    #[inline(always)]
+    fn cmpgt(self, o: Vec4) -> BVec4A {
+        Vec4::cmpgt(self, o)
+    }
+
+    #[inline(always)]
+    fn cmpeq(self, o: Vec4) -> BVec4A {
+        Vec4::cmpeq(self, o)
+    }
+
+    #[inline(always)]
+    fn is_nan_mask(self) -> BVec4A {
+        Vec4::is_nan_mask(self)
+    }
+
+    #[inline(always)]
+    fn select(mask: BVec4A, if_true: Vec4, if_false: Vec4) -> Vec4 {
+        Vec4::select(mask, if_true, if_false)
+    }
+
+    #[inline(always)]
+    fn gather(v: &[Vec4; MAX_LANES]) -> [Vec4; 4] {
+        let m = Mat4::from_cols(v[0], v[1], v[2], v[3]).transpose();
+        [m.x_axis, m.y_axis, m.z_axis, m.w_axis]
+    }
+
+    #[inline(always)]
+    fn scatter(x: Vec4, y: Vec4, z: Vec4, w: Vec4, out: &mut [Vec4; MAX_LANES]) {
+        let m = Mat4::from_cols(x, y, z, w).transpose();
+        out[..4].copy_from_slice(&[m.x_axis, m.y_axis, m.z_axis, m.w_axis]);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) use avx::F8;
+
+#[cfg(target_arch = "x86_64")]
+mod avx {
+    //! Eight lanes in one AVX register. Every method is `#[inline(always)]` and only
+    //! ever runs inside a `#[target_feature(enable = "avx")]` function (the wide
+    //! solver's entry points, called after `is_x86_feature_detected!("avx")`), where
+    //! the intrinsics compile to single instructions.
+
+    use std::arch::x86_64::*;
+    use std::ops::{Add, BitOr, Div, Mul, Neg, Sub};
+
+    use glam::Vec4;
+
+    use super::{Lanes, MAX_LANES};
+
+    #[derive(Clone, Copy, Debug)]
+    #[repr(transparent)]
+    pub(crate) struct F8(__m256);
+
+    /// All-ones or all-zeros per lane.
+    #[derive(Clone, Copy, Debug)]
+    #[repr(transparent)]
+    pub(crate) struct M8(__m256);
+
+    impl F8 {
+        pub(crate) const fn from_array(a: [f32; 8]) -> F8 {
+            // SAFETY: __m256 is eight f32s.
+            F8(unsafe { std::mem::transmute::<[f32; 8], __m256>(a) })
+        }
+
+        #[inline(always)]
+        pub(crate) fn to_array(self) -> [f32; 8] {
+            // SAFETY: __m256 is eight f32s.
+            unsafe { std::mem::transmute::<__m256, [f32; 8]>(self.0) }
+        }
+
+        #[inline(always)]
+        fn halves(self) -> (__m128, __m128) {
+            // SAFETY: callers run with AVX enabled (see the module notes).
+            unsafe { (_mm256_castps256_ps128(self.0), _mm256_extractf128_ps::<1>(self.0)) }
+        }
+    }
+
+    macro_rules! binary {
+        ($trait:ident, $method:ident, $intrinsic:ident) => {
+            impl $trait for F8 {
+                type Output = F8;
+                #[inline(always)]
+                fn $method(self, o: F8) -> F8 {
+                    // SAFETY: callers run with AVX enabled (see the module notes).
+                    F8(unsafe { $intrinsic(self.0, o.0) })
+                }
+            }
+        };
+    }
+
+    binary!(Add, add, _mm256_add_ps);
+    binary!(Sub, sub, _mm256_sub_ps);
+    binary!(Mul, mul, _mm256_mul_ps);
+    binary!(Div, div, _mm256_div_ps);
+
+    impl Neg for F8 {
+        type Output = F8;
+        /// As glam's: flips the sign bit (of zeros and NaNs too).
+        #[inline(always)]
+        fn neg(self) -> F8 {
+            // SAFETY: callers run with AVX enabled (see the module notes).
+            F8(unsafe { _mm256_xor_ps(self.0, _mm256_set1_ps(-0.0)) })
+        }
+    }
+
+    impl BitOr for M8 {
+        type Output = M8;
+        #[inline(always)]
+        fn bitor(self, o: M8) -> M8 {
+            // SAFETY: callers run with AVX enabled (see the module notes).
+            M8(unsafe { _mm256_or_ps(self.0, o.0) })
+        }
+    }
+
+    impl Lanes for F8 {
+        const N: usize = 8;
+        const ZERO: F8 = F8::from_array([0.0; 8]);
+        const ONE: F8 = F8::from_array([1.0; 8]);
+        type Mask = M8;
+
+        #[inline(always)]
+        fn splat(v: f32) -> F8 {
+            // SAFETY: callers run with AVX enabled (see the module notes).
+            F8(unsafe { _mm256_set1_ps(v) })
+        }
+
+        #[inline(always)]
+        fn get(self, lane: usize) -> f32 {
+            self.to_array()[lane]
+        }
+
+        /// One 4-byte store: rebuilding the register from an array stalled on store
+        /// forwarding at every lane of every packed constraint.
+        #[inline(always)]
+        fn set(&mut self, lane: usize, v: f32) {
+            assert!(lane < 8, "lane {lane} of 8");
+            // SAFETY: an __m256 is eight f32s; `lane` is in bounds.
+            unsafe { (self as *mut F8).cast::<f32>().add(lane).write(v) };
+        }
+
+        #[inline(always)]
+        fn max(self, o: F8) -> F8 {
+            // SAFETY: callers run with AVX enabled (see the module notes).
+            F8(unsafe { _mm256_max_ps(self.0, o.0) })
+        }
+
+        #[inline(always)]
+        fn min(self, o: F8) -> F8 {
+            // SAFETY: callers run with AVX enabled (see the module notes).
+            F8(unsafe { _mm256_min_ps(self.0, o.0) })
+        }
+
+        #[inline(always)]
+        fn sqrt(self) -> F8 {
+            // SAFETY: callers run with AVX enabled (see the module notes).
+            F8(unsafe { _mm256_sqrt_ps(self.0) })
+        }
+
+        #[inline(always)]
+        fn cmpgt(self, o: F8) -> M8 {
+            // SAFETY: callers run with AVX enabled (see the module notes).
+            M8(unsafe { _mm256_cmp_ps::<_CMP_GT_OQ>(self.0, o.0) })
+        }
+
+        #[inline(always)]
+        fn cmpeq(self, o: F8) -> M8 {
+            // SAFETY: callers run with AVX enabled (see the module notes).
+            M8(unsafe { _mm256_cmp_ps::<_CMP_EQ_OQ>(self.0, o.0) })
+        }
+
+        #[inline(always)]
+        fn is_nan_mask(self) -> M8 {
+            // SAFETY: callers run with AVX enabled (see the module notes).
+            M8(unsafe { _mm256_cmp_ps::<_CMP_UNORD_Q>(self.0, self.0) })
+        }
+
+        #[inline(always)]
+        fn select(mask: M8, if_true: F8, if_false: F8) -> F8 {
+            // SAFETY: callers run with AVX enabled (see the module notes).
+            F8(unsafe { _mm256_blendv_ps(if_false.0, if_true.0, mask.0) })
+        }
+
+        #[inline(always)]
+        fn gather(v: &[Vec4; MAX_LANES]) -> [F8; 4] {
+            let lo = transpose([v[0], v[1], v[2], v[3]].map(__m128::from));
+            let hi = transpose([v[4], v[5], v[6], v[7]].map(__m128::from));
+            // SAFETY: callers run with AVX enabled (see the module notes).
+            unsafe {
+                [
+                    F8(_mm256_set_m128(hi[0], lo[0])),
+                    F8(_mm256_set_m128(hi[1], lo[1])),
+                    F8(_mm256_set_m128(hi[2], lo[2])),
+                    F8(_mm256_set_m128(hi[3], lo[3])),
+                ]
+            }
+        }
+
+        #[inline(always)]
+        fn scatter(x: F8, y: F8, z: F8, w: F8, out: &mut [Vec4; MAX_LANES]) {
+            let ((x0, x1), (y0, y1), (z0, z1), (w0, w1)) = (x.halves(), y.halves(), z.halves(), w.halves());
+            let (lo, hi) = (transpose([x0, y0, z0, w0]), transpose([x1, y1, z1, w1]));
+            for i in 0..4 {
+                out[i] = Vec4::from(lo[i]);
+                out[4 + i] = Vec4::from(hi[i]);
+            }
+        }
+    }
+
+    /// A 4x4 transpose (as `_MM_TRANSPOSE4_PS`).
+    #[inline(always)]
+    fn transpose([a, b, c, d]: [__m128; 4]) -> [__m128; 4] {
+        // SAFETY: SSE is part of x86-64.
+        unsafe {
+            let (ab_lo, cd_lo) = (_mm_unpacklo_ps(a, b), _mm_unpacklo_ps(c, d));
+            let (ab_hi, cd_hi) = (_mm_unpackhi_ps(a, b), _mm_unpackhi_ps(c, d));
+            [
+                _mm_movelh_ps(ab_lo, cd_lo),
+                _mm_movehl_ps(cd_lo, ab_lo),
+                _mm_movelh_ps(ab_hi, cd_hi),
+                _mm_movehl_ps(cd_hi, ab_hi),
+            ]
+        }
+    }
+
+    /// Whether this CPU runs [`F8`].
+    pub(crate) fn available() -> bool {
+        is_x86_feature_detected!("avx")
+    }
+}
+
+/// Whether this CPU runs eight lanes.
+pub(crate) fn eight_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return avx::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Eight lanes compute what four do, bit for bit, NaN and signed zeros included.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn eight_lanes_compute_what_four_compute() {
+        assert!(eight_available(), "this test machine has AVX (every CI machine does)");
+        let values = [0.0, -0.0, 1.5, -2.25, f32::NAN, f32::INFINITY, -f32::INFINITY, 1e-40, 3.0e38, 7.0];
+        let pick = |seed: usize| -> [f32; 8] { std::array::from_fn(|i| values[(seed * 7 + i * 3) % values.len()]) };
+        let bits = |a: [f32; 8]| a.map(f32::to_bits);
+        #[target_feature(enable = "avx")]
+        fn run(a: [f32; 8], b: [f32; 8]) -> Vec<[f32; 8]> {
+            let (x, y) = (F8::from_array(a), F8::from_array(b));
+            let four = |f: &dyn Fn(Vec4, Vec4) -> Vec4| -> [f32; 8] {
+                let lo = f(Vec4::from_slice(&a[..4]), Vec4::from_slice(&b[..4]));
+                let hi = f(Vec4::from_slice(&a[4..]), Vec4::from_slice(&b[4..]));
+                std::array::from_fn(|i| if i < 4 { lo[i] } else { hi[i - 4] })
+            };
+            let pairs: Vec<([f32; 8], [f32; 8])> = vec![
+                ((x + y).to_array(), four(&|p, q| p + q)),
+                ((x - y).to_array(), four(&|p, q| p - q)),
+                ((x * y).to_array(), four(&|p, q| p * q)),
+                ((x / y).to_array(), four(&|p, q| p / q)),
+                ((-x).to_array(), four(&|p, _| -p)),
+                (Lanes::max(x, y).to_array(), four(&|p, q| Lanes::max(p, q))),
+                (Lanes::min(x, y).to_array(), four(&|p, q| Lanes::min(p, q))),
+                (Lanes::sqrt(x).to_array(), four(&|p, _| Lanes::sqrt(p))),
+                (F8::select(x.cmpgt(y), x, y).to_array(), four(&|p, q| Lanes::select(p.cmpgt(q), p, q))),
+                (
+                    F8::select(x.cmpeq(y) | y.is_nan_mask(), x, y).to_array(),
+                    four(&|p, q| Lanes::select(p.cmpeq(q) | q.is_nan_mask(), p, q)),
+                ),
+            ];
+            pairs.into_iter().flat_map(|(e, f)| [e, f]).collect()
+        }
+        for seed in 0..40 {
+            // SAFETY: AVX is present (asserted above).
+            let out = unsafe { run(pick(seed), pick(seed + 5)) };
+            for (op, pair) in out.chunks(2).enumerate() {
+                assert_eq!(bits(pair[0]), bits(pair[1]), "seed {seed}, operation {op}");
+            }
+        }
+        // The transposes.
+        let v: [Vec4; MAX_LANES] = std::array::from_fn(|i| Vec4::new(i as f32, 10.0 + i as f32, -(i as f32), 0.5));
+        #[target_feature(enable = "avx")]
+        fn round_trip(v: &[Vec4; MAX_LANES]) -> ([F8; 4], [Vec4; MAX_LANES]) {
+            let g = F8::gather(v);
+            let mut out = [Vec4::ZERO; MAX_LANES];
+            F8::scatter(g[0], g[1], g[2], g[3], &mut out);
+            (g, out)
+        }
+        // SAFETY: AVX is present.
+        let (g, out) = unsafe { round_trip(&v) };
+        assert_eq!(out, v);
+        for (i, v) in v.iter().enumerate() {
+            assert_eq!([g[0].get(i), g[1].get(i), g[2].get(i), g[3].get(i)], v.to_array());
+        }
+    }
+}
