@@ -623,8 +623,9 @@ pub(crate) struct Coloring {
     /// Whether colours solve in bundles (off: every constraint is scalar).
     pub wide: bool,
     /// Constraints per bundle: 8 where the CPU has AVX, else 4 (the results are
-    /// the same; see `lanes.rs`).
-    pub lanes: usize,
+    /// the same; see `lanes.rs`). Private: eight-lane bundles run AVX code, so only
+    /// [`Coloring::set_lanes`] may choose them, after checking the CPU.
+    lanes: usize,
     bundled: [usize; COLORS],
     bundles4: Vec<Bundle<Vec4>>,
     #[cfg(target_arch = "x86_64")]
@@ -708,6 +709,13 @@ impl Coloring {
             self.order[offsets[k as usize]] = i as u32;
             offsets[k as usize] += 1;
         }
+    }
+
+    /// Bundles of 4, or of 8 where the CPU has AVX (panics otherwise).
+    #[cfg(test)]
+    pub fn set_lanes(&mut self, lanes: usize) {
+        assert!(lanes == 4 || (lanes == 8 && lanes::eight_available()), "{lanes} lanes on this CPU");
+        self.lanes = lanes;
     }
 
     /// Colours in use (not counting the overflow).
@@ -989,6 +997,19 @@ mod tests {
         assert!((before + slop).abs() < 1e-3, "converged on {before}, the slop is {slop}");
         assert_eq!((states[0].v, states[1].w), (v, v), "velocities untouched");
         assert!(states[0].dp.y < 0.0 && states[1].dp.y > 0.0, "pushed apart along the normal");
+    }
+
+    /// A colouring bundles eight constraints where the CPU runs AVX, four elsewhere,
+    /// and refuses eight where it does not.
+    #[test]
+    fn bundles_are_as_wide_as_the_cpu_runs() {
+        let mut coloring = Coloring::default();
+        let eight = lanes::eight_available();
+        assert_eq!(coloring.lanes, if eight { 8 } else { 4 });
+        coloring.set_lanes(4);
+        assert_eq!(coloring.lanes, 4);
+        let refused = std::panic::catch_unwind(move || coloring.set_lanes(8)).is_err();
+        assert_eq!(refused, !eight);
     }
 
     /// An effective mass of `f32::MAX` meeting 1e5 m/s: the normal impulse overflows.

@@ -436,7 +436,7 @@ impl World {
     pub(crate) fn set_solver_lanes(&mut self, lanes: usize) {
         assert!(matches!(lanes, 1 | 4 | 8), "1, 4 or 8 lanes");
         self.coloring.wide = lanes > 1;
-        self.coloring.lanes = lanes.max(4);
+        self.coloring.set_lanes(lanes.max(4));
     }
 
     pub fn counters(&self) -> StepCounters {
