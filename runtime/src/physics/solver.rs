@@ -35,8 +35,9 @@
 //! Constraints that fit no colour go to an overflow list solved on one thread, first.
 //! Within a colour, constraints are solved four or eight at a time in SIMD lanes
 //! (`wide.rs`), with the same bits as the scalar functions here; those with rolling
-//! resistance, and the overflow, stay scalar. The angular terms `Ia (r x d)` are fixed for the
-//! step: the bundles store them, the scalar path recomputes them where it needs them.
+//! resistance, and the overflow, stay scalar. The angular terms `Ia (r x d)` are
+//! fixed for the step: the bundles store them (from the prepare), the scalar path
+//! recomputes them where it needs them.
 
 use std::ops::Range;
 
@@ -377,9 +378,9 @@ pub(crate) fn prepare(c: &mut Constraint, f: &Frame, mut on_point: impl FnMut(us
         p.base_separation = p.separation - (tb - ta).dot(p.normal);
         // Effective mass along d: 1 / (ma + mb + (ra x d) Ia (ra x d) + (rb x d) Ib (rb x d)).
         let axes = [p.normal, p.tangent1, p.tangent2];
-        let (turn_a, turn_b) = (axes.map(|d| angular(ia, ra, d)), axes.map(|d| angular(ib, rb, d)));
+        let (angular_a, angular_b) = (axes.map(|d| angular(ia, ra, d)), axes.map(|d| angular(ib, rb, d)));
         let mass: [f32; 3] = std::array::from_fn(|k| {
-            let sum = ma + mb + ra.cross(axes[k]).dot(turn_a[k]) + rb.cross(axes[k]).dot(turn_b[k]);
+            let sum = ma + mb + ra.cross(axes[k]).dot(angular_a[k]) + rb.cross(axes[k]).dot(angular_b[k]);
             if sum > 0.0 {
                 1.0 / sum
             } else {
@@ -391,7 +392,7 @@ pub(crate) fn prepare(c: &mut Constraint, f: &Frame, mut on_point: impl FnMut(us
         p.max_normal_impulse = 0.0;
         let dv = sb.v + sb.w.cross(rb) - sa.v - sa.w.cross(ra);
         p.relative_velocity = p.normal.dot(dv);
-        on_point(i, p, (turn_a, turn_b));
+        on_point(i, p, (angular_a, angular_b));
     }
 }
 
