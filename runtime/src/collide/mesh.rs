@@ -142,35 +142,58 @@ impl TriangleSet {
         }
     }
 
+    /// The triangles, in push order.
+    pub fn triangles(&self) -> &[[Vec3; 3]] {
+        &self.triangles
+    }
+
+    /// Every triangle's edge flags (after [`TriangleSet::finish`]).
+    pub fn active(&self) -> &[[bool; 3]] {
+        &self.active
+    }
+
     /// Contacts of `shape` (convex; compounds part by part) placed by `xf` with every
     /// triangle within `margin`, as `(triangle index, manifold)` in triangle order;
     /// normals point from the shape to the triangle.
     pub fn collide(&self, shape: &Shape, xf: &Isometry, margin: f32, out: &mut dyn FnMut(u32, &Manifold)) {
-        match shape {
-            Shape::Compound(c) => {
-                for part in c.parts() {
-                    self.collide(&part.shape, &xf.mul(&part.pose), margin, out);
-                }
+        collide_triangles(&self.triangles, &self.active, shape, xf, margin, out);
+    }
+}
+
+/// [`TriangleSet::collide`] over triangles and edge flags kept elsewhere (a finished
+/// set's [`TriangleSet::triangles`] and [`TriangleSet::active`], copied).
+pub fn collide_triangles(
+    triangles: &[[Vec3; 3]],
+    active: &[[bool; 3]],
+    shape: &Shape,
+    xf: &Isometry,
+    margin: f32,
+    out: &mut dyn FnMut(u32, &Manifold),
+) {
+    debug_assert_eq!(triangles.len(), active.len());
+    match shape {
+        Shape::Compound(c) => {
+            for part in c.parts() {
+                collide_triangles(triangles, active, &part.shape, &xf.mul(&part.pose), margin, out);
             }
-            _ => {
-                let Some(convex) = Convex::of(shape) else { return };
-                let bounds = shape.aabb(xf).expanded(margin);
-                let center = bounds.center();
-                for (i, v) in self.triangles.iter().enumerate() {
-                    let tri_bounds = Aabb::new(v[0].min(v[1]).min(v[2]), v[0].max(v[1]).max(v[2]));
-                    if !tri_bounds.overlaps(&bounds) {
-                        continue;
-                    }
-                    let Some(poly) = TrianglePoly::new(*v) else { continue };
-                    if poly.normal.dot(center - v[0]) < 0.0 {
-                        continue;
-                    }
-                    let edges = TriangleEdges { triangle: poly, active: self.active[i] };
-                    let m =
-                        collide_convex(&convex, xf, &Convex::Triangle(poly), &Isometry::IDENTITY, margin, Some(&edges));
-                    if !m.is_empty() {
-                        out(i as u32, &m);
-                    }
+        }
+        _ => {
+            let Some(convex) = Convex::of(shape) else { return };
+            let bounds = shape.aabb(xf).expanded(margin);
+            let center = bounds.center();
+            for (i, (v, &active)) in triangles.iter().zip(active).enumerate() {
+                let tri_bounds = Aabb::new(v[0].min(v[1]).min(v[2]), v[0].max(v[1]).max(v[2]));
+                if !tri_bounds.overlaps(&bounds) {
+                    continue;
+                }
+                let Some(poly) = TrianglePoly::new(*v) else { continue };
+                if poly.normal.dot(center - v[0]) < 0.0 {
+                    continue;
+                }
+                let edges = TriangleEdges { triangle: poly, active };
+                let m = collide_convex(&convex, xf, &Convex::Triangle(poly), &Isometry::IDENTITY, margin, Some(&edges));
+                if !m.is_empty() {
+                    out(i as u32, &m);
                 }
             }
         }

@@ -23,5 +23,5 @@ pub mod toi;
 pub use contact::{collide, collide_all, for_each_proxy, proxy, shape_distance};
 pub use gjk::{distance, Distance, Proxy};
 pub use manifold::{Manifold, ManifoldPoint};
-pub use mesh::TriangleSet;
+pub use mesh::{collide_triangles, TriangleSet};
 pub use toi::{shape_time_of_impact, time_of_impact, Sweep, Toi, ToiState};

@@ -10,16 +10,27 @@
 //! (already built: see `Terrain::prepare_meshes`). Every triangle's manifold is
 //! gathered, clustered by normal (a shape in a crease touches two or three faces),
 //! and each cluster reduced to at most four points, load-bearing ones before
-//! speculative ones (see `reduce`; each point keeps its own normal). One constraint per cluster instead of one per triangle keeps the
-//! graph colouring small: a box resting on eight coplanar triangles is one constraint.
+//! speculative ones (see `reduce`; each point keeps its own normal). One constraint
+//! per cluster instead of one per triangle keeps the graph colouring small: a box
+//! resting on eight coplanar triangles is one constraint.
+//!
+//! Gathering a shape's triangles (kD-tree queries, then edge classification) cost as
+//! much as colliding with them, so it is done for a fattened box and kept, as parry's
+//! trimesh manifolds do: while the shape's box stays inside the fat box, its contacts
+//! name the same chunks and the terrain is unedited, later steps collide with the
+//! kept triangles. Each step copies what it used into its job's [`Gathered`] (the
+//! last step's are read-only by then), so the kept sets follow the items without
+//! allocation and the same for any worker count.
+
+use std::ops::Range;
 
 use glam::{IVec3, Vec3};
 
 use super::body::{flags, Bodies, BodyShape, SetKind};
 use super::solver::{Constraint, NONE};
-use crate::collide::{collide_all, Manifold, TriangleSet};
+use crate::collide::{collide_all, collide_triangles, Manifold, TriangleSet};
 use crate::jobs::{chunk_count, chunk_range, Jobs};
-use crate::math::Isometry;
+use crate::math::{Aabb, Isometry};
 use crate::shapes::Shape;
 use crate::spatial::{DynamicTree, ProxyId};
 use crate::terrain::{ContactKind, Terrain, TerrainContact};
@@ -45,9 +56,140 @@ pub(crate) struct NarrowOut {
     pub constraints: Vec<Constraint>,
     /// Slots of sleeping bodies touched by an awake dynamic or moving body.
     pub wake: Vec<u32>,
+    /// The terrain triangles this job's shapes used, kept for the next step.
+    pub gathered: Gathered,
     triangles: TriangleSet,
     triangle_ids: Vec<u32>,
     candidates: Vec<Candidate>,
+}
+
+/// How far a gathering box reaches past the shape's box, plus
+/// [`GATHER_PREDICTION`] steps of its motion.
+const GATHER_MARGIN: f32 = 0.1;
+const GATHER_PREDICTION: f32 = 2.0;
+
+/// Terrain triangles gathered for shapes, with their edge flags and ids.
+#[derive(Debug, Default)]
+pub(crate) struct Gathered {
+    sets: Vec<GatheredSet>,
+    chunks: Vec<IVec3>,
+    triangles: Vec<[Vec3; 3]>,
+    active: Vec<[bool; 3]>,
+    ids: Vec<u32>,
+}
+
+/// Triangles, their edge flags and their ids.
+type Triangles<'t> = (&'t [[Vec3; 3]], &'t [[bool; 3]], &'t [u32]);
+
+/// The triangles of `chunks` touching `fat` at terrain revision `revision`.
+#[derive(Clone, Debug)]
+struct GatheredSet {
+    proxy: u32,
+    revision: u64,
+    fat: Aabb,
+    chunks: Range<u32>,
+    triangles: Range<u32>,
+}
+
+impl Gathered {
+    /// Empties it, keeping room for twice the larger of its last use and `other`'s
+    /// (this job's buffer a step earlier), and once it has held triangles at all, for
+    /// a floor of 16 per item: a job's share of the triangles varies from step to step
+    /// (the items shift between jobs as pairs come and go), and growing by doubling
+    /// alone still allocated in settled scenes. Jobs that never gather keep nothing.
+    fn restart(&mut self, other: Option<&Gathered>) {
+        let (sets, chunks, triangles) = other.map_or((0, 0, 0), |g| (g.sets.len(), g.chunks.len(), g.triangles.len()));
+        let floor = if self.triangles.capacity() > 0 || triangles > 0 { 1 } else { 0 };
+        let (sets, chunks, triangles) = (
+            (2 * sets.max(self.sets.len())).max(floor * GRAIN),
+            (2 * chunks.max(self.chunks.len())).max(floor * 4 * GRAIN),
+            (2 * triangles.max(self.triangles.len())).max(floor * 16 * GRAIN),
+        );
+        self.sets.clear();
+        self.chunks.clear();
+        self.triangles.clear();
+        self.active.clear();
+        self.ids.clear();
+        self.sets.reserve(sets);
+        self.chunks.reserve(chunks);
+        self.triangles.reserve(triangles);
+        self.active.reserve(triangles);
+        self.ids.reserve(triangles);
+    }
+
+    /// How many shapes' sets it holds.
+    pub fn len(&self) -> usize {
+        self.sets.len()
+    }
+
+    /// The proxy of set `i`.
+    pub fn proxy(&self, i: usize) -> u32 {
+        self.sets[i].proxy
+    }
+
+    fn range<'t, T>(items: &'t [T], r: &Range<u32>) -> &'t [T] {
+        &items[r.start as usize..r.end as usize]
+    }
+
+    /// Appends a set for `proxy` gathered at `revision` for `fat`; the chunk list and
+    /// the triangle data are copied.
+    fn push(&mut self, (proxy, revision, fat): (u32, u64, Aabb), chunks: &[IVec3], data: Triangles) {
+        let (c0, t0) = (self.chunks.len() as u32, self.triangles.len() as u32);
+        self.chunks.extend_from_slice(chunks);
+        self.triangles.extend_from_slice(data.0);
+        self.active.extend_from_slice(data.1);
+        self.ids.extend_from_slice(data.2);
+        let (c1, t1) = (self.chunks.len() as u32, self.triangles.len() as u32);
+        self.sets.push(GatheredSet { proxy, revision, fat, chunks: c0..c1, triangles: t0..t1 });
+    }
+
+    /// Copies set `i` of `from`, unchanged.
+    fn push_from(&mut self, from: &Gathered, i: usize) {
+        let set = &from.sets[i];
+        let t = &set.triangles;
+        let data =
+            (Gathered::range(&from.triangles, t), Gathered::range(&from.active, t), Gathered::range(&from.ids, t));
+        self.push((set.proxy, set.revision, set.fat), Gathered::range(&from.chunks, &set.chunks), data);
+    }
+
+    /// The last set's triangles, edge flags and ids.
+    fn last(&self) -> Triangles<'_> {
+        let t = &self.sets.last().expect("a set").triangles;
+        (Gathered::range(&self.triangles, t), Gathered::range(&self.active, t), Gathered::range(&self.ids, t))
+    }
+}
+
+/// Last step's gathered sets: the jobs' [`Gathered`] and a sorted index
+/// `(proxy, job, set)` over them.
+#[derive(Clone, Copy)]
+pub(crate) struct Kept<'a> {
+    pub outs: &'a [NarrowOut],
+    pub index: &'a [(u32, u32, u32)],
+}
+
+impl<'a> Kept<'a> {
+    /// Builds `index` over `outs` (in job order, so sorted when the items were).
+    pub fn build_index(outs: &[NarrowOut], index: &mut Vec<(u32, u32, u32)>) {
+        index.clear();
+        for (k, out) in outs.iter().enumerate() {
+            index.extend((0..out.gathered.len()).map(|i| (out.gathered.proxy(i), k as u32, i as u32)));
+        }
+        if !index.is_sorted() {
+            index.sort_unstable();
+        }
+    }
+
+    /// The kept set of `proxy` that covers `region` and was gathered from `chunks`
+    /// at `revision`: (its owner, its index).
+    fn find(&self, proxy: u32, revision: u64, region: &Aabb, chunks: &[IVec3]) -> Option<(&'a Gathered, usize)> {
+        let at = self.index.binary_search_by_key(&proxy, |e| e.0).ok()?;
+        let (_, k, i) = self.index[at];
+        let g = &self.outs[k as usize].gathered;
+        let set = &g.sets[i as usize];
+        let fits =
+            set.revision == revision && set.fat.contains(region) && Gathered::range(&g.chunks, &set.chunks) == chunks;
+        fits.then_some((g, i as usize))
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -73,6 +215,7 @@ impl Default for NarrowOut {
         NarrowOut {
             constraints: Vec::with_capacity(4 * GRAIN),
             wake: Vec::with_capacity(GRAIN),
+            gathered: Gathered::default(),
             triangles,
             triangle_ids: Vec::with_capacity(256),
             candidates: Vec::with_capacity(256),
@@ -101,6 +244,10 @@ pub(crate) struct NarrowInput<'a> {
     /// point reduction keeps last step's points where it can.
     pub previous: &'a [Constraint],
     pub cache: &'a [(u64, u64, u32)],
+    /// Last step's gathered terrain triangles.
+    pub kept: Kept<'a>,
+    /// The step's time, for the gathering box's motion prediction.
+    pub dt: f32,
 }
 
 fn mix_friction(a: f32, b: f32) -> f32 {
@@ -139,6 +286,7 @@ pub(crate) fn run(input: &NarrowInput, items: &[Item], outs: &mut Vec<NarrowOut>
     jobs.for_each_mut(&mut outs[..chunks], |chunk, out, _| {
         out.constraints.clear();
         out.wake.clear();
+        out.gathered.restart(input.kept.outs.get(chunk).map(|o| &o.gathered));
         for item in &items[chunk_range(&(0..items.len()), GRAIN, chunk)] {
             match *item {
                 Item::Pair { a, b } => collide_pair(input, a, b, out),
@@ -208,29 +356,57 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
     let shape = &bodies.shapes_of_slot(slot)[shape_index as usize];
     let xf = shape_transform(bodies, slot, shape);
     let region = shape.shape.aabb(&xf).expanded(input.margin);
-    out.triangles.clear();
-    out.triangle_ids.clear();
-    for contact in &input.terrain_contacts[contacts.start as usize..contacts.end as usize] {
-        if contact.kind != ContactKind::Solid {
-            continue;
+    // The chunks to gather from: the shape's solid contacts (a shape touching more
+    // than 27 chunks gathers every step: its list is not recorded).
+    let contacts = &input.terrain_contacts[contacts.start as usize..contacts.end as usize];
+    let solid = |c: &&TerrainContact| c.kind == ContactKind::Solid;
+    let chunk_count = contacts.iter().filter(solid).count();
+    let mut chunks = [IVec3::ZERO; 27];
+    let listed = chunk_count <= chunks.len();
+    if listed {
+        for (slot, c) in chunks.iter_mut().zip(contacts.iter().filter(solid)) {
+            *slot = c.chunk;
         }
-        let Some(mesh) = terrain.chunk_mesh(contact.chunk) else { continue };
-        mesh.query_aabb(&region, |index| {
-            out.triangles.push(mesh.triangle(index));
-            out.triangle_ids.push(triangle_id(contact.chunk, index));
-            true
-        });
     }
-    if out.triangles.is_empty() {
+    let chunks = if listed { &chunks[..chunk_count] } else { &[][..] };
+    let revision = terrain.revision();
+    match input.kept.find(proxy.0, revision, &region, chunks).filter(|_| listed) {
+        Some((from, i)) => {
+            out.gathered.push_from(from, i);
+            #[cfg(debug_assertions)]
+            check_kept(terrain, contacts, &region, out.gathered.last().2);
+        }
+        None => {
+            let (set, row) = bodies.place_of_slot(slot).expect("live body");
+            let motion = bodies.set(set).linear_velocity[row] * (GATHER_PREDICTION * input.dt);
+            let mut fat = region.expanded(GATHER_MARGIN);
+            fat.min += motion.min(Vec3::ZERO);
+            fat.max += motion.max(Vec3::ZERO);
+            out.triangles.clear();
+            out.triangle_ids.clear();
+            for contact in contacts.iter().filter(solid) {
+                let Some(mesh) = terrain.chunk_mesh(contact.chunk) else { continue };
+                mesh.query_aabb(&fat, |index| {
+                    out.triangles.push(mesh.triangle(index));
+                    out.triangle_ids.push(triangle_id(contact.chunk, index));
+                    true
+                });
+            }
+            out.triangles.finish(false);
+            let fat = if listed { fat } else { Aabb::EMPTY };
+            let t = &out.triangles;
+            out.gathered.push((proxy.0, revision, fat), chunks, (t.triangles(), t.active(), &out.triangle_ids));
+        }
+    }
+    if out.gathered.last().0.is_empty() {
         return;
     }
-    out.triangles.finish(false);
     let friction = mix_friction(shape.def.friction, input.terrain_friction);
     let key = ((proxy.0 as u64) << 32) | TERRAIN as u64;
     let part = |index: u32, part: &Shape, xf: &Isometry, out: &mut NarrowOut| {
         out.candidates.clear();
-        let (triangles, ids, candidates) = (&out.triangles, &out.triangle_ids, &mut out.candidates);
-        triangles.collide(part, xf, input.margin, &mut |t, m: &Manifold| {
+        let ((triangles, active, ids), candidates) = (out.gathered.last(), &mut out.candidates);
+        collide_triangles(triangles, active, part, xf, input.margin, &mut |t, m: &Manifold| {
             let tid = ids[t as usize].wrapping_mul(0x9e3779b1);
             for p in m.points() {
                 candidates.push(Candidate {
@@ -289,6 +465,20 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
             }
         }
         other => part(0, other, &xf, out),
+    }
+}
+
+/// Checks that kept triangles (by `ids`) include every triangle a fresh query of
+/// `region` finds in the shape's solid chunks: what reusing them relies on.
+#[cfg(debug_assertions)]
+fn check_kept(terrain: &Terrain, contacts: &[TerrainContact], region: &Aabb, ids: &[u32]) {
+    for contact in contacts.iter().filter(|c| c.kind == ContactKind::Solid) {
+        let Some(mesh) = terrain.chunk_mesh(contact.chunk) else { continue };
+        mesh.query_aabb(region, |index| {
+            let id = triangle_id(contact.chunk, index);
+            assert!(ids.contains(&id), "kept triangles miss triangle {index} of chunk {}", contact.chunk);
+            true
+        });
     }
 }
 

@@ -634,6 +634,31 @@ fn a_terrain_edit_under_a_sleeping_body_wakes_it() {
     assert!(y < rest - 1.0, "it fell into the hole: {rest} -> {y}");
 }
 
+/// Issue 7: the narrowphase keeps a shape's terrain triangles while it stays put
+/// (see `narrow.rs`); an edit under an awake resting body must still reach it. With
+/// sleep off, a box rests for a second, the ground under it is dug out, and it falls.
+#[test]
+fn an_edit_under_an_awake_resting_body_is_not_hidden_by_kept_triangles() {
+    use crate::terrain::{Material, Terrain};
+    let pool = inline();
+    let mut world = World::new(WorldDef { enable_sleep: false, ..WorldDef::default() });
+    let mut terrain = Terrain::new(1.0);
+    terrain.fill(glam::IVec3::new(-10, -6, -10), glam::IVec3::new(10, 0, 10), Material::ROCK);
+    world.set_terrain(terrain);
+    let id = cube_at(&mut world, Vec3::new(0.5, 1.6, 0.5), 0.5);
+    for _ in 0..60 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+    }
+    let rest = world.transform(id).unwrap().translation.y;
+    assert!((rest - 1.5).abs() < 0.02, "the box rests on the ground: {rest}");
+    world.terrain_mut().unwrap().fill(glam::IVec3::new(-2, -3, -2), glam::IVec3::new(2, 0, 2), Material::AIR);
+    for _ in 0..60 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+    }
+    let y = world.transform(id).unwrap().translation.y;
+    assert!(y < rest - 1.0, "it fell into the hole: {rest} -> {y}");
+}
+
 /// Random edits between steps keep every invariant (`World::validate` after each
 /// call): bodies of every motion type created, given shapes, destroyed (their stale
 /// handles then refused), moved, pushed and woken; terrain dug and filled under them;

@@ -37,7 +37,7 @@ use glam::{IVec3, Mat3, Quat, Vec3};
 
 use super::body::{flags, Bodies, BodyDef, BodyError, BodyId, MotionType, SetKind, ShapeDef};
 use super::island::Islands;
-use super::narrow::{self, shape_ref, Item, NarrowInput, NarrowOut, TERRAIN};
+use super::narrow::{self, shape_ref, Item, Kept, NarrowInput, NarrowOut, TERRAIN};
 use super::solver::{self, BodyState, Coloring, Column, Constraint, Frame, Pass, Softness, StepContext, NONE};
 use crate::collide::{shape_time_of_impact, Sweep, ToiState};
 use crate::frame::{FrameGraph, GraphError, PassId, Res};
@@ -286,6 +286,10 @@ struct Scratch {
     chunks: Vec<IVec3>,
     items: Vec<Item>,
     outs: Vec<NarrowOut>,
+    /// Last step's `outs` (read for their gathered terrain triangles) and the index
+    /// of those (see `narrow::Kept`).
+    kept_outs: Vec<NarrowOut>,
+    kept_index: Vec<(u32, u32, u32)>,
     /// Where each narrowphase chunk's constraints start in `World::constraints`.
     offsets: Vec<usize>,
     wake: Vec<u32>,
@@ -473,6 +477,8 @@ impl World {
     pub fn set_terrain(&mut self, terrain: Terrain) {
         self.terrain = Some(terrain);
         self.terrain_contacts = TerrainContacts::new();
+        // Triangles kept from another terrain must not be reused (revisions restart).
+        self.scratch.kept_index.clear();
         self.wake_all();
     }
 
@@ -481,6 +487,7 @@ impl World {
         let terrain = self.terrain.take();
         if terrain.is_some() {
             self.terrain_contacts = TerrainContacts::new();
+            self.scratch.kept_index.clear();
             self.wake_all();
         }
         terrain
@@ -835,7 +842,7 @@ impl World {
                 let _ = self.terrain_stage(jobs);
                 self.broadphase_stage(dt, jobs);
             }
-            StepStage::Narrowphase => self.narrowphase_stage(jobs),
+            StepStage::Narrowphase => self.narrowphase_stage(dt, jobs),
             StepStage::Prepare => {
                 self.prepare_stage(jobs);
                 self.event_stage();
@@ -976,8 +983,12 @@ impl World {
 
     /// Manifolds for every pair with an awake body and every awake shape on terrain;
     /// wakes the sleeping groups they touch.
-    fn narrowphase_stage(&mut self, jobs: Jobs) {
+    fn narrowphase_stage(&mut self, dt: f32, jobs: Jobs) {
         let s = &mut self.scratch;
+        std::mem::swap(&mut s.outs, &mut s.kept_outs);
+        // Both lists as long as the longer, so neither grows later than the other.
+        let n = s.outs.len().max(s.kept_outs.len());
+        s.outs.resize_with(n, NarrowOut::default);
         s.items.clear();
         let tree = self.broadphase.tree();
         let bodies = &self.bodies;
@@ -1024,8 +1035,11 @@ impl World {
             margin: SPECULATIVE_DISTANCE,
             previous: &self.previous,
             cache: &self.cache,
+            kept: Kept { outs: &s.kept_outs, index: &s.kept_index },
+            dt,
         };
         let chunks = narrow::run(&input, &s.items, &mut s.outs, jobs);
+        Kept::build_index(&s.outs[..chunks], &mut s.kept_index);
         // The chunks' constraints, concatenated in chunk order by parallel copies (one
         // thread copying 700-byte constraints was 3% of the pyramid's step).
         s.wake.clear();

@@ -77,6 +77,8 @@ pub struct Terrain {
     /// Scratch of `regenerate`: the dirty list (sorted) and its results.
     dirty_list: Vec<IVec3>,
     results: Vec<Option<ChunkMask>>,
+    /// Bumped by every change of the triangles a query can return (edits, mesh mode).
+    revision: u64,
 }
 
 impl Terrain {
@@ -92,6 +94,7 @@ impl Terrain {
             geometry: None,
             dirty_list: Vec::new(),
             results: Vec::new(),
+            revision: 0,
         }
     }
 
@@ -103,6 +106,12 @@ impl Terrain {
         &self.voxels
     }
 
+    /// A counter that changes whenever the triangles of some chunk may have changed
+    /// (an edit, a new mesh mode): what callers that keep triangles compare.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
     pub fn get(&self, voxel: IVec3) -> Material {
         self.voxels.get(voxel)
     }
@@ -111,6 +120,7 @@ impl Terrain {
     /// affected chunks dirty and drops their cached meshes. Returns the number of
     /// voxels that changed.
     pub fn fill(&mut self, min: IVec3, max: IVec3, material: Material) -> usize {
+        self.revision += 1;
         let (dirty, meshes, geometry) = (&mut self.dirty, &mut self.meshes, &mut self.geometry);
         self.voxels.fill(min, max, material, |c| {
             dirty.insert(c, ());
@@ -175,6 +185,7 @@ impl Terrain {
 
     /// Full or compact (16-bit) chunk meshes; switching drops the cache.
     pub fn set_mesh_mode(&mut self, mode: MeshMode) {
+        self.revision += 1;
         self.meshes.set_mode(mode);
     }
 
