@@ -605,6 +605,30 @@ pub(crate) unsafe fn correct_positions(c: &Constraint, states: &Column<BodyState
     }
 }
 
+/// What colouring needs of a constraint, gathered while the constraint is in cache
+/// (reading it from the 700-byte constraints on one thread was most of `color`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Colorable {
+    /// Awake rows of the dynamic bodies it moves (`NONE` for others).
+    pub a: u32,
+    pub b: u32,
+    /// Whether it can ride in a bundle ([`wide::accepts`]).
+    pub bundles: bool,
+}
+
+impl Colorable {
+    pub const NONE: Colorable = Colorable { a: NONE, b: NONE, bundles: false };
+
+    /// From a constraint with its rows and masses set.
+    pub fn of(c: &Constraint) -> Colorable {
+        Colorable {
+            a: if c.inv_mass_a > 0.0 { c.row_a } else { NONE },
+            b: if c.inv_mass_b > 0.0 { c.row_b } else { NONE },
+            bundles: wide::accepts(c),
+        }
+    }
+}
+
 /// The constraints of a step grouped by colour: `order[ranges[k]]` are colour `k`'s
 /// constraint indices, the last range is the overflow. Within a colour, the first
 /// `bundled[k]` constraints ride `lanes` at a time in `bundles[bundle_ranges[k]]` (see
@@ -660,7 +684,7 @@ impl Coloring {
     /// Assigns every constraint the first colour in which none of its dynamic bodies
     /// appears yet (in constraint order: deterministic), then orders the constraint
     /// indices by colour, and within a colour those that can ride in bundles first.
-    pub fn color(&mut self, constraints: &[Constraint], rows: usize) {
+    pub fn color(&mut self, constraints: &[Colorable], rows: usize) {
         let words = rows.div_ceil(64);
         self.used.resize_with(COLORS, Vec::new);
         for bits in &mut self.used {
@@ -671,8 +695,8 @@ impl Coloring {
         self.counts = [0; COLORS + 1];
         let mut keys = [0usize; 2 * COLORS + 1];
         for c in constraints {
-            let a = (c.inv_mass_a > 0.0 && c.row_a != NONE).then_some(c.row_a as usize);
-            let b = (c.inv_mass_b > 0.0 && c.row_b != NONE).then_some(c.row_b as usize);
+            let a = (c.a != NONE).then_some(c.a as usize);
+            let b = (c.b != NONE).then_some(c.b as usize);
             let mut chosen = COLORS;
             for (k, bits) in self.used.iter_mut().enumerate() {
                 let free = |r: Option<usize>| r.is_none_or(|r| bits[r / 64] & (1 << (r % 64)) == 0);
@@ -684,7 +708,7 @@ impl Coloring {
                     break;
                 }
             }
-            let scalar = chosen < COLORS && !(self.wide && wide::accepts(c));
+            let scalar = chosen < COLORS && !(self.wide && c.bundles);
             let key = 2 * chosen + scalar as usize;
             self.key.push(key as u8);
             keys[key] += 1;

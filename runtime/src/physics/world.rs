@@ -38,7 +38,9 @@ use glam::{IVec3, Mat3, Quat, Vec3};
 use super::body::{flags, Bodies, BodyDef, BodyError, BodyId, MotionType, SetKind, ShapeDef};
 use super::island::Islands;
 use super::narrow::{self, shape_ref, Item, Kept, NarrowInput, NarrowOut, TERRAIN};
-use super::solver::{self, BodyState, Coloring, Column, Constraint, Frame, Pass, Softness, StepContext, NONE};
+use super::solver::{
+    self, BodyState, Colorable, Coloring, Column, Constraint, Frame, Pass, Softness, StepContext, NONE,
+};
 use crate::collide::{shape_time_of_impact, Sweep, ToiState};
 use crate::frame::{FrameGraph, GraphError, PassId, Res};
 use crate::jobs::Jobs;
@@ -219,6 +221,8 @@ pub struct World {
     constraints: Vec<Constraint>,
     previous: Vec<Constraint>,
     cache: Vec<(u64, u64, u32)>,
+    /// What colouring needs of each of this step's constraints (from the prepare).
+    colorables: Vec<Colorable>,
     coloring: Coloring,
     solver: Solver,
     states: Vec<BodyState>,
@@ -336,6 +340,7 @@ impl World {
             terrain_contacts: TerrainContacts::new(),
             islands: Islands::default(),
             constraints: Vec::new(),
+            colorables: Vec::new(),
             previous: Vec::new(),
             cache: Vec::new(),
             coloring: Coloring::default(),
@@ -1082,7 +1087,12 @@ impl World {
         self.constraints.clear();
         self.constraints.reserve(total + woken.len());
         let spare = Column::new(&mut self.constraints.spare_capacity_mut()[..total + woken.len()]);
-        let prepare = |slot: &mut std::mem::MaybeUninit<Constraint>, from: &Constraint, warm: bool| {
+        self.colorables.clear();
+        self.colorables.resize(total + woken.len(), Colorable::NONE);
+        let colorables = Column::new(&mut self.colorables);
+        // SAFETY (`colorables`): row `i` is written only by the job that writes
+        // constraint `i`.
+        let prepare = |i: usize, slot: &mut std::mem::MaybeUninit<Constraint>, from: &Constraint, warm: bool| {
             let c = slot.write(*from);
             let awake_row = |slot: u32| match (slot != NONE).then(|| bodies.place_of_slot(slot)).flatten() {
                 Some((SetKind::Awake, row)) => row as u32,
@@ -1104,6 +1114,8 @@ impl World {
                     c.warm_from(&previous[cache[i].2 as usize]);
                 }
             }
+            // SAFETY: see `colorables` above.
+            *unsafe { colorables.get(i) } = Colorable::of(c);
         };
         jobs.parallel_for(0..outs.len(), 1, |range, _| {
             for k in range {
@@ -1111,8 +1123,8 @@ impl World {
                 // SAFETY: chunk k alone writes `offsets[k]..offsets[k] + from.len()`, and
                 // `parallel_for` hands each chunk to exactly one job.
                 let to = unsafe { spare.rows(offsets[k]..offsets[k] + from.len()) };
-                for (slot, c) in to.iter_mut().zip(from) {
-                    prepare(slot, c, true);
+                for (j, (slot, c)) in to.iter_mut().zip(from).enumerate() {
+                    prepare(offsets[k] + j, slot, c, true);
                 }
             }
         });
@@ -1121,8 +1133,8 @@ impl World {
             // SAFETY: `parallel_for` hands each range to exactly one job, and these
             // rows follow the narrowphase's `0..total`.
             let to = unsafe { spare.rows(total + range.start..total + range.end) };
-            for (slot, c) in to.iter_mut().zip(&woken[range]) {
-                prepare(slot, c, false);
+            for (j, (slot, c)) in to.iter_mut().zip(&woken[range.clone()]).enumerate() {
+                prepare(total + range.start + j, slot, c, false);
             }
         });
         // SAFETY: the two passes above initialised every element of `0..total + woken`.
@@ -1186,7 +1198,7 @@ impl World {
     /// impulses), then poses and sleep timers.
     fn solve_stage(&mut self, dt: f32, jobs: Jobs) {
         let n = self.bodies.awake.len();
-        self.coloring.color(&self.constraints, n);
+        self.coloring.color(&self.colorables, n);
         self.counters.colors = self.coloring.color_count() as u32;
         self.counters.overflow_constraints = self.coloring.overflow() as u32;
 
