@@ -742,16 +742,19 @@ fn query_aabb<S: Storage>(s: &S, bounds: &Aabb, aabb: &Aabb, mut visit: impl FnM
     }
     let mut stack = [0u32; STACK_SIZE];
     let mut top = 1;
+    // The box per axis as arrays indexed by `axis & 3`: no bounds checks or branches
+    // for the axis in the loop (glam indexes a vector by matching on the index).
+    let (lo, hi) = (aabb.min.extend(0.0).to_array(), aabb.max.extend(0.0).to_array());
     while top > 0 {
         top -= 1;
         match s.node(stack[top]) {
             Node::Branch { axis, split0, split1, child } => {
                 let left = stack[top] + 1;
-                if split1 <= aabb.max[axis] {
+                if split1 <= hi[axis & 3] {
                     stack[top] = child;
                     top += 1;
                 }
-                if split0 >= aabb.min[axis] {
+                if split0 >= lo[axis & 3] {
                     stack[top] = left;
                     top += 1;
                 }
