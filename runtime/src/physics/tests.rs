@@ -608,17 +608,24 @@ fn contact_events_begin_and_end() {
     assert!(ends[0].body_a == b || ends[0].body_b == Some(b));
 }
 
-/// Issue 7: editing the terrain under a sleeping body wakes it, and it falls into the
-/// hole.
-#[test]
-fn a_terrain_edit_under_a_sleeping_body_wakes_it() {
+/// A 1 m box dropped from 0.1 m onto a flat slab of rock (1 m voxels, top at y = 1).
+fn box_on_rock(def: WorldDef) -> (World, BodyId) {
     use crate::terrain::{Material, Terrain};
-    let pool = inline();
-    let mut world = World::new(WorldDef::default());
+    let mut world = World::new(def);
     let mut terrain = Terrain::new(1.0);
     terrain.fill(glam::IVec3::new(-10, -6, -10), glam::IVec3::new(10, 0, 10), Material::ROCK);
     world.set_terrain(terrain);
     let id = cube_at(&mut world, Vec3::new(0.5, 1.6, 0.5), 0.5);
+    (world, id)
+}
+
+/// Issue 7: editing the terrain under a sleeping body wakes it, and it falls into the
+/// hole.
+#[test]
+fn a_terrain_edit_under_a_sleeping_body_wakes_it() {
+    use crate::terrain::Material;
+    let pool = inline();
+    let (mut world, id) = box_on_rock(WorldDef::default());
     for _ in 0..120 {
         world.step(1.0 / 60.0, pool.jobs()).unwrap();
     }
@@ -639,13 +646,9 @@ fn a_terrain_edit_under_a_sleeping_body_wakes_it() {
 /// sleep off, a box rests for a second, the ground under it is dug out, and it falls.
 #[test]
 fn an_edit_under_an_awake_resting_body_is_not_hidden_by_kept_triangles() {
-    use crate::terrain::{Material, Terrain};
+    use crate::terrain::Material;
     let pool = inline();
-    let mut world = World::new(WorldDef { enable_sleep: false, ..WorldDef::default() });
-    let mut terrain = Terrain::new(1.0);
-    terrain.fill(glam::IVec3::new(-10, -6, -10), glam::IVec3::new(10, 0, 10), Material::ROCK);
-    world.set_terrain(terrain);
-    let id = cube_at(&mut world, Vec3::new(0.5, 1.6, 0.5), 0.5);
+    let (mut world, id) = box_on_rock(WorldDef { enable_sleep: false, ..WorldDef::default() });
     for _ in 0..60 {
         world.step(1.0 / 60.0, pool.jobs()).unwrap();
     }
