@@ -39,23 +39,24 @@ fn main() {
     let pool = ThreadPool::new(workers - 1);
     let (mut world, _) = scene.build();
     world.set_solver(solver);
-    let (mut solve, mut narrow, mut broad, mut prepare) = (0.0, 0.0, 0.0, 0.0);
+    // Per stage: broadphase, narrowphase, prepare, solve, continuous, sleep, total.
+    let mut stages = [0.0f32; 7];
     let start = Instant::now();
     for _ in 0..steps {
         world.step(1.0 / 60.0, pool.jobs()).expect("valid step");
         let p = world.profile();
-        (solve, narrow, broad, prepare) =
-            (solve + p.solve, narrow + p.narrowphase, broad + p.broadphase, prepare + p.prepare);
+        let step = [p.broadphase, p.narrowphase, p.prepare, p.solve, p.continuous, p.sleep, p.total];
+        for (sum, ms) in stages.iter_mut().zip(step) {
+            *sum += ms;
+        }
     }
-    let per = |ms: f32| ms / steps as f32;
+    let [broad, narrow, prepare, solve, continuous, sleep, total] = stages.map(|ms| ms / steps as f32);
+    let other = total - (broad + narrow + prepare + solve + continuous + sleep);
     println!(
-        "{name}, {solver:?}: {steps} steps, {workers} worker(s): {:.2} ms / step (solve {:.2}, narrowphase {:.2}, \
-         broadphase {:.2}, prepare {:.2})",
+        "{name}, {solver:?}: {steps} steps, {workers} worker(s): {:.2} ms / step (solve {solve:.2}, narrowphase \
+         {narrow:.2}, broadphase {broad:.2}, prepare {prepare:.2}, continuous {continuous:.2}, sleep {sleep:.2}, \
+         other {other:.2})",
         start.elapsed().as_secs_f64() * 1e3 / steps as f64,
-        per(solve),
-        per(narrow),
-        per(broad),
-        per(prepare)
     );
     let c = world.counters();
     println!(

@@ -976,15 +976,11 @@ impl World {
         }
         self.terrain_contacts.update(terrain, &s.terrain_query, jobs);
         // Meshes of every chunk an awake shape touches, built in parallel if missing.
+        // The update's added and kept contacts are exactly the awake shapes' contacts;
+        // the list repeats chunks, which `prepare_meshes` takes.
         s.chunks.clear();
-        s.terrain_query.sort_unstable_by_key(|q| q.0);
-        for c in self.terrain_contacts.contacts() {
-            if c.kind == ContactKind::Solid && s.terrain_query.binary_search_by_key(&c.body, |q| q.0).is_ok() {
-                s.chunks.push(c.chunk);
-            }
-        }
-        s.chunks.sort_unstable_by_key(|c| c.to_array());
-        s.chunks.dedup();
+        let (added, kept) = (self.terrain_contacts.added(), self.terrain_contacts.kept());
+        s.chunks.extend(added.iter().chain(kept).filter(|c| c.kind == ContactKind::Solid).map(|c| c.chunk));
         terrain.prepare_meshes(&s.chunks, jobs);
     }
 

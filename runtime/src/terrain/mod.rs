@@ -191,12 +191,14 @@ impl Terrain {
 
     /// Meshes the chunks in `coords` that can have triangles and are not cached, as
     /// parallel jobs: what the narrowphase calls with the chunks its new contacts
-    /// touch, before reading them with [`Terrain::chunk_mesh`].
+    /// touch, before reading them with [`Terrain::chunk_mesh`]. `coords` may repeat
+    /// chunks.
     pub fn prepare_meshes(&mut self, coords: &[IVec3], jobs: Jobs) {
         self.meshes.begin_round();
         // Collecting only the missing ones keeps a steady-state call allocation-free.
+        // Most chunks are cached: that lookup goes first.
         let needed: Vec<IVec3> =
-            coords.iter().copied().filter(|&c| self.may_have_triangles(c) && !self.meshes.contains(c)).collect();
+            coords.iter().copied().filter(|&c| !self.meshes.contains(c) && self.may_have_triangles(c)).collect();
         self.meshes.build(&self.voxels, self.voxel_size, &needed, jobs);
     }
 
