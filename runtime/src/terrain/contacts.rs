@@ -31,7 +31,7 @@ pub struct TerrainContact {
 }
 
 impl TerrainContact {
-    fn key(&self) -> (u32, [i32; 3], ContactKind) {
+    pub(crate) fn key(&self) -> (u32, [i32; 3], ContactKind) {
         (self.body, [self.chunk.y, self.chunk.z, self.chunk.x], self.kind)
     }
 }

@@ -221,7 +221,9 @@ fn contacts_follow_a_moving_body() {
     t.regenerate(pool.jobs());
     let mut contacts = TerrainContacts::new();
     let mut rng = Rng(12);
-    let mut bodies: Vec<(u32, Aabb)> = (0..40)
+    // 200 bodies, half of them moved per step: several update jobs, whose merged
+    // shares must join into one list.
+    let mut bodies: Vec<(u32, Aabb)> = (0..200)
         .map(|i| {
             (i, Aabb::from_center_half_extents(rng.vec3(0.0, 64.0) * Vec3::new(1.0, 0.5, 1.0), rng.vec3(0.2, 3.0)))
         })
@@ -265,6 +267,19 @@ fn contacts_follow_a_moving_body() {
         assert_eq!(got, want, "step {step}");
         // Events account for every change, and no pair has two contacts of a kind.
         assert_eq!(before.len() + contacts.added().len() - contacts.removed().len(), contacts.contacts().len());
+        // Added and kept: the moved bodies' contacts now; removed: what they had and
+        // lost. Each list in (body, chunk, kind) order.
+        let of_moved = |list: &[TerrainContact]| -> Vec<TerrainContact> {
+            list.iter().copied().filter(|c| moved.iter().any(|m| m.0 == c.body)).collect()
+        };
+        let mut now: Vec<_> = contacts.added().iter().chain(contacts.kept()).copied().collect();
+        now.sort_by_key(|c| c.key());
+        assert_eq!(now, of_moved(contacts.contacts()), "step {step}: added and kept");
+        let lost: Vec<_> = of_moved(&before).into_iter().filter(|c| !contacts.contacts().contains(c)).collect();
+        assert_eq!(contacts.removed(), &lost[..], "step {step}: removed");
+        for list in [contacts.added(), contacts.kept(), contacts.removed()] {
+            assert!(list.windows(2).all(|w| w[0].key() < w[1].key()), "step {step}: order");
+        }
         for w in got.windows(2) {
             assert_ne!(w[0], w[1]);
         }
