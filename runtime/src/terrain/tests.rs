@@ -221,8 +221,8 @@ fn contacts_follow_a_moving_body() {
     t.regenerate(pool.jobs());
     let mut contacts = TerrainContacts::new();
     let mut rng = Rng(12);
-    // 200 bodies, half of them moved per step: several update jobs, whose merged
-    // shares must join into one list.
+    // 200 bodies, half of them moved per step: several query jobs, whose outputs
+    // join in body order.
     let mut bodies: Vec<(u32, Aabb)> = (0..200)
         .map(|i| {
             (i, Aabb::from_center_half_extents(rng.vec3(0.0, 64.0) * Vec3::new(1.0, 0.5, 1.0), rng.vec3(0.2, 3.0)))
