@@ -1,10 +1,17 @@
 //! The narrowphase: contact constraints for every broadphase pair with an awake
 //! body and for every awake shape touching terrain, computed in parallel jobs.
 //!
-//! Work items are listed on one thread in a fixed order (pairs in pair-key order,
-//! then terrain items in proxy order); each job handles a fixed chunk of items into
-//! its own output buffer, and the buffers are joined in chunk order, so the constraint
-//! list is the same for any worker count.
+//! Work items come in a fixed order (the broadphase's pairs in pair-key order, then
+//! terrain items in proxy order); each job handles a fixed chunk of items into its
+//! own output buffer, and the buffers are joined in chunk order, so the constraint
+//! list is the same for any worker count. The jobs skip the pairs that need no
+//! contacts (both bodies asleep or not dynamic, filtered out), so no thread has to
+//! list the pairs first.
+//!
+//! A pair that has hardly moved since its manifold was found reuses it (Jolt's body
+//! pair cache, with a bound on the error: see `reuse_manifolds`), and every item takes
+//! its warm-start impulses from last step's matching constraint while it has it at
+//! hand. In a resting pyramid most pairs collide once and then only when they move.
 //!
 //! Terrain: a shape's triangles come from the chunk meshes its terrain contacts name
 //! (already built: see `Terrain::prepare_meshes`). Every triangle's manifold is
@@ -27,12 +34,12 @@ use std::ops::Range;
 use glam::{IVec3, Vec3};
 
 use super::body::{flags, Bodies, BodyShape, SetKind};
-use super::solver::{Constraint, NONE};
+use super::solver::{Constraint, FoundAt, NONE};
 use crate::collide::{collide_all, collide_triangles, Manifold, TriangleSet};
 use crate::jobs::{chunk_count, chunk_range, Jobs};
 use crate::math::{Aabb, Isometry};
 use crate::shapes::Shape;
-use crate::spatial::{DynamicTree, ProxyId};
+use crate::spatial::{DynamicTree, Pair, ProxyId};
 use crate::terrain::{ContactKind, Terrain, TerrainContact};
 
 /// Items per narrowphase job.
@@ -41,19 +48,22 @@ const GRAIN: usize = 32;
 /// The key half that marks terrain in a pair key.
 pub(crate) const TERRAIN: u32 = u32::MAX;
 
-/// One piece of narrowphase work.
+/// A shape against terrain: its contacts are `terrain_contacts[start..end]`.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Item {
-    /// Two shapes' proxies, `a < b`.
-    Pair { a: ProxyId, b: ProxyId },
-    /// A shape against terrain: its contacts are `terrain_contacts[start..end]`.
-    Terrain { proxy: ProxyId, start: u32, end: u32 },
+pub(crate) struct TerrainItem {
+    pub proxy: ProxyId,
+    pub start: u32,
+    pub end: u32,
 }
 
 /// A job's output and scratch.
 #[derive(Debug)]
 pub(crate) struct NarrowOut {
     pub constraints: Vec<Constraint>,
+    /// Contact points in `constraints`.
+    pub points: u32,
+    /// Pairs whose manifolds were reused.
+    pub reused: u32,
     /// Slots of sleeping bodies touched by an awake dynamic or moving body.
     pub wake: Vec<u32>,
     /// The terrain triangles this job's shapes used, kept for the next step.
@@ -214,6 +224,8 @@ impl Default for NarrowOut {
         triangles.reserve(256);
         NarrowOut {
             constraints: Vec::with_capacity(4 * GRAIN),
+            points: 0,
+            reused: 0,
             wake: Vec::with_capacity(GRAIN),
             gathered: Gathered::default(),
             triangles,
@@ -240,8 +252,9 @@ pub(crate) struct NarrowInput<'a> {
     pub terrain_contacts: &'a [TerrainContact],
     pub terrain_friction: f32,
     pub margin: f32,
-    /// Last step's constraints and their sorted `(key, sub, index)` lookup: terrain
-    /// point reduction keeps last step's points where it can.
+    /// Last step's constraints and their sorted `(key, sub, index)` lookup: for the
+    /// warm start, for reusing a still pair's manifolds, and for terrain point
+    /// reduction, which keeps last step's points where it can.
     pub previous: &'a [Constraint],
     pub cache: &'a [(u64, u64, u32)],
     /// Last step's gathered terrain triangles.
@@ -277,48 +290,101 @@ fn shape_transform(bodies: &Bodies, slot: u32, shape: &BodyShape) -> Isometry {
     bodies.set(set).transform(row).mul(&shape.def.pose)
 }
 
-/// Runs every item in parallel; `outs` grows to one buffer per chunk.
-pub(crate) fn run(input: &NarrowInput, items: &[Item], outs: &mut Vec<NarrowOut>, jobs: Jobs) -> usize {
-    let chunks = chunk_count(items.len(), GRAIN);
+/// Runs every item in parallel: the broadphase pairs (sorted keys, see
+/// [`BroadPhase::pair_keys`](crate::spatial::BroadPhase::pair_keys)), then the
+/// terrain items; `outs` grows to one buffer per chunk.
+pub(crate) fn run(
+    input: &NarrowInput,
+    pairs: &[u64],
+    terrain: &[TerrainItem],
+    outs: &mut Vec<NarrowOut>,
+    jobs: Jobs,
+) -> usize {
+    let items = pairs.len() + terrain.len();
+    let chunks = chunk_count(items, GRAIN);
     if outs.len() < chunks {
         outs.resize_with(chunks, NarrowOut::default);
     }
     jobs.for_each_mut(&mut outs[..chunks], |chunk, out, _| {
         out.constraints.clear();
         out.wake.clear();
+        out.reused = 0;
         out.gathered.restart(input.kept.outs.get(chunk).map(|o| &o.gathered));
-        for item in &items[chunk_range(&(0..items.len()), GRAIN, chunk)] {
-            match *item {
-                Item::Pair { a, b } => collide_pair(input, a, b, out),
-                Item::Terrain { proxy, start, end } => collide_terrain(input, proxy, start..end, out),
+        for i in chunk_range(&(0..items), GRAIN, chunk) {
+            match pairs.get(i) {
+                Some(&key) => collide_pair(input, Pair::from_key(key), out),
+                None => {
+                    let t = terrain[i - pairs.len()];
+                    collide_terrain(input, t.proxy, t.start..t.end, out);
+                }
             }
         }
+        out.points = out.constraints.iter().map(|c| c.count).sum();
     });
     chunks
 }
 
-fn collide_pair(input: &NarrowInput, a: ProxyId, b: ProxyId, out: &mut NarrowOut) {
+/// The contacts of a broadphase pair, unless both bodies sleep or neither is
+/// dynamic, they are one body, or their filters keep them apart.
+fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
     let bodies = input.bodies;
     let (slot_a, shape_a) = shape_ref(input.tree.user_data(a));
     let (slot_b, shape_b) = shape_ref(input.tree.user_data(b));
+    let (set_a, row_a) = bodies.place_of_slot(slot_a).expect("live body");
+    let (set_b, row_b) = bodies.place_of_slot(slot_b).expect("live body");
+    let dynamic = |set: SetKind, row: usize| bodies.set(set).inv_mass[row] > 0.0;
+    if slot_a == slot_b
+        || (set_a != SetKind::Awake && set_b != SetKind::Awake)
+        || (!dynamic(set_a, row_a) && !dynamic(set_b, row_b))
+    {
+        return;
+    }
     let (sa, sb) = (&bodies.shapes_of_slot(slot_a)[shape_a as usize], &bodies.shapes_of_slot(slot_b)[shape_b as usize]);
-    let (xa, xb) = (shape_transform(bodies, slot_a, sa), shape_transform(bodies, slot_b, sb));
+    if !sa.def.collides_with(&sb.def) {
+        return;
+    }
+    let place = |set: SetKind, row: usize, shape: &BodyShape| bodies.set(set).transform(row).mul(&shape.def.pose);
+    let (xa, xb) = (place(set_a, row_a, sa), place(set_b, row_b, sb));
     let friction = mix_friction(sa.def.friction, sb.def.friction);
     let restitution = sa.def.restitution.max(sb.def.restitution);
     let rolling = (sa.def.rolling_resistance * rolling_radius(&sa.shape))
         .max(sb.def.rolling_resistance * rolling_radius(&sb.shape));
     let key = pair_key(a, b);
-    let before = out.constraints.len();
-    collide_all(&sa.shape, &xa, &sb.shape, &xb, input.margin, &mut |pa, pb, m: &Manifold| {
-        let mut c = Constraint::new(key, ((pa as u64) << 32) | pb as u64, slot_a, slot_b, friction, restitution);
+    let manifold = |sub: u64| {
+        let (pa, pb) = ((sub >> 32) as u32, sub as u32);
+        let mut c = Constraint::new(key, sub, slot_a, slot_b, friction, restitution);
         c.rolling_resistance = rolling;
         c.round_a = rolling_radius(part_of(&sa.shape, pa));
         c.round_b = rolling_radius(part_of(&sb.shape, pb));
-        for p in m.points() {
-            c.push(p.point, m.normal, p.separation, p.id);
-        }
-        out.constraints.push(c);
-    });
+        c
+    };
+    let before = out.constraints.len();
+    let frame = xa.inv_mul(&xb);
+    let found = |frame: &Isometry, normal: Vec3| {
+        let (a, b) = (sa.shape.aabb(&Isometry::IDENTITY), sb.shape.aabb(&Isometry::IDENTITY));
+        let (ra, rb) = (0.5 * (a.max - a.min).length(), 0.5 * (b.max - b.min).length());
+        let (center, radius) = if ra <= rb { (a.center(), ra) } else { (frame.transform_point(b.center()), rb) };
+        FoundAt { frame: *frame, normal, center, radius }
+    };
+    let old = last_step(input, key);
+    if reuse_manifolds(input, old, (&xa, &xb, &frame), &manifold, &mut out.constraints) {
+        out.reused += 1;
+    } else {
+        collide_all(&sa.shape, &xa, &sb.shape, &xb, input.margin, &mut |pa, pb, m: &Manifold| {
+            let sub = ((pa as u64) << 32) | pb as u64;
+            let mut c = manifold(sub);
+            c.found = found(&frame, xa.inverse_transform_vector(m.normal));
+            for p in m.points() {
+                let half = 0.5 * p.separation * m.normal;
+                let local = (xa.inverse_transform_point(p.point - half), xb.inverse_transform_point(p.point + half));
+                push_local(&mut c, p.point, m.normal, p.separation, p.id, local);
+            }
+            if let Some(e) = old.iter().find(|e| e.1 == sub) {
+                c.warm_from(&input.previous[e.2 as usize]);
+            }
+            out.constraints.push(c);
+        });
+    }
     if out.constraints.len() == before {
         return;
     }
@@ -338,6 +404,72 @@ fn collide_pair(input: &NarrowInput, a: ProxyId, b: ProxyId, out: &mut NarrowOut
     } else if sleeping(slot_b) && wakes(slot_a) {
         out.wake.push(slot_b);
     }
+}
+
+/// A pair reuses its manifold while no point of the contact region has moved more
+/// than this (m) relative to the other body since the manifold was found: the points'
+/// positions are then off by at most a fifth of the linear slop.
+const REUSE_DISTANCE: f32 = 0.4 * super::LINEAR_SLOP;
+
+/// Adds a point with its surface points in the shapes' frames (see `reuse_manifolds`).
+fn push_local(c: &mut Constraint, point: Vec3, normal: Vec3, separation: f32, id: u32, local: (Vec3, Vec3)) {
+    c.push(point, normal, separation, id);
+    let p = &mut c.points[c.count as usize - 1];
+    (p.local_a, p.local_b) = local;
+}
+
+/// Last step's `(key, sub, index)` entries of the pair or terrain item `key`, in `sub`
+/// order.
+fn last_step<'a>(input: &NarrowInput<'a>, key: u64) -> &'a [(u64, u64, u32)] {
+    let entries = &input.cache[input.cache.partition_point(|e| e.0 < key)..];
+    &entries[..entries.iter().take_while(|e| e.0 == key).count()]
+}
+
+/// Jolt's body pair cache, with a bound on the error. When last step had manifolds
+/// (`old`) for a pair, and since they were found no point of the smaller shape's
+/// bounding sphere has moved more than [`REUSE_DISTANCE`] relative to the other shape
+/// (B's placement in A's frame is `xf.2`), pushes them again (made by
+/// `manifold(sub)`) instead of colliding the shapes, and returns true. Each point's
+/// surface points are fixed in the shapes' frames, so its separation follows the
+/// bodies' present placements (`xf.0`, `xf.1`) and its position is off by at most half
+/// that distance; only the choice of features and the normal are the old ones. The
+/// reference placement stays the one where the manifolds were found, so slow creep
+/// cannot add up past the bound. A resting stack collides once, then only when
+/// something moves. (Jolt's test, 1 mm of B's origin and 2° of turn, lets a corner
+/// of a 1 m box move 15 mm.)
+fn reuse_manifolds(
+    input: &NarrowInput,
+    entries: &[(u64, u64, u32)],
+    xf: (&Isometry, &Isometry, &Isometry),
+    manifold: &dyn Fn(u64) -> Constraint,
+    out: &mut Vec<Constraint>,
+) -> bool {
+    let (xa, xb, frame) = xf;
+    let close = |e: &(u64, u64, u32)| {
+        let found = &input.previous[e.2 as usize].found;
+        // The turn since (in A's frame), and the motion of the sphere's centre.
+        let turn = frame.rotation * found.frame.rotation.conjugate();
+        let arm = found.center - found.frame.translation;
+        let moved = turn * arm - arm + (frame.translation - found.frame.translation);
+        // A point at distance d from the centre moves at most 2 sin(angle / 2) d more.
+        moved.length() + 2.0 * turn.xyz().length() * found.radius <= REUSE_DISTANCE
+    };
+    if entries.is_empty() || !entries.iter().all(close) {
+        return false;
+    }
+    for e in entries {
+        let old = &input.previous[e.2 as usize];
+        let mut c = manifold(old.sub);
+        c.found = old.found;
+        let normal = xa.transform_vector(old.found.normal);
+        for p in old.points() {
+            let (pa, pb) = (xa.transform_point(p.local_a), xb.transform_point(p.local_b));
+            push_local(&mut c, 0.5 * (pa + pb), normal, (pb - pa).dot(normal), p.id, (p.local_a, p.local_b));
+        }
+        c.warm_from(old);
+        out.push(c);
+    }
+    true
 }
 
 /// A stable 32-bit id of a terrain triangle.
@@ -403,6 +535,7 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
     }
     let friction = mix_friction(shape.def.friction, input.terrain_friction);
     let key = ((proxy.0 as u64) << 32) | TERRAIN as u64;
+    let last = last_step(input, key);
     let part = |index: u32, part: &Shape, xf: &Isometry, out: &mut NarrowOut| {
         out.candidates.clear();
         let ((triangles, active, ids), candidates) = (out.gathered.last(), &mut out.candidates);
@@ -448,12 +581,11 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
             let mut c = Constraint::new(key, sub, slot, NONE, friction, shape.def.restitution);
             c.rolling_resistance = shape.def.rolling_resistance * rolling_radius(part);
             c.round_a = rolling_radius(part);
-            let old = input
-                .cache
-                .binary_search_by(|e| (e.0, e.1).cmp(&(key, sub)))
-                .ok()
-                .map(|i| &input.previous[input.cache[i].2 as usize]);
+            let old = last.iter().find(|e| e.1 == sub).map(|e| &input.previous[e.2 as usize]);
             reduce(&mut out.candidates[start..end], old, &mut c);
+            if let Some(old) = old {
+                c.warm_from(old);
+            }
             out.constraints.push(c);
             start = end;
         }

@@ -48,6 +48,7 @@ use super::lanes::F8;
 use super::lanes::{self, Lanes};
 use super::wide::{self, Bundle, Width};
 use crate::jobs::Jobs;
+use crate::math::Isometry;
 
 /// No body (terrain, static, or a body outside the awake set).
 pub(crate) const NONE: u32 = u32::MAX;
@@ -90,6 +91,10 @@ pub(crate) struct ContactPoint {
     pub max_normal_impulse: f32,
     /// Normal velocity at the step's start (restitution target).
     pub relative_velocity: f32,
+    /// Pairs: the point on A's surface in A's shape frame and on B's in B's, where
+    /// the narrowphase found them (a pair that has hardly moved since reuses them).
+    pub local_a: Vec3,
+    pub local_b: Vec3,
 }
 
 /// Up to four points between body A and body B (or terrain), each with its normal.
@@ -129,6 +134,22 @@ pub(crate) struct Constraint {
     pub inv_inertia_b: Mat3,
     pub count: u32,
     pub points: [ContactPoint; 4],
+    /// Pairs: where the points were found.
+    pub found: FoundAt,
+}
+
+/// Where a pair's manifold was found, for reusing it while the pair hardly moves
+/// (see `narrow::reuse_manifolds`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct FoundAt {
+    /// B's shape placement in A's shape frame.
+    pub frame: Isometry,
+    /// The normal in A's shape frame.
+    pub normal: Vec3,
+    /// The bounding sphere of the smaller shape in A's shape frame: every contact
+    /// point lies in it.
+    pub center: Vec3,
+    pub radius: f32,
 }
 
 impl Constraint {
@@ -157,6 +178,7 @@ impl Constraint {
             inv_inertia_b: Mat3::ZERO,
             count: 0,
             points: [ContactPoint::default(); 4],
+            found: FoundAt::default(),
         }
     }
 

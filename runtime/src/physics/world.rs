@@ -37,7 +37,7 @@ use glam::{IVec3, Mat3, Quat, Vec3};
 
 use super::body::{flags, Bodies, BodyDef, BodyError, BodyId, MotionType, SetKind, ShapeDef};
 use super::island::Islands;
-use super::narrow::{self, shape_ref, Item, Kept, NarrowInput, NarrowOut, TERRAIN};
+use super::narrow::{self, shape_ref, Kept, NarrowInput, NarrowOut, TerrainItem, TERRAIN};
 use super::solver::{
     self, BodyState, Colorable, Coloring, Column, Constraint, Frame, Pass, Softness, StepContext, NONE,
 };
@@ -188,6 +188,9 @@ pub struct StepCounters {
     pub pairs: u32,
     pub constraints: u32,
     pub contact_points: u32,
+    /// Pairs whose manifolds were reused: they had hardly moved since the manifolds
+    /// were found (see `narrow::reuse_manifolds`).
+    pub reused_pairs: u32,
     pub colors: u32,
     pub overflow_constraints: u32,
     pub sleeping_groups: u32,
@@ -288,7 +291,7 @@ struct Scratch {
     boxes: Vec<(Aabb, Vec3)>,
     terrain_query: Vec<(u32, Aabb)>,
     chunks: Vec<IVec3>,
-    items: Vec<Item>,
+    items: Vec<TerrainItem>,
     outs: Vec<NarrowOut>,
     /// Last step's `outs` (read for their gathered terrain triangles) and the index
     /// of those (see `narrow::Kept`).
@@ -996,26 +999,9 @@ impl World {
         let tree = self.broadphase.tree();
         let bodies = &self.bodies;
         let place = |p: ProxyId| {
-            let (slot, shape) = shape_ref(tree.user_data(p));
-            let (set, row) = bodies.place_of_slot(slot).expect("live body");
-            (slot, shape, set, row)
+            let (slot, _) = shape_ref(tree.user_data(p));
+            bodies.place_of_slot(slot).expect("live body")
         };
-        for pair in self.broadphase.pairs() {
-            let (slot_a, shape_a, set_a, row_a) = place(pair.a);
-            let (slot_b, shape_b, set_b, row_b) = place(pair.b);
-            if slot_a == slot_b || (set_a != SetKind::Awake && set_b != SetKind::Awake) {
-                continue;
-            }
-            let dynamic = |set: SetKind, row: usize| bodies.set(set).inv_mass[row] > 0.0;
-            if !dynamic(set_a, row_a) && !dynamic(set_b, row_b) {
-                continue;
-            }
-            let da = &bodies.shapes_of_slot(slot_a)[shape_a as usize].def;
-            let db = &bodies.shapes_of_slot(slot_b)[shape_b as usize].def;
-            if da.collides_with(db) {
-                s.items.push(Item::Pair { a: pair.a, b: pair.b });
-            }
-        }
         let contacts = self.terrain_contacts.contacts();
         let mut i = 0;
         while i < contacts.len() {
@@ -1024,9 +1010,9 @@ impl World {
             while i < contacts.len() && contacts[i].body == proxy {
                 i += 1;
             }
-            let (_, _, set, row) = place(ProxyId(proxy));
+            let (set, row) = place(ProxyId(proxy));
             if set == SetKind::Awake && bodies.awake.inv_mass[row] > 0.0 {
-                s.items.push(Item::Terrain { proxy: ProxyId(proxy), start: start as u32, end: i as u32 });
+                s.items.push(TerrainItem { proxy: ProxyId(proxy), start: start as u32, end: i as u32 });
             }
         }
         let input = NarrowInput {
@@ -1041,7 +1027,7 @@ impl World {
             kept: Kept { outs: &s.kept_outs, index: &s.kept_index },
             dt,
         };
-        let chunks = narrow::run(&input, &s.items, &mut s.outs, jobs);
+        let chunks = narrow::run(&input, self.broadphase.pair_keys(), &s.items, &mut s.outs, jobs);
         Kept::build_index(&s.outs[..chunks], &mut s.kept_index);
         // The chunks' constraints join `World::constraints` in chunk order in the
         // prepare stage, which copies each while preparing it (see there).
@@ -1049,10 +1035,12 @@ impl World {
         s.offsets.clear();
         let mut total = 0;
         let mut points = 0;
+        self.counters.reused_pairs = 0;
         for out in &s.outs[..chunks] {
             s.offsets.push(total);
             total += out.constraints.len();
-            points += out.constraints.iter().map(|c| c.count).sum::<u32>();
+            points += out.points;
+            self.counters.reused_pairs += out.reused;
             s.wake.extend_from_slice(&out.wake);
         }
         s.joined = chunks;
@@ -1071,12 +1059,12 @@ impl World {
     }
 
     /// This step's constraints: the narrowphase chunks' and the woken ones, copied
-    /// into `World::constraints` in parallel, each given its awake rows, masses and
-    /// (narrowphase ones) last step's impulses while it is in cache. Copying and
-    /// preparing in one pass saves a pass over the 700-byte constraints (the copy
+    /// into `World::constraints` in parallel, each given its awake rows and masses
+    /// (the narrowphase gave them last step's impulses already). Copying and
+    /// preparing in one pass saves a pass over the 800-byte constraints (the copy
     /// alone was 6% of the pyramid's step).
     fn prepare_stage(&mut self, jobs: Jobs) {
-        let (bodies, previous, cache) = (&self.bodies, &self.previous, &self.cache);
+        let bodies = &self.bodies;
         let s = &self.scratch;
         let (outs, offsets, woken) = (&s.outs[..s.joined], &s.offsets, &s.woken);
         let total = outs.last().map_or(0, |o| offsets[s.joined - 1] + o.constraints.len());
@@ -1088,7 +1076,7 @@ impl World {
         let colorables = Column::new(&mut self.colorables);
         // SAFETY (`colorables`): row `i` is written only by the job that writes
         // constraint `i`.
-        let prepare = |i: usize, slot: &mut std::mem::MaybeUninit<Constraint>, from: &Constraint, warm: bool| {
+        let prepare = |i: usize, slot: &mut std::mem::MaybeUninit<Constraint>, from: &Constraint| {
             let c = slot.write(*from);
             let awake_row = |slot: u32| match (slot != NONE).then(|| bodies.place_of_slot(slot)).flatten() {
                 Some((SetKind::Awake, row)) => row as u32,
@@ -1105,11 +1093,6 @@ impl World {
                 NONE => (0.0, Mat3::ZERO),
                 r => (a.inv_mass[r as usize], a.world_inv_inertia[r as usize]),
             };
-            if warm {
-                if let Ok(i) = cache.binary_search_by(|e| (e.0, e.1).cmp(&(c.key, c.sub))) {
-                    c.warm_from(&previous[cache[i].2 as usize]);
-                }
-            }
             // SAFETY: see `colorables` above.
             *unsafe { colorables.get(i) } = Colorable::of(c);
         };
@@ -1120,7 +1103,7 @@ impl World {
                 // `parallel_for` hands each chunk to exactly one job.
                 let to = unsafe { spare.rows(offsets[k]..offsets[k] + from.len()) };
                 for (j, (slot, c)) in to.iter_mut().zip(from).enumerate() {
-                    prepare(offsets[k] + j, slot, c, true);
+                    prepare(offsets[k] + j, slot, c);
                 }
             }
         });
@@ -1130,7 +1113,7 @@ impl World {
             // rows follow the narrowphase's `0..total`.
             let to = unsafe { spare.rows(total + range.start..total + range.end) };
             for (j, (slot, c)) in to.iter_mut().zip(&woken[range.clone()]).enumerate() {
-                prepare(total + range.start + j, slot, c, false);
+                prepare(total + range.start + j, slot, c);
             }
         });
         // SAFETY: the two passes above initialised every element of `0..total + woken`.

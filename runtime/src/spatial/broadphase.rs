@@ -32,7 +32,8 @@ impl Pair {
         ((lo as u64) << 32) | hi as u64
     }
 
-    fn from_key(key: u64) -> Pair {
+    /// The pair of a key from [`BroadPhase::pair_keys`].
+    pub fn from_key(key: u64) -> Pair {
         Pair { a: ProxyId((key >> 32) as u32), b: ProxyId(key as u32) }
     }
 }
@@ -184,6 +185,11 @@ impl BroadPhase {
     /// Every overlapping pair, sorted.
     pub fn pairs(&self) -> impl ExactSizeIterator<Item = Pair> + '_ {
         self.pairs.iter().map(|&k| Pair::from_key(k))
+    }
+
+    /// The pairs as sorted keys `a << 32 | b` (see [`Pair::from_key`]).
+    pub fn pair_keys(&self) -> &[u64] {
+        &self.pairs
     }
 
     pub fn pair_count(&self) -> usize {
