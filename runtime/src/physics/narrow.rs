@@ -64,6 +64,8 @@ pub(crate) struct NarrowOut {
     pub points: u32,
     /// Pairs whose manifolds were reused.
     pub reused: u32,
+    /// Where the job's last search of last step's constraints ended (`last_step`).
+    cursor: usize,
     /// Slots of sleeping bodies touched by an awake dynamic or moving body.
     pub wake: Vec<u32>,
     /// The terrain triangles this job's shapes used, kept for the next step.
@@ -226,6 +228,7 @@ impl Default for NarrowOut {
             constraints: Vec::with_capacity(4 * GRAIN),
             points: 0,
             reused: 0,
+            cursor: 0,
             wake: Vec::with_capacity(GRAIN),
             gathered: Gathered::default(),
             triangles,
@@ -309,6 +312,7 @@ pub(crate) fn run(
         out.constraints.clear();
         out.wake.clear();
         out.reused = 0;
+        out.cursor = 0;
         out.gathered.restart(input.kept.outs.get(chunk).map(|o| &o.gathered));
         for i in chunk_range(&(0..items), GRAIN, chunk) {
             match pairs.get(i) {
@@ -366,7 +370,7 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
         let (center, radius) = if ra <= rb { (a.center(), ra) } else { (frame.transform_point(b.center()), rb) };
         FoundAt { frame: *frame, normal, center, radius }
     };
-    let old = last_step(input, key);
+    let old = last_step(input.cache, key, &mut out.cursor);
     if reuse_manifolds(input, old, (&xa, &xb, &frame), &manifold, &mut out.constraints) {
         out.reused += 1;
     } else {
@@ -419,10 +423,25 @@ fn push_local(c: &mut Constraint, point: Vec3, normal: Vec3, separation: f32, id
 }
 
 /// Last step's `(key, sub, index)` entries of the pair or terrain item `key`, in `sub`
-/// order.
-fn last_step<'a>(input: &NarrowInput<'a>, key: u64) -> &'a [(u64, u64, u32)] {
-    let entries = &input.cache[input.cache.partition_point(|e| e.0 < key)..];
-    &entries[..entries.iter().take_while(|e| e.0 == key).count()]
+/// order. `cursor` is where the job's last search ended: a job's keys mostly rise
+/// (its pairs are in key order), so the search gallops forward from there and
+/// costs a step or two instead of a binary search over the whole cache.
+fn last_step<'a>(cache: &'a [(u64, u64, u32)], key: u64, cursor: &mut usize) -> &'a [(u64, u64, u32)] {
+    let mut lo = (*cursor).min(cache.len());
+    if lo > 0 && cache[lo - 1].0 >= key {
+        lo = 0;
+    }
+    // Everything before `lo` is below `key`; probe 1, 2, 4, ... entries further.
+    let mut step = 1;
+    while lo + step - 1 < cache.len() && cache[lo + step - 1].0 < key {
+        lo += step;
+        step *= 2;
+    }
+    let hi = (lo + step).min(cache.len());
+    let start = lo + cache[lo..hi].partition_point(|e| e.0 < key);
+    let end = start + cache[start..].iter().take_while(|e| e.0 == key).count();
+    *cursor = end;
+    &cache[start..end]
 }
 
 /// Jolt's body pair cache, with a bound on the error. When last step had manifolds
@@ -535,7 +554,7 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
     }
     let friction = mix_friction(shape.def.friction, input.terrain_friction);
     let key = ((proxy.0 as u64) << 32) | TERRAIN as u64;
-    let last = last_step(input, key);
+    let last = last_step(input.cache, key, &mut out.cursor);
     let part = |index: u32, part: &Shape, xf: &Isometry, out: &mut NarrowOut| {
         out.candidates.clear();
         let ((triangles, active, ids), candidates) = (out.gathered.last(), &mut out.candidates);
@@ -736,6 +755,29 @@ fn pick(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The galloping search finds every key's entries (or none) from any cursor,
+    /// for rising keys, falling keys and keys past either end.
+    #[test]
+    fn last_step_finds_the_entries_from_any_cursor() {
+        let mut seed = 7u64;
+        let mut rng = || ((crate::collide::tests::lcg(&mut seed) + 1.0) * 1e6) as u32;
+        let mut cache = Vec::new();
+        for key in 0..500u64 {
+            for sub in 0..(rng() % 4) as u64 {
+                cache.push((3 * key + 1, sub, cache.len() as u32));
+            }
+        }
+        let expected = |key: u64| cache.iter().filter(|e| e.0 == key).copied().collect::<Vec<_>>();
+        let mut cursor = 0;
+        let mut keys: Vec<u64> = (0..1502).collect();
+        keys.extend((0..3000).map(|_| (rng() % 1600) as u64));
+        for key in keys {
+            assert_eq!(last_step(&cache, key, &mut cursor), &expected(key)[..], "key {key}");
+            assert!(cursor <= cache.len());
+        }
+        assert!(last_step(&[], 5, &mut cursor).is_empty());
+    }
 
     fn candidate(x: f32, z: f32, separation: f32, id: u32) -> Candidate {
         Candidate { point: Vec3::new(x, 0.0, z), normal: -Vec3::Y, separation, id, group: 0 }
