@@ -8,9 +8,9 @@
 //! | --- | --- | --- |
 //! | terrain | regenerate edited chunks' masks; wake bodies touching them | chunks |
 //! | broadphase | shape boxes, tree moves, terrain contacts, new pairs | boxes, pairs, terrain |
-//! | narrowphase | manifolds for pairs with an awake body and for terrain | items |
+//! | narrowphase | manifolds for pairs with an awake body (reused while a pair is still) and for terrain; warm-start impulses matched by feature id | items |
 //! | wake | wake sleeping islands touched by awake bodies | — |
-//! | prepare | rows, masses, warm-start impulses matched by feature id | constraints |
+//! | prepare | constraints joined, rows, masses | constraints |
 //! | events | contact begin/end, sorted by pair key | — |
 //! | coloring | graph colours over dynamic bodies | — |
 //! | solve | soft step: substeps of integrate, warm start, solve, relax | bodies, colours |
