@@ -42,10 +42,21 @@ pub(crate) trait Lanes:
     fn cmpeq(self, o: Self) -> Self::Mask;
     fn is_nan_mask(self) -> Self::Mask;
     fn select(mask: Self::Mask, if_true: Self, if_false: Self) -> Self;
-    /// The first `N` vectors of `v` into lanes: `[x, y, z, w]`, lane `i` from `v[i]`.
-    fn gather(v: &[Vec4; MAX_LANES]) -> [Self; 4];
-    /// The transpose back: lane `i` of `x`, `y`, `z`, `w` into `out[i]`, `i < N`.
-    fn scatter(x: Self, y: Self, z: Self, w: Self, out: &mut [Vec4; MAX_LANES]);
+    /// Bit `i` set where lane `i` of `mask` is set.
+    fn bits(mask: Self::Mask) -> u32;
+    /// Eight `f32`s from each of the first `N` rows into eight values, a transpose:
+    /// lane `i` of `out[k]` is `rows[i][k]`.
+    ///
+    /// # Safety
+    /// The first `N` pointers can each be read for eight `f32`s.
+    unsafe fn gather_rows(rows: &[*const f32; MAX_LANES]) -> [Self; 8];
+    /// The transpose back: lane `i` of `values[k]` into `rows[i][k]`, for each of the
+    /// first `N` rows that is not null.
+    ///
+    /// # Safety
+    /// Those pointers can each be written for eight `f32`s, and no other thread
+    /// touches them meanwhile.
+    unsafe fn scatter_rows(values: [Self; 8], rows: &[*mut f32; MAX_LANES]);
 }
 
 /// The widest [`Lanes`] type's lane count.
@@ -115,15 +126,35 @@ impl Lanes for Vec4 {
     }
 
     #[inline(always)]
-    fn gather(v: &[Vec4; MAX_LANES]) -> [Vec4; 4] {
-        let m = Mat4::from_cols(v[0], v[1], v[2], v[3]).transpose();
-        [m.x_axis, m.y_axis, m.z_axis, m.w_axis]
+    fn bits(mask: BVec4A) -> u32 {
+        mask.bitmask()
     }
 
     #[inline(always)]
-    fn scatter(x: Vec4, y: Vec4, z: Vec4, w: Vec4, out: &mut [Vec4; MAX_LANES]) {
-        let m = Mat4::from_cols(x, y, z, w).transpose();
-        out[..4].copy_from_slice(&[m.x_axis, m.y_axis, m.z_axis, m.w_axis]);
+    unsafe fn gather_rows(rows: &[*const f32; MAX_LANES]) -> [Vec4; 8] {
+        let mut halves = [[Vec4::ZERO; 4]; 2];
+        for (h, half) in halves.iter_mut().enumerate() {
+            for (i, v) in half.iter_mut().enumerate() {
+                // SAFETY: forwarded from the caller.
+                *v = Vec4::from_array(unsafe { rows[i].add(4 * h).cast::<[f32; 4]>().read_unaligned() });
+            }
+        }
+        let [lo, hi] = halves.map(|[x, y, z, w]| Mat4::from_cols(x, y, z, w).transpose());
+        [lo.x_axis, lo.y_axis, lo.z_axis, lo.w_axis, hi.x_axis, hi.y_axis, hi.z_axis, hi.w_axis]
+    }
+
+    #[inline(always)]
+    unsafe fn scatter_rows(values: [Vec4; 8], rows: &[*mut f32; MAX_LANES]) {
+        for h in 0..2 {
+            let [x, y, z, w] = [0, 1, 2, 3].map(|k| values[4 * h + k]);
+            let m = Mat4::from_cols(x, y, z, w).transpose();
+            for (row, v) in rows[..4].iter().zip([m.x_axis, m.y_axis, m.z_axis, m.w_axis]) {
+                if !row.is_null() {
+                    // SAFETY: forwarded from the caller.
+                    unsafe { row.add(4 * h).cast::<[f32; 4]>().write_unaligned(v.to_array()) };
+                }
+            }
+        }
     }
 }
 
@@ -139,8 +170,6 @@ mod avx {
 
     use std::arch::x86_64::*;
     use std::ops::{Add, BitOr, Div, Mul, Neg, Sub};
-
-    use glam::Vec4;
 
     use super::{Lanes, MAX_LANES};
 
@@ -163,12 +192,6 @@ mod avx {
         pub(crate) fn to_array(self) -> [f32; 8] {
             // SAFETY: __m256 is eight f32s.
             unsafe { std::mem::transmute::<__m256, [f32; 8]>(self.0) }
-        }
-
-        #[inline(always)]
-        fn halves(self) -> (__m128, __m128) {
-            // SAFETY: callers run with AVX enabled (see the module notes).
-            unsafe { (_mm256_castps256_ps128(self.0), _mm256_extractf128_ps::<1>(self.0)) }
         }
     }
 
@@ -278,43 +301,66 @@ mod avx {
         }
 
         #[inline(always)]
-        fn gather(v: &[Vec4; MAX_LANES]) -> [F8; 4] {
-            let lo = transpose([v[0], v[1], v[2], v[3]].map(__m128::from));
-            let hi = transpose([v[4], v[5], v[6], v[7]].map(__m128::from));
+        fn bits(mask: M8) -> u32 {
             // SAFETY: callers run with AVX enabled (see the module notes).
-            unsafe {
-                [
-                    F8(_mm256_set_m128(hi[0], lo[0])),
-                    F8(_mm256_set_m128(hi[1], lo[1])),
-                    F8(_mm256_set_m128(hi[2], lo[2])),
-                    F8(_mm256_set_m128(hi[3], lo[3])),
-                ]
+            unsafe { _mm256_movemask_ps(mask.0) as u32 }
+        }
+
+        /// Row `i`'s first (then last) four values in the low half of register `i`
+        /// and row `i + 4`'s in its high half; a 4x4 transpose within each half then
+        /// leaves value `k` of every row in register `k`.
+        #[inline(always)]
+        unsafe fn gather_rows(rows: &[*const f32; MAX_LANES]) -> [F8; 8] {
+            #[inline(always)]
+            unsafe fn pair(rows: &[*const f32; MAX_LANES], i: usize, h: usize) -> __m256 {
+                // SAFETY: forwarded from the caller; AVX per the module notes.
+                unsafe {
+                    let low = _mm256_castps128_ps256(_mm_loadu_ps(rows[i].add(4 * h)));
+                    _mm256_insertf128_ps::<1>(low, _mm_loadu_ps(rows[i + 4].add(4 * h)))
+                }
             }
+            // SAFETY: forwarded from the caller.
+            let (lo, hi) = unsafe {
+                (
+                    transpose_halves([pair(rows, 0, 0), pair(rows, 1, 0), pair(rows, 2, 0), pair(rows, 3, 0)]),
+                    transpose_halves([pair(rows, 0, 1), pair(rows, 1, 1), pair(rows, 2, 1), pair(rows, 3, 1)]),
+                )
+            };
+            [F8(lo[0]), F8(lo[1]), F8(lo[2]), F8(lo[3]), F8(hi[0]), F8(hi[1]), F8(hi[2]), F8(hi[3])]
         }
 
         #[inline(always)]
-        fn scatter(x: F8, y: F8, z: F8, w: F8, out: &mut [Vec4; MAX_LANES]) {
-            let ((x0, x1), (y0, y1), (z0, z1), (w0, w1)) = (x.halves(), y.halves(), z.halves(), w.halves());
-            let (lo, hi) = (transpose([x0, y0, z0, w0]), transpose([x1, y1, z1, w1]));
-            for i in 0..4 {
-                out[i] = Vec4::from(lo[i]);
-                out[4 + i] = Vec4::from(hi[i]);
+        unsafe fn scatter_rows(values: [F8; 8], rows: &[*mut f32; MAX_LANES]) {
+            for h in 0..2 {
+                let v = &values[4 * h..4 * h + 4];
+                let pairs = transpose_halves([v[0].0, v[1].0, v[2].0, v[3].0]);
+                for (i, &pair) in pairs.iter().enumerate() {
+                    // SAFETY: forwarded from the caller; AVX per the module notes.
+                    unsafe {
+                        if !rows[i].is_null() {
+                            _mm_storeu_ps(rows[i].add(4 * h), _mm256_castps256_ps128(pair));
+                        }
+                        if !rows[i + 4].is_null() {
+                            _mm_storeu_ps(rows[i + 4].add(4 * h), _mm256_extractf128_ps::<1>(pair));
+                        }
+                    }
+                }
             }
         }
     }
 
-    /// A 4x4 transpose (as `_MM_TRANSPOSE4_PS`).
+    /// A 4x4 transpose in each 128-bit half (as `_MM_TRANSPOSE4_PS`, twice).
     #[inline(always)]
-    fn transpose([a, b, c, d]: [__m128; 4]) -> [__m128; 4] {
-        // SAFETY: SSE is part of x86-64.
+    fn transpose_halves([a, b, c, d]: [__m256; 4]) -> [__m256; 4] {
+        // SAFETY: callers run with AVX enabled (see the module notes).
         unsafe {
-            let (ab_lo, cd_lo) = (_mm_unpacklo_ps(a, b), _mm_unpacklo_ps(c, d));
-            let (ab_hi, cd_hi) = (_mm_unpackhi_ps(a, b), _mm_unpackhi_ps(c, d));
+            let (ab_lo, cd_lo) = (_mm256_unpacklo_ps(a, b), _mm256_unpacklo_ps(c, d));
+            let (ab_hi, cd_hi) = (_mm256_unpackhi_ps(a, b), _mm256_unpackhi_ps(c, d));
             [
-                _mm_movelh_ps(ab_lo, cd_lo),
-                _mm_movehl_ps(cd_lo, ab_lo),
-                _mm_movelh_ps(ab_hi, cd_hi),
-                _mm_movehl_ps(cd_hi, ab_hi),
+                _mm256_shuffle_ps::<0x44>(ab_lo, cd_lo),
+                _mm256_shuffle_ps::<0xEE>(ab_lo, cd_lo),
+                _mm256_shuffle_ps::<0x44>(ab_hi, cd_hi),
+                _mm256_shuffle_ps::<0xEE>(ab_hi, cd_hi),
             ]
         }
     }
@@ -377,20 +423,39 @@ mod tests {
                 assert_eq!(bits(pair[0]), bits(pair[1]), "seed {seed}, operation {op}");
             }
         }
-        // The transposes.
-        let v: [Vec4; MAX_LANES] = std::array::from_fn(|i| Vec4::new(i as f32, 10.0 + i as f32, -(i as f32), 0.5));
-        #[target_feature(enable = "avx")]
-        fn round_trip(v: &[Vec4; MAX_LANES]) -> ([F8; 4], [Vec4; MAX_LANES]) {
-            let g = F8::gather(v);
-            let mut out = [Vec4::ZERO; MAX_LANES];
-            F8::scatter(g[0], g[1], g[2], g[3], &mut out);
-            (g, out)
-        }
+        // The transposes, and the mask bits.
         // SAFETY: AVX is present.
-        let (g, out) = unsafe { round_trip(&v) };
-        assert_eq!(out, v);
-        for (i, v) in v.iter().enumerate() {
-            assert_eq!([g[0].get(i), g[1].get(i), g[2].get(i), g[3].get(i)], v.to_array());
+        unsafe { transposes::<F8>() };
+        // SAFETY: SSE2 is part of x86-64.
+        unsafe { transposes::<Vec4>() };
+    }
+
+    /// `gather_rows` and `scatter_rows` at width `L`: a transpose there and back, where
+    /// null rows are left alone; and `bits` of a comparison.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx")]
+    fn transposes<L: Lanes>() {
+        let rows: [[f32; 8]; MAX_LANES] = std::array::from_fn(|i| std::array::from_fn(|k| (10 * i + k) as f32));
+        // SAFETY: every row holds eight f32s.
+        let values = unsafe { L::gather_rows(&std::array::from_fn(|i| rows[i].as_ptr())) };
+        for (k, v) in values.iter().enumerate() {
+            for (i, row) in rows.iter().enumerate().take(L::N) {
+                assert_eq!(v.get(i), row[k], "{} lanes: value {k}, lane {i}", L::N);
+            }
         }
+        let mut out = [[-1.0f32; 8]; MAX_LANES];
+        let skip = |i: usize| i % 3 == 1;
+        let targets = std::array::from_fn(|i| match skip(i) {
+            true => std::ptr::null_mut(),
+            false => out[i].as_mut_ptr(),
+        });
+        // SAFETY: every target row holds eight f32s.
+        unsafe { L::scatter_rows(values, &targets) };
+        for (i, row) in out.iter().enumerate() {
+            let expected = if skip(i) || i >= L::N { [-1.0; 8] } else { rows[i] };
+            assert_eq!(*row, expected, "{} lanes: row {i}", L::N);
+        }
+        let odd = L::bits(values[0].cmpeq(L::splat(10.0)) | values[0].cmpeq(L::splat(30.0)));
+        assert_eq!(odd, 0b1010, "{} lanes", L::N);
     }
 }

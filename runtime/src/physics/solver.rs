@@ -221,16 +221,36 @@ pub(crate) fn tangents(n: Vec3) -> (Vec3, Vec3) {
 }
 
 /// A body's velocity and its motion since the step's start, as the solver sees it.
+///
+/// One cache line of sixteen `f32`s with no padding bytes, so that a bundle reads it
+/// as two rows of eight (`v`, `w`, `dp.xy`, then `dp.z`, `spare`, `dq`) and gathers
+/// eight bodies with an 8x8 transpose ([`Lanes::gather_rows`](super::lanes::Lanes)),
+/// and writes the velocities back as the first row.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C, align(64))]
 pub(crate) struct BodyState {
     pub v: Vec3,
     pub w: Vec3,
     pub dp: Vec3,
+    /// Unused (zero): fills the bytes before `dq`, which would otherwise be padding.
+    pub spare: [f32; 3],
     pub dq: Quat,
 }
 
+const _: () = {
+    assert!(std::mem::size_of::<BodyState>() == 64);
+    assert!(std::mem::offset_of!(BodyState, dq) == 48);
+};
+
 impl BodyState {
-    pub const STILL: BodyState = BodyState { v: Vec3::ZERO, w: Vec3::ZERO, dp: Vec3::ZERO, dq: Quat::IDENTITY };
+    pub const STILL: BodyState =
+        BodyState { v: Vec3::ZERO, w: Vec3::ZERO, dp: Vec3::ZERO, spare: [0.0; 3], dq: Quat::IDENTITY };
+
+    /// The state's two rows of eight `f32`s (see the type's notes).
+    pub fn rows(state: *const BodyState) -> [*const f32; 2] {
+        let first = state.cast::<f32>();
+        [first, first.wrapping_add(8)]
+    }
 }
 
 /// Spring-damper coefficients for one substep (Box2D's `b2Softness`).
