@@ -9,7 +9,7 @@ mod triangle;
 pub use glam::{IVec3, Mat3, Quat, Vec3};
 pub use hash::{FastHasher, FastMap};
 pub use isometry::Isometry;
-pub use triangle::{ray_triangle, triangle_normal, triangle_overlaps_aabb, TriangleHit};
+pub use triangle::{ray_triangle, triangle_normal, triangle_overlaps_aabb, RayShear, TriangleHit};
 
 /// An axis-aligned box, `min <= max` on every axis for a valid box.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -138,6 +138,26 @@ impl Ray {
         }
         (t_near <= t_far).then_some((t_near, t_far))
     }
+}
+
+/// Asks for `value`'s cache lines ahead of use (x86-64 only; a hint elsewhere
+/// ignored). The solver's colour order visits constraints scattered over the whole
+/// step's array, and a ray's far child in a tree lies far from its near one:
+/// fetching them while other work runs hides the misses.
+#[inline(always)]
+pub(crate) fn prefetch<T>(value: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let base = value.cast::<i8>();
+        for offset in (0..std::mem::size_of::<T>()).step_by(64) {
+            // SAFETY: SSE is part of x86-64; a prefetch is a hint and never faults
+            // (the address stays inside `value` anyway).
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(offset)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
 }
 
 #[cfg(test)]

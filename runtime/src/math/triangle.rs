@@ -29,36 +29,70 @@ pub struct TriangleHit {
 /// negatives of each other (an exact zero is recomputed in f64), so no ray slips
 /// between them.
 #[inline]
-pub fn ray_triangle(ray: &Ray, [a, b, c]: [Vec3; 3], t_min: f32, t_max: f32) -> Option<TriangleHit> {
-    let d = ray.dir;
-    let kz = d.abs().max_position();
-    let (mut kx, mut ky) = ((kz + 1) % 3, (kz + 2) % 3);
-    if d[kz] < 0.0 {
-        std::mem::swap(&mut kx, &mut ky); // keep the winding
+pub fn ray_triangle(ray: &Ray, triangle: [Vec3; 3], t_min: f32, t_max: f32) -> Option<TriangleHit> {
+    RayShear::new(ray)?.hit(triangle, t_min, t_max)
+}
+
+/// A ray set up for [`ray_triangle`] once, for many triangles: the axis the ray
+/// runs along most (`z` of ray space), the other two in winding order and the shear
+/// factors, as arrays indexed by axis so the per-triangle test has no divisions and
+/// no branches on the axis. Hits equal [`ray_triangle`]'s bit for bit (the same
+/// operations).
+#[derive(Clone, Copy, Debug)]
+pub struct RayShear {
+    origin: [f32; 3],
+    axes: [usize; 3],
+    shear: [f32; 3],
+}
+
+impl RayShear {
+    /// `None` for a ray no triangle can hit (a zero or non-finite direction).
+    #[inline]
+    pub fn new(ray: &Ray) -> Option<RayShear> {
+        let d = ray.dir;
+        let kz = d.abs().max_position();
+        let (mut kx, mut ky) = ((kz + 1) % 3, (kz + 2) % 3);
+        if d[kz] < 0.0 {
+            std::mem::swap(&mut kx, &mut ky); // keep the winding
+        }
+        if d[kz] == 0.0 || !d[kz].is_finite() {
+            return None;
+        }
+        let shear = [d[kx] / d[kz], d[ky] / d[kz], 1.0 / d[kz]];
+        Some(RayShear { origin: ray.origin.to_array(), axes: [kx, ky, kz], shear })
     }
-    if d[kz] == 0.0 || !d[kz].is_finite() {
-        return None;
+
+    /// The hit on triangle `[a, b, c]` with `t` in `[t_min, t_max]` (see
+    /// [`ray_triangle`]).
+    #[inline]
+    pub fn hit(&self, [a, b, c]: [Vec3; 3], t_min: f32, t_max: f32) -> Option<TriangleHit> {
+        let [kx, ky, kz] = self.axes.map(|k| k.min(2));
+        let [sx, sy, sz] = self.shear;
+        let o = self.origin;
+        let local = |p: Vec3| {
+            let p = p.to_array();
+            [p[kx] - o[kx], p[ky] - o[ky], p[kz] - o[kz]]
+        };
+        let (pa, pb, pc) = (local(a), local(b), local(c));
+        let shear = |p: [f32; 3]| (p[0] - sx * p[2], p[1] - sy * p[2]);
+        let ((ax, ay), (bx, by), (cx, cy)) = (shear(pa), shear(pb), shear(pc));
+        let (mut u, mut v, mut w) = (cx * by - cy * bx, ax * cy - ay * cx, bx * ay - by * ax);
+        if u == 0.0 || v == 0.0 || w == 0.0 {
+            let (ax, ay, bx, by, cx, cy) = (ax as f64, ay as f64, bx as f64, by as f64, cx as f64, cy as f64);
+            u = (cx * by - cy * bx) as f32;
+            v = (ax * cy - ay * cx) as f32;
+            w = (bx * ay - by * ax) as f32;
+        }
+        if (u < 0.0 || v < 0.0 || w < 0.0) && (u > 0.0 || v > 0.0 || w > 0.0) {
+            return None;
+        }
+        let det = u + v + w;
+        if det == 0.0 || !det.is_finite() {
+            return None;
+        }
+        let t = (u * pa[2] + v * pb[2] + w * pc[2]) * sz / det;
+        (t >= t_min && t <= t_max).then_some(TriangleHit { t, u: v / det, v: w / det })
     }
-    let (sx, sy, sz) = (d[kx] / d[kz], d[ky] / d[kz], 1.0 / d[kz]);
-    let (pa, pb, pc) = (a - ray.origin, b - ray.origin, c - ray.origin);
-    let shear = |p: Vec3| (p[kx] - sx * p[kz], p[ky] - sy * p[kz]);
-    let ((ax, ay), (bx, by), (cx, cy)) = (shear(pa), shear(pb), shear(pc));
-    let (mut u, mut v, mut w) = (cx * by - cy * bx, ax * cy - ay * cx, bx * ay - by * ax);
-    if u == 0.0 || v == 0.0 || w == 0.0 {
-        let (ax, ay, bx, by, cx, cy) = (ax as f64, ay as f64, bx as f64, by as f64, cx as f64, cy as f64);
-        u = (cx * by - cy * bx) as f32;
-        v = (ax * cy - ay * cx) as f32;
-        w = (bx * ay - by * ax) as f32;
-    }
-    if (u < 0.0 || v < 0.0 || w < 0.0) && (u > 0.0 || v > 0.0 || w > 0.0) {
-        return None;
-    }
-    let det = u + v + w;
-    if det == 0.0 || !det.is_finite() {
-        return None;
-    }
-    let t = (u * pa[kz] + v * pb[kz] + w * pc[kz]) * sz / det;
-    (t >= t_min && t <= t_max).then_some(TriangleHit { t, u: v / det, v: w / det })
 }
 
 /// The triangle's unit normal by its winding (`(b - a) x (c - a)`), or zero when

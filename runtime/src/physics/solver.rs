@@ -48,7 +48,7 @@ use super::lanes::F8;
 use super::lanes::{self, Lanes};
 use super::wide::{self, Bundle, Width};
 use crate::jobs::Jobs;
-use crate::math::Isometry;
+use crate::math::{prefetch, Isometry};
 
 /// No body (terrain, static, or a body outside the awake set).
 pub(crate) const NONE: u32 = u32::MAX;
@@ -325,26 +325,6 @@ impl<T> Column<T> {
         // SAFETY: in bounds (checked), exclusive per the caller's contract.
         unsafe { &mut *self.0.add(i) }
     }
-}
-
-/// Asks for `value`'s cache lines ahead of use (x86-64 only; a hint elsewhere
-/// ignored). The colour order visits constraints scattered over the whole step's
-/// array, each a dozen cache lines: fetching the next bundle's while this one
-/// computes hides most of those misses.
-#[inline(always)]
-pub(crate) fn prefetch<T>(value: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let base = value.cast::<i8>();
-        for offset in (0..std::mem::size_of::<T>()).step_by(64) {
-            // SAFETY: SSE is part of x86-64; a prefetch is a hint and never faults
-            // (the address stays inside `value` anyway).
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(offset)) };
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
 }
 
 /// Reads a body's state (`STILL` for `NONE`).
