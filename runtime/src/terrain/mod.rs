@@ -12,6 +12,7 @@ mod generate;
 mod masks;
 mod mesher;
 mod raycast;
+mod surface;
 mod voxels;
 
 use glam::{IVec3, Vec3};
@@ -27,6 +28,7 @@ pub use voxels::{chunk_of, local_of, Chunk, CoordMap, Material, Occupancy, Voxel
 use crate::jobs::Jobs;
 use crate::math::Aabb;
 use crate::spatial::{KdMesh, MeshMode};
+use surface::SurfaceChunks;
 
 /// What a box touches in the terrain's dilated masks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -50,6 +52,9 @@ pub struct MaskStats {
     pub full_chunks: usize,
     /// Bytes of mask data (`mixed_chunks * 128`).
     pub mask_bytes: usize,
+    /// Bytes of the ray walks' set of chunks with surface (one bit per chunk in
+    /// 512-byte blocks of 16^3 chunks, plus map slots).
+    pub surface_bytes: usize,
 }
 
 /// One triangle of the terrain surface, as triangle queries report it.
@@ -71,6 +76,8 @@ pub struct Terrain {
     voxels: Voxels,
     masks: CoordMap<ChunkMask>,
     dirty: CoordMap<()>,
+    /// The chunks [`Terrain::may_have_triangles`] names, for ray walks.
+    surface: SurfaceChunks,
     meshes: MeshCache,
     /// Chunk range of every chunk ever dirtied: all chunks with geometry lie inside.
     geometry: Option<(IVec3, IVec3)>,
@@ -90,6 +97,7 @@ impl Terrain {
             voxels: Voxels::new(),
             masks: CoordMap::default(),
             dirty: CoordMap::default(),
+            surface: SurfaceChunks::default(),
             meshes: MeshCache::new(MeshMode::Full, DEFAULT_CACHE_BUDGET),
             geometry: None,
             dirty_list: Vec::new(),
@@ -121,9 +129,11 @@ impl Terrain {
     /// voxels that changed.
     pub fn fill(&mut self, min: IVec3, max: IVec3, material: Material) -> usize {
         self.revision += 1;
-        let (dirty, meshes, geometry) = (&mut self.dirty, &mut self.meshes, &mut self.geometry);
+        let (dirty, surface, meshes, geometry) =
+            (&mut self.dirty, &mut self.surface, &mut self.meshes, &mut self.geometry);
         self.voxels.fill(min, max, material, |c| {
             dirty.insert(c, ());
+            surface.set(c, true);
             meshes.invalidate(c);
             *geometry = Some(geometry.map_or((c, c), |(lo, hi)| (lo.min(c), hi.max(c))));
         })
@@ -146,6 +156,7 @@ impl Terrain {
         let (voxels, list) = (&self.voxels, &self.dirty_list);
         jobs.for_each_mut(&mut self.results, |i, out, _| *out = build_mask(&neighbourhood(voxels, list[i])));
         for (coord, result) in self.dirty_list.iter().zip(self.results.drain(..)) {
+            self.surface.set(*coord, matches!(result, Some(ChunkMask::Mixed(_))));
             match result {
                 Some(mask) => self.masks.insert(*coord, mask),
                 None => self.masks.remove(coord),
@@ -162,7 +173,12 @@ impl Terrain {
     /// Whether chunk `coord` can have triangles: its masks are mixed, or it was
     /// edited since the last [`Terrain::regenerate`].
     pub fn may_have_triangles(&self, coord: IVec3) -> bool {
-        matches!(self.masks.get(&coord), Some(ChunkMask::Mixed(_))) || self.dirty.contains_key(&coord)
+        let may = self.surface.contains(coord);
+        debug_assert_eq!(
+            may,
+            matches!(self.masks.get(&coord), Some(ChunkMask::Mixed(_))) || self.dirty.contains_key(&coord)
+        );
+        may
     }
 
     /// The inclusive chunk range that holds every chunk with geometry (`None` for a
@@ -261,6 +277,7 @@ impl Terrain {
             }
             stats.mask_bytes += mask.heap_bytes();
         }
+        stats.surface_bytes = self.surface.heap_bytes();
         stats
     }
 

@@ -7,7 +7,10 @@
 //! only chunks that can have triangles (mixed masks, or edited since the last
 //! regeneration). Every chunk the ray comes within the spill of is a candidate of a
 //! contiguous run of cells (a line crosses a 3^3 block once), so it is tested once,
-//! in the first cell of its run.
+//! in the first cell of its run. All of this is bit operations on 27-bit masks of
+//! neighbour offsets: the offsets the segment comes near, less those the previous
+//! cell covered (its mask shifted by one step), and the terrain's surface set
+//! answers for all 27 neighbours in one query (`surface.rs`).
 //!
 //! A walk is resumable: when it needs a chunk whose mesh is not cached it stops and
 //! names the chunk. A single cast builds it and goes on; a batch runs every ray until
@@ -48,13 +51,36 @@ impl TerrainHit {
 }
 
 /// Offset index `(dx + 1) + 3 (dz + 1) + 9 (dy + 1)` of a neighbour, bit in a mask.
-fn offset(bit: u32) -> IVec3 {
+pub(super) fn offset(bit: u32) -> IVec3 {
     IVec3::new(bit as i32 % 3 - 1, bit as i32 / 9 - 1, bit as i32 / 3 % 3 - 1)
 }
 
-fn offset_bit(d: IVec3) -> Option<u32> {
-    d.cmpge(IVec3::NEG_ONE).all().then_some(())?;
-    d.cmple(IVec3::ONE).all().then_some(((d.x + 1) + 3 * (d.z + 1) + 9 * (d.y + 1)) as u32)
+/// A neighbour offset's weight in its bit index, per axis (x, y, z).
+const WEIGHT: [u32; 3] = [1, 9, 3];
+
+/// The neighbour bits whose offset on `axis` is not `d`.
+const fn without(axis: usize, d: i32) -> u32 {
+    let mut mask = 0;
+    let mut bit = 0;
+    while bit < 27 {
+        if (bit / WEIGHT[axis]) % 3 != (d + 1) as u32 {
+            mask |= 1 << bit;
+        }
+        bit += 1;
+    }
+    mask
+}
+
+/// `without(axis, 1)` and `without(axis, -1)` per axis.
+const WITHOUT: [[u32; 2]; 3] =
+    [[without(0, 1), without(0, -1)], [without(1, 1), without(1, -1)], [without(2, 1), without(2, -1)]];
+
+/// The neighbour bits of the offsets picked per axis (bit 0: -1, bit 1: 0, bit 2: +1):
+/// the x row, repeated at each picked z (shifts of 3), repeated at each picked y
+/// (shifts of 9). The factors' bits are far enough apart that no product carries.
+fn block(x: u32, y: u32, z: u32) -> u32 {
+    let spread = |s: u32, w: u32| (s & 1) | (s & 2) << (w - 1) | (s & 4) << (2 * w - 2);
+    x * spread(z, 3) * spread(y, 9)
 }
 
 /// The resumable state of one ray's walk. See the module docs.
@@ -76,8 +102,8 @@ pub(crate) struct RayWalk {
     t_end: f32,
     /// Candidate neighbours of this cell still to test (offset bits).
     pending: u32,
-    /// The previous cell and its candidate bits.
-    previous: (IVec3, u32),
+    /// The neighbours this cell's segment comes within the spill of (offset bits).
+    covered: u32,
     pub(crate) best: Option<TerrainHit>,
     done: bool,
 }
@@ -98,7 +124,7 @@ impl RayWalk {
             t_in: 0.0,
             t_end: 0.0,
             pending: 0,
-            previous: (IVec3::ZERO, 0),
+            covered: 0,
             best: None,
             done: true,
         };
@@ -125,7 +151,7 @@ impl RayWalk {
         walk.t_in = t_in;
         walk.t_end = t_end;
         walk.done = false;
-        walk.enter_cell(terrain);
+        walk.enter_cell(terrain, 0);
         walk
     }
 
@@ -180,33 +206,24 @@ impl RayWalk {
             return;
         }
         self.t_next[axis] += self.t_delta[axis];
-        self.enter_cell(terrain);
+        // Neighbour d of this cell is neighbour d + step of the previous one: a shift
+        // of the previous cell's bits by the axis's weight, where that offset exists.
+        let (w, keep) = (WEIGHT[axis], WITHOUT[axis]);
+        let seen = if self.step[axis] > 0 { self.covered >> w & keep[0] } else { self.covered << w & keep[1] };
+        self.enter_cell(terrain, seen);
     }
 
-    /// Finds the candidate chunks of the current cell.
-    fn enter_cell(&mut self, terrain: &Terrain) {
+    /// Finds the candidate chunks of the current cell: those its segment comes within
+    /// the spill of, less those the previous cell covered (`seen`), that may have
+    /// triangles.
+    fn enter_cell(&mut self, terrain: &Terrain, seen: u32) {
         let t_out = self.t_next.min_element().min(self.t_end);
         let (a, b) = (self.origin + self.dir * self.t_in, self.origin + self.dir * t_out);
         let (lo, hi) = (a.min(b) - self.cell.as_vec3(), a.max(b) - self.cell.as_vec3());
-        let range = |a: usize| -((lo[a] < SPILL) as i32)..=(hi[a] > 1.0 - SPILL) as i32;
-        let (mut covered, mut mask) = (0, 0);
-        for dy in range(1) {
-            for dz in range(2) {
-                for dx in range(0) {
-                    let d = IVec3::new(dx, dy, dz);
-                    let bit = offset_bit(d).expect("neighbour offsets are in -1..=1");
-                    covered |= 1 << bit;
-                    // Tested already in the previous cell's run?
-                    let coord = self.cell + d;
-                    let seen = offset_bit(coord - self.previous.0).is_some_and(|b| self.previous.1 & 1 << b != 0);
-                    if !seen && terrain.may_have_triangles(coord) {
-                        mask |= 1 << bit;
-                    }
-                }
-            }
-        }
-        self.previous = (self.cell, covered);
-        self.pending = mask;
+        let pick = |a: usize| (lo[a] < SPILL) as u32 | 2 | ((hi[a] > 1.0 - SPILL) as u32) << 2;
+        self.covered = block(pick(0), pick(1), pick(2));
+        let fresh = self.covered & !seen;
+        self.pending = if fresh == 0 { 0 } else { fresh & terrain.surface.neighbours(self.cell) };
     }
 }
 

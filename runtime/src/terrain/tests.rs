@@ -210,6 +210,10 @@ fn generated_terrain_uses_at_most_two_bits_per_voxel() {
     assert!(stats.full_chunks > 0, "bedrock chunks are tagged full");
     // Every mask byte belongs to a chunk with geometry: 128 bytes each, nothing else.
     assert_eq!(stats.mask_bytes, 128 * stats.mixed_chunks);
+    // The ray walks' surface set: chunks with surface span -1..=16 on x and z (the
+    // dilation reaches one chunk past the edges) and -1..=3 on y, which touches
+    // 3 x 3 x 2 regions of 16^3 chunks: 18 blocks of 512 bytes, plus map slots.
+    assert!(stats.surface_bytes > 18 * 512 && stats.surface_bytes <= 18 * 512 + 1024, "{stats:?}");
     println!("generated 128^2 hills: {bits_per_voxel:.2} bits/voxel of mask data, {stats:?}");
 }
 

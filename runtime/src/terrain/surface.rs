@@ -1,0 +1,146 @@
+//! The chunks that may hold triangles (mixed masks, or edited since the last
+//! regeneration), as a two-level bit set: a map from regions of 16^3 chunks to
+//! 4,096-bit blocks, one bit per chunk.
+//!
+//! It exists for ray walks, which ask about a cell's 27 neighbours at once: a
+//! neighbourhood touches at most eight regions (one for 5 cells in 8), so it costs a
+//! map lookup or a few instead of two per neighbour. A region's block is dropped when
+//! its last bit clears, so the set holds 512 bytes per region with surface.
+
+use glam::IVec3;
+
+use super::voxels::CoordMap;
+
+/// Chunks per region edge, as a shift.
+const REGION_SHIFT: i32 = 4;
+const REGION_MASK: i32 = (1 << REGION_SHIFT) - 1;
+const WORDS: usize = 1 << (3 * REGION_SHIFT - 6);
+
+type Block = [u64; WORDS];
+
+/// The region of chunk `c` and the chunk's bit in the region's block: x fastest, then
+/// z, then y.
+fn split(c: IVec3) -> (IVec3, usize) {
+    let l = c & IVec3::splat(REGION_MASK);
+    (c >> REGION_SHIFT, (l.x | (l.z | l.y << REGION_SHIFT) << REGION_SHIFT) as usize)
+}
+
+fn bit(block: &Block, index: usize) -> bool {
+    block[index >> 6] >> (index & 63) & 1 != 0
+}
+
+/// See the module docs.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SurfaceChunks {
+    regions: CoordMap<Box<Block>>,
+}
+
+impl SurfaceChunks {
+    pub(crate) fn contains(&self, c: IVec3) -> bool {
+        let (region, index) = split(c);
+        self.regions.get(&region).is_some_and(|b| bit(b, index))
+    }
+
+    pub(crate) fn set(&mut self, c: IVec3, on: bool) {
+        let (region, index) = split(c);
+        let word = 1u64 << (index & 63);
+        if on {
+            self.regions.entry(region).or_insert_with(|| Box::new([0; WORDS]))[index >> 6] |= word;
+        } else if let Some(block) = self.regions.get_mut(&region) {
+            block[index >> 6] &= !word;
+            if block.iter().all(|&w| w == 0) {
+                self.regions.remove(&region);
+            }
+        }
+    }
+
+    /// Bit `(dx + 1) + 3 (dz + 1) + 9 (dy + 1)` set for every neighbour `cell + d`
+    /// (`d` in `-1..=1` per axis, the cell itself included) in the set.
+    pub(crate) fn neighbours(&self, cell: IVec3) -> u32 {
+        let (lo, hi) = (cell - IVec3::ONE, cell + IVec3::ONE);
+        let (r0, r1) = (lo >> REGION_SHIFT, hi >> REGION_SHIFT);
+        // The blocks of the one to eight regions, in slot `x + 2 z + 4 y` of their
+        // offset from `r0`.
+        let mut blocks: [Option<&Block>; 8] = [None; 8];
+        let mut any = false;
+        for y in r0.y..=r1.y {
+            for z in r0.z..=r1.z {
+                for x in r0.x..=r1.x {
+                    let r = IVec3::new(x, y, z);
+                    let p = r - r0;
+                    let block = self.regions.get(&r).map(|b| &**b);
+                    blocks[(p.x | p.z << 1 | p.y << 2) as usize] = block;
+                    any |= block.is_some();
+                }
+            }
+        }
+        if !any {
+            return 0;
+        }
+        let mut out = 0;
+        for dy in 0..3 {
+            for dz in 0..3 {
+                let first = IVec3::new(lo.x, lo.y + dy, lo.z + dz);
+                let (region, index) = split(first);
+                let p = region - r0;
+                let slot = (p.z << 1 | p.y << 2) as usize;
+                let row = if r0.x == r1.x {
+                    // Three bits of one word: a row of 16 never straddles two.
+                    blocks[slot].map_or(0, |b| (b[index >> 6] >> (index & 63)) as u32 & 7)
+                } else {
+                    (0..3).fold(0, |row, dx| {
+                        let (region, index) = split(first + IVec3::X * dx);
+                        let block = blocks[slot | (region.x - r0.x) as usize];
+                        row | (block.is_some_and(|b| bit(b, index)) as u32) << dx
+                    })
+                };
+                out |= row << (3 * dz + 9 * dy);
+            }
+        }
+        out
+    }
+
+    /// Bytes held (blocks and map slots), for memory figures.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.regions.capacity() * (std::mem::size_of::<(IVec3, Box<Block>)>() + 1)
+            + self.regions.len() * std::mem::size_of::<Block>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spatial::tests::Rng;
+
+    #[test]
+    fn neighbours_equal_one_lookup_per_chunk_across_region_borders() {
+        let mut rng = Rng(7);
+        let mut set = SurfaceChunks::default();
+        let mut naive = std::collections::HashSet::new();
+        let random =
+            |rng: &mut Rng| IVec3::new(rng.below(80) as i32 - 40, rng.below(80) as i32 - 40, rng.below(80) as i32 - 40);
+        for round in 0..4000 {
+            let c = random(&mut rng);
+            let on = round % 3 != 2;
+            set.set(c, on);
+            if on {
+                naive.insert(c);
+            } else {
+                naive.remove(&c);
+            }
+            let cell = random(&mut rng);
+            for probe in [cell, c] {
+                let expected = (0..27)
+                    .filter(|&b| naive.contains(&(probe + super::super::raycast::offset(b))))
+                    .fold(0, |m, b| m | 1 << b);
+                assert_eq!(set.neighbours(probe), expected, "cell {probe}");
+                assert_eq!(set.contains(probe), naive.contains(&probe));
+            }
+        }
+        // Clearing every bit drops every block.
+        for c in naive.drain() {
+            set.set(c, false);
+        }
+        assert!(set.regions.is_empty());
+    }
+}
