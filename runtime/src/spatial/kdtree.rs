@@ -5,14 +5,22 @@
 //! content lies at or below `split0`, the right child's at or above `split1` (the
 //! planes are tight, so they may overlap or leave a gap). A branch stores the two
 //! planes, the axis (2 bits) and the index of its right child (30 bits). A leaf
-//! stores up to two triangle indices and axis tag 3. A full node is 12 bytes; a
-//! compact node is 6 (16-bit planes quantised on the mesh box and rounded outwards,
-//! 14-bit child index, 16-bit triangle indices).
+//! stores axis tag 3, its triangle count (1 or 2) and its first triangle: the tree
+//! numbers triangles in leaf order ([`KdMesh::from_mesh_with_order`] says where each
+//! came from), which frees the reference's second index for a *leaf range* (beyond
+//! the reference): the extent of the leaf's triangles on the axis where its region
+//! is loosest around them, quantised outwards on the mesh box (16 bits per end, 8
+//! in compact mode). A query whose segment or box misses it skips the triangles
+//! without loading them: half the triangle tests of random rays on the bench's
+//! 1M-triangle mesh, 2.5 -> 2.15 µs per ray. A full node is 12 bytes; a compact
+//! node is 6 (16-bit planes quantised on the mesh box and rounded outwards, 14-bit
+//! child index, 16-bit first triangle).
 //!
 //! **Layout.** Nodes are stored depth first: a branch's left child is the next node,
 //! so a walk down the left spine reads memory in order (8% faster rays than the
-//! reference's sibling pairs on the bench mesh). Renumbering triangles in leaf order
-//! was tried and measured no faster, so triangle indices are the mesh's own.
+//! reference's sibling pairs on the bench mesh). The leaf order of triangles alone
+//! (and vertices in order of first use) measured no faster on that mesh, whose
+//! triangles come chunk by chunk, already near each other.
 //!
 //! **Build.** Split the current box's longest axis at the mean of the triangles'
 //! midpoints (centroids), partition by midpoint, then recompute the two planes from
@@ -57,6 +65,8 @@ const STACK_SIZE: usize = KD_MAX_DEPTH + 2;
 const LEAF: u32 = 3;
 const COMPACT_MAX_NODES: usize = 1 << 14;
 const COMPACT_MAX_INDEX: usize = 1 << 16;
+/// Compact leaf ranges are 8-bit: one step is 257 vertex steps (65535 / 255).
+const COMPACT_LEAF_STEPS: f32 = 257.0;
 
 /// An indexed triangle mesh with one material byte per triangle.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -129,13 +139,15 @@ impl std::fmt::Display for KdError {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MeshHit {
     pub t: f32,
+    /// Tree triangle index (leaf order; see [`KdMesh::from_mesh_with_order`]).
     pub triangle: u32,
     pub u: f32,
     pub v: f32,
 }
 
 /// 12 bytes: a branch (`a`, `b` = f32 bits of `split0`, `split1`; `tag` = axis |
-/// first child << 2) or a leaf (`a`, `b` = triangles; `tag` = 3 | count << 2).
+/// right child << 2) or a leaf (`a` = first triangle, `b` = its content's range on
+/// one axis, 16-bit quantised: low | high << 16; `tag` = 3 | count << 2 | axis << 4).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct FullNode {
     a: u32,
@@ -144,8 +156,8 @@ struct FullNode {
 }
 const _: () = assert!(std::mem::size_of::<FullNode>() == 12);
 
-/// 6 bytes: a [`FullNode`] with 16-bit quantised planes, 14-bit child index and
-/// 16-bit triangle indices.
+/// 6 bytes: a [`FullNode`] with 16-bit quantised planes, 14-bit child index,
+/// 16-bit first triangle and an 8-bit quantised leaf range (low | high << 8).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct CompactNode {
     a: u16,
@@ -157,16 +169,22 @@ const _: () = assert!(std::mem::size_of::<CompactNode>() == 6);
 /// A node as traversal sees it.
 enum Node {
     /// `child` is the right child; the left one is the next node.
-    Branch {
-        axis: usize,
-        split0: f32,
-        split1: f32,
-        child: u32,
-    },
-    Leaf {
-        triangles: [u32; 2],
-        count: u32,
-    },
+    Branch { axis: usize, split0: f32, split1: f32, child: u32 },
+    /// Triangles `first .. first + count`, whose content on `axis` lies in
+    /// `[low, high]`.
+    Leaf { first: u32, count: u32, axis: usize, low: f32, high: f32 },
+}
+
+/// A leaf range's upper end: `origin + q * quantum`, or infinity at the grid's
+/// top, which rounding may leave a little under the mesh box (the lower end is
+/// exact at 0: the grid starts at the box).
+#[inline]
+fn top(origin: f32, q: u32, top: u32, quantum: f32) -> f32 {
+    if q == top {
+        f32::INFINITY
+    } else {
+        origin + q as f32 * quantum
+    }
 }
 
 /// Read access to one storage layout; queries are generic over it.
@@ -182,6 +200,9 @@ struct Full {
     vertices: Vec<Vec3>,
     triangles: Vec<[u32; 3]>,
     nodes: Vec<FullNode>,
+    /// Leaf ranges: `origin + q * quantum`.
+    origin: Vec3,
+    quantum: Vec3,
 }
 
 impl Storage for Full {
@@ -189,7 +210,16 @@ impl Storage for Full {
     fn node(&self, index: u32) -> Node {
         let n = self.nodes[index as usize];
         if n.tag & 3 == LEAF {
-            Node::Leaf { triangles: [n.a, n.b], count: n.tag >> 2 }
+            let axis = (n.tag >> 4 & 3) as usize;
+            let (o, q) = (self.origin[axis], self.quantum[axis]);
+            let (low, high) = (n.b & 0xffff, n.b >> 16);
+            Node::Leaf {
+                first: n.a,
+                count: n.tag >> 2 & 3,
+                axis,
+                low: o + low as f32 * q,
+                high: top(o, high, 0xffff, q),
+            }
         } else {
             Node::Branch {
                 axis: (n.tag & 3) as usize,
@@ -211,7 +241,7 @@ impl Storage for Full {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 struct Compact {
     origin: Vec3,
     step: Vec3,
@@ -233,7 +263,16 @@ impl Storage for Compact {
         let n = self.nodes[index as usize];
         let tag = n.tag as u32;
         if tag & 3 == LEAF {
-            Node::Leaf { triangles: [n.a as u32, n.b as u32], count: tag >> 2 }
+            let axis = (tag >> 4 & 3) as usize;
+            let (o, q) = (self.origin[axis], self.step[axis] * COMPACT_LEAF_STEPS);
+            let (low, high) = ((n.b & 0xff) as u32, (n.b >> 8) as u32);
+            Node::Leaf {
+                first: n.a as u32,
+                count: tag >> 2 & 3,
+                axis,
+                low: o + low as f32 * q,
+                high: top(o, high, 0xff, q),
+            }
         } else {
             let axis = (tag & 3) as usize;
             Node::Branch {
@@ -280,8 +319,17 @@ impl KdMesh {
         KdMesh::from_mesh(mesh.clone(), mode)
     }
 
-    /// [`KdMesh::build`], taking the mesh's arrays (no copy in full mode).
-    pub fn from_mesh(mut mesh: TriMesh, mode: MeshMode) -> Result<KdMesh, KdError> {
+    /// [`KdMesh::build`], taking the mesh's arrays (the vertices are kept without a
+    /// copy in full mode).
+    pub fn from_mesh(mesh: TriMesh, mode: MeshMode) -> Result<KdMesh, KdError> {
+        KdMesh::from_mesh_with_order(mesh, mode).map(|(kd, _)| kd)
+    }
+
+    /// [`KdMesh::from_mesh`], also returning where each of the tree's triangles came
+    /// from: the tree stores triangles in leaf order, and its triangle `i` (in hits,
+    /// box queries, [`KdMesh::triangle`] and [`KdMesh::material`]) is the mesh's
+    /// triangle `order[i]`.
+    pub fn from_mesh_with_order(mut mesh: TriMesh, mode: MeshMode) -> Result<(KdMesh, Vec<u32>), KdError> {
         if mesh.materials.len() != mesh.triangles.len() {
             return Err(KdError::MaterialCount);
         }
@@ -295,24 +343,29 @@ impl KdMesh {
         if mesh.triangles.iter().flatten().any(|&v| v as usize >= count) {
             return Err(KdError::IndexOutOfRange);
         }
+        if mode == MeshMode::Compact
+            && (mesh.vertices.len() > COMPACT_MAX_INDEX || mesh.triangles.len() > COMPACT_MAX_NODES)
+        {
+            return Err(KdError::TooLargeForCompact);
+        }
         let bounds = mesh.vertices.iter().fold(Aabb::EMPTY, |b, &v| Aabb::new(b.min.min(v), b.max.max(v)));
+        // The 16-bit grid on the mesh box of compact vertices and planes and of leaf
+        // ranges. A flat axis still gets a positive step, so values dequantise finitely.
+        let origin = if mesh.vertices.is_empty() { Vec3::ZERO } else { bounds.min };
+        let extent = if mesh.vertices.is_empty() { Vec3::ZERO } else { bounds.extents() };
+        let step = (extent / 65535.0).max(Vec3::splat(f32::MIN_POSITIVE));
+        let permute = |order: &[u32], materials: &[u8]| order.iter().map(|&i| materials[i as usize]).collect();
         match mode {
             MeshMode::Full => {
-                let (nodes, depth) = build_nodes(&mesh.vertices, &mesh.triangles)?;
+                let grid = LeafGrid { origin, quantum: step, top: u16::MAX as u32 };
+                let (nodes, depth, order) = build_nodes(&mesh.vertices, &mesh.triangles, grid)?;
+                let triangles = order.iter().map(|&i| mesh.triangles[i as usize]).collect();
+                let materials = permute(&order, &mesh.materials);
                 mesh.vertices.shrink_to_fit();
-                mesh.triangles.shrink_to_fit();
-                mesh.materials.shrink_to_fit();
-                let full = Full { vertices: mesh.vertices, triangles: mesh.triangles, nodes };
-                Ok(KdMesh { repr: Repr::Full(full), materials: mesh.materials, bounds, depth })
+                let full = Full { vertices: mesh.vertices, triangles, nodes, origin, quantum: step };
+                Ok((KdMesh { repr: Repr::Full(full), materials, bounds, depth }, order))
             }
             MeshMode::Compact => {
-                if mesh.vertices.len() > COMPACT_MAX_INDEX || mesh.triangles.len() > COMPACT_MAX_NODES {
-                    return Err(KdError::TooLargeForCompact);
-                }
-                let origin = if mesh.vertices.is_empty() { Vec3::ZERO } else { bounds.min };
-                let extent = if mesh.vertices.is_empty() { Vec3::ZERO } else { bounds.extents() };
-                // A flat axis still gets a positive step, so planes dequantise finitely.
-                let step = (extent / 65535.0).max(Vec3::splat(f32::MIN_POSITIVE));
                 let quantise = |v: Vec3| {
                     let q = ((v - origin) / step).round().clamp(Vec3::ZERO, Vec3::splat(65535.0));
                     [q.x as u16, q.y as u16, q.z as u16]
@@ -321,19 +374,20 @@ impl KdMesh {
                     origin,
                     step,
                     vertices: mesh.vertices.iter().map(|&v| quantise(v)).collect(),
-                    triangles: mesh.triangles.iter().map(|t| t.map(|v| v as u16)).collect(),
-                    nodes: Vec::new(),
+                    ..Compact::default()
                 };
                 // Build on the positions queries will see.
                 let snapped: Vec<Vec3> = compact.vertices.iter().map(|&q| compact.dequantise(q)).collect();
                 let bounds = snapped.iter().fold(Aabb::EMPTY, |b, &v| Aabb::new(b.min.min(v), b.max.max(v)));
-                let (nodes, depth) = build_nodes(&snapped, &mesh.triangles)?;
+                let grid = LeafGrid { origin, quantum: step * COMPACT_LEAF_STEPS, top: u8::MAX as u32 };
+                let (nodes, depth, order) = build_nodes(&snapped, &mesh.triangles, grid)?;
                 if nodes.len() > COMPACT_MAX_NODES {
                     return Err(KdError::TooLargeForCompact);
                 }
+                compact.triangles = order.iter().map(|&i| mesh.triangles[i as usize].map(|v| v as u16)).collect();
                 compact.nodes = nodes.iter().map(|n| compact_node(n, origin, step)).collect();
-                mesh.materials.shrink_to_fit();
-                Ok(KdMesh { repr: Repr::Compact(compact), materials: mesh.materials, bounds, depth })
+                let materials = permute(&order, &mesh.materials);
+                Ok((KdMesh { repr: Repr::Compact(compact), materials, bounds, depth }, order))
             }
         }
     }
@@ -366,7 +420,9 @@ impl KdMesh {
         self.bounds
     }
 
-    /// The triangle's vertices as queries see them (quantised in compact mode).
+    /// Tree triangle `index`'s vertices as queries see them (quantised in compact
+    /// mode). Tree triangles are numbered in leaf order (see
+    /// [`KdMesh::from_mesh_with_order`]).
     pub fn triangle(&self, index: u32) -> [Vec3; 3] {
         match &self.repr {
             Repr::Full(f) => f.triangle(index),
@@ -374,6 +430,7 @@ impl KdMesh {
         }
     }
 
+    /// Tree triangle `index`'s material.
     pub fn material(&self, index: u32) -> u8 {
         self.materials[index as usize]
     }
@@ -450,9 +507,10 @@ impl KdMesh {
         }
     }
 
-    /// Checks the tree against the mesh: every triangle in exactly one leaf, leaves
-    /// hold 1 or 2 triangles, every triangle inside its ancestors' half-spaces, the
-    /// recorded depth is the real one. Panics with a description otherwise.
+    /// Checks the tree against the mesh: every triangle in exactly one leaf, numbered
+    /// in leaf order, leaves hold 1 or 2 triangles, every triangle inside its
+    /// ancestors' half-spaces and its leaf's range, the recorded depth is the real
+    /// one. Panics with a description otherwise.
     pub fn validate(&self) {
         let n = self.triangle_count();
         if n == 0 {
@@ -461,6 +519,7 @@ impl KdMesh {
         }
         assert!(self.node_count() <= n.max(1), "more nodes than triangles");
         let mut seen = vec![false; n];
+        let mut leaves = Vec::new();
         // (node, depth, lower bound per axis, upper bound per axis)
         let mut stack = vec![(0u32, 0u32, Vec3::splat(f32::NEG_INFINITY), Vec3::splat(f32::INFINITY))];
         let mut max_depth = 0;
@@ -471,12 +530,15 @@ impl KdMesh {
         while let Some((index, depth, lo, hi)) = stack.pop() {
             max_depth = max_depth.max(depth);
             match node(index) {
-                Node::Leaf { triangles, count } => {
+                Node::Leaf { first, count, axis, low, high } => {
                     assert!(count == 1 || count == 2, "leaf {index} holds {count} triangles");
-                    for &t in &triangles[..count as usize] {
+                    leaves.push((index, first, count));
+                    for t in first..first + count {
+                        assert!((t as usize) < n, "leaf {index} names triangle {t} of {n}");
                         assert!(!std::mem::replace(&mut seen[t as usize], true), "triangle {t} in two leaves");
                         for v in self.triangle(t) {
                             assert!(v.cmpge(lo).all() && v.cmple(hi).all(), "triangle {t} outside its node");
+                            assert!((low..=high).contains(&v[axis]), "triangle {t} outside its leaf's range");
                         }
                     }
                 }
@@ -491,6 +553,13 @@ impl KdMesh {
             }
         }
         assert!(seen.iter().all(|&s| s), "a triangle is in no leaf");
+        // Triangles are numbered in leaf order.
+        leaves.sort_unstable();
+        let mut next = 0;
+        for (index, first, count) in leaves {
+            assert_eq!(first, next, "leaf {index} is out of leaf order");
+            next += count;
+        }
         assert_eq!(max_depth, self.depth, "recorded depth");
     }
 }
@@ -508,10 +577,9 @@ impl KdMesh {
         let mut stack = vec![(0u32, self.bounds.max[axis])];
         while let Some((index, top)) = stack.pop() {
             match node(index) {
-                Node::Leaf { triangles, count } => {
-                    let content = triangles[..count as usize]
-                        .iter()
-                        .flat_map(|&t| self.triangle(t))
+                Node::Leaf { first, count, .. } => {
+                    let content = (first..first + count)
+                        .flat_map(|t| self.triangle(t))
                         .fold(f32::NEG_INFINITY, |m, v| m.max(v[axis]));
                     gaps.push(top - content);
                 }
@@ -538,9 +606,13 @@ struct Item {
 
 /// Builds the canonical (full) node array in depth-first order and returns it with
 /// the depth.
-fn build_nodes(vertices: &[Vec3], triangles: &[[u32; 3]]) -> Result<(Vec<FullNode>, u32), KdError> {
+fn build_nodes(
+    vertices: &[Vec3],
+    triangles: &[[u32; 3]],
+    grid: LeafGrid,
+) -> Result<(Vec<FullNode>, u32, Vec<u32>), KdError> {
     if triangles.is_empty() {
-        return Ok((Vec::new(), 0));
+        return Ok((Vec::new(), 0, Vec::new()));
     }
     let mut items: Vec<Item> = triangles
         .iter()
@@ -551,17 +623,33 @@ fn build_nodes(vertices: &[Vec3], triangles: &[[u32; 3]]) -> Result<(Vec<FullNod
         })
         .collect();
     let bounds = items.iter().fold(Aabb::EMPTY, |b, it| Aabb::new(b.min.min(it.min), b.max.max(it.max)));
-    let mut build = Build { nodes: Vec::with_capacity(triangles.len()), depth: 0 };
+    let mut build = Build { nodes: Vec::with_capacity(triangles.len()), depth: 0, grid };
     build.node(&mut items, bounds, bounds, 0, false);
     if build.depth as usize > KD_MAX_DEPTH {
         return Err(KdError::TooManyTriangles);
     }
-    Ok((build.nodes, build.depth))
+    // The build partitions the items in place, depth first, so the leaves in node
+    // order hold them in slice order: number the triangles that way.
+    let mut next = 0;
+    for n in build.nodes.iter_mut().filter(|n| n.tag & 3 == LEAF) {
+        n.a = next;
+        next += n.tag >> 2 & 3;
+    }
+    Ok((build.nodes, build.depth, items.iter().map(|it| it.index).collect()))
+}
+
+/// Where leaf ranges are quantised: `origin + q * quantum` for `q` in `0..=top`.
+#[derive(Clone, Copy)]
+struct LeafGrid {
+    origin: Vec3,
+    quantum: Vec3,
+    top: u32,
 }
 
 struct Build {
     nodes: Vec<FullNode>,
     depth: u32,
+    grid: LeafGrid,
 }
 
 /// Items peeled into a leaf to cut a gap (see [`Build::peel`]).
@@ -577,8 +665,7 @@ impl Build {
         self.nodes.push(FullNode::default());
         let n = items.len();
         if n <= 2 {
-            let b = if n == 2 { items[1].index } else { 0 };
-            self.nodes[node] = FullNode { a: items[0].index, b, tag: LEAF | (n as u32) << 2 };
+            self.nodes[node] = self.leaf(&bounds, &region, n);
             return;
         }
         if !peeled && n >= 3 * PEEL {
@@ -612,6 +699,37 @@ impl Build {
         let box_of = |s: &[Item]| s.iter().fold(Aabb::EMPTY, |b, it| Aabb::new(b.min.min(it.min), b.max.max(it.max)));
         let (lb, rb) = (box_of(left), box_of(right));
         self.split(node, axis, (left, lb), (right, rb), region, level, false);
+    }
+
+    /// A leaf of `n` triangles whose box is `bounds` (its first triangle is numbered
+    /// after the build). Beyond the reference, it records the range of its content
+    /// on the axis where its region is loosest around it, rounded outwards on the
+    /// grid: a query whose segment or box misses that range skips the triangles
+    /// without loading them. (On the 1M-triangle bench mesh it skips half the
+    /// triangle tests of random rays.)
+    fn leaf(&self, bounds: &Aabb, region: &Aabb, n: usize) -> FullNode {
+        let gap = (region.max - bounds.max) + (bounds.min - region.min);
+        let axis = if gap.x >= gap.y && gap.x >= gap.z {
+            0
+        } else if gap.y >= gap.z {
+            1
+        } else {
+            2
+        };
+        let LeafGrid { origin, quantum, top: last } = self.grid;
+        let (o, q) = (origin[axis], quantum[axis]);
+        let (min, max) = (bounds.min[axis], bounds.max[axis]);
+        let mut low = (((min - o) / q).floor().clamp(0.0, last as f32)) as u32;
+        let mut high = (((max - o) / q).ceil().clamp(0.0, last as f32)) as u32;
+        // The division can round the wrong way: step until the range contains, with
+        // the same arithmetic as the queries.
+        while low > 0 && o + low as f32 * q > min {
+            low -= 1;
+        }
+        while high < last && top(o, high, last, q) < max {
+            high += 1;
+        }
+        FullNode { a: 0, b: low | high << 16, tag: LEAF | (n as u32) << 2 | (axis as u32) << 4 }
     }
 
     /// Writes branch `node` on `axis` and builds both children, each in the region
@@ -730,7 +848,9 @@ fn argmin(items: &[Item], key: impl Fn(&Item) -> f32) -> usize {
 /// The compact form of a full node: planes rounded outwards on the quantisation grid.
 fn compact_node(n: &FullNode, origin: Vec3, step: Vec3) -> CompactNode {
     if n.tag & 3 == LEAF {
-        return CompactNode { a: n.a as u16, b: n.b as u16, tag: n.tag as u16 };
+        // The leaf range was quantised to 8 bits: repack it.
+        let b = (n.b & 0xff | (n.b >> 16 & 0xff) << 8) as u16;
+        return CompactNode { a: n.a as u16, b, tag: n.tag as u16 };
     }
     let axis = (n.tag & 3) as usize;
     let q = |v: f32, up: bool| {
@@ -774,8 +894,11 @@ fn query_aabb<S: Storage>(s: &S, bounds: &Aabb, aabb: &Aabb, mut visit: impl FnM
                     top += 1;
                 }
             }
-            Node::Leaf { triangles, count } => {
-                for &t in &triangles[..count as usize] {
+            Node::Leaf { first, count, axis, low, high } => {
+                if hi[axis & 3] < low || lo[axis & 3] > high {
+                    continue;
+                }
+                for t in first..first + count {
                     if triangle_overlaps_aabb(s.triangle(t), aabb) && !visit(t) {
                         return;
                     }
@@ -789,9 +912,12 @@ fn ray_cast<S: Storage>(s: &S, bounds: &Aabb, ray: &Ray, max_t: f32, mut visit: 
     if !bounds.is_valid() || !ray.is_valid() || max_t.is_nan() || max_t < 0.0 {
         return;
     }
-    // Widen planes by a few ulps of the coordinates involved.
+    // Widen planes by a margin relative to the distances involved, and by a few ulps
+    // of the coordinates themselves: far from the origin (10 km) the first alone
+    // rounds away when added to a plane.
     let reach = (bounds.max - ray.origin).abs().max((bounds.min - ray.origin).abs()).max_element();
-    let eps = 1e-5 * (bounds.extents().max_element() + reach) + f32::MIN_POSITIVE;
+    let magnitude = bounds.min.abs().max(bounds.max.abs()).max(ray.origin.abs()).max_element();
+    let eps = 1e-5 * (bounds.extents().max_element() + reach) + 4.0 * f32::EPSILON * magnitude + f32::MIN_POSITIVE;
     let Some((t_root, t_exit)) = ray.clip(&bounds.expanded(eps), max_t) else { return };
     let Some(shear) = RayShear::new(ray) else { return };
     // Per axis as arrays indexed by `axis & 3` (see `query_aabb`).
@@ -839,8 +965,21 @@ fn ray_cast<S: Storage>(s: &S, bounds: &Aabb, ray: &Ray, max_t: f32, mut visit: 
                     top += 1;
                 }
             }
-            Node::Leaf { triangles, count } => {
-                for &t in &triangles[..count as usize] {
+            Node::Leaf { first, count, axis, low, high } => {
+                // The segment against the leaf's range, like a plane (widened too).
+                let (o, d) = (origin[axis & 3], dir[axis & 3]);
+                let (low, high) = (low - eps, high + eps);
+                let missed = if d == 0.0 {
+                    o < low || o > high
+                } else {
+                    let inv = inv_dir[axis & 3];
+                    let (a, b) = ((low - o) * inv, (high - o) * inv);
+                    a.max(b) < t0 || a.min(b) > t1
+                };
+                if missed {
+                    continue;
+                }
+                for t in first..first + count {
                     if let Some(h) = shear.hit(s.triangle(t), 0.0, max_t) {
                         max_t = visit(MeshHit { t: h.t, triangle: t, u: h.u, v: h.v });
                         if max_t < 0.0 {

@@ -305,3 +305,42 @@ fn degenerate_queries_find_nothing_and_do_not_panic() {
     assert_eq!(empty.ray_closest(&down, f32::INFINITY), None);
     empty.query_aabb(&Aabb::new(Vec3::splat(-1e9), Vec3::splat(1e9)), |_| panic!("empty mesh"));
 }
+
+/// Leaf ranges are quantised on the mesh box and compared in the ray's parameter
+/// like planes: rounding must never cull a triangle, also where the coordinates'
+/// ulps are coarse next to the mesh (a millimetre mesh 10 km from the origin).
+#[test]
+fn leaf_ranges_are_conservative_far_from_the_origin() {
+    for (scale, offset) in [(1.0, 1e4), (1e-3, 1e4), (1e-3, -3e3)] {
+        let mut field = heightfield(70, 24);
+        let mut soup = soup(71, 500);
+        for v in field.vertices.iter_mut().chain(soup.vertices.iter_mut()) {
+            *v = *v * scale + Vec3::splat(offset);
+        }
+        for mode in [MeshMode::Full, MeshMode::Compact] {
+            for mesh in [&field, &soup] {
+                let tree = KdMesh::build(mesh, mode).unwrap();
+                tree.validate();
+                check_boxes(&tree, 72, 200);
+                check_rays(&tree, 73, 300);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_build_order_maps_tree_triangles_to_the_mesh() {
+    let mesh = heightfield(80, 20);
+    for mode in [MeshMode::Full, MeshMode::Compact] {
+        let (tree, order) = KdMesh::from_mesh_with_order(mesh.clone(), mode).unwrap();
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert!(sorted.iter().copied().eq(0..mesh.triangles.len() as u32), "a permutation");
+        for (i, &source) in order.iter().enumerate() {
+            assert_eq!(tree.material(i as u32), mesh.materials[source as usize]);
+            if mode == MeshMode::Full {
+                assert_eq!(tree.triangle(i as u32), mesh.triangle(source as usize));
+            }
+        }
+    }
+}
