@@ -624,7 +624,7 @@ fn build_nodes(
         .collect();
     let bounds = items.iter().fold(Aabb::EMPTY, |b, it| Aabb::new(b.min.min(it.min), b.max.max(it.max)));
     let mut build = Build { nodes: Vec::with_capacity(triangles.len()), depth: 0, grid };
-    build.node(&mut items, bounds, bounds, 0, false);
+    build.node(&mut items, (bounds, None), bounds, 0, false);
     if build.depth as usize > KD_MAX_DEPTH {
         return Err(KdError::TooManyTriangles);
     }
@@ -659,7 +659,7 @@ impl Build {
     /// Builds the subtree of `items`: `bounds` is their box, `region` the box the
     /// ancestors' planes leave them (what a query sees); `peeled` says the parent
     /// was a peel.
-    fn node(&mut self, items: &mut [Item], bounds: Aabb, region: Aabb, level: u32, peeled: bool) {
+    fn node(&mut self, items: &mut [Item], (bounds, sums): Content, region: Aabb, level: u32, peeled: bool) {
         self.depth = self.depth.max(level);
         let node = self.nodes.len();
         self.nodes.push(FullNode::default());
@@ -675,7 +675,11 @@ impl Build {
             }
         }
         let axis = bounds.longest_axis();
-        let mean = items.iter().map(|it| it.mid[axis] as f64).sum::<f64>() / n as f64;
+        let sum = match sums {
+            Some(sums) => sums[axis],
+            None => items.iter().map(|it| it.mid[axis] as f64).sum::<f64>(),
+        };
+        let mean = sum / n as f64;
         let mut k = partition(items, |it| (it.mid[axis] as f64) < mean);
         if 4 * k < n || 4 * (n - k) < n {
             // Too skewed: halve at the median (an even count on the left).
@@ -696,9 +700,8 @@ impl Build {
             }
         }
         let (left, right) = items.split_at_mut(k);
-        let box_of = |s: &[Item]| s.iter().fold(Aabb::EMPTY, |b, it| Aabb::new(b.min.min(it.min), b.max.max(it.max)));
-        let (lb, rb) = (box_of(left), box_of(right));
-        self.split(node, axis, (left, lb), (right, rb), region, level, false);
+        let (lc, rc) = (content(left), content(right));
+        self.split(node, axis, (left, lc), (right, rc), region, level, false);
     }
 
     /// A leaf of `n` triangles whose box is `bounds` (its first triangle is numbered
@@ -739,18 +742,19 @@ impl Build {
         &mut self,
         node: usize,
         axis: usize,
-        (left, lb): (&mut [Item], Aabb),
-        (right, rb): (&mut [Item], Aabb),
+        (left, lc): (&mut [Item], Content),
+        (right, rc): (&mut [Item], Content),
         region: Aabb,
         level: u32,
         peeled: bool,
     ) {
+        let (lb, rb) = (lc.0, rc.0);
         let (mut left_region, mut right_region) = (region, region);
         left_region.max[axis] = left_region.max[axis].min(lb.max[axis]);
         right_region.min[axis] = right_region.min[axis].max(rb.min[axis]);
-        self.node(left, lb, left_region, level + 1, peeled);
+        self.node(left, lc, left_region, level + 1, peeled);
         let child = self.nodes.len();
-        self.node(right, rb, right_region, level + 1, peeled);
+        self.node(right, rc, right_region, level + 1, peeled);
         self.nodes[node] =
             FullNode { a: lb.max[axis].to_bits(), b: rb.min[axis].to_bits(), tag: axis as u32 | (child as u32) << 2 };
     }
@@ -813,20 +817,36 @@ impl Build {
             items.swap(picked[0], 0);
             items.swap(picked[1], 1);
         }
-        let box_of = |s: &[Item]| s.iter().fold(Aabb::EMPTY, |b, it| Aabb::new(b.min.min(it.min), b.max.max(it.max)));
         let mut rest_box = bounds;
         if top {
             rest_box.max[axis] = best[PEEL].0;
             let (rest, peel) = items.split_at_mut(n - PEEL);
-            let pb = box_of(peel);
-            self.split(node, axis, (rest, rest_box), (peel, pb), region, level, true);
+            let pc = content(peel);
+            self.split(node, axis, (rest, (rest_box, None)), (peel, pc), region, level, true);
         } else {
             rest_box.min[axis] = -best[PEEL].0;
             let (peel, rest) = items.split_at_mut(PEEL);
-            let pb = box_of(peel);
-            self.split(node, axis, (peel, pb), (rest, rest_box), region, level, true);
+            let pc = content(peel);
+            self.split(node, axis, (peel, pc), (rest, (rest_box, None)), region, level, true);
         }
     }
+}
+
+/// What a node knows of its items: their box, and the sums of their midpoints per
+/// axis when a pass over them has just computed it (the next split's mean).
+type Content = (Aabb, Option<[f64; 3]>);
+
+/// The items' box and midpoint sums, in one pass (the sums in the order a pass for
+/// the mean would add them: the same bits).
+fn content(items: &[Item]) -> Content {
+    let (mut bounds, mut sums) = (Aabb::EMPTY, [-0.0f64; 3]);
+    for it in items {
+        bounds = Aabb::new(bounds.min.min(it.min), bounds.max.max(it.max));
+        for (sum, mid) in sums.iter_mut().zip(it.mid.to_array()) {
+            *sum += mid as f64;
+        }
+    }
+    (bounds, Some(sums))
 }
 
 /// Moves the items where `left` holds to the front; returns their count.
