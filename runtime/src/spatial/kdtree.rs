@@ -507,6 +507,13 @@ impl KdMesh {
         }
     }
 
+    fn node_at(&self, index: u32) -> Node {
+        match &self.repr {
+            Repr::Full(f) => f.node(index),
+            Repr::Compact(c) => c.node(index),
+        }
+    }
+
     /// Checks the tree against the mesh: every triangle in exactly one leaf, numbered
     /// in leaf order, leaves hold 1 or 2 triangles, every triangle inside its
     /// ancestors' half-spaces and its leaf's range, the recorded depth is the real
@@ -523,13 +530,9 @@ impl KdMesh {
         // (node, depth, lower bound per axis, upper bound per axis)
         let mut stack = vec![(0u32, 0u32, Vec3::splat(f32::NEG_INFINITY), Vec3::splat(f32::INFINITY))];
         let mut max_depth = 0;
-        let node = |i| match &self.repr {
-            Repr::Full(f) => f.node(i),
-            Repr::Compact(c) => c.node(i),
-        };
         while let Some((index, depth, lo, hi)) = stack.pop() {
             max_depth = max_depth.max(depth);
-            match node(index) {
+            match self.node_at(index) {
                 Node::Leaf { first, count, axis, low, high } => {
                     assert!(count == 1 || count == 2, "leaf {index} holds {count} triangles");
                     leaves.push((index, first, count));
@@ -566,17 +569,28 @@ impl KdMesh {
 
 #[cfg(test)]
 impl KdMesh {
+    /// For every leaf: its range's `(low, high)` and its triangles' extent on the
+    /// range's axis.
+    pub(crate) fn leaf_ranges(&self) -> Vec<((f32, f32), (f32, f32))> {
+        (0..self.node_count() as u32)
+            .filter_map(|i| match self.node_at(i) {
+                Node::Leaf { first, count, axis, low, high } => {
+                    let values = (first..first + count).flat_map(|t| self.triangle(t)).map(|v| v[axis]);
+                    let content = values.fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+                    Some(((low, high), content))
+                }
+                Node::Branch { .. } => None,
+            })
+            .collect()
+    }
+
     /// For every leaf: how far its region (the box its ancestors' planes and the
     /// tree's box leave it) reaches above its triangles along `axis`.
     pub(crate) fn leaf_gaps(&self, axis: usize) -> Vec<f32> {
-        let node = |i| match &self.repr {
-            Repr::Full(f) => f.node(i),
-            Repr::Compact(c) => c.node(i),
-        };
         let mut gaps = Vec::new();
         let mut stack = vec![(0u32, self.bounds.max[axis])];
         while let Some((index, top)) = stack.pop() {
-            match node(index) {
+            match self.node_at(index) {
                 Node::Leaf { first, count, .. } => {
                     let content = (first..first + count)
                         .flat_map(|t| self.triangle(t))

@@ -344,3 +344,27 @@ fn the_build_order_maps_tree_triangles_to_the_mesh() {
         }
     }
 }
+
+/// Leaf ranges are tight: within a step or two of the grid (`extent / 65535` full,
+/// 257 times that compact) of their triangles, so they really skip. Only a range
+/// that reaches the grid's top is open above.
+#[test]
+fn leaf_ranges_hug_their_triangles() {
+    let mesh = heightfield(90, 48);
+    for (mode, steps) in [(MeshMode::Full, 1.0), (MeshMode::Compact, 257.0)] {
+        let tree = KdMesh::build(&mesh, mode).unwrap();
+        let quantum = tree.bounds().extents().max_element() / 65535.0 * steps;
+        let ranges = tree.leaf_ranges();
+        let mut open = 0;
+        for ((low, high), (min, max)) in &ranges {
+            assert!(*low <= *min && *high >= *max, "a range must contain its triangles");
+            assert!(min - low <= 2.0 * quantum, "low end {low} for content from {min}");
+            if high.is_infinite() {
+                open += 1;
+            } else {
+                assert!(high - max <= 2.0 * quantum, "high end {high} for content up to {max}");
+            }
+        }
+        assert!(open * 20 < ranges.len(), "{open} of {} ranges open above", ranges.len());
+    }
+}
