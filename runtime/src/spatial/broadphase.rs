@@ -139,9 +139,8 @@ impl BroadPhase {
         let (moves, pairs) = (&self.move_buffer, &self.pairs);
         jobs.for_each_mut(&mut self.chunk_pairs[..chunks], |chunk, out, _| {
             out.clear();
-            for &q in &moves[chunk_range(&(0..moves.len()), PAIR_GRAIN, chunk)] {
-                find_new_pairs(tree, pairs, q, out);
-            }
+            let queries = &moves[chunk_range(&(0..moves.len()), PAIR_GRAIN, chunk)];
+            find_new_pairs(tree, pairs, queries, out);
         });
         for out in &self.chunk_pairs[..chunks] {
             self.added.extend_from_slice(out);
@@ -207,18 +206,21 @@ impl BroadPhase {
     }
 }
 
-/// Appends the pairs of moved proxy `q` that are new and that `q`'s query owns.
-fn find_new_pairs(tree: &DynamicTree, pairs: &[u64], q: u32, out: &mut Vec<u64>) {
-    let fat = tree.fat_aabb(ProxyId(q));
-    let q_sleeping = tree.is_sleeping(ProxyId(q));
-    tree.query(&fat, |p| {
-        if p.0 == q || (tree.was_moved(p.0) && p.0 < q) || (q_sleeping && tree.is_sleeping(p)) {
-            return true;
-        }
-        let key = Pair::key(p.0, q);
-        if pairs.binary_search(&key).is_err() {
-            out.push(key);
-        }
-        true
-    });
+/// Appends the pairs of the moved proxies `queries` that are new and that their
+/// query owns.
+fn find_new_pairs(tree: &DynamicTree, pairs: &[u64], queries: &[u32], out: &mut Vec<u64>) {
+    tree.query_each(
+        queries.len(),
+        |i| tree.fat_aabb(ProxyId(queries[i])),
+        |i, p| {
+            let q = queries[i];
+            if p.0 == q || (tree.was_moved(p.0) && p.0 < q) || (tree.is_sleeping(ProxyId(q)) && tree.is_sleeping(p)) {
+                return;
+            }
+            let key = Pair::key(p.0, q);
+            if pairs.binary_search(&key).is_err() {
+                out.push(key);
+            }
+        },
+    );
 }

@@ -140,6 +140,41 @@ fn box_queries_match_brute_force_and_stop_early() {
     }
 }
 
+/// `query_each` (four walks in turn, hits buffered) reports exactly what one
+/// `query` per box reports: on empty and one-proxy trees, for boxes that miss the
+/// root, for hit counts past its buffer, and for zero boxes.
+#[test]
+fn batched_box_queries_equal_one_query_per_box() {
+    let mut rng = Rng(5);
+    for (mode, n) in MODES.into_iter().flat_map(|m| [(m, 0), (m, 1), (m, 2), (m, 2000)]) {
+        let (tree, ids) = build_tree(mode, n, 11);
+        let boxes: Vec<Aabb> = (0..403)
+            .map(|i| {
+                // Some far away, some huge (hundreds of hits), most ordinary.
+                let (center, half) = match i % 10 {
+                    0 => (rng.vec3(200.0, 300.0), rng.vec3(0.0, 1.0)),
+                    1 => (rng.vec3(-5.0, 5.0), rng.vec3(10.0, 25.0)),
+                    _ => (rng.vec3(-35.0, 35.0), rng.vec3(0.0, 4.0)),
+                };
+                Aabb::from_center_half_extents(center, half)
+            })
+            .collect();
+        for count in [0, 1, 3, boxes.len()] {
+            let mut got = Vec::new();
+            tree.query_each(count, |i| boxes[i], |i, p| got.push((i, p)));
+            got.sort();
+            let mut want = Vec::new();
+            for (i, b) in boxes[..count].iter().enumerate() {
+                want.extend(ids.iter().filter(|&&p| tree.fat_aabb(p).overlaps(b)).map(|&p| (i, p)));
+            }
+            assert_eq!(got, want, "{mode:?}, {n} proxies, {count} boxes");
+            if count == boxes.len() && n == 2000 {
+                assert!(want.iter().filter(|&&(i, _)| i == 1).count() > 64, "a box with more hits than the buffer");
+            }
+        }
+    }
+}
+
 #[test]
 fn ray_casts_match_brute_force() {
     for mode in MODES {

@@ -45,7 +45,7 @@ impl ProxyId {
 pub enum Balancing {
     /// Remove + reinsert on every escape, AVL height rotations (the reference). The
     /// default: on the `broadphase_tree` bench (10k moving boxes) a frame of moves and
-    /// pair finding costs about 0.83x what `SahRotate` costs, because its per-step
+    /// pair finding costs about 0.6x what `SahRotate` costs, because its per-step
     /// rebuild is on the critical path there.
     Avl,
     /// Enlarge on escape, SAH-lowering rotations on insert, and a partial binned-SAH
@@ -151,6 +151,11 @@ impl DynamicTree {
         } else {
             self.nodes[self.root as usize].height as u32
         }
+    }
+
+    /// The root's box (empty for an empty tree).
+    pub fn root_box(&self) -> Aabb {
+        self.nodes.get(self.root as usize).map_or(Aabb::EMPTY, |n| n.aabb)
     }
 
     /// The fat box of `proxy`.
@@ -308,24 +313,26 @@ impl DynamicTree {
             }
             inherited += direct_cost - area_base;
 
-            let probe = |child: u32, best: &mut u32, best_cost: &mut f32| {
-                let n = &self.nodes[child as usize];
-                let direct = n.aabb.union(d).area();
-                if n.is_leaf() {
+            // Both children's loads are issued before either result is used.
+            let (n1, n2) = (&self.nodes[c1 as usize], &self.nodes[c2 as usize]);
+            let (direct1, direct2) = (n1.aabb.union(d).area(), n2.aabb.union(d).area());
+            let (leaf1, leaf2) = (n1.is_leaf(), n2.is_leaf());
+            let (area1, area2) = (n1.aabb.area(), n2.aabb.area());
+            // A leaf child is a candidate; an internal one bounds every node below it.
+            let mut probe = |child: u32, direct: f32, area: f32, leaf: bool| {
+                if leaf {
                     let cost = direct + inherited;
-                    if cost < *best_cost {
-                        *best = child;
-                        *best_cost = cost;
+                    if cost < best_cost {
+                        best = child;
+                        best_cost = cost;
                     }
-                    (direct, 0.0, f32::INFINITY, true)
+                    f32::INFINITY
                 } else {
-                    let area = n.aabb.area();
-                    // Lower bound for any node below `child`.
-                    (direct, area, inherited + direct + (area_d - area).min(0.0), false)
+                    inherited + direct + (area_d - area).min(0.0)
                 }
             };
-            let (direct1, area1, mut lower1, leaf1) = probe(c1, &mut best, &mut best_cost);
-            let (direct2, area2, mut lower2, leaf2) = probe(c2, &mut best, &mut best_cost);
+            let mut lower1 = probe(c1, direct1, area1, leaf1);
+            let mut lower2 = probe(c2, direct2, area2, leaf2);
             if (leaf1 && leaf2) || (best_cost <= lower1 && best_cost <= lower2) {
                 break;
             }
@@ -397,17 +404,29 @@ impl DynamicTree {
 
     /// Refits boxes and heights from `index` to the root, balancing as configured.
     /// `inserting` selects Box2D v3's SAH rotations (they only run on insertion).
+    ///
+    /// With AVL balancing the walk stops at the first ancestor above `index` whose
+    /// box and height come out unchanged: nothing above it can change either (its
+    /// parent sees the same child), so the rest of the path is never read.
     fn walk_up(&mut self, mut index: u32, inserting: bool) {
+        let avl = self.config.balancing == Balancing::Avl;
+        let mut first = true;
         while index != NULL {
-            index = match self.config.balancing {
-                Balancing::Avl => self.balance_avl(index),
-                Balancing::SahRotate => index,
-            };
+            let before = &self.nodes[index as usize];
+            let (old_box, old_height) = (before.aabb, before.height);
+            if avl {
+                index = self.balance_avl(index);
+            }
             self.refit(index);
-            if inserting && self.config.balancing == Balancing::SahRotate {
+            if inserting && !avl {
                 self.rotate_sah(index);
             }
-            index = self.nodes[index as usize].parent;
+            let after = &self.nodes[index as usize];
+            if avl && !first && after.height == old_height && after.aabb == old_box {
+                return;
+            }
+            first = false;
+            index = after.parent;
         }
     }
 
