@@ -77,11 +77,12 @@ pub(crate) const FLAG_ENLARGED: u16 = 2;
 pub(crate) const FLAG_MOVED: u16 = 4;
 pub(crate) const FLAG_SLEEPING: u16 = 8;
 
-/// One tree node (48 bytes). For a free node `parent` links the free list.
+/// One tree node (40 bytes; a proxy's user value lives beside the nodes, in
+/// `DynamicTree::users`, so walks read less memory). For a free node `parent` links
+/// the free list.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Node {
     pub(crate) aabb: Aabb,
-    pub(crate) user: u64,
     pub(crate) parent: u32,
     pub(crate) child1: u32,
     pub(crate) child2: u32,
@@ -91,8 +92,7 @@ pub(crate) struct Node {
 }
 
 impl Node {
-    const FREE: Node =
-        Node { aabb: Aabb::EMPTY, user: 0, parent: NULL, child1: NULL, child2: NULL, height: 0, flags: 0 };
+    const FREE: Node = Node { aabb: Aabb::EMPTY, parent: NULL, child1: NULL, child2: NULL, height: 0, flags: 0 };
 
     pub(crate) fn is_leaf(&self) -> bool {
         self.height == 0
@@ -112,6 +112,8 @@ pub struct TreeQuality {
 #[derive(Clone, Debug)]
 pub struct DynamicTree {
     pub(crate) nodes: Vec<Node>,
+    /// The user value of each leaf, indexed like `nodes`.
+    users: Vec<u64>,
     pub(crate) root: u32,
     free_list: u32,
     proxy_count: u32,
@@ -124,6 +126,7 @@ impl DynamicTree {
     pub fn new(config: TreeConfig) -> DynamicTree {
         DynamicTree {
             nodes: Vec::new(),
+            users: Vec::new(),
             root: NULL,
             free_list: NULL,
             proxy_count: 0,
@@ -164,7 +167,7 @@ impl DynamicTree {
     }
 
     pub fn user_data(&self, proxy: ProxyId) -> u64 {
-        self.nodes[proxy.index()].user
+        self.users[proxy.index()]
     }
 
     /// Whether `proxy` names a live proxy of this tree.
@@ -187,9 +190,9 @@ impl DynamicTree {
         let leaf = self.allocate_node();
         let node = &mut self.nodes[leaf as usize];
         node.aabb = tight.expanded(self.config.margin);
-        node.user = user;
         node.height = 0;
         node.flags = FLAG_ALLOCATED | FLAG_MOVED;
+        self.users[leaf as usize] = user;
         self.insert_leaf(leaf);
         self.proxy_count += 1;
         ProxyId(leaf)
@@ -266,6 +269,7 @@ impl DynamicTree {
             let old = self.nodes.len();
             let new = (old * 2).max(16);
             self.nodes.resize(new, Node::FREE);
+            self.users.resize(new, 0);
             for i in old..new - 1 {
                 self.nodes[i].parent = i as u32 + 1;
             }
