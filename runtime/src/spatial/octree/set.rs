@@ -55,7 +55,12 @@ impl Default for OctreeSet {
 impl OctreeSet {
     pub fn new() -> OctreeSet {
         // Octrees move only when edited: tight boxes, AVL-balanced insertion.
-        let config = TreeConfig { margin: 0.0, displacement_multiplier: 0.0, balancing: Balancing::Avl };
+        let config = TreeConfig {
+            margin: 0.0,
+            displacement_multiplier: 0.0,
+            balancing: Balancing::Avl,
+            ..TreeConfig::default()
+        };
         OctreeSet { slots: Vec::new(), free: Vec::new(), tree: DynamicTree::new(config), next_serial: 0, len: 0 }
     }
 
