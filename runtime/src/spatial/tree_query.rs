@@ -2,6 +2,8 @@
 //! fixed stack (the tree's height is bounded, see `MAX_HEIGHT`): no recursion, no
 //! heap, callable from many jobs at once.
 
+use glam::Vec4;
+
 use super::tree::{DynamicTree, ProxyId, NULL, STACK_SIZE};
 use crate::math::{Aabb, Ray};
 
@@ -9,15 +11,16 @@ impl DynamicTree {
     /// Calls `visit` for every proxy whose fat box overlaps `aabb`. `visit` returns
     /// `false` to stop the query early.
     ///
-    /// Entering a node tests both children, without branches, and pushes the ones
-    /// that overlap: the two child loads overlap in time, and the one unpredictable
-    /// branch left per node is "leaf or not" (1.3x faster than push-then-test on the
-    /// `broadphase_tree` scene).
+    /// Entering a node tests both children, without branches (two four-wide
+    /// compares each, see `BoxTest`), and pushes the ones that overlap: the two
+    /// child loads overlap in time, and the one unpredictable branch left per node
+    /// is "leaf or not".
     pub fn query(&self, aabb: &Aabb, mut visit: impl FnMut(ProxyId) -> bool) {
         let Some(root) = self.nodes.get(self.root as usize) else {
             return;
         };
-        if !overlaps(&root.aabb, aabb) {
+        let test = BoxTest::new(aabb);
+        if !test.overlaps(&root.aabb) {
             return;
         }
         let mut stack = [0u32; STACK_SIZE];
@@ -34,8 +37,8 @@ impl DynamicTree {
                 continue;
             }
             let (c1, c2) = (node.child1, node.child2);
-            let o1 = overlaps(&self.nodes[c1 as usize].aabb, aabb);
-            let o2 = overlaps(&self.nodes[c2 as usize].aabb, aabb);
+            let o1 = test.overlaps(&self.nodes[c1 as usize].aabb);
+            let o2 = test.overlaps(&self.nodes[c2 as usize].aabb);
             // Write both, keep the ones that overlap. The stack holds at most
             // height + 1 entries (see `MAX_HEIGHT`).
             stack[top] = c1;
@@ -51,7 +54,9 @@ impl DynamicTree {
     ///
     /// One walk is a chain of dependent loads, so `LANES` walks advance in turn and
     /// their loads overlap; no branch depends on a box test (children go to a
-    /// lane's stack or to a shared buffer of hits without a branch).
+    /// lane's stack or to a shared buffer of hits without a branch). The
+    /// broadphase's pair finding is this call: on the `broadphase_tree` scene it
+    /// takes a third less time than one `query` per box.
     pub fn query_each(&self, count: usize, boxes: impl Fn(usize) -> Aabb, mut visit: impl FnMut(usize, ProxyId)) {
         const LANES: usize = 4;
         const HITS: usize = 64;
@@ -60,7 +65,7 @@ impl DynamicTree {
         };
         if root.is_leaf() {
             for i in 0..count {
-                if overlaps(&root.aabb, &boxes(i)) {
+                if BoxTest::new(&boxes(i)).overlaps(&root.aabb) {
                     visit(i, ProxyId(self.root));
                 }
             }
@@ -69,7 +74,7 @@ impl DynamicTree {
         let mut stacks = [[0u32; STACK_SIZE]; LANES];
         let mut tops = [0usize; LANES];
         let mut lane_query = [usize::MAX; LANES];
-        let mut lane_box = [Aabb::EMPTY; LANES];
+        let mut lane_tests = [BoxTest::new(&Aabb::EMPTY); LANES];
         let mut hits = [(0u32, 0u32); HITS];
         let mut found = 0;
         let mut next = 0;
@@ -80,10 +85,10 @@ impl DynamicTree {
                     // Start the next query whose box meets the root.
                     lane_query[lane] = usize::MAX;
                     while next < count {
-                        let b = boxes(next);
+                        let test = BoxTest::new(&boxes(next));
                         next += 1;
-                        if overlaps(&root.aabb, &b) {
-                            (lane_query[lane], lane_box[lane]) = (next - 1, b);
+                        if test.overlaps(&root.aabb) {
+                            (lane_query[lane], lane_tests[lane]) = (next - 1, test);
                             stacks[lane][0] = self.root;
                             tops[lane] = 1;
                             break;
@@ -94,12 +99,12 @@ impl DynamicTree {
                     }
                 }
                 any = true;
-                let (stack, top, aabb) = (&mut stacks[lane], &mut tops[lane], &lane_box[lane]);
+                let (stack, top) = (&mut stacks[lane], &mut tops[lane]);
                 *top -= 1;
                 let node = &self.nodes[stack[*top] as usize];
                 for child in [node.child1, node.child2] {
                     let c = &self.nodes[child as usize];
-                    let (hit, leaf) = (overlaps(&c.aabb, aabb), c.is_leaf());
+                    let (hit, leaf) = (lane_tests[lane].overlaps(&c.aabb), c.is_leaf());
                     // A stack holds at most height + 1 entries (see `MAX_HEIGHT`).
                     stack[*top] = child;
                     *top += (hit & !leaf) as usize;
@@ -229,13 +234,30 @@ impl DynamicTree {
     }
 }
 
-/// `a.overlaps(b)` without short-circuit branches: six compares, one result.
-#[inline(always)]
-fn overlaps(a: &Aabb, b: &Aabb) -> bool {
-    (a.min.x <= b.max.x)
-        & (a.min.y <= b.max.y)
-        & (a.min.z <= b.max.z)
-        & (b.min.x <= a.max.x)
-        & (b.min.y <= a.max.y)
-        & (b.min.z <= a.max.z)
+/// A box overlap test in two four-wide compares. A node's box, read as six floats
+/// `min.xyz max.xyz`, is loaded as `(min.x, min.y, min.z, max.x)` and
+/// `(min.z, max.x, max.y, max.z)`; the lanes that do not belong to a test compare
+/// against infinities and always pass.
+#[derive(Clone, Copy)]
+struct BoxTest {
+    /// `(max.x, max.y, max.z, +inf)` of the query box.
+    high: Vec4,
+    /// `(-inf, min.x, min.y, min.z)` of the query box.
+    low: Vec4,
+}
+
+impl BoxTest {
+    fn new(b: &Aabb) -> BoxTest {
+        BoxTest {
+            high: Vec4::new(b.max.x, b.max.y, b.max.z, f32::INFINITY),
+            low: Vec4::new(f32::NEG_INFINITY, b.min.x, b.min.y, b.min.z),
+        }
+    }
+
+    #[inline(always)]
+    fn overlaps(&self, a: &Aabb) -> bool {
+        let first = Vec4::new(a.min.x, a.min.y, a.min.z, a.max.x);
+        let second = Vec4::new(a.min.z, a.max.x, a.max.y, a.max.z);
+        (first.cmple(self.high) & second.cmpge(self.low)).all()
+    }
 }
