@@ -87,26 +87,38 @@ pub(crate) const FLAG_ENLARGED: u16 = 2;
 pub(crate) const FLAG_MOVED: u16 = 4;
 pub(crate) const FLAG_SLEEPING: u16 = 8;
 
-/// One tree node (40 bytes; a proxy's user value lives beside the nodes, in
-/// `DynamicTree::users`, so walks read less memory). For a free node `parent` links
-/// the free list.
+/// One tree node as walks read it: its box and children (32 bytes, two to a cache
+/// line). What edits need besides lives in `DynamicTree::links`, and a proxy's user
+/// value in `DynamicTree::users`, so queries and sibling searches read less memory.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Node {
     pub(crate) aabb: Aabb,
-    pub(crate) parent: u32,
+    /// `NULL` for leaves (and free nodes).
     pub(crate) child1: u32,
     pub(crate) child2: u32,
+}
+
+impl Node {
+    const FREE: Node = Node { aabb: Aabb::EMPTY, child1: NULL, child2: NULL };
+
+    pub(crate) fn is_leaf(&self) -> bool {
+        self.child1 == NULL
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<Node>() == 32);
+
+/// A node's parent, height and flags. For a free node `parent` links the free list.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Link {
+    pub(crate) parent: u32,
     /// 0 for leaves.
     pub(crate) height: u16,
     pub(crate) flags: u16,
 }
 
-impl Node {
-    const FREE: Node = Node { aabb: Aabb::EMPTY, parent: NULL, child1: NULL, child2: NULL, height: 0, flags: 0 };
-
-    pub(crate) fn is_leaf(&self) -> bool {
-        self.height == 0
-    }
+impl Link {
+    const FREE: Link = Link { parent: NULL, height: 0, flags: 0 };
 }
 
 /// Tree quality figures for tests and benches.
@@ -122,6 +134,8 @@ pub struct TreeQuality {
 #[derive(Clone, Debug)]
 pub struct DynamicTree {
     pub(crate) nodes: Vec<Node>,
+    /// Parent, height and flags of each node, indexed like `nodes`.
+    pub(crate) links: Vec<Link>,
     /// The user value of each leaf, indexed like `nodes`.
     users: Vec<u64>,
     pub(crate) root: u32,
@@ -136,6 +150,7 @@ impl DynamicTree {
     pub fn new(config: TreeConfig) -> DynamicTree {
         DynamicTree {
             nodes: Vec::new(),
+            links: Vec::new(),
             users: Vec::new(),
             root: NULL,
             free_list: NULL,
@@ -162,7 +177,7 @@ impl DynamicTree {
         if self.root == NULL {
             0
         } else {
-            self.nodes[self.root as usize].height as u32
+            self.links[self.root as usize].height as u32
         }
     }
 
@@ -182,7 +197,7 @@ impl DynamicTree {
 
     /// Whether `proxy` names a live proxy of this tree.
     pub fn is_proxy(&self, proxy: ProxyId) -> bool {
-        self.nodes.get(proxy.index()).is_some_and(|n| n.flags & FLAG_ALLOCATED != 0 && n.is_leaf())
+        self.links.get(proxy.index()).is_some_and(|l| l.flags & FLAG_ALLOCATED != 0 && l.height == 0)
     }
 
     /// The fat box for a tight box moving by `displacement` per step.
@@ -198,10 +213,8 @@ impl DynamicTree {
     pub fn create_proxy(&mut self, tight: &Aabb, user: u64) -> ProxyId {
         debug_assert!(tight.is_valid());
         let leaf = self.allocate_node();
-        let node = &mut self.nodes[leaf as usize];
-        node.aabb = tight.expanded(self.config.margin);
-        node.height = 0;
-        node.flags = FLAG_ALLOCATED | FLAG_MOVED;
+        self.nodes[leaf as usize].aabb = tight.expanded(self.config.margin);
+        self.links[leaf as usize] = Link { height: 0, flags: FLAG_ALLOCATED | FLAG_MOVED, ..self.links[leaf as usize] };
         self.users[leaf as usize] = user;
         self.insert_leaf(leaf);
         self.proxy_count += 1;
@@ -232,14 +245,14 @@ impl DynamicTree {
             }
             Balancing::SahRotate => self.enlarge_leaf(proxy.0, fat),
         }
-        self.nodes[proxy.index()].flags |= FLAG_MOVED;
+        self.links[proxy.index()].flags |= FLAG_MOVED;
         true
     }
 
     /// Marks a proxy as sleeping (or awake); pairs of two sleeping proxies are not
     /// reported by the broadphase.
     pub fn set_sleeping(&mut self, proxy: ProxyId, sleeping: bool) {
-        let flags = &mut self.nodes[proxy.index()].flags;
+        let flags = &mut self.links[proxy.index()].flags;
         if sleeping {
             *flags |= FLAG_SLEEPING;
         } else {
@@ -248,22 +261,22 @@ impl DynamicTree {
     }
 
     pub fn is_sleeping(&self, proxy: ProxyId) -> bool {
-        self.nodes[proxy.index()].flags & FLAG_SLEEPING != 0
+        self.links[proxy.index()].flags & FLAG_SLEEPING != 0
     }
 
     pub(crate) fn was_moved(&self, proxy: u32) -> bool {
-        self.nodes[proxy as usize].flags & FLAG_MOVED != 0
+        self.links[proxy as usize].flags & FLAG_MOVED != 0
     }
 
     pub(crate) fn clear_moved(&mut self, proxy: u32) {
-        self.nodes[proxy as usize].flags &= !FLAG_MOVED;
+        self.links[proxy as usize].flags &= !FLAG_MOVED;
     }
 
     /// Height, proxy count and the SAH area ratio.
     pub fn quality(&self) -> TreeQuality {
         let mut internal_area = 0.0f64;
-        for node in &self.nodes {
-            if node.flags & FLAG_ALLOCATED != 0 && !node.is_leaf() {
+        for (node, link) in self.nodes.iter().zip(&self.links) {
+            if link.flags & FLAG_ALLOCATED != 0 && !node.is_leaf() {
                 internal_area += node.aabb.area() as f64;
             }
         }
@@ -280,22 +293,24 @@ impl DynamicTree {
             let old = self.nodes.len();
             let new = (old * 2).max(16);
             self.nodes.resize(new, Node::FREE);
+            self.links.resize(new, Link::FREE);
             self.users.resize(new, 0);
             for i in old..new - 1 {
-                self.nodes[i].parent = i as u32 + 1;
+                self.links[i].parent = i as u32 + 1;
             }
-            self.nodes[new - 1].parent = NULL;
+            self.links[new - 1].parent = NULL;
             self.free_list = old as u32;
         }
         let index = self.free_list;
-        let node = &mut self.nodes[index as usize];
-        self.free_list = node.parent;
-        *node = Node { flags: FLAG_ALLOCATED, ..Node::FREE };
+        self.free_list = self.links[index as usize].parent;
+        self.nodes[index as usize] = Node::FREE;
+        self.links[index as usize] = Link { flags: FLAG_ALLOCATED, ..Link::FREE };
         index
     }
 
     pub(crate) fn free_node(&mut self, index: u32) {
-        self.nodes[index as usize] = Node { parent: self.free_list, ..Node::FREE };
+        self.nodes[index as usize] = Node::FREE;
+        self.links[index as usize] = Link { parent: self.free_list, ..Link::FREE };
         self.free_list = index;
     }
 
@@ -378,11 +393,13 @@ impl DynamicTree {
         let mut index = near;
         let mut levels = 0;
         while index != NULL {
-            let node = &self.nodes[index as usize];
-            if node.parent == NULL || (levels >= self.config.reinsert_levels && node.aabb.contains(fat)) {
+            let parent = self.links[index as usize].parent;
+            if parent == NULL
+                || (levels >= self.config.reinsert_levels && self.nodes[index as usize].aabb.contains(fat))
+            {
                 return index;
             }
-            index = node.parent;
+            index = parent;
             levels += 1;
         }
         self.root
@@ -393,33 +410,28 @@ impl DynamicTree {
     fn insert_leaf_from(&mut self, leaf: u32, start: u32) {
         if self.root == NULL {
             self.root = leaf;
-            self.nodes[leaf as usize].parent = NULL;
+            self.links[leaf as usize].parent = NULL;
             return;
         }
         let leaf_box = self.nodes[leaf as usize].aabb;
         let sibling = self.find_best_sibling(&leaf_box, start);
 
         // A new parent takes the sibling's place.
-        let old_parent = self.nodes[sibling as usize].parent;
+        let old_parent = self.links[sibling as usize].parent;
         let new_parent = self.allocate_node();
-        {
-            let sibling_node = self.nodes[sibling as usize];
-            let p = &mut self.nodes[new_parent as usize];
-            p.parent = old_parent;
-            p.aabb = leaf_box.union(&sibling_node.aabb);
-            p.height = sibling_node.height + 1;
-            p.child1 = sibling;
-            p.child2 = leaf;
-        }
+        self.nodes[new_parent as usize] =
+            Node { aabb: leaf_box.union(&self.nodes[sibling as usize].aabb), child1: sibling, child2: leaf };
+        let height = self.links[sibling as usize].height + 1;
+        self.links[new_parent as usize] = Link { parent: old_parent, height, ..self.links[new_parent as usize] };
         if old_parent == NULL {
             self.root = new_parent;
         } else {
             self.replace_child(old_parent, sibling, new_parent);
         }
-        self.nodes[sibling as usize].parent = new_parent;
-        self.nodes[leaf as usize].parent = new_parent;
+        self.links[sibling as usize].parent = new_parent;
+        self.links[leaf as usize].parent = new_parent;
 
-        self.walk_up(self.nodes[leaf as usize].parent, true);
+        self.walk_up(self.links[leaf as usize].parent, true);
         self.check_height();
     }
 
@@ -430,12 +442,12 @@ impl DynamicTree {
             self.root = NULL;
             return NULL;
         }
-        let parent = self.nodes[leaf as usize].parent;
-        let grand = self.nodes[parent as usize].parent;
+        let parent = self.links[leaf as usize].parent;
+        let grand = self.links[parent as usize].parent;
         let p = self.nodes[parent as usize];
         let sibling = if p.child1 == leaf { p.child2 } else { p.child1 };
         self.free_node(parent);
-        self.nodes[sibling as usize].parent = grand;
+        self.links[sibling as usize].parent = grand;
         if grand == NULL {
             self.root = sibling;
         } else {
@@ -455,8 +467,7 @@ impl DynamicTree {
         let avl = self.config.balancing == Balancing::Avl;
         let mut first = true;
         while index != NULL {
-            let before = &self.nodes[index as usize];
-            let (old_box, old_height) = (before.aabb, before.height);
+            let (old_box, old_height) = (self.nodes[index as usize].aabb, self.links[index as usize].height);
             if avl {
                 index = self.balance_avl(index);
             }
@@ -464,8 +475,8 @@ impl DynamicTree {
             if inserting && !avl {
                 self.rotate_sah(index);
             }
-            let after = &self.nodes[index as usize];
-            if avl && !first && after.height == old_height && after.aabb == old_box {
+            let after = self.links[index as usize];
+            if avl && !first && after.height == old_height && self.nodes[index as usize].aabb == old_box {
                 return;
             }
             first = false;
@@ -474,14 +485,15 @@ impl DynamicTree {
     }
 
     fn refit(&mut self, index: u32) {
-        let n = self.nodes[index as usize];
-        let (c1, c2) = (self.nodes[n.child1 as usize], self.nodes[n.child2 as usize]);
-        let node = &mut self.nodes[index as usize];
-        node.aabb = c1.aabb.union(&c2.aabb);
-        node.height = 1 + c1.height.max(c2.height);
+        let Node { child1, child2, .. } = self.nodes[index as usize];
+        let (c1, c2) = (child1 as usize, child2 as usize);
+        self.nodes[index as usize].aabb = self.nodes[c1].aabb.union(&self.nodes[c2].aabb);
+        let (l1, l2) = (self.links[c1], self.links[c2]);
+        let link = &mut self.links[index as usize];
+        link.height = 1 + l1.height.max(l2.height);
         // Keep "an enlarged node has enlarged ancestors" true through insertions and
         // rotations, so `rebuild` reaches every enlarged node from the root.
-        node.flags |= (c1.flags | c2.flags) & FLAG_ENLARGED;
+        link.flags |= (l1.flags | l2.flags) & FLAG_ENLARGED;
     }
 
     fn replace_child(&mut self, parent: u32, old: u32, new: u32) {
@@ -498,31 +510,31 @@ impl DynamicTree {
     /// it and every ancestor is marked enlarged, for the next [`DynamicTree::rebuild`].
     fn enlarge_leaf(&mut self, leaf: u32, fat: Aabb) {
         self.nodes[leaf as usize].aabb = fat;
-        self.nodes[leaf as usize].flags |= FLAG_ENLARGED;
-        let mut index = self.nodes[leaf as usize].parent;
+        self.links[leaf as usize].flags |= FLAG_ENLARGED;
+        let mut index = self.links[leaf as usize].parent;
         while index != NULL {
-            let node = &mut self.nodes[index as usize];
-            let changed = node.aabb.enlarge(&fat);
-            node.flags |= FLAG_ENLARGED;
-            index = node.parent;
+            let changed = self.nodes[index as usize].aabb.enlarge(&fat);
+            let link = &mut self.links[index as usize];
+            link.flags |= FLAG_ENLARGED;
+            index = link.parent;
             if !changed {
                 break;
             }
         }
         while index != NULL {
-            let node = &mut self.nodes[index as usize];
-            if node.flags & FLAG_ENLARGED != 0 {
+            let link = &mut self.links[index as usize];
+            if link.flags & FLAG_ENLARGED != 0 {
                 break; // this ancestor and all above were marked by an earlier escape
             }
-            node.flags |= FLAG_ENLARGED;
-            index = node.parent;
+            link.flags |= FLAG_ENLARGED;
+            index = link.parent;
         }
     }
 
     /// If the height bound is exceeded (a pathological insertion order in the SAH
     /// mode), rebuild everything so the fixed stacks stay large enough.
     fn check_height(&mut self) {
-        if self.root != NULL && self.nodes[self.root as usize].height > MAX_HEIGHT {
+        if self.root != NULL && self.links[self.root as usize].height > MAX_HEIGHT {
             self.rebuild_full();
         }
     }
@@ -534,11 +546,11 @@ impl DynamicTree {
     /// subtree's new root.
     fn balance_avl(&mut self, ia: u32) -> u32 {
         let a = self.nodes[ia as usize];
-        if a.is_leaf() || a.height < 2 {
+        if a.is_leaf() || self.links[ia as usize].height < 2 {
             return ia;
         }
         let (ib, ic) = (a.child1, a.child2);
-        let balance = self.nodes[ic as usize].height as i32 - self.nodes[ib as usize].height as i32;
+        let balance = self.links[ic as usize].height as i32 - self.links[ib as usize].height as i32;
         if balance > 1 {
             self.rotate_up(ia, ic, true)
         } else if balance < -1 {
@@ -553,14 +565,14 @@ impl DynamicTree {
     fn rotate_up(&mut self, ia: u32, up: u32, up_is_child2: bool) -> u32 {
         let u = self.nodes[up as usize];
         let (i_f, i_g) = (u.child1, u.child2);
-        let (hf, hg) = (self.nodes[i_f as usize].height, self.nodes[i_g as usize].height);
+        let (hf, hg) = (self.links[i_f as usize].height, self.links[i_g as usize].height);
         let (keep, give) = if hf > hg { (i_f, i_g) } else { (i_g, i_f) };
 
-        let a_parent = self.nodes[ia as usize].parent;
+        let a_parent = self.links[ia as usize].parent;
         self.nodes[up as usize].child1 = ia;
         self.nodes[up as usize].child2 = keep;
-        self.nodes[up as usize].parent = a_parent;
-        self.nodes[ia as usize].parent = up;
+        self.links[up as usize].parent = a_parent;
+        self.links[ia as usize].parent = up;
         if a_parent == NULL {
             self.root = up;
         } else {
@@ -571,7 +583,7 @@ impl DynamicTree {
         } else {
             self.nodes[ia as usize].child1 = give;
         }
-        self.nodes[give as usize].parent = ia;
+        self.links[give as usize].parent = ia;
         self.refit(ia);
         self.refit(up);
         up
@@ -582,7 +594,7 @@ impl DynamicTree {
     /// internal nodes below `ia`.
     fn rotate_sah(&mut self, ia: u32) {
         let a = self.nodes[ia as usize];
-        if a.height < 2 {
+        if self.links[ia as usize].height < 2 {
             return;
         }
         let (ib, ic) = (a.child1, a.child2);
@@ -644,12 +656,12 @@ impl DynamicTree {
 
     /// Exchanges the places of two nodes that are not ancestors of each other.
     fn swap_subtrees(&mut self, x: u32, y: u32) {
-        let (px, py) = (self.nodes[x as usize].parent, self.nodes[y as usize].parent);
+        let (px, py) = (self.links[x as usize].parent, self.links[y as usize].parent);
         self.replace_child(px, x, y);
         // `px == py` cannot happen for the swaps above (siblings are never swapped).
         self.replace_child(py, y, x);
-        self.nodes[x as usize].parent = py;
-        self.nodes[y as usize].parent = px;
+        self.links[x as usize].parent = py;
+        self.links[y as usize].parent = px;
     }
 
     /// Checks every structural invariant; panics with a description on violation.
@@ -658,23 +670,25 @@ impl DynamicTree {
         let mut reachable = 0usize;
         let mut leaves = 0u32;
         if self.root != NULL {
-            assert_eq!(self.nodes[self.root as usize].parent, NULL, "root has a parent");
+            assert_eq!(self.links[self.root as usize].parent, NULL, "root has a parent");
             let mut stack = vec![self.root];
             while let Some(i) = stack.pop() {
                 reachable += 1;
-                let n = &self.nodes[i as usize];
-                assert!(n.flags & FLAG_ALLOCATED != 0, "node {i} reachable but free");
+                let (n, l) = (&self.nodes[i as usize], &self.links[i as usize]);
+                assert!(l.flags & FLAG_ALLOCATED != 0, "node {i} reachable but free");
+                assert_eq!(n.is_leaf(), l.height == 0, "node {i}: no children but a height, or the reverse");
                 if n.is_leaf() {
                     leaves += 1;
                     continue;
                 }
                 let (c1, c2) = (&self.nodes[n.child1 as usize], &self.nodes[n.child2 as usize]);
-                assert_eq!(c1.parent, i, "child1 of {i} has a wrong parent");
-                assert_eq!(c2.parent, i, "child2 of {i} has a wrong parent");
-                assert_eq!(n.height, 1 + c1.height.max(c2.height), "height of {i}");
+                let (l1, l2) = (&self.links[n.child1 as usize], &self.links[n.child2 as usize]);
+                assert_eq!(l1.parent, i, "child1 of {i} has a wrong parent");
+                assert_eq!(l2.parent, i, "child2 of {i} has a wrong parent");
+                assert_eq!(l.height, 1 + l1.height.max(l2.height), "height of {i}");
                 assert!(n.aabb.contains(&c1.aabb) && n.aabb.contains(&c2.aabb), "box of {i} misses a child");
-                if (c1.flags | c2.flags) & FLAG_ENLARGED != 0 {
-                    assert!(n.flags & FLAG_ENLARGED != 0, "enlarged child under a plain node {i}");
+                if (l1.flags | l2.flags) & FLAG_ENLARGED != 0 {
+                    assert!(l.flags & FLAG_ENLARGED != 0, "enlarged child under a plain node {i}");
                 }
                 stack.extend([n.child1, n.child2]);
             }
@@ -683,9 +697,9 @@ impl DynamicTree {
         let mut free = 0usize;
         let mut i = self.free_list;
         while i != NULL {
-            assert_eq!(self.nodes[i as usize].flags, 0, "free node {i} is flagged");
+            assert_eq!(self.links[i as usize].flags, 0, "free node {i} is flagged");
             free += 1;
-            i = self.nodes[i as usize].parent;
+            i = self.links[i as usize].parent;
         }
         assert_eq!(reachable + free, self.nodes.len(), "nodes neither reachable nor free");
     }

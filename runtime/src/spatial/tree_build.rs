@@ -67,8 +67,8 @@ impl DynamicTree {
             return 0;
         }
         let root = self.nodes[self.root as usize];
-        if root.is_leaf() || (!full && root.flags & FLAG_ENLARGED == 0) {
-            self.nodes[self.root as usize].flags &= !FLAG_ENLARGED;
+        if root.is_leaf() || (!full && self.links[self.root as usize].flags & FLAG_ENLARGED == 0) {
+            self.links[self.root as usize].flags &= !FLAG_ENLARGED;
             return 0;
         }
         let mut scratch = std::mem::take(&mut self.build);
@@ -77,8 +77,8 @@ impl DynamicTree {
         scratch.stack.push(self.root);
         while let Some(index) = scratch.stack.pop() {
             let node = self.nodes[index as usize];
-            if node.is_leaf() || (!full && node.flags & FLAG_ENLARGED == 0) {
-                self.nodes[index as usize].flags &= !FLAG_ENLARGED;
+            if node.is_leaf() || (!full && self.links[index as usize].flags & FLAG_ENLARGED == 0) {
+                self.links[index as usize].flags &= !FLAG_ENLARGED;
                 scratch.items.push(Item { aabb: node.aabb, center: node.aabb.center(), node: index, bin: 0 });
             } else {
                 scratch.stack.push(node.child1);
@@ -111,7 +111,7 @@ impl DynamicTree {
                 tasks.push(Task { start: task.start, end: mid as u32, parent: node, slot: 1 });
                 node
             };
-            self.nodes[node as usize].parent = task.parent;
+            self.links[node as usize].parent = task.parent;
             match task.slot {
                 0 => root = node,
                 1 => self.nodes[task.parent as usize].child1 = node,
@@ -121,10 +121,9 @@ impl DynamicTree {
         // Internal nodes were allocated parents first; refit children first.
         for &node in internal.iter().rev() {
             let n = self.nodes[node as usize];
-            let (c1, c2) = (self.nodes[n.child1 as usize], self.nodes[n.child2 as usize]);
-            let target = &mut self.nodes[node as usize];
-            target.aabb = c1.aabb.union(&c2.aabb);
-            target.height = 1 + c1.height.max(c2.height);
+            let (c1, c2) = (n.child1 as usize, n.child2 as usize);
+            self.nodes[node as usize].aabb = self.nodes[c1].aabb.union(&self.nodes[c2].aabb);
+            self.links[node as usize].height = 1 + self.links[c1].height.max(self.links[c2].height);
         }
         root
     }
