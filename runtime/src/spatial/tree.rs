@@ -52,7 +52,7 @@ pub enum Balancing {
     Avl,
     /// Enlarge on escape, SAH-lowering rotations on insert, and a partial binned-SAH
     /// rebuild of the enlarged part once per step (Box2D v3). Its trees answer box
-    /// queries about 1.6x faster (`broadphase_tree_query`), so prefer it for
+    /// queries about 1.7x faster (`broadphase_tree_query`), so prefer it for
     /// query-heavy scenes, or when the rebuild can run beside other work.
     SahRotate,
 }
