@@ -68,7 +68,7 @@ const BINS: usize = 16;
 pub enum BlasError {
     /// No triangles.
     Empty,
-    /// More than [`MAX_TRIANGLES`] triangles.
+    /// More than `MAX_TRIANGLES` (2^28) triangles.
     TooLarge(usize),
     /// Triangle `triangle` names vertex `index`, but there are only `vertices`.
     IndexOutOfRange { triangle: usize, index: u32, vertices: usize },

@@ -51,7 +51,7 @@ pub enum DeviceChoice {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GpuConfig {
     /// Enables `VK_LAYER_KHRONOS_validation` and collects its warnings and errors
-    /// (see [`Gpu::validation_messages`]). Missing layer: [`GpuError::MissingFeature`].
+    /// (see [`crate::gpu::Gpu::validation_messages`]). Missing layer: [`GpuError::MissingFeature`].
     pub validation: bool,
     pub device: DeviceChoice,
     /// The most device memory Kiln's buffers may hold at once, in bytes; a buffer

@@ -55,7 +55,7 @@ pub(crate) fn transform_vector(rows: &[[f32; 4]; 3], d: Vec3) -> Vec3 {
 }
 
 /// World box of an instance: the BLAS root box's centre transformed, its half
-/// extent through |M|, padded by [`BOX_PADDING`]. Mirrors `tlas_boxes.comp`.
+/// extent through |M|, padded by `BOX_PADDING`. Mirrors `tlas_boxes.comp`.
 pub fn instance_box(instance: &GpuInstance, root: &BvhNode) -> TlasNode {
     let (lo, hi) = (Vec3::from(root.lo), Vec3::from(root.hi));
     let center = 0.5 * (lo + hi);

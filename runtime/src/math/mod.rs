@@ -1,5 +1,5 @@
 //! A thin layer over glam: axis-aligned boxes, rays and rigid transforms, the types
-//! every spatial structure shares, the triangle tests in [`triangle`], and a fast
+//! every spatial structure shares, the triangle tests (`ray_triangle` and friends), and a fast
 //! hasher for Kiln's own map keys.
 
 mod hash;
