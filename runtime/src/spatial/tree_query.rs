@@ -75,7 +75,7 @@ impl DynamicTree {
         let mut tops = [0usize; LANES];
         let mut lane_query = [usize::MAX; LANES];
         let mut lane_tests = [BoxTest::new(&Aabb::EMPTY); LANES];
-        let mut hits = [(0u32, 0u32); HITS];
+        let mut hits = [(0usize, 0u32); HITS];
         let mut found = 0;
         let mut next = 0;
         loop {
@@ -108,13 +108,13 @@ impl DynamicTree {
                     // A stack holds at most height + 1 entries (see `MAX_HEIGHT`).
                     stack[*top] = child;
                     *top += (hit & !leaf) as usize;
-                    hits[found] = (lane_query[lane] as u32, child);
+                    hits[found] = (lane_query[lane], child);
                     found += (hit & leaf) as usize;
                 }
             }
             if found > HITS - 2 * LANES || !any {
                 for &(query, proxy) in &hits[..found] {
-                    visit(query as usize, ProxyId(proxy));
+                    visit(query, ProxyId(proxy));
                 }
                 found = 0;
             }
