@@ -47,10 +47,11 @@ impl Scene {
         let speed: Vec<f32> = (0..COUNT)
             .map(|_| std::f32::consts::TAU * (1.0 + (rng.next_f32() * 3.0).floor()) / PERIOD as f32)
             .collect();
+        let (anchor, phase, speed) = (&anchor, &phase, &speed);
         let track = (0..PERIOD)
             .flat_map(|frame| {
-                (0..COUNT).map(move |i| (i, frame as f32)).map(|(i, frame)| {
-                    let a = phase[i] + speed[i] * frame;
+                (0..COUNT).map(move |i| {
+                    let a = phase[i] + speed[i] * frame as f32;
                     anchor[i] + 2.0 * Vec3::new(a.cos(), a.sin(), 0.5 * (2.0 * a).sin())
                 })
             })
