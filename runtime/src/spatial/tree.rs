@@ -181,11 +181,6 @@ impl DynamicTree {
         }
     }
 
-    /// The root's box (empty for an empty tree).
-    pub fn root_box(&self) -> Aabb {
-        self.nodes.get(self.root as usize).map_or(Aabb::EMPTY, |n| n.aabb)
-    }
-
     /// The fat box of `proxy`.
     pub fn fat_aabb(&self, proxy: ProxyId) -> Aabb {
         self.nodes[proxy.index()].aabb
