@@ -19,6 +19,8 @@
 //! Proxy ids are leaf node indices; they stay valid until the proxy is destroyed and
 //! are reused afterwards (the owner keeps its own generation if it needs one).
 
+use glam::{Mat4, Vec4, Vec4Swizzles};
+
 use crate::math::Aabb;
 
 /// "No node".
@@ -119,6 +121,39 @@ pub(crate) struct Link {
 
 impl Link {
     const FREE: Link = Link { parent: NULL, height: 0, flags: 0 };
+}
+
+/// A box as two four-wide vectors, `min.xyz` and `max.xyz` (lane 3 unused), so the
+/// sibling search computes unions and surface areas four lanes at a time. Its
+/// areas equal [`Aabb::area`] bit for bit (same operations in the same order).
+#[derive(Clone, Copy)]
+struct WideBox {
+    min: Vec4,
+    max: Vec4,
+}
+
+impl WideBox {
+    #[inline(always)]
+    fn load(b: &Aabb) -> WideBox {
+        WideBox {
+            min: Vec4::new(b.min.x, b.min.y, b.min.z, b.max.x),
+            max: Vec4::new(b.min.z, b.max.x, b.max.y, b.max.z).yzwx(),
+        }
+    }
+
+    #[inline(always)]
+    fn union(self, other: WideBox) -> WideBox {
+        WideBox { min: self.min.min(other.min), max: self.max.max(other.max) }
+    }
+
+    /// The surface areas of four boxes, in order.
+    #[inline(always)]
+    fn areas(boxes: [WideBox; 4]) -> Vec4 {
+        let e = boxes.map(|b| (b.max - b.min).max(Vec4::ZERO));
+        let t = Mat4::from_cols(e[0], e[1], e[2], e[3]).transpose();
+        let (x, y, z) = (t.x_axis, t.y_axis, t.z_axis);
+        2.0 * (x * y + y * z + z * x)
+    }
 }
 
 /// Tree quality figures for tests and benches.
@@ -320,10 +355,11 @@ impl DynamicTree {
     fn find_best_sibling(&self, d: &Aabb, start: u32) -> u32 {
         let area_d = d.area();
         let center_d = d.center();
+        let wide_d = WideBox::load(d);
         let mut index = start;
-        let root_box = self.nodes[index as usize].aabb;
-        let mut area_base = root_box.area();
-        let mut direct_cost = root_box.union(d).area();
+        let start_box = self.nodes[index as usize].aabb;
+        let mut area_base = start_box.area();
+        let mut direct_cost = start_box.union(d).area();
         let mut inherited = 0.0f32;
         let mut best = index;
         let mut best_cost = direct_cost;
@@ -338,11 +374,13 @@ impl DynamicTree {
             }
             inherited += direct_cost - area_base;
 
-            // Both children's loads are issued before either result is used.
+            // Both children's loads are issued before either result is used, and
+            // the four areas come out of one four-wide computation.
             let (n1, n2) = (&self.nodes[c1 as usize], &self.nodes[c2 as usize]);
-            let (direct1, direct2) = (n1.aabb.union(d).area(), n2.aabb.union(d).area());
+            let (w1, w2) = (WideBox::load(&n1.aabb), WideBox::load(&n2.aabb));
+            let [direct1, direct2, area1, area2] =
+                WideBox::areas([w1.union(wide_d), w2.union(wide_d), w1, w2]).to_array();
             let (leaf1, leaf2) = (n1.is_leaf(), n2.is_leaf());
-            let (area1, area2) = (n1.aabb.area(), n2.aabb.area());
             // A leaf child is a candidate; an internal one bounds every node below it.
             let mut probe = |child: u32, direct: f32, area: f32, leaf: bool| {
                 if leaf {
@@ -363,8 +401,8 @@ impl DynamicTree {
             }
             if lower1 == lower2 && !leaf1 {
                 // Tie: descend towards the nearer child.
-                lower1 = (self.nodes[c1 as usize].aabb.center() - center_d).length_squared();
-                lower2 = (self.nodes[c2 as usize].aabb.center() - center_d).length_squared();
+                lower1 = (n1.aabb.center() - center_d).length_squared();
+                lower2 = (n2.aabb.center() - center_d).length_squared();
             }
             if lower1 < lower2 && !leaf1 {
                 (index, area_base, direct_cost) = (c1, area1, direct1);

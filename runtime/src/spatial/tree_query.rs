@@ -53,13 +53,13 @@ impl DynamicTree {
     /// fixed by the tree and the boxes (not by `i` alone).
     ///
     /// One walk is a chain of dependent loads, so `LANES` walks advance in turn and
-    /// their loads overlap; no branch depends on a box test (children go to a
-    /// lane's stack or to a shared buffer of hits without a branch). The
-    /// broadphase's pair finding is this call: on the `broadphase_tree` scene it
-    /// takes a third less time than one `query` per box.
+    /// their loads overlap; no branch depends on a box test (children go to the
+    /// walk's stack or to its buffer of hits without a branch, and a walk reports
+    /// its hits when the buffer fills or the walk ends). The broadphase's pair
+    /// finding is this call: on the `broadphase_tree` scene it takes a third less
+    /// time than one `query` per box.
     pub fn query_each(&self, count: usize, boxes: impl Fn(usize) -> Aabb, mut visit: impl FnMut(usize, ProxyId)) {
         const LANES: usize = 4;
-        const HITS: usize = 64;
         let Some(root) = self.nodes.get(self.root as usize) else {
             return;
         };
@@ -71,52 +71,45 @@ impl DynamicTree {
             }
             return;
         }
-        let mut stacks = [[0u32; STACK_SIZE]; LANES];
-        let mut tops = [0usize; LANES];
-        let mut lane_query = [usize::MAX; LANES];
-        let mut lane_tests = [BoxTest::new(&Aabb::EMPTY); LANES];
-        let mut hits = [(0usize, 0u32); HITS];
-        let mut found = 0;
+        let mut walks = [Walk::IDLE; LANES];
         let mut next = 0;
         loop {
             let mut any = false;
-            for lane in 0..LANES {
-                if tops[lane] == 0 {
+            for walk in &mut walks {
+                if walk.top == 0 {
+                    walk.flush(&mut visit);
                     // Start the next query whose box meets the root.
-                    lane_query[lane] = usize::MAX;
                     while next < count {
                         let test = BoxTest::new(&boxes(next));
                         next += 1;
                         if test.overlaps(&root.aabb) {
-                            (lane_query[lane], lane_tests[lane]) = (next - 1, test);
-                            stacks[lane][0] = self.root;
-                            tops[lane] = 1;
+                            (walk.query, walk.test, walk.top) = (next - 1, test, 1);
+                            walk.stack[0] = self.root;
                             break;
                         }
                     }
-                    if tops[lane] == 0 {
+                    if walk.top == 0 {
                         continue;
                     }
                 }
                 any = true;
-                let (stack, top) = (&mut stacks[lane], &mut tops[lane]);
-                *top -= 1;
-                let node = &self.nodes[stack[*top] as usize];
+                let (mut top, mut found) = (walk.top - 1, walk.found);
+                let node = &self.nodes[walk.stack[top] as usize];
                 for child in [node.child1, node.child2] {
                     let c = &self.nodes[child as usize];
-                    let (hit, leaf) = (lane_tests[lane].overlaps(&c.aabb), c.is_leaf());
-                    // A stack holds at most height + 1 entries (see `MAX_HEIGHT`).
-                    stack[*top] = child;
-                    *top += (hit & !leaf) as usize;
-                    hits[found] = (lane_query[lane], child);
+                    let (hit, leaf) = (walk.test.overlaps(&c.aabb), c.is_leaf());
+                    // A stack holds at most height + 1 entries (see `MAX_HEIGHT`), and
+                    // `found` stays below `WALK_HITS` (flushed below): the masks only
+                    // spare the bounds checks.
+                    walk.stack[top & (STACK_SIZE - 1)] = child;
+                    top += (hit & !leaf) as usize;
+                    walk.hits[found & (WALK_HITS - 1)] = child;
                     found += (hit & leaf) as usize;
                 }
-            }
-            if found > HITS - 2 * LANES || !any {
-                for &(query, proxy) in &hits[..found] {
-                    visit(query, ProxyId(proxy));
+                (walk.top, walk.found) = (top, found);
+                if found > WALK_HITS - 2 {
+                    walk.flush(&mut visit);
                 }
-                found = 0;
             }
             if !any {
                 return;
@@ -231,6 +224,40 @@ impl DynamicTree {
             }
             max
         });
+    }
+}
+
+/// Hits a walk of [`DynamicTree::query_each`] holds before it reports them.
+const WALK_HITS: usize = 16;
+const _: () = assert!(STACK_SIZE.is_power_of_two() && WALK_HITS.is_power_of_two());
+
+/// One box's walk in [`DynamicTree::query_each`]: its test, its stack, and the hits
+/// it has not reported yet.
+struct Walk {
+    test: BoxTest,
+    /// Entries on `stack`; 0 when the walk is done (or idle).
+    top: usize,
+    found: usize,
+    query: usize,
+    stack: [u32; STACK_SIZE],
+    hits: [u32; WALK_HITS],
+}
+
+impl Walk {
+    const IDLE: Walk = Walk {
+        test: BoxTest { high: Vec4::ZERO, low: Vec4::ZERO },
+        top: 0,
+        found: 0,
+        query: 0,
+        stack: [0; STACK_SIZE],
+        hits: [0; WALK_HITS],
+    };
+
+    fn flush(&mut self, visit: &mut impl FnMut(usize, ProxyId)) {
+        for &proxy in &self.hits[..self.found] {
+            visit(self.query, ProxyId(proxy));
+        }
+        self.found = 0;
     }
 }
 
