@@ -124,8 +124,9 @@ impl Link {
 }
 
 /// A box as two four-wide vectors, `min.xyz` and `max.xyz` (lane 3 unused), so the
-/// sibling search computes unions and surface areas four lanes at a time. Its
-/// areas equal [`Aabb::area`] bit for bit (same operations in the same order).
+/// sibling search and the refits compute unions and surface areas four lanes at a
+/// time. Its unions and areas equal [`Aabb::union`] and [`Aabb::area`] bit for bit
+/// (same operations in the same order).
 #[derive(Clone, Copy)]
 struct WideBox {
     min: Vec4,
@@ -139,6 +140,11 @@ impl WideBox {
             min: Vec4::new(b.min.x, b.min.y, b.min.z, b.max.x),
             max: Vec4::new(b.min.z, b.max.x, b.max.y, b.max.z).yzwx(),
         }
+    }
+
+    #[inline(always)]
+    fn aabb(self) -> Aabb {
+        Aabb { min: self.min.truncate(), max: self.max.truncate() }
     }
 
     #[inline(always)]
@@ -497,30 +503,55 @@ impl DynamicTree {
     /// box and height come out unchanged: nothing above it can change either (its
     /// parent sees the same child), so the rest of the path is never read.
     fn walk_up(&mut self, mut index: u32, inserting: bool) {
-        let avl = self.config.balancing == Balancing::Avl;
-        let mut first = true;
+        if self.config.balancing == Balancing::Avl {
+            self.walk_up_avl(index);
+            return;
+        }
         while index != NULL {
-            let (old_box, old_height) = (self.nodes[index as usize].aabb, self.links[index as usize].height);
-            if avl {
-                index = self.balance_avl(index);
-            }
             self.refit(index);
-            if inserting && !avl {
+            if inserting {
                 self.rotate_sah(index);
             }
-            let after = self.links[index as usize];
-            if avl && !first && after.height == old_height && self.nodes[index as usize].aabb == old_box {
+            index = self.links[index as usize].parent;
+        }
+    }
+
+    /// [`DynamicTree::walk_up`] with AVL balancing (Box2D v2.4's `Balance`): at each
+    /// ancestor, when one child is more than one level taller it moves up
+    /// ([`DynamicTree::rotate_up`], which refits what it moves), else the ancestor
+    /// is refit; the walk stops above `index` once the subtree's box and height come
+    /// out as they were.
+    fn walk_up_avl(&mut self, mut index: u32) {
+        let mut first = true;
+        while index != NULL {
+            let i = index as usize;
+            let (old, old_height) = (self.nodes[i], self.links[i].height);
+            let (h1, h2) = (self.links[old.child1 as usize].height, self.links[old.child2 as usize].height);
+            if h1.abs_diff(h2) > 1 {
+                index = if h2 > h1 {
+                    self.rotate_up(index, old.child2, true)
+                } else {
+                    self.rotate_up(index, old.child1, false)
+                };
+            } else {
+                let (b1, b2) = (&self.nodes[old.child1 as usize].aabb, &self.nodes[old.child2 as usize].aabb);
+                self.nodes[i].aabb = WideBox::load(b1).union(WideBox::load(b2)).aabb();
+                self.links[i].height = 1 + h1.max(h2);
+            }
+            let link = self.links[index as usize];
+            if !first && link.height == old_height && self.nodes[index as usize].aabb == old.aabb {
                 return;
             }
             first = false;
-            index = after.parent;
+            index = link.parent;
         }
     }
 
     fn refit(&mut self, index: u32) {
         let Node { child1, child2, .. } = self.nodes[index as usize];
         let (c1, c2) = (child1 as usize, child2 as usize);
-        self.nodes[index as usize].aabb = self.nodes[c1].aabb.union(&self.nodes[c2].aabb);
+        let (b1, b2) = (&self.nodes[c1].aabb, &self.nodes[c2].aabb);
+        self.nodes[index as usize].aabb = WideBox::load(b1).union(WideBox::load(b2)).aabb();
         let (l1, l2) = (self.links[c1], self.links[c2]);
         let link = &mut self.links[index as usize];
         link.height = 1 + l1.height.max(l2.height);
@@ -574,27 +605,9 @@ impl DynamicTree {
 
     // ---- balancing ---------------------------------------------------------------
 
-    /// AVL rotation at `a` (Box2D v2.4's `Balance`): when one child is more than one
-    /// level taller, it moves up and its taller child stays beside `a`. Returns the
-    /// subtree's new root.
-    fn balance_avl(&mut self, ia: u32) -> u32 {
-        let a = self.nodes[ia as usize];
-        if a.is_leaf() || self.links[ia as usize].height < 2 {
-            return ia;
-        }
-        let (ib, ic) = (a.child1, a.child2);
-        let balance = self.links[ic as usize].height as i32 - self.links[ib as usize].height as i32;
-        if balance > 1 {
-            self.rotate_up(ia, ic, true)
-        } else if balance < -1 {
-            self.rotate_up(ia, ib, false)
-        } else {
-            ia
-        }
-    }
-
     /// Moves `up` (a child of `a`) into `a`'s place; `a` keeps its other child and the
     /// shorter child of `up`. `up_is_child2` says which slot of `a` `up` held.
+    /// Returns `up`, the subtree's new root.
     fn rotate_up(&mut self, ia: u32, up: u32, up_is_child2: bool) -> u32 {
         let u = self.nodes[up as usize];
         let (i_f, i_g) = (u.child1, u.child2);
