@@ -187,6 +187,33 @@ fn box_queries_match_brute_force_and_stop_early() {
     }
 }
 
+/// The sibling search and the refits use `WideBox`; the tree only stays the same as
+/// with scalar boxes if its unions and areas are the scalar ones bit for bit,
+/// including flat and empty boxes.
+#[test]
+fn wide_box_unions_and_areas_equal_the_scalar_ones() {
+    use super::tree::WideBox;
+    let mut rng = Rng(9);
+    let mut random_box = |i: usize| match i % 7 {
+        0 => Aabb::EMPTY,
+        1 => Aabb::from_center_half_extents(rng.vec3(-1e4, 1e4), Vec3::ZERO),
+        2 => Aabb::from_center_half_extents(rng.vec3(-50.0, 50.0), rng.vec3(0.0, 1.0) * Vec3::new(1.0, 0.0, 1.0)),
+        _ => Aabb::from_center_half_extents(rng.vec3(-50.0, 50.0), rng.vec3(0.0, 30.0)),
+    };
+    for i in 0..2000 {
+        let boxes = [random_box(i), random_box(i + 1), random_box(i + 3), random_box(i * 5)];
+        let wide = boxes.map(|b| WideBox::load(&b));
+        let areas = WideBox::areas(wide).to_array();
+        for k in 0..4 {
+            assert_eq!(areas[k].to_bits(), boxes[k].area().to_bits(), "area of {:?}", boxes[k]);
+            assert_eq!(wide[k].aabb(), boxes[k], "round trip");
+            let (a, b) = (boxes[k], boxes[(k + 1) % 4]);
+            let union = wide[k].union(wide[(k + 1) % 4]).aabb();
+            assert_eq!(union, a.union(&b), "union of {a:?} and {b:?}");
+        }
+    }
+}
+
 /// `query_each` (four walks in turn, hits buffered) reports exactly what one
 /// `query` per box reports: on empty and one-proxy trees, for boxes that miss the
 /// root, for hit counts past its buffer, and for zero boxes.

@@ -128,14 +128,14 @@ impl Link {
 /// time. Its unions and areas equal [`Aabb::union`] and [`Aabb::area`] bit for bit
 /// (same operations in the same order).
 #[derive(Clone, Copy)]
-struct WideBox {
+pub(crate) struct WideBox {
     min: Vec4,
     max: Vec4,
 }
 
 impl WideBox {
     #[inline(always)]
-    fn load(b: &Aabb) -> WideBox {
+    pub(crate) fn load(b: &Aabb) -> WideBox {
         WideBox {
             min: Vec4::new(b.min.x, b.min.y, b.min.z, b.max.x),
             max: Vec4::new(b.min.z, b.max.x, b.max.y, b.max.z).yzwx(),
@@ -143,18 +143,18 @@ impl WideBox {
     }
 
     #[inline(always)]
-    fn aabb(self) -> Aabb {
+    pub(crate) fn aabb(self) -> Aabb {
         Aabb { min: self.min.truncate(), max: self.max.truncate() }
     }
 
     #[inline(always)]
-    fn union(self, other: WideBox) -> WideBox {
+    pub(crate) fn union(self, other: WideBox) -> WideBox {
         WideBox { min: self.min.min(other.min), max: self.max.max(other.max) }
     }
 
     /// The surface areas of four boxes, in order.
     #[inline(always)]
-    fn areas(boxes: [WideBox; 4]) -> Vec4 {
+    pub(crate) fn areas(boxes: [WideBox; 4]) -> Vec4 {
         let e = boxes.map(|b| (b.max - b.min).max(Vec4::ZERO));
         let t = Mat4::from_cols(e[0], e[1], e[2], e[3]).transpose();
         let (x, y, z) = (t.x_axis, t.y_axis, t.z_axis);
