@@ -334,21 +334,23 @@ fn partial_rebuild_only_touches_the_enlarged_part() {
 }
 
 #[test]
-fn node_pool_grows_by_doubling_and_reuses_freed_nodes() {
+fn node_and_proxy_pools_grow_by_doubling_and_reuse_freed_entries() {
     let mut tree = DynamicTree::new(TreeConfig::default());
+    assert_eq!(tree.node_capacity(), 1, "an empty tree holds only the sentinel node");
     let a = tree.create_proxy(&Aabb::new(Vec3::ZERO, Vec3::ONE), 0);
-    assert_eq!(tree.node_capacity(), 16);
+    assert_eq!((tree.node_capacity(), tree.proxy_capacity()), (1, 16), "a lone proxy needs no internal node");
     let ids: Vec<_> =
-        (0..8).map(|i| tree.create_proxy(&Aabb::new(Vec3::splat(i as f32), Vec3::ONE * 9.0), i)).collect();
-    assert_eq!(tree.node_capacity(), 32, "17 nodes needed: 16 doubled once");
+        (0..16).map(|i| tree.create_proxy(&Aabb::new(Vec3::splat(i as f32), Vec3::splat(i as f32 + 1.0)), i)).collect();
+    // 17 proxies: 16 internal nodes + the sentinel, 17 proxy entries.
+    assert_eq!((tree.node_capacity(), tree.proxy_capacity()), (32, 32), "both pools doubled once");
     for &id in &ids {
         tree.destroy_proxy(id);
     }
     tree.validate();
-    for i in 0..8 {
-        tree.create_proxy(&Aabb::new(Vec3::splat(i as f32), Vec3::ONE * 9.0), i);
+    for i in 0..16 {
+        tree.create_proxy(&Aabb::new(Vec3::splat(i as f32), Vec3::splat(i as f32 + 1.0)), i);
     }
-    assert_eq!(tree.node_capacity(), 32, "freed nodes are reused");
+    assert_eq!((tree.node_capacity(), tree.proxy_capacity()), (32, 32), "freed entries are reused");
     assert!(tree.is_proxy(a));
     tree.validate();
 }

@@ -16,25 +16,49 @@
 //!   [`DynamicTree::rebuild`] rebuilds the enlarged top of the tree with binned SAH
 //!   and keeps every untouched subtree as it is.
 //!
-//! Proxy ids are leaf node indices; they stay valid until the proxy is destroyed and
-//! are reused afterwards (the owner keeps its own generation if it needs one).
+//! # Layout
+//!
+//! Beyond the reference, a node holds its two *children's* boxes, references and
+//! heights, in one 64-byte cache line (the BVH2 layout of Embree and of GPU ray
+//! tracers), instead of its own box. Every step of a walk (a query, the sibling
+//! search, a refit on the way up) reads the one line of the node it stands on and
+//! decides about both children from it; with one box per node it also had to load
+//! each child's line. Leaves are not nodes: a child reference with [`LEAF`] set is
+//! a proxy, and the proxy table holds its user value, flags and where its box is.
+//!
+//! A box therefore lives in its parent, at a *slot* (`node << 1 | side`). Node 0 is a
+//! sentinel whose slot 0 holds the root (its reference, box and height), so the root
+//! needs no special case; its slot 1 stays empty.
+//!
+//! Proxy ids are proxy table indices; they stay valid until the proxy is destroyed
+//! and are reused afterwards (the owner keeps its own generation if it needs one).
 
 use glam::{Mat4, Vec4, Vec4Swizzles};
 
 use crate::math::Aabb;
 
-/// "No node".
+/// "No node" (or no proxy, or the end of a free list).
 pub(crate) const NULL: u32 = u32::MAX;
+
+/// Set in a child reference that names a proxy (the rest is its index), clear in one
+/// that names a node. `NULL` has it set but is never a proxy index.
+pub(crate) const LEAF: u32 = 1 << 31;
+
+/// The sentinel node; its slot 0 holds the root.
+pub(crate) const SENTINEL: u32 = 0;
+
+/// The slot of the root (slot 0 of the sentinel).
+pub(crate) const ROOT_SLOT: u32 = 0;
 
 /// Heights above this trigger a full rebuild, so that the fixed query stacks
 /// (`STACK_SIZE`) can never overflow: a depth-first walk holds at most height + 1
 /// entries.
-pub(crate) const MAX_HEIGHT: u16 = 200;
+pub(crate) const MAX_HEIGHT: u8 = 200;
 
 /// Entries of the fixed stacks used by queries and the insertion search.
 pub(crate) const STACK_SIZE: usize = 256;
 
-/// A proxy in a [`DynamicTree`]: the index of its leaf node.
+/// A proxy in a [`DynamicTree`]: its index in the tree's proxy table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ProxyId(pub u32);
 
@@ -43,7 +67,6 @@ impl ProxyId {
         self.0 as usize
     }
 }
-
 /// How a tree keeps its quality as proxies move (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Balancing {
@@ -84,43 +107,73 @@ impl Default for TreeConfig {
     }
 }
 
-pub(crate) const FLAG_ALLOCATED: u16 = 1;
-pub(crate) const FLAG_ENLARGED: u16 = 2;
-pub(crate) const FLAG_MOVED: u16 = 4;
-pub(crate) const FLAG_SLEEPING: u16 = 8;
+/// Node flags.
+pub(crate) const NODE_ALLOCATED: u16 = 1;
+pub(crate) const NODE_ENLARGED: u16 = 2;
 
-/// One tree node as walks read it: its box and children (32 bytes, two to a cache
-/// line). What edits need besides lives in `DynamicTree::links`, and a proxy's user
-/// value in `DynamicTree::users`, so queries and sibling searches read less memory.
+/// Proxy flags.
+pub(crate) const PROXY_ALLOCATED: u16 = 1;
+pub(crate) const PROXY_MOVED: u16 = 2;
+pub(crate) const PROXY_SLEEPING: u16 = 4;
+
+/// An internal node: its two children's boxes, references and heights, one cache
+/// line. For a free node `parent` links the free list.
 #[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
 pub(crate) struct Node {
-    pub(crate) aabb: Aabb,
-    /// `NULL` for leaves (and free nodes).
-    pub(crate) child1: u32,
-    pub(crate) child2: u32,
-}
-
-impl Node {
-    const FREE: Node = Node { aabb: Aabb::EMPTY, child1: NULL, child2: NULL };
-
-    pub(crate) fn is_leaf(&self) -> bool {
-        self.child1 == NULL
-    }
-}
-
-const _: () = assert!(std::mem::size_of::<Node>() == 32);
-
-/// A node's parent, height and flags. For a free node `parent` links the free list.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Link {
+    pub(crate) boxes: [Aabb; 2],
+    /// A node index, or `LEAF | proxy`; `NULL` only in the sentinel's empty slots.
+    pub(crate) children: [u32; 2],
+    /// The slot that holds this node (`parent << 1 | side`).
     pub(crate) parent: u32,
-    /// 0 for leaves.
-    pub(crate) height: u16,
+    /// Leaves have height 0. Heights stay at most `MAX_HEIGHT` + 1 between calls
+    /// (`check_height`); a rebuild saturates them at 255 before it falls back to
+    /// median splits.
+    pub(crate) heights: [u8; 2],
     pub(crate) flags: u16,
 }
 
-impl Link {
-    const FREE: Link = Link { parent: NULL, height: 0, flags: 0 };
+impl Node {
+    const FREE: Node = Node { boxes: [Aabb::EMPTY; 2], children: [NULL; 2], parent: NULL, heights: [0; 2], flags: 0 };
+}
+
+const _: () = assert!(std::mem::size_of::<Node>() == 64);
+
+/// A proxy: where its box is, its flags and its user value. For a free proxy `slot`
+/// links the free list.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Proxy {
+    pub(crate) slot: u32,
+    pub(crate) flags: u16,
+    pub(crate) user: u64,
+}
+
+impl Proxy {
+    const FREE: Proxy = Proxy { slot: NULL, flags: 0, user: 0 };
+}
+
+const _: () = assert!(std::mem::size_of::<Proxy>() == 16);
+
+/// The node of a slot.
+#[inline(always)]
+pub(crate) fn slot_node(slot: u32) -> usize {
+    (slot >> 1) as usize
+}
+
+/// The side of a slot within its node.
+#[inline(always)]
+pub(crate) fn slot_side(slot: u32) -> usize {
+    (slot & 1) as usize
+}
+
+#[inline(always)]
+pub(crate) fn slot(node: u32, side: usize) -> u32 {
+    node << 1 | side as u32
+}
+
+#[inline(always)]
+pub(crate) fn is_leaf(child: u32) -> bool {
+    child & LEAF != 0
 }
 
 /// A box as two four-wide vectors, `min.xyz` and `max.xyz` (lane 3 unused), so the
@@ -174,13 +227,12 @@ pub struct TreeQuality {
 /// A dynamic AABB tree. See the module docs.
 #[derive(Clone, Debug)]
 pub struct DynamicTree {
+    /// Internal nodes; node 0 is the sentinel that holds the root.
     pub(crate) nodes: Vec<Node>,
-    /// Parent, height and flags of each node, indexed like `nodes`.
-    pub(crate) links: Vec<Link>,
-    /// The user value of each leaf, indexed like `nodes`.
-    users: Vec<u64>,
-    pub(crate) root: u32,
-    free_list: u32,
+    /// The proxies (the leaves), indexed by [`ProxyId`].
+    pub(crate) proxies: Vec<Proxy>,
+    free_nodes: u32,
+    free_proxies: u32,
     proxy_count: u32,
     pub(crate) config: TreeConfig,
     /// Scratch of the rebuilds, kept so steady-state rebuilds do not allocate.
@@ -190,11 +242,10 @@ pub struct DynamicTree {
 impl DynamicTree {
     pub fn new(config: TreeConfig) -> DynamicTree {
         DynamicTree {
-            nodes: Vec::new(),
-            links: Vec::new(),
-            users: Vec::new(),
-            root: NULL,
-            free_list: NULL,
+            nodes: vec![Node { flags: NODE_ALLOCATED, ..Node::FREE }],
+            proxies: Vec::new(),
+            free_nodes: NULL,
+            free_proxies: NULL,
             proxy_count: 0,
             config,
             build: Default::default(),
@@ -209,31 +260,39 @@ impl DynamicTree {
         self.proxy_count as usize
     }
 
-    /// Nodes allocated so far (capacity of the node pool).
+    /// Internal nodes allocated so far, the sentinel included (capacity of the node
+    /// pool).
     pub fn node_capacity(&self) -> usize {
         self.nodes.len()
     }
 
+    /// Proxies allocated so far (capacity of the proxy table).
+    pub fn proxy_capacity(&self) -> usize {
+        self.proxies.len()
+    }
+
+    /// The root's child reference: `NULL` when the tree is empty.
+    #[inline(always)]
+    pub(crate) fn root(&self) -> u32 {
+        self.nodes[SENTINEL as usize].children[0]
+    }
+
     pub fn height(&self) -> u32 {
-        if self.root == NULL {
-            0
-        } else {
-            self.links[self.root as usize].height as u32
-        }
+        self.height_at(ROOT_SLOT) as u32
     }
 
     /// The fat box of `proxy`.
     pub fn fat_aabb(&self, proxy: ProxyId) -> Aabb {
-        self.nodes[proxy.index()].aabb
+        *self.box_at(self.proxies[proxy.index()].slot)
     }
 
     pub fn user_data(&self, proxy: ProxyId) -> u64 {
-        self.users[proxy.index()]
+        self.proxies[proxy.index()].user
     }
 
     /// Whether `proxy` names a live proxy of this tree.
     pub fn is_proxy(&self, proxy: ProxyId) -> bool {
-        self.links.get(proxy.index()).is_some_and(|l| l.flags & FLAG_ALLOCATED != 0 && l.height == 0)
+        self.proxies.get(proxy.index()).is_some_and(|p| p.flags & PROXY_ALLOCATED != 0)
     }
 
     /// The fat box for a tight box moving by `displacement` per step.
@@ -248,19 +307,17 @@ impl DynamicTree {
     /// Adds a proxy for `tight` carrying `user`; its fat box gets the margin only.
     pub fn create_proxy(&mut self, tight: &Aabb, user: u64) -> ProxyId {
         debug_assert!(tight.is_valid());
-        let leaf = self.allocate_node();
-        self.nodes[leaf as usize].aabb = tight.expanded(self.config.margin);
-        self.links[leaf as usize] = Link { height: 0, flags: FLAG_ALLOCATED | FLAG_MOVED, ..self.links[leaf as usize] };
-        self.users[leaf as usize] = user;
-        self.insert_leaf(leaf);
+        let proxy = self.allocate_proxy();
+        self.proxies[proxy as usize] = Proxy { slot: NULL, flags: PROXY_ALLOCATED | PROXY_MOVED, user };
+        self.insert_leaf(proxy, tight.expanded(self.config.margin), ROOT_SLOT);
         self.proxy_count += 1;
-        ProxyId(leaf)
+        ProxyId(proxy)
     }
 
     pub fn destroy_proxy(&mut self, proxy: ProxyId) {
         debug_assert!(self.is_proxy(proxy));
         self.remove_leaf(proxy.0);
-        self.free_node(proxy.0);
+        self.free_proxy(proxy.0);
         self.proxy_count -= 1;
     }
 
@@ -268,131 +325,199 @@ impl DynamicTree {
     /// fat box and the tree changed (the proxy is then flagged as moved).
     pub fn move_proxy(&mut self, proxy: ProxyId, tight: &Aabb, displacement: glam::Vec3) -> bool {
         debug_assert!(self.is_proxy(proxy) && tight.is_valid());
-        if self.nodes[proxy.index()].aabb.contains(tight) {
+        let leaf_slot = self.proxies[proxy.index()].slot;
+        if self.box_at(leaf_slot).contains(tight) {
             return false;
         }
         let fat = self.fatten(tight, displacement);
         match self.config.balancing {
             Balancing::Avl => {
                 let sibling = self.remove_leaf(proxy.0);
-                self.nodes[proxy.index()].aabb = fat;
                 let start = self.reinsert_start(sibling, &fat);
-                self.insert_leaf_from(proxy.0, start);
+                self.insert_leaf(proxy.0, fat, start);
             }
-            Balancing::SahRotate => self.enlarge_leaf(proxy.0, fat),
+            Balancing::SahRotate => self.enlarge_leaf(leaf_slot, fat),
         }
-        self.links[proxy.index()].flags |= FLAG_MOVED;
+        self.proxies[proxy.index()].flags |= PROXY_MOVED;
         true
     }
 
     /// Marks a proxy as sleeping (or awake); pairs of two sleeping proxies are not
     /// reported by the broadphase.
     pub fn set_sleeping(&mut self, proxy: ProxyId, sleeping: bool) {
-        let flags = &mut self.links[proxy.index()].flags;
+        let flags = &mut self.proxies[proxy.index()].flags;
         if sleeping {
-            *flags |= FLAG_SLEEPING;
+            *flags |= PROXY_SLEEPING;
         } else {
-            *flags &= !FLAG_SLEEPING;
+            *flags &= !PROXY_SLEEPING;
         }
     }
 
     pub fn is_sleeping(&self, proxy: ProxyId) -> bool {
-        self.links[proxy.index()].flags & FLAG_SLEEPING != 0
+        self.proxies[proxy.index()].flags & PROXY_SLEEPING != 0
     }
 
     pub(crate) fn was_moved(&self, proxy: u32) -> bool {
-        self.links[proxy as usize].flags & FLAG_MOVED != 0
+        self.proxies[proxy as usize].flags & PROXY_MOVED != 0
     }
 
     pub(crate) fn clear_moved(&mut self, proxy: u32) {
-        self.links[proxy as usize].flags &= !FLAG_MOVED;
+        self.proxies[proxy as usize].flags &= !PROXY_MOVED;
     }
 
     /// Height, proxy count and the SAH area ratio.
     pub fn quality(&self) -> TreeQuality {
         let mut internal_area = 0.0f64;
-        for (node, link) in self.nodes.iter().zip(&self.links) {
-            if link.flags & FLAG_ALLOCATED != 0 && !node.is_leaf() {
-                internal_area += node.aabb.area() as f64;
+        for node in &self.nodes[1..] {
+            if node.flags & NODE_ALLOCATED != 0 {
+                internal_area += self.box_at(node.parent).area() as f64;
             }
         }
-        let root_area = if self.root == NULL { 0.0 } else { self.nodes[self.root as usize].aabb.area() as f64 };
+        let root_area = if self.root() == NULL { 0.0 } else { self.box_at(ROOT_SLOT).area() as f64 };
         let area_ratio = if root_area > 0.0 { (internal_area / root_area) as f32 } else { 0.0 };
         TreeQuality { height: self.height(), proxies: self.proxy_count, area_ratio }
     }
 
-    // ---- node pool ---------------------------------------------------------------
+    // ---- slots -------------------------------------------------------------------
+
+    /// The box held at `slot`.
+    #[inline(always)]
+    pub(crate) fn box_at(&self, slot: u32) -> &Aabb {
+        &self.nodes[slot_node(slot)].boxes[slot_side(slot)]
+    }
+
+    #[inline(always)]
+    pub(crate) fn child_at(&self, slot: u32) -> u32 {
+        self.nodes[slot_node(slot)].children[slot_side(slot)]
+    }
+
+    #[inline(always)]
+    pub(crate) fn height_at(&self, slot: u32) -> u8 {
+        self.nodes[slot_node(slot)].heights[slot_side(slot)]
+    }
+
+    /// The slot that holds `child` (a node, or `LEAF | proxy`).
+    pub(crate) fn slot_of(&self, child: u32) -> u32 {
+        if is_leaf(child) {
+            self.proxies[(child & !LEAF) as usize].slot
+        } else {
+            self.nodes[child as usize].parent
+        }
+    }
+
+    /// Puts `child` with its box and height at `slot` and points it back there.
+    #[inline(always)]
+    pub(crate) fn place(&mut self, slot: u32, child: u32, aabb: Aabb, height: u8) {
+        let (node, side) = (&mut self.nodes[slot_node(slot)], slot_side(slot));
+        node.children[side] = child;
+        node.boxes[side] = aabb;
+        node.heights[side] = height;
+        if is_leaf(child) {
+            self.proxies[(child & !LEAF) as usize].slot = slot;
+        } else {
+            self.nodes[child as usize].parent = slot;
+        }
+    }
+
+    /// The box and height of `node` from its children's: what its slot should hold.
+    #[inline(always)]
+    pub(crate) fn fit(node: &Node) -> (Aabb, u8) {
+        let [b0, b1] = &node.boxes;
+        let aabb = WideBox::load(b0).union(WideBox::load(b1)).aabb();
+        (aabb, node.heights[0].max(node.heights[1]).saturating_add(1))
+    }
+
+    // ---- node and proxy pools ----------------------------------------------------
 
     pub(crate) fn allocate_node(&mut self) -> u32 {
-        if self.free_list == NULL {
-            // Grow by doubling and thread the new nodes onto the free list.
+        if self.free_nodes == NULL {
+            // Grow by doubling and thread the new nodes onto the free list. Slots
+            // (`node << 1 | side`) must fit in 32 bits.
             let old = self.nodes.len();
             let new = (old * 2).max(16);
+            assert!(new <= 1 << 30, "dynamic tree: more than 2^30 nodes");
             self.nodes.resize(new, Node::FREE);
-            self.links.resize(new, Link::FREE);
-            self.users.resize(new, 0);
             for i in old..new - 1 {
-                self.links[i].parent = i as u32 + 1;
+                self.nodes[i].parent = i as u32 + 1;
             }
-            self.links[new - 1].parent = NULL;
-            self.free_list = old as u32;
+            self.free_nodes = old as u32;
         }
-        let index = self.free_list;
-        self.free_list = self.links[index as usize].parent;
-        self.nodes[index as usize] = Node::FREE;
-        self.links[index as usize] = Link { flags: FLAG_ALLOCATED, ..Link::FREE };
+        let index = self.free_nodes;
+        self.free_nodes = self.nodes[index as usize].parent;
+        self.nodes[index as usize] = Node { flags: NODE_ALLOCATED, ..Node::FREE };
         index
     }
 
     pub(crate) fn free_node(&mut self, index: u32) {
-        self.nodes[index as usize] = Node::FREE;
-        self.links[index as usize] = Link { parent: self.free_list, ..Link::FREE };
-        self.free_list = index;
+        debug_assert_ne!(index, SENTINEL);
+        self.nodes[index as usize] = Node { parent: self.free_nodes, ..Node::FREE };
+        self.free_nodes = index;
+    }
+
+    fn allocate_proxy(&mut self) -> u32 {
+        if self.free_proxies == NULL {
+            let old = self.proxies.len();
+            let new = (old * 2).max(16);
+            assert!(new < LEAF as usize, "dynamic tree: more than 2^31 proxies");
+            self.proxies.resize(new, Proxy::FREE);
+            for i in old..new - 1 {
+                self.proxies[i].slot = i as u32 + 1;
+            }
+            self.free_proxies = old as u32;
+        }
+        let index = self.free_proxies;
+        self.free_proxies = self.proxies[index as usize].slot;
+        index
+    }
+
+    fn free_proxy(&mut self, index: u32) {
+        self.proxies[index as usize] = Proxy { slot: self.free_proxies, ..Proxy::FREE };
+        self.free_proxies = index;
     }
 
     // ---- insertion and removal ---------------------------------------------------
 
-    /// Finds the sibling for a new leaf with box `d` by the surface-area heuristic,
-    /// with branch-and-bound pruning (Box2D v3's search). The cost of pairing with
-    /// node N is area(N ∪ D) plus the growth of every ancestor of N ("inherited" cost).
-    /// No descendant of N can cost less than area(D) + inherited + growth of N: the
-    /// search descends into the child with the lower bound and stops as soon as
-    /// neither child's bound can beat the best cost found. One path, no stack.
+    /// Finds the slot of the sibling for a new leaf with box `d` by the surface-area
+    /// heuristic, with branch-and-bound pruning (Box2D v3's search), within the
+    /// subtree at slot `start`. The cost of pairing with node N is area(N ∪ D) plus
+    /// the growth of every ancestor of N ("inherited" cost). No descendant of N can
+    /// cost less than area(D) + inherited + growth of N: the search descends into
+    /// the child with the lower bound and stops as soon as neither child's bound can
+    /// beat the best cost found. One path, no stack, one cache line per level.
     fn find_best_sibling(&self, d: &Aabb, start: u32) -> u32 {
         let area_d = d.area();
         let center_d = d.center();
         let wide_d = WideBox::load(d);
-        let mut index = start;
-        let start_box = self.nodes[index as usize].aabb;
+        let start_box = self.box_at(start);
         let mut area_base = start_box.area();
         let mut direct_cost = start_box.union(d).area();
         let mut inherited = 0.0f32;
-        let mut best = index;
+        let (mut at, mut child) = (start, self.child_at(start));
+        let mut best = at;
         let mut best_cost = direct_cost;
-        while !self.nodes[index as usize].is_leaf() {
-            let node = &self.nodes[index as usize];
-            let (c1, c2) = (node.child1, node.child2);
-            // Cost of making `index` the sibling.
+        while !is_leaf(child) {
+            let node = &self.nodes[child as usize];
+            // Cost of making `child` the sibling.
             let cost = direct_cost + inherited;
             if cost < best_cost {
-                best = index;
+                best = at;
                 best_cost = cost;
             }
             inherited += direct_cost - area_base;
 
-            // Both children's loads are issued before either result is used, and
-            // the four areas come out of one four-wide computation.
-            let (n1, n2) = (&self.nodes[c1 as usize], &self.nodes[c2 as usize]);
-            let (w1, w2) = (WideBox::load(&n1.aabb), WideBox::load(&n2.aabb));
+            // Both children's boxes are in this node's line; the four areas come out
+            // of one four-wide computation.
+            let [c1, c2] = node.children;
+            let (w1, w2) = (WideBox::load(&node.boxes[0]), WideBox::load(&node.boxes[1]));
             let [direct1, direct2, area1, area2] =
                 WideBox::areas([w1.union(wide_d), w2.union(wide_d), w1, w2]).to_array();
-            let (leaf1, leaf2) = (n1.is_leaf(), n2.is_leaf());
+            let (leaf1, leaf2) = (is_leaf(c1), is_leaf(c2));
             // A leaf child is a candidate; an internal one bounds every node below it.
-            let mut probe = |child: u32, direct: f32, area: f32, leaf: bool| {
+            let mut probe = |side: usize, direct: f32, area: f32, leaf: bool| {
                 if leaf {
                     let cost = direct + inherited;
                     if cost < best_cost {
-                        best = child;
+                        best = slot(child, side);
                         best_cost = cost;
                     }
                     f32::INFINITY
@@ -400,97 +525,95 @@ impl DynamicTree {
                     inherited + direct + (area_d - area).min(0.0)
                 }
             };
-            let mut lower1 = probe(c1, direct1, area1, leaf1);
-            let mut lower2 = probe(c2, direct2, area2, leaf2);
+            let mut lower1 = probe(0, direct1, area1, leaf1);
+            let mut lower2 = probe(1, direct2, area2, leaf2);
             if (leaf1 && leaf2) || (best_cost <= lower1 && best_cost <= lower2) {
                 break;
             }
             if lower1 == lower2 && !leaf1 {
                 // Tie: descend towards the nearer child.
-                lower1 = (n1.aabb.center() - center_d).length_squared();
-                lower2 = (n2.aabb.center() - center_d).length_squared();
+                lower1 = (node.boxes[0].center() - center_d).length_squared();
+                lower2 = (node.boxes[1].center() - center_d).length_squared();
             }
             if lower1 < lower2 && !leaf1 {
-                (index, area_base, direct_cost) = (c1, area1, direct1);
+                (at, area_base, direct_cost) = (slot(child, 0), area1, direct1);
+                child = c1;
             } else {
-                (index, area_base, direct_cost) = (c2, area2, direct2);
+                (at, area_base, direct_cost) = (slot(child, 1), area2, direct2);
+                child = c2;
             }
         }
         best
     }
 
-    pub(crate) fn insert_leaf(&mut self, leaf: u32) {
-        self.insert_leaf_from(leaf, self.root);
-    }
-
-    /// Where a moved leaf's sibling search starts: the lowest ancestor of `near` (the
-    /// removed leaf's old sibling), at least `reinsert_levels` above it, whose box
-    /// contains the new fat box; the root when none does. Every candidate inside
-    /// that subtree shares the growth of the ancestors above it, so the search still
-    /// finds the SAH-best sibling within the subtree; it only skips far-away ones.
+    /// Where a moved leaf's sibling search starts: the slot of the lowest ancestor of
+    /// `near` (the removed leaf's old sibling), at least `reinsert_levels` above it,
+    /// whose box contains the new fat box; the root's when none does. Every candidate
+    /// inside that subtree shares the growth of the ancestors above it, so the search
+    /// still finds the SAH-best sibling within the subtree; it only skips far-away
+    /// ones.
     fn reinsert_start(&self, near: u32, fat: &Aabb) -> u32 {
-        let mut index = near;
+        if near == NULL {
+            return ROOT_SLOT;
+        }
+        let mut at = self.slot_of(near);
         let mut levels = 0;
-        while index != NULL {
-            let parent = self.links[index as usize].parent;
-            if parent == NULL
-                || (levels >= self.config.reinsert_levels && self.nodes[index as usize].aabb.contains(fat))
-            {
-                return index;
+        while slot_node(at) != SENTINEL as usize {
+            if levels >= self.config.reinsert_levels && self.box_at(at).contains(fat) {
+                break;
             }
-            index = parent;
+            at = self.nodes[slot_node(at)].parent;
             levels += 1;
         }
-        self.root
+        at
     }
 
-    /// Inserts `leaf` at the SAH-best sibling inside the subtree of `start` (the root,
-    /// or an ancestor of the best place, see [`DynamicTree::reinsert_start`]).
-    fn insert_leaf_from(&mut self, leaf: u32, start: u32) {
-        if self.root == NULL {
-            self.root = leaf;
-            self.links[leaf as usize].parent = NULL;
+    /// Inserts `proxy` with box `fat` at the SAH-best sibling inside the subtree at
+    /// slot `start` (the root's, or an ancestor of the best place, see
+    /// [`DynamicTree::reinsert_start`]).
+    pub(crate) fn insert_leaf(&mut self, proxy: u32, fat: Aabb, start: u32) {
+        let leaf = LEAF | proxy;
+        if self.root() == NULL {
+            self.place(ROOT_SLOT, leaf, fat, 0);
             return;
         }
-        let leaf_box = self.nodes[leaf as usize].aabb;
-        let sibling = self.find_best_sibling(&leaf_box, start);
+        let at = self.find_best_sibling(&fat, start);
 
-        // A new parent takes the sibling's place.
-        let old_parent = self.links[sibling as usize].parent;
-        let new_parent = self.allocate_node();
-        self.nodes[new_parent as usize] =
-            Node { aabb: leaf_box.union(&self.nodes[sibling as usize].aabb), child1: sibling, child2: leaf };
-        let height = self.links[sibling as usize].height + 1;
-        self.links[new_parent as usize] = Link { parent: old_parent, height, ..self.links[new_parent as usize] };
-        if old_parent == NULL {
-            self.root = new_parent;
-        } else {
-            self.replace_child(old_parent, sibling, new_parent);
-        }
-        self.links[sibling as usize].parent = new_parent;
-        self.links[leaf as usize].parent = new_parent;
+        // A new parent takes the sibling's place. The slot keeps the sibling's box and
+        // height until the walk up refits it, so the walk sees what changed.
+        let (sibling, sibling_box, sibling_height) = (self.child_at(at), *self.box_at(at), self.height_at(at));
+        let parent = self.allocate_node();
+        self.nodes[parent as usize] = Node {
+            boxes: [sibling_box, fat],
+            children: [sibling, leaf],
+            parent: at,
+            heights: [sibling_height, 0],
+            flags: NODE_ALLOCATED,
+        };
+        self.nodes[slot_node(at)].children[slot_side(at)] = parent;
+        self.place(slot(parent, 0), sibling, sibling_box, sibling_height);
+        self.place(slot(parent, 1), leaf, fat, 0);
 
-        self.walk_up(self.links[leaf as usize].parent, true);
+        self.walk_up(parent, true);
         self.check_height();
     }
 
-    /// Unlinks `leaf` (its parent is freed) and returns its old sibling, which took
-    /// the parent's place (`NULL` when the tree is now empty).
-    pub(crate) fn remove_leaf(&mut self, leaf: u32) -> u32 {
-        if leaf == self.root {
-            self.root = NULL;
+    /// Unlinks `proxy` (its parent node is freed, its old sibling takes the parent's
+    /// place) and returns that sibling (`NULL` when the tree is now empty).
+    pub(crate) fn remove_leaf(&mut self, proxy: u32) -> u32 {
+        let at = self.proxies[proxy as usize].slot;
+        let parent = slot_node(at) as u32;
+        if parent == SENTINEL {
+            self.nodes[SENTINEL as usize] = Node { flags: NODE_ALLOCATED, ..Node::FREE };
             return NULL;
         }
-        let parent = self.links[leaf as usize].parent;
-        let grand = self.links[parent as usize].parent;
-        let p = self.nodes[parent as usize];
-        let sibling = if p.child1 == leaf { p.child2 } else { p.child1 };
+        let node = self.nodes[parent as usize];
+        let other = 1 - slot_side(at);
+        let sibling = node.children[other];
+        self.place(node.parent, sibling, node.boxes[other], node.heights[other]);
         self.free_node(parent);
-        self.links[sibling as usize].parent = grand;
-        if grand == NULL {
-            self.root = sibling;
-        } else {
-            self.replace_child(grand, parent, sibling);
+        let grand = slot_node(node.parent) as u32;
+        if grand != SENTINEL {
             self.walk_up(grand, false);
         }
         sibling
@@ -498,141 +621,118 @@ impl DynamicTree {
 
     /// Refits boxes and heights from `index` to the root, balancing as configured.
     /// `inserting` selects Box2D v3's SAH rotations (they only run on insertion).
-    ///
-    /// With AVL balancing the walk stops at the first ancestor above `index` whose
-    /// box and height come out unchanged: nothing above it can change either (its
-    /// parent sees the same child), so the rest of the path is never read.
     fn walk_up(&mut self, mut index: u32, inserting: bool) {
         if self.config.balancing == Balancing::Avl {
             self.walk_up_avl(index);
             return;
         }
-        while index != NULL {
+        while index != SENTINEL {
             self.refit(index);
             if inserting {
                 self.rotate_sah(index);
             }
-            index = self.links[index as usize].parent;
+            index = slot_node(self.nodes[index as usize].parent) as u32;
         }
     }
 
     /// [`DynamicTree::walk_up`] with AVL balancing (Box2D v2.4's `Balance`): at each
-    /// ancestor, when one child is more than one level taller it moves up
-    /// ([`DynamicTree::rotate_up`], which refits what it moves), else the ancestor
-    /// is refit; the walk stops above `index` once the subtree's box and height come
-    /// out as they were.
+    /// node, when one child is more than one level taller it moves up
+    /// ([`DynamicTree::rotate_up`]), else the node's slot is refit. The walk stops
+    /// at the first slot whose box and height come out as they were: nothing above
+    /// can change (its parent sees the same child), so the rest of the path is never
+    /// read.
     fn walk_up_avl(&mut self, mut index: u32) {
         let mut first = true;
-        while index != NULL {
-            let i = index as usize;
-            let (old, old_height) = (self.nodes[i], self.links[i].height);
-            let (h1, h2) = (self.links[old.child1 as usize].height, self.links[old.child2 as usize].height);
+        while index != SENTINEL {
+            let node = &self.nodes[index as usize];
+            let at = node.parent;
+            let [h1, h2] = node.heights;
+            let (old_box, old_height) = (*self.box_at(at), self.height_at(at));
             if h1.abs_diff(h2) > 1 {
-                index = if h2 > h1 {
-                    self.rotate_up(index, old.child2, true)
-                } else {
-                    self.rotate_up(index, old.child1, false)
-                };
+                self.rotate_up(index, (h2 > h1) as usize);
             } else {
-                let (b1, b2) = (&self.nodes[old.child1 as usize].aabb, &self.nodes[old.child2 as usize].aabb);
-                self.nodes[i].aabb = WideBox::load(b1).union(WideBox::load(b2)).aabb();
-                self.links[i].height = 1 + h1.max(h2);
+                let (aabb, height) = Self::fit(node);
+                let up = &mut self.nodes[slot_node(at)];
+                up.boxes[slot_side(at)] = aabb;
+                up.heights[slot_side(at)] = height;
             }
-            let link = self.links[index as usize];
-            if !first && link.height == old_height && self.nodes[index as usize].aabb == old.aabb {
+            if !first && self.height_at(at) == old_height && *self.box_at(at) == old_box {
                 return;
             }
             first = false;
-            index = link.parent;
+            index = slot_node(at) as u32;
         }
     }
 
+    /// Sets the box and height in `index`'s slot from its children, and (for
+    /// [`Balancing::SahRotate`]) keeps "an enlarged node has enlarged ancestors" true
+    /// through insertions and rotations, so `rebuild` reaches every enlarged node
+    /// from the root.
     fn refit(&mut self, index: u32) {
-        let Node { child1, child2, .. } = self.nodes[index as usize];
-        let (c1, c2) = (child1 as usize, child2 as usize);
-        let (b1, b2) = (&self.nodes[c1].aabb, &self.nodes[c2].aabb);
-        self.nodes[index as usize].aabb = WideBox::load(b1).union(WideBox::load(b2)).aabb();
-        let (l1, l2) = (self.links[c1], self.links[c2]);
-        let link = &mut self.links[index as usize];
-        link.height = 1 + l1.height.max(l2.height);
-        // Keep "an enlarged node has enlarged ancestors" true through insertions and
-        // rotations, so `rebuild` reaches every enlarged node from the root.
-        link.flags |= (l1.flags | l2.flags) & FLAG_ENLARGED;
+        let node = &self.nodes[index as usize];
+        let (aabb, height) = Self::fit(node);
+        let at = node.parent;
+        let enlarged = node
+            .children
+            .iter()
+            .filter(|&&c| !is_leaf(c))
+            .fold(0, |f, &c| f | (self.nodes[c as usize].flags & NODE_ENLARGED));
+        self.nodes[index as usize].flags |= enlarged;
+        let up = &mut self.nodes[slot_node(at)];
+        up.boxes[slot_side(at)] = aabb;
+        up.heights[slot_side(at)] = height;
     }
 
-    fn replace_child(&mut self, parent: u32, old: u32, new: u32) {
-        let p = &mut self.nodes[parent as usize];
-        if p.child1 == old {
-            p.child1 = new;
-        } else {
-            debug_assert_eq!(p.child2, old);
-            p.child2 = new;
-        }
-    }
-
-    /// Box2D v3's enlarge: the leaf takes its new fat box, ancestors grow to contain
-    /// it and every ancestor is marked enlarged, for the next [`DynamicTree::rebuild`].
-    fn enlarge_leaf(&mut self, leaf: u32, fat: Aabb) {
-        self.nodes[leaf as usize].aabb = fat;
-        self.links[leaf as usize].flags |= FLAG_ENLARGED;
-        let mut index = self.links[leaf as usize].parent;
-        while index != NULL {
-            let changed = self.nodes[index as usize].aabb.enlarge(&fat);
-            let link = &mut self.links[index as usize];
-            link.flags |= FLAG_ENLARGED;
-            index = link.parent;
+    /// Box2D v3's enlarge: the leaf at `leaf_slot` takes its new fat box, ancestors
+    /// grow to contain it and every ancestor is marked enlarged, for the next
+    /// [`DynamicTree::rebuild`].
+    fn enlarge_leaf(&mut self, leaf_slot: u32, fat: Aabb) {
+        self.nodes[slot_node(leaf_slot)].boxes[slot_side(leaf_slot)] = fat;
+        let mut index = slot_node(leaf_slot) as u32;
+        while index != SENTINEL {
+            let node = &mut self.nodes[index as usize];
+            node.flags |= NODE_ENLARGED;
+            let at = node.parent;
+            let changed = self.nodes[slot_node(at)].boxes[slot_side(at)].enlarge(&fat);
+            index = slot_node(at) as u32;
             if !changed {
                 break;
             }
         }
-        while index != NULL {
-            let link = &mut self.links[index as usize];
-            if link.flags & FLAG_ENLARGED != 0 {
+        while index != SENTINEL {
+            let node = &mut self.nodes[index as usize];
+            if node.flags & NODE_ENLARGED != 0 {
                 break; // this ancestor and all above were marked by an earlier escape
             }
-            link.flags |= FLAG_ENLARGED;
-            index = link.parent;
+            node.flags |= NODE_ENLARGED;
+            index = slot_node(node.parent) as u32;
         }
     }
 
     /// If the height bound is exceeded (a pathological insertion order in the SAH
     /// mode), rebuild everything so the fixed stacks stay large enough.
     fn check_height(&mut self) {
-        if self.root != NULL && self.links[self.root as usize].height > MAX_HEIGHT {
+        if self.height_at(ROOT_SLOT) > MAX_HEIGHT {
             self.rebuild_full();
         }
     }
 
     // ---- balancing ---------------------------------------------------------------
 
-    /// Moves `up` (a child of `a`) into `a`'s place; `a` keeps its other child and the
-    /// shorter child of `up`. `up_is_child2` says which slot of `a` `up` held.
-    /// Returns `up`, the subtree's new root.
-    fn rotate_up(&mut self, ia: u32, up: u32, up_is_child2: bool) -> u32 {
+    /// Moves the child on `side` of node `a` (an internal node, the taller child)
+    /// into `a`'s slot; `a` keeps its other child and takes the shorter child of the
+    /// one that moved up, which keeps the taller one.
+    fn rotate_up(&mut self, a: u32, side: usize) {
+        let at = self.nodes[a as usize].parent;
+        let up = self.nodes[a as usize].children[side];
         let u = self.nodes[up as usize];
-        let (i_f, i_g) = (u.child1, u.child2);
-        let (hf, hg) = (self.links[i_f as usize].height, self.links[i_g as usize].height);
-        let (keep, give) = if hf > hg { (i_f, i_g) } else { (i_g, i_f) };
-
-        let a_parent = self.links[ia as usize].parent;
-        self.nodes[up as usize].child1 = ia;
-        self.nodes[up as usize].child2 = keep;
-        self.links[up as usize].parent = a_parent;
-        self.links[ia as usize].parent = up;
-        if a_parent == NULL {
-            self.root = up;
-        } else {
-            self.replace_child(a_parent, ia, up);
-        }
-        if up_is_child2 {
-            self.nodes[ia as usize].child2 = give;
-        } else {
-            self.nodes[ia as usize].child1 = give;
-        }
-        self.links[give as usize].parent = ia;
-        self.refit(ia);
-        self.refit(up);
-        up
+        let (keep, give) = if u.heights[0] > u.heights[1] { (0, 1) } else { (1, 0) };
+        self.place(slot(a, side), u.children[give], u.boxes[give], u.heights[give]);
+        let (a_box, a_height) = Self::fit(&self.nodes[a as usize]);
+        self.place(slot(up, 0), a, a_box, a_height);
+        self.place(slot(up, 1), u.children[keep], u.boxes[keep], u.heights[keep]);
+        let (up_box, up_height) = Self::fit(&self.nodes[up as usize]);
+        self.place(at, up, up_box, up_height);
     }
 
     /// Box2D v3's rotation at `ia`: try swapping a child with a grandchild (or two
@@ -640,59 +740,59 @@ impl DynamicTree {
     /// internal nodes below `ia`.
     fn rotate_sah(&mut self, ia: u32) {
         let a = self.nodes[ia as usize];
-        if self.links[ia as usize].height < 2 {
+        if a.heights == [0, 0] {
             return;
         }
-        let (ib, ic) = (a.child1, a.child2);
-        let (b, c) = (self.nodes[ib as usize], self.nodes[ic as usize]);
-        let area = |i: u32| self.nodes[i as usize].aabb.area();
-        let union_area = |i: u32, j: u32| self.nodes[i as usize].aabb.union(&self.nodes[j as usize].aabb).area();
+        let [ib, ic] = a.children;
+        let [box_b, box_c] = a.boxes;
+        let (sb, sc) = (slot(ia, 0), slot(ia, 1));
+        let union_area = |x: &Aabb, y: &Aabb| x.union(y).area();
 
-        // Candidate swaps (x, y) and the resulting cost of the internal nodes B and C.
+        // Candidate swaps of slots (x, y) and the resulting cost of the internal
+        // nodes B and C.
         let mut best: Option<(u32, u32)> = None;
         let mut best_cost;
-        if b.is_leaf() {
+        let mut consider = |candidates: &[(u32, u32, f32)], best_cost: &mut f32| {
+            for &(x, y, cost) in candidates {
+                if cost < *best_cost {
+                    *best_cost = cost;
+                    best = Some((x, y));
+                }
+            }
+        };
+        if is_leaf(ib) {
             // C is internal with children F, G.
-            let (i_f, i_g) = (c.child1, c.child2);
-            best_cost = area(ic);
-            for (x, y, cost) in [(ib, i_f, union_area(ib, i_g)), (ib, i_g, union_area(ib, i_f))] {
-                if cost < best_cost {
-                    best_cost = cost;
-                    best = Some((x, y));
-                }
-            }
-        } else if c.is_leaf() {
-            let (i_d, i_e) = (b.child1, b.child2);
-            best_cost = area(ib);
-            for (x, y, cost) in [(ic, i_d, union_area(ic, i_e)), (ic, i_e, union_area(ic, i_d))] {
-                if cost < best_cost {
-                    best_cost = cost;
-                    best = Some((x, y));
-                }
-            }
+            let [bf, bg] = self.nodes[ic as usize].boxes;
+            let (sf, sg) = (slot(ic, 0), slot(ic, 1));
+            best_cost = box_c.area();
+            consider(&[(sb, sf, union_area(&box_b, &bg)), (sb, sg, union_area(&box_b, &bf))], &mut best_cost);
+        } else if is_leaf(ic) {
+            let [bd, be] = self.nodes[ib as usize].boxes;
+            let (sd, se) = (slot(ib, 0), slot(ib, 1));
+            best_cost = box_b.area();
+            consider(&[(sc, sd, union_area(&box_c, &be)), (sc, se, union_area(&box_c, &bd))], &mut best_cost);
         } else {
-            let (i_d, i_e, i_f, i_g) = (b.child1, b.child2, c.child1, c.child2);
-            let (area_b, area_c) = (area(ib), area(ic));
+            let [bd, be] = self.nodes[ib as usize].boxes;
+            let [bf, bg] = self.nodes[ic as usize].boxes;
+            let (sd, se, sf, sg) = (slot(ib, 0), slot(ib, 1), slot(ic, 0), slot(ic, 1));
+            let (area_b, area_c) = (box_b.area(), box_c.area());
             best_cost = area_b + area_c;
-            let candidates = [
-                (ib, i_f, area_b + union_area(ib, i_g)),
-                (ib, i_g, area_b + union_area(ib, i_f)),
-                (ic, i_d, area_c + union_area(ic, i_e)),
-                (ic, i_e, area_c + union_area(ic, i_d)),
-                (i_d, i_f, union_area(i_f, i_e) + union_area(i_d, i_g)),
-                (i_d, i_g, union_area(i_g, i_e) + union_area(i_f, i_d)),
-            ];
-            for (x, y, cost) in candidates {
-                if cost < best_cost {
-                    best_cost = cost;
-                    best = Some((x, y));
-                }
-            }
+            consider(
+                &[
+                    (sb, sf, area_b + union_area(&box_b, &bg)),
+                    (sb, sg, area_b + union_area(&box_b, &bf)),
+                    (sc, sd, area_c + union_area(&box_c, &be)),
+                    (sc, se, area_c + union_area(&box_c, &bd)),
+                    (sd, sf, union_area(&bf, &be) + union_area(&bd, &bg)),
+                    (sd, sg, union_area(&bg, &be) + union_area(&bf, &bd)),
+                ],
+                &mut best_cost,
+            );
         }
         if let Some((x, y)) = best {
-            self.swap_subtrees(x, y);
+            self.swap_slots(x, y);
             for i in [ib, ic] {
-                if !self.nodes[i as usize].is_leaf() {
+                if !is_leaf(i) {
                     self.refit(i);
                 }
             }
@@ -700,53 +800,65 @@ impl DynamicTree {
         }
     }
 
-    /// Exchanges the places of two nodes that are not ancestors of each other.
-    fn swap_subtrees(&mut self, x: u32, y: u32) {
-        let (px, py) = (self.links[x as usize].parent, self.links[y as usize].parent);
-        self.replace_child(px, x, y);
-        // `px == py` cannot happen for the swaps above (siblings are never swapped).
-        self.replace_child(py, y, x);
-        self.links[x as usize].parent = py;
-        self.links[y as usize].parent = px;
+    /// Exchanges the subtrees at two slots (neither inside the other), boxes and
+    /// heights with them.
+    fn swap_slots(&mut self, x: u32, y: u32) {
+        let (cx, bx, hx) = (self.child_at(x), *self.box_at(x), self.height_at(x));
+        let (cy, by, hy) = (self.child_at(y), *self.box_at(y), self.height_at(y));
+        self.place(x, cy, by, hy);
+        self.place(y, cx, bx, hx);
     }
 
     /// Checks every structural invariant; panics with a description on violation.
     /// For tests (O(n)).
     pub fn validate(&self) {
-        let mut reachable = 0usize;
-        let mut leaves = 0u32;
-        if self.root != NULL {
-            assert_eq!(self.links[self.root as usize].parent, NULL, "root has a parent");
-            let mut stack = vec![self.root];
-            while let Some(i) = stack.pop() {
-                reachable += 1;
-                let (n, l) = (&self.nodes[i as usize], &self.links[i as usize]);
-                assert!(l.flags & FLAG_ALLOCATED != 0, "node {i} reachable but free");
-                assert_eq!(n.is_leaf(), l.height == 0, "node {i}: no children but a height, or the reverse");
-                if n.is_leaf() {
+        let sentinel = &self.nodes[SENTINEL as usize];
+        assert_eq!(sentinel.flags, NODE_ALLOCATED, "sentinel flags");
+        assert_eq!((sentinel.children[1], sentinel.heights[1]), (NULL, 0), "the sentinel's second slot is used");
+        let (mut internal, mut leaves) = (0usize, 0usize);
+        if self.root() == NULL {
+            assert_eq!(self.height(), 0, "an empty tree has a height");
+        } else {
+            let mut stack = vec![ROOT_SLOT];
+            while let Some(at) = stack.pop() {
+                let (child, aabb, height) = (self.child_at(at), self.box_at(at), self.height_at(at));
+                if is_leaf(child) {
+                    let p = self.proxies.get((child & !LEAF) as usize).expect("leaf names no proxy");
+                    assert!(p.flags & PROXY_ALLOCATED != 0, "slot {at} holds a free proxy");
+                    assert_eq!(p.slot, at, "proxy {} has a wrong slot", child & !LEAF);
+                    assert_eq!(height, 0, "leaf at slot {at} has a height");
                     leaves += 1;
                     continue;
                 }
-                let (c1, c2) = (&self.nodes[n.child1 as usize], &self.nodes[n.child2 as usize]);
-                let (l1, l2) = (&self.links[n.child1 as usize], &self.links[n.child2 as usize]);
-                assert_eq!(l1.parent, i, "child1 of {i} has a wrong parent");
-                assert_eq!(l2.parent, i, "child2 of {i} has a wrong parent");
-                assert_eq!(l.height, 1 + l1.height.max(l2.height), "height of {i}");
-                assert!(n.aabb.contains(&c1.aabb) && n.aabb.contains(&c2.aabb), "box of {i} misses a child");
-                if (l1.flags | l2.flags) & FLAG_ENLARGED != 0 {
-                    assert!(l.flags & FLAG_ENLARGED != 0, "enlarged child under a plain node {i}");
+                internal += 1;
+                let n = &self.nodes[child as usize];
+                assert!(n.flags & NODE_ALLOCATED != 0, "node {child} reachable but free");
+                assert_eq!(n.parent, at, "node {child} has a wrong parent slot");
+                assert_eq!(height, 1 + n.heights[0].max(n.heights[1]), "height of {child}");
+                assert!(aabb.contains(&n.boxes[0]) && aabb.contains(&n.boxes[1]), "box of {child} misses a child");
+                let parent = slot_node(at);
+                if n.flags & NODE_ENLARGED != 0 && parent != SENTINEL as usize {
+                    assert!(self.nodes[parent].flags & NODE_ENLARGED != 0, "enlarged {child} under a plain node");
                 }
-                stack.extend([n.child1, n.child2]);
+                stack.extend([slot(child, 0), slot(child, 1)]);
             }
         }
-        assert_eq!(leaves, self.proxy_count, "leaf count");
+        assert_eq!(leaves, self.proxy_count as usize, "leaf count");
         let mut free = 0usize;
-        let mut i = self.free_list;
+        let mut i = self.free_nodes;
         while i != NULL {
-            assert_eq!(self.links[i as usize].flags, 0, "free node {i} is flagged");
+            assert_eq!(self.nodes[i as usize].flags, 0, "free node {i} is flagged");
             free += 1;
-            i = self.links[i as usize].parent;
+            i = self.nodes[i as usize].parent;
         }
-        assert_eq!(reachable + free, self.nodes.len(), "nodes neither reachable nor free");
+        assert_eq!(1 + internal + free, self.nodes.len(), "nodes neither reachable nor free");
+        let mut free = 0usize;
+        let mut i = self.free_proxies;
+        while i != NULL {
+            assert_eq!(self.proxies[i as usize].flags, 0, "free proxy {i} is flagged");
+            free += 1;
+            i = self.proxies[i as usize].slot;
+        }
+        assert_eq!(leaves + free, self.proxies.len(), "proxies neither live nor free");
     }
 }

@@ -11,17 +11,19 @@
 
 use glam::Vec3;
 
-use super::tree::{DynamicTree, FLAG_ENLARGED, MAX_HEIGHT, NULL};
+use super::tree::{is_leaf, slot, slot_node, DynamicTree, Node, MAX_HEIGHT, NODE_ENLARGED, NULL, ROOT_SLOT, SENTINEL};
 use crate::math::Aabb;
 
 const BINS: usize = 16;
 
 #[derive(Clone, Copy, Debug)]
 struct Item {
-    /// A copy of the node's box, so the binning passes read items sequentially.
+    /// A copy of the item's box, so the binning passes read items sequentially.
     aabb: Aabb,
     center: Vec3,
+    /// The item's child reference: a proxy (`LEAF | index`) or a kept subtree.
     node: u32,
+    height: u8,
     /// The item's bin in the current split (scratch of `partition`).
     bin: u32,
 }
@@ -34,14 +36,12 @@ pub(crate) struct BuildScratch {
     internal: Vec<u32>,
 }
 
-/// Build `items[start..end]` into a subtree hung under `parent` in `slot` (0: root,
-/// 1: child1, 2: child2).
+/// Build `items[start..end]` into a subtree hung at slot `at`.
 #[derive(Clone, Copy, Debug)]
 struct Task {
     start: u32,
     end: u32,
-    parent: u32,
-    slot: u8,
+    at: u32,
 }
 
 impl DynamicTree {
@@ -63,69 +63,70 @@ impl DynamicTree {
     }
 
     fn rebuild_with(&mut self, full: bool, median: bool) -> usize {
-        if self.root == NULL {
+        let root = self.root();
+        if root == NULL || is_leaf(root) {
             return 0;
         }
-        let root = self.nodes[self.root as usize];
-        if root.is_leaf() || (!full && self.links[self.root as usize].flags & FLAG_ENLARGED == 0) {
-            self.links[self.root as usize].flags &= !FLAG_ENLARGED;
+        if !full && self.nodes[root as usize].flags & NODE_ENLARGED == 0 {
             return 0;
         }
         let mut scratch = std::mem::take(&mut self.build);
         scratch.items.clear();
         scratch.stack.clear();
-        scratch.stack.push(self.root);
-        while let Some(index) = scratch.stack.pop() {
-            let node = self.nodes[index as usize];
-            if node.is_leaf() || (!full && self.links[index as usize].flags & FLAG_ENLARGED == 0) {
-                self.links[index as usize].flags &= !FLAG_ENLARGED;
-                scratch.items.push(Item { aabb: node.aabb, center: node.aabb.center(), node: index, bin: 0 });
+        scratch.stack.push(ROOT_SLOT);
+        while let Some(at) = scratch.stack.pop() {
+            let child = self.child_at(at);
+            if is_leaf(child) || (!full && self.nodes[child as usize].flags & NODE_ENLARGED == 0) {
+                let aabb = *self.box_at(at);
+                let height = self.height_at(at);
+                scratch.items.push(Item { aabb, center: aabb.center(), node: child, height, bin: 0 });
             } else {
-                scratch.stack.push(node.child1);
-                scratch.stack.push(node.child2);
-                self.free_node(index);
+                scratch.stack.push(slot(child, 0));
+                scratch.stack.push(slot(child, 1));
+            }
+            // The node holding `at` is not needed once both its slots are read.
+            let holder = slot_node(at) as u32;
+            if at & 1 == 0 && holder != SENTINEL {
+                // Slot 1 of `holder` was pushed after slot 0, so it was read first.
+                self.free_node(holder);
             }
         }
         let count = scratch.items.len();
-        self.root = self.build_over(&mut scratch, median);
+        self.build_over(&mut scratch, median);
         self.build = scratch;
         count
     }
 
-    /// Builds a subtree over `scratch.items` and returns its root.
-    fn build_over(&mut self, scratch: &mut BuildScratch, median: bool) -> u32 {
+    /// Builds a subtree over `scratch.items` at the root's slot.
+    fn build_over(&mut self, scratch: &mut BuildScratch, median: bool) {
         let BuildScratch { items, tasks, internal, .. } = scratch;
         tasks.clear();
         internal.clear();
-        tasks.push(Task { start: 0, end: items.len() as u32, parent: NULL, slot: 0 });
-        let mut root = NULL;
+        tasks.push(Task { start: 0, end: items.len() as u32, at: ROOT_SLOT });
         while let Some(task) = tasks.pop() {
             let (start, end) = (task.start as usize, task.end as usize);
-            let node = if end - start == 1 {
-                items[start].node
-            } else {
-                let node = self.allocate_node();
-                internal.push(node);
-                let mid = partition(&mut items[start..end], median) + start;
-                tasks.push(Task { start: mid as u32, end: task.end, parent: node, slot: 2 });
-                tasks.push(Task { start: task.start, end: mid as u32, parent: node, slot: 1 });
-                node
-            };
-            self.links[node as usize].parent = task.parent;
-            match task.slot {
-                0 => root = node,
-                1 => self.nodes[task.parent as usize].child1 = node,
-                _ => self.nodes[task.parent as usize].child2 = node,
+            if end - start == 1 {
+                let item = &items[start];
+                self.place(task.at, item.node, item.aabb, item.height);
+                continue;
             }
+            let node = self.allocate_node();
+            internal.push(node);
+            // The box and height are set by the refit below.
+            self.place(task.at, node, Aabb::EMPTY, 0);
+            let mid = partition(&mut items[start..end], median) + start;
+            tasks.push(Task { start: mid as u32, end: task.end, at: slot(node, 1) });
+            tasks.push(Task { start: task.start, end: mid as u32, at: slot(node, 0) });
         }
         // Internal nodes were allocated parents first; refit children first.
         for &node in internal.iter().rev() {
-            let n = self.nodes[node as usize];
-            let (c1, c2) = (n.child1 as usize, n.child2 as usize);
-            self.nodes[node as usize].aabb = self.nodes[c1].aabb.union(&self.nodes[c2].aabb);
-            self.links[node as usize].height = 1 + self.links[c1].height.max(self.links[c2].height);
+            let n: &Node = &self.nodes[node as usize];
+            let (aabb, height) = Self::fit(n);
+            let at = n.parent;
+            let holder = &mut self.nodes[slot_node(at)];
+            holder.boxes[(at & 1) as usize] = aabb;
+            holder.heights[(at & 1) as usize] = height;
         }
-        root
     }
 }
 

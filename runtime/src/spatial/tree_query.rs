@@ -4,47 +4,45 @@
 
 use glam::Vec4;
 
-use super::tree::{DynamicTree, ProxyId, NULL, STACK_SIZE};
+use super::tree::{is_leaf, slot, DynamicTree, ProxyId, LEAF, NULL, ROOT_SLOT, STACK_SIZE};
 use crate::math::{Aabb, Ray};
 
 impl DynamicTree {
     /// Calls `visit` for every proxy whose fat box overlaps `aabb`. `visit` returns
     /// `false` to stop the query early.
     ///
-    /// Entering a node tests both children, without branches (two four-wide
-    /// compares each, see `BoxTest`), and pushes the ones that overlap: the two
-    /// child loads overlap in time, and the one unpredictable branch left per node
-    /// is "leaf or not".
+    /// A step reads one node (one cache line) and tests both children's boxes in
+    /// it, without branches (two four-wide compares each, see `BoxTest`); internal
+    /// children that overlap go to the stack.
     pub fn query(&self, aabb: &Aabb, mut visit: impl FnMut(ProxyId) -> bool) {
-        let Some(root) = self.nodes.get(self.root as usize) else {
-            return;
-        };
+        let root = self.root();
         let test = BoxTest::new(aabb);
-        if !test.overlaps(&root.aabb) {
+        if root == NULL || !test.overlaps(self.box_at(ROOT_SLOT)) {
+            return;
+        }
+        if is_leaf(root) {
+            visit(ProxyId(root & !LEAF));
             return;
         }
         let mut stack = [0u32; STACK_SIZE];
-        stack[0] = self.root;
+        stack[0] = root;
         let mut top = 1;
         while top > 0 {
             top -= 1;
-            let index = stack[top];
-            let node = &self.nodes[index as usize];
-            if node.is_leaf() {
-                if !visit(ProxyId(index)) {
-                    return;
+            let node = &self.nodes[stack[top] as usize];
+            for (child, b) in node.children.into_iter().zip(&node.boxes) {
+                let hit = test.overlaps(b);
+                if is_leaf(child) {
+                    if hit && !visit(ProxyId(child & !LEAF)) {
+                        return;
+                    }
+                } else {
+                    // Write, keep if it overlaps. The stack holds at most height
+                    // entries (see `MAX_HEIGHT`).
+                    stack[top] = child;
+                    top += hit as usize;
                 }
-                continue;
             }
-            let (c1, c2) = (node.child1, node.child2);
-            let o1 = test.overlaps(&self.nodes[c1 as usize].aabb);
-            let o2 = test.overlaps(&self.nodes[c2 as usize].aabb);
-            // Write both, keep the ones that overlap. The stack holds at most
-            // height + 1 entries (see `MAX_HEIGHT`).
-            stack[top] = c1;
-            top += o1 as usize;
-            stack[top] = c2;
-            top += o2 as usize;
         }
     }
 
@@ -60,13 +58,15 @@ impl DynamicTree {
     /// time than one `query` per box.
     pub fn query_each(&self, count: usize, boxes: impl Fn(usize) -> Aabb, mut visit: impl FnMut(usize, ProxyId)) {
         const LANES: usize = 4;
-        let Some(root) = self.nodes.get(self.root as usize) else {
+        let root = self.root();
+        if root == NULL {
             return;
-        };
-        if root.is_leaf() {
+        }
+        let root_box = self.box_at(ROOT_SLOT);
+        if is_leaf(root) {
             for i in 0..count {
-                if BoxTest::new(&boxes(i)).overlaps(&root.aabb) {
-                    visit(i, ProxyId(self.root));
+                if BoxTest::new(&boxes(i)).overlaps(root_box) {
+                    visit(i, ProxyId(root & !LEAF));
                 }
             }
             return;
@@ -82,9 +82,9 @@ impl DynamicTree {
                     while next < count {
                         let test = BoxTest::new(&boxes(next));
                         next += 1;
-                        if test.overlaps(&root.aabb) {
+                        if test.overlaps(root_box) {
                             (walk.query, walk.test, walk.top) = (next - 1, test, 1);
-                            walk.stack[0] = self.root;
+                            walk.stack[0] = root;
                             break;
                         }
                     }
@@ -95,15 +95,14 @@ impl DynamicTree {
                 any = true;
                 let (mut top, mut found) = (walk.top - 1, walk.found);
                 let node = &self.nodes[walk.stack[top] as usize];
-                for child in [node.child1, node.child2] {
-                    let c = &self.nodes[child as usize];
-                    let (hit, leaf) = (walk.test.overlaps(&c.aabb), c.is_leaf());
+                for (child, b) in node.children.into_iter().zip(&node.boxes) {
+                    let (hit, leaf) = (walk.test.overlaps(b), is_leaf(child));
                     // A stack holds at most height + 1 entries (see `MAX_HEIGHT`), and
                     // `found` stays below `WALK_HITS` (flushed below): the masks only
                     // spare the bounds checks.
                     walk.stack[top & (STACK_SIZE - 1)] = child;
                     top += (hit & !leaf) as usize;
-                    walk.hits[found & (WALK_HITS - 1)] = child;
+                    walk.hits[found & (WALK_HITS - 1)] = child & !LEAF;
                     found += (hit & leaf) as usize;
                 }
                 (walk.top, walk.found) = (top, found);
@@ -117,23 +116,23 @@ impl DynamicTree {
         }
     }
 
-    /// Calls `visit(aabb, depth, is_leaf)` for every node, parents before children
-    /// (the root has depth 0): for debug drawing and tree statistics.
+    /// Calls `visit(aabb, depth, is_leaf)` for every node and leaf, parents before
+    /// children (the root has depth 0): for debug drawing and tree statistics.
     pub fn for_each_node(&self, mut visit: impl FnMut(&Aabb, u32, bool)) {
-        if self.root == NULL {
+        if self.root() == NULL {
             return;
         }
         let mut stack = [(0u32, 0u32); STACK_SIZE];
-        stack[0] = (self.root, 0);
+        stack[0] = (ROOT_SLOT, 0);
         let mut top = 1;
         while top > 0 {
             top -= 1;
-            let (index, depth) = stack[top];
-            let node = &self.nodes[index as usize];
-            visit(&node.aabb, depth, node.is_leaf());
-            if !node.is_leaf() {
-                stack[top] = (node.child1, depth + 1);
-                stack[top + 1] = (node.child2, depth + 1);
+            let (at, depth) = stack[top];
+            let child = self.child_at(at);
+            visit(self.box_at(at), depth, is_leaf(child));
+            if !is_leaf(child) {
+                stack[top] = (slot(child, 0), depth + 1);
+                stack[top + 1] = (slot(child, 1), depth + 1);
                 top += 2;
             }
         }
@@ -142,43 +141,46 @@ impl DynamicTree {
     /// Casts `ray` over `[0, max_t]`. For every proxy whose fat box the ray enters
     /// before the current maximum, `visit(proxy, max_t)` tests the proxy's own shape
     /// and returns the new maximum: the hit's `t` to clip (closest hit), the unchanged
-    /// maximum to continue (all hits), or a negative value to stop. Nodes are visited
-    /// near child first, and any node entered beyond the shrinking maximum is skipped.
+    /// maximum to continue (all hits), or a negative value to stop. Children are
+    /// visited near first, and any child entered beyond the shrinking maximum is
+    /// skipped.
     pub fn ray_cast(&self, ray: &Ray, max_t: f32, mut visit: impl FnMut(ProxyId, f32) -> f32) {
-        if self.root == NULL || !ray.is_valid() || max_t.is_nan() || max_t < 0.0 {
+        let root = self.root();
+        if root == NULL || !ray.is_valid() || max_t.is_nan() || max_t < 0.0 {
             return;
         }
         let mut max_t = max_t;
         let mut stack = [(0u32, 0f32); STACK_SIZE];
-        let Some(t_root) = ray.intersect_aabb(&self.nodes[self.root as usize].aabb, max_t) else {
+        let Some(t_root) = ray.intersect_aabb(self.box_at(ROOT_SLOT), max_t) else {
             return;
         };
-        stack[0] = (self.root, t_root);
+        stack[0] = (root, t_root);
         let mut top = 1;
         while top > 0 {
             top -= 1;
-            let (index, t_entry) = stack[top];
+            let (child, t_entry) = stack[top];
             if t_entry > max_t {
                 continue;
             }
-            let node = &self.nodes[index as usize];
-            if node.is_leaf() {
-                let new_max = visit(ProxyId(index), max_t);
+            if is_leaf(child) {
+                let new_max = visit(ProxyId(child & !LEAF), max_t);
                 if new_max < 0.0 {
                     return;
                 }
                 max_t = max_t.min(new_max);
                 continue;
             }
-            let t1 = ray.intersect_aabb(&self.nodes[node.child1 as usize].aabb, max_t);
-            let t2 = ray.intersect_aabb(&self.nodes[node.child2 as usize].aabb, max_t);
+            let node = &self.nodes[child as usize];
+            let [c1, c2] = node.children;
+            let t1 = ray.intersect_aabb(&node.boxes[0], max_t);
+            let t2 = ray.intersect_aabb(&node.boxes[1], max_t);
             let mut push = |entry: Option<(u32, f32)>| {
                 if let Some(e) = entry {
                     stack[top] = e;
                     top += 1;
                 }
             };
-            let (e1, e2) = (t1.map(|t| (node.child1, t)), t2.map(|t| (node.child2, t)));
+            let (e1, e2) = (t1.map(|t| (c1, t)), t2.map(|t| (c2, t)));
             // Far child first so the near one is popped next.
             if t1.unwrap_or(f32::INFINITY) <= t2.unwrap_or(f32::INFINITY) {
                 push(e2);
