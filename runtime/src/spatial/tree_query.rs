@@ -106,6 +106,11 @@ impl DynamicTree {
                     found += (hit & leaf) as usize;
                 }
                 (walk.top, walk.found) = (top, found);
+                // This walk's next node: its line loads while the other walks step
+                // (when the walk just ended this reads a stale entry, and prefetching
+                // it is a harmless hint).
+                let next_node = walk.stack[top.wrapping_sub(1) & (STACK_SIZE - 1)];
+                crate::math::prefetch(self.nodes.as_ptr().wrapping_add(next_node as usize));
                 if found > WALK_HITS - 2 {
                     walk.flush(&mut visit);
                 }
