@@ -3,7 +3,9 @@
 //! broadphase and find pairs. Kiln (both balancing strategies) against rapier3d's
 //! `BroadPhaseBvh` driven through `set_aabb` + `update` with the same boxes, in the
 //! same group. A second group times 10,000 box queries on each tree after the motion
-//! (query cost), and the bench prints tree quality and pair counts.
+//! (query cost), and the bench prints tree quality and pair counts. Last, outside
+//! criterion, Kiln's AVL frame and rapier's run in alternating rounds, and their
+//! ratio (`broadphase_tree_paired`) is printed beside criterion's.
 
 use criterion::{criterion_group, BenchmarkId, Criterion};
 use glam::Vec3;
@@ -215,6 +217,44 @@ fn query(c: &mut Criterion) {
 
 criterion_group!(benches, update, query);
 
+/// Kiln's AVL frame against rapier's, in alternating rounds of one motion period
+/// each, outside criterion: on a shared, noisy machine a burst of load lands on both
+/// peers alike here, while criterion measures one peer after the other. Prints the
+/// ratio of the median round times in `report_ratios`' format (group
+/// `broadphase_tree_paired`), so the report's table carries it too.
+fn paired() {
+    const ROUNDS: usize = 7;
+    let pool = ThreadPool::new(0);
+    let mut kiln = KilnBp::new(Balancing::Avl, &pool);
+    let mut rapier = RapierBp::new();
+    let time = |frame: &mut dyn FnMut()| {
+        let start = std::time::Instant::now();
+        for _ in 0..PERIOD {
+            frame();
+        }
+        start.elapsed().as_secs_f64() * 1e9 / PERIOD as f64
+    };
+    // One period of warm-up each, then the rounds.
+    time(&mut || kiln.frame(&pool));
+    time(&mut || rapier.frame());
+    let (mut ours, mut peer) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        ours.push(time(&mut || kiln.frame(&pool)));
+        peer.push(time(&mut || rapier.frame()));
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (a, b) = (median(&mut ours), median(&mut peer));
+    println!(
+        "ratio broadphase_tree_paired: kiln_avl/1 / rapier3d/1 = {:.3}  ({} vs {})",
+        a / b,
+        kiln_benches::format_ns(a),
+        kiln_benches::format_ns(b)
+    );
+}
+
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
@@ -228,4 +268,8 @@ fn main() {
         ],
     );
     report_ratios("broadphase_tree_query", &[("kiln_sah", "kiln_avl")]);
+    // Only under `cargo bench` (not in `cargo test`'s quick pass over the benches).
+    if std::env::args().any(|a| a == "--bench") {
+        paired();
+    }
 }
