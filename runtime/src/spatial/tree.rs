@@ -215,6 +215,25 @@ impl WideBox {
     }
 }
 
+/// Pops the head of the free list `free` of `pool`, whose entries link it through
+/// `link`. An empty list first grows the pool by doubling (to at least 16 entries,
+/// at most `limit`) and threads the new entries onto the list.
+fn pop_free<T: Clone>(pool: &mut Vec<T>, free: &mut u32, empty: T, limit: usize, link: fn(&mut T) -> &mut u32) -> u32 {
+    if *free == NULL {
+        let old = pool.len();
+        let new = (old * 2).max(16);
+        assert!(new <= limit, "dynamic tree: a pool outgrew {limit} entries");
+        pool.resize(new, empty);
+        for (i, entry) in pool[old..new - 1].iter_mut().enumerate() {
+            *link(entry) = (old + i + 1) as u32;
+        }
+        *free = old as u32;
+    }
+    let index = *free;
+    *free = *link(&mut pool[index as usize]);
+    index
+}
+
 /// Tree quality figures for tests and benches.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TreeQuality {
@@ -430,20 +449,8 @@ impl DynamicTree {
     // ---- node and proxy pools ----------------------------------------------------
 
     pub(crate) fn allocate_node(&mut self) -> u32 {
-        if self.free_nodes == NULL {
-            // Grow by doubling and thread the new nodes onto the free list. Slots
-            // (`node << 1 | side`) must fit in 32 bits.
-            let old = self.nodes.len();
-            let new = (old * 2).max(16);
-            assert!(new <= 1 << 30, "dynamic tree: more than 2^30 nodes");
-            self.nodes.resize(new, Node::FREE);
-            for i in old..new - 1 {
-                self.nodes[i].parent = i as u32 + 1;
-            }
-            self.free_nodes = old as u32;
-        }
-        let index = self.free_nodes;
-        self.free_nodes = self.nodes[index as usize].parent;
+        // Slots (`node << 1 | side`) must fit in 32 bits.
+        let index = pop_free(&mut self.nodes, &mut self.free_nodes, Node::FREE, 1 << 30, |n| &mut n.parent);
         self.nodes[index as usize] = Node { flags: NODE_ALLOCATED, ..Node::FREE };
         index
     }
@@ -455,19 +462,8 @@ impl DynamicTree {
     }
 
     fn allocate_proxy(&mut self) -> u32 {
-        if self.free_proxies == NULL {
-            let old = self.proxies.len();
-            let new = (old * 2).max(16);
-            assert!(new < LEAF as usize, "dynamic tree: more than 2^31 proxies");
-            self.proxies.resize(new, Proxy::FREE);
-            for i in old..new - 1 {
-                self.proxies[i].slot = i as u32 + 1;
-            }
-            self.free_proxies = old as u32;
-        }
-        let index = self.free_proxies;
-        self.free_proxies = self.proxies[index as usize].slot;
-        index
+        // Proxy indices must leave the `LEAF` bit clear.
+        pop_free(&mut self.proxies, &mut self.free_proxies, Proxy::FREE, LEAF as usize - 1, |p| &mut p.slot)
     }
 
     fn free_proxy(&mut self, index: u32) {
