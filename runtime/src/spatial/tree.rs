@@ -234,6 +234,21 @@ fn pop_free<T: Clone>(pool: &mut Vec<T>, free: &mut u32, empty: T, limit: usize,
     index
 }
 
+/// The length of the free list from `head` through `pool`, whose entries give their
+/// link and flags through `entry`; panics on a flagged (live) entry in the list or
+/// a list longer than the pool (a cycle). For `validate`.
+fn count_free<T>(pool: &[T], head: u32, entry: fn(&T) -> (u32, u16)) -> usize {
+    let (mut count, mut i) = (0usize, head);
+    while i != NULL {
+        let (next, flags) = entry(&pool[i as usize]);
+        assert_eq!(flags, 0, "free entry {i} is flagged");
+        count += 1;
+        assert!(count <= pool.len(), "the free list loops");
+        i = next;
+    }
+    count
+}
+
 /// Tree quality figures for tests and benches.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TreeQuality {
@@ -840,21 +855,9 @@ impl DynamicTree {
             }
         }
         assert_eq!(leaves, self.proxy_count as usize, "leaf count");
-        let mut free = 0usize;
-        let mut i = self.free_nodes;
-        while i != NULL {
-            assert_eq!(self.nodes[i as usize].flags, 0, "free node {i} is flagged");
-            free += 1;
-            i = self.nodes[i as usize].parent;
-        }
+        let free = count_free(&self.nodes, self.free_nodes, |n| (n.parent, n.flags));
         assert_eq!(1 + internal + free, self.nodes.len(), "nodes neither reachable nor free");
-        let mut free = 0usize;
-        let mut i = self.free_proxies;
-        while i != NULL {
-            assert_eq!(self.proxies[i as usize].flags, 0, "free proxy {i} is flagged");
-            free += 1;
-            i = self.proxies[i as usize].slot;
-        }
+        let free = count_free(&self.proxies, self.free_proxies, |p| (p.slot, p.flags));
         assert_eq!(leaves + free, self.proxies.len(), "proxies neither live nor free");
     }
 }
