@@ -71,54 +71,88 @@ impl DynamicTree {
             }
             return;
         }
-        let mut walks = [Walk::IDLE; LANES];
+        // Each walk's small state (`Walk`) is a local the compiler keeps in
+        // registers; its stack and its buffer of hits are arrays of their own.
         let mut next = 0;
-        loop {
-            let mut any = false;
-            for walk in &mut walks {
-                if walk.top == 0 {
-                    walk.flush(&mut visit);
-                    // Start the next query whose box meets the root.
-                    while next < count {
-                        let test = BoxTest::new(&boxes(next));
-                        next += 1;
-                        if test.overlaps(root_box) {
-                            (walk.query, walk.test, walk.top) = (next - 1, test, 1);
-                            walk.stack[0] = root;
-                            break;
-                        }
-                    }
-                    if walk.top == 0 {
-                        continue;
-                    }
-                }
-                any = true;
-                let (mut top, mut found) = (walk.top - 1, walk.found);
-                let node = &self.nodes[walk.stack[top] as usize];
-                for (child, b) in node.children.into_iter().zip(&node.boxes) {
-                    let (hit, leaf) = (walk.test.overlaps(b), is_leaf(child));
-                    // A stack holds at most height + 1 entries (see `MAX_HEIGHT`), and
-                    // `found` stays below `WALK_HITS` (flushed below): the masks only
-                    // spare the bounds checks.
-                    walk.stack[top & (STACK_SIZE - 1)] = child;
-                    top += (hit & !leaf) as usize;
-                    walk.hits[found & (WALK_HITS - 1)] = child & !LEAF;
-                    found += (hit & leaf) as usize;
-                }
-                (walk.top, walk.found) = (top, found);
-                // This walk's next node: its line loads while the other walks step
-                // (when the walk just ended this reads a stale entry, and prefetching
-                // it is a harmless hint).
-                let next_node = walk.stack[top.wrapping_sub(1) & (STACK_SIZE - 1)];
-                crate::math::prefetch(self.nodes.as_ptr().wrapping_add(next_node as usize));
-                if found > WALK_HITS - 2 {
-                    walk.flush(&mut visit);
+        // Reports a walk's hits and, when it has ended, starts it on the next query
+        // whose box meets the root. Returns whether the walk has a node to step.
+        let mut refill = |walk: &mut Walk, stack: &mut Stack, hits: &Hits| {
+            for &proxy in &hits[..walk.found] {
+                visit(walk.query, ProxyId(proxy));
+            }
+            walk.found = 0;
+            if walk.top > 0 {
+                return true;
+            }
+            while next < count {
+                let test = BoxTest::new(&boxes(next));
+                next += 1;
+                if test.overlaps(root_box) {
+                    (walk.query, walk.test, walk.top) = (next - 1, test, 1);
+                    stack[0] = root;
+                    return true;
                 }
             }
-            if !any {
+            false
+        };
+        let mut walks = [Walk::IDLE; LANES];
+        let mut stacks = [[0u32; STACK_SIZE]; LANES];
+        let mut hits = [[0u32; WALK_HITS]; LANES];
+        let [w0, w1, w2, w3] = &mut walks;
+        let [s0, s1, s2, s3] = &mut stacks;
+        let [h0, h1, h2, h3] = &mut hits;
+        loop {
+            // The four walks in turn, written out so that their state stays in
+            // registers (a loop over them kept it in memory).
+            let mut busy = false;
+            busy |= self.step(w0, s0, h0, &mut refill);
+            busy |= self.step(w1, s1, h1, &mut refill);
+            busy |= self.step(w2, s2, h2, &mut refill);
+            busy |= self.step(w3, s3, h3, &mut refill);
+            if !busy {
                 return;
             }
         }
+    }
+
+    /// One step of a walk of [`DynamicTree::query_each`]: the children of the node
+    /// on top of its stack go to the stack or to its hits. A walk that has ended
+    /// first reports its hits and takes the next query (`refill`). Returns whether
+    /// the walk had a node to step.
+    #[inline(always)]
+    fn step(
+        &self,
+        walk: &mut Walk,
+        stack: &mut Stack,
+        hits: &mut Hits,
+        refill: &mut impl FnMut(&mut Walk, &mut Stack, &Hits) -> bool,
+    ) -> bool {
+        if walk.top == 0 && !refill(walk, stack, hits) {
+            return false;
+        }
+        let (mut top, mut found) = (walk.top - 1, walk.found);
+        let node = &self.nodes[stack[top] as usize];
+        for (child, b) in node.children.into_iter().zip(&node.boxes) {
+            let (hit, leaf) = (walk.test.overlaps(b), is_leaf(child));
+            // A stack holds at most height + 1 entries (see `MAX_HEIGHT`), and
+            // `found` stays below `WALK_HITS` (see below): the masks only spare the
+            // bounds checks. No branch depends on the box test.
+            stack[top & (STACK_SIZE - 1)] = child;
+            top += (hit & !leaf) as usize;
+            hits[found & (WALK_HITS - 1)] = child & !LEAF;
+            found += (hit & leaf) as usize;
+        }
+        (walk.top, walk.found) = (top, found);
+        // This walk's next node: its line loads while the other walks step (when
+        // the walk just ended this reads a stale entry, and prefetching it is a
+        // harmless hint).
+        let next_node = stack[top.wrapping_sub(1) & (STACK_SIZE - 1)];
+        crate::math::prefetch(self.nodes.as_ptr().wrapping_add(next_node as usize));
+        if found > WALK_HITS - 2 {
+            // Report the hits now: a step adds at most two.
+            refill(walk, stack, hits);
+        }
+        true
     }
 
     /// Calls `visit(aabb, depth, is_leaf)` for every node and leaf, parents before
@@ -238,34 +272,24 @@ impl DynamicTree {
 const WALK_HITS: usize = 16;
 const _: () = assert!(STACK_SIZE.is_power_of_two() && WALK_HITS.is_power_of_two());
 
-/// One box's walk in [`DynamicTree::query_each`]: its test, its stack, and the hits
-/// it has not reported yet.
+/// A walk's stack of nodes in [`DynamicTree::query_each`].
+type Stack = [u32; STACK_SIZE];
+/// The hits a walk has not reported yet.
+type Hits = [u32; WALK_HITS];
+
+/// One box's walk in [`DynamicTree::query_each`], but for its stack and hits.
+#[derive(Clone, Copy)]
 struct Walk {
     test: BoxTest,
-    /// Entries on `stack`; 0 when the walk is done (or idle).
+    /// Entries on the stack; 0 when the walk is done (or idle).
     top: usize,
+    /// Entries in the hits.
     found: usize,
     query: usize,
-    stack: [u32; STACK_SIZE],
-    hits: [u32; WALK_HITS],
 }
 
 impl Walk {
-    const IDLE: Walk = Walk {
-        test: BoxTest { high: Vec4::ZERO, low: Vec4::ZERO },
-        top: 0,
-        found: 0,
-        query: 0,
-        stack: [0; STACK_SIZE],
-        hits: [0; WALK_HITS],
-    };
-
-    fn flush(&mut self, visit: &mut impl FnMut(usize, ProxyId)) {
-        for &proxy in &self.hits[..self.found] {
-            visit(self.query, ProxyId(proxy));
-        }
-        self.found = 0;
-    }
+    const IDLE: Walk = Walk { test: BoxTest { high: Vec4::ZERO, low: Vec4::ZERO }, top: 0, found: 0, query: 0 };
 }
 
 /// A box overlap test in two four-wide compares. A node's box, read as six floats
