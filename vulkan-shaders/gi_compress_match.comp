@@ -2,7 +2,9 @@
 // CPU reference gi/compress.rs): one workgroup of 256 per map of the batch, one
 // invocation per texel. The map is tested against the all-clip map (dead probe),
 // then each invocation scans its share of the look-back window, newest first, and
-// the workgroup keeps the newest block whose every texel is within the tolerance.
+// the workgroup keeps the newest block whose every texel is within the tolerance
+// when read through one of the eight symmetries of the square (the first one
+// that fits, see gi/compress.rs).
 // Maps without a match are flagged for gi_compress_append.
 #version 460
 #extension GL_GOOGLE_include_directive : require
@@ -48,19 +50,23 @@ void main() {
     int start = int(len > pc.window ? len - pc.window : 0u);
     Floats means = Floats(pc.means);
     Words blocks = Words(pc.blocks);
+    // found = j << 3 | symmetry: the newest block wins the max below, with the first
+    // symmetry it matches under (each block is tried by one invocation only).
     int found = -1;
-    for (int j = int(len) - 1 - int(t); j >= start; j -= int(GI_TEXELS)) {
+    for (int j = int(len) - 1 - int(t); j >= start && found < 0; j -= int(GI_TEXELS)) {
         if (abs(means.v[j] - mean) > pc.tolerance + GI_MEAN_SLACK) {
             continue;
         }
-        bool same = true;
-        for (uint k = 0u; k < GI_TEXELS && same; ++k) {
-            vec2 d = abs(map_texels[k] - gi_unpack_texel(blocks.v[uint(j) * GI_TEXELS + k]));
-            same = d.x <= pc.tolerance && d.y <= pc.tolerance;
-        }
-        if (same) {
-            found = j;
-            break;
+        for (uint s = 0u; s < 8u && found < 0; ++s) {
+            bool same = true;
+            for (uint k = 0u; k < GI_TEXELS && same; ++k) {
+                uvec2 q = gi_symmetric_texel(s, k % 16u, k / 16u);
+                vec2 d = abs(map_texels[k] - gi_unpack_texel(blocks.v[uint(j) * GI_TEXELS + q.y * 16u + q.x]));
+                same = d.x <= pc.tolerance && d.y <= pc.tolerance;
+            }
+            if (same) {
+                found = (j << 3) | int(s);
+            }
         }
     }
     newest[t] = found;
@@ -73,7 +79,8 @@ void main() {
     }
     if (t == 0u) {
         if (newest[0] >= 0) {
-            block_index.v[probe] = uint(newest[0]);
+            uint symmetry = uint(newest[0]) & 7u;
+            block_index.v[probe] = (uint(newest[0]) >> 3u) | (symmetry << GI_BLOCK_BITS);
             fresh.v[slot] = 0u;
         } else {
             fresh.v[slot] = 1u;

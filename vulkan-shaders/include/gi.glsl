@@ -69,13 +69,13 @@ vec2 gi_unpack_texel(uint t) {
 
 // octahedral.rs oct_decode: a point of [-1, 1]^2 to a unit direction.
 vec3 gi_oct_decode(vec2 uv) {
-    float z = 1.0 - abs(uv.x) - abs(uv.y);
-    vec2 xy = uv;
-    if (z < 0.0) {
+    float y = 1.0 - abs(uv.x) - abs(uv.y);
+    vec2 xz = uv;
+    if (y < 0.0) {
         vec2 s = vec2(uv.x >= 0.0 ? 1.0 : -1.0, uv.y >= 0.0 ? 1.0 : -1.0);
-        xy = (1.0 - abs(uv.yx)) * s;
+        xz = (1.0 - abs(uv.yx)) * s;
     }
-    return normalize(vec3(xy, z));
+    return normalize(vec3(xz.x, y, xz.y));
 }
 
 // volume.rs ProbeGrid::coords + position: a probe's position from its linear index.
@@ -234,12 +234,24 @@ vec3 gi_sh_irradiance(GiSh sh, vec3 n) {
     return max(e, vec3(0.0));
 }
 
+// compress.rs BlockEntry: the block number's bits in a block_index entry.
+const uint GI_BLOCK_BITS = 29u;
+
+// octahedral.rs symmetric_texel: the texel that texel (x, y) comes from when a map
+// is read through symmetry s of the square.
+uvec2 gi_symmetric_texel(uint s, uint x, uint y) {
+    uvec2 q = (s & 4u) != 0u ? uvec2(y, x) : uvec2(x, y);
+    if ((s & 1u) != 0u) q.x = 15u - q.x;
+    if ((s & 2u) != 0u) q.y = 15u - q.y;
+    return q;
+}
+
 // octahedral.rs oct_encode: a unit direction to a point of [-1, 1]^2.
 vec2 gi_oct_encode(vec3 d) {
     float l1 = abs(d.x) + abs(d.y) + abs(d.z);
     float u = d.x / l1;
-    float v = d.y / l1;
-    if (d.z >= 0.0) {
+    float v = d.z / l1;
+    if (d.y >= 0.0) {
         return vec2(u, v);
     }
     return vec2((1.0 - abs(v)) * (u >= 0.0 ? 1.0 : -1.0), (1.0 - abs(u)) * (v >= 0.0 ? 1.0 : -1.0));
@@ -266,13 +278,16 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer GiP
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer GiMaskWords { uvec2 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer GiIrradiance { uvec4 v[]; };
 
-// compress.rs CompressedVisibility::texel: a dead probe sees the clip value.
+// compress.rs CompressedVisibility::texel: a dead probe sees the clip value, a
+// live one reads its block through the symmetry in the entry's top three bits.
 vec2 gi_texel(GiUpdateParams P, uint probe, uint x, uint y) {
-    uint block = Uints(P.block_index).v[probe];
-    if (block == DEAD_PROBE) {
+    uint entry = Uints(P.block_index).v[probe];
+    if (entry == DEAD_PROBE) {
         return vec2(1.0);
     }
-    return gi_unpack_texel(Uints(P.blocks).v[block * GI_TEXELS + y * 16u + x]);
+    uvec2 q = gi_symmetric_texel(entry >> GI_BLOCK_BITS, x, y);
+    uint block = entry & ((1u << GI_BLOCK_BITS) - 1u);
+    return gi_unpack_texel(Uints(P.blocks).v[block * GI_TEXELS + q.y * 16u + q.x]);
 }
 
 // octahedral.rs sample_bordered: bilinear [depth, depth^2] toward d, the border

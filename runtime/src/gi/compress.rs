@@ -10,6 +10,21 @@
 //! pairs (1 KiB). A map within tolerance of the all-clip map is a dead probe: it
 //! stores nothing and decodes to the clip value.
 //!
+//! # Symmetries
+//!
+//! Beyond the reference, a map may also reuse a block read through one of the eight
+//! symmetries of the square ([`symmetric_texel`]): with the octahedral poles on the
+//! vertical, those are the quarter turns about the vertical and the mirrors in
+//! vertical planes, so the corner of a building seen from the north-east and from
+//! the south-west, or a slope facing east and one facing north, share one block.
+//! The probe's entry in `block_index` carries the symmetry in its top three bits
+//! ([`BlockEntry`]); decoding reads texel `(x, y)` of the map from texel
+//! `symmetric_texel(s, x, y)` of the block, still one lookup. Each block of the
+//! window is tried under symmetry 0 (as is) first, then 1 to 7; the newest block
+//! that matches under any of them wins, with its first matching symmetry. On the
+//! 48 m town at 0.5 m spacing this stores 3,416 blocks where plain matching
+//! stores 5,639 (sequential order; `cargo bench -p kiln-benches --bench ddgi`).
+//!
 //! # Batches
 //!
 //! The GPU compresses a batch of maps per dispatch, so maps of one batch cannot
@@ -25,11 +40,43 @@
 //! neighbours `p - 1`, `p - 2`, ... already are, as in the reference's
 //! `SwizzleProbeIndex`.
 
-use super::octahedral::{VisibilityMap, OCT_TEXELS};
+#[cfg(doc)]
+use super::octahedral::symmetric_texel;
+use super::octahedral::{VisibilityMap, OCT_TEXELS, SYMMETRIC_TEXELS};
 use super::pack::{half_from_f32, half_to_f32};
 
 /// `block_index` of a dead probe: no block, every texel is the clip value.
 pub const DEAD_PROBE: u32 = u32::MAX;
+
+/// A probe's `block_index` entry: its block in the low 29 bits, the symmetry it
+/// reads the block through (see the module docs) in the top 3, or [`DEAD_PROBE`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockEntry(pub u32);
+
+impl BlockEntry {
+    /// Bits of the block number.
+    pub const BLOCK_BITS: u32 = 29;
+    /// Blocks a dictionary may hold: every block number but the one [`DEAD_PROBE`]
+    /// spells.
+    pub const MAX_BLOCKS: usize = (1 << Self::BLOCK_BITS) - 1;
+
+    pub fn new(block: u32, symmetry: u32) -> BlockEntry {
+        debug_assert!((block as usize) < Self::MAX_BLOCKS && symmetry < 8);
+        BlockEntry(block | symmetry << Self::BLOCK_BITS)
+    }
+
+    pub fn is_dead(self) -> bool {
+        self.0 == DEAD_PROBE
+    }
+
+    pub fn block(self) -> u32 {
+        self.0 & ((1 << Self::BLOCK_BITS) - 1)
+    }
+
+    pub fn symmetry(self) -> u32 {
+        self.0 >> Self::BLOCK_BITS
+    }
+}
 
 /// Compression settings; [`CompressParams::default`] is the reference's.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -97,7 +144,7 @@ impl ProbeOrder {
 /// Compressed visibility of a set of probes.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CompressedVisibility {
-    /// Per probe: its block, or [`DEAD_PROBE`].
+    /// Per probe: its block and symmetry ([`BlockEntry`]), or [`DEAD_PROBE`].
     pub block_index: Vec<u32>,
     /// The dictionary.
     pub blocks: Vec<Block>,
@@ -107,10 +154,12 @@ impl CompressedVisibility {
     /// Probe `p`'s texel `t` as `[depth, depth^2]` over the clip distance.
     #[inline]
     pub fn texel(&self, p: usize, t: usize) -> [f32; 2] {
-        match self.block_index[p] {
-            DEAD_PROBE => [1.0, 1.0],
-            b => unpack_texel(self.blocks[b as usize][t]),
+        let entry = BlockEntry(self.block_index[p]);
+        if entry.is_dead() {
+            return [1.0, 1.0];
         }
+        let source = SYMMETRIC_TEXELS[entry.symmetry() as usize][t];
+        unpack_texel(self.blocks[entry.block() as usize][source as usize])
     }
 
     pub fn decode(&self, p: usize) -> VisibilityMap {
@@ -137,10 +186,11 @@ pub fn unpack_texel(t: u32) -> [f32; 2] {
     [half_to_f32(t & 0xFFFF), half_to_f32(t >> 16)]
 }
 
-/// Largest texel difference of `map` to `block` is at most `tolerance`.
-fn matches(map: &VisibilityMap, block: &Block, tolerance: f32) -> bool {
-    map.0.iter().zip(block).all(|(m, &b)| {
-        let b = unpack_texel(b);
+/// Largest texel difference of `map` to `block` read through `symmetry` is at most
+/// `tolerance`.
+fn matches(map: &VisibilityMap, block: &Block, symmetry: usize, tolerance: f32) -> bool {
+    map.0.iter().zip(&SYMMETRIC_TEXELS[symmetry]).all(|(m, &source)| {
+        let b = unpack_texel(block[source as usize]);
         (m[0] - b[0]).abs() <= tolerance && (m[1] - b[1]).abs() <= tolerance
     })
 }
@@ -174,16 +224,24 @@ pub fn compress(maps: &[VisibilityMap], order: &ProbeOrder, params: &CompressPar
             if is_dead(map, params.tolerance) {
                 continue;
             }
+            // A symmetry moves texels among themselves: the mean is the same.
             let mean = mean_depth(map.0.iter().map(|t| t[0]));
-            let found = (window_start..len).rev().find(|&j| {
-                (means[j] - mean).abs() <= params.tolerance + MEAN_SLACK
-                    && matches(map, &out.blocks[j], params.tolerance)
+            let found = (window_start..len).rev().find_map(|j| {
+                if (means[j] - mean).abs() > params.tolerance + MEAN_SLACK {
+                    return None;
+                }
+                (0..8).find(|&s| matches(map, &out.blocks[j], s, params.tolerance)).map(|s| (j, s))
             });
             match found {
-                Some(j) => out.block_index[p as usize] = j as u32,
+                Some((j, s)) => out.block_index[p as usize] = BlockEntry::new(j as u32, s as u32).0,
                 None => fresh.push(p),
             }
         }
+        assert!(
+            out.blocks.len() + fresh.len() <= BlockEntry::MAX_BLOCKS,
+            "more than {} visibility blocks",
+            BlockEntry::MAX_BLOCKS
+        );
         for &p in &fresh {
             let block: Block = std::array::from_fn(|t| pack_texel(maps[p as usize].0[t]));
             means.push(mean_depth(block.iter().map(|&t| unpack_texel(t)[0])));
@@ -261,6 +319,30 @@ mod tests {
                 if c.block_index[p] == DEAD_PROBE {
                     assert_eq!(back, VisibilityMap::clipped());
                 }
+            }
+        }
+    }
+
+    /// A map read through each symmetry of the square shares the first one's block,
+    /// and every probe decodes to its own map.
+    #[test]
+    fn symmetric_maps_share_one_block() {
+        let mut seed = 11;
+        let mut base = VisibilityMap::clipped();
+        for t in base.0.iter_mut() {
+            let d = rng(&mut seed);
+            *t = [d, d * d];
+        }
+        let turned: Vec<VisibilityMap> =
+            (0..8).map(|s| VisibilityMap(std::array::from_fn(|t| base.0[SYMMETRIC_TEXELS[s][t] as usize]))).collect();
+        let c = compress(&turned, &ProbeOrder::linear(8, 1), &CompressParams::default());
+        assert_eq!(c.blocks.len(), 1);
+        for (s, map) in turned.iter().enumerate() {
+            let entry = BlockEntry(c.block_index[s]);
+            assert_eq!((entry.block(), entry.symmetry()), (0, s as u32));
+            let decoded = c.decode(s);
+            for (got, want) in decoded.0.iter().zip(&map.0) {
+                assert!((got[0] - want[0]).abs() <= 1e-3 && (got[1] - want[1]).abs() <= 1e-3);
             }
         }
     }

@@ -35,9 +35,9 @@ pub mod volume;
 #[cfg(test)]
 mod tests;
 
-pub use compress::{compress, CompressParams, CompressedVisibility, ProbeOrder, DEAD_PROBE};
+pub use compress::{compress, BlockEntry, CompressParams, CompressedVisibility, ProbeOrder, DEAD_PROBE};
 pub use field::{ProbeField, SampleParams, UNLIT};
-pub use octahedral::{oct_decode, oct_encode, VisibilityMap, OCT_RES, OCT_TEXELS};
+pub use octahedral::{oct_decode, oct_encode, symmetric_texel, VisibilityMap, OCT_RES, OCT_TEXELS};
 pub use pack::PackedSh;
 pub use sh::ShRgb;
 pub use update::{bake_visibility, update_irradiance, GiLighting, UpdateParams};

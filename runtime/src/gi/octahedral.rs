@@ -37,11 +37,15 @@ fn sign_not_zero(x: f32) -> f32 {
     }
 }
 
-/// Unit direction -> point of `[-1, 1]^2`.
+/// Unit direction -> point of `[-1, 1]^2`. The poles are the world's vertical
+/// (+y at the centre, -y at the corners) and `(u, v)` follow `(x, z)`, so turning
+/// the world a quarter about the vertical, or mirroring it in a vertical plane
+/// `x = c` or `z = c`, moves a map's texels among themselves (the eight symmetries
+/// of the square, see [`symmetric_texel`]).
 pub fn oct_encode(d: Vec3) -> [f32; 2] {
     let l1 = d.x.abs() + d.y.abs() + d.z.abs();
-    let (u, v) = (d.x / l1, d.y / l1);
-    if d.z >= 0.0 {
+    let (u, v) = (d.x / l1, d.z / l1);
+    if d.y >= 0.0 {
         [u, v]
     } else {
         [(1.0 - v.abs()) * sign_not_zero(u), (1.0 - u.abs()) * sign_not_zero(v)]
@@ -50,11 +54,43 @@ pub fn oct_encode(d: Vec3) -> [f32; 2] {
 
 /// Point of `[-1, 1]^2` -> unit direction.
 pub fn oct_decode([u, v]: [f32; 2]) -> Vec3 {
-    let z = 1.0 - u.abs() - v.abs();
-    let (x, y) =
-        if z < 0.0 { ((1.0 - v.abs()) * sign_not_zero(u), (1.0 - u.abs()) * sign_not_zero(v)) } else { (u, v) };
+    let y = 1.0 - u.abs() - v.abs();
+    let (x, z) =
+        if y < 0.0 { ((1.0 - v.abs()) * sign_not_zero(u), (1.0 - u.abs()) * sign_not_zero(v)) } else { (u, v) };
     Vec3::new(x, y, z).normalize()
 }
+
+/// The texel that texel `(x, y)` of a map comes from when the map is read through
+/// symmetry `s` of the square (`0..8`): bit 2 swaps the axes, then bit 0 mirrors
+/// x and bit 1 mirrors y. On the sphere these are the quarter turns about the
+/// vertical and the mirrors in vertical planes (see [`oct_encode`]): the compressor
+/// stores one block for maps that differ only by one of them.
+pub const fn symmetric_texel(s: u32, x: usize, y: usize) -> (usize, usize) {
+    let (mut x, mut y) = if s & 4 != 0 { (y, x) } else { (x, y) };
+    if s & 1 != 0 {
+        x = OCT_RES - 1 - x;
+    }
+    if s & 2 != 0 {
+        y = OCT_RES - 1 - y;
+    }
+    (x, y)
+}
+
+/// [`symmetric_texel`] for row-major texel indices, as a table per symmetry.
+pub const SYMMETRIC_TEXELS: [[u8; OCT_TEXELS]; 8] = {
+    let mut table = [[0u8; OCT_TEXELS]; 8];
+    let mut s = 0;
+    while s < 8 {
+        let mut t = 0;
+        while t < OCT_TEXELS {
+            let (x, y) = symmetric_texel(s as u32, t % OCT_RES, t / OCT_RES);
+            table[s][t] = (y * OCT_RES + x) as u8;
+            t += 1;
+        }
+        s += 1;
+    }
+    table
+};
 
 /// Direction through the centre of texel `(x, y)` of a 16 x 16 map.
 pub fn texel_direction(x: usize, y: usize) -> Vec3 {
@@ -160,7 +196,40 @@ mod tests {
             assert!((oct_decode(oct_encode(d)) - d).length() < 1e-6);
         }
         for (u, v) in [(1.0, 1.0), (-1.0, 1.0), (1.0, -1.0), (-1.0, -1.0)] {
-            assert!((oct_decode([u, v]) - Vec3::NEG_Z).length() < 1e-6);
+            assert!((oct_decode([u, v]) - Vec3::NEG_Y).length() < 1e-6);
+        }
+        // The poles are the vertical: +y at the centre of the square, -y at its
+        // corners (above); x and z along u and v.
+        assert!((oct_decode([0.0, 0.0]) - Vec3::Y).length() < 1e-6);
+        assert_eq!(oct_encode(Vec3::X), [1.0, 0.0]);
+        assert_eq!(oct_encode(Vec3::Z), [0.0, 1.0]);
+    }
+
+    /// Each symmetry of the square moves texels among themselves, and the texel it
+    /// reads lies in the direction turned or mirrored about the vertical: swap x
+    /// and z (bit 2), then negate x (bit 0) and z (bit 1).
+    #[test]
+    fn symmetric_texels_are_the_vertical_turns_and_mirrors() {
+        for s in 0..8u32 {
+            let mut seen = [false; OCT_TEXELS];
+            for y in 0..OCT_RES {
+                for x in 0..OCT_RES {
+                    let (sx, sy) = symmetric_texel(s, x, y);
+                    assert_eq!(SYMMETRIC_TEXELS[s as usize][y * OCT_RES + x] as usize, sy * OCT_RES + sx);
+                    seen[sy * OCT_RES + sx] = true;
+                    let d = texel_direction(x, y);
+                    let mut want = if s & 4 != 0 { Vec3::new(d.z, d.y, d.x) } else { d };
+                    if s & 1 != 0 {
+                        want.x = -want.x;
+                    }
+                    if s & 2 != 0 {
+                        want.z = -want.z;
+                    }
+                    let got = texel_direction(sx, sy);
+                    assert!((got - want).length() < 1e-5, "symmetry {s}, texel ({x}, {y}): {got} != {want}");
+                }
+            }
+            assert!(seen.iter().all(|&v| v), "symmetry {s} is a permutation");
         }
     }
 

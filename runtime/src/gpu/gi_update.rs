@@ -82,9 +82,11 @@ impl GpuProbeField {
                 self.probe_count
             )));
         }
-        if let Some(p) =
-            vis.block_index.iter().position(|&b| b != crate::gi::DEAD_PROBE && b as usize >= vis.blocks.len())
-        {
+        let missing = |&b: &u32| {
+            let entry = crate::gi::BlockEntry(b);
+            !entry.is_dead() && entry.block() as usize >= vis.blocks.len()
+        };
+        if let Some(p) = vis.block_index.iter().position(missing) {
             return Err(GpuError::InvalidInput(format!("visibility: probe {p} names a missing block")));
         }
         let words: &[u32] = bytemuck::cast_slice(&vis.blocks);

@@ -824,6 +824,15 @@ fn gpu_visibility_compression_equals_the_cpu_reference() {
     let shifted: Vec<VisibilityMap> =
         maps.iter().map(|m| VisibilityMap(std::array::from_fn(|t| [m.0[t][0] * 0.995, m.0[t][1] * 0.99]))).collect();
     maps.extend(shifted);
+    // Maps read through the symmetries of the square, so that matches through each
+    // of them occur (the room has few of its own).
+    let turned: Vec<VisibilityMap> = (0..maps.len() / 2)
+        .map(|p| {
+            let table = &crate::gi::octahedral::SYMMETRIC_TEXELS[1 + p % 7];
+            VisibilityMap(std::array::from_fn(|t| maps[p].0[table[t] as usize]))
+        })
+        .collect();
+    maps.extend(turned);
     let n = maps.len() as u32;
     let texels: Vec<[f32; 2]> = maps.iter().flat_map(|m| m.0).collect();
     let compressor = GiCompressor::new(&gpu).unwrap();
@@ -841,6 +850,14 @@ fn gpu_visibility_compression_equals_the_cpu_reference() {
         let want = compress(&maps, &order, &params);
         let live = maps.len() - want.dead_count();
         assert!(want.dead_count() > 0 && want.blocks.len() < live, "the maps exercise every path");
+        let symmetries: std::collections::BTreeSet<u32> = want
+            .block_index
+            .iter()
+            .map(|&e| crate::gi::BlockEntry(e))
+            .filter(|e| !e.is_dead())
+            .map(|e| e.symmetry())
+            .collect();
+        assert_eq!(symmetries.len(), 8, "matches through every symmetry: {symmetries:?}");
         assert_eq!(got.block_index, want.block_index, "{} batches, window {window}", order.batch_count());
         assert!(got.blocks == want.blocks, "{} batches, window {window}: blocks differ", order.batch_count());
     }
