@@ -1,7 +1,8 @@
 // Dictionary compression of visibility maps, step 2 of a batch (gpu/gi_compress.rs):
 // one workgroup of 256. The batch's unmatched maps become new blocks in batch order
 // (an exclusive scan of the flags gives each its index), packed to half floats with
-// their mean depth for the next batches' prefilter; then the block count grows.
+// their mean depths (whole map, central 8 x 8) for the next batches' prefilter; then
+// the block count grows.
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "include/common.glsl"
@@ -10,7 +11,7 @@
 KILN_PUSH_GI_COMPRESS;
 
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Vec2s { vec2 v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer FloatsW { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer Vec2sW { vec2 v[]; };
 
 shared uint scan[GI_TEXELS];
 
@@ -35,12 +36,15 @@ void main() {
         Vec2s maps = Vec2s(pc.maps);
         Words blocks = Words(pc.blocks);
         float sum = 0.0;
+        float inner = 0.0;
         for (uint k = 0u; k < GI_TEXELS; ++k) {
             uint packed = gi_pack_texel(maps.v[probe * GI_TEXELS + k]);
             blocks.v[index * GI_TEXELS + k] = packed;
-            sum += gi_unpack_texel(packed).x;
+            float depth = gi_unpack_texel(packed).x;
+            sum += depth;
+            inner += gi_inner_texel(k) ? depth : 0.0;
         }
-        FloatsW(pc.means).v[index] = sum / float(GI_TEXELS);
+        Vec2sW(pc.means).v[index] = vec2(sum / float(GI_TEXELS), inner / 64.0);
     }
     barrier();
     if (t == GI_TEXELS - 1u) {

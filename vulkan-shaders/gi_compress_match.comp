@@ -17,6 +17,7 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Vec
 
 shared vec2 map_texels[GI_TEXELS];
 shared float partial_sum[GI_TEXELS];
+shared float partial_inner[GI_TEXELS];
 shared uint all_clipped[GI_TEXELS];
 shared int newest[GI_TEXELS];
 
@@ -27,11 +28,13 @@ void main() {
     vec2 m = Vec2s(pc.maps).v[probe * GI_TEXELS + t];
     map_texels[t] = m;
     partial_sum[t] = m.x;
+    partial_inner[t] = gi_inner_texel(t) ? m.x : 0.0;
     all_clipped[t] = (abs(m.x - 1.0) <= pc.tolerance && abs(m.y - 1.0) <= pc.tolerance) ? 1u : 0u;
     barrier();
     for (uint s = GI_TEXELS / 2u; s > 0u; s >>= 1u) {
         if (t < s) {
             partial_sum[t] += partial_sum[t + s];
+            partial_inner[t] += partial_inner[t + s];
             all_clipped[t] &= all_clipped[t + s];
         }
         barrier();
@@ -45,16 +48,20 @@ void main() {
         }
         return;
     }
+    // Mean depths that no symmetry changes (see gi/compress.rs invariant_means).
     float mean = partial_sum[0] / float(GI_TEXELS);
+    float inner = partial_inner[0] / 64.0;
     uint len = Words(pc.state).v[0];
     int start = int(len > pc.window ? len - pc.window : 0u);
-    Floats means = Floats(pc.means);
+    Vec2s means = Vec2s(pc.means);
     Words blocks = Words(pc.blocks);
     // found = j << 3 | symmetry: the newest block wins the max below, with the first
     // symmetry it matches under (each block is tried by one invocation only).
     int found = -1;
     for (int j = int(len) - 1 - int(t); j >= start && found < 0; j -= int(GI_TEXELS)) {
-        if (abs(means.v[j] - mean) > pc.tolerance + GI_MEAN_SLACK) {
+        vec2 block_means = means.v[j];
+        if (abs(block_means.x - mean) > pc.tolerance + GI_MEAN_SLACK
+            || abs(block_means.y - inner) > pc.tolerance + GI_MEAN_SLACK) {
             continue;
         }
         for (uint s = 0u; s < 8u && found < 0; ++s) {

@@ -237,6 +237,13 @@ vec3 gi_sh_irradiance(GiSh sh, vec3 n) {
 // compress.rs BlockEntry: the block number's bits in a block_index entry.
 const uint GI_BLOCK_BITS = 29u;
 
+// compress.rs invariant_means: texel k is one of the central 8 x 8.
+bool gi_inner_texel(uint k) {
+    uint x = k % 16u;
+    uint y = k / 16u;
+    return x >= 4u && x < 12u && y >= 4u && y < 12u;
+}
+
 // octahedral.rs symmetric_texel: the texel that texel (x, y) comes from when a map
 // is read through symmetry s of the square.
 uvec2 gi_symmetric_texel(uint s, uint x, uint y) {

@@ -54,7 +54,7 @@ impl GpuVisibility {
             order: gpu.buffer("gi compress order", n * 4, BufferMemory::Device)?,
             block_index: gpu.buffer("gi block index", n * 4, BufferMemory::Device)?,
             blocks: gpu.buffer("gi blocks", n * texels * 4, BufferMemory::Device)?,
-            means: gpu.buffer("gi block means", n * 4, BufferMemory::Device)?,
+            means: gpu.buffer("gi block means", n * 8, BufferMemory::Device)?,
             state: gpu.buffer("gi compress state", 16, BufferMemory::Device)?,
             fresh: gpu.buffer("gi compress flags", MAX_COMPRESS_BATCH as u64 * 4, BufferMemory::Device)?,
             probe_count,
