@@ -797,6 +797,27 @@ fn gpu_bitonic_sort_equals_a_cpu_sort_for_every_size() {
     assert_validation_clean(&gpu);
 }
 
+/// Uploaded visibility is checked entry by entry: the block an entry names,
+/// through whichever symmetry, must exist; dead probes and symmetric entries of
+/// existing blocks pass.
+#[test]
+fn uploaded_visibility_must_name_existing_blocks() {
+    use crate::gi::compress::pack_texel;
+    use crate::gi::{BlockEntry, CompressedVisibility, ProbeField, ProbeGrid, ProbeVolume, DEAD_PROBE};
+    let Some(mut gpu) = test_gpu("uploaded_visibility_must_name_existing_blocks") else {
+        return;
+    };
+    let grid = ProbeGrid::covering(glam::Vec3::ZERO, glam::Vec3::splat(2.0), 1.0).unwrap();
+    let field = GpuProbeField::new(&mut gpu, &ProbeField::new(ProbeVolume::dense(grid))).unwrap();
+    let n = field.probe_count as usize;
+    let mut vis =
+        CompressedVisibility { block_index: vec![DEAD_PROBE; n], blocks: vec![[pack_texel([0.5, 0.25]); 256]] };
+    vis.block_index[0] = BlockEntry::new(0, 7).0;
+    field.upload_visibility(&mut gpu, &vis).unwrap();
+    vis.block_index[1] = BlockEntry::new(1, 3).0;
+    assert!(matches!(field.upload_visibility(&mut gpu, &vis), Err(GpuError::InvalidInput(_))));
+}
+
 #[test]
 fn gpu_visibility_compression_equals_the_cpu_reference() {
     use crate::gi::compress::{compress, CompressParams, ProbeOrder};
