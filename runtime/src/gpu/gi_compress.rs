@@ -25,6 +25,10 @@ use crate::gi::OCT_TEXELS;
 /// Largest batch the append kernel handles (one workgroup).
 pub const MAX_COMPRESS_BATCH: usize = 256;
 
+/// Most probes a [`GpuVisibility`] holds: a block number (at most one per probe)
+/// shifted left by three must fit in a signed 32-bit int on the device.
+pub const MAX_COMPRESS_PROBES: u32 = (1 << 28) - 1;
+
 /// The compressor's kernels.
 pub struct GiCompressor {
     matcher: Kernel,
@@ -47,6 +51,13 @@ pub struct GpuVisibility {
 impl GpuVisibility {
     /// Buffers for `probe_count` probes (room for a block each).
     pub fn new(gpu: &Gpu, probe_count: u32) -> Result<GpuVisibility, GpuError> {
+        if probe_count > MAX_COMPRESS_PROBES {
+            // gi_compress_match packs a block and its symmetry as `block << 3 |
+            // symmetry` in an int.
+            return Err(GpuError::InvalidInput(format!(
+                "visibility of {probe_count} probes (at most {MAX_COMPRESS_PROBES})"
+            )));
+        }
         let n = u64::from(probe_count.max(1));
         let texels = OCT_TEXELS as u64;
         Ok(GpuVisibility {

@@ -882,6 +882,11 @@ fn gpu_visibility_compression_equals_the_cpu_reference() {
         assert_eq!(got.block_index, want.block_index, "{} batches, window {window}", order.batch_count());
         assert!(got.blocks == want.blocks, "{} batches, window {window}: blocks differ", order.batch_count());
     }
+    // More probes than the match kernel can number is refused before allocating.
+    assert!(matches!(
+        GpuVisibility::new(&gpu, super::gi_compress::MAX_COMPRESS_PROBES + 1),
+        Err(GpuError::InvalidInput(_))
+    ));
     // A batch wider than one workgroup is refused before anything is recorded.
     let wide = ProbeOrder::linear(n, 300);
     let err = gpu.submit("compress", |rec| compressor.record(rec, &vis, &wide, &CompressParams::default()));
