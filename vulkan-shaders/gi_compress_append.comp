@@ -1,8 +1,9 @@
 // Dictionary compression of visibility maps, step 2 of a batch (gpu/gi_compress.rs):
-// one workgroup of 256. The batch's unmatched maps become new blocks in batch order
-// (an exclusive scan of the flags gives each its index), packed to half floats with
-// their mean depths (whole map, central 8 x 8) for the next batches' prefilter; then
-// the block count grows.
+// one workgroup of 256, one invocation per map of the batch. The batch's unmatched
+// quadrants become new blocks in batch order, then quadrant order (an exclusive
+// scan of each map's fresh count gives its first index), packed to half floats with
+// their mean depths (whole quadrant, 4 x 4 nearest the pole) for the next batches'
+// prefilter; then the block count grows.
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "include/common.glsl"
@@ -17,8 +18,13 @@ shared uint scan[GI_TEXELS];
 
 void main() {
     uint t = gl_LocalInvocationID.x;
-    uint flag = t < pc.count ? Uints(pc.fresh).v[t] : 0u;
-    scan[t] = flag;
+    uint flags[GI_QUADRANTS];
+    uint mine = 0u;
+    for (uint q = 0u; q < GI_QUADRANTS; ++q) {
+        flags[q] = t < pc.count ? Uints(pc.fresh).v[t * GI_QUADRANTS + q] : 0u;
+        mine += flags[q];
+    }
+    scan[t] = mine;
     barrier();
     // Inclusive Hillis-Steele scan.
     for (uint s = 1u; s < GI_TEXELS; s <<= 1u) {
@@ -29,22 +35,28 @@ void main() {
     }
     Words state = Words(pc.state);
     uint len = state.v[0];
-    if (flag == 1u) {
-        uint index = len + scan[t] - 1u;
+    if (mine > 0u) {
+        uint index = len + scan[t] - mine;
         uint probe = Uints(pc.order).v[pc.first + t];
-        Words(pc.block_index).v[probe] = index;
         Vec2s maps = Vec2s(pc.maps);
         Words blocks = Words(pc.blocks);
-        float sum = 0.0;
-        float inner = 0.0;
-        for (uint k = 0u; k < GI_TEXELS; ++k) {
-            uint packed = gi_pack_texel(maps.v[probe * GI_TEXELS + k]);
-            blocks.v[index * GI_TEXELS + k] = packed;
-            float depth = gi_unpack_texel(packed).x;
-            sum += depth;
-            inner += gi_inner_texel(k) ? depth : 0.0;
+        for (uint q = 0u; q < GI_QUADRANTS; ++q) {
+            if (flags[q] == 0u) {
+                continue;
+            }
+            Words(pc.block_index).v[probe * GI_QUADRANTS + q] = index;
+            float sum = 0.0;
+            float pole = 0.0;
+            for (uint k = 0u; k < GI_QUADRANT_TEXELS; ++k) {
+                uint packed = gi_pack_texel(maps.v[probe * GI_TEXELS + gi_quadrant_map(q, k)]);
+                blocks.v[index * GI_QUADRANT_TEXELS + k] = packed;
+                float depth = gi_unpack_texel(packed).x;
+                sum += depth;
+                pole += gi_pole_place(k) ? depth : 0.0;
+            }
+            Vec2sW(pc.means).v[index] = vec2(sum / float(GI_QUADRANT_TEXELS), pole / 16.0);
+            index += 1u;
         }
-        Vec2sW(pc.means).v[index] = vec2(sum / float(GI_TEXELS), inner / 64.0);
     }
     barrier();
     if (t == GI_TEXELS - 1u) {

@@ -1,11 +1,11 @@
 // Dictionary compression of visibility maps, step 1 of a batch (gpu/gi_compress.rs,
-// CPU reference gi/compress.rs): one workgroup of 256 per map of the batch, one
-// invocation per texel. The map is tested against the all-clip map (dead probe),
-// then each invocation scans its share of the look-back window, newest first, and
-// the workgroup keeps the newest block whose every texel is within the tolerance
-// when read through one of the eight symmetries of the square (the first one
-// that fits, see gi/compress.rs).
-// Maps without a match are flagged for gi_compress_append.
+// CPU reference gi/compress.rs): one workgroup of 64 per quadrant of each map of
+// the batch (workgroup 4 slot + q), one invocation per texel of the quadrant's
+// frame. The quadrant is tested against the clip value (dead quadrant), then each
+// invocation scans its share of the look-back window, newest first, and the
+// workgroup keeps the newest block whose every texel is within the tolerance, as
+// is or else transposed (see gi/compress.rs). Quadrants without a match are
+// flagged for gi_compress_append.
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "include/common.glsl"
@@ -15,82 +15,85 @@ KILN_PUSH_GI_COMPRESS;
 
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Vec2s { vec2 v[]; };
 
-shared vec2 map_texels[GI_TEXELS];
-shared float partial_sum[GI_TEXELS];
-shared float partial_inner[GI_TEXELS];
-shared uint all_clipped[GI_TEXELS];
-shared int newest[GI_TEXELS];
+shared vec2 quadrant[GI_QUADRANT_TEXELS];
+shared float partial_sum[GI_QUADRANT_TEXELS];
+shared float partial_pole[GI_QUADRANT_TEXELS];
+shared uint all_clipped[GI_QUADRANT_TEXELS];
+shared int newest[GI_QUADRANT_TEXELS];
 
 void main() {
-    uint slot = gl_WorkGroupID.x;
-    uint t = gl_LocalInvocationID.x;
+    uint slot = gl_WorkGroupID.x / GI_QUADRANTS;
+    uint q = gl_WorkGroupID.x % GI_QUADRANTS;
+    uint i = gl_LocalInvocationID.x;
     uint probe = Uints(pc.order).v[pc.first + slot];
-    vec2 m = Vec2s(pc.maps).v[probe * GI_TEXELS + t];
-    map_texels[t] = m;
-    partial_sum[t] = m.x;
-    partial_inner[t] = gi_inner_texel(t) ? m.x : 0.0;
-    all_clipped[t] = (abs(m.x - 1.0) <= pc.tolerance && abs(m.y - 1.0) <= pc.tolerance) ? 1u : 0u;
+    vec2 m = Vec2s(pc.maps).v[probe * GI_TEXELS + gi_quadrant_map(q, i)];
+    quadrant[i] = m;
+    partial_sum[i] = m.x;
+    partial_pole[i] = gi_pole_place(i) ? m.x : 0.0;
+    all_clipped[i] = (abs(m.x - 1.0) <= pc.tolerance && abs(m.y - 1.0) <= pc.tolerance) ? 1u : 0u;
     barrier();
-    for (uint s = GI_TEXELS / 2u; s > 0u; s >>= 1u) {
-        if (t < s) {
-            partial_sum[t] += partial_sum[t + s];
-            partial_inner[t] += partial_inner[t + s];
-            all_clipped[t] &= all_clipped[t + s];
+    for (uint s = GI_QUADRANT_TEXELS / 2u; s > 0u; s >>= 1u) {
+        if (i < s) {
+            partial_sum[i] += partial_sum[i + s];
+            partial_pole[i] += partial_pole[i + s];
+            all_clipped[i] &= all_clipped[i + s];
         }
         barrier();
     }
     Words block_index = Words(pc.block_index);
     Words fresh = Words(pc.fresh);
+    uint entry = probe * GI_QUADRANTS + q;
+    uint flag = slot * GI_QUADRANTS + q;
     if (all_clipped[0] == 1u) {
-        if (t == 0u) {
-            block_index.v[probe] = DEAD_PROBE;
-            fresh.v[slot] = 0u;
+        if (i == 0u) {
+            block_index.v[entry] = DEAD_QUADRANT;
+            fresh.v[flag] = 0u;
         }
         return;
     }
-    // Mean depths that no symmetry changes (see gi/compress.rs invariant_means).
-    float mean = partial_sum[0] / float(GI_TEXELS);
-    float inner = partial_inner[0] / 64.0;
+    // Mean depths a transpose keeps (see gi/compress.rs invariant_means).
+    float mean = partial_sum[0] / float(GI_QUADRANT_TEXELS);
+    float pole = partial_pole[0] / 16.0;
     uint len = Words(pc.state).v[0];
     int start = int(len > pc.window ? len - pc.window : 0u);
     Vec2s means = Vec2s(pc.means);
     Words blocks = Words(pc.blocks);
-    // found = j << 3 | symmetry: the newest block wins the max below, with the first
-    // symmetry it matches under (each block is tried by one invocation only).
+    // found = j << 1 | transposed: the newest block wins the max below, as is before
+    // transposed (each block is tried by one invocation only).
     int found = -1;
-    for (int j = int(len) - 1 - int(t); j >= start && found < 0; j -= int(GI_TEXELS)) {
+    for (int j = int(len) - 1 - int(i); j >= start && found < 0; j -= int(GI_QUADRANT_TEXELS)) {
         vec2 block_means = means.v[j];
         if (abs(block_means.x - mean) > pc.tolerance + GI_MEAN_SLACK
-            || abs(block_means.y - inner) > pc.tolerance + GI_MEAN_SLACK) {
+            || abs(block_means.y - pole) > pc.tolerance + GI_MEAN_SLACK) {
             continue;
         }
-        for (uint s = 0u; s < 8u && found < 0; ++s) {
+        for (uint transposed = 0u; transposed < 2u && found < 0; ++transposed) {
             bool same = true;
-            for (uint k = 0u; k < GI_TEXELS && same; ++k) {
-                uvec2 q = gi_symmetric_texel(s, k % 16u, k / 16u);
-                vec2 d = abs(map_texels[k] - gi_unpack_texel(blocks.v[uint(j) * GI_TEXELS + q.y * 16u + q.x]));
+            for (uint k = 0u; k < GI_QUADRANT_TEXELS && same; ++k) {
+                uint texel = uint(j) * GI_QUADRANT_TEXELS + gi_block_texel(k, transposed == 1u);
+                vec2 d = abs(quadrant[k] - gi_unpack_texel(blocks.v[texel]));
                 same = d.x <= pc.tolerance && d.y <= pc.tolerance;
             }
             if (same) {
-                found = (j << 3) | int(s);
+                found = (j << 1) | int(transposed);
             }
         }
     }
-    newest[t] = found;
+    newest[i] = found;
     barrier();
-    for (uint s = GI_TEXELS / 2u; s > 0u; s >>= 1u) {
-        if (t < s) {
-            newest[t] = max(newest[t], newest[t + s]);
+    for (uint s = GI_QUADRANT_TEXELS / 2u; s > 0u; s >>= 1u) {
+        if (i < s) {
+            newest[i] = max(newest[i], newest[i + s]);
         }
         barrier();
     }
-    if (t == 0u) {
+    if (i == 0u) {
         if (newest[0] >= 0) {
-            uint symmetry = uint(newest[0]) & 7u;
-            block_index.v[probe] = (uint(newest[0]) >> 3u) | (symmetry << GI_BLOCK_BITS);
-            fresh.v[slot] = 0u;
+            uint transposed = (uint(newest[0]) & 1u) != 0u ? GI_TRANSPOSED : 0u;
+            block_index.v[entry] = (uint(newest[0]) >> 1u) | transposed;
+            fresh.v[flag] = 0u;
         } else {
-            fresh.v[slot] = 1u;
+            fresh.v[flag] = 1u;
         }
     }
 }

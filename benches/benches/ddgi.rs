@@ -73,7 +73,7 @@ fn figures(s: &mut Setup) {
         let compressed = compress(&s.maps, &order, &params);
         let seconds = start.elapsed().as_secs_f64();
         let raw = s.maps.len() * 1024;
-        let stored = compressed.blocks.len() * 1024 + compressed.block_index.len() * 4;
+        let stored = compressed.bytes();
         println!(
             "ddgi {} {name}: {} probes, {} dead, {} blocks; visibility {} KiB raw -> {} KiB ({:.2}%), compressed in {:.2} s",
             s.label,

@@ -5,7 +5,10 @@
 #define KILN_GI_GLSL
 
 const uint GI_TEXELS = 256u;
-const uint DEAD_PROBE = 0xffffffffu;
+// compress.rs QUADRANTS, QUADRANT_TEXELS, DEAD_QUADRANT.
+const uint GI_QUADRANTS = 4u;
+const uint GI_QUADRANT_TEXELS = 64u;
+const uint DEAD_QUADRANT = 0xffffffffu;
 // compress.rs MEAN_SLACK: the mean prefilter never rejects a true match.
 const float GI_MEAN_SLACK = 1e-4;
 
@@ -234,23 +237,34 @@ vec3 gi_sh_irradiance(GiSh sh, vec3 n) {
     return max(e, vec3(0.0));
 }
 
-// compress.rs BlockEntry: the block number's bits in a block_index entry.
-const uint GI_BLOCK_BITS = 29u;
+// compress.rs BlockEntry::TRANSPOSED: the transpose bit of a block_index entry.
+const uint GI_TRANSPOSED = 0x80000000u;
 
-// compress.rs invariant_means: texel k is one of the central 8 x 8.
-bool gi_inner_texel(uint k) {
-    uint x = k % 16u;
-    uint y = k / 16u;
-    return x >= 4u && x < 12u && y >= 4u && y < 12u;
+// octahedral.rs quadrant_texel: texel (x, y) of a map as (quadrant, place), the
+// place counted from the map's centre outward, row-major in 8 x 8.
+uvec2 gi_quadrant_texel(uint x, uint y) {
+    uint cx = x >= 8u ? x - 8u : 7u - x;
+    uint cy = y >= 8u ? y - 8u : 7u - y;
+    return uvec2((y >= 8u ? 2u : 0u) + (x >= 8u ? 1u : 0u), cy * 8u + cx);
 }
 
-// octahedral.rs symmetric_texel: the texel that texel (x, y) comes from when a map
-// is read through symmetry s of the square.
-uvec2 gi_symmetric_texel(uint s, uint x, uint y) {
-    uvec2 q = (s & 4u) != 0u ? uvec2(y, x) : uvec2(x, y);
-    if ((s & 1u) != 0u) q.x = 15u - q.x;
-    if ((s & 2u) != 0u) q.y = 15u - q.y;
-    return q;
+// compress.rs QUADRANT_MAP: the map texel at place i of quadrant q's frame.
+uint gi_quadrant_map(uint q, uint i) {
+    uint cx = i % 8u;
+    uint cy = i / 8u;
+    uint x = (q & 1u) != 0u ? 8u + cx : 7u - cx;
+    uint y = (q & 2u) != 0u ? 8u + cy : 7u - cy;
+    return y * 16u + x;
+}
+
+// compress.rs block_texel: the block texel place i reads, as is or transposed.
+uint gi_block_texel(uint i, bool transposed) {
+    return transposed ? (i % 8u) * 8u + i / 8u : i;
+}
+
+// compress.rs invariant_means: place i is one of the 4 x 4 nearest the pole.
+bool gi_pole_place(uint i) {
+    return i % 8u < 4u && i / 8u < 4u;
 }
 
 // octahedral.rs oct_encode: a unit direction to a point of [-1, 1]^2.
@@ -285,16 +299,17 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer GiP
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer GiMaskWords { uvec2 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer GiIrradiance { uvec4 v[]; };
 
-// compress.rs CompressedVisibility::texel: a dead probe sees the clip value, a
-// live one reads its block through the symmetry in the entry's top three bits.
+// compress.rs CompressedVisibility::texel: a dead quadrant sees the clip value, a
+// live one reads its block, transposed when the entry's top bit says so.
 vec2 gi_texel(GiUpdateParams P, uint probe, uint x, uint y) {
-    uint entry = Uints(P.block_index).v[probe];
-    if (entry == DEAD_PROBE) {
+    uvec2 qi = gi_quadrant_texel(x, y);
+    uint entry = Uints(P.block_index).v[probe * GI_QUADRANTS + qi.x];
+    if (entry == DEAD_QUADRANT) {
         return vec2(1.0);
     }
-    uvec2 q = gi_symmetric_texel(entry >> GI_BLOCK_BITS, x, y);
-    uint block = entry & ((1u << GI_BLOCK_BITS) - 1u);
-    return gi_unpack_texel(Uints(P.blocks).v[block * GI_TEXELS + q.y * 16u + q.x]);
+    uint texel = gi_block_texel(qi.y, (entry & GI_TRANSPOSED) != 0u);
+    uint block = entry & ~GI_TRANSPOSED;
+    return gi_unpack_texel(Uints(P.blocks).v[block * GI_QUADRANT_TEXELS + texel]);
 }
 
 // octahedral.rs sample_bordered: bilinear [depth, depth^2] toward d, the border

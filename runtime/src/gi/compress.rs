@@ -1,32 +1,36 @@
 //! Lossy dictionary compression of visibility maps, the CPU reference of
-//! `vulkan-shaders/gi_compress.comp`.
+//! `vulkan-shaders/gi_compress_{match,append}.comp`.
 //!
 //! Following the reference notes (`shared/reference/001_9e5c8190d77d0949.txt`,
-//! "Dictionary Compression"): maps are visited in a given order; each is compared
-//! with the blocks already stored within a look-back window (10,000 blocks) and
-//! reuses the most recent one whose largest texel difference, in either channel, is
-//! at most the tolerance (0.01 of the clip range: maps are normalised, so the
-//! tolerance is absolute); otherwise it is stored as a new block of 256 half-float
-//! pairs (1 KiB). A map within tolerance of the all-clip map is a dead probe: it
-//! stores nothing and decodes to the clip value.
+//! "Dictionary Compression"): maps are visited in a given order; each quadrant is
+//! compared with the blocks already stored within a look-back window (10,000
+//! blocks) and reuses the most recent one whose largest texel difference, in either
+//! channel, is at most the tolerance (0.01 of the clip range: maps are normalised,
+//! so the tolerance is absolute); otherwise it is stored as a new block of 64
+//! half-float pairs (256 B). A quadrant within tolerance of the clip value stores
+//! nothing and decodes to the clip value; a probe whose four quadrants are so is a
+//! dead probe.
 //!
-//! # Symmetries
+//! # Quadrants and symmetries
 //!
-//! Beyond the reference, a map may also reuse a block read through one of the eight
-//! symmetries of the square ([`symmetric_texel`]): with the octahedral poles on the
-//! vertical, those are the quarter turns about the vertical and the mirrors in
-//! vertical planes, so the corner of a building seen from the north-east and from
-//! the south-west, or a slope facing east and one facing north, share one block.
-//! The probe's entry in `block_index` carries the symmetry in its top three bits
-//! ([`BlockEntry`]); decoding reads texel `(x, y)` of the map from texel
-//! `symmetric_texel(s, x, y)` of the block, still one lookup. Each block of the
-//! window is tried under symmetry 0 (as is) first, then 1 to 7; the newest block
-//! that matches under any of them wins, with its first matching symmetry. On the
-//! 48 m town at 0.5 m spacing this stores 3,416 blocks where plain matching
-//! stores 5,639 (sequential order; `cargo bench -p kiln-benches --bench ddgi`).
-//! A second prefilter, the mean of the central 8 x 8 texels (which every symmetry
-//! keeps in place), brings the compression time back to what one-way matching
-//! took.
+//! Beyond the reference, the unit stored is a quadrant of a map (8 x 8 texels, a
+//! 256-byte block), not the whole map: a probe's entry in `block_index` is four
+//! entries, one per quadrant, and a quadrant that sees nothing is dead on its own.
+//! Each quadrant is read in its own frame ([`quadrant_texel`]), counted from the
+//! map's centre (the +y pole) outward, and may match a block as is or transposed.
+//! With the octahedral poles on the vertical, those two cover the eight symmetries
+//! of the square ([`symmetric_texel`]): the quarter turns about the vertical and
+//! the mirrors in vertical planes. So the corner of a building seen from the
+//! north-east and from the south-west, a slope facing east and one facing north,
+//! or the flat ground under every probe share blocks. Decoding is still one lookup:
+//! texel `(x, y)` of probe `p` is place `i` of quadrant `q`, read from texel `i`,
+//! or its transpose, of the block that entry `4 p + q` names ([`BlockEntry`]).
+//!
+//! Against whole-map blocks matched through the eight symmetries, quadrants store
+//! 2.3% instead of 3.3% of the raw maps on the 48 m town at 0.5 m spacing and 8.9%
+//! instead of 25.6% at 1.0 m (swizzled order; `cargo bench -p kiln-benches --bench
+//! ddgi`). Trying all eight symmetries of a quadrant's own square as well stores
+//! 1-3% fewer blocks for twice the time: not kept.
 //!
 //! # Batches
 //!
@@ -45,39 +49,43 @@
 
 #[cfg(doc)]
 use super::octahedral::symmetric_texel;
-use super::octahedral::{VisibilityMap, OCT_TEXELS, SYMMETRIC_TEXELS};
+use super::octahedral::{quadrant_texel, VisibilityMap, OCT_RES, OCT_TEXELS, QUADRANT_RES, QUADRANT_TEXELS};
 use super::pack::{half_from_f32, half_to_f32};
 
-/// `block_index` of a dead probe: no block, every texel is the clip value.
-pub const DEAD_PROBE: u32 = u32::MAX;
+/// Quadrants of a map: entries per probe in `block_index`.
+pub const QUADRANTS: usize = 4;
 
-/// A probe's `block_index` entry: its block in the low 29 bits, the symmetry it
-/// reads the block through (see the module docs) in the top 3, or [`DEAD_PROBE`].
+/// `block_index` entry of a dead quadrant: no block, every texel is the clip value.
+pub const DEAD_QUADRANT: u32 = u32::MAX;
+
+/// A `block_index` entry: the quadrant's block in the low 31 bits and, in the top
+/// bit, whether the quadrant reads it transposed (see the module docs); or
+/// [`DEAD_QUADRANT`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockEntry(pub u32);
 
 impl BlockEntry {
-    /// Bits of the block number.
-    pub const BLOCK_BITS: u32 = 29;
-    /// Blocks a dictionary may hold: every block number but the one [`DEAD_PROBE`]
-    /// spells.
-    pub const MAX_BLOCKS: usize = (1 << Self::BLOCK_BITS) - 1;
+    /// The transpose bit.
+    pub const TRANSPOSED: u32 = 1 << 31;
+    /// Blocks a dictionary may hold: every block number but the one
+    /// [`DEAD_QUADRANT`] spells.
+    pub const MAX_BLOCKS: usize = (Self::TRANSPOSED - 1) as usize;
 
-    pub fn new(block: u32, symmetry: u32) -> BlockEntry {
-        debug_assert!((block as usize) < Self::MAX_BLOCKS && symmetry < 8);
-        BlockEntry(block | symmetry << Self::BLOCK_BITS)
+    pub fn new(block: u32, transposed: bool) -> BlockEntry {
+        debug_assert!((block as usize) < Self::MAX_BLOCKS);
+        BlockEntry(block | if transposed { Self::TRANSPOSED } else { 0 })
     }
 
     pub fn is_dead(self) -> bool {
-        self.0 == DEAD_PROBE
+        self.0 == DEAD_QUADRANT
     }
 
     pub fn block(self) -> u32 {
-        self.0 & ((1 << Self::BLOCK_BITS) - 1)
+        self.0 & !Self::TRANSPOSED
     }
 
-    pub fn symmetry(self) -> u32 {
-        self.0 >> Self::BLOCK_BITS
+    pub fn transposed(self) -> bool {
+        self.0 & Self::TRANSPOSED != 0
     }
 }
 
@@ -96,8 +104,31 @@ impl Default for CompressParams {
     }
 }
 
-/// A stored block: per texel `depth | depth^2 << 16` as half floats (R16G16).
-pub type Block = [u32; OCT_TEXELS];
+/// A stored block, one quadrant in its frame (row-major `cy * 8 + cx`): per texel
+/// `depth | depth^2 << 16` as half floats (R16G16).
+pub type Block = [u32; QUADRANT_TEXELS];
+
+/// `QUADRANT_MAP[q][i]`: the map texel at place `i` of quadrant `q`'s frame.
+pub const QUADRANT_MAP: [[u8; QUADRANT_TEXELS]; QUADRANTS] = {
+    let mut table = [[0u8; QUADRANT_TEXELS]; QUADRANTS];
+    let mut t = 0;
+    while t < OCT_TEXELS {
+        let (q, cx, cy) = quadrant_texel(t % OCT_RES, t / OCT_RES);
+        table[q][cy * QUADRANT_RES + cx] = t as u8;
+        t += 1;
+    }
+    table
+};
+
+/// The block texel that place `i` of a quadrant's frame reads, as is or transposed.
+#[inline]
+pub const fn block_texel(i: usize, transposed: bool) -> usize {
+    if transposed {
+        (i % QUADRANT_RES) * QUADRANT_RES + i / QUADRANT_RES
+    } else {
+        i
+    }
+}
 
 /// The order in which maps are compressed, cut into batches.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,37 +178,65 @@ impl ProbeOrder {
 /// Compressed visibility of a set of probes.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CompressedVisibility {
-    /// Per probe: its block and symmetry ([`BlockEntry`]), or [`DEAD_PROBE`].
+    /// Per probe, its four quadrants' blocks and symmetries ([`BlockEntry`]) or
+    /// [`DEAD_QUADRANT`]: quadrant `q` of probe `p` at `4 * p + q`.
     pub block_index: Vec<u32>,
     /// The dictionary.
     pub blocks: Vec<Block>,
 }
 
 impl CompressedVisibility {
+    /// Visibility of `probes` probes that all see nothing.
+    pub fn dead(probes: usize) -> CompressedVisibility {
+        CompressedVisibility { block_index: vec![DEAD_QUADRANT; probes * QUADRANTS], blocks: Vec::new() }
+    }
+
+    pub fn probe_count(&self) -> usize {
+        self.block_index.len() / QUADRANTS
+    }
+
     /// Probe `p`'s texel `t` as `[depth, depth^2]` over the clip distance.
     #[inline]
     pub fn texel(&self, p: usize, t: usize) -> [f32; 2] {
-        let entry = BlockEntry(self.block_index[p]);
+        let (q, i) = TEXEL_PLACE[t];
+        let entry = BlockEntry(self.block_index[p * QUADRANTS + q as usize]);
         if entry.is_dead() {
             return [1.0, 1.0];
         }
-        let source = SYMMETRIC_TEXELS[entry.symmetry() as usize][t];
-        unpack_texel(self.blocks[entry.block() as usize][source as usize])
+        unpack_texel(self.blocks[entry.block() as usize][block_texel(i as usize, entry.transposed())])
     }
 
     pub fn decode(&self, p: usize) -> VisibilityMap {
         VisibilityMap(std::array::from_fn(|t| self.texel(p, t)))
     }
 
-    pub fn dead_count(&self) -> usize {
-        self.block_index.iter().filter(|&&b| b == DEAD_PROBE).count()
+    /// Probe `p` sees nothing within the clip distance: all four quadrants dead.
+    pub fn is_dead(&self, p: usize) -> bool {
+        self.block_index[p * QUADRANTS..][..QUADRANTS].iter().all(|&e| e == DEAD_QUADRANT)
     }
 
-    /// Bytes stored: a 4-byte index per probe plus 1 KiB per block.
+    /// Probes that see nothing.
+    pub fn dead_count(&self) -> usize {
+        (0..self.probe_count()).filter(|&p| self.is_dead(p)).count()
+    }
+
+    /// Bytes stored: a 4-byte entry per quadrant plus 256 bytes per block.
     pub fn bytes(&self) -> usize {
         self.block_index.len() * 4 + self.blocks.len() * std::mem::size_of::<Block>()
     }
 }
+
+/// Each map texel's quadrant and place in its frame, the inverse of [`QUADRANT_MAP`].
+const TEXEL_PLACE: [(u8, u8); OCT_TEXELS] = {
+    let mut table = [(0u8, 0u8); OCT_TEXELS];
+    let mut t = 0;
+    while t < OCT_TEXELS {
+        let (q, cx, cy) = quadrant_texel(t % OCT_RES, t / OCT_RES);
+        table[t] = (q as u8, (cy * QUADRANT_RES + cx) as u8);
+        t += 1;
+    }
+    table
+};
 
 #[inline]
 pub fn pack_texel([d, d2]: [f32; 2]) -> u32 {
@@ -189,30 +248,29 @@ pub fn unpack_texel(t: u32) -> [f32; 2] {
     [half_to_f32(t & 0xFFFF), half_to_f32(t >> 16)]
 }
 
-/// Largest texel difference of `map` to `block` read through `symmetry` is at most
-/// `tolerance`.
-fn matches(map: &VisibilityMap, block: &Block, symmetry: usize, tolerance: f32) -> bool {
-    map.0.iter().zip(&SYMMETRIC_TEXELS[symmetry]).all(|(m, &source)| {
-        let b = unpack_texel(block[source as usize]);
+/// One quadrant of a map in its frame.
+type Quadrant = [[f32; 2]; QUADRANT_TEXELS];
+
+/// Largest texel difference of `quadrant` to `block`, as is or transposed, is at
+/// most `tolerance`.
+fn matches(quadrant: &Quadrant, block: &Block, transposed: bool, tolerance: f32) -> bool {
+    quadrant.iter().enumerate().all(|(i, m)| {
+        let b = unpack_texel(block[block_texel(i, transposed)]);
         (m[0] - b[0]).abs() <= tolerance && (m[1] - b[1]).abs() <= tolerance
     })
 }
 
-fn is_dead(map: &VisibilityMap, tolerance: f32) -> bool {
-    map.0.iter().all(|m| (m[0] - 1.0).abs() <= tolerance && (m[1] - 1.0).abs() <= tolerance)
+fn is_dead(quadrant: &Quadrant, tolerance: f32) -> bool {
+    quadrant.iter().all(|m| (m[0] - 1.0).abs() <= tolerance && (m[1] - 1.0).abs() <= tolerance)
 }
 
-fn mean_depth(values: impl Iterator<Item = f32>) -> f32 {
-    values.sum::<f32>() / OCT_TEXELS as f32
-}
-
-/// Mean depths a symmetry of the square leaves unchanged: of the whole map, and of
-/// its central 8 x 8 texels (the directions around +y). A match differs from the
-/// block by at most the tolerance in every texel, hence in both means.
+/// Mean depths a transpose leaves unchanged: of the whole quadrant, and of its
+/// 4 x 4 texels nearest the pole. A match differs from the block by at most the
+/// tolerance in every texel, hence in both means.
 fn invariant_means(depth: impl Fn(usize) -> f32) -> [f32; 2] {
-    let all = mean_depth((0..OCT_TEXELS).map(&depth));
-    let inner = (4..12).flat_map(|y| (4..12).map(move |x| y * 16 + x)).map(&depth).sum::<f32>() / 64.0;
-    [all, inner]
+    let all = (0..QUADRANT_TEXELS).map(&depth).sum::<f32>() / QUADRANT_TEXELS as f32;
+    let pole = (0..4).flat_map(|y| (0..4).map(move |x| y * QUADRANT_RES + x)).map(&depth).sum::<f32>() / 16.0;
+    [all, pole]
 }
 
 /// Slack on the mean-depth prefilter, so float summation order never makes it
@@ -222,31 +280,37 @@ const MEAN_SLACK: f32 = 1e-4;
 /// Compresses `maps` (one per probe) in `order` (see the module docs).
 pub fn compress(maps: &[VisibilityMap], order: &ProbeOrder, params: &CompressParams) -> CompressedVisibility {
     assert_eq!(order.order.len(), maps.len(), "the order must visit every map once");
-    let mut out = CompressedVisibility { block_index: vec![DEAD_PROBE; maps.len()], blocks: Vec::new() };
+    let mut out = CompressedVisibility::dead(maps.len());
     // Mean depths of each stored block: |mean(a) - mean(b)| <= max |a - b|, so a
     // block whose means are further than the tolerance cannot match.
     let mut means: Vec<[f32; 2]> = Vec::new();
-    let mut fresh: Vec<u32> = Vec::new();
+    let mut fresh: Vec<(usize, Quadrant)> = Vec::new();
     for b in 0..order.batch_count() {
         let len = out.blocks.len();
         let window_start = len.saturating_sub(params.window as usize);
         fresh.clear();
         for &p in order.batch(b) {
-            let map = &maps[p as usize];
-            if is_dead(map, params.tolerance) {
-                continue;
-            }
-            let mean = invariant_means(|t| map.0[t][0]);
-            let far = |a: f32, b: f32| (a - b).abs() > params.tolerance + MEAN_SLACK;
-            let found = (window_start..len).rev().find_map(|j| {
-                if far(means[j][0], mean[0]) || far(means[j][1], mean[1]) {
-                    return None;
+            for (q, places) in QUADRANT_MAP.iter().enumerate() {
+                let quadrant: Quadrant = std::array::from_fn(|i| maps[p as usize].0[places[i] as usize]);
+                if is_dead(&quadrant, params.tolerance) {
+                    continue;
                 }
-                (0..8).find(|&s| matches(map, &out.blocks[j], s, params.tolerance)).map(|s| (j, s))
-            });
-            match found {
-                Some((j, s)) => out.block_index[p as usize] = BlockEntry::new(j as u32, s as u32).0,
-                None => fresh.push(p),
+                let mean = invariant_means(|i| quadrant[i][0]);
+                let far = |a: f32, b: f32| (a - b).abs() > params.tolerance + MEAN_SLACK;
+                let found = (window_start..len).rev().find_map(|j| {
+                    if far(means[j][0], mean[0]) || far(means[j][1], mean[1]) {
+                        return None;
+                    }
+                    [false, true]
+                        .into_iter()
+                        .find(|&t| matches(&quadrant, &out.blocks[j], t, params.tolerance))
+                        .map(|t| (j, t))
+                });
+                let slot = p as usize * QUADRANTS + q;
+                match found {
+                    Some((j, transposed)) => out.block_index[slot] = BlockEntry::new(j as u32, transposed).0,
+                    None => fresh.push((slot, quadrant)),
+                }
             }
         }
         assert!(
@@ -254,10 +318,10 @@ pub fn compress(maps: &[VisibilityMap], order: &ProbeOrder, params: &CompressPar
             "more than {} visibility blocks",
             BlockEntry::MAX_BLOCKS
         );
-        for &p in &fresh {
-            let block: Block = std::array::from_fn(|t| pack_texel(maps[p as usize].0[t]));
-            means.push(invariant_means(|t| unpack_texel(block[t])[0]));
-            out.block_index[p as usize] = out.blocks.len() as u32;
+        for (slot, quadrant) in &fresh {
+            let block: Block = std::array::from_fn(|i| pack_texel(quadrant[i]));
+            means.push(invariant_means(|i| unpack_texel(block[i])[0]));
+            out.block_index[*slot] = out.blocks.len() as u32;
             out.blocks.push(block);
         }
     }
@@ -266,6 +330,7 @@ pub fn compress(maps: &[VisibilityMap], order: &ProbeOrder, params: &CompressPar
 
 #[cfg(test)]
 mod tests {
+    use super::super::octahedral::symmetric_texel;
     use super::*;
 
     fn rng(seed: &mut u32) -> f32 {
@@ -319,7 +384,8 @@ mod tests {
         for order in [ProbeOrder::linear(3000, 1), ProbeOrder::linear(3000, 64), ProbeOrder::swizzled(3000, 64)] {
             let params = CompressParams::default();
             let c = compress(&maps, &order, &params);
-            assert!(c.blocks.len() < maps.len() / 2, "{} blocks", c.blocks.len());
+            // 6 prototypes and 20% of noise maps, four quadrants each.
+            assert!(c.blocks.len() < maps.len() * QUADRANTS / 3, "{} blocks", c.blocks.len());
             assert!(c.dead_count() >= 800, "{} dead", c.dead_count());
             for (p, map) in maps.iter().enumerate() {
                 let back = c.decode(p);
@@ -328,30 +394,47 @@ mod tests {
                         assert!((back.0[t][ch] - map.0[t][ch]).abs() <= params.tolerance);
                     }
                 }
-                if c.block_index[p] == DEAD_PROBE {
+                if c.is_dead(p) {
                     assert_eq!(back, VisibilityMap::clipped());
+                }
+                for t in 0..OCT_TEXELS {
+                    let (q, _, _) = quadrant_texel(t % OCT_RES, t / OCT_RES);
+                    if c.block_index[p * QUADRANTS + q] == DEAD_QUADRANT {
+                        assert_eq!(back.0[t], [1.0, 1.0]);
+                    }
                 }
             }
         }
     }
 
-    /// A map read through each symmetry of the square shares the first one's block,
-    /// and every probe decodes to its own map.
+    /// A map read through each symmetry of the square shares the first one's four
+    /// blocks, transposed when the symmetry swaps the axes, and every probe decodes
+    /// to its own map.
     #[test]
-    fn symmetric_maps_share_one_block() {
+    fn symmetric_maps_share_four_blocks() {
         let mut seed = 11;
         let mut base = VisibilityMap::clipped();
         for t in base.0.iter_mut() {
             let d = rng(&mut seed);
             *t = [d, d * d];
         }
-        let turned: Vec<VisibilityMap> =
-            (0..8).map(|s| VisibilityMap(std::array::from_fn(|t| base.0[SYMMETRIC_TEXELS[s][t] as usize]))).collect();
+        let turned: Vec<VisibilityMap> = (0..8)
+            .map(|s| {
+                VisibilityMap(std::array::from_fn(|t| {
+                    let (x, y) = symmetric_texel(s, t % OCT_RES, t / OCT_RES);
+                    base.0[y * OCT_RES + x]
+                }))
+            })
+            .collect();
         let c = compress(&turned, &ProbeOrder::linear(8, 1), &CompressParams::default());
-        assert_eq!(c.blocks.len(), 1);
+        assert_eq!(c.blocks.len(), QUADRANTS);
         for (s, map) in turned.iter().enumerate() {
-            let entry = BlockEntry(c.block_index[s]);
-            assert_eq!((entry.block(), entry.symmetry()), (0, s as u32));
+            let entries: Vec<BlockEntry> =
+                c.block_index[s * QUADRANTS..][..QUADRANTS].iter().map(|&e| BlockEntry(e)).collect();
+            let mut blocks: Vec<u32> = entries.iter().map(|e| e.block()).collect();
+            blocks.sort_unstable();
+            assert_eq!(blocks, [0, 1, 2, 3], "symmetry {s}");
+            assert!(entries.iter().all(|e| e.transposed() == (s & 4 != 0)), "symmetry {s}: {entries:?}");
             let decoded = c.decode(s);
             for (got, want) in decoded.0.iter().zip(&map.0) {
                 assert!((got[0] - want[0]).abs() <= 1e-3 && (got[1] - want[1]).abs() <= 1e-3);
@@ -372,26 +455,28 @@ mod tests {
                 m
             })
             .collect();
-        // The first map again at the end: 20 blocks back.
+        // The first map again at the end: its four blocks are 80 to 77 back.
         distinct.push(distinct[0].clone());
         let n = distinct.len() as u32;
-        let wide = compress(&distinct, &ProbeOrder::linear(n, 1), &CompressParams { window: 20, tolerance: 0.01 });
-        assert_eq!(wide.block_index[20], 0);
-        assert_eq!(wide.blocks.len(), 20);
-        let narrow = compress(&distinct, &ProbeOrder::linear(n, 1), &CompressParams { window: 19, tolerance: 0.01 });
-        assert_eq!(narrow.block_index[20], 20);
-        assert_eq!(narrow.blocks.len(), 21);
+        let wide = compress(&distinct, &ProbeOrder::linear(n, 1), &CompressParams { window: 80, tolerance: 0.01 });
+        assert_eq!(wide.block_index[80..], [0, 1, 2, 3]);
+        assert_eq!(wide.blocks.len(), 80);
+        let narrow = compress(&distinct, &ProbeOrder::linear(n, 1), &CompressParams { window: 79, tolerance: 0.01 });
+        assert_eq!(narrow.block_index[80..], [80, 1, 2, 3]);
+        assert_eq!(narrow.blocks.len(), 81);
     }
 
     #[test]
     fn maps_of_one_batch_cannot_share_a_block() {
+        // Texel (0, 0) lies in quadrant 0; the other three quadrants are dead.
         let mut m = VisibilityMap::clipped();
         m.0[0] = [0.5, 0.25];
         let maps = vec![m.clone(), m.clone(), m];
         assert_eq!(compress(&maps, &ProbeOrder::linear(3, 1), &CompressParams::default()).blocks.len(), 1);
         let one_batch = compress(&maps, &ProbeOrder::linear(3, 3), &CompressParams::default());
         assert_eq!(one_batch.blocks.len(), 3);
-        assert_eq!(one_batch.block_index, vec![0, 1, 2]);
+        let d = DEAD_QUADRANT;
+        assert_eq!(one_batch.block_index, [0, d, d, d, 1, d, d, d, 2, d, d, d]);
     }
 
     #[test]

@@ -56,11 +56,7 @@ impl ProbeField {
     /// Unlit probes that see nothing (every map clipped) until updated and baked.
     pub fn new(volume: ProbeVolume) -> ProbeField {
         let n = volume.probe_count();
-        ProbeField {
-            volume,
-            irradiance: vec![UNLIT; n],
-            visibility: CompressedVisibility { block_index: vec![super::compress::DEAD_PROBE; n], blocks: Vec::new() },
-        }
+        ProbeField { volume, irradiance: vec![UNLIT; n], visibility: CompressedVisibility::dead(n) }
     }
 
     /// Probe `p`'s radiance SH (zero while unlit).

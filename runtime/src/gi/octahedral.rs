@@ -76,21 +76,22 @@ pub const fn symmetric_texel(s: u32, x: usize, y: usize) -> (usize, usize) {
     (x, y)
 }
 
-/// [`symmetric_texel`] for row-major texel indices, as a table per symmetry.
-pub const SYMMETRIC_TEXELS: [[u8; OCT_TEXELS]; 8] = {
-    let mut table = [[0u8; OCT_TEXELS]; 8];
-    let mut s = 0;
-    while s < 8 {
-        let mut t = 0;
-        while t < OCT_TEXELS {
-            let (x, y) = symmetric_texel(s as u32, t % OCT_RES, t / OCT_RES);
-            table[s][t] = (y * OCT_RES + x) as u8;
-            t += 1;
-        }
-        s += 1;
-    }
-    table
-};
+/// Texels per side of a map's quadrant, the unit the compressor stores.
+pub const QUADRANT_RES: usize = OCT_RES / 2;
+/// Texels of a quadrant.
+pub const QUADRANT_TEXELS: usize = QUADRANT_RES * QUADRANT_RES;
+
+/// Texel `(x, y)` of a map in its quadrant: the quadrant, `(y >= 8) * 2 + (x >= 8)`,
+/// and the texel's place `(cx, cy)` in the quadrant's frame, which counts from the
+/// map's centre (the +y pole) outward on both axes. The frames absorb the mirrors
+/// of [`symmetric_texel`]: a symmetry moves every texel to the same place of
+/// another quadrant, or to the transposed place when it swaps the axes (bit 2).
+pub const fn quadrant_texel(x: usize, y: usize) -> (usize, usize, usize) {
+    let h = QUADRANT_RES;
+    let (qx, cx) = if x >= h { (1, x - h) } else { (0, h - 1 - x) };
+    let (qy, cy) = if y >= h { (1, y - h) } else { (0, h - 1 - y) };
+    (qy * 2 + qx, cx, cy)
+}
 
 /// Direction through the centre of texel `(x, y)` of a 16 x 16 map.
 pub fn texel_direction(x: usize, y: usize) -> Vec3 {
@@ -215,7 +216,6 @@ mod tests {
             for y in 0..OCT_RES {
                 for x in 0..OCT_RES {
                     let (sx, sy) = symmetric_texel(s, x, y);
-                    assert_eq!(SYMMETRIC_TEXELS[s as usize][y * OCT_RES + x] as usize, sy * OCT_RES + sx);
                     seen[sy * OCT_RES + sx] = true;
                     let d = texel_direction(x, y);
                     let mut want = if s & 4 != 0 { Vec3::new(d.z, d.y, d.x) } else { d };
@@ -230,6 +230,30 @@ mod tests {
                 }
             }
             assert!(seen.iter().all(|&v| v), "symmetry {s} is a permutation");
+        }
+    }
+
+    /// In the quadrant frames a symmetry keeps every texel's place, or transposes
+    /// it when it swaps the axes, and the frames cover the map once.
+    #[test]
+    fn quadrant_frames_absorb_the_mirrors() {
+        let mut seen = [[false; QUADRANT_TEXELS]; 4];
+        for y in 0..OCT_RES {
+            for x in 0..OCT_RES {
+                let (q, cx, cy) = quadrant_texel(x, y);
+                assert!(!seen[q][cy * QUADRANT_RES + cx]);
+                seen[q][cy * QUADRANT_RES + cx] = true;
+                for s in 0..8u32 {
+                    let (sx, sy) = symmetric_texel(s, x, y);
+                    let (_, tx, ty) = quadrant_texel(sx, sy);
+                    let want = if s & 4 != 0 { (cy, cx) } else { (cx, cy) };
+                    assert_eq!((tx, ty), want, "symmetry {s}, texel ({x}, {y})");
+                }
+            }
+        }
+        // Place (0, 0) of every frame touches the pole, the map's centre.
+        for (q, corner) in [(0, (7, 7)), (1, (8, 7)), (2, (7, 8)), (3, (8, 8))] {
+            assert_eq!(quadrant_texel(corner.0, corner.1), (q, 0, 0));
         }
     }
 

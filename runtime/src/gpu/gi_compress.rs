@@ -3,8 +3,10 @@
 //!
 //! ```text
 //!  per batch of <= 256 maps (order[first..first + count]):
-//!    match   count workgroups x 256: dead test, window scan, newest match or "fresh"
-//!    append  1 workgroup: scan of the fresh flags, new blocks in batch order, count += n
+//!    match   4 count workgroups x 64, one per quadrant: dead test, window scan,
+//!            newest match or "fresh"
+//!    append  1 workgroup: scan of the 4 count fresh flags, new blocks in batch and
+//!            quadrant order, count += n
 //! ```
 //!
 //! The block count lives on the device, so batches chain inside one submission
@@ -19,14 +21,15 @@ use super::layout::GiCompressPush;
 use super::queue::Gpu;
 use super::recorder::{Recorder, Use};
 use super::shaders;
-use crate::gi::compress::{Block, CompressParams, CompressedVisibility, ProbeOrder};
+use crate::gi::compress::{Block, CompressParams, CompressedVisibility, ProbeOrder, QUADRANTS};
+use crate::gi::octahedral::QUADRANT_TEXELS;
 use crate::gi::OCT_TEXELS;
 
 /// Largest batch the append kernel handles (one workgroup).
 pub const MAX_COMPRESS_BATCH: usize = 256;
 
-/// Most probes a [`GpuVisibility`] holds: a block number (at most one per probe)
-/// shifted left by three must fit in a signed 32-bit int on the device.
+/// Most probes a [`GpuVisibility`] holds: a block number (at most one per
+/// quadrant) shifted left by one must fit in a signed 32-bit int on the device.
 pub const MAX_COMPRESS_PROBES: u32 = (1 << 28) - 1;
 
 /// The compressor's kernels.
@@ -49,37 +52,44 @@ pub struct GpuVisibility {
 }
 
 impl GpuVisibility {
-    /// Buffers for `probe_count` probes (room for a block each).
+    /// Buffers for `probe_count` probes (room for a block per quadrant).
     pub fn new(gpu: &Gpu, probe_count: u32) -> Result<GpuVisibility, GpuError> {
         if probe_count > MAX_COMPRESS_PROBES {
-            // gi_compress_match packs a block and its symmetry as `block << 3 |
-            // symmetry` in an int.
+            // gi_compress_match packs a block and its transpose bit as `block << 1 |
+            // transposed` in an int.
             return Err(GpuError::InvalidInput(format!(
                 "visibility of {probe_count} probes (at most {MAX_COMPRESS_PROBES})"
             )));
         }
         let n = u64::from(probe_count.max(1));
-        let texels = OCT_TEXELS as u64;
+        let quadrants = n * QUADRANTS as u64;
+        let block_bytes = std::mem::size_of::<Block>() as u64;
         Ok(GpuVisibility {
-            maps: gpu.buffer("gi visibility maps", n * texels * 8, BufferMemory::Device)?,
+            maps: gpu.buffer("gi visibility maps", n * OCT_TEXELS as u64 * 8, BufferMemory::Device)?,
             order: gpu.buffer("gi compress order", n * 4, BufferMemory::Device)?,
-            block_index: gpu.buffer("gi block index", n * 4, BufferMemory::Device)?,
-            blocks: gpu.buffer("gi blocks", n * texels * 4, BufferMemory::Device)?,
-            means: gpu.buffer("gi block means", n * 8, BufferMemory::Device)?,
+            block_index: gpu.buffer("gi block index", quadrants * 4, BufferMemory::Device)?,
+            blocks: gpu.buffer("gi blocks", quadrants * block_bytes, BufferMemory::Device)?,
+            means: gpu.buffer("gi block means", quadrants * 8, BufferMemory::Device)?,
             state: gpu.buffer("gi compress state", 16, BufferMemory::Device)?,
-            fresh: gpu.buffer("gi compress flags", MAX_COMPRESS_BATCH as u64 * 4, BufferMemory::Device)?,
+            fresh: gpu.buffer(
+                "gi compress flags",
+                (MAX_COMPRESS_BATCH * QUADRANTS) as u64 * 4,
+                BufferMemory::Device,
+            )?,
             probe_count,
         })
     }
 
     /// Reads the result back (two submissions: the block count, then the data).
     pub fn read(&self, gpu: &mut Gpu) -> Result<CompressedVisibility, GpuError> {
-        // At most a block per probe; the clamp also covers buffers never compressed into.
-        let count = (gpu.read::<u32>(&self.state, 1)?[0] as usize).min(self.probe_count as usize);
-        let block_index = gpu.read::<u32>(&self.block_index, self.probe_count as usize)?;
-        let words = gpu.read::<u32>(&self.blocks, count * OCT_TEXELS)?;
+        // At most a block per quadrant; the clamp also covers buffers never
+        // compressed into.
+        let quadrants = self.probe_count as usize * QUADRANTS;
+        let count = (gpu.read::<u32>(&self.state, 1)?[0] as usize).min(quadrants);
+        let block_index = gpu.read::<u32>(&self.block_index, quadrants)?;
+        let words = gpu.read::<u32>(&self.blocks, count * QUADRANT_TEXELS)?;
         let blocks: Vec<Block> =
-            words.chunks_exact(OCT_TEXELS).map(|c| <Block>::try_from(c).expect("chunks of one block")).collect();
+            words.chunks_exact(QUADRANT_TEXELS).map(|c| <Block>::try_from(c).expect("chunks of one block")).collect();
         Ok(CompressedVisibility { block_index, blocks })
     }
 }
@@ -153,7 +163,7 @@ impl GiCompressor {
             if push.count == 0 {
                 continue;
             }
-            rec.dispatch(&self.matcher, &push, [push.count, 1, 1], &uses)?;
+            rec.dispatch(&self.matcher, &push, [push.count * QUADRANTS as u32, 1, 1], &uses)?;
             rec.dispatch(&self.append, &push, [1, 1, 1], &uses)?;
         }
         Ok(())

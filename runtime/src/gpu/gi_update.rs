@@ -30,7 +30,7 @@ use super::queue::Gpu;
 use super::ray_tracer::{RayTracer, MAX_TRACE_BATCH};
 use super::recorder::Use;
 use super::shaders;
-use crate::gi::compress::CompressedVisibility;
+use crate::gi::compress::{CompressedVisibility, QUADRANTS};
 use crate::gi::sh::{fibonacci_directions, random_rotation};
 use crate::gi::update::{GiLighting, UpdateParams};
 use crate::gi::{PackedSh, ProbeField, ProbeGrid};
@@ -74,9 +74,10 @@ impl GpuProbeField {
 
     /// Replaces the device's compressed visibility (a CPU bake, or a saved one).
     pub fn upload_visibility(&self, gpu: &mut Gpu, vis: &CompressedVisibility) -> Result<(), GpuError> {
-        if vis.block_index.len() != self.probe_count as usize || vis.blocks.len() > self.probe_count as usize {
+        let quadrants = self.probe_count as usize * QUADRANTS;
+        if vis.block_index.len() != quadrants || vis.blocks.len() > quadrants {
             return Err(GpuError::InvalidInput(format!(
-                "visibility of {} probes with {} blocks for a field of {} probes",
+                "visibility of {} quadrant entries with {} blocks for a field of {} probes ({quadrants} quadrants)",
                 vis.block_index.len(),
                 vis.blocks.len(),
                 self.probe_count
@@ -86,8 +87,9 @@ impl GpuProbeField {
             let entry = crate::gi::BlockEntry(b);
             !entry.is_dead() && entry.block() as usize >= vis.blocks.len()
         };
-        if let Some(p) = vis.block_index.iter().position(missing) {
-            return Err(GpuError::InvalidInput(format!("visibility: probe {p} names a missing block")));
+        if let Some(i) = vis.block_index.iter().position(missing) {
+            let (p, q) = (i / QUADRANTS, i % QUADRANTS);
+            return Err(GpuError::InvalidInput(format!("visibility: quadrant {q} of probe {p} names a missing block")));
         }
         let words: &[u32] = bytemuck::cast_slice(&vis.blocks);
         gpu.submit("gi upload visibility", |rec| {

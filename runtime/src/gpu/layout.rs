@@ -209,15 +209,17 @@ pub struct GiCompressPush {
     pub maps: u64,
     /// `uint[probes]`: the compression order.
     pub order: u64,
-    /// `uint[probes]`: out, each probe's block or `DEAD_PROBE`.
+    /// `uint[4 * probes]`: out, each quadrant's block and transpose bit, or
+    /// `DEAD_QUADRANT`.
     pub block_index: u64,
-    /// `uint[256 * capacity]`: the blocks, two halves per texel.
+    /// `uint[64 * capacity]`: the blocks, two halves per texel.
     pub blocks: u64,
-    /// `float[capacity]`: each block's mean depth (the match prefilter).
+    /// `vec2[capacity]`: each block's mean depths, whole and nearest the pole (the
+    /// match prefilter).
     pub means: u64,
     /// `uint[4]`: `[0]` is the number of blocks.
     pub state: u64,
-    /// `uint[256]`: per batch slot, 1 when the map needs a new block.
+    /// `uint[4 * 256]`: per batch slot and quadrant, 1 when it needs a new block.
     pub fresh: u64,
     /// This batch is `order[first..first + count]`, `count <= 256`.
     pub first: u32,
@@ -280,9 +282,10 @@ pub struct GiUpdateParams {
     pub rank: u64,
     /// `uvec4[probe_count]`: packed SH (`gi::PackedSh`), read by shading, written by the blend.
     pub irradiance: u64,
-    /// `uint[probe_count]`: visibility block per probe or `DEAD_PROBE`.
+    /// `uint[4 * probe_count]`: visibility block and transpose bit per quadrant
+    /// of each probe, or `DEAD_QUADRANT`.
     pub block_index: u64,
-    /// `uint[256 * blocks]`: half2 texels.
+    /// `uint[64 * blocks]`: half2 texels.
     pub blocks: u64,
     /// `vec4[albedo_count]`: diffuse albedo per TLAS instance.
     pub albedo: u64,

@@ -65,8 +65,8 @@ kernel!(TLAS_HIERARCHY, "tlas_hierarchy", TlasBuildPush);
 kernel!(TLAS_REFIT, "tlas_refit", TlasBuildPush);
 kernel!(TRACE, "trace", TracePush);
 kernel!(
-    /// One workgroup of 256 per map (one invocation per texel).
-    GI_COMPRESS_MATCH, "gi_compress_match", GiCompressPush, 256);
+    /// One workgroup of 64 per quadrant of a map (one invocation per texel).
+    GI_COMPRESS_MATCH, "gi_compress_match", GiCompressPush, 64);
 kernel!(
     /// One workgroup of 256 per batch.
     GI_COMPRESS_APPEND, "gi_compress_append", GiCompressPush, 256);

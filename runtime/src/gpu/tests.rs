@@ -797,25 +797,30 @@ fn gpu_bitonic_sort_equals_a_cpu_sort_for_every_size() {
     assert_validation_clean(&gpu);
 }
 
-/// Uploaded visibility is checked entry by entry: the block an entry names,
-/// through whichever symmetry, must exist; dead probes and symmetric entries of
-/// existing blocks pass.
+/// Uploaded visibility is checked entry by entry: the block an entry names, as is
+/// or transposed, must exist, and there must be four entries per probe; dead
+/// quadrants and transposed entries of existing blocks pass.
 #[test]
 fn uploaded_visibility_must_name_existing_blocks() {
     use crate::gi::compress::pack_texel;
-    use crate::gi::{BlockEntry, CompressedVisibility, ProbeField, ProbeGrid, ProbeVolume, DEAD_PROBE};
+    use crate::gi::{BlockEntry, CompressedVisibility, ProbeField, ProbeGrid, ProbeVolume};
     let Some(mut gpu) = test_gpu("uploaded_visibility_must_name_existing_blocks") else {
         return;
     };
     let grid = ProbeGrid::covering(glam::Vec3::ZERO, glam::Vec3::splat(2.0), 1.0).unwrap();
     let field = GpuProbeField::new(&mut gpu, &ProbeField::new(ProbeVolume::dense(grid))).unwrap();
     let n = field.probe_count as usize;
-    let mut vis =
-        CompressedVisibility { block_index: vec![DEAD_PROBE; n], blocks: vec![[pack_texel([0.5, 0.25]); 256]] };
-    vis.block_index[0] = BlockEntry::new(0, 7).0;
+    let mut vis = CompressedVisibility::dead(n);
+    vis.blocks.push([pack_texel([0.5, 0.25]); 64]);
+    vis.block_index[0] = BlockEntry::new(0, true).0;
+    vis.block_index[3] = BlockEntry::new(0, false).0;
     field.upload_visibility(&mut gpu, &vis).unwrap();
-    vis.block_index[1] = BlockEntry::new(1, 3).0;
-    assert!(matches!(field.upload_visibility(&mut gpu, &vis), Err(GpuError::InvalidInput(_))));
+    let mut missing = vis.clone();
+    missing.block_index[5] = BlockEntry::new(1, false).0;
+    assert!(matches!(field.upload_visibility(&mut gpu, &missing), Err(GpuError::InvalidInput(_))));
+    let mut short = vis.clone();
+    short.block_index.pop();
+    assert!(matches!(field.upload_visibility(&mut gpu, &short), Err(GpuError::InvalidInput(_))));
 }
 
 #[test]
@@ -823,7 +828,7 @@ fn gpu_visibility_compression_equals_the_cpu_reference() {
     use crate::gi::compress::{compress, CompressParams, ProbeOrder};
     use crate::gi::scenes::{cpu_tlas, walled_room};
     use crate::gi::update::{visibility_map, visibility_rays};
-    use crate::gi::{ProbeField, ProbeGrid, ProbeVolume, VisibilityMap};
+    use crate::gi::{ProbeField, ProbeGrid, ProbeVolume, VisibilityMap, OCT_RES};
     let Some(mut gpu) = test_gpu("gpu_visibility_compression_equals_the_cpu_reference") else {
         return;
     };
@@ -845,12 +850,15 @@ fn gpu_visibility_compression_equals_the_cpu_reference() {
     let shifted: Vec<VisibilityMap> =
         maps.iter().map(|m| VisibilityMap(std::array::from_fn(|t| [m.0[t][0] * 0.995, m.0[t][1] * 0.99]))).collect();
     maps.extend(shifted);
-    // Maps read through the symmetries of the square, so that matches through each
-    // of them occur (the room has few of its own).
+    // Maps read through the symmetries of the square, so that transposed matches
+    // occur (the room has few of its own).
     let turned: Vec<VisibilityMap> = (0..maps.len() / 2)
         .map(|p| {
-            let table = &crate::gi::octahedral::SYMMETRIC_TEXELS[1 + p % 7];
-            VisibilityMap(std::array::from_fn(|t| maps[p].0[table[t] as usize]))
+            let s = 1 + p as u32 % 7;
+            VisibilityMap(std::array::from_fn(|t| {
+                let (x, y) = crate::gi::symmetric_texel(s, t % OCT_RES, t / OCT_RES);
+                maps[p].0[y * OCT_RES + x]
+            }))
         })
         .collect();
     maps.extend(turned);
@@ -869,16 +877,12 @@ fn gpu_visibility_compression_equals_the_cpu_reference() {
         gpu.submit("compress", |rec| compressor.record(rec, &vis, &order, &params)).unwrap();
         let got = vis.read(&mut gpu).unwrap();
         let want = compress(&maps, &order, &params);
-        let live = maps.len() - want.dead_count();
-        assert!(want.dead_count() > 0 && want.blocks.len() < live, "the maps exercise every path");
-        let symmetries: std::collections::BTreeSet<u32> = want
-            .block_index
-            .iter()
-            .map(|&e| crate::gi::BlockEntry(e))
-            .filter(|e| !e.is_dead())
-            .map(|e| e.symmetry())
-            .collect();
-        assert_eq!(symmetries.len(), 8, "matches through every symmetry: {symmetries:?}");
+        let live: Vec<crate::gi::BlockEntry> =
+            want.block_index.iter().map(|&e| crate::gi::BlockEntry(e)).filter(|e| !e.is_dead()).collect();
+        let dead_quadrants = want.block_index.len() - live.len();
+        assert!(want.dead_count() > 0 && dead_quadrants > 4 * want.dead_count(), "dead probes and quadrants");
+        assert!(want.blocks.len() < live.len(), "the maps exercise every path");
+        assert!(live.iter().any(|e| e.transposed()) && live.iter().any(|e| !e.transposed()), "both ways");
         assert_eq!(got.block_index, want.block_index, "{} batches, window {window}", order.batch_count());
         assert!(got.blocks == want.blocks, "{} batches, window {window}: blocks differ", order.batch_count());
     }
