@@ -187,7 +187,7 @@ impl ProbeOrder {
 /// Compressed visibility of a set of probes.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CompressedVisibility {
-    /// Per probe, its four quadrants' blocks and symmetries ([`BlockEntry`]) or
+    /// Per probe, its four quadrants' blocks and transpose bits ([`BlockEntry`]) or
     /// [`DEAD_QUADRANT`]: quadrant `q` of probe `p` at `4 * p + q`.
     pub block_index: Vec<u32>,
     /// The dictionary.
