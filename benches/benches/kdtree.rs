@@ -2,7 +2,9 @@
 //! meshes and rays, in the same groups:
 //!
 //! - a ~1M-triangle terrain mesh (all chunk meshes of a 400 x 400-voxel hills terrain
-//!   in one mesh): tree build, and closest-hit casts of 10,000 random rays;
+//!   in one mesh): tree build, and closest-hit casts of 10,000 random rays, one
+//!   at a time and as one batch (`KdMesh::ray_closest_batch`: interleaved walks on
+//!   the calling thread) against parry's one at a time;
 //! - a ~100k-triangle chunk set (the chunk meshes of a 120 x 120-voxel terrain): build
 //!   of every chunk tree (Kiln full and compact, parry one `TriMesh` per chunk), and
 //!   10,000 rays cast through Kiln's terrain (chunk walk + chunk trees, cache warm)
@@ -113,11 +115,20 @@ fn one_mesh(c: &mut Criterion) {
     let rays = rays(200.0, 1);
     let kiln_hits = rays.iter().filter(|r| kiln.ray_closest(r, f32::INFINITY).is_some()).count();
     let parry_hits = rays.iter().filter(|r| parry_cast(&parry, r).is_some()).count();
-    println!("kdtree_rays_1m: hits: kiln {kiln_hits}, parry {parry_hits} of {RAYS}");
+    let mut batch = vec![None; RAYS];
+    kiln.ray_closest_batch(&rays, f32::INFINITY, &mut batch);
+    let batch_hits = batch.iter().flatten().count();
+    println!("kdtree_rays_1m: hits: kiln {kiln_hits} (batch {batch_hits}), parry {parry_hits} of {RAYS}");
     let mut group = c.benchmark_group("kdtree_rays_1m");
     group.throughput(Throughput::Elements(RAYS as u64)).sample_size(10);
     group.bench_function("kiln", |b| {
         b.iter(|| rays.iter().filter_map(|r| kiln.ray_closest(r, f32::INFINITY)).map(|h| h.t).sum::<f32>())
+    });
+    group.bench_function("kiln_batch", |b| {
+        b.iter(|| {
+            kiln.ray_closest_batch(&rays, f32::INFINITY, &mut batch);
+            batch.iter().flatten().map(|h| h.t).sum::<f32>()
+        })
     });
     group.bench_function("parry3d", |b| b.iter(|| rays.iter().filter_map(|r| parry_cast(&parry, r)).sum::<f32>()));
     group.finish();
@@ -193,7 +204,7 @@ fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
     report_ratios("kdtree_build_1m", &[("kiln", "parry3d")]);
-    report_ratios("kdtree_rays_1m", &[("kiln", "parry3d")]);
+    report_ratios("kdtree_rays_1m", &[("kiln", "parry3d"), ("kiln_batch", "parry3d")]);
     report_ratios("kdtree_build_chunks", &[("kiln", "parry3d"), ("kiln_compact", "parry3d")]);
     report_ratios("kdtree_rays_chunks", &[("kiln", "parry3d"), ("kiln_compact", "parry3d")]);
 }

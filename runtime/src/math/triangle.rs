@@ -38,7 +38,7 @@ pub fn ray_triangle(ray: &Ray, triangle: [Vec3; 3], t_min: f32, t_max: f32) -> O
 /// factors, as arrays indexed by axis so the per-triangle test has no divisions and
 /// no branches on the axis. Hits equal [`ray_triangle`]'s bit for bit (the same
 /// operations).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct RayShear {
     origin: [f32; 3],
     axes: [usize; 3],

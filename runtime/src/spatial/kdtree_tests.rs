@@ -90,7 +90,18 @@ fn rays(rng: &mut Rng, mesh: &KdMesh, count: usize) -> Vec<Ray> {
 
 fn check_rays(mesh: &KdMesh, seed: u64, count: usize) {
     let mut rng = Rng(seed);
-    for ray in rays(&mut rng, mesh, count) {
+    let rays = rays(&mut rng, mesh, count);
+    for max_t in [f32::INFINITY, 1.5] {
+        // The interleaved batch walks give each ray's closest hit, bit for bit; the
+        // slots start dirty so every one must be written.
+        let mut batch = vec![Some(MeshHit { t: -1.0, triangle: u32::MAX, u: 0.0, v: 0.0 }); rays.len()];
+        mesh.ray_closest_batch(&rays, max_t, &mut batch);
+        for (ray, got) in rays.iter().zip(&batch) {
+            let bits = |h: &Option<MeshHit>| h.map(|h| (h.t.to_bits(), h.triangle, h.u.to_bits(), h.v.to_bits()));
+            assert_eq!(bits(got), bits(&mesh.ray_closest(ray, max_t)), "batch hit of {ray:?} up to {max_t}");
+        }
+    }
+    for ray in rays {
         for max_t in [f32::INFINITY, 1.5] {
             let expected = brute_closest(mesh, &ray, max_t);
             let got = mesh.ray_closest(&ray, max_t);
@@ -298,6 +309,14 @@ fn degenerate_queries_find_nothing_and_do_not_panic() {
     assert_eq!(mesh.ray_closest(&down, f32::NAN), None);
     assert_eq!(mesh.ray_closest(&down, -1.0), None);
     assert!(mesh.ray_closest(&down, f32::INFINITY).is_some());
+    // In a batch, the bad rays find nothing and the good ones between them still hit.
+    let batch = [Ray::new(origin, Vec3::ZERO), down, Ray::new(Vec3::splat(f32::NAN), Vec3::NEG_Y), down];
+    let mut hits = [None; 4];
+    mesh.ray_closest_batch(&batch, 100.0, &mut hits);
+    assert_eq!(hits.map(|h| h.is_some()), [false, true, false, true]);
+    mesh.ray_closest_batch(&batch, f32::NAN, &mut hits);
+    assert_eq!(hits, [None; 4]);
+    mesh.ray_closest_batch(&[], 100.0, &mut []);
     let nan_box = Aabb::new(Vec3::splat(f32::NAN), Vec3::ONE);
     mesh.query_aabb(&nan_box, |_| panic!("a NaN box touches nothing"));
     mesh.query_aabb(&Aabb::EMPTY, |_| panic!("an empty box touches nothing"));
