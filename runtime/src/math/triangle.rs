@@ -64,7 +64,7 @@ impl RayShear {
 
     /// The hit on triangle `[a, b, c]` with `t` in `[t_min, t_max]` (see
     /// [`ray_triangle`]).
-    #[inline]
+    #[inline(always)]
     pub fn hit(&self, [a, b, c]: [Vec3; 3], t_min: f32, t_max: f32) -> Option<TriangleHit> {
         let [kx, ky, kz] = self.axes.map(|k| k.min(2));
         let [sx, sy, sz] = self.shear;

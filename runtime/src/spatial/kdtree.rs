@@ -197,6 +197,13 @@ fn top(origin: f32, q: u32, top: u32, quantum: f32) -> f32 {
     }
 }
 
+/// `v[axis]` for an axis from a node's 2-bit field, without the match and the
+/// panic branch of indexing a `Vec3`.
+#[inline(always)]
+fn coordinate(v: Vec3, axis: usize) -> f32 {
+    v.extend(0.0).to_array()[axis & 3]
+}
+
 /// Read access to one storage layout; queries are generic over it.
 trait Storage {
     fn node(&self, index: u32) -> Node;
@@ -248,7 +255,7 @@ impl Storage for Full {
         let n = self.nodes[index as usize];
         if n.tag & 3 == LEAF {
             let axis = (n.tag >> 4 & 3) as usize;
-            let (o, q) = (self.origin[axis], self.quantum[axis]);
+            let (o, q) = (coordinate(self.origin, axis), coordinate(self.quantum, axis));
             let (low, high) = (n.b & 0xffff, n.b >> 16);
             Node::Leaf {
                 first: n.a,
@@ -303,7 +310,7 @@ impl Storage for Compact {
         let tag = n.tag as u32;
         if tag & 3 == LEAF {
             let axis = (tag >> 4 & 3) as usize;
-            let (o, q) = (self.origin[axis], self.step[axis] * COMPACT_LEAF_STEPS);
+            let (o, q) = (coordinate(self.origin, axis), coordinate(self.step, axis) * COMPACT_LEAF_STEPS);
             let (low, high) = ((n.b & 0xff) as u32, (n.b >> 8) as u32);
             Node::Leaf {
                 first: n.a as u32,
@@ -316,8 +323,8 @@ impl Storage for Compact {
             let axis = (tag & 3) as usize;
             Node::Branch {
                 axis,
-                split0: self.origin[axis] + n.a as f32 * self.step[axis],
-                split1: self.origin[axis] + n.b as f32 * self.step[axis],
+                split0: coordinate(self.origin, axis) + n.a as f32 * coordinate(self.step, axis),
+                split1: coordinate(self.origin, axis) + n.b as f32 * coordinate(self.step, axis),
                 child: tag >> 2,
             }
         }
@@ -1177,19 +1184,19 @@ impl Walk {
                     let (c0, c1) = ((s0 - o) * inv, (s1 - o) * inv);
                     // Left is `t <= c0` going up the axis, `t >= c0` going down; right
                     // the opposite.
-                    let (near, near_end, far, far_start) =
-                        if d > 0.0 { (left, c0, right, c1) } else { (right, c1, left, c0) };
-                    if far_start <= t1 {
-                        self.stack[self.top] = (far, t0.max(far_start), t1);
-                        self.top += 1;
-                        s.prefetch(far);
-                    }
-                    if near_end >= t0 {
-                        self.stack[self.top] = (near, t0, t1.min(near_end));
-                        self.top += 1;
-                        if INTERLEAVED {
-                            s.prefetch(near);
-                        }
+                    let up = d > 0.0;
+                    let (near, far) = (if up { left } else { right }, if up { right } else { left });
+                    let (near_end, far_start) = (if up { c0 } else { c1 }, if up { c1 } else { c0 });
+                    // Both entries are written and kept by moving the top: which
+                    // children a random ray enters is a coin toss for the branch
+                    // predictor. (A branch's node depth bounds the stack as before.)
+                    self.stack[self.top] = (far, t0.max(far_start), t1);
+                    self.top += (far_start <= t1) as usize;
+                    s.prefetch(far);
+                    self.stack[self.top] = (near, t0, t1.min(near_end));
+                    self.top += (near_end >= t0) as usize;
+                    if INTERLEAVED {
+                        s.prefetch(near);
                     }
                     return;
                 }
