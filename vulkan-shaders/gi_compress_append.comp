@@ -1,7 +1,7 @@
 // Dictionary compression of visibility maps, step 2 of a batch (gpu/gi_compress.rs):
 // one workgroup of 256, one invocation per map of the batch. The batch's unmatched
 // quadrants become new blocks in batch order, then quadrant order (an exclusive
-// scan of each map's fresh count gives its first index), packed to half floats with
+// scan of each map's fresh count gives its first index), packed to 8-bit unorm with
 // their mean depths (whole quadrant, 4 x 4 nearest the pole) for the next batches'
 // prefilter; then the block count grows.
 #version 460
@@ -47,12 +47,17 @@ void main() {
             Words(pc.block_index).v[probe * GI_QUADRANTS + q] = index;
             float sum = 0.0;
             float pole = 0.0;
-            for (uint k = 0u; k < GI_QUADRANT_TEXELS; ++k) {
-                uint packed = gi_pack_texel(maps.v[probe * GI_TEXELS + gi_quadrant_map(q, k)]);
-                blocks.v[index * GI_QUADRANT_TEXELS + k] = packed;
-                float depth = gi_unpack_texel(packed).x;
-                sum += depth;
-                pole += gi_pole_place(k) ? depth : 0.0;
+            for (uint w = 0u; w < GI_BLOCK_WORDS; ++w) {
+                uint word = 0u;
+                for (uint h = 0u; h < 2u; ++h) {
+                    uint k = 2u * w + h;
+                    uint packed = gi_pack_texel(maps.v[probe * GI_TEXELS + gi_quadrant_map(q, k)]);
+                    word |= packed << (16u * h);
+                    float depth = gi_unpack_texel(packed).x;
+                    sum += depth;
+                    pole += gi_pole_place(k) ? depth : 0.0;
+                }
+                blocks.v[index * GI_BLOCK_WORDS + w] = word;
             }
             Vec2sW(pc.means).v[index] = vec2(sum / float(GI_QUADRANT_TEXELS), pole / 16.0);
             index += 1u;

@@ -70,8 +70,9 @@ void main() {
         for (uint transposed = 0u; transposed < 2u && found < 0; ++transposed) {
             bool same = true;
             for (uint k = 0u; k < GI_QUADRANT_TEXELS && same; ++k) {
-                uint texel = uint(j) * GI_QUADRANT_TEXELS + gi_block_texel(k, transposed == 1u);
-                vec2 d = abs(quadrant[k] - gi_unpack_texel(blocks.v[texel]));
+                uint texel = gi_block_texel(k, transposed == 1u);
+                vec2 b = gi_block_value(blocks.v[uint(j) * GI_BLOCK_WORDS + texel / 2u], texel);
+                vec2 d = abs(quadrant[k] - b);
                 same = d.x <= pc.tolerance && d.y <= pc.tolerance;
             }
             if (same) {

@@ -5,9 +5,10 @@
 #define KILN_GI_GLSL
 
 const uint GI_TEXELS = 256u;
-// compress.rs QUADRANTS, QUADRANT_TEXELS, DEAD_QUADRANT.
+// compress.rs QUADRANTS, QUADRANT_TEXELS, BLOCK_WORDS, DEAD_QUADRANT.
 const uint GI_QUADRANTS = 4u;
 const uint GI_QUADRANT_TEXELS = 64u;
+const uint GI_BLOCK_WORDS = 32u;
 const uint DEAD_QUADRANT = 0xffffffffu;
 // compress.rs MEAN_SLACK: the mean prefilter never rejects a true match.
 const float GI_MEAN_SLACK = 1e-4;
@@ -23,51 +24,26 @@ uint gi_round_shift(uint v, uint shift) {
     return q + ((rem > halfway || (rem == halfway && (q & 1u) == 1u)) ? 1u : 0u);
 }
 
-// pack.rs half_from_f32.
-uint gi_half_from_float(float x) {
-    uint bits = floatBitsToUint(x);
-    uint sign_bit = (bits >> 16u) & 0x8000u;
-    uint a = bits & 0x7fffffffu;
-    if (a > 0x7f800000u) {
-        return sign_bit | 0x7e00u;
-    }
-    int e = int(a >> 23u) - 127 + 15;
-    uint mant = a & 0x7fffffu;
-    uint code;
-    if (e >= 31) {
-        code = 0x7c00u;
-    } else if (e <= 0) {
-        uint shift = uint(14 - e);
-        code = shift > 24u ? 0u : gi_round_shift(mant | 0x800000u, shift);
-    } else {
-        code = min((uint(e) << 10u) + gi_round_shift(mant, 13u), 0x7c00u);
-    }
-    return sign_bit | code;
+// compress.rs quantise: floor(v * 255 + 0.5) on [0, 1], never fused, so the bits
+// match the CPU's correctly rounded multiply and add.
+uint gi_quantise(float v) {
+    precise float s = clamp(v, 0.0, 1.0) * 255.0 + 0.5;
+    return uint(s);
 }
 
-// pack.rs half_to_f32.
-float gi_half_to_float(uint h) {
-    uint sign_bit = (h & 0x8000u) << 16u;
-    uint e = (h >> 10u) & 0x1fu;
-    uint mant = h & 0x3ffu;
-    float a;
-    if (e == 0u) {
-        a = float(mant) * uintBitsToFloat((127u - 24u) << 23u);
-    } else if (e == 31u) {
-        a = uintBitsToFloat(0x7f800000u | (mant << 13u));
-    } else {
-        a = uintBitsToFloat(((e + 127u - 15u) << 23u) | (mant << 13u));
-    }
-    return uintBitsToFloat(floatBitsToUint(a) | sign_bit);
-}
-
-// compress.rs pack_texel / unpack_texel: [depth, depth^2] as two halves.
+// compress.rs pack_texel / unpack_texel: [depth, depth^2] as 8-bit unorm, depth low.
 uint gi_pack_texel(vec2 t) {
-    return gi_half_from_float(t.x) | (gi_half_from_float(t.y) << 16u);
+    return gi_quantise(t.x) | (gi_quantise(t.y) << 8u);
 }
 
 vec2 gi_unpack_texel(uint t) {
-    return vec2(gi_half_to_float(t & 0xffffu), gi_half_to_float(t >> 16u));
+    precise vec2 v = vec2(float(t & 0xffu), float((t >> 8u) & 0xffu)) * (1.0 / 255.0);
+    return v;
+}
+
+// compress.rs block_value: texel i of a block, given the block's word i / 2.
+vec2 gi_block_value(uint word, uint i) {
+    return gi_unpack_texel(word >> ((i & 1u) * 16u));
 }
 
 // octahedral.rs oct_decode: a point of [-1, 1]^2 to a unit direction.
@@ -309,7 +285,7 @@ vec2 gi_texel(GiUpdateParams P, uint probe, uint x, uint y) {
     }
     uint texel = gi_block_texel(qi.y, (entry & GI_TRANSPOSED) != 0u);
     uint block = entry & ~GI_TRANSPOSED;
-    return gi_unpack_texel(Uints(P.blocks).v[block * GI_QUADRANT_TEXELS + texel]);
+    return gi_block_value(Uints(P.blocks).v[block * GI_BLOCK_WORDS + texel / 2u], texel);
 }
 
 // octahedral.rs sample_bordered: bilinear [depth, depth^2] toward d, the border

@@ -7,14 +7,23 @@
 //! blocks) and reuses the most recent one whose largest texel difference, in either
 //! channel, is at most the tolerance (0.01 of the clip range: maps are normalised,
 //! so the tolerance is absolute); otherwise it is stored as a new block of 64
-//! half-float pairs (256 B). A quadrant within tolerance of the clip value stores
+//! texels (128 B, see below). A quadrant within tolerance of the clip value stores
 //! nothing and decodes to the clip value; a probe whose four quadrants are so is a
 //! dead probe.
+//!
+//! # Block texels in 8 bits
+//!
+//! Beyond the reference, a block stores each texel's depth and depth^2 (over the
+//! clip distance) as 8-bit unorm, not as the maps' half floats: the tolerance
+//! budget is 0.01 of the clip range and rounding to 1/255 costs at most 1/510 of
+//! it. Quadrants are compared with a stored block as it decodes, so every texel of
+//! every map that reuses it still decodes within the tolerance; a texel at the clip
+//! value decodes to exactly 1. Against R16G16 blocks this halves the dictionary.
 //!
 //! # Quadrants and symmetries
 //!
 //! Beyond the reference, the unit stored is a quadrant of a map (8 x 8 texels, a
-//! 256-byte block), not the whole map: a probe's entry in `block_index` is four
+//! 128-byte block), not the whole map: a probe's entry in `block_index` is four
 //! entries, one per quadrant, and a quadrant that sees nothing is dead on its own.
 //! Each quadrant is read in its own frame ([`quadrant_texel`]), counted from the
 //! map's centre (the +y pole) outward, and may match a block as is or transposed.
@@ -59,7 +68,6 @@
 #[cfg(doc)]
 use super::octahedral::symmetric_texel;
 use super::octahedral::{quadrant_texel, VisibilityMap, OCT_RES, OCT_TEXELS, QUADRANT_RES, QUADRANT_TEXELS};
-use super::pack::{half_from_f32, half_to_f32};
 
 /// Quadrants of a map: entries per probe in `block_index`.
 pub const QUADRANTS: usize = 4;
@@ -113,9 +121,13 @@ impl Default for CompressParams {
     }
 }
 
-/// A stored block, one quadrant in its frame (row-major `cy * 8 + cx`): per texel
-/// `depth | depth^2 << 16` as half floats (R16G16).
-pub type Block = [u32; QUADRANT_TEXELS];
+/// Words of a stored block: two texels per word.
+pub const BLOCK_WORDS: usize = QUADRANT_TEXELS / 2;
+
+/// A stored block, one quadrant in its frame (row-major `cy * 8 + cx`): texel `i`
+/// in the low (`i` even) or high 16 bits of word `i / 2`, as [`pack_texel`] packs
+/// it. 128 bytes.
+pub type Block = [u32; BLOCK_WORDS];
 
 /// `QUADRANT_MAP[q][i]`: the map texel at place `i` of quadrant `q`'s frame.
 pub const QUADRANT_MAP: [[u8; QUADRANT_TEXELS]; QUADRANTS] = {
@@ -212,7 +224,7 @@ impl CompressedVisibility {
         if entry.is_dead() {
             return [1.0, 1.0];
         }
-        unpack_texel(self.blocks[entry.block() as usize][block_texel(i as usize, entry.transposed())])
+        block_value(&self.blocks[entry.block() as usize], block_texel(i as usize, entry.transposed()))
     }
 
     pub fn decode(&self, p: usize) -> VisibilityMap {
@@ -229,7 +241,7 @@ impl CompressedVisibility {
         (0..self.probe_count()).filter(|&p| self.is_dead(p)).count()
     }
 
-    /// Bytes stored: a 4-byte entry per quadrant plus 256 bytes per block.
+    /// Bytes stored: a 4-byte entry per quadrant plus 128 bytes per block.
     pub fn bytes(&self) -> usize {
         self.block_index.len() * 4 + self.blocks.len() * std::mem::size_of::<Block>()
     }
@@ -247,14 +259,39 @@ const TEXEL_PLACE: [(u8, u8); OCT_TEXELS] = {
     table
 };
 
+/// `[depth, depth^2]` (over the clip distance, in [0, 1]) as `depth | depth^2 << 8`
+/// in 8-bit unorm, rounded to nearest (see the module docs).
 #[inline]
 pub fn pack_texel([d, d2]: [f32; 2]) -> u32 {
-    half_from_f32(d) | (half_from_f32(d2) << 16)
+    quantise(d) | quantise(d2) << 8
 }
 
+/// `floor(v * 255 + 0.5)` on [0, 1]: the same correctly rounded multiply and add on
+/// the GPU (`precise` there, so never fused), hence the same bits.
+#[inline]
+fn quantise(v: f32) -> u32 {
+    (v.clamp(0.0, 1.0) * 255.0 + 0.5) as u32
+}
+
+/// One step of 8-bit unorm; decoding multiplies (correctly rounded on both sides,
+/// where a division need not be on the GPU).
+const UNORM8_STEP: f32 = 1.0 / 255.0;
+
+/// [`pack_texel`]'s inverse, on the low 16 bits of `t`.
 #[inline]
 pub fn unpack_texel(t: u32) -> [f32; 2] {
-    [half_to_f32(t & 0xFFFF), half_to_f32(t >> 16)]
+    [(t & 0xff) as f32 * UNORM8_STEP, (t >> 8 & 0xff) as f32 * UNORM8_STEP]
+}
+
+/// Texel `i` of `block`.
+#[inline]
+pub fn block_value(block: &Block, i: usize) -> [f32; 2] {
+    unpack_texel(block[i / 2] >> (i % 2 * 16))
+}
+
+/// A quadrant packed into a block.
+pub fn pack_block(quadrant: &[[f32; 2]; QUADRANT_TEXELS]) -> Block {
+    std::array::from_fn(|w| pack_texel(quadrant[2 * w]) | pack_texel(quadrant[2 * w + 1]) << 16)
 }
 
 /// One quadrant of a map in its frame.
@@ -395,8 +432,8 @@ fn compress_with(
             BlockEntry::MAX_BLOCKS
         );
         for (slot, quadrant) in &fresh {
-            let block: Block = std::array::from_fn(|i| pack_texel(quadrant[i]));
-            let texels: Quadrant = block.map(unpack_texel);
+            let block = pack_block(quadrant);
+            let texels: Quadrant = std::array::from_fn(|i| block_value(&block, i));
             let block_means = invariant_means(|i| texels[i][0]);
             cells.push(block_means[0], out.blocks.len() as u32);
             means.push(block_means);
@@ -487,6 +524,28 @@ mod tests {
         }
     }
 
+    /// Half a step of 8-bit unorm, and a little for the decoding multiply.
+    const UNORM8_ERROR: f32 = 0.5 / 255.0 + 1e-6;
+
+    #[test]
+    fn texels_round_trip_within_half_a_unorm8_step() {
+        for k in 0..=100_000 {
+            let v = k as f32 / 100_000.0;
+            let [d, d2] = unpack_texel(pack_texel([v, 1.0 - v]));
+            assert!((d - v).abs() <= UNORM8_ERROR && (d2 - (1.0 - v)).abs() <= UNORM8_ERROR, "{v}");
+        }
+        // The clip value and zero are exact; out-of-range values clamp.
+        assert_eq!(unpack_texel(pack_texel([1.0, 0.0])), [1.0, 0.0]);
+        assert_eq!(unpack_texel(pack_texel([1.5, -0.5])), [1.0, 0.0]);
+        // Two texels per word, the even one low.
+        let quadrant: [[f32; 2]; QUADRANT_TEXELS] = std::array::from_fn(|i| [i as f32 / 63.0, 0.5]);
+        let block = pack_block(&quadrant);
+        for (i, t) in quadrant.iter().enumerate() {
+            assert_eq!(block_value(&block, i), unpack_texel(pack_texel(*t)));
+        }
+        assert_eq!(block[1] & 0xffff, pack_texel(quadrant[2]));
+    }
+
     /// A map read through each symmetry of the square shares the first one's four
     /// blocks, transposed when the symmetry swaps the axes, and every probe decodes
     /// to its own map.
@@ -517,7 +576,7 @@ mod tests {
             assert!(entries.iter().all(|e| e.transposed() == (s & 4 != 0)), "symmetry {s}: {entries:?}");
             let decoded = c.decode(s);
             for (got, want) in decoded.0.iter().zip(&map.0) {
-                assert!((got[0] - want[0]).abs() <= 1e-3 && (got[1] - want[1]).abs() <= 1e-3);
+                assert!((got[0] - want[0]).abs() <= UNORM8_ERROR && (got[1] - want[1]).abs() <= UNORM8_ERROR);
             }
         }
     }

@@ -21,8 +21,7 @@ use super::layout::GiCompressPush;
 use super::queue::Gpu;
 use super::recorder::{Recorder, Use};
 use super::shaders;
-use crate::gi::compress::{Block, CompressParams, CompressedVisibility, ProbeOrder, QUADRANTS};
-use crate::gi::octahedral::QUADRANT_TEXELS;
+use crate::gi::compress::{Block, CompressParams, CompressedVisibility, ProbeOrder, BLOCK_WORDS, QUADRANTS};
 use crate::gi::OCT_TEXELS;
 
 /// Largest batch the append kernel handles (one workgroup).
@@ -87,9 +86,9 @@ impl GpuVisibility {
         let quadrants = self.probe_count as usize * QUADRANTS;
         let count = (gpu.read::<u32>(&self.state, 1)?[0] as usize).min(quadrants);
         let block_index = gpu.read::<u32>(&self.block_index, quadrants)?;
-        let words = gpu.read::<u32>(&self.blocks, count * QUADRANT_TEXELS)?;
+        let words = gpu.read::<u32>(&self.blocks, count * BLOCK_WORDS)?;
         let blocks: Vec<Block> =
-            words.chunks_exact(QUADRANT_TEXELS).map(|c| <Block>::try_from(c).expect("chunks of one block")).collect();
+            words.chunks_exact(BLOCK_WORDS).map(|c| <Block>::try_from(c).expect("chunks of one block")).collect();
         Ok(CompressedVisibility { block_index, blocks })
     }
 }
