@@ -1131,7 +1131,6 @@ impl Walk {
         self.inv_dir = ray.inv_dir.extend(0.0).to_array();
         self.max_t = max_t;
         self.push((0, t_root, t_exit));
-        self.top = 1;
         true
     }
 

@@ -325,6 +325,14 @@ fn degenerate_queries_find_nothing_and_do_not_panic() {
     empty.query_aabb(&Aabb::new(Vec3::splat(-1e9), Vec3::splat(1e9)), |_| panic!("empty mesh"));
 }
 
+#[test]
+#[should_panic(expected = "one hit slot per ray")]
+fn a_batch_needs_one_hit_slot_per_ray() {
+    let mesh = KdMesh::build(&heightfield(41, 4), MeshMode::Full).unwrap();
+    let down = Ray::new(Vec3::new(0.0, 10.0, 0.0), Vec3::NEG_Y);
+    mesh.ray_closest_batch(&[down, down], 100.0, &mut [None]);
+}
+
 /// Leaf ranges are quantised on the mesh box and compared in the ray's parameter
 /// like planes: rounding must never cull a triangle, also where the coordinates'
 /// ulps are coarse next to the mesh (a millimetre mesh 10 km from the origin).
