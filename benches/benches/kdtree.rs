@@ -4,7 +4,9 @@
 //! - a ~1M-triangle terrain mesh (all chunk meshes of a 400 x 400-voxel hills terrain
 //!   in one mesh): tree build, and closest-hit casts of 10,000 random rays, one
 //!   at a time and as one batch (`KdMesh::ray_closest_batch`: interleaved walks on
-//!   the calling thread) against parry's one at a time;
+//!   the calling thread) against parry's one at a time; and the same rays through
+//!   the terrain itself (chunk walk + chunk trees, cache warm, the calling thread
+//!   only), one at a time and as one `Terrain::ray_cast_batch`;
 //! - a ~100k-triangle chunk set (the chunk meshes of a 120 x 120-voxel terrain): build
 //!   of every chunk tree (Kiln full and compact, parry one `TriMesh` per chunk), and
 //!   10,000 rays cast through Kiln's terrain (chunk walk + chunk trees, cache warm)
@@ -86,7 +88,7 @@ fn bytes_per_triangle(bytes: usize, triangles: usize) -> f64 {
 }
 
 fn one_mesh(c: &mut Criterion) {
-    let (_, chunks) = terrain(400);
+    let (mut ground, chunks) = terrain(400);
     let mesh = concat(&chunks);
     let n = mesh.triangles.len();
     let kiln = KdMesh::build(&mesh, MeshMode::Full).unwrap();
@@ -119,6 +121,15 @@ fn one_mesh(c: &mut Criterion) {
     kiln.ray_closest_batch(&rays, f32::INFINITY, &mut batch);
     let batch_hits = batch.iter().flatten().count();
     println!("kdtree_rays_1m: hits: kiln {kiln_hits} (batch {batch_hits}), parry {parry_hits} of {RAYS}");
+    let pool = ThreadPool::new(0);
+    ground.set_mesh_budget(usize::MAX);
+    let mut ground_hits = vec![None; RAYS];
+    ground.ray_cast_batch(&rays, f32::INFINITY, &mut ground_hits, pool.jobs());
+    println!(
+        "kdtree_rays_1m (terrain): hits {} of {RAYS}; cache {:?}",
+        ground_hits.iter().flatten().count(),
+        ground.meshes().stats()
+    );
     let mut group = c.benchmark_group("kdtree_rays_1m");
     group.throughput(Throughput::Elements(RAYS as u64)).sample_size(10);
     group.bench_function("kiln", |b| {
@@ -128,6 +139,15 @@ fn one_mesh(c: &mut Criterion) {
         b.iter(|| {
             kiln.ray_closest_batch(&rays, f32::INFINITY, &mut batch);
             batch.iter().flatten().map(|h| h.t).sum::<f32>()
+        })
+    });
+    group.bench_function("kiln_terrain", |b| {
+        b.iter(|| rays.iter().filter_map(|r| ground.ray_cast(r, f32::INFINITY)).map(|h| h.t).sum::<f32>())
+    });
+    group.bench_function("kiln_terrain_batch", |b| {
+        b.iter(|| {
+            ground.ray_cast_batch(&rays, f32::INFINITY, &mut ground_hits, pool.jobs());
+            ground_hits.iter().flatten().map(|h| h.t).sum::<f32>()
         })
     });
     group.bench_function("parry3d", |b| b.iter(|| rays.iter().filter_map(|r| parry_cast(&parry, r)).sum::<f32>()));
@@ -204,7 +224,15 @@ fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
     report_ratios("kdtree_build_1m", &[("kiln", "parry3d")]);
-    report_ratios("kdtree_rays_1m", &[("kiln", "parry3d"), ("kiln_batch", "parry3d")]);
+    report_ratios(
+        "kdtree_rays_1m",
+        &[
+            ("kiln", "parry3d"),
+            ("kiln_batch", "parry3d"),
+            ("kiln_terrain", "parry3d"),
+            ("kiln_terrain_batch", "parry3d"),
+        ],
+    );
     report_ratios("kdtree_build_chunks", &[("kiln", "parry3d"), ("kiln_compact", "parry3d")]);
     report_ratios("kdtree_rays_chunks", &[("kiln", "parry3d"), ("kiln_compact", "parry3d")]);
 }

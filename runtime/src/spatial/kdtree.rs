@@ -1022,6 +1022,81 @@ fn ray_cast<S: Storage>(s: &S, bounds: &Aabb, ray: &Ray, max_t: f32, mut visit: 
     }
 }
 
+/// One ray's closest-hit walk carried from tree to tree: [`TreeWalk::aim`] does the
+/// ray's set-up once (the triangle test's shear, the components), then each tree
+/// costs its box test and its nodes. A terrain ray cast walks the chunk trees along
+/// its ray with one; a batch of them interleaves their steps.
+pub(crate) struct TreeWalk {
+    walk: Walk,
+    best: Option<MeshHit>,
+    max_t: f32,
+}
+
+impl TreeWalk {
+    pub(crate) fn new() -> TreeWalk {
+        TreeWalk { walk: Walk::new(), best: None, max_t: 0.0 }
+    }
+
+    /// Sets up `ray` for the trees to come; `false` for a ray no triangle can hit.
+    pub(crate) fn aim(&mut self, ray: &Ray) -> bool {
+        self.walk.top = 0;
+        self.walk.fetch = Fetch::Idle;
+        self.walk.aim(ray)
+    }
+
+    /// Starts the walk of `mesh`'s tree for hits up to `max_t`, as
+    /// [`KdMesh::ray_closest`] would; `false` (and done) when the ray misses its box.
+    pub(crate) fn enter(&mut self, mesh: &KdMesh, max_t: f32) -> bool {
+        self.best = None;
+        self.max_t = max_t;
+        self.walk.enter(&mesh.bounds, max_t)
+    }
+
+    /// Asks for the root node of `mesh` (the tree just entered) ahead of its first step.
+    pub(crate) fn prefetch_root(&self, mesh: &KdMesh) {
+        match &mesh.repr {
+            Repr::Full(f) => f.prefetch(0),
+            Repr::Compact(c) => c.prefetch(0),
+        }
+    }
+
+    pub(crate) fn done(&self) -> bool {
+        self.walk.done()
+    }
+
+    /// One interleaved step of the walk of `mesh`, the tree last entered (see
+    /// [`Walk::step`]).
+    pub(crate) fn step(&mut self, mesh: &KdMesh) {
+        let max_t = self.max_t;
+        let visit = &mut |hit| keep_closest(&mut self.best, hit, max_t);
+        match &mesh.repr {
+            Repr::Full(f) => self.walk.step::<Full, true>(f, visit),
+            Repr::Compact(c) => self.walk.step::<Compact, true>(c, visit),
+        }
+    }
+
+    /// Walks `mesh`, the tree last entered, to the end without interleaving:
+    /// the same steps as [`KdMesh::ray_closest`].
+    pub(crate) fn finish(&mut self, mesh: &KdMesh) {
+        fn run<S: Storage>(w: &mut TreeWalk, s: &S) {
+            let max_t = w.max_t;
+            let visit = &mut |hit| keep_closest(&mut w.best, hit, max_t);
+            while !w.walk.done() {
+                w.walk.step::<S, false>(s, visit);
+            }
+        }
+        match &mesh.repr {
+            Repr::Full(f) => run(self, f),
+            Repr::Compact(c) => run(self, c),
+        }
+    }
+
+    /// The closest hit in the tree walked (once [`TreeWalk::done`]).
+    pub(crate) fn best(&self) -> Option<MeshHit> {
+        self.best
+    }
+}
+
 /// Rays interleaved by [`KdMesh::ray_closest_batch`]: enough walks in flight to
 /// cover a trip to memory with the others' steps.
 pub const RAY_LANES: usize = 8;
@@ -1114,9 +1189,36 @@ impl Walk {
     fn start(&mut self, bounds: &Aabb, ray: &Ray, max_t: f32) -> bool {
         self.top = 0;
         self.fetch = Fetch::Idle;
-        if !bounds.is_valid() || !ray.is_valid() || max_t.is_nan() || max_t < 0.0 {
+        self.aim(ray) && self.enter(bounds, max_t)
+    }
+
+    /// The per-ray part of [`Walk::start`]: the triangle test's set-up and the ray's
+    /// components. `false` for a ray no triangle can hit.
+    fn aim(&mut self, ray: &Ray) -> bool {
+        if !ray.is_valid() {
             return false;
         }
+        let Some(shear) = RayShear::new(ray) else { return false };
+        self.shear = shear;
+        self.origin = ray.origin.extend(0.0).to_array();
+        self.dir = ray.dir.extend(0.0).to_array();
+        self.inv_dir = ray.inv_dir.extend(0.0).to_array();
+        true
+    }
+
+    /// The per-tree part of [`Walk::start`], for the ray of the last [`Walk::aim`]:
+    /// clips it to the tree's box and pushes the root; `false` (and done) on a miss.
+    fn enter(&mut self, bounds: &Aabb, max_t: f32) -> bool {
+        self.top = 0;
+        self.fetch = Fetch::Idle;
+        if !bounds.is_valid() || max_t.is_nan() || max_t < 0.0 {
+            return false;
+        }
+        let ray = Ray {
+            origin: Vec3::from_slice(&self.origin),
+            dir: Vec3::from_slice(&self.dir),
+            inv_dir: Vec3::from_slice(&self.inv_dir),
+        };
         // Widen planes by a margin relative to the distances involved, and by a few
         // ulps of the coordinates themselves: far from the origin (10 km) the first
         // alone rounds away when added to a plane.
@@ -1124,11 +1226,6 @@ impl Walk {
         let magnitude = bounds.min.abs().max(bounds.max.abs()).max(ray.origin.abs()).max_element();
         self.eps = 1e-5 * (bounds.extents().max_element() + reach) + 4.0 * f32::EPSILON * magnitude + f32::MIN_POSITIVE;
         let Some((t_root, t_exit)) = ray.clip(&bounds.expanded(self.eps), max_t) else { return false };
-        let Some(shear) = RayShear::new(ray) else { return false };
-        self.shear = shear;
-        self.origin = ray.origin.extend(0.0).to_array();
-        self.dir = ray.dir.extend(0.0).to_array();
-        self.inv_dir = ray.inv_dir.extend(0.0).to_array();
         self.max_t = max_t;
         self.push((0, t_root, t_exit));
         true

@@ -9,6 +9,7 @@ mod tree_build;
 mod tree_query;
 
 pub use broadphase::{BroadPhase, Pair};
+pub(crate) use kdtree::TreeWalk;
 pub use kdtree::{KdError, KdMesh, MeshHit, MeshMode, TriMesh, KD_MAX_DEPTH, RAY_LANES};
 pub use tree::{Balancing, DynamicTree, ProxyId, TreeConfig, TreeQuality};
 

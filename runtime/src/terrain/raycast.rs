@@ -22,6 +22,7 @@ use glam::{IVec3, Vec3};
 use super::voxels::{Material, CHUNK};
 use super::Terrain;
 use crate::math::{triangle_normal, Aabb, Ray};
+use crate::spatial::{KdMesh, MeshHit, TreeWalk, RAY_LANES};
 
 /// How close (in chunks) a segment must come to a neighbour for its spill to
 /// matter: half a voxel, plus slack for rounding.
@@ -81,6 +82,16 @@ const WITHOUT: [[u32; 2]; 3] =
 fn block(x: u32, y: u32, z: u32) -> u32 {
     let spread = |s: u32, w: u32| (s & 1) | (s & 2) << (w - 1) | (s & 4) << (2 * w - 2);
     x * spread(z, 3) * spread(y, 9)
+}
+
+/// What a walk does next (see [`RayWalk::next_chunk`]).
+pub(crate) enum Next<'t> {
+    /// The walk is over.
+    Done,
+    /// The chunk is not cached: mesh it, then go on.
+    Build(IVec3),
+    /// Walk this chunk's tree.
+    Tree(IVec3, &'t KdMesh),
 }
 
 /// The resumable state of one ray's walk. See the module docs.
@@ -155,38 +166,70 @@ impl RayWalk {
         walk
     }
 
-    /// Runs the walk until it finishes (`None`) or needs chunk `Some(coord)` meshed.
-    pub(crate) fn advance(&mut self, terrain: &Terrain) -> Option<IVec3> {
+    /// Sets `tree` up for this walk's ray. (A walk whose ray no triangle can hit is
+    /// already done: `new` refuses rays without a finite, non-zero direction.)
+    pub(crate) fn aim(&mut self, tree: &mut TreeWalk) {
+        if !self.done && !tree.aim(&self.ray) {
+            self.done = true;
+        }
+    }
+
+    /// The next chunk whose tree the ray must walk, taken off the walk; or the chunk
+    /// to mesh first (left on it, so the walk resumes there); or the end.
+    pub(crate) fn next_chunk<'t>(&mut self, terrain: &'t Terrain) -> Next<'t> {
         while !self.done {
             while self.pending != 0 {
                 let bit = self.pending.trailing_zeros();
                 let coord = self.cell + offset(bit);
-                let Some(mesh) = terrain.meshes.get(coord) else {
-                    // Not cached: stop here, the caller builds it and resumes.
-                    return Some(coord);
-                };
-                if let Some(mesh) = mesh {
-                    let limit = self.best.map_or(self.max_t, |b| b.t);
-                    if let Some(h) = mesh.ray_closest(&self.ray, limit) {
-                        let tri = mesh.triangle(h.triangle);
-                        let hit = TerrainHit {
-                            t: h.t,
-                            point: self.ray.at(h.t),
-                            normal: triangle_normal(tri),
-                            material: Material(mesh.material(h.triangle)),
-                            chunk: coord,
-                            triangle: h.triangle,
-                        };
-                        if self.best.is_none_or(|b| hit.beats(&b)) {
-                            self.best = Some(hit);
-                        }
-                    }
-                }
+                let Some(mesh) = terrain.meshes.get(coord) else { return Next::Build(coord) };
                 self.pending &= !(1 << bit);
+                if let Some(mesh) = mesh {
+                    return Next::Tree(coord, mesh);
+                }
             }
             self.next_cell(terrain);
         }
-        None
+        Next::Done
+    }
+
+    /// The largest `t` a hit may still have: the closest hit's, or the cast's limit.
+    pub(crate) fn limit(&self) -> f32 {
+        self.best.map_or(self.max_t, |b| b.t)
+    }
+
+    /// Takes `hit`, the closest hit in chunk `coord`'s tree (`mesh`), if it beats
+    /// the closest so far.
+    pub(crate) fn offer(&mut self, coord: IVec3, mesh: &KdMesh, hit: MeshHit) {
+        let hit = TerrainHit {
+            t: hit.t,
+            point: self.ray.at(hit.t),
+            normal: triangle_normal(mesh.triangle(hit.triangle)),
+            material: Material(mesh.material(hit.triangle)),
+            chunk: coord,
+            triangle: hit.triangle,
+        };
+        if self.best.is_none_or(|b| hit.beats(&b)) {
+            self.best = Some(hit);
+        }
+    }
+
+    /// Runs the walk on this thread until it finishes (`None`) or needs chunk
+    /// `Some(coord)` meshed, walking each chunk's tree to the end with `tree` (aimed).
+    pub(crate) fn advance(&mut self, terrain: &Terrain, tree: &mut TreeWalk) -> Option<IVec3> {
+        loop {
+            match self.next_chunk(terrain) {
+                Next::Done => return None,
+                Next::Build(coord) => return Some(coord),
+                Next::Tree(coord, mesh) => {
+                    if tree.enter(mesh, self.limit()) {
+                        tree.finish(mesh);
+                        if let Some(hit) = tree.best() {
+                            self.offer(coord, mesh, hit);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     fn next_cell(&mut self, terrain: &Terrain) {
@@ -234,7 +277,9 @@ impl Terrain {
     pub fn ray_cast(&mut self, ray: &Ray, max_t: f32) -> Option<TerrainHit> {
         self.meshes.begin_round();
         let mut walk = RayWalk::new(self, ray, max_t);
-        while let Some(coord) = walk.advance(self) {
+        let mut tree = TreeWalk::new();
+        walk.aim(&mut tree);
+        while let Some(coord) = walk.advance(self, &mut tree) {
             self.meshes.build_one(&self.voxels, self.voxel_size, coord);
         }
         self.meshes.evict_to_budget();
@@ -243,8 +288,11 @@ impl Terrain {
 
     /// [`Terrain::ray_cast`] for every ray, as parallel jobs: `hits[i]` is ray `i`'s
     /// closest hit. Rounds of "walk every ray until it needs a mesh" and "mesh every
-    /// chunk named, in parallel" repeat until all rays finish. The result does not
-    /// depend on the worker count. Panics if `hits` and `rays` differ in length.
+    /// chunk named, in parallel" repeat until all rays finish. Within a job,
+    /// [`RAY_LANES`](crate::spatial::RAY_LANES) walks are interleaved a tree node at
+    /// a time, as in [`KdMesh::ray_closest_batch`], so their cache misses overlap.
+    /// The result does not depend on the worker count. Panics if `hits` and `rays`
+    /// differ in length.
     pub fn ray_cast_batch(
         &mut self,
         rays: &[Ray],
@@ -257,9 +305,10 @@ impl Terrain {
         let mut walks: Vec<(RayWalk, Option<IVec3>)> =
             rays.iter().map(|r| (RayWalk::new(self, r, max_t), None)).collect();
         let mut needed = Vec::new();
-        loop {
+        for round in 0.. {
             let terrain = &*self;
-            jobs.for_each_mut(&mut walks, |_, (walk, need), _| *need = walk.advance(terrain));
+            let mut blocks: Vec<&mut [(RayWalk, Option<IVec3>)]> = walks.chunks_mut(BATCH_BLOCK).collect();
+            jobs.for_each_mut(&mut blocks, |_, block, _| walk_interleaved(terrain, block, round == 0));
             needed.clear();
             needed.extend(walks.iter().filter_map(|(_, need)| *need));
             self.meshes.evict_to_budget();
@@ -271,6 +320,77 @@ impl Terrain {
         }
         for (hit, (walk, _)) in hits.iter_mut().zip(walks) {
             *hit = walk.best;
+        }
+    }
+}
+
+/// Rays per job of a batch.
+const BATCH_BLOCK: usize = 128;
+
+/// Runs the walks of `block` (all of them in the first round, else those stopped for
+/// a mesh) until each finishes or needs a mesh, [`RAY_LANES`] at a time: each lane
+/// steps its current chunk tree a node per turn (see [`KdMesh::ray_closest_batch`]),
+/// and between trees finds its walk's next chunk, or takes the next walk.
+fn walk_interleaved(terrain: &Terrain, block: &mut [(RayWalk, Option<IVec3>)], first_round: bool) {
+    struct Lane<'t> {
+        /// The walk in `block`, or `usize::MAX` when idle.
+        walk: usize,
+        /// The chunk whose tree `tree` is walking.
+        chunk: Option<(IVec3, &'t KdMesh)>,
+        tree: TreeWalk,
+    }
+    let mut lanes: [Lane; RAY_LANES] =
+        std::array::from_fn(|_| Lane { walk: usize::MAX, chunk: None, tree: TreeWalk::new() });
+    let mut next = 0;
+    let mut busy = true;
+    while busy {
+        busy = false;
+        for lane in &mut lanes {
+            if let Some((coord, mesh)) = lane.chunk {
+                if !lane.tree.done() {
+                    lane.tree.step(mesh);
+                    busy = true;
+                    continue;
+                }
+                if let Some(hit) = lane.tree.best() {
+                    block[lane.walk].0.offer(coord, mesh, hit);
+                }
+                lane.chunk = None;
+            }
+            // Between trees: the walk's next chunk whose box the ray meets, or the
+            // next walk once this one finishes or stops for a mesh.
+            loop {
+                if lane.walk == usize::MAX {
+                    while next < block.len() && !(first_round || block[next].1.is_some()) {
+                        next += 1;
+                    }
+                    if next == block.len() {
+                        break;
+                    }
+                    lane.walk = next;
+                    next += 1;
+                    block[lane.walk].0.aim(&mut lane.tree);
+                }
+                let (walk, need) = &mut block[lane.walk];
+                match walk.next_chunk(terrain) {
+                    Next::Done => {
+                        *need = None;
+                        lane.walk = usize::MAX;
+                    }
+                    Next::Build(coord) => {
+                        *need = Some(coord);
+                        lane.walk = usize::MAX;
+                    }
+                    Next::Tree(coord, mesh) => {
+                        if lane.tree.enter(mesh, walk.limit()) {
+                            lane.tree.prefetch_root(mesh);
+                            lane.chunk = Some((coord, mesh));
+                            busy = true;
+                            break;
+                        }
+                    }
+                }
+            }
         }
     }
 }

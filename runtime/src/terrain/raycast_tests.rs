@@ -137,6 +137,13 @@ fn batches_are_identical_for_any_worker_count() {
         t.ray_cast_batch(&rays, 100.0, &mut hits, pool.jobs());
         let stats = t.meshes().stats();
         assert!(stats.bytes <= 40_000, "{stats:?}");
+        // The interleaved walks, resumed over many rounds of meshing under the tight
+        // budget, find what single casts find.
+        if threads == 1 {
+            for (ray, hit) in rays.iter().zip(&hits).step_by(7) {
+                assert_eq!(t.ray_cast(ray, 100.0), *hit, "{ray:?}");
+            }
+        }
         results.push((hits, stats));
     }
     assert!(results.iter().all(|r| *r == results[0]), "hits and cache statistics depend on the worker count");
@@ -265,4 +272,18 @@ fn bad_rays_find_nothing() {
     }
     let mut none = vec![None; 0];
     t.ray_cast_batch(&[], 1.0, &mut none, pool.jobs());
+    // Bad rays among good ones in a batch: each lane takes the next ray, bad or not.
+    let rays: Vec<Ray> = (0..40)
+        .map(|i| match i % 4 {
+            0 => Ray::new(Vec3::splat(f32::NAN), Vec3::NEG_Y),
+            1 => Ray::new(Vec3::new(0.5, 10.0, 0.5), Vec3::ZERO),
+            _ => Ray::new(Vec3::new(-9.5 + i as f32 * 0.3, 10.0, 0.5), Vec3::new(0.1, -1.0, 0.05)),
+        })
+        .collect();
+    let mut hits = vec![None; rays.len()];
+    t.ray_cast_batch(&rays, 50.0, &mut hits, pool.jobs());
+    for (i, (ray, hit)) in rays.iter().zip(&hits).enumerate() {
+        assert_eq!(*hit, t.ray_cast(ray, 50.0), "{ray:?}");
+        assert_eq!(hit.is_some(), i % 4 > 1, "{ray:?}");
+    }
 }
