@@ -36,6 +36,11 @@ impl TerrainContact {
     }
 }
 
+/// The leading contacts of `list` that belong to `body`.
+fn run_of(list: &[TerrainContact], body: u32) -> &[TerrainContact] {
+    &list[..list.iter().take_while(|c| c.body == body).count()]
+}
+
 /// The contact list and the last update's changes.
 #[derive(Debug, Default)]
 pub struct TerrainContacts {
@@ -115,43 +120,48 @@ impl TerrainContacts {
         });
 
         // Merge: old contacts of untouched bodies stay; updated bodies get their new
-        // lists, diffed against their old ones.
+        // lists, diffed against their old ones. Both lists are sorted by key, and the
+        // jobs' lists follow the sorted bodies, job by job.
         self.merged.clear();
-        let new_lists = self.job_out[..jobs_needed].iter().flat_map(|v| v.iter().copied());
-        let mut new_iter = new_lists.peekable();
-        let mut old = self.contacts.iter().copied().peekable();
-        for &(body, _) in &self.bodies {
-            while let Some(c) = old.next_if(|c| c.body < body) {
-                self.merged.push(c);
-            }
-            let mut olds = std::iter::from_fn(|| old.next_if(|c| c.body == body)).peekable();
-            let mut news = std::iter::from_fn(|| new_iter.next_if(|c| c.body == body)).peekable();
-            loop {
-                match (olds.peek(), news.peek()) {
-                    (Some(o), Some(n)) if o.key() == n.key() => {
-                        self.kept.push(*n);
-                        self.merged.push(*n);
-                        olds.next();
-                        news.next();
+        let old = &self.contacts;
+        let mut o = 0;
+        for (job, news) in self.job_out[..jobs_needed].iter().enumerate() {
+            let mut n = 0;
+            for &(body, _) in &self.bodies[chunk_range(&(0..self.bodies.len()), BODY_GRAIN, job)] {
+                let untouched = o;
+                while o < old.len() && old[o].body < body {
+                    o += 1;
+                }
+                self.merged.extend_from_slice(&old[untouched..o]);
+                let (olds, news) = (run_of(&old[o..], body), run_of(&news[n..], body));
+                (o, n) = (o + olds.len(), n + news.len());
+                let (mut i, mut j) = (0, 0);
+                while i < olds.len() || j < news.len() {
+                    let order = match (olds.get(i), news.get(j)) {
+                        (Some(a), Some(b)) => a.key().cmp(&b.key()),
+                        (Some(_), None) => std::cmp::Ordering::Less,
+                        _ => std::cmp::Ordering::Greater,
+                    };
+                    match order {
+                        std::cmp::Ordering::Equal => {
+                            self.kept.push(news[j]);
+                            self.merged.push(news[j]);
+                            (i, j) = (i + 1, j + 1);
+                        }
+                        std::cmp::Ordering::Less => {
+                            self.removed.push(olds[i]);
+                            i += 1;
+                        }
+                        std::cmp::Ordering::Greater => {
+                            self.added.push(news[j]);
+                            self.merged.push(news[j]);
+                            j += 1;
+                        }
                     }
-                    (Some(o), Some(n)) if o.key() < n.key() => {
-                        self.removed.push(*o);
-                        olds.next();
-                    }
-                    (_, Some(n)) => {
-                        self.added.push(*n);
-                        self.merged.push(*n);
-                        news.next();
-                    }
-                    (Some(o), None) => {
-                        self.removed.push(*o);
-                        olds.next();
-                    }
-                    (None, None) => break,
                 }
             }
         }
-        self.merged.extend(old);
+        self.merged.extend_from_slice(&old[o..]);
         std::mem::swap(&mut self.contacts, &mut self.merged);
     }
 

@@ -25,7 +25,7 @@ pub use mesher::{chunk_mesh_bounds, mesh_chunk};
 pub use raycast::TerrainHit;
 pub use voxels::{chunk_of, local_of, Chunk, CoordMap, Material, Occupancy, Voxels, CHUNK};
 
-use crate::jobs::Jobs;
+use crate::jobs::{chunk_count, Jobs};
 use crate::math::Aabb;
 use crate::spatial::{KdMesh, MeshMode};
 use surface::SurfaceChunks;
@@ -84,6 +84,10 @@ pub struct Terrain {
     /// Scratch of `regenerate`: the dirty list (sorted) and its results.
     dirty_list: Vec<IVec3>,
     results: Vec<Option<ChunkMask>>,
+    /// Scratch of `prepare_meshes`: a bit per chunk asked about, set when it must be
+    /// meshed (64 per word, a word per job), and those chunks.
+    missing: Vec<u64>,
+    needed: Vec<IVec3>,
     /// Bumped by every change of the triangles a query can return (edits, mesh mode).
     revision: u64,
 }
@@ -102,6 +106,8 @@ impl Terrain {
             geometry: None,
             dirty_list: Vec::new(),
             results: Vec::new(),
+            missing: Vec::new(),
+            needed: Vec::new(),
             revision: 0,
         }
     }
@@ -211,11 +217,34 @@ impl Terrain {
     /// chunks.
     pub fn prepare_meshes(&mut self, coords: &[IVec3], jobs: Jobs) {
         self.meshes.begin_round();
-        // Collecting only the missing ones keeps a steady-state call allocation-free.
-        // Most chunks are cached: that lookup goes first.
-        let needed: Vec<IVec3> =
-            coords.iter().copied().filter(|&c| !self.meshes.contains(c) && self.may_have_triangles(c)).collect();
-        self.meshes.build(&self.voxels, self.voxel_size, &needed, jobs);
+        // Most chunks are cached: the lookups that find out run as parallel jobs, 64
+        // chunks to a job, each setting a bit per chunk that is missing and can have
+        // triangles. A step asks about thousands of chunks, so done on one thread this
+        // was a serial part of the broadphase stage.
+        let words = chunk_count(coords.len(), 64);
+        self.missing.clear();
+        self.missing.resize(words, 0);
+        let (meshes, surface) = (&self.meshes, &self.surface);
+        jobs.map_chunks(0..coords.len(), 64, &mut self.missing, |range, _| {
+            let start = range.start;
+            range.fold(0u64, |bits, i| {
+                let c = coords[i];
+                bits | ((!meshes.contains(c) && surface.contains(c)) as u64) << (i - start)
+            })
+        });
+        self.needed.clear();
+        for (w, &bits) in self.missing.iter().enumerate() {
+            let mut bits = bits;
+            while bits != 0 {
+                let c = coords[w * 64 + bits.trailing_zeros() as usize];
+                debug_assert!(self.may_have_triangles(c));
+                self.needed.push(c);
+                bits &= bits - 1;
+            }
+        }
+        if !self.needed.is_empty() {
+            self.meshes.build(&self.voxels, self.voxel_size, &self.needed, jobs);
+        }
     }
 
     /// The cached mesh of chunk `coord`: `None` when the chunk has no triangles or is
