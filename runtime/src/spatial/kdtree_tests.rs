@@ -2,7 +2,7 @@
 
 use glam::Vec3;
 
-use super::kdtree::{KdError, KdMesh, MeshHit, MeshMode, TriMesh, KD_MAX_DEPTH};
+use super::kdtree::{KdError, KdMesh, MeshHit, MeshMode, TreeWalk, TriMesh, KD_MAX_DEPTH};
 use super::tests::Rng;
 use crate::math::{ray_triangle, triangle_overlaps_aabb, Aabb, Ray};
 
@@ -331,6 +331,57 @@ fn a_batch_needs_one_hit_slot_per_ray() {
     let mesh = KdMesh::build(&heightfield(41, 4), MeshMode::Full).unwrap();
     let down = Ray::new(Vec3::new(0.0, 10.0, 0.0), Vec3::NEG_Y);
     mesh.ray_closest_batch(&[down, down], 100.0, &mut [None]);
+}
+
+/// One `TreeWalk` aimed once and carried through several trees (as a terrain ray
+/// walks its chunks), stepped interleaved or run to the end, finds in each tree
+/// what `ray_closest` finds there, bit for bit; a ray no triangle can hit is refused.
+#[test]
+fn a_walk_carried_from_tree_to_tree_finds_each_trees_closest_hit() {
+    let bits = |h: Option<MeshHit>| h.map(|h| (h.t.to_bits(), h.triangle, h.u.to_bits(), h.v.to_bits()));
+    for mode in [MeshMode::Full, MeshMode::Compact] {
+        let meshes: Vec<KdMesh> = (0..4)
+            .map(|i| {
+                let mut m = if i % 2 == 0 { soup(60 + i, 300) } else { heightfield(60 + i, 12) };
+                m.vertices.iter_mut().for_each(|v| *v += Vec3::new(i as f32 * 7.0, 0.0, 0.0));
+                KdMesh::build(&m, mode).unwrap()
+            })
+            .collect();
+        let mut rng = Rng(61);
+        let mut walk = TreeWalk::new();
+        let mut hits = 0;
+        for ray in rays(&mut rng, &meshes[0], 300) {
+            assert!(walk.aim(&ray));
+            for (k, mesh) in meshes.iter().enumerate() {
+                for max_t in [f32::INFINITY, 4.0] {
+                    let expected = bits(mesh.ray_closest(&ray, max_t));
+                    let got = if !walk.enter(mesh, max_t) {
+                        None
+                    } else if k % 2 == 0 {
+                        walk.prefetch_root(mesh);
+                        while !walk.done() {
+                            walk.step(mesh);
+                        }
+                        walk.best()
+                    } else {
+                        walk.finish(mesh);
+                        walk.best()
+                    };
+                    assert_eq!(bits(got), expected, "{mode:?} tree {k}, {ray:?} up to {max_t}");
+                    hits += got.is_some() as usize;
+                }
+            }
+        }
+        assert!(hits > 200, "{mode:?}: {hits} hits");
+        assert!(!walk.aim(&Ray::new(Vec3::ZERO, Vec3::ZERO)), "a zero direction");
+        assert!(!walk.aim(&Ray::new(Vec3::splat(f32::NAN), Vec3::Y)), "a NaN origin");
+        let down = Ray::new(Vec3::new(1.0, 50.0, 1.0), Vec3::NEG_Y);
+        assert!(walk.aim(&down));
+        for max_t in [f32::NAN, -1.0] {
+            assert!(!walk.enter(&meshes[1], max_t), "max_t {max_t}");
+            assert!(walk.done());
+        }
+    }
 }
 
 /// Leaf ranges are quantised on the mesh box and compared in the ray's parameter
