@@ -26,6 +26,7 @@
 
 use glam::{IVec3, Vec3};
 
+use super::surface::Neighbourhood;
 use super::voxels::{Material, CHUNK};
 use super::Terrain;
 use crate::math::{triangle_normal, Aabb, Ray};
@@ -169,7 +170,7 @@ impl RayWalk {
         walk.t_in = t_in;
         walk.t_end = t_end;
         walk.done = false;
-        walk.enter_cell(terrain, 0);
+        walk.enter_cell(&mut Neighbourhood::new(&terrain.surface), 0);
         walk
     }
 
@@ -183,7 +184,7 @@ impl RayWalk {
 
     /// The next chunk whose tree the ray must walk, taken off the walk; or the chunk
     /// to mesh first (left on it, so the walk resumes there); or the end.
-    pub(crate) fn next_chunk<'t>(&mut self, terrain: &'t Terrain) -> Next<'t> {
+    pub(crate) fn next_chunk<'t>(&mut self, terrain: &'t Terrain, hood: &mut Neighbourhood) -> Next<'t> {
         while !self.done {
             while self.pending != 0 {
                 let bit = self.pending.trailing_zeros();
@@ -194,7 +195,7 @@ impl RayWalk {
                     return Next::Tree(coord, mesh);
                 }
             }
-            self.next_cell(terrain);
+            self.next_cell(hood);
         }
         Next::Done
     }
@@ -222,9 +223,14 @@ impl RayWalk {
 
     /// Runs the walk on this thread until it finishes (`None`) or needs chunk
     /// `Some(coord)` meshed, walking each chunk's tree to the end with `tree` (aimed).
-    pub(crate) fn advance(&mut self, terrain: &Terrain, tree: &mut TreeWalk) -> Option<IVec3> {
+    pub(crate) fn advance(
+        &mut self,
+        terrain: &Terrain,
+        tree: &mut TreeWalk,
+        hood: &mut Neighbourhood,
+    ) -> Option<IVec3> {
         loop {
-            match self.next_chunk(terrain) {
+            match self.next_chunk(terrain, hood) {
                 Next::Done => return None,
                 Next::Build(coord) => return Some(coord),
                 Next::Tree(coord, mesh) => {
@@ -239,7 +245,7 @@ impl RayWalk {
         }
     }
 
-    fn next_cell(&mut self, terrain: &Terrain) {
+    fn next_cell(&mut self, hood: &mut Neighbourhood) {
         let axis = self.t_next.min_position();
         let t = self.t_next[axis];
         if t > self.t_end || self.best.is_some_and(|b| t > b.t) {
@@ -260,20 +266,20 @@ impl RayWalk {
         // of the previous cell's bits by the axis's weight, where that offset exists.
         let (w, keep) = (WEIGHT[axis], WITHOUT[axis]);
         let seen = if self.step[axis] > 0 { self.covered >> w & keep[0] } else { self.covered << w & keep[1] };
-        self.enter_cell(terrain, seen);
+        self.enter_cell(hood, seen);
     }
 
     /// Finds the candidate chunks of the current cell: those its segment comes within
     /// the spill of, less those the previous cell covered (`seen`), that may have
     /// triangles.
-    fn enter_cell(&mut self, terrain: &Terrain, seen: u32) {
+    fn enter_cell(&mut self, hood: &mut Neighbourhood, seen: u32) {
         let t_out = self.t_next.min_element().min(self.t_end);
         let (a, b) = (self.origin + self.dir * self.t_in, self.origin + self.dir * t_out);
         let (lo, hi) = (a.min(b) - self.cell.as_vec3(), a.max(b) - self.cell.as_vec3());
         let pick = |a: usize| (lo[a] < SPILL) as u32 | 2 | ((hi[a] > 1.0 - SPILL) as u32) << 2;
         self.covered = block(pick(0), pick(1), pick(2));
         let fresh = self.covered & !seen;
-        self.pending = if fresh == 0 { 0 } else { fresh & terrain.surface.neighbours(self.cell) };
+        self.pending = if fresh == 0 { 0 } else { fresh & hood.of(self.cell) };
     }
 }
 
@@ -286,7 +292,10 @@ impl Terrain {
         let mut walk = RayWalk::new(self, ray, max_t);
         let mut tree = TreeWalk::new();
         walk.aim(&mut tree);
-        while let Some(coord) = walk.advance(self, &mut tree) {
+        loop {
+            // The walk keeps its region blocks until a chunk must be meshed.
+            let mut hood = Neighbourhood::new(&self.surface);
+            let Some(coord) = walk.advance(self, &mut tree, &mut hood) else { break };
             self.meshes.build_one(&self.voxels, self.voxel_size, coord);
         }
         self.meshes.evict_to_budget();
@@ -348,6 +357,8 @@ fn walk_interleaved(terrain: &Terrain, block: &mut [(RayWalk, Option<IVec3>)], f
     }
     let mut lanes: [Lane; RAY_LANES] =
         std::array::from_fn(|_| Lane { walk: usize::MAX, chunk: None, tree: TreeWalk::new() });
+    // One neighbourhood for the lanes: a block's rays are near one another.
+    let mut hood = Neighbourhood::new(&terrain.surface);
     let mut next = 0;
     let mut busy = true;
     while busy {
@@ -379,7 +390,7 @@ fn walk_interleaved(terrain: &Terrain, block: &mut [(RayWalk, Option<IVec3>)], f
                     block[lane.walk].0.aim(&mut lane.tree);
                 }
                 let (walk, need) = &mut block[lane.walk];
-                match walk.next_chunk(terrain) {
+                match walk.next_chunk(terrain, &mut hood) {
                     Next::Done => {
                         *need = None;
                         lane.walk = usize::MAX;

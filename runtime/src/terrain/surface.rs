@@ -55,26 +55,56 @@ impl SurfaceChunks {
     }
 
     /// Bit `(dx + 1) + 3 (dz + 1) + 9 (dy + 1)` set for every neighbour `cell + d`
-    /// (`d` in `-1..=1` per axis, the cell itself included) in the set.
+    /// (`d` in `-1..=1` per axis, the cell itself included) in the set. (Walks use a
+    /// [`Neighbourhood`], which keeps the region blocks from cell to cell.)
+    #[cfg(test)]
     pub(crate) fn neighbours(&self, cell: IVec3) -> u32 {
+        Neighbourhood::new(self).of(cell)
+    }
+
+    /// Bytes held (blocks and map slots), for memory figures.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.regions.capacity() * (std::mem::size_of::<(IVec3, Box<Block>)>() + 1)
+            + self.regions.len() * std::mem::size_of::<Block>()
+    }
+}
+
+/// [`SurfaceChunks::neighbours`] for a walk of neighbouring cells: it keeps the
+/// blocks of the regions around the last cell asked about, so cells around which the
+/// same regions lie (most of a ray's cells) cost no map lookups.
+pub(crate) struct Neighbourhood<'s> {
+    surface: &'s SurfaceChunks,
+    /// The region range `(r0, r1)` of `blocks`, when they are loaded.
+    range: Option<(IVec3, IVec3)>,
+    /// The blocks of the one to eight regions, in slot `x + 2 z + 4 y` of their offset
+    /// from `r0`.
+    blocks: [Option<&'s Block>; 8],
+}
+
+impl<'s> Neighbourhood<'s> {
+    pub(crate) fn new(surface: &'s SurfaceChunks) -> Neighbourhood<'s> {
+        Neighbourhood { surface, range: None, blocks: [None; 8] }
+    }
+
+    /// As [`SurfaceChunks::neighbours`].
+    pub(crate) fn of(&mut self, cell: IVec3) -> u32 {
         let (lo, hi) = (cell - IVec3::ONE, cell + IVec3::ONE);
         let (r0, r1) = (lo >> REGION_SHIFT, hi >> REGION_SHIFT);
-        // The blocks of the one to eight regions, in slot `x + 2 z + 4 y` of their
-        // offset from `r0`.
-        let mut blocks: [Option<&Block>; 8] = [None; 8];
-        let mut any = false;
-        for y in r0.y..=r1.y {
-            for z in r0.z..=r1.z {
-                for x in r0.x..=r1.x {
-                    let r = IVec3::new(x, y, z);
-                    let p = r - r0;
-                    let block = self.regions.get(&r).map(|b| &**b);
-                    blocks[(p.x | p.z << 1 | p.y << 2) as usize] = block;
-                    any |= block.is_some();
+        if self.range != Some((r0, r1)) {
+            self.blocks = [None; 8];
+            for y in r0.y..=r1.y {
+                for z in r0.z..=r1.z {
+                    for x in r0.x..=r1.x {
+                        let r = IVec3::new(x, y, z);
+                        let p = r - r0;
+                        self.blocks[(p.x | p.z << 1 | p.y << 2) as usize] = self.surface.regions.get(&r).map(|b| &**b);
+                    }
                 }
             }
+            self.range = Some((r0, r1));
         }
-        if !any {
+        let blocks = &self.blocks;
+        if blocks.iter().all(Option::is_none) {
             return 0;
         }
         let mut out = 0;
@@ -98,12 +128,6 @@ impl SurfaceChunks {
             }
         }
         out
-    }
-
-    /// Bytes held (blocks and map slots), for memory figures.
-    pub(crate) fn heap_bytes(&self) -> usize {
-        self.regions.capacity() * (std::mem::size_of::<(IVec3, Box<Block>)>() + 1)
-            + self.regions.len() * std::mem::size_of::<Block>()
     }
 }
 
@@ -136,6 +160,15 @@ mod tests {
                 assert_eq!(set.neighbours(probe), expected, "cell {probe}");
                 assert_eq!(set.contains(probe), naive.contains(&probe));
             }
+        }
+        // One neighbourhood walked along random paths of neighbouring cells (crossing
+        // region borders, and into regions without blocks) answers as fresh queries.
+        let mut hood = Neighbourhood::new(&set);
+        let mut cell = IVec3::ZERO;
+        for _ in 0..4000 {
+            let step = IVec3::new(rng.below(3) as i32 - 1, rng.below(3) as i32 - 1, rng.below(3) as i32 - 1);
+            cell = (cell + step).clamp(IVec3::splat(-60), IVec3::splat(60));
+            assert_eq!(hood.of(cell), set.neighbours(cell), "cell {cell}");
         }
         // Clearing every bit drops every block.
         for c in naive.drain() {
