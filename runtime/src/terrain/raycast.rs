@@ -279,7 +279,7 @@ impl RayWalk {
         let pick = |a: usize| (lo[a] < SPILL) as u32 | 2 | ((hi[a] > 1.0 - SPILL) as u32) << 2;
         self.covered = block(pick(0), pick(1), pick(2));
         let fresh = self.covered & !seen;
-        self.pending = if fresh == 0 { 0 } else { fresh & hood.of(self.cell) };
+        self.pending = if fresh == 0 { 0 } else { hood.of(self.cell, fresh) };
     }
 }
 

@@ -18,6 +18,10 @@ const WORDS: usize = 1 << (3 * REGION_SHIFT - 6);
 
 type Block = [u64; WORDS];
 
+/// Every one of a cell's 27 neighbour bits.
+#[cfg(test)]
+const ALL_NEIGHBOURS: u32 = (1 << 27) - 1;
+
 /// The region of chunk `c` and the chunk's bit in the region's block: x fastest, then
 /// z, then y.
 fn split(c: IVec3) -> (IVec3, usize) {
@@ -59,7 +63,7 @@ impl SurfaceChunks {
     /// [`Neighbourhood`], which keeps the region blocks from cell to cell.)
     #[cfg(test)]
     pub(crate) fn neighbours(&self, cell: IVec3) -> u32 {
-        Neighbourhood::new(self).of(cell)
+        Neighbourhood::new(self).of(cell, ALL_NEIGHBOURS)
     }
 
     /// Bytes held (blocks and map slots), for memory figures.
@@ -86,8 +90,9 @@ impl<'s> Neighbourhood<'s> {
         Neighbourhood { surface, range: None, blocks: [None; 8] }
     }
 
-    /// As [`SurfaceChunks::neighbours`].
-    pub(crate) fn of(&mut self, cell: IVec3) -> u32 {
+    /// As [`SurfaceChunks::neighbours`], for the neighbours in `wanted` (offset bits;
+    /// the others come back clear): rows of three without a wanted bit are skipped.
+    pub(crate) fn of(&mut self, cell: IVec3, wanted: u32) -> u32 {
         let (lo, hi) = (cell - IVec3::ONE, cell + IVec3::ONE);
         let (r0, r1) = (lo >> REGION_SHIFT, hi >> REGION_SHIFT);
         if self.range != Some((r0, r1)) {
@@ -110,6 +115,10 @@ impl<'s> Neighbourhood<'s> {
         let mut out = 0;
         for dy in 0..3 {
             for dz in 0..3 {
+                let shift = 3 * dz + 9 * dy;
+                if wanted >> shift & 7 == 0 {
+                    continue;
+                }
                 let first = IVec3::new(lo.x, lo.y + dy, lo.z + dz);
                 let (region, index) = split(first);
                 let p = region - r0;
@@ -124,10 +133,10 @@ impl<'s> Neighbourhood<'s> {
                         row | (block.is_some_and(|b| bit(b, index)) as u32) << dx
                     })
                 };
-                out |= row << (3 * dz + 9 * dy);
+                out |= row << shift;
             }
         }
-        out
+        out & wanted
     }
 }
 
@@ -168,7 +177,8 @@ mod tests {
         for _ in 0..4000 {
             let step = IVec3::new(rng.below(3) as i32 - 1, rng.below(3) as i32 - 1, rng.below(3) as i32 - 1);
             cell = (cell + step).clamp(IVec3::splat(-60), IVec3::splat(60));
-            assert_eq!(hood.of(cell), set.neighbours(cell), "cell {cell}");
+            let wanted = rng.below(1 << 27) as u32;
+            assert_eq!(hood.of(cell, wanted), set.neighbours(cell) & wanted, "cell {cell}");
         }
         // Clearing every bit drops every block.
         for c in naive.drain() {
