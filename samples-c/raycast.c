@@ -74,6 +74,17 @@ static uint32_t batch(KilnTerrainId terrain, KilnRuntimeId runtime, uint32_t cou
         const KilnVec3 n = hits[i].normal, d = rays[i].direction;
         CHECK(!hits[i].hit || n.x * d.x + n.y * d.y + n.z * d.z <= 0.0f);
     }
+    /* The batch interleaves its rays' walks; each must find what a single cast
+     * finds, to the bit. */
+    for (uint32_t i = 0; i < count; i += 37) {
+        KilnTerrainRayHit one;
+        CHECK_STATUS(kiln_terrain_ray_cast(terrain, &rays[i], 100.0f, &one), KILN_OK);
+        CHECK(one.hit == hits[i].hit && one.material == hits[i].material && one.triangle == hits[i].triangle);
+        CHECK(one.distance == hits[i].distance && one.point.x == hits[i].point.x && one.point.y == hits[i].point.y &&
+              one.point.z == hits[i].point.z);
+        CHECK(one.normal.x == hits[i].normal.x && one.normal.y == hits[i].normal.y && one.normal.z == hits[i].normal.z);
+        CHECK(one.chunk.x == hits[i].chunk.x && one.chunk.y == hits[i].chunk.y && one.chunk.z == hits[i].chunk.z);
+    }
     printf("%s: %u rays, %u hits; first batch (meshing on the way) %.1f ms = %.2f M rays/s, warm cache %.1f ms = "
            "%.2f M rays/s\n",
            label, count, hit_count, first * 1e3, count / first * 1e-6, warm * 1e3, count / warm * 1e-6);
