@@ -305,10 +305,9 @@ impl Terrain {
     /// [`Terrain::ray_cast`] for every ray, as parallel jobs: `hits[i]` is ray `i`'s
     /// closest hit. Rounds of "walk every ray until it needs a mesh" and "mesh every
     /// chunk named, in parallel" repeat until all rays finish. Within a job,
-    /// [`RAY_LANES`] walks are interleaved a tree node at
-    /// a time, as in [`KdMesh::ray_closest_batch`], so their cache misses overlap.
-    /// The result does not depend on the worker count. Panics if `hits` and `rays`
-    /// differ in length.
+    /// [`RAY_LANES`] walks are interleaved a tree node at a time, as in
+    /// [`KdMesh::ray_closest_batch`], so their cache misses overlap. The result does
+    /// not depend on the worker count. Panics if `hits` and `rays` differ in length.
     pub fn ray_cast_batch(
         &mut self,
         rays: &[Ray],
@@ -357,7 +356,9 @@ fn walk_interleaved(terrain: &Terrain, block: &mut [(RayWalk, Option<IVec3>)], f
     }
     let mut lanes: [Lane; RAY_LANES] =
         std::array::from_fn(|_| Lane { walk: usize::MAX, chunk: None, tree: TreeWalk::new() });
-    // One neighbourhood for the lanes: a block's rays are near one another.
+    // One neighbourhood for all lanes: it reloads its blocks only when the regions
+    // around the cell asked about change, which rays in the same part of the
+    // terrain share.
     let mut hood = Neighbourhood::new(&terrain.surface);
     let mut next = 0;
     let mut busy = true;
