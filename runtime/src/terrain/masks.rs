@@ -2,13 +2,16 @@
 //! reference (Roblox's voxel terrain physics):
 //!
 //! 1. The chunk's 10^3 neighbourhood (its 8^3 voxels plus a one-voxel border taken
-//!    from the 26 neighbours' occupancy bits) becomes 10x10 rows of 10 bits, indexed
-//!    `[y][z]`, bit `x`. Solid bits sit in bits 0..10 of a `u32` and water bits in bits
-//!    16..26, so every step below processes both masks at once.
-//! 2. Dilation along x by shifts (`r | r << 1 | r >> 1`), then along z and y by ORing
-//!    neighbouring rows: a voxel is marked when any of its 27 neighbours is filled,
-//!    because the mesher's geometry may spill one voxel out of the voxel that made it.
-//! 3. The 8^3 interior is extracted into `solid[8]` and `water[8]`, one `u64` per Y
+//!    from the 26 neighbours' occupancy bits) is read as 10 levels of 3x3 chunk
+//!    slices: each chunk's slice is one `u64` of 8 rows of 8 bits (bit `x + 8 * z`),
+//!    so a whole 8x8 slice moves per operation where the reference moves one row.
+//! 2. Dilation along x by shifts within the rows (`s << 1`, `s >> 1`, masked at the
+//!    row ends, which take column 7 or 0 of the chunk beside), then along z by
+//!    shifting whole rows (`s << 8`, `s >> 8`, plus row 7 or 0 of the chunk in front
+//!    or behind), then along y by ORing neighbouring levels: a voxel is marked when
+//!    any of its 27 neighbours is filled, because the mesher's geometry may spill one
+//!    voxel out of the voxel that made it.
+//! 3. The 8 interior levels are the masks `solid[8]` and `water[8]`, one `u64` per Y
 //!    slice with bit `x + 8 * z`.
 //!
 //! Chunks whose whole neighbourhood is air store nothing; chunks whose neighbourhood
@@ -73,82 +76,84 @@ pub const fn neighbour_index(dx: i32, dy: i32, dz: i32) -> usize {
 /// Builds a chunk's masks from its own and its 26 neighbours' occupancy (`None` for
 /// all-air chunks), indexed by [`neighbour_index`]. `None` when the whole
 /// neighbourhood is air.
-// The row dilations read rows at z - 1, z, z + 1: index loops say that most plainly.
-#[allow(clippy::needless_range_loop)]
 pub fn build_mask(occupancy: &[Option<&Occupancy>; 27]) -> Option<ChunkMask> {
     if occupancy.iter().all(Option::is_none) {
         return None;
     }
     const EMPTY: Occupancy = Occupancy::EMPTY;
-    let occ = |dx: i32, dy: i32, dz: i32| occupancy[neighbour_index(dx, dy, dz)].unwrap_or(&EMPTY);
-    // Neighbourhood coordinate 0..10 -> (neighbour offset, local coordinate).
-    let split = |c: usize| -> (i32, usize) {
-        match c {
+    let occ: [&Occupancy; 27] = std::array::from_fn(|i| occupancy[i].unwrap_or(&EMPTY));
+
+    // 1. + 2. Per level of the neighbourhood (local y = -1..=8) and per kind, the
+    // slice dilated along x and z. `full` collects "every neighbourhood voxel of this
+    // kind is set" for the two kinds.
+    let mut planes = [[0u64; 2]; 10];
+    let mut full = [u64::MAX; 2];
+    for (level, plane) in planes.iter_mut().enumerate() {
+        let (dy, ly) = match level {
             0 => (-1, 7),
             9 => (1, 0),
-            _ => (0, c - 1),
-        }
-    };
-
-    // 1. 10x10 rows of 10 bits, solid in the low half-word, water in the high one.
-    let mut rows = [[0u32; 10]; 10];
-    let (mut all, mut any) = (u32::MAX, 0u32);
-    for (y, plane) in rows.iter_mut().enumerate() {
-        let (dy, ly) = split(y);
-        for (z, row) in plane.iter_mut().enumerate() {
-            let (dz, lz) = split(z);
-            let shift = 8 * lz as u32;
-            let row_of = |o: &Occupancy| {
-                let s = ((o.solid[ly] >> shift) & 0xFF) as u32;
-                let w = ((o.water[ly] >> shift) & 0xFF) as u32;
-                s | (w << 16)
+            _ => (0, level - 1),
+        };
+        for (kind, plane) in plane.iter_mut().enumerate() {
+            // The slices of the 3x3 chunks of this level.
+            let slice = |dx: i32, dz: i32| {
+                let o = occ[neighbour_index(dx, dy, dz)];
+                if kind == 0 {
+                    o.solid[ly]
+                } else {
+                    o.water[ly]
+                }
             };
-            let (left, center, right) = (row_of(occ(-1, dy, dz)), row_of(occ(0, dy, dz)), row_of(occ(1, dy, dz)));
-            // Bit 7 of the left chunk's row becomes bit 0; the right chunk's bit 0 bit 9.
-            let r = ((left >> 7) & 0x0001_0001) | (center << 1) | ((right & 0x0001_0001) << 9);
-            *row = r;
-            all &= r;
-            any |= r;
+            let (fl, f, fr) = (slice(-1, -1), slice(0, -1), slice(1, -1));
+            let (l, m, r) = (slice(-1, 0), slice(0, 0), slice(1, 0));
+            let (bl, b, br) = (slice(-1, 1), slice(0, 1), slice(1, 1));
+            let (front, middle, back) = (dilate_x(fl, f, fr), dilate_x(l, m, r), dilate_x(bl, b, br));
+            *plane = middle | middle << 8 | middle >> 8 | front >> 56 | back << 56;
+            // The voxels each chunk lends the neighbourhood: all of the middle one, a
+            // column or a row of the edge ones, one voxel of each corner.
+            full[kind] &= m
+                & (l | !COL7)
+                & (r | !COL0)
+                & (f | !ROW7)
+                & (b | !ROW0)
+                & (fl | !(1 << 63))
+                & (fr | !(1 << 56))
+                & (bl | !(1 << 7))
+                & (br | !1);
         }
     }
-    const FULL_SOLID: u32 = 0x3FF;
-    const FULL_WATER: u32 = 0x3FF << 16;
-    if all & FULL_SOLID == FULL_SOLID {
+    if full[0] == u64::MAX {
         return Some(ChunkMask::FullSolid);
     }
-    if all & FULL_WATER == FULL_WATER {
+    if full[1] == u64::MAX {
         return Some(ChunkMask::FullWater);
     }
-    if any == 0 {
+
+    // 3. Dilate along y while extracting the 8 interior slices. Every voxel of the
+    // neighbourhood is within one voxel of the interior, so all-zero masks mean an
+    // all-air neighbourhood.
+    let mut masks = Masks::default();
+    for y in 0..8 {
+        masks.solid[y] = planes[y][0] | planes[y + 1][0] | planes[y + 2][0];
+        masks.water[y] = planes[y][1] | planes[y + 1][1] | planes[y + 2][1];
+    }
+    if masks == Masks::default() {
         return None;
     }
-
-    // 2. Dilate along x, then z, then y.
-    for plane in rows.iter_mut() {
-        for r in plane.iter_mut() {
-            *r |= (*r << 1) | (*r >> 1);
-        }
-    }
-    let mut zdil = [[0u32; 10]; 10];
-    for (out, plane) in zdil.iter_mut().zip(rows.iter()) {
-        for z in 1..9 {
-            out[z] = plane[z - 1] | plane[z] | plane[z + 1];
-        }
-    }
-
-    // 3. Dilate along y while extracting the 8^3 interior.
-    let mut masks = Masks::default();
-    for y in 1..9 {
-        let (mut solid, mut water) = (0u64, 0u64);
-        for z in 1..9 {
-            let r = zdil[y - 1][z] | zdil[y][z] | zdil[y + 1][z];
-            solid |= (((r >> 1) & 0xFF) as u64) << (8 * (z - 1));
-            water |= (((r >> 17) & 0xFF) as u64) << (8 * (z - 1));
-        }
-        masks.solid[y - 1] = solid;
-        masks.water[y - 1] = water;
-    }
     Some(ChunkMask::Mixed(Box::new(masks)))
+}
+
+/// Bits `x + 8 * z` with x = 0 (x = 7), and with z = 0 (z = 7).
+const COL0: u64 = 0x0101_0101_0101_0101;
+const COL7: u64 = COL0 << 7;
+const ROW0: u64 = 0xFF;
+const ROW7: u64 = ROW0 << 56;
+
+/// A slice `mid` dilated along x by one voxel; `left` and `right` are the slices of
+/// the chunks at x - 1 and x + 1, whose columns 7 and 0 border it.
+#[inline(always)]
+fn dilate_x(left: u64, mid: u64, right: u64) -> u64 {
+    mid | ((mid << 1) & !COL0) | ((mid >> 1) & !COL7) | ((left >> 7) & COL0) | ((right << 7) & COL7)
 }
 
 /// `X_RANGE[min][max]`: ones at x in `min..=max` in every z row of a slice.

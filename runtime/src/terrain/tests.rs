@@ -87,6 +87,44 @@ fn full_and_empty_chunks_store_no_masks() {
     assert_eq!(t.voxels().chunk_count(), 4 * 3 * 3, "only the water chunks remain stored");
 }
 
+#[test]
+fn one_missing_border_voxel_makes_a_full_neighbourhood_mixed() {
+    let pool = ThreadPool::new(0);
+    for material in [Material::ROCK, Material::WATER] {
+        let mut t = Terrain::new(1.0);
+        t.fill(IVec3::splat(0), IVec3::splat(23), material);
+        t.regenerate(pool.jobs());
+        let full = if material.is_solid() { ChunkMask::FullSolid } else { ChunkMask::FullWater };
+        assert_eq!(t.mask(IVec3::ONE), Some(&full));
+        // Every voxel on the border of chunk (1, 1, 1)'s 10^3 neighbourhood (local
+        // coordinates -1 and 8 reach into the 26 chunks around it).
+        for y in -1..9 {
+            for z in -1..9 {
+                for x in -1..9 {
+                    let local = IVec3::new(x, y, z);
+                    if local.min_element() >= 0 && local.max_element() <= 7 {
+                        continue;
+                    }
+                    let v = IVec3::splat(8) + local;
+                    t.fill(v, v, Material::AIR);
+                    t.regenerate(pool.jobs());
+                    assert!(matches!(t.mask(IVec3::ONE), Some(ChunkMask::Mixed(_))), "{material:?}, hole at {local}");
+                    for probe in [IVec3::splat(8), IVec3::splat(15), v.clamp(IVec3::splat(8), IVec3::splat(15))] {
+                        assert_eq!(
+                            mask_bit(&t, probe),
+                            naive(&t, probe),
+                            "{material:?}, hole at {local}, voxel {probe}"
+                        );
+                    }
+                    t.fill(v, v, material);
+                }
+            }
+        }
+        t.regenerate(pool.jobs());
+        assert_eq!(t.mask(IVec3::ONE), Some(&full));
+    }
+}
+
 /// Brute force: the voxel range of the query, each voxel's naive dilation.
 fn brute_overlap(t: &Terrain, aabb: &Aabb) -> Overlap {
     let Some((lo, hi)) = t.voxel_range(aabb) else { return Overlap::default() };
