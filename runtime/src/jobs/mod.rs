@@ -159,6 +159,26 @@ impl<'a> Jobs<'a> {
         });
     }
 
+    /// Runs `a` and `b`, side by side when a second worker is free (on one worker,
+    /// `a` then `b`); returns when both have. Either may run parallel loops of its
+    /// own. For two independent parts of a pass, e.g. a serial one beside a parallel
+    /// one, so the serial part no longer leaves the other workers idle.
+    pub fn join<A, B>(&self, a: A, b: B)
+    where
+        A: FnOnce() + Send,
+        B: FnOnce() + Send,
+    {
+        enum Half<A, B> {
+            A(Option<A>),
+            B(Option<B>),
+        }
+        let mut halves = [Half::A(Some(a)), Half::B(Some(b))];
+        self.for_each_mut(&mut halves, |_, half, _| match half {
+            Half::A(f) => f.take().expect("each half runs once")(),
+            Half::B(f) => f.take().expect("each half runs once")(),
+        });
+    }
+
     /// A deterministic parallel reduction: `map` per chunk, then `fold` of the chunk
     /// results from left to right. Chunk results live in `scratch` (e.g. the frame's
     /// worker arena). Returns `None` for an empty range.

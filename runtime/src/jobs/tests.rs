@@ -77,6 +77,25 @@ fn nested_parallel_for_inside_parallel_for() {
 }
 
 #[test]
+fn jobs_join_runs_a_serial_half_beside_a_parallel_one_on_any_executor() {
+    let host = HostExecutor::new(TestHost::new(2));
+    let (one, three) = (ThreadPool::new(0), ThreadPool::new(2));
+    for jobs in [one.jobs(), three.jobs(), Jobs::new(&host)] {
+        let (mut serial, parallel) = (Vec::new(), AtomicUsize::new(0));
+        jobs.join(
+            || serial.extend(0..1000u32),
+            || {
+                jobs.parallel_for(0..1000, 10, |chunk, _| {
+                    parallel.fetch_add(chunk.sum::<usize>(), Ordering::Relaxed);
+                })
+            },
+        );
+        assert_eq!(serial, (0..1000).collect::<Vec<_>>());
+        assert_eq!(parallel.load(Ordering::Relaxed), 999 * 1000 / 2);
+    }
+}
+
+#[test]
 fn panic_in_job_reaches_the_waiter_and_pool_stays_usable() {
     for threads in THREAD_COUNTS {
         let pool = ThreadPool::new(threads);

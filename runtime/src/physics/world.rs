@@ -962,22 +962,31 @@ impl World {
                 out[k] = (s.shape.aabb(&xf.mul(&s.def.pose)), a.linear_velocity[row as usize] * dt);
             }
         });
-        for (&(_, proxy, _), (tight, d)) in s.moving.iter().zip(&s.boxes) {
-            if tight.is_valid() && tight.min.is_finite() && tight.max.is_finite() {
-                self.broadphase.move_proxy(proxy, tight, *d);
+        // The tree's moves are serial, and the terrain contacts do not read the tree:
+        // the two run side by side.
+        let (moving, boxes) = (&s.moving, &s.boxes);
+        let broadphase = &mut self.broadphase;
+        let mut move_proxies = move || {
+            for (&(_, proxy, _), (tight, d)) in moving.iter().zip(boxes) {
+                if tight.is_valid() && tight.min.is_finite() && tight.max.is_finite() {
+                    broadphase.move_proxy(proxy, tight, *d);
+                }
             }
-        }
-        self.broadphase.update(jobs);
-
-        let Some(terrain) = self.terrain.as_mut() else { return };
+            broadphase.update(jobs);
+        };
+        let Some(terrain) = self.terrain.as_mut() else {
+            move_proxies();
+            return;
+        };
         s.terrain_query.clear();
-        for (&(_, proxy, _), (tight, d)) in s.moving.iter().zip(&s.boxes) {
+        for (&(_, proxy, _), (tight, d)) in moving.iter().zip(boxes) {
             let mut swept = *tight;
             swept.min += d.min(Vec3::ZERO);
             swept.max += d.max(Vec3::ZERO);
             s.terrain_query.push((proxy.0, swept.expanded(SPECULATIVE_DISTANCE)));
         }
-        self.terrain_contacts.update(terrain, &s.terrain_query, jobs);
+        let (contacts, query, shared): (_, _, &Terrain) = (&mut self.terrain_contacts, &s.terrain_query, terrain);
+        jobs.join(move_proxies, || contacts.update(shared, query, jobs));
         // Meshes of every chunk an awake shape touches, built in parallel if missing.
         // The update's added and kept contacts are exactly the awake shapes' contacts;
         // the list repeats chunks, which `prepare_meshes` takes.
