@@ -34,8 +34,8 @@
 //! constraints run in parallel and the result is the same for any worker count.
 //! Constraints that fit no colour go to an overflow list solved on one thread, first.
 //! Within a colour, constraints are solved four or eight at a time in SIMD lanes
-//! (`wide.rs`), with the same bits as the scalar functions here; those with rolling
-//! resistance, and the overflow, stay scalar. The angular terms `Ia (r x d)` are
+//! (`wide.rs`), with the same bits as the scalar functions here; those without
+//! points, and the overflow, stay scalar. The angular terms `Ia (r x d)` are
 //! fixed for the step: the bundles store them (from the prepare), the scalar path
 //! recomputes them where it needs them.
 
@@ -46,7 +46,7 @@ use glam::{Mat3, Quat, Vec3, Vec4};
 #[cfg(target_arch = "x86_64")]
 use super::lanes::F8;
 use super::lanes::{self, Lanes};
-use super::wide::{self, Bundle, Width};
+use super::wide::{self, Bundle, Bundles, Width};
 use crate::jobs::Jobs;
 use crate::math::{prefetch, Isometry};
 
@@ -674,9 +674,9 @@ pub(crate) struct Coloring {
     /// [`Coloring::set_lanes`] may choose them, after checking the CPU.
     lanes: usize,
     bundled: [usize; COLORS],
-    bundles4: Vec<Bundle<Vec4>>,
+    bundles4: Bundles<Vec4>,
     #[cfg(target_arch = "x86_64")]
-    bundles8: Vec<Bundle<F8>>,
+    bundles8: Bundles<F8>,
     bundle_ranges: Vec<Range<usize>>,
     /// The constraints solved one by one (prepared without a bundle).
     scalar: Vec<u32>,
@@ -693,9 +693,9 @@ impl Default for Coloring {
             wide: true,
             lanes: if lanes::eight_available() { 8 } else { 4 },
             bundled: [0; COLORS],
-            bundles4: Vec::new(),
+            bundles4: Bundles::default(),
             #[cfg(target_arch = "x86_64")]
-            bundles8: Vec::new(),
+            bundles8: Bundles::default(),
             bundle_ranges: Vec::new(),
             scalar: Vec::new(),
         }
@@ -792,7 +792,7 @@ impl Coloring {
 
     fn prepare_into<L: Lanes>(
         &mut self,
-        bundles: &mut Vec<Bundle<L>>,
+        Bundles { bundles, rolling }: &mut Bundles<L>,
         constraints: &mut [Constraint],
         frame: &(impl Fn(&Constraint) -> Frame + Sync),
         jobs: Jobs,
@@ -811,9 +811,15 @@ impl Coloring {
         // Every bundle is overwritten below: only new ones need a value first.
         bundles.truncate(total);
         bundles.resize(total, Bundle::EMPTY);
+        // Rolling blocks are only written by bundles with a rolling lane, which
+        // clear theirs first: the others keep what they hold, never touched.
+        if rolling.len() < total {
+            rolling.resize(total, wide::Rolling::EMPTY);
+        }
         let (order, ranges, bundled) = (&self.order, &self.ranges, &self.bundled);
         let (bundle_ranges, scalar) = (&self.bundle_ranges, &self.scalar);
         let bundles = Column::new(bundles);
+        let rolling = Column::new(rolling);
         let constraints = Column::new(constraints);
         jobs.parallel_for(0..total + scalar.len(), PREPARE_GRAIN, |chunk, _| {
             for i in chunk.clone() {
@@ -837,12 +843,12 @@ impl Coloring {
                     }
                 }
                 // SAFETY: as above.
-                let b = unsafe { bundles.get(i) };
+                let (b, r) = unsafe { (bundles.get(i), rolling.get(i)) };
                 *b = Bundle::EMPTY;
                 for (lane, &index) in order[first..last].iter().enumerate() {
                     // SAFETY: as above.
                     let c = unsafe { constraints.get(index as usize) };
-                    b.prepare_lane(lane, index, c, &frame(c));
+                    b.prepare_lane(r, lane, index, c, &frame(c));
                 }
             }
         });
@@ -858,17 +864,17 @@ impl Coloring {
     }
 }
 
-fn unpack<L: Lanes>(bundles: &[Bundle<L>], constraints: &mut [Constraint], jobs: Jobs) {
+fn unpack<L: Lanes>(Bundles { bundles, rolling }: &Bundles<L>, constraints: &mut [Constraint], jobs: Jobs) {
     let column = Column::new(constraints);
     jobs.parallel_for(0..bundles.len(), 64, |chunk, _| {
-        let bundles = &bundles[chunk];
-        for (i, b) in bundles.iter().enumerate() {
+        let (bundles, rolling) = (&bundles[chunk.clone()], &rolling[chunk]);
+        for (i, (b, r)) in bundles.iter().zip(rolling).enumerate() {
             for &next in bundles.get(i + 1).map_or(&[][..], |n| n.indices()) {
                 prefetch(column.ptr(next as usize));
             }
             // SAFETY: every constraint is in at most one bundle, and each bundle goes
             // to exactly one job.
-            unsafe { b.unpack(&column) };
+            unsafe { b.unpack(r, &column) };
         }
     });
 }
@@ -877,7 +883,7 @@ fn unpack<L: Lanes>(bundles: &[Bundle<L>], constraints: &mut [Constraint], jobs:
 /// the overflow on this thread first, then each colour's work in parallel.
 fn for_each_colored<L, F, G>(
     coloring: &Coloring,
-    all_bundles: &mut [Bundle<L>],
+    all_bundles: &mut Bundles<L>,
     constraints: &mut [Constraint],
     bundles: bool,
     jobs: Jobs,
@@ -886,14 +892,15 @@ fn for_each_colored<L, F, G>(
 ) where
     L: Lanes,
     F: Fn(&mut Constraint) + Sync,
-    G: Fn(&mut Bundle<L>) + Sync,
+    G: Fn(&mut Bundle<L>, &mut wide::Rolling<L>) + Sync,
 {
     let order = &coloring.order;
     for &i in &order[coloring.ranges[COLORS].clone()] {
         scalar(&mut constraints[i as usize]);
     }
     let column = Column::new(constraints);
-    let bundle_column = Column::new(all_bundles);
+    let bundle_column = Column::new(&mut all_bundles.bundles);
+    let rolling_column = Column::new(&mut all_bundles.rolling);
     for k in 0..COLORS {
         let range = coloring.ranges[k].clone();
         let (packed, first_scalar) = match bundles {
@@ -911,7 +918,7 @@ fn for_each_colored<L, F, G>(
                 // and `parallel_for` hands each item to exactly one job.
                 unsafe {
                     if i < packed.len() {
-                        wide(bundle_column.get(packed.start + i));
+                        wide(bundle_column.get(packed.start + i), rolling_column.get(packed.start + i));
                     } else {
                         scalar(column.get(order[first_scalar + i - packed.len()] as usize));
                     }
@@ -959,7 +966,7 @@ pub(crate) fn run_pass(
 fn run_pass_on<L: Width>(
     pass: Pass,
     coloring: &Coloring,
-    all_bundles: &mut [Bundle<L>],
+    all_bundles: &mut Bundles<L>,
     constraints: &mut [Constraint],
     states: &mut [BodyState],
     ctx: &StepContext,
@@ -983,13 +990,13 @@ fn run_pass_on<L: Width>(
             }
         }
     };
-    let wide = |b: &mut Bundle<L>| {
+    let wide = |b: &mut Bundle<L>, r: &mut wide::Rolling<L>| {
         // SAFETY: as above.
         unsafe {
             match pass {
-                Pass::WarmStart => L::warm_start(b, &states),
-                Pass::Solve => L::solve(b, &states, ctx, true),
-                Pass::Relax => L::solve(b, &states, ctx, false),
+                Pass::WarmStart => L::warm_start(b, r, &states),
+                Pass::Solve => L::solve(b, r, &states, ctx, true),
+                Pass::Relax => L::solve(b, r, &states, ctx, false),
                 Pass::Restitute | Pass::CorrectPositions => unreachable!("{pass:?} runs on the constraints"),
             }
         }

@@ -27,11 +27,15 @@
 //! zero, from adding the empty points of a lane with fewer than the bundle's
 //! points). Which constraints share a bundle therefore changes nothing.
 //!
-//! Constraints with rolling resistance or without points take the scalar path.
+//! Constraints without points take the scalar path. Rolling resistance rides in a
+//! [`Rolling`] block beside the bundle (in [`Bundles::rolling`], not in the bundle:
+//! bundles without it, e.g. every box's, then stream no extra lines); the block
+//! runs only in bundles with a lane that has it (the rain's spheres), and only
+//! those lanes take its result.
 //! A colour whose count is not a multiple of the width ends with a partly empty
 //! bundle.
 
-use glam::{Vec3, Vec4};
+use glam::{Mat3, Vec3, Vec4};
 
 #[cfg(target_arch = "x86_64")]
 use super::lanes::F8;
@@ -66,6 +70,16 @@ impl<L: Lanes> V3<L> {
     #[inline(always)]
     fn dot(self, o: V3<L>) -> L {
         self.x * o.x + self.y * o.y + self.z * o.z
+    }
+
+    /// Per lane, `if_true` where `mask` is set, else `if_false`.
+    #[inline(always)]
+    fn select(mask: L::Mask, if_true: V3<L>, if_false: V3<L>) -> V3<L> {
+        V3 {
+            x: L::select(mask, if_true.x, if_false.x),
+            y: L::select(mask, if_true.y, if_false.y),
+            z: L::select(mask, if_true.z, if_false.z),
+        }
     }
 
     /// As `Vec3::cross`.
@@ -113,22 +127,34 @@ impl<L: Lanes> std::ops::SubAssign for V3<L> {
     }
 }
 
-/// A rotation matrix per lane, built as `Mat3::from_quat` builds one.
-struct Turn<L> {
+/// A 3x3 matrix per lane, by columns as `Mat3` holds it: a rotation since the
+/// step's start, or an inverse inertia or rolling mass.
+#[derive(Clone, Copy, Debug)]
+struct M3<L> {
     x_axis: V3<L>,
     y_axis: V3<L>,
     z_axis: V3<L>,
 }
 
-impl<L: Lanes> Turn<L> {
+impl<L: Lanes> M3<L> {
+    const ZERO: M3<L> = M3 { x_axis: V3::ZERO, y_axis: V3::ZERO, z_axis: V3::ZERO };
+
     #[inline(always)]
-    fn from_quats([x, y, z, w]: [L; 4]) -> Turn<L> {
+    fn set(&mut self, lane: usize, m: Mat3) {
+        self.x_axis.set(lane, m.x_axis);
+        self.y_axis.set(lane, m.y_axis);
+        self.z_axis.set(lane, m.z_axis);
+    }
+
+    /// Rotations, built as `Mat3::from_quat` builds them.
+    #[inline(always)]
+    fn from_quats([x, y, z, w]: [L; 4]) -> M3<L> {
         let (x2, y2, z2) = (x + x, y + y, z + z);
         let (xx, xy, xz) = (x * x2, x * y2, x * z2);
         let (yy, yz, zz) = (y * y2, y * z2, z * z2);
         let (wx, wy, wz) = (w * x2, w * y2, w * z2);
         let one = L::ONE;
-        Turn {
+        M3 {
             x_axis: V3 { x: one - (yy + zz), y: xy + wz, z: xz - wy },
             y_axis: V3 { x: xy - wz, y: one - (xx + zz), z: yz + wx },
             z_axis: V3 { x: xz + wy, y: yz - wx, z: one - (xx + yy) },
@@ -199,12 +225,51 @@ pub(crate) struct Bundle<L> {
     /// Points in the fullest lane.
     count: usize,
     points: [WidePoint<L>; 4],
+    /// Lanes with rolling resistance, a bit each: when none, the bundle's
+    /// [`Rolling`] block is neither read nor written.
+    rolling_lanes: u32,
 }
 
-/// Whether a constraint can ride in a bundle: not with rolling resistance, nor
-/// without points (the scalar solver skips its twist friction).
+/// The rolling resistance of a bundle's lanes ([`Constraint::rolling_resistance`]
+/// and the terms the scalar solver reads with it); zero in lanes without.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rolling<L> {
+    resistance: L,
+    mass: M3<L>,
+    impulse: V3<L>,
+    inv_inertia_a: M3<L>,
+    inv_inertia_b: M3<L>,
+}
+
+impl<L: Lanes> Rolling<L> {
+    pub const EMPTY: Rolling<L> = Rolling {
+        resistance: L::ZERO,
+        mass: M3::ZERO,
+        impulse: V3::ZERO,
+        inv_inertia_a: M3::ZERO,
+        inv_inertia_b: M3::ZERO,
+    };
+}
+
+/// A colouring's bundles of one width, with their rolling blocks: `rolling[i]`
+/// belongs to `bundles[i]`, and only a bundle with a rolling lane writes or reads
+/// it (so the blocks of the others keep whatever they held).
+#[derive(Debug)]
+pub(crate) struct Bundles<L> {
+    pub bundles: Vec<Bundle<L>>,
+    pub rolling: Vec<Rolling<L>>,
+}
+
+impl<L> Default for Bundles<L> {
+    fn default() -> Self {
+        Bundles { bundles: Vec::new(), rolling: Vec::new() }
+    }
+}
+
+/// Whether a constraint can ride in a bundle: not without points (the scalar
+/// solver skips its twist friction).
 pub(crate) fn accepts(c: &Constraint) -> bool {
-    c.rolling_resistance == 0.0 && c.count > 0
+    c.count > 0
 }
 
 impl<L: Lanes> Bundle<L> {
@@ -225,11 +290,20 @@ impl<L: Lanes> Bundle<L> {
         twist_impulse: L::ZERO,
         count: 0,
         points: [WidePoint::ZERO; 4],
+        rolling_lanes: 0,
     };
 
     /// Prepares constraint `index` ([`solver::prepare`]) and packs it into `lane`,
-    /// which must be empty.
-    pub fn prepare_lane(&mut self, lane: usize, index: u32, c: &mut Constraint, frame: &Frame) {
+    /// which must be empty, and its rolling resistance into `rolling`, this
+    /// bundle's block (zeroed when the bundle takes its first rolling lane).
+    pub fn prepare_lane(
+        &mut self,
+        rolling: &mut Rolling<L>,
+        lane: usize,
+        index: u32,
+        c: &mut Constraint,
+        frame: &Frame,
+    ) {
         assert!(lane < L::N, "a bundle holds {} constraints", L::N);
         debug_assert!(self.index[lane] == NONE, "lane {lane} is taken");
         let points = &mut self.points;
@@ -269,6 +343,18 @@ impl<L: Lanes> Bundle<L> {
         self.twist_mass.set(lane, c.twist_mass);
         self.twist_impulse.set(lane, c.twist_impulse);
         self.count = self.count.max(c.count as usize);
+        if c.rolling_resistance > 0.0 {
+            if self.rolling_lanes == 0 {
+                *rolling = Rolling::EMPTY;
+            }
+            self.rolling_lanes |= 1 << lane;
+            let r = rolling;
+            r.resistance.set(lane, c.rolling_resistance);
+            r.mass.set(lane, c.rolling_mass);
+            r.impulse.set(lane, c.rolling_impulse);
+            r.inv_inertia_a.set(lane, c.inv_inertia_a);
+            r.inv_inertia_b.set(lane, c.inv_inertia_b);
+        }
     }
 
     /// The constraints' indices, lane by lane (empty lanes come last).
@@ -277,15 +363,19 @@ impl<L: Lanes> Bundle<L> {
         &self.index[..lanes]
     }
 
-    /// Copies the accumulated impulses back into the constraints.
+    /// Copies the accumulated impulses (from `rolling` too, this bundle's block)
+    /// back into the constraints.
     ///
     /// # Safety
     /// No other thread touches this bundle's constraints meanwhile.
-    pub unsafe fn unpack(&self, constraints: &Column<Constraint>) {
+    pub unsafe fn unpack(&self, rolling: &Rolling<L>, constraints: &Column<Constraint>) {
         for (lane, &index) in self.indices().iter().enumerate() {
             // SAFETY: forwarded from the caller.
             let c = unsafe { constraints.get(index as usize) };
             c.twist_impulse = self.twist_impulse.get(lane);
+            if self.rolling_lanes >> lane & 1 == 1 {
+                c.rolling_impulse = rolling.impulse.lane(lane);
+            }
             for (p, w) in c.points[..c.count as usize].iter_mut().zip(&self.points) {
                 p.normal_impulse = w.normal_impulse.get(lane);
                 p.tangent_impulse = [w.tangent_impulse[0].get(lane), w.tangent_impulse[1].get(lane)];
@@ -372,48 +462,72 @@ pub(crate) trait Width: Lanes {
     ///
     /// # Safety
     /// The bundle's dynamic bodies are touched by no other thread meanwhile.
-    unsafe fn warm_start(b: &Bundle<Self>, states: &Column<BodyState>);
+    unsafe fn warm_start(b: &Bundle<Self>, r: &Rolling<Self>, states: &Column<BodyState>);
 
     /// [`solver::solve`] on every lane.
     ///
     /// # Safety
     /// As [`Width::warm_start`].
-    unsafe fn solve(b: &mut Bundle<Self>, states: &Column<BodyState>, ctx: &StepContext, use_bias: bool);
+    unsafe fn solve(
+        b: &mut Bundle<Self>,
+        r: &mut Rolling<Self>,
+        states: &Column<BodyState>,
+        ctx: &StepContext,
+        use_bias: bool,
+    );
 }
 
 impl Width for Vec4 {
-    unsafe fn warm_start(b: &Bundle<Vec4>, states: &Column<BodyState>) {
+    unsafe fn warm_start(b: &Bundle<Vec4>, r: &Rolling<Vec4>, states: &Column<BodyState>) {
         // SAFETY: forwarded from the caller.
-        unsafe { warm_start(b, states) }
+        unsafe { warm_start(b, r, states) }
     }
 
-    unsafe fn solve(b: &mut Bundle<Vec4>, states: &Column<BodyState>, ctx: &StepContext, use_bias: bool) {
+    unsafe fn solve(
+        b: &mut Bundle<Vec4>,
+        r: &mut Rolling<Vec4>,
+        states: &Column<BodyState>,
+        ctx: &StepContext,
+        use_bias: bool,
+    ) {
         // SAFETY: forwarded from the caller.
-        unsafe { solve(b, states, ctx, use_bias) }
+        unsafe { solve(b, r, states, ctx, use_bias) }
     }
 }
 
 /// Eight lanes: only built by a `Coloring` that found AVX (`lanes::eight_available`).
 #[cfg(target_arch = "x86_64")]
 impl Width for F8 {
-    unsafe fn warm_start(b: &Bundle<F8>, states: &Column<BodyState>) {
+    unsafe fn warm_start(b: &Bundle<F8>, r: &Rolling<F8>, states: &Column<BodyState>) {
         #[target_feature(enable = "avx")]
-        unsafe fn avx(b: &Bundle<F8>, states: &Column<BodyState>) {
+        unsafe fn avx(b: &Bundle<F8>, r: &Rolling<F8>, states: &Column<BodyState>) {
             // SAFETY: forwarded from the caller.
-            unsafe { warm_start(b, states) }
+            unsafe { warm_start(b, r, states) }
         }
         // SAFETY: forwarded from the caller; bundles of eight exist only with AVX.
-        unsafe { avx(b, states) }
+        unsafe { avx(b, r, states) }
     }
 
-    unsafe fn solve(b: &mut Bundle<F8>, states: &Column<BodyState>, ctx: &StepContext, use_bias: bool) {
+    unsafe fn solve(
+        b: &mut Bundle<F8>,
+        r: &mut Rolling<F8>,
+        states: &Column<BodyState>,
+        ctx: &StepContext,
+        use_bias: bool,
+    ) {
         #[target_feature(enable = "avx")]
-        unsafe fn avx(b: &mut Bundle<F8>, states: &Column<BodyState>, ctx: &StepContext, use_bias: bool) {
+        unsafe fn avx(
+            b: &mut Bundle<F8>,
+            r: &mut Rolling<F8>,
+            states: &Column<BodyState>,
+            ctx: &StepContext,
+            use_bias: bool,
+        ) {
             // SAFETY: forwarded from the caller.
-            unsafe { solve(b, states, ctx, use_bias) }
+            unsafe { solve(b, r, states, ctx, use_bias) }
         }
         // SAFETY: forwarded from the caller; bundles of eight exist only with AVX.
-        unsafe { avx(b, states, ctx, use_bias) }
+        unsafe { avx(b, r, states, ctx, use_bias) }
     }
 }
 
@@ -434,11 +548,16 @@ fn relative<L: Lanes>(va: V3<L>, wa: V3<L>, vb: V3<L>, wb: V3<L>, ra: V3<L>, rb:
 /// # Safety
 /// The bundle's dynamic bodies are touched by no other thread meanwhile.
 #[inline(always)]
-unsafe fn warm_start<L: Lanes>(b: &Bundle<L>, states: &Column<BodyState>) {
+unsafe fn warm_start<L: Lanes>(b: &Bundle<L>, r: &Rolling<L>, states: &Column<BodyState>) {
     let (at_a, at_b) = (b.states(states, 0), b.states(states, 1));
     // SAFETY: forwarded from the caller.
     let (a, b_) = unsafe { (gather(&at_a, 0), gather(&at_b, 0)) };
     let ((mut va, mut wa, pa), (mut vb, mut wb, pb)) = (velocities(a), velocities(b_));
+    if b.rolling_lanes != 0 {
+        let rolls = r.resistance.cmpgt(L::ZERO);
+        wa = V3::select(rolls, wa - r.inv_inertia_a.apply(r.impulse), wa);
+        wb = V3::select(rolls, wb + r.inv_inertia_b.apply(r.impulse), wb);
+    }
     wa -= b.twist_axis_a * b.twist_impulse;
     wb += b.twist_axis_b * b.twist_impulse;
     for p in &b.points[..b.count] {
@@ -461,7 +580,13 @@ unsafe fn warm_start<L: Lanes>(b: &Bundle<L>, states: &Column<BodyState>) {
 /// # Safety
 /// The bundle's dynamic bodies are touched by no other thread meanwhile.
 #[inline(always)]
-unsafe fn solve<L: Lanes>(b: &mut Bundle<L>, states: &Column<BodyState>, ctx: &StepContext, use_bias: bool) {
+unsafe fn solve<L: Lanes>(
+    b: &mut Bundle<L>,
+    r: &mut Rolling<L>,
+    states: &Column<BodyState>,
+    ctx: &StepContext,
+    use_bias: bool,
+) {
     let (at_a, at_b) = (b.states(states, 0), b.states(states, 1));
     // SAFETY: forwarded from the caller.
     let (a, b_) = unsafe { (gather(&at_a, 0), gather(&at_b, 0)) };
@@ -477,7 +602,7 @@ unsafe fn solve<L: Lanes>(b: &mut Bundle<L>, states: &Column<BodyState>, ctx: &S
     let soft_impulse = pick(ctx.static_soft.impulse_scale, ctx.soft.impulse_scale);
     let (inv_h, push_out) = (L::splat(ctx.inv_h), L::splat(-ctx.push_out));
     let moved = V3 { x: pb[0], y: pb[1], z: zb } - V3 { x: pa[0], y: pa[1], z: za };
-    let (turn_a, turn_b) = (Turn::from_quats(qa), Turn::from_quats(qb));
+    let (turn_a, turn_b) = (M3::from_quats(qa), M3::from_quats(qb));
     // The separations' terms first, in a loop of their own: the turns are not needed
     // past it, and keeping them live beside the velocities spilled both.
     let mut terms = [[zero; 3]; 4];
@@ -537,6 +662,20 @@ unsafe fn solve<L: Lanes>(b: &mut Bundle<L>, states: &Column<BodyState>, ctx: &S
     b.twist_impulse = total;
     wa -= b.twist_axis_a * (total - old);
     wb += b.twist_axis_b * (total - old);
+    if b.rolling_lanes != 0 {
+        // The scalar `rolling_resistance > 0.0` block, in the lanes that have it.
+        let rolls = r.resistance.cmpgt(zero);
+        let limit = r.resistance * normal;
+        let old = r.impulse;
+        let total = old - r.mass.apply(wb - wa);
+        let length_sq = total.dot(total);
+        let over = length_sq.cmpgt(limit * limit);
+        let total = V3::select(over, total * (limit / length_sq.sqrt()), total);
+        r.impulse = V3::select(rolls, total, old);
+        let j = total - old;
+        wa = V3::select(rolls, wa - r.inv_inertia_a.apply(j), wa);
+        wb = V3::select(rolls, wb + r.inv_inertia_b.apply(j), wb);
+    }
     // SAFETY: forwarded from the caller.
     unsafe {
         b.write((states, &at_a), 0, (va, wa, pa));
@@ -593,6 +732,10 @@ mod tests {
             p.tangent_impulse = [lcg(seed), lcg(seed)];
         }
         c.twist_impulse = lcg(seed) * 0.01;
+        if lcg(seed) > 0.3 {
+            c.rolling_resistance = lcg(seed).abs() * 0.1;
+            c.rolling_impulse = vec(seed, 0.01);
+        }
         (c, frame)
     }
 
@@ -644,13 +787,17 @@ mod tests {
             }
             // The scalar prepare and the bundle's prepare-and-pack prepare alike.
             let mut bundle = Bundle::<L>::EMPTY;
+            // A block left over from another bundle: the first rolling lane clears it.
+            let mut rolling = Rolling::<L>::EMPTY;
+            rolling.resistance = L::splat(0.5);
+            rolling.impulse = V3 { x: L::ONE, y: L::ONE, z: L::ONE };
             let mut constraints = Vec::new();
             for lane in 0..lanes {
                 let a = if lcg(seed) > 0.7 { NONE } else { 2 * lane as u32 };
                 let (mut c, frame) = constraint(seed, a, 2 * lane as u32 + 1, &states);
                 let mut scalar = c;
                 prepare(&mut scalar, &frame, |_, _, _| {});
-                bundle.prepare_lane(lane, lane as u32, &mut c, &frame);
+                bundle.prepare_lane(&mut rolling, lane, lane as u32, &mut c, &frame);
                 assert!(c == scalar, "round {round}, lane {lane}: {c:?} != {scalar:?}");
                 constraints.push(scalar);
             }
@@ -666,8 +813,8 @@ mod tests {
                         }
                     }
                     match pass {
-                        0 => L::warm_start(&bundle, &wide_col),
-                        _ => L::solve(&mut bundle, &wide_col, &ctx, pass != 2),
+                        0 => L::warm_start(&bundle, &rolling, &wide_col),
+                        _ => L::solve(&mut bundle, &mut rolling, &wide_col, &ctx, pass != 2),
                     }
                 }
                 for (i, (s, w)) in states.iter().zip(&wide_states).enumerate() {
@@ -685,14 +832,18 @@ mod tests {
             let mut unpacked = constraints.clone();
             for c in &mut unpacked {
                 c.twist_impulse = f32::NAN;
+                if c.rolling_resistance > 0.0 {
+                    c.rolling_impulse = Vec3::NAN;
+                }
                 for p in &mut c.points {
                     (p.normal_impulse, p.tangent_impulse, p.max_normal_impulse) = (f32::NAN, [f32::NAN; 2], f32::NAN);
                 }
             }
             // SAFETY: one thread.
-            unsafe { bundle.unpack(&Column::new(&mut unpacked)) };
+            unsafe { bundle.unpack(&rolling, &Column::new(&mut unpacked)) };
             for (c, u) in constraints.iter().zip(&unpacked).filter(|_| !overflow) {
                 assert!(c.twist_impulse == u.twist_impulse, "round {round}: twist");
+                assert!(c.rolling_impulse == u.rolling_impulse, "round {round}: rolling");
                 for (p, q) in c.points().iter().zip(u.points()) {
                     assert!(p.normal_impulse == q.normal_impulse, "round {round}: {p:?} != {q:?}");
                     assert!(p.tangent_impulse == q.tangent_impulse, "round {round}: {p:?} != {q:?}");
@@ -702,7 +853,7 @@ mod tests {
         }
     }
 
-    /// Rolling resistance and empty manifolds keep to the scalar path.
+    /// Empty manifolds keep to the scalar path; rolling resistance rides along.
     #[test]
     fn bundles_take_what_they_can_solve() {
         let mut c = Constraint::new(0, 0, 0, 1, 0.5, 0.0);
@@ -710,6 +861,6 @@ mod tests {
         c.push(Vec3::ZERO, Vec3::Y, 0.0, 0);
         assert!(accepts(&c));
         c.rolling_resistance = 0.1;
-        assert!(!accepts(&c), "rolling resistance");
+        assert!(accepts(&c), "rolling resistance");
     }
 }
