@@ -1094,8 +1094,8 @@ fn step_stages_run_as_frame_graph_passes_with_the_same_bits() {
 
 /// The solver's bundles (`wide.rs`) give the same states as the scalar solver, step
 /// after step: boxes in a pyramid (four-point manifolds), and rain on terrain
-/// (spheres with rolling resistance stay scalar, terrain manifolds bend their
-/// normals). Compared with `==`: a bundle may turn a zero's sign. Bundles of four
+/// (spheres with rolling resistance share bundles with cubes, terrain manifolds
+/// bend their normals). Compared with `==`: a bundle may turn a zero's sign. Bundles of four
 /// and of eight (AVX) give the same bits.
 #[test]
 fn the_wide_solver_steps_the_same_states_as_the_scalar_solver() {
