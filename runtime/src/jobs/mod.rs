@@ -162,7 +162,11 @@ impl<'a> Jobs<'a> {
     /// Runs `a` and `b`, side by side when a second worker is free (on one worker,
     /// `a` then `b`); returns when both have. Either may run parallel loops of its
     /// own. For two independent parts of a pass, e.g. a serial one beside a parallel
-    /// one, so the serial part no longer leaves the other workers idle.
+    /// one, so the serial part no longer leaves the other workers idle. Unlike
+    /// [`ThreadPool::join`] it runs on any executor (a host's too) and returns no
+    /// values. A panic in either half is re-raised here, after whatever was running
+    /// has ended; as in [`Jobs::parallel_for`], the other half may then not have run
+    /// (on one worker, `b` never starts after `a` panicked).
     pub fn join<A, B>(&self, a: A, b: B)
     where
         A: FnOnce() + Send,

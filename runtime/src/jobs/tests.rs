@@ -92,6 +92,18 @@ fn jobs_join_runs_a_serial_half_beside_a_parallel_one_on_any_executor() {
         );
         assert_eq!(serial, (0..1000).collect::<Vec<_>>());
         assert_eq!(parallel.load(Ordering::Relaxed), 999 * 1000 / 2);
+
+        // A panicking half reaches the caller, and the executor stays usable.
+        for first in [true, false] {
+            let half = |panics: bool| move || assert!(!panics, "half {}", if first == panics { "a" } else { "b" });
+            let err = panic::catch_unwind(AssertUnwindSafe(|| jobs.join(half(first), half(!first))))
+                .expect_err("the panic is re-raised");
+            let expected = if first { "half a" } else { "half b" };
+            assert!(message(&*err).contains(expected), "{}", message(&*err));
+        }
+        let ran = AtomicUsize::new(0);
+        jobs.join(|| _ = ran.fetch_add(1, Ordering::Relaxed), || _ = ran.fetch_add(1, Ordering::Relaxed));
+        assert_eq!(ran.load(Ordering::Relaxed), 2);
     }
 }
 
