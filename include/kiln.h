@@ -1058,7 +1058,7 @@ typedef struct KilnGiStats {
      */
     uint32_t dead_probes;
     /**
-     * Distinct 128-byte visibility blocks after compression: each block is a
+     * Distinct 96-byte visibility blocks after compression: each block is a
      * quadrant of a map (8 x 8 texels) that any number of probes share.
      */
     uint32_t blocks;

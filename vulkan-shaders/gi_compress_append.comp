@@ -1,7 +1,7 @@
 // Dictionary compression of visibility maps, step 2 of a batch (gpu/gi_compress.rs):
 // one workgroup of 256, one invocation per map of the batch. The batch's unmatched
 // quadrants become new blocks in batch order, then quadrant order (an exclusive
-// scan of each map's fresh count gives its first index), packed to 8-bit unorm with
+// scan of each map's fresh count gives its first index), packed to depth and spread codes with
 // their mean depths (whole quadrant, 4 x 4 nearest the pole) for the next batches'
 // prefilter; then the block count grows.
 #version 460
@@ -45,19 +45,22 @@ void main() {
                 continue;
             }
             Words(pc.block_index).v[probe * GI_QUADRANTS + q] = index;
+            uint words[GI_BLOCK_WORDS];
+            for (uint w = 0u; w < GI_BLOCK_WORDS; ++w) {
+                words[w] = 0u;
+            }
             float sum = 0.0;
             float pole = 0.0;
+            for (uint k = 0u; k < GI_QUADRANT_TEXELS; ++k) {
+                uvec2 code = gi_encode_texel(maps.v[probe * GI_TEXELS + gi_quadrant_map(q, k)]);
+                words[k / 4u] |= code.x << ((k % 4u) * 8u);
+                words[GI_DEPTH_WORDS + k / 8u] |= code.y << ((k % 8u) * 4u);
+                float depth = gi_decode_texel(code).x;
+                sum += depth;
+                pole += gi_pole_place(k) ? depth : 0.0;
+            }
             for (uint w = 0u; w < GI_BLOCK_WORDS; ++w) {
-                uint word = 0u;
-                for (uint h = 0u; h < 2u; ++h) {
-                    uint k = 2u * w + h;
-                    uint packed = gi_pack_texel(maps.v[probe * GI_TEXELS + gi_quadrant_map(q, k)]);
-                    word |= packed << (16u * h);
-                    float depth = gi_unpack_texel(packed).x;
-                    sum += depth;
-                    pole += gi_pole_place(k) ? depth : 0.0;
-                }
-                blocks.v[index * GI_BLOCK_WORDS + w] = word;
+                blocks.v[index * GI_BLOCK_WORDS + w] = words[w];
             }
             Vec2sW(pc.means).v[index] = vec2(sum / float(GI_QUADRANT_TEXELS), pole / 16.0);
             index += 1u;

@@ -57,7 +57,6 @@ void main() {
     uint len = Words(pc.state).v[0];
     int start = int(len > pc.window ? len - pc.window : 0u);
     Vec2s means = Vec2s(pc.means);
-    Words blocks = Words(pc.blocks);
     // found = j << 1 | transposed: the newest block wins the max below, as is before
     // transposed (each block is tried by one invocation only).
     int found = -1;
@@ -71,7 +70,7 @@ void main() {
             bool same = true;
             for (uint k = 0u; k < GI_QUADRANT_TEXELS && same; ++k) {
                 uint texel = gi_block_texel(k, transposed == 1u);
-                vec2 b = gi_block_value(blocks.v[uint(j) * GI_BLOCK_WORDS + texel / 2u], texel);
+                vec2 b = gi_block_value(pc.blocks, uint(j), texel);
                 vec2 d = abs(quadrant[k] - b);
                 same = d.x <= pc.tolerance && d.y <= pc.tolerance;
             }

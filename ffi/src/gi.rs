@@ -105,7 +105,7 @@ pub struct KilnGiStats {
     pub probe_count: u32,
     /// Probes that see no surface within the clip distance (no visibility data).
     pub dead_probes: u32,
-    /// Distinct 128-byte visibility blocks after compression: each block is a
+    /// Distinct 96-byte visibility blocks after compression: each block is a
     /// quadrant of a map (8 x 8 texels) that any number of probes share.
     pub blocks: u32,
     /// Updates run so far.

@@ -5,10 +5,11 @@
 #define KILN_GI_GLSL
 
 const uint GI_TEXELS = 256u;
-// compress.rs QUADRANTS, QUADRANT_TEXELS, BLOCK_WORDS, DEAD_QUADRANT.
+// compress.rs QUADRANTS, QUADRANT_TEXELS, BLOCK_WORDS, DEPTH_WORDS, DEAD_QUADRANT.
 const uint GI_QUADRANTS = 4u;
 const uint GI_QUADRANT_TEXELS = 64u;
-const uint GI_BLOCK_WORDS = 32u;
+const uint GI_BLOCK_WORDS = 24u;
+const uint GI_DEPTH_WORDS = 16u;
 const uint DEAD_QUADRANT = 0xffffffffu;
 // compress.rs MEAN_SLACK: the mean prefilter never rejects a true match.
 const float GI_MEAN_SLACK = 1e-4;
@@ -31,19 +32,34 @@ uint gi_quantise(float v) {
     return uint(s);
 }
 
-// compress.rs pack_texel / unpack_texel: [depth, depth^2] as 8-bit unorm, depth low.
-uint gi_pack_texel(vec2 t) {
-    return gi_quantise(t.x) | (gi_quantise(t.y) << 8u);
+// compress.rs SPREAD_MAX, SPREAD_CODES, SPREAD_STEP.
+const float GI_SPREAD_MAX = 0.25;
+const float GI_SPREAD_CODES = 60.0;
+const float GI_SPREAD_STEP = 1.0 / 60.0;
+
+// compress.rs encode_texel: [depth, depth^2] as (8-bit depth, 4-bit spread over
+// the decoded depth squared) codes, every operation correctly rounded.
+uvec2 gi_encode_texel(vec2 t) {
+    uint depth = gi_quantise(t.x);
+    precise float d = float(depth) * (1.0 / 255.0);
+    precise float s = clamp(t.y - d * d, 0.0, GI_SPREAD_MAX) * GI_SPREAD_CODES + 0.5;
+    return uvec2(depth, uint(s));
 }
 
-vec2 gi_unpack_texel(uint t) {
-    precise vec2 v = vec2(float(t & 0xffu), float((t >> 8u) & 0xffu)) * (1.0 / 255.0);
-    return v;
+// compress.rs decode_texel: [d, min(d * d + spread, 1)].
+vec2 gi_decode_texel(uvec2 code) {
+    precise float d = float(code.x) * (1.0 / 255.0);
+    precise float d2 = min(d * d + float(code.y) * GI_SPREAD_STEP, 1.0);
+    return vec2(d, d2);
 }
 
-// compress.rs block_value: texel i of a block, given the block's word i / 2.
-vec2 gi_block_value(uint word, uint i) {
-    return gi_unpack_texel(word >> ((i & 1u) * 16u));
+// compress.rs block_value: texel i of block b of the table at blocks.
+vec2 gi_block_value(uvec2 blocks, uint b, uint i) {
+    Uints words = Uints(blocks);
+    uint base = b * GI_BLOCK_WORDS;
+    uint depth = (words.v[base + i / 4u] >> ((i % 4u) * 8u)) & 0xffu;
+    uint spread = (words.v[base + GI_DEPTH_WORDS + i / 8u] >> ((i % 8u) * 4u)) & 0xfu;
+    return gi_decode_texel(uvec2(depth, spread));
 }
 
 // octahedral.rs oct_decode: a point of [-1, 1]^2 to a unit direction.
@@ -284,8 +300,7 @@ vec2 gi_texel(GiUpdateParams P, uint probe, uint x, uint y) {
         return vec2(1.0);
     }
     uint texel = gi_block_texel(qi.y, (entry & GI_TRANSPOSED) != 0u);
-    uint block = entry & ~GI_TRANSPOSED;
-    return gi_block_value(Uints(P.blocks).v[block * GI_BLOCK_WORDS + texel / 2u], texel);
+    return gi_block_value(P.blocks, entry & ~GI_TRANSPOSED, texel);
 }
 
 // octahedral.rs sample_bordered: bilinear [depth, depth^2] toward d, the border

@@ -20,7 +20,7 @@
 //! # Memory per live probe
 //!
 //! 16 bytes of irradiance, four 4-byte block entries (one per quadrant of the
-//! visibility map), the shared 128-byte visibility blocks divided among the
+//! visibility map), the shared 96-byte visibility blocks divided among the
 //! quadrants that use them, and about 1.5 bits of placement mask per grid point.
 //! RTXGI stores 256 B of irradiance and 1 KiB of distance per probe.
 

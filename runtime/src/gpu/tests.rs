@@ -802,7 +802,7 @@ fn gpu_bitonic_sort_equals_a_cpu_sort_for_every_size() {
 /// quadrants and transposed entries of existing blocks pass.
 #[test]
 fn uploaded_visibility_must_name_existing_blocks() {
-    use crate::gi::compress::{pack_texel, BLOCK_WORDS};
+    use crate::gi::compress::pack_block;
     use crate::gi::{BlockEntry, CompressedVisibility, ProbeField, ProbeGrid, ProbeVolume};
     let Some(mut gpu) = test_gpu("uploaded_visibility_must_name_existing_blocks") else {
         return;
@@ -811,7 +811,7 @@ fn uploaded_visibility_must_name_existing_blocks() {
     let field = GpuProbeField::new(&mut gpu, &ProbeField::new(ProbeVolume::dense(grid))).unwrap();
     let n = field.probe_count as usize;
     let mut vis = CompressedVisibility::dead(n);
-    vis.blocks.push([pack_texel([0.5, 0.25]) * 0x1_0001; BLOCK_WORDS]);
+    vis.blocks.push(pack_block(&[[0.5, 0.25]; 64]));
     vis.block_index[0] = BlockEntry::new(0, true).0;
     vis.block_index[3] = BlockEntry::new(0, false).0;
     field.upload_visibility(&mut gpu, &vis).unwrap();
