@@ -291,11 +291,21 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer GiP
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer GiMaskWords { uvec2 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer GiIrradiance { uvec4 v[]; };
 
+// compress.rs BlockIndex::get: entry i as a 4-byte entry, from 2-byte entries (the
+// block in 15 bits, the transpose bit on top, 0xffff dead) or 4-byte ones.
+uint gi_block_entry(GiUpdateParams P, uint i) {
+    if (P.entry_bytes == 4u) {
+        return Uints(P.block_index).v[i];
+    }
+    uint e = (Uints(P.block_index).v[i / 2u] >> ((i % 2u) * 16u)) & 0xffffu;
+    return e == 0xffffu ? DEAD_QUADRANT : (e & 0x7fffu) | ((e & 0x8000u) << 16u);
+}
+
 // compress.rs CompressedVisibility::texel: a dead quadrant sees the clip value, a
 // live one reads its block, transposed when the entry's top bit says so.
 vec2 gi_texel(GiUpdateParams P, uint probe, uint x, uint y) {
     uvec2 qi = gi_quadrant_texel(x, y);
-    uint entry = Uints(P.block_index).v[probe * GI_QUADRANTS + qi.x];
+    uint entry = gi_block_entry(P, probe * GI_QUADRANTS + qi.x);
     if (entry == DEAD_QUADRANT) {
         return vec2(1.0);
     }

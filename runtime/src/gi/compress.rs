@@ -34,7 +34,7 @@
 //! # Quadrants and symmetries
 //!
 //! Beyond the reference, the unit stored is a quadrant of a map (8 x 8 texels, a
-//! 128-byte block), not the whole map: a probe's entry in `block_index` is four
+//! 96-byte block), not the whole map: a probe's entry in `block_index` is four
 //! entries, one per quadrant, and a quadrant that sees nothing is dead on its own.
 //! Each quadrant is read in its own frame ([`quadrant_texel`]), counted from the
 //! map's centre (the +y pole) outward, and may match a block as is or transposed.
@@ -45,6 +45,14 @@
 //! or the flat ground under every probe share blocks. Decoding is still one lookup:
 //! texel `(x, y)` of probe `p` is place `i` of quadrant `q`, read from texel `i`,
 //! or its transpose, of the block that entry `4 p + q` names ([`BlockEntry`]).
+//!
+//! # Entries in 2 bytes
+//!
+//! A dictionary of at most 32,767 blocks ([`NARROW_MAX_BLOCKS`]: the hills and the
+//! town hold 2,900 to 4,800) stores its entries in 2 bytes, 15 bits of block and
+//! the transpose bit, `0xFFFF` dead; a larger one in 4 ([`BlockIndex`]). At 1.0 m
+//! spacing a probe's four entries are a tenth of its data, so this is 8 of the
+//! bytes per live probe. The GPU reads either width.
 //!
 //! Against whole-map blocks matched through the eight symmetries, quadrants store
 //! 2.3% instead of 3.3% of the raw maps on the 48 m town at 0.5 m spacing and 8.9%
@@ -212,12 +220,131 @@ impl ProbeOrder {
     }
 }
 
+/// Most blocks a dictionary holds with 2-byte entries: block numbers up to 0x7FFE,
+/// so that no live entry spells the 2-byte dead value, 0xFFFF.
+pub const NARROW_MAX_BLOCKS: usize = 0x7FFF;
+
+/// The 2-byte dead entry.
+const NARROW_DEAD: u16 = 0xFFFF;
+/// The transpose bit of a 2-byte entry.
+const NARROW_TRANSPOSED: u16 = 0x8000;
+
+/// The `block_index` entries as stored (see the module docs): 2 bytes each when
+/// every entry fits, else 4. Entry `4 * p + q` is quadrant `q` of probe `p`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BlockIndex {
+    /// The block in the low 15 bits and the transpose bit on top, or `0xFFFF` for
+    /// a dead quadrant.
+    Narrow(Vec<u16>),
+    /// [`BlockEntry`]'s bits.
+    Wide(Vec<u32>),
+}
+
+impl Default for BlockIndex {
+    fn default() -> BlockIndex {
+        BlockIndex::Narrow(Vec::new())
+    }
+}
+
+impl BlockIndex {
+    /// `entries` ([`BlockEntry`] bits), narrow when every one fits in 2 bytes:
+    /// always when the dictionary holds at most [`NARROW_MAX_BLOCKS`] blocks.
+    pub fn new(entries: Vec<u32>) -> BlockIndex {
+        match entries.iter().map(|&e| narrow(BlockEntry(e))).collect::<Option<Vec<u16>>>() {
+            Some(narrow) => BlockIndex::Narrow(narrow),
+            None => BlockIndex::Wide(entries),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            BlockIndex::Narrow(v) => v.len(),
+            BlockIndex::Wide(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Entry `i`.
+    #[inline]
+    pub fn get(&self, i: usize) -> BlockEntry {
+        match self {
+            BlockIndex::Narrow(v) => widen(v[i]),
+            BlockIndex::Wide(v) => BlockEntry(v[i]),
+        }
+    }
+
+    /// Sets entry `i`, widening every entry if this one does not fit in 2 bytes.
+    pub fn set(&mut self, i: usize, entry: BlockEntry) {
+        match self {
+            BlockIndex::Narrow(v) => match narrow(entry) {
+                Some(e) => v[i] = e,
+                None => {
+                    let mut wide = self.to_wide();
+                    wide[i] = entry.0;
+                    *self = BlockIndex::Wide(wide);
+                }
+            },
+            BlockIndex::Wide(v) => v[i] = entry.0,
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = BlockEntry> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// Every entry as [`BlockEntry`] bits.
+    pub fn to_wide(&self) -> Vec<u32> {
+        self.iter().map(|e| e.0).collect()
+    }
+
+    /// Bytes per entry: 2 or 4.
+    pub fn entry_bytes(&self) -> usize {
+        match self {
+            BlockIndex::Narrow(_) => 2,
+            BlockIndex::Wide(_) => 4,
+        }
+    }
+
+    /// The entries as stored, little-endian: what the GPU reads.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            BlockIndex::Narrow(v) => bytemuck::cast_slice(v),
+            BlockIndex::Wide(v) => bytemuck::cast_slice(v),
+        }
+    }
+}
+
+/// `entry` in 2 bytes, if it fits.
+#[inline]
+fn narrow(entry: BlockEntry) -> Option<u16> {
+    if entry.is_dead() {
+        Some(NARROW_DEAD)
+    } else if (entry.block() as usize) < NARROW_MAX_BLOCKS {
+        Some(entry.block() as u16 | if entry.transposed() { NARROW_TRANSPOSED } else { 0 })
+    } else {
+        None
+    }
+}
+
+/// [`narrow`]'s inverse.
+#[inline]
+fn widen(e: u16) -> BlockEntry {
+    if e == NARROW_DEAD {
+        BlockEntry(DEAD_QUADRANT)
+    } else {
+        BlockEntry::new(u32::from(e & !NARROW_TRANSPOSED), e & NARROW_TRANSPOSED != 0)
+    }
+}
+
 /// Compressed visibility of a set of probes.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CompressedVisibility {
     /// Per probe, its four quadrants' blocks and transpose bits ([`BlockEntry`]) or
     /// [`DEAD_QUADRANT`]: quadrant `q` of probe `p` at `4 * p + q`.
-    pub block_index: Vec<u32>,
+    pub block_index: BlockIndex,
     /// The dictionary.
     pub blocks: Vec<Block>,
 }
@@ -225,7 +352,10 @@ pub struct CompressedVisibility {
 impl CompressedVisibility {
     /// Visibility of `probes` probes that all see nothing.
     pub fn dead(probes: usize) -> CompressedVisibility {
-        CompressedVisibility { block_index: vec![DEAD_QUADRANT; probes * QUADRANTS], blocks: Vec::new() }
+        CompressedVisibility {
+            block_index: BlockIndex::Narrow(vec![NARROW_DEAD; probes * QUADRANTS]),
+            blocks: Vec::new(),
+        }
     }
 
     pub fn probe_count(&self) -> usize {
@@ -236,7 +366,7 @@ impl CompressedVisibility {
     #[inline]
     pub fn texel(&self, p: usize, t: usize) -> [f32; 2] {
         let (q, i) = TEXEL_PLACE[t];
-        let entry = BlockEntry(self.block_index[p * QUADRANTS + q as usize]);
+        let entry = self.block_index.get(p * QUADRANTS + q as usize);
         if entry.is_dead() {
             return [1.0, 1.0];
         }
@@ -249,7 +379,7 @@ impl CompressedVisibility {
 
     /// Probe `p` sees nothing within the clip distance: all four quadrants dead.
     pub fn is_dead(&self, p: usize) -> bool {
-        self.block_index[p * QUADRANTS..][..QUADRANTS].iter().all(|&e| e == DEAD_QUADRANT)
+        (0..QUADRANTS).all(|q| self.block_index.get(p * QUADRANTS + q).is_dead())
     }
 
     /// Probes that see nothing.
@@ -257,9 +387,9 @@ impl CompressedVisibility {
         (0..self.probe_count()).filter(|&p| self.is_dead(p)).count()
     }
 
-    /// Bytes stored: a 4-byte entry per quadrant plus 128 bytes per block.
+    /// Bytes stored: a 2- or 4-byte entry per quadrant plus 96 bytes per block.
     pub fn bytes(&self) -> usize {
-        self.block_index.len() * 4 + self.blocks.len() * std::mem::size_of::<Block>()
+        self.block_index.as_bytes().len() + self.blocks.len() * std::mem::size_of::<Block>()
     }
 }
 
@@ -427,7 +557,8 @@ fn compress_with(
     mut cells: MeanCells,
 ) -> CompressedVisibility {
     assert_eq!(order.order.len(), maps.len(), "the order must visit every map once");
-    let mut out = CompressedVisibility::dead(maps.len());
+    let mut entries = vec![DEAD_QUADRANT; maps.len() * QUADRANTS];
+    let mut blocks: Vec<Block> = Vec::new();
     // Mean depths of each stored block: |mean(a) - mean(b)| <= max |a - b|, so a
     // block whose means are further than the tolerance cannot match.
     let reach = params.tolerance + MEAN_SLACK;
@@ -436,7 +567,7 @@ fn compress_with(
     let mut unpacked: Vec<Quadrant> = Vec::new();
     let mut fresh: Vec<(usize, Quadrant)> = Vec::new();
     for b in 0..order.batch_count() {
-        let window_start = out.blocks.len().saturating_sub(params.window as usize);
+        let window_start = blocks.len().saturating_sub(params.window as usize);
         fresh.clear();
         for &p in order.batch(b) {
             for (q, places) in QUADRANT_MAP.iter().enumerate() {
@@ -456,13 +587,13 @@ fn compress_with(
                 });
                 let slot = p as usize * QUADRANTS + q;
                 match found {
-                    Some((j, transposed)) => out.block_index[slot] = BlockEntry::new(j as u32, transposed).0,
+                    Some((j, transposed)) => entries[slot] = BlockEntry::new(j as u32, transposed).0,
                     None => fresh.push((slot, quadrant)),
                 }
             }
         }
         assert!(
-            out.blocks.len() + fresh.len() <= BlockEntry::MAX_BLOCKS,
+            blocks.len() + fresh.len() <= BlockEntry::MAX_BLOCKS,
             "more than {} visibility blocks",
             BlockEntry::MAX_BLOCKS
         );
@@ -470,14 +601,14 @@ fn compress_with(
             let block = pack_block(quadrant);
             let texels: Quadrant = std::array::from_fn(|i| block_value(&block, i));
             let block_means = invariant_means(|i| texels[i][0]);
-            cells.push(block_means[0], out.blocks.len() as u32);
+            cells.push(block_means[0], blocks.len() as u32);
             means.push(block_means);
             unpacked.push(texels);
-            out.block_index[*slot] = out.blocks.len() as u32;
-            out.blocks.push(block);
+            entries[*slot] = blocks.len() as u32;
+            blocks.push(block);
         }
     }
-    out
+    CompressedVisibility { block_index: BlockIndex::new(entries), blocks }
 }
 
 #[cfg(test)]
@@ -551,7 +682,7 @@ mod tests {
                 }
                 for t in 0..OCT_TEXELS {
                     let (q, _, _) = quadrant_texel(t % OCT_RES, t / OCT_RES);
-                    if c.block_index[p * QUADRANTS + q] == DEAD_QUADRANT {
+                    if c.block_index.get(p * QUADRANTS + q).is_dead() {
                         assert_eq!(back.0[t], [1.0, 1.0]);
                     }
                 }
@@ -623,8 +754,7 @@ mod tests {
         let c = compress(&turned, &ProbeOrder::linear(8, 1), &CompressParams::default());
         assert_eq!(c.blocks.len(), QUADRANTS);
         for (s, map) in turned.iter().enumerate() {
-            let entries: Vec<BlockEntry> =
-                c.block_index[s * QUADRANTS..][..QUADRANTS].iter().map(|&e| BlockEntry(e)).collect();
+            let entries: Vec<BlockEntry> = (0..QUADRANTS).map(|q| c.block_index.get(s * QUADRANTS + q)).collect();
             let mut blocks: Vec<u32> = entries.iter().map(|e| e.block()).collect();
             blocks.sort_unstable();
             assert_eq!(blocks, [0, 1, 2, 3], "symmetry {s}");
@@ -676,10 +806,10 @@ mod tests {
         distinct.push(distinct[0].clone());
         let n = distinct.len() as u32;
         let wide = compress(&distinct, &ProbeOrder::linear(n, 1), &CompressParams { window: 80, tolerance: 0.01 });
-        assert_eq!(wide.block_index[80..], [0, 1, 2, 3]);
+        assert_eq!(wide.block_index.to_wide()[80..], [0, 1, 2, 3]);
         assert_eq!(wide.blocks.len(), 80);
         let narrow = compress(&distinct, &ProbeOrder::linear(n, 1), &CompressParams { window: 79, tolerance: 0.01 });
-        assert_eq!(narrow.block_index[80..], [80, 1, 2, 3]);
+        assert_eq!(narrow.block_index.to_wide()[80..], [80, 1, 2, 3]);
         assert_eq!(narrow.blocks.len(), 81);
     }
 
@@ -693,7 +823,62 @@ mod tests {
         let one_batch = compress(&maps, &ProbeOrder::linear(3, 3), &CompressParams::default());
         assert_eq!(one_batch.blocks.len(), 3);
         let d = DEAD_QUADRANT;
-        assert_eq!(one_batch.block_index, [0, d, d, d, 1, d, d, d, 2, d, d, d]);
+        assert_eq!(one_batch.block_index.to_wide(), [0, d, d, d, 1, d, d, d, 2, d, d, d]);
+    }
+
+    #[test]
+    fn entries_take_two_bytes_up_to_the_narrow_limit_and_four_past_it() {
+        let last = NARROW_MAX_BLOCKS as u32 - 1;
+        let entries = vec![DEAD_QUADRANT, 0, BlockEntry::new(0, true).0, BlockEntry::new(last, true).0, last];
+        let index = BlockIndex::new(entries.clone());
+        assert_eq!(index.entry_bytes(), 2);
+        assert_eq!(index.as_bytes(), [0xff, 0xff, 0, 0, 0, 0x80, 0xfe, 0xff, 0xfe, 0x7f]);
+        assert_eq!(index.to_wide(), entries);
+        assert!(index.get(0).is_dead() && index.get(3).transposed() && index.get(3).block() == last);
+        // One block past the limit: every entry takes 4 bytes and reads the same.
+        let mut wider = entries.clone();
+        wider.push(last + 1);
+        let index = BlockIndex::new(wider.clone());
+        assert_eq!((index.entry_bytes(), index.as_bytes().len()), (4, 24));
+        assert_eq!(index.to_wide(), wider);
+        // Setting an entry that does not fit widens the index and loses nothing.
+        let mut index = BlockIndex::new(entries.clone());
+        index.set(1, BlockEntry::new(last + 1, true));
+        assert_eq!(index.entry_bytes(), 4);
+        let mut want = entries;
+        want[1] = BlockEntry::new(last + 1, true).0;
+        assert_eq!(index.to_wide(), want);
+    }
+
+    /// More than [`NARROW_MAX_BLOCKS`] blocks: the compressor stores 4-byte entries,
+    /// and every probe still decodes to its map.
+    #[test]
+    fn a_dictionary_past_the_narrow_limit_stores_wide_entries_that_decode() {
+        let mut seed = 13;
+        let n = NARROW_MAX_BLOCKS / QUADRANTS + 8;
+        // Random maps share no block; a short window keeps the search short.
+        let maps: Vec<VisibilityMap> = (0..n)
+            .map(|_| {
+                VisibilityMap(std::array::from_fn(|_| {
+                    let d = rng(&mut seed) * 0.9;
+                    [d, d * d]
+                }))
+            })
+            .collect();
+        let params = CompressParams { window: 8, tolerance: 0.01 };
+        let c = compress(&maps, &ProbeOrder::swizzled(n as u32, 256), &params);
+        assert!(c.blocks.len() > NARROW_MAX_BLOCKS, "{} blocks", c.blocks.len());
+        assert_eq!(c.block_index.entry_bytes(), 4);
+        assert_eq!(c.bytes(), n * QUADRANTS * 4 + c.blocks.len() * 96);
+        for p in (0..n).step_by(97).chain([n - 1]) {
+            let back = c.decode(p);
+            for (got, want) in back.0.iter().zip(&maps[p].0) {
+                assert!((got[0] - want[0]).abs() <= 0.01 && (got[1] - want[1]).abs() <= 0.01);
+            }
+        }
+        // The same maps, fewer of them: 2-byte entries.
+        let few = compress(&maps[..1000], &ProbeOrder::swizzled(1000, 256), &params);
+        assert_eq!((few.block_index.entry_bytes(), few.bytes()), (2, 1000 * QUADRANTS * 2 + few.blocks.len() * 96));
     }
 
     #[test]

@@ -19,9 +19,10 @@
 //!
 //! # Memory per live probe
 //!
-//! 16 bytes of irradiance, four 4-byte block entries (one per quadrant of the
-//! visibility map), the shared 96-byte visibility blocks divided among the
-//! quadrants that use them, and about 1.5 bits of placement mask per grid point.
+//! 16 bytes of irradiance, four 2-byte block entries (one per quadrant of the
+//! visibility map; 4-byte ones past 32,767 blocks), the shared 96-byte visibility
+//! blocks divided among the quadrants that use them, and about 1.5 bits of
+//! placement mask per grid point. The device holds the same, sized to the data.
 //! RTXGI stores 256 B of irradiance and 1 KiB of distance per probe.
 
 pub mod compress;
@@ -36,7 +37,9 @@ pub mod volume;
 #[cfg(test)]
 mod tests;
 
-pub use compress::{compress, BlockEntry, CompressParams, CompressedVisibility, ProbeOrder, DEAD_QUADRANT, QUADRANTS};
+pub use compress::{
+    compress, BlockEntry, BlockIndex, CompressParams, CompressedVisibility, ProbeOrder, DEAD_QUADRANT, QUADRANTS,
+};
 pub use field::{ProbeField, SampleParams, UNLIT};
 pub use octahedral::{oct_decode, oct_encode, symmetric_texel, VisibilityMap, OCT_RES, OCT_TEXELS};
 pub use pack::PackedSh;

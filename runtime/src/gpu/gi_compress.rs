@@ -21,7 +21,9 @@ use super::layout::GiCompressPush;
 use super::queue::Gpu;
 use super::recorder::{Recorder, Use};
 use super::shaders;
-use crate::gi::compress::{Block, CompressParams, CompressedVisibility, ProbeOrder, BLOCK_WORDS, QUADRANTS};
+use crate::gi::compress::{
+    Block, BlockIndex, CompressParams, CompressedVisibility, ProbeOrder, BLOCK_WORDS, QUADRANTS,
+};
 use crate::gi::OCT_TEXELS;
 
 /// Largest batch the append kernel handles (one workgroup).
@@ -37,7 +39,9 @@ pub struct GiCompressor {
     append: Kernel,
 }
 
-/// Device buffers of one compressed set of probes: inputs and outputs.
+/// Device buffers of one compression: the uncompressed maps in (2 KiB per probe),
+/// 4-byte entries and room for a block per quadrant out. A working set: what a
+/// probe field keeps is the compact copy ([`super::DeviceVisibility`]).
 pub struct GpuVisibility {
     /// `vec2[256 * probes]`: the uncompressed maps.
     pub maps: GpuBuffer,
@@ -79,7 +83,8 @@ impl GpuVisibility {
         })
     }
 
-    /// Reads the result back (two submissions: the block count, then the data).
+    /// Reads the result back (submissions for the block count, then the data), the
+    /// entries narrowed as [`BlockIndex::new`] does.
     pub fn read(&self, gpu: &mut Gpu) -> Result<CompressedVisibility, GpuError> {
         // At most a block per quadrant; the clamp also covers buffers never
         // compressed into.
@@ -89,7 +94,7 @@ impl GpuVisibility {
         let words = gpu.read::<u32>(&self.blocks, count * BLOCK_WORDS)?;
         let blocks: Vec<Block> =
             words.chunks_exact(BLOCK_WORDS).map(|c| <Block>::try_from(c).expect("chunks of one block")).collect();
-        Ok(CompressedVisibility { block_index, blocks })
+        Ok(CompressedVisibility { block_index: BlockIndex::new(block_index), blocks })
     }
 }
 

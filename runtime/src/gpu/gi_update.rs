@@ -17,20 +17,19 @@
 //! invocation has finished: one bounce per update, like the CPU reference.
 //!
 //! The kernels read their parameters from one small buffer (`GiUpdateParams`,
-//! 216 bytes: more than the 128 bytes of push constants every device offers).
+//! 224 bytes: more than the 128 bytes of push constants every device offers).
 //! The ray directions are computed on the CPU (`fibonacci_directions` with the
 //! frame's rotation) and uploaded, so the GPU and CPU rays are the same bits.
 
 use super::buffer::{BufferMemory, GpuBuffer};
 use super::error::GpuError;
-use super::gi_compress::GpuVisibility;
 use super::kernel::Kernel;
 use super::layout::{GiUpdateParams, GiUpdatePush};
 use super::queue::Gpu;
 use super::ray_tracer::{RayTracer, MAX_TRACE_BATCH};
 use super::recorder::Use;
 use super::shaders;
-use crate::gi::compress::{CompressedVisibility, QUADRANTS};
+use crate::gi::compress::{Block, BlockIndex, CompressedVisibility, BLOCK_WORDS, QUADRANTS};
 use crate::gi::sh::{fibonacci_directions, random_rotation};
 use crate::gi::update::{GiLighting, UpdateParams};
 use crate::gi::{PackedSh, ProbeField, ProbeGrid};
@@ -48,8 +47,22 @@ pub struct GpuProbeField {
     rank: GpuBuffer,
     /// `uvec4[probe_count]`: `PackedSh` per probe.
     pub irradiance: GpuBuffer,
-    /// Maps in, block index and block table out (the bake and compressor's buffers).
-    pub visibility: GpuVisibility,
+    /// The compressed visibility, sized to it.
+    pub visibility: DeviceVisibility,
+}
+
+/// A probe field's compressed visibility on the device, sized to the data: the
+/// block index as [`BlockIndex`] stores it (2- or 4-byte entries) and the block
+/// table. The bake's uncompressed maps and the compressor's working buffers
+/// ([`super::GpuVisibility`]) are gone once it is uploaded.
+pub struct DeviceVisibility {
+    /// `BlockIndex::as_bytes`: entry `4 p + q` for quadrant `q` of probe `p`.
+    pub block_index: GpuBuffer,
+    /// `Block[block_count]`.
+    pub blocks: GpuBuffer,
+    /// Bytes per `block_index` entry: 2 or 4.
+    pub entry_bytes: u32,
+    pub block_count: u32,
 }
 
 impl GpuProbeField {
@@ -59,21 +72,23 @@ impl GpuProbeField {
         let n = volume.probe_count() as u32;
         let linear: Vec<u32> = (0..n as usize).map(|p| volume.grid.linear(volume.probe_coords(p)) as u32).collect();
         let (mask, rank) = volume.mask_words();
-        let gpu_field = GpuProbeField {
+        let mut gpu_field = GpuProbeField {
             grid: volume.grid,
             probe_count: n,
             probes: gpu.buffer_from("gi probes", &linear)?,
             mask: gpu.buffer_from("gi mask", mask)?,
             rank: gpu.buffer_from("gi rank", rank)?,
             irradiance: gpu.buffer_from("gi irradiance", &field.irradiance)?,
-            visibility: GpuVisibility::new(gpu, n)?,
+            visibility: DeviceVisibility::new(gpu, &CompressedVisibility::dead(n as usize))?,
         };
         gpu_field.upload_visibility(gpu, &field.visibility)?;
         Ok(gpu_field)
     }
 
-    /// Replaces the device's compressed visibility (a CPU bake, or a saved one).
-    pub fn upload_visibility(&self, gpu: &mut Gpu, vis: &CompressedVisibility) -> Result<(), GpuError> {
+    /// Replaces the device's compressed visibility (a bake, or a saved one) with
+    /// buffers sized to it. Work in flight is waited for; the old buffers are
+    /// dropped once no recorded command can use them ([`Gpu::defer_drop`]).
+    pub fn upload_visibility(&mut self, gpu: &mut Gpu, vis: &CompressedVisibility) -> Result<(), GpuError> {
         let quadrants = self.probe_count as usize * QUADRANTS;
         if vis.block_index.len() != quadrants || vis.blocks.len() > quadrants {
             return Err(GpuError::InvalidInput(format!(
@@ -83,19 +98,14 @@ impl GpuProbeField {
                 self.probe_count
             )));
         }
-        let missing = |&b: &u32| {
-            let entry = crate::gi::BlockEntry(b);
-            !entry.is_dead() && entry.block() as usize >= vis.blocks.len()
-        };
+        let missing = |entry: crate::gi::BlockEntry| !entry.is_dead() && entry.block() as usize >= vis.blocks.len();
         if let Some(i) = vis.block_index.iter().position(missing) {
             let (p, q) = (i / QUADRANTS, i % QUADRANTS);
             return Err(GpuError::InvalidInput(format!("visibility: quadrant {q} of probe {p} names a missing block")));
         }
-        let words: &[u32] = bytemuck::cast_slice(&vis.blocks);
-        gpu.submit("gi upload visibility", |rec| {
-            rec.upload(&self.visibility.block_index, 0, bytemuck::cast_slice(&vis.block_index))?;
-            rec.upload(&self.visibility.blocks, 0, bytemuck::cast_slice(words))
-        })?;
+        gpu.wait()?;
+        let old = std::mem::replace(&mut self.visibility, DeviceVisibility::new(gpu, vis)?);
+        gpu.defer_drop(old);
         Ok(())
     }
 
@@ -117,9 +127,30 @@ impl GpuProbeField {
         gpu.read::<PackedSh>(&self.irradiance, self.probe_count as usize)
     }
 
-    /// Reads the compressed visibility (block table as compressed on the device).
+    /// Reads the compressed visibility back.
     pub fn read_visibility(&self, gpu: &mut Gpu) -> Result<CompressedVisibility, GpuError> {
-        self.visibility.read(gpu)
+        let v = &self.visibility;
+        let quadrants = self.probe_count as usize * QUADRANTS;
+        let block_index = if v.entry_bytes == 2 {
+            BlockIndex::Narrow(gpu.read::<u16>(&v.block_index, quadrants)?)
+        } else {
+            BlockIndex::Wide(gpu.read::<u32>(&v.block_index, quadrants)?)
+        };
+        let words = gpu.read::<u32>(&v.blocks, v.block_count as usize * BLOCK_WORDS)?;
+        let blocks: Vec<Block> =
+            words.chunks_exact(BLOCK_WORDS).map(|c| <Block>::try_from(c).expect("chunks of one block")).collect();
+        Ok(CompressedVisibility { block_index, blocks })
+    }
+}
+
+impl DeviceVisibility {
+    fn new(gpu: &mut Gpu, vis: &CompressedVisibility) -> Result<DeviceVisibility, GpuError> {
+        Ok(DeviceVisibility {
+            block_index: gpu.buffer_from("gi block index", vis.block_index.as_bytes())?,
+            blocks: gpu.buffer_from::<Block>("gi blocks", &vis.blocks)?,
+            entry_bytes: vis.block_index.entry_bytes() as u32,
+            block_count: vis.blocks.len() as u32,
+        })
     }
 }
 
@@ -249,6 +280,8 @@ impl GiUpdater {
             count,
             rays_per_probe: n,
             hysteresis: params.hysteresis,
+            entry_bytes: vis.entry_bytes,
+            _pad: 0,
         };
         let dirs: Vec<[f32; 4]> =
             fibonacci_directions(n, &random_rotation(frame)).iter().map(|d| [d.x, d.y, d.z, 0.0]).collect();

@@ -14,7 +14,7 @@
 
 use super::error::GpuError;
 use super::gi_bake::GiBaker;
-use super::gi_compress::{GiCompressor, MAX_COMPRESS_BATCH};
+use super::gi_compress::{GiCompressor, GpuVisibility, MAX_COMPRESS_BATCH};
 use super::gi_update::{GiUpdater, GpuProbeField, MAX_RAYS_PER_PROBE};
 use super::ray_tracer::RayTracer;
 use crate::gi::compress::{CompressParams, ProbeOrder};
@@ -45,14 +45,14 @@ pub struct GiStats {
     pub baked: bool,
 }
 
-/// Most probes in one volume: the bake keeps every probe's uncompressed map (2 KiB
-/// of f32 pairs) on the device, 1 GiB at this count.
+/// Most probes in one volume: the bake holds every probe's uncompressed map (2 KiB
+/// of f32 pairs) on the device while it runs, 1 GiB at this count.
 pub const MAX_VOLUME_PROBES: u32 = 1 << 19;
 
 /// A probe volume, its device data and the update state.
 pub struct GiVolume {
     field: ProbeField,
-    device: GpuProbeField,
+    pub(crate) device: GpuProbeField,
     updater: GiUpdater,
     baker: GiBaker,
     compressor: GiCompressor,
@@ -122,12 +122,18 @@ impl GiVolume {
             return Ok(());
         }
         let order = ProbeOrder::swizzled(n, MAX_COMPRESS_BATCH as u32);
-        self.baker.bake(tracer, &self.field.volume, &self.device.visibility)?;
-        let (compressor, vis, params) = (&self.compressor, &self.device.visibility, &self.compress);
+        // The maps and the compressor's buffers live for this call only: the field
+        // keeps the compact result.
+        let work = GpuVisibility::new(tracer.gpu(), n)?;
+        self.baker.bake(tracer, &self.field.volume, &work)?;
+        let (compressor, params) = (&self.compressor, &self.compress);
         tracer.gpu_mut().submit("kiln gi compress", |rec| {
-            rec.pass("gi compress", |rec| compressor.record(rec, vis, &order, params))
+            rec.pass("gi compress", |rec| compressor.record(rec, &work, &order, params))
         })?;
-        self.field.visibility = self.device.read_visibility(tracer.gpu_mut())?;
+        let visibility = work.read(tracer.gpu_mut())?;
+        tracer.gpu_mut().defer_drop(work);
+        self.device.upload_visibility(tracer.gpu_mut(), &visibility)?;
+        self.field.visibility = visibility;
         self.baked = true;
         Ok(())
     }

@@ -282,10 +282,10 @@ pub struct GiUpdateParams {
     pub rank: u64,
     /// `uvec4[probe_count]`: packed SH (`gi::PackedSh`), read by shading, written by the blend.
     pub irradiance: u64,
-    /// `uint[4 * probe_count]`: visibility block and transpose bit per quadrant
-    /// of each probe, or `DEAD_QUADRANT`.
+    /// Visibility block and transpose bit per quadrant of each probe, or dead:
+    /// `gi::BlockIndex` as stored, `entry_bytes` per entry.
     pub block_index: u64,
-    /// `uint[64 * blocks]`: half2 texels.
+    /// `uint[24 * blocks]`: depth and spread codes (`gi::compress::Block`).
     pub blocks: u64,
     /// `vec4[albedo_count]`: diffuse albedo per TLAS instance.
     pub albedo: u64,
@@ -320,8 +320,11 @@ pub struct GiUpdateParams {
     pub count: u32,
     pub rays_per_probe: u32,
     pub hysteresis: f32,
+    /// Bytes per `block_index` entry: 2 or 4.
+    pub entry_bytes: u32,
+    pub _pad: u32,
 }
-const _: () = assert!(size_of::<GiUpdateParams>() == 216);
+const _: () = assert!(size_of::<GiUpdateParams>() == 224);
 
 /// Push constants of the irradiance update kernels: where their parameters are.
 #[repr(C)]
@@ -421,7 +424,7 @@ mod glsl {
             bias: "float", visibility: "uint", sun_x: "float", sun_y: "float", sun_z: "float", sun_r: "float",
             sun_g: "float", sun_b: "float", sky_r: "float", sky_g: "float", sky_b: "float", albedo_r: "float",
             albedo_g: "float", albedo_b: "float", albedo_count: "uint", probe_count: "uint", first: "uint",
-            count: "uint", rays_per_probe: "uint", hysteresis: "float",
+            count: "uint", rays_per_probe: "uint", hysteresis: "float", entry_bytes: "uint", _pad: "uint",
         }),
         glsl_struct!(GiUpdatePush, "GiUpdatePush", Some("KILN_PUSH_GI_UPDATE"), { params: "uvec2" }),
     ];

@@ -803,24 +803,32 @@ fn gpu_bitonic_sort_equals_a_cpu_sort_for_every_size() {
 #[test]
 fn uploaded_visibility_must_name_existing_blocks() {
     use crate::gi::compress::pack_block;
-    use crate::gi::{BlockEntry, CompressedVisibility, ProbeField, ProbeGrid, ProbeVolume};
+    use crate::gi::{BlockEntry, BlockIndex, CompressedVisibility, ProbeField, ProbeGrid, ProbeVolume};
     let Some(mut gpu) = test_gpu("uploaded_visibility_must_name_existing_blocks") else {
         return;
     };
     let grid = ProbeGrid::covering(glam::Vec3::ZERO, glam::Vec3::splat(2.0), 1.0).unwrap();
-    let field = GpuProbeField::new(&mut gpu, &ProbeField::new(ProbeVolume::dense(grid))).unwrap();
+    let mut field = GpuProbeField::new(&mut gpu, &ProbeField::new(ProbeVolume::dense(grid))).unwrap();
     let n = field.probe_count as usize;
     let mut vis = CompressedVisibility::dead(n);
     vis.blocks.push(pack_block(&[[0.5, 0.25]; 64]));
-    vis.block_index[0] = BlockEntry::new(0, true).0;
-    vis.block_index[3] = BlockEntry::new(0, false).0;
+    vis.block_index.set(0, BlockEntry::new(0, true));
+    vis.block_index.set(3, BlockEntry::new(0, false));
     field.upload_visibility(&mut gpu, &vis).unwrap();
+    // What was uploaded reads back, in 2-byte entries and, forced, in 4-byte ones.
+    assert_eq!(field.read_visibility(&mut gpu).unwrap(), vis);
+    let mut wide = vis.clone();
+    wide.block_index = BlockIndex::Wide(vis.block_index.to_wide());
+    field.upload_visibility(&mut gpu, &wide).unwrap();
+    assert_eq!(field.read_visibility(&mut gpu).unwrap(), wide);
     let mut missing = vis.clone();
-    missing.block_index[5] = BlockEntry::new(1, false).0;
+    missing.block_index.set(5, BlockEntry::new(1, false));
     assert!(matches!(field.upload_visibility(&mut gpu, &missing), Err(GpuError::InvalidInput(_))));
     let mut short = vis.clone();
-    short.block_index.pop();
+    short.block_index = BlockIndex::new(vis.block_index.to_wide()[1..].to_vec());
     assert!(matches!(field.upload_visibility(&mut gpu, &short), Err(GpuError::InvalidInput(_))));
+    // A refused upload keeps what the device held.
+    assert_eq!(field.read_visibility(&mut gpu).unwrap(), wide);
 }
 
 #[test]
@@ -877,8 +885,7 @@ fn gpu_visibility_compression_equals_the_cpu_reference() {
         gpu.submit("compress", |rec| compressor.record(rec, &vis, &order, &params)).unwrap();
         let got = vis.read(&mut gpu).unwrap();
         let want = compress(&maps, &order, &params);
-        let live: Vec<crate::gi::BlockEntry> =
-            want.block_index.iter().map(|&e| crate::gi::BlockEntry(e)).filter(|e| !e.is_dead()).collect();
+        let live: Vec<crate::gi::BlockEntry> = want.block_index.iter().filter(|e| !e.is_dead()).collect();
         let dead_quadrants = want.block_index.len() - live.len();
         assert!(want.dead_count() > 0 && dead_quadrants > 4 * want.dead_count(), "dead probes and quadrants");
         assert!(want.blocks.len() < live.len(), "the maps exercise every path");
@@ -1099,6 +1106,21 @@ fn gpu_irradiance_update_matches_the_cpu_reference() {
     assert!(worst < 0.05, "largest relative difference {worst}");
     // Probes never updated stay unlit: none here, since 6 x 60% covers them all.
     assert!(field.read_irradiance(tracer.gpu_mut()).unwrap().iter().all(|w| *w != crate::gi::UNLIT));
+    // The same visibility in 4-byte entries (what a dictionary past
+    // NARROW_MAX_BLOCKS stores) samples the same: one more update from the same
+    // irradiance, each way, gives the same bits.
+    assert_eq!(cpu.visibility.block_index.entry_bytes(), 2);
+    let start = ProbeField { irradiance: got.clone(), ..cpu.clone() };
+    let mut wide = start.clone();
+    wide.visibility.block_index = crate::gi::BlockIndex::Wide(start.visibility.block_index.to_wide());
+    let mut updated = Vec::new();
+    for f in [&start, &wide] {
+        let device = GpuProbeField::new(tracer.gpu_mut(), f).unwrap();
+        updater.update(&mut tracer, &device, &lighting, &params, 6, 0, budget).unwrap();
+        updated.push(device.read_irradiance(tracer.gpu_mut()).unwrap());
+    }
+    assert_ne!(updated[0], got, "the update changed the irradiance");
+    assert!(updated[0] == updated[1], "2- and 4-byte entries sample alike");
     assert_validation_clean(tracer.gpu());
 }
 
@@ -1128,6 +1150,12 @@ fn gi_volume_updates_its_budget_round_robin_and_handles_an_empty_volume() {
     volume.bake(&mut tracer).unwrap();
     let stats = volume.stats();
     assert!(stats.baked && stats.blocks > 0 && stats.visibility_bytes < stats.visibility_bytes_uncompressed);
+    // The device keeps the compressed visibility sized to it, 2-byte entries and
+    // 96-byte blocks, and nothing of the bake's maps or the compressor's buffers.
+    let device = &volume.device.visibility;
+    assert_eq!((device.entry_bytes, device.block_count), (2, stats.blocks));
+    assert_eq!(device.block_index.size() + device.blocks.size(), stats.visibility_bytes);
+    assert_eq!(device.block_index.size(), u64::from(n) * 8);
     // Three updates cover every probe once; the fourth wraps around.
     let mut lit = vec![false; n as usize];
     for frame in 0..3 {
