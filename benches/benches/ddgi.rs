@@ -6,8 +6,8 @@
 //! Figures printed first, for 0.5 m spacing with 3 m dilation and 1.0 m spacing with
 //! 1.5 m dilation (the reference notes' two configurations, whose ratios were 4.5%
 //! and 9%): probe count, dead probes, raw and compressed visibility bytes, the
-//! ratio, and bytes per live probe with everything included (placement mask,
-//! irradiance, block indices, blocks).
+//! ratio, and bytes per probe (dead probes included) with everything included
+//! (placement mask, irradiance, block entries, blocks).
 //!
 //! Timed groups, each against its peer in the same run:
 //! - `ddgi_compress_{0.5m,1.0m}` (voxel hills): `swizzled` (batches of 256 spread
@@ -90,7 +90,7 @@ fn figures(s: &mut Setup) {
         }
     }
     println!(
-        "ddgi {}: {:.1} bytes per live probe, all data included (placement {} B, irradiance 16 B/probe, visibility {} B)",
+        "ddgi {}: {:.1} bytes per probe, dead ones included, all data included (placement {} B, irradiance 16 B/probe, visibility {} B)",
         s.label,
         s.field.bytes() as f64 / s.maps.len() as f64,
         s.field.volume.bytes(),
