@@ -442,6 +442,11 @@ pub fn decode_texel(depth: u32, spread: u32) -> [f32; 2] {
     [d, (d * d + spread as f32 * SPREAD_STEP).min(1.0)]
 }
 
+/// Blocks from their words, [`BLOCK_WORDS`] each (a device read-back).
+pub fn blocks_from_words(words: &[u32]) -> Vec<Block> {
+    words.chunks_exact(BLOCK_WORDS).map(|c| <Block>::try_from(c).expect("chunks of one block")).collect()
+}
+
 /// Texel `i` of `block`.
 #[inline]
 pub fn block_value(block: &Block, i: usize) -> [f32; 2] {

@@ -22,7 +22,7 @@ use super::queue::Gpu;
 use super::recorder::{Recorder, Use};
 use super::shaders;
 use crate::gi::compress::{
-    Block, BlockIndex, CompressParams, CompressedVisibility, ProbeOrder, BLOCK_WORDS, QUADRANTS,
+    blocks_from_words, Block, BlockIndex, CompressParams, CompressedVisibility, ProbeOrder, BLOCK_WORDS, QUADRANTS,
 };
 use crate::gi::OCT_TEXELS;
 
@@ -92,8 +92,7 @@ impl GpuVisibility {
         let count = (gpu.read::<u32>(&self.state, 1)?[0] as usize).min(quadrants);
         let block_index = gpu.read::<u32>(&self.block_index, quadrants)?;
         let words = gpu.read::<u32>(&self.blocks, count * BLOCK_WORDS)?;
-        let blocks: Vec<Block> =
-            words.chunks_exact(BLOCK_WORDS).map(|c| <Block>::try_from(c).expect("chunks of one block")).collect();
+        let blocks = blocks_from_words(&words);
         Ok(CompressedVisibility { block_index: BlockIndex::new(block_index), blocks })
     }
 }

@@ -29,7 +29,7 @@ use super::queue::Gpu;
 use super::ray_tracer::{RayTracer, MAX_TRACE_BATCH};
 use super::recorder::Use;
 use super::shaders;
-use crate::gi::compress::{Block, BlockIndex, CompressedVisibility, BLOCK_WORDS, QUADRANTS};
+use crate::gi::compress::{blocks_from_words, Block, BlockIndex, CompressedVisibility, BLOCK_WORDS, QUADRANTS};
 use crate::gi::sh::{fibonacci_directions, random_rotation};
 use crate::gi::update::{GiLighting, UpdateParams};
 use crate::gi::{PackedSh, ProbeField, ProbeGrid};
@@ -137,8 +137,7 @@ impl GpuProbeField {
             BlockIndex::Wide(gpu.read::<u32>(&v.block_index, quadrants)?)
         };
         let words = gpu.read::<u32>(&v.blocks, v.block_count as usize * BLOCK_WORDS)?;
-        let blocks: Vec<Block> =
-            words.chunks_exact(BLOCK_WORDS).map(|c| <Block>::try_from(c).expect("chunks of one block")).collect();
+        let blocks = blocks_from_words(&words);
         Ok(CompressedVisibility { block_index, blocks })
     }
 }
