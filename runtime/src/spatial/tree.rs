@@ -265,6 +265,13 @@ pub struct DynamicTree {
     pub(crate) nodes: Vec<Node>,
     /// The proxies (the leaves), indexed by [`ProxyId`].
     pub(crate) proxies: Vec<Proxy>,
+    /// Each proxy's fat box, a copy of its leaf's (kept equal by `insert_leaf` and
+    /// `enlarge_leaf`, the only writers of a leaf box), indexed like `proxies`. The
+    /// per-step containment test of every proxy and the pair finder's fat-box tests
+    /// read it in proxy order instead of chasing each leaf's node: one sequential
+    /// stream instead of a random cache line per proxy (Box2D v3 keeps `fatAABB`
+    /// in its shapes for the same reason).
+    fat: Vec<Aabb>,
     free_nodes: u32,
     free_proxies: u32,
     proxy_count: u32,
@@ -278,6 +285,7 @@ impl DynamicTree {
         DynamicTree {
             nodes: vec![Node { flags: NODE_ALLOCATED, ..Node::FREE }],
             proxies: Vec::new(),
+            fat: Vec::new(),
             free_nodes: NULL,
             free_proxies: NULL,
             proxy_count: 0,
@@ -316,8 +324,9 @@ impl DynamicTree {
     }
 
     /// The fat box of `proxy`.
+    #[inline(always)]
     pub fn fat_aabb(&self, proxy: ProxyId) -> Aabb {
-        *self.box_at(self.proxies[proxy.index()].slot)
+        self.fat[proxy.index()]
     }
 
     pub fn user_data(&self, proxy: ProxyId) -> u64 {
@@ -359,10 +368,10 @@ impl DynamicTree {
     /// fat box and the tree changed (the proxy is then flagged as moved).
     pub fn move_proxy(&mut self, proxy: ProxyId, tight: &Aabb, displacement: glam::Vec3) -> bool {
         debug_assert!(self.is_proxy(proxy) && tight.is_valid());
-        let leaf_slot = self.proxies[proxy.index()].slot;
-        if self.box_at(leaf_slot).contains(tight) {
+        if self.fat[proxy.index()].contains(tight) {
             return false;
         }
+        let leaf_slot = self.proxies[proxy.index()].slot;
         let fat = self.fatten(tight, displacement);
         match self.config.balancing {
             Balancing::Avl => {
@@ -478,7 +487,11 @@ impl DynamicTree {
 
     fn allocate_proxy(&mut self) -> u32 {
         // Proxy indices must leave the `LEAF` bit clear.
-        pop_free(&mut self.proxies, &mut self.free_proxies, Proxy::FREE, LEAF as usize - 1, |p| &mut p.slot)
+        let proxy =
+            pop_free(&mut self.proxies, &mut self.free_proxies, Proxy::FREE, LEAF as usize - 1, |p| &mut p.slot);
+        // The pool grows by doubling; the boxes follow it.
+        self.fat.resize(self.proxies.len(), Aabb::EMPTY);
+        proxy
     }
 
     fn free_proxy(&mut self, index: u32) {
@@ -584,6 +597,7 @@ impl DynamicTree {
     /// [`DynamicTree::reinsert_start`]).
     pub(crate) fn insert_leaf(&mut self, proxy: u32, fat: Aabb, start: u32) {
         let leaf = LEAF | proxy;
+        self.fat[proxy as usize] = fat;
         if self.root() == NULL {
             self.place(ROOT_SLOT, leaf, fat, 0);
             return;
@@ -698,6 +712,8 @@ impl DynamicTree {
     /// grow to contain it and every ancestor is marked enlarged, for the next
     /// [`DynamicTree::rebuild`].
     fn enlarge_leaf(&mut self, leaf_slot: u32, fat: Aabb) {
+        let proxy = self.nodes[slot_node(leaf_slot)].children[slot_side(leaf_slot)] & !LEAF;
+        self.fat[proxy as usize] = fat;
         self.nodes[slot_node(leaf_slot)].boxes[slot_side(leaf_slot)] = fat;
         let mut index = slot_node(leaf_slot) as u32;
         while index != SENTINEL {
@@ -838,6 +854,7 @@ impl DynamicTree {
                     assert!(p.flags & PROXY_ALLOCATED != 0, "slot {at} holds a free proxy");
                     assert_eq!(p.slot, at, "proxy {} has a wrong slot", child & !LEAF);
                     assert_eq!(height, 0, "leaf at slot {at} has a height");
+                    assert_eq!(self.fat[(child & !LEAF) as usize], *aabb, "proxy {}'s fat box", child & !LEAF);
                     leaves += 1;
                     continue;
                 }
@@ -859,5 +876,6 @@ impl DynamicTree {
         assert_eq!(1 + internal + free, self.nodes.len(), "nodes neither reachable nor free");
         let free = count_free(&self.proxies, self.free_proxies, |p| (p.slot, p.flags));
         assert_eq!(leaves + free, self.proxies.len(), "proxies neither live nor free");
+        assert_eq!(self.fat.len(), self.proxies.len(), "fat boxes and proxies");
     }
 }
