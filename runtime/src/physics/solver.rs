@@ -835,17 +835,17 @@ impl Coloring {
                 let k = bundle_ranges.partition_point(|r| r.end <= i);
                 let first = ranges[k].start + (i - bundle_ranges[k].start) * L::N;
                 let last = (first + L::N).min(ranges[k].start + bundled[k]);
-                if i + 1 < chunk.end {
-                    // The next bundle's constraints (the colour's bundled ones are
-                    // consecutive in `order`; past the colour, a harmless guess).
-                    for &next in order.get(first + L::N..first + 2 * L::N).unwrap_or(&[]) {
-                        prefetch(constraints.ptr(next as usize));
-                    }
-                }
                 // SAFETY: as above.
                 let (b, r) = unsafe { (bundles.get(i), rolling.get(i)) };
                 *b = Bundle::EMPTY;
                 for (lane, &index) in order[first..last].iter().enumerate() {
+                    // The constraint in this lane of the next bundle (the colour's
+                    // bundled ones are consecutive in `order`; past the colour, a
+                    // harmless guess): one at a time, so the fetches of its lines
+                    // overlap this bundle's work instead of queueing all at once.
+                    if let Some(&next) = order.get(first + lane + L::N) {
+                        prefetch(constraints.ptr(next as usize));
+                    }
                     // SAFETY: as above.
                     let c = unsafe { constraints.get(index as usize) };
                     b.prepare_lane(r, lane, index, c, &frame(c));
@@ -869,12 +869,10 @@ fn unpack<L: Lanes>(Bundles { bundles, rolling }: &Bundles<L>, constraints: &mut
     jobs.parallel_for(0..bundles.len(), 64, |chunk, _| {
         let (bundles, rolling) = (&bundles[chunk.clone()], &rolling[chunk]);
         for (i, (b, r)) in bundles.iter().zip(rolling).enumerate() {
-            for &next in bundles.get(i + 1).map_or(&[][..], |n| n.indices()) {
-                prefetch(column.ptr(next as usize));
-            }
+            let next = bundles.get(i + 1).map_or(&[][..], |n| n.indices());
             // SAFETY: every constraint is in at most one bundle, and each bundle goes
             // to exactly one job.
-            unsafe { b.unpack(r, &column) };
+            unsafe { b.unpack(r, &column, next) };
         }
     });
 }

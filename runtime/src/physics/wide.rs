@@ -364,12 +364,16 @@ impl<L: Lanes> Bundle<L> {
     }
 
     /// Copies the accumulated impulses (from `rolling` too, this bundle's block)
-    /// back into the constraints.
+    /// back into the constraints. `next` (the next bundle's constraints) are
+    /// prefetched one per lane, so their fetches overlap this bundle's copies.
     ///
     /// # Safety
     /// No other thread touches this bundle's constraints meanwhile.
-    pub unsafe fn unpack(&self, rolling: &Rolling<L>, constraints: &Column<Constraint>) {
+    pub unsafe fn unpack(&self, rolling: &Rolling<L>, constraints: &Column<Constraint>, next: &[u32]) {
         for (lane, &index) in self.indices().iter().enumerate() {
+            if let Some(&next) = next.get(lane) {
+                crate::math::prefetch(constraints.ptr(next as usize));
+            }
             // SAFETY: forwarded from the caller.
             let c = unsafe { constraints.get(index as usize) };
             c.twist_impulse = self.twist_impulse.get(lane);
@@ -840,7 +844,7 @@ mod tests {
                 }
             }
             // SAFETY: one thread.
-            unsafe { bundle.unpack(&rolling, &Column::new(&mut unpacked)) };
+            unsafe { bundle.unpack(&rolling, &Column::new(&mut unpacked), &[]) };
             for (c, u) in constraints.iter().zip(&unpacked).filter(|_| !overflow) {
                 assert!(c.twist_impulse == u.twist_impulse, "round {round}: twist");
                 assert!(c.rolling_impulse == u.rolling_impulse, "round {round}: rolling");
