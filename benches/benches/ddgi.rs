@@ -89,12 +89,19 @@ fn figures(s: &mut Setup) {
             s.field.visibility = compressed;
         }
     }
+    // "Live" in Kiln's sense: placed (see `gi::volume`). A dead probe (its map all
+    // clip value) is still placed and keeps its irradiance; the second figure
+    // divides the same bytes among the probes that store a map.
+    let with_map = s.maps.len() - s.field.visibility.dead_count();
     println!(
-        "ddgi {}: {:.1} bytes per probe, dead ones included, all data included (placement {} B, irradiance 16 B/probe, visibility {} B)",
+        "ddgi {}: {:.1} bytes per probe placed, dead ones included, all data included (placement {} B, irradiance 16 B/probe, visibility {} B); {:.1} B per probe with a map ({} of {})",
         s.label,
         s.field.bytes() as f64 / s.maps.len() as f64,
         s.field.volume.bytes(),
-        s.field.visibility.bytes()
+        s.field.visibility.bytes(),
+        s.field.bytes() as f64 / with_map.max(1) as f64,
+        with_map,
+        s.maps.len()
     );
 }
 
