@@ -24,7 +24,8 @@
 //! search, a refit on the way up) reads the one line of the node it stands on and
 //! decides about both children from it; with one box per node it also had to load
 //! each child's line. Leaves are not nodes: a child reference with [`LEAF`] set is
-//! a proxy, and the proxy table holds its user value, flags and where its box is.
+//! a proxy, and the proxy table holds its user value, flags and where its box is
+//! (plus, beside it, a copy of the box, read in proxy order by the per-step tests).
 //!
 //! A box therefore lives in its parent, at a *slot* (`node << 1 | side`). Node 0 is a
 //! sentinel whose slot 0 holds the root (its reference, box and height), so the root
