@@ -60,7 +60,7 @@ fn main() {
     );
     let c = world.counters();
     println!(
-        "last step: {} awake bodies, {} pairs ({} reused their manifolds), {} constraints, {} contact points, {} colours, {} overflow",
-        c.awake_bodies, c.pairs, c.reused_pairs, c.constraints, c.contact_points, c.colors, c.overflow_constraints
+        "last step: {} awake bodies, {} pairs ({} reused their manifolds, and {} shapes on terrain), {} constraints, {} contact points, {} colours, {} overflow",
+        c.awake_bodies, c.pairs, c.reused_pairs, c.reused_terrain, c.constraints, c.contact_points, c.colors, c.overflow_constraints
     );
 }

@@ -12,6 +12,8 @@
 //! pair cache, with a bound on the error: see `reuse_manifolds`), and every item takes
 //! its warm-start impulses from last step's matching constraint while it has it at
 //! hand. In a resting pyramid most pairs collide once and then only when they move.
+//! A shape on terrain does the same while it keeps its triangles (below): a box come
+//! to rest on the hills collides with its triangles once.
 //!
 //! Terrain: a shape's triangles come from the chunk meshes its terrain contacts name
 //! (already built: see `Terrain::prepare_meshes`). Every triangle's manifold is
@@ -64,6 +66,8 @@ pub(crate) struct NarrowOut {
     pub points: u32,
     /// Pairs whose manifolds were reused.
     pub reused: u32,
+    /// Terrain items whose manifolds were reused.
+    pub reused_terrain: u32,
     /// Where the job's last search of last step's constraints ended (`last_step`).
     cursor: usize,
     /// Slots of sleeping bodies touched by an awake dynamic or moving body.
@@ -228,6 +232,7 @@ impl Default for NarrowOut {
             constraints: Vec::with_capacity(4 * GRAIN),
             points: 0,
             reused: 0,
+            reused_terrain: 0,
             cursor: 0,
             wake: Vec::with_capacity(GRAIN),
             gathered: Gathered::default(),
@@ -312,6 +317,7 @@ pub(crate) fn run(
         out.constraints.clear();
         out.wake.clear();
         out.reused = 0;
+        out.reused_terrain = 0;
         out.cursor = 0;
         out.gathered.restart(input.kept.outs.get(chunk).map(|o| &o.gathered));
         for i in chunk_range(&(0..items), GRAIN, chunk) {
@@ -371,7 +377,7 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
         FoundAt { frame: *frame, normal, center, radius }
     };
     let old = last_step(input.cache, key, &mut out.cursor);
-    if reuse_manifolds(input, old, (&xa, &xb, &frame), &manifold, &mut out.constraints) {
+    if reuse_manifolds(input, old, (&xa, &xb, &frame), Normals::OfA, &manifold, &mut out.constraints) {
         out.reused += 1;
     } else {
         collide_all(&sa.shape, &xa, &sb.shape, &xb, input.margin, &mut |pa, pb, m: &Manifold| {
@@ -444,6 +450,16 @@ fn last_step<'a>(cache: &'a [(u64, u64, u32)], key: u64, cursor: &mut usize) -> 
     &cache[start..end]
 }
 
+/// Where a reused manifold's normals come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Normals {
+    /// The one normal found, fixed in A's shape frame (`FoundAt::normal`): it turns
+    /// with A.
+    OfA,
+    /// Each point's own, fixed in the world: terrain, whose triangles never move.
+    World,
+}
+
 /// Jolt's body pair cache, with a bound on the error. When last step had manifolds
 /// (`old`) for a pair, and since they were found no point of the smaller shape's
 /// bounding sphere has moved more than [`REUSE_DISTANCE`] relative to the other shape
@@ -460,6 +476,7 @@ fn reuse_manifolds(
     input: &NarrowInput,
     entries: &[(u64, u64, u32)],
     xf: (&Isometry, &Isometry, &Isometry),
+    normals: Normals,
     manifold: &dyn Fn(u64) -> Constraint,
     out: &mut Vec<Constraint>,
 ) -> bool {
@@ -480,8 +497,9 @@ fn reuse_manifolds(
         let old = &input.previous[e.2 as usize];
         let mut c = manifold(old.sub);
         c.found = old.found;
-        let normal = xa.transform_vector(old.found.normal);
+        let found_normal = xa.transform_vector(old.found.normal);
         for p in old.points() {
+            let normal = if normals == Normals::OfA { found_normal } else { p.normal };
             let (pa, pb) = (xa.transform_point(p.local_a), xb.transform_point(p.local_b));
             push_local(&mut c, 0.5 * (pa + pb), normal, (pb - pa).dot(normal), p.id, (p.local_a, p.local_b));
         }
@@ -521,11 +539,12 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
     }
     let chunks = if listed { &chunks[..chunk_count] } else { &[][..] };
     let revision = terrain.revision();
-    match input.kept.find(proxy.0, revision, &region, chunks).filter(|_| listed) {
+    let kept = match input.kept.find(proxy.0, revision, &region, chunks).filter(|_| listed) {
         Some((from, i)) => {
             out.gathered.push_from(from, i);
             #[cfg(debug_assertions)]
             check_kept(terrain, contacts, &region, out.gathered.last().2);
+            true
         }
         None => {
             let (set, row) = bodies.place_of_slot(slot).expect("live body");
@@ -547,18 +566,37 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
             let fat = if listed { fat } else { Aabb::EMPTY };
             let t = &out.triangles;
             out.gathered.push((proxy.0, revision, fat), chunks, (t.triangles(), t.active(), &out.triangle_ids));
+            false
         }
-    }
+    };
     if out.gathered.last().0.is_empty() {
         return;
     }
     let friction = mix_friction(shape.def.friction, input.terrain_friction);
     let key = ((proxy.0 as u64) << 32) | TERRAIN as u64;
+    let manifold = |sub: u64| {
+        let part = part_of(&shape.shape, (sub >> 8) as u32);
+        let mut c = Constraint::new(key, sub, slot, NONE, friction, shape.def.restitution);
+        c.rolling_resistance = shape.def.rolling_resistance * rolling_radius(part);
+        c.round_a = rolling_radius(part);
+        c
+    };
     let last = last_step(input.cache, key, &mut out.cursor);
-    let part = |index: u32, part: &Shape, xf: &Isometry, out: &mut NarrowOut| {
+    // The terrain's placement in the shape's frame: B's, for `reuse_manifolds`.
+    let frame = xf.inverse();
+    // Kept triangles mean an unedited terrain since they were gathered, and so since
+    // last step's manifolds were found (every step in between kept them too).
+    let world = (&xf, &Isometry::IDENTITY, &frame);
+    if kept && reuse_manifolds(input, last, world, Normals::World, &manifold, &mut out.constraints) {
+        out.reused_terrain += 1;
+        return;
+    }
+    let bounds = shape.shape.aabb(&Isometry::IDENTITY);
+    let (center, radius) = (bounds.center(), 0.5 * (bounds.max - bounds.min).length());
+    let part = |index: u32, part: &Shape, part_xf: &Isometry, out: &mut NarrowOut| {
         out.candidates.clear();
         let ((triangles, active, ids), candidates) = (out.gathered.last(), &mut out.candidates);
-        collide_triangles(triangles, active, part, xf, input.margin, &mut |t, m: &Manifold| {
+        collide_triangles(triangles, active, part, part_xf, input.margin, &mut |t, m: &Manifold| {
             let tid = ids[t as usize].wrapping_mul(0x9e3779b1);
             for p in m.points() {
                 candidates.push(Candidate {
@@ -596,12 +634,17 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
         while start < out.candidates.len() {
             let group = out.candidates[start].group;
             let end = start + out.candidates[start..].iter().take_while(|c| c.group == group).count();
-            let sub = ((index as u64) << 8) | group as u64;
-            let mut c = Constraint::new(key, sub, slot, NONE, friction, shape.def.restitution);
-            c.rolling_resistance = shape.def.rolling_resistance * rolling_radius(part);
-            c.round_a = rolling_radius(part);
-            let old = last.iter().find(|e| e.1 == sub).map(|e| &input.previous[e.2 as usize]);
+            let mut c = manifold(((index as u64) << 8) | group as u64);
+            let old = last.iter().find(|e| e.1 == c.sub).map(|e| &input.previous[e.2 as usize]);
             reduce(&mut out.candidates[start..end], old, &mut c);
+            // Surface points in the shape's frame and in the world's, as a pair's
+            // (see `collide_pair`), for later steps to reuse.
+            let normal = xf.inverse_transform_vector(normals[group as usize]);
+            c.found = FoundAt { frame, normal, center, radius };
+            for p in &mut c.points[..c.count as usize] {
+                let half = 0.5 * p.separation * p.normal;
+                (p.local_a, p.local_b) = (xf.inverse_transform_point(p.point - half), p.point + half);
+            }
             if let Some(old) = old {
                 c.warm_from(old);
             }

@@ -191,6 +191,8 @@ pub struct StepCounters {
     /// Pairs whose manifolds were reused: they had hardly moved since the manifolds
     /// were found (see `narrow::reuse_manifolds`).
     pub reused_pairs: u32,
+    /// Shapes on terrain whose manifolds were reused, the same way.
+    pub reused_terrain: u32,
     pub colors: u32,
     pub overflow_constraints: u32,
     pub sleeping_groups: u32,
@@ -1045,11 +1047,13 @@ impl World {
         let mut total = 0;
         let mut points = 0;
         self.counters.reused_pairs = 0;
+        self.counters.reused_terrain = 0;
         for out in &s.outs[..chunks] {
             s.offsets.push(total);
             total += out.constraints.len();
             points += out.points;
             self.counters.reused_pairs += out.reused;
+            self.counters.reused_terrain += out.reused_terrain;
             s.wake.extend_from_slice(&out.wake);
         }
         s.joined = chunks;
