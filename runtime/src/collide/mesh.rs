@@ -20,12 +20,14 @@
 //! not collide with it, so a shape that has tunnelled below the surface is not
 //! pulled further through.
 
+use std::hash::Hasher;
+
 use glam::Vec3;
 
 use super::contact::{collide_convex, Convex};
 use super::manifold::Manifold;
 use super::rounded::TriangleEdges;
-use crate::math::{Aabb, Isometry};
+use crate::math::{Aabb, FastHasher, Isometry};
 use crate::shapes::{Shape, TrianglePoly};
 
 /// Cosine of the smallest crease angle that makes a convex edge active.
@@ -57,8 +59,9 @@ impl Edge {
         let (p, q) = (bits(p), bits(q));
         let ((lo, hi), reversed) = if p <= q { ((p, q), 0) } else { ((q, p), REVERSED) };
         let ends = [lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]];
-        let hash = ends.iter().fold(0u64, |h, &w| (h ^ w as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(27));
-        Edge { hash, ends, triangle, edge: edge | reversed }
+        let mut hasher = FastHasher::default();
+        ends.iter().for_each(|&w| hasher.write_u32(w));
+        Edge { hash: hasher.finish(), ends, triangle, edge: edge | reversed }
     }
 }
 
