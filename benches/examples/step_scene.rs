@@ -37,7 +37,7 @@ fn main() {
         }
     };
     let pool = ThreadPool::new(workers - 1);
-    let (mut world, _) = scene.build();
+    let (mut world, ids) = scene.build();
     world.set_solver(solver);
     // Per stage: broadphase, narrowphase, prepare, solve, continuous, sleep, total.
     let mut stages = [0.0f32; 7];
@@ -63,4 +63,18 @@ fn main() {
         "last step: {} awake bodies, {} pairs ({} reused their manifolds, and {} shapes on terrain), {} constraints, {} contact points, {} colours, {} overflow",
         c.awake_bodies, c.pairs, c.reused_pairs, c.reused_terrain, c.constraints, c.contact_points, c.colors, c.overflow_constraints
     );
+    // Every body's position, rotation and velocities, bit for bit: a change meant to
+    // keep the results must keep this.
+    let mut hash = 0xcbf29ce484222325u64;
+    for id in &ids {
+        let xf = world.transform(*id).expect("live body");
+        let (v, w) = world.velocity(*id).expect("live body");
+        let q = xf.rotation;
+        for x in
+            [xf.translation.to_array(), v.to_array(), w.to_array(), [q.x, q.y, q.z]].concat().into_iter().chain([q.w])
+        {
+            hash = (hash ^ x.to_bits() as u64).wrapping_mul(0x100000001b3);
+        }
+    }
+    println!("state hash {hash:016x}");
 }

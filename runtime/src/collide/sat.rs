@@ -18,7 +18,7 @@ use super::manifold::{reduce, Candidate, Manifold};
 use super::rounded::TriangleEdges;
 use super::segment::closest_segment_segment;
 use crate::math::Isometry;
-use crate::shapes::{Polytope, MAX_FACE_VERTICES};
+use crate::shapes::{Polytope, BOX_EDGE_AXES, MAX_FACE_VERTICES};
 
 pub(crate) const EDGE_RELATIVE: f32 = 0.90;
 pub(crate) const FACE_RELATIVE: f32 = 0.98;
@@ -137,24 +137,46 @@ pub(crate) fn query_edges(
             *slot = edge_b(eb);
         }
     }
+    // A box's arc tests, by signs: bit `ea` of `masks[eb]` for each pair.
+    let mut masks = [0u16; EDGE_CACHE];
+    let boxed = cached && a.as_box().is_some();
+    let mut any = u16::MAX;
+    if boxed {
+        any = 0;
+        for (m, e) in masks.iter_mut().zip(&cache[..b.edge_count()]) {
+            *m = box_arcs_crossing(e);
+            any |= *m;
+        }
+    }
     let center = a.centroid();
     let mut best = EdgeQuery { a: 0, b: 0, separation: f32::NEG_INFINITY, normal: Vec3::ZERO };
     let mut all = f32::NEG_INFINITY;
     #[allow(clippy::needless_range_loop)] // `eb` indexes the cache or B itself
     for ea in 0..a.edge_count() {
-        let edge_a = a.edge(ea);
-        let pa = a.vertex(edge_a.v[0] as usize);
-        let dir_a = a.vertex(edge_a.v[1] as usize) - pa;
+        if boxed && any >> ea & 1 == 0 {
+            continue;
+        }
+        // A box's arcs are known by sign: only its vertices are read.
+        let edge_a = if boxed { None } else { Some(a.edge(ea)) };
+        let [v0, v1] = edge_a.map_or_else(|| a.edge_vertices(ea), |e| e.v);
+        let pa = a.vertex(v0 as usize);
+        let dir_a = a.vertex(v1 as usize) - pa;
         let len_a2 = dir_a.length_squared();
         for eb in 0..b.edge_count() {
             let e = if cached { cache[eb] } else { edge_b(eb) };
-            if !minkowski_face(edge_a.n0, edge_a.n1, edge_a.arc, e.c, e.d, e.dxc) {
+            let crossing = match &edge_a {
+                None => masks[eb] >> ea & 1 != 0,
+                Some(edge_a) => minkowski_face(edge_a.n0, edge_a.n1, edge_a.arc, e.c, e.d, e.dxc),
+            };
+            if !crossing {
                 continue;
             }
             let n = dir_a.cross(e.dir);
             let len = n.length();
             // Parallel edges: their axis is one of the face normals already tested.
-            if len < 1e-5 * (len_a2 * e.dir.length_squared()).sqrt() {
+            // The square root is only taken near the limit (see `CLEARLY_CROSSED`).
+            let lens = len_a2 * e.dir.length_squared();
+            if len * len <= CLEARLY_CROSSED * lens && len < 1e-5 * lens.sqrt() {
                 continue;
             }
             let mut n = n / len;
@@ -169,6 +191,31 @@ pub(crate) fn query_edges(
         }
     }
     (all, best)
+}
+
+/// Edge pairs whose `|a × b|²` exceeds this times `|a|² |b|²` are surely not
+/// parallel by the test `|a × b| < 1e-5 |a| |b|`: a margin of 1e-4 relative over
+/// `(1e-5)²` covers the few roundings between the two forms, so the square root on the
+/// right is skipped without changing a single answer.
+const CLEARLY_CROSSED: f32 = 1.0001e-10;
+
+/// [`minkowski_face`] of each of a box's twelve edges against B's edge `e`, as a bit
+/// mask. The box's normals and arcs lie on its axes ([`BOX_EDGE_AXES`]), so each dot
+/// product is one signed coordinate of `e`'s vectors and each product of two of them
+/// one signed product of coordinates: the same bits as the general test, at 12
+/// multiplications per B edge instead of 84 per pair. (Rain's box–terrain tests
+/// spent 8% of the step in the general test.)
+#[inline]
+fn box_arcs_crossing(e: &EdgeB) -> u16 {
+    let (c, d, x) = (e.c.to_array(), e.d.to_array(), e.dxc.to_array());
+    let cd = [c[0] * d[0], c[1] * d[1], c[2] * d[2]];
+    let mut mask = 0;
+    for (ea, t) in BOX_EDGE_AXES.iter().enumerate() {
+        // cba = σ c[k], dba = σ d[k], adc = s0 x[i0], bdc = s1 x[i1].
+        let crossing = cd[t.k] < 0.0 && t.s01 * (x[t.i0] * x[t.i1]) < 0.0 && t.sigma1 * (c[t.k] * x[t.i1]) > 0.0;
+        mask |= (crossing as u16) << ea;
+    }
+    mask
 }
 
 /// Contact between polyhedra `a` and `b` with separation up to `margin`, or an empty

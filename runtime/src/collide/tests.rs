@@ -354,3 +354,78 @@ fn whole_shape_distance_and_time_of_impact_cover_compound_parts() {
     let toi = shape_time_of_impact(&ball, &inside, &pair, &Sweep::fixed(Isometry::IDENTITY), 1.0, 0.0, 1e-4);
     assert_eq!((toi.state, toi.t), (ToiState::Overlapping, 0.0));
 }
+
+/// A box that does not say it is one: `query_edges` takes the general arc test.
+struct GeneralBox(crate::shapes::BoxPoly);
+
+impl crate::shapes::Polytope for GeneralBox {
+    fn vertex_count(&self) -> usize {
+        self.0.vertex_count()
+    }
+    fn vertex(&self, i: usize) -> Vec3 {
+        self.0.vertex(i)
+    }
+    fn face_count(&self) -> usize {
+        self.0.face_count()
+    }
+    fn plane(&self, face: usize) -> crate::shapes::Plane {
+        self.0.plane(face)
+    }
+    fn face_vertices(&self, face: usize, out: &mut [u16; crate::shapes::MAX_FACE_VERTICES]) -> usize {
+        self.0.face_vertices(face, out)
+    }
+    fn edge_count(&self) -> usize {
+        self.0.edge_count()
+    }
+    fn edge(&self, e: usize) -> crate::shapes::PolyEdge {
+        self.0.edge(e)
+    }
+    fn centroid(&self) -> Vec3 {
+        self.0.centroid()
+    }
+}
+
+/// A box's edge query by signs (`sat::box_arcs_crossing`) gives the same bits as the
+/// general Gauss-map test, against triangles (with inactive edges) and hulls, in
+/// random placements, axis-aligned ones (arc end points on the box's great circles,
+/// where the signs are zero) among them.
+#[test]
+fn box_edge_queries_match_the_general_test_bit_for_bit() {
+    use crate::shapes::{BoxPoly, TrianglePoly};
+    let mut seed = 2026;
+    let mut crossings = 0;
+    for case in 0..3000 {
+        let r = |seed: &mut u64| lcg(seed);
+        let half = Vec3::new(0.2 + r(&mut seed).abs(), 0.2 + r(&mut seed).abs(), 0.2 + r(&mut seed).abs());
+        let boxed = BoxPoly { half };
+        let general = GeneralBox(boxed);
+        let rotation = if case % 5 == 0 {
+            Quat::from_rotation_y(std::f32::consts::FRAC_PI_2 * (case % 4) as f32)
+        } else {
+            Quat::from_xyzw(r(&mut seed), r(&mut seed), r(&mut seed), r(&mut seed) + 0.01).normalize()
+        };
+        let rel = Isometry::new(Vec3::new(r(&mut seed), r(&mut seed), r(&mut seed)) * 1.5, rotation);
+        let skip = |e: usize| (case + e) % 3 == 0;
+        let (fast, slow) = if case % 2 == 0 {
+            let mut v = [Vec3::ZERO; 3];
+            for p in &mut v {
+                *p = Vec3::new(r(&mut seed), r(&mut seed), r(&mut seed)) * 1.2;
+            }
+            if case % 10 == 0 {
+                // A flat, axis-aligned triangle.
+                v = [Vec3::new(-1.0, 0.1, -1.0), Vec3::new(1.0, 0.1, 1.0), Vec3::new(1.0, 0.1, -1.0)];
+            }
+            let Some(tri) = TrianglePoly::new(v) else { continue };
+            (super::sat::query_edges(&boxed, &tri, &rel, &skip), super::sat::query_edges(&general, &tri, &rel, &skip))
+        } else {
+            let hull = random_hull(&mut seed, 12);
+            (super::sat::query_edges(&boxed, &hull, &rel, &skip), super::sat::query_edges(&general, &hull, &rel, &skip))
+        };
+        assert_eq!(fast.0.to_bits(), slow.0.to_bits(), "case {case}: largest separation");
+        let (a, b) = (fast.1, slow.1);
+        assert_eq!((a.a, a.b, a.separation.to_bits()), (b.a, b.b, b.separation.to_bits()), "case {case}");
+        assert_eq!(a.normal.to_array().map(f32::to_bits), b.normal.to_array().map(f32::to_bits), "case {case}");
+        crossings += (fast.0 > f32::NEG_INFINITY) as usize;
+    }
+    assert!(crossings > 2000, "only {crossings} cases had a crossing edge pair");
+}

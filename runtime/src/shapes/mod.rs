@@ -19,8 +19,8 @@ use glam::{Mat3, Vec3};
 
 pub use hull::{ConvexHull, MAX_HULL_VERTICES};
 pub use mass::MassProperties;
-pub(crate) use polytope::BOX_FACES;
 pub use polytope::{BoxPoly, Plane, PolyEdge, Polytope, TrianglePoly, MAX_FACE_VERTICES};
+pub(crate) use polytope::{BOX_EDGE_AXES, BOX_FACES};
 
 use crate::math::{Aabb, Isometry};
 

@@ -51,8 +51,18 @@ pub trait Polytope {
     fn face_vertices(&self, face: usize, out: &mut [u16; MAX_FACE_VERTICES]) -> usize;
     fn edge_count(&self) -> usize;
     fn edge(&self, e: usize) -> PolyEdge;
+    /// Edge `e`'s vertices alone (`edge(e).v`).
+    fn edge_vertices(&self, e: usize) -> [u16; 2] {
+        self.edge(e).v
+    }
     /// A point strictly inside (or, for a triangle, on) the polyhedron.
     fn centroid(&self) -> Vec3;
+
+    /// `Some` for a [`BoxPoly`], whose edges' face normals and arcs lie on its axes
+    /// (see [`BOX_EDGE_AXES`]): edge queries test them by signs.
+    fn as_box(&self) -> Option<&BoxPoly> {
+        None
+    }
 
     /// Index of the vertex farthest along `dir` (the lowest index on ties).
     fn support(&self, dir: Vec3) -> usize {
@@ -98,6 +108,36 @@ const BOX_EDGES: [[u16; 4]; 12] = [
     [3, 7, 0, 2],
 ];
 
+/// A box edge's Gauss-map data as axes and signs: its face normals are
+/// `n0 = s0 e[i0]` and `n1 = s1 e[i1]`, its arc `n1 × n0 = σ e[k]` (`k` the edge's
+/// own axis); `s01 = s0 s1` and `sigma1 = σ s1`. A dot product with any of them is
+/// one signed coordinate, bit for bit (the other two terms are ±0).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct BoxEdgeAxes {
+    pub k: usize,
+    pub i0: usize,
+    pub i1: usize,
+    pub s01: f32,
+    pub sigma1: f32,
+}
+
+/// [`BoxEdgeAxes`] of the box's edges, in edge order.
+pub(crate) const BOX_EDGE_AXES: [BoxEdgeAxes; 12] = {
+    let mut table = [BoxEdgeAxes { k: 0, i0: 0, i1: 0, s01: 0.0, sigma1: 0.0 }; 12];
+    let mut e = 0;
+    while e < 12 {
+        let (f0, f1) = (BOX_EDGES[e][2] as usize, BOX_EDGES[e][3] as usize);
+        let (i0, i1) = (f0 / 2, f1 / 2);
+        let s0 = if f0 % 2 == 0 { 1.0 } else { -1.0 };
+        let s1 = if f1 % 2 == 0 { 1.0 } else { -1.0 };
+        // e[i1] × e[i0] is +e[k] when (i1, i0, k) is a cyclic order of the axes.
+        let epsilon = if i0 == (i1 + 1) % 3 { 1.0 } else { -1.0 };
+        table[e] = BoxEdgeAxes { k: 3 - i0 - i1, i0, i1, s01: s0 * s1, sigma1: s0 * epsilon };
+        e += 1;
+    }
+    table
+};
+
 fn box_normal(face: usize) -> Vec3 {
     let mut n = Vec3::ZERO;
     n[face / 2] = if face % 2 == 0 { 1.0 } else { -1.0 };
@@ -131,8 +171,15 @@ impl Polytope for BoxPoly {
         let (n0, n1) = (box_normal(f0 as usize), box_normal(f1 as usize));
         PolyEdge { v: [a, b], n0, n1, arc: n1.cross(n0) }
     }
+    #[inline]
+    fn edge_vertices(&self, e: usize) -> [u16; 2] {
+        [BOX_EDGES[e][0], BOX_EDGES[e][1]]
+    }
     fn centroid(&self) -> Vec3 {
         Vec3::ZERO
+    }
+    fn as_box(&self) -> Option<&BoxPoly> {
+        Some(self)
     }
     #[inline]
     fn support(&self, dir: Vec3) -> usize {
@@ -236,6 +283,26 @@ pub(crate) mod tests {
         for i in 0..8 {
             let v = b.vertex(i);
             assert_eq!(b.support(v), i);
+        }
+    }
+
+    /// The sign table says the same as the edges' vectors.
+    #[test]
+    fn box_edge_axes_match_the_edges() {
+        let b = BoxPoly { half: Vec3::new(1.0, 2.0, 0.5) };
+        for (e, t) in BOX_EDGE_AXES.iter().enumerate() {
+            let edge = b.edge(e);
+            let axis = |i: usize| Vec3::AXES[i];
+            let s0 = edge.n0.dot(axis(t.i0));
+            let s1 = edge.n1.dot(axis(t.i1));
+            let sigma = edge.arc.dot(axis(t.k));
+            assert_eq!(edge.n0, s0 * axis(t.i0), "edge {e}");
+            assert_eq!(edge.n1, s1 * axis(t.i1), "edge {e}");
+            assert_eq!(edge.arc, sigma * axis(t.k), "edge {e}");
+            assert!(s0.abs() == 1.0 && s1.abs() == 1.0 && sigma.abs() == 1.0, "edge {e}");
+            assert_eq!((t.s01, t.sigma1), (s0 * s1, sigma * s1), "edge {e}");
+            let along = b.vertex(edge.v[1] as usize) - b.vertex(edge.v[0] as usize);
+            assert_eq!(along.normalize().abs(), axis(t.k), "edge {e} runs along axis {}", t.k);
         }
     }
 }
