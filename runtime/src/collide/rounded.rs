@@ -223,7 +223,9 @@ fn closest_segment_triangle(s0: Vec3, s1: Vec3, tri: &TrianglePoly) -> Option<(V
             best = (d, pa, pb);
         }
     };
-    for s in [s0, s1] {
+    // A point core (a sphere's) searches once: the second search would find the same.
+    let ends: &[Vec3] = if s0 == s1 { &[s0] } else { &[s0, s1] };
+    for &s in ends {
         let (f, w) = triangle_closest([v[0] - s, v[1] - s, v[2] - s]);
         let q: Vec3 = (0..f.count).map(|k| v[f.index[k]] * w[k]).sum();
         consider(s, q);
