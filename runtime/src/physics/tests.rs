@@ -586,6 +586,43 @@ fn a_bullet_at_200_m_per_s_stops_at_a_thin_wall() {
     }
 }
 
+/// Continuous collision against terrain pauses a body whose centroid comes at a
+/// surface fast (more than the core distance, a quarter of its smallest extent, in a
+/// step), and not one that only clips it: a ball skimming over a rock slab at 20 m/s
+/// and sinking 9 cm per step dips 3 cm into the slab and is pushed out by its contact
+/// (Box2D v3's rule for one-sided surfaces), while one coming down at 30 m/s is
+/// stopped at the surface by its time of impact.
+#[test]
+fn terrain_sweeps_pause_a_body_coming_through_not_one_clipping_the_surface() {
+    use crate::terrain::{Material, Terrain};
+    let pool = inline();
+    for (sink, start_gap, paused) in [(0.09, 0.06, false), (0.5, 0.3, true)] {
+        let mut world = World::new(WorldDef { gravity: Vec3::ZERO, enable_sleep: false, ..WorldDef::default() });
+        let mut terrain = Terrain::new(1.0);
+        // Top at y = 1.
+        terrain.fill(glam::IVec3::new(-40, -4, -10), glam::IVec3::new(40, 0, 10), Material::ROCK);
+        world.set_terrain(terrain);
+        let ball = body_at(&mut world, Vec3::new(-10.0, 1.5 + start_gap, 0.25));
+        world.add_shape(ball, Shape::sphere(Vec3::ZERO, 0.5).unwrap(), ShapeDef::default()).unwrap();
+        world.set_velocity(ball, Vec3::new(20.0, -60.0 * sink, 0.0), Vec3::ZERO).unwrap();
+        let (mut hits, mut lowest) = (0, f32::INFINITY);
+        for _ in 0..20 {
+            world.step(1.0 / 60.0, pool.jobs()).unwrap();
+            hits += world.counters().continuous_hits;
+            lowest = lowest.min(world.transform(ball).unwrap().translation.y);
+        }
+        let x = world.transform(ball).unwrap().translation.x;
+        if paused {
+            assert!(hits > 0, "a ball coming down at {sink} m per step was swept to the surface");
+            assert!(lowest > 1.5 - 2.0 * crate::physics::LINEAR_SLOP, "it stopped at the surface: {lowest}");
+        } else {
+            assert_eq!(hits, 0, "a ball clipping the surface by {} m is not paused", sink - start_gap);
+            assert!(lowest > 1.5 - (sink - start_gap) - 0.01 && lowest < 1.5 - 0.01, "it dipped in: {lowest}");
+            assert!(x > -10.0 + 20.0 * 20.0 / 60.0 * 0.5, "and went on skimming: x = {x}");
+        }
+    }
+}
+
 /// Issue 7: a ball thrown at a sleeping stack wakes only the island it touches; the
 /// other stack sleeps on. Contact begin events come out for the new touch.
 #[test]

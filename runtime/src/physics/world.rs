@@ -1357,12 +1357,15 @@ impl World {
         let statics = !s.fast.is_empty() && self.bodies.resting.flags.iter().any(|&f| f & flags::STATIC != 0);
         let tree = statics.then_some(tree);
         let (fast, bodies, terrain, starts) = (&s.fast, &self.bodies, self.terrain.as_ref(), &self.start_poses);
+        let extents = &self.extents;
         let hits = Column::new(&mut s.hits);
         jobs.parallel_for(0..fast.len(), 4, |range, _| {
             // SAFETY: `parallel_for` hands each chunk range to exactly one job.
             let out = unsafe { hits.rows(range.clone()) };
             for (k, i) in range.enumerate() {
-                out[k] = sweep_body(bodies, tree, terrain, starts, fast[i] as usize);
+                let row = fast[i] as usize;
+                out[k] =
+                    sweep_body(bodies, tree, terrain, starts, row, extents[bodies.awake.id[row].index as usize].min);
             }
         });
         let mut count = 0;
@@ -1541,16 +1544,29 @@ fn integrate_positions(states: &mut [BodyState], h: f32, jobs: Jobs) {
     });
 }
 
+/// Box2D v3's core fraction: a body's core is this fraction of its smallest extent.
+const CORE_FRACTION: f32 = 0.25;
+
 /// The earliest time of impact of an awake body's shapes, swept from its start pose
 /// to its current pose, against static bodies (found in `tree`, when given) and
-/// terrain; the pose there.
+/// terrain; the pose there. `min_extent` is the body's [`Extent::min`].
+///
+/// Terrain triangles are one-sided surfaces, and a shape's sweep skips one, as Box2D
+/// v3 skips its one-sided chain segments, when the shape's centroid starts behind
+/// the triangle's plane, or closes in on it by less than the core distance
+/// ([`CORE_FRACTION`] of the smallest extent) and ends farther than that in front:
+/// a shape moving fast along the surface, or slowly towards it, clips it at most
+/// by a little, which the speculative contacts resolve. Only the time of impact
+/// of a centroid coming through a surface (or close to it) fast pauses the body.
 fn sweep_body(
     bodies: &Bodies,
     tree: Option<&crate::spatial::DynamicTree>,
     terrain: Option<&Terrain>,
     starts: &[(Vec3, Quat)],
     row: usize,
+    min_extent: f32,
 ) -> Option<(Vec3, Quat)> {
+    let core = CORE_FRACTION * min_extent;
     let a = &bodies.awake;
     let center = a.local_center[row];
     let (c0, q0) = starts[row];
@@ -1567,6 +1583,7 @@ fn sweep_body(
             local_center: pose.inverse_transform_point(center),
         };
         let swept = shape.shape.aabb(&sweep.start).union(&shape.shape.aabb(&sweep.end));
+        let centroid = (sweep.start.transform_point(sweep.local_center), sweep.end.transform_point(sweep.local_center));
         let mut test = |other: &Shape, xf: Isometry| {
             let toi = shape_time_of_impact(
                 &shape.shape,
@@ -1603,10 +1620,11 @@ fn sweep_body(
                     if let Some(mesh) = terrain.chunk_mesh(chunk) {
                         mesh.query_aabb(&swept, |i| {
                             // One-sided, as in the narrowphase: skip triangles the
-                            // shape starts behind.
+                            // shape starts behind, and those it only clips.
                             let v = mesh.triangle(i);
-                            let n = (v[1] - v[0]).cross(v[2] - v[0]);
-                            if n.dot(sweep.start.transform_point(sweep.local_center) - v[0]) > 0.0 {
+                            let n = (v[1] - v[0]).cross(v[2] - v[0]).normalize_or_zero();
+                            let (s1, s2) = (n.dot(centroid.0 - v[0]), n.dot(centroid.1 - v[0]));
+                            if s1 > 0.0 && !(s1 - s2 < core && s2 > core) {
                                 test(&Shape::Triangle(v), Isometry::IDENTITY);
                             }
                             true
