@@ -6,6 +6,12 @@
 //! compares. Here the contacts a body had (from its previous box) are stored, sorted
 //! by (body, chunk, kind); an update queries the new box and diffs against that list,
 //! which is the same comparison without querying the old box again.
+//!
+//! A query's answer depends only on the box's voxel range and the masks, so each
+//! body's last voxel range is kept too, with the masks' stamp
+//! ([`Terrain::mask_stamp`]): a body whose range has not changed under the same
+//! masks keeps its contacts without a query. A body resting or moving slowly in the
+//! rain scene keeps them most steps.
 
 use glam::IVec3;
 
@@ -15,6 +21,9 @@ use crate::math::Aabb;
 
 /// Bodies per contact-update job.
 const BODY_GRAIN: usize = 32;
+
+/// "None" in the update's plan.
+const NONE: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ContactKind {
@@ -41,6 +50,10 @@ fn run_of(list: &[TerrainContact], body: u32) -> &[TerrainContact] {
     &list[..list.iter().take_while(|c| c.body == body).count()]
 }
 
+/// One update job's output: its bodies' contacts, each body's new voxel range, and
+/// how many kept their contacts without a query.
+type JobOut = (Vec<TerrainContact>, Vec<Option<[IVec3; 2]>>, usize);
+
 /// The contact list and the last update's changes.
 #[derive(Debug, Default)]
 pub struct TerrainContacts {
@@ -48,11 +61,20 @@ pub struct TerrainContacts {
     added: Vec<TerrainContact>,
     kept: Vec<TerrainContact>,
     removed: Vec<TerrainContact>,
-    /// Scratch: the update's bodies sorted, per-job outputs, the merged list.
+    /// Each body's voxel range at its last query, sorted by body, and the masks'
+    /// stamp then (see the module notes).
+    ranges: Vec<(u32, [IVec3; 2])>,
+    stamp: u64,
+    /// Scratch: the update's bodies sorted, per body where its last range and its
+    /// contacts lie (`NONE` for none), per-job outputs (contacts, and each body's new
+    /// range), the merged lists.
     bodies: Vec<(u32, Aabb)>,
+    plan: Vec<(u32, u32, u32)>,
     order: Vec<(u32, u32)>,
-    job_out: Vec<Vec<TerrainContact>>,
+    job_out: Vec<JobOut>,
+    reused: usize,
     merged: Vec<TerrainContact>,
+    merged_ranges: Vec<(u32, [IVec3; 2])>,
 }
 
 impl TerrainContacts {
@@ -77,6 +99,12 @@ impl TerrainContacts {
         &self.removed
     }
 
+    /// Bodies of the last update that kept their contacts without a query: their
+    /// voxel range and the masks were as at their previous query.
+    pub fn reused(&self) -> usize {
+        self.reused
+    }
+
     /// Re-evaluates the contacts of `bodies` (body id and its current box; a body
     /// listed twice counts once, with its last box) against `terrain`, querying in
     /// parallel. Bodies not listed keep their contacts untouched. A body whose box is
@@ -98,15 +126,43 @@ impl TerrainContacts {
             }
         }
 
+        // Where each body's last range and contacts lie: all three lists are sorted
+        // by body. Under new masks no last range counts.
+        let same_masks = terrain.mask_stamp() == self.stamp;
+        self.stamp = terrain.mask_stamp();
+        self.plan.clear();
+        let (mut r, mut o) = (0, 0);
+        for &(body, _) in &self.bodies {
+            while r < self.ranges.len() && self.ranges[r].0 < body {
+                r += 1;
+            }
+            while o < self.contacts.len() && self.contacts[o].body < body {
+                o += 1;
+            }
+            let known = same_masks && self.ranges.get(r).is_some_and(|x| x.0 == body);
+            let run = run_of(&self.contacts[o..], body).len();
+            self.plan.push((if known { r as u32 } else { NONE }, o as u32, (o + run) as u32));
+        }
         // New contact lists, in body order, one buffer per job.
         let jobs_needed = chunk_count(self.bodies.len(), BODY_GRAIN);
         if self.job_out.len() < jobs_needed {
-            self.job_out.resize_with(jobs_needed, Vec::new);
+            self.job_out.resize_with(jobs_needed, Default::default);
         }
-        let list = &self.bodies;
-        jobs.for_each_mut(&mut self.job_out[..jobs_needed], |job, out, _| {
+        let (list, plan, ranges, old) = (&self.bodies, &self.plan, &self.ranges, &self.contacts);
+        jobs.for_each_mut(&mut self.job_out[..jobs_needed], |job, (out, new_ranges, reused), _| {
             out.clear();
-            for &(body, aabb) in &list[chunk_range(&(0..list.len()), BODY_GRAIN, job)] {
+            new_ranges.clear();
+            *reused = 0;
+            for i in chunk_range(&(0..list.len()), BODY_GRAIN, job) {
+                let (body, aabb) = list[i];
+                let (last, from, to) = plan[i];
+                let range = terrain.voxel_range(&aabb).map(|(lo, hi)| [lo, hi]);
+                new_ranges.push(range);
+                if range.is_some() && last != NONE && Some(ranges[last as usize].1) == range {
+                    out.extend_from_slice(&old[from as usize..to as usize]);
+                    *reused += 1;
+                    continue;
+                }
                 terrain.for_each_overlap(&aabb, |chunk, overlap| {
                     if overlap.solid {
                         out.push(TerrainContact { body, chunk, kind: ContactKind::Solid });
@@ -119,13 +175,33 @@ impl TerrainContacts {
             }
         });
 
+        // The ranges: the updated bodies' new ones, the others' as they were.
+        self.merged_ranges.clear();
+        let mut r = 0;
+        self.reused = self.job_out[..jobs_needed].iter().map(|j| j.2).sum();
+        let new_ranges = self.job_out[..jobs_needed].iter().flat_map(|(_, ranges, _)| ranges);
+        for (&(body, _), range) in self.bodies.iter().zip(new_ranges) {
+            while r < self.ranges.len() && self.ranges[r].0 < body {
+                self.merged_ranges.push(self.ranges[r]);
+                r += 1;
+            }
+            if self.ranges.get(r).is_some_and(|x| x.0 == body) {
+                r += 1;
+            }
+            if let Some(range) = range {
+                self.merged_ranges.push((body, *range));
+            }
+        }
+        self.merged_ranges.extend_from_slice(&self.ranges[r..]);
+        std::mem::swap(&mut self.ranges, &mut self.merged_ranges);
+
         // Merge: old contacts of untouched bodies stay; updated bodies get their new
         // lists, diffed against their old ones. Both lists are sorted by key, and the
         // jobs' lists follow the sorted bodies, job by job.
         self.merged.clear();
         let old = &self.contacts;
         let mut o = 0;
-        for (job, news) in self.job_out[..jobs_needed].iter().enumerate() {
+        for (job, (news, _, _)) in self.job_out[..jobs_needed].iter().enumerate() {
             let mut n = 0;
             for &(body, _) in &self.bodies[chunk_range(&(0..self.bodies.len()), BODY_GRAIN, job)] {
                 let untouched = o;
@@ -167,6 +243,8 @@ impl TerrainContacts {
 
     /// Drops every contact of `body` (it was destroyed) and returns them as removed.
     pub fn remove_body(&mut self, body: u32) -> &[TerrainContact] {
+        // Its id may come back for another body, whose box must be queried.
+        self.ranges.retain(|r| r.0 != body);
         self.removed.clear();
         let removed = &mut self.removed;
         self.contacts.retain(|c| {

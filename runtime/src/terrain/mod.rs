@@ -90,6 +90,14 @@ pub struct Terrain {
     needed: Vec<IVec3>,
     /// Bumped by every change of the triangles a query can return (edits, mesh mode).
     revision: u64,
+    /// Names the masks as they are (see [`Terrain::mask_stamp`]).
+    mask_stamp: u64,
+}
+
+/// A stamp no terrain's masks have had before, in this process.
+fn fresh_mask_stamp() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl Terrain {
@@ -109,6 +117,7 @@ impl Terrain {
             missing: Vec::new(),
             needed: Vec::new(),
             revision: 0,
+            mask_stamp: fresh_mask_stamp(),
         }
     }
 
@@ -124,6 +133,15 @@ impl Terrain {
     /// (an edit, a new mesh mode): what callers that keep triangles compare.
     pub fn revision(&self) -> u64 {
         self.revision
+    }
+
+    /// Names the current broadphase masks: two equal stamps, of this terrain or any
+    /// other in the process, mean the same masks and voxel size, so an overlap query
+    /// of the same voxel range gives the same answer. [`Terrain::regenerate`] takes a
+    /// new one when it changes a mask; edits alone do not (their chunks' masks change
+    /// at the regeneration).
+    pub fn mask_stamp(&self) -> u64 {
+        self.mask_stamp
     }
 
     pub fn get(&self, voxel: IVec3) -> Material {
@@ -161,6 +179,9 @@ impl Terrain {
         self.results.resize(self.dirty_list.len(), None);
         let (voxels, list) = (&self.voxels, &self.dirty_list);
         jobs.for_each_mut(&mut self.results, |i, out, _| *out = build_mask(&neighbourhood(voxels, list[i])));
+        if !self.dirty_list.is_empty() {
+            self.mask_stamp = fresh_mask_stamp();
+        }
         for (coord, result) in self.dirty_list.iter().zip(self.results.drain(..)) {
             self.surface.set(*coord, matches!(result, Some(ChunkMask::Mixed(_))));
             match result {
