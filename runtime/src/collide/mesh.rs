@@ -430,6 +430,14 @@ mod tests {
         assert!(normals.iter().all(|n| n.abs_diff_eq(-Vec3::Y, 1e-4)), "{normals:?}");
     }
 
+    /// A random turn and a place within 3 m of the origin, or (even cases) within 300 m.
+    fn random_pose(seed: &mut u64, case: usize) -> Isometry {
+        let mut r = || crate::collide::tests::lcg(seed);
+        let far = if case % 2 == 0 { 300.0 } else { 3.0 };
+        let q = Quat::from_xyzw(r(), r(), r(), r() + 0.01).normalize();
+        Isometry::new(Vec3::new(r(), r(), r()) * far, q)
+    }
+
     /// `BoxFaces` only drops triangles the full test drops too: random boxes up to
     /// 300 m from the origin, triangles whose nearest vertex lies just beyond a face by
     /// the margin, give or take a centimetre.
@@ -441,9 +449,7 @@ mod tests {
         let margin = 0.02;
         for case in 0..20000 {
             let half = Vec3::new(0.1 + r(&mut seed).abs(), 0.1 + r(&mut seed).abs(), 0.1 + r(&mut seed).abs());
-            let far = if case % 2 == 0 { 300.0 } else { 3.0 };
-            let q = Quat::from_xyzw(r(&mut seed), r(&mut seed), r(&mut seed), r(&mut seed) + 0.01).normalize();
-            let xf = Isometry::new(Vec3::new(r(&mut seed), r(&mut seed), r(&mut seed)) * far, q);
+            let xf = random_pose(&mut seed, case);
             // In the box's frame: a face, and a triangle beyond it by about the margin.
             let axis = (case / 2) % 3;
             let side = if case % 4 < 2 { 1.0 } else { -1.0 };
@@ -486,9 +492,7 @@ mod tests {
         let margin = 0.02;
         for case in 0..20000 {
             let radius = 0.1 + 0.5 * r(&mut seed).abs();
-            let far = if case % 2 == 0 { 300.0 } else { 3.0 };
-            let q = Quat::from_xyzw(r(&mut seed), r(&mut seed), r(&mut seed), r(&mut seed) + 0.01).normalize();
-            let xf = Isometry::new(Vec3::new(r(&mut seed), r(&mut seed), r(&mut seed)) * far, q);
+            let xf = random_pose(&mut seed, case);
             let shape = if case % 3 == 0 {
                 Shape::sphere(Vec3::ZERO, radius).unwrap()
             } else {
