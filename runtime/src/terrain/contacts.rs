@@ -8,7 +8,7 @@
 //! which is the same comparison without querying the old box again.
 //!
 //! A query's answer depends only on the box's voxel range and the masks, so each
-//! body's last voxel range is kept too, with the masks' stamp
+//! body's last voxel range is kept too, with the masks' stamp then
 //! ([`Terrain::mask_stamp`]): a body whose range has not changed under the same
 //! masks keeps its contacts without a query. A body resting or moving slowly in the
 //! rain scene keeps them most steps.
@@ -61,10 +61,9 @@ pub struct TerrainContacts {
     added: Vec<TerrainContact>,
     kept: Vec<TerrainContact>,
     removed: Vec<TerrainContact>,
-    /// Each body's voxel range at its last query, sorted by body, and the masks'
-    /// stamp then (see the module notes).
-    ranges: Vec<(u32, [IVec3; 2])>,
-    stamp: u64,
+    /// Each body's voxel range at its last query and the masks' stamp then, sorted by
+    /// body (see the module notes).
+    ranges: Vec<(u32, [IVec3; 2], u64)>,
     /// Scratch: the update's bodies sorted, per body where its last range and its
     /// contacts lie (`NONE` for none), per-job outputs (contacts, and each body's new
     /// range), the merged lists.
@@ -74,7 +73,7 @@ pub struct TerrainContacts {
     job_out: Vec<JobOut>,
     reused: usize,
     merged: Vec<TerrainContact>,
-    merged_ranges: Vec<(u32, [IVec3; 2])>,
+    merged_ranges: Vec<(u32, [IVec3; 2], u64)>,
 }
 
 impl TerrainContacts {
@@ -126,10 +125,9 @@ impl TerrainContacts {
             }
         }
 
-        // Where each body's last range and contacts lie: all three lists are sorted
-        // by body. Under new masks no last range counts.
-        let same_masks = terrain.mask_stamp() == self.stamp;
-        self.stamp = terrain.mask_stamp();
+        // Where each body's last range (under these masks) and contacts lie: all
+        // three lists are sorted by body.
+        let stamp = terrain.mask_stamp();
         self.plan.clear();
         let (mut r, mut o) = (0, 0);
         for &(body, _) in &self.bodies {
@@ -139,7 +137,7 @@ impl TerrainContacts {
             while o < self.contacts.len() && self.contacts[o].body < body {
                 o += 1;
             }
-            let known = same_masks && self.ranges.get(r).is_some_and(|x| x.0 == body);
+            let known = self.ranges.get(r).is_some_and(|x| x.0 == body && x.2 == stamp);
             let run = run_of(&self.contacts[o..], body).len();
             self.plan.push((if known { r as u32 } else { NONE }, o as u32, (o + run) as u32));
         }
@@ -189,7 +187,7 @@ impl TerrainContacts {
                 r += 1;
             }
             if let Some(range) = range {
-                self.merged_ranges.push((body, *range));
+                self.merged_ranges.push((body, *range, stamp));
             }
         }
         self.merged_ranges.extend_from_slice(&self.ranges[r..]);

@@ -353,4 +353,16 @@ fn contacts_follow_a_moving_body() {
     // the removed body's (dropped) contacts as its own.
     contacts.update(&t, &[bodies[victim]], pool.jobs());
     assert_eq!((contacts.reused(), contacts.added().len()), (0, had));
+    // A body left out of the updates across an edit and its regeneration is queried
+    // when it comes back, though other updates saw the new masks in between.
+    let (id, b) = bodies[victim];
+    let (lo, hi) = t.voxel_range(&b).unwrap();
+    t.fill(lo - IVec3::splat(2), hi + IVec3::splat(2), Material::AIR);
+    t.regenerate(pool.jobs());
+    let other = bodies.iter().copied().find(|o| o.0 != id).unwrap();
+    contacts.update(&t, &[other], pool.jobs());
+    contacts.update(&t, &[(id, b)], pool.jobs());
+    assert_eq!(contacts.reused(), 0);
+    assert_eq!(contacts.contacts().iter().filter(|c| c.body == id).count(), 0, "the edit cleared its box");
+    assert_eq!(contacts.removed().len(), had);
 }
