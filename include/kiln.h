@@ -1080,7 +1080,8 @@ typedef struct KilnGiStats {
      */
     uint64_t bytes;
     /**
-     * Bytes of the compressed visibility (block index and blocks).
+     * Bytes of the compressed visibility (live mask, block index, transpose bits
+     * and blocks).
      */
     uint64_t visibility_bytes;
     /**

@@ -291,21 +291,51 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer GiP
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer GiMaskWords { uvec2 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer GiIrradiance { uvec4 v[]; };
 
-// compress.rs BlockIndex::get: entry i as a 4-byte entry, from 2-byte entries (the
-// block in 15 bits, the transpose bit on top, 0xffff dead) or 4-byte ones.
-uint gi_block_entry(GiUpdateParams P, uint i) {
-    if (P.entry_bytes == 4u) {
-        return Uints(P.block_index).v[i];
+// bits.rs RankedBits::rank: the index of item i among the set ones (words a bit
+// per item, ranks the set bits before each word), or -1 where its bit is clear.
+int gi_rank(uvec2 words, uvec2 ranks, uint i) {
+    uvec2 word = GiMaskWords(words).v[i / 64u];
+    uint bit = i % 64u;
+    uint below;
+    if (bit < 32u) {
+        if ((word.x & (1u << bit)) == 0u) return -1;
+        below = uint(bitCount(word.x & ((1u << bit) - 1u)));
+    } else {
+        uint hb = bit - 32u;
+        if ((word.y & (1u << hb)) == 0u) return -1;
+        below = uint(bitCount(word.x)) + uint(bitCount(word.y & ((1u << hb) - 1u)));
     }
-    uint e = (Uints(P.block_index).v[i / 2u] >> ((i % 2u) * 16u)) & 0xffffu;
-    return e == 0xffffu ? DEAD_QUADRANT : (e & 0x7fffu) | ((e & 0x8000u) << 16u);
+    return int(Uints(ranks).v[i / 64u] + below);
+}
+
+// compress.rs CompressedVisibility::entry: quadrant q of a probe as a 4-byte entry
+// (block, transpose bit on top), or dead: a dead probe has no entries; a live one's
+// are 2-byte (0xffff dead) or 4-byte block numbers, the transpose bits apart.
+uint gi_block_entry(GiUpdateParams P, uint probe, uint q) {
+    int live = gi_rank(P.live_mask, P.live_rank, probe);
+    if (live < 0) {
+        return DEAD_QUADRANT;
+    }
+    uint i = uint(live) * GI_QUADRANTS + q;
+    uint block;
+    if (P.entry_bytes == 4u) {
+        block = Uints(P.block_index).v[i];
+    } else {
+        uint e = (Uints(P.block_index).v[i / 2u] >> ((i % 2u) * 16u)) & 0xffffu;
+        block = e == 0xffffu ? DEAD_QUADRANT : e;
+    }
+    if (block == DEAD_QUADRANT) {
+        return DEAD_QUADRANT;
+    }
+    bool flip = ((Uints(P.transposed).v[i / 32u] >> (i % 32u)) & 1u) != 0u;
+    return block | (flip ? GI_TRANSPOSED : 0u);
 }
 
 // compress.rs CompressedVisibility::texel: a dead quadrant sees the clip value, a
 // live one reads its block, transposed when the entry's top bit says so.
 vec2 gi_texel(GiUpdateParams P, uint probe, uint x, uint y) {
     uvec2 qi = gi_quadrant_texel(x, y);
-    uint entry = gi_block_entry(P, probe * GI_QUADRANTS + qi.x);
+    uint entry = gi_block_entry(P, probe, qi.x);
     if (entry == DEAD_QUADRANT) {
         return vec2(1.0);
     }
@@ -339,19 +369,7 @@ int gi_probe_at(GiUpdateParams P, uvec3 c) {
     if (c.x >= P.dims_x || c.y >= P.dims_y || c.z >= P.dims_z) {
         return -1;
     }
-    uint i = (c.y * P.dims_z + c.z) * P.dims_x + c.x;
-    uvec2 word = GiMaskWords(P.mask).v[i / 64u];
-    uint bit = i % 64u;
-    uint below;
-    if (bit < 32u) {
-        if ((word.x & (1u << bit)) == 0u) return -1;
-        below = uint(bitCount(word.x & ((1u << bit) - 1u)));
-    } else {
-        uint hb = bit - 32u;
-        if ((word.y & (1u << hb)) == 0u) return -1;
-        below = uint(bitCount(word.x)) + uint(bitCount(word.y & ((1u << hb) - 1u)));
-    }
-    return int(Uints(P.rank).v[i / 64u] + below);
+    return gi_rank(P.mask, P.rank, (c.y * P.dims_z + c.z) * P.dims_x + c.x);
 }
 
 // field.rs ProbeField::sample: irradiance at surface point p, unit normal n, seen

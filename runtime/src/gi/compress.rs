@@ -46,13 +46,23 @@
 //! texel `(x, y)` of probe `p` is place `i` of quadrant `q`, read from texel `i`,
 //! or its transpose, of the block that entry `4 p + q` names ([`BlockEntry`]).
 //!
-//! # Entries in 2 bytes
+//! # Dead probes and entries
 //!
-//! A dictionary of at most 32,767 blocks ([`NARROW_MAX_BLOCKS`]: the hills and the
-//! town hold 2,900 to 4,800) stores its entries in 2 bytes, 15 bits of block and
-//! the transpose bit, `0xFFFF` dead; a larger one in 4 ([`BlockIndex`]). At 1.0 m
-//! spacing a probe's four entries are a tenth of its data, so this is 8 of the
-//! bytes per live probe. The GPU reads either width.
+//! A dead probe stores one bit: [`CompressedVisibility::live`] has a bit per probe
+//! with per-word ranks ([`RankedBits`]), and only live probes have entries, four
+//! each, at `4 * rank + q`. Entries are block numbers, in 2 bytes for a dictionary
+//! of at most 65,535 blocks ([`NARROW_MAX_BLOCKS`]: the hills and the town hold
+//! 2,900 to 4,800, the smooth terrain at 0.5 m 35,000), `0xFFFF` for a dead
+//! quadrant, else in 4 ([`BlockIndex`]); each entry's transpose bit sits in a bit
+//! array beside them. A live probe's index data is so 8.5 bytes, a dead probe's an
+//! eighth of a byte and a rank share. Before, every probe had four 2-byte entries
+//! (15 bits of block and the transpose bit, so 4-byte ones past 32,767 blocks) and
+//! dead ones spelled `0xFFFF` four times. Per probe placed, all data included
+//! (`cargo bench -p kiln-benches --bench ddgi -- nothing_matches`): smooth terrain
+//! at 0.5 m 91.2 -> 78.1 B (two thirds of its probes dead, and 4-byte entries
+//! before), the hills at 0.5 m 30.2 -> 24.4 B, the town at 0.5 m 27.0 -> 23.2 B;
+//! where no probe is dead, the mask and the 16-bit block numbers cost 0.7 B (the
+//! hills at 1.0 m 77.4 -> 78.1 B). The GPU reads the same arrays, either width.
 //!
 //! Against whole-map blocks matched through the eight symmetries, quadrants store
 //! 2.3% instead of 3.3% of the raw maps on the 48 m town at 0.5 m spacing and 8.9%
@@ -84,6 +94,7 @@
 //! neighbours `p - 1`, `p - 2`, ... already are, as in the reference's
 //! `SwizzleProbeIndex`.
 
+use super::bits::RankedBits;
 #[cfg(doc)]
 use super::octahedral::symmetric_texel;
 use super::octahedral::{quadrant_texel, VisibilityMap, OCT_RES, OCT_TEXELS, QUADRANT_RES, QUADRANT_TEXELS};
@@ -220,23 +231,20 @@ impl ProbeOrder {
     }
 }
 
-/// Most blocks a dictionary holds with 2-byte entries: block numbers up to 0x7FFE,
+/// Most blocks a dictionary holds with 2-byte entries: block numbers up to 0xFFFE,
 /// so that no live entry spells the 2-byte dead value, 0xFFFF.
-pub const NARROW_MAX_BLOCKS: usize = 0x7FFF;
+pub const NARROW_MAX_BLOCKS: usize = 0xFFFF;
 
 /// The 2-byte dead entry.
 const NARROW_DEAD: u16 = 0xFFFF;
-/// The transpose bit of a 2-byte entry.
-const NARROW_TRANSPOSED: u16 = 0x8000;
 
-/// The `block_index` entries as stored (see the module docs): 2 bytes each when
-/// every entry fits, else 4. Entry `4 * p + q` is quadrant `q` of probe `p`.
+/// The block numbers of the live probes' quadrants as stored (see the module docs):
+/// 2 bytes each when every one fits, else 4; a dead quadrant is all ones
+/// ([`DEAD_QUADRANT`] in 4 bytes). The transpose bits are kept apart
+/// ([`CompressedVisibility::transposed`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BlockIndex {
-    /// The block in the low 15 bits and the transpose bit on top, or `0xFFFF` for
-    /// a dead quadrant.
     Narrow(Vec<u16>),
-    /// [`BlockEntry`]'s bits.
     Wide(Vec<u32>),
 }
 
@@ -247,12 +255,18 @@ impl Default for BlockIndex {
 }
 
 impl BlockIndex {
-    /// `entries` ([`BlockEntry`] bits), narrow when every one fits in 2 bytes:
-    /// always when the dictionary holds at most [`NARROW_MAX_BLOCKS`] blocks.
-    pub fn new(entries: Vec<u32>) -> BlockIndex {
-        match entries.iter().map(|&e| narrow(BlockEntry(e))).collect::<Option<Vec<u16>>>() {
+    /// `blocks` (block numbers, [`DEAD_QUADRANT`] for dead), narrow when every one
+    /// fits in 2 bytes: always when the dictionary holds at most
+    /// [`NARROW_MAX_BLOCKS`] blocks.
+    pub fn new(blocks: Vec<u32>) -> BlockIndex {
+        let narrow = |b: u32| match b {
+            DEAD_QUADRANT => Some(NARROW_DEAD),
+            b if (b as usize) < NARROW_MAX_BLOCKS => Some(b as u16),
+            _ => None,
+        };
+        match blocks.iter().map(|&b| narrow(b)).collect::<Option<Vec<u16>>>() {
             Some(narrow) => BlockIndex::Narrow(narrow),
-            None => BlockIndex::Wide(entries),
+            None => BlockIndex::Wide(blocks),
         }
     }
 
@@ -267,37 +281,14 @@ impl BlockIndex {
         self.len() == 0
     }
 
-    /// Entry `i`.
+    /// Entry `i`'s block number, or [`DEAD_QUADRANT`].
     #[inline]
-    pub fn get(&self, i: usize) -> BlockEntry {
+    pub fn get(&self, i: usize) -> u32 {
         match self {
-            BlockIndex::Narrow(v) => widen(v[i]),
-            BlockIndex::Wide(v) => BlockEntry(v[i]),
+            BlockIndex::Narrow(v) if v[i] == NARROW_DEAD => DEAD_QUADRANT,
+            BlockIndex::Narrow(v) => u32::from(v[i]),
+            BlockIndex::Wide(v) => v[i],
         }
-    }
-
-    /// Sets entry `i`, widening every entry if this one does not fit in 2 bytes.
-    pub fn set(&mut self, i: usize, entry: BlockEntry) {
-        match self {
-            BlockIndex::Narrow(v) => match narrow(entry) {
-                Some(e) => v[i] = e,
-                None => {
-                    let mut wide = self.to_wide();
-                    wide[i] = entry.0;
-                    *self = BlockIndex::Wide(wide);
-                }
-            },
-            BlockIndex::Wide(v) => v[i] = entry.0,
-        }
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = BlockEntry> + '_ {
-        (0..self.len()).map(|i| self.get(i))
-    }
-
-    /// Every entry as [`BlockEntry`] bits.
-    pub fn to_wide(&self) -> Vec<u32> {
-        self.iter().map(|e| e.0).collect()
     }
 
     /// Bytes per entry: 2 or 4.
@@ -317,34 +308,18 @@ impl BlockIndex {
     }
 }
 
-/// `entry` in 2 bytes, if it fits.
-#[inline]
-fn narrow(entry: BlockEntry) -> Option<u16> {
-    if entry.is_dead() {
-        Some(NARROW_DEAD)
-    } else if (entry.block() as usize) < NARROW_MAX_BLOCKS {
-        Some(entry.block() as u16 | if entry.transposed() { NARROW_TRANSPOSED } else { 0 })
-    } else {
-        None
-    }
-}
-
-/// [`narrow`]'s inverse.
-#[inline]
-fn widen(e: u16) -> BlockEntry {
-    if e == NARROW_DEAD {
-        BlockEntry(DEAD_QUADRANT)
-    } else {
-        BlockEntry::new(u32::from(e & !NARROW_TRANSPOSED), e & NARROW_TRANSPOSED != 0)
-    }
-}
-
-/// Compressed visibility of a set of probes.
+/// Compressed visibility of a set of probes (see the module docs, "Dead probes and
+/// entries").
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CompressedVisibility {
-    /// Per probe, its four quadrants' blocks and transpose bits ([`BlockEntry`]) or
-    /// [`DEAD_QUADRANT`]: quadrant `q` of probe `p` at `4 * p + q`.
+    /// A bit per probe, set for a live probe (one with a quadrant that sees
+    /// something), with ranks: the live probe with rank `r` owns entries `4 r..4 r + 4`.
+    pub live: RankedBits,
+    /// The live probes' quadrants' blocks: quadrant `q` of the live probe with rank
+    /// `r` at `4 r + q`.
     pub block_index: BlockIndex,
+    /// Bit `i % 32` of word `i / 32`: entry `i` reads its block transposed.
+    pub transposed: Vec<u32>,
     /// The dictionary.
     pub blocks: Vec<Block>,
 }
@@ -352,21 +327,59 @@ pub struct CompressedVisibility {
 impl CompressedVisibility {
     /// Visibility of `probes` probes that all see nothing.
     pub fn dead(probes: usize) -> CompressedVisibility {
-        CompressedVisibility {
-            block_index: BlockIndex::Narrow(vec![NARROW_DEAD; probes * QUADRANTS]),
-            blocks: Vec::new(),
+        CompressedVisibility { live: RankedBits::from_fn(probes, |_| false), ..CompressedVisibility::default() }
+    }
+
+    /// From every probe's four [`BlockEntry`]s (`entries[4 p + q]`, as the GPU
+    /// compressor writes them) and the dictionary: dead probes keep nothing but
+    /// their bit.
+    pub fn from_entries(entries: &[u32], blocks: Vec<Block>) -> CompressedVisibility {
+        assert_eq!(entries.len() % QUADRANTS, 0, "four entries per probe");
+        let probe = |p: usize| &entries[p * QUADRANTS..(p + 1) * QUADRANTS];
+        let live =
+            RankedBits::from_fn(entries.len() / QUADRANTS, |p| probe(p).iter().any(|&e| !BlockEntry(e).is_dead()));
+        let kept: Vec<BlockEntry> = (0..live.len())
+            .filter(|&p| live.rank(p).is_some())
+            .flat_map(|p| probe(p).iter().map(|&e| BlockEntry(e)))
+            .collect();
+        let mut transposed = vec![0u32; kept.len().div_ceil(32)];
+        for (i, e) in kept.iter().enumerate() {
+            if !e.is_dead() && e.transposed() {
+                transposed[i / 32] |= 1 << (i % 32);
+            }
         }
+        let numbers = kept.iter().map(|e| if e.is_dead() { DEAD_QUADRANT } else { e.block() }).collect();
+        CompressedVisibility { live, block_index: BlockIndex::new(numbers), transposed, blocks }
+    }
+
+    /// Every probe's four [`BlockEntry`]s, dead probes included: what
+    /// [`CompressedVisibility::from_entries`] takes.
+    pub fn entries(&self) -> Vec<u32> {
+        (0..self.probe_count() * QUADRANTS).map(|i| self.entry(i / QUADRANTS, i % QUADRANTS).0).collect()
     }
 
     pub fn probe_count(&self) -> usize {
-        self.block_index.len() / QUADRANTS
+        self.live.len()
+    }
+
+    /// Quadrant `q` of probe `p`: its block and transpose bit, or dead.
+    #[inline]
+    pub fn entry(&self, p: usize, q: usize) -> BlockEntry {
+        let Some(rank) = self.live.rank(p) else {
+            return BlockEntry(DEAD_QUADRANT);
+        };
+        let i = rank as usize * QUADRANTS + q;
+        match self.block_index.get(i) {
+            DEAD_QUADRANT => BlockEntry(DEAD_QUADRANT),
+            block => BlockEntry::new(block, self.transposed[i / 32] >> (i % 32) & 1 == 1),
+        }
     }
 
     /// Probe `p`'s texel `t` as `[depth, depth^2]` over the clip distance.
     #[inline]
     pub fn texel(&self, p: usize, t: usize) -> [f32; 2] {
         let (q, i) = TEXEL_PLACE[t];
-        let entry = self.block_index.get(p * QUADRANTS + q as usize);
+        let entry = self.entry(p, q as usize);
         if entry.is_dead() {
             return [1.0, 1.0];
         }
@@ -379,17 +392,43 @@ impl CompressedVisibility {
 
     /// Probe `p` sees nothing within the clip distance: all four quadrants dead.
     pub fn is_dead(&self, p: usize) -> bool {
-        (0..QUADRANTS).all(|q| self.block_index.get(p * QUADRANTS + q).is_dead())
+        self.live.rank(p).is_none()
     }
 
     /// Probes that see nothing.
     pub fn dead_count(&self) -> usize {
-        (0..self.probe_count()).filter(|&p| self.is_dead(p)).count()
+        self.probe_count() - self.live.count()
     }
 
-    /// Bytes stored: a 2- or 4-byte entry per quadrant plus 96 bytes per block.
+    /// Bytes stored: the live mask, a 2- or 4-byte entry and a transpose bit per
+    /// quadrant of a live probe, and 96 bytes per block.
     pub fn bytes(&self) -> usize {
-        self.block_index.as_bytes().len() + self.blocks.len() * std::mem::size_of::<Block>()
+        self.live.bytes()
+            + self.block_index.as_bytes().len()
+            + self.transposed.len() * 4
+            + self.blocks.len() * std::mem::size_of::<Block>()
+    }
+
+    /// Why these parts do not fit together, if they do not: the entries must be
+    /// four per live probe with a transpose bit each, and name stored blocks.
+    pub fn check(&self) -> Result<(), String> {
+        let entries = self.live.count() * QUADRANTS;
+        if self.block_index.len() != entries || self.transposed.len() != entries.div_ceil(32) {
+            return Err(format!(
+                "{} entries and {} transpose words for {} live probes ({entries} quadrants)",
+                self.block_index.len(),
+                self.transposed.len(),
+                self.live.count()
+            ));
+        }
+        let missing = |i: &usize| {
+            let block = self.block_index.get(*i);
+            block != DEAD_QUADRANT && block as usize >= self.blocks.len()
+        };
+        if let Some(i) = (0..entries).find(missing) {
+            return Err(format!("entry {i} names block {} of {}", self.block_index.get(i), self.blocks.len()));
+        }
+        Ok(())
     }
 }
 
@@ -613,7 +652,7 @@ fn compress_with(
             blocks.push(block);
         }
     }
-    CompressedVisibility { block_index: BlockIndex::new(entries), blocks }
+    CompressedVisibility::from_entries(&entries, blocks)
 }
 
 #[cfg(test)]
@@ -687,7 +726,7 @@ mod tests {
                 }
                 for t in 0..OCT_TEXELS {
                     let (q, _, _) = quadrant_texel(t % OCT_RES, t / OCT_RES);
-                    if c.block_index.get(p * QUADRANTS + q).is_dead() {
+                    if c.entry(p, q).is_dead() {
                         assert_eq!(back.0[t], [1.0, 1.0]);
                     }
                 }
@@ -759,7 +798,7 @@ mod tests {
         let c = compress(&turned, &ProbeOrder::linear(8, 1), &CompressParams::default());
         assert_eq!(c.blocks.len(), QUADRANTS);
         for (s, map) in turned.iter().enumerate() {
-            let entries: Vec<BlockEntry> = (0..QUADRANTS).map(|q| c.block_index.get(s * QUADRANTS + q)).collect();
+            let entries: Vec<BlockEntry> = (0..QUADRANTS).map(|q| c.entry(s, q)).collect();
             let mut blocks: Vec<u32> = entries.iter().map(|e| e.block()).collect();
             blocks.sort_unstable();
             assert_eq!(blocks, [0, 1, 2, 3], "symmetry {s}");
@@ -811,10 +850,10 @@ mod tests {
         distinct.push(distinct[0].clone());
         let n = distinct.len() as u32;
         let wide = compress(&distinct, &ProbeOrder::linear(n, 1), &CompressParams { window: 80, tolerance: 0.01 });
-        assert_eq!(wide.block_index.to_wide()[80..], [0, 1, 2, 3]);
+        assert_eq!(wide.entries()[80..], [0, 1, 2, 3]);
         assert_eq!(wide.blocks.len(), 80);
         let narrow = compress(&distinct, &ProbeOrder::linear(n, 1), &CompressParams { window: 79, tolerance: 0.01 });
-        assert_eq!(narrow.block_index.to_wide()[80..], [80, 1, 2, 3]);
+        assert_eq!(narrow.entries()[80..], [80, 1, 2, 3]);
         assert_eq!(narrow.blocks.len(), 81);
     }
 
@@ -828,31 +867,59 @@ mod tests {
         let one_batch = compress(&maps, &ProbeOrder::linear(3, 3), &CompressParams::default());
         assert_eq!(one_batch.blocks.len(), 3);
         let d = DEAD_QUADRANT;
-        assert_eq!(one_batch.block_index.to_wide(), [0, d, d, d, 1, d, d, d, 2, d, d, d]);
+        assert_eq!(one_batch.entries(), [0, d, d, d, 1, d, d, d, 2, d, d, d]);
     }
 
     #[test]
     fn entries_take_two_bytes_up_to_the_narrow_limit_and_four_past_it() {
         let last = NARROW_MAX_BLOCKS as u32 - 1;
-        let entries = vec![DEAD_QUADRANT, 0, BlockEntry::new(0, true).0, BlockEntry::new(last, true).0, last];
-        let index = BlockIndex::new(entries.clone());
+        let blocks = vec![DEAD_QUADRANT, 0, 1, last, 0x7FFF];
+        let index = BlockIndex::new(blocks.clone());
         assert_eq!(index.entry_bytes(), 2);
-        assert_eq!(index.as_bytes(), [0xff, 0xff, 0, 0, 0, 0x80, 0xfe, 0xff, 0xfe, 0x7f]);
-        assert_eq!(index.to_wide(), entries);
-        assert!(index.get(0).is_dead() && index.get(3).transposed() && index.get(3).block() == last);
+        assert_eq!(index.as_bytes(), [0xff, 0xff, 0, 0, 1, 0, 0xfe, 0xff, 0xff, 0x7f]);
+        assert_eq!((0..5).map(|i| index.get(i)).collect::<Vec<_>>(), blocks);
         // One block past the limit: every entry takes 4 bytes and reads the same.
-        let mut wider = entries.clone();
+        let mut wider = blocks.clone();
         wider.push(last + 1);
         let index = BlockIndex::new(wider.clone());
         assert_eq!((index.entry_bytes(), index.as_bytes().len()), (4, 24));
-        assert_eq!(index.to_wide(), wider);
-        // Setting an entry that does not fit widens the index and loses nothing.
-        let mut index = BlockIndex::new(entries.clone());
-        index.set(1, BlockEntry::new(last + 1, true));
-        assert_eq!(index.entry_bytes(), 4);
-        let mut want = entries;
-        want[1] = BlockEntry::new(last + 1, true).0;
-        assert_eq!(index.to_wide(), want);
+        assert_eq!((0..6).map(|i| index.get(i)).collect::<Vec<_>>(), wider);
+    }
+
+    /// Dead probes keep a bit and nothing else; live ones four entries with their
+    /// transpose bits, dead quadrants included; `entries` gives back what
+    /// `from_entries` took, and `check` finds entries that do not fit.
+    #[test]
+    fn dead_probes_store_only_their_bit() {
+        let d = DEAD_QUADRANT;
+        let t = |b: u32| BlockEntry::new(b, true).0;
+        // Probes 0, 2, 3 and 70 live; 70 sits past the first mask word.
+        let mut entries = vec![d; 72 * QUADRANTS];
+        entries[..4].copy_from_slice(&[0, t(1), d, 2]);
+        entries[8..16].copy_from_slice(&[d, d, d, t(0), t(2), t(2), 1, 0]);
+        entries[280..284].copy_from_slice(&[d, 3, d, t(3)]);
+        let blocks = vec![[0u32; BLOCK_WORDS]; 4];
+        let c = CompressedVisibility::from_entries(&entries, blocks.clone());
+        assert_eq!(c.entries(), entries);
+        assert_eq!((c.probe_count(), c.dead_count(), c.live.count()), (72, 68, 4));
+        assert_eq!(
+            c.block_index,
+            BlockIndex::Narrow(vec![0, 1, 0xFFFF, 2, 0xFFFF, 0xFFFF, 0xFFFF, 0, 2, 2, 1, 0, 0xFFFF, 3, 0xFFFF, 3])
+        );
+        assert_eq!(c.transposed, [1 << 1 | 1 << 7 | 1 << 8 | 1 << 9 | 1 << 15], "entries 1, 7, 8, 9 and 15");
+        assert!(c.is_dead(1) && c.is_dead(69) && !c.is_dead(70) && c.is_dead(71));
+        assert_eq!(c.entry(70, 3), BlockEntry::new(3, true));
+        assert_eq!(c.bytes(), 12 * 2 + 16 * 2 + 4 + 4 * 96, "mask and ranks, entries, transpose bits, blocks");
+        assert_eq!(c.check(), Ok(()));
+        let mut short = c.clone();
+        short.blocks.pop();
+        assert!(short.check().unwrap_err().contains("names block 3 of 3"), "{:?}", short.check());
+        let mut lost = c.clone();
+        lost.transposed.clear();
+        assert!(lost.check().is_err());
+        let none = CompressedVisibility::dead(100);
+        assert_eq!((none.dead_count(), none.block_index.len(), none.bytes()), (100, 0, 24));
+        assert_eq!(none.decode(99), VisibilityMap::clipped());
     }
 
     /// More than [`NARROW_MAX_BLOCKS`] blocks: the compressor stores 4-byte entries,
@@ -874,7 +941,8 @@ mod tests {
         let c = compress(&maps, &ProbeOrder::swizzled(n as u32, 256), &params);
         assert!(c.blocks.len() > NARROW_MAX_BLOCKS, "{} blocks", c.blocks.len());
         assert_eq!(c.block_index.entry_bytes(), 4);
-        assert_eq!(c.bytes(), n * QUADRANTS * 4 + c.blocks.len() * 96);
+        let bits = c.live.bytes() + (n * QUADRANTS).div_ceil(32) * 4;
+        assert_eq!(c.bytes(), bits + n * QUADRANTS * 4 + c.blocks.len() * 96);
         for p in (0..n).step_by(97).chain([n - 1]) {
             let back = c.decode(p);
             for (got, want) in back.0.iter().zip(&maps[p].0) {
@@ -883,7 +951,11 @@ mod tests {
         }
         // The same maps, fewer of them: 2-byte entries.
         let few = compress(&maps[..1000], &ProbeOrder::swizzled(1000, 256), &params);
-        assert_eq!((few.block_index.entry_bytes(), few.bytes()), (2, 1000 * QUADRANTS * 2 + few.blocks.len() * 96));
+        let bits = few.live.bytes() + (1000 * QUADRANTS).div_ceil(32) * 4;
+        assert_eq!(
+            (few.block_index.entry_bytes(), few.bytes()),
+            (2, bits + 1000 * QUADRANTS * 2 + few.blocks.len() * 96)
+        );
     }
 
     #[test]

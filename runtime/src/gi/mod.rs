@@ -7,6 +7,7 @@
 //! This folder is the CPU reference; the GPU passes mirror it kernel by kernel.
 //!
 //! ```text
+//!  bits.rs        a bit per item with ranks (placement mask, live probes)
 //!  volume.rs      grid + placement mask (probes only near geometry), rank lookup
 //!  sh.rs          L1 SH: projection, irradiance, Fibonacci ray directions
 //!  pack.rs        R11G11B10 float/UNORM and half floats; drift-free hysteresis
@@ -17,14 +18,16 @@
 //!  scenes.rs      scenes tests, benches and samples share
 //! ```
 //!
-//! # Memory per live probe
+//! # Memory per probe
 //!
-//! 16 bytes of irradiance, four 2-byte block entries (one per quadrant of the
-//! visibility map; 4-byte ones past 32,767 blocks), the shared 96-byte visibility
-//! blocks divided among the quadrants that use them, and about 1.5 bits of
-//! placement mask per grid point. The device holds the same, sized to the data.
+//! 16 bytes of irradiance; for a probe whose map sees something, four 2-byte block
+//! entries (one per quadrant of the visibility map; 4-byte ones past 65,535
+//! blocks) and their transpose bits, and the shared 96-byte visibility blocks
+//! divided among the quadrants that use them; for a dead one, a bit. About 1.5 bits
+//! of placement mask per grid point. The device holds the same, sized to the data.
 //! RTXGI stores 256 B of irradiance and 1 KiB of distance per probe.
 
+pub mod bits;
 pub mod compress;
 pub mod field;
 pub mod octahedral;

@@ -12,6 +12,7 @@
 //! consecutive probes are neighbours: the spatially coherent order the compressor
 //! swizzles.
 
+use super::bits::RankedBits;
 use crate::math::Vec3;
 
 /// Grid geometry: probe `(i, j, k)` sits at `origin + spacing * (i, j, k)`.
@@ -75,8 +76,8 @@ impl ProbeGrid {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProbeVolume {
     pub grid: ProbeGrid,
-    mask: Vec<u64>,
-    rank: Vec<u32>,
+    /// A bit per grid point, with ranks: the probe index of each.
+    mask: RankedBits,
     /// Linear grid index of each probe, ascending.
     probes: Vec<u32>,
 }
@@ -120,23 +121,10 @@ impl ProbeVolume {
         ProbeVolume::from_points(grid, |i| near[i])
     }
 
-    fn from_points(grid: ProbeGrid, mut live: impl FnMut(usize) -> bool) -> ProbeVolume {
-        let n = grid.point_count();
-        let mut mask = vec![0u64; n.div_ceil(64)];
-        let mut probes = Vec::new();
-        for i in 0..n {
-            if live(i) {
-                mask[i / 64] |= 1 << (i % 64);
-                probes.push(i as u32);
-            }
-        }
-        let mut rank = Vec::with_capacity(mask.len());
-        let mut count = 0;
-        for w in &mask {
-            rank.push(count);
-            count += w.count_ones();
-        }
-        ProbeVolume { grid, mask, rank, probes }
+    fn from_points(grid: ProbeGrid, live: impl FnMut(usize) -> bool) -> ProbeVolume {
+        let mask = RankedBits::from_fn(grid.point_count(), live);
+        let probes = (0..grid.point_count() as u32).filter(|&i| mask.rank(i as usize).is_some()).collect();
+        ProbeVolume { grid, mask, probes }
     }
 
     pub fn probe_count(&self) -> usize {
@@ -158,31 +146,24 @@ impl ProbeVolume {
         if (0..3).any(|a| c[a] >= self.grid.dims[a]) {
             return None;
         }
-        let i = self.grid.linear(c);
-        let word = self.mask[i / 64];
-        let bit = 1u64 << (i % 64);
-        (word & bit != 0).then(|| self.rank[i / 64] + (word & (bit - 1)).count_ones())
+        self.mask.rank(self.grid.linear(c))
     }
 
     /// The mask and rank words, for the GPU.
     pub fn mask_words(&self) -> (&[u64], &[u32]) {
-        (&self.mask, &self.rank)
+        self.mask.words()
     }
 
     /// Bytes of the placement structure.
     pub fn bytes(&self) -> usize {
-        self.mask.len() * 8 + self.rank.len() * 4
+        self.mask.bytes()
     }
 
     /// Checks the mask, ranks and probe list agree.
     pub fn validate(&self) {
-        assert_eq!(self.mask.len(), self.grid.point_count().div_ceil(64));
-        let mut count = 0;
-        for (w, &bits) in self.mask.iter().enumerate() {
-            assert_eq!(self.rank[w], count);
-            count += bits.count_ones();
-        }
-        assert_eq!(count as usize, self.probes.len());
+        assert_eq!(self.mask.len(), self.grid.point_count());
+        self.mask.validate();
+        assert_eq!(self.mask.count(), self.probes.len());
         for (p, &linear) in self.probes.iter().enumerate() {
             assert_eq!(self.probe_at(self.grid.coords(linear as usize)), Some(p as u32));
         }

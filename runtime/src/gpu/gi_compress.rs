@@ -22,7 +22,7 @@ use super::queue::Gpu;
 use super::recorder::{Recorder, Use};
 use super::shaders;
 use crate::gi::compress::{
-    blocks_from_words, Block, BlockIndex, CompressParams, CompressedVisibility, ProbeOrder, BLOCK_WORDS, QUADRANTS,
+    blocks_from_words, Block, CompressParams, CompressedVisibility, ProbeOrder, BLOCK_WORDS, QUADRANTS,
 };
 use crate::gi::OCT_TEXELS;
 
@@ -83,8 +83,8 @@ impl GpuVisibility {
         })
     }
 
-    /// Reads the result back (submissions for the block count, then the data), the
-    /// entries narrowed as [`BlockIndex::new`] does.
+    /// Reads the result back (submissions for the block count, then the data), kept
+    /// as [`CompressedVisibility::from_entries`] keeps it.
     pub fn read(&self, gpu: &mut Gpu) -> Result<CompressedVisibility, GpuError> {
         // At most a block per quadrant; the clamp also covers buffers never
         // compressed into.
@@ -93,7 +93,7 @@ impl GpuVisibility {
         let block_index = gpu.read::<u32>(&self.block_index, quadrants)?;
         let words = gpu.read::<u32>(&self.blocks, count * BLOCK_WORDS)?;
         let blocks = blocks_from_words(&words);
-        Ok(CompressedVisibility { block_index: BlockIndex::new(block_index), blocks })
+        Ok(CompressedVisibility::from_entries(&block_index, blocks))
     }
 }
 

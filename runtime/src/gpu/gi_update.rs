@@ -29,6 +29,7 @@ use super::queue::Gpu;
 use super::ray_tracer::{RayTracer, MAX_TRACE_BATCH};
 use super::recorder::Use;
 use super::shaders;
+use crate::gi::bits::RankedBits;
 use crate::gi::compress::{blocks_from_words, Block, BlockIndex, CompressedVisibility, BLOCK_WORDS, QUADRANTS};
 use crate::gi::sh::{fibonacci_directions, random_rotation};
 use crate::gi::update::{GiLighting, UpdateParams};
@@ -52,17 +53,25 @@ pub struct GpuProbeField {
 }
 
 /// A probe field's compressed visibility on the device, sized to the data: the
-/// block index as [`BlockIndex`] stores it (2- or 4-byte entries) and the block
-/// table. The bake's uncompressed maps and the compressor's working buffers
+/// live mask and its ranks, the block index as [`BlockIndex`] stores it (2- or
+/// 4-byte entries, live probes only), the transpose bits and the block table. The bake's uncompressed maps and the compressor's working buffers
 /// ([`super::GpuVisibility`]) are gone once it is uploaded.
 pub struct DeviceVisibility {
-    /// `BlockIndex::as_bytes`: entry `4 p + q` for quadrant `q` of probe `p`.
+    /// `uvec2[]`: a bit per probe, set for a live one (`CompressedVisibility::live`).
+    pub live_mask: GpuBuffer,
+    /// `uint[]`: live probes before each mask word.
+    pub live_rank: GpuBuffer,
+    /// `BlockIndex::as_bytes`: entry `4 r + q` for quadrant `q` of the live probe
+    /// with rank `r`.
     pub block_index: GpuBuffer,
+    /// `uint[]`: entry `i`'s transpose bit at bit `i % 32` of word `i / 32`.
+    pub transposed: GpuBuffer,
     /// `Block[block_count]`.
     pub blocks: GpuBuffer,
     /// Bytes per `block_index` entry: 2 or 4.
     pub entry_bytes: u32,
     pub block_count: u32,
+    pub live_count: u32,
 }
 
 impl GpuProbeField {
@@ -89,20 +98,14 @@ impl GpuProbeField {
     /// buffers sized to it. Work in flight is waited for; the old buffers are
     /// dropped once no recorded command can use them ([`Gpu::defer_drop`]).
     pub fn upload_visibility(&mut self, gpu: &mut Gpu, vis: &CompressedVisibility) -> Result<(), GpuError> {
-        let quadrants = self.probe_count as usize * QUADRANTS;
-        if vis.block_index.len() != quadrants || vis.blocks.len() > quadrants {
+        if vis.probe_count() != self.probe_count as usize {
             return Err(GpuError::InvalidInput(format!(
-                "visibility of {} quadrant entries with {} blocks for a field of {} probes ({quadrants} quadrants)",
-                vis.block_index.len(),
-                vis.blocks.len(),
+                "visibility of {} probes for a field of {}",
+                vis.probe_count(),
                 self.probe_count
             )));
         }
-        let missing = |entry: crate::gi::BlockEntry| !entry.is_dead() && entry.block() as usize >= vis.blocks.len();
-        if let Some(i) = vis.block_index.iter().position(missing) {
-            let (p, q) = (i / QUADRANTS, i % QUADRANTS);
-            return Err(GpuError::InvalidInput(format!("visibility: quadrant {q} of probe {p} names a missing block")));
-        }
+        vis.check().map_err(|why| GpuError::InvalidInput(format!("visibility: {why}")))?;
         gpu.wait()?;
         let old = std::mem::replace(&mut self.visibility, DeviceVisibility::new(gpu, vis)?);
         gpu.defer_drop(old);
@@ -130,25 +133,38 @@ impl GpuProbeField {
     /// Reads the compressed visibility back.
     pub fn read_visibility(&self, gpu: &mut Gpu) -> Result<CompressedVisibility, GpuError> {
         let v = &self.visibility;
-        let quadrants = self.probe_count as usize * QUADRANTS;
-        let block_index = if v.entry_bytes == 2 {
-            BlockIndex::Narrow(gpu.read::<u16>(&v.block_index, quadrants)?)
-        } else {
-            BlockIndex::Wide(gpu.read::<u32>(&v.block_index, quadrants)?)
+        let n = self.probe_count as usize;
+        let entries = v.live_count as usize * QUADRANTS;
+        let read_u32 = |gpu: &mut Gpu, buffer: &GpuBuffer, count: usize| match count {
+            0 => Ok(Vec::new()),
+            _ => gpu.read::<u32>(buffer, count),
         };
-        let words = gpu.read::<u32>(&v.blocks, v.block_count as usize * BLOCK_WORDS)?;
+        let words = read_u32(gpu, &v.live_mask, 2 * n.div_ceil(64))?;
+        let live = RankedBits::from_fn(n, |p| words[p / 32] >> (p % 32) & 1 == 1);
+        let block_index = match (v.entry_bytes, entries) {
+            (_, 0) => BlockIndex::default(),
+            (2, _) => BlockIndex::Narrow(gpu.read::<u16>(&v.block_index, entries)?),
+            _ => BlockIndex::Wide(gpu.read::<u32>(&v.block_index, entries)?),
+        };
+        let transposed = read_u32(gpu, &v.transposed, entries.div_ceil(32))?;
+        let words = read_u32(gpu, &v.blocks, v.block_count as usize * BLOCK_WORDS)?;
         let blocks = blocks_from_words(&words);
-        Ok(CompressedVisibility { block_index, blocks })
+        Ok(CompressedVisibility { live, block_index, transposed, blocks })
     }
 }
 
 impl DeviceVisibility {
     fn new(gpu: &mut Gpu, vis: &CompressedVisibility) -> Result<DeviceVisibility, GpuError> {
+        let (mask, rank) = vis.live.words();
         Ok(DeviceVisibility {
+            live_mask: gpu.buffer_from("gi live mask", mask)?,
+            live_rank: gpu.buffer_from("gi live rank", rank)?,
             block_index: gpu.buffer_from("gi block index", vis.block_index.as_bytes())?,
+            transposed: gpu.buffer_from("gi transposed", &vis.transposed)?,
             blocks: gpu.buffer_from::<Block>("gi blocks", &vis.blocks)?,
             entry_bytes: vis.block_index.entry_bytes() as u32,
             block_count: vis.blocks.len() as u32,
+            live_count: vis.live.count() as u32,
         })
     }
 }
@@ -248,7 +264,10 @@ impl GiUpdater {
             mask: field.mask.address(),
             rank: field.rank.address(),
             irradiance: field.irradiance.address(),
+            live_mask: vis.live_mask.address(),
+            live_rank: vis.live_rank.address(),
             block_index: vis.block_index.address(),
+            transposed: vis.transposed.address(),
             blocks: vis.blocks.address(),
             albedo: s.albedo.address(),
             origin_x: grid.origin.x,
@@ -292,7 +311,17 @@ impl GiUpdater {
         let (read, write) = (Use::read, Use::write);
         let probe_rays = [read(&s.params), read(&s.dirs), read(&field.probes), write(&s.rays)];
         let shadow_rays = [read(&s.params), read(&s.rays), read(&s.hits), write(&s.shadow_rays)];
-        let field_reads = [&field.probes, &field.mask, &field.rank, &field.irradiance, &vis.block_index, &vis.blocks];
+        let field_reads = [
+            &field.probes,
+            &field.mask,
+            &field.rank,
+            &field.irradiance,
+            &vis.live_mask,
+            &vis.live_rank,
+            &vis.block_index,
+            &vis.transposed,
+            &vis.blocks,
+        ];
         let mut shade = vec![read(&s.params), read(&s.rays), read(&s.hits), read(&s.shadow_hits), read(&s.albedo)];
         shade.extend(field_reads.map(read));
         shade.push(write(&s.radiance));

@@ -282,9 +282,16 @@ pub struct GiUpdateParams {
     pub rank: u64,
     /// `uvec4[probe_count]`: packed SH (`gi::PackedSh`), read by shading, written by the blend.
     pub irradiance: u64,
-    /// Visibility block and transpose bit per quadrant of each probe, or dead:
-    /// `gi::BlockIndex` as stored, `entry_bytes` per entry.
+    /// `uvec2[]`: a bit per probe, set where it stores visibility
+    /// (`gi::CompressedVisibility::live`).
+    pub live_mask: u64,
+    /// `uint[]`: live probes before each `live_mask` word.
+    pub live_rank: u64,
+    /// Visibility block per quadrant of each live probe, or dead: `gi::BlockIndex`
+    /// as stored, `entry_bytes` per entry.
     pub block_index: u64,
+    /// `uint[]`: each `block_index` entry's transpose bit.
+    pub transposed: u64,
     /// `uint[24 * blocks]`: depth and spread codes (`gi::compress::Block`).
     pub blocks: u64,
     /// `vec4[albedo_count]`: diffuse albedo per TLAS instance.
@@ -324,7 +331,7 @@ pub struct GiUpdateParams {
     pub entry_bytes: u32,
     pub _pad: u32,
 }
-const _: () = assert!(size_of::<GiUpdateParams>() == 224);
+const _: () = assert!(size_of::<GiUpdateParams>() == 248);
 
 /// Push constants of the irradiance update kernels: where their parameters are.
 #[repr(C)]
@@ -419,7 +426,8 @@ mod glsl {
         glsl_struct!(GiUpdateParams, "GiUpdateParams", None, {
             rays: "uvec2", hits: "uvec2", shadow_rays: "uvec2", shadow_hits: "uvec2", radiance: "uvec2",
             dirs: "uvec2", probes: "uvec2", mask: "uvec2", rank: "uvec2", irradiance: "uvec2",
-            block_index: "uvec2", blocks: "uvec2", albedo: "uvec2", origin_x: "float", origin_y: "float",
+            live_mask: "uvec2", live_rank: "uvec2", block_index: "uvec2", transposed: "uvec2", blocks: "uvec2",
+            albedo: "uvec2", origin_x: "float", origin_y: "float",
             origin_z: "float", spacing: "float", dims_x: "uint", dims_y: "uint", dims_z: "uint", clip: "float",
             bias: "float", visibility: "uint", sun_x: "float", sun_y: "float", sun_z: "float", sun_r: "float",
             sun_g: "float", sun_b: "float", sky_r: "float", sky_g: "float", sky_b: "float", albedo_r: "float",

@@ -798,35 +798,46 @@ fn gpu_bitonic_sort_equals_a_cpu_sort_for_every_size() {
 }
 
 /// Uploaded visibility is checked entry by entry: the block an entry names, as is
-/// or transposed, must exist, and there must be four entries per probe; dead
-/// quadrants and transposed entries of existing blocks pass.
+/// or transposed, must exist, there must be four entries per live probe with a
+/// transpose bit each, and a bit per probe of the field; dead probes and quadrants
+/// and transposed entries of existing blocks pass.
 #[test]
 fn uploaded_visibility_must_name_existing_blocks() {
     use crate::gi::compress::pack_block;
-    use crate::gi::{BlockEntry, BlockIndex, CompressedVisibility, ProbeField, ProbeGrid, ProbeVolume};
+    use crate::gi::{
+        BlockEntry, BlockIndex, CompressedVisibility, ProbeField, ProbeGrid, ProbeVolume, DEAD_QUADRANT, QUADRANTS,
+    };
     let Some(mut gpu) = test_gpu("uploaded_visibility_must_name_existing_blocks") else {
         return;
     };
     let grid = ProbeGrid::covering(glam::Vec3::ZERO, glam::Vec3::splat(2.0), 1.0).unwrap();
     let mut field = GpuProbeField::new(&mut gpu, &ProbeField::new(ProbeVolume::dense(grid))).unwrap();
     let n = field.probe_count as usize;
-    let mut vis = CompressedVisibility::dead(n);
-    vis.blocks.push(pack_block(&[[0.5, 0.25]; 64]));
-    vis.block_index.set(0, BlockEntry::new(0, true));
-    vis.block_index.set(3, BlockEntry::new(0, false));
+    // Every probe dead reads back as uploaded (no entries, no blocks).
+    field.upload_visibility(&mut gpu, &CompressedVisibility::dead(n)).unwrap();
+    assert_eq!(field.read_visibility(&mut gpu).unwrap(), CompressedVisibility::dead(n));
+    // Probe 0 reads the block transposed in quadrant 0 and as is in quadrant 3;
+    // probe 2 as is in quadrant 1.
+    let mut entries = vec![DEAD_QUADRANT; n * QUADRANTS];
+    (entries[0], entries[3], entries[9]) = (BlockEntry::new(0, true).0, 0, 0);
+    let vis = CompressedVisibility::from_entries(&entries, vec![pack_block(&[[0.5, 0.25]; 64])]);
+    assert_eq!(vis.live.count(), 2);
     field.upload_visibility(&mut gpu, &vis).unwrap();
     // What was uploaded reads back, in 2-byte entries and, forced, in 4-byte ones.
     assert_eq!(field.read_visibility(&mut gpu).unwrap(), vis);
     let mut wide = vis.clone();
-    wide.block_index = BlockIndex::Wide(vis.block_index.to_wide());
+    wide.block_index = BlockIndex::Wide((0..8).map(|i| vis.block_index.get(i)).collect());
     field.upload_visibility(&mut gpu, &wide).unwrap();
     assert_eq!(field.read_visibility(&mut gpu).unwrap(), wide);
-    let mut missing = vis.clone();
-    missing.block_index.set(5, BlockEntry::new(1, false));
+    let mut missing = entries.clone();
+    missing[5] = 1;
+    let missing = CompressedVisibility::from_entries(&missing, vis.blocks.clone());
     assert!(matches!(field.upload_visibility(&mut gpu, &missing), Err(GpuError::InvalidInput(_))));
     let mut short = vis.clone();
-    short.block_index = BlockIndex::new(vis.block_index.to_wide()[1..].to_vec());
+    short.block_index = BlockIndex::new((1..8).map(|i| vis.block_index.get(i)).collect());
     assert!(matches!(field.upload_visibility(&mut gpu, &short), Err(GpuError::InvalidInput(_))));
+    let fewer = CompressedVisibility::from_entries(&entries[QUADRANTS..], vis.blocks.clone());
+    assert!(matches!(field.upload_visibility(&mut gpu, &fewer), Err(GpuError::InvalidInput(_))));
     // A refused upload keeps what the device held.
     assert_eq!(field.read_visibility(&mut gpu).unwrap(), wide);
 }
@@ -885,12 +896,16 @@ fn gpu_visibility_compression_equals_the_cpu_reference() {
         gpu.submit("compress", |rec| compressor.record(rec, &vis, &order, &params)).unwrap();
         let got = vis.read(&mut gpu).unwrap();
         let want = compress(&maps, &order, &params);
-        let live: Vec<crate::gi::BlockEntry> = want.block_index.iter().filter(|e| !e.is_dead()).collect();
-        let dead_quadrants = want.block_index.len() - live.len();
+        let entries: Vec<crate::gi::BlockEntry> = want.entries().into_iter().map(crate::gi::BlockEntry).collect();
+        let live: Vec<crate::gi::BlockEntry> = entries.iter().copied().filter(|e| !e.is_dead()).collect();
+        let dead_quadrants = entries.len() - live.len();
         assert!(want.dead_count() > 0 && dead_quadrants > 4 * want.dead_count(), "dead probes and quadrants");
         assert!(want.blocks.len() < live.len(), "the maps exercise every path");
         assert!(live.iter().any(|e| e.transposed()) && live.iter().any(|e| !e.transposed()), "both ways");
+        assert!(want.block_index.len() < entries.len(), "dead probes store no entries");
+        assert_eq!(got.live, want.live, "{} batches, window {window}", order.batch_count());
         assert_eq!(got.block_index, want.block_index, "{} batches, window {window}", order.batch_count());
+        assert_eq!(got.transposed, want.transposed, "{} batches, window {window}", order.batch_count());
         assert!(got.blocks == want.blocks, "{} batches, window {window}: blocks differ", order.batch_count());
     }
     // More probes than the match kernel can number is refused before allocating.
@@ -995,7 +1010,7 @@ fn gpu_irradiance_update_matches_the_cpu_reference() {
     use crate::gi::compress::CompressParams;
     use crate::gi::scenes::{cpu_tlas, walled_room};
     use crate::gi::update::{round_robin, GiLighting, UpdateParams};
-    use crate::gi::{bake_visibility, update_irradiance, ProbeField, ProbeGrid, ProbeVolume};
+    use crate::gi::{bake_visibility, update_irradiance, ProbeField, ProbeGrid, ProbeVolume, QUADRANTS};
     let Some(gpu) = test_gpu("gpu_irradiance_update_matches_the_cpu_reference") else {
         return;
     };
@@ -1007,6 +1022,15 @@ fn gpu_irradiance_update_matches_the_cpu_reference() {
     let tlas = cpu_tlas(&scene);
     let view = scene.trace_scene(&tlas);
     bake_visibility(&mut cpu, &view, &CompressParams::default(), 64);
+    // Every third probe's map dropped (dead: it sees the clip value everywhere), so
+    // that the live probes' entries sit at ranks below their probe numbers and the
+    // GPU must count the live bits to find them.
+    let mut entries = cpu.visibility.entries();
+    for p in (1..n as usize).step_by(3) {
+        entries[p * QUADRANTS..(p + 1) * QUADRANTS].fill(crate::gi::DEAD_QUADRANT);
+    }
+    cpu.visibility = crate::gi::CompressedVisibility::from_entries(&entries, cpu.visibility.blocks.clone());
+    assert!(cpu.visibility.dead_count() >= n as usize / 3, "{} dead", cpu.visibility.dead_count());
     let mut updater = GiUpdater::new(&tracer).unwrap();
     let field = GpuProbeField::new(tracer.gpu_mut(), &cpu).unwrap();
     let lighting = GiLighting { albedo: vec![[0.8, 0.3, 0.2]; 2], ..GiLighting::default() };
@@ -1112,7 +1136,8 @@ fn gpu_irradiance_update_matches_the_cpu_reference() {
     assert_eq!(cpu.visibility.block_index.entry_bytes(), 2);
     let start = ProbeField { irradiance: got.clone(), ..cpu.clone() };
     let mut wide = start.clone();
-    wide.visibility.block_index = crate::gi::BlockIndex::Wide(start.visibility.block_index.to_wide());
+    let index = &start.visibility.block_index;
+    wide.visibility.block_index = crate::gi::BlockIndex::Wide((0..index.len()).map(|i| index.get(i)).collect());
     let mut updated = Vec::new();
     for f in [&start, &wide] {
         let device = GpuProbeField::new(tracer.gpu_mut(), f).unwrap();
@@ -1154,8 +1179,10 @@ fn gi_volume_updates_its_budget_round_robin_and_handles_an_empty_volume() {
     // 96-byte blocks, and nothing of the bake's maps or the compressor's buffers.
     let device = &volume.device.visibility;
     assert_eq!((device.entry_bytes, device.block_count), (2, stats.blocks));
-    assert_eq!(device.block_index.size() + device.blocks.size(), stats.visibility_bytes);
-    assert_eq!(device.block_index.size(), u64::from(n) * 8);
+    let parts = [&device.live_mask, &device.live_rank, &device.block_index, &device.transposed, &device.blocks];
+    assert_eq!(parts.iter().map(|b| b.size()).sum::<u64>(), stats.visibility_bytes);
+    assert!(device.live_count > 0 && device.live_count <= n);
+    assert_eq!(device.block_index.size(), u64::from(device.live_count) * 8);
     // Three updates cover every probe once; the fourth wraps around.
     let mut lit = vec![false; n as usize];
     for frame in 0..3 {
