@@ -42,9 +42,10 @@
 //! of the square ([`symmetric_texel`]): the quarter turns about the vertical and
 //! the mirrors in vertical planes. So the corner of a building seen from the
 //! north-east and from the south-west, a slope facing east and one facing north,
-//! or the flat ground under every probe share blocks. Decoding is still one lookup:
+//! or the flat ground under every probe share blocks. Decoding is still a lookup:
 //! texel `(x, y)` of probe `p` is place `i` of quadrant `q`, read from texel `i`,
-//! or its transpose, of the block that entry `4 p + q` names ([`BlockEntry`]).
+//! or its transpose, of the block that the probe's entry `q` names
+//! ([`CompressedVisibility::entry`], below).
 //!
 //! # Dead probes and entries
 //!
@@ -410,8 +411,17 @@ impl CompressedVisibility {
     }
 
     /// Why these parts do not fit together, if they do not: the entries must be
-    /// four per live probe with a transpose bit each, and name stored blocks.
+    /// four per live probe with a transpose bit each and name stored blocks, and
+    /// the dictionary can hold no more blocks than there are quadrants.
     pub fn check(&self) -> Result<(), String> {
+        let quadrants = self.probe_count() * QUADRANTS;
+        if self.blocks.len() > quadrants {
+            return Err(format!(
+                "{} blocks for {} probes ({quadrants} quadrants)",
+                self.blocks.len(),
+                self.probe_count()
+            ));
+        }
         let entries = self.live.count() * QUADRANTS;
         if self.block_index.len() != entries || self.transposed.len() != entries.div_ceil(32) {
             return Err(format!(
@@ -916,7 +926,10 @@ mod tests {
         assert!(short.check().unwrap_err().contains("names block 3 of 3"), "{:?}", short.check());
         let mut lost = c.clone();
         lost.transposed.clear();
-        assert!(lost.check().is_err());
+        assert!(lost.check().unwrap_err().contains("transpose words"), "{:?}", lost.check());
+        let mut many = c.clone();
+        many.blocks.resize(72 * QUADRANTS + 1, [0; BLOCK_WORDS]);
+        assert!(many.check().unwrap_err().contains("289 blocks for 72 probes"), "{:?}", many.check());
         let none = CompressedVisibility::dead(100);
         assert_eq!((none.dead_count(), none.block_index.len(), none.bytes()), (100, 0, 24));
         assert_eq!(none.decode(99), VisibilityMap::clipped());

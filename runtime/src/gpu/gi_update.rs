@@ -54,7 +54,8 @@ pub struct GpuProbeField {
 
 /// A probe field's compressed visibility on the device, sized to the data: the
 /// live mask and its ranks, the block index as [`BlockIndex`] stores it (2- or
-/// 4-byte entries, live probes only), the transpose bits and the block table. The bake's uncompressed maps and the compressor's working buffers
+/// 4-byte entries, live probes only), the transpose bits and the block table. The
+/// bake's uncompressed maps and the compressor's working buffers
 /// ([`super::GpuVisibility`]) are gone once it is uploaded.
 pub struct DeviceVisibility {
     /// `uvec2[]`: a bit per probe, set for a live one (`CompressedVisibility::live`).

@@ -59,7 +59,7 @@ pub trait Polytope {
     fn centroid(&self) -> Vec3;
 
     /// `Some` for a [`BoxPoly`], whose edges' face normals and arcs lie on its axes
-    /// (see [`BOX_EDGE_AXES`]): edge queries test them by signs.
+    /// (see `BOX_EDGE_AXES`): edge queries test them by signs.
     fn as_box(&self) -> Option<&BoxPoly> {
         None
     }
