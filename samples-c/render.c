@@ -1,6 +1,7 @@
 /* See render.h. */
 #include "render.h"
 
+#include <errno.h>
 #include <math.h>
 #include <png.h>
 #include <stdio.h>
@@ -135,7 +136,10 @@ KilnStatus render(KilnTracerId tracer, const Camera *camera, int width, int heig
 
 int write_png(const char *path, int width, int height, int channels, const uint8_t *pixels) {
     FILE *file = fopen(path, "wb");
-    if (!file) return -1;
+    if (!file) {
+        fprintf(stderr, "cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!png || !info || setjmp(png_jmpbuf(png))) {

@@ -463,9 +463,18 @@ fn random_rays(rng: &mut Rng, scene: &Scene, count: usize) -> Vec<GpuRay> {
 
 /// GPU hits equal CPU hits; the only differences allowed are ties (same distance
 /// within rounding: a ray through a shared edge, or two coplanar triangles).
-fn compare_hits(rays: &[GpuRay], gpu: &[GpuHit], cpu: &[GpuHit], any_hit: bool) -> usize {
-    let mut ties = 0;
-    let mut hits = 0;
+///
+/// Barycentrics may differ by more where they are ill-conditioned: given `view` (the
+/// scene the CPU traced), a pair outside the plain tolerance is held to
+/// [`barycentric_slack`] instead.
+fn compare_hits(
+    view: Option<&TraceScene<'_>>,
+    rays: &[GpuRay],
+    gpu: &[GpuHit],
+    cpu: &[GpuHit],
+    any_hit: bool,
+) -> usize {
+    let (mut ties, mut hits, mut loose) = (0, 0, 0);
     for (i, ((g, c), ray)) in gpu.iter().zip(cpu).zip(rays).enumerate() {
         hits += usize::from(c.instance != NO_HIT);
         let close = |a: f32, b: f32| (a - b).abs() <= 1e-4 * (1.0 + b.abs());
@@ -474,7 +483,13 @@ fn compare_hits(rays: &[GpuRay], gpu: &[GpuHit], cpu: &[GpuHit], any_hit: bool) 
             continue;
         }
         if g.instance == c.instance && g.primitive == c.primitive {
-            assert!(close(g.t, c.t) && close(g.u, c.u) && close(g.v, c.v), "ray {i}: {g:?} vs {c:?}");
+            let barycentrics_agree = (close(g.u, c.u) && close(g.v, c.v))
+                || view.is_some_and(|view| {
+                    let slack = barycentric_slack(view, ray, c);
+                    loose += 1;
+                    (g.u - c.u).abs() <= slack && (g.v - c.v).abs() <= slack
+                });
+            assert!(close(g.t, c.t) && barycentrics_agree, "ray {i}: {g:?} vs {c:?}");
             assert_eq!(g.flags, c.flags, "ray {i}");
             assert_eq!(g.user_id, c.user_id);
             let dot: f32 = (0..3).map(|k| g.normal[k] * c.normal[k]).sum();
@@ -485,7 +500,39 @@ fn compare_hits(rays: &[GpuRay], gpu: &[GpuHit], cpu: &[GpuHit], any_hit: bool) 
         }
     }
     assert!(hits * 3 >= rays.len(), "only {hits} of {} rays hit: the test scene is too sparse", rays.len());
+    assert!(loose * 100 <= hits, "{loose} of {hits} hits needed the ill-conditioned barycentrics' slack");
     ties
+}
+
+/// How far a driver's barycentrics for `hit` may stray from the CPU's. Both move
+/// the ray into object space first, and a driver that contracts multiply-adds into
+/// FMAs (NVIDIA's does, lavapipe does not) rounds that origin differently, by up to
+/// a few ulps of the terms that formed it. Barycentrics turn that into an error of about that
+/// distance over the triangle's smallest altitude, divided by the cosine of incidence
+/// (the determinant of the ray-triangle system); the slack allows 4 ulps. A small
+/// triangle 100 m from the origin is the case: an H200 gave `u` 5.5e-4 off the CPU's
+/// where this allows 0.023 (twenty-first session); under 1% of hits may use it.
+fn barycentric_slack(view: &TraceScene<'_>, ray: &GpuRay, hit: &GpuHit) -> f32 {
+    let instance = &view.instances[hit.instance as usize];
+    let blas = view.blas_refs[instance.blas as usize];
+    let range = blas.triangle_base as usize..(blas.triangle_base + blas.triangle_count) as usize;
+    let triangle = view.triangles[range].iter().find(|t| t[3] == hit.primitive).expect("the hit triangle");
+    let corner = |k: usize| glam::Vec3::from(view.positions[(blas.position_base + triangle[k]) as usize]);
+    let (a, b, c) = (corner(0), corner(1), corner(2));
+    let dir = super::tlas::transform_vector(&instance.world_to_object, glam::Vec3::from(ray.dir));
+    let normal = (b - a).cross(c - a);
+    let longest = (b - a).length().max((c - b).length()).max((a - c).length());
+    let altitude = normal.length() / longest;
+    let cos = dir.normalize_or_zero().dot(normal.normalize_or_zero()).abs().max(0.05);
+    // The object-space origin's rounding scales with the terms that formed it (the
+    // world origin through the matrix, and the translation), not with its own size:
+    // an instance 100 m out moves a near origin by ulps of 100 m.
+    let m = &instance.world_to_object;
+    let formed = (0..3)
+        .map(|r| (0..3).map(|k| (m[r][k] * ray.origin[k]).abs()).sum::<f32>() + m[r][3].abs())
+        .fold(0.0, f32::max);
+    let magnitude = formed + (hit.t * dir).abs().max_element() + a.abs().max_element();
+    4.0 * f32::EPSILON * magnitude / (altitude * cos)
 }
 
 #[test]
@@ -557,7 +604,7 @@ fn gpu_skinning_refit_tlas_and_traversal_match_cpu_references_for_100k_rays() {
             let gpu_hits: Vec<GpuHit> = gpu.read(&hit_buffer, count).unwrap();
             let view = scene.trace_scene(&tlas);
             let cpu_hits: Vec<GpuHit> = rays[..count].iter().map(|r| trace_cpu(&view, r, any_hit)).collect();
-            let ties = compare_hits(&rays[..count], &gpu_hits, &cpu_hits, any_hit);
+            let ties = compare_hits(Some(&view), &rays[..count], &gpu_hits, &cpu_hits, any_hit);
             assert!(ties * 1000 <= count, "{ties} ties in {count} rays");
         }
     }
@@ -728,7 +775,7 @@ fn ray_tracer_follows_bodies_skins_and_matches_the_cpu_reference() {
                 }
             }
             let cpu = reference_hits(&tracer, &bones, &rays, mode == TraceMode::Any);
-            let ties = compare_hits(&rays, &hits, &cpu, mode == TraceMode::Any);
+            let ties = compare_hits(None, &rays, &hits, &cpu, mode == TraceMode::Any);
             assert!(ties * 1000 <= rays.len(), "{ties} ties");
             if mode == TraceMode::Closest {
                 let seen = |id: u32| hits.iter().filter(|h| h.instance != NO_HIT && h.user_id == id).count();
@@ -1251,7 +1298,7 @@ fn a_memory_budget_reports_out_of_memory_and_loses_nothing() {
     tracer.trace(&rays, TraceMode::Closest, &mut hits).unwrap();
     assert!(tracer.gpu().memory_in_use() > budget);
     let cpu = reference_hits(&tracer, &[], &rays, false);
-    assert_eq!(compare_hits(&rays, &hits, &cpu, false), 0);
+    assert_eq!(compare_hits(None, &rays, &hits, &cpu, false), 0);
     // Under the cubes: rays with only the big instance's mask bit find it.
     let under: Vec<GpuRay> = rays
         .iter()
@@ -1264,7 +1311,7 @@ fn a_memory_budget_reports_out_of_memory_and_loses_nothing() {
         .collect();
     tracer.trace(&under, TraceMode::Closest, &mut hits).unwrap();
     assert!(hits.iter().any(|h| h.user_id == 99), "rays see the big mesh");
-    assert_eq!(compare_hits(&under, &hits, &reference_hits(&tracer, &[], &under, false), false), 0);
+    assert_eq!(compare_hits(None, &under, &hits, &reference_hits(&tracer, &[], &under, false), false), 0);
     assert_validation_clean(tracer.gpu());
 }
 
