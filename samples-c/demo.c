@@ -28,13 +28,31 @@
  * bytes every 1,000 frames.
  *
  *   demo [FRAMES] [OUTDIR] [BODIES]   (defaults 240 frames = 4 s at 60 Hz, no
- *                                      images, 300 bodies) */
+ *                                      images, 300 bodies)
+ *
+ * KILN_RENDERDOC_FRAME=N: when run under `renderdoccmd capture`, capture frame N (see
+ * capture_open). */
+#if defined(__linux__)
+#define _GNU_SOURCE /* RTLD_NOLOAD */
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
+#endif
+#if defined(__linux__)
+#include <dlfcn.h>
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic" /* the header's enums go past INT_MAX */
+#endif
+#include "third_party/renderdoc_app.h"
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 #endif
 
 #include "kiln.h"
@@ -49,6 +67,70 @@
 #define IMAGES 4
 
 static const float DT = 1.0f / 60.0f;
+
+/* RenderDoc's in-application API (third_party/renderdoc_app.h, MIT). Kiln never
+ * presents, so RenderDoc sees no frames by itself: with KILN_RENDERDOC_FRAME=N set and
+ * RenderDoc's library in the process (`renderdoccmd capture` preloads it), the demo
+ * brackets frame N with StartFrameCapture / EndFrameCapture. The README's Profiling
+ * section has the steps. */
+typedef struct {
+#if defined(__linux__)
+    RENDERDOC_API_1_1_2 *api;
+#endif
+    unsigned frame; /* 0: no capture */
+} Capture;
+
+static Capture capture_open(int gpu) {
+    Capture capture;
+    memset(&capture, 0, sizeof capture);
+    const char *frame = getenv("KILN_RENDERDOC_FRAME");
+    if (!frame || !*frame) return capture;
+    if (!gpu) {
+        printf("KILN_RENDERDOC_FRAME is set, but there are no GPU passes to capture\n");
+        return capture;
+    }
+#if defined(__linux__)
+    void *library = dlopen("librenderdoc.so", RTLD_NOW | RTLD_NOLOAD);
+    void *symbol = library ? dlsym(library, "RENDERDOC_GetAPI") : NULL;
+    pRENDERDOC_GetAPI get_api = NULL;
+    if (symbol) memcpy(&get_api, &symbol, sizeof get_api); /* object to function pointer, as POSIX allows */
+    void *api = NULL;
+    if (get_api && get_api(eRENDERDOC_API_Version_1_1_2, &api) == 1 && api) {
+        capture.api = api;
+        capture.frame = (unsigned)strtoul(frame, NULL, 10);
+        int major = 0, minor = 0, patch = 0;
+        capture.api->GetAPIVersion(&major, &minor, &patch);
+        printf("RenderDoc is in the process (in-application API %d.%d.%d): capturing frame %u\n", major, minor, patch,
+               capture.frame);
+        return capture;
+    }
+#endif
+    printf("KILN_RENDERDOC_FRAME is set, but RenderDoc's library is not in the process (run the demo under "
+           "`renderdoccmd capture`): no capture\n");
+    return capture;
+}
+
+/* Starts (before == 1) or ends (before == 0) the capture around frame f. */
+static void capture_frame(const Capture *capture, unsigned f, int before) {
+#if defined(__linux__)
+    if (!capture->api || f != capture->frame) return;
+    if (before) {
+        capture->api->StartFrameCapture(NULL, NULL);
+        return;
+    }
+    uint32_t ok = capture->api->EndFrameCapture(NULL, NULL);
+    char path[1024];
+    uint32_t length = sizeof path;
+    uint32_t count = capture->api->GetNumCaptures();
+    if (ok && count > 0 && capture->api->GetCapture(count - 1, path, &length, NULL) == 1)
+        printf("RenderDoc captured frame %u to %s\n", f, path);
+    else
+        printf("RenderDoc did not capture frame %u\n", f);
+    CHECK(ok == 1);
+#else
+    (void)capture, (void)f, (void)before;
+#endif
+}
 
 static void albedo(uint32_t user_id, const KilnVec3 *normal, float rgb[3]) {
     if (user_id == TERRAIN_USER_ID) {
@@ -386,13 +468,16 @@ int main(int argc, char **argv) {
     Camera camera = camera_look_at(eye, look, 55.0f);
 
     Totals totals = {0};
+    Capture capture = capture_open(gpu);
     unsigned long rss_start = 0, rss_end = 0, rss_first = 0;
     unsigned rss_frame = 600; /* where the memory baseline is taken; see the top comment */
     unsigned budget_frames = 0, image = 0;
     printf("\n%6s %8s %9s %9s %9s %9s\n", "time", "awake", "frame ms", "step ms", "gpu ms", "blocked");
     for (unsigned f = 1; f <= frames; f++) {
         walker_step(&walker, terrain, runtime);
+        capture_frame(&capture, f, 1);
         CHECK_STATUS(kiln_frame_run(frame, runtime, DT), KILN_OK);
+        capture_frame(&capture, f, 0);
         KilnFrameTiming timing;
         CHECK_STATUS(kiln_frame_get_timing(frame, &timing), KILN_OK);
         add_frame(&totals, frame);
