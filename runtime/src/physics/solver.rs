@@ -837,7 +837,16 @@ impl Coloring {
                 let last = (first + L::N).min(ranges[k].start + bundled[k]);
                 // SAFETY: as above.
                 let (b, r) = unsafe { (bundles.get(i), rolling.get(i)) };
-                *b = Bundle::EMPTY;
+                if last - first == L::N {
+                    let mut counts = [0u32; lanes::MAX_LANES];
+                    for (lane, &index) in order[first..last].iter().enumerate() {
+                        // SAFETY: as above (read only).
+                        counts[lane] = unsafe { (*constraints.ptr(index as usize)).count };
+                    }
+                    b.reset_full(&counts[..L::N]);
+                } else {
+                    *b = Bundle::EMPTY;
+                }
                 for (lane, &index) in order[first..last].iter().enumerate() {
                     // The constraint in this lane of the next bundle (the colour's
                     // bundled ones are consecutive in `order`; past the colour, a

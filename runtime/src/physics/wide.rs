@@ -187,6 +187,24 @@ struct WidePoint<L> {
 }
 
 impl<L: Lanes> WidePoint<L> {
+    /// Zeroes `lane` in every field: a point slot the lane's constraint does not fill.
+    fn clear_lane(&mut self, lane: usize) {
+        for v in [&mut self.anchor_a, &mut self.anchor_b, &mut self.normal, &mut self.tangent1, &mut self.tangent2]
+            .into_iter()
+            .chain(&mut self.angular_a)
+            .chain(&mut self.angular_b)
+        {
+            v.set(lane, Vec3::ZERO);
+        }
+        for v in [&mut self.base_separation, &mut self.normal_mass, &mut self.normal_impulse, &mut self.max_normal_impulse]
+            .into_iter()
+            .chain(&mut self.tangent_mass)
+            .chain(&mut self.tangent_impulse)
+        {
+            v.set(lane, 0.0);
+        }
+    }
+
     const ZERO: WidePoint<L> = WidePoint {
         anchor_a: V3::ZERO,
         anchor_b: V3::ZERO,
@@ -355,6 +373,27 @@ impl<L: Lanes> Bundle<L> {
             r.inv_inertia_a.set(lane, c.inv_inertia_a);
             r.inv_inertia_b.set(lane, c.inv_inertia_b);
         }
+    }
+
+    /// Makes a bundle ready for [`Bundle::prepare_lane`] on all `L::N` lanes, whose
+    /// constraints have `counts` points, without writing the whole bundle: every
+    /// lane's own fields are overwritten by its prepare, and only the point slots a
+    /// lane leaves empty below the fullest lane's count (the solver reads no further)
+    /// need zeros. Cheaper than assigning [`Bundle::EMPTY`], a copy of the whole
+    /// bundle.
+    pub fn reset_full(&mut self, counts: &[u32]) {
+        debug_assert_eq!(counts.len(), L::N);
+        let most = counts.iter().copied().max().unwrap_or(0) as usize;
+        for (i, point) in self.points[..most.min(4)].iter_mut().enumerate() {
+            for (lane, &n) in counts.iter().enumerate() {
+                if (n as usize) <= i {
+                    point.clear_lane(lane);
+                }
+            }
+        }
+        self.count = 0;
+        self.rolling_lanes = 0;
+        self.index[..L::N].fill(NONE);
     }
 
     /// The constraints' indices, lane by lane (empty lanes come last).
