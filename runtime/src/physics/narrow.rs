@@ -36,7 +36,7 @@ use std::ops::Range;
 use glam::{IVec3, Vec3};
 
 use super::body::{flags, Bodies, BodyShape, SetKind};
-use super::solver::{Constraint, FoundAt, NONE};
+use super::solver::{tangents, Constraint, FoundAt, Header, NONE};
 use crate::collide::{collide_all, collide_triangles, Manifold, TriangleSet};
 use crate::jobs::{chunk_count, chunk_range, Jobs};
 use crate::math::{Aabb, Isometry};
@@ -362,11 +362,17 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
     let key = pair_key(a, b);
     let manifold = |sub: u64| {
         let (pa, pb) = ((sub >> 32) as u32, sub as u32);
-        let mut c = Constraint::new(key, sub, slot_a, slot_b, friction, restitution);
-        c.rolling_resistance = rolling;
-        c.round_a = rolling_radius(part_of(&sa.shape, pa));
-        c.round_b = rolling_radius(part_of(&sb.shape, pb));
-        c
+        Header {
+            key,
+            sub,
+            body_a: slot_a,
+            body_b: slot_b,
+            friction,
+            restitution,
+            rolling_resistance: rolling,
+            round_a: rolling_radius(part_of(&sa.shape, pa)),
+            round_b: rolling_radius(part_of(&sb.shape, pb)),
+        }
     };
     let before = out.constraints.len();
     let frame = xa.inv_mul(&xb);
@@ -382,7 +388,7 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
     } else {
         collide_all(&sa.shape, &xa, &sb.shape, &xb, input.margin, &mut |pa, pb, m: &Manifold| {
             let sub = ((pa as u64) << 32) | pb as u64;
-            let mut c = manifold(sub);
+            let mut c = Constraint::with_header(manifold(sub));
             c.found = found(&frame, xa.inverse_transform_vector(m.normal));
             for p in m.points() {
                 let half = 0.5 * p.separation * m.normal;
@@ -477,7 +483,7 @@ fn reuse_manifolds(
     entries: &[(u64, u64, u32)],
     xf: (&Isometry, &Isometry, &Isometry),
     normals: Normals,
-    manifold: &dyn Fn(u64) -> Constraint,
+    manifold: &dyn Fn(u64) -> Header,
     out: &mut Vec<Constraint>,
 ) -> bool {
     let (xa, xb, frame) = xf;
@@ -494,17 +500,28 @@ fn reuse_manifolds(
         return false;
     }
     for e in entries {
+        // A copy of last step's constraint, made anew in place: the header, the points'
+        // positions, normals and separations, and the impulses `warm_from` would
+        // take. Its other solver fields are stale until `solver::prepare` rewrites
+        // them, before anything reads them.
         let old = &input.previous[e.2 as usize];
-        let mut c = manifold(old.sub);
-        c.found = old.found;
+        out.push(*old);
+        let c = out.last_mut().expect("just pushed");
+        c.set_header(manifold(old.sub));
         let found_normal = xa.transform_vector(old.found.normal);
-        for p in old.points() {
+        for p in &mut c.points[..old.count as usize] {
             let normal = if normals == Normals::OfA { found_normal } else { p.normal };
             let (pa, pb) = (xa.transform_point(p.local_a), xb.transform_point(p.local_b));
-            push_local(&mut c, 0.5 * (pa + pb), normal, (pb - pa).dot(normal), p.id, (p.local_a, p.local_b));
+            let (tangent1, tangent2) = tangents(normal);
+            (p.point, p.normal, p.tangent1, p.tangent2) = (0.5 * (pa + pb), normal, tangent1, tangent2);
+            p.separation = (pb - pa).dot(normal);
         }
-        c.warm_from(old);
-        out.push(c);
+        // `warm_from` gives each point the impulses of the first old point with its id.
+        for k in 1..old.count as usize {
+            if let Some(first) = old.points[..k].iter().find(|o| o.id == old.points[k].id) {
+                (c.points[k].normal_impulse, c.points[k].tangent_impulse) = (first.normal_impulse, first.tangent_impulse);
+            }
+        }
     }
     true
 }
@@ -576,10 +593,17 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
     let key = ((proxy.0 as u64) << 32) | TERRAIN as u64;
     let manifold = |sub: u64| {
         let part = part_of(&shape.shape, (sub >> 8) as u32);
-        let mut c = Constraint::new(key, sub, slot, NONE, friction, shape.def.restitution);
-        c.rolling_resistance = shape.def.rolling_resistance * rolling_radius(part);
-        c.round_a = rolling_radius(part);
-        c
+        Header {
+            key,
+            sub,
+            body_a: slot,
+            body_b: NONE,
+            friction,
+            restitution: shape.def.restitution,
+            rolling_resistance: shape.def.rolling_resistance * rolling_radius(part),
+            round_a: rolling_radius(part),
+            round_b: 0.0,
+        }
     };
     let last = last_step(input.cache, key, &mut out.cursor);
     // The terrain's placement in the shape's frame: B's, for `reuse_manifolds`.
@@ -634,7 +658,7 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
         while start < out.candidates.len() {
             let group = out.candidates[start].group;
             let end = start + out.candidates[start..].iter().take_while(|c| c.group == group).count();
-            let mut c = manifold(((index as u64) << 8) | group as u64);
+            let mut c = Constraint::with_header(manifold(((index as u64) << 8) | group as u64));
             let old = last.iter().find(|e| e.1 == c.sub).map(|e| &input.previous[e.2 as usize]);
             reduce(&mut out.candidates[start..end], old, &mut c);
             // Surface points in the shape's frame and in the world's, as a pair's

@@ -152,7 +152,36 @@ pub(crate) struct FoundAt {
     pub radius: f32,
 }
 
+/// What the narrowphase sets on each of its constraints, anew every step: the
+/// pair, the bodies and the mixed materials (shape materials may change between
+/// steps, and a reused manifold must follow them).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Header {
+    pub key: u64,
+    pub sub: u64,
+    pub body_a: u32,
+    pub body_b: u32,
+    pub friction: f32,
+    pub restitution: f32,
+    pub rolling_resistance: f32,
+    pub round_a: f32,
+    pub round_b: f32,
+}
+
 impl Constraint {
+    /// A constraint without points, with `header`.
+    pub fn with_header(h: Header) -> Constraint {
+        let mut c = Constraint::new(h.key, h.sub, h.body_a, h.body_b, h.friction, h.restitution);
+        c.set_header(h);
+        c
+    }
+
+    pub fn set_header(&mut self, h: Header) {
+        (self.key, self.sub, self.body_a, self.body_b) = (h.key, h.sub, h.body_a, h.body_b);
+        (self.friction, self.restitution, self.rolling_resistance) = (h.friction, h.restitution, h.rolling_resistance);
+        (self.round_a, self.round_b) = (h.round_a, h.round_b);
+    }
+
     pub fn new(key: u64, sub: u64, body_a: u32, body_b: u32, friction: f32, restitution: f32) -> Constraint {
         Constraint {
             key,
