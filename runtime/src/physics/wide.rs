@@ -686,8 +686,13 @@ unsafe fn solve<L: Lanes>(
         let limit = b.friction * p.normal_impulse;
         let length_sq = t[0] * t[0] + t[1] * t[1];
         let over = length_sq.cmpgt(limit * limit);
-        let scale = limit / length_sq.sqrt();
-        let t = [L::select(over, t[0] * scale, t[0]), L::select(over, t[1] * scale, t[1])];
+        // Sliding lanes only: resting contacts skip the square root and the division.
+        let t = if L::bits(over) != 0 {
+            let scale = limit / length_sq.sqrt();
+            [L::select(over, t[0] * scale, t[0]), L::select(over, t[1] * scale, t[1])]
+        } else {
+            t
+        };
         p.tangent_impulse = t;
         let (d1, d2) = (t[0] - old[0], t[1] - old[1]);
         let j = p.tangent1 * d1 + p.tangent2 * d2;
