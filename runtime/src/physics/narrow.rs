@@ -405,19 +405,15 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
         return;
     }
     // An awake dynamic or moving body touching a sleeping one wakes it.
-    let wakes = |slot: u32| {
-        let (set, row) = bodies.place_of_slot(slot).expect("live body");
+    let wakes = |(set, row): (SetKind, usize)| {
         let s = bodies.set(set);
         set == SetKind::Awake
             && (s.inv_mass[row] > 0.0 || s.linear_velocity[row] != Vec3::ZERO || s.angular_velocity[row] != Vec3::ZERO)
     };
-    let sleeping = |slot: u32| {
-        let (set, row) = bodies.place_of_slot(slot).expect("live body");
-        set == SetKind::Resting && bodies.resting.flags[row] & flags::STATIC == 0
-    };
-    if sleeping(slot_a) && wakes(slot_b) {
+    let sleeping = |(set, row): (SetKind, usize)| set == SetKind::Resting && bodies.resting.flags[row] & flags::STATIC == 0;
+    if sleeping((set_a, row_a)) && wakes((set_b, row_b)) {
         out.wake.push(slot_a);
-    } else if sleeping(slot_b) && wakes(slot_a) {
+    } else if sleeping((set_b, row_b)) && wakes((set_a, row_a)) {
         out.wake.push(slot_b);
     }
 }
