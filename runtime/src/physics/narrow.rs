@@ -410,7 +410,8 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
         set == SetKind::Awake
             && (s.inv_mass[row] > 0.0 || s.linear_velocity[row] != Vec3::ZERO || s.angular_velocity[row] != Vec3::ZERO)
     };
-    let sleeping = |(set, row): (SetKind, usize)| set == SetKind::Resting && bodies.resting.flags[row] & flags::STATIC == 0;
+    let sleeping =
+        |(set, row): (SetKind, usize)| set == SetKind::Resting && bodies.resting.flags[row] & flags::STATIC == 0;
     if sleeping((set_a, row_a)) && wakes((set_b, row_b)) {
         out.wake.push(slot_a);
     } else if sleeping((set_b, row_b)) && wakes((set_a, row_a)) {
@@ -515,7 +516,8 @@ fn reuse_manifolds(
         // `warm_from` gives each point the impulses of the first old point with its id.
         for k in 1..old.count as usize {
             if let Some(first) = old.points[..k].iter().find(|o| o.id == old.points[k].id) {
-                (c.points[k].normal_impulse, c.points[k].tangent_impulse) = (first.normal_impulse, first.tangent_impulse);
+                (c.points[k].normal_impulse, c.points[k].tangent_impulse) =
+                    (first.normal_impulse, first.tangent_impulse);
             }
         }
     }

@@ -196,10 +196,11 @@ impl<L: Lanes> WidePoint<L> {
         {
             v.set(lane, Vec3::ZERO);
         }
-        for v in [&mut self.base_separation, &mut self.normal_mass, &mut self.normal_impulse, &mut self.max_normal_impulse]
-            .into_iter()
-            .chain(&mut self.tangent_mass)
-            .chain(&mut self.tangent_impulse)
+        for v in
+            [&mut self.base_separation, &mut self.normal_mass, &mut self.normal_impulse, &mut self.max_normal_impulse]
+                .into_iter()
+                .chain(&mut self.tangent_mass)
+                .chain(&mut self.tangent_impulse)
         {
             v.set(lane, 0.0);
         }
