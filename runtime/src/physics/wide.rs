@@ -811,6 +811,7 @@ mod tests {
             push_out: 3.0,
             restitution_threshold: 1.0,
         };
+        let mut leftover: Option<Bundle<L>> = None;
         for round in 0..200 {
             let seed = &mut seed;
             let lanes = 1 + round % L::N;
@@ -834,16 +835,29 @@ mod tests {
             if overflow {
                 states[1].v = Vec3::new(3.0e38, -3.0e38, 3.0e38);
             }
-            // The scalar prepare and the bundle's prepare-and-pack prepare alike.
-            let mut bundle = Bundle::<L>::EMPTY;
+            let made: Vec<(Constraint, Frame)> = (0..lanes)
+                .map(|lane| {
+                    let a = if lcg(seed) > 0.7 { NONE } else { 2 * lane as u32 };
+                    constraint(seed, a, 2 * lane as u32 + 1, &states)
+                })
+                .collect();
+            // The scalar prepare and the bundle's prepare-and-pack prepare alike. A full
+            // bundle reuses the last round's, as the colouring reuses its bundles from
+            // step to step: `reset_full` must leave nothing of it that the solver reads.
+            let mut bundle = match leftover.take() {
+                Some(mut old) if lanes == L::N => {
+                    let counts: Vec<u32> = made.iter().map(|(c, _)| c.count).collect();
+                    old.reset_full(&counts);
+                    old
+                }
+                _ => Bundle::<L>::EMPTY,
+            };
             // A block left over from another bundle: the first rolling lane clears it.
             let mut rolling = Rolling::<L>::EMPTY;
             rolling.resistance = L::splat(0.5);
             rolling.impulse = V3 { x: L::ONE, y: L::ONE, z: L::ONE };
             let mut constraints = Vec::new();
-            for lane in 0..lanes {
-                let a = if lcg(seed) > 0.7 { NONE } else { 2 * lane as u32 };
-                let (mut c, frame) = constraint(seed, a, 2 * lane as u32 + 1, &states);
+            for (lane, (mut c, frame)) in made.into_iter().enumerate() {
                 let mut scalar = c;
                 prepare(&mut scalar, &frame, |_, _, _| {});
                 bundle.prepare_lane(&mut rolling, lane, lane as u32, &mut c, &frame);
@@ -899,6 +913,7 @@ mod tests {
                     assert!(p.max_normal_impulse == q.max_normal_impulse, "round {round}: {p:?} != {q:?}");
                 }
             }
+            leftover = Some(bundle);
         }
     }
 
