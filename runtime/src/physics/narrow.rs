@@ -513,13 +513,7 @@ fn reuse_manifolds(
             (p.point, p.normal, p.tangent1, p.tangent2) = (0.5 * (pa + pb), normal, tangent1, tangent2);
             p.separation = (pb - pa).dot(normal);
         }
-        // `warm_from` gives each point the impulses of the first old point with its id.
-        for k in 1..old.count as usize {
-            if let Some(first) = old.points[..k].iter().find(|o| o.id == old.points[k].id) {
-                (c.points[k].normal_impulse, c.points[k].tangent_impulse) =
-                    (first.normal_impulse, first.tangent_impulse);
-            }
-        }
+        c.rewarm_in_place();
     }
     true
 }

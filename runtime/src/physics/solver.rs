@@ -172,7 +172,7 @@ impl Constraint {
     /// A constraint without points, with `header`.
     pub fn with_header(h: Header) -> Constraint {
         let mut c = Constraint::new(h.key, h.sub, h.body_a, h.body_b, h.friction, h.restitution);
-        c.set_header(h);
+        (c.rolling_resistance, c.round_a, c.round_b) = (h.rolling_resistance, h.round_a, h.round_b);
         c
     }
 
@@ -222,6 +222,19 @@ impl Constraint {
             self.points[self.count as usize] =
                 ContactPoint { point, normal, tangent1, tangent2, separation, id, ..ContactPoint::default() };
             self.count += 1;
+        }
+    }
+
+    /// [`Constraint::warm_from`] on a copy of last step's constraint, in place: each
+    /// point takes the impulses of the first point with its id (itself, unless ids
+    /// repeat). The first point of an id is never changed, so reading `self` as it
+    /// goes reads the old impulses.
+    pub fn rewarm_in_place(&mut self) {
+        for k in 1..self.count as usize {
+            if let Some(j) = self.points[..k].iter().position(|o| o.id == self.points[k].id) {
+                (self.points[k].normal_impulse, self.points[k].tangent_impulse) =
+                    (self.points[j].normal_impulse, self.points[j].tangent_impulse);
+            }
         }
     }
 
@@ -1091,6 +1104,33 @@ mod tests {
 
     /// A colouring bundles eight constraints where the CPU runs AVX, four elsewhere,
     /// and refuses eight where it does not.
+    /// A reused manifold renews last step's constraint in place; its impulses must be
+    /// the ones `warm_from` gives a fresh constraint with the same points, repeated
+    /// ids included.
+    #[test]
+    fn rewarming_in_place_matches_warm_from() {
+        for ids in [[1, 2, 3, 4], [7, 7, 2, 7], [5, 6, 5, 6], [9, 9, 9, 9]] {
+            for count in 1..=4 {
+                let mut old = Constraint::new(0, 0, 0, 1, 0.5, 0.0);
+                for (k, &id) in ids[..count].iter().enumerate() {
+                    old.push(Vec3::new(k as f32, 0.0, 0.0), Vec3::Y, -0.01, id);
+                    old.points[k].normal_impulse = 1.0 + k as f32;
+                    old.points[k].tangent_impulse = [0.1 * k as f32, -0.2 * k as f32];
+                }
+                let mut fresh = Constraint::new(0, 0, 0, 1, 0.5, 0.0);
+                for p in old.points() {
+                    fresh.push(p.point, p.normal, p.separation, p.id);
+                }
+                fresh.warm_from(&old);
+                let mut renewed = old;
+                renewed.rewarm_in_place();
+                for (a, b) in fresh.points().iter().zip(renewed.points()) {
+                    assert_eq!((a.normal_impulse, a.tangent_impulse), (b.normal_impulse, b.tangent_impulse), "{ids:?}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn bundles_are_as_wide_as_the_cpu_runs() {
         let mut coloring = Coloring::default();
