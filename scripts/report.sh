@@ -35,7 +35,7 @@ mkdir -p "$out"
 for bench in "${benches[@]}"; do
     echo "== cargo bench -p kiln-benches --bench $bench ${quick[*]}" | tee -a "$out/bench.log"
     cargo bench -p kiln-benches --locked --bench "$bench" -- "${quick[@]}" 2>&1 | tee -a "$out/bench.log" |
-        grep -E '^(ratio |[a-z_]+: device )' || true
+        grep -E '^(ratio |parity |[a-z_]+: device )' || true
 done
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
