@@ -174,10 +174,6 @@ struct WidePoint<L> {
     anchor_a: V3<L>,
     anchor_b: V3<L>,
     normal: V3<L>,
-    tangent1: V3<L>,
-    tangent2: V3<L>,
-    angular_a: [V3<L>; 3],
-    angular_b: [V3<L>; 3],
     base_separation: L,
     normal_mass: L,
     tangent_mass: [L; 2],
@@ -189,11 +185,7 @@ struct WidePoint<L> {
 impl<L: Lanes> WidePoint<L> {
     /// Zeroes `lane` in every field: a point slot the lane's constraint does not fill.
     fn clear_lane(&mut self, lane: usize) {
-        for v in [&mut self.anchor_a, &mut self.anchor_b, &mut self.normal, &mut self.tangent1, &mut self.tangent2]
-            .into_iter()
-            .chain(&mut self.angular_a)
-            .chain(&mut self.angular_b)
-        {
+        for v in [&mut self.anchor_a, &mut self.anchor_b, &mut self.normal] {
             v.set(lane, Vec3::ZERO);
         }
         for v in
@@ -210,10 +202,6 @@ impl<L: Lanes> WidePoint<L> {
         anchor_a: V3::ZERO,
         anchor_b: V3::ZERO,
         normal: V3::ZERO,
-        tangent1: V3::ZERO,
-        tangent2: V3::ZERO,
-        angular_a: [V3::ZERO; 3],
-        angular_b: [V3::ZERO; 3],
         base_separation: L::ZERO,
         normal_mass: L::ZERO,
         tangent_mass: [L::ZERO; 2],
@@ -233,12 +221,15 @@ pub(crate) struct Bundle<L> {
     row_b: [u32; MAX_LANES],
     inv_mass_a: L,
     inv_mass_b: L,
+    /// World inverse inertias: the angular terms `Ia (r x d)` and the twist axes
+    /// are computed from them at each use, as the scalar solver computes them (see
+    /// the solver's module notes).
+    inv_inertia_a: M3<L>,
+    inv_inertia_b: M3<L>,
     friction: L,
     round_a: L,
     round_b: L,
     twist_normal: V3<L>,
-    twist_axis_a: V3<L>,
-    twist_axis_b: V3<L>,
     twist_mass: L,
     twist_impulse: L,
     /// Points in the fullest lane.
@@ -250,24 +241,17 @@ pub(crate) struct Bundle<L> {
 }
 
 /// The rolling resistance of a bundle's lanes ([`Constraint::rolling_resistance`]
-/// and the terms the scalar solver reads with it); zero in lanes without.
+/// and the terms the scalar solver reads with it, but the inverse inertias, which
+/// every bundle holds); zero in lanes without.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Rolling<L> {
     resistance: L,
     mass: M3<L>,
     impulse: V3<L>,
-    inv_inertia_a: M3<L>,
-    inv_inertia_b: M3<L>,
 }
 
 impl<L: Lanes> Rolling<L> {
-    pub const EMPTY: Rolling<L> = Rolling {
-        resistance: L::ZERO,
-        mass: M3::ZERO,
-        impulse: V3::ZERO,
-        inv_inertia_a: M3::ZERO,
-        inv_inertia_b: M3::ZERO,
-    };
+    pub const EMPTY: Rolling<L> = Rolling { resistance: L::ZERO, mass: M3::ZERO, impulse: V3::ZERO };
 }
 
 /// A colouring's bundles of one width, with their rolling blocks: `rolling[i]`
@@ -299,12 +283,12 @@ impl<L: Lanes> Bundle<L> {
         row_b: [NONE; MAX_LANES],
         inv_mass_a: L::ZERO,
         inv_mass_b: L::ZERO,
+        inv_inertia_a: M3::ZERO,
+        inv_inertia_b: M3::ZERO,
         friction: L::ZERO,
         round_a: L::ZERO,
         round_b: L::ZERO,
         twist_normal: V3::ZERO,
-        twist_axis_a: V3::ZERO,
-        twist_axis_b: V3::ZERO,
         twist_mass: L::ZERO,
         twist_impulse: L::ZERO,
         count: 0,
@@ -327,17 +311,11 @@ impl<L: Lanes> Bundle<L> {
         debug_assert!(self.index[lane] == NONE, "lane {lane} is taken");
         let points = &mut self.points;
         // Past a lane's count its points stay zero.
-        solver::prepare(c, frame, |i, p, (angular_a, angular_b)| {
+        solver::prepare(c, frame, |i, p| {
             let w = &mut points[i];
             w.anchor_a.set(lane, p.anchor_a);
             w.anchor_b.set(lane, p.anchor_b);
             w.normal.set(lane, p.normal);
-            w.tangent1.set(lane, p.tangent1);
-            w.tangent2.set(lane, p.tangent2);
-            for d in 0..3 {
-                w.angular_a[d].set(lane, angular_a[d]);
-                w.angular_b[d].set(lane, angular_b[d]);
-            }
             w.base_separation.set(lane, p.base_separation);
             w.normal_mass.set(lane, p.normal_mass);
             w.tangent_mass[0].set(lane, p.tangent_mass[0]);
@@ -351,14 +329,14 @@ impl<L: Lanes> Bundle<L> {
         (self.row_a[lane], self.row_b[lane]) = (c.row_a, c.row_b);
         self.inv_mass_a.set(lane, c.inv_mass_a);
         self.inv_mass_b.set(lane, c.inv_mass_b);
+        self.inv_inertia_a.set(lane, c.inv_inertia_a);
+        self.inv_inertia_b.set(lane, c.inv_inertia_b);
         self.friction.set(lane, c.friction);
         self.round_a.set(lane, c.round_a);
         self.round_b.set(lane, c.round_b);
         if c.count > 0 {
             self.twist_normal.set(lane, c.points[0].normal);
         }
-        self.twist_axis_a.set(lane, c.twist_axis_a);
-        self.twist_axis_b.set(lane, c.twist_axis_b);
         self.twist_mass.set(lane, c.twist_mass);
         self.twist_impulse.set(lane, c.twist_impulse);
         self.count = self.count.max(c.count as usize);
@@ -371,8 +349,6 @@ impl<L: Lanes> Bundle<L> {
             r.resistance.set(lane, c.rolling_resistance);
             r.mass.set(lane, c.rolling_mass);
             r.impulse.set(lane, c.rolling_impulse);
-            r.inv_inertia_a.set(lane, c.inv_inertia_a);
-            r.inv_inertia_b.set(lane, c.inv_inertia_b);
         }
     }
 
@@ -587,6 +563,26 @@ fn relative<L: Lanes>(va: V3<L>, wa: V3<L>, vb: V3<L>, wb: V3<L>, ra: V3<L>, rb:
     vb + wb.cross(rb) - va - wa.cross(ra)
 }
 
+/// As [`solver::angular`]: `inv_inertia * (anchor x d)`.
+#[inline(always)]
+fn angular<L: Lanes>(inv_inertia: &M3<L>, anchor: V3<L>, d: V3<L>) -> V3<L> {
+    inv_inertia.apply(anchor.cross(d))
+}
+
+/// As [`solver::tangents`], which gave every point its tangents: recomputed at each
+/// use rather than stored (6 of a point's lane values).
+#[inline(always)]
+fn tangents<L: Lanes>(n: V3<L>) -> (V3<L>, V3<L>) {
+    let zero = L::ZERO;
+    // `n.z >= 0.0`: false for NaN, as in the scalar comparison.
+    let sign = L::select(n.z.cmpgt(zero) | n.z.cmpeq(zero), L::ONE, -L::ONE);
+    let a = -L::ONE / (sign + n.z);
+    let b = n.x * n.y * a;
+    let t1 = V3 { x: L::ONE + sign * n.x * n.x * a, y: sign * b, z: -sign * n.x };
+    let t2 = V3 { x: b, y: sign + n.y * n.y * a, z: -n.y };
+    (t1, t2)
+}
+
 /// [`solver::warm_start`] on every lane.
 ///
 /// # Safety
@@ -599,19 +595,25 @@ unsafe fn warm_start<L: Lanes>(b: &Bundle<L>, r: &Rolling<L>, states: &Column<Bo
     let ((mut va, mut wa, pa), (mut vb, mut wb, pb)) = (velocities(a), velocities(b_));
     if b.rolling_lanes != 0 {
         let rolls = r.resistance.cmpgt(L::ZERO);
-        wa = V3::select(rolls, wa - r.inv_inertia_a.apply(r.impulse), wa);
-        wb = V3::select(rolls, wb + r.inv_inertia_b.apply(r.impulse), wb);
+        wa = V3::select(rolls, wa - b.inv_inertia_a.apply(r.impulse), wa);
+        wb = V3::select(rolls, wb + b.inv_inertia_b.apply(r.impulse), wb);
     }
-    wa -= b.twist_axis_a * b.twist_impulse;
-    wb += b.twist_axis_b * b.twist_impulse;
+    let (ia, ib) = (&b.inv_inertia_a, &b.inv_inertia_b);
+    // The twist axes as the prepare computes them ([`Constraint::twist_axis_a`]).
+    wa -= ia.apply(b.twist_normal) * b.twist_impulse;
+    wb += ib.apply(b.twist_normal) * b.twist_impulse;
+    let (mut torque_a, mut torque_b) = (V3::ZERO, V3::ZERO);
     for p in &b.points[..b.count] {
         let [n, t1, t2] = [p.normal_impulse, p.tangent_impulse[0], p.tangent_impulse[1]];
-        let impulse = p.normal * n + p.tangent1 * t1 + p.tangent2 * t2;
+        let (tangent1, tangent2) = tangents(p.normal);
+        let impulse = p.normal * n + tangent1 * t1 + tangent2 * t2;
         va -= impulse * b.inv_mass_a;
-        wa -= p.angular_a[0] * n + p.angular_a[1] * t1 + p.angular_a[2] * t2;
+        torque_a += p.anchor_a.cross(impulse);
         vb += impulse * b.inv_mass_b;
-        wb += p.angular_b[0] * n + p.angular_b[1] * t1 + p.angular_b[2] * t2;
+        torque_b += p.anchor_b.cross(impulse);
     }
+    wa -= ia.apply(torque_a);
+    wb += ib.apply(torque_b);
     // SAFETY: forwarded from the caller.
     unsafe {
         b.write((states, &at_a), 0, (va, wa, pa));
@@ -638,6 +640,7 @@ unsafe fn solve<L: Lanes>(
     // SAFETY: forwarded from the caller.
     let ([za, _, _, _, qa @ ..], [zb, _, _, _, qb @ ..]) = unsafe { (gather(&at_a, 1), gather(&at_b, 1)) };
     let (ma, mb) = (b.inv_mass_a, b.inv_mass_b);
+    let (ia, ib) = (&b.inv_inertia_a, &b.inv_inertia_b);
     let zero = L::ZERO;
     let against_static = ma.cmpeq(zero) | mb.cmpeq(zero);
     let pick = |s: f32, d: f32| L::select(against_static, L::splat(s), L::splat(d));
@@ -676,14 +679,15 @@ unsafe fn solve<L: Lanes>(
         p.max_normal_impulse = impulse.max(p.max_normal_impulse);
         let j = p.normal * impulse;
         va -= j * ma;
-        wa -= p.angular_a[0] * impulse;
+        wa -= angular(ia, p.anchor_a, p.normal) * impulse;
         vb += j * mb;
-        wb += p.angular_b[0] * impulse;
+        wb += angular(ib, p.anchor_b, p.normal) * impulse;
     }
     for p in &mut b.points[..b.count] {
         let dv = relative(va, wa, vb, wb, p.anchor_a, p.anchor_b);
         let old = p.tangent_impulse;
-        let t = [old[0] - p.tangent_mass[0] * dv.dot(p.tangent1), old[1] - p.tangent_mass[1] * dv.dot(p.tangent2)];
+        let (tangent1, tangent2) = tangents(p.normal);
+        let t = [old[0] - p.tangent_mass[0] * dv.dot(tangent1), old[1] - p.tangent_mass[1] * dv.dot(tangent2)];
         let limit = b.friction * p.normal_impulse;
         let length_sq = t[0] * t[0] + t[1] * t[1];
         let over = length_sq.cmpgt(limit * limit);
@@ -696,11 +700,11 @@ unsafe fn solve<L: Lanes>(
         };
         p.tangent_impulse = t;
         let (d1, d2) = (t[0] - old[0], t[1] - old[1]);
-        let j = p.tangent1 * d1 + p.tangent2 * d2;
+        let j = tangent1 * d1 + tangent2 * d2;
         va -= j * ma;
-        wa -= p.angular_a[1] * d1 + p.angular_a[2] * d2;
+        wa -= angular(ia, p.anchor_a, j);
         vb += j * mb;
-        wb += p.angular_b[1] * d1 + p.angular_b[2] * d2;
+        wb += angular(ib, p.anchor_b, j);
     }
     let normal = b.points[..b.count].iter().fold(L::splat(-0.0), |sum, p| sum + p.normal_impulse);
     let limit = b.friction * L::splat(TWIST_RADIUS) * normal;
@@ -709,8 +713,8 @@ unsafe fn solve<L: Lanes>(
     let old = b.twist_impulse;
     let total = (old - b.twist_mass * b.twist_normal.dot(wb - wa)).max(-limit).min(limit);
     b.twist_impulse = total;
-    wa -= b.twist_axis_a * (total - old);
-    wb += b.twist_axis_b * (total - old);
+    wa -= ia.apply(b.twist_normal) * (total - old);
+    wb += ib.apply(b.twist_normal) * (total - old);
     if b.rolling_lanes != 0 {
         // The scalar `rolling_resistance > 0.0` block, in the lanes that have it.
         let rolls = r.resistance.cmpgt(zero);
@@ -722,8 +726,8 @@ unsafe fn solve<L: Lanes>(
         let total = V3::select(over, total * (limit / length_sq.sqrt()), total);
         r.impulse = V3::select(rolls, total, old);
         let j = total - old;
-        wa = V3::select(rolls, wa - r.inv_inertia_a.apply(j), wa);
-        wb = V3::select(rolls, wb + r.inv_inertia_b.apply(j), wb);
+        wa = V3::select(rolls, wa - ia.apply(j), wa);
+        wb = V3::select(rolls, wb + ib.apply(j), wb);
     }
     // SAFETY: forwarded from the caller.
     unsafe {
@@ -859,7 +863,7 @@ mod tests {
             let mut constraints = Vec::new();
             for (lane, (mut c, frame)) in made.into_iter().enumerate() {
                 let mut scalar = c;
-                prepare(&mut scalar, &frame, |_, _, _| {});
+                prepare(&mut scalar, &frame, |_, _| {});
                 bundle.prepare_lane(&mut rolling, lane, lane as u32, &mut c, &frame);
                 assert!(c == scalar, "round {round}, lane {lane}: {c:?} != {scalar:?}");
                 constraints.push(scalar);
