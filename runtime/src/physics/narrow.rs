@@ -36,7 +36,7 @@ use std::ops::Range;
 use glam::{IVec3, Vec3};
 
 use super::body::{flags, Bodies, BodyShape, SetKind};
-use super::solver::{tangents, Constraint, FoundAt, Header, NONE};
+use super::solver::{Constraint, FoundAt, Header, NONE};
 use crate::collide::{collide_all, collide_triangles, Manifold, TriangleSet};
 use crate::jobs::{chunk_count, chunk_range, Jobs};
 use crate::math::{Aabb, Isometry};
@@ -509,8 +509,7 @@ fn reuse_manifolds(
         for p in &mut c.points[..old.count as usize] {
             let normal = if normals == Normals::OfA { found_normal } else { p.normal };
             let (pa, pb) = (xa.transform_point(p.local_a), xb.transform_point(p.local_b));
-            let (tangent1, tangent2) = tangents(normal);
-            (p.point, p.normal, p.tangent1, p.tangent2) = (0.5 * (pa + pb), normal, tangent1, tangent2);
+            (p.point, p.normal) = (0.5 * (pa + pb), normal);
             p.separation = (pb - pa).dot(normal);
         }
         c.rewarm_in_place();

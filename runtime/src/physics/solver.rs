@@ -81,10 +81,9 @@ const PREPARE_GRAIN: usize = 16;
 pub(crate) struct ContactPoint {
     /// World position at the step's start (between the surfaces).
     pub point: Vec3,
-    /// From A to B.
+    /// From A to B. Its friction directions are [`tangents`] of it, computed where
+    /// they are used (storing them made every point 24 bytes longer).
     pub normal: Vec3,
-    pub tangent1: Vec3,
-    pub tangent2: Vec3,
     pub separation: f32,
     /// Feature id, matched across steps for warm starting.
     pub id: u32,
@@ -132,10 +131,6 @@ pub(crate) struct Constraint {
     /// accumulated impulse (see [`TWIST_RADIUS`]).
     pub twist_mass: f32,
     pub twist_impulse: f32,
-    /// `inv_inertia_a * normal` and `inv_inertia_b * normal` (the first point's normal):
-    /// the angular velocity change per unit twist impulse.
-    pub twist_axis_a: Vec3,
-    pub twist_axis_b: Vec3,
     pub inv_mass_a: f32,
     pub inv_mass_b: f32,
     pub inv_inertia_a: Mat3,
@@ -207,8 +202,6 @@ impl Constraint {
             rolling_impulse: Vec3::ZERO,
             twist_mass: 0.0,
             twist_impulse: 0.0,
-            twist_axis_a: Vec3::ZERO,
-            twist_axis_b: Vec3::ZERO,
             inv_mass_a: 0.0,
             inv_mass_b: 0.0,
             inv_inertia_a: Mat3::ZERO,
@@ -223,12 +216,20 @@ impl Constraint {
         &self.points[..self.count as usize]
     }
 
+    /// `inv_inertia_a * n` and `inv_inertia_b * n` for the first point's normal `n`:
+    /// the angular velocity change per unit twist impulse (zero without points).
+    pub fn twist_axes(&self) -> (Vec3, Vec3) {
+        match self.count {
+            0 => (Vec3::ZERO, Vec3::ZERO),
+            _ => (self.inv_inertia_a * self.points[0].normal, self.inv_inertia_b * self.points[0].normal),
+        }
+    }
+
     /// Adds a point (ignored past four).
     pub fn push(&mut self, point: Vec3, normal: Vec3, separation: f32, id: u32) {
         if self.count < 4 {
-            let (tangent1, tangent2) = tangents(normal);
             self.points[self.count as usize] =
-                ContactPoint { point, normal, tangent1, tangent2, separation, id, ..ContactPoint::default() };
+                ContactPoint { point, normal, separation, id, ..ContactPoint::default() };
             self.count += 1;
         }
     }
@@ -433,8 +434,8 @@ pub(crate) fn prepare(c: &mut Constraint, f: &Frame, mut on_point: impl FnMut(us
     }
     if c.count > 0 {
         let n = c.points[0].normal;
-        (c.twist_axis_a, c.twist_axis_b) = (ia * n, ib * n);
-        let k = n.dot(c.twist_axis_a) + n.dot(c.twist_axis_b);
+        let (axis_a, axis_b) = c.twist_axes();
+        let k = n.dot(axis_a) + n.dot(axis_b);
         c.twist_mass = if k > 0.0 { 1.0 / k } else { 0.0 };
     }
     let (sa, sb) = (&f.state_a, &f.state_b);
@@ -445,7 +446,8 @@ pub(crate) fn prepare(c: &mut Constraint, f: &Frame, mut on_point: impl FnMut(us
         let (ta, tb) = (ra - p.normal * c.round_a, rb + p.normal * c.round_b);
         p.base_separation = p.separation - (tb - ta).dot(p.normal);
         // Effective mass along d: 1 / (ma + mb + (ra x d) Ia (ra x d) + (rb x d) Ib (rb x d)).
-        let axes = [p.normal, p.tangent1, p.tangent2];
+        let (tangent1, tangent2) = tangents(p.normal);
+        let axes = [p.normal, tangent1, tangent2];
         let (angular_a, angular_b) = (axes.map(|d| angular(ia, ra, d)), axes.map(|d| angular(ib, rb, d)));
         let mass: [f32; 3] = std::array::from_fn(|k| {
             let sum = ma + mb + ra.cross(axes[k]).dot(angular_a[k]) + rb.cross(axes[k]).dot(angular_b[k]);
@@ -488,14 +490,16 @@ pub(crate) unsafe fn warm_start(c: &Constraint, states: &Column<BodyState>) {
         wa -= c.inv_inertia_a * c.rolling_impulse;
         wb += c.inv_inertia_b * c.rolling_impulse;
     }
-    wa -= c.twist_axis_a * c.twist_impulse;
-    wb += c.twist_axis_b * c.twist_impulse;
+    let (axis_a, axis_b) = c.twist_axes();
+    wa -= axis_a * c.twist_impulse;
+    wb += axis_b * c.twist_impulse;
     // The angular impulse by linearity: `Ia` times the sum of the points' torques,
     // one product per body instead of three per point.
     let (mut torque_a, mut torque_b) = (Vec3::ZERO, Vec3::ZERO);
     for p in c.points() {
         let [n, t1, t2] = [p.normal_impulse, p.tangent_impulse[0], p.tangent_impulse[1]];
-        let impulse = p.normal * n + p.tangent1 * t1 + p.tangent2 * t2;
+        let (tangent1, tangent2) = tangents(p.normal);
+        let impulse = p.normal * n + tangent1 * t1 + tangent2 * t2;
         va -= impulse * c.inv_mass_a;
         torque_a += p.anchor_a.cross(impulse);
         vb += impulse * c.inv_mass_b;
@@ -554,7 +558,8 @@ pub(crate) unsafe fn solve(c: &mut Constraint, states: &Column<BodyState>, ctx: 
         let (ra, rb) = (p.anchor_a, p.anchor_b);
         let dv = relative(va, wa, vb, wb, ra, rb);
         let old = p.tangent_impulse;
-        let mut t = [old[0] - p.tangent_mass[0] * dv.dot(p.tangent1), old[1] - p.tangent_mass[1] * dv.dot(p.tangent2)];
+        let (tangent1, tangent2) = tangents(p.normal);
+        let mut t = [old[0] - p.tangent_mass[0] * dv.dot(tangent1), old[1] - p.tangent_mass[1] * dv.dot(tangent2)];
         let limit = c.friction * p.normal_impulse;
         let length_sq = t[0] * t[0] + t[1] * t[1];
         if length_sq > limit * limit {
@@ -563,7 +568,7 @@ pub(crate) unsafe fn solve(c: &mut Constraint, states: &Column<BodyState>, ctx: 
         }
         p.tangent_impulse = t;
         let (d1, d2) = (t[0] - old[0], t[1] - old[1]);
-        let j = p.tangent1 * d1 + p.tangent2 * d2;
+        let j = tangent1 * d1 + tangent2 * d2;
         va -= j * ma;
         wa -= angular(ia, ra, j);
         vb += j * mb;
@@ -577,8 +582,9 @@ pub(crate) unsafe fn solve(c: &mut Constraint, states: &Column<BodyState>, ctx: 
         // max/min rather than clamp: a limit of 0 * inf is NaN, which clamp panics on.
         let total = (old - c.twist_mass * n.dot(wb - wa)).max(-limit).min(limit);
         c.twist_impulse = total;
-        wa -= c.twist_axis_a * (total - old);
-        wb += c.twist_axis_b * (total - old);
+        let (axis_a, axis_b) = c.twist_axes();
+        wa -= axis_a * (total - old);
+        wb += axis_b * (total - old);
     }
     if c.rolling_resistance > 0.0 {
         let limit = c.rolling_resistance * normal;
@@ -1161,8 +1167,6 @@ mod tests {
         c.twist_mass = 1.0;
         c.points[0] = ContactPoint {
             normal: Vec3::Y,
-            tangent1: Vec3::X,
-            tangent2: Vec3::Z,
             normal_mass: f32::MAX,
             tangent_mass: [1.0, 1.0],
             ..ContactPoint::default()

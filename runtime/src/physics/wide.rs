@@ -569,8 +569,7 @@ fn angular<L: Lanes>(inv_inertia: &M3<L>, anchor: V3<L>, d: V3<L>) -> V3<L> {
     inv_inertia.apply(anchor.cross(d))
 }
 
-/// As [`solver::tangents`], which gave every point its tangents: recomputed at each
-/// use rather than stored (6 of a point's lane values).
+/// As [`solver::tangents`], which gives every point its tangents at each use.
 #[inline(always)]
 fn tangents<L: Lanes>(n: V3<L>) -> (V3<L>, V3<L>) {
     let zero = L::ZERO;
@@ -599,7 +598,7 @@ unsafe fn warm_start<L: Lanes>(b: &Bundle<L>, r: &Rolling<L>, states: &Column<Bo
         wb = V3::select(rolls, wb + b.inv_inertia_b.apply(r.impulse), wb);
     }
     let (ia, ib) = (&b.inv_inertia_a, &b.inv_inertia_b);
-    // The twist axes as the prepare computes them ([`Constraint::twist_axis_a`]).
+    // The twist axes as the prepare computes them ([`Constraint::twist_axes`]).
     wa -= ia.apply(b.twist_normal) * b.twist_impulse;
     wb += ib.apply(b.twist_normal) * b.twist_impulse;
     let (mut torque_a, mut torque_b) = (V3::ZERO, V3::ZERO);
