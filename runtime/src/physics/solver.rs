@@ -690,10 +690,13 @@ pub(crate) struct Colorable {
     pub b: u32,
     /// Whether it can ride in a bundle ([`wide::accepts`]).
     pub bundles: bool,
+    /// Whether it has points and restitution: without any, the restitution pass
+    /// (which would read every constraint to find out) is skipped.
+    pub bouncy: bool,
 }
 
 impl Colorable {
-    pub const NONE: Colorable = Colorable { a: NONE, b: NONE, bundles: false };
+    pub const NONE: Colorable = Colorable { a: NONE, b: NONE, bundles: false, bouncy: false };
 
     /// From a constraint with its rows and masses set.
     pub fn of(c: &Constraint) -> Colorable {
@@ -701,6 +704,7 @@ impl Colorable {
             a: if c.inv_mass_a > 0.0 { c.row_a } else { NONE },
             b: if c.inv_mass_b > 0.0 { c.row_b } else { NONE },
             bundles: wide::accepts(c),
+            bouncy: c.count > 0 && c.restitution != 0.0,
         }
     }
 }
@@ -734,6 +738,8 @@ pub(crate) struct Coloring {
     bundle_ranges: Vec<Range<usize>>,
     /// The constraints solved one by one (prepared without a bundle).
     scalar: Vec<u32>,
+    /// Whether any constraint is [`Colorable::bouncy`].
+    bouncy: bool,
 }
 
 impl Default for Coloring {
@@ -752,6 +758,7 @@ impl Default for Coloring {
             bundles8: Bundles::default(),
             bundle_ranges: Vec::new(),
             scalar: Vec::new(),
+            bouncy: false,
         }
     }
 }
@@ -770,6 +777,7 @@ impl Coloring {
         self.key.clear();
         self.counts = [0; COLORS + 1];
         let mut keys = [0usize; 2 * COLORS + 1];
+        self.bouncy = constraints.iter().any(|c| c.bouncy);
         for c in constraints {
             let a = (c.a != NONE).then_some(c.a as usize);
             let b = (c.b != NONE).then_some(c.b as usize);
@@ -1033,6 +1041,9 @@ fn run_pass_on<L: Width>(
     ctx: &StepContext,
     jobs: Jobs,
 ) {
+    if pass == Pass::Restitute && !coloring.bouncy {
+        return;
+    }
     let states = Column::new(states);
     let bundles = !matches!(pass, Pass::Restitute | Pass::CorrectPositions);
     // Safety of both closures: the overflow runs alone on this thread; within a colour

@@ -252,6 +252,34 @@ fn a_box_lands_on_the_ground_rests_and_sleeps() {
     assert!(world.is_awake(id).unwrap());
 }
 
+/// A ball dropped from 2 m (6.26 m/s at the ground) bounces with restitution 0.8 to
+/// about 0.64 of the height (1.25 m measured), and stays down with 0. Restitution is a pass of its own,
+/// skipped when no constraint has any: this checks both ways.
+#[test]
+fn restitution_bounces_a_ball_back_up_and_none_keeps_it_down() {
+    let pool = inline();
+    for (restitution, low, high) in [(0.8, 1.1, 1.4), (0.0, -0.02, 0.02)] {
+        let mut world = World::new(WorldDef::default());
+        ground(&mut world);
+        let id = body_at(&mut world, Vec3::new(0.0, 2.5, 0.0));
+        let def = ShapeDef { restitution, ..ShapeDef::default() };
+        world.add_shape(id, Shape::sphere(Vec3::ZERO, 0.5).unwrap(), def).unwrap();
+        // The height from the first step that ends moving up or at rest: the ground's
+        // push has turned the fall around.
+        let (mut landed, mut peak) = (false, f32::MIN);
+        for _ in 0..120 {
+            world.step(1.0 / 60.0, pool.jobs()).unwrap();
+            landed |= world.velocity(id).unwrap().0.y >= 0.0;
+            if landed {
+                peak = peak.max(world.transform(id).unwrap().translation.y);
+            }
+        }
+        assert!(landed, "restitution {restitution}: the ball never reached the ground");
+        // The centre rests at 0.5 m: the bounce height is `peak - 0.5`.
+        assert!((low..high).contains(&(peak - 0.5)), "restitution {restitution}: bounced to {peak}");
+    }
+}
+
 /// A box slides and turns slowly on the ground (0.1 mm and 0.011° per step, no
 /// friction): its corners move up to 0.27 mm per step. The narrowphase reuses the
 /// pair's manifold while no point of the box has moved 2 mm since the manifold was
