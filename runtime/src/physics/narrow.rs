@@ -108,13 +108,27 @@ struct GatheredSet {
 }
 
 impl Gathered {
-    /// Empties it, keeping room for twice the larger of its last use and `other`'s
-    /// (this job's buffer a step earlier), and once it has held triangles at all, for
-    /// a floor of 16 per item: a job's share of the triangles varies from step to step
-    /// (the items shift between jobs as pairs come and go), and growing by doubling
-    /// alone still allocated in settled scenes. Jobs that never gather keep nothing.
-    fn restart(&mut self, other: Option<&Gathered>) {
-        let (sets, chunks, triangles) = other.map_or((0, 0, 0), |g| (g.sets.len(), g.chunks.len(), g.triangles.len()));
+    /// The sets, chunks and triangles it holds.
+    fn lens(&self) -> (usize, usize, usize) {
+        (self.sets.len(), self.chunks.len(), self.triangles.len())
+    }
+
+    /// Empties it. A job with terrain items this step (`largest`: the most any job's
+    /// buffer held a step earlier) keeps room for twice the larger of its own last
+    /// use and `largest`, and, once it has held triangles at all, for a floor of 16
+    /// per item. The terrain items follow the pairs, so as pairs come and go they
+    /// shift between jobs, and any job may get the densest share: sizing a job by its
+    /// own last use (or the same job's a step earlier) still allocated in a scene whose
+    /// bodies kept rolling. Jobs without terrain items keep what they have.
+    fn restart(&mut self, largest: Option<(usize, usize, usize)>) {
+        let Some((sets, chunks, triangles)) = largest else {
+            self.sets.clear();
+            self.chunks.clear();
+            self.triangles.clear();
+            self.active.clear();
+            self.ids.clear();
+            return;
+        };
         let floor = if self.triangles.capacity() > 0 || triangles > 0 { 1 } else { 0 };
         let (sets, chunks, triangles) = (
             (2 * sets.max(self.sets.len())).max(floor * GRAIN),
@@ -313,14 +327,21 @@ pub(crate) fn run(
     if outs.len() < chunks {
         outs.resize_with(chunks, NarrowOut::default);
     }
+    let largest = input
+        .kept
+        .outs
+        .iter()
+        .map(|o| o.gathered.lens())
+        .fold((0, 0, 0), |m, l| (m.0.max(l.0), m.1.max(l.1), m.2.max(l.2)));
     jobs.for_each_mut(&mut outs[..chunks], |chunk, out, _| {
         out.constraints.clear();
         out.wake.clear();
         out.reused = 0;
         out.reused_terrain = 0;
         out.cursor = 0;
-        out.gathered.restart(input.kept.outs.get(chunk).map(|o| &o.gathered));
-        for i in chunk_range(&(0..items), GRAIN, chunk) {
+        let range = chunk_range(&(0..items), GRAIN, chunk);
+        out.gathered.restart((range.end > pairs.len()).then_some(largest));
+        for i in range {
             match pairs.get(i) {
                 Some(&key) => collide_pair(input, Pair::from_key(key), out),
                 None => {
