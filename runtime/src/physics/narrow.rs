@@ -121,25 +121,19 @@ impl Gathered {
     /// own last use (or the same job's a step earlier) still allocated in a scene whose
     /// bodies kept rolling. Jobs without terrain items keep what they have.
     fn restart(&mut self, largest: Option<(usize, usize, usize)>) {
-        let Some((sets, chunks, triangles)) = largest else {
-            self.sets.clear();
-            self.chunks.clear();
-            self.triangles.clear();
-            self.active.clear();
-            self.ids.clear();
-            return;
-        };
-        let floor = if self.triangles.capacity() > 0 || triangles > 0 { 1 } else { 0 };
-        let (sets, chunks, triangles) = (
-            (2 * sets.max(self.sets.len())).max(floor * GRAIN),
-            (2 * chunks.max(self.chunks.len())).max(floor * 4 * GRAIN),
-            (2 * triangles.max(self.triangles.len())).max(floor * 16 * GRAIN),
-        );
+        let own = self.lens();
         self.sets.clear();
         self.chunks.clear();
         self.triangles.clear();
         self.active.clear();
         self.ids.clear();
+        let Some((sets, chunks, triangles)) = largest else { return };
+        let floor = if self.triangles.capacity() > 0 || triangles > 0 { 1 } else { 0 };
+        let (sets, chunks, triangles) = (
+            (2 * sets.max(own.0)).max(floor * GRAIN),
+            (2 * chunks.max(own.1)).max(floor * 4 * GRAIN),
+            (2 * triangles.max(own.2)).max(floor * 16 * GRAIN),
+        );
         self.sets.reserve(sets);
         self.chunks.reserve(chunks);
         self.triangles.reserve(triangles);
