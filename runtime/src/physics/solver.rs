@@ -429,8 +429,7 @@ pub(crate) fn prepare(c: &mut Constraint, f: &Frame, mut on_point: impl FnMut(us
     let (ma, mb) = (c.inv_mass_a, c.inv_mass_b);
     let (ia, ib) = (c.inv_inertia_a, c.inv_inertia_b);
     if c.rolling_resistance > 0.0 {
-        let k = ia + ib;
-        c.rolling_mass = if k.determinant() > 0.0 { k.inverse() } else { Mat3::ZERO };
+        c.rolling_mass = rolling_mass(ia, ib);
     }
     if c.count > 0 {
         let n = c.points[0].normal;
@@ -463,6 +462,16 @@ pub(crate) fn prepare(c: &mut Constraint, f: &Frame, mut on_point: impl FnMut(us
         let dv = sb.v + sb.w.cross(rb) - sa.v - sa.w.cross(ra);
         p.relative_velocity = p.normal.dot(dv);
         on_point(i, p);
+    }
+}
+
+/// The effective mass of rolling resistance: `(Ia + Ib)^-1`, or zero when singular.
+pub(crate) fn rolling_mass(ia: Mat3, ib: Mat3) -> Mat3 {
+    let k = ia + ib;
+    if k.determinant() > 0.0 {
+        k.inverse()
+    } else {
+        Mat3::ZERO
     }
 }
 
@@ -836,27 +845,38 @@ impl Coloring {
         self.counts[COLORS]
     }
 
-    /// Prepares every constraint ([`prepare`], from the frame `frame` gives it) and
-    /// packs each colour's bundled ones, a bundle at a time, as it goes, while the
-    /// constraint is still in cache.
-    pub fn prepare(&mut self, constraints: &mut [Constraint], frame: impl Fn(&Constraint) -> Frame + Sync, jobs: Jobs) {
+    /// Prepares every constraint that stays scalar ([`prepare`], from the frame
+    /// `frame` gives it) and packs each colour's bundled ones, a bundle at a time,
+    /// while the constraint is still in cache; a packed bundle computes its masses
+    /// for all lanes at once ([`Width::finish`]). Bundled constraints are only read,
+    /// unless `write_back` (the passes that run on the constraints themselves read
+    /// them: position correction) or they have restitution (the restitution pass):
+    /// those are prepared as the scalar ones are.
+    pub fn prepare(
+        &mut self,
+        constraints: &mut [Constraint],
+        frame: impl Fn(&Constraint) -> Frame + Sync,
+        write_back: bool,
+        jobs: Jobs,
+    ) {
         #[cfg(target_arch = "x86_64")]
         if self.lanes == 8 {
             let mut bundles = std::mem::take(&mut self.bundles8);
-            self.prepare_into(&mut bundles, constraints, &frame, jobs);
+            self.prepare_into(&mut bundles, constraints, &frame, write_back, jobs);
             self.bundles8 = bundles;
             return;
         }
         let mut bundles = std::mem::take(&mut self.bundles4);
-        self.prepare_into(&mut bundles, constraints, &frame, jobs);
+        self.prepare_into(&mut bundles, constraints, &frame, write_back, jobs);
         self.bundles4 = bundles;
     }
 
-    fn prepare_into<L: Lanes>(
+    fn prepare_into<L: Width>(
         &mut self,
         Bundles { bundles, rolling }: &mut Bundles<L>,
         constraints: &mut [Constraint],
         frame: &(impl Fn(&Constraint) -> Frame + Sync),
+        write_back: bool,
         jobs: Jobs,
     ) {
         self.bundle_ranges.clear();
@@ -919,8 +939,9 @@ impl Coloring {
                     }
                     // SAFETY: as above.
                     let c = unsafe { constraints.get(index as usize) };
-                    b.prepare_lane(r, lane, index, c, &frame(c));
+                    b.prepare_lane(r, lane, index, c, &frame(c), write_back || c.restitution != 0.0);
                 }
+                L::finish(b);
             }
         });
     }

@@ -1230,7 +1230,9 @@ impl World {
             let center_b = if c.row_b == NONE { static_center(bodies, c.body_b, c) } else { center_b };
             Frame { center_a, center_b, state_a, state_b }
         };
-        self.coloring.prepare(&mut self.constraints, frame, jobs);
+        // Position correction reads the prepared constraints, not the bundles.
+        let write_back = matches!(self.solver, Solver::SequentialImpulses { .. });
+        self.coloring.prepare(&mut self.constraints, frame, write_back, jobs);
 
         let gravity = self.def.gravity;
         let mut pass = |pass: Pass, states: &mut Vec<BodyState>| {
