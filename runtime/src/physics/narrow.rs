@@ -36,7 +36,7 @@ use std::ops::Range;
 use glam::{IVec3, Vec3};
 
 use super::body::{flags, Bodies, BodyShape, SetKind};
-use super::solver::{Constraint, FoundAt, Header, NONE};
+use super::solver::{Constraint, ConstraintTable, FoundAt, Header, NONE};
 use crate::collide::{collide_all, collide_triangles, Manifold, TriangleSet};
 use crate::jobs::{chunk_count, chunk_range, Jobs};
 use crate::math::{Aabb, Isometry};
@@ -271,7 +271,7 @@ pub(crate) struct NarrowInput<'a> {
     /// Last step's constraints and their sorted `(key, sub, index)` lookup: for the
     /// warm start, for reusing a still pair's manifolds, and for terrain point
     /// reduction, which keeps last step's points where it can.
-    pub previous: &'a [Constraint],
+    pub previous: &'a ConstraintTable,
     pub cache: &'a [(u64, u64, u32)],
     /// Last step's gathered terrain triangles.
     pub kept: Kept<'a>,
@@ -411,7 +411,7 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
                 push_local(&mut c, p.point, m.normal, p.separation, p.id, local);
             }
             if let Some(e) = old.iter().find(|e| e.1 == sub) {
-                c.warm_from(&input.previous[e.2 as usize]);
+                c.warm_from(input.previous.get(e.2 as usize));
             }
             out.constraints.push(c);
         });
@@ -500,7 +500,7 @@ fn reuse_manifolds(
 ) -> bool {
     let (xa, xb, frame) = xf;
     let close = |e: &(u64, u64, u32)| {
-        let found = &input.previous[e.2 as usize].found;
+        let found = &input.previous.get(e.2 as usize).found;
         // The turn since (in A's frame), and the motion of the sphere's centre.
         let turn = frame.rotation * found.frame.rotation.conjugate();
         let arm = found.center - found.frame.translation;
@@ -516,7 +516,7 @@ fn reuse_manifolds(
         // positions, normals and separations, and the impulses `warm_from` would
         // take. Its other solver fields are stale until `solver::prepare` rewrites
         // them, before anything reads them.
-        let old = &input.previous[e.2 as usize];
+        let old = input.previous.get(e.2 as usize);
         out.push(*old);
         let c = out.last_mut().expect("just pushed");
         c.set_header(manifold(old.sub));
@@ -665,7 +665,7 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
             let group = out.candidates[start].group;
             let end = start + out.candidates[start..].iter().take_while(|c| c.group == group).count();
             let mut c = Constraint::with_header(manifold(((index as u64) << 8) | group as u64));
-            let old = last.iter().find(|e| e.1 == c.sub).map(|e| &input.previous[e.2 as usize]);
+            let old = last.iter().find(|e| e.1 == c.sub).map(|e| input.previous.get(e.2 as usize));
             reduce(&mut out.candidates[start..end], old, &mut c);
             // Surface points in the shape's frame and in the world's, as a pair's
             // (see `collide_pair`), for later steps to reuse.

@@ -48,6 +48,7 @@
 //! twist axes (same bits), then 12.5 -> 11.5 ms with the summed impulses.
 
 use std::ops::Range;
+use std::ptr::NonNull;
 
 use glam::{Mat3, Quat, Vec3, Vec4};
 
@@ -375,6 +376,91 @@ impl<T> Column<T> {
         assert!(i < self.1, "row out of bounds");
         // SAFETY: in bounds (checked), exclusive per the caller's contract.
         unsafe { &mut *self.0.add(i) }
+    }
+}
+
+/// Constraints by index, wherever they are stored: a table of their addresses. A
+/// step's constraints stay in the narrowphase jobs' buffers (and the woken ones in
+/// theirs) and are joined by this table instead of being copied into one array: the
+/// copy of 11 MB a step was 7% of the pyramid's step.
+///
+/// Whoever adds an address ([`ConstraintTable::push`]) promises that the constraint
+/// stays where it is, and is touched through nothing else, while the table holds it:
+/// the world keeps its buffers unchanged for a step after they were filled (see
+/// `World::prepare_stage`).
+#[derive(Debug, Default)]
+pub(crate) struct ConstraintTable {
+    at: Vec<NonNull<Constraint>>,
+}
+
+// SAFETY: the table is an index of constraints it borrows exclusively (see `push`);
+// shared access only reads them, and `get_unchecked` leaves exclusivity to its caller,
+// as `Column` does.
+unsafe impl Send for ConstraintTable {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for ConstraintTable {}
+
+impl ConstraintTable {
+    /// A table of every constraint of `v`, in order.
+    ///
+    /// # Safety
+    /// As [`ConstraintTable::push`], for each element of `v`.
+    #[cfg(test)]
+    pub unsafe fn of(v: &mut [Constraint]) -> ConstraintTable {
+        ConstraintTable { at: v.iter_mut().map(NonNull::from).collect() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    pub fn clear(&mut self) {
+        self.at.clear();
+    }
+
+    /// Appends `c`.
+    ///
+    /// # Safety
+    /// `c` stays valid, in place, and touched through nothing but this table until it
+    /// is cleared or the entry is dropped.
+    pub unsafe fn push(&mut self, c: NonNull<Constraint>) {
+        self.at.push(c);
+    }
+
+    pub fn get(&self, i: usize) -> &Constraint {
+        // SAFETY: valid and not written through anything else (see `push`); `&self`
+        // excludes `get_mut`, and `get_unchecked`'s callers keep off what others read.
+        unsafe { self.at[i].as_ref() }
+    }
+
+    pub fn get_mut(&mut self, i: usize) -> &mut Constraint {
+        // SAFETY: as `get`, and `&mut self` is exclusive.
+        unsafe { self.at[i].as_mut() }
+    }
+
+    /// Element `i`'s address (for a prefetch: no access, so no contract).
+    pub fn ptr(&self, i: usize) -> *const Constraint {
+        self.at[i].as_ptr()
+    }
+
+    /// Element `i`, from any of several jobs, as [`Column::get`].
+    ///
+    /// # Safety
+    /// No other thread reads or writes element `i` meanwhile.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn get_unchecked(&self, i: usize) -> &mut Constraint {
+        // SAFETY: valid (see `push`); exclusive per the caller's contract.
+        unsafe { &mut *self.at[i].as_ptr() }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Constraint> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// Keeps the entries for which `keep` is true, in order.
+    pub fn retain(&mut self, mut keep: impl FnMut(&Constraint) -> bool) {
+        // SAFETY: as `get`.
+        self.at.retain(|c| keep(unsafe { c.as_ref() }));
     }
 }
 
@@ -854,7 +940,7 @@ impl Coloring {
     /// those are prepared as the scalar ones are.
     pub fn prepare(
         &mut self,
-        constraints: &mut [Constraint],
+        constraints: &mut ConstraintTable,
         frame: impl Fn(&Constraint) -> Frame + Sync,
         write_back: bool,
         jobs: Jobs,
@@ -874,7 +960,7 @@ impl Coloring {
     fn prepare_into<L: Width>(
         &mut self,
         Bundles { bundles, rolling }: &mut Bundles<L>,
-        constraints: &mut [Constraint],
+        constraints: &mut ConstraintTable,
         frame: &(impl Fn(&Constraint) -> Frame + Sync),
         write_back: bool,
         jobs: Jobs,
@@ -902,7 +988,7 @@ impl Coloring {
         let (bundle_ranges, scalar) = (&self.bundle_ranges, &self.scalar);
         let bundles = Column::new(bundles);
         let rolling = Column::new(rolling);
-        let constraints = Column::new(constraints);
+        let constraints = &*constraints;
         jobs.parallel_for(0..total + scalar.len(), PREPARE_GRAIN, |chunk, _| {
             for i in chunk.clone() {
                 // SAFETY (constraints and bundles): every constraint index appears once
@@ -910,7 +996,7 @@ impl Coloring {
                 // `parallel_for` hands each item to exactly one job.
                 if i >= total {
                     // SAFETY: as above.
-                    let c = unsafe { constraints.get(scalar[i - total] as usize) };
+                    let c = unsafe { constraints.get_unchecked(scalar[i - total] as usize) };
                     prepare(c, &frame(c), |_, _| {});
                     continue;
                 }
@@ -938,7 +1024,7 @@ impl Coloring {
                         prefetch(constraints.ptr(next as usize));
                     }
                     // SAFETY: as above.
-                    let c = unsafe { constraints.get(index as usize) };
+                    let c = unsafe { constraints.get_unchecked(index as usize) };
                     b.prepare_lane(r, lane, index, c, &frame(c), write_back || c.restitution != 0.0);
                 }
                 L::finish(b);
@@ -947,7 +1033,7 @@ impl Coloring {
     }
 
     /// Copies the bundles' impulses back into their constraints.
-    pub fn unpack(&self, constraints: &mut [Constraint], jobs: Jobs) {
+    pub fn unpack(&self, constraints: &mut ConstraintTable, jobs: Jobs) {
         #[cfg(target_arch = "x86_64")]
         if self.lanes == 8 {
             return unpack(&self.bundles8, constraints, jobs);
@@ -956,15 +1042,15 @@ impl Coloring {
     }
 }
 
-fn unpack<L: Lanes>(Bundles { bundles, rolling }: &Bundles<L>, constraints: &mut [Constraint], jobs: Jobs) {
-    let column = Column::new(constraints);
+fn unpack<L: Lanes>(Bundles { bundles, rolling }: &Bundles<L>, constraints: &mut ConstraintTable, jobs: Jobs) {
+    let column = &*constraints;
     jobs.parallel_for(0..bundles.len(), 64, |chunk, _| {
         let (bundles, rolling) = (&bundles[chunk.clone()], &rolling[chunk]);
         for (i, (b, r)) in bundles.iter().zip(rolling).enumerate() {
             let next = bundles.get(i + 1).map_or(&[][..], |n| n.indices());
             // SAFETY: every constraint is in at most one bundle, and each bundle goes
             // to exactly one job.
-            unsafe { b.unpack(r, &column, next) };
+            unsafe { b.unpack(r, column, next) };
         }
     });
 }
@@ -974,7 +1060,7 @@ fn unpack<L: Lanes>(Bundles { bundles, rolling }: &Bundles<L>, constraints: &mut
 fn for_each_colored<L, F, G>(
     coloring: &Coloring,
     all_bundles: &mut Bundles<L>,
-    constraints: &mut [Constraint],
+    constraints: &mut ConstraintTable,
     bundles: bool,
     jobs: Jobs,
     scalar: F,
@@ -986,9 +1072,9 @@ fn for_each_colored<L, F, G>(
 {
     let order = &coloring.order;
     for &i in &order[coloring.ranges[COLORS].clone()] {
-        scalar(&mut constraints[i as usize]);
+        scalar(constraints.get_mut(i as usize));
     }
-    let column = Column::new(constraints);
+    let column = &*constraints;
     let bundle_column = Column::new(&mut all_bundles.bundles);
     let rolling_column = Column::new(&mut all_bundles.rolling);
     for k in 0..COLORS {
@@ -1010,7 +1096,7 @@ fn for_each_colored<L, F, G>(
                     if i < packed.len() {
                         wide(bundle_column.get(packed.start + i), rolling_column.get(packed.start + i));
                     } else {
-                        scalar(column.get(order[first_scalar + i - packed.len()] as usize));
+                        scalar(column.get_unchecked(order[first_scalar + i - packed.len()] as usize));
                     }
                 }
             }
@@ -1036,7 +1122,7 @@ pub(crate) enum Pass {
 pub(crate) fn run_pass(
     pass: Pass,
     coloring: &mut Coloring,
-    constraints: &mut [Constraint],
+    constraints: &mut ConstraintTable,
     states: &mut [BodyState],
     ctx: &StepContext,
     jobs: Jobs,
@@ -1057,7 +1143,7 @@ fn run_pass_on<L: Width>(
     pass: Pass,
     coloring: &Coloring,
     all_bundles: &mut Bundles<L>,
-    constraints: &mut [Constraint],
+    constraints: &mut ConstraintTable,
     states: &mut [BodyState],
     ctx: &StepContext,
     jobs: Jobs,

@@ -48,7 +48,7 @@ use glam::{Mat3, Vec3, Vec4};
 #[cfg(target_arch = "x86_64")]
 use super::lanes::F8;
 use super::lanes::{Lanes, MAX_LANES};
-use super::solver::{self, BodyState, Column, Constraint, Frame, StepContext, NONE, TWIST_RADIUS};
+use super::solver::{self, BodyState, Column, Constraint, ConstraintTable, Frame, StepContext, NONE, TWIST_RADIUS};
 
 /// Four or eight `Vec3`s, one per lane, as three lane values (x, y and z).
 #[derive(Clone, Copy, Debug)]
@@ -399,13 +399,13 @@ impl<L: Lanes> Bundle<L> {
     ///
     /// # Safety
     /// No other thread touches this bundle's constraints meanwhile.
-    pub unsafe fn unpack(&self, rolling: &Rolling<L>, constraints: &Column<Constraint>, next: &[u32]) {
+    pub unsafe fn unpack(&self, rolling: &Rolling<L>, constraints: &ConstraintTable, next: &[u32]) {
         for (lane, &index) in self.indices().iter().enumerate() {
             if let Some(&next) = next.get(lane) {
                 crate::math::prefetch(constraints.ptr(next as usize));
             }
             // SAFETY: forwarded from the caller.
-            let c = unsafe { constraints.get(index as usize) };
+            let c = unsafe { constraints.get_unchecked(index as usize) };
             c.twist_impulse = self.twist_impulse.get(lane);
             if self.rolling_lanes >> lane & 1 == 1 {
                 c.rolling_impulse = rolling.impulse.lane(lane);
@@ -979,7 +979,7 @@ mod tests {
                 }
             }
             // SAFETY: one thread.
-            unsafe { bundle.unpack(&rolling, &Column::new(&mut unpacked), &[]) };
+            unsafe { bundle.unpack(&rolling, &ConstraintTable::of(&mut unpacked), &[]) };
             for (c, u) in constraints.iter().zip(&unpacked).filter(|_| !overflow) {
                 assert!(c.twist_impulse == u.twist_impulse, "round {round}: twist");
                 assert!(c.rolling_impulse == u.rolling_impulse, "round {round}: rolling");

@@ -31,6 +31,7 @@
 //! 754 defines exactly); Rust never contracts `a * b + c` into a fused multiply-add
 //! on its own, so the step does not depend on the compiler's contraction choices.
 
+use std::ptr::NonNull;
 use std::time::Instant;
 
 use glam::{IVec3, Mat3, Quat, Vec3};
@@ -39,7 +40,7 @@ use super::body::{flags, Bodies, BodyDef, BodyError, BodyId, MotionType, SetKind
 use super::island::Islands;
 use super::narrow::{self, shape_ref, Kept, NarrowInput, NarrowOut, TerrainItem, TERRAIN};
 use super::solver::{
-    self, BodyState, Colorable, Coloring, Column, Constraint, Frame, Pass, Softness, StepContext, NONE,
+    self, BodyState, Colorable, Coloring, Column, Constraint, ConstraintTable, Frame, Pass, Softness, StepContext, NONE,
 };
 use crate::collide::{shape_time_of_impact, Sweep, ToiState};
 use crate::frame::{FrameGraph, GraphError, PassId, Res};
@@ -222,9 +223,11 @@ pub struct World {
     terrain_contacts: TerrainContacts,
     islands: Islands,
     /// This step's constraints (in narrowphase order, woken ones last), and last
-    /// step's with a sorted `(key, sub, index)` lookup for warm starting.
-    constraints: Vec<Constraint>,
-    previous: Vec<Constraint>,
+    /// step's with a sorted `(key, sub, index)` lookup for warm starting: tables of
+    /// the constraints where the narrowphase made them, in `Scratch::outs` and
+    /// `Scratch::woken` (see `prepare_stage`).
+    constraints: ConstraintTable,
+    previous: ConstraintTable,
     cache: Vec<(u64, u64, u32)>,
     /// What colouring needs of each of this step's constraints (from the prepare).
     colorables: Vec<Colorable>,
@@ -294,9 +297,12 @@ struct Scratch {
     terrain_query: Vec<(u32, Aabb)>,
     chunks: Vec<IVec3>,
     items: Vec<TerrainItem>,
+    /// This step's narrowphase outputs. Their constraints stay there, in place, for
+    /// two steps: this step's table (`World::constraints`) and then the next step's
+    /// `World::previous` point into them.
     outs: Vec<NarrowOut>,
-    /// Last step's `outs` (read for their gathered terrain triangles) and the index
-    /// of those (see `narrow::Kept`).
+    /// Last step's `outs` (their constraints are `World::previous`; their gathered
+    /// terrain triangles are read again) and the index of those (see `narrow::Kept`).
     kept_outs: Vec<NarrowOut>,
     kept_index: Vec<(u32, u32, u32)>,
     /// Where each narrowphase chunk's constraints start in `World::constraints`, and
@@ -305,12 +311,14 @@ struct Scratch {
     joined: usize,
     wake: Vec<u32>,
     groups: Vec<u32>,
+    /// Constraints of groups woken by this step's narrowphase, and last step's: kept
+    /// in place for two steps, as `outs` and `kept_outs` are.
     woken: Vec<Constraint>,
+    kept_woken: Vec<Constraint>,
     touching: Vec<u64>,
     fast: Vec<u32>,
     hits: Vec<Option<(Vec3, Quat)>>,
     sleepers: Vec<(u32, BodyId)>,
-    keep: Vec<Constraint>,
 }
 
 impl Default for World {
@@ -344,9 +352,9 @@ impl World {
             terrain: None,
             terrain_contacts: TerrainContacts::new(),
             islands: Islands::default(),
-            constraints: Vec::new(),
+            constraints: ConstraintTable::default(),
             colorables: Vec::new(),
-            previous: Vec::new(),
+            previous: ConstraintTable::default(),
             cache: Vec::new(),
             coloring: Coloring::default(),
             solver: Solver::SoftStep,
@@ -468,7 +476,7 @@ impl World {
     /// Calls `visit` for every contact point the last step solved, in constraint order
     /// (sleeping islands' contacts are not included).
     pub fn for_each_contact(&self, mut visit: impl FnMut(&ContactPointInfo)) {
-        for c in &self.previous {
+        for c in self.previous.iter() {
             let body_a = self.bodies.id_of_slot(c.body_a);
             let body_b = (c.body_b != NONE).then(|| self.bodies.id_of_slot(c.body_b));
             for p in c.points() {
@@ -850,7 +858,6 @@ impl World {
             StepStage::Broadphase => {
                 self.events.clear();
                 self.events.append(&mut self.pending_events);
-                self.scratch.woken.clear();
                 let _ = self.terrain_stage(jobs);
                 self.broadphase_stage(dt, jobs);
             }
@@ -1001,8 +1008,12 @@ impl World {
     /// Manifolds for every pair with an awake body and every awake shape on terrain;
     /// wakes the sleeping groups they touch.
     fn narrowphase_stage(&mut self, dt: f32, jobs: Jobs) {
+        // Last step's table already moved to `previous` (see `remember_constraints`).
+        self.constraints.clear();
         let s = &mut self.scratch;
         std::mem::swap(&mut s.outs, &mut s.kept_outs);
+        std::mem::swap(&mut s.woken, &mut s.kept_woken);
+        s.woken.clear();
         // Both lists as long as the longer, so neither grows later than the other.
         let n = s.outs.len().max(s.kept_outs.len());
         s.outs.resize_with(n, NarrowOut::default);
@@ -1057,7 +1068,6 @@ impl World {
             s.wake.extend_from_slice(&out.wake);
         }
         s.joined = chunks;
-        self.constraints.clear();
         // Wake touched groups; their stored constraints join this step, last.
         let mut wake = std::mem::take(&mut self.scratch.wake);
         let mut groups = std::mem::take(&mut self.scratch.groups);
@@ -1071,26 +1081,23 @@ impl World {
         self.counters.contact_points = points + woken.iter().map(|c| c.count).sum::<u32>();
     }
 
-    /// This step's constraints: the narrowphase chunks' and the woken ones, copied
-    /// into `World::constraints` in parallel, each given its awake rows and masses
-    /// (the narrowphase gave them last step's impulses already). Copying and
-    /// preparing in one pass saves a pass over the 800-byte constraints (the copy
-    /// alone was 6% of the pyramid's step).
+    /// This step's constraints: the narrowphase chunks' and the woken ones, each
+    /// given its awake rows and masses in place (the narrowphase gave them last step's
+    /// impulses already), joined by a table of their addresses in chunk order.
+    /// Copying them into one array instead was 7% of the pyramid's step (11 MB of
+    /// constraints).
     fn prepare_stage(&mut self, jobs: Jobs) {
         let bodies = &self.bodies;
-        let s = &self.scratch;
-        let (outs, offsets, woken) = (&s.outs[..s.joined], &s.offsets, &s.woken);
-        let total = outs.last().map_or(0, |o| offsets[s.joined - 1] + o.constraints.len());
-        self.constraints.clear();
-        self.constraints.reserve(total + woken.len());
-        let spare = Column::new(&mut self.constraints.spare_capacity_mut()[..total + woken.len()]);
+        let s = &mut self.scratch;
+        let (joined, offsets) = (s.joined, &s.offsets);
+        let total = s.outs[..joined].last().map_or(0, |o| offsets[joined - 1] + o.constraints.len());
+        let count = total + s.woken.len();
         self.colorables.clear();
-        self.colorables.resize(total + woken.len(), Colorable::NONE);
+        self.colorables.resize(count, Colorable::NONE);
         let colorables = Column::new(&mut self.colorables);
-        // SAFETY (`colorables`): row `i` is written only by the job that writes
+        // SAFETY (`colorables`): row `i` is written only by the job that prepares
         // constraint `i`.
-        let prepare = |i: usize, slot: &mut std::mem::MaybeUninit<Constraint>, from: &Constraint| {
-            let c = slot.write(*from);
+        let prepare = |i: usize, c: &mut Constraint| {
             let awake_row = |slot: u32| match (slot != NONE).then(|| bodies.place_of_slot(slot)).flatten() {
                 Some((SetKind::Awake, row)) => row as u32,
                 _ => NONE,
@@ -1106,31 +1113,36 @@ impl World {
                 NONE => (0.0, Mat3::ZERO),
                 r => (a.inv_mass[r as usize], a.world_inv_inertia[r as usize]),
             };
-            // SAFETY: see `colorables` above.
+            // SAFETY: see above.
             *unsafe { colorables.get(i) } = Colorable::of(c);
         };
-        jobs.parallel_for(0..outs.len(), 1, |range, _| {
+        let outs = Column::new(&mut s.outs[..joined]);
+        jobs.parallel_for(0..joined, 1, |range, _| {
             for k in range {
-                let from = &outs[k].constraints;
-                // SAFETY: chunk k alone writes `offsets[k]..offsets[k] + from.len()`, and
-                // `parallel_for` hands each chunk to exactly one job.
-                let to = unsafe { spare.rows(offsets[k]..offsets[k] + from.len()) };
-                for (j, (slot, c)) in to.iter_mut().zip(from).enumerate() {
-                    prepare(offsets[k] + j, slot, c);
+                // SAFETY: `parallel_for` hands each chunk to exactly one job.
+                let out = unsafe { outs.get(k) };
+                for (j, c) in out.constraints.iter_mut().enumerate() {
+                    prepare(offsets[k] + j, c);
                 }
             }
         });
         // Woken constraints keep the impulses they slept with.
+        let woken = Column::new(&mut s.woken);
         jobs.parallel_for(0..woken.len(), 256, |range, _| {
-            // SAFETY: `parallel_for` hands each range to exactly one job, and these
-            // rows follow the narrowphase's `0..total`.
-            let to = unsafe { spare.rows(total + range.start..total + range.end) };
-            for (j, (slot, c)) in to.iter_mut().zip(&woken[range.clone()]).enumerate() {
-                prepare(total + range.start + j, slot, c);
+            // SAFETY: `parallel_for` hands each range to exactly one job.
+            let rows = unsafe { woken.rows(range.clone()) };
+            for (j, c) in rows.iter_mut().enumerate() {
+                prepare(total + range.start + j, c);
             }
         });
-        // SAFETY: the two passes above initialised every element of `0..total + woken`.
-        unsafe { self.constraints.set_len(total + woken.len()) };
+        self.constraints.clear();
+        let chunks = s.outs[..joined].iter_mut().flat_map(|o| o.constraints.iter_mut());
+        for c in chunks.chain(s.woken.iter_mut()) {
+            // SAFETY: `outs[..joined]` and `woken` stay in place and untouched until two
+            // narrowphase stages from now (see `Scratch::outs`); the table moves to
+            // `previous` after this step and is cleared before then.
+            unsafe { self.constraints.push(NonNull::from(c)) };
+        }
     }
 
     /// Begin and end events: this step's touching keys against the last step's, where
@@ -1403,7 +1415,7 @@ impl World {
                 && a.flags[row as usize] & flags::KINEMATIC != 0
                 && (a.linear_velocity[row as usize] != Vec3::ZERO || a.angular_velocity[row as usize] != Vec3::ZERO)
         };
-        for c in &self.constraints {
+        for c in self.constraints.iter() {
             if c.count == 0 {
                 continue;
             }
@@ -1417,7 +1429,7 @@ impl World {
                 self.islands.may_sleep[root] = false;
             }
         }
-        for c in &self.constraints {
+        for c in self.constraints.iter() {
             if c.count == 0 {
                 continue;
             }
@@ -1447,25 +1459,21 @@ impl World {
         }
         // Constraints of sleeping islands move into their groups (not those with a
         // kinematic body: that pair is recomputed while the kinematic body is awake).
-        let mut keep = std::mem::take(&mut self.scratch.keep);
-        keep.clear();
-        for c in &self.constraints {
+        let islands = &mut self.islands;
+        self.constraints.retain(|c| {
             let row = if dynamic(c.row_a) { c.row_a } else { c.row_b };
             let group = if dynamic(row) {
-                let root = self.islands.find(row) as usize;
-                self.islands.root_group[root]
+                let root = islands.find(row) as usize;
+                islands.root_group[root]
             } else {
                 NONE
             };
             let kinematic = |r: u32| r != NONE && a.flags[r as usize] & flags::KINEMATIC != 0;
-            if group == NONE {
-                keep.push(*c);
-            } else if !kinematic(c.row_a) && !kinematic(c.row_b) {
-                self.islands.add_constraint(group, *c);
+            if group != NONE && !kinematic(c.row_a) && !kinematic(c.row_b) {
+                islands.add_constraint(group, *c);
             }
-        }
-        std::mem::swap(&mut self.constraints, &mut keep);
-        self.scratch.keep = keep;
+            group == NONE
+        });
         for &(g, id) in &sleepers {
             self.islands.add_body(g, id);
             self.bodies.move_to(id, SetKind::Resting).expect("live body");
@@ -1482,6 +1490,8 @@ impl World {
     /// Keeps this step's constraints for the next step's warm start.
     fn remember_constraints(&mut self) {
         std::mem::swap(&mut self.previous, &mut self.constraints);
+        // It held the step before's, whose buffers the next narrowphase rewrites.
+        self.constraints.clear();
         self.cache.clear();
         self.cache.extend(self.previous.iter().enumerate().map(|(i, c)| (c.key, c.sub, i as u32)));
         self.cache.sort_unstable();
