@@ -499,7 +499,8 @@ pub(super) unsafe fn write(states: &Column<BodyState>, row: u32, dynamic: bool, 
 
 /// What [`prepare`] needs besides the constraint: the points' reference centres
 /// (a body's centre of mass; any fixed point of a static side) and the bodies'
-/// states at the step's start.
+/// states at the step's start (for the restitution reference; the bundles'
+/// prepare, which does not compute it, gets `STILL` ones: see [`Coloring::prepare`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Frame {
     pub center_a: Vec3,
@@ -508,10 +509,9 @@ pub(crate) struct Frame {
     pub state_b: BodyState,
 }
 
-/// Anchors, effective masses and the restitution reference of every point. The
-/// prepared points go to `on_point` one by one (the bundles pack them as they come),
-/// so the bundles need not compute them again.
-pub(crate) fn prepare(c: &mut Constraint, f: &Frame, mut on_point: impl FnMut(usize, &ContactPoint)) {
+/// Anchors, effective masses and the restitution reference of every point (the
+/// bundles compute the same from the anchors: see `wide::finish`).
+pub(crate) fn prepare(c: &mut Constraint, f: &Frame) {
     let (ma, mb) = (c.inv_mass_a, c.inv_mass_b);
     let (ia, ib) = (c.inv_inertia_a, c.inv_inertia_b);
     if c.rolling_resistance > 0.0 {
@@ -524,7 +524,7 @@ pub(crate) fn prepare(c: &mut Constraint, f: &Frame, mut on_point: impl FnMut(us
         c.twist_mass = if k > 0.0 { 1.0 / k } else { 0.0 };
     }
     let (sa, sb) = (&f.state_a, &f.state_b);
-    for (i, p) in c.points[..c.count as usize].iter_mut().enumerate() {
+    for p in &mut c.points[..c.count as usize] {
         let (ra, rb) = (p.point - f.center_a, p.point - f.center_b);
         p.anchor_a = ra;
         p.anchor_b = rb;
@@ -547,7 +547,6 @@ pub(crate) fn prepare(c: &mut Constraint, f: &Frame, mut on_point: impl FnMut(us
         p.max_normal_impulse = 0.0;
         let dv = sb.v + sb.w.cross(rb) - sa.v - sa.w.cross(ra);
         p.relative_velocity = p.normal.dot(dv);
-        on_point(i, p);
     }
 }
 
@@ -932,7 +931,7 @@ impl Coloring {
     }
 
     /// Prepares every constraint that stays scalar ([`prepare`], from the frame
-    /// `frame` gives it) and packs each colour's bundled ones, a bundle at a time,
+    /// `frame(c, true)` gives it: `false` asks for the centres alone) and packs each colour's bundled ones, a bundle at a time,
     /// while the constraint is still in cache; a packed bundle computes its masses
     /// for all lanes at once ([`Width::finish`]). Bundled constraints are only read,
     /// unless `write_back` (the passes that run on the constraints themselves read
@@ -941,7 +940,7 @@ impl Coloring {
     pub fn prepare(
         &mut self,
         constraints: &mut ConstraintTable,
-        frame: impl Fn(&Constraint) -> Frame + Sync,
+        frame: impl Fn(&Constraint, bool) -> Frame + Sync,
         write_back: bool,
         jobs: Jobs,
     ) {
@@ -961,7 +960,7 @@ impl Coloring {
         &mut self,
         Bundles { bundles, rolling }: &mut Bundles<L>,
         constraints: &mut ConstraintTable,
-        frame: &(impl Fn(&Constraint) -> Frame + Sync),
+        frame: &(impl Fn(&Constraint, bool) -> Frame + Sync),
         write_back: bool,
         jobs: Jobs,
     ) {
@@ -997,7 +996,7 @@ impl Coloring {
                 if i >= total {
                     // SAFETY: as above.
                     let c = unsafe { constraints.get_unchecked(scalar[i - total] as usize) };
-                    prepare(c, &frame(c), |_, _| {});
+                    prepare(c, &frame(c, true));
                     continue;
                 }
                 let k = bundle_ranges.partition_point(|r| r.end <= i);
@@ -1025,7 +1024,8 @@ impl Coloring {
                     }
                     // SAFETY: as above.
                     let c = unsafe { constraints.get_unchecked(index as usize) };
-                    b.prepare_lane(r, lane, index, c, &frame(c), write_back || c.restitution != 0.0);
+                    let write_back = write_back || c.restitution != 0.0;
+                    b.prepare_lane(r, lane, index, c, &frame(c, write_back), write_back);
                 }
                 L::finish(b);
             }
@@ -1205,7 +1205,7 @@ mod tests {
             state_a: states[0],
             state_b: states[1],
         };
-        prepare(&mut c, &frame, |_, _| {});
+        prepare(&mut c, &frame);
         let separation = |states: &[BodyState; 2]| {
             let p = c.points[0];
             let (ta, tb) = (p.anchor_a, p.anchor_b);

@@ -324,7 +324,7 @@ impl<L: Lanes> Bundle<L> {
         assert!(lane < L::N, "a bundle holds {} constraints", L::N);
         debug_assert!(self.index[lane] == NONE, "lane {lane} is taken");
         if write_back {
-            solver::prepare(c, frame, |_, _| {});
+            solver::prepare(c, frame);
         }
         // Past a lane's count its points stay zero. A point's normal mass holds 1
         // until `finish` (which computes masses only where it finds one) and its
@@ -933,7 +933,7 @@ mod tests {
             let mut constraints = Vec::new();
             for (lane, (mut c, frame)) in made.into_iter().enumerate() {
                 let (mut scalar, before) = (c, c);
-                prepare(&mut scalar, &frame, |_, _| {});
+                prepare(&mut scalar, &frame);
                 bundle.prepare_lane(&mut rolling, lane, lane as u32, &mut c, &frame, write_back);
                 let expected = if write_back { scalar } else { before };
                 assert!(c == expected, "round {round}, lane {lane}: {c:?} != {expected:?}");

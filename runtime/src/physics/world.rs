@@ -1231,10 +1231,12 @@ impl World {
 
         // Prepare (and pack into bundles).
         let (states, centers, bodies) = (&self.states, &a.position, &self.bodies);
-        let frame = |c: &Constraint| {
+        // The states only when asked: the bundles' prepare reads only the centres.
+        let frame = |c: &Constraint, motion: bool| {
             let at = |row: u32| match row {
                 NONE => (Vec3::ZERO, BodyState::STILL),
-                r => (centers[r as usize], states[r as usize]),
+                r if motion => (centers[r as usize], states[r as usize]),
+                r => (centers[r as usize], BodyState::STILL),
             };
             let ((center_a, state_a), (center_b, state_b)) = (at(c.row_a), at(c.row_b));
             // Terrain and static bodies: anchors from a fixed point of their own.
