@@ -507,11 +507,20 @@ pub(crate) struct Frame {
     pub center_b: Vec3,
     pub state_a: BodyState,
     pub state_b: BodyState,
+    /// The bodies' inverse masses and world inverse inertias (zero for a side that
+    /// does not move in this solve). The prepare copies them into the constraint;
+    /// the bundles' prepare reads them from here.
+    pub inv_mass_a: f32,
+    pub inv_mass_b: f32,
+    pub inv_inertia_a: Mat3,
+    pub inv_inertia_b: Mat3,
 }
 
 /// Anchors, effective masses and the restitution reference of every point (the
 /// bundles compute the same from the anchors: see `wide::finish`).
 pub(crate) fn prepare(c: &mut Constraint, f: &Frame) {
+    (c.inv_mass_a, c.inv_mass_b) = (f.inv_mass_a, f.inv_mass_b);
+    (c.inv_inertia_a, c.inv_inertia_b) = (f.inv_inertia_a, f.inv_inertia_b);
     let (ma, mb) = (c.inv_mass_a, c.inv_mass_b);
     let (ia, ib) = (c.inv_inertia_a, c.inv_inertia_b);
     if c.rolling_resistance > 0.0 {
@@ -792,11 +801,12 @@ pub(crate) struct Colorable {
 impl Colorable {
     pub const NONE: Colorable = Colorable { a: NONE, b: NONE, bundles: false, bouncy: false };
 
-    /// From a constraint with its rows and masses set.
-    pub fn of(c: &Constraint) -> Colorable {
+    /// From a constraint with its rows set, whose bodies have the inverse masses
+    /// `ma` and `mb`.
+    pub fn of(c: &Constraint, (ma, mb): (f32, f32)) -> Colorable {
         Colorable {
-            a: if c.inv_mass_a > 0.0 { c.row_a } else { NONE },
-            b: if c.inv_mass_b > 0.0 { c.row_b } else { NONE },
+            a: if ma > 0.0 { c.row_a } else { NONE },
+            b: if mb > 0.0 { c.row_b } else { NONE },
             bundles: wide::accepts(c),
             bouncy: c.count > 0 && c.restitution != 0.0,
         }
@@ -1194,8 +1204,6 @@ mod tests {
     fn position_correction_removes_penetration_down_to_the_slop() {
         let mut c = Constraint::new(0, 0, 0, 1, 0.5, 0.0);
         (c.row_a, c.row_b) = (0, 1);
-        (c.inv_mass_a, c.inv_mass_b) = (1.0, 1.0);
-        (c.inv_inertia_a, c.inv_inertia_b) = (Mat3::IDENTITY, Mat3::IDENTITY);
         c.push(Vec3::new(0.2, 0.0, 0.0), Vec3::Y, -0.05, 7);
         let v = Vec3::new(0.0, -1.0, 0.5);
         let mut states = [BodyState { v, ..BodyState::STILL }, BodyState { w: v, ..BodyState::STILL }];
@@ -1204,6 +1212,10 @@ mod tests {
             center_b: Vec3::new(0.0, 0.5, 0.0),
             state_a: states[0],
             state_b: states[1],
+            inv_mass_a: 1.0,
+            inv_mass_b: 1.0,
+            inv_inertia_a: Mat3::IDENTITY,
+            inv_inertia_b: Mat3::IDENTITY,
         };
         prepare(&mut c, &frame);
         let separation = |states: &[BodyState; 2]| {

@@ -342,10 +342,10 @@ impl<L: Lanes> Bundle<L> {
         }
         self.index[lane] = index;
         (self.row_a[lane], self.row_b[lane]) = (c.row_a, c.row_b);
-        self.inv_mass_a.set(lane, c.inv_mass_a);
-        self.inv_mass_b.set(lane, c.inv_mass_b);
-        self.inv_inertia_a.set(lane, c.inv_inertia_a);
-        self.inv_inertia_b.set(lane, c.inv_inertia_b);
+        self.inv_mass_a.set(lane, frame.inv_mass_a);
+        self.inv_mass_b.set(lane, frame.inv_mass_b);
+        self.inv_inertia_a.set(lane, frame.inv_inertia_a);
+        self.inv_inertia_b.set(lane, frame.inv_inertia_b);
         self.friction.set(lane, c.friction);
         self.round_a.set(lane, c.round_a);
         self.round_b.set(lane, c.round_b);
@@ -361,7 +361,7 @@ impl<L: Lanes> Bundle<L> {
             self.rolling_lanes |= 1 << lane;
             let r = rolling;
             r.resistance.set(lane, c.rolling_resistance);
-            r.mass.set(lane, solver::rolling_mass(c.inv_inertia_a, c.inv_inertia_b));
+            r.mass.set(lane, solver::rolling_mass(frame.inv_inertia_a, frame.inv_inertia_b));
             r.impulse.set(lane, c.rolling_impulse);
         }
     }
@@ -847,7 +847,16 @@ mod tests {
         }
         let still = BodyState::STILL;
         let state = |row: u32| if row == NONE { still } else { states[row as usize] };
-        let frame = Frame { center_a: vec(seed, 2.0), center_b: vec(seed, 2.0), state_a: state(a), state_b: state(b) };
+        let frame = Frame {
+            center_a: vec(seed, 2.0),
+            center_b: vec(seed, 2.0),
+            state_a: state(a),
+            state_b: state(b),
+            inv_mass_a: c.inv_mass_a,
+            inv_mass_b: c.inv_mass_b,
+            inv_inertia_a: c.inv_inertia_a,
+            inv_inertia_b: c.inv_inertia_b,
+        };
         for p in &mut c.points[..count] {
             p.normal_impulse = lcg(seed).abs() * 2.0;
             p.tangent_impulse = [lcg(seed), lcg(seed)];

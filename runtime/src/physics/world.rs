@@ -1082,7 +1082,7 @@ impl World {
     }
 
     /// This step's constraints: the narrowphase chunks' and the woken ones, each
-    /// given its awake rows and masses in place (the narrowphase gave them last step's
+    /// given its awake rows in place (the solver's prepare reads the masses by row) (the narrowphase gave them last step's
     /// impulses already), joined by a table of their addresses in chunk order.
     /// Copying them into one array instead was 7% of the pyramid's step (11 MB of
     /// constraints).
@@ -1104,17 +1104,9 @@ impl World {
             };
             c.row_a = awake_row(c.body_a);
             c.row_b = awake_row(c.body_b);
-            let a = &bodies.awake;
-            (c.inv_mass_a, c.inv_inertia_a) = match c.row_a {
-                NONE => (0.0, Mat3::ZERO),
-                r => (a.inv_mass[r as usize], a.world_inv_inertia[r as usize]),
-            };
-            (c.inv_mass_b, c.inv_inertia_b) = match c.row_b {
-                NONE => (0.0, Mat3::ZERO),
-                r => (a.inv_mass[r as usize], a.world_inv_inertia[r as usize]),
-            };
+            let mass = |row: u32| if row == NONE { 0.0 } else { bodies.awake.inv_mass[row as usize] };
             // SAFETY: see above.
-            *unsafe { colorables.get(i) } = Colorable::of(c);
+            *unsafe { colorables.get(i) } = Colorable::of(c, (mass(c.row_a), mass(c.row_b)));
         };
         let outs = Column::new(&mut s.outs[..joined]);
         jobs.parallel_for(0..joined, 1, |range, _| {
@@ -1242,7 +1234,12 @@ impl World {
             // Terrain and static bodies: anchors from a fixed point of their own.
             let center_a = if c.row_a == NONE { static_center(bodies, c.body_a, c) } else { center_a };
             let center_b = if c.row_b == NONE { static_center(bodies, c.body_b, c) } else { center_b };
-            Frame { center_a, center_b, state_a, state_b }
+            let mass = |row: u32| match row {
+                NONE => (0.0, Mat3::ZERO),
+                r => (a.inv_mass[r as usize], a.world_inv_inertia[r as usize]),
+            };
+            let ((inv_mass_a, inv_inertia_a), (inv_mass_b, inv_inertia_b)) = (mass(c.row_a), mass(c.row_b));
+            Frame { center_a, center_b, state_a, state_b, inv_mass_a, inv_mass_b, inv_inertia_a, inv_inertia_b }
         };
         // Position correction reads the prepared constraints, not the bundles.
         let write_back = matches!(self.solver, Solver::SequentialImpulses { .. });
