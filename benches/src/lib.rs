@@ -3,6 +3,9 @@
 
 use std::path::PathBuf;
 
+use kiln::jobs::Jobs;
+use kiln::terrain::Terrain;
+
 /// Where criterion writes its results (`$CARGO_TARGET_DIR/criterion` or `target/criterion`).
 pub fn criterion_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -71,5 +74,30 @@ impl SplitMix {
 
     pub fn range(&mut self, lo: f32, hi: f32) -> f32 {
         lo + (hi - lo) * self.next_f32()
+    }
+}
+
+/// Every chunk coordinate in the terrain's geometry bounds, in x, then z, then y order.
+pub fn geometry_chunks(terrain: &Terrain) -> Vec<kiln::math::IVec3> {
+    let Some((lo, hi)) = terrain.geometry_bounds() else { return Vec::new() };
+    let mut coords = Vec::new();
+    for y in lo.y..=hi.y {
+        for z in lo.z..=hi.z {
+            for x in lo.x..=hi.x {
+                coords.push(kiln::math::IVec3::new(x, y, z));
+            }
+        }
+    }
+    coords
+}
+
+/// Meshes every chunk of the world's terrain that can have triangles, before a timed
+/// window: what rapier's trimesh of the same terrain has done before its clock
+/// starts, so both engines step with their terrain collision data built. Kiln
+/// otherwise meshes a chunk when a body first touches it, inside the step.
+pub fn prepare_terrain(world: &mut kiln::physics::World, jobs: Jobs) {
+    if let Some(terrain) = world.terrain_mut() {
+        let coords = geometry_chunks(terrain);
+        terrain.prepare_meshes(&coords, jobs);
     }
 }
