@@ -18,9 +18,10 @@
 //! built without its `parallel` feature: one thread). After criterion, a scaling pass
 //! alternates 1 and 2 workers `ROUNDS` times per scene and prints each 1 → 2 worker
 //! speed-up and their spread, since this machine kind's core-to-core latency varies
-//! from run to run. Last, a parity pass prints both engines' end states (heights,
-//! touching pairs) and fails when their mean heights differ by a metre, so a ratio
-//! never rests on one engine doing less work.
+//! from run to run; a paired pass then alternates Kiln at one worker and rapier the
+//! same way and prints the median of the rounds' ratios. Last, a parity pass prints
+//! both engines' end states (heights, touching pairs) and fails when their mean
+//! heights differ by a metre, so a ratio never rests on one engine doing less work.
 
 use std::time::{Duration, Instant};
 
@@ -93,6 +94,16 @@ fn terrain_mesh(terrain: &mut Terrain) -> (Vec<Vec3>, Vec<[u32; 3]>) {
     (vertices, triangles)
 }
 
+/// rapier3d: `steps` steps from a fresh build; returns the time of the steps.
+fn run_rapier(scene: &Scene, steps: usize) -> Duration {
+    let mut world = rapier_world(scene);
+    let start = Instant::now();
+    for _ in 0..steps {
+        world.step();
+    }
+    start.elapsed()
+}
+
 /// The scene in rapier3d.
 fn rapier_world(scene: &Scene) -> PhysicsWorld {
     let mut world = PhysicsWorld::new();
@@ -136,18 +147,7 @@ fn bench(c: &mut Criterion) {
             });
         }
         group.bench_function(BenchmarkId::new("rapier3d", 1), |b| {
-            b.iter_custom(|iters| {
-                (0..iters)
-                    .map(|_| {
-                        let mut world = rapier_world(&case.scene);
-                        let start = Instant::now();
-                        for _ in 0..case.steps {
-                            world.step();
-                        }
-                        start.elapsed()
-                    })
-                    .sum()
-            })
+            b.iter_custom(|iters| (0..iters).map(|_| run_rapier(&case.scene, case.steps)).sum())
         });
         group.finish();
     }
@@ -195,6 +195,39 @@ fn scaling() {
             ups[ROUNDS / 2],
             ups[0],
             ups[ROUNDS - 1]
+        );
+    }
+}
+
+/// Kiln at one worker and rapier in alternating rounds, `ROUNDS` of each: the median
+/// of the rounds' ratios, and their spread. criterion measures one engine after the
+/// other, so a change in the host's load between the two (this machine kind's
+/// varies by a third from minute to minute) moves its ratio; a pair of rounds
+/// shares the load it ran under.
+fn paired() {
+    for case in cases() {
+        let pool = ThreadPool::new(0);
+        let (mut ratios, mut ours, mut peer) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            let a = run_kiln(&case.scene, case.steps, &pool).as_secs_f64();
+            let b = run_rapier(&case.scene, case.steps).as_secs_f64();
+            ratios.push(a / b);
+            ours.push(a);
+            peer.push(b);
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (ratio, a, b) = (median(&mut ratios), median(&mut ours), median(&mut peer));
+        let per_step = |secs: f64| format_ns(secs * 1e9 / case.steps as f64);
+        println!(
+            "ratio world_{}_paired: kiln/1 / rapier3d/1 = {ratio:.3}  ({} vs {} per step; rounds {:.3} .. {:.3})",
+            case.scene.name,
+            per_step(a),
+            per_step(b),
+            ratios[0],
+            ratios[ROUNDS - 1]
         );
     }
 }
@@ -267,6 +300,7 @@ fn main() {
     }
     if !std::env::args().any(|a| a == "--list" || a == "--test") {
         scaling();
+        paired();
         parity();
     }
 }
