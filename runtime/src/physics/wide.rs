@@ -738,7 +738,10 @@ unsafe fn solve<L: Lanes>(
         *terms = [-p.normal_mass * mass_scale, bias, impulse_scale];
     }
     for (p, &[mass, bias, impulse_scale]) in b.points[..b.count].iter_mut().zip(&terms) {
-        let vn = relative(va, wa, vb, wb, p.anchor_a, p.anchor_b).dot(p.normal);
+        // As the scalar solve: the arms' turns about the normal, for both the normal
+        // velocity and the angular impulse.
+        let (arm_a, arm_b) = (p.anchor_a.cross(p.normal), p.anchor_b.cross(p.normal));
+        let vn = (vb - va).dot(p.normal) + wb.dot(arm_b) - wa.dot(arm_a);
         let impulse = mass * (vn + bias) - impulse_scale * p.normal_impulse;
         // max with 0 second: a NaN becomes 0, as the scalar `max` makes it.
         let total = (p.normal_impulse + impulse).max(zero).min(L::splat(f32::MAX));
@@ -747,9 +750,9 @@ unsafe fn solve<L: Lanes>(
         p.max_normal_impulse = impulse.max(p.max_normal_impulse);
         let j = p.normal * impulse;
         va -= j * ma;
-        wa -= angular(ia, p.anchor_a, p.normal) * impulse;
+        wa -= ia.apply(arm_a) * impulse;
         vb += j * mb;
-        wb += angular(ib, p.anchor_b, p.normal) * impulse;
+        wb += ib.apply(arm_b) * impulse;
     }
     for p in &mut b.points[..b.count] {
         let dv = relative(va, wa, vb, wb, p.anchor_a, p.anchor_b);
