@@ -309,6 +309,9 @@ fn shape_transform(bodies: &Bodies, slot: u32, shape: &BodyShape) -> Isometry {
 /// Runs every item in parallel: the broadphase pairs (sorted keys, see
 /// [`BroadPhase::pair_keys`](crate::spatial::BroadPhase::pair_keys)), then the
 /// terrain items; `outs` grows to one buffer per chunk.
+/// How many pairs ahead [`run`] prefetches a pair's shapes.
+const PREFETCH_PAIRS: usize = 4;
+
 pub(crate) fn run(
     input: &NarrowInput,
     pairs: &[u64],
@@ -335,7 +338,24 @@ pub(crate) fn run(
         out.cursor = 0;
         let range = chunk_range(&(0..items), GRAIN, chunk);
         out.gathered.restart((range.end > pairs.len()).then_some(largest));
+        let mut ahead = 0;
         for i in range {
+            // The shapes and last step's constraints of the pair a few ahead: each
+            // is behind loads that depend on each other (a shape behind the slot's
+            // list, a constraint behind the cache and the table), and the pairs are
+            // known.
+            if let Some(&key) = pairs.get(i + PREFETCH_PAIRS) {
+                let Pair { a, b } = Pair::from_key(key);
+                for proxy in [a, b] {
+                    let (slot, shape) = shape_ref(input.tree.user_data(proxy));
+                    if let Some(s) = input.bodies.shapes_of_slot(slot).get(shape as usize) {
+                        crate::math::prefetch(s);
+                    }
+                }
+                for e in last_step(input.cache, key, &mut ahead) {
+                    crate::math::prefetch(input.previous.ptr(e.2 as usize));
+                }
+            }
             match pairs.get(i) {
                 Some(&key) => collide_pair(input, Pair::from_key(key), out),
                 None => {
