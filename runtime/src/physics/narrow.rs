@@ -306,12 +306,13 @@ fn shape_transform(bodies: &Bodies, slot: u32, shape: &BodyShape) -> Isometry {
     bodies.set(set).transform(row).mul(&shape.def.pose)
 }
 
+/// How many pairs ahead [`run`] prefetches a pair's shapes and last step's
+/// constraints.
+const PREFETCH_PAIRS: usize = 4;
+
 /// Runs every item in parallel: the broadphase pairs (sorted keys, see
 /// [`BroadPhase::pair_keys`](crate::spatial::BroadPhase::pair_keys)), then the
 /// terrain items; `outs` grows to one buffer per chunk.
-/// How many pairs ahead [`run`] prefetches a pair's shapes.
-const PREFETCH_PAIRS: usize = 4;
-
 pub(crate) fn run(
     input: &NarrowInput,
     pairs: &[u64],
