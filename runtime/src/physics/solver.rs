@@ -1253,8 +1253,6 @@ mod tests {
         assert!(states[0].dp.y < 0.0 && states[1].dp.y > 0.0, "pushed apart along the normal");
     }
 
-    /// A colouring bundles eight constraints where the CPU runs AVX, four elsewhere,
-    /// and refuses eight where it does not.
     /// A reused manifold renews last step's constraint in place; its impulses must be
     /// the ones `warm_from` gives a fresh constraint with the same points, repeated
     /// ids included.
@@ -1282,6 +1280,8 @@ mod tests {
         }
     }
 
+    /// A colouring bundles eight constraints where the CPU runs AVX, four elsewhere,
+    /// and refuses eight where it does not.
     #[test]
     fn bundles_are_as_wide_as_the_cpu_runs() {
         let mut coloring = Coloring::default();
