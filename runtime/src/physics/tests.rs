@@ -764,8 +764,9 @@ fn a_box_sliding_slowly_on_terrain_reuses_its_manifold_and_its_points_follow_it(
             assert!(c.normal.dot(-Vec3::Y) > 0.9998, "step {step}: {}", c.normal);
         }
     }
-    // Up to 0.5 mm of motion per step against 2 mm allowed: three steps in four.
-    assert!((85..=95).contains(&reused), "reused in {reused} of 120 steps");
+    // Up to 0.5 mm of slide per point and step against 2 mm allowed: at least three
+    // steps in four, and four in five where the points slide less than the corners.
+    assert!((90..=100).contains(&reused), "reused in {reused} of 120 steps");
 }
 
 /// Issue 7: editing the terrain under a sleeping body wakes it, and it falls into the
