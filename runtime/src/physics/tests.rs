@@ -282,8 +282,8 @@ fn restitution_bounces_a_ball_back_up_and_none_keeps_it_down() {
 
 /// A box slides and turns slowly on the ground (0.1 mm and 0.011° per step, no
 /// friction): its corners move up to 0.27 mm per step. The narrowphase reuses the
-/// pair's manifold while no point of the box has moved 2 mm since the manifold was
-/// found, so for seven steps in eight, and collides again past that. Every step's
+/// pair's manifold while no point has slid 2 mm since the manifold was found, so for
+/// seven steps in eight, and collides again past that. Every step's
 /// points, reused or not, must match a fresh collision at the step's start: the same
 /// features and separations, positions within half the motion allowed.
 #[test]
