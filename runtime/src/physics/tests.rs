@@ -724,6 +724,41 @@ fn box_on_rock(def: WorldDef) -> (World, BodyId) {
     (world, id)
 }
 
+/// A box lifts straight off the ground, 0.4 mm per step without gravity: its points
+/// do not slide, so the manifold found at step 0 is reused until the box has lifted
+/// more than `REUSE_LIFT` (5 mm in `narrow.rs`; step 13 collides again), while every
+/// step's separations match a fresh collision. (The first rule, 2 mm of motion in any
+/// direction, collided again at step 6.)
+#[test]
+fn a_pair_moving_along_its_normal_reuses_its_manifold_until_it_has_lifted_5_mm() {
+    let pool = inline();
+    let mut world = World::new(WorldDef { gravity: Vec3::ZERO, ..WorldDef::default() });
+    world.set_sleep_enabled(false);
+    let floor = ground(&mut world);
+    let id = body_at(&mut world, Vec3::new(0.0, 0.5, 0.0));
+    world.add_shape(id, Shape::cuboid(Vec3::splat(0.5)).unwrap(), ShapeDef::default()).unwrap();
+    let shape = |body: BodyId| world.bodies().shapes(body).unwrap()[0].shape.clone();
+    let (floor_shape, box_shape) = (shape(floor), shape(id));
+    let mut reused = Vec::new();
+    for step in 0..16 {
+        world.set_velocity(id, Vec3::new(0.0, 0.024, 0.0), Vec3::ZERO).unwrap();
+        let (xa, xb) = (world.transform(floor).unwrap(), world.transform(id).unwrap());
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+        reused.push(world.counters().reused_pairs);
+        let fresh = crate::collide::collide(&floor_shape, &xa, &box_shape, &xb, SPECULATIVE_DISTANCE);
+        let mut points = Vec::new();
+        world.for_each_contact(|c| points.push(*c));
+        assert_eq!(points.len(), 4, "step {step}");
+        for c in &points {
+            let f = fresh.points().iter().find(|f| f.id == c.feature).expect("the same features");
+            assert!((c.separation - f.separation).abs() < 1e-5, "step {step}: {} vs {}", c.separation, f.separation);
+        }
+    }
+    // Found at step 0; lifted 0.4 mm a step, so 4.8 mm at step 12 and 5.2 at step 13.
+    let expected: Vec<u32> = (0..16).map(|s| u32::from(s != 0 && s != 13)).collect();
+    assert_eq!(reused, expected);
+}
+
 /// The terrain side of `a_slowly_moving_pair_reuses_its_manifold_and_its_points_follow_the_bodies`:
 /// a box slides and turns slowly on a flat slab of rock (no friction; 0.2 mm and
 /// 0.023° per step, its corners move up to 0.5 mm). It reuses its terrain manifold
