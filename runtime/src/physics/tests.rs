@@ -687,6 +687,83 @@ fn a_ball_wakes_only_the_island_it_hits() {
     assert!(right.iter().all(|id| world.is_awake(*id).unwrap()), "the whole right island woke");
 }
 
+/// A group woken by a contact keeps the constraints it slept with (`Scratch::woken`),
+/// and the step after reads them again as `previous` while its own narrowphase wakes
+/// another group into a fresh list (`Scratch::kept_woken` holds the first one for
+/// that step). Stack A is woken by a ball; before the next step a second ball is put
+/// against stack B, so that step's narrowphase pushes B's constraints. Between that
+/// step's stages the last step's contacts must read exactly as they did after it:
+/// with one list for both, B's pushes would overwrite A's constraints under the
+/// table that still points at them.
+#[test]
+fn constraints_of_a_woken_group_stay_in_place_through_the_next_step() {
+    let pool = inline();
+    let mut world = World::new(WorldDef::default());
+    ground(&mut world);
+    let stack = |world: &mut World, x: f32| -> Vec<BodyId> {
+        (0..4).map(|i| cube_at(world, Vec3::new(x, 0.5 + i as f32, 0.0), 0.5)).collect()
+    };
+    let (a, b) = (stack(&mut world, -5.0), stack(&mut world, 5.0));
+    for _ in 0..120 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+    }
+    assert_eq!(world.awake_count(), 0, "both stacks sleep");
+    let ball = |world: &mut World, p: Vec3, v: Vec3| {
+        let def = BodyDef {
+            transform: Isometry::from_translation(p),
+            linear_velocity: v,
+            gravity_scale: 0.0,
+            ..BodyDef::default()
+        };
+        let id = world.create_body(&def).unwrap();
+        world.add_shape(id, Shape::sphere(Vec3::ZERO, 0.3).unwrap(), ShapeDef::default()).unwrap();
+        id
+    };
+    // Ball 1 flies at stack A; ball 2 waits far above stack B.
+    ball(&mut world, Vec3::new(-8.0, 2.5, 0.0), Vec3::new(12.0, 0.0, 0.0));
+    let second = ball(&mut world, Vec3::new(5.0, 40.0, 0.0), Vec3::ZERO);
+    let mut steps = 0;
+    while !world.is_awake(a[0]).unwrap() {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+        steps += 1;
+        assert!(steps < 60, "ball 1 reached stack A");
+    }
+    assert!(b.iter().all(|&id| !world.is_awake(id).unwrap()), "stack B still sleeps");
+    let contacts = |world: &World| {
+        let mut all = Vec::new();
+        world.for_each_contact(|c| all.push(*c));
+        all
+    };
+    let after = contacts(&world);
+    let in_a = |c: &ContactPointInfo| a.contains(&c.body_a) || c.body_b.is_some_and(|id| a.contains(&id));
+    // Four boxes on the ground: four faces of four points each (the ball's blow may
+    // have lifted a corner).
+    let stacked = after.iter().filter(|c| in_a(c)).count();
+    let pressed = after.iter().filter(|c| in_a(c) && c.normal_impulse > 0.0).count();
+    assert!(stacked >= 16 && pressed >= 12, "the woken stack's contacts and impulses: {stacked}, {pressed}");
+
+    // Ball 2 against the side of stack B's bottom box, coming in.
+    world.set_transform(second, &Isometry::from_translation(Vec3::new(5.78, 0.5, 0.0))).unwrap();
+    world.set_velocity(second, Vec3::new(-1.0, 0.0, 0.0), Vec3::ZERO).unwrap();
+    for stage in StepStage::ALL {
+        world.step_stage(stage, 1.0 / 60.0, pool.jobs()).unwrap();
+        if stage == StepStage::Narrowphase {
+            assert!(b.iter().all(|&id| world.is_awake(id).unwrap()), "the narrowphase woke stack B");
+        }
+        if stage != StepStage::Sleep {
+            let now = contacts(&world);
+            assert_eq!(now.len(), after.len(), "after {stage:?}");
+            for (x, y) in now.iter().zip(&after) {
+                assert_eq!(
+                    (x.body_a, x.body_b, x.feature, x.point, x.separation, x.normal_impulse.to_bits()),
+                    (y.body_a, y.body_b, y.feature, y.point, y.separation, y.normal_impulse.to_bits()),
+                    "after {stage:?}"
+                );
+            }
+        }
+    }
+}
+
 /// Begin and end events come out once per touch, in pair order; a destroyed body's
 /// touching contacts end with the next step.
 #[test]
