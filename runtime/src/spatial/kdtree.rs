@@ -66,7 +66,7 @@
 
 use std::mem::MaybeUninit;
 
-use glam::Vec3;
+use glam::{Vec3, Vec3A};
 
 use crate::math::{triangle_overlaps_aabb, Aabb, Ray, RayShear};
 
@@ -914,24 +914,27 @@ type Content = (Aabb, Option<[f64; 3]>);
 /// The items' box and midpoint sums, in one pass (the sums in the order a pass for
 /// the mean would add them: the same bits).
 fn content(items: &[Item]) -> Content {
-    let (mut bounds, mut sums) = (Aabb::EMPTY, [-0.0f64; 3]);
+    // Four-wide minima and maxima (`Vec3`'s are three scalar ones).
+    let (mut min, mut max, mut sums) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY, [-0.0f64; 3]);
     for it in items {
-        bounds = Aabb::new(bounds.min.min(it.min), bounds.max.max(it.max));
+        min = min.min(it.min.into());
+        max = max.max(it.max.into());
         for (sum, mid) in sums.iter_mut().zip(it.mid.to_array()) {
             *sum += mid as f64;
         }
     }
-    (bounds, Some(sums))
+    (Aabb::new(min.into(), max.into()), Some(sums))
 }
 
 /// Moves the items where `left` holds to the front; returns their count.
 fn partition(items: &mut [Item], left: impl Fn(&Item) -> bool) -> usize {
-    let mut k = 0;
+    let mut k = 0usize;
     for i in 0..items.len() {
-        if left(&items[i]) {
-            items.swap(i, k);
-            k += 1;
-        }
+        // Swap with `k` when `left` holds, else with itself: no branch on the
+        // predicate, which is a coin toss wherever the triangles are not in order.
+        let mask = 0usize.wrapping_sub(left(&items[i]) as usize);
+        items.swap(i, i.wrapping_add(k.wrapping_sub(i) & mask));
+        k += mask & 1;
     }
     k
 }
