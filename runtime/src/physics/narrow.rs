@@ -82,7 +82,12 @@ pub(crate) struct NarrowOut {
 /// How far a gathering box reaches past the shape's box, plus
 /// [`GATHER_PREDICTION`] steps of its motion.
 const GATHER_MARGIN: f32 = 0.1;
-const GATHER_PREDICTION: f32 = 2.0;
+/// Steps of motion a gathering box reaches ahead. In the `rain` scene's first 240
+/// steps (the fall and the landing), 2 steps kept 72% of the terrain shapes'
+/// triangle sets from one step to the next; 6 keep 84%, at 11.5 triangles per
+/// gather instead of 7.7, and the step is 6-9% faster (fewer cold chunk-tree
+/// queries, and a kept set lets a manifold be reused). 8 kept 87% but was no faster.
+const GATHER_PREDICTION: f32 = 6.0;
 
 /// Terrain triangles gathered for shapes, with their edge flags and ids.
 #[derive(Debug, Default)]
