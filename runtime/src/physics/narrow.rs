@@ -219,6 +219,17 @@ impl<'a> Kept<'a> {
             set.revision == revision && set.fat.contains(region) && Gathered::range(&g.chunks, &set.chunks) == chunks;
         fits.then_some((g, i as usize))
     }
+
+    /// The triangles of `proxy`'s set if it was gathered at `revision` and its box
+    /// contains `region`: every triangle of the set's chunks that touches `region`
+    /// is among them, in the order a query of `region` visits them.
+    pub fn triangles_covering(&self, proxy: u32, revision: u64, region: &Aabb) -> Option<&'a [[Vec3; 3]]> {
+        let at = self.index.binary_search_by_key(&proxy, |e| e.0).ok()?;
+        let (_, k, i) = self.index[at];
+        let g = &self.outs[k as usize].gathered;
+        let set = &g.sets[i as usize];
+        (set.revision == revision && set.fat.contains(region)).then(|| Gathered::range(&g.triangles, &set.triangles))
+    }
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -568,6 +568,65 @@ fn the_step_is_bit_identical_for_any_worker_count_and_scheduler() {
     assert_eq!(run(ThreadPool::new(2).jobs()), reference, "a second run");
 }
 
+/// The continuous stage's shortcut: where the step's terrain contacts cover a box,
+/// [`NearTerrain::around`] lists exactly the triangles a lookup of its chunks and a
+/// query of their trees find (after the same box test), in the same order, or says
+/// that none is near. Boxes around every awake shape of a rain, in the air and on
+/// the terrain, from inside their fat boxes to three metres past them.
+#[test]
+fn near_terrain_lists_the_triangles_a_chunk_lookup_finds() {
+    use super::world::Near;
+    use crate::math::{triangle_overlaps_aabb, Aabb};
+    let (mut world, _) = scenes::rain(1000).build();
+    let pool = inline();
+    let mut seed = 11u64;
+    let (mut nothing, mut listed, mut unknown, mut triangles) = (0, 0, 0, 0);
+    for step in 0..200 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+        if step % 5 != 4 {
+            continue;
+        }
+        let (near, shapes) = world.near_terrain().expect("a terrain");
+        for (proxy, fat) in shapes {
+            for reach in [0.1, 0.3, 1.0, 3.0] {
+                // Half to all of the fat box, moved by up to `reach` on each axis.
+                let mut r = || lcg(&mut seed);
+                let half = 0.5 * (fat.max - fat.min) * (0.75 + 0.25 * Vec3::new(r(), r(), r()));
+                let center = fat.center() + Vec3::new(r(), r(), r()) * reach;
+                let region = Aabb::new(center - half, center + half);
+                let mut found = Vec::new();
+                near.terrain.for_each_overlap(&region, |chunk, overlap| {
+                    if let Some(mesh) = overlap.solid.then(|| near.terrain.chunk_mesh(chunk)).flatten() {
+                        mesh.query_aabb(&region, |i| {
+                            found.push(mesh.triangle(i));
+                            true
+                        });
+                    }
+                    true
+                });
+                match near.around(proxy, &region) {
+                    Near::Nothing => {
+                        assert!(found.is_empty(), "step {step}, proxy {proxy}: {} triangles near", found.len());
+                        nothing += 1;
+                    }
+                    Near::Triangles(set) => {
+                        let kept: Vec<_> =
+                            set.iter().copied().filter(|&v| triangle_overlaps_aabb(v, &region)).collect();
+                        assert_eq!(kept, found, "step {step}, proxy {proxy}");
+                        listed += 1;
+                        triangles += found.len();
+                    }
+                    Near::Unknown => unknown += 1,
+                }
+            }
+        }
+    }
+    // Both shortcuts were taken, with triangles to find, and boxes past the
+    // contacts' reach were refused.
+    let counts = format!("{nothing} nothing, {listed} listed ({triangles} triangles), {unknown} unknown");
+    assert!(nothing > 10_000 && listed > 2_000 && triangles > 10_000 && unknown > 10_000, "{counts}");
+}
+
 /// Issue 7: a bullet sphere at 200 m/s does not pass through a 0.2 m wall: a static
 /// box, and a one-voxel wall of 0.2 m voxel terrain.
 #[test]

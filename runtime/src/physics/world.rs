@@ -45,7 +45,7 @@ use super::solver::{
 use crate::collide::{shape_time_of_impact, Sweep, ToiState};
 use crate::frame::{FrameGraph, GraphError, PassId, Res};
 use crate::jobs::Jobs;
-use crate::math::{Aabb, Isometry};
+use crate::math::{triangle_overlaps_aabb, Aabb, Isometry};
 use crate::shapes::Shape;
 use crate::spatial::{BroadPhase, ProxyId, TreeConfig};
 use crate::terrain::{ContactKind, Terrain, TerrainContacts};
@@ -465,6 +465,21 @@ impl World {
 
     pub fn counters(&self) -> StepCounters {
         self.counters
+    }
+
+    /// The terrain near the shapes as the continuous stage sees it, and every awake
+    /// shape's proxy with its fat box.
+    #[cfg(test)]
+    pub(crate) fn near_terrain(&self) -> Option<(NearTerrain<'_>, Vec<(u32, Aabb)>)> {
+        let s = &self.scratch;
+        let near = NearTerrain {
+            terrain: self.terrain.as_ref()?,
+            contacts: &self.terrain_contacts,
+            gathered: Kept { outs: &s.outs[..s.joined], index: &s.kept_index },
+        };
+        let (tree, a) = (self.broadphase.tree(), &self.bodies.awake);
+        let shapes = (0..a.len()).flat_map(|row| &self.proxies[a.id[row].index as usize]);
+        Some((near, shapes.map(|&p| (p.0, tree.fat_aabb(p))).collect()))
     }
 
     /// Contact begin/end events of the last step, in pair-key order (plus, first, the
@@ -1369,16 +1384,21 @@ impl World {
         let tree = self.broadphase.tree();
         let statics = !s.fast.is_empty() && self.bodies.resting.flags.iter().any(|&f| f & flags::STATIC != 0);
         let tree = statics.then_some(tree);
-        let (fast, bodies, terrain, starts) = (&s.fast, &self.bodies, self.terrain.as_ref(), &self.start_poses);
-        let extents = &self.extents;
+        let terrain = self.terrain.as_ref().map(|terrain| NearTerrain {
+            terrain,
+            contacts: &self.terrain_contacts,
+            gathered: Kept { outs: &s.outs[..s.joined], index: &s.kept_index },
+        });
+        let (fast, bodies, starts) = (&s.fast, &self.bodies, &self.start_poses);
+        let (extents, proxies) = (&self.extents, &self.proxies);
         let hits = Column::new(&mut s.hits);
         jobs.parallel_for(0..fast.len(), 4, |range, _| {
             // SAFETY: `parallel_for` hands each chunk range to exactly one job.
             let out = unsafe { hits.rows(range.clone()) };
             for (k, i) in range.enumerate() {
                 let row = fast[i] as usize;
-                out[k] =
-                    sweep_body(bodies, tree, terrain, starts, row, extents[bodies.awake.id[row].index as usize].min);
+                let slot = bodies.awake.id[row].index as usize;
+                out[k] = sweep_body(bodies, tree, terrain.as_ref(), starts, row, &extents[slot], &proxies[slot]);
             }
         });
         let mut count = 0;
@@ -1555,12 +1575,54 @@ fn integrate_positions(states: &mut [BodyState], h: f32, jobs: Jobs) {
     });
 }
 
+/// The terrain with what the step learnt of it near each shape: the shapes' terrain
+/// contacts, complete for any box inside a shape's last queried voxel range, and
+/// the triangles the narrowphase gathered for them.
+pub(crate) struct NearTerrain<'a> {
+    pub(crate) terrain: &'a Terrain,
+    contacts: &'a TerrainContacts,
+    gathered: Kept<'a>,
+}
+
+/// What [`NearTerrain::around`] knows of a box.
+pub(crate) enum Near<'a> {
+    /// No solid terrain within reach.
+    Nothing,
+    /// Every triangle touching the box is in this set, in query order.
+    Triangles(&'a [[Vec3; 3]]),
+    /// The chunks must be looked up.
+    Unknown,
+}
+
+impl<'a> NearTerrain<'a> {
+    /// What the step knows of the terrain around `region`, a box of the shape with
+    /// proxy `proxy`. The shape's contacts cover `region` when its voxel range lies
+    /// inside the one they were found for, with the masks unchanged since: then no
+    /// solid contact means no triangle near, and a gathered set whose box contains
+    /// `region` holds every triangle of those chunks that touches it.
+    pub(crate) fn around(&self, proxy: u32, region: &Aabb) -> Near<'a> {
+        let (terrain, contacts) = (self.terrain, self.contacts);
+        let Some(([lo, hi], stamp)) = contacts.range_of(proxy) else { return Near::Unknown };
+        let Some((a, b)) = terrain.voxel_range(region) else { return Near::Unknown };
+        if stamp != terrain.mask_stamp() || a.cmplt(lo).any() || b.cmpgt(hi).any() {
+            return Near::Unknown;
+        }
+        if !contacts.contacts_of(proxy).iter().any(|c| c.kind == ContactKind::Solid) {
+            return Near::Nothing;
+        }
+        match self.gathered.triangles_covering(proxy, terrain.revision(), region) {
+            Some(set) => Near::Triangles(set),
+            None => Near::Unknown,
+        }
+    }
+}
+
 /// Box2D v3's core fraction: a body's core is this fraction of its smallest extent.
 const CORE_FRACTION: f32 = 0.25;
 
 /// The earliest time of impact of an awake body's shapes, swept from its start pose
 /// to its current pose, against static bodies (found in `tree`, when given) and
-/// terrain; the pose there. `min_extent` is the body's [`Extent::min`].
+/// terrain; the pose there. `extent` is the body's [`Extent`].
 ///
 /// Terrain triangles are one-sided surfaces, and a shape's sweep skips one, as Box2D
 /// v3 skips its one-sided chain segments, when the shape's centroid starts behind
@@ -1569,15 +1631,24 @@ const CORE_FRACTION: f32 = 0.25;
 /// a shape moving fast along the surface, or slowly towards it, clips it at most
 /// by a little, which the speculative contacts resolve. Only the time of impact
 /// of a centroid coming through a surface (or close to it) fast pauses the body.
+///
+/// The step already knows the terrain near most shapes ([`NearTerrain`]): then a
+/// sweep tests the triangles the narrowphase gathered, or none, instead of finding
+/// chunks and querying their trees; the same triangles in the same order.
 fn sweep_body(
     bodies: &Bodies,
     tree: Option<&crate::spatial::DynamicTree>,
-    terrain: Option<&Terrain>,
+    terrain: Option<&NearTerrain>,
     starts: &[(Vec3, Quat)],
     row: usize,
-    min_extent: f32,
+    extent: &Extent,
+    proxies: &[ProxyId],
 ) -> Option<(Vec3, Quat)> {
-    let core = CORE_FRACTION * min_extent;
+    let core = CORE_FRACTION * extent.min;
+    // The body lies within `extent.max` of its centre of mass, which moves on a
+    // straight line: a triangle whose plane it stays this far in front of, at both
+    // ends, is never within the time of impact's reach.
+    let clear = extent.max + 2.0 * LINEAR_SLOP;
     let a = &bodies.awake;
     let center = a.local_center[row];
     let (c0, q0) = starts[row];
@@ -1586,7 +1657,7 @@ fn sweep_body(
     let body = Sweep { start: frame(c0, q0), end: frame(c1, q1), local_center: center };
     let slot = a.id[row].index;
     let mut best = 1.0f32;
-    for shape in bodies.shapes_of_slot(slot) {
+    for (shape, proxy) in bodies.shapes_of_slot(slot).iter().zip(proxies) {
         let pose = &shape.def.pose;
         let sweep = Sweep {
             start: body.start.mul(pose),
@@ -1625,25 +1696,32 @@ fn sweep_body(
                 true
             });
         }
-        if let Some(terrain) = terrain {
-            terrain.for_each_overlap(&swept, |chunk, overlap| {
-                if overlap.solid {
-                    if let Some(mesh) = terrain.chunk_mesh(chunk) {
-                        mesh.query_aabb(&swept, |i| {
-                            // One-sided, as in the narrowphase: skip triangles the
-                            // shape starts behind, and those it only clips.
-                            let v = mesh.triangle(i);
-                            let n = (v[1] - v[0]).cross(v[2] - v[0]).normalize_or_zero();
-                            let (s1, s2) = (n.dot(centroid.0 - v[0]), n.dot(centroid.1 - v[0]));
-                            if s1 > 0.0 && !(s1 - s2 < core && s2 > core) {
-                                test(&Shape::Triangle(v), Isometry::IDENTITY);
-                            }
-                            true
-                        });
-                    }
+        let Some(near) = terrain else { continue };
+        // One-sided, as in the narrowphase: skip triangles the shape starts behind,
+        // and those it only clips.
+        let mut triangle = |v: [Vec3; 3]| {
+            let n = (v[1] - v[0]).cross(v[2] - v[0]).normalize_or_zero();
+            let (s1, s2) = (n.dot(centroid.0 - v[0]), n.dot(centroid.1 - v[0]));
+            if s1 > 0.0 && !(s1 - s2 < core && s2 > core) && s1.min(s2) <= clear {
+                test(&Shape::Triangle(v), Isometry::IDENTITY);
+            }
+        };
+        match near.around(proxy.0, &swept) {
+            Near::Nothing => {}
+            Near::Triangles(set) => {
+                for &v in set.iter().filter(|&&v| triangle_overlaps_aabb(v, &swept)) {
+                    triangle(v);
+                }
+            }
+            Near::Unknown => near.terrain.for_each_overlap(&swept, |chunk, overlap| {
+                if let Some(mesh) = overlap.solid.then(|| near.terrain.chunk_mesh(chunk)).flatten() {
+                    mesh.query_aabb(&swept, |i| {
+                        triangle(mesh.triangle(i));
+                        true
+                    });
                 }
                 true
-            });
+            }),
         }
     }
     if best >= 1.0 {

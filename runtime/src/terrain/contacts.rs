@@ -98,6 +98,20 @@ impl TerrainContacts {
         &self.removed
     }
 
+    /// `body`'s voxel range at its last query and the masks' stamp then: its
+    /// contacts are those of every box whose [`Terrain::voxel_range`] lies inside
+    /// that range, while the stamp is [`Terrain::mask_stamp`].
+    pub fn range_of(&self, body: u32) -> Option<([IVec3; 2], u64)> {
+        let at = self.ranges.binary_search_by_key(&body, |r| r.0).ok()?;
+        Some((self.ranges[at].1, self.ranges[at].2))
+    }
+
+    /// The contacts of `body`, sorted by (chunk, kind).
+    pub fn contacts_of(&self, body: u32) -> &[TerrainContact] {
+        let from = self.contacts.partition_point(|c| c.body < body);
+        run_of(&self.contacts[from..], body)
+    }
+
     /// Bodies of the last update that kept their contacts without a query: their
     /// voxel range and the masks were as at their previous query.
     pub fn reused(&self) -> usize {
