@@ -211,24 +211,27 @@ impl<'a> Kept<'a> {
     /// The kept set of `proxy` that covers `region` and was gathered from `chunks`
     /// at `revision`: (its owner, its index).
     fn find(&self, proxy: u32, revision: u64, region: &Aabb, chunks: &[IVec3]) -> Option<(&'a Gathered, usize)> {
-        let at = self.index.binary_search_by_key(&proxy, |e| e.0).ok()?;
-        let (_, k, i) = self.index[at];
-        let g = &self.outs[k as usize].gathered;
-        let set = &g.sets[i as usize];
+        let (g, i) = self.set_of(proxy)?;
+        let set = &g.sets[i];
         let fits =
             set.revision == revision && set.fat.contains(region) && Gathered::range(&g.chunks, &set.chunks) == chunks;
-        fits.then_some((g, i as usize))
+        fits.then_some((g, i))
     }
 
     /// The triangles of `proxy`'s set if it was gathered at `revision` and its box
     /// contains `region`: every triangle of the set's chunks that touches `region`
     /// is among them, in the order a query of `region` visits them.
     pub fn triangles_covering(&self, proxy: u32, revision: u64, region: &Aabb) -> Option<&'a [[Vec3; 3]]> {
+        let (g, i) = self.set_of(proxy)?;
+        let set = &g.sets[i];
+        (set.revision == revision && set.fat.contains(region)).then(|| Gathered::range(&g.triangles, &set.triangles))
+    }
+
+    /// `proxy`'s set: its owner and its index there.
+    fn set_of(&self, proxy: u32) -> Option<(&'a Gathered, usize)> {
         let at = self.index.binary_search_by_key(&proxy, |e| e.0).ok()?;
         let (_, k, i) = self.index[at];
-        let g = &self.outs[k as usize].gathered;
-        let set = &g.sets[i as usize];
-        (set.revision == revision && set.fat.contains(region)).then(|| Gathered::range(&g.triangles, &set.triangles))
+        Some((&self.outs[k as usize].gathered, i as usize))
     }
 }
 

@@ -98,9 +98,9 @@ impl TerrainContacts {
         &self.removed
     }
 
-    /// `body`'s voxel range at its last query and the masks' stamp then: its
-    /// contacts are those of every box whose [`Terrain::voxel_range`] lies inside
-    /// that range, while the stamp is [`Terrain::mask_stamp`].
+    /// `body`'s voxel range at its last query and the masks' stamp then. While the
+    /// stamp is [`Terrain::mask_stamp`], a box whose [`Terrain::voxel_range`] lies
+    /// inside that range touches solid or water only in chunks among its contacts.
     pub fn range_of(&self, body: u32) -> Option<([IVec3; 2], u64)> {
         let at = self.ranges.binary_search_by_key(&body, |r| r.0).ok()?;
         Some((self.ranges[at].1, self.ranges[at].2))
