@@ -48,7 +48,9 @@ use glam::{Mat3, Vec3, Vec4};
 #[cfg(target_arch = "x86_64")]
 use super::lanes::F8;
 use super::lanes::{Lanes, MAX_LANES};
-use super::solver::{self, BodyState, Column, Constraint, ConstraintTable, Frame, StepContext, NONE, TWIST_RADIUS};
+use super::solver::{
+    self, BodyState, Column, Constraint, ConstraintTable, Frame, Prepared, StepContext, NONE, TWIST_RADIUS,
+};
 
 /// Four or eight `Vec3`s, one per lane, as three lane values (x, y and z).
 #[derive(Clone, Copy, Debug)]
@@ -308,24 +310,10 @@ impl<L: Lanes> Bundle<L> {
     /// resistance into `rolling`, this bundle's block (zeroed when the bundle takes its
     /// first rolling lane). Only what [`solver::prepare`] starts from goes in: the
     /// anchors, normals, separations and impulses; [`Width::finish`] computes the
-    /// rest for every lane at once, once all are packed. With `write_back` the
-    /// constraint is prepared as well ([`solver::prepare`]), for the passes that read
-    /// it rather than the bundle (restitution, position correction); otherwise it is
-    /// only read.
-    pub fn prepare_lane(
-        &mut self,
-        rolling: &mut Rolling<L>,
-        lane: usize,
-        index: u32,
-        c: &mut Constraint,
-        frame: &Frame,
-        write_back: bool,
-    ) {
+    /// rest for every lane at once, once all are packed. The constraint is only read.
+    pub fn prepare_lane(&mut self, rolling: &mut Rolling<L>, lane: usize, index: u32, c: &Constraint, frame: &Frame) {
         assert!(lane < L::N, "a bundle holds {} constraints", L::N);
         debug_assert!(self.index[lane] == NONE, "lane {lane} is taken");
-        if write_back {
-            solver::prepare(c, frame);
-        }
         // Past a lane's count its points stay zero. A point's normal mass holds 1
         // until `finish` (which computes masses only where it finds one) and its
         // base separation the separation.
@@ -394,12 +382,21 @@ impl<L: Lanes> Bundle<L> {
     }
 
     /// Copies the accumulated impulses (from `rolling` too, this bundle's block)
-    /// back into the constraints. `next` (the next bundle's constraints) are
-    /// prefetched one per lane, so their fetches overlap this bundle's copies.
+    /// back into the constraints, and for a constraint with restitution the points'
+    /// largest normal impulses into its row of `prepared` (the restitution pass reads
+    /// them there). `next` (the next bundle's constraints) are prefetched one per
+    /// lane, so their fetches overlap this bundle's copies.
     ///
     /// # Safety
-    /// No other thread touches this bundle's constraints meanwhile.
-    pub unsafe fn unpack(&self, rolling: &Rolling<L>, constraints: &ConstraintTable, next: &[u32]) {
+    /// No other thread touches this bundle's constraints or their rows of `prepared`
+    /// meanwhile.
+    pub unsafe fn unpack(
+        &self,
+        rolling: &Rolling<L>,
+        constraints: &ConstraintTable,
+        prepared: &Column<Prepared>,
+        next: &[u32],
+    ) {
         for (lane, &index) in self.indices().iter().enumerate() {
             if let Some(&next) = next.get(lane) {
                 crate::math::prefetch(constraints.ptr(next as usize));
@@ -413,7 +410,13 @@ impl<L: Lanes> Bundle<L> {
             for (p, w) in c.points[..c.count as usize].iter_mut().zip(&self.points) {
                 p.normal_impulse = w.normal_impulse.get(lane);
                 p.tangent_impulse = [w.tangent_impulse[0].get(lane), w.tangent_impulse[1].get(lane)];
-                p.max_normal_impulse = w.max_normal_impulse.get(lane);
+            }
+            if c.restitution != 0.0 {
+                // SAFETY: forwarded from the caller.
+                let s = unsafe { prepared.get(index as usize) };
+                for (q, w) in s.points[..c.count as usize].iter_mut().zip(&self.points) {
+                    q.max_normal_impulse = w.max_normal_impulse.get(lane);
+                }
             }
         }
     }
@@ -828,15 +831,18 @@ mod tests {
     }
 
     /// A random constraint between rows `a` and `b` (either may be `NONE`), with 1 to
-    /// 4 points, some speculative, some with warm-start impulses, and its frame.
+    /// 4 points, some speculative, some with warm-start impulses, some with
+    /// restitution, and its frame.
     fn constraint(seed: &mut u64, a: u32, b: u32, states: &[BodyState]) -> (Constraint, Frame) {
-        let mut c = Constraint::new(0, 0, a, b, lcg(seed).abs(), 0.0);
+        let restitution = if lcg(seed) > 0.5 { lcg(seed).abs() } else { 0.0 };
+        let mut c = Constraint::new(0, 0, a, b, lcg(seed).abs(), restitution);
         (c.row_a, c.row_b) = (a, b);
+        let (mut inv_mass_a, mut inv_inertia_a, mut inv_mass_b, mut inv_inertia_b) = (0.0, Mat3::ZERO, 0.0, Mat3::ZERO);
         if a != NONE {
-            (c.inv_mass_a, c.inv_inertia_a) = (lcg(seed).abs() + 0.1, inertia(seed));
+            (inv_mass_a, inv_inertia_a) = (lcg(seed).abs() + 0.1, inertia(seed));
         }
         if b != NONE {
-            (c.inv_mass_b, c.inv_inertia_b) = (lcg(seed).abs() + 0.1, inertia(seed));
+            (inv_mass_b, inv_inertia_b) = (lcg(seed).abs() + 0.1, inertia(seed));
         }
         if lcg(seed) > 0.5 {
             c.round_b = lcg(seed).abs() * 0.5;
@@ -855,10 +861,10 @@ mod tests {
             center_b: vec(seed, 2.0),
             state_a: state(a),
             state_b: state(b),
-            inv_mass_a: c.inv_mass_a,
-            inv_mass_b: c.inv_mass_b,
-            inv_inertia_a: c.inv_inertia_a,
-            inv_inertia_b: c.inv_inertia_b,
+            inv_mass_a,
+            inv_mass_b,
+            inv_inertia_a,
+            inv_inertia_b,
         };
         for p in &mut c.points[..count] {
             p.normal_impulse = lcg(seed).abs() * 2.0;
@@ -940,16 +946,13 @@ mod tests {
             let mut rolling = Rolling::<L>::EMPTY;
             rolling.resistance = L::splat(0.5);
             rolling.impulse = V3 { x: L::ONE, y: L::ONE, z: L::ONE };
-            // With `write_back` the constraint is prepared too; without, only read.
-            let write_back = round % 2 == 0;
-            let mut constraints = Vec::new();
-            for (lane, (mut c, frame)) in made.into_iter().enumerate() {
-                let (mut scalar, before) = (c, c);
-                prepare(&mut scalar, &frame);
-                bundle.prepare_lane(&mut rolling, lane, lane as u32, &mut c, &frame, write_back);
-                let expected = if write_back { scalar } else { before };
-                assert!(c == expected, "round {round}, lane {lane}: {c:?} != {expected:?}");
-                constraints.push(scalar);
+            let (mut constraints, mut prepared) = (Vec::new(), Vec::new());
+            for (lane, (c, frame)) in made.into_iter().enumerate() {
+                let mut s = Prepared::default();
+                prepare(&c, &mut s, &frame);
+                bundle.prepare_lane(&mut rolling, lane, lane as u32, &c, &frame);
+                constraints.push(c);
+                prepared.push(s);
             }
             L::finish(&mut bundle);
             let mut wide_states = states.clone();
@@ -957,10 +960,10 @@ mod tests {
                 let (scalar_col, wide_col) = (Column::new(&mut states), Column::new(&mut wide_states));
                 // SAFETY: one thread; every row in bounds.
                 unsafe {
-                    for c in &mut constraints {
+                    for (c, s) in constraints.iter_mut().zip(&mut prepared) {
                         match pass {
-                            0 => warm_start(c, &scalar_col),
-                            _ => solver::solve(c, &scalar_col, &ctx, pass != 2),
+                            0 => warm_start(c, s, &scalar_col),
+                            _ => solver::solve(c, s, &scalar_col, &ctx, pass != 2),
                         }
                     }
                     match pass {
@@ -987,18 +990,33 @@ mod tests {
                     c.rolling_impulse = Vec3::NAN;
                 }
                 for p in &mut c.points {
-                    (p.normal_impulse, p.tangent_impulse, p.max_normal_impulse) = (f32::NAN, [f32::NAN; 2], f32::NAN);
+                    (p.normal_impulse, p.tangent_impulse) = (f32::NAN, [f32::NAN; 2]);
+                }
+            }
+            // The largest normal impulses go to the prepared rows of constraints with
+            // restitution (the others keep what they hold: here NaN).
+            let mut unpacked_prepared = prepared.clone();
+            for s in &mut unpacked_prepared {
+                for q in &mut s.points {
+                    q.max_normal_impulse = f32::NAN;
                 }
             }
             // SAFETY: one thread.
-            unsafe { bundle.unpack(&rolling, &ConstraintTable::of(&mut unpacked), &[]) };
-            for (c, u) in constraints.iter().zip(&unpacked).filter(|_| !overflow) {
+            unsafe {
+                let table = ConstraintTable::of(&mut unpacked);
+                bundle.unpack(&rolling, &table, &Column::new(&mut unpacked_prepared), &[]);
+            }
+            let all = constraints.iter().zip(&prepared).zip(unpacked.iter().zip(&unpacked_prepared));
+            for ((c, s), (u, t)) in all.filter(|_| !overflow) {
                 assert!(c.twist_impulse == u.twist_impulse, "round {round}: twist");
                 assert!(c.rolling_impulse == u.rolling_impulse, "round {round}: rolling");
                 for (p, q) in c.points().iter().zip(u.points()) {
                     assert!(p.normal_impulse == q.normal_impulse, "round {round}: {p:?} != {q:?}");
                     assert!(p.tangent_impulse == q.tangent_impulse, "round {round}: {p:?} != {q:?}");
-                    assert!(p.max_normal_impulse == q.max_normal_impulse, "round {round}: {p:?} != {q:?}");
+                }
+                for (p, q) in s.points.iter().zip(&t.points).take(c.count as usize) {
+                    let expected = if c.restitution != 0.0 { p.max_normal_impulse } else { f32::NAN };
+                    assert!(expected.total_cmp(&q.max_normal_impulse).is_eq(), "round {round}: {p:?} != {q:?}");
                 }
             }
             leftover = Some(bundle);
