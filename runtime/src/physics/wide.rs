@@ -670,7 +670,7 @@ unsafe fn warm_start<L: Lanes>(b: &Bundle<L>, r: &Rolling<L>, states: &Column<Bo
         wb = V3::select(rolls, wb + b.inv_inertia_b.apply(r.impulse), wb);
     }
     let (ia, ib) = (&b.inv_inertia_a, &b.inv_inertia_b);
-    // The twist axes as the prepare computes them ([`Constraint::twist_axes`]).
+    // The twist axes as the prepare computes them ([`solver::Prepared::twist_axes`]).
     wa -= ia.apply(b.twist_normal) * b.twist_impulse;
     wb += ib.apply(b.twist_normal) * b.twist_impulse;
     let (mut torque_a, mut torque_b) = (V3::ZERO, V3::ZERO);
