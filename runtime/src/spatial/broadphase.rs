@@ -86,6 +86,7 @@ impl BroadPhase {
 
     /// See [`DynamicTree::move_proxy`]; a proxy that escaped its fat box joins the
     /// move buffer. Returns whether it did.
+    #[inline]
     pub fn move_proxy(&mut self, proxy: ProxyId, tight: &Aabb, displacement: Vec3) -> bool {
         let already = self.tree.was_moved(proxy.0);
         let moved = self.tree.move_proxy(proxy, tight, displacement);

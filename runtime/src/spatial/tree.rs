@@ -367,11 +367,23 @@ impl DynamicTree {
 
     /// Updates `proxy` for a new tight box. Returns `true` when the tight box left the
     /// fat box and the tree changed (the proxy is then flagged as moved).
+    ///
+    /// The containment test is inlined into the caller, which usually has just
+    /// computed `tight` in registers (most proxies stay inside their fat boxes); the
+    /// reinsertion is a call of its own.
+    #[inline]
     pub fn move_proxy(&mut self, proxy: ProxyId, tight: &Aabb, displacement: glam::Vec3) -> bool {
         debug_assert!(self.is_proxy(proxy) && tight.is_valid());
         if self.fat[proxy.index()].contains(tight) {
             return false;
         }
+        self.escape(proxy, tight, displacement);
+        true
+    }
+
+    /// The slow path of [`DynamicTree::move_proxy`]: `tight` left the fat box.
+    #[inline(never)]
+    fn escape(&mut self, proxy: ProxyId, tight: &Aabb, displacement: glam::Vec3) {
         let leaf_slot = self.proxies[proxy.index()].slot;
         let fat = self.fatten(tight, displacement);
         match self.config.balancing {
@@ -383,7 +395,6 @@ impl DynamicTree {
             Balancing::SahRotate => self.enlarge_leaf(leaf_slot, fat),
         }
         self.proxies[proxy.index()].flags |= PROXY_MOVED;
-        true
     }
 
     /// Marks a proxy as sleeping (or awake); pairs of two sleeping proxies are not
