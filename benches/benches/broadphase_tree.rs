@@ -12,7 +12,7 @@ use glam::Vec3;
 use kiln::jobs::ThreadPool;
 use kiln::math::Aabb;
 use kiln::spatial::{Balancing, BroadPhase, ProxyId, TreeConfig};
-use kiln_benches::{report_ratios, SplitMix};
+use kiln_benches::{report_paired, report_ratios, SplitMix};
 use rapier3d::parry::bounding_volume::Aabb as RapierAabb;
 use rapier3d::prelude::{
     BroadPhaseBvh, BroadPhasePairEvent, ColliderBuilder, ColliderHandle, ColliderSet, IntegrationParameters,
@@ -218,10 +218,8 @@ fn query(c: &mut Criterion) {
 criterion_group!(benches, update, query);
 
 /// Kiln's AVL frame against rapier's, in alternating rounds of one motion period
-/// each, outside criterion: on a shared, noisy machine a burst of load lands on both
-/// peers alike here, while criterion measures one peer after the other. Prints the
-/// ratio of the median round times in `report_ratios`' format (group
-/// `broadphase_tree_paired`), so the report's table carries it too.
+/// each, outside criterion ([`report_paired`], group `broadphase_tree_paired`): on a
+/// shared, noisy machine a burst of load lands on both peers alike here.
 fn paired() {
     const ROUNDS: usize = 7;
     let pool = ThreadPool::new(0);
@@ -237,21 +235,12 @@ fn paired() {
     // One period of warm-up each, then the rounds.
     time(&mut || kiln.frame(&pool));
     time(&mut || rapier.frame());
-    let (mut ours, mut peer) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
-        ours.push(time(&mut || kiln.frame(&pool)));
-        peer.push(time(&mut || rapier.frame()));
-    }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let (a, b) = (median(&mut ours), median(&mut peer));
-    println!(
-        "ratio broadphase_tree_paired: kiln_avl/1 / rapier3d/1 = {:.3}  ({} vs {})",
-        a / b,
-        kiln_benches::format_ns(a),
-        kiln_benches::format_ns(b)
+    report_paired(
+        "broadphase_tree_paired",
+        ("kiln_avl/1", "rapier3d/1"),
+        ROUNDS,
+        || time(&mut || kiln.frame(&pool)),
+        || time(&mut || rapier.frame()),
     );
 }
 

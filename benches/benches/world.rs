@@ -31,7 +31,7 @@ use kiln::jobs::ThreadPool;
 use kiln::physics::scenes::{self, Scene, SceneShape};
 use kiln::physics::{MotionType, StepProfile};
 use kiln::terrain::Terrain;
-use kiln_benches::{format_ns, geometry_chunks, prepare_terrain, report_ratios};
+use kiln_benches::{format_ns, geometry_chunks, prepare_terrain, report_paired, report_ratios};
 use rapier3d::parry::shape::TriMeshFlags;
 use rapier3d::prelude::{ColliderBuilder, PhysicsWorld, RigidBodyBuilder};
 
@@ -199,35 +199,20 @@ fn scaling() {
     }
 }
 
-/// Kiln at one worker and rapier in alternating rounds, `ROUNDS` of each: the median
-/// of the rounds' ratios, and their spread. criterion measures one engine after the
-/// other, so a change in the host's load between the two (this machine kind's
-/// varies by a third from minute to minute) moves its ratio; a pair of rounds
-/// shares the load it ran under.
+/// Kiln at one worker and rapier in alternating rounds, `ROUNDS` of each
+/// ([`report_paired`], groups `world_{scene}_paired`, times per step): this machine
+/// kind's load varies by a third from minute to minute, and a pair of rounds shares
+/// the load it ran under.
 fn paired() {
     for case in cases() {
         let pool = ThreadPool::new(0);
-        let (mut ratios, mut ours, mut peer) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..ROUNDS {
-            let a = run_kiln(&case.scene, case.steps, &pool).as_secs_f64();
-            let b = run_rapier(&case.scene, case.steps).as_secs_f64();
-            ratios.push(a / b);
-            ours.push(a);
-            peer.push(b);
-        }
-        let median = |v: &mut Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        };
-        let (ratio, a, b) = (median(&mut ratios), median(&mut ours), median(&mut peer));
-        let per_step = |secs: f64| format_ns(secs * 1e9 / case.steps as f64);
-        println!(
-            "ratio world_{}_paired: kiln/1 / rapier3d/1 = {ratio:.3}  ({} vs {} per step; rounds {:.3} .. {:.3})",
-            case.scene.name,
-            per_step(a),
-            per_step(b),
-            ratios[0],
-            ratios[ROUNDS - 1]
+        let per_step = |t: std::time::Duration| t.as_secs_f64() * 1e9 / case.steps as f64;
+        report_paired(
+            &format!("world_{}_paired", case.scene.name),
+            ("kiln/1", "rapier3d/1"),
+            ROUNDS,
+            || per_step(run_kiln(&case.scene, case.steps, &pool)),
+            || per_step(run_rapier(&case.scene, case.steps)),
         );
     }
 }

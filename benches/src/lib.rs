@@ -36,6 +36,40 @@ pub fn report_ratios(group: &str, pairs: &[(&str, &str)]) {
     }
 }
 
+/// Times Kiln (`ours`) and its peer in `rounds` alternating rounds, each closure
+/// returning one round's time in nanoseconds, and prints the median of the rounds'
+/// ratios in [`report_ratios`]' format (so the report's table carries it), with
+/// the median times and the rounds' spread. criterion measures one after the other,
+/// so a change in the host's load between the two moves its ratio; a pair of
+/// rounds shares the load it ran under.
+pub fn report_paired(
+    group: &str,
+    (ours_name, peer_name): (&str, &str),
+    rounds: usize,
+    mut ours: impl FnMut() -> f64,
+    mut peer: impl FnMut() -> f64,
+) {
+    let (mut ratios, mut a, mut b) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds.max(1) {
+        let (x, y) = (ours(), peer());
+        ratios.push(x / y);
+        a.push(x);
+        b.push(y);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (ratio, x, y) = (median(&mut ratios), median(&mut a), median(&mut b));
+    println!(
+        "ratio {group}: {ours_name} / {peer_name} = {ratio:.3}  ({} vs {}; rounds {:.3} .. {:.3})",
+        format_ns(x),
+        format_ns(y),
+        ratios[0],
+        ratios[ratios.len() - 1]
+    );
+}
+
 pub fn format_ns(ns: f64) -> String {
     match ns {
         ns if ns >= 1e6 => format!("{:.2} ms", ns / 1e6),
