@@ -12,6 +12,11 @@
 //!   10,000 rays cast through Kiln's terrain (chunk walk + chunk trees, cache warm)
 //!   against parry on one `TriMesh` of the same triangles.
 //!
+//! Both builds also run on a pool sized to the machine (`kiln_parallel`: the 1M
+//! mesh through `KdMesh::from_mesh_parallel`, the chunk set one job per chunk, as
+//! the terrain's cache builds the chunks first touched in a frame), against parry's
+//! one thread: parry's `TriMesh::new` has no parallel build.
+//!
 //! The bench prints tree bytes per triangle for each and checks that both sides
 //! report the same number of hits. Last, outside criterion, both builds run in
 //! alternating rounds (`kdtree_build_{1m,chunks}_paired`, see `report_paired`).
@@ -101,10 +106,19 @@ fn one_mesh(c: &mut Criterion) {
         kiln.depth()
     );
 
+    let pool = ThreadPool::with_default_threads();
+    println!("kdtree_build (kiln_parallel): {} workers", pool.worker_count());
     let mut group = c.benchmark_group("kdtree_build_1m");
     group.sample_size(10);
     group.bench_function("kiln", |b| {
         b.iter_batched(|| mesh.clone(), |m| KdMesh::from_mesh(m, MeshMode::Full).unwrap(), BatchSize::LargeInput)
+    });
+    group.bench_function("kiln_parallel", |b| {
+        b.iter_batched(
+            || mesh.clone(),
+            |m| KdMesh::from_mesh_parallel(m, MeshMode::Full, pool.jobs()).unwrap(),
+            BatchSize::LargeInput,
+        )
     });
     group.bench_function("parry3d", |b| {
         b.iter_batched(
@@ -186,6 +200,10 @@ fn chunk_set(c: &mut Criterion) {
             )
         });
     }
+    let pool = ThreadPool::with_default_threads();
+    group.bench_function("kiln_parallel", |b| {
+        b.iter_batched(|| chunks.clone(), |ms| build_chunks_on(&pool, ms), BatchSize::LargeInput)
+    });
     group.bench_function("parry3d", |b| {
         b.iter_batched(
             || chunks.iter().map(|m| (m.vertices.clone(), m.triangles.clone())).collect::<Vec<_>>(),
@@ -219,10 +237,20 @@ fn chunk_set(c: &mut Criterion) {
     group.finish();
 }
 
+/// Every chunk's tree (full mode), one job per chunk on `pool`.
+fn build_chunks_on(pool: &ThreadPool, chunks: Vec<TriMesh>) -> Vec<KdMesh> {
+    let mut slots: Vec<(Option<TriMesh>, Option<KdMesh>)> = chunks.into_iter().map(|m| (Some(m), None)).collect();
+    pool.jobs().for_each_mut(&mut slots, |_, (mesh, tree), _| {
+        *tree = Some(KdMesh::from_mesh(mesh.take().expect("one build per chunk"), MeshMode::Full).unwrap());
+    });
+    slots.into_iter().map(|(_, tree)| tree.expect("every chunk built")).collect()
+}
+
 criterion_group!(benches, one_mesh, chunk_set);
 
-/// The builds of both meshes, Kiln (full mode) and parry in alternating rounds: one
-/// build of the 1M mesh, or ten of the whole chunk set, per round. criterion times
+/// The builds of both meshes, Kiln (full mode; one thread, then the machine's
+/// workers) and parry in alternating rounds: one build of the 1M mesh, or ten of the
+/// whole chunk set, per round. criterion times
 /// one peer after the other, and on a noisy host its 1M build ratio spread from
 /// 0.37 to 0.45 over four runs of the same code.
 fn paired() {
@@ -253,6 +281,20 @@ fn paired() {
             timed(|| ParryMesh::new(v, t).unwrap())
         },
     );
+    let pool = ThreadPool::with_default_threads();
+    report_paired(
+        "kdtree_build_1m_paired",
+        ("kiln_parallel", "parry3d"),
+        ROUNDS,
+        || {
+            let input = mesh.clone();
+            timed(|| KdMesh::from_mesh_parallel(input, MeshMode::Full, pool.jobs()).unwrap())
+        },
+        || {
+            let (v, t) = (mesh.vertices.clone(), mesh.triangles.clone());
+            timed(|| ParryMesh::new(v, t).unwrap())
+        },
+    );
     let (_, small) = terrain(120);
     report_paired(
         "kdtree_build_chunks_paired",
@@ -270,12 +312,27 @@ fn paired() {
             timed(|| input.into_iter().flat_map(build).collect::<Vec<_>>()) / SETS as f64
         },
     );
+    report_paired(
+        "kdtree_build_chunks_paired",
+        ("kiln_parallel", "parry3d"),
+        ROUNDS,
+        || {
+            let input: Vec<Vec<TriMesh>> = (0..SETS).map(|_| small.clone()).collect();
+            timed(|| input.into_iter().map(|set| build_chunks_on(&pool, set)).collect::<Vec<_>>()) / SETS as f64
+        },
+        || {
+            let input: Vec<Vec<ParryInput>> =
+                (0..SETS).map(|_| small.iter().map(|m| (m.vertices.clone(), m.triangles.clone())).collect()).collect();
+            let build = |set: Vec<ParryInput>| set.into_iter().map(|(v, t)| ParryMesh::new(v, t).unwrap());
+            timed(|| input.into_iter().flat_map(build).collect::<Vec<_>>()) / SETS as f64
+        },
+    );
 }
 
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
-    report_ratios("kdtree_build_1m", &[("kiln", "parry3d")]);
+    report_ratios("kdtree_build_1m", &[("kiln", "parry3d"), ("kiln_parallel", "parry3d")]);
     report_ratios(
         "kdtree_rays_1m",
         &[
@@ -285,7 +342,10 @@ fn main() {
             ("kiln_terrain_batch", "parry3d"),
         ],
     );
-    report_ratios("kdtree_build_chunks", &[("kiln", "parry3d"), ("kiln_compact", "parry3d")]);
+    report_ratios(
+        "kdtree_build_chunks",
+        &[("kiln", "parry3d"), ("kiln_compact", "parry3d"), ("kiln_parallel", "parry3d")],
+    );
     report_ratios("kdtree_rays_chunks", &[("kiln", "parry3d"), ("kiln_compact", "parry3d")]);
     // Only under `cargo bench` (not in `cargo test`'s quick pass over the benches).
     if std::env::args().any(|a| a == "--bench") {

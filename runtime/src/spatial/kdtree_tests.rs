@@ -446,3 +446,31 @@ fn leaf_ranges_hug_their_triangles() {
         assert!(open * 20 < ranges.len(), "{open} of {} ranges open above", ranges.len());
     }
 }
+
+#[test]
+fn a_parallel_build_is_the_serial_tree_for_any_worker_count() {
+    use crate::jobs::ThreadPool;
+    // Large enough that the nodes near the root build their children as jobs.
+    let meshes = [
+        (soup(11, 70_000), MeshMode::Full),
+        (heightfield(12, 190), MeshMode::Full),
+        (soup(13, 16_384), MeshMode::Compact),
+    ];
+    for (mesh, mode) in meshes {
+        let serial = KdMesh::build(&mesh, mode).unwrap();
+        for threads in [0, 1, 3] {
+            let pool = ThreadPool::new(threads);
+            let parallel = KdMesh::from_mesh_parallel(mesh.clone(), mode, pool.jobs()).unwrap();
+            assert!(
+                parallel == serial,
+                "{mode:?}, {} triangles, {threads} threads: a different tree",
+                mesh.triangles.len()
+            );
+        }
+        check_rays(&serial, 5, 200);
+    }
+    let pool = ThreadPool::new(1);
+    let mut bad = soup(14, 20_000);
+    bad.vertices[7].y = f32::NAN;
+    assert_eq!(KdMesh::from_mesh_parallel(bad, MeshMode::Full, pool.jobs()).unwrap_err(), KdError::NonFiniteVertex);
+}
