@@ -250,9 +250,9 @@ criterion_group!(benches, one_mesh, chunk_set);
 
 /// The builds of both meshes, Kiln (full mode; one thread, then the machine's
 /// workers) and parry in alternating rounds: one build of the 1M mesh, or ten of the
-/// whole chunk set, per round. criterion times
-/// one peer after the other, and on a noisy host its 1M build ratio spread from
-/// 0.37 to 0.45 over four runs of the same code.
+/// whole chunk set, per round. criterion times one peer after the other, and on a
+/// noisy host its 1M build ratio spread from 0.37 to 0.45 over four runs of the
+/// same code.
 fn paired() {
     /// What `ParryMesh::new` takes.
     type ParryInput = (Vec<Vec3>, Vec<[u32; 3]>);
@@ -268,6 +268,11 @@ fn paired() {
     }
     let (_, chunks) = terrain(400);
     let mesh = concat(&chunks);
+    let parry_1m = || {
+        let (v, t) = (mesh.vertices.clone(), mesh.triangles.clone());
+        timed(|| ParryMesh::new(v, t).unwrap())
+    };
+    let pool = ThreadPool::with_default_threads();
     report_paired(
         "kdtree_build_1m_paired",
         ("kiln", "parry3d"),
@@ -276,12 +281,8 @@ fn paired() {
             let input = mesh.clone();
             timed(|| KdMesh::from_mesh(input, MeshMode::Full).unwrap())
         },
-        || {
-            let (v, t) = (mesh.vertices.clone(), mesh.triangles.clone());
-            timed(|| ParryMesh::new(v, t).unwrap())
-        },
+        parry_1m,
     );
-    let pool = ThreadPool::with_default_threads();
     report_paired(
         "kdtree_build_1m_paired",
         ("kiln_parallel", "parry3d"),
@@ -290,42 +291,36 @@ fn paired() {
             let input = mesh.clone();
             timed(|| KdMesh::from_mesh_parallel(input, MeshMode::Full, pool.jobs()).unwrap())
         },
-        || {
-            let (v, t) = (mesh.vertices.clone(), mesh.triangles.clone());
-            timed(|| ParryMesh::new(v, t).unwrap())
-        },
+        parry_1m,
     );
     let (_, small) = terrain(120);
+    let sets = || (0..SETS).map(|_| small.clone()).collect::<Vec<_>>();
+    let parry_chunks = || {
+        let input: Vec<Vec<ParryInput>> =
+            (0..SETS).map(|_| small.iter().map(|m| (m.vertices.clone(), m.triangles.clone())).collect()).collect();
+        let build = |set: Vec<ParryInput>| set.into_iter().map(|(v, t)| ParryMesh::new(v, t).unwrap());
+        timed(|| input.into_iter().flat_map(build).collect::<Vec<_>>()) / SETS as f64
+    };
     report_paired(
         "kdtree_build_chunks_paired",
         ("kiln", "parry3d"),
         ROUNDS,
         || {
-            let input: Vec<Vec<TriMesh>> = (0..SETS).map(|_| small.clone()).collect();
+            let input = sets();
             let build = |set: Vec<TriMesh>| set.into_iter().map(|m| KdMesh::from_mesh(m, MeshMode::Full).unwrap());
             timed(|| input.into_iter().flat_map(build).collect::<Vec<_>>()) / SETS as f64
         },
-        || {
-            let input: Vec<Vec<ParryInput>> =
-                (0..SETS).map(|_| small.iter().map(|m| (m.vertices.clone(), m.triangles.clone())).collect()).collect();
-            let build = |set: Vec<ParryInput>| set.into_iter().map(|(v, t)| ParryMesh::new(v, t).unwrap());
-            timed(|| input.into_iter().flat_map(build).collect::<Vec<_>>()) / SETS as f64
-        },
+        parry_chunks,
     );
     report_paired(
         "kdtree_build_chunks_paired",
         ("kiln_parallel", "parry3d"),
         ROUNDS,
         || {
-            let input: Vec<Vec<TriMesh>> = (0..SETS).map(|_| small.clone()).collect();
+            let input = sets();
             timed(|| input.into_iter().map(|set| build_chunks_on(&pool, set)).collect::<Vec<_>>()) / SETS as f64
         },
-        || {
-            let input: Vec<Vec<ParryInput>> =
-                (0..SETS).map(|_| small.iter().map(|m| (m.vertices.clone(), m.triangles.clone())).collect()).collect();
-            let build = |set: Vec<ParryInput>| set.into_iter().map(|(v, t)| ParryMesh::new(v, t).unwrap());
-            timed(|| input.into_iter().flat_map(build).collect::<Vec<_>>()) / SETS as f64
-        },
+        parry_chunks,
     );
 }
 
