@@ -345,6 +345,114 @@ fn twist_friction_stops_a_ball_spinning_in_place() {
     assert!(world.transform(id).unwrap().translation.distance(Vec3::new(0.0, 0.5, 0.0)) < 0.01);
 }
 
+/// A cube of half-extent 0.5 resting on the ground with `velocity` and
+/// `angular_velocity`, turned by `yaw` about the vertical.
+fn moving_cube(world: &mut World, yaw: f32, velocity: Vec3, angular_velocity: Vec3) -> BodyId {
+    let def = BodyDef {
+        transform: Isometry::new(Vec3::new(0.0, 0.5, 0.0), Quat::from_rotation_y(yaw)),
+        linear_velocity: velocity,
+        angular_velocity,
+        ..BodyDef::default()
+    };
+    let id = world.create_body(&def).unwrap();
+    world.add_shape(id, Shape::cuboid(Vec3::splat(0.5)).unwrap(), ShapeDef::default()).unwrap();
+    id
+}
+
+/// Friction acts once per manifold, at the centre of its points, bounded by the sum
+/// of their normal impulses. A cube sliding at 3 m/s on the ground (friction 0.6 on
+/// both) decelerates at `mu g` and stops after `v^2 / (2 mu g)` = 0.765 m, whichever
+/// way it is turned about the vertical (the tangent basis is not the motion's), and
+/// it neither tips nor veers.
+#[test]
+fn manifold_friction_stops_a_sliding_cube_at_mu_g() {
+    let pool = inline();
+    let (speed, mu, g) = (3.0f32, 0.6f32, 9.81f32);
+    let expected = speed * speed / (2.0 * mu * g);
+    for yaw in [0.0, 0.5, 1.3] {
+        let mut world = World::new(WorldDef::default());
+        ground(&mut world);
+        let id = moving_cube(&mut world, yaw, Vec3::new(speed, 0.0, 0.0), Vec3::ZERO);
+        let mut stopped = None;
+        for step in 0..120 {
+            world.step(1.0 / 60.0, pool.jobs()).unwrap();
+            if stopped.is_none() && world.velocity(id).unwrap().0.length() < 0.01 {
+                stopped = Some(step);
+            }
+        }
+        let x = world.transform(id).unwrap();
+        println!("yaw {yaw}: slid {:.4} m (mu g model: {expected:.4} m), stopped at step {stopped:?}", x.translation.x);
+        assert!(stopped.is_some(), "yaw {yaw}: still sliding after 2 s");
+        assert!((x.translation.x - expected).abs() < 0.05 * expected, "yaw {yaw}: slid {}", x.translation.x);
+        assert!(x.translation.z.abs() < 0.005, "yaw {yaw}: veered to z = {}", x.translation.z);
+        assert!((x.translation.y - 0.5).abs() < 0.01, "yaw {yaw}: rests at {}", x.translation.y);
+        let tilt = (x.rotation * Vec3::Y).angle_between(Vec3::Y);
+        assert!(tilt < 0.01, "yaw {yaw}: tipped by {tilt} rad");
+    }
+}
+
+/// On a slope below the friction angle (`tan 20 deg` = 0.36 < 0.6) a cube stays put;
+/// above it (40 deg) it slides down at `g (sin - mu cos)` = 1.80 m/s^2.
+#[test]
+fn manifold_friction_holds_a_cube_on_a_gentle_slope_and_lets_it_slide_on_a_steep_one() {
+    let pool = inline();
+    let (mu, g) = (0.6f32, 9.81f32);
+    for degrees in [20.0f32, 40.0] {
+        let angle = degrees.to_radians();
+        let turn = Quat::from_rotation_z(angle);
+        let mut world = World::new(WorldDef::default());
+        world.set_sleep_enabled(false);
+        let slope =
+            BodyDef { motion: MotionType::Static, transform: Isometry::new(Vec3::ZERO, turn), ..BodyDef::default() };
+        let slope = world.create_body(&slope).unwrap();
+        world.add_shape(slope, Shape::cuboid(Vec3::new(50.0, 1.0, 50.0)).unwrap(), ShapeDef::default()).unwrap();
+        let start = turn * Vec3::new(0.0, 1.5, 0.0);
+        let def = BodyDef { transform: Isometry::new(start, turn), ..BodyDef::default() };
+        let id = world.create_body(&def).unwrap();
+        world.add_shape(id, Shape::cuboid(Vec3::splat(0.5)).unwrap(), ShapeDef::default()).unwrap();
+        for _ in 0..60 {
+            world.step(1.0 / 60.0, pool.jobs()).unwrap();
+        }
+        // Down the slope: the slope's -x axis.
+        let down = turn * Vec3::NEG_X;
+        let moved = (world.transform(id).unwrap().translation - start).dot(down);
+        let expected = 0.5 * g * (angle.sin() - mu * angle.cos()).max(0.0);
+        println!("{degrees} deg: moved {moved:.4} m down the slope in 1 s (model {expected:.4} m)");
+        if expected == 0.0 {
+            assert!(moved.abs() < 0.002, "{degrees} deg: crept {moved} m");
+        } else {
+            assert!((moved - expected).abs() < 0.1 * expected, "{degrees} deg: slid {moved} m");
+        }
+    }
+}
+
+/// Twist friction is bounded by each point's normal impulse on its lever, its
+/// distance from the manifold's centre. A cube spinning at 5 rad/s about the vertical
+/// on its four corner points (`mu m g` on levers of `0.5 sqrt 2`) stops in
+/// `I w / (mu m g 0.707)` = 0.20 s (`I = m / 6` for a unit cube), where a fixed
+/// small patch radius would let it spin for seconds; and it stays in place.
+#[test]
+fn twist_friction_on_the_points_levers_stops_a_spinning_cube() {
+    let pool = inline();
+    let (spin, mu, g) = (5.0f32, 0.6f32, 9.81f32);
+    let expected = (spin / 6.0) / (mu * g * 0.5 * std::f32::consts::SQRT_2);
+    let mut world = World::new(WorldDef::default());
+    ground(&mut world);
+    let id = moving_cube(&mut world, 0.0, Vec3::ZERO, Vec3::new(0.0, spin, 0.0));
+    let mut stopped = None;
+    for step in 1..=60 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+        if stopped.is_none() && world.velocity(id).unwrap().1.y.abs() < 0.05 {
+            stopped = Some(step as f32 / 60.0);
+        }
+    }
+    let stopped = stopped.expect("the cube stops spinning within 1 s");
+    println!("stopped spinning after {stopped:.3} s (model {expected:.3} s)");
+    assert!((stopped - expected).abs() < 0.2 * expected + 1.0 / 60.0, "stopped after {stopped} s");
+    let at = world.transform(id).unwrap().translation;
+    assert!(at.distance(Vec3::new(0.0, 0.5, 0.0)) < 0.01, "drifted to {at}");
+}
+
 /// A ball rolling at 8 rad/s keeps the normal impulse that carries its weight, and so
 /// its rolling resistance: with coefficient c the ball decelerates at `c g / 1.4` (solid
 /// sphere, rolling without slipping) and stops in about 2.9 s from 4 m/s. Regression:

@@ -48,9 +48,7 @@ use glam::{Mat3, Vec3, Vec4};
 #[cfg(target_arch = "x86_64")]
 use super::lanes::F8;
 use super::lanes::{Lanes, MAX_LANES};
-use super::solver::{
-    self, BodyState, Column, Constraint, ConstraintTable, Frame, Prepared, StepContext, NONE, TWIST_RADIUS,
-};
+use super::solver::{self, BodyState, Column, Constraint, ConstraintTable, Frame, Prepared, StepContext, NONE};
 
 /// Four or eight `Vec3`s, one per lane, as three lane values (x, y and z).
 #[derive(Clone, Copy, Debug)]
@@ -186,9 +184,8 @@ struct WidePoint<L> {
     normal: V3<L>,
     base_separation: L,
     normal_mass: L,
-    tangent_mass: [L; 2],
+    twist_arm: L,
     normal_impulse: L,
-    tangent_impulse: [L; 2],
     max_normal_impulse: L,
 }
 
@@ -198,12 +195,13 @@ impl<L: Lanes> WidePoint<L> {
         for v in [&mut self.anchor_a, &mut self.anchor_b, &mut self.normal] {
             v.set(lane, Vec3::ZERO);
         }
-        for v in
-            [&mut self.base_separation, &mut self.normal_mass, &mut self.normal_impulse, &mut self.max_normal_impulse]
-                .into_iter()
-                .chain(&mut self.tangent_mass)
-                .chain(&mut self.tangent_impulse)
-        {
+        for v in [
+            &mut self.base_separation,
+            &mut self.normal_mass,
+            &mut self.twist_arm,
+            &mut self.normal_impulse,
+            &mut self.max_normal_impulse,
+        ] {
             v.set(lane, 0.0);
         }
     }
@@ -214,9 +212,8 @@ impl<L: Lanes> WidePoint<L> {
         normal: V3::ZERO,
         base_separation: L::ZERO,
         normal_mass: L::ZERO,
-        tangent_mass: [L::ZERO; 2],
+        twist_arm: L::ZERO,
         normal_impulse: L::ZERO,
-        tangent_impulse: [L::ZERO; 2],
         max_normal_impulse: L::ZERO,
     };
 }
@@ -239,7 +236,13 @@ pub(crate) struct Bundle<L> {
     friction: L,
     round_a: L,
     round_b: L,
+    /// The first point's normal: friction's tangents and twist axis.
     twist_normal: V3<L>,
+    /// Friction at the manifold's centre (see [`solver::friction_center`]).
+    friction_anchor_a: V3<L>,
+    friction_anchor_b: V3<L>,
+    tangent_mass: [L; 2],
+    tangent_impulse: [L; 2],
     twist_mass: L,
     twist_impulse: L,
     /// Points in the fullest lane.
@@ -299,6 +302,10 @@ impl<L: Lanes> Bundle<L> {
         round_a: L::ZERO,
         round_b: L::ZERO,
         twist_normal: V3::ZERO,
+        friction_anchor_a: V3::ZERO,
+        friction_anchor_b: V3::ZERO,
+        tangent_mass: [L::ZERO; 2],
+        tangent_impulse: [L::ZERO; 2],
         twist_mass: L::ZERO,
         twist_impulse: L::ZERO,
         count: 0,
@@ -317,17 +324,21 @@ impl<L: Lanes> Bundle<L> {
         // Past a lane's count its points stay zero. A point's normal mass holds 1
         // until `finish` (which computes masses only where it finds one) and its
         // base separation the separation.
+        let center = solver::friction_center(c);
         for (w, p) in self.points.iter_mut().zip(c.points()) {
             w.anchor_a.set(lane, p.point - frame.center_a);
             w.anchor_b.set(lane, p.point - frame.center_b);
             w.normal.set(lane, p.normal);
             w.base_separation.set(lane, p.separation);
             w.normal_mass.set(lane, 1.0);
+            w.twist_arm.set(lane, solver::twist_arm(p, center));
             w.normal_impulse.set(lane, p.normal_impulse);
-            w.tangent_impulse[0].set(lane, p.tangent_impulse[0]);
-            w.tangent_impulse[1].set(lane, p.tangent_impulse[1]);
             w.max_normal_impulse.set(lane, 0.0);
         }
+        self.friction_anchor_a.set(lane, center - frame.center_a);
+        self.friction_anchor_b.set(lane, center - frame.center_b);
+        self.tangent_impulse[0].set(lane, c.tangent_impulse[0]);
+        self.tangent_impulse[1].set(lane, c.tangent_impulse[1]);
         self.index[lane] = index;
         (self.row_a[lane], self.row_b[lane]) = (c.row_a, c.row_b);
         self.inv_mass_a.set(lane, frame.inv_mass_a);
@@ -403,13 +414,13 @@ impl<L: Lanes> Bundle<L> {
             }
             // SAFETY: forwarded from the caller.
             let c = unsafe { constraints.get_unchecked(index as usize) };
+            c.tangent_impulse = [self.tangent_impulse[0].get(lane), self.tangent_impulse[1].get(lane)];
             c.twist_impulse = self.twist_impulse.get(lane);
             if self.rolling_lanes >> lane & 1 == 1 {
                 c.rolling_impulse = rolling.impulse.lane(lane);
             }
             for (p, w) in c.points[..c.count as usize].iter_mut().zip(&self.points) {
                 p.normal_impulse = w.normal_impulse.get(lane);
-                p.tangent_impulse = [w.tangent_impulse[0].get(lane), w.tangent_impulse[1].get(lane)];
             }
             if c.restitution != 0.0 {
                 // SAFETY: forwarded from the caller.
@@ -625,19 +636,16 @@ fn finish<L: Lanes>(b: &mut Bundle<L>) {
     let (ia, ib) = (&b.inv_inertia_a, &b.inv_inertia_b);
     let n = b.twist_normal;
     b.twist_mass = inverse(n.dot(ia.apply(n)) + n.dot(ib.apply(n)));
+    let (tangent1, tangent2) = tangents(n);
+    // No closure here: closures do not inherit the kernels' target features.
+    let (a, c) = ((ia, b.friction_anchor_a), (ib, b.friction_anchor_b));
+    b.tangent_mass = [inverse(effective(ma + mb, a, c, tangent1)), inverse(effective(ma + mb, a, c, tangent2))];
     for p in &mut b.points[..b.count] {
         let present = p.normal_mass.cmpgt(L::ZERO);
         let (ra, rb, n) = (p.anchor_a, p.anchor_b, p.normal);
         let (ta, tb) = (ra - n * b.round_a, rb + n * b.round_b);
         p.base_separation = p.base_separation - (tb - ta).dot(n);
-        let (tangent1, tangent2) = tangents(n);
-        // No closure here: closures do not inherit the kernels' target features.
-        let (a, b) = ((ia, ra), (ib, rb));
-        p.normal_mass = L::select(present, inverse(effective(ma + mb, a, b, n)), L::ZERO);
-        p.tangent_mass = [
-            L::select(present, inverse(effective(ma + mb, a, b, tangent1)), L::ZERO),
-            L::select(present, inverse(effective(ma + mb, a, b, tangent2)), L::ZERO),
-        ];
+        p.normal_mass = L::select(present, inverse(effective(ma + mb, (ia, ra), (ib, rb), n)), L::ZERO);
     }
 }
 
@@ -674,10 +682,14 @@ unsafe fn warm_start<L: Lanes>(b: &Bundle<L>, r: &Rolling<L>, states: &Column<Bo
     wa -= ia.apply(b.twist_normal) * b.twist_impulse;
     wb += ib.apply(b.twist_normal) * b.twist_impulse;
     let (mut torque_a, mut torque_b) = (V3::ZERO, V3::ZERO);
+    let (tangent1, tangent2) = tangents(b.twist_normal);
+    let impulse = tangent1 * b.tangent_impulse[0] + tangent2 * b.tangent_impulse[1];
+    va -= impulse * b.inv_mass_a;
+    torque_a += b.friction_anchor_a.cross(impulse);
+    vb += impulse * b.inv_mass_b;
+    torque_b += b.friction_anchor_b.cross(impulse);
     for p in &b.points[..b.count] {
-        let [n, t1, t2] = [p.normal_impulse, p.tangent_impulse[0], p.tangent_impulse[1]];
-        let (tangent1, tangent2) = tangents(p.normal);
-        let impulse = p.normal * n + tangent1 * t1 + tangent2 * t2;
+        let impulse = p.normal * p.normal_impulse;
         va -= impulse * b.inv_mass_a;
         torque_a += p.anchor_a.cross(impulse);
         vb += impulse * b.inv_mass_b;
@@ -757,31 +769,32 @@ unsafe fn solve<L: Lanes>(
         vb += j * mb;
         wb += ib.apply(arm_b) * impulse;
     }
-    for p in &mut b.points[..b.count] {
-        let dv = relative(va, wa, vb, wb, p.anchor_a, p.anchor_b);
-        let old = p.tangent_impulse;
-        let (tangent1, tangent2) = tangents(p.normal);
-        let t = [old[0] - p.tangent_mass[0] * dv.dot(tangent1), old[1] - p.tangent_mass[1] * dv.dot(tangent2)];
-        let limit = b.friction * p.normal_impulse;
-        let length_sq = t[0] * t[0] + t[1] * t[1];
-        let over = length_sq.cmpgt(limit * limit);
-        // Sliding lanes only: resting contacts skip the square root and the division.
-        let t = if L::bits(over) != 0 {
-            let scale = limit / length_sq.sqrt();
-            [L::select(over, t[0] * scale, t[0]), L::select(over, t[1] * scale, t[1])]
-        } else {
-            t
-        };
-        p.tangent_impulse = t;
-        let (d1, d2) = (t[0] - old[0], t[1] - old[1]);
-        let j = tangent1 * d1 + tangent2 * d2;
-        va -= j * ma;
-        wa -= angular(ia, p.anchor_a, j);
-        vb += j * mb;
-        wb += angular(ib, p.anchor_b, j);
-    }
     let normal = b.points[..b.count].iter().fold(L::splat(-0.0), |sum, p| sum + p.normal_impulse);
-    let limit = b.friction * L::splat(TWIST_RADIUS) * normal;
+    // Friction at the manifold's centre, as the scalar solve.
+    let (ra, rb) = (b.friction_anchor_a, b.friction_anchor_b);
+    let dv = relative(va, wa, vb, wb, ra, rb);
+    let old = b.tangent_impulse;
+    let (tangent1, tangent2) = tangents(b.twist_normal);
+    let t = [old[0] - b.tangent_mass[0] * dv.dot(tangent1), old[1] - b.tangent_mass[1] * dv.dot(tangent2)];
+    let limit = b.friction * normal;
+    let length_sq = t[0] * t[0] + t[1] * t[1];
+    let over = length_sq.cmpgt(limit * limit);
+    // Sliding lanes only: resting contacts skip the square root and the division.
+    let t = if L::bits(over) != 0 {
+        let scale = limit / length_sq.sqrt();
+        [L::select(over, t[0] * scale, t[0]), L::select(over, t[1] * scale, t[1])]
+    } else {
+        t
+    };
+    b.tangent_impulse = t;
+    let (d1, d2) = (t[0] - old[0], t[1] - old[1]);
+    let j = tangent1 * d1 + tangent2 * d2;
+    va -= j * ma;
+    wa -= angular(ia, ra, j);
+    vb += j * mb;
+    wb += angular(ib, rb, j);
+    let levers = b.points[..b.count].iter().fold(L::splat(-0.0), |sum, p| sum + p.normal_impulse * p.twist_arm);
+    let limit = b.friction * levers;
     // The scalar clamp leaves a value alone when the limit is NaN (0 x inf).
     let limit = L::select(limit.is_nan_mask(), L::splat(f32::INFINITY), limit);
     let old = b.twist_impulse;
@@ -868,8 +881,8 @@ mod tests {
         };
         for p in &mut c.points[..count] {
             p.normal_impulse = lcg(seed).abs() * 2.0;
-            p.tangent_impulse = [lcg(seed), lcg(seed)];
         }
+        c.tangent_impulse = [lcg(seed), lcg(seed)];
         c.twist_impulse = lcg(seed) * 0.01;
         if lcg(seed) > 0.3 {
             c.rolling_resistance = lcg(seed).abs() * 0.1;
@@ -985,12 +998,12 @@ mod tests {
             }
             let mut unpacked = constraints.clone();
             for c in &mut unpacked {
-                c.twist_impulse = f32::NAN;
+                (c.tangent_impulse, c.twist_impulse) = ([f32::NAN; 2], f32::NAN);
                 if c.rolling_resistance > 0.0 {
                     c.rolling_impulse = Vec3::NAN;
                 }
                 for p in &mut c.points {
-                    (p.normal_impulse, p.tangent_impulse) = (f32::NAN, [f32::NAN; 2]);
+                    p.normal_impulse = f32::NAN;
                 }
             }
             // The largest normal impulses go to the prepared rows of constraints with
@@ -1008,11 +1021,11 @@ mod tests {
             }
             let all = constraints.iter().zip(&prepared).zip(unpacked.iter().zip(&unpacked_prepared));
             for ((c, s), (u, t)) in all.filter(|_| !overflow) {
+                assert!(c.tangent_impulse == u.tangent_impulse, "round {round}: friction");
                 assert!(c.twist_impulse == u.twist_impulse, "round {round}: twist");
                 assert!(c.rolling_impulse == u.rolling_impulse, "round {round}: rolling");
                 for (p, q) in c.points().iter().zip(u.points()) {
                     assert!(p.normal_impulse == q.normal_impulse, "round {round}: {p:?} != {q:?}");
-                    assert!(p.tangent_impulse == q.tangent_impulse, "round {round}: {p:?} != {q:?}");
                 }
                 for (p, q) in s.points.iter().zip(&t.points).take(c.count as usize) {
                     let expected = if c.restitution != 0.0 { p.max_normal_impulse } else { f32::NAN };
