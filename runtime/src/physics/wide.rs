@@ -638,8 +638,9 @@ fn finish<L: Lanes>(b: &mut Bundle<L>) {
     b.twist_mass = inverse(n.dot(ia.apply(n)) + n.dot(ib.apply(n)));
     let (tangent1, tangent2) = tangents(n);
     // No closure here: closures do not inherit the kernels' target features.
-    let (a, c) = ((ia, b.friction_anchor_a), (ib, b.friction_anchor_b));
-    b.tangent_mass = [inverse(effective(ma + mb, a, c, tangent1)), inverse(effective(ma + mb, a, c, tangent2))];
+    let (side_a, side_b) = ((ia, b.friction_anchor_a), (ib, b.friction_anchor_b));
+    b.tangent_mass =
+        [inverse(effective(ma + mb, side_a, side_b, tangent1)), inverse(effective(ma + mb, side_a, side_b, tangent2))];
     for p in &mut b.points[..b.count] {
         let present = p.normal_mass.cmpgt(L::ZERO);
         let (ra, rb, n) = (p.anchor_a, p.anchor_b, p.normal);
