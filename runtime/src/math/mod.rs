@@ -140,6 +140,17 @@ impl Ray {
     }
 }
 
+/// A body's world inverse inertia, `r * local * rᵀ` for its rotation `q`, made exactly
+/// symmetric (the lower triangle mirrors the upper) whatever the product's rounding:
+/// the wide solver keeps six of the nine values and must compute what the scalar
+/// solver computes from all nine.
+pub(crate) fn world_inertia(q: Quat, local: Mat3) -> Mat3 {
+    let r = Mat3::from_quat(q);
+    let m = r * local * r.transpose();
+    let (x, y, z) = (m.x_axis, m.y_axis, m.z_axis);
+    Mat3::from_cols(x, Vec3::new(x.y, y.y, y.z), Vec3::new(x.z, y.z, z.z))
+}
+
 /// Asks for `value`'s cache lines ahead of use (x86-64 only; a hint elsewhere
 /// ignored). The solver's colour order visits constraints scattered over the whole
 /// step's array, and a ray's far child in a tree lies far from its near one:

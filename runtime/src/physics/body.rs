@@ -9,7 +9,7 @@
 
 use glam::{Mat3, Quat, Vec3};
 
-use crate::math::Isometry;
+use crate::math::{world_inertia, Isometry};
 use crate::shapes::{MassProperties, Shape};
 
 /// Handle to a body: slot index and generation. Destroying a body bumps the slot's
@@ -574,8 +574,7 @@ impl Bodies {
         let q = xf.rotation.normalize();
         s.rotation[row] = q;
         s.position[row] = xf.translation + q * s.local_center[row];
-        let r = Mat3::from_quat(q);
-        s.world_inv_inertia[row] = r * s.local_inv_inertia[row] * r.transpose();
+        s.world_inv_inertia[row] = world_inertia(q, s.local_inv_inertia[row]);
         Ok(())
     }
 
@@ -596,7 +595,6 @@ impl Bodies {
         }
         // Keep the body frame where it was: the centre of mass moved inside it.
         s.position[row] = frame.transform_point(s.local_center[row]);
-        let r = Mat3::from_quat(s.rotation[row]);
-        s.world_inv_inertia[row] = r * s.local_inv_inertia[row] * r.transpose();
+        s.world_inv_inertia[row] = world_inertia(s.rotation[row], s.local_inv_inertia[row]);
     }
 }

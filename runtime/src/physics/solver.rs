@@ -582,6 +582,14 @@ pub(crate) struct Frame {
     pub inv_inertia_b: Mat3,
 }
 
+impl Frame {
+    /// `center_a - center_b`: an anchor relative to B is the one relative to A plus
+    /// this, on both solver paths (the bundles keep A's anchors and this alone).
+    pub fn offset(&self) -> Vec3 {
+        self.center_a - self.center_b
+    }
+}
+
 /// Anchors, effective masses and the restitution reference of every point of `c`,
 /// into `s` (the bundles compute the same from the anchors: see `wide::finish`).
 pub(crate) fn prepare(c: &Constraint, s: &mut Prepared, f: &Frame) {
@@ -607,14 +615,16 @@ pub(crate) fn prepare(c: &Constraint, s: &mut Prepared, f: &Frame) {
         let (axis_a, axis_b) = s.twist_axes(c);
         let k = n.dot(axis_a) + n.dot(axis_b);
         s.twist_mass = if k > 0.0 { 1.0 / k } else { 0.0 };
-        let (ra, rb) = (center - f.center_a, center - f.center_b);
+        let ra = center - f.center_a;
+        let rb = ra + f.offset();
         (s.friction_anchor_a, s.friction_anchor_b) = (ra, rb);
         let (tangent1, tangent2) = tangents(n);
         s.tangent_mass = [mass(ra, rb, tangent1), mass(ra, rb, tangent2)];
     }
     let (sa, sb) = (&f.state_a, &f.state_b);
     for (p, q) in c.points().iter().zip(&mut s.points) {
-        let (ra, rb) = (p.point - f.center_a, p.point - f.center_b);
+        let ra = p.point - f.center_a;
+        let rb = ra + f.offset();
         q.anchor_a = ra;
         q.anchor_b = rb;
         let (ta, tb) = (ra - p.normal * c.round_a, rb + p.normal * c.round_b);
@@ -1060,7 +1070,7 @@ impl Coloring {
 
     fn prepare_into<L: Width>(
         &mut self,
-        Bundles { bundles, rolling }: &mut Bundles<L>,
+        Bundles { bundles, extras }: &mut Bundles<L>,
         constraints: &mut ConstraintTable,
         frame: &(impl Fn(&Constraint, bool) -> Frame + Sync),
         write_back: bool,
@@ -1080,15 +1090,16 @@ impl Coloring {
         // Every bundle is overwritten below: only new ones need a value first.
         bundles.truncate(total);
         bundles.resize(total, Bundle::EMPTY);
-        // Rolling blocks are only written by bundles with a rolling lane, which
-        // clear theirs first: the others keep what they hold, never touched.
-        if rolling.len() < total {
-            rolling.resize(total, wide::Rolling::EMPTY);
+        // Each part of a bundle's extras is written only by a bundle with a lane that
+        // needs it, which sets it up first: the others keep what they hold, never
+        // touched.
+        if extras.len() < total {
+            extras.resize(total, wide::Extras::EMPTY);
         }
         let (order, ranges, bundled) = (&self.order, &self.ranges, &self.bundled);
         let (bundle_ranges, scalar) = (&self.bundle_ranges, &self.scalar);
         let bundles = Column::new(bundles);
-        let rolling = Column::new(rolling);
+        let extras = Column::new(extras);
         let prepared = Column::new(&mut self.prepared);
         let constraints = &*constraints;
         jobs.parallel_for(0..total + scalar.len(), PREPARE_GRAIN, |chunk, _| {
@@ -1107,7 +1118,7 @@ impl Coloring {
                 let first = ranges[k].start + (i - bundle_ranges[k].start) * L::N;
                 let last = (first + L::N).min(ranges[k].start + bundled[k]);
                 // SAFETY: as above.
-                let (b, r) = unsafe { (bundles.get(i), rolling.get(i)) };
+                let (b, e) = unsafe { (bundles.get(i), extras.get(i)) };
                 if last - first == L::N {
                     let mut counts = [0u32; lanes::MAX_LANES];
                     for (lane, &index) in order[first..last].iter().enumerate() {
@@ -1135,9 +1146,9 @@ impl Coloring {
                         // SAFETY: as above.
                         prepare(c, unsafe { prepared.get(index as usize) }, &f);
                     }
-                    b.prepare_lane(r, lane, index, c, &f);
+                    b.prepare_lane(e, lane, index, c, &f);
                 }
-                L::finish(b);
+                L::finish(b, e);
             }
         });
     }
@@ -1155,19 +1166,19 @@ impl Coloring {
 }
 
 fn unpack<L: Lanes>(
-    Bundles { bundles, rolling }: &Bundles<L>,
+    Bundles { bundles, extras }: &Bundles<L>,
     constraints: &mut ConstraintTable,
     prepared: &Column<Prepared>,
     jobs: Jobs,
 ) {
     let column = &*constraints;
     jobs.parallel_for(0..bundles.len(), 64, |chunk, _| {
-        let (bundles, rolling) = (&bundles[chunk.clone()], &rolling[chunk]);
-        for (i, (b, r)) in bundles.iter().zip(rolling).enumerate() {
+        let (bundles, extras) = (&bundles[chunk.clone()], &extras[chunk]);
+        for (i, (b, e)) in bundles.iter().zip(extras).enumerate() {
             let next = bundles.get(i + 1).map_or(&[][..], |n| n.indices());
             // SAFETY: every constraint is in at most one bundle, and each bundle goes
             // to exactly one job.
-            unsafe { b.unpack(r, column, prepared, next) };
+            unsafe { b.unpack(e, column, prepared, next) };
         }
     });
 }
@@ -1185,14 +1196,14 @@ fn for_each_colored<L, F, G>(
 ) where
     L: Lanes,
     F: Fn(usize) + Sync,
-    G: Fn(&mut Bundle<L>, &mut wide::Rolling<L>) + Sync,
+    G: Fn(&mut Bundle<L>, &mut wide::Extras<L>) + Sync,
 {
     let order = &coloring.order;
     for &i in &order[coloring.ranges[COLORS].clone()] {
         scalar(i as usize);
     }
     let bundle_column = Column::new(&mut all_bundles.bundles);
-    let rolling_column = Column::new(&mut all_bundles.rolling);
+    let extras_column = Column::new(&mut all_bundles.extras);
     for k in 0..COLORS {
         let range = coloring.ranges[k].clone();
         let (packed, first_scalar) = match bundles {
@@ -1210,7 +1221,7 @@ fn for_each_colored<L, F, G>(
                 // and `parallel_for` hands each item to exactly one job.
                 unsafe {
                     if i < packed.len() {
-                        wide(bundle_column.get(packed.start + i), rolling_column.get(packed.start + i));
+                        wide(bundle_column.get(packed.start + i), extras_column.get(packed.start + i));
                     } else {
                         scalar(order[first_scalar + i - packed.len()] as usize);
                     }
@@ -1289,13 +1300,13 @@ fn run_pass_on<L: Width>(
             }
         }
     };
-    let wide = |b: &mut Bundle<L>, r: &mut wide::Rolling<L>| {
+    let wide = |b: &mut Bundle<L>, e: &mut wide::Extras<L>| {
         // SAFETY: as above.
         unsafe {
             match pass {
-                Pass::WarmStart => L::warm_start(b, r, &states),
-                Pass::Solve => L::solve(b, r, &states, ctx, true),
-                Pass::Relax => L::solve(b, r, &states, ctx, false),
+                Pass::WarmStart => L::warm_start(b, e, &states),
+                Pass::Solve => L::solve(b, e, &states, ctx, true),
+                Pass::Relax => L::solve(b, e, &states, ctx, false),
                 Pass::Restitute | Pass::CorrectPositions => unreachable!("{pass:?} runs on the constraints"),
             }
         }

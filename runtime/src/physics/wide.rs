@@ -35,11 +35,23 @@
 //! zero, from adding the empty points of a lane with fewer than the bundle's
 //! points). Which constraints share a bundle therefore changes nothing.
 //!
-//! Constraints without points take the scalar path. Rolling resistance rides in a
-//! [`Rolling`] block beside the bundle (in [`Bundles::rolling`], not in the bundle:
-//! bundles without it, e.g. every box's, then stream no extra lines); the block
-//! runs only in bundles with a lane that has it (the rain's spheres), and only
-//! those lanes take its result.
+//! Every warm start, solve and relax pass streams every bundle (twelve passes a
+//! step with four substeps), so a bundle holds what every lane needs and no more:
+//! - one normal per lane, not one per point: a pair's manifold has one. What only
+//!   some lanes need waits in an [`Extras`] block beside the bundle, read and
+//!   written only by bundles with such a lane: per-point normals (terrain bends
+//!   them), the largest normal impulses (restitution), rolling resistance (the
+//!   rain's spheres);
+//! - A's anchors and the offset between the centres, not both sides' anchors
+//!   ([`solver::Frame::offset`]: both paths add it the same way);
+//! - six values of each world inverse inertia ([`S3`]), which are symmetric.
+//!
+//! A bundle of eight is 2,048 bytes instead of 3,136; `large_pyramid` at one worker
+//! (`step_scene large_pyramid 60 1`, eight alternating runs, medians): solve 11.52
+//! -> 9.90 ms with the extras and the six-value inertias, 8.73 ms with the offset;
+//! step 19.61 -> 17.65 -> 15.88 ms, on a loaded host.
+//!
+//! Constraints without points take the scalar path.
 //! A colour whose count is not a multiple of the width ends with a partly empty
 //! bundle.
 
@@ -176,45 +188,71 @@ impl<L: Lanes> M3<L> {
     }
 }
 
+/// A symmetric 3x3 matrix per lane, a world inverse inertia: six lane values
+/// instead of nine. [`crate::math::world_inertia`] makes every body's exactly
+/// symmetric, so [`S3::apply`] computes what `Mat3 * Vec3` computes, to the bit.
+#[derive(Clone, Copy, Debug)]
+struct S3<L> {
+    xx: L,
+    xy: L,
+    xz: L,
+    yy: L,
+    yz: L,
+    zz: L,
+}
+
+impl<L: Lanes> S3<L> {
+    const ZERO: S3<L> = S3 { xx: L::ZERO, xy: L::ZERO, xz: L::ZERO, yy: L::ZERO, yz: L::ZERO, zz: L::ZERO };
+
+    #[inline(always)]
+    fn set(&mut self, lane: usize, m: Mat3) {
+        let bits = |m: Mat3| m.to_cols_array().map(f32::to_bits);
+        debug_assert!(bits(m) == bits(m.transpose()), "not symmetric: {m:?}");
+        self.xx.set(lane, m.x_axis.x);
+        self.xy.set(lane, m.x_axis.y);
+        self.xz.set(lane, m.x_axis.z);
+        self.yy.set(lane, m.y_axis.y);
+        self.yz.set(lane, m.y_axis.z);
+        self.zz.set(lane, m.z_axis.z);
+    }
+
+    /// As `Mat3 * Vec3` (`x_axis * v.x + y_axis * v.y + z_axis * v.z`).
+    #[inline(always)]
+    fn apply(&self, v: V3<L>) -> V3<L> {
+        V3 {
+            x: self.xx * v.x + self.xy * v.y + self.xz * v.z,
+            y: self.xy * v.x + self.yy * v.y + self.yz * v.z,
+            z: self.xz * v.x + self.yz * v.y + self.zz * v.z,
+        }
+    }
+}
+
 /// One contact point slot of a bundle's constraints.
 #[derive(Clone, Copy, Debug)]
 struct WidePoint<L> {
+    /// Relative to A's centre; B's anchor is this plus [`Bundle::offset`].
     anchor_a: V3<L>,
-    anchor_b: V3<L>,
-    normal: V3<L>,
     base_separation: L,
     normal_mass: L,
     twist_arm: L,
     normal_impulse: L,
-    max_normal_impulse: L,
 }
 
 impl<L: Lanes> WidePoint<L> {
     /// Zeroes `lane` in every field: a point slot the lane's constraint does not fill.
     fn clear_lane(&mut self, lane: usize) {
-        for v in [&mut self.anchor_a, &mut self.anchor_b, &mut self.normal] {
-            v.set(lane, Vec3::ZERO);
-        }
-        for v in [
-            &mut self.base_separation,
-            &mut self.normal_mass,
-            &mut self.twist_arm,
-            &mut self.normal_impulse,
-            &mut self.max_normal_impulse,
-        ] {
+        self.anchor_a.set(lane, Vec3::ZERO);
+        for v in [&mut self.base_separation, &mut self.normal_mass, &mut self.twist_arm, &mut self.normal_impulse] {
             v.set(lane, 0.0);
         }
     }
 
     const ZERO: WidePoint<L> = WidePoint {
         anchor_a: V3::ZERO,
-        anchor_b: V3::ZERO,
-        normal: V3::ZERO,
         base_separation: L::ZERO,
         normal_mass: L::ZERO,
         twist_arm: L::ZERO,
         normal_impulse: L::ZERO,
-        max_normal_impulse: L::ZERO,
     };
 }
 
@@ -231,16 +269,20 @@ pub(crate) struct Bundle<L> {
     /// World inverse inertias: the angular terms `Ia (r x d)` and the twist axes
     /// are computed from them at each use, as the scalar solver computes them (see
     /// the solver's module notes).
-    inv_inertia_a: M3<L>,
-    inv_inertia_b: M3<L>,
+    inv_inertia_a: S3<L>,
+    inv_inertia_b: S3<L>,
     friction: L,
     round_a: L,
     round_b: L,
-    /// The first point's normal: friction's tangents and twist axis.
-    twist_normal: V3<L>,
-    /// Friction at the manifold's centre (see [`solver::friction_center`]).
+    /// The first point's normal: every point's, unless a lane is bent
+    /// (`bent_lanes`), and friction's tangents and twist axis.
+    normal: V3<L>,
+    /// A's centre minus B's: every anchor relative to B is the one relative to A
+    /// plus this ([`solver::Frame::offset`]), so B's are not stored.
+    offset: V3<L>,
+    /// Friction at the manifold's centre (see [`solver::friction_center`]),
+    /// relative to A's centre.
     friction_anchor_a: V3<L>,
-    friction_anchor_b: V3<L>,
     tangent_mass: [L; 2],
     tangent_impulse: [L; 2],
     twist_mass: L,
@@ -248,37 +290,63 @@ pub(crate) struct Bundle<L> {
     /// Points in the fullest lane.
     count: usize,
     points: [WidePoint<L>; 4],
-    /// Lanes with rolling resistance, a bit each: when none, the bundle's
-    /// [`Rolling`] block is neither read nor written.
+    /// Lanes whose points do not all share the first point's normal (terrain), a
+    /// bit each: when any, every lane's point normals are in [`Extras::normals`].
+    bent_lanes: u32,
+    /// Lanes with restitution: they keep their largest normal impulses in
+    /// [`Extras::max_normal_impulse`].
+    bouncy_lanes: u32,
+    /// Lanes with rolling resistance ([`Extras::rolling`]).
     rolling_lanes: u32,
+}
+
+/// What only some lanes need, beside their bundle (in [`Bundles::extras`], not in
+/// the bundle): each part is read and written only by a bundle with a lane that
+/// needs it, so the bundles of a stack of boxes (one normal per manifold, no
+/// restitution, no rolling) stream none of these lines.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Extras<L> {
+    /// Each point slot's normal, when the bundle has a bent lane; the lane's first
+    /// normal in its other slots and in the other lanes.
+    normals: [V3<L>; 4],
+    /// Each point's largest normal impulse of one iteration, when the bundle has a
+    /// lane with restitution (the restitution pass reads them).
+    max_normal_impulse: [L; 4],
+    rolling: Rolling<L>,
+}
+
+impl<L: Lanes> Extras<L> {
+    pub const EMPTY: Extras<L> =
+        Extras { normals: [V3::ZERO; 4], max_normal_impulse: [L::ZERO; 4], rolling: Rolling::EMPTY };
 }
 
 /// The rolling resistance of a bundle's lanes ([`Constraint::rolling_resistance`]
 /// and the terms the scalar solver reads with it, but the inverse inertias, which
 /// every bundle holds); zero in lanes without.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Rolling<L> {
+struct Rolling<L> {
     resistance: L,
     mass: M3<L>,
     impulse: V3<L>,
 }
 
 impl<L: Lanes> Rolling<L> {
-    pub const EMPTY: Rolling<L> = Rolling { resistance: L::ZERO, mass: M3::ZERO, impulse: V3::ZERO };
+    const EMPTY: Rolling<L> = Rolling { resistance: L::ZERO, mass: M3::ZERO, impulse: V3::ZERO };
 }
 
-/// A colouring's bundles of one width, with their rolling blocks: `rolling[i]`
-/// belongs to `bundles[i]`, and only a bundle with a rolling lane writes or reads
-/// it (so the blocks of the others keep whatever they held).
+/// A colouring's bundles of one width, with their extras: `extras[i]` belongs to
+/// `bundles[i]`, and each of its parts is written or read only by a bundle with a
+/// lane that needs it (see [`Extras`]), which sets it up first; the others keep
+/// whatever they held.
 #[derive(Debug)]
 pub(crate) struct Bundles<L> {
     pub bundles: Vec<Bundle<L>>,
-    pub rolling: Vec<Rolling<L>>,
+    pub extras: Vec<Extras<L>>,
 }
 
 impl<L> Default for Bundles<L> {
     fn default() -> Self {
-        Bundles { bundles: Vec::new(), rolling: Vec::new() }
+        Bundles { bundles: Vec::new(), extras: Vec::new() }
     }
 }
 
@@ -296,47 +364,72 @@ impl<L: Lanes> Bundle<L> {
         row_b: [NONE; MAX_LANES],
         inv_mass_a: L::ZERO,
         inv_mass_b: L::ZERO,
-        inv_inertia_a: M3::ZERO,
-        inv_inertia_b: M3::ZERO,
+        inv_inertia_a: S3::ZERO,
+        inv_inertia_b: S3::ZERO,
         friction: L::ZERO,
         round_a: L::ZERO,
         round_b: L::ZERO,
-        twist_normal: V3::ZERO,
+        normal: V3::ZERO,
+        offset: V3::ZERO,
         friction_anchor_a: V3::ZERO,
-        friction_anchor_b: V3::ZERO,
         tangent_mass: [L::ZERO; 2],
         tangent_impulse: [L::ZERO; 2],
         twist_mass: L::ZERO,
         twist_impulse: L::ZERO,
         count: 0,
         points: [WidePoint::ZERO; 4],
+        bent_lanes: 0,
+        bouncy_lanes: 0,
         rolling_lanes: 0,
     };
 
-    /// Packs constraint `index` into `lane`, which must be empty, and its rolling
-    /// resistance into `rolling`, this bundle's block (zeroed when the bundle takes its
-    /// first rolling lane). Only what [`solver::prepare`] starts from goes in: the
-    /// anchors, normals, separations and impulses; [`Width::finish`] computes the
-    /// rest for every lane at once, once all are packed. The constraint is only read.
-    pub fn prepare_lane(&mut self, rolling: &mut Rolling<L>, lane: usize, index: u32, c: &Constraint, frame: &Frame) {
+    /// Packs constraint `index` into `lane`, which must be empty, and what only
+    /// some lanes need into `extras`, this bundle's block (each part set up when the
+    /// bundle takes its first lane that needs it). Only what [`solver::prepare`]
+    /// starts from goes in: the anchors, normals, separations and impulses;
+    /// [`Width::finish`] computes the rest for every lane at once, once all are
+    /// packed. The constraint is only read.
+    pub fn prepare_lane(&mut self, extras: &mut Extras<L>, lane: usize, index: u32, c: &Constraint, frame: &Frame) {
         assert!(lane < L::N, "a bundle holds {} constraints", L::N);
         debug_assert!(self.index[lane] == NONE, "lane {lane} is taken");
+        debug_assert!(c.count > 0, "a bundled constraint has points");
         // Past a lane's count its points stay zero. A point's normal mass holds 1
         // until `finish` (which computes masses only where it finds one) and its
         // base separation the separation.
         let center = solver::friction_center(c);
         for (w, p) in self.points.iter_mut().zip(c.points()) {
             w.anchor_a.set(lane, p.point - frame.center_a);
-            w.anchor_b.set(lane, p.point - frame.center_b);
-            w.normal.set(lane, p.normal);
             w.base_separation.set(lane, p.separation);
             w.normal_mass.set(lane, 1.0);
             w.twist_arm.set(lane, solver::twist_arm(p, center));
             w.normal_impulse.set(lane, p.normal_impulse);
-            w.max_normal_impulse.set(lane, 0.0);
         }
+        let first = c.points[0].normal;
+        let bits = |v: Vec3| v.to_array().map(f32::to_bits);
+        if c.points().iter().any(|p| bits(p.normal) != bits(first)) {
+            if self.bent_lanes == 0 {
+                // Each lane packed so far has one normal; the others are written when
+                // they are packed, or stay empty (zero).
+                for (l, n) in (0..L::N).map(|l| (l, self.normal.lane(l))) {
+                    extras.normals.iter_mut().for_each(|slot| slot.set(l, n));
+                }
+            }
+            self.bent_lanes |= 1 << lane;
+        }
+        self.normal.set(lane, first);
+        if self.bent_lanes != 0 {
+            for (k, slot) in extras.normals.iter_mut().enumerate() {
+                slot.set(lane, c.points().get(k).map_or(first, |p| p.normal));
+            }
+        }
+        if c.restitution != 0.0 {
+            if self.bouncy_lanes == 0 {
+                extras.max_normal_impulse = [L::ZERO; 4];
+            }
+            self.bouncy_lanes |= 1 << lane;
+        }
+        self.offset.set(lane, frame.offset());
         self.friction_anchor_a.set(lane, center - frame.center_a);
-        self.friction_anchor_b.set(lane, center - frame.center_b);
         self.tangent_impulse[0].set(lane, c.tangent_impulse[0]);
         self.tangent_impulse[1].set(lane, c.tangent_impulse[1]);
         self.index[lane] = index;
@@ -348,20 +441,27 @@ impl<L: Lanes> Bundle<L> {
         self.friction.set(lane, c.friction);
         self.round_a.set(lane, c.round_a);
         self.round_b.set(lane, c.round_b);
-        if c.count > 0 {
-            self.twist_normal.set(lane, c.points[0].normal);
-        }
         self.twist_impulse.set(lane, c.twist_impulse);
         self.count = self.count.max(c.count as usize);
         if c.rolling_resistance > 0.0 {
             if self.rolling_lanes == 0 {
-                *rolling = Rolling::EMPTY;
+                extras.rolling = Rolling::EMPTY;
             }
             self.rolling_lanes |= 1 << lane;
-            let r = rolling;
+            let r = &mut extras.rolling;
             r.resistance.set(lane, c.rolling_resistance);
             r.mass.set(lane, solver::rolling_mass(frame.inv_inertia_a, frame.inv_inertia_b));
             r.impulse.set(lane, c.rolling_impulse);
+        }
+    }
+
+    /// Point slot `k`'s normals: the bundle's one normal, unless a lane is bent.
+    #[inline(always)]
+    fn normal_of(&self, extras: &Extras<L>, k: usize) -> V3<L> {
+        if self.bent_lanes != 0 {
+            extras.normals[k]
+        } else {
+            self.normal
         }
     }
 
@@ -382,7 +482,7 @@ impl<L: Lanes> Bundle<L> {
             }
         }
         self.count = 0;
-        self.rolling_lanes = 0;
+        (self.bent_lanes, self.bouncy_lanes, self.rolling_lanes) = (0, 0, 0);
         self.index[..L::N].fill(NONE);
     }
 
@@ -392,7 +492,7 @@ impl<L: Lanes> Bundle<L> {
         &self.index[..lanes]
     }
 
-    /// Copies the accumulated impulses (from `rolling` too, this bundle's block)
+    /// Copies the accumulated impulses (from `extras` too, this bundle's block)
     /// back into the constraints, and for a constraint with restitution the points'
     /// largest normal impulses into its row of `prepared` (the restitution pass reads
     /// them there). `next` (the next bundle's constraints) are prefetched one per
@@ -403,7 +503,7 @@ impl<L: Lanes> Bundle<L> {
     /// meanwhile.
     pub unsafe fn unpack(
         &self,
-        rolling: &Rolling<L>,
+        extras: &Extras<L>,
         constraints: &ConstraintTable,
         prepared: &Column<Prepared>,
         next: &[u32],
@@ -417,16 +517,16 @@ impl<L: Lanes> Bundle<L> {
             c.tangent_impulse = [self.tangent_impulse[0].get(lane), self.tangent_impulse[1].get(lane)];
             c.twist_impulse = self.twist_impulse.get(lane);
             if self.rolling_lanes >> lane & 1 == 1 {
-                c.rolling_impulse = rolling.impulse.lane(lane);
+                c.rolling_impulse = extras.rolling.impulse.lane(lane);
             }
             for (p, w) in c.points[..c.count as usize].iter_mut().zip(&self.points) {
                 p.normal_impulse = w.normal_impulse.get(lane);
             }
-            if c.restitution != 0.0 {
+            if self.bouncy_lanes >> lane & 1 == 1 {
                 // SAFETY: forwarded from the caller.
                 let s = unsafe { prepared.get(index as usize) };
-                for (q, w) in s.points[..c.count as usize].iter_mut().zip(&self.points) {
-                    q.max_normal_impulse = w.max_normal_impulse.get(lane);
+                for (q, m) in s.points[..c.count as usize].iter_mut().zip(&extras.max_normal_impulse) {
+                    q.max_normal_impulse = m.get(lane);
                 }
             }
         }
@@ -507,13 +607,13 @@ unsafe fn gather<L: Lanes>(at: &[*const BodyState; MAX_LANES], half: usize) -> [
 /// The lane widths the solver runs: the kernels, compiled for each.
 pub(crate) trait Width: Lanes {
     /// [`finish`]: the effective masses and base separations of a packed bundle.
-    fn finish(b: &mut Bundle<Self>);
+    fn finish(b: &mut Bundle<Self>, e: &Extras<Self>);
 
     /// [`solver::warm_start`] on every lane.
     ///
     /// # Safety
     /// The bundle's dynamic bodies are touched by no other thread meanwhile.
-    unsafe fn warm_start(b: &Bundle<Self>, r: &Rolling<Self>, states: &Column<BodyState>);
+    unsafe fn warm_start(b: &Bundle<Self>, e: &Extras<Self>, states: &Column<BodyState>);
 
     /// [`solver::solve`] on every lane.
     ///
@@ -521,7 +621,7 @@ pub(crate) trait Width: Lanes {
     /// As [`Width::warm_start`].
     unsafe fn solve(
         b: &mut Bundle<Self>,
-        r: &mut Rolling<Self>,
+        e: &mut Extras<Self>,
         states: &Column<BodyState>,
         ctx: &StepContext,
         use_bias: bool,
@@ -529,52 +629,52 @@ pub(crate) trait Width: Lanes {
 }
 
 impl Width for Vec4 {
-    fn finish(b: &mut Bundle<Vec4>) {
-        finish(b);
+    fn finish(b: &mut Bundle<Vec4>, e: &Extras<Vec4>) {
+        finish(b, e);
     }
 
-    unsafe fn warm_start(b: &Bundle<Vec4>, r: &Rolling<Vec4>, states: &Column<BodyState>) {
+    unsafe fn warm_start(b: &Bundle<Vec4>, e: &Extras<Vec4>, states: &Column<BodyState>) {
         // SAFETY: forwarded from the caller.
-        unsafe { warm_start(b, r, states) }
+        unsafe { warm_start(b, e, states) }
     }
 
     unsafe fn solve(
         b: &mut Bundle<Vec4>,
-        r: &mut Rolling<Vec4>,
+        e: &mut Extras<Vec4>,
         states: &Column<BodyState>,
         ctx: &StepContext,
         use_bias: bool,
     ) {
         // SAFETY: forwarded from the caller.
-        unsafe { solve(b, r, states, ctx, use_bias) }
+        unsafe { solve(b, e, states, ctx, use_bias) }
     }
 }
 
 /// Eight lanes: only built by a `Coloring` that found AVX (`lanes::eight_available`).
 #[cfg(target_arch = "x86_64")]
 impl Width for F8 {
-    fn finish(b: &mut Bundle<F8>) {
+    fn finish(b: &mut Bundle<F8>, e: &Extras<F8>) {
         #[target_feature(enable = "avx")]
-        fn avx(b: &mut Bundle<F8>) {
-            finish(b);
+        fn avx(b: &mut Bundle<F8>, e: &Extras<F8>) {
+            finish(b, e);
         }
         // SAFETY: bundles of eight exist only with AVX.
-        unsafe { avx(b) }
+        unsafe { avx(b, e) }
     }
 
-    unsafe fn warm_start(b: &Bundle<F8>, r: &Rolling<F8>, states: &Column<BodyState>) {
+    unsafe fn warm_start(b: &Bundle<F8>, e: &Extras<F8>, states: &Column<BodyState>) {
         #[target_feature(enable = "avx")]
-        unsafe fn avx(b: &Bundle<F8>, r: &Rolling<F8>, states: &Column<BodyState>) {
+        unsafe fn avx(b: &Bundle<F8>, e: &Extras<F8>, states: &Column<BodyState>) {
             // SAFETY: forwarded from the caller.
-            unsafe { warm_start(b, r, states) }
+            unsafe { warm_start(b, e, states) }
         }
         // SAFETY: forwarded from the caller; bundles of eight exist only with AVX.
-        unsafe { avx(b, r, states) }
+        unsafe { avx(b, e, states) }
     }
 
     unsafe fn solve(
         b: &mut Bundle<F8>,
-        r: &mut Rolling<F8>,
+        e: &mut Extras<F8>,
         states: &Column<BodyState>,
         ctx: &StepContext,
         use_bias: bool,
@@ -582,16 +682,16 @@ impl Width for F8 {
         #[target_feature(enable = "avx")]
         unsafe fn avx(
             b: &mut Bundle<F8>,
-            r: &mut Rolling<F8>,
+            e: &mut Extras<F8>,
             states: &Column<BodyState>,
             ctx: &StepContext,
             use_bias: bool,
         ) {
             // SAFETY: forwarded from the caller.
-            unsafe { solve(b, r, states, ctx, use_bias) }
+            unsafe { solve(b, e, states, ctx, use_bias) }
         }
         // SAFETY: forwarded from the caller; bundles of eight exist only with AVX.
-        unsafe { avx(b, r, states, ctx, use_bias) }
+        unsafe { avx(b, e, states, ctx, use_bias) }
     }
 }
 
@@ -609,7 +709,7 @@ fn relative<L: Lanes>(va: V3<L>, wa: V3<L>, vb: V3<L>, wb: V3<L>, ra: V3<L>, rb:
 
 /// As [`solver::angular`]: `inv_inertia * (anchor x d)`.
 #[inline(always)]
-fn angular<L: Lanes>(inv_inertia: &M3<L>, anchor: V3<L>, d: V3<L>) -> V3<L> {
+fn angular<L: Lanes>(inv_inertia: &S3<L>, anchor: V3<L>, d: V3<L>) -> V3<L> {
     inv_inertia.apply(anchor.cross(d))
 }
 
@@ -631,19 +731,21 @@ fn tangents<L: Lanes>(n: V3<L>) -> (V3<L>, V3<L>) {
 /// computes it: the twist mass, and each point's base separation and effective
 /// masses. Points a lane does not have (normal mass 0) keep zero masses.
 #[inline(always)]
-fn finish<L: Lanes>(b: &mut Bundle<L>) {
+fn finish<L: Lanes>(b: &mut Bundle<L>, e: &Extras<L>) {
     let (ma, mb) = (b.inv_mass_a, b.inv_mass_b);
     let (ia, ib) = (&b.inv_inertia_a, &b.inv_inertia_b);
-    let n = b.twist_normal;
+    let n = b.normal;
     b.twist_mass = inverse(n.dot(ia.apply(n)) + n.dot(ib.apply(n)));
     let (tangent1, tangent2) = tangents(n);
     // No closure here: closures do not inherit the kernels' target features.
-    let (side_a, side_b) = ((ia, b.friction_anchor_a), (ib, b.friction_anchor_b));
+    let (side_a, side_b) = ((ia, b.friction_anchor_a), (ib, b.friction_anchor_a + b.offset));
     b.tangent_mass =
         [inverse(effective(ma + mb, side_a, side_b, tangent1)), inverse(effective(ma + mb, side_a, side_b, tangent2))];
-    for p in &mut b.points[..b.count] {
+    for k in 0..b.count {
+        let n = b.normal_of(e, k);
+        let p = &mut b.points[k];
         let present = p.normal_mass.cmpgt(L::ZERO);
-        let (ra, rb, n) = (p.anchor_a, p.anchor_b, p.normal);
+        let (ra, rb) = (p.anchor_a, p.anchor_a + b.offset);
         let (ta, tb) = (ra - n * b.round_a, rb + n * b.round_b);
         p.base_separation = p.base_separation - (tb - ta).dot(n);
         p.normal_mass = L::select(present, inverse(effective(ma + mb, (ia, ra), (ib, rb), n)), L::ZERO);
@@ -659,7 +761,7 @@ fn inverse<L: Lanes>(k: L) -> L {
 /// The inverse effective mass along `d`: `ma + mb + (ra x d) Ia (ra x d) + (rb x d) Ib
 /// (rb x d)` (`masses` is `ma + mb`).
 #[inline(always)]
-fn effective<L: Lanes>(masses: L, (ia, ra): (&M3<L>, V3<L>), (ib, rb): (&M3<L>, V3<L>), d: V3<L>) -> L {
+fn effective<L: Lanes>(masses: L, (ia, ra): (&S3<L>, V3<L>), (ib, rb): (&S3<L>, V3<L>), d: V3<L>) -> L {
     masses + ra.cross(d).dot(angular(ia, ra, d)) + rb.cross(d).dot(angular(ib, rb, d))
 }
 
@@ -668,33 +770,34 @@ fn effective<L: Lanes>(masses: L, (ia, ra): (&M3<L>, V3<L>), (ib, rb): (&M3<L>, 
 /// # Safety
 /// The bundle's dynamic bodies are touched by no other thread meanwhile.
 #[inline(always)]
-unsafe fn warm_start<L: Lanes>(b: &Bundle<L>, r: &Rolling<L>, states: &Column<BodyState>) {
+unsafe fn warm_start<L: Lanes>(b: &Bundle<L>, e: &Extras<L>, states: &Column<BodyState>) {
     let (at_a, at_b) = (b.states(states, 0), b.states(states, 1));
     // SAFETY: forwarded from the caller.
     let (a, b_) = unsafe { (gather(&at_a, 0), gather(&at_b, 0)) };
     let ((mut va, mut wa, pa), (mut vb, mut wb, pb)) = (velocities(a), velocities(b_));
     if b.rolling_lanes != 0 {
+        let r = &e.rolling;
         let rolls = r.resistance.cmpgt(L::ZERO);
         wa = V3::select(rolls, wa - b.inv_inertia_a.apply(r.impulse), wa);
         wb = V3::select(rolls, wb + b.inv_inertia_b.apply(r.impulse), wb);
     }
     let (ia, ib) = (&b.inv_inertia_a, &b.inv_inertia_b);
     // The twist axes as the prepare computes them ([`solver::Prepared::twist_axes`]).
-    wa -= ia.apply(b.twist_normal) * b.twist_impulse;
-    wb += ib.apply(b.twist_normal) * b.twist_impulse;
+    wa -= ia.apply(b.normal) * b.twist_impulse;
+    wb += ib.apply(b.normal) * b.twist_impulse;
     let (mut torque_a, mut torque_b) = (V3::ZERO, V3::ZERO);
-    let (tangent1, tangent2) = tangents(b.twist_normal);
+    let (tangent1, tangent2) = tangents(b.normal);
     let impulse = tangent1 * b.tangent_impulse[0] + tangent2 * b.tangent_impulse[1];
     va -= impulse * b.inv_mass_a;
     torque_a += b.friction_anchor_a.cross(impulse);
     vb += impulse * b.inv_mass_b;
-    torque_b += b.friction_anchor_b.cross(impulse);
-    for p in &b.points[..b.count] {
-        let impulse = p.normal * p.normal_impulse;
+    torque_b += (b.friction_anchor_a + b.offset).cross(impulse);
+    for (k, p) in b.points[..b.count].iter().enumerate() {
+        let impulse = b.normal_of(e, k) * p.normal_impulse;
         va -= impulse * b.inv_mass_a;
         torque_a += p.anchor_a.cross(impulse);
         vb += impulse * b.inv_mass_b;
-        torque_b += p.anchor_b.cross(impulse);
+        torque_b += (p.anchor_a + b.offset).cross(impulse);
     }
     wa -= ia.apply(torque_a);
     wb += ib.apply(torque_b);
@@ -712,7 +815,7 @@ unsafe fn warm_start<L: Lanes>(b: &Bundle<L>, r: &Rolling<L>, states: &Column<Bo
 #[inline(always)]
 unsafe fn solve<L: Lanes>(
     b: &mut Bundle<L>,
-    r: &mut Rolling<L>,
+    e: &mut Extras<L>,
     states: &Column<BodyState>,
     ctx: &StepContext,
     use_bias: bool,
@@ -737,10 +840,11 @@ unsafe fn solve<L: Lanes>(
     // The separations' terms first, in a loop of their own: the turns are not needed
     // past it, and keeping them live beside the velocities spilled both.
     let mut terms = [[zero; 3]; 4];
-    for (p, terms) in b.points[..b.count].iter().zip(&mut terms) {
-        let (ta, tb) = (p.anchor_a - p.normal * b.round_a, p.anchor_b + p.normal * b.round_b);
+    for (k, (p, terms)) in b.points[..b.count].iter().zip(&mut terms).enumerate() {
+        let n = b.normal_of(e, k);
+        let (ta, tb) = (p.anchor_a - n * b.round_a, (p.anchor_a + b.offset) + n * b.round_b);
         let d = moved + (turn_b.apply(tb) - turn_a.apply(ta));
-        let s = d.dot(p.normal) + p.base_separation;
+        let s = d.dot(n) + p.base_separation;
         let speculative = s.cmpgt(zero);
         let (bias, mass_scale, impulse_scale) = if use_bias {
             (
@@ -753,18 +857,22 @@ unsafe fn solve<L: Lanes>(
         };
         *terms = [-p.normal_mass * mass_scale, bias, impulse_scale];
     }
-    for (p, &[mass, bias, impulse_scale]) in b.points[..b.count].iter_mut().zip(&terms) {
+    for (k, &[mass, bias, impulse_scale]) in terms[..b.count].iter().enumerate() {
+        let n = b.normal_of(e, k);
+        let p = &mut b.points[k];
         // As the scalar solve: the arms' turns about the normal, for both the normal
         // velocity and the angular impulse.
-        let (arm_a, arm_b) = (p.anchor_a.cross(p.normal), p.anchor_b.cross(p.normal));
-        let vn = (vb - va).dot(p.normal) + wb.dot(arm_b) - wa.dot(arm_a);
+        let (arm_a, arm_b) = (p.anchor_a.cross(n), (p.anchor_a + b.offset).cross(n));
+        let vn = (vb - va).dot(n) + wb.dot(arm_b) - wa.dot(arm_a);
         let impulse = mass * (vn + bias) - impulse_scale * p.normal_impulse;
         // max with 0 second: a NaN becomes 0, as the scalar `max` makes it.
         let total = (p.normal_impulse + impulse).max(zero).min(L::splat(f32::MAX));
         let impulse = total - p.normal_impulse;
         p.normal_impulse = total;
-        p.max_normal_impulse = impulse.max(p.max_normal_impulse);
-        let j = p.normal * impulse;
+        if b.bouncy_lanes != 0 {
+            e.max_normal_impulse[k] = impulse.max(e.max_normal_impulse[k]);
+        }
+        let j = n * impulse;
         va -= j * ma;
         wa -= ia.apply(arm_a) * impulse;
         vb += j * mb;
@@ -772,10 +880,10 @@ unsafe fn solve<L: Lanes>(
     }
     let normal = b.points[..b.count].iter().fold(L::splat(-0.0), |sum, p| sum + p.normal_impulse);
     // Friction at the manifold's centre, as the scalar solve.
-    let (ra, rb) = (b.friction_anchor_a, b.friction_anchor_b);
+    let (ra, rb) = (b.friction_anchor_a, b.friction_anchor_a + b.offset);
     let dv = relative(va, wa, vb, wb, ra, rb);
     let old = b.tangent_impulse;
-    let (tangent1, tangent2) = tangents(b.twist_normal);
+    let (tangent1, tangent2) = tangents(b.normal);
     let t = [old[0] - b.tangent_mass[0] * dv.dot(tangent1), old[1] - b.tangent_mass[1] * dv.dot(tangent2)];
     let limit = b.friction * normal;
     let length_sq = t[0] * t[0] + t[1] * t[1];
@@ -799,12 +907,13 @@ unsafe fn solve<L: Lanes>(
     // The scalar clamp leaves a value alone when the limit is NaN (0 x inf).
     let limit = L::select(limit.is_nan_mask(), L::splat(f32::INFINITY), limit);
     let old = b.twist_impulse;
-    let total = (old - b.twist_mass * b.twist_normal.dot(wb - wa)).max(-limit).min(limit);
+    let total = (old - b.twist_mass * b.normal.dot(wb - wa)).max(-limit).min(limit);
     b.twist_impulse = total;
-    wa -= ia.apply(b.twist_normal) * (total - old);
-    wb += ib.apply(b.twist_normal) * (total - old);
+    wa -= ia.apply(b.normal) * (total - old);
+    wb += ib.apply(b.normal) * (total - old);
     if b.rolling_lanes != 0 {
         // The scalar `rolling_resistance > 0.0` block, in the lanes that have it.
+        let r = &mut e.rolling;
         let rolls = r.resistance.cmpgt(zero);
         let limit = r.resistance * normal;
         let old = r.impulse;
@@ -836,12 +945,11 @@ mod tests {
         Vec3::new(lcg(seed), lcg(seed), lcg(seed)) * scale
     }
 
-    /// A symmetric positive (semi-)definite inverse inertia, or zero.
+    /// A symmetric positive definite world inverse inertia, as a body has one.
     fn inertia(seed: &mut u64) -> Mat3 {
         let q = Quat::from_scaled_axis(vec(seed, 3.0));
-        let r = Mat3::from_quat(q);
         let d = Mat3::from_diagonal(vec(seed, 1.0).abs() + Vec3::splat(0.05));
-        r * d * r.transpose()
+        crate::math::world_inertia(q, d)
     }
 
     /// A random constraint between rows `a` and `b` (either may be `NONE`), with 1 to
@@ -956,19 +1064,23 @@ mod tests {
                 }
                 _ => Bundle::<L>::EMPTY,
             };
-            // A block left over from another bundle: the first rolling lane clears it.
-            let mut rolling = Rolling::<L>::EMPTY;
-            rolling.resistance = L::splat(0.5);
-            rolling.impulse = V3 { x: L::ONE, y: L::ONE, z: L::ONE };
+            // A block left over from another bundle: the first lane that needs each
+            // part sets it up.
+            let mut extras = Extras::<L>::EMPTY;
+            let ones = V3 { x: L::ONE, y: L::ONE, z: L::ONE };
+            extras.rolling.resistance = L::splat(0.5);
+            extras.rolling.impulse = ones;
+            extras.normals = [ones; 4];
+            extras.max_normal_impulse = [L::splat(7.0); 4];
             let (mut constraints, mut prepared) = (Vec::new(), Vec::new());
             for (lane, (c, frame)) in made.into_iter().enumerate() {
                 let mut s = Prepared::default();
                 prepare(&c, &mut s, &frame);
-                bundle.prepare_lane(&mut rolling, lane, lane as u32, &c, &frame);
+                bundle.prepare_lane(&mut extras, lane, lane as u32, &c, &frame);
                 constraints.push(c);
                 prepared.push(s);
             }
-            L::finish(&mut bundle);
+            L::finish(&mut bundle, &extras);
             let mut wide_states = states.clone();
             for pass in 0..4 {
                 let (scalar_col, wide_col) = (Column::new(&mut states), Column::new(&mut wide_states));
@@ -981,8 +1093,8 @@ mod tests {
                         }
                     }
                     match pass {
-                        0 => L::warm_start(&bundle, &rolling, &wide_col),
-                        _ => L::solve(&mut bundle, &mut rolling, &wide_col, &ctx, pass != 2),
+                        0 => L::warm_start(&bundle, &extras, &wide_col),
+                        _ => L::solve(&mut bundle, &mut extras, &wide_col, &ctx, pass != 2),
                     }
                 }
                 for (i, (s, w)) in states.iter().zip(&wide_states).enumerate() {
@@ -1018,7 +1130,7 @@ mod tests {
             // SAFETY: one thread.
             unsafe {
                 let table = ConstraintTable::of(&mut unpacked);
-                bundle.unpack(&rolling, &table, &Column::new(&mut unpacked_prepared), &[]);
+                bundle.unpack(&extras, &table, &Column::new(&mut unpacked_prepared), &[]);
             }
             let all = constraints.iter().zip(&prepared).zip(unpacked.iter().zip(&unpacked_prepared));
             for ((c, s), (u, t)) in all.filter(|_| !overflow) {
@@ -1035,6 +1147,16 @@ mod tests {
             }
             leftover = Some(bundle);
         }
+    }
+
+    /// Every pass streams every bundle, so a bundle keeps what each lane needs and
+    /// nothing more: one normal, A's anchors, six values of each inertia; what only
+    /// some lanes need (bent normals, restitution, rolling) waits in its extras.
+    #[test]
+    fn bundles_keep_only_what_every_lane_needs() {
+        assert_eq!(std::mem::size_of::<Bundle<Vec4>>(), 1088);
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(std::mem::size_of::<Bundle<F8>>(), 2048);
     }
 
     /// Empty manifolds keep to the scalar path; rolling resistance rides along.

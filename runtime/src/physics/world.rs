@@ -45,7 +45,7 @@ use super::solver::{
 use crate::collide::{shape_time_of_impact, Sweep, ToiState};
 use crate::frame::{FrameGraph, GraphError, PassId, Res};
 use crate::jobs::Jobs;
-use crate::math::{triangle_overlaps_aabb, Aabb, Isometry};
+use crate::math::{triangle_overlaps_aabb, world_inertia, Aabb, Isometry};
 use crate::shapes::Shape;
 use crate::spatial::{BroadPhase, ProxyId, TreeConfig};
 use crate::terrain::{ContactKind, Terrain, TerrainContacts};
@@ -1331,8 +1331,7 @@ impl World {
                 q[k] = (st.dq * q[k]).normalize();
                 v[k] = st.v;
                 w[k] = st.w;
-                let r = Mat3::from_quat(q[k]);
-                ii[k] = r * local[i] * r.transpose();
+                ii[k] = world_inertia(q[k], local[i]);
                 f[k] = Vec3::ZERO;
                 t[k] = Vec3::ZERO;
                 // Resting = slow (Box2D: speed, angular speed times reach, under the
@@ -1407,8 +1406,7 @@ impl World {
                 let a = &mut self.bodies.awake;
                 a.position[row as usize] = x;
                 a.rotation[row as usize] = q;
-                let r = Mat3::from_quat(q);
-                a.world_inv_inertia[row as usize] = r * a.local_inv_inertia[row as usize] * r.transpose();
+                a.world_inv_inertia[row as usize] = world_inertia(q, a.local_inv_inertia[row as usize]);
                 count += 1;
             }
         }
