@@ -105,8 +105,9 @@ const SOLVE_GRAIN: usize = 64;
 const PREPARE_GRAIN: usize = 16;
 
 /// A contact point as the narrowphase makes it and the next step finds it again: where
-/// it is, its feature id and its accumulated impulses. What the solve derives from
-/// it for one step is in [`PreparedPoint`].
+/// it is and its feature id (its accumulated impulse is the constraint's
+/// [`Constraint::normal_impulse`]). What the solve derives from it for one step is in
+/// [`PreparedPoint`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct ContactPoint {
     /// World position at the step's start (between the surfaces).
@@ -117,7 +118,6 @@ pub(crate) struct ContactPoint {
     pub separation: f32,
     /// Feature id, matched across steps for warm starting.
     pub id: u32,
-    pub normal_impulse: f32,
     /// Pairs: the point on A's surface in A's shape frame and on B's in B's, where
     /// the narrowphase found them (a pair that has hardly moved since reuses them).
     pub local_a: Vec3,
@@ -182,12 +182,27 @@ impl Prepared {
 }
 
 /// Up to four points between body A and body B (or terrain), each with its normal.
+///
+/// Laid out by hand, a cache line at a time: the first holds the pair, the point
+/// count and every accumulated impulse, all that [`Coloring::unpack`] writes back
+/// after the solve, so its scattered writes (the constraints in colour order) dirty
+/// one line per constraint instead of five.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C, align(64))]
 pub(crate) struct Constraint {
     /// Pair key: `proxy_a << 32 | proxy_b`, or `proxy << 32 | u32::MAX` for terrain.
     pub key: u64,
     /// Which manifold of the pair (compound parts, terrain part).
     pub sub: u64,
+    pub count: u32,
+    /// Each point's accumulated normal impulse (past `count`: zero).
+    pub normal_impulse: [f32; 4],
+    /// Accumulated friction at the manifold's centre, along the [`tangents`] of the
+    /// first point's normal (see the module notes on friction).
+    pub tangent_impulse: [f32; 2],
+    /// Accumulated twist friction about the first point's normal.
+    pub twist_impulse: f32,
+    pub rolling_impulse: Vec3,
     /// Body slots (`NONE` for terrain).
     pub body_a: u32,
     pub body_b: u32,
@@ -202,13 +217,6 @@ pub(crate) struct Constraint {
     /// separation follows the shape's core (see the module notes).
     pub round_a: f32,
     pub round_b: f32,
-    pub rolling_impulse: Vec3,
-    /// Accumulated friction at the manifold's centre, along the [`tangents`] of the
-    /// first point's normal (see the module notes on friction).
-    pub tangent_impulse: [f32; 2],
-    /// Accumulated twist friction about the first point's normal.
-    pub twist_impulse: f32,
-    pub count: u32,
     pub points: [ContactPoint; 4],
     /// Pairs: where the points were found.
     pub found: FoundAt,
@@ -274,6 +282,7 @@ impl Constraint {
             rolling_impulse: Vec3::ZERO,
             tangent_impulse: [0.0; 2],
             twist_impulse: 0.0,
+            normal_impulse: [0.0; 4],
             count: 0,
             points: [ContactPoint::default(); 4],
             found: FoundAt::default(),
@@ -289,6 +298,7 @@ impl Constraint {
         if self.count < 4 {
             self.points[self.count as usize] =
                 ContactPoint { point, normal, separation, id, ..ContactPoint::default() };
+            self.normal_impulse[self.count as usize] = 0.0;
             self.count += 1;
         }
     }
@@ -300,7 +310,7 @@ impl Constraint {
     pub fn rewarm_in_place(&mut self) {
         for k in 1..self.count as usize {
             if let Some(j) = self.points[..k].iter().position(|o| o.id == self.points[k].id) {
-                self.points[k].normal_impulse = self.points[j].normal_impulse;
+                self.normal_impulse[k] = self.normal_impulse[j];
             }
         }
     }
@@ -311,9 +321,9 @@ impl Constraint {
         self.rolling_impulse = old.rolling_impulse;
         self.tangent_impulse = old.tangent_impulse;
         self.twist_impulse = old.twist_impulse;
-        for p in &mut self.points[..self.count as usize] {
-            if let Some(o) = old.points().iter().find(|o| o.id == p.id) {
-                p.normal_impulse = o.normal_impulse;
+        for (p, impulse) in self.points[..self.count as usize].iter().zip(&mut self.normal_impulse) {
+            if let Some(j) = old.points().iter().position(|o| o.id == p.id) {
+                *impulse = old.normal_impulse[j];
             }
         }
     }
@@ -685,8 +695,8 @@ pub(crate) unsafe fn warm_start(c: &Constraint, s: &Prepared, states: &Column<Bo
         vb += impulse * s.inv_mass_b;
         torque_b += s.friction_anchor_b.cross(impulse);
     }
-    for (p, q) in c.points().iter().zip(&s.points) {
-        let impulse = p.normal * p.normal_impulse;
+    for ((p, q), &normal_impulse) in c.points().iter().zip(&s.points).zip(&c.normal_impulse) {
+        let impulse = p.normal * normal_impulse;
         va -= impulse * s.inv_mass_a;
         torque_a += q.anchor_a.cross(impulse);
         vb += impulse * s.inv_mass_b;
@@ -722,7 +732,8 @@ pub(crate) unsafe fn solve(
     // The rotations since the step's start as matrices: one conversion per body
     // instead of two quaternion rotations per point.
     let (turn_a, turn_b) = (Mat3::from_quat(sa.dq), Mat3::from_quat(sb.dq));
-    for (p, q) in c.points[..c.count as usize].iter_mut().zip(&mut s.points) {
+    let points = c.points[..c.count as usize].iter().zip(&mut s.points);
+    for ((p, q), accumulated) in points.zip(&mut c.normal_impulse) {
         let (ra, rb) = (q.anchor_a, q.anchor_b);
         // Current separation from the bodies' motion since the step's start.
         let (ta, tb) = (ra - p.normal * c.round_a, rb + p.normal * c.round_b);
@@ -739,10 +750,10 @@ pub(crate) unsafe fn solve(
         // angular impulse below needs too: `(w x r) . n = w . (r x n)`.
         let (arm_a, arm_b) = (ra.cross(p.normal), rb.cross(p.normal));
         let vn = (vb - va).dot(p.normal) + wb.dot(arm_b) - wa.dot(arm_a);
-        let impulse = -q.normal_mass * mass_scale * (vn + bias) - impulse_scale * p.normal_impulse;
-        let total = (p.normal_impulse + impulse).max(0.0).clamp(0.0, f32::MAX); // max: NaN to 0
-        let impulse = total - p.normal_impulse;
-        p.normal_impulse = total;
+        let impulse = -q.normal_mass * mass_scale * (vn + bias) - impulse_scale * *accumulated;
+        let total = (*accumulated + impulse).max(0.0).clamp(0.0, f32::MAX); // max: NaN to 0
+        let impulse = total - *accumulated;
+        *accumulated = total;
         q.max_normal_impulse = q.max_normal_impulse.max(impulse);
         let j = p.normal * impulse;
         va -= j * ma;
@@ -750,7 +761,7 @@ pub(crate) unsafe fn solve(
         vb += j * mb;
         wb += (ib * arm_b) * impulse;
     }
-    let normal = c.points().iter().fold(-0.0, |sum, p| sum + p.normal_impulse);
+    let normal = c.normal_impulse[..c.count as usize].iter().fold(-0.0, |sum, n| sum + n);
     if c.count > 0 {
         // Friction at the manifold's centre, bounded by the manifold's normal impulse.
         let n = c.points[0].normal;
@@ -773,7 +784,8 @@ pub(crate) unsafe fn solve(
         vb += j * mb;
         wb += angular(ib, rb, j);
         // Twist about the normal, bounded by each point's normal impulse on its lever.
-        let levers = c.points().iter().zip(&s.points).fold(-0.0, |sum, (p, q)| sum + p.normal_impulse * q.twist_arm);
+        let impulses = c.normal_impulse[..c.count as usize].iter().zip(&s.points);
+        let levers = impulses.fold(-0.0, |sum, (n, q)| sum + n * q.twist_arm);
         let limit = c.friction * levers;
         let old = c.twist_impulse;
         // max/min rather than clamp: a limit of 0 * inf is NaN, which clamp panics on.
@@ -815,16 +827,17 @@ pub(crate) unsafe fn restitute(c: &mut Constraint, s: &Prepared, states: &Column
     let (sa, sb) = unsafe { (read(states, c.row_a), read(states, c.row_b)) };
     let (mut va, mut wa, mut vb, mut wb) = (sa.v, sa.w, sb.v, sb.w);
     let (ma, mb, ia, ib) = (s.inv_mass_a, s.inv_mass_b, s.inv_inertia_a, s.inv_inertia_b);
-    for (p, q) in c.points[..c.count as usize].iter_mut().zip(&s.points) {
+    let points = c.points[..c.count as usize].iter().zip(&s.points);
+    for ((p, q), accumulated) in points.zip(&mut c.normal_impulse) {
         if q.relative_velocity > -ctx.restitution_threshold || q.max_normal_impulse == 0.0 {
             continue;
         }
         let (ra, rb) = (q.anchor_a, q.anchor_b);
         let vn = relative(va, wa, vb, wb, ra, rb).dot(p.normal);
         let impulse = -q.normal_mass * (vn + c.restitution * q.relative_velocity);
-        let total = (p.normal_impulse + impulse).max(0.0);
-        let impulse = total - p.normal_impulse;
-        p.normal_impulse = total;
+        let total = (*accumulated + impulse).max(0.0);
+        let impulse = total - *accumulated;
+        *accumulated = total;
         let j = p.normal * impulse;
         va -= j * ma;
         wa -= angular(ia, ra, p.normal) * impulse;
@@ -1377,7 +1390,7 @@ mod tests {
                 let mut old = Constraint::new(0, 0, 0, 1, 0.5, 0.0);
                 for (k, &id) in ids[..count].iter().enumerate() {
                     old.push(Vec3::new(k as f32, 0.0, 0.0), Vec3::Y, -0.01, id);
-                    old.points[k].normal_impulse = 1.0 + k as f32;
+                    old.normal_impulse[k] = 1.0 + k as f32;
                 }
                 (old.tangent_impulse, old.twist_impulse) = ([0.1, -0.2], 0.3);
                 let mut fresh = Constraint::new(0, 0, 0, 1, 0.5, 0.0);
@@ -1391,9 +1404,7 @@ mod tests {
                     (fresh.tangent_impulse, fresh.twist_impulse),
                     (renewed.tangent_impulse, renewed.twist_impulse)
                 );
-                for (a, b) in fresh.points().iter().zip(renewed.points()) {
-                    assert_eq!(a.normal_impulse, b.normal_impulse, "{ids:?}");
-                }
+                assert_eq!(fresh.normal_impulse[..count], renewed.normal_impulse[..count], "{ids:?}");
             }
         }
     }
@@ -1401,11 +1412,23 @@ mod tests {
     /// A constraint carries what the narrowphase makes and the next step reuses, and
     /// nothing the solve derives for one step: the narrowphase copies every reused
     /// constraint and the bundles read them all, so each byte costs twice a step.
+    /// What the solve writes back into it lies in its first cache line.
     #[test]
     fn constraints_leave_what_the_solve_derives_to_the_solver() {
-        assert_eq!(std::mem::size_of::<ContactPoint>(), 60);
+        assert_eq!(std::mem::size_of::<ContactPoint>(), 56);
         assert_eq!(std::mem::size_of::<Constraint>(), 384);
+        assert_eq!(std::mem::align_of::<Constraint>(), 64);
         assert_eq!(std::mem::size_of::<Prepared>(), 328);
+        let end = std::mem::offset_of!(Constraint, rolling_impulse) + std::mem::size_of::<Vec3>();
+        for offset in [
+            std::mem::offset_of!(Constraint, count),
+            std::mem::offset_of!(Constraint, normal_impulse),
+            std::mem::offset_of!(Constraint, tangent_impulse),
+            std::mem::offset_of!(Constraint, twist_impulse),
+        ] {
+            assert!(offset < end);
+        }
+        assert!(end <= 64, "the impulses end at byte {end}");
     }
 
     /// A colouring bundles eight constraints where the CPU runs AVX, four elsewhere,
@@ -1451,7 +1474,7 @@ mod tests {
             // SAFETY: one thread, both rows in bounds.
             unsafe { solve(&mut c, &mut s, &column, &ctx, true) };
         }
-        assert!(c.points[0].normal_impulse.is_finite(), "{}", c.points[0].normal_impulse);
+        assert!(c.normal_impulse[0].is_finite(), "{}", c.normal_impulse[0]);
         assert!(c.twist_impulse.is_finite(), "{}", c.twist_impulse);
         for s in &states {
             assert!(s.v.is_finite() && s.w.is_finite(), "{s:?}");

@@ -397,12 +397,12 @@ impl<L: Lanes> Bundle<L> {
         // until `finish` (which computes masses only where it finds one) and its
         // base separation the separation.
         let center = solver::friction_center(c);
-        for (w, p) in self.points.iter_mut().zip(c.points()) {
+        for ((w, p), &impulse) in self.points.iter_mut().zip(c.points()).zip(&c.normal_impulse) {
             w.anchor_a.set(lane, p.point - frame.center_a);
             w.base_separation.set(lane, p.separation);
             w.normal_mass.set(lane, 1.0);
             w.twist_arm.set(lane, solver::twist_arm(p, center));
-            w.normal_impulse.set(lane, p.normal_impulse);
+            w.normal_impulse.set(lane, impulse);
         }
         let first = c.points[0].normal;
         let bits = |v: Vec3| v.to_array().map(f32::to_bits);
@@ -510,7 +510,8 @@ impl<L: Lanes> Bundle<L> {
     ) {
         for (lane, &index) in self.indices().iter().enumerate() {
             if let Some(&next) = next.get(lane) {
-                crate::math::prefetch(constraints.ptr(next as usize));
+                // Its first line: all that is written (see [`Constraint`]).
+                crate::math::prefetch(constraints.ptr(next as usize).cast::<[u8; 64]>());
             }
             // SAFETY: forwarded from the caller.
             let c = unsafe { constraints.get_unchecked(index as usize) };
@@ -519,8 +520,8 @@ impl<L: Lanes> Bundle<L> {
             if self.rolling_lanes >> lane & 1 == 1 {
                 c.rolling_impulse = extras.rolling.impulse.lane(lane);
             }
-            for (p, w) in c.points[..c.count as usize].iter_mut().zip(&self.points) {
-                p.normal_impulse = w.normal_impulse.get(lane);
+            for (impulse, w) in c.normal_impulse[..c.count as usize].iter_mut().zip(&self.points) {
+                *impulse = w.normal_impulse.get(lane);
             }
             if self.bouncy_lanes >> lane & 1 == 1 {
                 // SAFETY: forwarded from the caller.
@@ -988,8 +989,8 @@ mod tests {
             inv_inertia_a,
             inv_inertia_b,
         };
-        for p in &mut c.points[..count] {
-            p.normal_impulse = lcg(seed).abs() * 2.0;
+        for impulse in &mut c.normal_impulse[..count] {
+            *impulse = lcg(seed).abs() * 2.0;
         }
         c.tangent_impulse = [lcg(seed), lcg(seed)];
         c.twist_impulse = lcg(seed) * 0.01;
@@ -1115,9 +1116,7 @@ mod tests {
                 if c.rolling_resistance > 0.0 {
                     c.rolling_impulse = Vec3::NAN;
                 }
-                for p in &mut c.points {
-                    p.normal_impulse = f32::NAN;
-                }
+                c.normal_impulse = [f32::NAN; 4];
             }
             // The largest normal impulses go to the prepared rows of constraints with
             // restitution (the others keep what they hold: here NaN).
@@ -1137,9 +1136,8 @@ mod tests {
                 assert!(c.tangent_impulse == u.tangent_impulse, "round {round}: friction");
                 assert!(c.twist_impulse == u.twist_impulse, "round {round}: twist");
                 assert!(c.rolling_impulse == u.rolling_impulse, "round {round}: rolling");
-                for (p, q) in c.points().iter().zip(u.points()) {
-                    assert!(p.normal_impulse == q.normal_impulse, "round {round}: {p:?} != {q:?}");
-                }
+                let n = c.count as usize;
+                assert!(c.normal_impulse[..n] == u.normal_impulse[..n], "round {round}: {c:?} != {u:?}");
                 for (p, q) in s.points.iter().zip(&t.points).take(c.count as usize) {
                     let expected = if c.restitution != 0.0 { p.max_normal_impulse } else { f32::NAN };
                     assert!(expected.total_cmp(&q.max_normal_impulse).is_eq(), "round {round}: {p:?} != {q:?}");

@@ -494,14 +494,14 @@ impl World {
         for c in self.previous.iter() {
             let body_a = self.bodies.id_of_slot(c.body_a);
             let body_b = (c.body_b != NONE).then(|| self.bodies.id_of_slot(c.body_b));
-            for p in c.points() {
+            for (p, &normal_impulse) in c.points().iter().zip(&c.normal_impulse) {
                 visit(&ContactPointInfo {
                     body_a,
                     body_b,
                     point: p.point,
                     normal: p.normal,
                     separation: p.separation,
-                    normal_impulse: p.normal_impulse,
+                    normal_impulse,
                     feature: p.id,
                 });
             }
