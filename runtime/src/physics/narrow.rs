@@ -444,7 +444,7 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
         FoundAt { frame: *frame, normal, center, radius }
     };
     let old = last_step(input.cache, key, &mut out.cursor);
-    if reuse_manifolds(input, old, (&xa, &xb, &frame), Normals::OfA, &manifold, &mut out.constraints) {
+    if reuse_manifolds(input, old, (&xa, &frame), Normals::OfA, &manifold, &mut out.constraints) {
         out.reused += 1;
     } else {
         collide_all(&sa.shape, &xa, &sb.shape, &xb, input.margin, &mut |pa, pb, m: &Manifold| {
@@ -532,7 +532,7 @@ enum Normals {
 /// Jolt's body pair cache, with a bound on the error. When last step had manifolds
 /// (`old`) for a pair, pushes them again (made by `manifold(sub)`) instead of colliding
 /// the shapes, and returns true, if since they were found (B's placement in A's frame
-/// was `found.frame` then and is `xf.2` now):
+/// was `found.frame` then and is `xf.1` now; A's is `xf.0`):
 /// - no point has slid more than [`REUSE_SLIDE`] along the surface: the tangential
 ///   part of the offset between its two surface points, one fixed in each shape;
 /// - the smaller shape's bounding sphere has not moved more than [`REUSE_LIFT`] along
@@ -540,8 +540,8 @@ enum Normals {
 ///   normal's turn).
 ///
 /// Each point's surface points are fixed in the shapes' frames, so its separation
-/// follows the bodies' present placements (`xf.0`, `xf.1`) exactly however far they
-/// have moved along the normal; its position is off by at most half its slide, and
+/// follows the bodies' present placements exactly however far they have moved along
+/// the normal; its position is off by at most half its slide, and
 /// the normal by the tilt. The reference placement stays the one where the manifolds
 /// were found, so slow creep cannot add up past the bounds. A resting stack collides
 /// once, then only when something moves. (Jolt's test, 1 mm of B's origin and 2° of
@@ -555,14 +555,18 @@ enum Normals {
 fn reuse_manifolds(
     input: &NarrowInput,
     entries: &[(u64, u64, u32)],
-    xf: (&Isometry, &Isometry, &Isometry),
+    xf: (&Isometry, &Isometry),
     normals: Normals,
     manifold: &dyn Fn(u64) -> Header,
     out: &mut Vec<Constraint>,
 ) -> bool {
-    let (xa, xb, frame) = xf;
-    let close = |e: &(u64, u64, u32)| {
-        let found = &input.previous.get(e.2 as usize).found;
+    let (xa, frame) = xf;
+    let before = out.len();
+    // One pass: each entry is copied and renewed while it is checked, and a failed
+    // check takes back what was pushed (about one pair in twenty in a resting stack).
+    for e in entries {
+        let old = input.previous.get(e.2 as usize);
+        let found = &old.found;
         // The turn since (in A's frame), and the motion of the sphere's centre.
         let turn = frame.rotation * found.frame.rotation.conjugate();
         let arm = found.center - found.frame.translation;
@@ -571,35 +575,39 @@ fn reuse_manifolds(
         // A point at distance d from the centre moves along the normal by at most
         // d sin(tilt) (to first order in the tilt) more than the centre.
         let lift = moved.dot(n).abs() + n.cross(turn * n).length() * found.radius;
-        let old = input.previous.get(e.2 as usize);
-        lift <= REUSE_LIFT
-            && old.points[..old.count as usize].iter().all(|p| {
-                let d = frame.transform_point(p.local_b) - p.local_a;
-                (d - n * d.dot(n)).length_squared() <= REUSE_SLIDE * REUSE_SLIDE
-            })
-    };
-    if entries.is_empty() || !entries.iter().all(close) {
-        return false;
-    }
-    for e in entries {
+        // (Written so that NaN is not close.)
+        let close = lift <= REUSE_LIFT;
+        if !close {
+            out.truncate(before);
+            return false;
+        }
         // A copy of last step's constraint, made anew in place: the header, the points'
         // positions, normals and separations, and the impulses `warm_from` would
         // take. Its other solver fields are stale until `solver::prepare` rewrites
         // them, before anything reads them.
-        let old = input.previous.get(e.2 as usize);
         out.push(*old);
         let c = out.last_mut().expect("just pushed");
         c.set_header(manifold(old.sub));
-        let found_normal = xa.transform_vector(old.found.normal);
+        let found_normal = xa.transform_vector(n);
         for p in &mut c.points[..old.count as usize] {
-            let normal = if normals == Normals::OfA { found_normal } else { p.normal };
-            let (pa, pb) = (xa.transform_point(p.local_a), xb.transform_point(p.local_b));
-            (p.point, p.normal) = (0.5 * (pa + pb), normal);
-            p.separation = (pb - pa).dot(normal);
+            // From A's surface point to B's, in A's frame: its part along the surface
+            // is the slide; its middle is the point, its part along the normal the
+            // separation (`pb - pa` turned into the world, dotted with the normal).
+            let d = frame.transform_point(p.local_b) - p.local_a;
+            let close = (d - n * d.dot(n)).length_squared() <= REUSE_SLIDE * REUSE_SLIDE;
+            if !close {
+                out.truncate(before);
+                return false;
+            }
+            p.point = xa.transform_point(p.local_a + 0.5 * d);
+            (p.normal, p.separation) = match normals {
+                Normals::OfA => (found_normal, d.dot(n)),
+                Normals::World => (p.normal, xa.transform_vector(d).dot(p.normal)),
+            };
         }
         c.rewarm_in_place();
     }
-    true
+    !entries.is_empty()
 }
 
 /// A stable 32-bit id of a terrain triangle.
@@ -686,7 +694,7 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
     let frame = xf.inverse();
     // Kept triangles mean an unedited terrain since they were gathered, and so since
     // last step's manifolds were found (every step in between kept them too).
-    let world = (&xf, &Isometry::IDENTITY, &frame);
+    let world = (&xf, &frame);
     if kept && reuse_manifolds(input, last, world, Normals::World, &manifold, &mut out.constraints) {
         out.reused_terrain += 1;
         return;
