@@ -379,6 +379,21 @@ pub(crate) fn eight_available() -> bool {
     false
 }
 
+/// Tests set this to run the eight-lane kernels with 16 registers on any CPU.
+#[cfg(test)]
+pub(crate) static SIXTEEN_REGISTERS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the eight-lane kernels may use AVX-512VL's 32 vector registers (see
+/// `wide`'s `Width for F8`).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn more_registers() -> bool {
+    #[cfg(test)]
+    if SIXTEEN_REGISTERS.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
+    is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
