@@ -290,9 +290,19 @@ pub struct Bodies {
     free: Vec<u32>,
     shapes: Vec<Vec<BodyShape>>,
     motion: Vec<MotionType>,
+    /// Counts the changes of which row a body has or of an inverse mass (see
+    /// [`Bodies::layout`]).
+    layout: u64,
 }
 
 impl Bodies {
+    /// A number that changes whenever a body is added to or taken from a set, or its
+    /// inverse mass changes: what a body's awake row and mass were under one value
+    /// they still are while it holds.
+    pub(crate) fn layout(&self) -> u64 {
+        self.layout
+    }
+
     /// Live bodies.
     pub fn len(&self) -> usize {
         self.awake.len() + self.resting.len()
@@ -364,6 +374,7 @@ impl Bodies {
             rest_pose: (def.transform.translation, rotation),
             flags,
         };
+        self.layout += 1;
         let row_index = self.set_mut(set).push(row);
         self.slots[index as usize].place = Some((set, row_index as u32));
         self.motion[index as usize] = def.motion;
@@ -416,6 +427,7 @@ impl Bodies {
 
     /// Takes row `row` out of `set`, re-pointing the slot of the row moved into it.
     fn remove_row(&mut self, set: SetKind, row: usize) -> Row {
+        self.layout += 1;
         let s = self.set_mut(set);
         let removed = s.swap_remove(row);
         if row < s.len() {
@@ -580,6 +592,7 @@ impl Bodies {
 
     fn update_mass(&mut self, set: SetKind, row: usize, id: BodyId, frame: Isometry) {
         let mass = self.mass_with(id, None);
+        self.layout += 1;
         let s = self.set_mut(set);
         // `add_shape` refuses shapes whose mass cannot be inverted; should a mass still
         // be too small to invert, it counts as none.

@@ -36,7 +36,7 @@ use std::ops::Range;
 use glam::{IVec3, Vec3};
 
 use super::body::{flags, Bodies, BodyShape, SetKind};
-use super::solver::{Constraint, ConstraintTable, FoundAt, Header, NONE};
+use super::solver::{Colorable, Constraint, ConstraintTable, FoundAt, Header, NONE};
 use crate::collide::{collide_all, collide_triangles, Manifold, TriangleSet};
 use crate::jobs::{chunk_count, chunk_range, Jobs};
 use crate::math::{Aabb, Isometry};
@@ -62,6 +62,9 @@ pub(crate) struct TerrainItem {
 #[derive(Debug)]
 pub(crate) struct NarrowOut {
     pub constraints: Vec<Constraint>,
+    /// What colouring needs of each of `constraints`, with their awake rows set (see
+    /// [`set_rows`]), made while each constraint is still in cache.
+    pub colorables: Vec<Colorable>,
     /// Contact points in `constraints`.
     pub points: u32,
     /// Pairs whose manifolds were reused.
@@ -257,6 +260,7 @@ impl Default for NarrowOut {
         triangles.reserve(256);
         NarrowOut {
             constraints: Vec::with_capacity(4 * GRAIN),
+            colorables: Vec::with_capacity(4 * GRAIN),
             points: 0,
             reused: 0,
             reused_terrain: 0,
@@ -352,6 +356,8 @@ pub(crate) fn run(
         .fold((0, 0, 0), |m, l| (m.0.max(l.0), m.1.max(l.1), m.2.max(l.2)));
     jobs.for_each_mut(&mut outs[..chunks], |chunk, out, _| {
         out.constraints.clear();
+        out.colorables.clear();
+        out.points = 0;
         out.wake.clear();
         out.reused = 0;
         out.reused_terrain = 0;
@@ -382,6 +388,7 @@ pub(crate) fn run(
             if let Some(slot) = out.constraints.spare_capacity_mut().get(PREFETCH_PAIRS) {
                 crate::math::prefetch(slot.as_ptr());
             }
+            let before = out.constraints.len();
             match pairs.get(i) {
                 Some(&key) => collide_pair(input, Pair::from_key(key), out),
                 None => {
@@ -389,10 +396,26 @@ pub(crate) fn run(
                     collide_terrain(input, t.proxy, t.start..t.end, out);
                 }
             }
+            for c in &mut out.constraints[before..] {
+                out.points += c.count;
+                out.colorables.push(set_rows(input.bodies, c));
+            }
         }
-        out.points = out.constraints.iter().map(|c| c.count).sum();
     });
     chunks
+}
+
+/// Sets `c`'s awake rows (`NONE` for a body not in the awake set) and returns what
+/// colouring needs of it. The rows hold while [`Bodies::layout`] does.
+pub(crate) fn set_rows(bodies: &Bodies, c: &mut Constraint) -> Colorable {
+    let awake_row = |slot: u32| match (slot != NONE).then(|| bodies.place_of_slot(slot)).flatten() {
+        Some((SetKind::Awake, row)) => row as u32,
+        _ => NONE,
+    };
+    c.row_a = awake_row(c.body_a);
+    c.row_b = awake_row(c.body_b);
+    let mass = |row: u32| if row == NONE { 0.0 } else { bodies.awake.inv_mass[row as usize] };
+    Colorable::of(c, (mass(c.row_a), mass(c.row_b)))
 }
 
 /// The contacts of a broadphase pair, unless both bodies sleep or neither is

@@ -8,9 +8,9 @@
 //! | --- | --- | --- |
 //! | terrain | regenerate edited chunks' masks; wake bodies touching them | chunks |
 //! | broadphase | shape boxes, tree moves, terrain contacts, new pairs | boxes, pairs, terrain |
-//! | narrowphase | manifolds for pairs with an awake body (reused while a pair is still) and for terrain; warm-start impulses matched by feature id | items |
+//! | narrowphase | manifolds for pairs with an awake body (reused while a pair is still) and for terrain; warm-start impulses matched by feature id; awake rows | items |
 //! | wake | wake sleeping islands touched by awake bodies | — |
-//! | prepare | constraints joined, rows, masses | constraints |
+//! | prepare | constraints joined (rows set again only where bodies changed rows since the narrowphase) | constraints |
 //! | events | contact begin/end, sorted by pair key | — |
 //! | coloring | graph colours over dynamic bodies | — |
 //! | solve | soft step: substeps of integrate, warm start, solve, relax | bodies, colours |
@@ -301,6 +301,8 @@ struct Scratch {
     /// two steps: this step's table (`World::constraints`) and then the next step's
     /// `World::previous` point into them.
     outs: Vec<NarrowOut>,
+    /// [`Bodies::layout`] when the narrowphase set its constraints' rows.
+    rows_layout: u64,
     /// Last step's `outs` (their constraints are `World::previous`; their gathered
     /// terrain triangles are read again) and the index of those (see `narrow::Kept`).
     kept_outs: Vec<NarrowOut>,
@@ -1065,6 +1067,7 @@ impl World {
             dt,
         };
         let chunks = narrow::run(&input, self.broadphase.pair_keys(), &s.items, &mut s.outs, jobs);
+        s.rows_layout = bodies.layout();
         Kept::build_index(&s.outs[..chunks], &mut s.kept_index);
         // The chunks' constraints join `World::constraints` in chunk order in the
         // prepare stage, which copies each while preparing it (see there).
@@ -1097,10 +1100,12 @@ impl World {
     }
 
     /// This step's constraints: the narrowphase chunks' and the woken ones (with last
-    /// step's impulses already), each given its awake rows in place and joined by a
-    /// table of their addresses in chunk order; the solver's prepare reads the masses
-    /// by row. Copying them into one array instead was 7% of the pyramid's step (11
-    /// MB of constraints).
+    /// step's impulses already), joined by a table of their addresses in chunk order;
+    /// the solver's prepare reads the masses by the awake rows the narrowphase set.
+    /// Copying them into one array instead was 7% of the pyramid's step (11 MB of
+    /// constraints). Where bodies changed rows since the narrowphase (a group woke,
+    /// or bodies were added, removed or given new masses between the stages), every
+    /// constraint's rows are set again here.
     fn prepare_stage(&mut self, jobs: Jobs) {
         let bodies = &self.bodies;
         let s = &mut self.scratch;
@@ -1108,40 +1113,38 @@ impl World {
         let total = s.outs[..joined].last().map_or(0, |o| offsets[joined - 1] + o.constraints.len());
         let count = total + s.woken.len();
         self.colorables.clear();
-        self.colorables.resize(count, Colorable::NONE);
-        let colorables = Column::new(&mut self.colorables);
-        // SAFETY (`colorables`): row `i` is written only by the job that prepares
-        // constraint `i`.
-        let prepare = |i: usize, c: &mut Constraint| {
-            let awake_row = |slot: u32| match (slot != NONE).then(|| bodies.place_of_slot(slot)).flatten() {
-                Some((SetKind::Awake, row)) => row as u32,
-                _ => NONE,
-            };
-            c.row_a = awake_row(c.body_a);
-            c.row_b = awake_row(c.body_b);
-            let mass = |row: u32| if row == NONE { 0.0 } else { bodies.awake.inv_mass[row as usize] };
-            // SAFETY: see above.
-            *unsafe { colorables.get(i) } = Colorable::of(c, (mass(c.row_a), mass(c.row_b)));
-        };
-        let outs = Column::new(&mut s.outs[..joined]);
-        jobs.parallel_for(0..joined, 1, |range, _| {
-            for k in range {
-                // SAFETY: `parallel_for` hands each chunk to exactly one job.
-                let out = unsafe { outs.get(k) };
-                for (j, c) in out.constraints.iter_mut().enumerate() {
-                    prepare(offsets[k] + j, c);
+        if bodies.layout() == s.rows_layout {
+            debug_assert!(s.woken.is_empty(), "waking moves bodies");
+            for out in &s.outs[..joined] {
+                self.colorables.extend_from_slice(&out.colorables);
+            }
+        } else {
+            self.colorables.resize(count, Colorable::NONE);
+            let colorables = Column::new(&mut self.colorables);
+            // SAFETY (`colorables`): row `i` is written only by the job that sets
+            // constraint `i`'s rows.
+            let outs = Column::new(&mut s.outs[..joined]);
+            jobs.parallel_for(0..joined, 1, |range, _| {
+                for k in range {
+                    // SAFETY: `parallel_for` hands each chunk to exactly one job.
+                    let out = unsafe { outs.get(k) };
+                    for (j, c) in out.constraints.iter_mut().enumerate() {
+                        // SAFETY: see above.
+                        *unsafe { colorables.get(offsets[k] + j) } = narrow::set_rows(bodies, c);
+                    }
                 }
-            }
-        });
-        // Woken constraints keep the impulses they slept with.
-        let woken = Column::new(&mut s.woken);
-        jobs.parallel_for(0..woken.len(), 256, |range, _| {
-            // SAFETY: `parallel_for` hands each range to exactly one job.
-            let rows = unsafe { woken.rows(range.clone()) };
-            for (j, c) in rows.iter_mut().enumerate() {
-                prepare(total + range.start + j, c);
-            }
-        });
+            });
+            // Woken constraints keep the impulses they slept with.
+            let woken = Column::new(&mut s.woken);
+            jobs.parallel_for(0..woken.len(), 256, |range, _| {
+                // SAFETY: `parallel_for` hands each range to exactly one job.
+                let rows = unsafe { woken.rows(range.clone()) };
+                for (j, c) in rows.iter_mut().enumerate() {
+                    // SAFETY: see above.
+                    *unsafe { colorables.get(total + range.start + j) } = narrow::set_rows(bodies, c);
+                }
+            });
+        }
         self.constraints.clear();
         let chunks = s.outs[..joined].iter_mut().flat_map(|o| o.constraints.iter_mut());
         for c in chunks.chain(s.woken.iter_mut()) {
