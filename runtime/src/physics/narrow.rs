@@ -516,8 +516,8 @@ const REUSE_LIFT: f32 = super::LINEAR_SLOP;
 /// Adds a point with its surface points in the shapes' frames (see `reuse_manifolds`).
 fn push_local(c: &mut Constraint, point: Vec3, normal: Vec3, separation: f32, id: u32, local: (Vec3, Vec3)) {
     c.push(point, normal, separation, id);
-    let p = &mut c.points[c.count as usize - 1];
-    (p.local_a, p.local_b) = local;
+    let s = &mut c.surface[c.count as usize - 1];
+    (s.a, s.b) = local;
 }
 
 /// Last step's `(key, sub, index)` entries of the pair or terrain item `key`, in `sub`
@@ -612,17 +612,18 @@ fn reuse_manifolds(
         let c = out.last_mut().expect("just pushed");
         c.set_header(manifold(old.sub));
         let found_normal = xa.transform_vector(n);
-        for p in &mut c.points[..old.count as usize] {
+        let count = old.count as usize;
+        for (p, s) in c.points[..count].iter_mut().zip(&old.surface[..count]) {
             // From A's surface point to B's, in A's frame: its part along the surface
             // is the slide; its middle is the point, its part along the normal the
             // separation (`pb - pa` turned into the world, dotted with the normal).
-            let d = frame.transform_point(p.local_b) - p.local_a;
+            let d = frame.transform_point(s.b) - s.a;
             let close = (d - n * d.dot(n)).length_squared() <= REUSE_SLIDE * REUSE_SLIDE;
             if !close {
                 out.truncate(before);
                 return false;
             }
-            p.point = xa.transform_point(p.local_a + 0.5 * d);
+            p.point = xa.transform_point(s.a + 0.5 * d);
             (p.normal, p.separation) = match normals {
                 Normals::OfA => (found_normal, d.dot(n)),
                 Normals::World => (p.normal, xa.transform_vector(d).dot(p.normal)),
@@ -772,9 +773,10 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
             // (see `collide_pair`), for later steps to reuse.
             let normal = xf.inverse_transform_vector(normals[group as usize]);
             c.found = FoundAt { frame, normal, center, radius };
-            for p in &mut c.points[..c.count as usize] {
+            let count = c.count as usize;
+            for (p, s) in c.points[..count].iter().zip(&mut c.surface[..count]) {
                 let half = 0.5 * p.separation * p.normal;
-                (p.local_a, p.local_b) = (xf.inverse_transform_point(p.point - half), p.point + half);
+                (s.a, s.b) = (xf.inverse_transform_point(p.point - half), p.point + half);
             }
             if let Some(old) = old {
                 c.warm_from(old);

@@ -118,10 +118,16 @@ pub(crate) struct ContactPoint {
     pub separation: f32,
     /// Feature id, matched across steps for warm starting.
     pub id: u32,
-    /// Pairs: the point on A's surface in A's shape frame and on B's in B's, where
-    /// the narrowphase found them (a pair that has hardly moved since reuses them).
-    pub local_a: Vec3,
-    pub local_b: Vec3,
+}
+
+/// Pairs: a contact point's point on A's surface in A's shape frame and on B's in
+/// B's, where the narrowphase found them (a pair that has hardly moved since reuses
+/// them). Kept apart from the [`ContactPoint`]s, past them in the constraint, so the
+/// part of a constraint the solver reads ends before them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct SurfacePoints {
+    pub a: Vec3,
+    pub b: Vec3,
 }
 
 /// What [`prepare`] derives from a point for one step, for the constraints solved
@@ -186,7 +192,10 @@ impl Prepared {
 /// Laid out by hand, a cache line at a time: the first holds the pair, the point
 /// count and every accumulated impulse, all that [`Coloring::unpack`] writes back
 /// after the solve, so its scattered writes (the constraints in colour order) dirty
-/// one line per constraint instead of five.
+/// one line per constraint instead of five. What the solver reads ends with the
+/// points, in the fourth line ([`Constraint::SOLVER_BYTES`]); the last two hold what
+/// only the narrowphase reads (where the points were found), so the bundles' prepare
+/// fetches four lines of each constraint instead of six.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C, align(64))]
 pub(crate) struct Constraint {
@@ -218,6 +227,8 @@ pub(crate) struct Constraint {
     pub round_a: f32,
     pub round_b: f32,
     pub points: [ContactPoint; 4],
+    /// Each point's surface points (see [`SurfacePoints`]).
+    pub surface: [SurfacePoints; 4],
     /// Pairs: where the points were found.
     pub found: FoundAt,
 }
@@ -253,6 +264,10 @@ pub(crate) struct Header {
 }
 
 impl Constraint {
+    /// The leading bytes that the solver reads (the bundles' prepare, the passes on
+    /// constraints, the unpack): everything before the surface points.
+    pub const SOLVER_BYTES: usize = std::mem::offset_of!(Constraint, surface);
+
     /// A constraint without points, with `header`.
     pub fn with_header(h: Header) -> Constraint {
         let mut c = Constraint::new(h.key, h.sub, h.body_a, h.body_b, h.friction, h.restitution);
@@ -285,6 +300,7 @@ impl Constraint {
             normal_impulse: [0.0; 4],
             count: 0,
             points: [ContactPoint::default(); 4],
+            surface: [SurfacePoints::default(); 4],
             found: FoundAt::default(),
         }
     }
@@ -296,8 +312,8 @@ impl Constraint {
     /// Adds a point (ignored past four).
     pub fn push(&mut self, point: Vec3, normal: Vec3, separation: f32, id: u32) {
         if self.count < 4 {
-            self.points[self.count as usize] =
-                ContactPoint { point, normal, separation, id, ..ContactPoint::default() };
+            self.points[self.count as usize] = ContactPoint { point, normal, separation, id };
+            self.surface[self.count as usize] = SurfacePoints::default();
             self.normal_impulse[self.count as usize] = 0.0;
             self.count += 1;
         }
@@ -1148,7 +1164,7 @@ impl Coloring {
                     // harmless guess): one at a time, so the fetches of its lines
                     // overlap this bundle's work instead of queueing all at once.
                     if let Some(&next) = order.get(first + lane + L::N) {
-                        prefetch(constraints.ptr(next as usize));
+                        prefetch(constraints.ptr(next as usize).cast::<[u8; Constraint::SOLVER_BYTES]>());
                     }
                     // SAFETY: as above.
                     let c = unsafe { constraints.get_unchecked(index as usize) };
@@ -1415,8 +1431,9 @@ mod tests {
     /// What the solve writes back into it lies in its first cache line.
     #[test]
     fn constraints_leave_what_the_solve_derives_to_the_solver() {
-        assert_eq!(std::mem::size_of::<ContactPoint>(), 56);
+        assert_eq!(std::mem::size_of::<ContactPoint>(), 32);
         assert_eq!(std::mem::size_of::<Constraint>(), 384);
+        assert!(Constraint::SOLVER_BYTES <= 4 * 64, "the solver's part ends at byte {}", Constraint::SOLVER_BYTES);
         assert_eq!(std::mem::align_of::<Constraint>(), 64);
         assert_eq!(std::mem::size_of::<Prepared>(), 328);
         let end = std::mem::offset_of!(Constraint, rolling_impulse) + std::mem::size_of::<Vec3>();
