@@ -43,6 +43,9 @@ fn main() {
     kiln_benches::prepare_terrain(&mut world, pool.jobs());
     // Per stage: broadphase, narrowphase, prepare, solve, continuous, sleep, total.
     let mut stages = [0.0f32; 7];
+    // Each stage's time in every step, for the medians (steady against a busy host's
+    // bursts, which the means take in).
+    let mut each: Vec<[f32; 7]> = Vec::with_capacity(steps);
     let start = Instant::now();
     for _ in 0..steps {
         world.step(1.0 / 60.0, pool.jobs()).expect("valid step");
@@ -51,6 +54,7 @@ fn main() {
         for (sum, ms) in stages.iter_mut().zip(step) {
             *sum += ms;
         }
+        each.push(step);
     }
     let [broad, narrow, prepare, solve, continuous, sleep, total] = stages.map(|ms| ms / steps as f32);
     let other = total - (broad + narrow + prepare + solve + continuous + sleep);
@@ -59,6 +63,19 @@ fn main() {
          {narrow:.2}, broadphase {broad:.2}, prepare {prepare:.2}, continuous {continuous:.2}, sleep {sleep:.2}, \
          other {other:.2})",
         start.elapsed().as_secs_f64() * 1e3 / steps as f64,
+    );
+    let median = |k: usize| {
+        let mut v: Vec<f32> = each.iter().map(|s| s[k]).collect();
+        v.sort_by(f32::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    println!(
+        "medians of the steps: total {:.2} ms (solve {:.2}, narrowphase {:.2}, broadphase {:.2}, prepare {:.2})",
+        median(6),
+        median(3),
+        median(1),
+        median(0),
+        median(2)
     );
     let c = world.counters();
     println!(
