@@ -4,6 +4,7 @@
 //!   awake and resting sets so sleeping and static bodies cost nothing per step.
 //! - `narrow.rs`: contact constraints from broadphase pairs and voxel terrain.
 //! - `solver.rs`: the soft-step contact solver over graph colours.
+//! - `store.rs`: where constraints live from step to step.
 //! - `wide.rs`: the same solver four or eight constraints at a time, in SIMD lanes
 //!   (`lanes.rs`: the lane types, SSE2 and AVX).
 //! - `island.rs`: islands by union-find, sleeping groups, waking.
@@ -17,6 +18,7 @@ mod lanes;
 mod narrow;
 pub mod scenes;
 mod solver;
+mod store;
 #[cfg(test)]
 mod tests;
 mod wide;

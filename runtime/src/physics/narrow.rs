@@ -61,9 +61,13 @@ pub(crate) struct TerrainItem {
 /// A job's output and scratch.
 #[derive(Debug)]
 pub(crate) struct NarrowOut {
-    pub constraints: Vec<Constraint>,
-    /// What colouring needs of each of `constraints`, with their awake rows set (see
-    /// [`set_rows`]), made while each constraint is still in cache.
+    /// The job's constraints in item order: [`KEPT`]` | i` for last step's constraint
+    /// `i`, renewed where it is, else an index into `fresh`.
+    pub order: Vec<u32>,
+    /// Constraints made anew (the world copies them into its store).
+    pub fresh: Vec<Constraint>,
+    /// What colouring needs of each constraint of `order`, with its awake rows set
+    /// (see [`set_rows`]), made while the constraint is still in cache.
     pub colorables: Vec<Colorable>,
     /// Contact points in `constraints`.
     pub points: u32,
@@ -253,13 +257,24 @@ const CLUSTER_COS: f32 = 0.95;
 /// Clusters per convex part; further normals join the nearest cluster.
 const MAX_CLUSTERS: usize = 4;
 
+/// Marks an entry of [`NarrowOut::order`] as last step's constraint, renewed.
+pub(crate) const KEPT: u32 = 1 << 31;
+
+impl NarrowOut {
+    fn push_fresh(&mut self, c: Constraint) {
+        self.order.push(self.fresh.len() as u32);
+        self.fresh.push(c);
+    }
+}
+
 impl Default for NarrowOut {
     /// With room for a busy chunk, so buffers rarely grow after the first steps.
     fn default() -> Self {
         let mut triangles = TriangleSet::new();
         triangles.reserve(256);
         NarrowOut {
-            constraints: Vec::with_capacity(4 * GRAIN),
+            order: Vec::with_capacity(4 * GRAIN),
+            fresh: Vec::with_capacity(GRAIN),
             colorables: Vec::with_capacity(4 * GRAIN),
             points: 0,
             reused: 0,
@@ -355,7 +370,8 @@ pub(crate) fn run(
         .map(|o| o.gathered.lens())
         .fold((0, 0, 0), |m, l| (m.0.max(l.0), m.1.max(l.1), m.2.max(l.2)));
     jobs.for_each_mut(&mut outs[..chunks], |chunk, out, _| {
-        out.constraints.clear();
+        out.order.clear();
+        out.fresh.clear();
         out.colorables.clear();
         out.points = 0;
         out.wake.clear();
@@ -382,13 +398,7 @@ pub(crate) fn run(
                     crate::math::prefetch(input.previous.ptr(e.2 as usize));
                 }
             }
-            // And where a constraint a few ahead will go: the buffer was last
-            // written two steps ago, so its lines are cold (narrowphase 4.44 ->
-            // 4.24 ms on `large_pyramid`, whose pairs mostly copy last step's).
-            if let Some(slot) = out.constraints.spare_capacity_mut().get(PREFETCH_PAIRS) {
-                crate::math::prefetch(slot.as_ptr());
-            }
-            let before = out.constraints.len();
+            let before = out.order.len();
             match pairs.get(i) {
                 Some(&key) => collide_pair(input, Pair::from_key(key), out),
                 None => {
@@ -396,9 +406,16 @@ pub(crate) fn run(
                     collide_terrain(input, t.proxy, t.start..t.end, out);
                 }
             }
-            for c in &mut out.constraints[before..] {
-                out.points += c.count;
-                out.colorables.push(set_rows(input.bodies, c));
+            let NarrowOut { order, fresh, colorables, points, .. } = out;
+            for &e in &order[before..] {
+                let c = match e & KEPT {
+                    0 => &mut fresh[e as usize],
+                    // SAFETY: last step's constraint `e` belongs to this item alone
+                    // (see `reuse_manifolds`).
+                    _ => unsafe { input.previous.get_unchecked((e & !KEPT) as usize) },
+                };
+                *points += c.count;
+                colorables.push(set_rows(input.bodies, c));
             }
         }
     });
@@ -458,7 +475,7 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
             round_b: rolling_radius(part_of(&sb.shape, pb)),
         }
     };
-    let before = out.constraints.len();
+    let before = out.order.len();
     let frame = xa.inv_mul(&xb);
     let found = |frame: &Isometry, normal: Vec3| {
         let (a, b) = (sa.shape.aabb(&Isometry::IDENTITY), sb.shape.aabb(&Isometry::IDENTITY));
@@ -467,7 +484,7 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
         FoundAt { frame: *frame, normal, center, radius }
     };
     let old = last_step(input.cache, key, &mut out.cursor);
-    if reuse_manifolds(input, old, (&xa, &frame), Normals::OfA, &manifold, &mut out.constraints) {
+    if reuse_manifolds(input, old, (&xa, &frame), Normals::OfA, &manifold, &mut out.order) {
         out.reused += 1;
     } else {
         collide_all(&sa.shape, &xa, &sb.shape, &xb, input.margin, &mut |pa, pb, m: &Manifold| {
@@ -482,10 +499,10 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
             if let Some(e) = old.iter().find(|e| e.1 == sub) {
                 c.warm_from(input.previous.get(e.2 as usize));
             }
-            out.constraints.push(c);
+            out.push_fresh(c);
         });
     }
-    if out.constraints.len() == before {
+    if out.order.len() == before {
         return;
     }
     // An awake dynamic or moving body touching a sleeping one wakes it.
@@ -581,15 +598,21 @@ fn reuse_manifolds(
     xf: (&Isometry, &Isometry),
     normals: Normals,
     manifold: &dyn Fn(u64) -> Header,
-    out: &mut Vec<Constraint>,
+    order: &mut Vec<u32>,
 ) -> bool {
     let (xa, frame) = xf;
-    let before = out.len();
-    // One pass: each entry is copied and renewed while it is checked, and a failed
-    // check takes back what was pushed (about one pair in twenty in a resting stack).
+    let before = order.len();
+    // One pass: each entry is renewed where it is while it is checked, and a failed
+    // check takes back the entries listed (about one pair in twenty in a resting
+    // stack). What a failed entry had renewed by then (header, points, impulses of
+    // repeated ids) is none of what the fresh manifolds then take from it: the ids
+    // and each id's first impulse (`Constraint::warm_from`).
     for e in entries {
-        let old = input.previous.get(e.2 as usize);
-        let found = &old.found;
+        // SAFETY: last step's constraints of this pair or terrain item are touched by
+        // this item alone: the cache lists each under one key, and each key is one
+        // item, which one job collides.
+        let c = unsafe { input.previous.get_unchecked(e.2 as usize) };
+        let found = c.found;
         // The turn since (in A's frame), and the motion of the sphere's centre.
         let turn = frame.rotation * found.frame.rotation.conjugate();
         let arm = found.center - found.frame.translation;
@@ -601,26 +624,24 @@ fn reuse_manifolds(
         // (Written so that NaN is not close.)
         let close = lift <= REUSE_LIFT;
         if !close {
-            out.truncate(before);
+            order.truncate(before);
             return false;
         }
-        // A copy of last step's constraint, made anew in place: the header, the points'
-        // positions, normals and separations, and the impulses `warm_from` would
-        // take. Its other solver fields are stale until `solver::prepare` rewrites
-        // them, before anything reads them.
-        out.push(*old);
-        let c = out.last_mut().expect("just pushed");
-        c.set_header(manifold(old.sub));
+        // Last step's constraint made anew: the header, the points' positions,
+        // normals and separations, and the impulses `warm_from` would take. Its other
+        // solver fields are stale until the prepare rewrites them, before anything
+        // reads them.
+        c.set_header(manifold(c.sub));
         let found_normal = xa.transform_vector(n);
-        let count = old.count as usize;
-        for (p, s) in c.points[..count].iter_mut().zip(&old.surface[..count]) {
+        let count = c.count as usize;
+        for (p, s) in c.points[..count].iter_mut().zip(&c.surface[..count]) {
             // From A's surface point to B's, in A's frame: its part along the surface
             // is the slide; its middle is the point, its part along the normal the
             // separation (`pb - pa` turned into the world, dotted with the normal).
             let d = frame.transform_point(s.b) - s.a;
             let close = (d - n * d.dot(n)).length_squared() <= REUSE_SLIDE * REUSE_SLIDE;
             if !close {
-                out.truncate(before);
+                order.truncate(before);
                 return false;
             }
             p.point = xa.transform_point(s.a + 0.5 * d);
@@ -629,6 +650,7 @@ fn reuse_manifolds(
                 Normals::World => (p.normal, xa.transform_vector(d).dot(p.normal)),
             };
         }
+        order.push(KEPT | e.2);
         c.rewarm_in_place();
     }
     !entries.is_empty()
@@ -719,7 +741,7 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
     // Kept triangles mean an unedited terrain since they were gathered, and so since
     // last step's manifolds were found (every step in between kept them too).
     let world = (&xf, &frame);
-    if kept && reuse_manifolds(input, last, world, Normals::World, &manifold, &mut out.constraints) {
+    if kept && reuse_manifolds(input, last, world, Normals::World, &manifold, &mut out.order) {
         out.reused_terrain += 1;
         return;
     }
@@ -781,7 +803,7 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
             if let Some(old) = old {
                 c.warm_from(old);
             }
-            out.constraints.push(c);
+            out.push_fresh(c);
             start = end;
         }
     };

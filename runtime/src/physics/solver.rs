@@ -549,10 +549,22 @@ impl ConstraintTable {
         (0..self.len()).map(|i| self.get(i))
     }
 
-    /// Keeps the entries for which `keep` is true, in order.
-    pub fn retain(&mut self, mut keep: impl FnMut(&Constraint) -> bool) {
-        // SAFETY: as `get`.
-        self.at.retain(|c| keep(unsafe { c.as_ref() }));
+    /// Entry `i`'s address.
+    pub fn at(&self, i: usize) -> NonNull<Constraint> {
+        self.at[i]
+    }
+
+    /// Keeps the entries for which `keep` is true, in order, and hands each other
+    /// one to `dropped` (after `keep` has seen it).
+    pub fn retain(&mut self, mut dropped: impl FnMut(NonNull<Constraint>), mut keep: impl FnMut(&Constraint) -> bool) {
+        self.at.retain(|&c| {
+            // SAFETY: as `get`.
+            let kept = keep(unsafe { c.as_ref() });
+            if !kept {
+                dropped(c);
+            }
+            kept
+        });
     }
 }
 

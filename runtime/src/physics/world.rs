@@ -31,17 +31,17 @@
 //! 754 defines exactly); Rust never contracts `a * b + c` into a fused multiply-add
 //! on its own, so the step does not depend on the compiler's contraction choices.
 
-use std::ptr::NonNull;
 use std::time::Instant;
 
 use glam::{IVec3, Mat3, Quat, Vec3};
 
 use super::body::{flags, Bodies, BodyDef, BodyError, BodyId, MotionType, SetKind, ShapeDef};
 use super::island::Islands;
-use super::narrow::{self, shape_ref, Kept, NarrowInput, NarrowOut, TerrainItem, TERRAIN};
+use super::narrow::{self, shape_ref, Kept, NarrowInput, NarrowOut, TerrainItem, KEPT, TERRAIN};
 use super::solver::{
     self, BodyState, Colorable, Coloring, Column, Constraint, ConstraintTable, Frame, Pass, Softness, StepContext, NONE,
 };
+use super::store::ConstraintStore;
 use crate::collide::{shape_time_of_impact, Sweep, ToiState};
 use crate::frame::{FrameGraph, GraphError, PassId, Res};
 use crate::jobs::Jobs;
@@ -224,8 +224,9 @@ pub struct World {
     islands: Islands,
     /// This step's constraints (in narrowphase order, woken ones last), and last
     /// step's with a sorted `(key, sub, index)` lookup for warm starting: tables of
-    /// the constraints where the narrowphase made them, in `Scratch::outs` and
-    /// `Scratch::woken` (see `prepare_stage`).
+    /// the constraints in `store` (last step's until this step's narrowphase has
+    /// renewed or released them, then cleared).
+    store: ConstraintStore,
     constraints: ConstraintTable,
     previous: ConstraintTable,
     cache: Vec<(u64, u64, u32)>,
@@ -297,26 +298,23 @@ struct Scratch {
     terrain_query: Vec<(u32, Aabb)>,
     chunks: Vec<IVec3>,
     items: Vec<TerrainItem>,
-    /// This step's narrowphase outputs. Their constraints stay there, in place, for
-    /// two steps: this step's table (`World::constraints`) and then the next step's
-    /// `World::previous` point into them.
+    /// This step's narrowphase outputs (fresh constraints, until they are copied into
+    /// the store; terrain triangles gathered for the next step).
     outs: Vec<NarrowOut>,
     /// [`Bodies::layout`] when the narrowphase set its constraints' rows.
     rows_layout: u64,
-    /// Last step's `outs` (their constraints are `World::previous`; their gathered
-    /// terrain triangles are read again) and the index of those (see `narrow::Kept`).
+    /// Last step's `outs` (their gathered terrain triangles are read again) and the
+    /// index of those (see `narrow::Kept`).
     kept_outs: Vec<NarrowOut>,
     kept_index: Vec<(u32, u32, u32)>,
-    /// Where each narrowphase chunk's constraints start in `World::constraints`, and
-    /// how many chunks this step's narrowphase filled.
-    offsets: Vec<usize>,
+    /// Which of last step's constraints this step's narrowphase renewed.
+    renewed: Vec<bool>,
+    /// How many chunks this step's narrowphase filled.
     joined: usize,
     wake: Vec<u32>,
     groups: Vec<u32>,
-    /// Constraints of groups woken by this step's narrowphase, and last step's: kept
-    /// in place for two steps, as `outs` and `kept_outs` are.
+    /// Constraints of groups woken by this step's narrowphase (copied into the store).
     woken: Vec<Constraint>,
-    kept_woken: Vec<Constraint>,
     touching: Vec<u64>,
     fast: Vec<u32>,
     hits: Vec<Option<(Vec3, Quat)>>,
@@ -354,6 +352,7 @@ impl World {
             terrain: None,
             terrain_contacts: TerrainContacts::new(),
             islands: Islands::default(),
+            store: ConstraintStore::default(),
             constraints: ConstraintTable::default(),
             colorables: Vec::new(),
             previous: ConstraintTable::default(),
@@ -412,6 +411,14 @@ impl World {
             }
         }
         assert_eq!(tree.proxy_count(), proxies, "the tree holds proxies of no body");
+        // Every constraint in the store is in one of the tables, once.
+        let tables = self.previous.len() + self.constraints.len();
+        assert_eq!(self.store.len(), tables, "constraints in the store and in the tables");
+        let mut slots: Vec<*const Constraint> =
+            self.previous.iter().chain(self.constraints.iter()).map(std::ptr::from_ref).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        assert_eq!(slots.len(), tables, "a constraint twice in the tables");
         if let Some(terrain) = &self.terrain {
             terrain.meshes().validate();
         }
@@ -491,9 +498,14 @@ impl World {
     }
 
     /// Calls `visit` for every contact point the last step solved, in constraint order
-    /// (sleeping islands' contacts are not included).
+    /// (sleeping islands' contacts are not included). Between the stages of a step
+    /// (see [`World::step_stage`]), from its narrowphase on, these are the step's own
+    /// contacts as far as its stages have made them: the narrowphase renews last
+    /// step's where they are.
     pub fn for_each_contact(&self, mut visit: impl FnMut(&ContactPointInfo)) {
-        for c in self.previous.iter() {
+        let narrowed = StepStage::ALL[..self.next_stage].contains(&StepStage::Narrowphase);
+        let table = if narrowed { &self.constraints } else { &self.previous };
+        for c in table.iter() {
             let body_a = self.bodies.id_of_slot(c.body_a);
             let body_b = (c.body_b != NONE).then(|| self.bodies.id_of_slot(c.body_b));
             for (p, &normal_impulse) in c.points().iter().zip(&c.normal_impulse) {
@@ -1029,7 +1041,6 @@ impl World {
         self.constraints.clear();
         let s = &mut self.scratch;
         std::mem::swap(&mut s.outs, &mut s.kept_outs);
-        std::mem::swap(&mut s.woken, &mut s.kept_woken);
         s.woken.clear();
         // Both lists as long as the longer, so neither grows later than the other.
         let n = s.outs.len().max(s.kept_outs.len());
@@ -1069,22 +1080,42 @@ impl World {
         let chunks = narrow::run(&input, self.broadphase.pair_keys(), &s.items, &mut s.outs, jobs);
         s.rows_layout = bodies.layout();
         Kept::build_index(&s.outs[..chunks], &mut s.kept_index);
-        // The chunks' constraints join `World::constraints` in chunk order in the
-        // prepare stage, which copies each while preparing it (see there).
+        // Last step's constraints that no item renewed give their slots back; then
+        // the chunks' constraints join `World::constraints` in chunk order, fresh
+        // ones copied into the store (renewed ones are there already).
+        s.renewed.clear();
+        s.renewed.resize(self.previous.len(), false);
+        for out in &s.outs[..chunks] {
+            for &e in out.order.iter().filter(|&&e| e & KEPT != 0) {
+                s.renewed[(e & !KEPT) as usize] = true;
+            }
+        }
+        for (i, _) in s.renewed.iter().enumerate().filter(|(_, &renewed)| !renewed) {
+            // SAFETY: every table entry is a live constraint of the store, and last
+            // step's table is cleared below, unread since.
+            unsafe { self.store.release(self.previous.at(i)) };
+        }
         s.wake.clear();
-        s.offsets.clear();
-        let mut total = 0;
         let mut points = 0;
         self.counters.reused_pairs = 0;
         self.counters.reused_terrain = 0;
         for out in &s.outs[..chunks] {
-            s.offsets.push(total);
-            total += out.constraints.len();
+            for &e in &out.order {
+                let c = match e & KEPT {
+                    0 => self.store.insert(&out.fresh[e as usize]),
+                    _ => self.previous.at((e & !KEPT) as usize),
+                };
+                // SAFETY: the store keeps it in place until its slot is released,
+                // which happens after the table has moved on (see above, and the
+                // sleep stage's `retain`).
+                unsafe { self.constraints.push(c) };
+            }
             points += out.points;
             self.counters.reused_pairs += out.reused;
             self.counters.reused_terrain += out.reused_terrain;
             s.wake.extend_from_slice(&out.wake);
         }
+        self.previous.clear();
         s.joined = chunks;
         // Wake touched groups; their stored constraints join this step, last.
         let mut wake = std::mem::take(&mut self.scratch.wake);
@@ -1094,65 +1125,43 @@ impl World {
         wake.clear();
         self.scratch.wake = wake;
         self.wake_groups(groups, true);
-        let woken = &self.scratch.woken;
-        self.counters.constraints = (total + woken.len()) as u32;
-        self.counters.contact_points = points + woken.iter().map(|c| c.count).sum::<u32>();
+        for c in &self.scratch.woken {
+            let at = self.store.insert(c);
+            // SAFETY: as above.
+            unsafe { self.constraints.push(at) };
+            points += c.count;
+        }
+        self.counters.constraints = self.constraints.len() as u32;
+        self.counters.contact_points = points;
     }
 
-    /// This step's constraints: the narrowphase chunks' and the woken ones (with last
-    /// step's impulses already), joined by a table of their addresses in chunk order;
-    /// the solver's prepare reads the masses by the awake rows the narrowphase set.
-    /// Copying them into one array instead was 7% of the pyramid's step (11 MB of
-    /// constraints). Where bodies changed rows since the narrowphase (a group woke,
-    /// or bodies were added, removed or given new masses between the stages), every
-    /// constraint's rows are set again here.
+    /// What colouring needs of this step's constraints, in table order. The
+    /// narrowphase made it with each constraint's awake rows while the constraint was
+    /// in cache; where bodies changed rows since (a group woke, or bodies were added,
+    /// removed or given new masses between the stages), every constraint's rows are
+    /// set again here.
     fn prepare_stage(&mut self, jobs: Jobs) {
         let bodies = &self.bodies;
-        let s = &mut self.scratch;
-        let (joined, offsets) = (s.joined, &s.offsets);
-        let total = s.outs[..joined].last().map_or(0, |o| offsets[joined - 1] + o.constraints.len());
-        let count = total + s.woken.len();
+        let s = &self.scratch;
         self.colorables.clear();
         if bodies.layout() == s.rows_layout {
             debug_assert!(s.woken.is_empty(), "waking moves bodies");
-            for out in &s.outs[..joined] {
+            for out in &s.outs[..s.joined] {
                 self.colorables.extend_from_slice(&out.colorables);
             }
-        } else {
-            self.colorables.resize(count, Colorable::NONE);
-            let colorables = Column::new(&mut self.colorables);
-            // SAFETY (`colorables`): row `i` is written only by the job that sets
-            // constraint `i`'s rows.
-            let outs = Column::new(&mut s.outs[..joined]);
-            jobs.parallel_for(0..joined, 1, |range, _| {
-                for k in range {
-                    // SAFETY: `parallel_for` hands each chunk to exactly one job.
-                    let out = unsafe { outs.get(k) };
-                    for (j, c) in out.constraints.iter_mut().enumerate() {
-                        // SAFETY: see above.
-                        *unsafe { colorables.get(offsets[k] + j) } = narrow::set_rows(bodies, c);
-                    }
-                }
-            });
-            // Woken constraints keep the impulses they slept with.
-            let woken = Column::new(&mut s.woken);
-            jobs.parallel_for(0..woken.len(), 256, |range, _| {
-                // SAFETY: `parallel_for` hands each range to exactly one job.
-                let rows = unsafe { woken.rows(range.clone()) };
-                for (j, c) in rows.iter_mut().enumerate() {
-                    // SAFETY: see above.
-                    *unsafe { colorables.get(total + range.start + j) } = narrow::set_rows(bodies, c);
-                }
-            });
+            return;
         }
-        self.constraints.clear();
-        let chunks = s.outs[..joined].iter_mut().flat_map(|o| o.constraints.iter_mut());
-        for c in chunks.chain(s.woken.iter_mut()) {
-            // SAFETY: `outs[..joined]` and `woken` stay in place and untouched until two
-            // narrowphase stages from now (see `Scratch::outs`); the table moves to
-            // `previous` after this step and is cleared before then.
-            unsafe { self.constraints.push(NonNull::from(c)) };
-        }
+        let constraints = &self.constraints;
+        self.colorables.resize(constraints.len(), Colorable::NONE);
+        let colorables = Column::new(&mut self.colorables);
+        jobs.parallel_for(0..constraints.len(), 256, |range, _| {
+            // SAFETY: `parallel_for` hands each range to exactly one job.
+            let out = unsafe { colorables.rows(range.clone()) };
+            for (slot, i) in out.iter_mut().zip(range) {
+                // SAFETY: constraint `i` is this job's alone (as above).
+                *slot = narrow::set_rows(bodies, unsafe { constraints.get_unchecked(i) });
+            }
+        });
     }
 
     /// Begin and end events: this step's touching keys against the last step's, where
@@ -1480,20 +1489,25 @@ impl World {
         // Constraints of sleeping islands move into their groups (not those with a
         // kinematic body: that pair is recomputed while the kinematic body is awake).
         let islands = &mut self.islands;
-        self.constraints.retain(|c| {
-            let row = if dynamic(c.row_a) { c.row_a } else { c.row_b };
-            let group = if dynamic(row) {
-                let root = islands.find(row) as usize;
-                islands.root_group[root]
-            } else {
-                NONE
-            };
-            let kinematic = |r: u32| r != NONE && a.flags[r as usize] & flags::KINEMATIC != 0;
-            if group != NONE && !kinematic(c.row_a) && !kinematic(c.row_b) {
-                islands.add_constraint(group, *c);
-            }
-            group == NONE
-        });
+        let store = &mut self.store;
+        self.constraints.retain(
+            // SAFETY: a constraint dropped from the table is read nowhere else.
+            |c| unsafe { store.release(c) },
+            |c| {
+                let row = if dynamic(c.row_a) { c.row_a } else { c.row_b };
+                let group = if dynamic(row) {
+                    let root = islands.find(row) as usize;
+                    islands.root_group[root]
+                } else {
+                    NONE
+                };
+                let kinematic = |r: u32| r != NONE && a.flags[r as usize] & flags::KINEMATIC != 0;
+                if group != NONE && !kinematic(c.row_a) && !kinematic(c.row_b) {
+                    islands.add_constraint(group, *c);
+                }
+                group == NONE
+            },
+        );
         for &(g, id) in &sleepers {
             self.islands.add_body(g, id);
             self.bodies.move_to(id, SetKind::Resting).expect("live body");

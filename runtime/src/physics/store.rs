@@ -1,0 +1,118 @@
+//! Where contact constraints live, from the step whose narrowphase makes one to the
+//! step that drops it.
+//!
+//! A pair that has hardly moved keeps its constraint from one step to the next and the
+//! narrowphase renews it where it is (`narrow::reuse_manifolds`): in a resting stack
+//! nineteen pairs in twenty do, and copying each 384-byte constraint into a new buffer
+//! every step (the way before) wrote as many bytes as the solver's bundles hold.
+//! Fresh constraints come from the narrowphase jobs' own buffers and are copied in
+//! once; constraints of pairs that stopped touching or went to sleep give their slots
+//! back. Slots live in fixed pages, so a constraint's address holds for as long as it
+//! does (the step's [`ConstraintTable`](super::solver::ConstraintTable) holds
+//! addresses), and growing allocates a page only when every slot is taken: a scene's
+//! steady state allocates nothing.
+//!
+//! Which slot a constraint gets never changes a result: the solver reaches
+//! constraints through the table, in table order. Slots are handed out and taken back
+//! on one thread, in a fixed order, so the layout is the same on every run anyway.
+
+use std::ptr::NonNull;
+
+use super::solver::{Constraint, NONE};
+
+/// Constraints per page (384 KiB).
+const PAGE: usize = 1024;
+
+#[derive(Debug, Default)]
+pub(crate) struct ConstraintStore {
+    pages: Vec<Box<[Constraint]>>,
+    /// Free slots, the most recently freed last (taken first: its lines are the
+    /// likeliest still cached).
+    free: Vec<u32>,
+}
+
+// SAFETY: the pages are owned; the table that points into them is the one way to
+// reach a constraint from another thread, under its own contract.
+unsafe impl Send for ConstraintStore {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for ConstraintStore {}
+
+impl ConstraintStore {
+    /// Slots in use.
+    pub fn len(&self) -> usize {
+        self.pages.len() * PAGE - self.free.len()
+    }
+
+    /// Copies `c` into a free slot (a new page when none is) and returns its
+    /// address, which holds until [`ConstraintStore::release`] or the store's end.
+    pub fn insert(&mut self, c: &Constraint) -> NonNull<Constraint> {
+        if self.free.is_empty() {
+            let page = self.pages.len();
+            self.pages.push(vec![Constraint::new(0, 0, NONE, NONE, 0.0, 0.0); PAGE].into_boxed_slice());
+            // Taken in ascending order: a new page fills front to back.
+            self.free.reserve(PAGE);
+            self.free.extend((0..PAGE as u32).rev().map(|i| (page * PAGE) as u32 + i));
+        }
+        let slot = self.free.pop().expect("a free slot");
+        let at = &mut self.pages[slot as usize / PAGE][slot as usize % PAGE];
+        *at = *c;
+        NonNull::from(at)
+    }
+
+    /// The slot at `c` (a constraint has no room left to carry it: it fills six
+    /// lines exactly).
+    fn slot_of(&self, c: NonNull<Constraint>) -> Option<u32> {
+        let at = c.as_ptr() as usize;
+        let size = std::mem::size_of::<Constraint>();
+        self.pages.iter().enumerate().find_map(|(p, page)| {
+            let base = page.as_ptr() as usize;
+            (base..base + PAGE * size).contains(&at).then(|| (p * PAGE + (at - base) / size) as u32)
+        })
+    }
+
+    /// Gives `c`'s slot back.
+    ///
+    /// # Safety
+    /// `c` came from [`ConstraintStore::insert`] on this store and has not been
+    /// released since; nothing reads or writes it afterwards (until the slot is
+    /// handed out again).
+    pub unsafe fn release(&mut self, c: NonNull<Constraint>) {
+        let slot = self.slot_of(c).expect("a constraint of this store");
+        self.free.push(slot);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Slots keep their constraints in place while others come and go, freed slots
+    /// are handed out again before a new page is made, and a page is made only when
+    /// every slot is taken.
+    #[test]
+    fn slots_hold_their_constraints_in_place_and_are_reused() {
+        let mut store = ConstraintStore::default();
+        let make = |key: u64| Constraint::new(key, 0, 1, 2, 0.5, 0.0);
+        let first: Vec<_> = (0..PAGE as u64).map(|k| store.insert(&make(k))).collect();
+        assert_eq!((store.len(), store.pages.len()), (PAGE, 1));
+        // Every second one goes; their slots come back before a second page.
+        for c in first.iter().step_by(2) {
+            // SAFETY: inserted above, released once, not read after.
+            unsafe { store.release(*c) };
+        }
+        assert_eq!(store.len(), PAGE / 2);
+        let again: Vec<_> = (0..PAGE as u64 / 2).map(|k| store.insert(&make(10_000 + k))).collect();
+        assert_eq!((store.len(), store.pages.len()), (PAGE, 1));
+        for (k, c) in first.iter().enumerate().skip(1).step_by(2) {
+            // SAFETY: still live.
+            assert_eq!(unsafe { c.as_ref() }.key, k as u64, "a kept constraint stays where it was");
+        }
+        let mut reused: Vec<_> = again.iter().map(|c| c.as_ptr()).collect();
+        let mut freed: Vec<_> = first.iter().step_by(2).map(|c| c.as_ptr()).collect();
+        reused.sort();
+        freed.sort();
+        assert_eq!(reused, freed, "the freed slots, and no others");
+        store.insert(&make(1));
+        assert_eq!((store.len(), store.pages.len()), (PAGE + 1, 2));
+    }
+}
