@@ -983,7 +983,7 @@ pub(crate) struct Coloring {
     /// constraints and the bundled ones that the passes on constraints read
     /// (restitution, position correction), stale elsewhere. It only grows.
     prepared: Vec<Prepared>,
-    /// Passes run since the prepare: odd ones sweep the colours backward (see
+    /// Passes run since the prepare, plus one: odd ones sweep the colours backward (see
     /// [`for_each_colored`]). A pass starts with the colours the pass before ended
     /// with, whose bundles are still in the core's cache: bundles of eight take 2 KB
     /// each, and `large_pyramid`'s 4 MB of them do not fit a 2 MB L2, so a pass always
@@ -1125,7 +1125,8 @@ impl Coloring {
         write_back: bool,
         jobs: Jobs,
     ) {
-        self.sweeps = 0;
+        // The prepare writes the bundles first to last: the first pass goes back.
+        self.sweeps = 1;
         self.bundle_ranges.clear();
         self.scalar.clear();
         let mut total = 0;
