@@ -1271,6 +1271,7 @@ impl World {
         // Position correction reads the prepared constraints, not the bundles.
         let write_back = matches!(self.solver, Solver::SequentialImpulses { .. });
         self.coloring.prepare(&mut self.constraints, frame, write_back, jobs);
+        self.coloring.alternate = !write_back;
 
         let gravity = self.def.gravity;
         let mut pass = |pass: Pass, states: &mut Vec<BodyState>| {
