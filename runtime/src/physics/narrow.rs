@@ -69,7 +69,7 @@ pub(crate) struct NarrowOut {
     /// What colouring needs of each constraint of `order`, with its awake rows set
     /// (see [`set_rows`]), made while the constraint is still in cache.
     pub colorables: Vec<Colorable>,
-    /// Contact points in `constraints`.
+    /// Contact points in the constraints of `order`.
     pub points: u32,
     /// Pairs whose manifolds were reused.
     pub reused: u32,
