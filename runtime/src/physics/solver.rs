@@ -1492,6 +1492,43 @@ mod tests {
         assert!(end <= 64, "the impulses end at byte {end}");
     }
 
+    /// A backward sweep runs every constraint once, as a forward one does, with the
+    /// colours in the opposite order (each colour's constraints together).
+    #[test]
+    fn a_backward_sweep_runs_the_colours_last_to_first() {
+        // A chain: constraint i joins bodies i and i + 1, so colours alternate.
+        let n = 9;
+        let colorables: Vec<Colorable> =
+            (0..n).map(|i| Colorable { a: i, b: i + 1, bundles: false, bouncy: false }).collect();
+        let mut coloring = Coloring::default();
+        coloring.color(&colorables, n as usize + 1);
+        assert!(coloring.color_count() >= 2);
+        let pool = crate::jobs::ThreadPool::new(0);
+        let color_of =
+            |i: usize| (0..COLORS).find(|&k| coloring.order[coloring.ranges[k].clone()].contains(&(i as u32)));
+        let run = |backward: bool| {
+            let seen = std::sync::Mutex::new(Vec::new());
+            let mut bundles = Bundles::<Vec4>::default();
+            let wide = |_: &mut Bundle<Vec4>, _: &mut wide::Extras<Vec4>| unreachable!("no bundles");
+            let scalar = |i: usize| seen.lock().unwrap().push(i);
+            for_each_colored(&coloring, &mut bundles, (false, backward), pool.jobs(), scalar, wide);
+            seen.into_inner().unwrap()
+        };
+        let (forward, backward) = (run(false), run(true));
+        let mut sorted = backward.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..n as usize).collect::<Vec<_>>(), "each constraint once");
+        let colors = |order: &[usize]| {
+            let mut c: Vec<usize> = order.iter().map(|&i| color_of(i).unwrap()).collect();
+            c.dedup();
+            c
+        };
+        let mut reversed = colors(&forward);
+        reversed.reverse();
+        assert_eq!(colors(&backward), reversed);
+        assert_eq!(colors(&forward), (0..reversed.len()).collect::<Vec<_>>());
+    }
+
     /// A colouring bundles eight constraints where the CPU runs AVX, four elsewhere,
     /// and refuses eight where it does not.
     #[test]
