@@ -787,7 +787,7 @@ impl<const N: usize> Strided<N> {
             return Ok(None);
         }
         let stride = if stride == 0 { N * 4 } else { stride };
-        if stride < N * 4 || stride % 4 != 0 || (ptr as usize) % 4 != 0 {
+        if stride < N * 4 || stride % 4 != 0 || !(ptr as usize).is_multiple_of(4) {
             return Err(Error::new(
                 KILN_ERROR_INVALID_ARGUMENT,
                 format!(

@@ -433,7 +433,7 @@ mod tests {
     /// A random turn and a place within 3 m of the origin, or (even cases) within 300 m.
     fn random_pose(seed: &mut u64, case: usize) -> Isometry {
         let mut r = || crate::collide::tests::lcg(seed);
-        let far = if case % 2 == 0 { 300.0 } else { 3.0 };
+        let far = if case.is_multiple_of(2) { 300.0 } else { 3.0 };
         let q = Quat::from_xyzw(r(), r(), r(), r() + 0.01).normalize();
         Isometry::new(Vec3::new(r(), r(), r()) * far, q)
     }

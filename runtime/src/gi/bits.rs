@@ -77,7 +77,7 @@ impl RankedBits {
             assert_eq!(self.rank[w], count, "rank of word {w}");
             count += bits.count_ones();
         }
-        if self.len % 64 != 0 {
+        if !self.len.is_multiple_of(64) {
             assert_eq!(self.words.last().unwrap() >> (self.len % 64), 0, "bits past the end");
         }
     }

@@ -1,9 +1,10 @@
 //! SIMD lanes for the wide solver: four (`Vec4`, SSE2, every x86-64 and any target
-//! glam supports) or eight ([`F8`], AVX, picked at run time where the CPU has it).
+//! glam supports), eight ([`F8`], AVX) or sixteen ([`F16`], AVX-512F), the widest the
+//! CPU has picked at run time.
 //!
-//! Both widths do the same IEEE single-precision operations lane by lane (add, sub,
-//! mul, div and sqrt are correctly rounded; max, min and the comparisons follow the
-//! SSE rules, NaN included; nothing is fused), so a constraint's result does not
+//! Every width does the same IEEE single-precision operations lane by lane (add,
+//! sub, mul, div and sqrt are correctly rounded; max, min and the comparisons follow
+//! the SSE rules, NaN included; nothing is fused), so a constraint's result does not
 //! depend on the width: only the number of constraints per instruction changes.
 
 use std::fmt::Debug;
@@ -29,6 +30,11 @@ pub(crate) trait Lanes:
     const ONE: Self;
     /// Per-lane comparison result.
     type Mask: Copy + BitOr<Output = Self::Mask>;
+    /// A `u32` per lane (a bundle's constraint indices and body rows), so that a
+    /// narrower bundle does not carry the widest one's.
+    type Words: Copy + Debug + Send + Sync + AsRef<[u32]> + AsMut<[u32]>;
+    /// `u32::MAX` in every lane.
+    const UNSET: Self::Words;
 
     fn splat(v: f32) -> Self;
     fn get(self, lane: usize) -> f32;
@@ -60,13 +66,15 @@ pub(crate) trait Lanes:
 }
 
 /// The widest [`Lanes`] type's lane count.
-pub(crate) const MAX_LANES: usize = 8;
+pub(crate) const MAX_LANES: usize = 16;
 
 impl Lanes for Vec4 {
     const N: usize = 4;
     const ZERO: Vec4 = Vec4::ZERO;
     const ONE: Vec4 = Vec4::ONE;
     type Mask = BVec4A;
+    type Words = [u32; 4];
+    const UNSET: [u32; 4] = [u32::MAX; 4];
 
     #[inline(always)]
     fn splat(v: f32) -> Vec4 {
@@ -193,6 +201,16 @@ mod avx {
             // SAFETY: __m256 is eight f32s.
             unsafe { std::mem::transmute::<__m256, [f32; 8]>(self.0) }
         }
+
+        #[inline(always)]
+        pub(crate) fn from_m256(v: __m256) -> F8 {
+            F8(v)
+        }
+
+        #[inline(always)]
+        pub(crate) fn m256(self) -> __m256 {
+            self.0
+        }
     }
 
     macro_rules! binary {
@@ -237,6 +255,8 @@ mod avx {
         const ZERO: F8 = F8::from_array([0.0; 8]);
         const ONE: F8 = F8::from_array([1.0; 8]);
         type Mask = M8;
+        type Words = [u32; 8];
+        const UNSET: [u32; 8] = [u32::MAX; 8];
 
         #[inline(always)]
         fn splat(v: f32) -> F8 {
@@ -379,6 +399,229 @@ pub(crate) fn eight_available() -> bool {
     false
 }
 
+/// Whether this CPU runs sixteen lanes.
+pub(crate) fn sixteen_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return avx512::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) use avx512::F16;
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    //! Sixteen lanes in one AVX-512 register. Every method is `#[inline(always)]` and
+    //! only ever runs inside a `#[target_feature(enable = "avx512f")]` function (the
+    //! wide solver's entry points, called after `is_x86_feature_detected!("avx512f")`).
+    //! Only AVX-512F instructions are used (no DQ), and the transposes are two of
+    //! [`F8`]'s, one per half.
+    //!
+    //! A bundle of sixteen runs each dependent chain of the solve (a point's impulse,
+    //! then the velocities the next point reads) once for sixteen constraints, and
+    //! each instruction does twice the work of an eight-lane one.
+
+    use std::arch::x86_64::*;
+    use std::ops::{Add, BitOr, Div, Mul, Neg, Sub};
+
+    use super::{Lanes, F8, MAX_LANES};
+
+    #[derive(Clone, Copy, Debug)]
+    #[repr(transparent)]
+    pub(crate) struct F16(__m512);
+
+    /// A bit per lane.
+    #[derive(Clone, Copy, Debug)]
+    #[repr(transparent)]
+    pub(crate) struct M16(__mmask16);
+
+    impl F16 {
+        pub(crate) const fn from_array(a: [f32; 16]) -> F16 {
+            // SAFETY: __m512 is sixteen f32s.
+            F16(unsafe { std::mem::transmute::<[f32; 16], __m512>(a) })
+        }
+
+        #[inline(always)]
+        pub(crate) fn to_array(self) -> [f32; 16] {
+            // SAFETY: __m512 is sixteen f32s.
+            unsafe { std::mem::transmute::<__m512, [f32; 16]>(self.0) }
+        }
+
+        /// The low and high eight lanes.
+        #[inline(always)]
+        fn halves(self) -> (F8, F8) {
+            // SAFETY: callers run with AVX-512F enabled (see the module notes).
+            unsafe {
+                let high = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(self.0)));
+                (F8::from_m256(_mm512_castps512_ps256(self.0)), F8::from_m256(high))
+            }
+        }
+
+        /// Two halves as one value.
+        #[inline(always)]
+        fn join(low: F8, high: F8) -> F16 {
+            // SAFETY: callers run with AVX-512F enabled (see the module notes).
+            unsafe {
+                let low = _mm512_castpd256_pd512(_mm256_castps_pd(low.m256()));
+                F16(_mm512_castpd_ps(_mm512_insertf64x4::<1>(low, _mm256_castps_pd(high.m256()))))
+            }
+        }
+    }
+
+    macro_rules! binary {
+        ($trait:ident, $method:ident, $intrinsic:ident) => {
+            impl $trait for F16 {
+                type Output = F16;
+                #[inline(always)]
+                fn $method(self, o: F16) -> F16 {
+                    // SAFETY: callers run with AVX-512F enabled (see the module notes).
+                    F16(unsafe { $intrinsic(self.0, o.0) })
+                }
+            }
+        };
+    }
+
+    binary!(Add, add, _mm512_add_ps);
+    binary!(Sub, sub, _mm512_sub_ps);
+    binary!(Mul, mul, _mm512_mul_ps);
+    binary!(Div, div, _mm512_div_ps);
+
+    impl Neg for F16 {
+        type Output = F16;
+        /// As glam's: flips the sign bit (of zeros and NaNs too), by an integer xor
+        /// (a float one is AVX-512DQ).
+        #[inline(always)]
+        fn neg(self) -> F16 {
+            // SAFETY: callers run with AVX-512F enabled (see the module notes).
+            F16(unsafe {
+                _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(self.0), _mm512_set1_epi32(i32::MIN)))
+            })
+        }
+    }
+
+    impl BitOr for M16 {
+        type Output = M16;
+        #[inline(always)]
+        fn bitor(self, o: M16) -> M16 {
+            M16(self.0 | o.0)
+        }
+    }
+
+    impl Lanes for F16 {
+        const N: usize = 16;
+        const ZERO: F16 = F16::from_array([0.0; 16]);
+        const ONE: F16 = F16::from_array([1.0; 16]);
+        type Mask = M16;
+        type Words = [u32; 16];
+        const UNSET: [u32; 16] = [u32::MAX; 16];
+
+        #[inline(always)]
+        fn splat(v: f32) -> F16 {
+            // SAFETY: callers run with AVX-512F enabled (see the module notes).
+            F16(unsafe { _mm512_set1_ps(v) })
+        }
+
+        #[inline(always)]
+        fn get(self, lane: usize) -> f32 {
+            self.to_array()[lane]
+        }
+
+        /// One 4-byte store, as [`F8`]'s.
+        #[inline(always)]
+        fn set(&mut self, lane: usize, v: f32) {
+            assert!(lane < 16, "lane {lane} of 16");
+            // SAFETY: an __m512 is sixteen f32s; `lane` is in bounds.
+            unsafe { (self as *mut F16).cast::<f32>().add(lane).write(v) };
+        }
+
+        /// `vmaxps` keeps SSE's rule with AVX-512: the second operand where either is
+        /// NaN (or both are zeros).
+        #[inline(always)]
+        fn max(self, o: F16) -> F16 {
+            // SAFETY: callers run with AVX-512F enabled (see the module notes).
+            F16(unsafe { _mm512_max_ps(self.0, o.0) })
+        }
+
+        #[inline(always)]
+        fn min(self, o: F16) -> F16 {
+            // SAFETY: callers run with AVX-512F enabled (see the module notes).
+            F16(unsafe { _mm512_min_ps(self.0, o.0) })
+        }
+
+        #[inline(always)]
+        fn sqrt(self) -> F16 {
+            // SAFETY: callers run with AVX-512F enabled (see the module notes).
+            F16(unsafe { _mm512_sqrt_ps(self.0) })
+        }
+
+        #[inline(always)]
+        fn cmpgt(self, o: F16) -> M16 {
+            // SAFETY: callers run with AVX-512F enabled (see the module notes).
+            M16(unsafe { _mm512_cmp_ps_mask::<_CMP_GT_OQ>(self.0, o.0) })
+        }
+
+        #[inline(always)]
+        fn cmpeq(self, o: F16) -> M16 {
+            // SAFETY: callers run with AVX-512F enabled (see the module notes).
+            M16(unsafe { _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(self.0, o.0) })
+        }
+
+        #[inline(always)]
+        fn is_nan_mask(self) -> M16 {
+            // SAFETY: callers run with AVX-512F enabled (see the module notes).
+            M16(unsafe { _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(self.0, self.0) })
+        }
+
+        #[inline(always)]
+        fn select(mask: M16, if_true: F16, if_false: F16) -> F16 {
+            // SAFETY: callers run with AVX-512F enabled (see the module notes).
+            F16(unsafe { _mm512_mask_blend_ps(mask.0, if_false.0, if_true.0) })
+        }
+
+        #[inline(always)]
+        fn bits(mask: M16) -> u32 {
+            mask.0 as u32
+        }
+
+        /// Two eight-row transposes, joined. (Loops, not closures: a closure does not
+        /// inherit the kernels' target features, so the intrinsics in it would be
+        /// calls.)
+        #[inline(always)]
+        unsafe fn gather_rows(rows: &[*const f32; MAX_LANES]) -> [F16; 8] {
+            let mut high = [std::ptr::null(); MAX_LANES];
+            high[..8].copy_from_slice(&rows[8..]);
+            // SAFETY: forwarded from the caller (F8 reads the first eight of each).
+            let (lo, hi) = unsafe { (F8::gather_rows(rows), F8::gather_rows(&high)) };
+            let mut out = [F16::ZERO; 8];
+            for k in 0..8 {
+                out[k] = F16::join(lo[k], hi[k]);
+            }
+            out
+        }
+
+        #[inline(always)]
+        unsafe fn scatter_rows(values: [F16; 8], rows: &[*mut f32; MAX_LANES]) {
+            let (mut lo, mut hi) = ([F8::ZERO; 8], [F8::ZERO; 8]);
+            for k in 0..8 {
+                (lo[k], hi[k]) = values[k].halves();
+            }
+            let mut high = [std::ptr::null_mut(); MAX_LANES];
+            high[..8].copy_from_slice(&rows[8..]);
+            // SAFETY: forwarded from the caller (F8 writes the first eight rows).
+            unsafe {
+                F8::scatter_rows(lo, rows);
+                F8::scatter_rows(hi, &high);
+            }
+        }
+    }
+
+    /// Whether this CPU runs [`F16`].
+    pub(crate) fn available() -> bool {
+        is_x86_feature_detected!("avx512f")
+    }
+}
+
 /// Tests set this to run the eight-lane kernels with 16 registers on any CPU.
 #[cfg(test)]
 pub(crate) static SIXTEEN_REGISTERS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -445,6 +688,60 @@ mod tests {
         unsafe { transposes::<Vec4>() };
     }
 
+    /// Sixteen lanes compute what four do, bit for bit, where the CPU has AVX-512F
+    /// (this project's CI and device machines do; elsewhere there is nothing to run).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn sixteen_lanes_compute_what_four_compute() {
+        if !sixteen_available() {
+            return;
+        }
+        let values = [0.0, -0.0, 1.5, -2.25, f32::NAN, f32::INFINITY, -f32::INFINITY, 1e-40, 3.0e38, 7.0, -1e-40];
+        let pick = |seed: usize| -> [f32; 16] { std::array::from_fn(|i| values[(seed * 7 + i * 3) % values.len()]) };
+        let bits = |a: [f32; 16]| a.map(f32::to_bits);
+        #[target_feature(enable = "avx512f")]
+        fn run(a: [f32; 16], b: [f32; 16]) -> Vec<[f32; 16]> {
+            let (x, y) = (F16::from_array(a), F16::from_array(b));
+            let four = |f: &dyn Fn(Vec4, Vec4) -> Vec4| -> [f32; 16] {
+                let mut out = [0.0; 16];
+                for q in 0..4 {
+                    let r = f(Vec4::from_slice(&a[4 * q..]), Vec4::from_slice(&b[4 * q..]));
+                    out[4 * q..4 * q + 4].copy_from_slice(&r.to_array());
+                }
+                out
+            };
+            let pairs: Vec<([f32; 16], [f32; 16])> = vec![
+                ((x + y).to_array(), four(&|p, q| p + q)),
+                ((x - y).to_array(), four(&|p, q| p - q)),
+                ((x * y).to_array(), four(&|p, q| p * q)),
+                ((x / y).to_array(), four(&|p, q| p / q)),
+                ((-x).to_array(), four(&|p, _| -p)),
+                (Lanes::max(x, y).to_array(), four(&|p, q| Lanes::max(p, q))),
+                (Lanes::min(x, y).to_array(), four(&|p, q| Lanes::min(p, q))),
+                (Lanes::sqrt(x).to_array(), four(&|p, _| Lanes::sqrt(p))),
+                (F16::select(x.cmpgt(y), x, y).to_array(), four(&|p, q| Lanes::select(p.cmpgt(q), p, q))),
+                (
+                    F16::select(x.cmpeq(y) | y.is_nan_mask(), x, y).to_array(),
+                    four(&|p, q| Lanes::select(p.cmpeq(q) | q.is_nan_mask(), p, q)),
+                ),
+            ];
+            pairs.into_iter().flat_map(|(e, f)| [e, f]).collect()
+        }
+        for seed in 0..40 {
+            // SAFETY: AVX-512F is present (checked above).
+            let out = unsafe { run(pick(seed), pick(seed + 5)) };
+            for (op, pair) in out.chunks(2).enumerate() {
+                assert_eq!(bits(pair[0]), bits(pair[1]), "seed {seed}, operation {op}");
+            }
+        }
+        #[target_feature(enable = "avx512f")]
+        fn transposes16() {
+            transposes::<F16>();
+        }
+        // SAFETY: AVX-512F is present.
+        unsafe { transposes16() };
+    }
+
     /// `gather_rows` and `scatter_rows` at width `L`: a transpose there and back, where
     /// null rows are left alone; and `bits` of a comparison.
     #[cfg(target_arch = "x86_64")]
@@ -472,5 +769,7 @@ mod tests {
         }
         let odd = L::bits(values[0].cmpeq(L::splat(10.0)) | values[0].cmpeq(L::splat(30.0)));
         assert_eq!(odd, 0b1010, "{} lanes", L::N);
+        let high = L::bits(values[0].cmpgt(L::splat(25.0)));
+        assert_eq!(high, (1 << L::N) - 8, "{} lanes", L::N);
     }
 }

@@ -79,9 +79,9 @@ use std::ptr::NonNull;
 
 use glam::{Mat3, Quat, Vec3, Vec4};
 
-#[cfg(target_arch = "x86_64")]
-use super::lanes::F8;
 use super::lanes::{self, Lanes};
+#[cfg(target_arch = "x86_64")]
+use super::lanes::{F16, F8};
 use super::wide::{self, Bundle, Bundles, Width};
 use crate::jobs::Jobs;
 use crate::math::{prefetch, Isometry};
@@ -966,14 +966,17 @@ pub(crate) struct Coloring {
     ranges: Vec<Range<usize>>,
     /// Whether colours solve in bundles (off: every constraint is scalar).
     pub wide: bool,
-    /// Constraints per bundle: 8 where the CPU has AVX, else 4 (the results are
-    /// the same; see `lanes.rs`). Private: eight-lane bundles run AVX code, so only
-    /// [`Coloring::set_lanes`] may choose them, after checking the CPU.
+    /// Constraints per bundle: 16 where the CPU has AVX-512F, 8 where it has AVX,
+    /// else 4 (the results are the same; see `lanes.rs`). Private: wider bundles run
+    /// AVX or AVX-512 code, so only [`Coloring::set_lanes`] may choose them, after
+    /// checking the CPU.
     lanes: usize,
     bundled: [usize; COLORS],
     bundles4: Bundles<Vec4>,
     #[cfg(target_arch = "x86_64")]
     bundles8: Bundles<F8>,
+    #[cfg(target_arch = "x86_64")]
+    bundles16: Bundles<F16>,
     bundle_ranges: Vec<Range<usize>>,
     /// The constraints solved one by one (prepared without a bundle).
     scalar: Vec<u32>,
@@ -1008,11 +1011,17 @@ impl Default for Coloring {
             order: Vec::new(),
             ranges: Vec::new(),
             wide: true,
-            lanes: if lanes::eight_available() { 8 } else { 4 },
+            lanes: match (lanes::sixteen_available(), lanes::eight_available()) {
+                (true, _) => 16,
+                (false, true) => 8,
+                (false, false) => 4,
+            },
             bundled: [0; COLORS],
             bundles4: Bundles::default(),
             #[cfg(target_arch = "x86_64")]
             bundles8: Bundles::default(),
+            #[cfg(target_arch = "x86_64")]
+            bundles16: Bundles::default(),
             bundle_ranges: Vec::new(),
             scalar: Vec::new(),
             bouncy: false,
@@ -1080,10 +1089,17 @@ impl Coloring {
         }
     }
 
-    /// Bundles of 4, or of 8 where the CPU has AVX (panics otherwise).
+    /// Bundles of 4, of 8 where the CPU has AVX, or of 16 where it has AVX-512F
+    /// (panics otherwise).
     #[cfg(test)]
     pub fn set_lanes(&mut self, lanes: usize) {
-        assert!(lanes == 4 || (lanes == 8 && lanes::eight_available()), "{lanes} lanes on this CPU");
+        let available = match lanes {
+            4 => true,
+            8 => lanes::eight_available(),
+            16 => lanes::sixteen_available(),
+            _ => false,
+        };
+        assert!(available, "{lanes} lanes on this CPU");
         self.lanes = lanes;
     }
 
@@ -1112,6 +1128,13 @@ impl Coloring {
     ) {
         if self.prepared.len() < constraints.len() {
             self.prepared.resize(constraints.len(), Prepared::default());
+        }
+        #[cfg(target_arch = "x86_64")]
+        if self.lanes == 16 {
+            let mut bundles = std::mem::take(&mut self.bundles16);
+            self.prepare_into(&mut bundles, constraints, &frame, write_back, jobs);
+            self.bundles16 = bundles;
+            return;
         }
         #[cfg(target_arch = "x86_64")]
         if self.lanes == 8 {
@@ -1216,6 +1239,10 @@ impl Coloring {
     /// restitution, the largest normal impulses into [`Coloring::prepared`]).
     pub fn unpack(&mut self, constraints: &mut ConstraintTable, jobs: Jobs) {
         let prepared = Column::new(&mut self.prepared);
+        #[cfg(target_arch = "x86_64")]
+        if self.lanes == 16 {
+            return unpack(&self.bundles16, constraints, &prepared, jobs);
+        }
         #[cfg(target_arch = "x86_64")]
         if self.lanes == 8 {
             return unpack(&self.bundles8, constraints, &prepared, jobs);
@@ -1325,6 +1352,13 @@ pub(crate) fn run_pass(
     ctx: &StepContext,
     jobs: Jobs,
 ) {
+    #[cfg(target_arch = "x86_64")]
+    if coloring.lanes == 16 {
+        let mut bundles = std::mem::take(&mut coloring.bundles16);
+        run_pass_on(pass, coloring, &mut bundles, constraints, states, ctx, jobs);
+        coloring.bundles16 = bundles;
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     if coloring.lanes == 8 {
         let mut bundles = std::mem::take(&mut coloring.bundles8);
@@ -1529,17 +1563,29 @@ mod tests {
         assert_eq!(colors(&forward), (0..reversed.len()).collect::<Vec<_>>());
     }
 
-    /// A colouring bundles eight constraints where the CPU runs AVX, four elsewhere,
-    /// and refuses eight where it does not.
+    /// A colouring bundles sixteen constraints where the CPU runs AVX-512F, eight
+    /// where it runs AVX, four elsewhere, and refuses a width the CPU does not run.
     #[test]
     fn bundles_are_as_wide_as_the_cpu_runs() {
         let mut coloring = Coloring::default();
-        let eight = lanes::eight_available();
-        assert_eq!(coloring.lanes, if eight { 8 } else { 4 });
+        let (eight, sixteen) = (lanes::eight_available(), lanes::sixteen_available());
+        assert_eq!(
+            coloring.lanes,
+            if sixteen {
+                16
+            } else if eight {
+                8
+            } else {
+                4
+            }
+        );
         coloring.set_lanes(4);
         assert_eq!(coloring.lanes, 4);
-        let refused = std::panic::catch_unwind(move || coloring.set_lanes(8)).is_err();
-        assert_eq!(refused, !eight);
+        for (lanes, runs) in [(8, eight), (16, sixteen), (12, false)] {
+            let mut coloring = Coloring::default();
+            let refused = std::panic::catch_unwind(move || coloring.set_lanes(lanes)).is_err();
+            assert_eq!(refused, !runs, "{lanes} lanes");
+        }
     }
 
     /// An effective mass of `f32::MAX` meeting 1e5 m/s: the normal impulse overflows.

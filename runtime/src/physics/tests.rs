@@ -1531,8 +1531,8 @@ fn step_stages_run_as_frame_graph_passes_with_the_same_bits() {
 /// The solver's bundles (`wide.rs`) give the same states as the scalar solver, step
 /// after step: boxes in a pyramid (four-point manifolds), and rain on terrain
 /// (spheres with rolling resistance share bundles with cubes, terrain manifolds
-/// bend their normals). Compared with `==`: a bundle may turn a zero's sign. Bundles of four
-/// and of eight (AVX) give the same bits.
+/// bend their normals). Compared with `==`: a bundle may turn a zero's sign. Bundles of four,
+/// of eight (AVX) and of sixteen (AVX-512F, where the CPU has it) give the same bits.
 #[test]
 fn the_wide_solver_steps_the_same_states_as_the_scalar_solver() {
     let states = |world: &World, ids: &[BodyId]| -> Vec<f32> {
@@ -1548,8 +1548,11 @@ fn the_wide_solver_steps_the_same_states_as_the_scalar_solver() {
             .collect()
     };
     let pool = ThreadPool::new(1);
-    // Every CI machine has AVX; elsewhere four lanes stand alone.
-    let widths: &[usize] = if super::lanes::eight_available() { &[1, 4, 8] } else { &[1, 4] };
+    // Every CI machine has AVX; elsewhere four lanes stand alone. Sixteen where the CPU
+    // has AVX-512F (this project's CI and device machines do).
+    let mut widths = vec![1, 4];
+    widths.extend(super::lanes::eight_available().then_some(8));
+    widths.extend(super::lanes::sixteen_available().then_some(16));
     for (scene, steps) in [(scenes::pyramid(20), 240), (scenes::rain(600), 240)] {
         let run = |lanes: usize| {
             let (mut world, ids) = scene.build();
@@ -1566,9 +1569,16 @@ fn the_wide_solver_steps_the_same_states_as_the_scalar_solver() {
             let differ = wide.iter().zip(scalar).filter(|(a, b)| a != b).count();
             assert_eq!(differ, 0, "{}, {lanes} lanes: {differ} of {} floats differ", scene.name, wide.len());
         }
-        if let [_, (four, _), (eight, _)] = &runs[..] {
-            let differ = four.iter().zip(eight).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
-            assert_eq!(differ, 0, "{}: 4 and 8 lanes differ in {differ} of {} floats' bits", scene.name, four.len());
+        let (four, _) = &runs[1];
+        for ((wider, _), lanes) in runs[2..].iter().zip(&widths[2..]) {
+            let differ = four.iter().zip(wider).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+            assert_eq!(
+                differ,
+                0,
+                "{}: 4 and {lanes} lanes differ in {differ} of {} floats' bits",
+                scene.name,
+                four.len()
+            );
         }
     }
 }

@@ -15,6 +15,16 @@
 //! `large_pyramid` at one worker (`step_scene large_pyramid 30 1`, alternating
 //! runs): the solve took 24-28 ms with four lanes and 16-18 ms with eight.
 //!
+//! Sixteen lanes ([`F16`], AVX-512F) where the CPU has them: each dependent chain of
+//! a solve (a point's impulse, then the velocities the next point reads, four points
+//! and friction in a row) now serves sixteen constraints. `step_scene large_pyramid
+//! 60 1`, alternating runs, paired medians of the per-step medians against eight
+//! lanes: solve 0.877 on the H200 machine's Xeon (twelve pairs), 0.939 here on an
+//! EPYC whose 512-bit operations take two passes (eight pairs); unchanged at 2 and 16
+//! workers, and a small scene's partly empty bundles cost a little (rain's solve
+//! 1.08, 0.04 ms of a 14 ms step). The index and row arrays are sized by the width
+//! ([`Lanes::Words`]), so narrower bundles keep their size.
+//!
 //! Body states are gathered as rows of eight floats by an 8x8 transpose
 //! ([`Lanes::gather_rows`]; [`BodyState`] is laid out for it) and the velocities go
 //! back the same way: the per-lane copies and 4x4 transposes this replaced were a
@@ -57,9 +67,9 @@
 
 use glam::{Mat3, Vec3, Vec4};
 
-#[cfg(target_arch = "x86_64")]
-use super::lanes::F8;
 use super::lanes::{Lanes, MAX_LANES};
+#[cfg(target_arch = "x86_64")]
+use super::lanes::{F16, F8};
 use super::solver::{self, BodyState, Column, Constraint, ConstraintTable, Frame, Prepared, StepContext, NONE};
 
 /// Four or eight `Vec3`s, one per lane, as three lane values (x, y and z).
@@ -259,11 +269,11 @@ impl<L: Lanes> WidePoint<L> {
 /// `L::N` constraints of one colour, solved side by side. Empty lanes have no bodies
 /// (`NONE`), no points and zero masses: they compute zeros and write nothing.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Bundle<L> {
-    /// The constraints' indices (`NONE`: empty lane; lanes past `L::N` stay `NONE`).
-    index: [u32; MAX_LANES],
-    row_a: [u32; MAX_LANES],
-    row_b: [u32; MAX_LANES],
+pub(crate) struct Bundle<L: Lanes> {
+    /// The constraints' indices (`NONE`: empty lane).
+    index: L::Words,
+    row_a: L::Words,
+    row_b: L::Words,
     inv_mass_a: L,
     inv_mass_b: L,
     /// World inverse inertias: the angular terms `Ia (r x d)` and the twist axes
@@ -339,12 +349,12 @@ impl<L: Lanes> Rolling<L> {
 /// lane that needs it (see [`Extras`]), which sets it up first; the others keep
 /// whatever they held.
 #[derive(Debug)]
-pub(crate) struct Bundles<L> {
+pub(crate) struct Bundles<L: Lanes> {
     pub bundles: Vec<Bundle<L>>,
     pub extras: Vec<Extras<L>>,
 }
 
-impl<L> Default for Bundles<L> {
+impl<L: Lanes> Default for Bundles<L> {
     fn default() -> Self {
         Bundles { bundles: Vec::new(), extras: Vec::new() }
     }
@@ -359,9 +369,9 @@ pub(crate) fn accepts(c: &Constraint) -> bool {
 impl<L: Lanes> Bundle<L> {
     /// Empty lanes.
     pub const EMPTY: Bundle<L> = Bundle {
-        index: [NONE; MAX_LANES],
-        row_a: [NONE; MAX_LANES],
-        row_b: [NONE; MAX_LANES],
+        index: L::UNSET,
+        row_a: L::UNSET,
+        row_b: L::UNSET,
         inv_mass_a: L::ZERO,
         inv_mass_b: L::ZERO,
         inv_inertia_a: S3::ZERO,
@@ -391,7 +401,7 @@ impl<L: Lanes> Bundle<L> {
     /// packed. The constraint is only read.
     pub fn prepare_lane(&mut self, extras: &mut Extras<L>, lane: usize, index: u32, c: &Constraint, frame: &Frame) {
         assert!(lane < L::N, "a bundle holds {} constraints", L::N);
-        debug_assert!(self.index[lane] == NONE, "lane {lane} is taken");
+        debug_assert!(self.index.as_ref()[lane] == NONE, "lane {lane} is taken");
         debug_assert!(c.count > 0, "a bundled constraint has points");
         // Past a lane's count its points stay zero. A point's normal mass holds 1
         // until `finish` (which computes masses only where it finds one) and its
@@ -432,8 +442,8 @@ impl<L: Lanes> Bundle<L> {
         self.friction_anchor_a.set(lane, center - frame.center_a);
         self.tangent_impulse[0].set(lane, c.tangent_impulse[0]);
         self.tangent_impulse[1].set(lane, c.tangent_impulse[1]);
-        self.index[lane] = index;
-        (self.row_a[lane], self.row_b[lane]) = (c.row_a, c.row_b);
+        self.index.as_mut()[lane] = index;
+        (self.row_a.as_mut()[lane], self.row_b.as_mut()[lane]) = (c.row_a, c.row_b);
         self.inv_mass_a.set(lane, frame.inv_mass_a);
         self.inv_mass_b.set(lane, frame.inv_mass_b);
         self.inv_inertia_a.set(lane, frame.inv_inertia_a);
@@ -483,13 +493,14 @@ impl<L: Lanes> Bundle<L> {
         }
         self.count = 0;
         (self.bent_lanes, self.bouncy_lanes, self.rolling_lanes) = (0, 0, 0);
-        self.index[..L::N].fill(NONE);
+        self.index = L::UNSET;
     }
 
     /// The constraints' indices, lane by lane (empty lanes come last).
     pub fn indices(&self) -> &[u32] {
-        let lanes = self.index.iter().position(|&i| i == NONE).unwrap_or(MAX_LANES);
-        &self.index[..lanes]
+        let index = self.index.as_ref();
+        let lanes = index.iter().position(|&i| i == NONE).unwrap_or(L::N);
+        &index[..lanes]
     }
 
     /// Copies the accumulated impulses (from `extras` too, this bundle's block)
@@ -539,7 +550,7 @@ impl<L: Lanes> Bundle<L> {
     #[inline(always)]
     fn states(&self, states: &Column<BodyState>, side: usize) -> [*const BodyState; MAX_LANES] {
         static STILL: BodyState = BodyState::STILL;
-        let rows = if side == 0 { &self.row_a } else { &self.row_b };
+        let rows = if side == 0 { self.row_a.as_ref() } else { self.row_b.as_ref() };
         let mut at: [*const BodyState; MAX_LANES] = [&STILL; MAX_LANES];
         for i in 0..L::N {
             if (rows[i] as usize) < states.len() {
@@ -563,7 +574,8 @@ impl<L: Lanes> Bundle<L> {
         side: usize,
         (v, w, dp_xy): (V3<L>, V3<L>, [L; 2]),
     ) {
-        let (rows, inv_mass) = if side == 0 { (&self.row_a, self.inv_mass_a) } else { (&self.row_b, self.inv_mass_b) };
+        let (rows, inv_mass) =
+            if side == 0 { (self.row_a.as_ref(), self.inv_mass_a) } else { (self.row_b.as_ref(), self.inv_mass_b) };
         // `(v + w).is_finite()` as `solver::write` asks it: `x * 0` is a zero for
         // finite x and NaN for infinities and NaN.
         let (sum, zero) = (v + w, L::ZERO);
@@ -726,6 +738,54 @@ impl Width for F8 {
                 false => avx(b, e, states, ctx, use_bias),
             }
         }
+    }
+}
+
+/// Sixteen lanes: only built by a `Coloring` that found AVX-512F
+/// (`lanes::sixteen_available`). The kernels are compiled once, with AVX-512F (32
+/// vector registers).
+#[cfg(target_arch = "x86_64")]
+impl Width for F16 {
+    fn finish(b: &mut Bundle<F16>, e: &Extras<F16>) {
+        #[target_feature(enable = "avx512f")]
+        fn avx512(b: &mut Bundle<F16>, e: &Extras<F16>) {
+            finish(b, e);
+        }
+        // SAFETY: bundles of sixteen exist only with AVX-512F.
+        unsafe { avx512(b, e) }
+    }
+
+    unsafe fn warm_start(b: &Bundle<F16>, e: &Extras<F16>, states: &Column<BodyState>) {
+        #[target_feature(enable = "avx512f")]
+        unsafe fn avx512(b: &Bundle<F16>, e: &Extras<F16>, states: &Column<BodyState>) {
+            // SAFETY: forwarded from the caller.
+            unsafe { warm_start(b, e, states) }
+        }
+        // SAFETY: forwarded from the caller; bundles of sixteen exist only with
+        // AVX-512F.
+        unsafe { avx512(b, e, states) }
+    }
+
+    unsafe fn solve(
+        b: &mut Bundle<F16>,
+        e: &mut Extras<F16>,
+        states: &Column<BodyState>,
+        ctx: &StepContext,
+        use_bias: bool,
+    ) {
+        #[target_feature(enable = "avx512f")]
+        unsafe fn avx512(
+            b: &mut Bundle<F16>,
+            e: &mut Extras<F16>,
+            states: &Column<BodyState>,
+            ctx: &StepContext,
+            use_bias: bool,
+        ) {
+            // SAFETY: forwarded from the caller.
+            unsafe { solve(b, e, states, ctx, use_bias) }
+        }
+        // SAFETY: as in `warm_start`.
+        unsafe { avx512(b, e, states, ctx, use_bias) }
     }
 }
 
@@ -1037,7 +1097,8 @@ mod tests {
     /// Every output float of the bundle equals the scalar solver's, lane by lane, over
     /// warm starts, solves with and without bias, full and partly empty bundles,
     /// static sides and bodies that turned since the step's start; eight lanes with 32
-    /// registers (where the CPU has AVX-512VL) and with 16.
+    /// registers (where the CPU has AVX-512VL) and with 16; sixteen lanes (where it has
+    /// AVX-512F).
     #[test]
     fn bundles_compute_what_the_scalar_solver_computes() {
         bundles_of::<Vec4>();
@@ -1051,6 +1112,9 @@ mod tests {
             super::super::lanes::SIXTEEN_REGISTERS.store(true, Ordering::Relaxed);
             bundles_of::<F8>();
             super::super::lanes::SIXTEEN_REGISTERS.store(false, Ordering::Relaxed);
+            if super::super::lanes::sixteen_available() {
+                bundles_of::<F16>();
+            }
         }
     }
 
@@ -1192,9 +1256,11 @@ mod tests {
     /// some lanes need (bent normals, restitution, rolling) waits in its extras.
     #[test]
     fn bundles_keep_only_what_every_lane_needs() {
-        assert_eq!(std::mem::size_of::<Bundle<Vec4>>(), 1088);
+        assert_eq!(std::mem::size_of::<Bundle<Vec4>>(), 1040);
         #[cfg(target_arch = "x86_64")]
         assert_eq!(std::mem::size_of::<Bundle<F8>>(), 2048);
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(std::mem::size_of::<Bundle<F16>>(), 4096);
     }
 
     /// Empty manifolds keep to the scalar path; rolling resistance rides along.

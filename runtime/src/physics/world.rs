@@ -462,12 +462,12 @@ impl World {
         self.solver
     }
 
-    /// Solves colours in bundles of `lanes` constraints (4, or 8 with AVX; the
-    /// default is the widest the CPU runs) or, with 1, one constraint at a time; the
-    /// results are the same (tests compare them).
+    /// Solves colours in bundles of `lanes` constraints (4, 8 with AVX or 16 with
+    /// AVX-512F; the default is the widest the CPU runs) or, with 1, one constraint at
+    /// a time; the results are the same (tests compare them).
     #[cfg(test)]
     pub(crate) fn set_solver_lanes(&mut self, lanes: usize) {
-        assert!(matches!(lanes, 1 | 4 | 8), "1, 4 or 8 lanes");
+        assert!(matches!(lanes, 1 | 4 | 8 | 16), "1, 4, 8 or 16 lanes");
         self.coloring.wide = lanes > 1;
         self.coloring.set_lanes(lanes.max(4));
     }

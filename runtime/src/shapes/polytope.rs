@@ -140,7 +140,7 @@ pub(crate) const BOX_EDGE_AXES: [BoxEdgeAxes; 12] = {
 
 fn box_normal(face: usize) -> Vec3 {
     let mut n = Vec3::ZERO;
-    n[face / 2] = if face % 2 == 0 { 1.0 } else { -1.0 };
+    n[face / 2] = if face.is_multiple_of(2) { 1.0 } else { -1.0 };
     n
 }
 

@@ -336,7 +336,7 @@ impl Octree {
                 let Some((block, filled)) = stack.last_mut() else {
                     // The root is complete: the rest must be zero padding.
                     let used_bytes = next.div_ceil(4);
-                    let tail_bits = if next % 4 == 0 { 0 } else { bytes[used_bytes - 1] >> (2 * (next % 4)) };
+                    let tail_bits = if next.is_multiple_of(4) { 0 } else { bytes[used_bytes - 1] >> (2 * (next % 4)) };
                     if used_bytes != bytes.len() || tail_bits != 0 {
                         return Err(OctreeError::TrailingData);
                     }
@@ -359,7 +359,7 @@ impl Octree {
         let mut out = Vec::new();
         let mut count = 0usize;
         let mut push = |c: u32| {
-            if count % 4 == 0 {
+            if count.is_multiple_of(4) {
                 out.push(0u8);
             }
             *out.last_mut().expect("pushed above") |= (c as u8) << (2 * (count % 4));
@@ -383,7 +383,7 @@ impl Octree {
     /// all-empty octant, depth within [`OCTREE_MAX_DEPTH`], and the solid bounds.
     /// Panics with a description on the first broken rule.
     pub fn validate(&self) {
-        assert!((self.nodes.len() - 1) % 8 == 0, "node array is root + blocks of 8");
+        assert!((self.nodes.len() - 1).is_multiple_of(8), "node array is root + blocks of 8");
         let blocks = (self.nodes.len() - 1) / 8;
         let mut seen = vec![false; blocks];
         for &free in &self.free_blocks {
