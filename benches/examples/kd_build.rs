@@ -1,0 +1,75 @@
+//! Builds the `kdtree` bench's 1M-triangle hills mesh on one thread, a few times, and
+//! prints each build's time and a fingerprint of the tree: a target for `perf`.
+//!
+//! ```text
+//! cargo build --release -p kiln-benches --example kd_build
+//! perf record target/release/examples/kd_build 5
+//! ```
+//!
+//! Argument: builds (5). The fingerprint (node count, depth and the hits of 2,000
+//! rays) must stay the same across changes meant to keep the tree.
+
+use std::time::Instant;
+
+use glam::{IVec3, Vec3};
+use kiln::jobs::ThreadPool;
+use kiln::math::Ray;
+use kiln::spatial::{KdMesh, MeshMode, TriMesh};
+use kiln::terrain::{generate_hills, mesh_chunk, Terrain};
+use kiln_benches::SplitMix;
+
+fn main() {
+    let builds: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(5);
+    let pool = ThreadPool::new(0);
+    let mut t = Terrain::new(0.5);
+    generate_hills(&mut t, 400, 1);
+    t.regenerate(pool.jobs());
+    let (lo, hi) = t.geometry_bounds().expect("terrain");
+    let mut mesh = TriMesh::new();
+    for y in lo.y..=hi.y {
+        for z in lo.z..=hi.z {
+            for x in lo.x..=hi.x {
+                let c = IVec3::new(x, y, z);
+                if t.may_have_triangles(c) {
+                    let mut chunk = TriMesh::new();
+                    mesh_chunk(t.voxels(), c, t.voxel_size(), &mut chunk);
+                    let base = mesh.vertices.len() as u32;
+                    mesh.vertices.extend_from_slice(&chunk.vertices);
+                    for (tri, &m) in chunk.triangles.iter().zip(&chunk.materials) {
+                        mesh.push(tri.map(|v| v + base), m);
+                    }
+                }
+            }
+        }
+    }
+    let mut times = Vec::new();
+    let mut tree = None;
+    for _ in 0..builds {
+        let input = mesh.clone();
+        let start = Instant::now();
+        let kd = KdMesh::from_mesh(input, MeshMode::Full).expect("valid mesh");
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        tree = Some(kd);
+    }
+    let kd = tree.expect("one build at least");
+    let (bounds, mut rng) = (kd.bounds(), SplitMix(7));
+    let (mut hits, mut sum) = (0, 0.0f64);
+    for _ in 0..2000 {
+        let from =
+            Vec3::new(rng.range(bounds.min.x, bounds.max.x), bounds.max.y + 1.0, rng.range(bounds.min.z, bounds.max.z));
+        let to = Vec3::new(rng.range(bounds.min.x, bounds.max.x), bounds.min.y, rng.range(bounds.min.z, bounds.max.z));
+        if let Some(hit) = kd.ray_closest(&Ray::new(from, (to - from).normalize()), 1e4) {
+            hits += 1;
+            sum += hit.t as f64;
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "{} triangles: build min {:.1} ms, median {:.1} ms ({builds} builds); {} nodes, depth {}, {hits} hits, sum {sum:.3}",
+        kd.triangle_count(),
+        times[0],
+        times[times.len() / 2],
+        kd.node_count(),
+        kd.depth()
+    );
+}
