@@ -11,12 +11,12 @@
 
 use std::time::Instant;
 
-use glam::{IVec3, Vec3};
+use glam::Vec3;
 use kiln::jobs::ThreadPool;
 use kiln::math::Ray;
 use kiln::spatial::{KdMesh, MeshMode, TriMesh};
 use kiln::terrain::{generate_hills, mesh_chunk, Terrain};
-use kiln_benches::SplitMix;
+use kiln_benches::{geometry_chunks, SplitMix};
 
 fn main() {
     let builds: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(5);
@@ -24,22 +24,15 @@ fn main() {
     let mut t = Terrain::new(0.5);
     generate_hills(&mut t, 400, 1);
     t.regenerate(pool.jobs());
-    let (lo, hi) = t.geometry_bounds().expect("terrain");
+    // The chunk meshes joined in the bench's order (x, then z, then y).
     let mut mesh = TriMesh::new();
-    for y in lo.y..=hi.y {
-        for z in lo.z..=hi.z {
-            for x in lo.x..=hi.x {
-                let c = IVec3::new(x, y, z);
-                if t.may_have_triangles(c) {
-                    let mut chunk = TriMesh::new();
-                    mesh_chunk(t.voxels(), c, t.voxel_size(), &mut chunk);
-                    let base = mesh.vertices.len() as u32;
-                    mesh.vertices.extend_from_slice(&chunk.vertices);
-                    for (tri, &m) in chunk.triangles.iter().zip(&chunk.materials) {
-                        mesh.push(tri.map(|v| v + base), m);
-                    }
-                }
-            }
+    for c in geometry_chunks(&t).into_iter().filter(|&c| t.may_have_triangles(c)) {
+        let mut chunk = TriMesh::new();
+        mesh_chunk(t.voxels(), c, t.voxel_size(), &mut chunk);
+        let base = mesh.vertices.len() as u32;
+        mesh.vertices.extend_from_slice(&chunk.vertices);
+        for (tri, &m) in chunk.triangles.iter().zip(&chunk.materials) {
+            mesh.push(tri.map(|v| v + base), m);
         }
     }
     let mut times = Vec::new();
