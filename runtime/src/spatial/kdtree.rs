@@ -873,7 +873,12 @@ impl Build<'_> {
             None => items.iter().map(|it| it.mid(axis) as f64).sum::<f64>(),
         };
         let mean = sum / n as f64;
-        let mut k = partition(items, |it| (it.mid(axis) as f64) < mean);
+        // One partition loop per axis, so the loop reads a fixed coordinate.
+        let mut k = match axis {
+            0 => partition(items, |it| (it.mid(0) as f64) < mean),
+            1 => partition(items, |it| (it.mid(1) as f64) < mean),
+            _ => partition(items, |it| (it.mid(2) as f64) < mean),
+        };
         if 4 * k < n || 4 * (n - k) < n {
             // Too skewed: halve at the median (an even count on the left).
             k = n / 2;
@@ -894,7 +899,7 @@ impl Build<'_> {
         }
         let (left, right) = items.split_at_mut(k);
         let (mut lc, mut rc) = (None, None);
-        self.both(n, || lc = Some(content(left)), || rc = Some(content(right)));
+        self.both(n, || lc = Some(child_content(left)), || rc = Some(child_content(right)));
         let (lc, rc) = (lc.expect("content ran"), rc.expect("content ran"));
         self.split(out, at, axis, (left, lc), (right, rc), region, level, false)
     }
@@ -970,11 +975,19 @@ impl Build<'_> {
         let left_at = Place { node: at.node + 1, first: at.first };
         let right_at = Place { node: child, first: at.first + k as u32 };
         let (mut left_depth, mut right_depth) = (level, level);
-        self.both(
-            n,
-            || left_depth = self.node(left_out, left_at, left, lc, left_region, level + 1, peeled),
-            || right_depth = self.node(right_out, right_at, right, rc, right_region, level + 1, peeled),
-        );
+        if k <= 2 && n - k <= 2 {
+            // Both children are leaves: written here, without the calls (most nodes
+            // of a tree sit this low).
+            left_out[0].write(self.leaf(&lb, &left_region, k, left_at.first));
+            right_out[0].write(self.leaf(&rb, &right_region, n - k, right_at.first));
+            (left_depth, right_depth) = (level + 1, level + 1);
+        } else {
+            self.both(
+                n,
+                || left_depth = self.node(left_out, left_at, left, lc, left_region, level + 1, peeled),
+                || right_depth = self.node(right_out, right_at, right, rc, right_region, level + 1, peeled),
+            );
+        }
         branch.write(FullNode { a: lb.max[axis].to_bits(), b: rb.min[axis].to_bits(), tag: axis as u32 | child << 2 });
         left_depth.max(right_depth)
     }
@@ -1053,12 +1066,12 @@ impl Build<'_> {
         if top {
             rest_box.max[axis] = best[PEEL].0;
             let (rest, peel) = items.split_at_mut(n - PEEL);
-            let pc = content(peel);
+            let pc = child_content(peel);
             self.split(out, at, axis, (rest, (rest_box, Some(sums))), (peel, pc), region, level, true)
         } else {
             rest_box.min[axis] = -best[PEEL].0;
             let (peel, rest) = items.split_at_mut(PEEL);
-            let pc = content(peel);
+            let pc = child_content(peel);
             self.split(out, at, axis, (peel, pc), (rest, (rest_box, Some(sums))), region, level, true)
         }
     }
@@ -1081,6 +1094,20 @@ fn content(items: &[Item]) -> Content {
         }
     }
     (Aabb::new(min.into(), max.into()), Some(sums))
+}
+
+/// A child's content: a leaf's (two items at most) never splits, so it needs no
+/// sums, only the box (computed as `content` computes it: the same bits).
+fn child_content(items: &[Item]) -> Content {
+    if items.len() > 2 {
+        return content(items);
+    }
+    let (mut min, mut max) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+    for it in items {
+        min = min.min(it.min.into());
+        max = max.max(it.max.into());
+    }
+    (Aabb::new(min.into(), max.into()), None)
 }
 
 /// Moves the items where `left` holds to the front; returns their count.
