@@ -864,7 +864,7 @@ impl Build<'_> {
         }
         if !peeled && n >= 3 * PEEL {
             if let Some(side) = Build::gap(&bounds, &region) {
-                return self.peel(out, at, items, (bounds, region), side, level);
+                return self.peel(out, at, items, (bounds, sums, region), side, level);
             }
         }
         let axis = bounds.longest_axis();
@@ -1023,28 +1023,27 @@ impl Build<'_> {
         out: &mut [MaybeUninit<FullNode>],
         at: Place,
         items: &mut [Item],
-        (bounds, region): (Aabb, Aabb),
+        (bounds, sums, region): (Aabb, Option<[f64; 3]>, Aabb),
         (axis, top): (usize, bool),
         level: u32,
     ) -> u32 {
-        // One pass finds the PEEL items reaching furthest (`key` largest), the
-        // extent of the rest and the sums of all midpoints, from which the peel's are
-        // taken (the rest's next split needs no pass for its mean: 3% faster builds).
-        // The rest's box is the parent's with that one side moved (looser on the
-        // other axes, which only steers later axis choices).
-        let key = |it: &Item| if top { it.max[axis] } else { -it.min[axis] };
-        let mut best = [(f32::NEG_INFINITY, usize::MAX); PEEL + 1];
-        let mut sums = [-0.0f64; 3];
-        for (i, it) in items.iter().enumerate() {
-            for (sum, mid) in sums.iter_mut().zip((it.min + it.max).to_array()) {
-                *sum += mid as f64;
-            }
-            let k = key(it);
-            if k > best[PEEL].0 {
-                best[PEEL] = (k, i);
-                best.sort_by(|a, b| b.0.total_cmp(&a.0));
-            }
-        }
+        // One pass finds the PEEL items reaching furthest into the gap. The rest's
+        // midpoint sums are the items' (which the content pass that measured them
+        // computed) less the peel's, so the rest's next split needs no pass for its
+        // mean; the rest's box is the parent's with that one side moved (looser on
+        // the other axes, which only steers later axis choices).
+        let best = match (axis, top) {
+            (0, true) => furthest(items, |it| it.max.x),
+            (1, true) => furthest(items, |it| it.max.y),
+            (_, true) => furthest(items, |it| it.max.z),
+            (0, false) => furthest(items, |it| -it.min.x),
+            (1, false) => furthest(items, |it| -it.min.y),
+            (_, false) => furthest(items, |it| -it.min.z),
+        };
+        let mut sums = match sums {
+            Some(sums) => sums,
+            None => content(items).1.expect("content sums"),
+        };
         let n = items.len();
         let mut picked = [best[0].1, best[1].1];
         picked.sort_unstable();
@@ -1125,6 +1124,20 @@ fn partition(items: &mut [Item], left: impl Fn(&Item) -> bool) -> usize {
         k += goes_left as usize;
     }
     k
+}
+
+/// The [`PEEL`] items with the largest `key`, largest first (the earlier item on a
+/// tie), and the next largest key (the rest's extent).
+fn furthest(items: &[Item], key: impl Fn(&Item) -> f32) -> [(f32, usize); PEEL + 1] {
+    let mut best = [(f32::NEG_INFINITY, usize::MAX); PEEL + 1];
+    for (i, it) in items.iter().enumerate() {
+        let k = key(it);
+        if k > best[PEEL].0 {
+            best[PEEL] = (k, i);
+            best.sort_by(|a, b| b.0.total_cmp(&a.0));
+        }
+    }
+    best
 }
 
 fn argmin(items: &[Item], key: impl Fn(&Item) -> f32) -> usize {
