@@ -385,7 +385,7 @@ impl KdMesh {
     /// [`KdMesh::build`], taking the mesh's arrays (the vertices are kept without a
     /// copy in full mode).
     pub fn from_mesh(mesh: TriMesh, mode: MeshMode) -> Result<KdMesh, KdError> {
-        KdMesh::from_mesh_with_order(mesh, mode).map(|(kd, _)| kd)
+        KdMesh::build_in(mesh, mode, None, false).map(|(kd, _)| kd)
     }
 
     /// [`KdMesh::from_mesh`], also returning where each of the tree's triangles came
@@ -393,7 +393,7 @@ impl KdMesh {
     /// box queries, [`KdMesh::triangle`] and [`KdMesh::material`]) is the mesh's
     /// triangle `order[i]`.
     pub fn from_mesh_with_order(mesh: TriMesh, mode: MeshMode) -> Result<(KdMesh, Vec<u32>), KdError> {
-        KdMesh::build_in(mesh, mode, None)
+        KdMesh::build_in(mesh, mode, None, true)
     }
 
     /// [`KdMesh::from_mesh`] on `jobs`: a node of many triangles builds its two
@@ -402,21 +402,35 @@ impl KdMesh {
     /// place in the depth-first array is known before either is built). For large
     /// meshes; a chunk's tree is too small to gain.
     pub fn from_mesh_parallel(mesh: TriMesh, mode: MeshMode, jobs: Jobs) -> Result<KdMesh, KdError> {
-        KdMesh::build_in(mesh, mode, Some(jobs)).map(|(kd, _)| kd)
+        KdMesh::build_in(mesh, mode, Some(jobs), false).map(|(kd, _)| kd)
     }
 
-    fn build_in(mut mesh: TriMesh, mode: MeshMode, jobs: Option<Jobs>) -> Result<(KdMesh, Vec<u32>), KdError> {
+    /// The build; the triangles' leaf order comes back when `with_order` asks for it
+    /// (an empty vector otherwise).
+    fn build_in(
+        mut mesh: TriMesh,
+        mode: MeshMode,
+        jobs: Option<Jobs>,
+        with_order: bool,
+    ) -> Result<(KdMesh, Vec<u32>), KdError> {
         if mesh.materials.len() != mesh.triangles.len() {
             return Err(KdError::MaterialCount);
         }
         if mesh.triangles.len() >= 1 << 30 {
             return Err(KdError::TooManyTriangles);
         }
-        if !mesh.vertices.iter().all(|v| v.is_finite()) {
+        // One pass over the vertices for their box and their finiteness: `v * 0` is
+        // zero for a finite `v` and NaN otherwise, and a NaN stays in the sum.
+        let (mut min, mut max, mut finite) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY, Vec3A::ZERO);
+        for &v in &mesh.vertices {
+            let v = Vec3A::from(v);
+            (min, max, finite) = (min.min(v), max.max(v), finite + v * 0.0);
+        }
+        if !finite.cmpeq(Vec3A::ZERO).all() {
             return Err(KdError::NonFiniteVertex);
         }
-        let count = mesh.vertices.len();
-        if mesh.triangles.iter().flatten().any(|&v| v as usize >= count) {
+        let top = mesh.triangles.iter().fold(0, |top, t| top.max(t[0]).max(t[1]).max(t[2]));
+        if !mesh.triangles.is_empty() && top as usize >= mesh.vertices.len() {
             return Err(KdError::IndexOutOfRange);
         }
         if mode == MeshMode::Compact
@@ -424,19 +438,23 @@ impl KdMesh {
         {
             return Err(KdError::TooLargeForCompact);
         }
-        let bounds = mesh.vertices.iter().fold(Aabb::EMPTY, |b, &v| Aabb::new(b.min.min(v), b.max.max(v)));
+        let bounds = Aabb::new(min.into(), max.into());
         // The 16-bit grid on the mesh box of compact vertices and planes and of leaf
         // ranges. A flat axis still gets a positive step, so values dequantise finitely.
         let origin = if mesh.vertices.is_empty() { Vec3::ZERO } else { bounds.min };
         let extent = if mesh.vertices.is_empty() { Vec3::ZERO } else { bounds.extents() };
         let step = (extent / 65535.0).max(Vec3::splat(f32::MIN_POSITIVE));
-        let permute = |order: &[u32], materials: &[u8]| collect(order.len(), jobs, |i| materials[order[i] as usize]);
+        // The tree's arrays gather from the items, which the build left in leaf order.
+        let permute = |items: &[Item], materials: &[u8]| {
+            let order = if with_order { collect(items.len(), jobs, |i| items[i].index) } else { Vec::new() };
+            (collect(items.len(), jobs, |i| materials[items[i].index as usize]), order)
+        };
         match mode {
             MeshMode::Full => {
                 let grid = LeafGrid { origin, quantum: step, top: u16::MAX as u32 };
-                let (nodes, depth, order) = build_nodes(&mesh.vertices, &mesh.triangles, grid, jobs)?;
-                let triangles = collect(order.len(), jobs, |i| mesh.triangles[order[i] as usize]);
-                let materials = permute(&order, &mesh.materials);
+                let (nodes, depth, items) = build_nodes(&mesh.vertices, &mesh.triangles, grid, jobs)?;
+                let triangles = collect(items.len(), jobs, |i| mesh.triangles[items[i].index as usize]);
+                let (materials, order) = permute(&items, &mesh.materials);
                 mesh.vertices.shrink_to_fit();
                 let full = Full { vertices: mesh.vertices, triangles, nodes, origin, quantum: step };
                 Ok((KdMesh { repr: Repr::Full(full), materials, bounds, depth }, order))
@@ -456,13 +474,14 @@ impl KdMesh {
                 let snapped: Vec<Vec3> = compact.vertices.iter().map(|&q| compact.dequantise(q)).collect();
                 let bounds = snapped.iter().fold(Aabb::EMPTY, |b, &v| Aabb::new(b.min.min(v), b.max.max(v)));
                 let grid = LeafGrid { origin, quantum: step * COMPACT_LEAF_STEPS, top: u8::MAX as u32 };
-                let (nodes, depth, order) = build_nodes(&snapped, &mesh.triangles, grid, jobs)?;
+                let (nodes, depth, items) = build_nodes(&snapped, &mesh.triangles, grid, jobs)?;
                 if nodes.len() > COMPACT_MAX_NODES {
                     return Err(KdError::TooLargeForCompact);
                 }
-                compact.triangles = order.iter().map(|&i| mesh.triangles[i as usize].map(|v| v as u16)).collect();
+                compact.triangles =
+                    items.iter().map(|it| mesh.triangles[it.index as usize].map(|v| v as u16)).collect();
                 compact.nodes = nodes.iter().map(|n| compact_node(n, origin, step)).collect();
-                let materials = permute(&order, &mesh.materials);
+                let (materials, order) = permute(&items, &mesh.materials);
                 Ok((KdMesh { repr: Repr::Compact(compact), materials, bounds, depth }, order))
             }
         }
@@ -718,7 +737,8 @@ impl Item {
 }
 
 /// Builds the canonical (full) node array in depth-first order and returns it with
-/// the depth and the leaf order of the triangles. With `jobs`, the two children of
+/// the depth and the items in leaf order (a leaf's triangles are its items'
+/// `index`es). With `jobs`, the two children of
 /// every large node build side by side (see [`PARALLEL_ITEMS`]); the tree is the
 /// same for any worker count.
 fn build_nodes(
@@ -726,7 +746,7 @@ fn build_nodes(
     triangles: &[[u32; 3]],
     grid: LeafGrid,
     jobs: Option<Jobs>,
-) -> Result<(Vec<FullNode>, u32, Vec<u32>), KdError> {
+) -> Result<(Vec<FullNode>, u32, Vec<Item>), KdError> {
     if triangles.is_empty() {
         return Ok((Vec::new(), 0, Vec::new()));
     }
@@ -758,8 +778,7 @@ fn build_nodes(
     if depth as usize > KD_MAX_DEPTH {
         return Err(KdError::TooManyTriangles);
     }
-    let order = collect(items.len(), jobs, |i| items[i].index);
-    Ok((nodes, depth, order))
+    Ok((nodes, depth, items))
 }
 
 /// `(0..n).map(f).collect()`, in chunks of [`PARALLEL_ITEMS`] built side by side on
@@ -873,11 +892,17 @@ impl Build<'_> {
             None => items.iter().map(|it| it.mid(axis) as f64).sum::<f64>(),
         };
         let mean = sum / n as f64;
+        // The midpoints are f32s, so `(mid as f64) < mean` exactly when `mid < cut`,
+        // `cut` the smallest f32 at or above the mean: the partition compares in f32.
+        let mut cut = mean as f32;
+        if (cut as f64) < mean {
+            cut = cut.next_up();
+        }
         // One partition loop per axis, so the loop reads a fixed coordinate.
         let mut k = match axis {
-            0 => partition(items, |it| (it.mid(0) as f64) < mean),
-            1 => partition(items, |it| (it.mid(1) as f64) < mean),
-            _ => partition(items, |it| (it.mid(2) as f64) < mean),
+            0 => partition(items, |it| it.mid(0) < cut),
+            1 => partition(items, |it| it.mid(1) < cut),
+            _ => partition(items, |it| it.mid(2) < cut),
         };
         if 4 * k < n || 4 * (n - k) < n {
             // Too skewed: halve at the median (an even count on the left).

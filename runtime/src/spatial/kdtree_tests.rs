@@ -283,8 +283,22 @@ fn bad_meshes_are_refused() {
     let mut mesh = soup(30, 10);
     mesh.vertices[4].y = f32::INFINITY;
     assert_eq!(KdMesh::build(&mesh, MeshMode::Compact).unwrap_err(), KdError::NonFiniteVertex);
+    // Every lane and both ends of the vertex array are checked (the box pass
+    // carries the check).
+    for (vertex, lane, bad) in [(0, 0, f32::NEG_INFINITY), (29, 2, f32::NAN), (15, 1, -f32::NAN)] {
+        let mut mesh = soup(30, 10);
+        mesh.vertices[vertex][lane] = bad;
+        for mode in [MeshMode::Full, MeshMode::Compact] {
+            assert_eq!(KdMesh::build(&mesh, mode).unwrap_err(), KdError::NonFiniteVertex, "{vertex} {lane} {bad}");
+        }
+    }
     let mut mesh = soup(30, 10);
     mesh.triangles[3][1] = 30;
+    assert_eq!(KdMesh::build(&mesh, MeshMode::Full).unwrap_err(), KdError::IndexOutOfRange);
+    mesh.triangles[3][1] = u32::MAX;
+    assert_eq!(KdMesh::build(&mesh, MeshMode::Full).unwrap_err(), KdError::IndexOutOfRange);
+    mesh.vertices.clear();
+    mesh.triangles[3][1] = 0;
     assert_eq!(KdMesh::build(&mesh, MeshMode::Full).unwrap_err(), KdError::IndexOutOfRange);
     let mut mesh = soup(30, 10);
     mesh.materials.pop();
