@@ -211,6 +211,28 @@ fn top(origin: f32, q: u32, top: u32, quantum: f32) -> f32 {
     }
 }
 
+/// The largest grid step at or below `low` whose value `origin + step * quantum` is
+/// at most `min` (or 0): a leaf range's lower end once rounding overshot.
+#[cold]
+#[inline(never)]
+fn step_down(origin: f32, quantum: f32, mut low: u32, min: f32) -> u32 {
+    while low > 0 && origin + low as f32 * quantum > min {
+        low -= 1;
+    }
+    low
+}
+
+/// The smallest grid step at or above `high` whose [`top`] is at least `max` (or
+/// `last`): a leaf range's upper end once rounding fell short.
+#[cold]
+#[inline(never)]
+fn step_up(origin: f32, quantum: f32, mut high: u32, last: u32, max: f32) -> u32 {
+    while high < last && top(origin, high, last, quantum) < max {
+        high += 1;
+    }
+    high
+}
+
 /// `v[axis]` for an axis from a node's 2-bit field, without the match and the
 /// panic branch of indexing a `Vec3`.
 #[inline(always)]
@@ -964,12 +986,14 @@ impl Build<'_> {
         let mut low = (((min - o) * scale) as u32).min(last);
         let mut high = (((max - o) * scale) as u32).saturating_add(1).min(last);
         // Rounding can land a step off: step until the range contains, with the same
-        // arithmetic as the queries.
-        while low > 0 && o + low as f32 * q > min {
-            low -= 1;
+        // arithmetic as the queries. The steps are rare and out of line: LLVM
+        // vectorises the stepping loops, and their set-up inline cost more than the
+        // rest of the leaf.
+        if low > 0 && o + low as f32 * q > min {
+            low = step_down(o, q, low, min);
         }
-        while high < last && top(o, high, last, q) < max {
-            high += 1;
+        if high < last && top(o, high, last, q) < max {
+            high = step_up(o, q, high, last, max);
         }
         FullNode { a: first, b: low | high << 16, tag: LEAF | (n as u32) << 2 | (axis as u32) << 4 }
     }
