@@ -1201,20 +1201,46 @@ fn compact_node(n: &FullNode, origin: Vec3, step: Vec3) -> CompactNode {
         return CompactNode { a: n.a as u16, b, tag: n.tag as u16 };
     }
     let axis = (n.tag & 3) as usize;
-    let q = |v: f32, up: bool| {
-        let x = (v - origin[axis]) / step[axis];
-        (if up { x.ceil() } else { x.floor() }).clamp(0.0, 65535.0) as u16
-    };
-    let (mut a, mut b) = (q(f32::from_bits(n.a), true), q(f32::from_bits(n.b), false));
-    // The division can round the wrong way by an ulp: fix up so the planes contain.
-    let deq = |q: u16| origin[axis] + q as f32 * step[axis];
-    while a < u16::MAX && deq(a) < f32::from_bits(n.a) {
-        a += 1;
+    let (o, s) = (origin[axis], step[axis]);
+    let (split0, split1) = (f32::from_bits(n.a), f32::from_bits(n.b));
+    // Floor and ceiling on the grid, clamped to it: truncation (`as`, saturating at
+    // 0) is the floor of the non-negative values that matter, and cheaper than
+    // `floor` and `ceil`, which are libm calls on baseline x86-64.
+    let x0 = (split0 - o) / s;
+    let mut a = x0 as u32;
+    a += ((a as f32) < x0) as u32;
+    let mut a = a.min(u16::MAX as u32) as u16;
+    let mut b = (((split1 - o) / s) as u32).min(u16::MAX as u32) as u16;
+    // The division can round the wrong way by an ulp: fix up so the planes contain
+    // (rarely, and out of line, as for leaf ranges).
+    let deq = |q: u16| o + q as f32 * s;
+    if a < u16::MAX && deq(a) < split0 {
+        a = plane_up(o, s, a, split0);
     }
-    while b > 0 && deq(b) > f32::from_bits(n.b) {
-        b -= 1;
+    if b > 0 && deq(b) > split1 {
+        b = plane_down(o, s, b, split1);
     }
     CompactNode { a, b, tag: n.tag as u16 }
+}
+
+/// The smallest 16-bit grid step at or above `a` whose value is at least `split`.
+#[cold]
+#[inline(never)]
+fn plane_up(origin: f32, step: f32, mut a: u16, split: f32) -> u16 {
+    while a < u16::MAX && origin + a as f32 * step < split {
+        a += 1;
+    }
+    a
+}
+
+/// The largest 16-bit grid step at or below `b` whose value is at most `split`.
+#[cold]
+#[inline(never)]
+fn plane_down(origin: f32, step: f32, mut b: u16, split: f32) -> u16 {
+    while b > 0 && origin + b as f32 * step > split {
+        b -= 1;
+    }
+    b
 }
 
 // ---- queries -------------------------------------------------------------------
