@@ -779,14 +779,13 @@ fn build_nodes(
     // The root's content comes from the chunks' contents, combined in chunk order:
     // the same bits for any worker count (and, for a mesh of one chunk, the bits of
     // `content` over all items).
-    let (mut items, contents) = collect_chunks(triangles.len(), jobs, item, content);
     let (mut bounds, mut sums) = (Aabb::EMPTY, [-0.0f64; 3]);
-    for (b, s) in contents {
+    let mut items = collect_chunks(triangles.len(), jobs, item, content, |(b, s)| {
         bounds = Aabb::new(bounds.min.min(b.min), bounds.max.max(b.max));
         for (sum, s) in sums.iter_mut().zip(s.expect("content sums")) {
             *sum += s;
         }
-    }
+    });
     let count = subtree_nodes(items.len());
     let mut nodes = Vec::with_capacity(count);
     let build = Build { grid, jobs };
@@ -805,13 +804,20 @@ fn build_nodes(
 
 /// `(0..n).map(f).collect()`, in chunks of [`PARALLEL_ITEMS`] built side by side on
 /// `jobs` when there are several, with `summary` of each chunk once it is written
-/// (while it is still in the cache).
+/// (while it is still in the cache), handed to `combine` in chunk order.
 fn collect_chunks<T: Send, R: Send>(
     n: usize,
     jobs: Option<Jobs>,
     f: impl Fn(usize) -> T + Sync,
     summary: impl Fn(&[T]) -> R + Sync,
-) -> (Vec<T>, Vec<R>) {
+    mut combine: impl FnMut(R),
+) -> Vec<T> {
+    if n <= PARALLEL_ITEMS {
+        // One chunk (a terrain chunk's mesh, always): no bookkeeping to allocate.
+        let out: Vec<T> = (0..n).map(f).collect();
+        combine(summary(&out));
+        return out;
+    }
     let mut out: Vec<T> = Vec::with_capacity(n);
     /// A chunk: its first index, its slots, its summary once written.
     type Part<'a, T, R> = (usize, &'a mut [MaybeUninit<T>], Option<R>);
@@ -832,16 +838,16 @@ fn collect_chunks<T: Send, R: Send>(
         Some(jobs) if parts.len() > 1 => jobs.for_each_mut(&mut parts, |_, part, _| fill(part)),
         _ => parts.iter_mut().for_each(fill),
     }
-    let results = parts.into_iter().map(|(_, _, r)| r.expect("every chunk ran")).collect();
+    parts.into_iter().for_each(|(_, _, r)| combine(r.expect("every chunk ran")));
     // SAFETY: the parts cover `0..n` and each wrote all its elements (a panic in `f`
     // would have ended this function before).
     unsafe { out.set_len(n) };
-    (out, results)
+    out
 }
 
 /// `(0..n).map(f).collect()`, side by side on `jobs` for large `n`.
 fn collect<T: Send>(n: usize, jobs: Option<Jobs>, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    collect_chunks(n, jobs, f, |_| ()).0
+    collect_chunks(n, jobs, f, |_| (), |()| ())
 }
 
 /// Items per job of a parallel build: a node with more builds its children side by
