@@ -974,6 +974,7 @@ impl Build<'_> {
     /// region is loosest around it, rounded outwards on the grid: a query whose segment or box misses that range skips the triangles
     /// without loading them. (On the 1M-triangle bench mesh it skips half the
     /// triangle tests of random rays.)
+    #[inline(always)]
     fn leaf(&self, bounds: &Aabb, region: &Aabb, n: usize, first: u32) -> FullNode {
         let gap = (region.max - bounds.max) + (bounds.min - region.min);
         let axis = if gap.x >= gap.y && gap.x >= gap.z {
@@ -1007,6 +1008,7 @@ impl Build<'_> {
     /// Writes the branch at `out[0]` on `axis` and builds both children after it, each
     /// in the region its plane leaves; returns the deepest level.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn split(
         &self,
         out: &mut [MaybeUninit<FullNode>],
@@ -1053,6 +1055,7 @@ impl Build<'_> {
     /// the ray cost, 0.25 gains another 15%, 0.1 nothing more). On 2.5D terrain the tree splits x and z almost everywhere, so
     /// without this no node would bound y and a ray crossing metres of air would
     /// visit every column under its path.
+    #[inline(always)]
     fn gap(bounds: &Aabb, region: &Aabb) -> Option<(usize, bool)> {
         let size = bounds.extents().max_element();
         let mut best: Option<(f32, usize, bool)> = None;
@@ -1073,6 +1076,7 @@ impl Build<'_> {
     /// own extent, so the big child's region fits its content on that side. The
     /// node count is unchanged (still one node per triangle); each peel adds one
     /// level, and a peel's children never peel, so the depth at most doubles.
+    #[inline(always)]
     fn peel(
         &self,
         out: &mut [MaybeUninit<FullNode>],
@@ -1137,6 +1141,7 @@ type Content = (Aabb, Option<[f64; 3]>);
 
 /// The items' box and midpoint sums, in one pass (the sums in the order a pass for
 /// the mean would add them: the same bits).
+#[inline(always)]
 fn content(items: &[Item]) -> Content {
     // Four-wide minima and maxima (`Vec3`'s are three scalar ones).
     let (mut min, mut max, mut sums) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY, [-0.0f64; 3]);
@@ -1152,6 +1157,7 @@ fn content(items: &[Item]) -> Content {
 
 /// A child's content: a leaf's (two items at most) never splits, so it needs no
 /// sums, only the box (computed as `content` computes it: the same bits).
+#[inline(always)]
 fn child_content(items: &[Item]) -> Content {
     if items.len() > 2 {
         return content(items);
@@ -1165,6 +1171,7 @@ fn child_content(items: &[Item]) -> Content {
 }
 
 /// Moves the items where `left` holds to the front; returns their count.
+#[inline(always)]
 fn partition(items: &mut [Item], left: impl Fn(&Item) -> bool) -> usize {
     let mut k = 0usize;
     for i in 0..items.len() {
@@ -1183,6 +1190,7 @@ fn partition(items: &mut [Item], left: impl Fn(&Item) -> bool) -> usize {
 
 /// The [`PEEL`] items with the largest `key`, largest first (the earlier item on a
 /// tie), and the next largest key (the rest's extent).
+#[inline(always)]
 fn furthest(items: &[Item], key: impl Fn(&Item) -> f32) -> [(f32, usize); PEEL + 1] {
     let mut best = [(f32::NEG_INFINITY, usize::MAX); PEEL + 1];
     for (i, it) in items.iter().enumerate() {
@@ -1195,6 +1203,7 @@ fn furthest(items: &[Item], key: impl Fn(&Item) -> f32) -> [(f32, usize); PEEL +
     best
 }
 
+#[inline(always)]
 fn argmin(items: &[Item], key: impl Fn(&Item) -> f32) -> usize {
     (0..items.len()).min_by(|&a, &b| key(&items[a]).total_cmp(&key(&items[b]))).unwrap_or(0)
 }
