@@ -451,7 +451,7 @@ impl KdMesh {
         if !finite.cmpeq(Vec3A::ZERO).all() {
             return Err(KdError::NonFiniteVertex);
         }
-        let top = mesh.triangles.iter().fold(0, |top, t| top.max(t[0]).max(t[1]).max(t[2]));
+        let top = mesh.triangles.as_flattened().iter().fold(0, |top, &v| top.max(v));
         if !mesh.triangles.is_empty() && top as usize >= mesh.vertices.len() {
             return Err(KdError::IndexOutOfRange);
         }
