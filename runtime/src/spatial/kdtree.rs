@@ -451,9 +451,12 @@ impl KdMesh {
         if !finite.cmpeq(Vec3A::ZERO).all() {
             return Err(KdError::NonFiniteVertex);
         }
-        let top = mesh.triangles.as_flattened().iter().fold(0, |top, &v| top.max(v));
-        if !mesh.triangles.is_empty() && top as usize >= mesh.vertices.len() {
-            return Err(KdError::IndexOutOfRange);
+        // Every u32 names a vertex of a mesh with more than u32::MAX of them.
+        if let Ok(count) = u32::try_from(mesh.vertices.len()) {
+            // A fold without an early exit (it vectorises).
+            if mesh.triangles.as_flattened().iter().fold(false, |bad, &v| bad | (v >= count)) {
+                return Err(KdError::IndexOutOfRange);
+            }
         }
         if mode == MeshMode::Compact
             && (mesh.vertices.len() > COMPACT_MAX_INDEX || mesh.triangles.len() > COMPACT_MAX_NODES)
