@@ -1159,10 +1159,12 @@ fn content(items: &[Item]) -> Content {
 }
 
 /// A child's content: a leaf's (two items at most) never splits, so it needs no
-/// sums, only the box (computed as `content` computes it: the same bits).
+/// sums, only the box (computed as `content` computes it: the same bits); a node of
+/// three or four items splits on one axis only, whose sum `Build::node` adds up
+/// itself (the same bits again: the same additions in the same order).
 #[inline(always)]
 fn child_content(items: &[Item]) -> Content {
-    if items.len() > 2 {
+    if items.len() > 4 {
         return content(items);
     }
     let (mut min, mut max) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
