@@ -1649,3 +1649,77 @@ impl Walk {
         }
     }
 }
+
+#[cfg(test)]
+mod rounding_tests {
+    use super::*;
+    use crate::spatial::tests::Rng;
+
+    /// The compact planes as they were computed before the fortieth session: libm
+    /// floor and ceiling, clamped, then stepped until they contain the planes.
+    fn reference_planes(split0: f32, split1: f32, o: f32, s: f32) -> (u16, u16) {
+        let q = |v: f32, up: bool| {
+            let x = (v - o) / s;
+            (if up { x.ceil() } else { x.floor() }).clamp(0.0, 65535.0) as u16
+        };
+        let (mut a, mut b) = (q(split0, true), q(split1, false));
+        while a < u16::MAX && o + a as f32 * s < split0 {
+            a += 1;
+        }
+        while b > 0 && o + b as f32 * s > split1 {
+            b -= 1;
+        }
+        (a, b)
+    }
+
+    /// Truncation for floor and ceiling, and the fix-ups out of line, give the
+    /// planes the libm version gave, on every axis, for planes anywhere in the mesh
+    /// box, on its faces, on grid steps and an ulp either side of them.
+    #[test]
+    fn compact_planes_are_the_floor_and_ceiling_ones() {
+        let mut rng = Rng(40);
+        for round in 0..20_000 {
+            let origin = rng.vec3(-1e4, 1e4);
+            let extent = Vec3::new(rng.range(1e-3, 2e3), rng.range(0.0, 50.0), rng.range(1e-3, 2e4));
+            let step = (extent / 65535.0).max(Vec3::splat(f32::MIN_POSITIVE));
+            let axis = rng.below(3);
+            let (o, s) = (origin[axis], step[axis]);
+            let pick = |rng: &mut Rng| match rng.below(5) {
+                0 => o,
+                1 => o + extent[axis],
+                2 => o + rng.below(65536) as f32 * s,
+                3 => (o + rng.below(65536) as f32 * s).next_up(),
+                _ => o + rng.range(0.0, 1.0) * extent[axis],
+            };
+            let (mut split0, mut split1) = (pick(&mut rng), pick(&mut rng));
+            if round % 2 == 1 {
+                // A branch's planes: split0 bounds the left child from above, split1
+                // the right from below; either order occurs.
+                (split0, split1) = (split1, split0);
+            }
+            let node = FullNode { a: split0.to_bits(), b: split1.to_bits(), tag: axis as u32 | 7 << 2 };
+            let compact = compact_node(&node, origin, step);
+            assert_eq!((compact.a, compact.b), reference_planes(split0, split1, o, s), "round {round}");
+            assert_eq!(compact.tag, node.tag as u16);
+        }
+    }
+
+    /// The leaf ranges' fix-up steps find the largest grid step at or below the
+    /// start whose value is at most `min`, and the smallest at or above it whose
+    /// top is at least `max`, as a scan of every step finds them.
+    #[test]
+    fn leaf_range_steps_are_the_nearest_containing_ones() {
+        let mut rng = Rng(41);
+        let last = u16::MAX as u32;
+        for round in 0..2_000 {
+            let (o, q) = (rng.range(-1e4, 1e4), rng.range(1e-5, 0.5));
+            let value = |k: u32| o + k as f32 * q;
+            let (min, max) = (value(rng.below(60_000) as u32) + rng.range(-q, q), value(rng.below(60_000) as u32));
+            let start = rng.below(65_536) as u32;
+            let down = (0..=start).rev().find(|&k| value(k) <= min).unwrap_or(0);
+            assert_eq!(step_down(o, q, start, min), down, "round {round}");
+            let up = (start..=last).find(|&k| top(o, k, last, q) >= max).unwrap_or(last);
+            assert_eq!(step_up(o, q, start, last, max), up, "round {round}");
+        }
+    }
+}
