@@ -16,6 +16,7 @@ pub mod debug;
 mod island;
 mod lanes;
 mod narrow;
+mod runs;
 pub mod scenes;
 mod solver;
 mod store;

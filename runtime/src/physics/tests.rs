@@ -819,7 +819,9 @@ fn terrain_sweeps_pause_a_body_coming_through_not_one_clipping_the_surface() {
 }
 
 /// Issue 7: a ball thrown at a sleeping stack wakes only the island it touches; the
-/// other stack sleeps on. Contact begin events come out for the new touch.
+/// other stack sleeps on. Contact begin events come out for the new touch, and only
+/// for it: the stacks' contacts began once, and neither falling asleep nor waking
+/// ends or begins them again.
 #[test]
 fn a_ball_wakes_only_the_island_it_hits() {
     let pool = inline();
@@ -827,9 +829,13 @@ fn a_ball_wakes_only_the_island_it_hits() {
     ground(&mut world);
     let left: Vec<BodyId> = (0..4).map(|i| cube_at(&mut world, Vec3::new(-5.0, 0.5 + i as f32, 0.0), 0.5)).collect();
     let right: Vec<BodyId> = (0..4).map(|i| cube_at(&mut world, Vec3::new(5.0, 0.5 + i as f32, 0.0), 0.5)).collect();
+    let mut events = Vec::new();
     for _ in 0..120 {
         world.step(1.0 / 60.0, pool.jobs()).unwrap();
+        events.extend_from_slice(world.contact_events());
     }
+    assert_eq!(events.len(), 8, "one begin per touch of each stack (ground and three between boxes): {events:?}");
+    assert!(events.iter().all(|e| e.begin), "{events:?}");
     assert_eq!(world.awake_count(), 0, "both stacks sleep");
     assert_eq!(world.counters().sleeping_groups, 2, "as two islands");
     let ball = world
@@ -846,7 +852,9 @@ fn a_ball_wakes_only_the_island_it_hits() {
     for _ in 0..30 {
         world.step(1.0 / 60.0, pool.jobs()).unwrap();
         woke |= right.iter().any(|id| world.is_awake(*id).unwrap());
-        began |= world.contact_events().iter().any(|e| e.begin && (e.body_a == ball || e.body_b == Some(ball)));
+        let ball_events = |e: &&ContactEvent| e.body_a == ball || e.body_b == Some(ball);
+        began |= world.contact_events().iter().filter(ball_events).any(|e| e.begin);
+        assert!(world.contact_events().iter().all(|e| ball_events(&e)), "{:?}", world.contact_events());
         assert!(left.iter().all(|id| !world.is_awake(*id).unwrap()), "the left stack stays asleep");
     }
     assert!(woke, "the right stack woke");

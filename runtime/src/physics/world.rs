@@ -38,6 +38,7 @@ use glam::{IVec3, Mat3, Quat, Vec3};
 use super::body::{flags, Bodies, BodyDef, BodyError, BodyId, MotionType, SetKind, ShapeDef};
 use super::island::Islands;
 use super::narrow::{self, shape_ref, Kept, NarrowInput, NarrowOut, TerrainItem, KEPT, TERRAIN};
+use super::runs;
 use super::solver::{
     self, BodyState, Colorable, Coloring, Column, Constraint, ConstraintTable, Frame, Pass, Softness, StepContext, NONE,
 };
@@ -316,6 +317,10 @@ struct Scratch {
     /// Constraints of groups woken by this step's narrowphase (copied into the store).
     woken: Vec<Constraint>,
     touching: Vec<u64>,
+    /// The merge buffer of key lists (`runs::sort_runs`, the touching keys' merge).
+    key_merge: Vec<u64>,
+    /// The merge buffer of the cache's sort.
+    cache_merge: Vec<(u64, u64, u32)>,
     fast: Vec<u32>,
     hits: Vec<Option<(Vec3, Quat)>>,
     sleepers: Vec<(u32, BodyId)>,
@@ -1165,11 +1170,17 @@ impl World {
     }
 
     /// Begin and end events: this step's touching keys against the last step's, where
-    /// keys of groups still asleep stay touching.
+    /// keys of groups still asleep stay touching. One merge of the two sorted lists:
+    /// only a key that is no longer in the table looks up its bodies (it stays if
+    /// both sleep), so a step whose touches all go on reads no body. Events come in
+    /// key order.
     fn event_stage(&mut self) {
-        let mut now = std::mem::take(&mut self.scratch.touching);
+        let s = &mut self.scratch;
+        let mut now = std::mem::take(&mut s.touching);
         now.clear();
         now.extend(self.constraints.iter().filter(|c| c.count > 0).map(|c| c.key));
+        runs::sort_runs(&mut now, &mut s.key_merge);
+        now.dedup();
         let tree = self.broadphase.tree();
         let bodies = &self.bodies;
         let asleep = |proxy: u32| {
@@ -1179,42 +1190,36 @@ impl World {
                     Some((SetKind::Awake, _))
                 )
         };
-        now.extend(self.touching.iter().copied().filter(|&k| asleep((k >> 32) as u32) && asleep(k as u32)));
-        now.sort_unstable();
-        now.dedup();
         let old = std::mem::take(&mut self.touching);
-        let new = &now;
+        let mut next = std::mem::take(&mut self.scratch.key_merge);
+        next.clear();
         let (mut i, mut j) = (0, 0);
-        while i < old.len() || j < new.len() {
-            let (o, n) = (old.get(i).copied(), new.get(j).copied());
-            match (o, n) {
-                (Some(a), Some(b)) if a == b => {
-                    i += 1;
-                    j += 1;
+        while i < old.len() || j < now.len() {
+            let (a, b) = (old.get(i).copied(), now.get(j).copied());
+            if a.is_some() && a == b {
+                next.push(now[j]);
+                (i, j) = (i + 1, j + 1);
+            } else if let Some(b) = b.filter(|&b| a.is_none_or(|a| b < a)) {
+                // In the table only: a touch began.
+                next.push(b);
+                if let Some(e) = self.event(true, b) {
+                    self.events.push(e);
                 }
-                (Some(a), Some(b)) if a < b => {
-                    if let Some(e) = self.event(false, a) {
-                        self.events.push(e);
-                    }
-                    i += 1;
+                j += 1;
+            } else {
+                // Touching last step only: asleep on both sides, or ended.
+                let a = old[i];
+                if asleep((a >> 32) as u32) && asleep(a as u32) {
+                    next.push(a);
+                } else if let Some(e) = self.event(false, a) {
+                    self.events.push(e);
                 }
-                (Some(a), None) => {
-                    if let Some(e) = self.event(false, a) {
-                        self.events.push(e);
-                    }
-                    i += 1;
-                }
-                (_, Some(b)) => {
-                    if let Some(e) = self.event(true, b) {
-                        self.events.push(e);
-                    }
-                    j += 1;
-                }
-                (None, None) => unreachable!(),
+                i += 1;
             }
         }
-        self.touching = now;
-        self.scratch.touching = old;
+        self.touching = next;
+        self.scratch.touching = now;
+        self.scratch.key_merge = old;
     }
 
     /// Colours, then the solver (the soft step over all substeps, or sequential
@@ -1529,7 +1534,7 @@ impl World {
         self.constraints.clear();
         self.cache.clear();
         self.cache.extend(self.previous.iter().enumerate().map(|(i, c)| (c.key, c.sub, i as u32)));
-        self.cache.sort_unstable();
+        runs::sort_runs(&mut self.cache, &mut self.scratch.cache_merge);
     }
 }
 
