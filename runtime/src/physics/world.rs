@@ -295,7 +295,9 @@ impl StepStage {
 #[derive(Debug, Default)]
 struct Scratch {
     moving: Vec<(u32, ProxyId, u32)>,
-    boxes: Vec<(Aabb, Vec3)>,
+    /// Each moving proxy's tight box, its motion this step, and whether the box left
+    /// the proxy's fat box (a finite box only).
+    boxes: Vec<(Aabb, Vec3, bool)>,
     terrain_query: Vec<(u32, Aabb)>,
     chunks: Vec<IVec3>,
     items: Vec<TerrainItem>,
@@ -981,6 +983,8 @@ impl World {
 
     /// Shape boxes of awake bodies into the tree, terrain contacts, new pairs.
     fn broadphase_stage(&mut self, dt: f32, jobs: Jobs) {
+        /// How many shapes ahead the box pass prefetches.
+        const PREFETCH_SHAPES: usize = 4;
         let s = &mut self.scratch;
         s.moving.clear();
         let awake = &self.bodies.awake;
@@ -991,18 +995,31 @@ impl World {
             }
         }
         s.boxes.clear();
-        s.boxes.resize(s.moving.len(), (Aabb::EMPTY, Vec3::ZERO));
-        let (moving, bodies) = (&s.moving, &self.bodies);
+        s.boxes.resize(s.moving.len(), (Aabb::EMPTY, Vec3::ZERO, false));
+        let (moving, bodies, tree) = (&s.moving, &self.bodies, self.broadphase.tree());
         let boxes = Column::new(&mut s.boxes);
         jobs.parallel_for(0..moving.len(), 128, |range, _| {
             // SAFETY: `parallel_for` hands each chunk range to exactly one job.
             let out = unsafe { boxes.rows(range.clone()) };
             for (k, i) in range.enumerate() {
-                let (row, _, shape) = moving[i];
+                // The shape a few entries ahead: it sits behind the slot's own list.
+                if let Some(&(row, _, shape)) = moving.get(i + PREFETCH_SHAPES) {
+                    let slot = bodies.awake.id[row as usize].index;
+                    if let Some(s) = bodies.shapes_of_slot(slot).get(shape as usize) {
+                        crate::math::prefetch(s);
+                    }
+                }
+                let (row, proxy, shape) = moving[i];
                 let a = &bodies.awake;
                 let xf = a.transform(row as usize);
                 let s = &bodies.shapes_of_slot(a.id[row as usize].index)[shape as usize];
-                out[k] = (s.shape.aabb(&xf.mul(&s.def.pose)), a.linear_velocity[row as usize] * dt);
+                let tight = s.shape.aabb(&xf.mul(&s.def.pose));
+                // The containment test here, in parallel: the serial tree moves below
+                // then visit only the boxes that left their fat boxes (a move changes
+                // only its own proxy's fat box).
+                let finite = tight.is_valid() && tight.min.is_finite() && tight.max.is_finite();
+                let escaped = finite && !tree.fat_aabb(proxy).contains(&tight);
+                out[k] = (tight, a.linear_velocity[row as usize] * dt, escaped);
             }
         });
         // The tree's moves are serial, and the terrain contacts do not read the tree:
@@ -1010,10 +1027,8 @@ impl World {
         let (moving, boxes) = (&s.moving, &s.boxes);
         let broadphase = &mut self.broadphase;
         let mut move_proxies = move || {
-            for (&(_, proxy, _), (tight, d)) in moving.iter().zip(boxes) {
-                if tight.is_valid() && tight.min.is_finite() && tight.max.is_finite() {
-                    broadphase.move_proxy(proxy, tight, *d);
-                }
+            for (&(_, proxy, _), (tight, d, _)) in moving.iter().zip(boxes).filter(|(_, b)| b.2) {
+                broadphase.move_proxy(proxy, tight, *d);
             }
             broadphase.update(jobs);
         };
@@ -1022,7 +1037,7 @@ impl World {
             return;
         };
         s.terrain_query.clear();
-        for (&(_, proxy, _), (tight, d)) in moving.iter().zip(boxes) {
+        for (&(_, proxy, _), (tight, d, _)) in moving.iter().zip(boxes) {
             let mut swept = *tight;
             swept.min += d.min(Vec3::ZERO);
             swept.max += d.max(Vec3::ZERO);
