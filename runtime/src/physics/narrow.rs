@@ -36,7 +36,7 @@ use std::ops::Range;
 use glam::{IVec3, Vec3};
 
 use super::body::{flags, Bodies, BodyShape, SetKind};
-use super::solver::{Colorable, Constraint, ConstraintTable, FoundAt, Header, NONE};
+use super::solver::{Colorable, Column, Constraint, ConstraintTable, FoundAt, Header, NONE};
 use crate::collide::{collide_all, collide_triangles, Manifold, TriangleSet};
 use crate::jobs::{chunk_count, chunk_range, Jobs};
 use crate::math::{Aabb, Isometry};
@@ -313,6 +313,9 @@ pub(crate) struct NarrowInput<'a> {
     pub cache: &'a [(u64, u64, u32)],
     /// Last step's gathered terrain triangles.
     pub kept: Kept<'a>,
+    /// A flag per constraint of `previous`, all false on entry: set by the item that
+    /// renews the constraint.
+    pub renewed: Column<bool>,
     /// The step's time, for the gathering box's motion prediction.
     pub dt: f32,
 }
@@ -410,9 +413,15 @@ pub(crate) fn run(
             for &e in &order[before..] {
                 let c = match e & KEPT {
                     0 => &mut fresh[e as usize],
-                    // SAFETY: last step's constraint `e` belongs to this item alone
-                    // (see `reuse_manifolds`).
-                    _ => unsafe { input.previous.get_unchecked((e & !KEPT) as usize) },
+                    _ => {
+                        let at = (e & !KEPT) as usize;
+                        // SAFETY: last step's constraint `at`, and so its flag,
+                        // belong to this item alone (see `reuse_manifolds`).
+                        unsafe {
+                            *input.renewed.get(at) = true;
+                            input.previous.get_unchecked(at)
+                        }
+                    }
                 };
                 *points += c.count;
                 colorables.push(set_rows(input.bodies, c));

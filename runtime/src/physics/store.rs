@@ -26,6 +26,9 @@ const PAGE: usize = 1024;
 #[derive(Debug, Default)]
 pub(crate) struct ConstraintStore {
     pages: Vec<Box<[Constraint]>>,
+    /// Each page's address and number, in address order (a release finds its page
+    /// by a binary search).
+    bases: Vec<(usize, u32)>,
     /// Free slots, the most recently freed last (taken first: its lines are the
     /// likeliest still cached).
     free: Vec<u32>,
@@ -49,6 +52,8 @@ impl ConstraintStore {
         if self.free.is_empty() {
             let page = self.pages.len();
             self.pages.push(vec![Constraint::new(0, 0, NONE, NONE, 0.0, 0.0); PAGE].into_boxed_slice());
+            self.bases.push((self.pages[page].as_ptr() as usize, page as u32));
+            self.bases.sort_unstable();
             // Taken in ascending order: a new page fills front to back.
             self.free.reserve(PAGE);
             self.free.extend((0..PAGE as u32).rev().map(|i| (page * PAGE) as u32 + i));
@@ -64,10 +69,9 @@ impl ConstraintStore {
     fn slot_of(&self, c: NonNull<Constraint>) -> Option<u32> {
         let at = c.as_ptr() as usize;
         let size = std::mem::size_of::<Constraint>();
-        self.pages.iter().enumerate().find_map(|(p, page)| {
-            let base = page.as_ptr() as usize;
-            (base..base + PAGE * size).contains(&at).then(|| (p * PAGE + (at - base) / size) as u32)
-        })
+        // The last page starting at or before `at`.
+        let (base, page) = *self.bases.get(self.bases.partition_point(|&(base, _)| base <= at).checked_sub(1)?)?;
+        (at < base + PAGE * size).then(|| page * PAGE as u32 + ((at - base) / size) as u32)
     }
 
     /// Gives `c`'s slot back.
@@ -114,5 +118,29 @@ mod tests {
         assert_eq!(reused, freed, "the freed slots, and no others");
         store.insert(&make(1));
         assert_eq!((store.len(), store.pages.len()), (PAGE + 1, 2));
+    }
+
+    /// A constraint's slot is found from its address on any page, whatever the
+    /// pages' order in memory, and an address outside every page has none.
+    #[test]
+    fn slots_are_found_from_addresses_on_every_page() {
+        let mut store = ConstraintStore::default();
+        let make = |key: u64| Constraint::new(key, 0, 1, 2, 0.5, 0.0);
+        let all: Vec<_> = (0..4 * PAGE as u64 + 3).map(|k| store.insert(&make(k))).collect();
+        assert_eq!(store.pages.len(), 5);
+        for (k, c) in all.iter().enumerate() {
+            // Pages fill front to back, in order: insert `k` took slot `k`.
+            assert_eq!(store.slot_of(*c), Some(k as u32));
+        }
+        let outside = make(0);
+        assert_eq!(store.slot_of(NonNull::from(&outside)), None);
+        // Releasing from the last page and the first hands those slots out next.
+        // SAFETY: inserted above, released once, not read after.
+        unsafe {
+            store.release(all[4 * PAGE + 1]);
+            store.release(all[7]);
+        }
+        let (a, b) = (store.insert(&make(1)), store.insert(&make(2)));
+        assert_eq!((a, b), (all[7], all[4 * PAGE + 1]), "the most recently freed first");
     }
 }

@@ -1085,6 +1085,8 @@ impl World {
                 s.items.push(TerrainItem { proxy: ProxyId(proxy), start: start as u32, end: i as u32 });
             }
         }
+        s.renewed.clear();
+        s.renewed.resize(self.previous.len(), false);
         let input = NarrowInput {
             bodies,
             tree,
@@ -1095,21 +1097,16 @@ impl World {
             previous: &self.previous,
             cache: &self.cache,
             kept: Kept { outs: &s.kept_outs, index: &s.kept_index },
+            renewed: Column::new(&mut s.renewed),
             dt,
         };
         let chunks = narrow::run(&input, self.broadphase.pair_keys(), &s.items, &mut s.outs, jobs);
         s.rows_layout = bodies.layout();
         Kept::build_index(&s.outs[..chunks], &mut s.kept_index);
-        // Last step's constraints that no item renewed give their slots back; then
-        // the chunks' constraints join `World::constraints` in chunk order, fresh
-        // ones copied into the store (renewed ones are there already).
-        s.renewed.clear();
-        s.renewed.resize(self.previous.len(), false);
-        for out in &s.outs[..chunks] {
-            for &e in out.order.iter().filter(|&&e| e & KEPT != 0) {
-                s.renewed[(e & !KEPT) as usize] = true;
-            }
-        }
+        // Last step's constraints that no item renewed (the items marked theirs)
+        // give their slots back; then the chunks' constraints join
+        // `World::constraints` in chunk order, fresh ones copied into the store
+        // (renewed ones are there already).
         for (i, _) in s.renewed.iter().enumerate().filter(|(_, &renewed)| !renewed) {
             // SAFETY: every table entry is a live constraint of the store, and last
             // step's table is cleared below, unread since.
