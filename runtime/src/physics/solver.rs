@@ -524,6 +524,16 @@ impl ConstraintTable {
         self.at.push(c);
     }
 
+    /// Writes `c` over element `i`, from any of several jobs (for a slot that was
+    /// pushed before it was written).
+    ///
+    /// # Safety
+    /// No other thread reads or writes element `i` meanwhile.
+    pub unsafe fn write(&self, i: usize, c: &Constraint) {
+        // SAFETY: valid for writes (see `push`), exclusive per the caller's contract.
+        unsafe { self.at[i].as_ptr().write(*c) };
+    }
+
     pub fn get(&self, i: usize) -> &Constraint {
         // SAFETY: valid and not written through anything else (see `push`), and
         // `get_unchecked`'s callers keep off what others read.

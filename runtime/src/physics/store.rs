@@ -16,16 +16,19 @@
 //! constraints through the table, in table order. Slots are handed out and taken back
 //! on one thread, in a fixed order, so the layout is the same on every run anyway.
 
+use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
-use super::solver::{Constraint, NONE};
+use super::solver::Constraint;
 
 /// Constraints per page (384 KiB).
 const PAGE: usize = 1024;
 
 #[derive(Debug, Default)]
 pub(crate) struct ConstraintStore {
-    pages: Vec<Box<[Constraint]>>,
+    /// Pages of slots, written when handed out (a new page is not initialised: the
+    /// first step of a large scene hands out thousands at once).
+    pages: Vec<Box<[MaybeUninit<Constraint>]>>,
     /// Each page's address and number, in address order (a release finds its page
     /// by a binary search).
     bases: Vec<(usize, u32)>,
@@ -49,9 +52,19 @@ impl ConstraintStore {
     /// Copies `c` into a free slot (a new page when none is) and returns its
     /// address, which holds until [`ConstraintStore::release`] or the store's end.
     pub fn insert(&mut self, c: &Constraint) -> NonNull<Constraint> {
+        let at = self.take();
+        // SAFETY: a free slot, in bounds of its page, written through nothing else.
+        unsafe { at.as_ptr().write(*c) };
+        at
+    }
+
+    /// A free slot's address (a new page when none is), in the order `insert` hands
+    /// slots out, for its caller to write before anything reads it: the slot may
+    /// never have been written. It holds as `insert`'s does.
+    pub fn take(&mut self) -> NonNull<Constraint> {
         if self.free.is_empty() {
             let page = self.pages.len();
-            self.pages.push(vec![Constraint::new(0, 0, NONE, NONE, 0.0, 0.0); PAGE].into_boxed_slice());
+            self.pages.push(Box::new_uninit_slice(PAGE));
             self.bases.push((self.pages[page].as_ptr() as usize, page as u32));
             self.bases.sort_unstable();
             // Taken in ascending order: a new page fills front to back.
@@ -59,9 +72,7 @@ impl ConstraintStore {
             self.free.extend((0..PAGE as u32).rev().map(|i| (page * PAGE) as u32 + i));
         }
         let slot = self.free.pop().expect("a free slot");
-        let at = &mut self.pages[slot as usize / PAGE][slot as usize % PAGE];
-        *at = *c;
-        NonNull::from(at)
+        NonNull::from(&mut self.pages[slot as usize / PAGE][slot as usize % PAGE]).cast()
     }
 
     /// The slot at `c` (a constraint has no room left to carry it: it fills six

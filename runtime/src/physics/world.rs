@@ -312,6 +312,8 @@ struct Scratch {
     kept_index: Vec<(u32, u32, u32)>,
     /// Which of last step's constraints this step's narrowphase renewed.
     renewed: Vec<bool>,
+    /// Where each chunk's constraints start in the step's table.
+    out_starts: Vec<u32>,
     /// How many chunks this step's narrowphase filled.
     joined: usize,
     wake: Vec<u32>,
@@ -1116,15 +1118,20 @@ impl World {
         let mut points = 0;
         self.counters.reused_pairs = 0;
         self.counters.reused_terrain = 0;
+        s.out_starts.clear();
         for out in &s.outs[..chunks] {
+            s.out_starts.push(self.constraints.len() as u32);
             for &e in &out.order {
+                // A fresh constraint gets its slot now and its bits below, in
+                // parallel (the first step of a large scene makes thousands).
                 let c = match e & KEPT {
-                    0 => self.store.insert(&out.fresh[e as usize]),
+                    0 => self.store.take(),
                     _ => self.previous.at((e & !KEPT) as usize),
                 };
                 // SAFETY: the store keeps it in place until its slot is released,
                 // which happens after the table has moved on (see above, and the
-                // sleep stage's `retain`).
+                // sleep stage's `retain`); a fresh slot is written below before
+                // anything reads the table.
                 unsafe { self.constraints.push(c) };
             }
             points += out.points;
@@ -1132,6 +1139,16 @@ impl World {
             self.counters.reused_terrain += out.reused_terrain;
             s.wake.extend_from_slice(&out.wake);
         }
+        let (outs, starts, table) = (&s.outs[..chunks], &s.out_starts, &self.constraints);
+        jobs.parallel_for(0..chunks, 16, |range, _| {
+            for k in range {
+                let fresh = outs[k].order.iter().enumerate().filter(|(_, &e)| e & KEPT == 0);
+                for (j, &e) in fresh {
+                    // SAFETY: entry `starts[k] + j` is this chunk's alone.
+                    unsafe { table.write(starts[k] as usize + j, &outs[k].fresh[e as usize]) };
+                }
+            }
+        });
         self.previous.clear();
         s.joined = chunks;
         // Wake touched groups; their stored constraints join this step, last.
