@@ -8,8 +8,9 @@
 
 /// Sorts `v` by merging its ascending runs, pairwise, pass after pass, through
 /// `scratch` (whose contents are left unspecified): one pass over a sorted list,
-/// `log2(runs)` merging passes otherwise. For lists of distinct values (the step's
-/// are) the result is the one sorted order, so it equals any other sort's.
+/// `log2(runs)` merging passes otherwise. Equal values are indistinguishable in the
+/// step's lists (keys, and key tuples with distinct indices), so the result equals
+/// any other sort's.
 pub(crate) fn sort_runs<T: Copy + Ord>(v: &mut Vec<T>, scratch: &mut Vec<T>) {
     let n = v.len();
     loop {
