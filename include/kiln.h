@@ -2190,11 +2190,12 @@ typedef struct KilnWorldProfile {
      */
     float narrowphase_ms;
     /**
-     * Constraint rows, warm starting, contact events.
+     * Constraint rows; graph colouring, beside the warm-start cache and the contact
+     * events on another worker.
      */
     float prepare_ms;
     /**
-     * Graph colouring and the substepped soft solver (parallel per colour).
+     * The substepped soft solver (parallel per colour).
      */
     float solve_ms;
     /**

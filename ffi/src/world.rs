@@ -189,9 +189,10 @@ pub struct KilnWorldProfile {
     pub broadphase_ms: f32,
     /// Contact manifolds of every touching pair and terrain contact (parallel).
     pub narrowphase_ms: f32,
-    /// Constraint rows, warm starting, contact events.
+    /// Constraint rows; graph colouring, beside the warm-start cache and the contact
+    /// events on another worker.
     pub prepare_ms: f32,
-    /// Graph colouring and the substepped soft solver (parallel per colour).
+    /// The substepped soft solver (parallel per colour).
     pub solve_ms: f32,
     /// Time of impact for fast bodies against static geometry.
     pub continuous_ms: f32,

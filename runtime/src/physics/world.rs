@@ -11,8 +11,8 @@
 //! | narrowphase | manifolds for pairs with an awake body (reused while a pair is still) and for terrain; warm-start impulses matched by feature id; awake rows | items |
 //! | wake | wake sleeping islands touched by awake bodies | — |
 //! | prepare | constraints joined (rows set again only where bodies changed rows since the narrowphase) | constraints |
-//! | events | contact begin/end, sorted by pair key | — |
-//! | coloring | graph colours over dynamic bodies | — |
+//! | coloring | graph colours over dynamic bodies | beside the lists |
+//! | lists | the next step's warm-start cache, sorted by pair key; contact begin/end from it | beside the colouring |
 //! | solve | soft step: substeps of integrate, warm start, solve, relax | bodies, colours |
 //! | finalize | poses, inertia, sleep timers | bodies |
 //! | continuous | time of impact of fast bodies against static geometry | fast bodies |
@@ -20,7 +20,7 @@
 //!
 //! [`StepStage`] groups these rows into the six stages a frame graph sees:
 //! `physics.broadphase` (terrain, broadphase), `physics.narrowphase` (narrowphase,
-//! wake), `physics.prepare` (prepare, events), `physics.solve` (coloring, solve,
+//! wake), `physics.prepare` (prepare, coloring, lists), `physics.solve` (solve,
 //! finalize), `physics.continuous` and `physics.sleep`. [`World::add_step_passes`]
 //! declares them as passes of an engine's frame graph, where they run on the graph's
 //! executor and show in its per-pass profile; [`World::step`] runs the same stages
@@ -48,7 +48,7 @@ use crate::frame::{FrameGraph, GraphError, PassId, Res};
 use crate::jobs::Jobs;
 use crate::math::{triangle_overlaps_aabb, world_inertia, Aabb, Isometry};
 use crate::shapes::Shape;
-use crate::spatial::{BroadPhase, ProxyId, TreeConfig};
+use crate::spatial::{BroadPhase, DynamicTree, ProxyId, TreeConfig};
 use crate::terrain::{ContactKind, Terrain, TerrainContacts};
 
 /// Contacts are reported this far before the shapes touch (speculative contacts).
@@ -231,6 +231,9 @@ pub struct World {
     constraints: ConstraintTable,
     previous: ConstraintTable,
     cache: Vec<(u64, u64, u32)>,
+    /// Whether `cache` already lists this step's table for the next step (the
+    /// prepare stage makes it; a table changed since, or a proxy forgotten, clears it).
+    cache_ready: bool,
     /// What colouring needs of each of this step's constraints (from the prepare).
     colorables: Vec<Colorable>,
     coloring: Coloring,
@@ -258,9 +261,10 @@ pub enum StepStage {
     Broadphase,
     /// Manifolds of every pair and terrain contact with an awake body, in parallel.
     Narrowphase,
-    /// Constraint rows and warm starts; contact begin and end events.
+    /// Constraint rows; graph colouring beside the next step's warm-start cache
+    /// and the contact begin and end events.
     Prepare,
-    /// Graph colouring and the soft-step solver over all substeps.
+    /// The soft-step solver over all substeps.
     Solve,
     /// Time of impact of fast bodies.
     Continuous,
@@ -366,6 +370,7 @@ impl World {
             colorables: Vec::new(),
             previous: ConstraintTable::default(),
             cache: Vec::new(),
+            cache_ready: false,
             coloring: Coloring::default(),
             solver: Solver::SoftStep,
             states: Vec::new(),
@@ -612,6 +617,9 @@ impl World {
             }
         }
         self.cache.retain(|&(key, _, _)| !involves(key));
+        // Mid-step, the table still holds its constraints: the next step's cache
+        // is made from the table again at the step's end.
+        self.cache_ready = false;
     }
 
     /// Attaches a shape: it gets a broadphase proxy and gives the body mass.
@@ -856,15 +864,7 @@ impl World {
 
     /// The contact event for a pair key, if its bodies are alive.
     fn event(&self, begin: bool, key: u64) -> Option<ContactEvent> {
-        let tree = self.broadphase.tree();
-        let (pa, pb) = ((key >> 32) as u32, key as u32);
-        let (slot_a, shape_a) = shape_ref(tree.user_data(ProxyId(pa)));
-        let body_a = self.bodies.id_of_slot(slot_a);
-        if pb == TERRAIN {
-            return Some(ContactEvent { begin, body_a, shape_a, body_b: None, shape_b: u32::MAX });
-        }
-        let (slot_b, shape_b) = shape_ref(tree.user_data(ProxyId(pb)));
-        Some(ContactEvent { begin, body_a, shape_a, body_b: Some(self.bodies.id_of_slot(slot_b)), shape_b })
+        contact_event(self.broadphase.tree(), &self.bodies, begin, key)
     }
 
     /// Advances the world by `dt` seconds (finite, >= 0): every stage of
@@ -902,7 +902,7 @@ impl World {
             StepStage::Narrowphase => self.narrowphase_stage(dt, jobs),
             StepStage::Prepare => {
                 self.prepare_stage(jobs);
-                self.event_stage();
+                self.color_and_list(dt, jobs);
             }
             StepStage::Solve => {
                 if dt > 0.0 {
@@ -1198,66 +1198,43 @@ impl World {
         });
     }
 
-    /// Begin and end events: this step's touching keys against the last step's, where
-    /// keys of groups still asleep stay touching. One merge of the two sorted lists:
-    /// only a key that is no longer in the table looks up its bodies (it stays if
-    /// both sleep), so a step whose touches all go on reads no body. Events come in
-    /// key order.
-    fn event_stage(&mut self) {
-        let s = &mut self.scratch;
-        let mut now = std::mem::take(&mut s.touching);
-        now.clear();
-        now.extend(self.constraints.iter().filter(|c| c.count > 0).map(|c| c.key));
-        runs::sort_runs(&mut now, &mut s.key_merge);
-        now.dedup();
-        let tree = self.broadphase.tree();
-        let bodies = &self.bodies;
-        let asleep = |proxy: u32| {
-            proxy == TERRAIN
-                || !matches!(
-                    bodies.place_of_slot(shape_ref(tree.user_data(ProxyId(proxy))).0),
-                    Some((SetKind::Awake, _))
-                )
-        };
-        let old = std::mem::take(&mut self.touching);
-        let mut next = std::mem::take(&mut self.scratch.key_merge);
-        next.clear();
-        let (mut i, mut j) = (0, 0);
-        while i < old.len() || j < now.len() {
-            let (a, b) = (old.get(i).copied(), now.get(j).copied());
-            if a.is_some() && a == b {
-                next.push(now[j]);
-                (i, j) = (i + 1, j + 1);
-            } else if let Some(b) = b.filter(|&b| a.is_none_or(|a| b < a)) {
-                // In the table only: a touch began.
-                next.push(b);
-                if let Some(e) = self.event(true, b) {
-                    self.events.push(e);
-                }
-                j += 1;
-            } else {
-                // Touching last step only: asleep on both sides, or ended.
-                let a = old[i];
-                if asleep((a >> 32) as u32) && asleep(a as u32) {
-                    next.push(a);
-                } else if let Some(e) = self.event(false, a) {
-                    self.events.push(e);
-                }
-                i += 1;
+    /// Colours this step's constraints for the solve (when one runs) and, beside
+    /// that on another worker, makes the contact lists (see [`ContactLists::make`]):
+    /// neither side reads what the other writes, so the serial colouring and the
+    /// serial lists take the time of the longer one (a `large_pyramid` step has
+    /// 15,000 constraints; each side takes about 0.15 ms on one thread).
+    fn color_and_list(&mut self, dt: f32, jobs: Jobs) {
+        let n = self.bodies.awake.len();
+        let (coloring, colorables) = (&mut self.coloring, &self.colorables);
+        let color = move || {
+            if dt > 0.0 {
+                coloring.color(colorables, n);
             }
+        };
+        let s = &mut self.scratch;
+        let lists = ContactLists {
+            table: &self.constraints,
+            tree: self.broadphase.tree(),
+            bodies: &self.bodies,
+            cache: &mut self.cache,
+            cache_merge: &mut s.cache_merge,
+            touching: &mut self.touching,
+            now: &mut s.touching,
+            next: &mut s.key_merge,
+            events: &mut self.events,
+        };
+        jobs.join(color, move || lists.make());
+        self.cache_ready = true;
+        if dt > 0.0 {
+            self.counters.colors = self.coloring.color_count() as u32;
+            self.counters.overflow_constraints = self.coloring.overflow() as u32;
         }
-        self.touching = next;
-        self.scratch.touching = now;
-        self.scratch.key_merge = old;
     }
 
-    /// Colours, then the solver (the soft step over all substeps, or sequential
-    /// impulses), then poses and sleep timers.
+    /// The solver over the colours the prepare stage made (the soft step over all
+    /// substeps, or sequential impulses), then poses and sleep timers.
     fn solve_stage(&mut self, dt: f32, jobs: Jobs) {
         let n = self.bodies.awake.len();
-        self.coloring.color(&self.colorables, n);
-        self.counters.colors = self.coloring.color_count() as u32;
-        self.counters.overflow_constraints = self.coloring.overflow() as u32;
 
         let substeps = match self.solver {
             Solver::SoftStep => self.def.substeps,
@@ -1525,6 +1502,7 @@ impl World {
         // kinematic body: that pair is recomputed while the kinematic body is awake).
         let islands = &mut self.islands;
         let store = &mut self.store;
+        self.cache_ready = false;
         self.constraints.retain(
             // SAFETY: a constraint dropped from the table is read nowhere else.
             |c| unsafe { store.release(c) },
@@ -1556,14 +1534,102 @@ impl World {
         self.scratch.sleepers = sleepers;
     }
 
-    /// Keeps this step's constraints for the next step's warm start.
+    /// Keeps this step's constraints for the next step's warm start, with the cache
+    /// the prepare stage made of them unless the table changed since.
     fn remember_constraints(&mut self) {
         std::mem::swap(&mut self.previous, &mut self.constraints);
         // It held the step before's, whose buffers the next narrowphase rewrites.
         self.constraints.clear();
-        self.cache.clear();
-        self.cache.extend(self.previous.iter().enumerate().map(|(i, c)| (c.key, c.sub, i as u32)));
-        runs::sort_runs(&mut self.cache, &mut self.scratch.cache_merge);
+        if !std::mem::take(&mut self.cache_ready) {
+            list_cache(&self.previous, &mut self.cache, &mut self.scratch.cache_merge);
+        }
+    }
+}
+
+/// The contact event of pair `key` (its proxies' bodies and shapes).
+fn contact_event(tree: &DynamicTree, bodies: &Bodies, begin: bool, key: u64) -> Option<ContactEvent> {
+    let (pa, pb) = ((key >> 32) as u32, key as u32);
+    let (slot_a, shape_a) = shape_ref(tree.user_data(ProxyId(pa)));
+    let body_a = bodies.id_of_slot(slot_a);
+    if pb == TERRAIN {
+        return Some(ContactEvent { begin, body_a, shape_a, body_b: None, shape_b: u32::MAX });
+    }
+    let (slot_b, shape_b) = shape_ref(tree.user_data(ProxyId(pb)));
+    Some(ContactEvent { begin, body_a, shape_a, body_b: Some(bodies.id_of_slot(slot_b)), shape_b })
+}
+
+/// The warm-start cache of `table`: `(key, sub, index)` of each constraint, sorted.
+fn list_cache(table: &ConstraintTable, cache: &mut Vec<(u64, u64, u32)>, merge: &mut Vec<(u64, u64, u32)>) {
+    cache.clear();
+    cache.extend(table.iter().enumerate().map(|(i, c)| (c.key, c.sub, i as u32)));
+    runs::sort_runs(cache, merge);
+}
+
+/// What the contact lists read and write (see [`ContactLists::make`]).
+struct ContactLists<'a> {
+    table: &'a ConstraintTable,
+    tree: &'a DynamicTree,
+    bodies: &'a Bodies,
+    /// The next step's warm-start cache.
+    cache: &'a mut Vec<(u64, u64, u32)>,
+    cache_merge: &'a mut Vec<(u64, u64, u32)>,
+    /// Keys touching after the last step, then after this one.
+    touching: &'a mut Vec<u64>,
+    /// Buffers: this step's touching keys, and the merged list.
+    now: &'a mut Vec<u64>,
+    next: &'a mut Vec<u64>,
+    events: &'a mut Vec<ContactEvent>,
+}
+
+impl ContactLists<'_> {
+    /// The next step's warm-start cache of this step's table, sorted by key, and
+    /// from it the begin and end events: this step's touching keys (the cache's
+    /// keys with points, already in order) against the last step's, where keys of
+    /// groups still asleep stay touching. One merge of the two sorted lists: only a
+    /// key that is no longer in the table looks up its bodies (it stays if both
+    /// sleep), so a step whose touches all go on reads no body. Events come in key
+    /// order.
+    fn make(self) {
+        let ContactLists { table, tree, bodies, cache, cache_merge, touching, now, next, events } = self;
+        list_cache(table, cache, cache_merge);
+        now.clear();
+        for &(key, _, i) in cache.iter() {
+            if table.get(i as usize).count > 0 && now.last() != Some(&key) {
+                now.push(key);
+            }
+        }
+        let asleep = |proxy: u32| {
+            proxy == TERRAIN
+                || !matches!(
+                    bodies.place_of_slot(shape_ref(tree.user_data(ProxyId(proxy))).0),
+                    Some((SetKind::Awake, _))
+                )
+        };
+        let old = &*touching;
+        next.clear();
+        let (mut i, mut j) = (0, 0);
+        while i < old.len() || j < now.len() {
+            let (a, b) = (old.get(i).copied(), now.get(j).copied());
+            if a.is_some() && a == b {
+                next.push(now[j]);
+                (i, j) = (i + 1, j + 1);
+            } else if let Some(b) = b.filter(|&b| a.is_none_or(|a| b < a)) {
+                // In the table only: a touch began.
+                next.push(b);
+                events.extend(contact_event(tree, bodies, true, b));
+                j += 1;
+            } else {
+                // Touching last step only: asleep on both sides, or ended.
+                let a = old[i];
+                if asleep((a >> 32) as u32) && asleep(a as u32) {
+                    next.push(a);
+                } else {
+                    events.extend(contact_event(tree, bodies, false, a));
+                }
+                i += 1;
+            }
+        }
+        std::mem::swap(touching, next);
     }
 }
 
