@@ -53,7 +53,8 @@ vec2 gi_decode_texel(uvec2 code) {
     return vec2(d, d2);
 }
 
-// compress.rs block_value: texel i of block b of the table at blocks.
+// compress.rs block_value: texel i of block b of the compressor's table at blocks
+// (every block 96 bytes).
 vec2 gi_block_value(uvec2 blocks, uint b, uint i) {
     Uints words = Uints(blocks);
     uint base = b * GI_BLOCK_WORDS;
@@ -308,6 +309,24 @@ int gi_rank(uvec2 words, uvec2 ranks, uint i) {
     return int(Uints(ranks).v[i / 64u] + below);
 }
 
+// table.rs BlockTable::value: texel i of stored block b. Its class (spread codes
+// of 0, 1, 2 or 4 bits) is the last whose first block number is <= b; its words
+// start at the class's first word plus its place in the class times the class's
+// block size, the depth codes first, then the spread codes w bits each.
+vec2 gi_table_value(GiUpdateParams P, uint b, uint i) {
+    uint c = uint(b >= P.class_blocks[1]) + uint(b >= P.class_blocks[2]) + uint(b >= P.class_blocks[3]);
+    uint width = c == 3u ? 4u : c;
+    uint base = P.class_words[c] + (b - P.class_blocks[c]) * (GI_DEPTH_WORDS + 2u * width);
+    Uints words = Uints(P.blocks);
+    uint depth = (words.v[base + i / 4u] >> ((i % 4u) * 8u)) & 0xffu;
+    uint spread = 0u;
+    if (width != 0u) {
+        uint per_word = 32u / width;
+        spread = (words.v[base + GI_DEPTH_WORDS + i / per_word] >> ((i % per_word) * width)) & ((1u << width) - 1u);
+    }
+    return gi_decode_texel(uvec2(depth, spread));
+}
+
 // compress.rs CompressedVisibility::entry: quadrant q of a probe as a 4-byte entry
 // (block, transpose bit on top), or dead: a dead probe has no entries; a live one's
 // are 2-byte (0xffff dead) or 4-byte block numbers, the transpose bits apart.
@@ -340,7 +359,7 @@ vec2 gi_texel(GiUpdateParams P, uint probe, uint x, uint y) {
         return vec2(1.0);
     }
     uint texel = gi_block_texel(qi.y, (entry & GI_TRANSPOSED) != 0u);
-    return gi_block_value(P.blocks, entry & ~GI_TRANSPOSED, texel);
+    return gi_table_value(P, entry & ~GI_TRANSPOSED, texel);
 }
 
 // octahedral.rs sample_bordered: bilinear [depth, depth^2] toward d, the border

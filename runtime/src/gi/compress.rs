@@ -7,7 +7,8 @@
 //! blocks) and reuses the most recent one whose largest texel difference, in either
 //! channel, is at most the tolerance (0.01 of the clip range: maps are normalised,
 //! so the tolerance is absolute); otherwise it is stored as a new block of 64
-//! texels (96 B, see below). A quadrant within tolerance of the clip value stores
+//! texels (96 B, see below; stored in 64 to 96 B by the width of its spread codes,
+//! `table.rs`). A quadrant within tolerance of the clip value stores
 //! nothing and decodes to the clip value; a probe whose four quadrants are so is a
 //! dead probe.
 //!
@@ -99,6 +100,7 @@ use super::bits::RankedBits;
 #[cfg(doc)]
 use super::octahedral::symmetric_texel;
 use super::octahedral::{quadrant_texel, VisibilityMap, OCT_RES, OCT_TEXELS, QUADRANT_RES, QUADRANT_TEXELS};
+use super::table::BlockTable;
 
 /// Quadrants of a map: entries per probe in `block_index`.
 pub const QUADRANTS: usize = 4;
@@ -321,8 +323,8 @@ pub struct CompressedVisibility {
     pub block_index: BlockIndex,
     /// Bit `i % 32` of word `i / 32`: entry `i` reads its block transposed.
     pub transposed: Vec<u32>,
-    /// The dictionary.
-    pub blocks: Vec<Block>,
+    /// The dictionary, in tables by spread width.
+    pub blocks: BlockTable,
 }
 
 impl CompressedVisibility {
@@ -332,10 +334,14 @@ impl CompressedVisibility {
     }
 
     /// From every probe's four [`BlockEntry`]s (`entries[4 p + q]`, as the GPU
-    /// compressor writes them) and the dictionary: dead probes keep nothing but
-    /// their bit.
+    /// compressor writes them) and the dictionary as the compressor stores it: dead
+    /// probes keep nothing but their bit, and the blocks go into their class tables
+    /// ([`BlockTable::pack`]), the entries renumbered to match. An entry naming no
+    /// block keeps a number past the table's end ([`CompressedVisibility::check`]
+    /// refuses it).
     pub fn from_entries(entries: &[u32], blocks: Vec<Block>) -> CompressedVisibility {
         assert_eq!(entries.len() % QUADRANTS, 0, "four entries per probe");
+        let (table, numbers) = BlockTable::pack(&blocks);
         let probe = |p: usize| &entries[p * QUADRANTS..(p + 1) * QUADRANTS];
         let live =
             RankedBits::from_fn(entries.len() / QUADRANTS, |p| probe(p).iter().any(|&e| !BlockEntry(e).is_dead()));
@@ -349,8 +355,15 @@ impl CompressedVisibility {
                 transposed[i / 32] |= 1 << (i % 32);
             }
         }
-        let numbers = kept.iter().map(|e| if e.is_dead() { DEAD_QUADRANT } else { e.block() }).collect();
-        CompressedVisibility { live, block_index: BlockIndex::new(numbers), transposed, blocks }
+        let number = |e: &BlockEntry| {
+            if e.is_dead() {
+                DEAD_QUADRANT
+            } else {
+                numbers.get(e.block() as usize).copied().unwrap_or(e.block())
+            }
+        };
+        let numbers = kept.iter().map(number).collect();
+        CompressedVisibility { live, block_index: BlockIndex::new(numbers), transposed, blocks: table }
     }
 
     /// Every probe's four [`BlockEntry`]s, dead probes included: what
@@ -384,7 +397,7 @@ impl CompressedVisibility {
         if entry.is_dead() {
             return [1.0, 1.0];
         }
-        block_value(&self.blocks[entry.block() as usize], block_texel(i as usize, entry.transposed()))
+        self.blocks.value(entry.block() as usize, block_texel(i as usize, entry.transposed()))
     }
 
     pub fn decode(&self, p: usize) -> VisibilityMap {
@@ -402,12 +415,9 @@ impl CompressedVisibility {
     }
 
     /// Bytes stored: the live mask, a 2- or 4-byte entry and a transpose bit per
-    /// quadrant of a live probe, and 96 bytes per block.
+    /// quadrant of a live probe, and the block tables (64 to 96 bytes per block).
     pub fn bytes(&self) -> usize {
-        self.live.bytes()
-            + self.block_index.as_bytes().len()
-            + self.transposed.len() * 4
-            + self.blocks.len() * std::mem::size_of::<Block>()
+        self.live.bytes() + self.block_index.as_bytes().len() + self.transposed.len() * 4 + self.blocks.bytes()
     }
 
     /// Why these parts do not fit together, if they do not: the entries must be
@@ -919,19 +929,20 @@ mod tests {
         assert_eq!(c.transposed, [1 << 1 | 1 << 7 | 1 << 8 | 1 << 9 | 1 << 15], "entries 1, 7, 8, 9 and 15");
         assert!(c.is_dead(1) && c.is_dead(69) && !c.is_dead(70) && c.is_dead(71));
         assert_eq!(c.entry(70, 3), BlockEntry::new(3, true));
-        assert_eq!(c.bytes(), 12 * 2 + 16 * 2 + 4 + 4 * 96, "mask and ranks, entries, transpose bits, blocks");
+        // Blocks without spread: 64 bytes each, and the tables' class starts.
+        assert_eq!(c.bytes(), 12 * 2 + 16 * 2 + 4 + 4 * 64 + 24, "mask and ranks, entries, transpose bits, blocks");
         assert_eq!(c.check(), Ok(()));
         let mut short = c.clone();
-        short.blocks.pop();
+        short.blocks = BlockTable::pack(&blocks[..3]).0;
         assert!(short.check().unwrap_err().contains("names block 3 of 3"), "{:?}", short.check());
         let mut lost = c.clone();
         lost.transposed.clear();
         assert!(lost.check().unwrap_err().contains("transpose words"), "{:?}", lost.check());
         let mut many = c.clone();
-        many.blocks.resize(72 * QUADRANTS + 1, [0; BLOCK_WORDS]);
+        many.blocks = BlockTable::pack(&vec![[0; BLOCK_WORDS]; 72 * QUADRANTS + 1]).0;
         assert!(many.check().unwrap_err().contains("289 blocks for 72 probes"), "{:?}", many.check());
         let none = CompressedVisibility::dead(100);
-        assert_eq!((none.dead_count(), none.block_index.len(), none.bytes()), (100, 0, 24));
+        assert_eq!((none.dead_count(), none.block_index.len(), none.bytes()), (100, 0, 24 + 24));
         assert_eq!(none.decode(99), VisibilityMap::clipped());
     }
 
@@ -955,7 +966,7 @@ mod tests {
         assert!(c.blocks.len() > NARROW_MAX_BLOCKS, "{} blocks", c.blocks.len());
         assert_eq!(c.block_index.entry_bytes(), 4);
         let bits = c.live.bytes() + (n * QUADRANTS).div_ceil(32) * 4;
-        assert_eq!(c.bytes(), bits + n * QUADRANTS * 4 + c.blocks.len() * 96);
+        assert_eq!(c.bytes(), bits + n * QUADRANTS * 4 + c.blocks.bytes());
         for p in (0..n).step_by(97).chain([n - 1]) {
             let back = c.decode(p);
             for (got, want) in back.0.iter().zip(&maps[p].0) {
@@ -965,10 +976,7 @@ mod tests {
         // The same maps, fewer of them: 2-byte entries.
         let few = compress(&maps[..1000], &ProbeOrder::swizzled(1000, 256), &params);
         let bits = few.live.bytes() + (1000 * QUADRANTS).div_ceil(32) * 4;
-        assert_eq!(
-            (few.block_index.entry_bytes(), few.bytes()),
-            (2, bits + 1000 * QUADRANTS * 2 + few.blocks.len() * 96)
-        );
+        assert_eq!((few.block_index.entry_bytes(), few.bytes()), (2, bits + 1000 * QUADRANTS * 2 + few.blocks.bytes()));
     }
 
     #[test]

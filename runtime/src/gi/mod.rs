@@ -13,6 +13,7 @@
 //!  pack.rs        R11G11B10 float/UNORM and half floats; drift-free hysteresis
 //!  octahedral.rs  octahedral mapping, 16 x 16 visibility maps, stitched border
 //!  compress.rs    dictionary compression of visibility maps, batch orders
+//!  table.rs       the stored dictionary: blocks in tables by spread width
 //!  field.rs       ProbeField: per-probe data; irradiance sampling with visibility
 //!  update.rs      irradiance update (rays, shading, blend) and the visibility bake
 //!  scenes.rs      scenes tests, benches and samples share
@@ -22,8 +23,8 @@
 //!
 //! 16 bytes of irradiance; for a probe whose map sees something, four 2-byte block
 //! entries (one per quadrant of the visibility map; 4-byte ones past 65,535
-//! blocks) and their transpose bits, and the shared 96-byte visibility blocks
-//! divided among the quadrants that use them; for a dead one, a bit. About 1.5 bits
+//! blocks) and their transpose bits, and the shared 64- to 96-byte visibility
+//! blocks divided among the quadrants that use them; for a dead one, a bit. About 1.5 bits
 //! of placement mask per grid point. The device holds the same, sized to the data.
 //! RTXGI stores 256 B of irradiance and 1 KiB of distance per probe.
 
@@ -34,6 +35,7 @@ pub mod octahedral;
 pub mod pack;
 pub mod scenes;
 pub mod sh;
+pub mod table;
 pub mod update;
 pub mod volume;
 
@@ -47,5 +49,6 @@ pub use field::{ProbeField, SampleParams, UNLIT};
 pub use octahedral::{oct_decode, oct_encode, symmetric_texel, VisibilityMap, OCT_RES, OCT_TEXELS};
 pub use pack::PackedSh;
 pub use sh::ShRgb;
+pub use table::BlockTable;
 pub use update::{bake_visibility, update_irradiance, GiLighting, UpdateParams};
 pub use volume::{ProbeGrid, ProbeVolume};

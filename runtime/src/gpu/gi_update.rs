@@ -30,8 +30,9 @@ use super::ray_tracer::{RayTracer, MAX_TRACE_BATCH};
 use super::recorder::Use;
 use super::shaders;
 use crate::gi::bits::RankedBits;
-use crate::gi::compress::{blocks_from_words, Block, BlockIndex, CompressedVisibility, BLOCK_WORDS, QUADRANTS};
+use crate::gi::compress::{BlockIndex, CompressedVisibility, QUADRANTS};
 use crate::gi::sh::{fibonacci_directions, random_rotation};
+use crate::gi::table::{BlockTable, CLASSES};
 use crate::gi::update::{GiLighting, UpdateParams};
 use crate::gi::{PackedSh, ProbeField, ProbeGrid};
 
@@ -67,11 +68,16 @@ pub struct DeviceVisibility {
     pub block_index: GpuBuffer,
     /// `uint[]`: entry `i`'s transpose bit at bit `i % 32` of word `i / 32`.
     pub transposed: GpuBuffer,
-    /// `Block[block_count]`.
+    /// `uint[]`: the block tables' words (`BlockTable::words`).
     pub blocks: GpuBuffer,
     /// Bytes per `block_index` entry: 2 or 4.
     pub entry_bytes: u32,
     pub block_count: u32,
+    /// Each block class's first block number and first word.
+    pub class_blocks: [u32; CLASSES],
+    pub class_words: [u32; CLASSES],
+    /// Words in `blocks`.
+    pub block_words: u32,
     pub live_count: u32,
 }
 
@@ -148,8 +154,8 @@ impl GpuProbeField {
             _ => BlockIndex::Wide(gpu.read::<u32>(&v.block_index, entries)?),
         };
         let transposed = read_u32(gpu, &v.transposed, entries.div_ceil(32))?;
-        let words = read_u32(gpu, &v.blocks, v.block_count as usize * BLOCK_WORDS)?;
-        let blocks = blocks_from_words(&words);
+        let words = read_u32(gpu, &v.blocks, v.block_words as usize)?;
+        let blocks = BlockTable::from_parts(v.class_blocks, v.block_count, words).map_err(GpuError::InvalidInput)?;
         Ok(CompressedVisibility { live, block_index, transposed, blocks })
     }
 }
@@ -162,9 +168,12 @@ impl DeviceVisibility {
             live_rank: gpu.buffer_from("gi live rank", rank)?,
             block_index: gpu.buffer_from("gi block index", vis.block_index.as_bytes())?,
             transposed: gpu.buffer_from("gi transposed", &vis.transposed)?,
-            blocks: gpu.buffer_from::<Block>("gi blocks", &vis.blocks)?,
+            blocks: gpu.buffer_from("gi blocks", vis.blocks.words())?,
             entry_bytes: vis.block_index.entry_bytes() as u32,
             block_count: vis.blocks.len() as u32,
+            class_blocks: vis.blocks.class_starts(),
+            class_words: vis.blocks.class_word_starts(),
+            block_words: vis.blocks.words().len() as u32,
             live_count: vis.live.count() as u32,
         })
     }
@@ -300,6 +309,8 @@ impl GiUpdater {
             rays_per_probe: n,
             hysteresis: params.hysteresis,
             entry_bytes: vis.entry_bytes,
+            class_blocks: vis.class_blocks,
+            class_words: vis.class_words,
             _pad: 0,
         };
         let dirs: Vec<[f32; 4]> =

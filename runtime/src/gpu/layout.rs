@@ -292,7 +292,8 @@ pub struct GiUpdateParams {
     pub block_index: u64,
     /// `uint[]`: each `block_index` entry's transpose bit.
     pub transposed: u64,
-    /// `uint[24 * blocks]`: depth and spread codes (`gi::compress::Block`).
+    /// `uint[]`: the stored blocks' depth and spread codes, in tables by spread
+    /// width (`gi::BlockTable`).
     pub blocks: u64,
     /// `vec4[albedo_count]`: diffuse albedo per TLAS instance.
     pub albedo: u64,
@@ -329,9 +330,13 @@ pub struct GiUpdateParams {
     pub hysteresis: f32,
     /// Bytes per `block_index` entry: 2 or 4.
     pub entry_bytes: u32,
+    /// Each block class's first block number (`gi::BlockTable::class_starts`).
+    pub class_blocks: [u32; 4],
+    /// Each block class's first word in `blocks` (`gi::BlockTable::class_word_starts`).
+    pub class_words: [u32; 4],
     pub _pad: u32,
 }
-const _: () = assert!(size_of::<GiUpdateParams>() == 248);
+const _: () = assert!(size_of::<GiUpdateParams>() == 280);
 
 /// Push constants of the irradiance update kernels: where their parameters are.
 #[repr(C)]
@@ -432,7 +437,8 @@ mod glsl {
             bias: "float", visibility: "uint", sun_x: "float", sun_y: "float", sun_z: "float", sun_r: "float",
             sun_g: "float", sun_b: "float", sky_r: "float", sky_g: "float", sky_b: "float", albedo_r: "float",
             albedo_g: "float", albedo_b: "float", albedo_count: "uint", probe_count: "uint", first: "uint",
-            count: "uint", rays_per_probe: "uint", hysteresis: "float", entry_bytes: "uint", _pad: "uint",
+            count: "uint", rays_per_probe: "uint", hysteresis: "float", entry_bytes: "uint", class_blocks: "uint[4]",
+            class_words: "uint[4]", _pad: "uint",
         }),
         glsl_struct!(GiUpdatePush, "GiUpdatePush", Some("KILN_PUSH_GI_UPDATE"), { params: "uvec2" }),
     ];
@@ -445,6 +451,7 @@ mod glsl {
             "vec3" | "uvec3" => (12, 16),
             "vec4" | "uvec4" => (16, 16),
             "vec4[3]" => (48, 16),
+            "uint[4]" => (16, 4),
             other => panic!("layout.rs: add std430 rules for GLSL type {other}"),
         }
     }

@@ -878,12 +878,12 @@ fn uploaded_visibility_must_name_existing_blocks() {
     assert_eq!(field.read_visibility(&mut gpu).unwrap(), wide);
     let mut missing = entries.clone();
     missing[5] = 1;
-    let missing = CompressedVisibility::from_entries(&missing, vis.blocks.clone());
+    let missing = CompressedVisibility::from_entries(&missing, vis.blocks.blocks());
     assert!(matches!(field.upload_visibility(&mut gpu, &missing), Err(GpuError::InvalidInput(_))));
     let mut short = vis.clone();
     short.block_index = BlockIndex::new((1..8).map(|i| vis.block_index.get(i)).collect());
     assert!(matches!(field.upload_visibility(&mut gpu, &short), Err(GpuError::InvalidInput(_))));
-    let fewer = CompressedVisibility::from_entries(&entries[QUADRANTS..], vis.blocks.clone());
+    let fewer = CompressedVisibility::from_entries(&entries[QUADRANTS..], vis.blocks.blocks());
     assert!(matches!(field.upload_visibility(&mut gpu, &fewer), Err(GpuError::InvalidInput(_))));
     // A refused upload keeps what the device held.
     assert_eq!(field.read_visibility(&mut gpu).unwrap(), wide);
@@ -1076,8 +1076,11 @@ fn gpu_irradiance_update_matches_the_cpu_reference() {
     for p in (1..n as usize).step_by(3) {
         entries[p * QUADRANTS..(p + 1) * QUADRANTS].fill(crate::gi::DEAD_QUADRANT);
     }
-    cpu.visibility = crate::gi::CompressedVisibility::from_entries(&entries, cpu.visibility.blocks.clone());
+    cpu.visibility = crate::gi::CompressedVisibility::from_entries(&entries, cpu.visibility.blocks.blocks());
     assert!(cpu.visibility.dead_count() >= n as usize / 3, "{} dead", cpu.visibility.dead_count());
+    // Blocks of every spread width, so shading reads each class's table.
+    let classes = cpu.visibility.blocks.class_counts();
+    assert!(classes.iter().all(|&c| c > 0), "blocks per class {classes:?}");
     let mut updater = GiUpdater::new(&tracer).unwrap();
     let field = GpuProbeField::new(tracer.gpu_mut(), &cpu).unwrap();
     let lighting = GiLighting { albedo: vec![[0.8, 0.3, 0.2]; 2], ..GiLighting::default() };
@@ -1223,11 +1226,13 @@ fn gi_volume_updates_its_budget_round_robin_and_handles_an_empty_volume() {
     let stats = volume.stats();
     assert!(stats.baked && stats.blocks > 0 && stats.visibility_bytes < stats.visibility_bytes_uncompressed);
     // The device keeps the compressed visibility sized to it, 2-byte entries and
-    // 96-byte blocks, and nothing of the bake's maps or the compressor's buffers.
+    // the block tables, and nothing of the bake's maps or the compressor's buffers;
+    // the tables' class starts (24 bytes) travel in the update's parameters.
     let device = &volume.device.visibility;
     assert_eq!((device.entry_bytes, device.block_count), (2, stats.blocks));
     let parts = [&device.live_mask, &device.live_rank, &device.block_index, &device.transposed, &device.blocks];
-    assert_eq!(parts.iter().map(|b| b.size()).sum::<u64>(), stats.visibility_bytes);
+    assert_eq!(parts.iter().map(|b| b.size()).sum::<u64>() + 24, stats.visibility_bytes);
+    assert!(device.blocks.size() < u64::from(device.block_count) * 96, "blocks without spread store less");
     assert!(device.live_count > 0 && device.live_count <= n);
     assert_eq!(device.block_index.size(), u64::from(device.live_count) * 8);
     // Three updates cover every probe once; the fourth wraps around.
