@@ -1059,7 +1059,7 @@ typedef struct KilnGiStats {
     uint32_t dead_probes;
     /**
      * Distinct visibility blocks after compression: each block is a quadrant of a
-     * map (8 x 8 texels) that any number of probes share, stored in 64 to 96 bytes
+     * map (8 x 8 texels) that any number of probes share, stored in 56 to 88 bytes
      * by how many bits its texels' spread (depth^2 less depth squared) needs.
      */
     uint32_t blocks;

@@ -106,7 +106,7 @@ pub struct KilnGiStats {
     /// Probes that see no surface within the clip distance (no visibility data).
     pub dead_probes: u32,
     /// Distinct visibility blocks after compression: each block is a quadrant of a
-    /// map (8 x 8 texels) that any number of probes share, stored in 64 to 96 bytes
+    /// map (8 x 8 texels) that any number of probes share, stored in 56 to 88 bytes
     /// by how many bits its texels' spread (depth^2 less depth squared) needs.
     pub blocks: u32,
     /// Updates run so far.

@@ -25,30 +25,35 @@ uint gi_round_shift(uint v, uint shift) {
     return q + ((rem > halfway || (rem == halfway && (q & 1u) == 1u)) ? 1u : 0u);
 }
 
-// compress.rs quantise: floor(v * 255 + 0.5) on [0, 1], never fused, so the bits
+// compress.rs quantise: floor(v * 127 + 0.5) on [0, 1], never fused, so the bits
 // match the CPU's correctly rounded multiply and add.
 uint gi_quantise(float v) {
-    precise float s = clamp(v, 0.0, 1.0) * 255.0 + 0.5;
+    precise float s = clamp(v, 0.0, 1.0) * 127.0 + 0.5;
     return uint(s);
 }
+
+// compress.rs DEPTH_BITS, DEPTH_MAX; table.rs STORED_DEPTH_WORDS.
+const uint GI_DEPTH_BITS = 7u;
+const uint GI_DEPTH_MAX = 127u;
+const uint GI_STORED_DEPTH_WORDS = 14u;
 
 // compress.rs SPREAD_MAX, SPREAD_CODES, SPREAD_STEP.
 const float GI_SPREAD_MAX = 0.25;
 const float GI_SPREAD_CODES = 60.0;
 const float GI_SPREAD_STEP = 1.0 / 60.0;
 
-// compress.rs encode_texel: [depth, depth^2] as (8-bit depth, 4-bit spread over
+// compress.rs encode_texel: [depth, depth^2] as (7-bit depth, 4-bit spread over
 // the decoded depth squared) codes, every operation correctly rounded.
 uvec2 gi_encode_texel(vec2 t) {
     uint depth = gi_quantise(t.x);
-    precise float d = float(depth) * (1.0 / 255.0);
+    precise float d = float(depth) * (1.0 / 127.0);
     precise float s = clamp(t.y - d * d, 0.0, GI_SPREAD_MAX) * GI_SPREAD_CODES + 0.5;
     return uvec2(depth, uint(s));
 }
 
 // compress.rs decode_texel: [d, min(d * d + spread, 1)].
 vec2 gi_decode_texel(uvec2 code) {
-    precise float d = float(code.x) * (1.0 / 255.0);
+    precise float d = float(code.x) * (1.0 / 127.0);
     precise float d2 = min(d * d + float(code.y) * GI_SPREAD_STEP, 1.0);
     return vec2(d, d2);
 }
@@ -312,17 +317,25 @@ int gi_rank(uvec2 words, uvec2 ranks, uint i) {
 // table.rs BlockTable::value: texel i of stored block b. Its class (spread codes
 // of 0, 1, 2 or 4 bits) is the last whose first block number is <= b; its words
 // start at the class's first word plus its place in the class times the class's
-// block size, the depth codes first, then the spread codes w bits each.
+// block size: the depth codes first, 7 bits each (one may straddle two words),
+// then the spread codes w bits each.
 vec2 gi_table_value(GiUpdateParams P, uint b, uint i) {
     uint c = uint(b >= P.class_blocks[1]) + uint(b >= P.class_blocks[2]) + uint(b >= P.class_blocks[3]);
     uint width = c == 3u ? 4u : c;
-    uint base = P.class_words[c] + (b - P.class_blocks[c]) * (GI_DEPTH_WORDS + 2u * width);
+    uint base = P.class_words[c] + (b - P.class_blocks[c]) * (GI_STORED_DEPTH_WORDS + 2u * width);
     Uints words = Uints(P.blocks);
-    uint depth = (words.v[base + i / 4u] >> ((i % 4u) * 8u)) & 0xffu;
+    uint word = base + i * GI_DEPTH_BITS / 32u;
+    uint shift = i * GI_DEPTH_BITS % 32u;
+    uint depth = words.v[word] >> shift;
+    if (shift + GI_DEPTH_BITS > 32u) {
+        depth |= words.v[word + 1u] << (32u - shift);
+    }
+    depth &= GI_DEPTH_MAX;
     uint spread = 0u;
     if (width != 0u) {
         uint per_word = 32u / width;
-        spread = (words.v[base + GI_DEPTH_WORDS + i / per_word] >> ((i % per_word) * width)) & ((1u << width) - 1u);
+        uint at = base + GI_STORED_DEPTH_WORDS + i / per_word;
+        spread = (words.v[at] >> ((i % per_word) * width)) & ((1u << width) - 1u);
     }
     return gi_decode_texel(uvec2(depth, spread));
 }

@@ -7,23 +7,33 @@
 //! blocks) and reuses the most recent one whose largest texel difference, in either
 //! channel, is at most the tolerance (0.01 of the clip range: maps are normalised,
 //! so the tolerance is absolute); otherwise it is stored as a new block of 64
-//! texels (96 B, see below; stored in 64 to 96 B by the width of its spread codes,
+//! texels (96 B, see below; stored in 56 to 88 B by the width of its spread codes,
 //! `table.rs`). A quadrant within tolerance of the clip value stores
 //! nothing and decodes to the clip value; a probe whose four quadrants are so is a
 //! dead probe.
 //!
-//! # Block texels in 12 bits
+//! # Block texels in 11 bits
 //!
-//! Beyond the reference, a block stores each texel in 12 bits, not as the maps'
-//! two half floats: the depth (over the clip distance) in 8-bit unorm, and the
+//! Beyond the reference, a block stores each texel in 11 bits, not as the maps'
+//! two half floats: the depth (over the clip distance) in 7-bit unorm, and the
 //! *spread* `depth^2 - d * d` over the decoded depth `d` in 4 bits, 15 steps of
 //! 1/60 on [0, 1/4] (the variance of values in [0, 1] is at most 1/4). A texel
-//! decodes to `[d, min(d * d + spread, 1)]`, within 1/510 of the depth and 1/120
-//! of the depth^2 for every texel a map holds (a mean of squares is at least the
-//! square of the mean, so depth^2 >= depth * depth): inside the tolerance, 0.01 of
-//! the clip range. Quadrants are compared with a stored block as it decodes, so
-//! every texel of every map that reuses it still decodes within the tolerance; a
-//! texel at the clip value decodes to exactly `[1, 1]`.
+//! decodes to `[d, min(d * d + spread, 1)]`, within 1/254 of the depth and 1/120
+//! of the depth^2 for every texel a map holds: inside the tolerance, 0.01 of the
+//! clip range. (A mean of squares is at least the square of the mean, so a map's
+//! depth^2 is at least its depth squared; where the decoded depth lies above the
+//! depth, so that the spread clamps at 0, the depth^2 is off by at most
+//! `2 * (1/254) + (1/254)^2`, 0.0079.) Quadrants are compared with a stored block as it decodes, so every
+//! texel of every map that reuses it still decodes within the tolerance; a texel
+//! at the clip value decodes to exactly `[1, 1]`. The compressor keeps a depth
+//! code per byte ([`Block`]); the stored tables pack them 7 bits each (`table.rs`).
+//!
+//! 7-bit depth, against 8-bit: on smooth terrain at 0.5 m spacing the dictionary
+//! holds 36,160 blocks instead of 34,981 (a coarser code leaves less of the
+//! tolerance for matching), of 8 bytes less each: 5.09% -> 4.78% of raw (swizzled
+//! order, `cargo bench -p kiln-benches --bench ddgi -- nothing_matches`); the
+//! hills at 1.0 m 2,926 blocks instead of 2,918, 5.34% -> 4.96%. 6 bits would
+//! break the tolerance where the spread clamps (2/126 of depth^2).
 //!
 //! Measured on the voxel hills at 1.0 m spacing (`cargo bench -p kiln-benches
 //! --bench ddgi`): 8-bit depth and depth^2 stored 2,924 blocks of 128 B, 8-bit
@@ -162,8 +172,8 @@ pub const BLOCK_WORDS: usize = DEPTH_WORDS + QUADRANT_TEXELS / 8;
 /// word `i / 4`.
 pub const DEPTH_WORDS: usize = QUADRANT_TEXELS / 4;
 
-/// A stored block, one quadrant in its frame (row-major `cy * 8 + cx`): texel `i`'s
-/// 8-bit depth code in byte `i % 4` of word `i / 4`, its 4-bit spread code in bits
+/// A block as the compressor stores it, one quadrant in its frame (row-major
+/// `cy * 8 + cx`): texel `i`'s 7-bit depth code in byte `i % 4` of word `i / 4`, its 4-bit spread code in bits
 /// `4 * (i % 8)..` of word `DEPTH_WORDS + i / 8` ([`encode_texel`]). 96 bytes.
 pub type Block = [u32; BLOCK_WORDS];
 
@@ -415,7 +425,7 @@ impl CompressedVisibility {
     }
 
     /// Bytes stored: the live mask, a 2- or 4-byte entry and a transpose bit per
-    /// quadrant of a live probe, and the block tables (64 to 96 bytes per block).
+    /// quadrant of a live probe, and the block tables (56 to 88 bytes per block).
     pub fn bytes(&self) -> usize {
         self.live.bytes() + self.block_index.as_bytes().len() + self.transposed.len() * 4 + self.blocks.bytes()
     }
@@ -465,27 +475,32 @@ const TEXEL_PLACE: [(u8, u8); OCT_TEXELS] = {
 };
 
 /// `[depth, depth^2]` (over the clip distance, in [0, 1]) as `(depth, spread)`
-/// codes: depth in 8-bit unorm, and the spread `depth^2 - d * d` over the decoded
+/// codes: depth in 7-bit unorm, and the spread `depth^2 - d * d` over the decoded
 /// depth `d` in 4 bits, steps of 1/60 on [0, 1/4] (see the module docs). Both
 /// rounded to nearest.
 #[inline]
 pub fn encode_texel([d, d2]: [f32; 2]) -> (u32, u32) {
     let depth = quantise(d);
-    let decoded = depth as f32 * UNORM8_STEP;
+    let decoded = depth as f32 * DEPTH_STEP;
     let spread = (d2 - decoded * decoded).clamp(0.0, SPREAD_MAX) * SPREAD_CODES + 0.5;
     (depth, spread as u32)
 }
 
-/// `floor(v * 255 + 0.5)` on [0, 1]: the same correctly rounded multiply and add on
+/// `floor(v * 127 + 0.5)` on [0, 1]: the same correctly rounded multiply and add on
 /// the GPU (`precise` there, so never fused), hence the same bits.
 #[inline]
 fn quantise(v: f32) -> u32 {
-    (v.clamp(0.0, 1.0) * 255.0 + 0.5) as u32
+    (v.clamp(0.0, 1.0) * DEPTH_MAX as f32 + 0.5) as u32
 }
 
-/// One step of 8-bit unorm; decoding multiplies (correctly rounded on both sides,
+/// Bits of a depth code.
+pub const DEPTH_BITS: usize = 7;
+/// The largest depth code: the clip value.
+pub const DEPTH_MAX: u32 = (1 << DEPTH_BITS) - 1;
+
+/// One step of 7-bit unorm; decoding multiplies (correctly rounded on both sides,
 /// where a division need not be on the GPU).
-const UNORM8_STEP: f32 = 1.0 / 255.0;
+const DEPTH_STEP: f32 = 1.0 / DEPTH_MAX as f32;
 
 /// Largest spread a code holds: the variance of values in [0, 1] is at most 1/4.
 const SPREAD_MAX: f32 = 0.25;
@@ -497,7 +512,7 @@ const SPREAD_STEP: f32 = 1.0 / 60.0;
 /// [`encode_texel`]'s inverse: `[d, min(d * d + spread, 1)]`.
 #[inline]
 pub fn decode_texel(depth: u32, spread: u32) -> [f32; 2] {
-    let d = depth as f32 * UNORM8_STEP;
+    let d = depth as f32 * DEPTH_STEP;
     [d, (d * d + spread as f32 * SPREAD_STEP).min(1.0)]
 }
 
@@ -609,7 +624,10 @@ impl MeanCells {
     }
 }
 
-/// Compresses `maps` (one per probe) in `order` (see the module docs).
+/// Compresses `maps` (one per probe) in `order` (see the module docs). Every texel
+/// decodes within the tolerance for maps as the bake makes them, whose depth^2 is
+/// at least depth * depth (a mean of squares); a texel whose depth^2 lies below
+/// that may read back as far off again.
 pub fn compress(maps: &[VisibilityMap], order: &ProbeOrder, params: &CompressParams) -> CompressedVisibility {
     compress_with(maps, order, params, MeanCells::new(params.tolerance + MEAN_SLACK))
 }
@@ -706,10 +724,12 @@ mod tests {
                     m.0[7] = [1.0 - 0.004, 1.0 - 0.008];
                     m
                 } else if r < 0.8 {
+                    // Depth noise, and depth^2 its square, as a map of one
+                    // surface per texel holds.
                     let mut m = protos[(rng(seed) * 6.0) as usize % 6].clone();
                     for t in m.0.iter_mut() {
-                        let e = (rng(seed) - 0.5) * 0.008;
-                        *t = [(t[0] + e).clamp(0.0, 1.0), (t[1] + e).clamp(0.0, 1.0)];
+                        let d = (t[0] + (rng(seed) - 0.5) * 0.004).clamp(0.0, 1.0);
+                        *t = [d, d * d];
                     }
                     m
                 } else {
@@ -756,7 +776,7 @@ mod tests {
 
     /// Half a step of each code, and a little for the decoding's float operations:
     /// the largest error of a texel whose depth^2 is at least depth * depth.
-    const DEPTH_ERROR: f32 = 0.5 / 255.0 + 1e-6;
+    const DEPTH_ERROR: f32 = 0.5 / 127.0 + 1e-6;
     const DEPTH2_ERROR: f32 = 0.5 / 60.0 + 1e-6;
 
     #[test]
@@ -768,17 +788,17 @@ mod tests {
             for j in 0..=40 {
                 let d2 = d * d + (d - d * d) * j as f32 / 40.0;
                 let (depth, spread) = encode_texel([d, d2]);
-                assert!(depth <= 255 && spread <= 15);
+                assert!(depth <= DEPTH_MAX && spread <= 15);
                 let [dd, dd2] = decode_texel(depth, spread);
                 assert!((dd - d).abs() <= DEPTH_ERROR && (dd2 - d2).abs() <= DEPTH2_ERROR, "{d} {d2}: {dd} {dd2}");
             }
         }
         // The clip value and zero are exact; out-of-range values clamp, and the
         // decoded depth^2 is at least the decoded depth squared.
-        assert_eq!(encode_texel([1.0, 1.0]), (255, 0));
-        assert_eq!(decode_texel(255, 0), [1.0, 1.0]);
+        assert_eq!(encode_texel([1.0, 1.0]), (127, 0));
+        assert_eq!(decode_texel(127, 0), [1.0, 1.0]);
         assert_eq!(decode_texel(0, 0), [0.0, 0.0]);
-        assert_eq!(encode_texel([1.5, -0.5]), (255, 0));
+        assert_eq!(encode_texel([1.5, -0.5]), (127, 0));
         assert_eq!(encode_texel([0.5, 2.0]).1, 15);
         // Depth codes four to a word from the low byte, then spread codes eight to
         // a word from the low nibble.
@@ -929,8 +949,8 @@ mod tests {
         assert_eq!(c.transposed, [1 << 1 | 1 << 7 | 1 << 8 | 1 << 9 | 1 << 15], "entries 1, 7, 8, 9 and 15");
         assert!(c.is_dead(1) && c.is_dead(69) && !c.is_dead(70) && c.is_dead(71));
         assert_eq!(c.entry(70, 3), BlockEntry::new(3, true));
-        // Blocks without spread: 64 bytes each, and the tables' class starts.
-        assert_eq!(c.bytes(), 12 * 2 + 16 * 2 + 4 + 4 * 64 + 24, "mask and ranks, entries, transpose bits, blocks");
+        // Blocks without spread: 56 bytes each, and the tables' class starts.
+        assert_eq!(c.bytes(), 12 * 2 + 16 * 2 + 4 + 4 * 56 + 24, "mask and ranks, entries, transpose bits, blocks");
         assert_eq!(c.check(), Ok(()));
         let mut short = c.clone();
         short.blocks = BlockTable::pack(&blocks[..3]).0;

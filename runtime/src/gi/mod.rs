@@ -23,7 +23,7 @@
 //!
 //! 16 bytes of irradiance; for a probe whose map sees something, four 2-byte block
 //! entries (one per quadrant of the visibility map; 4-byte ones past 65,535
-//! blocks) and their transpose bits, and the shared 64- to 96-byte visibility
+//! blocks) and their transpose bits, and the shared 56- to 88-byte visibility
 //! blocks divided among the quadrants that use them; for a dead one, a bit. About 1.5 bits
 //! of placement mask per grid point. The device holds the same, sized to the data.
 //! RTXGI stores 256 B of irradiance and 1 KiB of distance per probe.

@@ -1,15 +1,16 @@
 //! The stored dictionary of compressed visibility: blocks in tables by the width
 //! of their spread codes.
 //!
-//! The compressor works on 96-byte blocks ([`Block`]: 64 depth bytes, then 64
-//! spread codes of 4 bits; `compress.rs`, "Block texels in 12 bits"). Most spread
-//! codes are 0: a texel whose rays all hit at about the same distance has no
-//! spread, and only texels across an edge have much. So a block is stored with
-//! the narrowest width in [`CLASS_WIDTHS`] that holds every one of its spread
-//! codes: 0, 1, 2 or 4 bits, a block of 64, 72, 80 or 96 bytes. The depth words
-//! come first as in a [`Block`]; a block of width `w > 0` then holds texel `i`'s
-//! code at bit `w * (i % (32 / w))` of its spread word `i / (32 / w)` (width 4 is
-//! the [`Block`] layout itself).
+//! The compressor works on 96-byte blocks ([`Block`]: 64 depth codes of 7 bits a
+//! byte each, then 64 spread codes of 4 bits; `compress.rs`, "Block texels in 11
+//! bits"). A stored block packs its depth codes 7 bits each, texel `i`'s at bit
+//! `7 i` of 14 words (a code may straddle two). Most spread codes are 0: a texel
+//! whose rays all hit at about the same distance has no spread, and only texels
+//! across an edge have much. So a block is stored with the narrowest width in
+//! [`CLASS_WIDTHS`] that holds every one of its spread codes: 0, 1, 2 or 4 bits, a
+//! block of 56, 64, 72 or 88 bytes. A block of width `w > 0` holds texel `i`'s
+//! spread code at bit `w * (i % (32 / w))` of its spread word `i / (32 / w)`, after
+//! the depth words (width 4 is the [`Block`] layout of the codes).
 //!
 //! Blocks are numbered class by class: every 0-bit block first, in the order the
 //! compressor stored them, then the 1-bit ones, and so on. A block's class follows
@@ -23,12 +24,12 @@
 //! ([`super::CompressedVisibility::from_entries`]).
 //!
 //! Measured on the smooth terrain at 0.5 m spacing (`cargo bench -p kiln-benches
-//! --bench ddgi -- nothing_matches`, swizzled order), where half the blocks have no
-//! spread at all: the dictionary of 96-byte blocks stored 6.04% of the raw maps,
-//! the tables 5.09%; a fifth class of 3-bit codes (88 bytes) would store 5.05%,
-//! for codes that straddle words.
+//! --bench ddgi -- nothing_matches`, swizzled order, 8-bit depth codes then), where
+//! half the blocks need at most 1 bit of spread: the dictionary of 96-byte blocks
+//! stored 6.04% of the raw maps, the tables 5.09%; a fifth class of 3-bit codes
+//! would store 5.05%. With 7-bit depth codes, 4.78%.
 
-use super::compress::{decode_texel, Block, BLOCK_WORDS, DEPTH_WORDS};
+use super::compress::{decode_texel, Block, BLOCK_WORDS, DEPTH_BITS, DEPTH_MAX, DEPTH_WORDS};
 use super::octahedral::QUADRANT_TEXELS;
 
 /// Classes of stored blocks.
@@ -37,9 +38,12 @@ pub const CLASSES: usize = 4;
 /// Bits per spread code in each class.
 pub const CLASS_WIDTHS: [u32; CLASSES] = [0, 1, 2, 4];
 
+/// Words of depth codes at the start of a stored block: 64 codes of 7 bits.
+pub const STORED_DEPTH_WORDS: usize = QUADRANT_TEXELS * DEPTH_BITS / 32;
+
 /// Words of a stored block of class `c`: the depth words, then the spread codes.
 pub const fn class_block_words(c: usize) -> usize {
-    DEPTH_WORDS + QUADRANT_TEXELS * CLASS_WIDTHS[c] as usize / 32
+    STORED_DEPTH_WORDS + QUADRANT_TEXELS * CLASS_WIDTHS[c] as usize / 32
 }
 
 /// Texel `i`'s spread code in `block`.
@@ -83,11 +87,19 @@ impl BlockTable {
             numbers.push(b);
             let base = table.base(c, b as usize);
             let out = &mut table.words[base..base + class_block_words(c)];
-            out[..DEPTH_WORDS].copy_from_slice(&block[..DEPTH_WORDS]);
+            for i in 0..QUADRANT_TEXELS {
+                let (word, shift) = (i * DEPTH_BITS / 32, i * DEPTH_BITS % 32);
+                let code = block[i / 4] >> (i % 4 * 8) & 0xff;
+                debug_assert!(code <= DEPTH_MAX, "a depth code of the compressor");
+                out[word] |= code << shift;
+                if shift + DEPTH_BITS > 32 {
+                    out[word + 1] |= code >> (32 - shift);
+                }
+            }
             let width = CLASS_WIDTHS[c] as usize;
             if let Some(per_word) = 32usize.checked_div(width) {
                 for i in 0..QUADRANT_TEXELS {
-                    out[DEPTH_WORDS + i / per_word] |= spread_code(block, i) << (i % per_word * width);
+                    out[STORED_DEPTH_WORDS + i / per_word] |= spread_code(block, i) << (i % per_word * width);
                 }
             }
         }
@@ -176,8 +188,18 @@ impl BlockTable {
     pub fn value(&self, b: usize, i: usize) -> [f32; 2] {
         let c = self.class(b);
         let base = self.base(c, b);
-        let depth = self.words[base + i / 4] >> (i % 4 * 8) & 0xff;
-        decode_texel(depth, self.spread_code(c, base, i))
+        decode_texel(self.depth_code(base, i), self.spread_code(c, base, i))
+    }
+
+    /// Texel `i`'s depth code in the block at word `base`.
+    #[inline]
+    fn depth_code(&self, base: usize, i: usize) -> u32 {
+        let (word, shift) = (base + i * DEPTH_BITS / 32, i * DEPTH_BITS % 32);
+        let mut code = self.words[word] >> shift;
+        if shift + DEPTH_BITS > 32 {
+            code |= self.words[word + 1] << (32 - shift);
+        }
+        code & DEPTH_MAX
     }
 
     /// Texel `i`'s spread code in the block of class `c` at word `base`.
@@ -187,7 +209,7 @@ impl BlockTable {
         match 32usize.checked_div(width) {
             None => 0,
             Some(per_word) => {
-                self.words[base + DEPTH_WORDS + i / per_word] >> (i % per_word * width) & ((1 << width) - 1)
+                self.words[base + STORED_DEPTH_WORDS + i / per_word] >> (i % per_word * width) & ((1 << width) - 1)
             }
         }
     }
@@ -197,8 +219,8 @@ impl BlockTable {
         let c = self.class(b);
         let base = self.base(c, b);
         let mut block = [0; BLOCK_WORDS];
-        block[..DEPTH_WORDS].copy_from_slice(&self.words[base..base + DEPTH_WORDS]);
         for i in 0..QUADRANT_TEXELS {
+            block[i / 4] |= self.depth_code(base, i) << (i % 4 * 8);
             block[DEPTH_WORDS + i / 8] |= self.spread_code(c, base, i) << (i % 8 * 4);
         }
         block
@@ -216,11 +238,13 @@ mod tests {
     use super::super::compress::{block_value, encode_texel, pack_block};
     use super::*;
 
-    /// A block whose texels' spread codes are `codes(i)`, depths `i * 3 + 7`.
+    /// A block whose texels' spread codes are `codes(i)`, depths `i * 3 + 7` (mod
+    /// 128: the largest code among them, and each place a code can take in the
+    /// stored words, straddling two or not).
     fn block_with(codes: impl Fn(usize) -> u32) -> Block {
         let mut block = [0; BLOCK_WORDS];
         for i in 0..QUADRANT_TEXELS {
-            block[i / 4] |= ((i as u32 * 3 + 7) & 0xff) << (i % 4 * 8);
+            block[i / 4] |= ((i as u32 * 3 + 7) & DEPTH_MAX) << (i % 4 * 8);
             block[DEPTH_WORDS + i / 8] |= codes(i) << (i % 8 * 4);
         }
         block
@@ -243,10 +267,10 @@ mod tests {
         assert_eq!(table.len(), 12);
         assert_eq!(table.class_counts(), [2, 2, 4, 4]);
         assert_eq!(table.class_starts(), [0, 2, 4, 8]);
-        // 64 + 72 + 80 + 96 bytes per class, in class order.
-        assert_eq!(table.class_word_starts(), [0, 32, 68, 148]);
-        assert_eq!(table.words().len(), 148 + 4 * 24);
-        assert_eq!(table.bytes(), (148 + 4 * 24) * 4 + 24);
+        // 56 + 64 + 72 + 88 bytes per class, in class order.
+        assert_eq!(table.class_word_starts(), [0, 28, 60, 132]);
+        assert_eq!(table.words().len(), 132 + 4 * 22);
+        assert_eq!(table.bytes(), (132 + 4 * 22) * 4 + 24);
         let mut seen = [false; 12];
         for (k, block) in blocks.iter().enumerate() {
             let b = numbers[k] as usize;
@@ -273,7 +297,7 @@ mod tests {
     }
 
     #[test]
-    fn a_quadrant_without_spread_stores_64_bytes() {
+    fn a_quadrant_without_spread_stores_56_bytes() {
         let flat: [[f32; 2]; QUADRANT_TEXELS] = std::array::from_fn(|i| {
             let d = i as f32 / 63.0;
             [d, d * d]
@@ -281,7 +305,7 @@ mod tests {
         let block = pack_block(&flat);
         assert!(flat.iter().all(|&t| encode_texel(t).1 == 0));
         let (table, numbers) = BlockTable::pack(&[block]);
-        assert_eq!((numbers[0], table.class(0), table.words().len()), (0, 0, 16));
+        assert_eq!((numbers[0], table.class(0), table.words().len()), (0, 0, 14));
         assert!((0..QUADRANT_TEXELS).all(|i| table.value(0, i) == block_value(&block, i)));
         assert!(BlockTable::pack(&[]).0.is_empty());
         assert_eq!(BlockTable::pack(&[]).0, BlockTable::default());
