@@ -8,9 +8,8 @@
 //! channel, is at most the tolerance (0.01 of the clip range: maps are normalised,
 //! so the tolerance is absolute); otherwise it is stored as a new block of 64
 //! texels (96 B, see below; stored in 56 to 88 B by the width of its spread codes,
-//! `table.rs`). A quadrant within tolerance of the clip value stores
-//! nothing and decodes to the clip value; a probe whose four quadrants are so is a
-//! dead probe.
+//! `table.rs`). A quadrant within tolerance of the clip value stores nothing and
+//! decodes to the clip value; a probe whose four quadrants are so is a dead probe.
 //!
 //! # Block texels in 11 bits
 //!
@@ -23,9 +22,9 @@
 //! clip range. (A mean of squares is at least the square of the mean, so a map's
 //! depth^2 is at least its depth squared; where the decoded depth lies above the
 //! depth, so that the spread clamps at 0, the depth^2 is off by at most
-//! `2 * (1/254) + (1/254)^2`, 0.0079.) Quadrants are compared with a stored block as it decodes, so every
-//! texel of every map that reuses it still decodes within the tolerance; a texel
-//! at the clip value decodes to exactly `[1, 1]`. The compressor keeps a depth
+//! `2 * (1/254) + (1/254)^2`, 0.0079.) Quadrants are compared with a stored block
+//! as it decodes, so every texel of every map that reuses it still decodes within
+//! the tolerance; a texel at the clip value decodes to exactly `[1, 1]`. The compressor keeps a depth
 //! code per byte ([`Block`]); the stored tables pack them 7 bits each (`table.rs`).
 //!
 //! 7-bit depth, against 8-bit: on smooth terrain at 0.5 m spacing the dictionary
@@ -173,8 +172,9 @@ pub const BLOCK_WORDS: usize = DEPTH_WORDS + QUADRANT_TEXELS / 8;
 pub const DEPTH_WORDS: usize = QUADRANT_TEXELS / 4;
 
 /// A block as the compressor stores it, one quadrant in its frame (row-major
-/// `cy * 8 + cx`): texel `i`'s 7-bit depth code in byte `i % 4` of word `i / 4`, its 4-bit spread code in bits
-/// `4 * (i % 8)..` of word `DEPTH_WORDS + i / 8` ([`encode_texel`]). 96 bytes.
+/// `cy * 8 + cx`): texel `i`'s 7-bit depth code in byte `i % 4` of word `i / 4`,
+/// its 4-bit spread code in bits `4 * (i % 8)..` of word `DEPTH_WORDS + i / 8`
+/// ([`encode_texel`]). 96 bytes.
 pub type Block = [u32; BLOCK_WORDS];
 
 /// `QUADRANT_MAP[q][i]`: the map texel at place `i` of quadrant `q`'s frame.
