@@ -1007,7 +1007,8 @@ typedef struct KilnGiDef {
      */
     float compress_tolerance;
     /**
-     * Blocks back the compressor searches for a match (at least 1). Default 10000.
+     * Quadrant blocks (8 x 8 texels) back the compressor searches for a match (at
+     * least 1). Default 40000: the reference's window of 10,000 whole maps.
      */
     uint32_t compress_window;
 } KilnGiDef;

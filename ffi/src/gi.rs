@@ -72,7 +72,8 @@ pub struct KilnGiDef {
     /// Largest texel difference, as a fraction of the clip distance, at which two
     /// visibility maps share a compressed block, in [0, 1). Default 0.01.
     pub compress_tolerance: f32,
-    /// Blocks back the compressor searches for a match (at least 1). Default 10000.
+    /// Quadrant blocks (8 x 8 texels) back the compressor searches for a match (at
+    /// least 1). Default 40000: the reference's window of 10,000 whole maps.
     pub compress_window: u32,
 }
 
@@ -174,7 +175,7 @@ pub extern "C" fn kiln_default_gi_def() -> KilnGiDef {
         hysteresis: 0.97,
         probes_per_frame: 1024,
         compress_tolerance: 0.01,
-        compress_window: 10_000,
+        compress_window: 40_000,
     }
 }
 

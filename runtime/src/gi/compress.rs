@@ -3,8 +3,10 @@
 //!
 //! Following the reference notes (`shared/reference/001_9e5c8190d77d0949.txt`,
 //! "Dictionary Compression"): maps are visited in a given order; each quadrant is
-//! compared with the blocks already stored within a look-back window (10,000
-//! blocks) and reuses the most recent one whose largest texel difference, in either
+//! compared with the blocks already stored within a look-back window (40,000
+//! quadrant blocks: the reference's 10,000 blocks are whole 16 x 16 maps, and a
+//! window reaching as many texels back holds four times as many quadrants) and
+//! reuses the most recent one whose largest texel difference, in either
 //! channel, is at most the tolerance (0.01 of the clip range: maps are normalised,
 //! so the tolerance is absolute); otherwise it is stored as a new block of 64
 //! texels (96 B, see below; stored in 56 to 88 B by the width of its spread codes,
@@ -151,7 +153,8 @@ impl BlockEntry {
 /// Compression settings; [`CompressParams::default`] is the reference's.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CompressParams {
-    /// Blocks searched back from the newest (10,000).
+    /// Quadrant blocks searched back from the newest (40,000: the reference's
+    /// window of 10,000 whole maps, in quadrants).
     pub window: u32,
     /// Largest accepted texel difference, as a fraction of the clip range (0.01).
     pub tolerance: f32,
@@ -159,7 +162,7 @@ pub struct CompressParams {
 
 impl Default for CompressParams {
     fn default() -> CompressParams {
-        CompressParams { window: 10_000, tolerance: 0.01 }
+        CompressParams { window: 40_000, tolerance: 0.01 }
     }
 }
 
