@@ -8,6 +8,10 @@
 //! Arguments: scene (`large_pyramid`, `pyramid` (base 20) or `rain`), steps (60),
 //! workers (1), solver (`soft`, the default, or `si`: sequential impulses, 8 velocity
 //! and 3 position passes, the soft step's pass count).
+//!
+//! With `KILN_EACH_STEP=1` it also prints every step's stage times and how many
+//! pairs reused their manifolds (the first steps of a scene fault in its buffers and
+//! make every manifold anew).
 
 use std::time::Instant;
 
@@ -46,6 +50,7 @@ fn main() {
     // Each stage's time in every step, for the medians (steady against a busy host's
     // bursts, which the means take in).
     let mut each: Vec<[f32; 7]> = Vec::with_capacity(steps);
+    let mut reused: Vec<(u32, u32)> = Vec::with_capacity(steps);
     let start = Instant::now();
     for _ in 0..steps {
         world.step(1.0 / 60.0, pool.jobs()).expect("valid step");
@@ -55,6 +60,7 @@ fn main() {
             *sum += ms;
         }
         each.push(step);
+        reused.push((world.counters().reused_pairs, world.counters().pairs));
     }
     let [broad, narrow, prepare, solve, continuous, sleep, total] = stages.map(|ms| ms / steps as f32);
     let other = total - (broad + narrow + prepare + solve + continuous + sleep);
@@ -69,6 +75,15 @@ fn main() {
         v.sort_by(f32::total_cmp);
         v.get(v.len() / 2).copied().unwrap_or(0.0)
     };
+    if std::env::var_os("KILN_EACH_STEP").is_some() {
+        for (i, (s, (kept, pairs))) in each.iter().zip(&reused).enumerate() {
+            println!(
+                "step {i}: total {:.2} ms (broadphase {:.2}, narrowphase {:.2}, prepare {:.2}, solve {:.2}); \
+                 {kept} of {pairs} pairs reused their manifolds",
+                s[6], s[0], s[1], s[2], s[3]
+            );
+        }
+    }
     println!(
         "medians of the steps: total {:.2} ms (solve {:.2}, narrowphase {:.2}, broadphase {:.2}, prepare {:.2})",
         median(6),
