@@ -7,8 +7,9 @@
 //! 1.5 m dilation (the reference notes' two configurations, whose ratios were 4.5%
 //! and 9%): probe count, dead probes, raw and compressed visibility bytes, the
 //! ratio (the default window is the reference's 10,000 whole maps, 40,000
-//! quadrant blocks; also printed with 10,000 quadrant blocks), and bytes per probe (dead probes included) with everything included
-//! (placement mask, irradiance, block entries, block tables).
+//! quadrant blocks; also printed with 10,000 quadrant blocks), and bytes per probe
+//! (dead probes included) with everything included (placement mask, irradiance,
+//! block entries, block tables).
 //!
 //! Timed groups, each against its peer in the same run:
 //! - `ddgi_compress_{0.5m,1.0m}` (voxel hills): `swizzled` (batches of 256 spread

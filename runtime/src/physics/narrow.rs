@@ -260,17 +260,15 @@ const MAX_CLUSTERS: usize = 4;
 /// Marks an entry of [`NarrowOut::order`] as last step's constraint, renewed.
 pub(crate) const KEPT: u32 = 1 << 31;
 
+/// Triangles a job's terrain buffers hold before they grow.
+pub(crate) const TERRAIN_ROOM: usize = 256;
+
 impl NarrowOut {
     fn push_fresh(&mut self, c: Constraint) {
         self.order.push(self.fresh.len() as u32);
         self.fresh.push(c);
     }
-}
 
-/// Triangles a job's terrain buffers hold before they grow.
-const TERRAIN_ROOM: usize = 256;
-
-impl NarrowOut {
     /// Room for a busy chunk's terrain triangles, made the first time the world has
     /// terrain items (then for every job: items shift between jobs as pairs come and
     /// go). A world without terrain items never makes it: at 46 KB a job, the two
@@ -282,6 +280,12 @@ impl NarrowOut {
             self.triangle_ids.reserve(TERRAIN_ROOM);
             self.candidates.reserve(TERRAIN_ROOM);
         }
+    }
+
+    /// Terrain triangles the job holds room for.
+    #[cfg(test)]
+    pub(crate) fn terrain_room(&self) -> usize {
+        self.triangle_ids.capacity()
     }
 }
 

@@ -1590,3 +1590,31 @@ fn the_wide_solver_steps_the_same_states_as_the_scalar_solver() {
         }
     }
 }
+
+/// A world without terrain items keeps no room for terrain triangles in its
+/// narrowphase jobs (at 46 KB a job, `large_pyramid`'s two lists of 468 jobs made
+/// 43 MB that nothing used, and faulted them in over its first two steps); once a
+/// step has terrain items, every job that runs holds the room, so that the items
+/// shifting between jobs do not allocate later.
+#[test]
+fn narrowphase_jobs_hold_terrain_room_only_with_terrain_items() {
+    let pool = inline();
+    let (mut world, _) = scenes::pyramid(12).build();
+    for _ in 0..3 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+    }
+    let (rooms, ran) = world.narrow_terrain_rooms();
+    assert!(world.counters().constraints > 0 && ran > 1, "the boxes touch, in {ran} jobs");
+    assert!(rooms.iter().all(|&r| r == 0), "terrain room without terrain: {rooms:?}");
+
+    let (mut world, _) = scenes::rain_over("rain", 32, 64).build();
+    let mut steps = 0;
+    while world.counters().reused_terrain == 0 || steps < 2 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+        steps += 1;
+        assert!(steps < 600, "the rain reaches the terrain");
+    }
+    let (rooms, ran) = world.narrow_terrain_rooms();
+    assert!(ran > 0);
+    assert!(rooms[..ran].iter().all(|&r| r >= narrow::TERRAIN_ROOM), "jobs that ran: {:?}", &rooms[..ran]);
+}

@@ -486,6 +486,14 @@ impl World {
         self.coloring.set_lanes(lanes.max(4));
     }
 
+    /// Terrain triangles each narrowphase job holds room for: both lists, then how
+    /// many jobs ran in the last step.
+    #[cfg(test)]
+    pub(crate) fn narrow_terrain_rooms(&self) -> (Vec<usize>, usize) {
+        let s = &self.scratch;
+        (s.outs.iter().chain(&s.kept_outs).map(NarrowOut::terrain_room).collect(), s.joined)
+    }
+
     pub fn counters(&self) -> StepCounters {
         self.counters
     }
