@@ -456,28 +456,41 @@ pub(crate) fn clip<const C: usize>(
     normal_ab: Vec3,
 ) -> Manifold {
     let mut poly = [Clip::default(); C];
-    let mut next = [Clip::default(); C];
+    let mut next_poly = [Clip::default(); C];
     poly[..incident.len()].copy_from_slice(incident);
     let mut count = incident.len();
-    for i in 0..reference.len() {
-        let (r0, r1) = (reference[i], reference[(i + 1) % reference.len()]);
+    for (i, &r0) in reference.iter().enumerate() {
+        let r1 = reference.get(i + 1).copied().unwrap_or(reference[0]);
         let side = (r1 - r0).cross(ref_normal);
         let side_offset = side.dot(r0);
+        // Each corner's distance past this side, once (each edge reads two). With
+        // every corner inside (NaN is not), the polygon stays as it is.
+        let mut past = [0.0f32; C];
+        let mut outside = false;
+        for (d, c) in past.iter_mut().zip(&poly[..count]) {
+            *d = side.dot(c.p) - side_offset;
+            outside |= *d > 0.0 || d.is_nan();
+        }
+        if !outside {
+            continue;
+        }
         let mut out = 0;
         for k in 0..count {
-            let (p, q) = (poly[k], poly[(k + 1) % count]);
-            let (dp, dq) = (side.dot(p.p) - side_offset, side.dot(q.p) - side_offset);
+            // The edge from corner k to the next (no `%`: a division per edge).
+            let next = if k + 1 == count { 0 } else { k + 1 };
+            let (p, q) = (poly[k], poly[next]);
+            let (dp, dq) = (past[k], past[next]);
             if dp <= 0.0 && out < C {
-                next[out] = p;
+                next_poly[out] = p;
                 out += 1;
             }
             if ((dp < 0.0 && dq > 0.0) || (dp > 0.0 && dq < 0.0)) && out < C {
                 let t = dp / (dp - dq);
-                next[out] = Clip { p: p.p + (q.p - p.p) * t, id: 0x8000 | (i as u32 & 0x7F) << 8 | (p.id & 0xFF) };
+                next_poly[out] = Clip { p: p.p + (q.p - p.p) * t, id: 0x8000 | (i as u32 & 0x7F) << 8 | (p.id & 0xFF) };
                 out += 1;
             }
         }
-        std::mem::swap(&mut poly, &mut next);
+        std::mem::swap(&mut poly, &mut next_poly);
         count = out;
         if count == 0 {
             break;

@@ -22,6 +22,25 @@ fn unit_box() -> Shape {
     Shape::cuboid(Vec3::splat(0.5)).unwrap()
 }
 
+/// Two unit boxes stacked as in a pyramid, the top one a few millimetres off
+/// along x and z and turned a little: every clipped point lies on the overlap of the
+/// two faces, however little a corner pokes past a side plane.
+#[test]
+fn clipped_points_stay_inside_the_reference_face() {
+    for (offset, turn) in [(0.003, 0.0), (0.0005, 0.0), (0.004, 0.002), (0.25, 0.01), (-0.002, -0.003)] {
+        let xf = Isometry::new(Vec3::new(offset, 0.995, -offset), Quat::from_rotation_y(turn));
+        let m = collide(&unit_box(), &Isometry::IDENTITY, &unit_box(), &xf, 0.02);
+        assert_eq!(m.count, 4, "offset {offset}, turn {turn}: {m:?}");
+        for p in m.points() {
+            // Inside the lower box's top face and the upper box's bottom face.
+            let (own, other) = (p.point, xf.inverse_transform_point(p.point));
+            assert!(own.x.abs() <= 0.5 + 1e-6 && own.z.abs() <= 0.5 + 1e-6, "{offset} {turn}: {p:?}");
+            assert!(other.x.abs() <= 0.5 + 1e-6 && other.z.abs() <= 0.5 + 1e-6, "{offset} {turn}: {p:?}");
+            assert!((p.separation + 0.005).abs() < 1e-4, "{p:?}");
+        }
+    }
+}
+
 #[test]
 fn box_resting_on_box_has_four_points_at_the_exact_depth() {
     let ground = Shape::cuboid(Vec3::new(5.0, 0.5, 5.0)).unwrap();

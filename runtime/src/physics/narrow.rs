@@ -512,7 +512,7 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
     let before = out.order.len();
     let frame = xa.inv_mul(&xb);
     let found = |frame: &Isometry, normal: Vec3| {
-        let (a, b) = (sa.shape.aabb(&Isometry::IDENTITY), sb.shape.aabb(&Isometry::IDENTITY));
+        let (a, b) = (sa.shape.local_aabb(), sb.shape.local_aabb());
         let (ra, rb) = (0.5 * (a.max - a.min).length(), 0.5 * (b.max - b.min).length());
         let (center, radius) = if ra <= rb { (a.center(), ra) } else { (frame.transform_point(b.center()), rb) };
         FoundAt { frame: *frame, normal, center, radius }
@@ -779,7 +779,7 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
         out.reused_terrain += 1;
         return;
     }
-    let bounds = shape.shape.aabb(&Isometry::IDENTITY);
+    let bounds = shape.shape.local_aabb();
     let (center, radius) = (bounds.center(), 0.5 * (bounds.max - bounds.min).length());
     let part = |index: u32, part: &Shape, part_xf: &Isometry, out: &mut NarrowOut| {
         out.candidates.clear();

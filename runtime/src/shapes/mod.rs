@@ -172,6 +172,20 @@ impl Shape {
         !matches!(self, Shape::Compound(_))
     }
 
+    /// Bounds of the shape in its own frame: [`Shape::aabb`] at the identity, without
+    /// the rotation's arithmetic (the narrowphase takes it for every manifold it
+    /// makes).
+    pub fn local_aabb(&self) -> Aabb {
+        match self {
+            Shape::Sphere { center, radius } => Aabb::from_center_half_extents(*center, Vec3::splat(*radius)),
+            Shape::Capsule { a, b, radius } => Aabb::new(a.min(*b), a.max(*b)).expanded(*radius),
+            Shape::Box { half } => Aabb::new(-*half, *half),
+            Shape::Hull(hull) => hull.bounds(),
+            Shape::Compound(c) => c.bounds,
+            Shape::Triangle(v) => Aabb::new(v[0].min(v[1]).min(v[2]), v[0].max(v[1]).max(v[2])),
+        }
+    }
+
     /// Bounds of the shape placed by `xf` (hulls: their local box, rotated).
     pub fn aabb(&self, xf: &Isometry) -> Aabb {
         match self {
@@ -284,5 +298,29 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(compound.aabb(&Isometry::IDENTITY), Aabb::new(Vec3::splat(-1.0), Vec3::new(6.0, 1.0, 1.0)));
+    }
+
+    #[test]
+    fn local_bounds_are_the_bounds_at_the_identity() {
+        let hull = Shape::hull(&[Vec3::ZERO, Vec3::new(2.0, 0.5, 0.0), Vec3::new(0.3, 1.5, -1.0), Vec3::Z]).unwrap();
+        let shapes = [
+            Shape::sphere(Vec3::new(0.5, -1.0, 2.0), 0.75).unwrap(),
+            Shape::capsule(Vec3::new(1.0, 2.0, 0.0), Vec3::new(-1.0, 0.5, 3.0), 0.25).unwrap(),
+            Shape::cuboid(Vec3::new(0.5, 1.5, 2.5)).unwrap(),
+            hull.clone(),
+            Shape::compound([
+                (Isometry::from_translation(Vec3::X * 5.0), Shape::sphere(Vec3::ZERO, 1.0).unwrap()),
+                (Isometry::new(Vec3::Y, Quat::from_rotation_x(0.7)), hull),
+            ])
+            .unwrap(),
+            Shape::triangle([Vec3::ZERO, Vec3::new(1.0, 2.0, -3.0), Vec3::new(-0.5, 0.25, 1.0)]).unwrap(),
+        ];
+        for shape in &shapes {
+            let (local, placed) = (shape.local_aabb(), shape.aabb(&Isometry::IDENTITY));
+            assert!(
+                local.min.abs_diff_eq(placed.min, 1e-6) && local.max.abs_diff_eq(placed.max, 1e-6),
+                "{shape:?}: {local:?} vs {placed:?}"
+            );
+        }
     }
 }
