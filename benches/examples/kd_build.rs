@@ -6,8 +6,10 @@
 //! perf record target/release/examples/kd_build 5
 //! ```
 //!
-//! Argument: builds (5). The fingerprint (node count, depth and the hits of 2,000
-//! rays) must stay the same across changes meant to keep the tree.
+//! Arguments: builds (5), then `chunks` to build the bench's 802-chunk set (the
+//! 120 x 120 hills, one tree per chunk, ten sets a build) instead. The fingerprint
+//! (node count, depth and the hits of 2,000 rays) must stay the same across changes
+//! meant to keep the tree.
 
 use std::time::Instant;
 
@@ -20,6 +22,9 @@ use kiln_benches::{geometry_chunks, SplitMix};
 
 fn main() {
     let builds: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(5);
+    if std::env::args().nth(2).as_deref() == Some("chunks") {
+        return chunk_set(builds);
+    }
     let pool = ThreadPool::new(0);
     let mut t = Terrain::new(0.5);
     generate_hills(&mut t, 400, 1);
@@ -64,5 +69,48 @@ fn main() {
         times[times.len() / 2],
         kd.node_count(),
         kd.depth()
+    );
+}
+
+/// The `kdtree` bench's chunk set: each chunk's mesh of the 120 x 120 hills, ten sets
+/// a build, as its paired rounds build them.
+fn chunk_set(builds: usize) {
+    const SETS: usize = 10;
+    let pool = ThreadPool::new(0);
+    let mut t = Terrain::new(0.5);
+    generate_hills(&mut t, 120, 1);
+    t.regenerate(pool.jobs());
+    let chunks: Vec<TriMesh> = geometry_chunks(&t)
+        .into_iter()
+        .filter(|&c| t.may_have_triangles(c))
+        .map(|c| {
+            let mut mesh = TriMesh::new();
+            mesh_chunk(t.voxels(), c, t.voxel_size(), &mut mesh);
+            mesh
+        })
+        .filter(|m| !m.triangles.is_empty())
+        .collect();
+    let mut times = Vec::new();
+    let mut fingerprint = (0, 0);
+    for _ in 0..builds {
+        let input: Vec<Vec<TriMesh>> = (0..SETS).map(|_| chunks.clone()).collect();
+        let start = Instant::now();
+        let built: Vec<Vec<KdMesh>> = input
+            .into_iter()
+            .map(|set| set.into_iter().map(|m| KdMesh::from_mesh(m, MeshMode::Full).expect("valid mesh")).collect())
+            .collect();
+        times.push(start.elapsed().as_secs_f64() * 1e3 / SETS as f64);
+        fingerprint = built[0].iter().fold((0, 0), |(n, d), kd| (n + kd.node_count(), d.max(kd.depth())));
+    }
+    times.sort_by(f64::total_cmp);
+    let triangles: usize = chunks.iter().map(|m| m.triangles.len()).sum();
+    println!(
+        "{} chunks, {triangles} triangles: build min {:.2} ms, median {:.2} ms per set ({builds} builds); {} nodes, \
+         deepest {}",
+        chunks.len(),
+        times[0],
+        times[times.len() / 2],
+        fingerprint.0,
+        fingerprint.1
     );
 }
