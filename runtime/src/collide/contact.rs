@@ -22,7 +22,7 @@ use super::rounded::{
     collide_rounded, collide_rounded_polytope, collide_rounded_triangle, collide_sphere_box, Rounded, TriangleEdges,
 };
 use super::sat::collide_polytopes;
-use crate::math::Isometry;
+use crate::math::{Aabb, Isometry};
 use crate::shapes::{BoxPoly, ConvexHull, Polytope, Shape, TrianglePoly};
 
 /// A convex shape in the form the algorithms take.
@@ -122,10 +122,14 @@ pub fn collide_all(
         }
         _ => visit(0, s, *xf),
     };
+    // Boxes rule out a compound's far parts before their test; two convex shapes go
+    // straight to theirs (it finds a gap past `margin` as soon as the boxes would,
+    // and the broadphase's boxes already overlapped).
+    let filter = matches!(a, Shape::Compound(_)) || matches!(b, Shape::Compound(_));
     parts(a, xf_a, &mut |ia, sa, xa| {
-        let box_a = sa.aabb(&xa).expanded(margin);
+        let box_a = if filter { sa.aabb(&xa).expanded(margin) } else { Aabb::EMPTY };
         parts(b, xf_b, &mut |ib, sb, xb| {
-            if !box_a.overlaps(&sb.aabb(&xb)) {
+            if filter && !box_a.overlaps(&sb.aabb(&xb)) {
                 return;
             }
             let m = collide(sa, &xa, sb, &xb, margin);

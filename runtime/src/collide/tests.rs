@@ -4,7 +4,7 @@
 use glam::{Quat, Vec3};
 
 use super::*;
-use crate::math::Isometry;
+use crate::math::{Aabb, Isometry};
 use crate::shapes::{ConvexHull, Shape};
 
 /// A tiny deterministic generator for the narrowphase and physics tests: uniform in
@@ -447,4 +447,51 @@ fn box_edge_queries_match_the_general_test_bit_for_bit() {
         crossings += (fast.0 > f32::NEG_INFINITY) as usize;
     }
     assert!(crossings > 2000, "only {crossings} cases had a crossing edge pair");
+}
+
+/// `collide_all` tests two convex shapes without their boxes first: every shape pair
+/// reports nothing once the shapes are further apart than the margin (the gap along
+/// a random direction, 1 mm to 1 m past it), and a manifold when they overlap (two
+/// triangles excepted).
+#[test]
+fn convex_pairs_past_the_margin_report_nothing() {
+    let hull =
+        Shape::hull(&[Vec3::ZERO, Vec3::new(0.8, 0.1, 0.0), Vec3::new(0.2, 0.7, -0.3), Vec3::new(0.1, 0.2, 0.9)])
+            .unwrap();
+    let shapes = [
+        Shape::sphere(Vec3::new(0.1, 0.0, -0.1), 0.4).unwrap(),
+        Shape::capsule(Vec3::new(-0.3, 0.0, 0.0), Vec3::new(0.3, 0.2, 0.0), 0.2).unwrap(),
+        Shape::cuboid(Vec3::new(0.3, 0.5, 0.4)).unwrap(),
+        hull,
+        Shape::triangle([Vec3::ZERO, Vec3::new(1.0, 0.0, 0.2), Vec3::new(0.0, 0.3, 1.0)]).unwrap(),
+    ];
+    let margin = 0.02;
+    let mut seed = 11u64;
+    let mut rnd = || lcg(&mut seed);
+    for a in &shapes {
+        for b in &shapes {
+            for _ in 0..40 {
+                let xf_a = Isometry::new(Vec3::new(rnd(), rnd(), rnd()), Quat::from_rotation_y(3.0 * rnd()));
+                let turn = Quat::from_axis_angle(Vec3::new(rnd(), rnd(), rnd()).normalize_or(Vec3::Y), 3.0 * rnd());
+                let dir = Vec3::new(rnd(), rnd(), rnd()).normalize_or(Vec3::X);
+                // B's placement with its bounds (in A's frame) just past A's along `dir`.
+                let (ba, bb) = (a.aabb(&Isometry::IDENTITY), b.aabb(&Isometry::new(Vec3::ZERO, turn)));
+                let reach = |bx: &Aabb| bx.extents().length() * 0.5 + bx.center().length();
+                let gap = margin + 0.001 + 0.999 * (0.5 + 0.5 * rnd());
+                let xf_b = xf_a.mul(&Isometry::new(dir * (reach(&ba) + reach(&bb) + gap), turn));
+                let mut found = 0;
+                collide_all(a, &xf_a, b, &xf_b, margin, &mut |_, _, _| found += 1);
+                assert_eq!(found, 0, "{a:?} and {b:?} {gap} m apart");
+                if matches!((a, b), (Shape::Triangle(_), Shape::Triangle(_))) {
+                    // Two triangles never collide (terrain meets bodies only).
+                    continue;
+                }
+                let mut found = 0;
+                collide_all(a, &xf_a, b, &xf_a.mul(&Isometry::new(Vec3::ZERO, turn)), margin, &mut |_, _, _| {
+                    found += 1
+                });
+                assert_eq!(found, 1, "{a:?} and {b:?} overlapping");
+            }
+        }
+    }
 }
