@@ -476,7 +476,7 @@ impl KdMesh {
         };
         match mode {
             MeshMode::Full => {
-                let grid = LeafGrid { origin, quantum: step, top: u16::MAX as u32 };
+                let grid = LeafGrid::new(origin, step, u16::MAX as u32);
                 let (nodes, depth, items) = build_nodes(&mesh.vertices, &mesh.triangles, grid, jobs)?;
                 let triangles = collect(items.len(), jobs, |i| mesh.triangles[items[i].index as usize]);
                 let (materials, order) = permute(&items, &mesh.materials);
@@ -498,7 +498,7 @@ impl KdMesh {
                 // Build on the positions queries will see.
                 let snapped: Vec<Vec3> = compact.vertices.iter().map(|&q| compact.dequantise(q)).collect();
                 let bounds = snapped.iter().fold(Aabb::EMPTY, |b, &v| Aabb::new(b.min.min(v), b.max.max(v)));
-                let grid = LeafGrid { origin, quantum: step * COMPACT_LEAF_STEPS, top: u8::MAX as u32 };
+                let grid = LeafGrid::new(origin, step * COMPACT_LEAF_STEPS, u8::MAX as u32);
                 let (nodes, depth, items) = build_nodes(&snapped, &mesh.triangles, grid, jobs)?;
                 if nodes.len() > COMPACT_MAX_NODES {
                     return Err(KdError::TooLargeForCompact);
@@ -874,12 +874,20 @@ struct Place {
     first: u32,
 }
 
-/// Where leaf ranges are quantised: `origin + q * quantum` for `q` in `0..=top`.
+/// Where leaf ranges are quantised: `origin + q * quantum` for `q` in `0..=top`
+/// (`scale` is the quantum's reciprocal, worked out once rather than per leaf).
 #[derive(Clone, Copy)]
 struct LeafGrid {
     origin: Vec3,
     quantum: Vec3,
+    scale: Vec3,
     top: u32,
+}
+
+impl LeafGrid {
+    fn new(origin: Vec3, quantum: Vec3, top: u32) -> LeafGrid {
+        LeafGrid { origin, quantum, scale: 1.0 / quantum, top }
+    }
 }
 
 struct Build<'j> {
@@ -889,6 +897,11 @@ struct Build<'j> {
 
 /// Items peeled into a leaf to cut a gap (see [`Build::peel`]).
 const PEEL: usize = 2;
+
+/// The most items of a node the mean split always halves as two on the left (see
+/// [`Build::split_small`]): with six, four left are possible.
+const SMALL: usize = 5;
+const _: () = assert!(SMALL < 3 * PEEL, "a small node never peels");
 
 impl Build<'_> {
     /// Builds the subtree of `items` into `out` (exactly [`subtree_nodes`] of them)
@@ -918,22 +931,37 @@ impl Build<'_> {
             }
         }
         let axis = bounds.longest_axis();
+        if n <= SMALL {
+            return self.split_small(out, at, axis, items, region, level);
+        }
         let sum = match sums {
             Some(sums) => sums[axis],
-            None => items.iter().map(|it| it.mid(axis) as f64).sum::<f64>(),
+            None => content(items).1.expect("content sums")[axis],
         };
-        let mean = sum / n as f64;
-        // The midpoints are f32s, so `(mid as f64) < mean` exactly when `mid < cut`,
-        // `cut` the smallest f32 at or above the mean: the partition compares in f32.
-        let mut cut = mean as f32;
-        if (cut as f64) < mean {
-            cut = cut.next_up();
-        }
         // One partition loop per axis, so the loop reads a fixed coordinate.
-        let mut k = match axis {
-            0 => partition(items, |it| it.mid(0) < cut),
-            1 => partition(items, |it| it.mid(1) < cut),
-            _ => partition(items, |it| it.mid(2) < cut),
+        let mut k = if n < PARALLEL_ITEMS {
+            // The sums were f32 (see `content`): a midpoint goes left when below the
+            // mean, compared as `mid * n < sum`, so no division holds up the loop.
+            let (sum, count) = (sum as f32, n as f32);
+            match axis {
+                0 => partition(items, |it| it.mid(0) * count < sum),
+                1 => partition(items, |it| it.mid(1) * count < sum),
+                _ => partition(items, |it| it.mid(2) * count < sum),
+            }
+        } else {
+            let mean = sum / n as f64;
+            // The midpoints are f32s, so `(mid as f64) < mean` exactly when `mid <
+            // cut`, `cut` the smallest f32 at or above the mean: the partition
+            // compares in f32.
+            let mut cut = mean as f32;
+            if (cut as f64) < mean {
+                cut = cut.next_up();
+            }
+            match axis {
+                0 => partition(items, |it| it.mid(0) < cut),
+                1 => partition(items, |it| it.mid(1) < cut),
+                _ => partition(items, |it| it.mid(2) < cut),
+            }
         };
         if 4 * k < n || 4 * (n - k) < n {
             // Too skewed: halve at the median (an even count on the left).
@@ -954,21 +982,49 @@ impl Build<'_> {
             }
         }
         let (left, right) = items.split_at_mut(k);
-        let (mut lc, mut rc) = (None, None);
-        self.both(n, || lc = Some(child_content(left)), || rc = Some(child_content(right)));
-        let (lc, rc) = (lc.expect("content ran"), rc.expect("content ran"));
+        let (lc, rc) = self.both(n, || child_content(left), || child_content(right));
         self.split(out, at, axis, (left, lc), (right, rc), region, level, false)
     }
 
-    /// Runs `a` and `b`, side by side when building in parallel and a node of `n`
-    /// items is worth it.
-    fn both(&self, n: usize, a: impl FnOnce() + Send, b: impl FnOnce() + Send) {
+    /// A node of three to [`SMALL`] items: the mean split gives the left child two
+    /// items in every case (a split keeps the left count even, and every other count
+    /// is either skewed, falling back to the median, or odd, moving the midpoint
+    /// nearest the split across), and they are the two with the smallest midpoints.
+    /// So they are picked directly, without the mean and the partition: half of a
+    /// tree's branches sit just above its leaves.
+    #[inline(always)]
+    fn split_small(
+        &self,
+        out: &mut [MaybeUninit<FullNode>],
+        at: Place,
+        axis: usize,
+        items: &mut [Item],
+        region: Aabb,
+        level: u32,
+    ) -> u32 {
+        for i in 0..2 {
+            let j = i + argmin(&items[i..], |it| it.mid(axis));
+            items.swap(i, j);
+        }
+        let (left, right) = items.split_at_mut(2);
+        let (lc, rc) = (child_content(left), child_content(right));
+        // Both children are leaves: `peeled` does not matter.
+        self.split(out, at, axis, (left, lc), (right, rc), region, level, false)
+    }
+
+    /// Runs `a` and `b` and returns their results, side by side when building in
+    /// parallel and a node of `n` items is worth it. (The serial path returns the
+    /// values directly: passing them out through `Option`s spilled them to the
+    /// stack in pieces that the reads then could not forward.)
+    #[inline(always)]
+    fn both<A: Send, B: Send>(&self, n: usize, a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
         match self.jobs {
-            Some(jobs) if n >= PARALLEL_ITEMS => jobs.join(a, b),
-            _ => {
-                a();
-                b();
+            Some(jobs) if n >= PARALLEL_ITEMS => {
+                let (mut ra, mut rb) = (None, None);
+                jobs.join(|| ra = Some(a()), || rb = Some(b()));
+                (ra.expect("join ran a"), rb.expect("join ran b"))
             }
+            _ => (a(), b()),
         }
     }
 
@@ -987,12 +1043,11 @@ impl Build<'_> {
         } else {
             2
         };
-        let LeafGrid { origin, quantum, top: last } = self.grid;
-        let (o, q) = (origin[axis], quantum[axis]);
+        let LeafGrid { origin, quantum, scale, top: last } = self.grid;
+        let (o, q, scale) = (origin[axis], quantum[axis], scale[axis]);
         let (min, max) = (bounds.min[axis], bounds.max[axis]);
         // Truncation (`as`, saturating) is floor for the non-negative values here,
         // and cheaper than `floor` and `ceil`, which are libm calls on baseline x86-64.
-        let scale = 1.0 / q;
         let mut low = (((min - o) * scale) as u32).min(last);
         let mut high = (((max - o) * scale) as u32).saturating_add(1).min(last);
         // Rounding can land a step off: step until the range contains, with the same
@@ -1034,22 +1089,22 @@ impl Build<'_> {
         let child = at.node + 1 + left_out.len() as u32;
         let left_at = Place { node: at.node + 1, first: at.first };
         let right_at = Place { node: child, first: at.first + k as u32 };
-        let (mut left_depth, mut right_depth) = (level, level);
-        if k <= 2 && n - k <= 2 {
+        let depth = if k <= 2 && n - k <= 2 {
             // Both children are leaves: written here, without the calls (most nodes
             // of a tree sit this low).
             left_out[0].write(self.leaf(&lb, &left_region, k, left_at.first));
             right_out[0].write(self.leaf(&rb, &right_region, n - k, right_at.first));
-            (left_depth, right_depth) = (level + 1, level + 1);
+            level + 1
         } else {
-            self.both(
+            let (left_depth, right_depth) = self.both(
                 n,
-                || left_depth = self.node(left_out, left_at, left, lc, left_region, level + 1, peeled),
-                || right_depth = self.node(right_out, right_at, right, rc, right_region, level + 1, peeled),
+                || self.node(left_out, left_at, left, lc, left_region, level + 1, peeled),
+                || self.node(right_out, right_at, right, rc, right_region, level + 1, peeled),
             );
-        }
+            left_depth.max(right_depth)
+        };
         branch.write(FullNode { a: lb.max[axis].to_bits(), b: rb.min[axis].to_bits(), tag: axis as u32 | child << 2 });
-        left_depth.max(right_depth)
+        depth
     }
 
     /// The axis and side (`true` for the upper one) where the region leaves the
@@ -1142,10 +1197,34 @@ impl Build<'_> {
 /// axis when a pass over them has just computed it (the next split's mean).
 type Content = (Aabb, Option<[f64; 3]>);
 
-/// The items' box and midpoint sums, in one pass (the sums in the order a pass for
-/// the mean would add them: the same bits).
+/// The items' box and midpoint sums, in one pass. Below [`PARALLEL_ITEMS`] items
+/// (every chunk's tree, every subtree one job builds) the sums are f32, four-wide
+/// beside the box: the mean only steers the split, and its sums as f64 took a tenth
+/// of a chunk's build; above, f64 per axis, which keeps a large mesh's sums exact
+/// enough whatever the chunking. Either way the bits depend on the items alone.
 #[inline(always)]
 fn content(items: &[Item]) -> Content {
+    if items.len() < PARALLEL_ITEMS {
+        // Four-wide minima, maxima and sums (`Vec3`'s are three scalar ones), two
+        // items a round into two sets: each set's chain waits on every other item.
+        let mut acc = [(Vec3A::INFINITY, Vec3A::NEG_INFINITY, Vec3A::splat(-0.0)); 2];
+        let (pairs, rest) = items.as_chunks::<2>();
+        let add = |(min, max, sums): &mut (Vec3A, Vec3A, Vec3A), it: &Item| {
+            let (lo, hi) = (Vec3A::from(it.min), Vec3A::from(it.max));
+            (*min, *max, *sums) = (min.min(lo), max.max(hi), *sums + (lo + hi));
+        };
+        for [a, b] in pairs {
+            let [x, y] = &mut acc;
+            add(x, a);
+            add(y, b);
+        }
+        if let [it] = rest {
+            add(&mut acc[0], it);
+        }
+        let [(min0, max0, sums0), (min1, max1, sums1)] = acc;
+        let (min, max, sums) = (min0.min(min1), max0.max(max1), sums0 + sums1);
+        return (Aabb::new(min.into(), max.into()), Some(sums.to_array().map(f64::from)));
+    }
     // Four-wide minima and maxima (`Vec3`'s are three scalar ones).
     let (mut min, mut max, mut sums) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY, [-0.0f64; 3]);
     for it in items {
@@ -1158,13 +1237,12 @@ fn content(items: &[Item]) -> Content {
     (Aabb::new(min.into(), max.into()), Some(sums))
 }
 
-/// A child's content: a leaf's (two items at most) never splits, so it needs no
-/// sums, only the box (computed as `content` computes it: the same bits); a node of
-/// three or four items splits on one axis only, whose sum `Build::node` adds up
-/// itself (the same bits again: the same additions in the same order).
+/// A child's content: a leaf's (two items at most) never splits, and a node of
+/// up to [`SMALL`] items splits without a mean (`Build::split_small`), so they need
+/// no sums, only the box (computed as `content` computes it: the same bits).
 #[inline(always)]
 fn child_content(items: &[Item]) -> Content {
-    if items.len() > 4 {
+    if items.len() > SMALL {
         return content(items);
     }
     let (mut min, mut max) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
@@ -1208,9 +1286,17 @@ fn furthest(items: &[Item], key: impl Fn(&Item) -> f32) -> [(f32, usize); PEEL +
     best
 }
 
+/// The index of the first item with the smallest `key` (0 for none). The keys are
+/// finite: a strict `<` keeps the first minimum, without `total_cmp`'s branches.
 #[inline(always)]
 fn argmin(items: &[Item], key: impl Fn(&Item) -> f32) -> usize {
-    (0..items.len()).min_by(|&a, &b| key(&items[a]).total_cmp(&key(&items[b]))).unwrap_or(0)
+    let (mut best, mut at) = (f32::INFINITY, 0);
+    for (i, it) in items.iter().enumerate() {
+        let k = key(it);
+        let less = k < best;
+        (best, at) = (if less { k } else { best }, if less { i } else { at });
+    }
+    at
 }
 
 /// The compact form of a full node: planes rounded outwards on the quantisation grid.

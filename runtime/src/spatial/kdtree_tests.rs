@@ -230,6 +230,28 @@ fn trees_are_small_and_shallow() {
     const { assert!(KD_MAX_DEPTH >= 80) };
 }
 
+/// A node of three to five triangles puts the two with the smallest midpoints on
+/// its longest axis in its left leaf, as the mean split with its fix-ups (even left
+/// counts, the median when skewed) would: the build picks them without the mean.
+#[test]
+fn small_nodes_split_as_the_mean_rule_does() {
+    for count in 3..=5 {
+        for seed in 0..300 {
+            let tree = KdMesh::build(&soup(1_000 * count as u64 + seed, count), MeshMode::Full).unwrap();
+            tree.validate();
+            let axis = tree.bounds().longest_axis();
+            let mid = |t: u32| {
+                let v = tree.triangle(t).map(|v| v[axis]);
+                v[0].min(v[1]).min(v[2]) + v[0].max(v[1]).max(v[2])
+            };
+            // The tree numbers triangles in leaf order: the left leaf holds 0 and 1.
+            let left = mid(0).max(mid(1));
+            let right = (2..count as u32).map(mid).fold(f32::INFINITY, f32::min);
+            assert!(left <= right, "{count} triangles, seed {seed}: left midpoints up to {left}, right from {right}");
+        }
+    }
+}
+
 /// Peel splits bound nodes over 2.5D terrain: without them no node splits y, so a
 /// leaf's region reaches up to the top of the whole mesh.
 #[test]
