@@ -940,8 +940,9 @@ impl Build<'_> {
         };
         // One partition loop per axis, so the loop reads a fixed coordinate.
         let mut k = if n < PARALLEL_ITEMS {
-            // The sums were f32 (see `content`): a midpoint goes left when below the
-            // mean, compared as `mid * n < sum`, so no division holds up the loop.
+            // The sums are f32 here (see `content`; after a peel, f64 ones less the
+            // peel's): a midpoint goes left when below the mean, compared as
+            // `mid * n < sum`, so no division holds up the loop.
             let (sum, count) = (sum as f32, n as f32);
             match axis {
                 0 => partition(items, |it| it.mid(0) * count < sum),
