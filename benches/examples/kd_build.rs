@@ -7,7 +7,8 @@
 //! ```
 //!
 //! Arguments: builds (5), then `chunks` to build the bench's 802-chunk set (the
-//! 120 x 120 hills, one tree per chunk, ten sets a build) instead. The fingerprint
+//! 120 x 120 hills, one tree per chunk, ten sets a build) instead, then `compact`
+//! to build the chunks' trees in compact mode. The fingerprint
 //! (node count, depth and the hits of 2,000 rays) must stay the same across changes
 //! meant to keep the tree.
 
@@ -23,7 +24,9 @@ use kiln_benches::{geometry_chunks, SplitMix};
 fn main() {
     let builds: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(5);
     if std::env::args().nth(2).as_deref() == Some("chunks") {
-        return chunk_set(builds);
+        let mode =
+            if std::env::args().nth(3).as_deref() == Some("compact") { MeshMode::Compact } else { MeshMode::Full };
+        return chunk_set(builds, mode);
     }
     let pool = ThreadPool::new(0);
     let mut t = Terrain::new(0.5);
@@ -74,7 +77,7 @@ fn main() {
 
 /// The `kdtree` bench's chunk set: each chunk's mesh of the 120 x 120 hills, ten sets
 /// a build, as its paired rounds build them.
-fn chunk_set(builds: usize) {
+fn chunk_set(builds: usize, mode: MeshMode) {
     const SETS: usize = 10;
     let pool = ThreadPool::new(0);
     let mut t = Terrain::new(0.5);
@@ -97,7 +100,7 @@ fn chunk_set(builds: usize) {
         let start = Instant::now();
         let built: Vec<Vec<KdMesh>> = input
             .into_iter()
-            .map(|set| set.into_iter().map(|m| KdMesh::from_mesh(m, MeshMode::Full).expect("valid mesh")).collect())
+            .map(|set| set.into_iter().map(|m| KdMesh::from_mesh(m, mode).expect("valid mesh")).collect())
             .collect();
         times.push(start.elapsed().as_secs_f64() * 1e3 / SETS as f64);
         fingerprint = built[0].iter().fold((0, 0), |(n, d), kd| (n + kd.node_count(), d.max(kd.depth())));

@@ -485,10 +485,7 @@ impl KdMesh {
                 Ok((KdMesh { repr: Repr::Full(full), materials, bounds, depth }, order))
             }
             MeshMode::Compact => {
-                let quantise = |v: Vec3| {
-                    let q = ((v - origin) / step).round().clamp(Vec3::ZERO, Vec3::splat(65535.0));
-                    [q.x as u16, q.y as u16, q.z as u16]
-                };
+                let quantise = |v: Vec3| ((v - origin) / step).to_array().map(round_step);
                 let mut compact = Compact {
                     origin,
                     step,
@@ -1330,6 +1327,17 @@ fn compact_node(n: &FullNode, origin: Vec3, step: Vec3) -> CompactNode {
     CompactNode { a, b, tag: n.tag as u16 }
 }
 
+/// `x.round().clamp(0.0, 65535.0) as u16` for a vertex's position in grid steps
+/// (never NaN), without `roundf`, a libm call on baseline x86-64 (three a vertex took
+/// a third of the compact build's extra time over full mode's). Rounds half away from
+/// zero as `round` does: `x - t` is exact for the truncation `t` of `x` below 2^24.
+#[inline]
+fn round_step(x: f32) -> u16 {
+    let x = x.clamp(0.0, 65535.0);
+    let t = x as u32;
+    (t + (x - t as f32 >= 0.5) as u32) as u16
+}
+
 /// The smallest 16-bit grid step at or above `a` whose value is at least `split`.
 #[cold]
 #[inline(never)]
@@ -1788,6 +1796,23 @@ mod rounding_tests {
             let compact = compact_node(&node, origin, step);
             assert_eq!((compact.a, compact.b), reference_planes(split0, split1, o, s), "round {round}");
             assert_eq!(compact.tag, node.tag as u16);
+        }
+    }
+
+    /// Vertices quantise as `round` and a clamp would: on and beside every half step,
+    /// past both ends of the grid, and at random.
+    #[test]
+    fn grid_rounding_is_round_and_clamp() {
+        let reference = |x: f32| x.round().clamp(0.0, 65535.0) as u16;
+        let mut rng = Rng(42);
+        let mut values = vec![-1.0, -0.5, -0.0, 0.0, 65535.0, 65535.49, 65535.5, 65536.0, 1e9, f32::INFINITY];
+        for k in 0..131_072u32 {
+            let half = k as f32 * 0.5;
+            values.extend([half, half.next_up(), half.next_down()]);
+        }
+        values.extend((0..100_000).map(|_| rng.range(-10.0, 65545.0)));
+        for x in values {
+            assert_eq!(round_step(x), reference(x), "{x}");
         }
     }
 
