@@ -1328,8 +1328,8 @@ fn compact_node(n: &FullNode, origin: Vec3, step: Vec3) -> CompactNode {
 }
 
 /// `x.round().clamp(0.0, 65535.0) as u16` for a vertex's position in grid steps
-/// (never NaN), without `roundf`, a libm call on baseline x86-64 (three a vertex took
-/// a third of the compact build's extra time over full mode's). Rounds half away from
+/// (never NaN), without `roundf`, a libm call on baseline x86-64 (three a vertex were
+/// a sixth of the compact build's extra time over full mode's). Rounds half away from
 /// zero as `round` does: `x - t` is exact for the truncation `t` of `x` below 2^24.
 #[inline]
 fn round_step(x: f32) -> u16 {
