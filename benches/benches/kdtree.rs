@@ -27,7 +27,7 @@ use kiln::jobs::ThreadPool;
 use kiln::math::Ray;
 use kiln::spatial::{KdMesh, MeshMode, TriMesh};
 use kiln::terrain::{generate_hills, mesh_chunk, Terrain};
-use kiln_benches::{report_paired, report_ratios, SplitMix};
+use kiln_benches::{report_paired, report_ratios, terrain_rays};
 use rapier3d::parry::query::{Ray as ParryRay, RayCast};
 use rapier3d::parry::shape::TriMesh as ParryMesh;
 
@@ -71,18 +71,6 @@ fn concat(chunks: &[TriMesh]) -> TriMesh {
 
 fn parry_mesh(mesh: &TriMesh) -> ParryMesh {
     ParryMesh::new(mesh.vertices.clone(), mesh.triangles.clone()).expect("parry accepts the mesh")
-}
-
-/// Random rays from above the terrain (`extent` metres wide), pointing down-ish.
-fn rays(extent: f32, seed: u64) -> Vec<Ray> {
-    let mut rng = SplitMix(seed);
-    (0..RAYS)
-        .map(|_| {
-            let origin = Vec3::new(rng.range(0.0, extent), rng.range(16.0, 30.0), rng.range(0.0, extent));
-            let dir = Vec3::new(rng.range(-1.0, 1.0), rng.range(-1.0, -0.2), rng.range(-1.0, 1.0)).normalize();
-            Ray::new(origin, dir)
-        })
-        .collect()
 }
 
 fn parry_cast(mesh: &ParryMesh, ray: &Ray) -> Option<f32> {
@@ -129,7 +117,7 @@ fn one_mesh(c: &mut Criterion) {
     });
     group.finish();
 
-    let rays = rays(200.0, 1);
+    let rays = terrain_rays(RAYS, 200.0, 1);
     let kiln_hits = rays.iter().filter(|r| kiln.ray_closest(r, f32::INFINITY).is_some()).count();
     let parry_hits = rays.iter().filter(|r| parry_cast(&parry, r).is_some()).count();
     let mut batch = vec![None; RAYS];
@@ -215,7 +203,7 @@ fn chunk_set(c: &mut Criterion) {
 
     // Rays through the terrain (chunk walk, warm cache) against one parry mesh.
     let whole = parry_mesh(&concat(&chunks));
-    let rays = rays(60.0, 2);
+    let rays = terrain_rays(RAYS, 60.0, 2);
     let pool = ThreadPool::new(0);
     let mut group = c.benchmark_group("kdtree_rays_chunks");
     group.throughput(Throughput::Elements(RAYS as u64)).sample_size(10);

@@ -8,7 +8,9 @@
 //!
 //! Arguments: builds (5), then `chunks` to build the bench's 802-chunk set (the
 //! 120 x 120 hills, one tree per chunk, ten sets a build) instead, then `compact`
-//! to build the chunks' trees in compact mode. The fingerprint
+//! to build the chunks' trees in compact mode; or `rays` to build the 1M mesh once and
+//! time the bench's 10,000 closest-hit rays instead, one at a time and as one batch,
+//! in each of the rounds. The fingerprint
 //! (node count, depth and the hits of 2,000 rays) must stay the same across changes
 //! meant to keep the tree.
 
@@ -19,7 +21,7 @@ use kiln::jobs::ThreadPool;
 use kiln::math::Ray;
 use kiln::spatial::{KdMesh, MeshMode, TriMesh};
 use kiln::terrain::{generate_hills, mesh_chunk, Terrain};
-use kiln_benches::{geometry_chunks, SplitMix};
+use kiln_benches::{geometry_chunks, terrain_rays, SplitMix};
 
 fn main() {
     let builds: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(5);
@@ -42,6 +44,9 @@ fn main() {
         for (tri, &m) in chunk.triangles.iter().zip(&chunk.materials) {
             mesh.push(tri.map(|v| v + base), m);
         }
+    }
+    if std::env::args().nth(2).as_deref() == Some("rays") {
+        return rays(builds, mesh);
     }
     let mut times = Vec::new();
     let mut tree = None;
@@ -72,6 +77,36 @@ fn main() {
         times[times.len() / 2],
         kd.node_count(),
         kd.depth()
+    );
+}
+
+/// `rounds` timings of the `kdtree` bench's 10,000 rays on the 1M mesh, one at a time
+/// and as one batch.
+fn rays(rounds: usize, mesh: TriMesh) {
+    let kd = KdMesh::from_mesh(mesh, MeshMode::Full).expect("valid mesh");
+    let rays = terrain_rays(10_000, 200.0, 1);
+    let mut hits = vec![None; rays.len()];
+    let (mut single, mut batch) = (Vec::new(), Vec::new());
+    let mut sum = 0.0f64;
+    for _ in 0..rounds {
+        let start = Instant::now();
+        sum = rays.iter().filter_map(|r| kd.ray_closest(r, f32::INFINITY)).map(|h| h.t as f64).sum();
+        single.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
+        let start = Instant::now();
+        kd.ray_closest_batch(&rays, f32::INFINITY, &mut hits);
+        batch.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
+    }
+    let batch_sum: f64 = hits.iter().flatten().map(|h| h.t as f64).sum();
+    assert_eq!(sum, batch_sum, "the batch finds the same hits");
+    single.sort_by(f64::total_cmp);
+    batch.sort_by(f64::total_cmp);
+    println!(
+        "{} hits, sum {sum:.3}: one at a time min {:.3} us, median {:.3}; batch min {:.3} us, median {:.3} ({rounds} rounds)",
+        hits.iter().flatten().count(),
+        single[0],
+        single[rounds / 2],
+        batch[0],
+        batch[rounds / 2]
     );
 }
 

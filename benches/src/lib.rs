@@ -111,6 +111,19 @@ impl SplitMix {
     }
 }
 
+/// The `kdtree` bench's rays: `count` random rays from 16 to 30 m above a terrain
+/// `extent` metres wide, pointing down-ish.
+pub fn terrain_rays(count: usize, extent: f32, seed: u64) -> Vec<kiln::math::Ray> {
+    let mut rng = SplitMix(seed);
+    (0..count)
+        .map(|_| {
+            let origin = kiln::math::Vec3::new(rng.range(0.0, extent), rng.range(16.0, 30.0), rng.range(0.0, extent));
+            let dir = kiln::math::Vec3::new(rng.range(-1.0, 1.0), rng.range(-1.0, -0.2), rng.range(-1.0, 1.0)).normalize();
+            kiln::math::Ray::new(origin, dir)
+        })
+        .collect()
+}
+
 /// Every chunk coordinate in the terrain's geometry bounds, in x, then z, then y order.
 pub fn geometry_chunks(terrain: &Terrain) -> Vec<kiln::math::IVec3> {
     let Some((lo, hi)) = terrain.geometry_bounds() else { return Vec::new() };
