@@ -186,7 +186,7 @@ int main(int argc, char **argv) {
     CHECK(stats.baked && stats.frames == frames);
     CHECK(stats.probe_count > 200 && stats.probe_count < stats.grid_points);
     CHECK(updated == (stats.probe_count < 256 ? stats.probe_count : 256) && stats.last_update_probes == updated);
-    /* Blocks are quadrants of maps (four per probe, 56 to 88 B each); neighbours share them. */
+    /* Blocks are quadrants of maps (four per probe, 10 to 98 B each); neighbours share them. */
     CHECK(stats.blocks > 0 && stats.blocks < 2 * (stats.probe_count - stats.dead_probes));
     CHECK(stats.visibility_bytes < stats.visibility_bytes_uncompressed);
 

@@ -10,7 +10,8 @@
 //! 120 x 120 hills, one tree per chunk, ten sets a build) instead, then `compact`
 //! to build the chunks' trees in compact mode; or `rays` to build the 1M mesh once and
 //! time the bench's 10,000 closest-hit rays instead, one at a time and as one batch,
-//! in each of the rounds. The fingerprint
+//! in each of the rounds; or `terrain` to time the bench's chunk-set rays (10,000
+//! casts through the 120 x 120 hills, cache warm, one at a time). The fingerprint
 //! (node count, depth and the hits of 2,000 rays) must stay the same across changes
 //! meant to keep the tree.
 
@@ -25,6 +26,9 @@ use kiln_benches::{geometry_chunks, terrain_rays, SplitMix};
 
 fn main() {
     let builds: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(5);
+    if std::env::args().nth(2).as_deref() == Some("terrain") {
+        return terrain_rays_chunk_set(builds);
+    }
     if std::env::args().nth(2).as_deref() == Some("chunks") {
         let mode =
             if std::env::args().nth(3).as_deref() == Some("compact") { MeshMode::Compact } else { MeshMode::Full };
@@ -107,6 +111,32 @@ fn rays(rounds: usize, mesh: TriMesh) {
         single[rounds / 2],
         batch[0],
         batch[rounds / 2]
+    );
+}
+
+/// `rounds` timings of the `kdtree` bench's chunk-set rays: terrain casts through the
+/// 120 x 120 hills, cache warm, one at a time.
+fn terrain_rays_chunk_set(rounds: usize) {
+    let pool = ThreadPool::new(0);
+    let mut t = Terrain::new(0.5);
+    generate_hills(&mut t, 120, 1);
+    t.regenerate(pool.jobs());
+    let rays = terrain_rays(10_000, 60.0, 2);
+    let mut hits = vec![None; rays.len()];
+    t.ray_cast_batch(&rays, f32::INFINITY, &mut hits, pool.jobs());
+    let mut times = Vec::new();
+    let mut sum = 0.0f64;
+    for _ in 0..rounds {
+        let start = Instant::now();
+        sum = rays.iter().filter_map(|r| t.ray_cast(r, f32::INFINITY)).map(|h| h.t as f64).sum();
+        times.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "{} hits, sum {sum:.3}: min {:.3} us, median {:.3} ({rounds} rounds)",
+        hits.iter().flatten().count(),
+        times[0],
+        times[rounds / 2]
     );
 }
 

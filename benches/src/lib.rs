@@ -118,7 +118,8 @@ pub fn terrain_rays(count: usize, extent: f32, seed: u64) -> Vec<kiln::math::Ray
     (0..count)
         .map(|_| {
             let origin = kiln::math::Vec3::new(rng.range(0.0, extent), rng.range(16.0, 30.0), rng.range(0.0, extent));
-            let dir = kiln::math::Vec3::new(rng.range(-1.0, 1.0), rng.range(-1.0, -0.2), rng.range(-1.0, 1.0)).normalize();
+            let dir =
+                kiln::math::Vec3::new(rng.range(-1.0, 1.0), rng.range(-1.0, -0.2), rng.range(-1.0, 1.0)).normalize();
             kiln::math::Ray::new(origin, dir)
         })
         .collect()

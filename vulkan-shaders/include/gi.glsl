@@ -32,10 +32,10 @@ uint gi_quantise(float v) {
     return uint(s);
 }
 
-// compress.rs DEPTH_BITS, DEPTH_MAX; table.rs STORED_DEPTH_WORDS.
+// compress.rs DEPTH_BITS, DEPTH_MAX; table.rs BASE_BLOCKS.
 const uint GI_DEPTH_BITS = 7u;
 const uint GI_DEPTH_MAX = 127u;
-const uint GI_STORED_DEPTH_WORDS = 14u;
+const uint GI_BASE_BLOCKS = 1024u;
 
 // compress.rs SPREAD_MAX, SPREAD_CODES, SPREAD_STEP.
 const float GI_SPREAD_MAX = 0.25;
@@ -316,28 +316,35 @@ int gi_rank(uvec2 words, uvec2 ranks, uint i) {
 
 // table.rs BlockTable::value: texel i of stored block b. Its class (spread codes
 // of 0, 1, 2 or 4 bits) is the last whose first block number is <= b; its words
-// start at the class's first word plus its place in the class times the class's
-// block size: the depth codes first, 7 bits each (one may straddle two words),
-// then the spread codes w bits each.
+// start at the data's first word plus its base (one per 1,024 blocks, from word 0)
+// plus its 16-bit offset: two mask words (a bit per texel stored; a clear one is
+// the clip value), then the stored texels in order, 7 + w bits each (the depth
+// code, the spread code above it; one may straddle two words).
 vec2 gi_table_value(GiUpdateParams P, uint b, uint i) {
     uint c = uint(b >= P.class_blocks[1]) + uint(b >= P.class_blocks[2]) + uint(b >= P.class_blocks[3]);
     uint width = c == 3u ? 4u : c;
-    uint base = P.class_words[c] + (b - P.class_blocks[c]) * (GI_STORED_DEPTH_WORDS + 2u * width);
     Uints words = Uints(P.blocks);
-    uint word = base + i * GI_DEPTH_BITS / 32u;
-    uint shift = i * GI_DEPTH_BITS % 32u;
-    uint depth = words.v[word] >> shift;
-    if (shift + GI_DEPTH_BITS > 32u) {
-        depth |= words.v[word + 1u] << (32u - shift);
+    uint offset = (words.v[P.table_layout[0] + b / 2u] >> ((b % 2u) * 16u)) & 0xffffu;
+    uint first = P.table_layout[1] + words.v[b / GI_BASE_BLOCKS] + offset;
+    uint lo = words.v[first];
+    uint hi = words.v[first + 1u];
+    uint rank;
+    if (i < 32u) {
+        if ((lo & (1u << i)) == 0u) return gi_decode_texel(uvec2(GI_DEPTH_MAX, 0u));
+        rank = uint(bitCount(lo & ((1u << i) - 1u)));
+    } else {
+        uint hb = i - 32u;
+        if ((hi & (1u << hb)) == 0u) return gi_decode_texel(uvec2(GI_DEPTH_MAX, 0u));
+        rank = uint(bitCount(lo)) + uint(bitCount(hi & ((1u << hb) - 1u)));
     }
-    depth &= GI_DEPTH_MAX;
-    uint spread = 0u;
-    if (width != 0u) {
-        uint per_word = 32u / width;
-        uint at = base + GI_STORED_DEPTH_WORDS + i / per_word;
-        spread = (words.v[at] >> ((i % per_word) * width)) & ((1u << width) - 1u);
+    uint bits = GI_DEPTH_BITS + width;
+    uint word = first + 2u + rank * bits / 32u;
+    uint shift = rank * bits % 32u;
+    uint code = words.v[word] >> shift;
+    if (shift + bits > 32u) {
+        code |= words.v[word + 1u] << (32u - shift);
     }
-    return gi_decode_texel(uvec2(depth, spread));
+    return gi_decode_texel(uvec2(code & GI_DEPTH_MAX, (code >> GI_DEPTH_BITS) & ((1u << width) - 1u)));
 }
 
 // compress.rs CompressedVisibility::entry: quadrant q of a probe as a 4-byte entry

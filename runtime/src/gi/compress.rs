@@ -9,8 +9,8 @@
 //! reuses the most recent one whose largest texel difference, in either
 //! channel, is at most the tolerance (0.01 of the clip range: maps are normalised,
 //! so the tolerance is absolute); otherwise it is stored as a new block of 64
-//! texels (96 B, see below; stored in 56 to 88 B by the width of its spread codes,
-//! `table.rs`). A quadrant within tolerance of the clip value stores nothing and
+//! texels (96 B, see below; stored without its clip texels, in 7 to 11 bits a
+//! texel by the width of its spread codes, `table.rs`). A quadrant within tolerance of the clip value stores nothing and
 //! decodes to the clip value; a probe whose four quadrants are so is a dead probe.
 //!
 //! # Block texels in 11 bits
@@ -27,7 +27,8 @@
 //! `2 * (1/254) + (1/254)^2`, 0.0079.) Quadrants are compared with a stored block
 //! as it decodes, so every texel of every map that reuses it still decodes within
 //! the tolerance; a texel at the clip value decodes to exactly `[1, 1]`. The compressor keeps a depth
-//! code per byte ([`Block`]); the stored tables pack them 7 bits each (`table.rs`).
+//! code per byte ([`Block`]); the stored tables pack them 7 bits each and leave the
+//! clip texels out (`table.rs`).
 //!
 //! 7-bit depth, against 8-bit: on smooth terrain at 0.5 m spacing the dictionary
 //! holds 36,160 blocks instead of 34,981 (a coarser code leaves less of the
@@ -428,7 +429,8 @@ impl CompressedVisibility {
     }
 
     /// Bytes stored: the live mask, a 2- or 4-byte entry and a transpose bit per
-    /// quadrant of a live probe, and the block tables (56 to 88 bytes per block).
+    /// quadrant of a live probe, and the block tables (a block's mask and offset, 10
+    /// bytes, and 7 to 11 bits per texel that is not the clip value).
     pub fn bytes(&self) -> usize {
         self.live.bytes() + self.block_index.as_bytes().len() + self.transposed.len() * 4 + self.blocks.bytes()
     }
@@ -952,8 +954,10 @@ mod tests {
         assert_eq!(c.transposed, [1 << 1 | 1 << 7 | 1 << 8 | 1 << 9 | 1 << 15], "entries 1, 7, 8, 9 and 15");
         assert!(c.is_dead(1) && c.is_dead(69) && !c.is_dead(70) && c.is_dead(71));
         assert_eq!(c.entry(70, 3), BlockEntry::new(3, true));
-        // Blocks without spread: 56 bytes each, and the tables' class starts.
-        assert_eq!(c.bytes(), 12 * 2 + 16 * 2 + 4 + 4 * 56 + 24, "mask and ranks, entries, transpose bits, blocks");
+        // Blocks without spread or clip texels: a mask and 64 depth codes of 7 bits
+        // each; a base and two words of offsets; the later classes' first blocks.
+        let tables = 4 * (8 + 56) + 3 * 4 + 12;
+        assert_eq!(c.bytes(), 12 * 2 + 16 * 2 + 4 + tables, "mask and ranks, entries, transpose bits, blocks");
         assert_eq!(c.check(), Ok(()));
         let mut short = c.clone();
         short.blocks = BlockTable::pack(&blocks[..3]).0;
@@ -965,7 +969,7 @@ mod tests {
         many.blocks = BlockTable::pack(&vec![[0; BLOCK_WORDS]; 72 * QUADRANTS + 1]).0;
         assert!(many.check().unwrap_err().contains("289 blocks for 72 probes"), "{:?}", many.check());
         let none = CompressedVisibility::dead(100);
-        assert_eq!((none.dead_count(), none.block_index.len(), none.bytes()), (100, 0, 24 + 24));
+        assert_eq!((none.dead_count(), none.block_index.len(), none.bytes()), (100, 0, 24 + 12));
         assert_eq!(none.decode(99), VisibilityMap::clipped());
     }
 

@@ -1,33 +1,46 @@
 //! The stored dictionary of compressed visibility: blocks in tables by the width
-//! of their spread codes.
+//! of their spread codes, without their clip texels.
 //!
 //! The compressor works on 96-byte blocks ([`Block`]: 64 depth codes of 7 bits a
 //! byte each, then 64 spread codes of 4 bits; `compress.rs`, "Block texels in 11
-//! bits"). A stored block packs its depth codes 7 bits each, texel `i`'s at bit
-//! `7 i` of 14 words (a code may straddle two). Most spread codes are 0: a texel
-//! whose rays all hit at about the same distance has no spread, and only texels
-//! across an edge have much. So a block is stored with the narrowest width in
-//! [`CLASS_WIDTHS`] that holds every one of its spread codes: 0, 1, 2 or 4 bits, a
-//! block of 56, 64, 72 or 88 bytes. A block of width `w > 0` holds texel `i`'s
-//! spread code at bit `w * (i % (32 / w))` of its spread word `i / (32 / w)`, after
-//! the depth words (width 4 is the [`Block`] layout of the codes).
+//! bits"). Most spread codes are 0: a texel whose rays all hit at about the same
+//! distance has no spread, and only texels across an edge have much. So a block
+//! is stored with the narrowest width `w` in [`CLASS_WIDTHS`] that holds every one
+//! of its spread codes: 0, 1, 2 or 4 bits.
 //!
-//! Blocks are numbered class by class: every 0-bit block first, in the order the
-//! compressor stored them, then the 1-bit ones, and so on. A block's class follows
-//! from its number by comparing it with the three later classes' first numbers,
-//! and its words start at its class's first word plus its place in the class times
-//! the class's block size. Decoding is still a lookup, on the CPU
-//! ([`BlockTable::value`]) and on the GPU (`gi_table_value` in
-//! `vulkan-shaders/include/gi.glsl`, from the class starts in `GiUpdateParams`).
-//! [`BlockTable::pack`] sorts the compressor's blocks into classes and says where
-//! each one went, so the entries can be renumbered
+//! **Clip texels.** A texel at the clip value (depth code [`DEPTH_MAX`], spread
+//! code 0: it decodes to exactly `[1, 1]`) is not stored: the probe sees nothing
+//! that way, which is the whole upper half of a quadrant over open ground (the
+//! quadrant's texels near the map's centre look up). A stored block is two mask
+//! words (bit `i % 32` of word `i / 32` set for texel `i` stored), then the stored
+//! texels in order, `7 + w` bits each (the depth code, then the spread code above
+//! it), packed from bit 0 of the first word on; a texel may straddle two words.
+//! Texel `i` of a block is the clip value when its mask bit is clear, else the
+//! stored texel whose rank is the number of mask bits set below `i`. On the smooth
+//! terrain at 1.0 m spacing 62.6% of the texels of the stored blocks are clip
+//! texels, and the tables take half the bytes they took with every texel stored:
+//! 18.2% -> 10.5% of the raw maps (`cargo bench -p kiln-benches --bench ddgi --
+//! nothing_matches`; all scenes in the README).
+//!
+//! **Where a block starts.** Blocks are numbered class by class: every 0-bit block
+//! first, in the order the compressor stored them, then the 1-bit ones, and so on;
+//! a block's class follows from its number by comparing it with the three later
+//! classes' first numbers. Blocks differ in size, so the table's words start with
+//! a base word per [`BASE_BLOCKS`] blocks and a 16-bit offset per block (two a
+//! word): block `b`'s data starts at the data's first word plus `bases[b / 1024]`
+//! plus `offsets[b]`, 2 bytes and a bit per block. Decoding is still a lookup, on
+//! the CPU ([`BlockTable::value`]) and on the GPU (`gi_table_value` in
+//! `vulkan-shaders/include/gi.glsl`, from the class starts and the table layout in
+//! `GiUpdateParams`). [`BlockTable::pack`] sorts the compressor's blocks into
+//! classes and says where each one went, so the entries can be renumbered
 //! ([`super::CompressedVisibility::from_entries`]).
 //!
 //! Measured on the smooth terrain at 0.5 m spacing (`cargo bench -p kiln-benches
-//! --bench ddgi -- nothing_matches`, swizzled order, 8-bit depth codes then), where
-//! half the blocks need at most 1 bit of spread: the dictionary of 96-byte blocks
-//! stored 6.04% of the raw maps, the tables 5.09%; a fifth class of 3-bit codes
-//! would store 5.05%. With 7-bit depth codes, 4.78%.
+//! --bench ddgi -- nothing_matches`, swizzled order, 8-bit depth codes then, every
+//! texel stored), where half the blocks need at most 1 bit of spread: the
+//! dictionary of 96-byte blocks stored 6.04% of the raw maps, the tables by width
+//! 5.09%; a fifth class of 3-bit codes would store 5.05%. With 7-bit depth codes,
+//! 4.78%.
 
 use super::compress::{decode_texel, Block, BLOCK_WORDS, DEPTH_BITS, DEPTH_MAX, DEPTH_WORDS};
 use super::octahedral::QUADRANT_TEXELS;
@@ -38,18 +51,31 @@ pub const CLASSES: usize = 4;
 /// Bits per spread code in each class.
 pub const CLASS_WIDTHS: [u32; CLASSES] = [0, 1, 2, 4];
 
-/// Words of depth codes at the start of a stored block: 64 codes of 7 bits.
-pub const STORED_DEPTH_WORDS: usize = QUADRANT_TEXELS * DEPTH_BITS / 32;
+/// Words of a block's mask of stored texels.
+pub const MASK_WORDS: usize = QUADRANT_TEXELS / 32;
 
-/// Words of a stored block of class `c`: the depth words, then the spread codes.
-pub const fn class_block_words(c: usize) -> usize {
-    STORED_DEPTH_WORDS + QUADRANT_TEXELS * CLASS_WIDTHS[c] as usize / 32
-}
+/// Blocks per base word: the data of so many blocks spans at most
+/// `1024 * 24` words (a block of 64 stored texels of 11 bits and its mask), so
+/// their offsets from the base fit in 16 bits.
+pub const BASE_BLOCKS: usize = 1024;
+const _: () = assert!(BASE_BLOCKS * (MASK_WORDS + QUADRANT_TEXELS * (DEPTH_BITS + 4) / 32) <= 1 << 16);
 
 /// Texel `i`'s spread code in `block`.
 #[inline]
 fn spread_code(block: &Block, i: usize) -> u32 {
     block[DEPTH_WORDS + i / 8] >> (i % 8 * 4) & 0xf
+}
+
+/// Texel `i`'s depth code in `block`.
+#[inline]
+fn depth_code(block: &Block, i: usize) -> u32 {
+    block[i / 4] >> (i % 4 * 8) & 0xff
+}
+
+/// Whether texel `i` of `block` is stored: it is not the clip value.
+#[inline]
+fn is_stored(block: &Block, i: usize) -> bool {
+    depth_code(block, i) != DEPTH_MAX || spread_code(block, i) != 0
 }
 
 /// The narrowest class whose width holds every spread code of `block`.
@@ -58,14 +84,26 @@ pub fn class_of(block: &Block) -> usize {
     CLASS_WIDTHS.iter().position(|&w| widest < 1 << w).expect("4 bits hold every spread code")
 }
 
+/// Words of a stored block of class `c` whose mask is `mask`.
+fn stored_words(c: usize, mask: [u32; MASK_WORDS]) -> usize {
+    let stored: u32 = mask.iter().map(|w| w.count_ones()).sum();
+    MASK_WORDS + (stored as usize * (DEPTH_BITS + CLASS_WIDTHS[c] as usize)).div_ceil(32)
+}
+
+/// Where the parts of a table of `len` blocks start: the bases' first word is 0;
+/// then the offsets' first word and the data's.
+fn layout(len: usize) -> (usize, usize) {
+    let offsets = len.div_ceil(BASE_BLOCKS);
+    (offsets, offsets + len.div_ceil(2))
+}
+
 /// The dictionary as stored (see the module docs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BlockTable {
     /// `starts[c]`: the number of class `c`'s first block; `starts[CLASSES]` is the
     /// block count.
     starts: [u32; CLASSES + 1],
-    /// `word_starts[c]`: class `c`'s first word.
-    word_starts: [u32; CLASSES],
+    /// The bases, the offsets, then the blocks' data.
     words: Vec<u32>,
 }
 
@@ -74,65 +112,76 @@ impl BlockTable {
     /// block has there: blocks keep their order within a class.
     pub fn pack(blocks: &[Block]) -> (BlockTable, Vec<u32>) {
         let classes: Vec<usize> = blocks.iter().map(class_of).collect();
-        let mut counts = [0u32; CLASSES];
+        let mut starts = [0u32; CLASSES + 1];
         for &c in &classes {
-            counts[c] += 1;
+            starts[c + 1] += 1;
         }
-        let mut table = BlockTable::with_counts(counts);
-        let mut next: [u32; CLASSES] = std::array::from_fn(|c| table.starts[c]);
+        for c in 0..CLASSES {
+            starts[c + 1] += starts[c];
+        }
+        let mut next: [u32; CLASSES] = std::array::from_fn(|c| starts[c]);
         let mut numbers = Vec::with_capacity(blocks.len());
-        for (block, &c) in blocks.iter().zip(&classes) {
-            let b = next[c];
+        let mut by_number = vec![0usize; blocks.len()];
+        for (k, &c) in classes.iter().enumerate() {
+            numbers.push(next[c]);
+            by_number[next[c] as usize] = k;
             next[c] += 1;
-            numbers.push(b);
-            let base = table.base(c, b as usize);
-            let out = &mut table.words[base..base + class_block_words(c)];
-            for i in 0..QUADRANT_TEXELS {
-                let (word, shift) = (i * DEPTH_BITS / 32, i * DEPTH_BITS % 32);
-                let code = block[i / 4] >> (i % 4 * 8) & 0xff;
-                debug_assert!(code <= DEPTH_MAX, "a depth code of the compressor");
+        }
+        let (offsets, data) = layout(blocks.len());
+        let mut words = vec![0u32; data];
+        for (b, &k) in by_number.iter().enumerate() {
+            let (block, c) = (&blocks[k], classes[k]);
+            let at = words.len() - data;
+            if b % BASE_BLOCKS == 0 {
+                words[b / BASE_BLOCKS] = at as u32;
+            }
+            let offset = at - words[b / BASE_BLOCKS] as usize;
+            words[offsets + b / 2] |= (offset as u32) << (b % 2 * 16);
+            let mut mask = [0u32; MASK_WORDS];
+            for i in (0..QUADRANT_TEXELS).filter(|&i| is_stored(block, i)) {
+                mask[i / 32] |= 1 << (i % 32);
+            }
+            let first = words.len();
+            words.resize(first + stored_words(c, mask), 0);
+            let out = &mut words[first..];
+            out[..MASK_WORDS].copy_from_slice(&mask);
+            let bits = DEPTH_BITS + CLASS_WIDTHS[c] as usize;
+            for (rank, i) in (0..QUADRANT_TEXELS).filter(|&i| is_stored(block, i)).enumerate() {
+                debug_assert!(depth_code(block, i) <= DEPTH_MAX, "a depth code of the compressor");
+                let code = depth_code(block, i) | spread_code(block, i) << DEPTH_BITS;
+                let (word, shift) = (MASK_WORDS + rank * bits / 32, rank * bits % 32);
                 out[word] |= code << shift;
-                if shift + DEPTH_BITS > 32 {
+                if shift + bits > 32 {
                     out[word + 1] |= code >> (32 - shift);
                 }
             }
-            let width = CLASS_WIDTHS[c] as usize;
-            if let Some(per_word) = 32usize.checked_div(width) {
-                for i in 0..QUADRANT_TEXELS {
-                    out[STORED_DEPTH_WORDS + i / per_word] |= spread_code(block, i) << (i % per_word * width);
-                }
-            }
         }
-        (table, numbers)
-    }
-
-    /// A zeroed table of `counts[c]` blocks in class `c`.
-    fn with_counts(counts: [u32; CLASSES]) -> BlockTable {
-        let mut starts = [0u32; CLASSES + 1];
-        let mut word_starts = [0u32; CLASSES];
-        let mut words = 0usize;
-        for c in 0..CLASSES {
-            starts[c + 1] = starts[c] + counts[c];
-            word_starts[c] = words as u32;
-            words += counts[c] as usize * class_block_words(c);
-        }
-        BlockTable { starts, word_starts, words: vec![0; words] }
+        (BlockTable { starts, words }, numbers)
     }
 
     /// The table that `class_starts` (each class's first block number, as
     /// [`BlockTable::class_starts`] gives them), `len` and `words` describe: a
-    /// device read-back. Fails when they do not fit together.
+    /// device read-back. Fails when they do not fit together: every block's data
+    /// must follow the last one's, where its base and offset say, and end the words.
     pub fn from_parts(class_starts: [u32; CLASSES], len: u32, words: Vec<u32>) -> Result<BlockTable, String> {
-        let mut ends = [len; CLASSES];
-        ends[..CLASSES - 1].copy_from_slice(&class_starts[1..]);
-        if class_starts[0] != 0 || (0..CLASSES).any(|c| class_starts[c] > ends[c]) {
+        let mut starts = [len; CLASSES + 1];
+        starts[..CLASSES].copy_from_slice(&class_starts);
+        if class_starts[0] != 0 || (0..CLASSES).any(|c| starts[c] > starts[c + 1]) {
             return Err(format!("class starts {class_starts:?} do not rise from 0 to the block count {len}"));
         }
-        let mut table = BlockTable::with_counts(std::array::from_fn(|c| ends[c] - class_starts[c]));
-        if table.words.len() != words.len() {
-            return Err(format!("{} words for a table of {} ({len} blocks)", words.len(), table.words.len()));
+        let table = BlockTable { starts, words };
+        let (_, data) = layout(len as usize);
+        let mut end = data;
+        for b in 0..len as usize {
+            let first = table.block_start(b).filter(|&first| first == end && first + MASK_WORDS <= table.words.len());
+            let Some(first) = first else {
+                return Err(format!("{} words: block {b} of {len} does not start at word {end}", table.words.len()));
+            };
+            end += stored_words(table.class(b), [table.words[first], table.words[first + 1]]);
         }
-        table.words = words;
+        if end != table.words.len() {
+            return Err(format!("{} words for a table of {end} ({len} blocks)", table.words.len()));
+        }
         Ok(table)
     }
 
@@ -150,9 +199,11 @@ impl BlockTable {
         std::array::from_fn(|c| self.starts[c])
     }
 
-    /// Each class's first word (the first is 0).
-    pub fn class_word_starts(&self) -> [u32; CLASSES] {
-        self.word_starts
+    /// The first word of the blocks' 16-bit offsets and of their data (the bases
+    /// start at word 0).
+    pub fn layout(&self) -> [u32; 2] {
+        let (offsets, data) = layout(self.len());
+        [offsets as u32, data as u32]
     }
 
     /// Blocks in each class.
@@ -165,9 +216,9 @@ impl BlockTable {
         &self.words
     }
 
-    /// Bytes stored: the words, and the three later classes' first block and word.
+    /// Bytes stored: the words, and the three later classes' first block.
     pub fn bytes(&self) -> usize {
-        self.words.len() * 4 + 2 * (CLASSES - 1) * 4
+        self.words.len() * 4 + (CLASSES - 1) * 4
     }
 
     /// Block `b`'s class.
@@ -176,52 +227,50 @@ impl BlockTable {
         (1..CLASSES).filter(|&c| b >= self.starts[c] as usize).count()
     }
 
-    /// Block `b`'s first word, in class `c`.
+    /// Block `b`'s first word (its mask), or `None` past the words (a read-back).
     #[inline]
-    fn base(&self, c: usize, b: usize) -> usize {
-        self.word_starts[c] as usize + (b - self.starts[c] as usize) * class_block_words(c)
+    fn block_start(&self, b: usize) -> Option<usize> {
+        let (offsets, data) = layout(self.len());
+        let base = *self.words.get(b / BASE_BLOCKS)? as usize;
+        let offset = (*self.words.get(offsets + b / 2)? >> (b % 2 * 16) & 0xffff) as usize;
+        Some(data + base + offset)
     }
 
     /// Texel `i` of block `b` as `[depth, depth^2]`, as the compressor's block
     /// decodes it (`compress::block_value`).
     #[inline]
     pub fn value(&self, b: usize, i: usize) -> [f32; 2] {
-        let c = self.class(b);
-        let base = self.base(c, b);
-        decode_texel(self.depth_code(base, i), self.spread_code(c, base, i))
+        let (depth, spread) = self.codes(b, i);
+        decode_texel(depth, spread)
     }
 
-    /// Texel `i`'s depth code in the block at word `base`.
+    /// Texel `i`'s depth and spread codes in block `b`.
     #[inline]
-    fn depth_code(&self, base: usize, i: usize) -> u32 {
-        let (word, shift) = (base + i * DEPTH_BITS / 32, i * DEPTH_BITS % 32);
+    fn codes(&self, b: usize, i: usize) -> (u32, u32) {
+        let first = self.block_start(b).expect("a block of the table");
+        let mask = [self.words[first], self.words[first + 1]];
+        if mask[i / 32] >> (i % 32) & 1 == 0 {
+            return (DEPTH_MAX, 0);
+        }
+        let below = (1u64 << i) - 1;
+        let rank = ((mask[0] as u64 | (mask[1] as u64) << 32) & below).count_ones() as usize;
+        let width = CLASS_WIDTHS[self.class(b)] as usize;
+        let bits = DEPTH_BITS + width;
+        let (word, shift) = (first + MASK_WORDS + rank * bits / 32, rank * bits % 32);
         let mut code = self.words[word] >> shift;
-        if shift + DEPTH_BITS > 32 {
+        if shift + bits > 32 {
             code |= self.words[word + 1] << (32 - shift);
         }
-        code & DEPTH_MAX
-    }
-
-    /// Texel `i`'s spread code in the block of class `c` at word `base`.
-    #[inline]
-    fn spread_code(&self, c: usize, base: usize, i: usize) -> u32 {
-        let width = CLASS_WIDTHS[c] as usize;
-        match 32usize.checked_div(width) {
-            None => 0,
-            Some(per_word) => {
-                self.words[base + STORED_DEPTH_WORDS + i / per_word] >> (i % per_word * width) & ((1 << width) - 1)
-            }
-        }
+        (code & DEPTH_MAX, code >> DEPTH_BITS & ((1 << width) - 1))
     }
 
     /// Block `b` as the compressor stores it.
     pub fn block(&self, b: usize) -> Block {
-        let c = self.class(b);
-        let base = self.base(c, b);
         let mut block = [0; BLOCK_WORDS];
         for i in 0..QUADRANT_TEXELS {
-            block[i / 4] |= self.depth_code(base, i) << (i % 4 * 8);
-            block[DEPTH_WORDS + i / 8] |= self.spread_code(c, base, i) << (i % 8 * 4);
+            let (depth, spread) = self.codes(b, i);
+            block[i / 4] |= depth << (i % 4 * 8);
+            block[DEPTH_WORDS + i / 8] |= spread << (i % 8 * 4);
         }
         block
     }
@@ -267,10 +316,15 @@ mod tests {
         assert_eq!(table.len(), 12);
         assert_eq!(table.class_counts(), [2, 2, 4, 4]);
         assert_eq!(table.class_starts(), [0, 2, 4, 8]);
-        // 56 + 64 + 72 + 88 bytes per class, in class order.
-        assert_eq!(table.class_word_starts(), [0, 28, 60, 132]);
-        assert_eq!(table.words().len(), 132 + 4 * 22);
-        assert_eq!(table.bytes(), (132 + 4 * 22) * 4 + 24);
+        // One base word and six of offsets, then each block: two mask words and its
+        // stored texels, 7 bits of depth and the class's spread bits each.
+        assert_eq!(table.layout(), [1, 7]);
+        let stored = |b: &Block| (0..QUADRANT_TEXELS).filter(|&i| is_stored(b, i)).count();
+        let words: usize =
+            blocks.iter().map(|b| 2 + (stored(b) * (7 + CLASS_WIDTHS[class_of(b)] as usize)).div_ceil(32)).sum();
+        assert!(blocks.iter().any(|b| stored(b) < QUADRANT_TEXELS), "a clip texel among them");
+        assert_eq!(table.words().len(), 7 + words);
+        assert_eq!(table.bytes(), (7 + words) * 4 + 12);
         let mut seen = [false; 12];
         for (k, block) in blocks.iter().enumerate() {
             let b = numbers[k] as usize;
@@ -297,18 +351,74 @@ mod tests {
     }
 
     #[test]
-    fn a_quadrant_without_spread_stores_56_bytes() {
+    fn a_quadrant_without_spread_stores_7_bits_a_texel() {
         let flat: [[f32; 2]; QUADRANT_TEXELS] = std::array::from_fn(|i| {
-            let d = i as f32 / 63.0;
+            let d = i as f32 / 64.0;
             [d, d * d]
         });
         let block = pack_block(&flat);
         assert!(flat.iter().all(|&t| encode_texel(t).1 == 0));
         let (table, numbers) = BlockTable::pack(&[block]);
-        assert_eq!((numbers[0], table.class(0), table.words().len()), (0, 0, 14));
+        // A base, an offset, the mask and 64 x 7 bits.
+        assert_eq!((numbers[0], table.class(0), table.layout(), table.words().len()), (0, 0, [1, 2], 2 + 2 + 14));
+        assert_eq!(&table.words()[2..4], &[u32::MAX, u32::MAX]);
         assert!((0..QUADRANT_TEXELS).all(|i| table.value(0, i) == block_value(&block, i)));
         assert!(BlockTable::pack(&[]).0.is_empty());
         assert_eq!(BlockTable::pack(&[]).0, BlockTable::default());
+    }
+
+    /// A quadrant over open ground: the texels looking up (`cx + cy < 8`, counted
+    /// from the map's centre) see nothing and are not stored.
+    #[test]
+    fn clip_texels_are_not_stored() {
+        let ground: [[f32; 2]; QUADRANT_TEXELS] = std::array::from_fn(|i| {
+            let (cx, cy) = (i % 8, i / 8);
+            if cx + cy < 8 {
+                [1.0, 1.0]
+            } else {
+                let d = 0.3 + 0.05 * cx as f32;
+                [d, d * d + if cy == 7 { 0.02 } else { 0.0 }]
+            }
+        });
+        let block = pack_block(&ground);
+        // A spread code of 1 where the last row has one: class 1, 8 bits a texel.
+        assert_eq!(class_of(&block), 1);
+        let (table, _) = BlockTable::pack(&[block]);
+        // 28 stored texels of 8 bits: 7 words after the mask.
+        assert_eq!(table.words().len(), 2 + 2 + 7);
+        let mask = table.words()[2] as u64 | (table.words()[3] as u64) << 32;
+        assert_eq!(mask.count_ones(), 28);
+        for i in 0..QUADRANT_TEXELS {
+            assert_eq!(mask >> i & 1 == 1, i % 8 + i / 8 >= 8, "texel {i}");
+            assert_eq!(table.value(0, i), block_value(&block, i), "texel {i}");
+        }
+        assert_eq!(table.value(0, 0), [1.0, 1.0]);
+        assert_eq!(table.block(0), block);
+        // A block of clip texels only (the compressor stores none: it is a dead
+        // quadrant) would still pack and decode.
+        let clip = pack_block(&[[1.0, 1.0]; QUADRANT_TEXELS]);
+        let (table, numbers) = BlockTable::pack(&[block, clip, block]);
+        assert_eq!(numbers, [1, 0, 2], "the clip block is the one of class 0");
+        assert_eq!(table.words().len(), 3 + 2 + (2 + 7) + (2 + 7));
+        assert!((0..QUADRANT_TEXELS).all(|i| table.value(0, i) == [1.0, 1.0] && table.value(2, i) == table.value(1, i)));
+        assert_eq!(table.block(0), clip);
+    }
+
+    /// Block data beyond the 16-bit offsets' reach from one base: a table of more
+    /// than [`BASE_BLOCKS`] blocks starts a base per 1,024, and decodes throughout.
+    #[test]
+    fn bases_cover_large_tables() {
+        let blocks: Vec<Block> = (0..4 * BASE_BLOCKS + 5)
+            .map(|k| block_with(move |i| if i == k % 64 { 15 } else { (i + k) as u32 % 3 }))
+            .collect();
+        let (table, numbers) = BlockTable::pack(&blocks);
+        assert_eq!(table.layout()[0], 5);
+        assert!(table.words()[3] > 1 << 16, "the fourth base lies beyond 16 bits");
+        for (k, block) in blocks.iter().enumerate().step_by(97) {
+            assert_eq!(&table.block(numbers[k] as usize), block);
+        }
+        let back = BlockTable::from_parts(table.class_starts(), table.len() as u32, table.words().to_vec());
+        assert_eq!(back.as_ref(), Ok(&table));
     }
 
     #[test]
@@ -323,6 +433,14 @@ mod tests {
         assert!(BlockTable::from_parts([0, 2, 1, 3], len, table.words().to_vec()).unwrap_err().contains("rise"));
         assert!(BlockTable::from_parts([1, 1, 2, 3], len, table.words().to_vec()).is_err());
         assert!(BlockTable::from_parts(table.class_starts(), len + 1, table.words().to_vec()).is_err());
+        // An offset that moves a block, and a mask that claims fewer texels than the
+        // block holds.
+        let mut moved = table.words().to_vec();
+        moved[1] += 1 << 16;
+        assert!(BlockTable::from_parts(table.class_starts(), len, moved).unwrap_err().contains("does not start"));
+        let mut shrunk = table.words().to_vec();
+        shrunk[table.layout()[1] as usize] = 0;
+        assert!(BlockTable::from_parts(table.class_starts(), len, shrunk).is_err());
         assert_eq!(BlockTable::from_parts([0; CLASSES], 0, Vec::new()), Ok(BlockTable::default()));
     }
 }

@@ -73,9 +73,10 @@ pub struct DeviceVisibility {
     /// Bytes per `block_index` entry: 2 or 4.
     pub entry_bytes: u32,
     pub block_count: u32,
-    /// Each block class's first block number and first word.
+    /// Each block class's first block number; where the blocks' offsets and data
+    /// start (`BlockTable::layout`).
     pub class_blocks: [u32; CLASSES],
-    pub class_words: [u32; CLASSES],
+    pub table_layout: [u32; 2],
     /// Words in `blocks`.
     pub block_words: u32,
     pub live_count: u32,
@@ -172,7 +173,7 @@ impl DeviceVisibility {
             entry_bytes: vis.block_index.entry_bytes() as u32,
             block_count: vis.blocks.len() as u32,
             class_blocks: vis.blocks.class_starts(),
-            class_words: vis.blocks.class_word_starts(),
+            table_layout: vis.blocks.layout(),
             block_words: vis.blocks.words().len() as u32,
             live_count: vis.live.count() as u32,
         })
@@ -310,8 +311,8 @@ impl GiUpdater {
             hysteresis: params.hysteresis,
             entry_bytes: vis.entry_bytes,
             class_blocks: vis.class_blocks,
-            class_words: vis.class_words,
-            _pad: 0,
+            table_layout: vis.table_layout,
+            _pad: [0; 3],
         };
         let dirs: Vec<[f32; 4]> =
             fibonacci_directions(n, &random_rotation(frame)).iter().map(|d| [d.x, d.y, d.z, 0.0]).collect();

@@ -332,9 +332,10 @@ pub struct GiUpdateParams {
     pub entry_bytes: u32,
     /// Each block class's first block number (`gi::BlockTable::class_starts`).
     pub class_blocks: [u32; 4],
-    /// Each block class's first word in `blocks` (`gi::BlockTable::class_word_starts`).
-    pub class_words: [u32; 4],
-    pub _pad: u32,
+    /// The first word of the blocks' 16-bit offsets and of their data in `blocks`
+    /// (`gi::BlockTable::layout`).
+    pub table_layout: [u32; 2],
+    pub _pad: [u32; 3],
 }
 const _: () = assert!(size_of::<GiUpdateParams>() == 280);
 
@@ -438,7 +439,7 @@ mod glsl {
             sun_g: "float", sun_b: "float", sky_r: "float", sky_g: "float", sky_b: "float", albedo_r: "float",
             albedo_g: "float", albedo_b: "float", albedo_count: "uint", probe_count: "uint", first: "uint",
             count: "uint", rays_per_probe: "uint", hysteresis: "float", entry_bytes: "uint", class_blocks: "uint[4]",
-            class_words: "uint[4]", _pad: "uint",
+            table_layout: "uint[2]", _pad: "uint[3]",
         }),
         glsl_struct!(GiUpdatePush, "GiUpdatePush", Some("KILN_PUSH_GI_UPDATE"), { params: "uvec2" }),
     ];
@@ -451,6 +452,8 @@ mod glsl {
             "vec3" | "uvec3" => (12, 16),
             "vec4" | "uvec4" => (16, 16),
             "vec4[3]" => (48, 16),
+            "uint[2]" => (8, 4),
+            "uint[3]" => (12, 4),
             "uint[4]" => (16, 4),
             other => panic!("layout.rs: add std430 rules for GLSL type {other}"),
         }
