@@ -28,8 +28,8 @@
 //! classes' first numbers. Blocks differ in size, so the table's words start with
 //! a base word per [`BASE_BLOCKS`] blocks and a 16-bit offset per block (two a
 //! word): block `b`'s data starts at the data's first word plus `bases[b / 1024]`
-//! plus `offsets[b]`, 2 bytes and a bit per block. Decoding is still a lookup, on
-//! the CPU ([`BlockTable::value`]) and on the GPU (`gi_table_value` in
+//! plus `offsets[b]`: 2 bytes per block and 4 per 1,024. Decoding is still a
+//! lookup, on the CPU ([`BlockTable::value`]) and on the GPU (`gi_table_value` in
 //! `vulkan-shaders/include/gi.glsl`, from the class starts and the table layout in
 //! `GiUpdateParams`). [`BlockTable::pack`] sorts the compressor's blocks into
 //! classes and says where each one went, so the entries can be renumbered
