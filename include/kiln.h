@@ -1060,9 +1060,10 @@ typedef struct KilnGiStats {
     uint32_t dead_probes;
     /**
      * Distinct visibility blocks after compression: each block is a quadrant of a
-     * map (8 x 8 texels) that any number of probes share, stored as a mask of the
-     * texels that see something and 7 to 11 bits for each of them, by how many
-     * bits its texels' spread (depth^2 less depth squared) needs.
+     * map (8 x 8 texels) that any number of probes share, stored as the number of
+     * a mask (shared among blocks) of the texels that see something, and 7 to 11
+     * bits for each of them, by how many bits its texels' spread (depth^2 less
+     * depth squared) needs.
      */
     uint32_t blocks;
     /**

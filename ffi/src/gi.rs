@@ -107,9 +107,10 @@ pub struct KilnGiStats {
     /// Probes that see no surface within the clip distance (no visibility data).
     pub dead_probes: u32,
     /// Distinct visibility blocks after compression: each block is a quadrant of a
-    /// map (8 x 8 texels) that any number of probes share, stored as a mask of the
-    /// texels that see something and 7 to 11 bits for each of them, by how many
-    /// bits its texels' spread (depth^2 less depth squared) needs.
+    /// map (8 x 8 texels) that any number of probes share, stored as the number of
+    /// a mask (shared among blocks) of the texels that see something, and 7 to 11
+    /// bits for each of them, by how many bits its texels' spread (depth^2 less
+    /// depth squared) needs.
     pub blocks: u32,
     /// Updates run so far.
     pub frames: u32,

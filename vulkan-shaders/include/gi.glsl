@@ -32,10 +32,10 @@ uint gi_quantise(float v) {
     return uint(s);
 }
 
-// compress.rs DEPTH_BITS, DEPTH_MAX; table.rs BASE_BLOCKS.
+// compress.rs DEPTH_BITS, DEPTH_MAX; table.rs GROUP_WORDS.
 const uint GI_DEPTH_BITS = 7u;
 const uint GI_DEPTH_MAX = 127u;
-const uint GI_BASE_BLOCKS = 1024u;
+const uint GI_GROUP_WORDS = 3u;
 
 // compress.rs SPREAD_MAX, SPREAD_CODES, SPREAD_STEP.
 const float GI_SPREAD_MAX = 0.25;
@@ -314,37 +314,86 @@ int gi_rank(uvec2 words, uvec2 ranks, uint i) {
     return int(Uints(ranks).v[i / 64u] + below);
 }
 
-// table.rs BlockTable::value: texel i of stored block b. Its class (spread codes
-// of 0, 1, 2 or 4 bits) is the last whose first block number is <= b; its words
-// start at the data's first word plus its base (one per 1,024 blocks, from word 0)
-// plus its 16-bit offset: two mask words (a bit per texel stored; a clear one is
-// the clip value), then the stored texels in order, 7 + w bits each (the depth
-// code, the spread code above it; one may straddle two words).
-vec2 gi_table_value(GiUpdateParams P, uint b, uint i) {
-    uint c = uint(b >= P.class_blocks[1]) + uint(b >= P.class_blocks[2]) + uint(b >= P.class_blocks[3]);
-    uint width = c == 3u ? 4u : c;
+// table.rs BlockTable::bits: the n bits (n < 32) at bit `bit` from word `first`.
+uint gi_table_bits(Uints words, uint first, uint bit, uint n) {
+    if (n == 0u) return 0u;
+    uint word = first + bit / 32u;
+    uint shift = bit % 32u;
+    uint v = words.v[word] >> shift;
+    if (shift + n > 32u) {
+        v |= words.v[word + 1u] << (32u - shift);
+    }
+    return v & ((1u << n) - 1u);
+}
+
+// A stored block found (table.rs BlockTable::value, split so that the bilinear
+// texels of one quadrant find it once): its mask, where its texels start (a bit
+// from its group's first word, `data`), their bits and spread width. `dead` for a dead quadrant, which sees the clip value.
+struct GiBlock {
+    uint quadrant;
+    bool dead;
+    bool transposed;
+    uint lo_mask;
+    uint hi_mask;
+    uint data;
+    uint texels;
+    uint bits;
+    uint width;
+};
+
+// table.rs BlockTable::group_of, mask_number, mask: stored block b. Its group is
+// the last whose first block number is <= b (a binary search over the group
+// records: first block, first word from the data's, class | texels kept << 8).
+// Its blocks lie back to back, each a mask number (table_layout[3] bits, naming a
+// two-word mask from table_layout[1]: a bit per texel stored; a clear one is the
+// clip value), then the stored texels in order, 7 + w bits each (the depth code,
+// the spread code above it; w is 0, 1, 2 or 4 by class).
+GiBlock gi_table_block(GiUpdateParams P, uint b) {
     Uints words = Uints(P.blocks);
-    uint offset = (words.v[P.table_layout[0] + b / 2u] >> ((b % 2u) * 16u)) & 0xffffu;
-    uint first = P.table_layout[1] + words.v[b / GI_BASE_BLOCKS] + offset;
-    uint lo = words.v[first];
-    uint hi = words.v[first + 1u];
+    uint lo = 0u;
+    uint hi = P.table_layout[0];
+    while (hi - lo > 1u) {
+        uint mid = (lo + hi) / 2u;
+        if (words.v[mid * GI_GROUP_WORDS] <= b) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    uint first = words.v[lo * GI_GROUP_WORDS];
+    uint data = P.table_layout[2] + words.v[lo * GI_GROUP_WORDS + 1u];
+    uint kind = words.v[lo * GI_GROUP_WORDS + 2u];
+    uint c = kind & 0xffu;
+    GiBlock block;
+    block.dead = false;
+    block.transposed = false;
+    block.width = c == 3u ? 4u : c;
+    block.bits = GI_DEPTH_BITS + block.width;
+    uint number_bits = P.table_layout[3];
+    uint at = (b - first) * (number_bits + (kind >> 8u) * block.bits);
+    uint m = P.table_layout[1] + gi_table_bits(words, data, at, number_bits) * 2u;
+    block.lo_mask = words.v[m];
+    block.hi_mask = words.v[m + 1u];
+    block.data = data;
+    block.texels = at + number_bits;
+    return block;
+}
+
+// table.rs BlockTable::codes: texel i of a found block as [depth, depth^2]: the
+// clip value where its mask bit is clear, else the stored texel whose rank is the
+// number of mask bits set below i.
+vec2 gi_block_value(GiUpdateParams P, GiBlock block, uint i) {
     uint rank;
     if (i < 32u) {
-        if ((lo & (1u << i)) == 0u) return gi_decode_texel(uvec2(GI_DEPTH_MAX, 0u));
-        rank = uint(bitCount(lo & ((1u << i) - 1u)));
+        if ((block.lo_mask & (1u << i)) == 0u) return gi_decode_texel(uvec2(GI_DEPTH_MAX, 0u));
+        rank = uint(bitCount(block.lo_mask & ((1u << i) - 1u)));
     } else {
         uint hb = i - 32u;
-        if ((hi & (1u << hb)) == 0u) return gi_decode_texel(uvec2(GI_DEPTH_MAX, 0u));
-        rank = uint(bitCount(lo)) + uint(bitCount(hi & ((1u << hb) - 1u)));
+        if ((block.hi_mask & (1u << hb)) == 0u) return gi_decode_texel(uvec2(GI_DEPTH_MAX, 0u));
+        rank = uint(bitCount(block.lo_mask)) + uint(bitCount(block.hi_mask & ((1u << hb) - 1u)));
     }
-    uint bits = GI_DEPTH_BITS + width;
-    uint word = first + 2u + rank * bits / 32u;
-    uint shift = rank * bits % 32u;
-    uint code = words.v[word] >> shift;
-    if (shift + bits > 32u) {
-        code |= words.v[word + 1u] << (32u - shift);
-    }
-    return gi_decode_texel(uvec2(code & GI_DEPTH_MAX, (code >> GI_DEPTH_BITS) & ((1u << width) - 1u)));
+    uint code = gi_table_bits(Uints(P.blocks), block.data, block.texels + rank * block.bits, block.bits);
+    return gi_decode_texel(uvec2(code & GI_DEPTH_MAX, code >> GI_DEPTH_BITS));
 }
 
 // compress.rs CompressedVisibility::entry: quadrant q of a probe as a 4-byte entry
@@ -371,19 +420,29 @@ uint gi_block_entry(GiUpdateParams P, uint probe, uint q) {
 }
 
 // compress.rs CompressedVisibility::texel: a dead quadrant sees the clip value, a
-// live one reads its block, transposed when the entry's top bit says so.
-vec2 gi_texel(GiUpdateParams P, uint probe, uint x, uint y) {
+// live one reads its block, transposed when the entry's top bit says so. `block`
+// holds the quadrant the last texel read; another one is looked up.
+vec2 gi_texel(GiUpdateParams P, uint probe, uint x, uint y, inout GiBlock block) {
     uvec2 qi = gi_quadrant_texel(x, y);
-    uint entry = gi_block_entry(P, probe, qi.x);
-    if (entry == DEAD_QUADRANT) {
+    if (qi.x != block.quadrant) {
+        uint entry = gi_block_entry(P, probe, qi.x);
+        if (entry == DEAD_QUADRANT) {
+            block.dead = true;
+        } else {
+            block = gi_table_block(P, entry & ~GI_TRANSPOSED);
+            block.transposed = (entry & GI_TRANSPOSED) != 0u;
+        }
+        block.quadrant = qi.x;
+    }
+    if (block.dead) {
         return vec2(1.0);
     }
-    uint texel = gi_block_texel(qi.y, (entry & GI_TRANSPOSED) != 0u);
-    return gi_table_value(P, entry & ~GI_TRANSPOSED, texel);
+    return gi_block_value(P, block, gi_block_texel(qi.y, block.transposed));
 }
 
 // octahedral.rs sample_bordered: bilinear [depth, depth^2] toward d, the border
-// read through gi_border_source.
+// read through gi_border_source; a quadrant's block is found once for the texels
+// in it.
 vec2 gi_visibility(GiUpdateParams P, uint probe, vec3 d) {
     vec2 uv = gi_oct_encode(d);
     vec2 pos = clamp((uv * 0.5 + 0.5) * 16.0 + 0.5, vec2(0.5), vec2(16.5));
@@ -394,10 +453,12 @@ vec2 gi_visibility(GiUpdateParams P, uint probe, vec3 d) {
     uvec2 s10 = gi_border_source(p1.x, p0.y);
     uvec2 s01 = gi_border_source(p0.x, p1.y);
     uvec2 s11 = gi_border_source(p1.x, p1.y);
-    vec2 a = gi_texel(P, probe, s00.x, s00.y);
-    vec2 b = gi_texel(P, probe, s10.x, s10.y);
-    vec2 c = gi_texel(P, probe, s01.x, s01.y);
-    vec2 e = gi_texel(P, probe, s11.x, s11.y);
+    GiBlock block;
+    block.quadrant = GI_QUADRANTS;
+    vec2 a = gi_texel(P, probe, s00.x, s00.y, block);
+    vec2 b = gi_texel(P, probe, s10.x, s10.y, block);
+    vec2 c = gi_texel(P, probe, s01.x, s01.y, block);
+    vec2 e = gi_texel(P, probe, s11.x, s11.y, block);
     vec2 top = a + (b - a) * f.x;
     vec2 bottom = c + (e - c) * f.x;
     return top + (bottom - top) * f.y;

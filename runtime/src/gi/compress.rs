@@ -337,7 +337,7 @@ pub struct CompressedVisibility {
     pub block_index: BlockIndex,
     /// Bit `i % 32` of word `i / 32`: entry `i` reads its block transposed.
     pub transposed: Vec<u32>,
-    /// The dictionary, in tables by spread width.
+    /// The dictionary, in groups by spread width and texels kept.
     pub blocks: BlockTable,
 }
 
@@ -349,7 +349,7 @@ impl CompressedVisibility {
 
     /// From every probe's four [`BlockEntry`]s (`entries[4 p + q]`, as the GPU
     /// compressor writes them) and the dictionary as the compressor stores it: dead
-    /// probes keep nothing but their bit, and the blocks go into their class tables
+    /// probes keep nothing but their bit, and the blocks go into their groups
     /// ([`BlockTable::pack`]), the entries renumbered to match. An entry naming no
     /// block keeps a number past the table's end ([`CompressedVisibility::check`]
     /// refuses it).
@@ -429,8 +429,9 @@ impl CompressedVisibility {
     }
 
     /// Bytes stored: the live mask, a 2- or 4-byte entry and a transpose bit per
-    /// quadrant of a live probe, and the block tables (a block's mask and offset, 10
-    /// bytes, and 7 to 11 bits per texel that is not the clip value).
+    /// quadrant of a live probe, and the block table (group records, the distinct
+    /// masks, and per block its mask's number and 7 to 11 bits per texel that is
+    /// not the clip value).
     pub fn bytes(&self) -> usize {
         self.live.bytes() + self.block_index.as_bytes().len() + self.transposed.len() * 4 + self.blocks.bytes()
     }
@@ -954,9 +955,10 @@ mod tests {
         assert_eq!(c.transposed, [1 << 1 | 1 << 7 | 1 << 8 | 1 << 9 | 1 << 15], "entries 1, 7, 8, 9 and 15");
         assert!(c.is_dead(1) && c.is_dead(69) && !c.is_dead(70) && c.is_dead(71));
         assert_eq!(c.entry(70, 3), BlockEntry::new(3, true));
-        // Blocks without spread or clip texels: a mask and 64 depth codes of 7 bits
-        // each; a base and two words of offsets; the later classes' first blocks.
-        let tables = 4 * (8 + 56) + 3 * 4 + 12;
+        // Blocks without spread or clip texels: one group record, one mask, no bits
+        // of mask number and 64 depth codes of 7 bits each; the group and mask
+        // counts.
+        let tables = 12 + 8 + 4 * 56 + 8;
         assert_eq!(c.bytes(), 12 * 2 + 16 * 2 + 4 + tables, "mask and ranks, entries, transpose bits, blocks");
         assert_eq!(c.check(), Ok(()));
         let mut short = c.clone();
@@ -969,7 +971,7 @@ mod tests {
         many.blocks = BlockTable::pack(&vec![[0; BLOCK_WORDS]; 72 * QUADRANTS + 1]).0;
         assert!(many.check().unwrap_err().contains("289 blocks for 72 probes"), "{:?}", many.check());
         let none = CompressedVisibility::dead(100);
-        assert_eq!((none.dead_count(), none.block_index.len(), none.bytes()), (100, 0, 24 + 12));
+        assert_eq!((none.dead_count(), none.block_index.len(), none.bytes()), (100, 0, 24 + 8));
         assert_eq!(none.decode(99), VisibilityMap::clipped());
     }
 

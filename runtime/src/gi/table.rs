@@ -1,46 +1,54 @@
-//! The stored dictionary of compressed visibility: blocks in tables by the width
-//! of their spread codes, without their clip texels.
+//! The stored dictionary of compressed visibility: blocks without their clip
+//! texels, their masks numbered in a dictionary, in groups of one size.
 //!
 //! The compressor works on 96-byte blocks ([`Block`]: 64 depth codes of 7 bits a
 //! byte each, then 64 spread codes of 4 bits; `compress.rs`, "Block texels in 11
 //! bits"). Most spread codes are 0: a texel whose rays all hit at about the same
 //! distance has no spread, and only texels across an edge have much. So a block
 //! is stored with the narrowest width `w` in [`CLASS_WIDTHS`] that holds every one
-//! of its spread codes: 0, 1, 2 or 4 bits.
+//! of its spread codes (0, 1, 2 or 4 bits): its class.
 //!
 //! **Clip texels.** A texel at the clip value (depth code [`DEPTH_MAX`], spread
 //! code 0: it decodes to exactly `[1, 1]`) is not stored: the probe sees nothing
 //! that way, which is the whole upper half of a quadrant over open ground (the
-//! quadrant's texels near the map's centre look up). A stored block is two mask
-//! words (bit `i % 32` of word `i / 32` set for texel `i` stored), then the stored
-//! texels in order, `7 + w` bits each (the depth code, then the spread code above
-//! it), packed from bit 0 of the first word on; a texel may straddle two words.
-//! Texel `i` of a block is the clip value when its mask bit is clear, else the
-//! stored texel whose rank is the number of mask bits set below `i`. On the smooth
-//! terrain at 1.0 m spacing 62.6% of the texels of the stored blocks are clip
-//! texels, and the tables take half the bytes they took with every texel stored:
-//! 18.2% -> 10.5% of the raw maps (`cargo bench -p kiln-benches --bench ddgi --
-//! nothing_matches`; all scenes in the README).
+//! quadrant's texels near the map's centre look up). A block's mask has bit `i`
+//! set for texel `i` stored. Texel `i` is the clip value when its mask bit is
+//! clear, else the stored texel whose rank is the number of mask bits set below
+//! `i`. On the smooth terrain at 1.0 m spacing 62.6% of the texels of the stored
+//! blocks are clip texels.
 //!
-//! **Where a block starts.** Blocks are numbered class by class: every 0-bit block
-//! first, in the order the compressor stored them, then the 1-bit ones, and so on;
-//! a block's class follows from its number by comparing it with the three later
-//! classes' first numbers. Blocks differ in size, so the table's words start with
-//! a base word per [`BASE_BLOCKS`] blocks and a 16-bit offset per block (two a
-//! word): block `b`'s data starts at the data's first word plus `bases[b / 1024]`
-//! plus `offsets[b]`: 2 bytes per block and 4 per 1,024. Decoding is still a
-//! lookup, on the CPU ([`BlockTable::value`]) and on the GPU (`gi_table_value` in
-//! `vulkan-shaders/include/gi.glsl`, from the class starts and the table layout in
+//! **Masks by number.** Blocks share masks: the smooth terrain's 9,758 blocks at
+//! 1.0 m have 2,029 distinct ones. Each distinct mask is stored once (two words,
+//! texel `i` at bit `i % 32` of word `i / 32`), in the order the blocks first use
+//! them, and a block stores its mask's number in `mask_bits` bits, the fewest that
+//! number them all.
+//!
+//! **Groups.** A block of class `c` whose mask keeps `n` texels takes
+//! `mask_bits + n * (7 + w)` bits: its mask number, then its texels in order (the
+//! depth code, the spread code above it). Blocks are numbered by (class, texels
+//! kept), keeping the compressor's order within each, and a run of at most
+//! [`GROUP_BLOCKS`] blocks of the same (class, count) is a group: its blocks lie
+//! back to back from bit 0 of the group's first word, so block `b` starts
+//! `(b - first) * size` bits in, and only the group is found by a search. A group
+//! record is three words: its first block number, its first word (counted from
+//! the data's), and `class | count << 8`. The smooth terrain at 1.0 m has 191
+//! groups.
+//!
+//! **Words.** The table's words are the group records, the masks, then the data.
+//! Decoding is a binary search over the records' first block numbers and two reads
+//! of at most two words (the mask number, the texel) and one of the mask, on the
+//! CPU ([`BlockTable::value`]) and on the GPU (`gi_table_value` in
+//! `vulkan-shaders/include/gi.glsl`, from [`BlockTable::layout`] in
 //! `GiUpdateParams`). [`BlockTable::pack`] sorts the compressor's blocks into
-//! classes and says where each one went, so the entries can be renumbered
+//! groups and says where each one went, so the entries can be renumbered
 //! ([`super::CompressedVisibility::from_entries`]).
 //!
-//! Measured on the smooth terrain at 0.5 m spacing (`cargo bench -p kiln-benches
-//! --bench ddgi -- nothing_matches`, swizzled order, 8-bit depth codes then, every
-//! texel stored), where half the blocks need at most 1 bit of spread: the
-//! dictionary of 96-byte blocks stored 6.04% of the raw maps, the tables by width
-//! 5.09%; a fifth class of 3-bit codes would store 5.05%. With 7-bit depth codes,
-//! 4.78%.
+//! Measured (`cargo bench -p kiln-benches --bench ddgi -- nothing_matches`, all
+//! scenes in the README), the smooth terrain at 1.0 m spacing, swizzled order:
+//! every texel stored in a table per class, 18.2% of the raw maps; each block with
+//! its own mask and a 16-bit offset, 10.46%; masks by number, in groups, 8.48%.
+
+use std::collections::HashMap;
 
 use super::compress::{decode_texel, Block, BLOCK_WORDS, DEPTH_BITS, DEPTH_MAX, DEPTH_WORDS};
 use super::octahedral::QUADRANT_TEXELS;
@@ -51,14 +59,16 @@ pub const CLASSES: usize = 4;
 /// Bits per spread code in each class.
 pub const CLASS_WIDTHS: [u32; CLASSES] = [0, 1, 2, 4];
 
-/// Words of a block's mask of stored texels.
+/// Words of a stored mask.
 pub const MASK_WORDS: usize = QUADRANT_TEXELS / 32;
 
-/// Blocks per base word: the data of so many blocks spans at most
-/// `1024 * 24` words (a block of 64 stored texels of 11 bits and its mask), so
-/// their offsets from the base fit in 16 bits.
-pub const BASE_BLOCKS: usize = 1024;
-const _: () = assert!(BASE_BLOCKS * (MASK_WORDS + QUADRANT_TEXELS * (DEPTH_BITS + 4) / 32) <= 1 << 16);
+/// Words of a group record: first block, first word, `class | count << 8`.
+pub const GROUP_WORDS: usize = 3;
+
+/// Most blocks in a group: a block's bit offset within its group stays below
+/// `4096 * (31 + 64 * 11)` bits, well inside 32 bits on the GPU.
+pub const GROUP_BLOCKS: usize = 4096;
+const _: () = assert!(GROUP_BLOCKS * (31 + QUADRANT_TEXELS * (DEPTH_BITS + 4)) < 1 << 32);
 
 /// Texel `i`'s spread code in `block`.
 #[inline]
@@ -78,137 +88,213 @@ fn is_stored(block: &Block, i: usize) -> bool {
     depth_code(block, i) != DEPTH_MAX || spread_code(block, i) != 0
 }
 
+/// The mask of the texels of `block` that are stored.
+fn mask_of(block: &Block) -> u64 {
+    (0..QUADRANT_TEXELS).filter(|&i| is_stored(block, i)).fold(0, |mask, i| mask | 1 << i)
+}
+
 /// The narrowest class whose width holds every spread code of `block`.
 pub fn class_of(block: &Block) -> usize {
     let widest = (0..QUADRANT_TEXELS).map(|i| spread_code(block, i)).max().unwrap_or(0);
     CLASS_WIDTHS.iter().position(|&w| widest < 1 << w).expect("4 bits hold every spread code")
 }
 
-/// Words of a stored block of class `c` whose mask is `mask`.
-fn stored_words(c: usize, mask: [u32; MASK_WORDS]) -> usize {
-    let stored: u32 = mask.iter().map(|w| w.count_ones()).sum();
-    MASK_WORDS + (stored as usize * (DEPTH_BITS + CLASS_WIDTHS[c] as usize)).div_ceil(32)
+/// Bits of a mask number in a dictionary of `masks`: the fewest that number them
+/// all (0 for one mask).
+fn mask_bits(masks: usize) -> u32 {
+    usize::BITS - masks.saturating_sub(1).leading_zeros()
 }
 
-/// Where the parts of a table of `len` blocks start: the bases' first word is 0;
-/// then the offsets' first word and the data's.
-fn layout(len: usize) -> (usize, usize) {
-    let offsets = len.div_ceil(BASE_BLOCKS);
-    (offsets, offsets + len.div_ceil(2))
+/// Bits per texel kept in class `c`.
+fn texel_bits(c: usize) -> usize {
+    DEPTH_BITS + CLASS_WIDTHS[c] as usize
+}
+
+/// A group record, decoded.
+#[derive(Clone, Copy, Debug)]
+struct Group {
+    /// Its first block's number.
+    first: usize,
+    /// Its first word, counted from the data's first word.
+    start: usize,
+    class: usize,
+    /// Texels kept per block.
+    kept: usize,
 }
 
 /// The dictionary as stored (see the module docs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BlockTable {
-    /// `starts[c]`: the number of class `c`'s first block; `starts[CLASSES]` is the
-    /// block count.
-    starts: [u32; CLASSES + 1],
-    /// The bases, the offsets, then the blocks' data.
+    len: usize,
+    groups: usize,
+    masks: usize,
+    /// The group records, the masks, then the blocks' data.
     words: Vec<u32>,
 }
 
+/// Bits appended to words from bit 0 of the first on.
+struct BitWriter<'a> {
+    words: &'a mut Vec<u32>,
+    /// Bits written, counted from the first word given.
+    at: usize,
+    first: usize,
+}
+
+impl BitWriter<'_> {
+    /// The low `n` bits of `value`.
+    fn push(&mut self, value: u32, n: usize) {
+        debug_assert!(n == 32 || value >> n == 0, "{value} in {n} bits");
+        if n == 0 {
+            return;
+        }
+        let (word, shift) = (self.first + self.at / 32, self.at % 32);
+        self.words.resize(self.first + (self.at + n).div_ceil(32), 0);
+        self.words[word] |= value << shift;
+        if shift + n > 32 {
+            self.words[word + 1] |= value >> (32 - shift);
+        }
+        self.at += n;
+    }
+
+    /// Moves on to the next word boundary.
+    fn align(&mut self) {
+        self.at = self.at.next_multiple_of(32);
+        self.words.resize(self.first + self.at / 32, 0);
+    }
+}
+
 impl BlockTable {
-    /// `blocks` (as the compressor stores them) in class tables, and the number each
-    /// block has there: blocks keep their order within a class.
+    /// `blocks` (as the compressor stores them) in groups, and the number each block
+    /// has there: blocks keep their order within a (class, texels kept) pair.
     pub fn pack(blocks: &[Block]) -> (BlockTable, Vec<u32>) {
-        let classes: Vec<usize> = blocks.iter().map(class_of).collect();
-        let mut starts = [0u32; CLASSES + 1];
-        for &c in &classes {
-            starts[c + 1] += 1;
+        let masks: Vec<u64> = blocks.iter().map(mask_of).collect();
+        let keys: Vec<(usize, u32)> = blocks.iter().zip(&masks).map(|(b, m)| (class_of(b), m.count_ones())).collect();
+        let mut order: Vec<usize> = (0..blocks.len()).collect();
+        order.sort_by_key(|&k| keys[k]);
+        let mut numbers = vec![0u32; blocks.len()];
+        for (b, &k) in order.iter().enumerate() {
+            numbers[k] = b as u32;
         }
-        for c in 0..CLASSES {
-            starts[c + 1] += starts[c];
+        let mut dictionary: Vec<u64> = Vec::new();
+        let mut mask_numbers: HashMap<u64, u32> = HashMap::new();
+        for &k in &order {
+            mask_numbers.entry(masks[k]).or_insert_with(|| {
+                dictionary.push(masks[k]);
+                dictionary.len() as u32 - 1
+            });
         }
-        let mut next: [u32; CLASSES] = std::array::from_fn(|c| starts[c]);
-        let mut numbers = Vec::with_capacity(blocks.len());
-        let mut by_number = vec![0usize; blocks.len()];
-        for (k, &c) in classes.iter().enumerate() {
-            numbers.push(next[c]);
-            by_number[next[c] as usize] = k;
-            next[c] += 1;
-        }
-        let (offsets, data) = layout(blocks.len());
-        let mut words = vec![0u32; data];
-        for (b, &k) in by_number.iter().enumerate() {
-            let (block, c) = (&blocks[k], classes[k]);
-            let at = words.len() - data;
-            if b % BASE_BLOCKS == 0 {
-                words[b / BASE_BLOCKS] = at as u32;
+        let number_bits = mask_bits(dictionary.len()) as usize;
+        let mut records: Vec<[u32; GROUP_WORDS]> = Vec::new();
+        let mut data = Vec::new();
+        let mut out = BitWriter { words: &mut data, at: 0, first: 0 };
+        let mut group_first = 0;
+        for (b, &k) in order.iter().enumerate() {
+            let ((c, kept), block) = (keys[k], &blocks[k]);
+            if b == 0 || keys[order[b - 1]] != (c, kept) || b - group_first == GROUP_BLOCKS {
+                out.align();
+                group_first = b;
+                records.push([b as u32, (out.at / 32) as u32, c as u32 | kept << 8]);
             }
-            let offset = at - words[b / BASE_BLOCKS] as usize;
-            words[offsets + b / 2] |= (offset as u32) << (b % 2 * 16);
-            let mut mask = [0u32; MASK_WORDS];
+            out.push(mask_numbers[&masks[k]], number_bits);
             for i in (0..QUADRANT_TEXELS).filter(|&i| is_stored(block, i)) {
-                mask[i / 32] |= 1 << (i % 32);
-            }
-            let first = words.len();
-            words.resize(first + stored_words(c, mask), 0);
-            let out = &mut words[first..];
-            out[..MASK_WORDS].copy_from_slice(&mask);
-            let bits = DEPTH_BITS + CLASS_WIDTHS[c] as usize;
-            for (rank, i) in (0..QUADRANT_TEXELS).filter(|&i| is_stored(block, i)).enumerate() {
                 debug_assert!(depth_code(block, i) <= DEPTH_MAX, "a depth code of the compressor");
-                let code = depth_code(block, i) | spread_code(block, i) << DEPTH_BITS;
-                let (word, shift) = (MASK_WORDS + rank * bits / 32, rank * bits % 32);
-                out[word] |= code << shift;
-                if shift + bits > 32 {
-                    out[word + 1] |= code >> (32 - shift);
+                out.push(depth_code(block, i) | spread_code(block, i) << DEPTH_BITS, texel_bits(c));
+            }
+        }
+        out.align();
+        let mut words = Vec::with_capacity(records.len() * GROUP_WORDS + dictionary.len() * MASK_WORDS + data.len());
+        words.extend(records.iter().flatten());
+        words.extend(dictionary.iter().flat_map(|&m| [m as u32, (m >> 32) as u32]));
+        words.extend(data);
+        let table = BlockTable { len: blocks.len(), groups: records.len(), masks: dictionary.len(), words };
+        (table, numbers)
+    }
+
+    /// The table of `len` blocks that `layout` (as [`BlockTable::layout`] gives it)
+    /// and `words` describe: a device read-back. Fails when they do not fit
+    /// together: the layout must follow from its group and mask counts, the groups
+    /// must number the blocks from 0 and lie back to back to the end of the words,
+    /// and every block's mask number must name a mask that keeps as many texels
+    /// as its group says.
+    pub fn from_parts(len: u32, layout: [u32; 4], words: Vec<u32>) -> Result<BlockTable, String> {
+        let [groups, masks_first, data_first, number_bits] = layout.map(|x| x as usize);
+        let masks = data_first.saturating_sub(masks_first) / MASK_WORDS;
+        let fits = masks_first == groups * GROUP_WORDS
+            && data_first >= masks_first
+            && data_first == masks_first + masks * MASK_WORDS
+            && number_bits == mask_bits(masks) as usize
+            && data_first <= words.len()
+            && (len == 0) == (groups == 0);
+        if !fits {
+            return Err(format!("table layout {layout:?} does not fit {} words of {len} blocks", words.len()));
+        }
+        let table = BlockTable { len: len as usize, groups, masks, words };
+        let mut end = 0;
+        for g in 0..groups {
+            let group = table.group(g);
+            let next = if g + 1 < groups { table.group(g + 1).first } else { table.len };
+            let count = next.checked_sub(group.first).filter(|&n| n > 0 && n <= GROUP_BLOCKS);
+            let Some(count) = count.filter(|_| (g == 0) == (group.first == 0)) else {
+                return Err(format!("group {g} of {groups} starts at block {} (of {len})", group.first));
+            };
+            if group.class >= CLASSES || group.kept > QUADRANT_TEXELS || group.start != end {
+                return Err(format!(
+                    "group {g} of {groups}: class {}, {} texels, at word {}",
+                    group.class, group.kept, group.start
+                ));
+            }
+            end += (count * table.block_bits(group)).div_ceil(32);
+            if data_first + end > table.words.len() {
+                return Err(format!("group {g} of {groups} ends past the {} words", table.words.len()));
+            }
+            for b in group.first..next {
+                let mask = table.mask_number(group, b).and_then(|m| table.mask(m));
+                if mask.map(u64::count_ones) != Some(group.kept as u32) {
+                    return Err(format!("block {b} names no mask of {} texels", group.kept));
                 }
             }
         }
-        (BlockTable { starts, words }, numbers)
-    }
-
-    /// The table that `class_starts` (each class's first block number, as
-    /// [`BlockTable::class_starts`] gives them), `len` and `words` describe: a
-    /// device read-back. Fails when they do not fit together: every block's data
-    /// must follow the last one's, where its base and offset say, and end the words.
-    pub fn from_parts(class_starts: [u32; CLASSES], len: u32, words: Vec<u32>) -> Result<BlockTable, String> {
-        let mut starts = [len; CLASSES + 1];
-        starts[..CLASSES].copy_from_slice(&class_starts);
-        if class_starts[0] != 0 || (0..CLASSES).any(|c| starts[c] > starts[c + 1]) {
-            return Err(format!("class starts {class_starts:?} do not rise from 0 to the block count {len}"));
-        }
-        let table = BlockTable { starts, words };
-        let (_, data) = layout(len as usize);
-        let mut end = data;
-        for b in 0..len as usize {
-            let first = table.block_start(b).filter(|&first| first == end && first + MASK_WORDS <= table.words.len());
-            let Some(first) = first else {
-                return Err(format!("{} words: block {b} of {len} does not start at word {end}", table.words.len()));
-            };
-            end += stored_words(table.class(b), [table.words[first], table.words[first + 1]]);
-        }
-        if end != table.words.len() {
-            return Err(format!("{} words for a table of {end} ({len} blocks)", table.words.len()));
+        if data_first + end != table.words.len() {
+            return Err(format!("{} words for a table of {} ({len} blocks)", table.words.len(), data_first + end));
         }
         Ok(table)
     }
 
     /// Blocks stored.
     pub fn len(&self) -> usize {
-        self.starts[CLASSES] as usize
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len == 0
     }
 
-    /// Each class's first block number (the first is 0).
-    pub fn class_starts(&self) -> [u32; CLASSES] {
-        std::array::from_fn(|c| self.starts[c])
+    /// Groups stored.
+    pub fn group_count(&self) -> usize {
+        self.groups
     }
 
-    /// The first word of the blocks' 16-bit offsets and of their data (the bases
-    /// start at word 0).
-    pub fn layout(&self) -> [u32; 2] {
-        let (offsets, data) = layout(self.len());
-        [offsets as u32, data as u32]
+    /// Distinct masks stored.
+    pub fn mask_count(&self) -> usize {
+        self.masks
+    }
+
+    /// What the decoder needs besides the words: the group count, the masks' first
+    /// word, the data's first word, and the bits of a mask number.
+    pub fn layout(&self) -> [u32; 4] {
+        let masks_first = self.groups * GROUP_WORDS;
+        [self.groups, masks_first, masks_first + self.masks * MASK_WORDS, mask_bits(self.masks) as usize]
+            .map(|x| x as u32)
     }
 
     /// Blocks in each class.
     pub fn class_counts(&self) -> [u32; CLASSES] {
-        std::array::from_fn(|c| self.starts[c + 1] - self.starts[c])
+        let mut counts = [0; CLASSES];
+        for g in 0..self.groups {
+            let next = if g + 1 < self.groups { self.group(g + 1).first } else { self.len };
+            counts[self.group(g).class] += (next - self.group(g).first) as u32;
+        }
+        counts
     }
 
     /// The stored words: what the GPU reads.
@@ -216,24 +302,81 @@ impl BlockTable {
         &self.words
     }
 
-    /// Bytes stored: the words, and the three later classes' first block.
+    /// Bytes stored: the words, and the group and mask counts (the rest of the
+    /// layout follows from them).
     pub fn bytes(&self) -> usize {
-        self.words.len() * 4 + (CLASSES - 1) * 4
+        self.words.len() * 4 + 8
     }
 
     /// Block `b`'s class.
     #[inline]
     pub fn class(&self, b: usize) -> usize {
-        (1..CLASSES).filter(|&c| b >= self.starts[c] as usize).count()
+        self.group(self.group_of(b)).class
     }
 
-    /// Block `b`'s first word (its mask), or `None` past the words (a read-back).
+    /// Group `g`'s record.
     #[inline]
-    fn block_start(&self, b: usize) -> Option<usize> {
-        let (offsets, data) = layout(self.len());
-        let base = *self.words.get(b / BASE_BLOCKS)? as usize;
-        let offset = (*self.words.get(offsets + b / 2)? >> (b % 2 * 16) & 0xffff) as usize;
-        Some(data + base + offset)
+    fn group(&self, g: usize) -> Group {
+        let r = &self.words[g * GROUP_WORDS..(g + 1) * GROUP_WORDS];
+        Group { first: r[0] as usize, start: r[1] as usize, class: (r[2] & 0xff) as usize, kept: (r[2] >> 8) as usize }
+    }
+
+    /// The group holding block `b`: the last whose first block is at most `b`.
+    #[inline]
+    fn group_of(&self, b: usize) -> usize {
+        debug_assert!(b < self.len, "block {b} of {}", self.len);
+        let (mut lo, mut hi) = (0, self.groups);
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if self.words[mid * GROUP_WORDS] as usize <= b {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Bits per block of `group`.
+    #[inline]
+    fn block_bits(&self, group: Group) -> usize {
+        self.layout()[3] as usize + group.kept * texel_bits(group.class)
+    }
+
+    /// The `n` bits at bit `bit` of the data (`None` past the words: a read-back).
+    #[inline]
+    fn bits(&self, bit: usize, n: usize) -> Option<u32> {
+        if n == 0 {
+            return Some(0);
+        }
+        let (word, shift) = (self.layout()[2] as usize + bit / 32, bit % 32);
+        let mut value = *self.words.get(word)? >> shift;
+        if shift + n > 32 {
+            value |= *self.words.get(word + 1)? << (32 - shift);
+        }
+        Some(value & (u32::MAX >> (32 - n)))
+    }
+
+    /// Block `b`'s first bit in the data, in `group`.
+    #[inline]
+    fn block_bit(&self, group: Group, b: usize) -> usize {
+        group.start * 32 + (b - group.first) * self.block_bits(group)
+    }
+
+    /// Block `b`'s mask number, in `group`.
+    #[inline]
+    fn mask_number(&self, group: Group, b: usize) -> Option<usize> {
+        self.bits(self.block_bit(group, b), self.layout()[3] as usize).map(|m| m as usize)
+    }
+
+    /// Mask `m` of the dictionary.
+    #[inline]
+    fn mask(&self, m: usize) -> Option<u64> {
+        if m >= self.masks {
+            return None;
+        }
+        let at = self.groups * GROUP_WORDS + m * MASK_WORDS;
+        Some(self.words[at] as u64 | (self.words[at + 1] as u64) << 32)
     }
 
     /// Texel `i` of block `b` as `[depth, depth^2]`, as the compressor's block
@@ -247,21 +390,17 @@ impl BlockTable {
     /// Texel `i`'s depth and spread codes in block `b`.
     #[inline]
     fn codes(&self, b: usize, i: usize) -> (u32, u32) {
-        let first = self.block_start(b).expect("a block of the table");
-        let mask = [self.words[first], self.words[first + 1]];
-        if mask[i / 32] >> (i % 32) & 1 == 0 {
+        let group = self.group(self.group_of(b));
+        let number = self.mask_number(group, b).expect("a block of the table");
+        let mask = self.mask(number).expect("a mask of the dictionary");
+        if mask >> i & 1 == 0 {
             return (DEPTH_MAX, 0);
         }
-        let below = (1u64 << i) - 1;
-        let rank = ((mask[0] as u64 | (mask[1] as u64) << 32) & below).count_ones() as usize;
-        let width = CLASS_WIDTHS[self.class(b)] as usize;
-        let bits = DEPTH_BITS + width;
-        let (word, shift) = (first + MASK_WORDS + rank * bits / 32, rank * bits % 32);
-        let mut code = self.words[word] >> shift;
-        if shift + bits > 32 {
-            code |= self.words[word + 1] << (32 - shift);
-        }
-        (code & DEPTH_MAX, code >> DEPTH_BITS & ((1 << width) - 1))
+        let rank = (mask & ((1u64 << i) - 1)).count_ones() as usize;
+        let bits = texel_bits(group.class);
+        let at = self.block_bit(group, b) + self.layout()[3] as usize + rank * bits;
+        let code = self.bits(at, bits).expect("a texel of the table");
+        (code & DEPTH_MAX, code >> DEPTH_BITS)
     }
 
     /// Block `b` as the compressor stores it.
@@ -288,8 +427,8 @@ mod tests {
     use super::*;
 
     /// A block whose texels' spread codes are `codes(i)`, depths `i * 3 + 7` (mod
-    /// 128: the largest code among them, and each place a code can take in the
-    /// stored words, straddling two or not).
+    /// 128: the largest code among them, at texel 40, and each place a code can
+    /// take in the stored words, straddling two or not).
     fn block_with(codes: impl Fn(usize) -> u32) -> Block {
         let mut block = [0; BLOCK_WORDS];
         for i in 0..QUADRANT_TEXELS {
@@ -299,13 +438,30 @@ mod tests {
         block
     }
 
+    /// Words `blocks` take, counted apart from the packing: a record per (class,
+    /// texels kept), two per distinct mask, and each group's blocks bit-exact from
+    /// a word boundary (groups of fewer than 4,096 blocks).
+    fn words_of(blocks: &[Block]) -> usize {
+        let mut masks: Vec<u64> = blocks.iter().map(mask_of).collect();
+        masks.sort_unstable();
+        masks.dedup();
+        let number_bits = (0..).find(|&n| 1usize << n >= masks.len()).unwrap();
+        let mut groups = std::collections::BTreeMap::new();
+        for block in blocks {
+            *groups.entry((class_of(block), mask_of(block).count_ones() as usize)).or_insert(0) += 1;
+        }
+        let data: usize =
+            groups.iter().map(|(&(c, kept), &n)| (n * (number_bits + kept * texel_bits(c))).div_ceil(32)).sum();
+        groups.len() * 3 + masks.len() * 2 + data
+    }
+
     #[test]
     fn blocks_go_to_the_narrowest_class_and_decode_as_the_compressor_stored_them() {
         // Widest codes 0, 1, 2 and 3, then 4 and 15: classes 0, 1, 2, 2, 3, 3.
         let widest = [0, 1, 2, 3, 4, 15];
         let want_class = [0, 1, 2, 2, 3, 3];
         // Interleaved so that packing must reorder: two of each, every code up to
-        // the widest one used at some texel.
+        // the widest one used at some texel, texel 40 a clip texel or not.
         let blocks: Vec<Block> = (0..12)
             .map(|k| {
                 let top = widest[(k * 5) % 6];
@@ -315,16 +471,13 @@ mod tests {
         let (table, numbers) = BlockTable::pack(&blocks);
         assert_eq!(table.len(), 12);
         assert_eq!(table.class_counts(), [2, 2, 4, 4]);
-        assert_eq!(table.class_starts(), [0, 2, 4, 8]);
-        // One base word and six of offsets, then each block: two mask words and its
-        // stored texels, 7 bits of depth and the class's spread bits each.
-        assert_eq!(table.layout(), [1, 7]);
-        let stored = |b: &Block| (0..QUADRANT_TEXELS).filter(|&i| is_stored(b, i)).count();
-        let words: usize =
-            blocks.iter().map(|b| 2 + (stored(b) * (7 + CLASS_WIDTHS[class_of(b)] as usize)).div_ceil(32)).sum();
-        assert!(blocks.iter().any(|b| stored(b) < QUADRANT_TEXELS), "a clip texel among them");
-        assert_eq!(table.words().len(), 7 + words);
-        assert_eq!(table.bytes(), (7 + words) * 4 + 12);
+        let kept = |b: &Block| mask_of(b).count_ones();
+        assert!(blocks.iter().any(|b| kept(b) < 64) && blocks.iter().any(|b| kept(b) == 64), "clip texels or none");
+        assert_eq!(table.mask_count(), 2);
+        let groups = table.group_count();
+        assert_eq!(table.layout(), [groups as u32, 3 * groups as u32, 3 * groups as u32 + 4, 1]);
+        assert_eq!(table.words().len(), words_of(&blocks));
+        assert_eq!(table.bytes(), words_of(&blocks) * 4 + 8);
         let mut seen = [false; 12];
         for (k, block) in blocks.iter().enumerate() {
             let b = numbers[k] as usize;
@@ -336,12 +489,11 @@ mod tests {
                 assert_eq!(table.value(b, i), block_value(block, i), "block {k} texel {i}");
             }
         }
-        // Within a class, blocks keep the compressor's order.
+        // Numbered by (class, texels kept), the compressor's order within each.
+        let key = |k: usize| (class_of(&blocks[k]), kept(&blocks[k]));
         for k in 1..12 {
             for j in 0..k {
-                if class_of(&blocks[j]) == class_of(&blocks[k]) {
-                    assert!(numbers[j] < numbers[k]);
-                }
+                assert_eq!(numbers[j] < numbers[k], key(j) <= key(k), "blocks {j} and {k}");
             }
         }
         // The table's own blocks pack to the same table, each keeping its number.
@@ -359,12 +511,13 @@ mod tests {
         let block = pack_block(&flat);
         assert!(flat.iter().all(|&t| encode_texel(t).1 == 0));
         let (table, numbers) = BlockTable::pack(&[block]);
-        // A base, an offset, the mask and 64 x 7 bits.
-        assert_eq!((numbers[0], table.class(0), table.layout(), table.words().len()), (0, 0, [1, 2], 2 + 2 + 14));
-        assert_eq!(&table.words()[2..4], &[u32::MAX, u32::MAX]);
+        // A group record, the mask, no bits of mask number and 64 x 7 bits.
+        assert_eq!((numbers[0], table.class(0), table.layout(), table.words().len()), (0, 0, [1, 3, 5, 0], 3 + 2 + 14));
+        assert_eq!(&table.words()[..5], &[0, 0, 64 << 8, u32::MAX, u32::MAX]);
         assert!((0..QUADRANT_TEXELS).all(|i| table.value(0, i) == block_value(&block, i)));
         assert!(BlockTable::pack(&[]).0.is_empty());
         assert_eq!(BlockTable::pack(&[]).0, BlockTable::default());
+        assert_eq!(BlockTable::default().bytes(), 8);
     }
 
     /// A quadrant over open ground: the texels looking up (`cx + cy < 8`, counted
@@ -384,9 +537,9 @@ mod tests {
         // A spread code of 1 where the last row has one: class 1, 8 bits a texel.
         assert_eq!(class_of(&block), 1);
         let (table, _) = BlockTable::pack(&[block]);
-        // 28 stored texels of 8 bits: 7 words after the mask.
-        assert_eq!(table.words().len(), 2 + 2 + 7);
-        let mask = table.words()[2] as u64 | (table.words()[3] as u64) << 32;
+        // A record, the mask, then 28 stored texels of 8 bits: 7 words.
+        assert_eq!(table.words().len(), 3 + 2 + 7);
+        let mask = table.words()[3] as u64 | (table.words()[4] as u64) << 32;
         assert_eq!(mask.count_ones(), 28);
         for i in 0..QUADRANT_TEXELS {
             assert_eq!(mask >> i & 1 == 1, i % 8 + i / 8 >= 8, "texel {i}");
@@ -395,52 +548,109 @@ mod tests {
         assert_eq!(table.value(0, 0), [1.0, 1.0]);
         assert_eq!(table.block(0), block);
         // A block of clip texels only (the compressor stores none: it is a dead
-        // quadrant) would still pack and decode.
+        // quadrant) would still pack and decode: a group of its own, whose blocks
+        // are their mask number alone.
         let clip = pack_block(&[[1.0, 1.0]; QUADRANT_TEXELS]);
         let (table, numbers) = BlockTable::pack(&[block, clip, block]);
         assert_eq!(numbers, [1, 0, 2], "the clip block is the one of class 0");
-        assert_eq!(table.words().len(), 3 + 2 + (2 + 7) + (2 + 7));
+        assert_eq!(table.layout(), [2, 6, 10, 1]);
+        // Records, masks, the clip block's 1 bit, the two others' 1 + 28 * 8 bits.
+        assert_eq!(table.words().len(), 6 + 4 + 1 + (2 * 225usize).div_ceil(32));
         assert!((0..QUADRANT_TEXELS).all(|i| table.value(0, i) == [1.0, 1.0] && table.value(2, i) == table.value(1, i)));
         assert_eq!(table.block(0), clip);
+        // Alone, its group takes no bits at all.
+        let (alone, _) = BlockTable::pack(&[clip, clip]);
+        assert_eq!((alone.layout(), alone.words().len()), ([1, 3, 5, 0], 5));
+        assert_eq!(alone.blocks(), [clip, clip]);
     }
 
-    /// Block data beyond the 16-bit offsets' reach from one base: a table of more
-    /// than [`BASE_BLOCKS`] blocks starts a base per 1,024, and decodes throughout.
+    /// Many blocks on few masks: each mask is stored once, and a block names it in
+    /// as few bits as number them all.
     #[test]
-    fn bases_cover_large_tables() {
-        let blocks: Vec<Block> = (0..4 * BASE_BLOCKS + 5)
-            .map(|k| block_with(move |i| if i == k % 64 { 15 } else { (i + k) as u32 % 3 }))
+    fn masks_are_stored_once_and_named_by_number() {
+        // Five masks: texels `j * 7 .. j * 7 + 3` clip, the rest kept; nine blocks
+        // of each, their depths differing.
+        let blocks: Vec<Block> = (0..45)
+            .map(|k| {
+                let clipped = |i: usize| (k % 5 * 7..k % 5 * 7 + 3).contains(&i);
+                let maps: [[f32; 2]; QUADRANT_TEXELS] = std::array::from_fn(|i| {
+                    let d = 0.1 + 0.01 * ((i + k) % 50) as f32;
+                    if clipped(i) {
+                        [1.0, 1.0]
+                    } else {
+                        [d, d * d]
+                    }
+                });
+                pack_block(&maps)
+            })
             .collect();
         let (table, numbers) = BlockTable::pack(&blocks);
-        assert_eq!(table.layout()[0], 5);
-        assert!(table.words()[3] > 1 << 16, "the fourth base lies beyond 16 bits");
-        for (k, block) in blocks.iter().enumerate().step_by(97) {
-            assert_eq!(&table.block(numbers[k] as usize), block);
+        assert_eq!((table.mask_count(), table.group_count()), (5, 1), "61 texels kept by each");
+        assert_eq!(table.layout(), [1, 3, 13, 3]);
+        assert_eq!(table.words().len(), 3 + 10 + (45 * (3 + 61 * 7usize)).div_ceil(32));
+        assert_eq!(table.words().len(), words_of(&blocks));
+        for (k, block) in blocks.iter().enumerate() {
+            assert_eq!(numbers[k], k as u32, "one group keeps the compressor's order");
+            assert_eq!(&table.block(k), block);
         }
-        let back = BlockTable::from_parts(table.class_starts(), table.len() as u32, table.words().to_vec());
+    }
+
+    /// More than [`GROUP_BLOCKS`] blocks of one class and count: a group per 4,096,
+    /// and the table decodes throughout.
+    #[test]
+    fn groups_hold_at_most_4096_blocks() {
+        let blocks: Vec<Block> = (0..2 * GROUP_BLOCKS + 5)
+            .map(|k| block_with(move |i| if i == k % 64 { 15 } else { 1 + (i + k) as u32 % 3 }))
+            .collect();
+        let (table, numbers) = BlockTable::pack(&blocks);
+        assert_eq!((table.group_count(), table.mask_count()), (3, 1));
+        assert_eq!(
+            &table.words()[..9],
+            &[0, 0, 3 | 64 << 8, 4096, 4096 * 22, 3 | 64 << 8, 8192, 8192 * 22, 3 | 64 << 8]
+        );
+        for (k, block) in blocks.iter().enumerate().step_by(97).chain([(8191, &blocks[8191]), (8192, &blocks[8192])]) {
+            assert_eq!(numbers[k], k as u32);
+            assert_eq!(&table.block(k), block);
+        }
+        let back = BlockTable::from_parts(table.len() as u32, table.layout(), table.words().to_vec());
         assert_eq!(back.as_ref(), Ok(&table));
     }
 
     #[test]
     fn parts_read_back_must_fit_together() {
+        // Classes 0, 3 and 1, texel 40 kept in the second only: three groups, two
+        // masks.
         let blocks = [block_with(|_| 0), block_with(|i| i as u32 % 16), block_with(|i| i as u32 % 2)];
         let (table, _) = BlockTable::pack(&blocks);
-        let back = BlockTable::from_parts(table.class_starts(), table.len() as u32, table.words().to_vec());
-        assert_eq!(back.as_ref(), Ok(&table));
-        let len = table.len() as u32;
-        let short = table.words()[1..].to_vec();
-        assert!(BlockTable::from_parts(table.class_starts(), len, short).unwrap_err().contains("words"));
-        assert!(BlockTable::from_parts([0, 2, 1, 3], len, table.words().to_vec()).unwrap_err().contains("rise"));
-        assert!(BlockTable::from_parts([1, 1, 2, 3], len, table.words().to_vec()).is_err());
-        assert!(BlockTable::from_parts(table.class_starts(), len + 1, table.words().to_vec()).is_err());
-        // An offset that moves a block, and a mask that claims fewer texels than the
-        // block holds.
-        let mut moved = table.words().to_vec();
-        moved[1] += 1 << 16;
-        assert!(BlockTable::from_parts(table.class_starts(), len, moved).unwrap_err().contains("does not start"));
-        let mut shrunk = table.words().to_vec();
-        shrunk[table.layout()[1] as usize] = 0;
-        assert!(BlockTable::from_parts(table.class_starts(), len, shrunk).is_err());
-        assert_eq!(BlockTable::from_parts([0; CLASSES], 0, Vec::new()), Ok(BlockTable::default()));
+        assert_eq!(table.layout(), [3, 9, 13, 1]);
+        let (len, layout, words) = (table.len() as u32, table.layout(), table.words().to_vec());
+        assert_eq!(BlockTable::from_parts(len, layout, words.clone()).as_ref(), Ok(&table));
+        let fails = |len: u32, layout: [u32; 4], words: Vec<u32>, why: &str| {
+            let err = BlockTable::from_parts(len, layout, words).unwrap_err();
+            assert!(err.contains(why), "{err}");
+        };
+        fails(len, layout, words[..words.len() - 1].to_vec(), "ends past");
+        fails(len, layout, [words.clone(), vec![0]].concat(), "words for a table");
+        fails(len + 1, layout, words.clone(), "ends past");
+        fails(0, layout, words.clone(), "layout");
+        fails(len, [3, 9, 13, 2], words.clone(), "layout");
+        fails(len, [3, 9, 8, 1], words.clone(), "layout");
+        fails(len, [4, 12, 17, 1], words.clone(), "layout");
+        fails(len, [4, 12, 16, 1], words.clone(), "block 0");
+        // A group that starts at a block of another, or where the last one did
+        // not end; a class past the last; more texels than a block holds.
+        let corrupt = |at: usize, value: u32| {
+            let mut w = words.clone();
+            w[at] = value;
+            w
+        };
+        fails(len, layout, corrupt(3, 0), "starts at block 0");
+        fails(len, layout, corrupt(6, 3), "starts at block 3");
+        fails(len, layout, corrupt(4, words[4] + 1), "at word");
+        fails(len, layout, corrupt(5, 4 | 63 << 8), "class 4");
+        fails(len, layout, corrupt(8, 3 | 65 << 8), "65 texels");
+        // A mask that keeps fewer texels than its group says.
+        fails(len, layout, corrupt(9, words[9] & !1), "names no mask");
+        assert_eq!(BlockTable::from_parts(0, [0; 4], Vec::new()), Ok(BlockTable::default()));
     }
 }

@@ -32,7 +32,7 @@ use super::shaders;
 use crate::gi::bits::RankedBits;
 use crate::gi::compress::{BlockIndex, CompressedVisibility, QUADRANTS};
 use crate::gi::sh::{fibonacci_directions, random_rotation};
-use crate::gi::table::{BlockTable, CLASSES};
+use crate::gi::table::BlockTable;
 use crate::gi::update::{GiLighting, UpdateParams};
 use crate::gi::{PackedSh, ProbeField, ProbeGrid};
 
@@ -73,10 +73,8 @@ pub struct DeviceVisibility {
     /// Bytes per `block_index` entry: 2 or 4.
     pub entry_bytes: u32,
     pub block_count: u32,
-    /// Each block class's first block number; where the blocks' offsets and data
-    /// start (`BlockTable::layout`).
-    pub class_blocks: [u32; CLASSES],
-    pub table_layout: [u32; 2],
+    /// What the decoder needs besides the words (`BlockTable::layout`).
+    pub table_layout: [u32; 4],
     /// Words in `blocks`.
     pub block_words: u32,
     pub live_count: u32,
@@ -156,7 +154,7 @@ impl GpuProbeField {
         };
         let transposed = read_u32(gpu, &v.transposed, entries.div_ceil(32))?;
         let words = read_u32(gpu, &v.blocks, v.block_words as usize)?;
-        let blocks = BlockTable::from_parts(v.class_blocks, v.block_count, words).map_err(GpuError::InvalidInput)?;
+        let blocks = BlockTable::from_parts(v.block_count, v.table_layout, words).map_err(GpuError::InvalidInput)?;
         Ok(CompressedVisibility { live, block_index, transposed, blocks })
     }
 }
@@ -172,7 +170,6 @@ impl DeviceVisibility {
             blocks: gpu.buffer_from("gi blocks", vis.blocks.words())?,
             entry_bytes: vis.block_index.entry_bytes() as u32,
             block_count: vis.blocks.len() as u32,
-            class_blocks: vis.blocks.class_starts(),
             table_layout: vis.blocks.layout(),
             block_words: vis.blocks.words().len() as u32,
             live_count: vis.live.count() as u32,
@@ -310,9 +307,8 @@ impl GiUpdater {
             rays_per_probe: n,
             hysteresis: params.hysteresis,
             entry_bytes: vis.entry_bytes,
-            class_blocks: vis.class_blocks,
             table_layout: vis.table_layout,
-            _pad: [0; 3],
+            _pad: 0,
         };
         let dirs: Vec<[f32; 4]> =
             fibonacci_directions(n, &random_rotation(frame)).iter().map(|d| [d.x, d.y, d.z, 0.0]).collect();

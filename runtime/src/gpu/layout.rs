@@ -292,8 +292,8 @@ pub struct GiUpdateParams {
     pub block_index: u64,
     /// `uint[]`: each `block_index` entry's transpose bit.
     pub transposed: u64,
-    /// `uint[]`: the stored blocks' depth and spread codes, in tables by spread
-    /// width (`gi::BlockTable`).
+    /// `uint[]`: the stored blocks: group records, masks, then the blocks' mask
+    /// numbers and depth and spread codes (`gi::BlockTable`).
     pub blocks: u64,
     /// `vec4[albedo_count]`: diffuse albedo per TLAS instance.
     pub albedo: u64,
@@ -330,14 +330,12 @@ pub struct GiUpdateParams {
     pub hysteresis: f32,
     /// Bytes per `block_index` entry: 2 or 4.
     pub entry_bytes: u32,
-    /// Each block class's first block number (`gi::BlockTable::class_starts`).
-    pub class_blocks: [u32; 4],
-    /// The first word of the blocks' 16-bit offsets and of their data in `blocks`
-    /// (`gi::BlockTable::layout`).
-    pub table_layout: [u32; 2],
-    pub _pad: [u32; 3],
+    /// The block table's group count, masks' first word, data's first word and
+    /// bits per mask number (`gi::BlockTable::layout`).
+    pub table_layout: [u32; 4],
+    pub _pad: u32,
 }
-const _: () = assert!(size_of::<GiUpdateParams>() == 280);
+const _: () = assert!(size_of::<GiUpdateParams>() == 264);
 
 /// Push constants of the irradiance update kernels: where their parameters are.
 #[repr(C)]
@@ -438,8 +436,8 @@ mod glsl {
             bias: "float", visibility: "uint", sun_x: "float", sun_y: "float", sun_z: "float", sun_r: "float",
             sun_g: "float", sun_b: "float", sky_r: "float", sky_g: "float", sky_b: "float", albedo_r: "float",
             albedo_g: "float", albedo_b: "float", albedo_count: "uint", probe_count: "uint", first: "uint",
-            count: "uint", rays_per_probe: "uint", hysteresis: "float", entry_bytes: "uint", class_blocks: "uint[4]",
-            table_layout: "uint[2]", _pad: "uint[3]",
+            count: "uint", rays_per_probe: "uint", hysteresis: "float", entry_bytes: "uint", table_layout: "uint[4]",
+            _pad: "uint",
         }),
         glsl_struct!(GiUpdatePush, "GiUpdatePush", Some("KILN_PUSH_GI_UPDATE"), { params: "uvec2" }),
     ];

@@ -1227,12 +1227,13 @@ fn gi_volume_updates_its_budget_round_robin_and_handles_an_empty_volume() {
     let stats = volume.stats();
     assert!(stats.baked && stats.blocks > 0 && stats.visibility_bytes < stats.visibility_bytes_uncompressed);
     // The device keeps the compressed visibility sized to it, 2-byte entries and
-    // the block tables, and nothing of the bake's maps or the compressor's buffers;
-    // the tables' class starts (12 bytes) travel in the update's parameters.
+    // the block table, and nothing of the bake's maps or the compressor's buffers;
+    // the table's group and mask counts (8 bytes) travel in the update's
+    // parameters.
     let device = &volume.device.visibility;
     assert_eq!((device.entry_bytes, device.block_count), (2, stats.blocks));
     let parts = [&device.live_mask, &device.live_rank, &device.block_index, &device.transposed, &device.blocks];
-    assert_eq!(parts.iter().map(|b| b.size()).sum::<u64>() + 12, stats.visibility_bytes);
+    assert_eq!(parts.iter().map(|b| b.size()).sum::<u64>() + 8, stats.visibility_bytes);
     assert!(
         device.blocks.size() < u64::from(device.block_count) * 96,
         "blocks without spread or clip texels store less"
