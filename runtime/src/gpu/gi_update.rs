@@ -197,6 +197,7 @@ pub struct GiUpdater {
     shadow_rays: Kernel,
     shade: Kernel,
     blend: Kernel,
+    visibility_sample: Kernel,
     scratch: Option<Scratch>,
 }
 
@@ -208,6 +209,7 @@ impl GiUpdater {
             shadow_rays: gpu.kernel(&shaders::GI_SHADOW_RAYS)?,
             shade: gpu.kernel(&shaders::GI_SHADE)?,
             blend: gpu.kernel(&shaders::GI_BLEND)?,
+            visibility_sample: gpu.kernel(&shaders::GI_VISIBILITY_SAMPLE)?,
             scratch: None,
         })
     }
@@ -259,7 +261,6 @@ impl GiUpdater {
         let rays = count * n;
         self.ensure_scratch(tracer.gpu(), rays, lighting.albedo.len() as u32)?;
         let s = self.scratch.as_ref().expect("sized above");
-        let grid = field.grid;
         let vis = &field.visibility;
         let p = GiUpdateParams {
             rays: s.rays.address(),
@@ -268,24 +269,7 @@ impl GiUpdater {
             shadow_hits: s.shadow_hits.address(),
             radiance: s.radiance.address(),
             dirs: s.dirs.address(),
-            probes: field.probes.address(),
-            mask: field.mask.address(),
-            rank: field.rank.address(),
-            irradiance: field.irradiance.address(),
-            live_mask: vis.live_mask.address(),
-            live_rank: vis.live_rank.address(),
-            block_index: vis.block_index.address(),
-            transposed: vis.transposed.address(),
-            blocks: vis.blocks.address(),
             albedo: s.albedo.address(),
-            origin_x: grid.origin.x,
-            origin_y: grid.origin.y,
-            origin_z: grid.origin.z,
-            spacing: grid.spacing,
-            dims_x: grid.dims[0],
-            dims_y: grid.dims[1],
-            dims_z: grid.dims[2],
-            clip: grid.clip_distance(),
             bias: params.sample.bias,
             visibility: u32::from(params.sample.visibility),
             sun_x: lighting.sun_direction[0],
@@ -301,14 +285,11 @@ impl GiUpdater {
             albedo_g: lighting.default_albedo[1],
             albedo_b: lighting.default_albedo[2],
             albedo_count: lighting.albedo.len() as u32,
-            probe_count: field.probe_count,
             first,
             count,
             rays_per_probe: n,
             hysteresis: params.hysteresis,
-            entry_bytes: vis.entry_bytes,
-            table_layout: vis.table_layout,
-            _pad: 0,
+            ..field_params(field)
         };
         let dirs: Vec<[f32; 4]> =
             fibonacci_directions(n, &random_rotation(frame)).iter().map(|d| [d.x, d.y, d.z, 0.0]).collect();
@@ -350,6 +331,68 @@ impl GiUpdater {
         })
     }
 
+    /// The device's visibility from probes `(first + k) % probe_count`, `k < count`,
+    /// toward each of `dirs`: `[depth, depth^2]` over the clip distance, probe by
+    /// probe (`count * dirs.len()` of them), bilinear over the bordered octahedral
+    /// map decoded from the block table, as the update's bounce reads it. The CPU
+    /// reference is `ProbeField::visibility_at`; a debug view of the probes can
+    /// draw it.
+    pub fn sample_visibility(
+        &mut self,
+        tracer: &mut RayTracer,
+        field: &GpuProbeField,
+        first: u32,
+        count: u32,
+        dirs: &[[f32; 3]],
+    ) -> Result<Vec<[f32; 2]>, GpuError> {
+        let bad = |what: String| Err(GpuError::InvalidInput(format!("gi visibility sample: {what}")));
+        let n = dirs.len() as u32;
+        if n == 0 || n > MAX_RAYS_PER_PROBE {
+            return bad(format!("{n} directions is not in 1..={MAX_RAYS_PER_PROBE}"));
+        }
+        if let Some(d) = dirs.iter().find(|d| !(d.iter().all(|c| c.is_finite()) && d.iter().any(|&c| c != 0.0))) {
+            return bad(format!("direction {d:?} is not a finite non-zero vector"));
+        }
+        let count = count.min(field.probe_count);
+        if count > GiUpdater::max_probes_per_update(n) {
+            return bad(format!("{count} probes of {n} directions exceed one batch"));
+        }
+        if first >= field.probe_count.max(1) {
+            return bad(format!("first probe {first} of {}", field.probe_count));
+        }
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let items = count * n;
+        self.ensure_scratch(tracer.gpu(), items, 0)?;
+        let s = self.scratch.as_ref().expect("sized above");
+        let p = GiUpdateParams {
+            radiance: s.radiance.address(),
+            dirs: s.dirs.address(),
+            first,
+            count,
+            rays_per_probe: n,
+            ..field_params(field)
+        };
+        let dirs: Vec<[f32; 4]> = dirs.iter().map(|d| [d[0], d[1], d[2], 0.0]).collect();
+        let push = GiUpdatePush { params: s.params.address() };
+        let vis = &field.visibility;
+        let reads =
+            [&s.params, &s.dirs, &vis.live_mask, &vis.live_rank, &vis.block_index, &vis.transposed, &vis.blocks];
+        let mut uses: Vec<_> = reads.into_iter().map(Use::read).collect();
+        uses.push(Use::write(&s.radiance));
+        let kernel = &self.visibility_sample;
+        tracer.gpu_mut().submit("kiln gi visibility sample", |rec| {
+            rec.pass("gi visibility sample", |rec| {
+                rec.upload(&s.params, 0, bytemuck::bytes_of(&p))?;
+                rec.upload(&s.dirs, 0, bytemuck::cast_slice(&dirs))?;
+                rec.dispatch_threads(kernel, &push, items, &uses)
+            })
+        })?;
+        let out = tracer.gpu_mut().read::<[f32; 4]>(&s.radiance, items as usize)?;
+        Ok(out.iter().map(|v| [v[0], v[1]]).collect())
+    }
+
     fn ensure_scratch(&mut self, gpu: &Gpu, rays: u32, albedo: u32) -> Result<(), GpuError> {
         let fits = self.scratch.as_ref().is_some_and(|s| s.ray_capacity >= rays && s.albedo_capacity >= albedo);
         if fits {
@@ -374,6 +417,35 @@ impl GiUpdater {
             albedo_capacity,
         });
         Ok(())
+    }
+}
+
+/// The parameters that say where `field` lies on the device (its grid, probes,
+/// irradiance and compressed visibility); the rest zero.
+fn field_params(field: &GpuProbeField) -> GiUpdateParams {
+    let (grid, vis) = (field.grid, &field.visibility);
+    GiUpdateParams {
+        probes: field.probes.address(),
+        mask: field.mask.address(),
+        rank: field.rank.address(),
+        irradiance: field.irradiance.address(),
+        live_mask: vis.live_mask.address(),
+        live_rank: vis.live_rank.address(),
+        block_index: vis.block_index.address(),
+        transposed: vis.transposed.address(),
+        blocks: vis.blocks.address(),
+        origin_x: grid.origin.x,
+        origin_y: grid.origin.y,
+        origin_z: grid.origin.z,
+        spacing: grid.spacing,
+        dims_x: grid.dims[0],
+        dims_y: grid.dims[1],
+        dims_z: grid.dims[2],
+        clip: grid.clip_distance(),
+        probe_count: field.probe_count,
+        entry_bytes: vis.entry_bytes,
+        table_layout: vis.table_layout,
+        ..GiUpdateParams::default()
     }
 }
 

@@ -76,3 +76,4 @@ kernel!(GI_PROBE_RAYS, "gi_probe_rays", GiUpdatePush);
 kernel!(GI_SHADOW_RAYS, "gi_shadow_rays", GiUpdatePush);
 kernel!(GI_SHADE, "gi_shade", GiUpdatePush);
 kernel!(GI_BLEND, "gi_blend", GiUpdatePush);
+kernel!(GI_VISIBILITY_SAMPLE, "gi_visibility_sample", GiUpdatePush);

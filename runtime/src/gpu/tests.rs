@@ -1200,6 +1200,74 @@ fn gpu_irradiance_update_matches_the_cpu_reference() {
     assert_validation_clean(tracer.gpu());
 }
 
+/// The device's visibility, decoded from the block table and filtered as the
+/// bounce reads it, equals the CPU's: noisy maps (every texel its own value, some
+/// at the clip value, every fifth probe dead), toward 31 x 31 directions over the
+/// octahedron, its edges and the quadrants' seams included (u or v exactly 0 or
+/// +-1), where the bilinear taps fall in two to four quadrants or the border.
+#[test]
+fn gpu_visibility_samples_match_the_cpu() {
+    use crate::gi::compress::{compress, CompressParams, ProbeOrder};
+    use crate::gi::{oct_decode, ProbeField, ProbeGrid, ProbeVolume, VisibilityMap};
+    let Some(gpu) = test_gpu("gpu_visibility_samples_match_the_cpu") else {
+        return;
+    };
+    let mut tracer = RayTracer::with_gpu(gpu).unwrap();
+    let grid = ProbeGrid::covering(glam::Vec3::ZERO, glam::Vec3::splat(3.0), 1.0).unwrap();
+    let mut field = ProbeField::new(ProbeVolume::dense(grid));
+    let n = field.volume.probe_count() as u32;
+    let mut seed = 0x9e37_79b9u32;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        seed as f32 / u32::MAX as f32
+    };
+    let maps: Vec<VisibilityMap> = (0..n)
+        .map(|p| {
+            VisibilityMap(std::array::from_fn(|_| {
+                let (d, spread, clip) = (0.05 + 0.9 * next(), 0.04 * next(), next() < 0.2);
+                if p % 5 == 4 || clip {
+                    [1.0, 1.0]
+                } else {
+                    [d, d * d + spread]
+                }
+            }))
+        })
+        .collect();
+    field.visibility = compress(&maps, &ProbeOrder::swizzled(n, 16), &CompressParams::default());
+    assert_eq!(field.visibility.dead_count(), n as usize / 5);
+    assert!(field.visibility.blocks.group_count() > 4 && field.visibility.blocks.mask_count() > 100);
+    let device = GpuProbeField::new(tracer.gpu_mut(), &field).unwrap();
+    let mut updater = GiUpdater::new(&tracer).unwrap();
+    let steps = (0..=30).map(|i| i as f32 / 15.0 - 1.0);
+    let dirs: Vec<[f32; 3]> =
+        steps.clone().flat_map(|u| steps.clone().map(move |v| oct_decode([u, v]).to_array())).collect();
+    let seen = updater.sample_visibility(&mut tracer, &device, 0, n, &dirs).unwrap();
+    assert_eq!(seen.len(), n as usize * dirs.len());
+    for p in 0..n as usize {
+        for (k, d) in dirs.iter().enumerate() {
+            let (got, want) = (seen[p * dirs.len() + k], field.visibility_at(p, glam::Vec3::from_array(*d)));
+            assert!(
+                (got[0] - want[0]).abs() <= 1e-5 && (got[1] - want[1]).abs() <= 1e-5,
+                "probe {p} toward {d:?}: {got:?}, the CPU {want:?}"
+            );
+            if p % 5 == 4 {
+                assert_eq!(got, [1.0, 1.0], "a dead probe sees the clip value");
+            }
+        }
+    }
+    // From a probe past the first, wrapping round; bad input refused.
+    let wrapped = updater.sample_visibility(&mut tracer, &device, n - 1, 2, &dirs[..3]).unwrap();
+    assert_eq!(wrapped, [&seen[(n as usize - 1) * dirs.len()..][..3], &seen[..3]].concat());
+    assert!(updater.sample_visibility(&mut tracer, &device, 0, 0, &dirs).unwrap().is_empty());
+    for (first, d) in [(0, vec![]), (0, vec![[f32::NAN, 1.0, 0.0]]), (0, vec![[0.0; 3]]), (n, dirs[..1].to_vec())] {
+        let result = updater.sample_visibility(&mut tracer, &device, first, n, &d);
+        assert!(matches!(result, Err(GpuError::InvalidInput(_))), "{result:?}");
+    }
+    assert_validation_clean(tracer.gpu());
+}
+
 #[test]
 fn gi_volume_updates_its_budget_round_robin_and_handles_an_empty_volume() {
     use crate::gi::{ProbeGrid, SampleParams};

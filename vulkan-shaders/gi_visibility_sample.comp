@@ -1,0 +1,25 @@
+// Visibility as the sampling kernels read it (gpu/gi_update.rs
+// GiUpdater::sample_visibility; CPU reference gi/field.rs ProbeField::visibility_at):
+// one invocation per (probe, direction), n = rays_per_probe directions per probe:
+// slot s is probe (first + s / n) % probe_count toward dirs[s % n], and writes its
+// bilinear [depth, depth^2] (over the clip distance) to radiance[s].xy.
+#version 460
+#extension GL_GOOGLE_include_directive : require
+#include "include/common.glsl"
+#include "include/gi.glsl"
+
+KILN_PUSH_GI_UPDATE;
+
+layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer Vec4sOut { vec4 v[]; };
+
+void main() {
+    GiUpdateParams P = GiParamsRef(pc.params).p;
+    uint s = gl_GlobalInvocationID.x;
+    uint n = P.rays_per_probe;
+    if (s >= P.count * n) {
+        return;
+    }
+    uint probe = gi_slot_probe(P, s / n);
+    vec2 v = gi_visibility(P, probe, Vec4s(P.dirs).v[s % n].xyz);
+    Vec4sOut(P.radiance).v[s] = vec4(v, 0.0, 0.0);
+}
