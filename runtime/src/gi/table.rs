@@ -37,7 +37,8 @@
 //! **Words.** The table's words are the group records, the masks, then the data.
 //! Decoding is a binary search over the records' first block numbers and two reads
 //! of at most two words (the mask number, the texel) and one of the mask, on the
-//! CPU ([`BlockTable::value`]) and on the GPU (`gi_table_value` in
+//! CPU ([`BlockTable::value`]) and on the GPU (`gi_table_block`, once per quadrant
+//! a bilinear sample reads, then `gi_block_value` per texel, in
 //! `vulkan-shaders/include/gi.glsl`, from [`BlockTable::layout`] in
 //! `GiUpdateParams`). [`BlockTable::pack`] sorts the compressor's blocks into
 //! groups and says where each one went, so the entries can be renumbered
