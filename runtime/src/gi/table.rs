@@ -338,10 +338,22 @@ impl BlockTable {
         lo
     }
 
+    /// Bits of a mask number.
+    #[inline]
+    fn number_bits(&self) -> usize {
+        mask_bits(self.masks) as usize
+    }
+
+    /// The data's first word.
+    #[inline]
+    fn data_first(&self) -> usize {
+        (self.groups * GROUP_WORDS) + self.masks * MASK_WORDS
+    }
+
     /// Bits per block of `group`.
     #[inline]
     fn block_bits(&self, group: Group) -> usize {
-        self.layout()[3] as usize + group.kept * texel_bits(group.class)
+        self.number_bits() + group.kept * texel_bits(group.class)
     }
 
     /// The `n` bits at bit `bit` of the data (`None` past the words: a read-back).
@@ -350,7 +362,7 @@ impl BlockTable {
         if n == 0 {
             return Some(0);
         }
-        let (word, shift) = (self.layout()[2] as usize + bit / 32, bit % 32);
+        let (word, shift) = (self.data_first() + bit / 32, bit % 32);
         let mut value = *self.words.get(word)? >> shift;
         if shift + n > 32 {
             value |= *self.words.get(word + 1)? << (32 - shift);
@@ -367,7 +379,7 @@ impl BlockTable {
     /// Block `b`'s mask number, in `group`.
     #[inline]
     fn mask_number(&self, group: Group, b: usize) -> Option<usize> {
-        self.bits(self.block_bit(group, b), self.layout()[3] as usize).map(|m| m as usize)
+        self.bits(self.block_bit(group, b), self.number_bits()).map(|m| m as usize)
     }
 
     /// Mask `m` of the dictionary.
@@ -399,7 +411,7 @@ impl BlockTable {
         }
         let rank = (mask & ((1u64 << i) - 1)).count_ones() as usize;
         let bits = texel_bits(group.class);
-        let at = self.block_bit(group, b) + self.layout()[3] as usize + rank * bits;
+        let at = self.block_bit(group, b) + self.number_bits() + rank * bits;
         let code = self.bits(at, bits).expect("a texel of the table");
         (code & DEPTH_MAX, code >> DEPTH_BITS)
     }
