@@ -1084,8 +1084,8 @@ typedef struct KilnGiStats {
      */
     uint64_t bytes;
     /**
-     * Bytes of the compressed visibility (live mask, block index, transpose bits
-     * and blocks).
+     * Bytes of the compressed visibility (live mask, signature numbers and
+     * entries, and blocks).
      */
     uint64_t visibility_bytes;
     /**

@@ -121,8 +121,8 @@ pub struct KilnGiStats {
     /// Bytes of all probe data: placement mask, irradiance (16 per probe),
     /// compressed visibility.
     pub bytes: u64,
-    /// Bytes of the compressed visibility (live mask, block index, transpose bits
-    /// and blocks).
+    /// Bytes of the compressed visibility (live mask, signature numbers and
+    /// entries, and blocks).
     pub visibility_bytes: u64,
     /// Bytes every probe's visibility map would take uncompressed (1 KiB each).
     pub visibility_bytes_uncompressed: u64,

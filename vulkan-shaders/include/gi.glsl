@@ -235,7 +235,7 @@ vec3 gi_sh_irradiance(GiSh sh, vec3 n) {
     return max(e, vec3(0.0));
 }
 
-// compress.rs BlockEntry::TRANSPOSED: the transpose bit of a block_index entry.
+// compress.rs BlockEntry::TRANSPOSED: the transpose bit of a quadrant's entry.
 const uint GI_TRANSPOSED = 0x80000000u;
 
 // octahedral.rs quadrant_texel: texel (x, y) of a map as (quadrant, place), the
@@ -314,7 +314,8 @@ int gi_rank(uvec2 words, uvec2 ranks, uint i) {
     return int(Uints(ranks).v[i / 64u] + below);
 }
 
-// table.rs BlockTable::bits: the n bits (n < 32) at bit `bit` from word `first`.
+// table.rs BlockTable::bits, bits.rs PackedInts::get: the n bits (n < 32) at bit
+// `bit` from word `first`.
 uint gi_table_bits(Uints words, uint first, uint bit, uint n) {
     if (n == 0u) return 0u;
     uint word = first + bit / 32u;
@@ -397,26 +398,24 @@ vec2 gi_block_value(GiUpdateParams P, GiBlock block, uint i) {
 }
 
 // compress.rs CompressedVisibility::entry: quadrant q of a probe as a 4-byte entry
-// (block, transpose bit on top), or dead: a dead probe has no entries; a live one's
-// are 2-byte (0xffff dead) or 4-byte block numbers, the transpose bits apart.
+// (block, transpose bit on top), or dead: a dead probe has no entries; a live one
+// reads entry q of its signature (its own, at its rank, or the one its number
+// names), 2 * block + transpose bit, all ones for a dead quadrant.
 uint gi_block_entry(GiUpdateParams P, uint probe, uint q) {
     int live = gi_rank(P.live_mask, P.live_rank, probe);
     if (live < 0) {
         return DEAD_QUADRANT;
     }
-    uint i = uint(live) * GI_QUADRANTS + q;
-    uint block;
-    if (P.entry_bytes == 4u) {
-        block = Uints(P.block_index).v[i];
-    } else {
-        uint e = (Uints(P.block_index).v[i / 2u] >> ((i % 2u) * 16u)) & 0xffffu;
-        block = e == 0xffffu ? DEAD_QUADRANT : e;
+    uint s = uint(live);
+    if (P.index_layout[0] != 0u) {
+        s = gi_table_bits(Uints(P.numbers), 0u, s * P.index_layout[1], P.index_layout[1]);
     }
-    if (block == DEAD_QUADRANT) {
+    uint width = P.index_layout[2];
+    uint e = gi_table_bits(Uints(P.entries), 0u, (s * GI_QUADRANTS + q) * width, width);
+    if (e == (1u << width) - 1u) {
         return DEAD_QUADRANT;
     }
-    bool flip = ((Uints(P.transposed).v[i / 32u] >> (i % 32u)) & 1u) != 0u;
-    return block | (flip ? GI_TRANSPOSED : 0u);
+    return (e >> 1u) | ((e & 1u) != 0u ? GI_TRANSPOSED : 0u);
 }
 
 // compress.rs CompressedVisibility::texel: a dead quadrant sees the clip value, a

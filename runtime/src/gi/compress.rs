@@ -47,8 +47,8 @@
 //! # Quadrants and symmetries
 //!
 //! Beyond the reference, the unit stored is a quadrant of a map (8 x 8 texels, a
-//! 96-byte block), not the whole map: a probe's entry in `block_index` is four
-//! entries, one per quadrant, and a quadrant that sees nothing is dead on its own.
+//! 96-byte block), not the whole map: a probe has four entries (its signature,
+//! below), one per quadrant, and a quadrant that sees nothing is dead on its own.
 //! Each quadrant is read in its own frame ([`quadrant_texel`]), counted from the
 //! map's centre (the +y pole) outward, and may match a block as is or transposed.
 //! With the octahedral poles on the vertical, those two cover the eight symmetries
@@ -60,23 +60,31 @@
 //! or its transpose, of the block that the probe's entry `q` names
 //! ([`CompressedVisibility::entry`], below).
 //!
-//! # Dead probes and entries
+//! # Dead probes and signatures
 //!
 //! A dead probe stores one bit: [`CompressedVisibility::live`] has a bit per probe
-//! with per-word ranks ([`RankedBits`]), and only live probes have entries, four
-//! each, at `4 * rank + q`. Entries are block numbers, in 2 bytes for a dictionary
-//! of at most 65,535 blocks ([`NARROW_MAX_BLOCKS`]: the hills and the town hold
-//! 2,900 to 4,800, the smooth terrain at 0.5 m 35,000), `0xFFFF` for a dead
-//! quadrant, else in 4 ([`BlockIndex`]); each entry's transpose bit sits in a bit
-//! array beside them. A live probe's index data is so 8.5 bytes, a dead probe's an
-//! eighth of a byte and a rank share. Before, every probe had four 2-byte entries
-//! (15 bits of block and the transpose bit, so 4-byte ones past 32,767 blocks) and
-//! dead ones spelled `0xFFFF` four times. Per probe placed, all data included
-//! (`cargo bench -p kiln-benches --bench ddgi -- nothing_matches`): smooth terrain
-//! at 0.5 m 91.2 -> 78.1 B (two thirds of its probes dead, and 4-byte entries
-//! before), the hills at 0.5 m 30.2 -> 24.4 B, the town at 0.5 m 27.0 -> 23.2 B;
-//! where no probe is dead, the mask and the 16-bit block numbers cost 0.7 B (the
-//! hills at 1.0 m 77.4 -> 78.1 B). The GPU reads the same arrays, either width.
+//! with per-word ranks ([`RankedBits`]), and only live probes have entries. A live
+//! probe's four entries (per quadrant, its block and transpose bit, or dead) are
+//! its *signature*, and probes over the same flat ground or along the same
+//! straight wall share one: the town at 0.5 m spacing has 55,146 live probes and
+//! 5,838 distinct signatures. So [`ProbeIndex`] stores each distinct signature
+//! once, in first use, and per live probe its signature's number, in the fewest
+//! bits that number them all; where that would store more (the smooth terrain at
+//! 1.0 m: 4,029 signatures among 4,060 live probes), each live probe keeps its
+//! own signature at its rank and no numbers are stored. An entry is
+//! `2 * block + transpose bit` in the fewest bits that hold every block's and
+//! leave all ones for a dead quadrant ([`PackedInts`]: 13 to 16 bits on the
+//! scenes measured). Decoding reads the rank, the number (when stored) and the
+//! entry: three loads, on the CPU and on the GPU (`gi_block_entry`).
+//!
+//! Before, each live probe stored four 2-byte block numbers (4-byte past 65,535
+//! blocks) and four transpose bits, 8.5 bytes. Visibility against raw, swizzled
+//! order, and bytes per probe placed, all data included (`cargo bench -p
+//! kiln-benches --bench ddgi -- nothing_matches`): the town at 0.5 m 0.57% ->
+//! 0.28%, 22.1 -> 19.2 B; at 1.0 m 2.51% -> 2.01%, 42.1 -> 37.0 B; the hills at
+//! 0.5 m 0.42% -> 0.33%, at 1.0 m 2.72% -> 2.43%, 44.9 -> 41.9 B; the smooth
+//! terrain, whose probes share few signatures, 8.48% -> 8.38% at 1.0 m (narrower
+//! entries only) and 1.95% -> 1.94% at 0.5 m.
 //!
 //! Against whole-map blocks matched through the eight symmetries, quadrants store
 //! 2.3% instead of 3.3% of the raw maps on the 48 m town at 0.5 m spacing and 8.9%
@@ -108,22 +116,24 @@
 //! neighbours `p - 1`, `p - 2`, ... already are, as in the reference's
 //! `SwizzleProbeIndex`.
 
-use super::bits::RankedBits;
+use std::collections::HashMap;
+
+use super::bits::{bits_to_number, PackedInts, RankedBits};
 #[cfg(doc)]
 use super::octahedral::symmetric_texel;
 use super::octahedral::{quadrant_texel, VisibilityMap, OCT_RES, OCT_TEXELS, QUADRANT_RES, QUADRANT_TEXELS};
 use super::table::BlockTable;
 
-/// Quadrants of a map: entries per probe in `block_index`.
+/// Quadrants of a map: entries per signature.
 pub const QUADRANTS: usize = 4;
 
-/// `block_index` entry of a dead quadrant: no block, every texel is the clip value.
+/// [`BlockEntry`] of a dead quadrant: no block, every texel is the clip value.
 pub const DEAD_QUADRANT: u32 = u32::MAX;
 
-/// A `block_index` entry: the quadrant's block in the low 31 bits and, in the top
-/// bit, whether the quadrant reads it transposed (see the module docs); or
-/// [`DEAD_QUADRANT`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A quadrant's entry as the compressor writes it: its block in the low 31 bits
+/// and, in the top bit, whether the quadrant reads it transposed (see the module
+/// docs); or [`DEAD_QUADRANT`]. [`ProbeIndex`] stores it packed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BlockEntry(pub u32);
 
 impl BlockEntry {
@@ -248,95 +258,117 @@ impl ProbeOrder {
     }
 }
 
-/// Most blocks a dictionary holds with 2-byte entries: block numbers up to 0xFFFE,
-/// so that no live entry spells the 2-byte dead value, 0xFFFF.
-pub const NARROW_MAX_BLOCKS: usize = 0xFFFF;
-
-/// The 2-byte dead entry.
-const NARROW_DEAD: u16 = 0xFFFF;
-
-/// The block numbers of the live probes' quadrants as stored (see the module docs):
-/// 2 bytes each when every one fits, else 4; a dead quadrant is all ones
-/// ([`DEAD_QUADRANT`] in 4 bytes). The transpose bits are kept apart
-/// ([`CompressedVisibility::transposed`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BlockIndex {
-    Narrow(Vec<u16>),
-    Wide(Vec<u32>),
+/// How a [`ProbeIndex`] is stored, when not left to its size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexForm {
+    /// Each live probe has its own signature, at its rank.
+    Direct,
+    /// Live probes name shared signatures by number.
+    Numbered,
 }
 
-impl Default for BlockIndex {
-    fn default() -> BlockIndex {
-        BlockIndex::Narrow(Vec::new())
+/// Which blocks the live probes' quadrants read (see the module docs, "Dead
+/// probes and signatures"): four entries per *signature*, and per live probe the
+/// number of its signature, unless each live probe has its own (then the number
+/// is its rank and is not stored).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProbeIndex {
+    /// Per live probe, by rank, its signature's number; `None`: signature `r` is
+    /// the live probe with rank `r`'s own.
+    pub numbers: Option<PackedInts>,
+    /// Entry `q` of signature `s` at `4 s + q`: `2 * block + transpose bit`, or
+    /// all ones for a dead quadrant, in [`ProbeIndex::entry_width`] bits.
+    pub entries: PackedInts,
+}
+
+impl ProbeIndex {
+    /// Bits of an entry for a dictionary of `blocks`: the fewest that hold every
+    /// `2 * block + 1` and leave all ones free for a dead quadrant.
+    pub fn entry_width(blocks: usize) -> u32 {
+        bits_to_number(2 * blocks + 1)
     }
-}
 
-impl BlockIndex {
-    /// `blocks` (block numbers, [`DEAD_QUADRANT`] for dead), narrow when every one
-    /// fits in 2 bytes: always when the dictionary holds at most
-    /// [`NARROW_MAX_BLOCKS`] blocks.
-    pub fn new(blocks: Vec<u32>) -> BlockIndex {
-        let narrow = |b: u32| match b {
-            DEAD_QUADRANT => Some(NARROW_DEAD),
-            b if (b as usize) < NARROW_MAX_BLOCKS => Some(b as u16),
-            _ => None,
+    /// The index of the live probes' entries (`live[r]`: the four [`BlockEntry`]s of
+    /// the live probe with rank `r`) for a dictionary of `blocks`. Signatures are
+    /// numbered in first use; the form is the smaller one (direct on a tie), or
+    /// `form`. An entry naming a block past the dictionary widens the entries to
+    /// hold it ([`CompressedVisibility::check`] refuses both).
+    pub fn new(live: &[[BlockEntry; QUADRANTS]], blocks: usize, form: Option<IndexForm>) -> ProbeIndex {
+        let named = live.iter().flatten().filter(|e| !e.is_dead()).map(|e| e.block() as usize + 1).max();
+        let width = Self::entry_width(blocks.max(named.unwrap_or(0)));
+        let dead = (1u32 << width) - 1;
+        let value = |e: &BlockEntry| if e.is_dead() { dead } else { e.block() * 2 + u32::from(e.transposed()) };
+        let mut signatures: Vec<&[BlockEntry; QUADRANTS]> = Vec::new();
+        let mut known: HashMap<&[BlockEntry; QUADRANTS], u32> = HashMap::new();
+        let numbers: Vec<u32> = live
+            .iter()
+            .map(|entries| {
+                *known.entry(entries).or_insert_with(|| {
+                    signatures.push(entries);
+                    signatures.len() as u32 - 1
+                })
+            })
+            .collect();
+        let number_width = bits_to_number(signatures.len());
+        let numbered_words = PackedInts::words_for(live.len(), number_width)
+            + PackedInts::words_for(signatures.len() * QUADRANTS, width);
+        let numbered = match form {
+            Some(form) => form == IndexForm::Numbered,
+            None => numbered_words < PackedInts::words_for(live.len() * QUADRANTS, width),
         };
-        match blocks.iter().map(|&b| narrow(b)).collect::<Option<Vec<u16>>>() {
-            Some(narrow) => BlockIndex::Narrow(narrow),
-            None => BlockIndex::Wide(blocks),
+        let kept = if numbered { signatures } else { live.iter().collect() };
+        let values: Vec<u32> = kept.iter().flat_map(|entries| entries.iter().map(value)).collect();
+        ProbeIndex {
+            numbers: numbered.then(|| PackedInts::new(&numbers, number_width)),
+            entries: PackedInts::new(&values, width),
         }
     }
 
-    pub fn len(&self) -> usize {
-        match self {
-            BlockIndex::Narrow(v) => v.len(),
-            BlockIndex::Wide(v) => v.len(),
-        }
+    /// Signatures stored.
+    pub fn signature_count(&self) -> usize {
+        self.entries.len() / QUADRANTS
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Entry `i`'s block number, or [`DEAD_QUADRANT`].
+    /// The signature of the live probe with rank `rank`.
     #[inline]
-    pub fn get(&self, i: usize) -> u32 {
-        match self {
-            BlockIndex::Narrow(v) if v[i] == NARROW_DEAD => DEAD_QUADRANT,
-            BlockIndex::Narrow(v) => u32::from(v[i]),
-            BlockIndex::Wide(v) => v[i],
+    pub fn signature(&self, rank: usize) -> usize {
+        self.numbers.as_ref().map_or(rank, |n| n.get(rank) as usize)
+    }
+
+    /// Entry `q` of signature `s`.
+    #[inline]
+    pub fn entry(&self, s: usize, q: usize) -> BlockEntry {
+        let e = self.entries.get(s * QUADRANTS + q);
+        if e == (1 << self.entries.width()) - 1 {
+            BlockEntry(DEAD_QUADRANT)
+        } else {
+            BlockEntry::new(e >> 1, e & 1 == 1)
         }
     }
 
-    /// Bytes per entry: 2 or 4.
-    pub fn entry_bytes(&self) -> usize {
-        match self {
-            BlockIndex::Narrow(_) => 2,
-            BlockIndex::Wide(_) => 4,
-        }
+    /// What the GPU needs besides the words: whether live probes are numbered, the
+    /// bits of a number and of an entry.
+    pub fn layout(&self) -> [u32; 3] {
+        [u32::from(self.numbers.is_some()), self.numbers.as_ref().map_or(0, PackedInts::width), self.entries.width()]
     }
 
-    /// The entries as stored, little-endian: what the GPU reads.
-    pub fn as_bytes(&self) -> &[u8] {
-        match self {
-            BlockIndex::Narrow(v) => bytemuck::cast_slice(v),
-            BlockIndex::Wide(v) => bytemuck::cast_slice(v),
-        }
+    /// Bytes stored: the numbers, the entries, and the signature count with the
+    /// form (4 bytes; the widths follow from the counts).
+    pub fn bytes(&self) -> usize {
+        self.numbers.as_ref().map_or(0, PackedInts::bytes) + self.entries.bytes() + 4
     }
 }
 
 /// Compressed visibility of a set of probes (see the module docs, "Dead probes and
-/// entries").
+/// signatures").
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CompressedVisibility {
     /// A bit per probe, set for a live probe (one with a quadrant that sees
-    /// something), with ranks: the live probe with rank `r` owns entries `4 r..4 r + 4`.
+    /// something), with ranks: the live probe with rank `r` reads signature
+    /// `index.signature(r)`.
     pub live: RankedBits,
-    /// The live probes' quadrants' blocks: quadrant `q` of the live probe with rank
-    /// `r` at `4 r + q`.
-    pub block_index: BlockIndex,
-    /// Bit `i % 32` of word `i / 32`: entry `i` reads its block transposed.
-    pub transposed: Vec<u32>,
+    /// The live probes' quadrants' blocks, by signature.
+    pub index: ProbeIndex,
     /// The dictionary, in groups by spread width and texels kept.
     pub blocks: BlockTable,
 }
@@ -359,25 +391,16 @@ impl CompressedVisibility {
         let probe = |p: usize| &entries[p * QUADRANTS..(p + 1) * QUADRANTS];
         let live =
             RankedBits::from_fn(entries.len() / QUADRANTS, |p| probe(p).iter().any(|&e| !BlockEntry(e).is_dead()));
-        let kept: Vec<BlockEntry> = (0..live.len())
-            .filter(|&p| live.rank(p).is_some())
-            .flat_map(|p| probe(p).iter().map(|&e| BlockEntry(e)))
-            .collect();
-        let mut transposed = vec![0u32; kept.len().div_ceil(32)];
-        for (i, e) in kept.iter().enumerate() {
-            if !e.is_dead() && e.transposed() {
-                transposed[i / 32] |= 1 << (i % 32);
-            }
-        }
-        let number = |e: &BlockEntry| {
-            if e.is_dead() {
-                DEAD_QUADRANT
-            } else {
-                numbers.get(e.block() as usize).copied().unwrap_or(e.block())
-            }
+        let number = |e: u32| match BlockEntry(e) {
+            e if e.is_dead() => e,
+            e => BlockEntry::new(numbers.get(e.block() as usize).copied().unwrap_or(e.block()), e.transposed()),
         };
-        let numbers = kept.iter().map(number).collect();
-        CompressedVisibility { live, block_index: BlockIndex::new(numbers), transposed, blocks: table }
+        let kept: Vec<[BlockEntry; QUADRANTS]> = (0..live.len())
+            .filter(|&p| live.rank(p).is_some())
+            .map(|p| std::array::from_fn(|q| number(probe(p)[q])))
+            .collect();
+        let index = ProbeIndex::new(&kept, table.len(), None);
+        CompressedVisibility { live, index, blocks: table }
     }
 
     /// Every probe's four [`BlockEntry`]s, dead probes included: what
@@ -396,11 +419,7 @@ impl CompressedVisibility {
         let Some(rank) = self.live.rank(p) else {
             return BlockEntry(DEAD_QUADRANT);
         };
-        let i = rank as usize * QUADRANTS + q;
-        match self.block_index.get(i) {
-            DEAD_QUADRANT => BlockEntry(DEAD_QUADRANT),
-            block => BlockEntry::new(block, self.transposed[i / 32] >> (i % 32) & 1 == 1),
-        }
+        self.index.entry(self.index.signature(rank as usize), q)
     }
 
     /// Probe `p`'s texel `t` as `[depth, depth^2]` over the clip distance.
@@ -428,41 +447,49 @@ impl CompressedVisibility {
         self.probe_count() - self.live.count()
     }
 
-    /// Bytes stored: the live mask, a 2- or 4-byte entry and a transpose bit per
-    /// quadrant of a live probe, and the block table (group records, the distinct
-    /// masks, and per block its mask's number and 7 to 11 bits per texel that is
-    /// not the clip value).
+    /// Bytes stored: the live mask, the index (signature numbers and entries), and
+    /// the block table (group records, the distinct masks, and per block its mask's
+    /// number and 7 to 11 bits per texel that is not the clip value).
     pub fn bytes(&self) -> usize {
-        self.live.bytes() + self.block_index.as_bytes().len() + self.transposed.len() * 4 + self.blocks.bytes()
+        self.live.bytes() + self.index.bytes() + self.blocks.bytes()
     }
 
-    /// Why these parts do not fit together, if they do not: the entries must be
-    /// four per live probe with a transpose bit each and name stored blocks, and
-    /// the dictionary can hold no more blocks than there are quadrants.
+    /// Why these parts do not fit together, if they do not: the dictionary can
+    /// hold no more blocks than there are quadrants; the index must have a
+    /// signature per live probe, or a number per live probe naming a stored
+    /// signature, numbers and entries in the widths their counts give; and entries
+    /// must name stored blocks.
     pub fn check(&self) -> Result<(), String> {
         let quadrants = self.probe_count() * QUADRANTS;
-        if self.blocks.len() > quadrants {
+        let blocks = self.blocks.len();
+        if blocks > quadrants || blocks >= 1 << 30 {
+            return Err(format!("{blocks} blocks for {} probes ({quadrants} quadrants)", self.probe_count()));
+        }
+        let (index, live) = (&self.index, self.live.count());
+        let signatures = index.signature_count();
+        let numbers_fit = match &index.numbers {
+            None => signatures == live,
+            Some(n) => n.len() == live && n.width() == bits_to_number(signatures),
+        };
+        let width = ProbeIndex::entry_width(blocks);
+        if !numbers_fit || index.entries.len() % QUADRANTS != 0 || index.entries.width() != width {
             return Err(format!(
-                "{} blocks for {} probes ({quadrants} quadrants)",
-                self.blocks.len(),
-                self.probe_count()
+                "an index of {} entries in {} bits and {} numbers for {live} live probes and {blocks} blocks",
+                index.entries.len(),
+                index.entries.width(),
+                index.numbers.as_ref().map_or("no".to_owned(), |n| format!("{} {}-bit", n.len(), n.width()))
             ));
         }
-        let entries = self.live.count() * QUADRANTS;
-        if self.block_index.len() != entries || self.transposed.len() != entries.div_ceil(32) {
-            return Err(format!(
-                "{} entries and {} transpose words for {} live probes ({entries} quadrants)",
-                self.block_index.len(),
-                self.transposed.len(),
-                self.live.count()
-            ));
+        if let Some(r) = (0..live).find(|&r| index.signature(r) >= signatures) {
+            return Err(format!("live probe {r} names signature {} of {signatures}", index.signature(r)));
         }
         let missing = |i: &usize| {
-            let block = self.block_index.get(*i);
-            block != DEAD_QUADRANT && block as usize >= self.blocks.len()
+            let e = index.entry(i / QUADRANTS, i % QUADRANTS);
+            !e.is_dead() && e.block() as usize >= blocks
         };
-        if let Some(i) = (0..entries).find(missing) {
-            return Err(format!("entry {i} names block {} of {}", self.block_index.get(i), self.blocks.len()));
+        if let Some(i) = (0..signatures * QUADRANTS).find(missing) {
+            let block = index.entry(i / QUADRANTS, i % QUADRANTS).block();
+            return Err(format!("entry {i} names block {block} of {blocks}"));
         }
         Ok(())
     }
@@ -916,20 +943,38 @@ mod tests {
         assert_eq!(one_batch.entries(), [0, d, d, d, 1, d, d, d, 2, d, d, d]);
     }
 
+    /// Live probes with the same four entries share a signature when numbering
+    /// them stores less, and each keeps its own otherwise; either form, forced,
+    /// reads the same entries. Entries take `2 * blocks + 1`'s bits, a dead
+    /// quadrant all ones.
     #[test]
-    fn entries_take_two_bytes_up_to_the_narrow_limit_and_four_past_it() {
-        let last = NARROW_MAX_BLOCKS as u32 - 1;
-        let blocks = vec![DEAD_QUADRANT, 0, 1, last, 0x7FFF];
-        let index = BlockIndex::new(blocks.clone());
-        assert_eq!(index.entry_bytes(), 2);
-        assert_eq!(index.as_bytes(), [0xff, 0xff, 0, 0, 1, 0, 0xfe, 0xff, 0xff, 0x7f]);
-        assert_eq!((0..5).map(|i| index.get(i)).collect::<Vec<_>>(), blocks);
-        // One block past the limit: every entry takes 4 bytes and reads the same.
-        let mut wider = blocks.clone();
-        wider.push(last + 1);
-        let index = BlockIndex::new(wider.clone());
-        assert_eq!((index.entry_bytes(), index.as_bytes().len()), (4, 24));
-        assert_eq!((0..6).map(|i| index.get(i)).collect::<Vec<_>>(), wider);
+    fn probes_share_signatures_when_numbering_them_stores_less() {
+        let (d, e) = (BlockEntry(DEAD_QUADRANT), |b: u32, t: bool| BlockEntry::new(b, t));
+        let (a, b) = ([e(0, false), e(1, true), d, e(2, false)], [d, d, e(4, true), d]);
+        assert_eq!((ProbeIndex::entry_width(0), ProbeIndex::entry_width(5)), (0, 4));
+        assert_eq!((ProbeIndex::entry_width(7), ProbeIndex::entry_width(8)), (4, 5));
+        // 100 probes of two signatures: a bit each and two signatures' 4-bit entries.
+        let repeated: Vec<_> = (0..100).map(|r| if r % 3 == 0 { b } else { a }).collect();
+        let shared = ProbeIndex::new(&repeated, 5, None);
+        assert_eq!((shared.signature_count(), shared.layout()), (2, [1, 1, 4]));
+        assert_eq!(shared.bytes(), 16 + 4 + 4, "100 1-bit numbers, 8 4-bit entries, the count");
+        // Numbered in first use: probe 0 has `b`, probe 1 `a`.
+        let stored: Vec<u32> = (0..8).map(|i| shared.entries.get(i)).collect();
+        assert_eq!(stored, [15, 15, 9, 15, 0, 3, 15, 4]);
+        // Two probes: their own signatures take less than numbers would add.
+        let own = ProbeIndex::new(&repeated[..2], 5, None);
+        assert_eq!((own.signature_count(), own.layout(), &own.numbers), (2, [0, 0, 4], &None));
+        for (index, live) in [(&shared, &repeated[..]), (&own, &repeated[..2])] {
+            let forced = [IndexForm::Direct, IndexForm::Numbered].map(|f| ProbeIndex::new(live, 5, Some(f)));
+            for i in [index, &forced[0], &forced[1]] {
+                for (r, entries) in live.iter().enumerate() {
+                    assert_eq!((0..4).map(|q| i.entry(i.signature(r), q)).collect::<Vec<_>>(), entries);
+                }
+            }
+            assert_eq!(forced[0].signature_count(), live.len());
+            assert!(index.bytes() <= forced[0].bytes().min(forced[1].bytes()));
+        }
+        assert_eq!(ProbeIndex::new(&[], 0, None), ProbeIndex::default());
     }
 
     /// Dead probes keep a bit and nothing else; live ones four entries with their
@@ -948,39 +993,58 @@ mod tests {
         let c = CompressedVisibility::from_entries(&entries, blocks.clone());
         assert_eq!(c.entries(), entries);
         assert_eq!((c.probe_count(), c.dead_count(), c.live.count()), (72, 68, 4));
-        assert_eq!(
-            c.block_index,
-            BlockIndex::Narrow(vec![0, 1, 0xFFFF, 2, 0xFFFF, 0xFFFF, 0xFFFF, 0, 2, 2, 1, 0, 0xFFFF, 3, 0xFFFF, 3])
-        );
-        assert_eq!(c.transposed, [1 << 1 | 1 << 7 | 1 << 8 | 1 << 9 | 1 << 15], "entries 1, 7, 8, 9 and 15");
+        // Four blocks: 4-bit entries, `2 * block + transposed`, 15 for dead; four
+        // distinct signatures, stored directly.
+        assert_eq!(c.index.layout(), [0, 0, 4]);
+        let stored: Vec<u32> = (0..16).map(|i| c.index.entries.get(i)).collect();
+        assert_eq!(stored, [0, 3, 15, 4, 15, 15, 15, 1, 5, 5, 2, 0, 15, 6, 15, 7]);
         assert!(c.is_dead(1) && c.is_dead(69) && !c.is_dead(70) && c.is_dead(71));
         assert_eq!(c.entry(70, 3), BlockEntry::new(3, true));
         // Blocks without spread or clip texels: one group record, one mask, no bits
         // of mask number and 64 depth codes of 7 bits each; the group and mask
         // counts.
         let tables = 12 + 8 + 4 * 56 + 8;
-        assert_eq!(c.bytes(), 12 * 2 + 16 * 2 + 4 + tables, "mask and ranks, entries, transpose bits, blocks");
+        assert_eq!(c.bytes(), 12 * 2 + 8 + 4 + tables, "mask and ranks, entries, signature count, blocks");
         assert_eq!(c.check(), Ok(()));
+        // Three blocks take 3-bit entries; an entry past four blocks is refused.
         let mut short = c.clone();
         short.blocks = BlockTable::pack(&blocks[..3]).0;
-        assert!(short.check().unwrap_err().contains("names block 3 of 3"), "{:?}", short.check());
+        assert!(short.check().unwrap_err().contains("16 entries in 4 bits"), "{:?}", short.check());
+        let mut past = c.clone();
+        let mut named = stored.clone();
+        named[1] = 2 * 5 + 1;
+        past.index.entries = PackedInts::new(&named, 4);
+        assert!(past.check().unwrap_err().contains("entry 1 names block 5 of 4"), "{:?}", past.check());
         let mut lost = c.clone();
-        lost.transposed.clear();
-        assert!(lost.check().unwrap_err().contains("transpose words"), "{:?}", lost.check());
+        lost.index.entries = PackedInts::new(&stored[..12], 4);
+        assert!(lost.check().unwrap_err().contains("12 entries in 4 bits"), "{:?}", lost.check());
+        let mut narrow = c.clone();
+        narrow.index.entries = PackedInts::new(&stored.iter().map(|&v| v.min(7)).collect::<Vec<_>>(), 3);
+        assert!(narrow.check().unwrap_err().contains("in 3 bits"), "{:?}", narrow.check());
+        let mut numbered = c.clone();
+        numbered.index.numbers = Some(PackedInts::new(&[0, 1, 2, 3], 2));
+        assert_eq!(numbered.check(), Ok(()));
+        numbered.index.numbers = Some(PackedInts::new(&[0, 1, 2], 2));
+        assert!(numbered.check().unwrap_err().contains("3 2-bit numbers"), "{:?}", numbered.check());
+        numbered.index.numbers = Some(PackedInts::new(&[0, 1, 2, 3], 3));
+        assert!(numbered.check().is_err(), "3-bit numbers for four signatures");
+        numbered.index.entries = PackedInts::new(&stored[..12], 4);
+        numbered.index.numbers = Some(PackedInts::new(&[0, 1, 2, 3], 2));
+        assert!(numbered.check().unwrap_err().contains("names signature 3 of 3"), "{:?}", numbered.check());
         let mut many = c.clone();
         many.blocks = BlockTable::pack(&vec![[0; BLOCK_WORDS]; 72 * QUADRANTS + 1]).0;
         assert!(many.check().unwrap_err().contains("289 blocks for 72 probes"), "{:?}", many.check());
         let none = CompressedVisibility::dead(100);
-        assert_eq!((none.dead_count(), none.block_index.len(), none.bytes()), (100, 0, 24 + 8));
+        assert_eq!((none.dead_count(), none.index.signature_count(), none.bytes()), (100, 0, 24 + 4 + 8));
         assert_eq!(none.decode(99), VisibilityMap::clipped());
     }
 
-    /// More than [`NARROW_MAX_BLOCKS`] blocks: the compressor stores 4-byte entries,
-    /// and every probe still decodes to its map.
+    /// More blocks than 16-bit numbers hold: 18-bit entries (twice the block and
+    /// the transpose bit), and every probe still decodes to its map.
     #[test]
-    fn a_dictionary_past_the_narrow_limit_stores_wide_entries_that_decode() {
+    fn a_dictionary_past_16_bit_block_numbers_decodes() {
         let mut seed = 13;
-        let n = NARROW_MAX_BLOCKS / QUADRANTS + 8;
+        let n = 0xFFFF / QUADRANTS + 8;
         // Random maps share no block; a short window keeps the search short.
         let maps: Vec<VisibilityMap> = (0..n)
             .map(|_| {
@@ -992,20 +1056,19 @@ mod tests {
             .collect();
         let params = CompressParams { window: 8, tolerance: 0.01 };
         let c = compress(&maps, &ProbeOrder::swizzled(n as u32, 256), &params);
-        assert!(c.blocks.len() > NARROW_MAX_BLOCKS, "{} blocks", c.blocks.len());
-        assert_eq!(c.block_index.entry_bytes(), 4);
-        let bits = c.live.bytes() + (n * QUADRANTS).div_ceil(32) * 4;
-        assert_eq!(c.bytes(), bits + n * QUADRANTS * 4 + c.blocks.bytes());
+        assert!(c.blocks.len() > 0xFFFF, "{} blocks", c.blocks.len());
+        // Random maps share no signature: each live probe keeps its own.
+        assert_eq!(c.index.layout(), [0, 0, 18]);
+        assert_eq!(c.bytes(), c.live.bytes() + (n * QUADRANTS * 18).div_ceil(32) * 4 + 4 + c.blocks.bytes());
         for p in (0..n).step_by(97).chain([n - 1]) {
             let back = c.decode(p);
             for (got, want) in back.0.iter().zip(&maps[p].0) {
                 assert!((got[0] - want[0]).abs() <= 0.01 && (got[1] - want[1]).abs() <= 0.01);
             }
         }
-        // The same maps, fewer of them: 2-byte entries.
+        // The same maps, fewer of them: 4,000 blocks, 13-bit entries.
         let few = compress(&maps[..1000], &ProbeOrder::swizzled(1000, 256), &params);
-        let bits = few.live.bytes() + (1000 * QUADRANTS).div_ceil(32) * 4;
-        assert_eq!((few.block_index.entry_bytes(), few.bytes()), (2, bits + 1000 * QUADRANTS * 2 + few.blocks.bytes()));
+        assert_eq!((few.blocks.len(), few.index.layout()), (4000, [0, 0, 13]));
     }
 
     #[test]

@@ -21,10 +21,11 @@
 //!
 //! # Memory per probe
 //!
-//! 16 bytes of irradiance; for a probe whose map sees something, four 2-byte block
-//! entries (one per quadrant of the visibility map; 4-byte ones past 65,535
-//! blocks) and their transpose bits, and the shared 56- to 88-byte visibility
-//! blocks divided among the quadrants that use them; for a dead one, a bit. About 1.5 bits
+//! 16 bytes of irradiance; for a probe whose map sees something, four block
+//! entries (one per quadrant of the visibility map, 13 to 16 bits each with the
+//! transpose bit), shared with the probes of the same signature, and the shared
+//! visibility blocks divided among the quadrants that use them; for a dead one, a
+//! bit. About 1.5 bits
 //! of placement mask per grid point. The device holds the same, sized to the data.
 //! RTXGI stores 256 B of irradiance and 1 KiB of distance per probe.
 
@@ -43,7 +44,8 @@ pub mod volume;
 mod tests;
 
 pub use compress::{
-    compress, BlockEntry, BlockIndex, CompressParams, CompressedVisibility, ProbeOrder, DEAD_QUADRANT, QUADRANTS,
+    compress, BlockEntry, CompressParams, CompressedVisibility, IndexForm, ProbeIndex, ProbeOrder, DEAD_QUADRANT,
+    QUADRANTS,
 };
 pub use field::{ProbeField, SampleParams, UNLIT};
 pub use octahedral::{oct_decode, oct_encode, symmetric_texel, VisibilityMap, OCT_RES, OCT_TEXELS};

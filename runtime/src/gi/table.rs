@@ -51,6 +51,7 @@
 
 use std::collections::HashMap;
 
+use super::bits::bits_to_number;
 use super::compress::{decode_texel, Block, BLOCK_WORDS, DEPTH_BITS, DEPTH_MAX, DEPTH_WORDS};
 use super::octahedral::QUADRANT_TEXELS;
 
@@ -103,7 +104,7 @@ pub fn class_of(block: &Block) -> usize {
 /// Bits of a mask number in a dictionary of `masks`: the fewest that number them
 /// all (0 for one mask).
 fn mask_bits(masks: usize) -> u32 {
-    usize::BITS - masks.saturating_sub(1).leading_zeros()
+    bits_to_number(masks)
 }
 
 /// Bits per texel kept in class `c`.

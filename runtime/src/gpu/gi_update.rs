@@ -29,8 +29,9 @@ use super::queue::Gpu;
 use super::ray_tracer::{RayTracer, MAX_TRACE_BATCH};
 use super::recorder::Use;
 use super::shaders;
+use crate::gi::bits::PackedInts;
 use crate::gi::bits::RankedBits;
-use crate::gi::compress::{BlockIndex, CompressedVisibility, QUADRANTS};
+use crate::gi::compress::{CompressedVisibility, ProbeIndex, QUADRANTS};
 use crate::gi::sh::{fibonacci_directions, random_rotation};
 use crate::gi::table::BlockTable;
 use crate::gi::update::{GiLighting, UpdateParams};
@@ -54,8 +55,9 @@ pub struct GpuProbeField {
 }
 
 /// A probe field's compressed visibility on the device, sized to the data: the
-/// live mask and its ranks, the block index as [`BlockIndex`] stores it (2- or
-/// 4-byte entries, live probes only), the transpose bits and the block table. The
+/// live mask and its ranks, the index as [`ProbeIndex`] stores it (signature
+/// numbers when live probes share signatures, and the signatures' entries) and the
+/// block table. The
 /// bake's uncompressed maps and the compressor's working buffers
 /// ([`super::GpuVisibility`]) are gone once it is uploaded.
 pub struct DeviceVisibility {
@@ -63,15 +65,16 @@ pub struct DeviceVisibility {
     pub live_mask: GpuBuffer,
     /// `uint[]`: live probes before each mask word.
     pub live_rank: GpuBuffer,
-    /// `BlockIndex::as_bytes`: entry `4 r + q` for quadrant `q` of the live probe
-    /// with rank `r`.
-    pub block_index: GpuBuffer,
-    /// `uint[]`: entry `i`'s transpose bit at bit `i % 32` of word `i / 32`.
-    pub transposed: GpuBuffer,
+    /// `uint[]`: `ProbeIndex::numbers`' words (none when each live probe has its
+    /// own signature).
+    pub numbers: GpuBuffer,
+    /// `uint[]`: `ProbeIndex::entries`' words.
+    pub entries: GpuBuffer,
     /// `uint[]`: the block tables' words (`BlockTable::words`).
     pub blocks: GpuBuffer,
-    /// Bytes per `block_index` entry: 2 or 4.
-    pub entry_bytes: u32,
+    /// `ProbeIndex::layout`: numbered or not, bits per number and per entry.
+    pub index_layout: [u32; 3],
+    pub signature_count: u32,
     pub block_count: u32,
     /// What the decoder needs besides the words (`BlockTable::layout`).
     pub table_layout: [u32; 4],
@@ -140,22 +143,26 @@ impl GpuProbeField {
     pub fn read_visibility(&self, gpu: &mut Gpu) -> Result<CompressedVisibility, GpuError> {
         let v = &self.visibility;
         let n = self.probe_count as usize;
-        let entries = v.live_count as usize * QUADRANTS;
         let read_u32 = |gpu: &mut Gpu, buffer: &GpuBuffer, count: usize| match count {
             0 => Ok(Vec::new()),
             _ => gpu.read::<u32>(buffer, count),
         };
         let words = read_u32(gpu, &v.live_mask, 2 * n.div_ceil(64))?;
         let live = RankedBits::from_fn(n, |p| words[p / 32] >> (p % 32) & 1 == 1);
-        let block_index = match (v.entry_bytes, entries) {
-            (_, 0) => BlockIndex::default(),
-            (2, _) => BlockIndex::Narrow(gpu.read::<u16>(&v.block_index, entries)?),
-            _ => BlockIndex::Wide(gpu.read::<u32>(&v.block_index, entries)?),
+        let [numbered, number_width, entry_width] = v.index_layout;
+        let packed = |gpu: &mut Gpu, buffer: &GpuBuffer, len: usize, width: u32| {
+            let words = read_u32(gpu, buffer, PackedInts::words_for(len, width))?;
+            PackedInts::from_words(len, width, words).map_err(GpuError::InvalidInput)
         };
-        let transposed = read_u32(gpu, &v.transposed, entries.div_ceil(32))?;
+        let numbers = match numbered {
+            0 => None,
+            _ => Some(packed(gpu, &v.numbers, v.live_count as usize, number_width)?),
+        };
+        let entries = packed(gpu, &v.entries, v.signature_count as usize * QUADRANTS, entry_width)?;
+        let index = ProbeIndex { numbers, entries };
         let words = read_u32(gpu, &v.blocks, v.block_words as usize)?;
         let blocks = BlockTable::from_parts(v.block_count, v.table_layout, words).map_err(GpuError::InvalidInput)?;
-        Ok(CompressedVisibility { live, block_index, transposed, blocks })
+        Ok(CompressedVisibility { live, index, blocks })
     }
 }
 
@@ -165,10 +172,11 @@ impl DeviceVisibility {
         Ok(DeviceVisibility {
             live_mask: gpu.buffer_from("gi live mask", mask)?,
             live_rank: gpu.buffer_from("gi live rank", rank)?,
-            block_index: gpu.buffer_from("gi block index", vis.block_index.as_bytes())?,
-            transposed: gpu.buffer_from("gi transposed", &vis.transposed)?,
+            numbers: gpu.buffer_from("gi signature numbers", vis.index.numbers.as_ref().map_or(&[], |n| n.words()))?,
+            entries: gpu.buffer_from("gi entries", vis.index.entries.words())?,
             blocks: gpu.buffer_from("gi blocks", vis.blocks.words())?,
-            entry_bytes: vis.block_index.entry_bytes() as u32,
+            index_layout: vis.index.layout(),
+            signature_count: vis.index.signature_count() as u32,
             block_count: vis.blocks.len() as u32,
             table_layout: vis.blocks.layout(),
             block_words: vis.blocks.words().len() as u32,
@@ -308,8 +316,8 @@ impl GiUpdater {
             &field.irradiance,
             &vis.live_mask,
             &vis.live_rank,
-            &vis.block_index,
-            &vis.transposed,
+            &vis.numbers,
+            &vis.entries,
             &vis.blocks,
         ];
         let mut shade = vec![read(&s.params), read(&s.rays), read(&s.hits), read(&s.shadow_hits), read(&s.albedo)];
@@ -377,8 +385,7 @@ impl GiUpdater {
         let dirs: Vec<[f32; 4]> = dirs.iter().map(|d| [d[0], d[1], d[2], 0.0]).collect();
         let push = GiUpdatePush { params: s.params.address() };
         let vis = &field.visibility;
-        let reads =
-            [&s.params, &s.dirs, &vis.live_mask, &vis.live_rank, &vis.block_index, &vis.transposed, &vis.blocks];
+        let reads = [&s.params, &s.dirs, &vis.live_mask, &vis.live_rank, &vis.numbers, &vis.entries, &vis.blocks];
         let mut uses: Vec<_> = reads.into_iter().map(Use::read).collect();
         uses.push(Use::write(&s.radiance));
         let kernel = &self.visibility_sample;
@@ -431,8 +438,8 @@ fn field_params(field: &GpuProbeField) -> GiUpdateParams {
         irradiance: field.irradiance.address(),
         live_mask: vis.live_mask.address(),
         live_rank: vis.live_rank.address(),
-        block_index: vis.block_index.address(),
-        transposed: vis.transposed.address(),
+        numbers: vis.numbers.address(),
+        entries: vis.entries.address(),
         blocks: vis.blocks.address(),
         origin_x: grid.origin.x,
         origin_y: grid.origin.y,
@@ -443,7 +450,7 @@ fn field_params(field: &GpuProbeField) -> GiUpdateParams {
         dims_z: grid.dims[2],
         clip: grid.clip_distance(),
         probe_count: field.probe_count,
-        entry_bytes: vis.entry_bytes,
+        index_layout: vis.index_layout,
         table_layout: vis.table_layout,
         ..GiUpdateParams::default()
     }

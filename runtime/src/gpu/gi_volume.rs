@@ -35,8 +35,8 @@ pub struct GiStats {
     pub bytes: u64,
     /// Bytes the visibility maps of every probe take uncompressed (R16G16, 1 KiB each).
     pub visibility_bytes_uncompressed: u64,
-    /// Bytes of the compressed visibility (live mask, block index, transpose bits
-    /// and blocks).
+    /// Bytes of the compressed visibility (live mask, signature numbers and
+    /// entries, and blocks).
     pub visibility_bytes: u64,
     /// Updates run so far.
     pub frames: u32,

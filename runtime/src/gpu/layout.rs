@@ -287,11 +287,13 @@ pub struct GiUpdateParams {
     pub live_mask: u64,
     /// `uint[]`: live probes before each `live_mask` word.
     pub live_rank: u64,
-    /// Visibility block per quadrant of each live probe, or dead: `gi::BlockIndex`
-    /// as stored, `entry_bytes` per entry.
-    pub block_index: u64,
-    /// `uint[]`: each `block_index` entry's transpose bit.
-    pub transposed: u64,
+    /// `uint[]`: each live probe's signature number, `index_layout[1]` bits each,
+    /// when `index_layout[0]` is 1 (`gi::ProbeIndex::numbers`).
+    pub numbers: u64,
+    /// `uint[]`: four entries per signature, `index_layout[2]` bits each: twice the
+    /// block plus the transpose bit, all ones for a dead quadrant
+    /// (`gi::ProbeIndex::entries`).
+    pub entries: u64,
     /// `uint[]`: the stored blocks: group records, masks, then the blocks' mask
     /// numbers and depth and spread codes (`gi::BlockTable`).
     pub blocks: u64,
@@ -328,14 +330,15 @@ pub struct GiUpdateParams {
     pub count: u32,
     pub rays_per_probe: u32,
     pub hysteresis: f32,
-    /// Bytes per `block_index` entry: 2 or 4.
-    pub entry_bytes: u32,
+    /// Whether live probes are numbered, bits per number, bits per entry
+    /// (`gi::ProbeIndex::layout`).
+    pub index_layout: [u32; 3],
     /// The block table's group count, masks' first word, data's first word and
     /// bits per mask number (`gi::BlockTable::layout`).
     pub table_layout: [u32; 4],
     pub _pad: u32,
 }
-const _: () = assert!(size_of::<GiUpdateParams>() == 264);
+const _: () = assert!(size_of::<GiUpdateParams>() == 272);
 
 /// Push constants of the irradiance update kernels: where their parameters are.
 #[repr(C)]
@@ -430,13 +433,13 @@ mod glsl {
         glsl_struct!(GiUpdateParams, "GiUpdateParams", None, {
             rays: "uvec2", hits: "uvec2", shadow_rays: "uvec2", shadow_hits: "uvec2", radiance: "uvec2",
             dirs: "uvec2", probes: "uvec2", mask: "uvec2", rank: "uvec2", irradiance: "uvec2",
-            live_mask: "uvec2", live_rank: "uvec2", block_index: "uvec2", transposed: "uvec2", blocks: "uvec2",
+            live_mask: "uvec2", live_rank: "uvec2", numbers: "uvec2", entries: "uvec2", blocks: "uvec2",
             albedo: "uvec2", origin_x: "float", origin_y: "float",
             origin_z: "float", spacing: "float", dims_x: "uint", dims_y: "uint", dims_z: "uint", clip: "float",
             bias: "float", visibility: "uint", sun_x: "float", sun_y: "float", sun_z: "float", sun_r: "float",
             sun_g: "float", sun_b: "float", sky_r: "float", sky_g: "float", sky_b: "float", albedo_r: "float",
             albedo_g: "float", albedo_b: "float", albedo_count: "uint", probe_count: "uint", first: "uint",
-            count: "uint", rays_per_probe: "uint", hysteresis: "float", entry_bytes: "uint", table_layout: "uint[4]",
+            count: "uint", rays_per_probe: "uint", hysteresis: "float", index_layout: "uint[3]", table_layout: "uint[4]",
             _pad: "uint",
         }),
         glsl_struct!(GiUpdatePush, "GiUpdatePush", Some("KILN_PUSH_GI_UPDATE"), { params: "uvec2" }),

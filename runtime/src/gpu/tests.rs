@@ -845,14 +845,16 @@ fn gpu_bitonic_sort_equals_a_cpu_sort_for_every_size() {
 }
 
 /// Uploaded visibility is checked entry by entry: the block an entry names, as is
-/// or transposed, must exist, there must be four entries per live probe with a
-/// transpose bit each, and a bit per probe of the field; dead probes and quadrants
-/// and transposed entries of existing blocks pass.
+/// or transposed, must exist, there must be a signature (or a number naming one)
+/// per live probe, and a bit per probe of the field; dead probes and quadrants
+/// and transposed entries of existing blocks pass, and both forms of the index
+/// read back as uploaded.
 #[test]
 fn uploaded_visibility_must_name_existing_blocks() {
     use crate::gi::compress::pack_block;
     use crate::gi::{
-        BlockEntry, BlockIndex, CompressedVisibility, ProbeField, ProbeGrid, ProbeVolume, DEAD_QUADRANT, QUADRANTS,
+        BlockEntry, CompressedVisibility, IndexForm, ProbeField, ProbeGrid, ProbeIndex, ProbeVolume, DEAD_QUADRANT,
+        QUADRANTS,
     };
     let Some(mut gpu) = test_gpu("uploaded_visibility_must_name_existing_blocks") else {
         return;
@@ -870,18 +872,20 @@ fn uploaded_visibility_must_name_existing_blocks() {
     let vis = CompressedVisibility::from_entries(&entries, vec![pack_block(&[[0.5, 0.25]; 64])]);
     assert_eq!(vis.live.count(), 2);
     field.upload_visibility(&mut gpu, &vis).unwrap();
-    // What was uploaded reads back, in 2-byte entries and, forced, in 4-byte ones.
-    assert_eq!(field.read_visibility(&mut gpu).unwrap(), vis);
+    // What was uploaded reads back, each live probe with its own signature and,
+    // forced, with numbered ones.
+    assert_eq!((field.read_visibility(&mut gpu).unwrap(), vis.index.layout()), (vis.clone(), [0, 0, 2]));
+    let live: Vec<[BlockEntry; QUADRANTS]> = (0..2).map(|r| std::array::from_fn(|q| vis.index.entry(r, q))).collect();
     let mut wide = vis.clone();
-    wide.block_index = BlockIndex::Wide((0..8).map(|i| vis.block_index.get(i)).collect());
+    wide.index = ProbeIndex::new(&live, 1, Some(IndexForm::Numbered));
     field.upload_visibility(&mut gpu, &wide).unwrap();
-    assert_eq!(field.read_visibility(&mut gpu).unwrap(), wide);
+    assert_eq!((field.read_visibility(&mut gpu).unwrap(), wide.index.layout()), (wide.clone(), [1, 1, 2]));
     let mut missing = entries.clone();
     missing[5] = 1;
     let missing = CompressedVisibility::from_entries(&missing, vis.blocks.blocks());
     assert!(matches!(field.upload_visibility(&mut gpu, &missing), Err(GpuError::InvalidInput(_))));
     let mut short = vis.clone();
-    short.block_index = BlockIndex::new((1..8).map(|i| vis.block_index.get(i)).collect());
+    short.index = ProbeIndex::new(&live[1..], 1, None);
     assert!(matches!(field.upload_visibility(&mut gpu, &short), Err(GpuError::InvalidInput(_))));
     let fewer = CompressedVisibility::from_entries(&entries[QUADRANTS..], vis.blocks.blocks());
     assert!(matches!(field.upload_visibility(&mut gpu, &fewer), Err(GpuError::InvalidInput(_))));
@@ -950,10 +954,9 @@ fn gpu_visibility_compression_equals_the_cpu_reference() {
         assert!(want.dead_count() > 0 && dead_quadrants > 4 * want.dead_count(), "dead probes and quadrants");
         assert!(want.blocks.len() < live.len(), "the maps exercise every path");
         assert!(live.iter().any(|e| e.transposed()) && live.iter().any(|e| !e.transposed()), "both ways");
-        assert!(want.block_index.len() < entries.len(), "dead probes store no entries");
+        assert!(want.index.signature_count() * crate::gi::QUADRANTS < entries.len(), "dead probes store no entries");
         assert_eq!(got.live, want.live, "{} batches, window {window}", order.batch_count());
-        assert_eq!(got.block_index, want.block_index, "{} batches, window {window}", order.batch_count());
-        assert_eq!(got.transposed, want.transposed, "{} batches, window {window}", order.batch_count());
+        assert_eq!(got.index, want.index, "{} batches, window {window}", order.batch_count());
         assert!(got.blocks == want.blocks, "{} batches, window {window}: blocks differ", order.batch_count());
     }
     // More probes than the match kernel can number is refused before allocating.
@@ -1181,14 +1184,18 @@ fn gpu_irradiance_update_matches_the_cpu_reference() {
     assert!(worst < 0.05, "largest relative difference {worst}");
     // Probes never updated stay unlit: none here, since 6 x 60% covers them all.
     assert!(field.read_irradiance(tracer.gpu_mut()).unwrap().iter().all(|w| *w != crate::gi::UNLIT));
-    // The same visibility in 4-byte entries (what a dictionary past
-    // NARROW_MAX_BLOCKS stores) samples the same: one more update from the same
+    // The same visibility with the index in its other form (numbered signatures,
+    // or each live probe's own) samples the same: one more update from the same
     // irradiance, each way, gives the same bits.
-    assert_eq!(cpu.visibility.block_index.entry_bytes(), 2);
     let start = ProbeField { irradiance: got.clone(), ..cpu.clone() };
     let mut wide = start.clone();
-    let index = &start.visibility.block_index;
-    wide.visibility.block_index = crate::gi::BlockIndex::Wide((0..index.len()).map(|i| index.get(i)).collect());
+    let (index, blocks) = (&start.visibility.index, start.visibility.blocks.len());
+    let live: Vec<[crate::gi::BlockEntry; 4]> = (0..start.visibility.live.count())
+        .map(|r| std::array::from_fn(|q| index.entry(index.signature(r), q)))
+        .collect();
+    let other = if index.numbers.is_some() { crate::gi::IndexForm::Direct } else { crate::gi::IndexForm::Numbered };
+    wide.visibility.index = crate::gi::ProbeIndex::new(&live, blocks, Some(other));
+    assert_ne!(wide.visibility.index.layout()[0], index.layout()[0]);
     let mut updated = Vec::new();
     for f in [&start, &wide] {
         let device = GpuProbeField::new(tracer.gpu_mut(), f).unwrap();
@@ -1196,7 +1203,7 @@ fn gpu_irradiance_update_matches_the_cpu_reference() {
         updated.push(device.read_irradiance(tracer.gpu_mut()).unwrap());
     }
     assert_ne!(updated[0], got, "the update changed the irradiance");
-    assert!(updated[0] == updated[1], "2- and 4-byte entries sample alike");
+    assert!(updated[0] == updated[1], "both forms of the index sample alike");
     assert_validation_clean(tracer.gpu());
 }
 
@@ -1294,20 +1301,28 @@ fn gi_volume_updates_its_budget_round_robin_and_handles_an_empty_volume() {
     volume.bake(&mut tracer).unwrap();
     let stats = volume.stats();
     assert!(stats.baked && stats.blocks > 0 && stats.visibility_bytes < stats.visibility_bytes_uncompressed);
-    // The device keeps the compressed visibility sized to it, 2-byte entries and
-    // the block table, and nothing of the bake's maps or the compressor's buffers;
-    // the table's group and mask counts (8 bytes) travel in the update's
-    // parameters.
+    // The device keeps the compressed visibility sized to it, the index and the
+    // block table, and nothing of the bake's maps or the compressor's buffers; the
+    // signature count (4 bytes) and the table's group and mask counts (8) travel
+    // in the update's parameters.
     let device = &volume.device.visibility;
-    assert_eq!((device.entry_bytes, device.block_count), (2, stats.blocks));
-    let parts = [&device.live_mask, &device.live_rank, &device.block_index, &device.transposed, &device.blocks];
-    assert_eq!(parts.iter().map(|b| b.size()).sum::<u64>() + 8, stats.visibility_bytes);
+    assert_eq!(device.block_count, stats.blocks);
+    let [numbered, number_bits, entry_bits] = device.index_layout;
+    assert_eq!(entry_bits, crate::gi::ProbeIndex::entry_width(stats.blocks as usize));
+    let numbers = match numbered {
+        0 => 0,
+        _ => (u64::from(device.live_count) * u64::from(number_bits)).div_ceil(32) * 4,
+    };
+    assert!(numbered == 1 || device.signature_count == device.live_count);
+    let parts = [&device.live_mask, &device.live_rank, &device.entries, &device.blocks];
+    assert_eq!(parts.iter().map(|b| b.size()).sum::<u64>() + numbers + 4 + 8, stats.visibility_bytes);
     assert!(
         device.blocks.size() < u64::from(device.block_count) * 96,
         "blocks without spread or clip texels store less"
     );
     assert!(device.live_count > 0 && device.live_count <= n);
-    assert_eq!(device.block_index.size(), u64::from(device.live_count) * 8);
+    let entries = u64::from(device.signature_count) * 4 * u64::from(entry_bits);
+    assert_eq!(device.entries.size(), entries.div_ceil(32) * 4);
     // Three updates cover every probe once; the fourth wraps around.
     let mut lit = vec![false; n as usize];
     for frame in 0..3 {
