@@ -118,7 +118,7 @@
 
 use std::collections::HashMap;
 
-use super::bits::{bits_to_number, PackedInts, RankedBits};
+use super::bits::{bits_to_number, PackedInts, RankedBits, MAX_PACKED_WIDTH};
 #[cfg(doc)]
 use super::octahedral::symmetric_texel;
 use super::octahedral::{quadrant_texel, VisibilityMap, OCT_RES, OCT_TEXELS, QUADRANT_RES, QUADRANT_TEXELS};
@@ -258,6 +258,10 @@ impl ProbeOrder {
     }
 }
 
+/// The largest block number a [`ProbeIndex`] entry holds (31-bit entries, all
+/// ones dead); [`CompressedVisibility::check`] accepts fewer than `1 << 30` blocks.
+const MAX_INDEXED_BLOCK: u32 = (1 << 30) - 2;
+
 /// How a [`ProbeIndex`] is stored, when not left to its size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IndexForm {
@@ -294,10 +298,13 @@ impl ProbeIndex {
     /// `form`. An entry naming a block past the dictionary widens the entries to
     /// hold it ([`CompressedVisibility::check`] refuses both).
     pub fn new(live: &[[BlockEntry; QUADRANTS]], blocks: usize, form: Option<IndexForm>) -> ProbeIndex {
-        let named = live.iter().flatten().filter(|e| !e.is_dead()).map(|e| e.block() as usize + 1).max();
-        let width = Self::entry_width(blocks.max(named.unwrap_or(0)));
+        // Blocks past 2^30 - 2 (a corrupt read-back) are kept as that one, which no
+        // dictionary `check` accepts holds.
+        let block = |e: &BlockEntry| e.block().min(MAX_INDEXED_BLOCK);
+        let named = live.iter().flatten().filter(|e| !e.is_dead()).map(|e| block(e) as usize + 1).max();
+        let width = Self::entry_width(blocks.max(named.unwrap_or(0))).min(MAX_PACKED_WIDTH);
         let dead = (1u32 << width) - 1;
-        let value = |e: &BlockEntry| if e.is_dead() { dead } else { e.block() * 2 + u32::from(e.transposed()) };
+        let value = |e: &BlockEntry| if e.is_dead() { dead } else { block(e) * 2 + u32::from(e.transposed()) };
         let mut signatures: Vec<&[BlockEntry; QUADRANTS]> = Vec::new();
         let mut known: HashMap<&[BlockEntry; QUADRANTS], u32> = HashMap::new();
         let numbers: Vec<u32> = live
@@ -975,6 +982,14 @@ mod tests {
             assert!(index.bytes() <= forced[0].bytes().min(forced[1].bytes()));
         }
         assert_eq!(ProbeIndex::new(&[], 0, None), ProbeIndex::default());
+        // A corrupt read-back naming a block near 2^31 is kept, in 31 bits, as a
+        // block no dictionary holds: refused by `check`, not a panic.
+        let corrupt = [e(0x7FFF_FFF0, true), d, d, d];
+        let index = ProbeIndex::new(&[corrupt], 5, None);
+        assert_eq!((index.layout(), index.entry(0, 0)), ([0, 0, 31], e((1 << 30) - 2, true)));
+        let entries: Vec<u32> = corrupt.iter().map(|e| e.0).collect();
+        let c = CompressedVisibility::from_entries(&entries, vec![[0; BLOCK_WORDS]]);
+        assert!(c.check().is_err(), "{:?}", c.check());
     }
 
     /// Dead probes keep a bit and nothing else; live ones four entries with their
