@@ -1,5 +1,5 @@
-//! Jobs: the work-stealing pool, fork-join, `parallel_for`, host job systems and
-//! per-worker arenas.
+//! Jobs: the work-stealing pool, fork-join, `parallel_for`, stages of loops in one
+//! region, host job systems and per-worker arenas.
 //!
 //! Everything parallel in Kiln goes through an [`Executor`]: Kiln's own
 //! [`ThreadPool`] or a host engine's job system behind [`HostExecutor`]. Passes are
@@ -19,6 +19,7 @@ mod latch;
 mod pool;
 mod scope;
 mod sleep;
+mod stages;
 
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -29,6 +30,7 @@ pub use arena::{Arenas, FrameArena};
 pub use host::{HostExecutor, HostScheduler, HostTask, HostTaskHandle};
 pub use pool::ThreadPool;
 pub use scope::Scope;
+pub use stages::Stages;
 
 /// The worker running a job: its index selects per-worker scratch ([`Arenas::worker`]).
 ///

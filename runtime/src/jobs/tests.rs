@@ -388,3 +388,120 @@ fn arenas_hand_each_worker_its_own_bump() {
     assert!(arenas.reserved_bytes() > 0);
     arenas.reset();
 }
+
+/// A host scheduler that runs a task's ranges one after another on the calling
+/// thread, last first, while declaring four workers: the participants of a stages
+/// region then never run side by side.
+struct SerialHost;
+
+// SAFETY: every range runs exactly once, inside `enqueue`, on this thread, with a
+// worker index below `worker_count`.
+unsafe impl HostScheduler for SerialHost {
+    fn worker_count(&self) -> usize {
+        4
+    }
+
+    fn enqueue(&self, task: HostTask, item_count: usize, _: usize) -> Option<HostTaskHandle> {
+        for item in (0..item_count).rev() {
+            // SAFETY: disjoint ranges covering 0..item_count, inside enqueue.
+            unsafe { task.run(item, item + 1, item % 4) };
+        }
+        None
+    }
+
+    fn finish(&self, _: HostTaskHandle) {}
+}
+
+/// `run_stages` hands out every chunk of every stage once, cut as `parallel_for`
+/// cuts a range, and starts no chunk of a stage before every item of the stages
+/// before it is done: on pools of 1 to 9 workers, on a host scheduler's threads, and
+/// on one that runs the participants one after another. The same `Stages` serves
+/// again (its counters start afresh).
+#[test]
+fn stages_run_in_order_and_hand_out_each_chunk_once() {
+    let sizes = [0usize, 1, 5, 300, 64, 1000, 3, 0, 77, 129];
+    let grains = [1usize, 7, 64, 0];
+    let shape: Vec<(usize, usize)> = (0..40).map(|s| (sizes[s % sizes.len()], grains[s % grains.len()])).collect();
+    let check = |jobs: Jobs, stages: &mut Stages, label: &str| {
+        let seen: Vec<Vec<AtomicUsize>> =
+            shape.iter().map(|&(items, _)| (0..items).map(|_| AtomicUsize::new(0)).collect()).collect();
+        let finished: Vec<AtomicUsize> = shape.iter().map(|_| AtomicUsize::new(0)).collect();
+        jobs.run_stages(stages, |stage, items, worker| {
+            assert!(worker.index() < jobs.worker_count());
+            let (count, grain) = shape[stage];
+            let grain = grain.max(1);
+            assert_eq!(items.start % grain, 0, "{label}: chunk starts on the grain");
+            assert_eq!(items.end, (items.start + grain).min(count), "{label}: chunk ends on the grain");
+            for (before, &(count, _)) in shape[..stage].iter().enumerate() {
+                assert_eq!(finished[before].load(Ordering::Acquire), count, "{label}: stage {before} before {stage}");
+            }
+            for item in items.clone() {
+                seen[stage][item].fetch_add(1, Ordering::Relaxed);
+            }
+            finished[stage].fetch_add(items.len(), Ordering::AcqRel);
+        });
+        for (stage, items) in seen.iter().enumerate() {
+            assert!(items.iter().all(|n| n.load(Ordering::Relaxed) == 1), "{label}: stage {stage} once each");
+        }
+    };
+    let mut stages = Stages::new();
+    for &(items, grain) in &shape {
+        stages.push(items, grain);
+    }
+    assert_eq!(stages.len(), shape.len());
+    for threads in THREAD_COUNTS {
+        let pool = ThreadPool::new(threads);
+        check(pool.jobs(), &mut stages, &format!("pool of {} workers", threads + 1));
+        check(pool.jobs(), &mut stages, &format!("pool of {} workers, again", threads + 1));
+    }
+    let host = HostExecutor::new(TestHost::new(3));
+    check(Jobs::new(&host), &mut stages, "host threads");
+    check(Jobs::new(&HostExecutor::new(SerialHost)), &mut stages, "participants one after another");
+
+    // Nothing to do: no stage, or only empty ones.
+    let pool = ThreadPool::new(2);
+    let mut none = Stages::new();
+    pool.jobs().run_stages(&mut none, |_, _, _| unreachable!("no stage"));
+    none.push(0, 8);
+    pool.jobs().run_stages(&mut none, |_, _, _| unreachable!("no item"));
+}
+
+/// A panicking chunk ends the region instead of leaving the other participants
+/// waiting for it: the panic reaches the caller, the stages after it do not run, and
+/// the pool (and the `Stages`) serve again.
+#[test]
+fn a_panic_in_a_stage_reaches_the_caller_and_nobody_waits_for_it() {
+    for threads in [0, 1, 3] {
+        let pool = ThreadPool::new(threads);
+        let mut stages = Stages::new();
+        for _ in 0..6 {
+            stages.push(100, 3);
+        }
+        let later = AtomicUsize::new(0);
+        let err = panic::catch_unwind(AssertUnwindSafe(|| {
+            pool.jobs().run_stages(&mut stages, |stage, items, _| {
+                assert!(!(stage == 2 && items.contains(&50)), "stage 2, item 50");
+                if stage > 2 {
+                    later.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }))
+        .expect_err("the panic is re-raised");
+        assert!(message(&*err).contains("stage 2, item 50"), "{}", message(&*err));
+        assert_eq!(later.load(Ordering::Relaxed), 0, "no stage after the panic runs");
+        let total = AtomicUsize::new(0);
+        pool.jobs().run_stages(&mut stages, |_, items, _| {
+            total.fetch_add(items.len(), Ordering::Relaxed);
+        });
+        assert_eq!(total.load(Ordering::Relaxed), 600);
+    }
+    let host = HostExecutor::new(SerialHost);
+    let mut stages = Stages::new();
+    stages.push(10, 1);
+    stages.push(10, 1);
+    let err = panic::catch_unwind(AssertUnwindSafe(|| {
+        Jobs::new(&host).run_stages(&mut stages, |stage, _, _| assert_ne!(stage, 1, "stage 1"));
+    }))
+    .expect_err("the panic is re-raised on a host scheduler");
+    assert!(message(&*err).contains("stage 1"), "{}", message(&*err));
+}

@@ -31,6 +31,7 @@
 //! 754 defines exactly); Rust never contracts `a * b + c` into a fused multiply-add
 //! on its own, so the step does not depend on the compiler's contraction choices.
 
+use std::ops::Range;
 use std::time::Instant;
 
 use glam::{IVec3, Mat3, Quat, Vec3};
@@ -40,7 +41,8 @@ use super::island::Islands;
 use super::narrow::{self, shape_ref, Kept, NarrowInput, NarrowOut, TerrainItem, KEPT, TERRAIN};
 use super::runs;
 use super::solver::{
-    self, BodyState, Colorable, Coloring, Column, Constraint, ConstraintTable, Frame, Pass, Softness, StepContext, NONE,
+    self, BodyPass, BodyState, Colorable, Coloring, Column, Constraint, ConstraintTable, Frame, Op, Pass, Softness,
+    StepContext, NONE,
 };
 use super::store::ConstraintStore;
 use crate::collide::{shape_time_of_impact, Sweep, ToiState};
@@ -298,6 +300,8 @@ impl StepStage {
 /// Buffers the step reuses.
 #[derive(Debug, Default)]
 struct Scratch {
+    /// The solve's plan (see `solver::run_plan`).
+    ops: Vec<Op>,
     moving: Vec<(u32, ProxyId, u32)>,
     /// Each moving proxy's tight box, its motion this step, and whether the box left
     /// the proxy's fat box (a finite box only).
@@ -1292,35 +1296,41 @@ impl World {
         self.coloring.prepare(&mut self.constraints, frame, write_back, jobs);
         self.coloring.alternate = !write_back;
 
-        let gravity = self.def.gravity;
-        let mut pass = |pass: Pass, states: &mut Vec<BodyState>| {
-            solver::run_pass(pass, &mut self.coloring, &mut self.constraints, states, &ctx, jobs);
-        };
+        // The substeps (or the rigid passes) as one plan, run in one parallel region.
+        let ops = &mut self.scratch.ops;
+        ops.clear();
         match self.solver {
             Solver::SoftStep => {
                 for _ in 0..substeps {
-                    integrate_velocities(&self.bodies, &mut self.states, gravity, h, jobs);
-                    pass(Pass::WarmStart, &mut self.states);
-                    pass(Pass::Solve, &mut self.states);
-                    integrate_positions(&mut self.states, h, jobs);
-                    pass(Pass::Relax, &mut self.states);
+                    ops.extend([
+                        Op::Bodies(BodyPass::IntegrateVelocities),
+                        Op::Pass(Pass::WarmStart),
+                        Op::Pass(Pass::Solve),
+                        Op::Bodies(BodyPass::IntegratePositions),
+                        Op::Pass(Pass::Relax),
+                    ]);
                 }
             }
             Solver::SequentialImpulses { velocity_iterations, position_iterations } => {
                 // Rigid passes: the relax pass is the solve without a position bias.
-                integrate_velocities(&self.bodies, &mut self.states, gravity, h, jobs);
-                pass(Pass::WarmStart, &mut self.states);
-                for _ in 0..velocity_iterations {
-                    pass(Pass::Relax, &mut self.states);
-                }
-                integrate_positions(&mut self.states, h, jobs);
-                for _ in 0..position_iterations {
-                    pass(Pass::CorrectPositions, &mut self.states);
-                }
+                ops.extend([Op::Bodies(BodyPass::IntegrateVelocities), Op::Pass(Pass::WarmStart)]);
+                ops.extend((0..velocity_iterations).map(|_| Op::Pass(Pass::Relax)));
+                ops.push(Op::Bodies(BodyPass::IntegratePositions));
+                ops.extend((0..position_iterations).map(|_| Op::Pass(Pass::CorrectPositions)));
             }
         }
+        let (bodies, gravity) = (&self.bodies, self.def.gravity);
+        let body_loop = |body: BodyPass, rows: Range<usize>, states: &Column<BodyState>| {
+            // SAFETY: `run_plan` hands each chunk of rows to exactly one job.
+            let states = unsafe { states.rows(rows.clone()) };
+            match body {
+                BodyPass::IntegrateVelocities => integrate_velocities(bodies, rows, states, gravity, h),
+                BodyPass::IntegratePositions => integrate_positions(states, h),
+            }
+        };
+        solver::run_plan(ops, &mut self.coloring, &self.constraints, &mut self.states, &ctx, jobs, body_loop);
         self.coloring.unpack(&mut self.constraints, jobs);
-        solver::run_pass(Pass::Restitute, &mut self.coloring, &mut self.constraints, &mut self.states, &ctx, jobs);
+        solver::run_pass(Pass::Restitute, &mut self.coloring, &self.constraints, &mut self.states, &ctx, jobs);
         self.finalize(dt, jobs);
     }
 
@@ -1652,25 +1662,21 @@ fn static_center(bodies: &Bodies, slot: u32, c: &Constraint) -> Vec3 {
 
 /// Gravity, forces and damping into the solver's velocities (dynamic bodies), which
 /// saturate at [`MAX_LINEAR_SPEED`] and [`MAX_ROTATION`] per substep.
-fn integrate_velocities(bodies: &Bodies, states: &mut [BodyState], gravity: Vec3, h: f32, jobs: Jobs) {
+/// Gravity, forces and damping into the velocities of the awake rows `rows`
+/// (`states` holds theirs).
+fn integrate_velocities(bodies: &Bodies, rows: Range<usize>, states: &mut [BodyState], gravity: Vec3, h: f32) {
     let s = &bodies.awake;
     let max_spin = (MAX_ROTATION / h).min(MAX_LINEAR_SPEED);
-    let column = Column::new(states);
-    jobs.parallel_for(0..s.len(), 256, |range, _| {
-        // SAFETY: `parallel_for` hands each chunk range to exactly one job.
-        let out = unsafe { column.rows(range.clone()) };
-        for (k, i) in range.enumerate() {
-            let m = s.inv_mass[i];
-            if m == 0.0 {
-                continue;
-            }
-            let st = &mut out[k];
-            let dv = (gravity * s.gravity_scale[i] + s.force[i] * m) * h;
-            let dw = s.world_inv_inertia[i] * s.torque[i] * h;
-            st.v = saturate((st.v + dv) * (1.0 / (1.0 + h * s.linear_damping[i])), MAX_LINEAR_SPEED);
-            st.w = saturate((st.w + dw) * (1.0 / (1.0 + h * s.angular_damping[i])), max_spin);
+    for (st, i) in states.iter_mut().zip(rows) {
+        let m = s.inv_mass[i];
+        if m == 0.0 {
+            continue;
         }
-    });
+        let dv = (gravity * s.gravity_scale[i] + s.force[i] * m) * h;
+        let dw = s.world_inv_inertia[i] * s.torque[i] * h;
+        st.v = saturate((st.v + dv) * (1.0 / (1.0 + h * s.linear_damping[i])), MAX_LINEAR_SPEED);
+        st.w = saturate((st.w + dw) * (1.0 / (1.0 + h * s.angular_damping[i])), max_spin);
+    }
 }
 
 /// `v` with at most `max` length. Absurd but finite forces (1e38 N on a light body)
@@ -1686,17 +1692,13 @@ pub(crate) fn saturate(v: Vec3, max: f32) -> Vec3 {
 }
 
 /// Velocities into the solver's delta positions and rotations.
-fn integrate_positions(states: &mut [BodyState], h: f32, jobs: Jobs) {
-    let column = Column::new(states);
-    jobs.parallel_for(0..column.len(), 256, |range, _| {
-        // SAFETY: `parallel_for` hands each chunk range to exactly one job.
-        for st in unsafe { column.rows(range) } {
-            st.dp += st.v * h;
-            let spin = st.w * (0.5 * h);
-            let dq = Quat::from_xyzw(spin.x, spin.y, spin.z, 0.0) * st.dq;
-            st.dq = (st.dq + dq).normalize();
-        }
-    });
+fn integrate_positions(states: &mut [BodyState], h: f32) {
+    for st in states {
+        st.dp += st.v * h;
+        let spin = st.w * (0.5 * h);
+        let dq = Quat::from_xyzw(spin.x, spin.y, spin.z, 0.0) * st.dq;
+        st.dq = (st.dq + dq).normalize();
+    }
 }
 
 /// The terrain with what the step learnt of it near each shape: the shapes' terrain
