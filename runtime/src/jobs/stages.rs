@@ -152,7 +152,7 @@ impl Stages {
                 // participant whose thread was descheduled can take much longer, so
                 // after a while the waiter gives up its core between checks.
                 spins += 1;
-                if spins < 1 << 14 {
+                if spins < 1 << 10 {
                     std::hint::spin_loop();
                 } else {
                     std::thread::yield_now();
