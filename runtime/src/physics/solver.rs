@@ -48,9 +48,11 @@
 //! A step's passes and the body loops between them are one plan ([`run_plan`]): a
 //! list of stages (each colour of each pass, each body loop) that the workers walk in
 //! one parallel region ([`Jobs::run_stages`]), instead of one parallel loop per
-//! colour with a fork and a join each. `large_pyramid` at 2 workers (best of eight
-//! alternating runs of `step_scene large_pyramid 80 2`): solve 2.62 -> 2.54 ms, step
-//! 5.08 -> 4.75 ms; the same bits.
+//! colour with a fork and a join each (80 of them a step in `large_pyramid`, about
+//! 300 with more colours). The same bits; on 2 cores no measurable change (eight
+//! alternating rounds of `step_scene large_pyramid 80 1` and `.. 2`: solve speed-up
+//! medians 1.8x either way, the host's noise larger than the difference); what it
+//! saves grows with the worker count, where each join waits on more workers.
 //! Within a colour, constraints are solved four or eight at a time in SIMD lanes
 //! (`wide.rs`), with the same bits as the scalar functions here; those without
 //! points, and the overflow, stay scalar. The angular terms `Ia (r x d)` are
