@@ -1660,10 +1660,9 @@ fn static_center(bodies: &Bodies, slot: u32, c: &Constraint) -> Vec3 {
     }
 }
 
-/// Gravity, forces and damping into the solver's velocities (dynamic bodies), which
-/// saturate at [`MAX_LINEAR_SPEED`] and [`MAX_ROTATION`] per substep.
-/// Gravity, forces and damping into the velocities of the awake rows `rows`
-/// (`states` holds theirs).
+/// Gravity, forces and damping into the solver's velocities of the awake rows `rows`
+/// (dynamic bodies; `states` holds those rows' states), which saturate at
+/// [`MAX_LINEAR_SPEED`] and [`MAX_ROTATION`] per substep.
 fn integrate_velocities(bodies: &Bodies, rows: Range<usize>, states: &mut [BodyState], gravity: Vec3, h: f32) {
     let s = &bodies.awake;
     let max_spin = (MAX_ROTATION / h).min(MAX_LINEAR_SPEED);
