@@ -996,8 +996,8 @@ typedef struct KilnGiDef {
      */
     float hysteresis;
     /**
-     * Probes each `kiln_gi_update` refreshes, walking the volume round robin
-     * (at least 1; capped at the probe count and at 2^20 rays per update).
+     * Probes each `kiln_gi_update` refreshes, walking the live probes round robin
+     * (at least 1; capped at the live probe count and at 2^20 rays per update).
      * Default 1024.
      */
     uint32_t probes_per_frame;
@@ -1055,7 +1055,8 @@ typedef struct KilnGiStats {
      */
     uint32_t probe_count;
     /**
-     * Probes that see no surface within the clip distance (no visibility data).
+     * Probes that see no surface within the clip distance, after a bake: they keep
+     * no visibility and no irradiance, and are neither updated nor sampled.
      */
     uint32_t dead_probes;
     /**
@@ -1079,8 +1080,8 @@ typedef struct KilnGiStats {
      */
     bool baked;
     /**
-     * Bytes of all probe data: placement mask, irradiance (16 per probe),
-     * compressed visibility.
+     * Bytes of all probe data: placement mask, irradiance (16 per live probe:
+     * placed and not dead), compressed visibility.
      */
     uint64_t bytes;
     /**
@@ -2725,11 +2726,12 @@ KilnStatus kiln_gi_set_albedo(struct KilnGiId gi, const struct KilnVec3 *albedo,
 KilnStatus kiln_gi_bake(struct KilnGiId gi);
 
 /**
- * One frame's update: traces the next `probes_per_frame` probes' rays against the
- * tracer's scene (updated first when it changed), shades them with the sun, sky
- * and the probes' own irradiance (multi-bounce) and blends the result in. Writes
- * the number of probes updated to `out_updated` (NULL allowed). Needs at least one
- * instance.
+ * One frame's update: traces the next `probes_per_frame` live probes' rays
+ * against the tracer's scene (updated first when it changed), shades them with the
+ * sun, sky and the probes' own irradiance (multi-bounce) and blends the result in.
+ * Dead probes (a bake found nothing near them) keep no irradiance and are skipped.
+ * Writes the number of probes updated to `out_updated` (NULL allowed). Needs at
+ * least one instance.
  *
  * # Safety
  * `out_updated` is NULL or writable.
@@ -2741,7 +2743,7 @@ KilnStatus kiln_gi_update(struct KilnGiId gi, uint32_t *out_updated);
  * `normals[i]`, seen from unit direction `views[i]` (surface toward the eye; NULL:
  * the normals). With `visibility` false the probes' depth maps are ignored, which
  * shows the light leaks they prevent. Writes `out_irradiance[i]` (zero where no
- * probe is near): the light arriving on the surface, so a diffuse surface of albedo
+ * live probe is near): the light arriving on the surface, so a diffuse surface of albedo
  * `a` reflects radiance `a / pi * irradiance`. Every input is checked first: finite
  * points, normals and views of length 1 within 1e-3.
  *

@@ -170,22 +170,24 @@ int main(int argc, char **argv) {
     print_gpu_timings(tracer, "  ");
     KilnGiStats stats;
     CHECK_STATUS(kiln_gi_get_stats(gi, &stats), KILN_OK);
-    uint32_t sweeps = 10, frames = sweeps * ((stats.probe_count + 255) / 256), updated = 0;
+    /* Dead probes (nothing within their clip distance) are neither updated nor sampled. */
+    uint32_t live = stats.probe_count - stats.dead_probes;
+    uint32_t sweeps = 10, frames = sweeps * ((live + 255) / 256), updated = 0;
     for (uint32_t f = 0; f < frames; f++) {
         CHECK_STATUS(kiln_gi_update(gi, &updated), KILN_OK);
     }
     printf("update of %u probes (last frame):\n", updated);
     print_gpu_timings(tracer, "  ");
     CHECK_STATUS(kiln_gi_get_stats(gi, &stats), KILN_OK);
-    printf("probes: %u of %llu grid points, %u dead, %u visibility blocks; %llu bytes in all, visibility "
-           "%llu of %llu bytes (%.1f%%); %u frames\n",
+    printf("probes: %u of %llu grid points, %u dead, %u visibility blocks; %llu bytes in all (%.1f per live "
+           "probe), visibility %llu of %llu bytes (%.1f%%); %u frames\n",
            stats.probe_count, (unsigned long long)stats.grid_points, stats.dead_probes, stats.blocks,
-           (unsigned long long)stats.bytes, (unsigned long long)stats.visibility_bytes,
-           (unsigned long long)stats.visibility_bytes_uncompressed,
+           (unsigned long long)stats.bytes, (double)stats.bytes / (double)(live ? live : 1),
+           (unsigned long long)stats.visibility_bytes, (unsigned long long)stats.visibility_bytes_uncompressed,
            100.0 * (double)stats.visibility_bytes / (double)stats.visibility_bytes_uncompressed, stats.frames);
     CHECK(stats.baked && stats.frames == frames);
     CHECK(stats.probe_count > 200 && stats.probe_count < stats.grid_points);
-    CHECK(updated == (stats.probe_count < 256 ? stats.probe_count : 256) && stats.last_update_probes == updated);
+    CHECK(updated == (live < 256 ? live : 256) && stats.last_update_probes == updated);
     /* Blocks are quadrants of maps (four per probe, 10 to 98 B each); neighbours share them. */
     CHECK(stats.blocks > 0 && stats.blocks < 2 * (stats.probe_count - stats.dead_probes));
     CHECK(stats.visibility_bytes < stats.visibility_bytes_uncompressed);

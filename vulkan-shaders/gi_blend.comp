@@ -2,7 +2,7 @@
 // one invocation per updated probe. Projects its rays' radiance on L1 SH (the sum
 // in ray order, then 4 pi / n, as sh.rs ShRgb::project), blends with hysteresis
 // (new = target + h (old - target)) and stores with rounding toward the target; a
-// never-updated probe takes the target.
+// never-updated probe takes the target. A dead probe keeps no irradiance: skipped.
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "include/common.glsl"
@@ -32,9 +32,12 @@ void main() {
     for (uint k = 0u; k < 4u; ++k) {
         target.c[k] *= w;
     }
-    uint probe = gi_slot_probe(P, s);
+    int slot = gi_irradiance_slot(P, gi_slot_probe(P, s));
+    if (slot < 0 || uint(slot) >= P.live_count) {
+        return;
+    }
     GiIrradiance store = GiIrradiance(P.irradiance);
-    uvec4 old = store.v[probe];
+    uvec4 old = store.v[slot];
     uvec4 packed;
     if (old == uvec4(0u)) {
         for (uint k = 0u; k < 4u; ++k) {
@@ -50,5 +53,5 @@ void main() {
             packed[k] = gi_pack_toward(gi_sh_field(value, k), gi_sh_field(target, k), old[k], k == 0u);
         }
     }
-    store.v[probe] = packed;
+    store.v[slot] = packed;
 }

@@ -18,7 +18,7 @@ void main() {
         return;
     }
     uint probe = gi_slot_probe(P, i / P.rays_per_probe);
-    uint linear = Uints(P.probes).v[probe];
+    uint linear = gi_probe_linear(P, probe);
     Ray ray;
     ray.origin = gi_grid_position(linear, vec3(P.origin_x, P.origin_y, P.origin_z), P.spacing, P.dims_x, P.dims_z);
     ray.t_min = 0.0;

@@ -1,7 +1,7 @@
 // Visibility as the sampling kernels read it (gpu/gi_update.rs
 // GiUpdater::sample_visibility; CPU reference gi/field.rs ProbeField::visibility_at):
 // one invocation per (probe, direction), n = rays_per_probe directions per probe:
-// slot s is probe (first + s / n) % probe_count toward dirs[s % n], and writes its
+// slot s is probe slots[s / n] toward dirs[s % n], and writes its
 // bilinear [depth, depth^2] (over the clip distance) to radiance[s].xy.
 #version 460
 #extension GL_GOOGLE_include_directive : require

@@ -7,16 +7,16 @@
 //! 1.5 m dilation (the reference notes' two configurations, whose ratios were 4.5%
 //! and 9%): probe count, dead probes, raw and compressed visibility bytes, the
 //! ratio (the default window is the reference's 10,000 whole maps, 40,000
-//! quadrant blocks; also printed with 10,000 quadrant blocks), and bytes per probe
-//! (dead probes included) with everything included (placement mask, irradiance,
-//! block entries, block tables).
+//! quadrant blocks; also printed with 10,000 quadrant blocks), and bytes per live
+//! probe (and per probe placed) with everything included (placement mask,
+//! irradiance of the live probes, live mask, block entries, block tables).
 //!
 //! Timed groups, each against its peer in the same run:
 //! - `ddgi_compress_{0.5m,1.0m}` (voxel hills): `swizzled` (batches of 256 spread
 //!   over the volume) and `gpu` (the same batches on the device, one submission, its
 //!   output checked against the CPU's) vs `sequential` (one map at a time, the
 //!   reference notes' single-threaded compressor, on the CPU);
-//! - `ddgi_update/1000_probes_*`: one irradiance update of 1,000 probes x 128 rays
+//! - `ddgi_update/1000_probes_*`: one irradiance update of 1,000 live probes x 128 rays
 //!   (trace, shadow rays, shading with the bounce, SH projection, blend): `cpu`
 //!   (CPU reference, one thread) vs `cpu_rayon` (rays traced on all cores) and `gpu`
 //!   (the update passes, one submission, `GiUpdater`).
@@ -94,22 +94,23 @@ fn figures(s: &mut Setup) {
             seconds
         );
         if name == "swizzled" {
-            s.field.visibility = compressed;
+            s.field.set_visibility(compressed);
         }
     }
-    // "Live" in Kiln's sense: placed (see `gi::volume`). A dead probe (its map all
-    // clip value) is still placed and keeps its irradiance; the second figure
-    // divides the same bytes among the probes that store a map.
-    let with_map = s.maps.len() - s.field.visibility.dead_count();
+    // A live probe stores a map and irradiance; a dead one (its map all clip
+    // value) stores a bit and is not sampled (`gi::field`). The target is
+    // per live probe; the second figure divides the same bytes among all placed.
+    let live = s.field.visibility.live.count();
     println!(
-        "ddgi {}: {:.1} bytes per probe placed, dead ones included, all data included (placement {} B, irradiance 16 B/probe, visibility {} B); {:.1} B per probe with a map ({} of {})",
+        "ddgi {}: {:.1} B per live probe, all data included ({} live of {} placed; placement {} B, irradiance {} B, visibility {} B); {:.1} B per probe placed",
         s.label,
-        s.field.bytes() as f64 / s.maps.len() as f64,
+        s.field.bytes() as f64 / live.max(1) as f64,
+        live,
+        s.maps.len(),
         s.field.volume.bytes(),
+        s.field.irradiance.len() * 16,
         s.field.visibility.bytes(),
-        s.field.bytes() as f64 / with_map.max(1) as f64,
-        with_map,
-        s.maps.len()
+        s.field.bytes() as f64 / s.maps.len() as f64,
     );
 }
 
@@ -143,7 +144,7 @@ fn bench_update(c: &mut Criterion, s: &mut Setup, gpu: Option<Gpu>) {
     let view = s.scene.trace_scene(&tlas);
     let lighting = GiLighting::default();
     let params = UpdateParams::for_spacing(s.field.volume.grid.spacing);
-    let probes: Vec<u32> = (0..1000.min(s.field.volume.probe_count() as u32)).collect();
+    let probes = s.field.live_round_robin(0, 1000);
     let mut group = c.benchmark_group("ddgi_update");
     group.sample_size(10);
     let mut frame = 0;
@@ -169,10 +170,9 @@ fn bench_update(c: &mut Criterion, s: &mut Setup, gpu: Option<Gpu>) {
         let mut tracer = RayTracer::with_scene(gpu, s.scene.clone()).expect("tracer");
         let field = GpuProbeField::new(tracer.gpu_mut(), &s.field).expect("probe buffers");
         let mut updater = GiUpdater::new(&tracer).expect("kernels");
-        let count = probes.len() as u32;
         group.bench_function("1000_probes_gpu", |b| {
             b.iter(|| {
-                updater.update(&mut tracer, &field, &lighting, &params, frame, 0, count).expect("update");
+                updater.update(&mut tracer, &field, &lighting, &params, frame, &probes).expect("update");
                 frame += 1;
             })
         });

@@ -10,7 +10,7 @@
 //! kiln_gi_create(tracer, &def, &gi);      // probes around the tracer's triangles
 //! kiln_gi_bake(gi);                        // visibility, once static geometry is in
 //! for (;;) {                               // every frame
-//!     kiln_gi_update(gi, NULL);            // the next def.probes_per_frame probes
+//!     kiln_gi_update(gi, NULL);            // the next def.probes_per_frame live probes
 //!     kiln_gi_sample(gi, points, normals, NULL, n, true, irradiance);
 //! }
 //! kiln_gi_destroy(gi);
@@ -65,8 +65,8 @@ pub struct KilnGiDef {
     pub rays_per_probe: u32,
     /// Weight of the old irradiance per update, in [0, 1]. Default 0.97.
     pub hysteresis: f32,
-    /// Probes each `kiln_gi_update` refreshes, walking the volume round robin
-    /// (at least 1; capped at the probe count and at 2^20 rays per update).
+    /// Probes each `kiln_gi_update` refreshes, walking the live probes round robin
+    /// (at least 1; capped at the live probe count and at 2^20 rays per update).
     /// Default 1024.
     pub probes_per_frame: u32,
     /// Largest texel difference, as a fraction of the clip distance, at which two
@@ -104,7 +104,8 @@ pub struct KilnGiStats {
     pub grid_points: u64,
     /// Probes placed (grid points near geometry).
     pub probe_count: u32,
-    /// Probes that see no surface within the clip distance (no visibility data).
+    /// Probes that see no surface within the clip distance, after a bake: they keep
+    /// no visibility and no irradiance, and are neither updated nor sampled.
     pub dead_probes: u32,
     /// Distinct visibility blocks after compression: each block is a quadrant of a
     /// map (8 x 8 texels) that any number of probes share, stored as the number of
@@ -118,8 +119,8 @@ pub struct KilnGiStats {
     pub last_update_probes: u32,
     /// Whether `kiln_gi_bake` ran.
     pub baked: bool,
-    /// Bytes of all probe data: placement mask, irradiance (16 per probe),
-    /// compressed visibility.
+    /// Bytes of all probe data: placement mask, irradiance (16 per live probe:
+    /// placed and not dead), compressed visibility.
     pub bytes: u64,
     /// Bytes of the compressed visibility (live mask, signature numbers and
     /// entries, and blocks).
@@ -327,11 +328,12 @@ pub extern "C" fn kiln_gi_bake(gi: KilnGiId) -> KilnStatus {
     ffi_call("kiln_gi_bake", || with_gi(gi, |volume, tracer| volume.bake(tracer).map_err(gpu_error)))
 }
 
-/// One frame's update: traces the next `probes_per_frame` probes' rays against the
-/// tracer's scene (updated first when it changed), shades them with the sun, sky
-/// and the probes' own irradiance (multi-bounce) and blends the result in. Writes
-/// the number of probes updated to `out_updated` (NULL allowed). Needs at least one
-/// instance.
+/// One frame's update: traces the next `probes_per_frame` live probes' rays
+/// against the tracer's scene (updated first when it changed), shades them with the
+/// sun, sky and the probes' own irradiance (multi-bounce) and blends the result in.
+/// Dead probes (a bake found nothing near them) keep no irradiance and are skipped.
+/// Writes the number of probes updated to `out_updated` (NULL allowed). Needs at
+/// least one instance.
 ///
 /// # Safety
 /// `out_updated` is NULL or writable.
@@ -350,7 +352,7 @@ pub unsafe extern "C" fn kiln_gi_update(gi: KilnGiId, out_updated: *mut u32) -> 
 /// `normals[i]`, seen from unit direction `views[i]` (surface toward the eye; NULL:
 /// the normals). With `visibility` false the probes' depth maps are ignored, which
 /// shows the light leaks they prevent. Writes `out_irradiance[i]` (zero where no
-/// probe is near): the light arriving on the surface, so a diffuse surface of albedo
+/// live probe is near): the light arriving on the surface, so a diffuse surface of albedo
 /// `a` reflects radiance `a / pi * irradiance`. Every input is checked first: finite
 /// points, normals and views of length 1 within 1e-3.
 ///

@@ -314,6 +314,34 @@ int gi_rank(uvec2 words, uvec2 ranks, uint i) {
     return int(Uints(ranks).v[i / 64u] + below);
 }
 
+// bits.rs RankedBits::ones_from(0).nth(r): the item with index r among the set
+// ones (r below their count). The last word with at most r set bits before it
+// holds it (a binary search over the ranks); it is that word's (r - rank)th set
+// bit.
+uint gi_select(uvec2 words, uvec2 ranks, uint word_count, uint r) {
+    Uints rank = Uints(ranks);
+    uint lo = 0u;
+    uint hi = word_count;
+    while (hi - lo > 1u) {
+        uint mid = (lo + hi) / 2u;
+        if (rank.v[mid] <= r) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    uvec2 word = GiMaskWords(words).v[lo];
+    uint k = r - rank.v[lo];
+    uint low = uint(bitCount(word.x));
+    uint bits = k < low ? word.x : word.y;
+    uint base = k < low ? 0u : 32u;
+    k = k < low ? k : k - low;
+    for (uint j = 0u; j < k; ++j) {
+        bits &= bits - 1u;
+    }
+    return lo * 64u + base + uint(findLSB(bits));
+}
+
 // table.rs BlockTable::bits, bits.rs PackedInts::get: the n bits (n < 32) at bit
 // `bit` from word `first`.
 uint gi_table_bits(Uints words, uint first, uint bit, uint n) {
@@ -463,6 +491,19 @@ vec2 gi_visibility(GiUpdateParams P, uint probe, vec3 d) {
     return top + (bottom - top) * f.y;
 }
 
+// volume.rs ProbeVolume::probe_coords: the linear grid index of probe `probe`,
+// from the placement mask (no per-probe list on the device).
+uint gi_probe_linear(GiUpdateParams P, uint probe) {
+    uint words = (P.dims_x * P.dims_y * P.dims_z + 63u) / 64u;
+    return gi_select(P.mask, P.rank, words, probe);
+}
+
+// field.rs ProbeField::irradiance_slot: where probe `probe` keeps its irradiance
+// (its rank among the live probes), or -1 for a dead probe.
+int gi_irradiance_slot(GiUpdateParams P, uint probe) {
+    return gi_rank(P.live_mask, P.live_rank, probe);
+}
+
 // volume.rs ProbeVolume::probe_at: the probe at grid point c, or -1.
 int gi_probe_at(GiUpdateParams P, uvec3 c) {
     if (c.x >= P.dims_x || c.y >= P.dims_y || c.z >= P.dims_z) {
@@ -472,7 +513,8 @@ int gi_probe_at(GiUpdateParams P, uvec3 c) {
 }
 
 // field.rs ProbeField::sample: irradiance at surface point p, unit normal n, seen
-// from unit direction v (DDGI weights; see that file's docs).
+// from unit direction v (DDGI weights; see that file's docs). Missing and dead
+// probes weigh 0; 0 where no probe weighs in.
 vec3 gi_sample(GiUpdateParams P, vec3 p, vec3 n, vec3 v) {
     vec3 origin = vec3(P.origin_x, P.origin_y, P.origin_z);
     uvec3 dims = uvec3(P.dims_x, P.dims_y, P.dims_z);
@@ -488,6 +530,10 @@ vec3 gi_sample(GiUpdateParams P, vec3 p, vec3 n, vec3 v) {
         uvec3 c = base + offset;
         int probe = gi_probe_at(P, c);
         if (probe < 0) {
+            continue;
+        }
+        int slot = gi_irradiance_slot(P, uint(probe));
+        if (slot < 0) {
             continue;
         }
         vec3 probe_pos = origin + vec3(c) * P.spacing;
@@ -515,7 +561,7 @@ vec3 gi_sample(GiUpdateParams P, vec3 p, vec3 n, vec3 v) {
             w *= w * w / 0.04;
         }
         w *= trilinear;
-        GiSh sh = gi_unpack_sh(GiIrradiance(P.irradiance).v[probe]);
+        GiSh sh = gi_unpack_sh(GiIrradiance(P.irradiance).v[slot]);
         sum += w * gi_sh_irradiance(sh, n);
         total += w;
     }
@@ -526,9 +572,10 @@ vec3 gi_sample(GiUpdateParams P, vec3 p, vec3 n, vec3 v) {
 const float GI_PROBE_RAY_MAX = 1.0e6;
 const float GI_SHADOW_OFFSET = 1.0e-3;
 
-// The probe of update slot s (round robin over all probes).
+// The probe of update slot s (uploaded with the update: the next live probes,
+// round robin).
 uint gi_slot_probe(GiUpdateParams P, uint s) {
-    return (P.first + s) % P.probe_count;
+    return Uints(P.slots).v[s];
 }
 
 #endif

@@ -3,9 +3,11 @@
 //!
 //! Bit `i` lives in word `i / 64`; `rank[w]` counts the set bits before word `w`,
 //! so item `i`'s index is `rank[w] + popcount(word & below)`: one load of each and
-//! a popcount, no search. The placement mask (which grid points hold a probe) and
-//! the live mask of compressed visibility (which probes store a map) are both this.
-//! The GPU reads the same two arrays (`gi_rank` in `vulkan-shaders/include/gi.glsl`).
+//! a popcount, no search; [`RankedBits::ones_from`] walks the set items in order.
+//! The placement mask (which grid points hold a probe) and the live mask of
+//! compressed visibility (which probes store a map and irradiance) are both this.
+//! The GPU reads the same two arrays (`gi_rank` in `vulkan-shaders/include/gi.glsl`,
+//! and `gi_select`, the item with a given index, by a binary search over the ranks).
 //!
 //! [`PackedInts`] are values of a fixed width, from 0 to 31 bits, back to back in
 //! 32-bit words: value `i` at bit `i * width`, read with at most two loads (the
@@ -60,6 +62,21 @@ impl RankedBits {
         let word = self.words[i / 64];
         let bit = 1u64 << (i % 64);
         (word & bit != 0).then(|| self.rank[i / 64] + (word & (bit - 1)).count_ones())
+    }
+
+    /// The set items at `start` or after, ascending.
+    pub fn ones_from(&self, start: usize) -> impl Iterator<Item = usize> + '_ {
+        let first = start / 64;
+        self.words.iter().enumerate().skip(first).flat_map(move |(w, &word)| {
+            let mut bits = if w == first { word & (u64::MAX << (start % 64)) } else { word };
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let i = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    w * 64 + i
+                })
+            })
+        })
     }
 
     /// The words and ranks, as the GPU reads them.
@@ -234,6 +251,11 @@ mod tests {
                 }
                 assert_eq!(bits.count(), before as usize);
                 assert_eq!(bits.rank(len), None, "past the end");
+                for start in [0, 1, len / 2, len.saturating_sub(1), len, len + 70] {
+                    let ones: Vec<usize> = bits.ones_from(start).collect();
+                    let want: Vec<usize> = (start..len).filter(|&i| set(i)).collect();
+                    assert_eq!(ones, want, "len {len}, pattern {pattern}, from {start}");
+                }
                 assert_eq!(bits.bytes(), len.div_ceil(64) * 12);
             }
         }

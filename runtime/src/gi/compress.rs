@@ -371,8 +371,9 @@ impl ProbeIndex {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CompressedVisibility {
     /// A bit per probe, set for a live probe (one with a quadrant that sees
-    /// something), with ranks: the live probe with rank `r` reads signature
-    /// `index.signature(r)`.
+    /// something, or any probe before a bake), with ranks: the live probe with rank
+    /// `r` reads signature `index.signature(r)` and keeps its irradiance at `r`
+    /// (`ProbeField`). Dead probes store neither and are not sampled.
     pub live: RankedBits,
     /// The live probes' quadrants' blocks, by signature.
     pub index: ProbeIndex,
@@ -381,9 +382,22 @@ pub struct CompressedVisibility {
 }
 
 impl CompressedVisibility {
-    /// Visibility of `probes` probes that all see nothing.
+    /// Visibility of `probes` probes that all see nothing: every probe dead.
     pub fn dead(probes: usize) -> CompressedVisibility {
         CompressedVisibility { live: RankedBits::from_fn(probes, |_| false), ..CompressedVisibility::default() }
+    }
+
+    /// Visibility of `probes` probes not baked yet: every probe live (it keeps
+    /// irradiance and is sampled) with every quadrant dead (it sees the clip value
+    /// everywhere, so visibility weighting leaves it alone). The index is one
+    /// signature per probe in 0-bit entries: no words.
+    pub fn unbaked(probes: usize) -> CompressedVisibility {
+        let unknown = vec![[BlockEntry(DEAD_QUADRANT); QUADRANTS]; probes];
+        CompressedVisibility {
+            live: RankedBits::from_fn(probes, |_| true),
+            index: ProbeIndex::new(&unknown, 0, None),
+            blocks: BlockTable::default(),
+        }
     }
 
     /// From every probe's four [`BlockEntry`]s (`entries[4 p + q]`, as the GPU
@@ -1052,6 +1066,12 @@ mod tests {
         let none = CompressedVisibility::dead(100);
         assert_eq!((none.dead_count(), none.index.signature_count(), none.bytes()), (100, 0, 24 + 4 + 8));
         assert_eq!(none.decode(99), VisibilityMap::clipped());
+        // Not baked: every probe live, seeing the clip value, in no index words.
+        let unbaked = CompressedVisibility::unbaked(100);
+        assert_eq!(unbaked.check(), Ok(()));
+        assert_eq!((unbaked.dead_count(), unbaked.live.count(), unbaked.bytes()), (0, 100, 24 + 4 + 8));
+        assert!((0..100).all(|p| !unbaked.is_dead(p) && unbaked.decode(p) == VisibilityMap::clipped()));
+        assert_eq!(CompressedVisibility::from_entries(&unbaked.entries(), Vec::new()), none, "baked, all are dead");
     }
 
     /// More blocks than 16-bit numbers hold: 18-bit entries (twice the block and

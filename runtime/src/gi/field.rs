@@ -6,7 +6,7 @@
 //!
 //! ```text
 //!  biased = p + (0.2 n + 0.8 v) * bias          pull off the surface, toward the eye
-//!  cell   = the 8 grid points around `biased`   (missing probes weigh 0)
+//!  cell   = the 8 grid points around `biased`   (missing and dead probes weigh 0)
 //!  weight = trilinear(biased)
 //!         * ((dot(dir to probe, n) + 1) / 2)^2 + 0.2       smooth tangent-plane test
 //!         * chebyshev(dist, mean, mean^2)^3        visibility from the depth map (1 if dist <= mean)
@@ -16,6 +16,25 @@
 //! ```
 //!
 //! `bias` defaults to `0.3 * 0.75 * spacing`, the paper's self-shadow bias.
+//!
+//! # Dead probes are not sampled
+//!
+//! A dead probe saw nothing within the clip distance, the cell diagonal, in any
+//! direction. A surface point in one of its eight cells lies within that distance
+//! of it, so nothing the point's cell needs is near the probe: it floats in open
+//! space. RTXGI's `DDGIGetVolumeIrradiance` skips such probes ("inactive") for
+//! the same reason, and so does Kiln: a dead probe weighs 0, is not updated, and
+//! stores no irradiance. The irradiance is kept per live probe, at its rank in
+//! [`CompressedVisibility::live`]: 16 bytes per live probe, nothing per dead one.
+//! Before a bake every probe is live ([`CompressedVisibility::unbaked`]); a bake
+//! keeps the irradiance of the probes live before and after it
+//! ([`ProbeField::set_visibility`]).
+//!
+//! Where every probe of the cell is dead or missing, the sample is 0, as in RTXGI.
+//! The rays that bake a map are 2 x 2 per texel of 16 x 16, so a surface within
+//! the clip distance of a probe is missed only when it is thinner than the gaps
+//! between them; `every_surface_point_of_the_scenes_has_a_live_probe` in
+//! `gi/tests.rs` checks that on the generated scenes.
 
 use super::compress::CompressedVisibility;
 use super::octahedral::{sample_bordered, OCT_RES};
@@ -47,26 +66,58 @@ pub const UNLIT: PackedSh = PackedSh([0; 4]);
 #[derive(Clone, Debug)]
 pub struct ProbeField {
     pub volume: ProbeVolume,
-    /// Per probe, 16 bytes.
+    /// Per live probe (`visibility.live`, by rank), 16 bytes; dead probes keep none.
+    /// Replace `visibility` through [`ProbeField::set_visibility`], which keeps the
+    /// two in step.
     pub irradiance: Vec<PackedSh>,
     pub visibility: CompressedVisibility,
 }
 
 impl ProbeField {
-    /// Unlit probes that see nothing (every map clipped) until updated and baked.
+    /// Unlit probes, not baked: every probe live, seeing nothing (every map
+    /// clipped), until updated and baked.
     pub fn new(volume: ProbeVolume) -> ProbeField {
         let n = volume.probe_count();
-        ProbeField { volume, irradiance: vec![UNLIT; n], visibility: CompressedVisibility::dead(n) }
+        ProbeField { volume, irradiance: vec![UNLIT; n], visibility: CompressedVisibility::unbaked(n) }
     }
 
-    /// Probe `p`'s radiance SH (zero while unlit).
+    /// Where probe `p`'s irradiance is kept: its rank among the live probes; `None`
+    /// for a dead probe (or past the end).
+    #[inline]
+    pub fn irradiance_slot(&self, p: usize) -> Option<usize> {
+        self.visibility.live.rank(p).map(|r| r as usize)
+    }
+
+    /// Probe `p`'s radiance SH (zero while unlit, and for a dead probe).
     pub fn probe_sh(&self, p: usize) -> ShRgb {
-        let packed = self.irradiance[p];
-        if packed == UNLIT {
-            ShRgb::default()
-        } else {
-            packed.unpack()
+        match self.irradiance_slot(p).map(|s| self.irradiance[s]) {
+            Some(packed) if packed != UNLIT => packed.unpack(),
+            _ => ShRgb::default(),
         }
+    }
+
+    /// Probe `p`'s stored irradiance word, `None` for a dead probe.
+    pub fn probe_irradiance(&self, p: usize) -> Option<PackedSh> {
+        self.irradiance_slot(p).map(|s| self.irradiance[s])
+    }
+
+    /// Replaces the visibility (a bake), keeping the irradiance of every probe live
+    /// before and after; a probe that comes alive starts unlit. Panics when `vis`
+    /// has another probe count.
+    pub fn set_visibility(&mut self, vis: CompressedVisibility) {
+        assert_eq!(vis.probe_count(), self.volume.probe_count(), "visibility of another volume");
+        self.irradiance = vis.live.ones_from(0).map(|p| self.probe_irradiance(p).unwrap_or(UNLIT)).collect();
+        self.visibility = vis;
+    }
+
+    /// The next `count` live probes from probe `first` on, wrapping round, each at
+    /// most once: the round robin a per-frame probe budget walks, the GPU update's
+    /// probe order. Dead probes are skipped: they are never sampled.
+    pub fn live_round_robin(&self, first: u32, count: u32) -> Vec<u32> {
+        let live = &self.visibility.live;
+        let first = (first as usize).min(live.len());
+        let wrapped = live.ones_from(0).take_while(|&p| p < first);
+        live.ones_from(first).chain(wrapped).take(count as usize).map(|p| p as u32).collect()
     }
 
     /// Irradiance at surface point `p` with unit normal `n`, seen from unit
@@ -85,6 +136,7 @@ impl ProbeField {
             let offset = [corner & 1, (corner >> 1) & 1, (corner >> 2) & 1];
             let c: [u32; 3] = std::array::from_fn(|a| base[a] + offset[a]);
             let Some(probe) = self.volume.probe_at(c) else { continue };
+            let Some(slot) = self.irradiance_slot(probe as usize) else { continue };
             let probe_pos = grid.position(c);
             let trilinear: f32 = (0..3).map(|a| if offset[a] == 1 { alpha[a] } else { 1.0 - alpha[a] }).product();
             let to_probe = (probe_pos - p).normalize_or_zero();
@@ -106,7 +158,8 @@ impl ProbeField {
                 w *= w * w / 0.04;
             }
             w *= trilinear;
-            let e = self.probe_sh(probe as usize).irradiance(n);
+            let packed = self.irradiance[slot];
+            let e = if packed == UNLIT { [0.0; 3] } else { packed.unpack().irradiance(n) };
             for ch in 0..3 {
                 sum[ch] += w * e[ch];
             }
@@ -124,7 +177,8 @@ impl ProbeField {
         sample_bordered(|x, y| self.visibility.texel(p, y * OCT_RES + x), dir)
     }
 
-    /// Bytes of all probe data: placement, irradiance and compressed visibility.
+    /// Bytes of all probe data: placement, irradiance (16 bytes per live probe)
+    /// and compressed visibility.
     pub fn bytes(&self) -> usize {
         self.volume.bytes() + self.irradiance.len() * std::mem::size_of::<PackedSh>() + self.visibility.bytes()
     }

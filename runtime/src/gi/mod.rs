@@ -21,13 +21,14 @@
 //!
 //! # Memory per probe
 //!
-//! 16 bytes of irradiance; for a probe whose map sees something, four block
+//! For a live probe (its map sees something): 16 bytes of irradiance, four block
 //! entries (one per quadrant of the visibility map, 13 to 16 bits each with the
 //! transpose bit), shared with the probes of the same signature, and the shared
-//! visibility blocks divided among the quadrants that use them; for a dead one, a
-//! bit. About 1.5 bits
-//! of placement mask per grid point. The device holds the same, sized to the data.
-//! RTXGI stores 256 B of irradiance and 1 KiB of distance per probe.
+//! visibility blocks divided among the quadrants that use them. For a dead one, a
+//! bit: it is neither sampled nor updated (`field.rs`, "Dead probes are not
+//! sampled"). About 1.5 bits of placement mask per grid point. The device holds
+//! the same, sized to the data, and nothing else per probe. RTXGI stores 256 B of
+//! irradiance and 1 KiB of distance per probe.
 
 pub mod bits;
 pub mod compress;

@@ -149,3 +149,117 @@ fn baked_visibility_reproduces_every_texel_and_empty_space_is_dead() {
     assert!(dead_expected >= 36, "{dead_expected} probes see nothing");
     assert!(field.visibility.blocks.len() < QUADRANTS * (field.volume.probe_count() - dead_expected));
 }
+
+/// One light level every probe stores: band 0 only (band 1 nearly 0: the packed
+/// ratio 1024 / 2047 is not exactly a half).
+fn uniform_sh() -> PackedSh {
+    PackedSh::pack(&ShRgb { c: [[1.0, 0.5, 0.25], [0.0; 3], [0.0; 3], [0.0; 3]] })
+}
+
+/// Dead probes weigh nothing and keep no irradiance: on a 2 x 2 x 2 cell whose
+/// top four probes are dead, a sample is the live probes' value alone (a dead
+/// probe counted as black would darken it); with all eight dead it is 0; before a
+/// bake every probe is live. A bake keeps the irradiance of the probes live before
+/// and after it, in rank order, and starts probes that come alive unlit.
+#[test]
+fn dead_probes_keep_no_irradiance_and_weigh_nothing() {
+    let grid = ProbeGrid::covering(Vec3::ZERO, Vec3::ONE, 1.0).unwrap();
+    let mut field = ProbeField::new(ProbeVolume::dense(grid));
+    assert_eq!((field.irradiance.len(), field.visibility.live.count()), (8, 8), "unbaked: all live");
+    let centre = (Vec3::splat(0.5), Vec3::Y, Vec3::Y);
+    let params = SampleParams { bias: 0.0, visibility: false };
+    let sample = |f: &ProbeField| f.sample(centre.0, centre.1, centre.2, &params);
+    assert_eq!(sample(&field), [0.0; 3], "unlit");
+    let lit = uniform_sh();
+    let want = lit.unpack().irradiance(Vec3::Y);
+    field.irradiance = vec![lit; 8];
+    let all_live = sample(&field);
+    assert!((0..3).all(|c| (all_live[c] - want[c]).abs() <= 1e-6 * want[c]), "{all_live:?} vs {want:?}");
+
+    // Probes 0..4 (y = 0) see something; 4..8 (y = 1) see nothing.
+    let mut near = VisibilityMap::clipped();
+    near.0[0] = [0.5, 0.25];
+    let maps: Vec<VisibilityMap> =
+        (0..8).map(|p| if p < 4 { near.clone() } else { VisibilityMap::clipped() }).collect();
+    let order = ProbeOrder::linear(8, 8);
+    field.irradiance = (0..8).map(|p| PackedSh([p + 1, 0, 0, 0])).collect();
+    field.set_visibility(compress(&maps, &order, &CompressParams::default()));
+    assert_eq!(field.visibility.dead_count(), 4);
+    assert_eq!(field.irradiance, (0..4).map(|p| PackedSh([p + 1, 0, 0, 0])).collect::<Vec<_>>());
+    assert_eq!((4..8).map(|p| field.probe_irradiance(p)).collect::<Vec<_>>(), [None; 4]);
+    assert_eq!(field.probe_sh(6), ShRgb::default());
+    field.irradiance = vec![lit; 4];
+    let half_live = sample(&field);
+    assert!((0..3).all(|c| (half_live[c] - want[c]).abs() <= 1e-6 * want[c]), "{half_live:?} vs {want:?}");
+    assert_eq!(field.live_round_robin(0, 3), [0, 1, 2]);
+    assert_eq!(field.live_round_robin(3, 3), [3, 0, 1], "from a live probe, wrapping round");
+    assert_eq!(field.live_round_robin(5, 9), [0, 1, 2, 3], "from a dead one; each probe once");
+    assert_eq!(field.live_round_robin(8, 1), [0]);
+
+    // Probe 5 comes alive and probe 1 dies: 0, 2 and 3 keep their words.
+    field.irradiance = (0..4).map(|p| PackedSh([p + 1, 0, 0, 0])).collect();
+    let mut swapped = maps.clone();
+    swapped.swap(1, 5);
+    field.set_visibility(compress(&swapped, &order, &CompressParams::default()));
+    let words: Vec<Option<PackedSh>> = (0..8).map(|p| field.probe_irradiance(p)).collect();
+    let w = |v: u32| Some(PackedSh([v, 0, 0, 0]));
+    assert_eq!(words, [w(1), None, w(3), w(4), None, Some(UNLIT), None, None]);
+
+    field.set_visibility(CompressedVisibility::dead(8));
+    assert!(field.irradiance.is_empty());
+    assert_eq!(sample(&field), [0.0; 3], "no live probe: 0, as RTXGI");
+    assert!(field.live_round_robin(0, 4).is_empty());
+    assert_eq!(field.bytes(), field.volume.bytes() + field.visibility.bytes(), "nothing per dead probe");
+}
+
+/// Skipping dead probes loses no surface: on each generated scene, at both
+/// spacings, five points of every triangle inside the grid (its centre, three
+/// toward its corners, one toward an edge; facing either way) have a
+/// live probe that weighs in. With every live probe storing one light level, the
+/// sample is that level exactly where one does, and 0 where none does.
+#[test]
+fn every_surface_point_of_the_scenes_has_a_live_probe() {
+    use super::scenes::{low_poly_town, probe_terrain, voxel_hills};
+    let lit = uniform_sh();
+    let scenes = [("smooth", probe_terrain(14, 3)), ("town", low_poly_town(16, 3)), ("hills", voxel_hills(16, 3))];
+    for (name, (scene, lo, hi)) in scenes {
+        let tlas = cpu_tlas(&scene);
+        let view = scene.trace_scene(&tlas);
+        let triangles = scene.world_triangles();
+        for (spacing, dilation) in [(0.5, 3.0), (1.0, 1.5)] {
+            let grid = ProbeGrid::covering(lo, hi, spacing).unwrap();
+            let mut field = ProbeField::new(ProbeVolume::around(grid, &triangles, dilation));
+            bake_visibility(&mut field, &view, &CompressParams::default(), 64);
+            let (live, n) = (field.visibility.live.count(), field.volume.probe_count());
+            assert_eq!(field.irradiance.len(), live);
+            field.irradiance.fill(lit);
+            let far = grid.position(grid.dims.map(|d| d - 1));
+            let (mut checked, mut lost) = (0, Vec::new());
+            let inside = [[1.0, 1.0, 1.0], [4.0, 1.0, 1.0], [1.0, 4.0, 1.0], [1.0, 1.0, 4.0], [4.5, 4.5, 1.0]];
+            let points = triangles.iter().flat_map(|tri| {
+                inside.map(|b: [f32; 3]| (tri, (tri[0] * b[0] + tri[1] * b[1] + tri[2] * b[2]) / (b[0] + b[1] + b[2])))
+            });
+            for (tri, centre) in points {
+                let normal = (tri[1] - tri[0]).cross(tri[2] - tri[0]).normalize_or_zero();
+                if normal == Vec3::ZERO || centre.cmplt(grid.origin).any() || centre.cmpgt(far).any() {
+                    continue;
+                }
+                for n in [normal, -normal] {
+                    for visibility in [true, false] {
+                        let params = SampleParams { visibility, ..SampleParams::for_spacing(spacing) };
+                        let e = field.sample(centre, n, n, &params);
+                        let want = lit.unpack().irradiance(n);
+                        checked += 1;
+                        if (0..3).any(|c| (e[c] - want[c]).abs() > 1e-5 * want[c]) {
+                            lost.push((centre, n, e));
+                        }
+                    }
+                }
+            }
+            eprintln!("{name} {spacing} m: {live} live of {n} probes; {checked} samples, {} lost", lost.len());
+            assert!(checked > 1000, "{name}: {checked} samples");
+            assert!(live < n || spacing > 0.5, "{name}: a 3 m dilation leaves probes dead at {spacing} m");
+            assert!(lost.is_empty(), "{name} at {spacing} m: no live probe for {:?}", &lost[..lost.len().min(4)]);
+        }
+    }
+}

@@ -2,7 +2,7 @@
 //! probe with hysteresis, and the visibility bake that feeds the compressor.
 //!
 //! ```text
-//!  irradiance (every frame, a budget of probes):
+//!  irradiance (every frame, a budget of live probes):
 //!    probe rays     N spherical-Fibonacci directions, turned by a per-frame rotation
 //!    trace          closest hit
 //!    shadow rays    from each front-face hit toward the sun (any hit)
@@ -165,12 +165,14 @@ pub fn shade(
         .collect()
 }
 
-/// Blends each probe's projected radiance into its stored irradiance.
+/// Blends each probe's projected radiance into its stored irradiance. A dead probe
+/// stores none: it is left out.
 pub fn blend(field: &mut ProbeField, probes: &[u32], dirs: &[Vec3], radiance: &[[f32; 3]], hysteresis: f32) {
     let n = dirs.len();
     for (i, &p) in probes.iter().enumerate() {
+        let Some(slot) = field.irradiance_slot(p as usize) else { continue };
         let target = ShRgb::project(dirs, &radiance[i * n..(i + 1) * n]);
-        let stored = &mut field.irradiance[p as usize];
+        let stored = &mut field.irradiance[slot];
         *stored = if *stored == UNLIT {
             PackedSh::pack(&target)
         } else {
@@ -181,7 +183,8 @@ pub fn blend(field: &mut ProbeField, probes: &[u32], dirs: &[Vec3], radiance: &[
 }
 
 /// One irradiance update of `probes` on the CPU: the reference the GPU passes are
-/// checked against.
+/// checked against. Dead probes among them are traced but store nothing (a
+/// round robin skips them: [`ProbeField::live_round_robin`]).
 pub fn update_irradiance(
     field: &mut ProbeField,
     scene: &TraceScene<'_>,
@@ -197,15 +200,6 @@ pub fn update_irradiance(
     let radiance = shade(field, &rays, &hits, &lit, lighting, &params.sample);
     let dirs = fibonacci_directions(params.rays_per_probe, &random_rotation(frame));
     blend(field, probes, &dirs, &radiance, params.hysteresis);
-}
-
-/// Probes `(first + s) % probe_count` for `s < count` (capped at the probe count):
-/// the round robin a per-frame probe budget walks, the GPU update's probe order.
-pub fn round_robin(first: u32, count: u32, probe_count: u32) -> Vec<u32> {
-    if probe_count == 0 {
-        return Vec::new();
-    }
-    (0..count.min(probe_count)).map(|s| ((u64::from(first) + u64::from(s)) % u64::from(probe_count)) as u32).collect()
 }
 
 /// Texel rays per axis of a texel.
@@ -263,5 +257,5 @@ pub fn bake_visibility(field: &mut ProbeField, scene: &TraceScene<'_>, compress_
             visibility_map(&hits, clip)
         })
         .collect();
-    field.visibility = compress(&maps, &ProbeOrder::swizzled(n as u32, batch), compress_params);
+    field.set_visibility(compress(&maps, &ProbeOrder::swizzled(n as u32, batch), compress_params));
 }

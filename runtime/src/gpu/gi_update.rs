@@ -2,7 +2,7 @@
 //! shadow_rays, shade, blend}`:
 //!
 //! ```text
-//!  per update of probe slots s < count (probe (first + s) % probe_count):
+//!  per update of probe slots s < count (probe slots[s], uploaded: live probes)
 //!    gi probe rays    gi_probe_rays.comp    N rays per probe along the uploaded directions
 //!    gi trace         trace.comp            closest hit
 //!    gi shadow rays   gi_shadow_rays.comp   toward the sun from front-face hits, else mask 0
@@ -17,7 +17,7 @@
 //! invocation has finished: one bounce per update, like the CPU reference.
 //!
 //! The kernels read their parameters from one small buffer (`GiUpdateParams`,
-//! 224 bytes: more than the 128 bytes of push constants every device offers).
+//! 272 bytes: more than the 128 bytes of push constants every device offers).
 //! The ray directions are computed on the CPU (`fibonacci_directions` with the
 //! frame's rotation) and uploaded, so the GPU and CPU rays are the same bits.
 
@@ -40,15 +40,16 @@ use crate::gi::{PackedSh, ProbeField, ProbeGrid};
 /// Most rays per probe and update.
 pub const MAX_RAYS_PER_PROBE: u32 = 1024;
 
-/// A probe field's data on the device: placement, irradiance and visibility.
+/// A probe field's data on the device: placement, irradiance and visibility, and
+/// nothing else (a probe's grid point is found from the placement mask:
+/// `gi_probe_linear`), so the device holds what `ProbeField::bytes` counts.
 pub struct GpuProbeField {
     pub grid: ProbeGrid,
     pub probe_count: u32,
-    /// `uint[probe_count]`: linear grid index of each probe.
-    probes: GpuBuffer,
-    mask: GpuBuffer,
-    rank: GpuBuffer,
-    /// `uvec4[probe_count]`: `PackedSh` per probe.
+    /// The placement mask and its ranks (`ProbeVolume::mask_words`).
+    pub(crate) mask: GpuBuffer,
+    pub(crate) rank: GpuBuffer,
+    /// `uvec4[visibility.live_count]`: `PackedSh` per live probe, by rank.
     pub irradiance: GpuBuffer,
     /// The compressed visibility, sized to it.
     pub visibility: DeviceVisibility,
@@ -87,26 +88,30 @@ impl GpuProbeField {
     /// Device buffers holding `field` (its irradiance and compressed visibility).
     pub fn new(gpu: &mut Gpu, field: &ProbeField) -> Result<GpuProbeField, GpuError> {
         let volume = &field.volume;
-        let n = volume.probe_count() as u32;
-        let linear: Vec<u32> = (0..n as usize).map(|p| volume.grid.linear(volume.probe_coords(p)) as u32).collect();
         let (mask, rank) = volume.mask_words();
         let mut gpu_field = GpuProbeField {
             grid: volume.grid,
-            probe_count: n,
-            probes: gpu.buffer_from("gi probes", &linear)?,
+            probe_count: volume.probe_count() as u32,
             mask: gpu.buffer_from("gi mask", mask)?,
             rank: gpu.buffer_from("gi rank", rank)?,
-            irradiance: gpu.buffer_from("gi irradiance", &field.irradiance)?,
-            visibility: DeviceVisibility::new(gpu, &CompressedVisibility::dead(n as usize))?,
+            irradiance: gpu.buffer_from::<PackedSh>("gi irradiance", &[])?,
+            visibility: DeviceVisibility::new(gpu, &CompressedVisibility::dead(volume.probe_count()))?,
         };
-        gpu_field.upload_visibility(gpu, &field.visibility)?;
+        gpu_field.upload(gpu, &field.visibility, &field.irradiance)?;
         Ok(gpu_field)
     }
 
-    /// Replaces the device's compressed visibility (a bake, or a saved one) with
-    /// buffers sized to it. Work in flight is waited for; the old buffers are
-    /// dropped once no recorded command can use them ([`Gpu::defer_drop`]).
-    pub fn upload_visibility(&mut self, gpu: &mut Gpu, vis: &CompressedVisibility) -> Result<(), GpuError> {
+    /// Replaces the device's compressed visibility (a bake, or a saved one) and
+    /// irradiance (a word per live probe of `vis`, by rank) with buffers sized to
+    /// them. Work in flight is waited for; the old buffers are dropped once no
+    /// recorded command can use them ([`Gpu::defer_drop`]). Refused inputs change
+    /// nothing.
+    pub fn upload(
+        &mut self,
+        gpu: &mut Gpu,
+        vis: &CompressedVisibility,
+        irradiance: &[PackedSh],
+    ) -> Result<(), GpuError> {
         if vis.probe_count() != self.probe_count as usize {
             return Err(GpuError::InvalidInput(format!(
                 "visibility of {} probes for a field of {}",
@@ -115,28 +120,49 @@ impl GpuProbeField {
             )));
         }
         vis.check().map_err(|why| GpuError::InvalidInput(format!("visibility: {why}")))?;
-        gpu.wait()?;
-        let old = std::mem::replace(&mut self.visibility, DeviceVisibility::new(gpu, vis)?);
-        gpu.defer_drop(old);
-        Ok(())
-    }
-
-    /// Replaces the device's irradiance.
-    pub fn upload_irradiance(&self, gpu: &mut Gpu, irradiance: &[PackedSh]) -> Result<(), GpuError> {
-        if irradiance.len() != self.probe_count as usize {
+        if irradiance.len() != vis.live.count() {
             return Err(GpuError::InvalidInput(format!(
-                "irradiance of {} probes for a field of {}",
+                "irradiance of {} probes for {} live ones",
                 irradiance.len(),
-                self.probe_count
+                vis.live.count()
             )));
         }
-        gpu.submit("gi upload irradiance", |rec| rec.upload(&self.irradiance, 0, bytemuck::cast_slice(irradiance)))?;
+        gpu.wait()?;
+        let visibility = DeviceVisibility::new(gpu, vis)?;
+        let irradiance = gpu.buffer_from("gi irradiance", irradiance)?;
+        gpu.defer_drop(std::mem::replace(&mut self.visibility, visibility));
+        gpu.defer_drop(std::mem::replace(&mut self.irradiance, irradiance));
         Ok(())
     }
 
-    /// Reads every probe's irradiance.
+    /// Live probes: those that keep irradiance.
+    pub fn live_count(&self) -> u32 {
+        self.visibility.live_count
+    }
+
+    /// Replaces the device's irradiance (a word per live probe).
+    pub fn upload_irradiance(&self, gpu: &mut Gpu, irradiance: &[PackedSh]) -> Result<(), GpuError> {
+        if irradiance.len() != self.live_count() as usize {
+            return Err(GpuError::InvalidInput(format!(
+                "irradiance of {} probes for {} live ones",
+                irradiance.len(),
+                self.live_count()
+            )));
+        }
+        if !irradiance.is_empty() {
+            gpu.submit("gi upload irradiance", |rec| {
+                rec.upload(&self.irradiance, 0, bytemuck::cast_slice(irradiance))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Reads every live probe's irradiance, by rank.
     pub fn read_irradiance(&self, gpu: &mut Gpu) -> Result<Vec<PackedSh>, GpuError> {
-        gpu.read::<PackedSh>(&self.irradiance, self.probe_count as usize)
+        match self.live_count() {
+            0 => Ok(Vec::new()),
+            n => gpu.read::<PackedSh>(&self.irradiance, n as usize),
+        }
     }
 
     /// Reads the compressed visibility back.
@@ -194,6 +220,8 @@ struct Scratch {
     radiance: GpuBuffer,
     dirs: GpuBuffer,
     albedo: GpuBuffer,
+    /// `uint[]`: the probe of each update slot (at most one per ray).
+    slots: GpuBuffer,
     params: GpuBuffer,
     ray_capacity: u32,
     albedo_capacity: u32,
@@ -227,11 +255,11 @@ impl GiUpdater {
         (MAX_TRACE_BATCH as u32) / rays_per_probe.max(1)
     }
 
-    /// Updates the irradiance of probes `(first + s) % probe_count`, `s < count`, for
-    /// `frame` (which picks the rays' rotation) against the tracer's scene: the
-    /// GPU version of `gi::update::update_irradiance` with that probe list.
-    /// `count` is capped at the probe count; refused inputs change nothing.
-    #[allow(clippy::too_many_arguments)]
+    /// Updates the irradiance of `probes` for `frame` (which picks the rays'
+    /// rotation) against the tracer's scene: the GPU version of
+    /// `gi::update::update_irradiance` with that probe list (dead probes among
+    /// them are traced and store nothing; `ProbeField::live_round_robin` picks
+    /// live ones). Refused inputs change nothing.
     pub fn update(
         &mut self,
         tracer: &mut RayTracer,
@@ -239,17 +267,15 @@ impl GiUpdater {
         lighting: &GiLighting,
         params: &UpdateParams,
         frame: u32,
-        first: u32,
-        count: u32,
+        probes: &[u32],
     ) -> Result<(), GpuError> {
-        self.update_async(tracer, field, lighting, params, frame, first, count)?;
+        self.update_async(tracer, field, lighting, params, frame, probes)?;
         tracer.finish()?;
         Ok(())
     }
 
     /// As [`GiUpdater::update`], but returns once the work is submitted (with the
     /// scene's update, when it changed); [`RayTracer::finish`] completes it.
-    #[allow(clippy::too_many_arguments)]
     pub fn update_async(
         &mut self,
         tracer: &mut RayTracer,
@@ -257,11 +283,10 @@ impl GiUpdater {
         lighting: &GiLighting,
         params: &UpdateParams,
         frame: u32,
-        first: u32,
-        count: u32,
+        probes: &[u32],
     ) -> Result<(), GpuError> {
-        check_update(field, lighting, params, first, count)?;
-        let count = count.min(field.probe_count);
+        check_update(field, lighting, params, probes)?;
+        let count = probes.len() as u32;
         if count == 0 {
             return Ok(());
         }
@@ -293,11 +318,10 @@ impl GiUpdater {
             albedo_g: lighting.default_albedo[1],
             albedo_b: lighting.default_albedo[2],
             albedo_count: lighting.albedo.len() as u32,
-            first,
             count,
             rays_per_probe: n,
             hysteresis: params.hysteresis,
-            ..field_params(field)
+            ..field_params(field, s)
         };
         let dirs: Vec<[f32; 4]> =
             fibonacci_directions(n, &random_rotation(frame)).iter().map(|d| [d.x, d.y, d.z, 0.0]).collect();
@@ -307,10 +331,10 @@ impl GiUpdater {
         // The kernels find every buffer through `params`; these lists are the
         // buffers each one reaches (GLSL in `vulkan-shaders/gi_*.comp`).
         let (read, write) = (Use::read, Use::write);
-        let probe_rays = [read(&s.params), read(&s.dirs), read(&field.probes), write(&s.rays)];
+        let probe_rays =
+            [read(&s.params), read(&s.dirs), read(&s.slots), read(&field.mask), read(&field.rank), write(&s.rays)];
         let shadow_rays = [read(&s.params), read(&s.rays), read(&s.hits), write(&s.shadow_rays)];
         let field_reads = [
-            &field.probes,
             &field.mask,
             &field.rank,
             &field.irradiance,
@@ -323,12 +347,21 @@ impl GiUpdater {
         let mut shade = vec![read(&s.params), read(&s.rays), read(&s.hits), read(&s.shadow_hits), read(&s.albedo)];
         shade.extend(field_reads.map(read));
         shade.push(write(&s.radiance));
-        let blend = [read(&s.params), read(&s.dirs), read(&s.radiance), write(&field.irradiance)];
+        let blend = [
+            read(&s.params),
+            read(&s.dirs),
+            read(&s.slots),
+            read(&vis.live_mask),
+            read(&vis.live_rank),
+            read(&s.radiance),
+            write(&field.irradiance),
+        ];
         tracer.submit_with_scene_async("kiln gi update", |rec, scene, trace| {
             rec.pass("gi probe rays", |rec| {
                 rec.upload(&s.params, 0, bytemuck::bytes_of(&p))?;
                 rec.upload(&s.dirs, 0, bytemuck::cast_slice(&dirs))?;
                 rec.upload(&s.albedo, 0, bytemuck::cast_slice(&albedo))?;
+                rec.upload(&s.slots, 0, bytemuck::cast_slice(probes))?;
                 rec.dispatch_threads(kernels.0, &push, rays, &probe_rays)
             })?;
             rec.pass("gi trace", |rec| trace.record(rec, scene, &s.rays, &s.hits, rays, false))?;
@@ -339,9 +372,9 @@ impl GiUpdater {
         })
     }
 
-    /// The device's visibility from probes `(first + k) % probe_count`, `k < count`,
-    /// toward each of `dirs`: `[depth, depth^2]` over the clip distance, probe by
-    /// probe (`count * dirs.len()` of them), bilinear over the bordered octahedral
+    /// The device's visibility from each of `probes` toward each of `dirs`:
+    /// `[depth, depth^2]` over the clip distance, probe by probe
+    /// (`probes.len() * dirs.len()` of them), bilinear over the bordered octahedral
     /// map decoded from the block table, as the update's bounce reads it. The CPU
     /// reference is `ProbeField::visibility_at`; a debug view of the probes can
     /// draw it.
@@ -349,8 +382,7 @@ impl GiUpdater {
         &mut self,
         tracer: &mut RayTracer,
         field: &GpuProbeField,
-        first: u32,
-        count: u32,
+        probes: &[u32],
         dirs: &[[f32; 3]],
     ) -> Result<Vec<[f32; 2]>, GpuError> {
         let bad = |what: String| Err(GpuError::InvalidInput(format!("gi visibility sample: {what}")));
@@ -361,12 +393,12 @@ impl GiUpdater {
         if let Some(d) = dirs.iter().find(|d| !(d.iter().all(|c| c.is_finite()) && d.iter().any(|&c| c != 0.0))) {
             return bad(format!("direction {d:?} is not a finite non-zero vector"));
         }
-        let count = count.min(field.probe_count);
-        if count > GiUpdater::max_probes_per_update(n) {
-            return bad(format!("{count} probes of {n} directions exceed one batch"));
+        let count = probes.len() as u32;
+        if probes.len() > GiUpdater::max_probes_per_update(n) as usize {
+            return bad(format!("{} probes of {n} directions exceed one batch", probes.len()));
         }
-        if first >= field.probe_count.max(1) {
-            return bad(format!("first probe {first} of {}", field.probe_count));
+        if let Some(p) = probes.iter().find(|&&p| p >= field.probe_count) {
+            return bad(format!("probe {p} of {}", field.probe_count));
         }
         if count == 0 {
             return Ok(Vec::new());
@@ -377,15 +409,15 @@ impl GiUpdater {
         let p = GiUpdateParams {
             radiance: s.radiance.address(),
             dirs: s.dirs.address(),
-            first,
             count,
             rays_per_probe: n,
-            ..field_params(field)
+            ..field_params(field, s)
         };
         let dirs: Vec<[f32; 4]> = dirs.iter().map(|d| [d[0], d[1], d[2], 0.0]).collect();
         let push = GiUpdatePush { params: s.params.address() };
         let vis = &field.visibility;
-        let reads = [&s.params, &s.dirs, &vis.live_mask, &vis.live_rank, &vis.numbers, &vis.entries, &vis.blocks];
+        let reads =
+            [&s.params, &s.dirs, &s.slots, &vis.live_mask, &vis.live_rank, &vis.numbers, &vis.entries, &vis.blocks];
         let mut uses: Vec<_> = reads.into_iter().map(Use::read).collect();
         uses.push(Use::write(&s.radiance));
         let kernel = &self.visibility_sample;
@@ -393,6 +425,7 @@ impl GiUpdater {
             rec.pass("gi visibility sample", |rec| {
                 rec.upload(&s.params, 0, bytemuck::bytes_of(&p))?;
                 rec.upload(&s.dirs, 0, bytemuck::cast_slice(&dirs))?;
+                rec.upload(&s.slots, 0, bytemuck::cast_slice(probes))?;
                 rec.dispatch_threads(kernel, &push, items, &uses)
             })
         })?;
@@ -419,6 +452,7 @@ impl GiUpdater {
             radiance: buffer("gi radiance", 16 * r)?,
             dirs: buffer("gi directions", 16 * u64::from(MAX_RAYS_PER_PROBE))?,
             albedo: buffer("gi albedo", 16 * u64::from(albedo_capacity))?,
+            slots: buffer("gi slots", 4 * r)?,
             params: buffer("gi update params", std::mem::size_of::<GiUpdateParams>() as u64)?,
             ray_capacity,
             albedo_capacity,
@@ -427,12 +461,13 @@ impl GiUpdater {
     }
 }
 
-/// The parameters that say where `field` lies on the device (its grid, probes,
-/// irradiance and compressed visibility); the rest zero.
-fn field_params(field: &GpuProbeField) -> GiUpdateParams {
+/// The parameters that say where `field` lies on the device (its grid, placement,
+/// irradiance and compressed visibility) and the update's probe slots; the rest
+/// zero.
+fn field_params(field: &GpuProbeField, scratch: &Scratch) -> GiUpdateParams {
     let (grid, vis) = (field.grid, &field.visibility);
     GiUpdateParams {
-        probes: field.probes.address(),
+        slots: scratch.slots.address(),
         mask: field.mask.address(),
         rank: field.rank.address(),
         irradiance: field.irradiance.address(),
@@ -450,6 +485,7 @@ fn field_params(field: &GpuProbeField) -> GiUpdateParams {
         dims_z: grid.dims[2],
         clip: grid.clip_distance(),
         probe_count: field.probe_count,
+        live_count: vis.live_count,
         index_layout: vis.index_layout,
         table_layout: vis.table_layout,
         ..GiUpdateParams::default()
@@ -461,8 +497,7 @@ fn check_update(
     field: &GpuProbeField,
     lighting: &GiLighting,
     params: &UpdateParams,
-    first: u32,
-    count: u32,
+    probes: &[u32],
 ) -> Result<(), GpuError> {
     let bad = |what: String| Err(GpuError::InvalidInput(format!("gi update: {what}")));
     let n = params.rays_per_probe;
@@ -476,11 +511,11 @@ fn check_update(
         return bad(format!("bias {} is not a finite value >= 0", params.sample.bias));
     }
     let max = GiUpdater::max_probes_per_update(n);
-    if count.min(field.probe_count) > max {
-        return bad(format!("{count} probes of {n} rays exceed one update's {max} probes"));
+    if probes.len() > max as usize {
+        return bad(format!("{} probes of {n} rays exceed one update's {max} probes", probes.len()));
     }
-    if field.probe_count > 0 && first >= field.probe_count {
-        return bad(format!("first probe {first} of {}", field.probe_count));
+    if let Some(p) = probes.iter().find(|&&p| p >= field.probe_count) {
+        return bad(format!("probe {p} of {}", field.probe_count));
     }
     let sun = lighting.sun_direction;
     let length2: f32 = sun.iter().map(|c| c * c).sum();

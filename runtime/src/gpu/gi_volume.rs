@@ -4,13 +4,15 @@
 //!  GiVolume::new     probe placement around the tracer's triangles (or dense)
 //!  GiVolume::bake    visibility: bake (gi_bake.rs) + compression (gi_compress.rs)
 //!                    on the GPU, result copied back for CPU sampling
-//!  GiVolume::update  one frame: the next `probes_per_frame` probes, round robin,
-//!                    through the update passes (gi_update.rs)
+//!  GiVolume::update  one frame: the next `probes_per_frame` live probes, round
+//!                    robin, through the update passes (gi_update.rs)
 //!  GiVolume::sample  irradiance at surface points, on the CPU copy
 //! ```
 //!
 //! The probe data lives on the device; the CPU copy of the irradiance is refreshed
-//! (16 bytes per probe) only when a sample or the statistics need it after an update.
+//! (16 bytes per live probe) only when a sample or the statistics need it after an
+//! update. Dead probes (a bake found nothing within their clip distance) keep no
+//! irradiance, are not updated and are not sampled (`gi/field.rs`).
 
 use super::error::GpuError;
 use super::gi_bake::GiBaker;
@@ -27,11 +29,13 @@ use crate::math::Vec3;
 pub struct GiStats {
     pub grid_points: u64,
     pub probe_count: u32,
-    /// Probes whose visibility map is all clip value (no block), after a bake.
+    /// Probes whose visibility map is all clip value (no block), after a bake: they
+    /// keep no irradiance and are neither updated nor sampled.
     pub dead_probes: u32,
     /// Distinct visibility blocks after compression.
     pub blocks: u32,
-    /// Bytes of the probe data: placement mask, irradiance, compressed visibility.
+    /// Bytes of the probe data: placement mask, irradiance (16 per live probe),
+    /// compressed visibility. The device holds these and nothing else per probe.
     pub bytes: u64,
     /// Bytes the visibility maps of every probe take uncompressed (R16G16, 1 KiB each).
     pub visibility_bytes_uncompressed: u64,
@@ -133,14 +137,18 @@ impl GiVolume {
         })?;
         let visibility = work.read(tracer.gpu_mut())?;
         tracer.gpu_mut().defer_drop(work);
-        self.device.upload_visibility(tracer.gpu_mut(), &visibility)?;
-        self.field.visibility = visibility;
+        // The irradiance of probes live before and after is kept, moved to their
+        // new ranks.
+        let mut field = self.field(tracer)?.clone();
+        field.set_visibility(visibility);
+        self.device.upload(tracer.gpu_mut(), &field.visibility, &field.irradiance)?;
+        self.field = field;
         self.baked = true;
         Ok(())
     }
 
-    /// One frame's update: the next [`GiVolume::probes_per_frame`] probes. Returns
-    /// how many were updated.
+    /// One frame's update: the next [`GiVolume::probes_per_frame`] live probes.
+    /// Returns how many were updated.
     pub fn update(&mut self, tracer: &mut RayTracer) -> Result<u32, GpuError> {
         let count = self.update_async(tracer)?;
         tracer.finish()?;
@@ -153,23 +161,17 @@ impl GiVolume {
     pub fn update_async(&mut self, tracer: &mut RayTracer) -> Result<u32, GpuError> {
         let n = self.probe_count();
         let rays = self.params.rays_per_probe.clamp(1, MAX_RAYS_PER_PROBE);
-        let count = self.probes_per_frame.min(n).min(GiUpdater::max_probes_per_update(rays));
-        if n == 0 || count == 0 {
+        let count = self.probes_per_frame.min(GiUpdater::max_probes_per_update(rays));
+        let probes = self.field.live_round_robin(self.cursor, count);
+        let Some(&last) = probes.last() else {
             self.last_update_probes = 0;
             return Ok(0);
-        }
-        self.updater.update_async(
-            tracer,
-            &self.device,
-            &self.lighting,
-            &self.params,
-            self.frame,
-            self.cursor,
-            count,
-        )?;
-        self.cursor = (self.cursor + count) % n;
+        };
+        self.updater.update_async(tracer, &self.device, &self.lighting, &self.params, self.frame, &probes)?;
+        self.cursor = (last + 1) % n;
         self.frame = self.frame.wrapping_add(1);
-        self.last_update_probes = count;
+        self.last_update_probes = probes.len() as u32;
+        let count = probes.len() as u32;
         self.irradiance_stale = true;
         Ok(count)
     }

@@ -257,8 +257,8 @@ const _: () = assert!(size_of::<GiBakePush>() == 72);
 
 /// Everything the irradiance update kernels (`gi_probe_rays`, `gi_shadow_rays`,
 /// `gi_shade`, `gi_blend`) read, in one buffer written per update: more than the
-/// 128 bytes of push constants every device offers. Updates probes
-/// `(first + s) % probe_count` for slots `s < count`.
+/// 128 bytes of push constants every device offers. Updates probe `slots[s]` for
+/// slots `s < count`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub struct GiUpdateParams {
@@ -274,13 +274,15 @@ pub struct GiUpdateParams {
     pub radiance: u64,
     /// `vec4[rays_per_probe]`: this update's ray directions.
     pub dirs: u64,
-    /// `uint[probe_count]`: each probe's linear grid index.
-    pub probes: u64,
+    /// `uint[count]`: the probe each update slot refreshes (live ones, uploaded
+    /// with the update).
+    pub slots: u64,
     /// `uvec2[]`: the placement mask, 64 grid points per word.
     pub mask: u64,
     /// `uint[]`: live probes before each mask word.
     pub rank: u64,
-    /// `uvec4[probe_count]`: packed SH (`gi::PackedSh`), read by shading, written by the blend.
+    /// `uvec4[live_count]`: packed SH (`gi::PackedSh`) per live probe, by rank in
+    /// `live_mask`; read by shading, written by the blend.
     pub irradiance: u64,
     /// `uvec2[]`: a bit per probe, set where it stores visibility
     /// (`gi::CompressedVisibility::live`).
@@ -326,7 +328,8 @@ pub struct GiUpdateParams {
     pub albedo_b: f32,
     pub albedo_count: u32,
     pub probe_count: u32,
-    pub first: u32,
+    /// Live probes: the irradiance entries.
+    pub live_count: u32,
     pub count: u32,
     pub rays_per_probe: u32,
     pub hysteresis: f32,
@@ -432,13 +435,13 @@ mod glsl {
         }),
         glsl_struct!(GiUpdateParams, "GiUpdateParams", None, {
             rays: "uvec2", hits: "uvec2", shadow_rays: "uvec2", shadow_hits: "uvec2", radiance: "uvec2",
-            dirs: "uvec2", probes: "uvec2", mask: "uvec2", rank: "uvec2", irradiance: "uvec2",
+            dirs: "uvec2", slots: "uvec2", mask: "uvec2", rank: "uvec2", irradiance: "uvec2",
             live_mask: "uvec2", live_rank: "uvec2", numbers: "uvec2", entries: "uvec2", blocks: "uvec2",
             albedo: "uvec2", origin_x: "float", origin_y: "float",
             origin_z: "float", spacing: "float", dims_x: "uint", dims_y: "uint", dims_z: "uint", clip: "float",
             bias: "float", visibility: "uint", sun_x: "float", sun_y: "float", sun_z: "float", sun_r: "float",
             sun_g: "float", sun_b: "float", sky_r: "float", sky_g: "float", sky_b: "float", albedo_r: "float",
-            albedo_g: "float", albedo_b: "float", albedo_count: "uint", probe_count: "uint", first: "uint",
+            albedo_g: "float", albedo_b: "float", albedo_count: "uint", probe_count: "uint", live_count: "uint",
             count: "uint", rays_per_probe: "uint", hysteresis: "float", index_layout: "uint[3]", table_layout: "uint[4]",
             _pad: "uint",
         }),

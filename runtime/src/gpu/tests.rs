@@ -846,15 +846,15 @@ fn gpu_bitonic_sort_equals_a_cpu_sort_for_every_size() {
 
 /// Uploaded visibility is checked entry by entry: the block an entry names, as is
 /// or transposed, must exist, there must be a signature (or a number naming one)
-/// per live probe, and a bit per probe of the field; dead probes and quadrants
-/// and transposed entries of existing blocks pass, and both forms of the index
-/// read back as uploaded.
+/// per live probe, a bit per probe of the field, and an irradiance word per live
+/// probe; dead probes and quadrants and transposed entries of existing blocks
+/// pass, and both forms of the index, and the irradiance, read back as uploaded.
 #[test]
 fn uploaded_visibility_must_name_existing_blocks() {
     use crate::gi::compress::pack_block;
     use crate::gi::{
-        BlockEntry, CompressedVisibility, IndexForm, ProbeField, ProbeGrid, ProbeIndex, ProbeVolume, DEAD_QUADRANT,
-        QUADRANTS,
+        BlockEntry, CompressedVisibility, IndexForm, PackedSh, ProbeField, ProbeGrid, ProbeIndex, ProbeVolume,
+        DEAD_QUADRANT, QUADRANTS,
     };
     let Some(mut gpu) = test_gpu("uploaded_visibility_must_name_existing_blocks") else {
         return;
@@ -862,35 +862,52 @@ fn uploaded_visibility_must_name_existing_blocks() {
     let grid = ProbeGrid::covering(glam::Vec3::ZERO, glam::Vec3::splat(2.0), 1.0).unwrap();
     let mut field = GpuProbeField::new(&mut gpu, &ProbeField::new(ProbeVolume::dense(grid))).unwrap();
     let n = field.probe_count as usize;
-    // Every probe dead reads back as uploaded (no entries, no blocks).
-    field.upload_visibility(&mut gpu, &CompressedVisibility::dead(n)).unwrap();
+    // Not baked: every probe live, in no index words, with an irradiance word each.
+    assert_eq!(field.read_visibility(&mut gpu).unwrap(), CompressedVisibility::unbaked(n));
+    assert_eq!(field.read_irradiance(&mut gpu).unwrap(), vec![crate::gi::UNLIT; n]);
+    // A word per live probe, by rank.
+    let words = |v: &CompressedVisibility| -> Vec<PackedSh> {
+        (0..v.live.count() as u32).map(|r| PackedSh([r + 1, 2, 3, 4])).collect()
+    };
+    // Every probe dead reads back as uploaded (no entries, no blocks, no irradiance).
+    field.upload(&mut gpu, &CompressedVisibility::dead(n), &[]).unwrap();
     assert_eq!(field.read_visibility(&mut gpu).unwrap(), CompressedVisibility::dead(n));
+    assert!(field.read_irradiance(&mut gpu).unwrap().is_empty());
     // Probe 0 reads the block transposed in quadrant 0 and as is in quadrant 3;
     // probe 2 as is in quadrant 1.
     let mut entries = vec![DEAD_QUADRANT; n * QUADRANTS];
     (entries[0], entries[3], entries[9]) = (BlockEntry::new(0, true).0, 0, 0);
     let vis = CompressedVisibility::from_entries(&entries, vec![pack_block(&[[0.5, 0.25]; 64])]);
     assert_eq!(vis.live.count(), 2);
-    field.upload_visibility(&mut gpu, &vis).unwrap();
+    field.upload(&mut gpu, &vis, &words(&vis)).unwrap();
+    assert_eq!(field.read_irradiance(&mut gpu).unwrap(), words(&vis));
     // What was uploaded reads back, each live probe with its own signature and,
     // forced, with numbered ones.
     assert_eq!((field.read_visibility(&mut gpu).unwrap(), vis.index.layout()), (vis.clone(), [0, 0, 2]));
     let live: Vec<[BlockEntry; QUADRANTS]> = (0..2).map(|r| std::array::from_fn(|q| vis.index.entry(r, q))).collect();
     let mut wide = vis.clone();
     wide.index = ProbeIndex::new(&live, 1, Some(IndexForm::Numbered));
-    field.upload_visibility(&mut gpu, &wide).unwrap();
+    field.upload(&mut gpu, &wide, &words(&wide)).unwrap();
     assert_eq!((field.read_visibility(&mut gpu).unwrap(), wide.index.layout()), (wide.clone(), [1, 1, 2]));
     let mut missing = entries.clone();
     missing[5] = 1;
     let missing = CompressedVisibility::from_entries(&missing, vis.blocks.blocks());
-    assert!(matches!(field.upload_visibility(&mut gpu, &missing), Err(GpuError::InvalidInput(_))));
+    assert!(matches!(field.upload(&mut gpu, &missing, &words(&missing)), Err(GpuError::InvalidInput(_))));
     let mut short = vis.clone();
     short.index = ProbeIndex::new(&live[1..], 1, None);
-    assert!(matches!(field.upload_visibility(&mut gpu, &short), Err(GpuError::InvalidInput(_))));
+    assert!(matches!(field.upload(&mut gpu, &short, &words(&vis)), Err(GpuError::InvalidInput(_))));
     let fewer = CompressedVisibility::from_entries(&entries[QUADRANTS..], vis.blocks.blocks());
-    assert!(matches!(field.upload_visibility(&mut gpu, &fewer), Err(GpuError::InvalidInput(_))));
+    assert!(matches!(field.upload(&mut gpu, &fewer, &words(&fewer)), Err(GpuError::InvalidInput(_))));
+    let mut more = words(&vis);
+    more.push(PackedSh([9; 4]));
+    assert!(matches!(field.upload(&mut gpu, &vis, &more), Err(GpuError::InvalidInput(_))), "a word per live probe");
+    assert!(matches!(field.upload(&mut gpu, &vis, &more[..1]), Err(GpuError::InvalidInput(_))));
+    assert!(matches!(field.upload_irradiance(&mut gpu, &more), Err(GpuError::InvalidInput(_))));
     // A refused upload keeps what the device held.
     assert_eq!(field.read_visibility(&mut gpu).unwrap(), wide);
+    assert_eq!(field.read_irradiance(&mut gpu).unwrap(), words(&wide));
+    field.upload_irradiance(&mut gpu, &more[1..]).unwrap();
+    assert_eq!(field.read_irradiance(&mut gpu).unwrap(), &more[1..]);
 }
 
 #[test]
@@ -1060,7 +1077,7 @@ fn add_walled_room(tracer: &mut RayTracer) {
 fn gpu_irradiance_update_matches_the_cpu_reference() {
     use crate::gi::compress::CompressParams;
     use crate::gi::scenes::{cpu_tlas, walled_room};
-    use crate::gi::update::{round_robin, GiLighting, UpdateParams};
+    use crate::gi::update::{GiLighting, UpdateParams};
     use crate::gi::{bake_visibility, update_irradiance, ProbeField, ProbeGrid, ProbeVolume, QUADRANTS};
     let Some(gpu) = test_gpu("gpu_irradiance_update_matches_the_cpu_reference") else {
         return;
@@ -1080,8 +1097,11 @@ fn gpu_irradiance_update_matches_the_cpu_reference() {
     for p in (1..n as usize).step_by(3) {
         entries[p * QUADRANTS..(p + 1) * QUADRANTS].fill(crate::gi::DEAD_QUADRANT);
     }
-    cpu.visibility = crate::gi::CompressedVisibility::from_entries(&entries, cpu.visibility.blocks.blocks());
+    cpu.set_visibility(crate::gi::CompressedVisibility::from_entries(&entries, cpu.visibility.blocks.blocks()));
     assert!(cpu.visibility.dead_count() >= n as usize / 3, "{} dead", cpu.visibility.dead_count());
+    let live = cpu.visibility.live.count() as u32;
+    assert_eq!(cpu.irradiance.len(), live as usize, "a word per live probe");
+    let all: Vec<u32> = (0..n).collect();
     // Blocks of every spread width, so shading reads each class's table.
     let classes = cpu.visibility.blocks.class_counts();
     assert!(classes.iter().all(|&c| c > 0), "blocks per class {classes:?}");
@@ -1092,30 +1112,31 @@ fn gpu_irradiance_update_matches_the_cpu_reference() {
     params.hysteresis = 0.5;
     params.rays_per_probe = 96;
     // No scene yet: refused.
-    assert!(matches!(updater.update(&mut tracer, &field, &lighting, &params, 0, 0, n), Err(GpuError::InvalidInput(_))));
+    assert!(matches!(updater.update(&mut tracer, &field, &lighting, &params, 0, &all), Err(GpuError::InvalidInput(_))));
     add_walled_room(&mut tracer);
 
     // Bad input is refused and changes nothing.
     let before = field.read_irradiance(tracer.gpu_mut()).unwrap();
-    let refused = |updater: &mut GiUpdater, tracer: &mut RayTracer, l: &GiLighting, p: &UpdateParams, first: u32| {
-        let result = updater.update(tracer, &field, l, p, 0, first, n);
-        assert!(matches!(result, Err(GpuError::InvalidInput(_))), "{result:?}");
-    };
-    refused(&mut updater, &mut tracer, &lighting, &UpdateParams { rays_per_probe: 0, ..params }, 0);
-    refused(&mut updater, &mut tracer, &lighting, &UpdateParams { rays_per_probe: 4096, ..params }, 0);
-    refused(&mut updater, &mut tracer, &lighting, &UpdateParams { hysteresis: f32::NAN, ..params }, 0);
-    refused(&mut updater, &mut tracer, &lighting, &UpdateParams { hysteresis: 1.5, ..params }, 0);
+    let refused =
+        |updater: &mut GiUpdater, tracer: &mut RayTracer, l: &GiLighting, p: &UpdateParams, probes: &[u32]| {
+            let result = updater.update(tracer, &field, l, p, 0, probes);
+            assert!(matches!(result, Err(GpuError::InvalidInput(_))), "{result:?}");
+        };
+    refused(&mut updater, &mut tracer, &lighting, &UpdateParams { rays_per_probe: 0, ..params }, &all);
+    refused(&mut updater, &mut tracer, &lighting, &UpdateParams { rays_per_probe: 4096, ..params }, &all);
+    refused(&mut updater, &mut tracer, &lighting, &UpdateParams { hysteresis: f32::NAN, ..params }, &all);
+    refused(&mut updater, &mut tracer, &lighting, &UpdateParams { hysteresis: 1.5, ..params }, &all);
     let mut bias = params;
     bias.sample.bias = f32::INFINITY;
-    refused(&mut updater, &mut tracer, &lighting, &bias, 0);
-    refused(&mut updater, &mut tracer, &lighting, &params, n);
+    refused(&mut updater, &mut tracer, &lighting, &bias, &all);
+    refused(&mut updater, &mut tracer, &lighting, &params, &[0, n]);
     for bad in [
         GiLighting { sun_direction: [0.0; 3], ..lighting.clone() },
         GiLighting { sun_direction: [f32::NAN, 1.0, 0.0], ..lighting.clone() },
         GiLighting { sky_radiance: [-1.0, 0.0, 0.0], ..lighting.clone() },
         GiLighting { albedo: vec![[0.5, f32::INFINITY, 0.5]], ..lighting.clone() },
     ] {
-        refused(&mut updater, &mut tracer, &bad, &params, 0);
+        refused(&mut updater, &mut tracer, &bad, &params, &all);
     }
     let mut too_many = params;
     too_many.rays_per_probe = MAX_RAYS_PER_PROBE;
@@ -1128,22 +1149,29 @@ fn gpu_irradiance_update_matches_the_cpu_reference() {
     .unwrap();
     assert!(big.probe_count > GiUpdater::max_probes_per_update(MAX_RAYS_PER_PROBE));
     assert!(matches!(
-        updater.update(&mut tracer, &big, &lighting, &too_many, 0, 0, big.probe_count),
+        updater.update(&mut tracer, &big, &lighting, &too_many, 0, &(0..big.probe_count).collect::<Vec<_>>()),
         Err(GpuError::InvalidInput(_))
     ));
     assert_eq!(field.read_irradiance(tracer.gpu_mut()).unwrap(), before);
+    // Dead probes keep no irradiance: updating them stores nothing.
+    let dead: Vec<u32> = (0..n).filter(|&p| cpu.visibility.is_dead(p as usize)).collect();
+    updater.update(&mut tracer, &field, &lighting, &params, 0, &dead).unwrap();
+    assert_eq!(field.read_irradiance(tracer.gpu_mut()).unwrap(), before);
+    assert_eq!(before.len(), live as usize);
 
-    // Frames of 60% of the probes each, round robin, multi-bounce from frame 2 on.
-    let budget = n * 3 / 5;
+    // Frames of 60% of the live probes each, round robin, multi-bounce from frame
+    // 2 on.
+    let budget = live * 3 / 5;
     let mut first = 0;
     let mut worst = 0.0f32;
     let mut sum = 0.0f64;
     let mut samples = 0usize;
     for frame in 0..6 {
-        let probes = round_robin(first, budget, n);
+        let probes = cpu.live_round_robin(first, budget);
+        assert_eq!(probes.len(), budget as usize);
         update_irradiance(&mut cpu, &view, &lighting, &params, frame, &probes);
-        updater.update(&mut tracer, &field, &lighting, &params, frame, first, budget).unwrap();
-        first = (first + budget) % n;
+        updater.update(&mut tracer, &field, &lighting, &params, frame, &probes).unwrap();
+        first = (probes.last().unwrap() + 1) % n;
         let got = field.read_irradiance(tracer.gpu_mut()).unwrap();
         // The GPU continues from its own state, so differences would compound:
         // compare the irradiance both give in six directions.
@@ -1164,15 +1192,16 @@ fn gpu_irradiance_update_matches_the_cpu_reference() {
         if frame == 0 {
             // The first update has no bounce and starts from unlit probes:
             // almost every stored word is the CPU's exactly.
-            let equal = probes.iter().filter(|&&p| got[p as usize] == cpu.irradiance[p as usize]).count();
+            let slots = probes.iter().map(|&p| cpu.irradiance_slot(p as usize).unwrap());
+            let equal = slots.filter(|&r| got[r] == cpu.irradiance[r]).count();
             eprintln!("frame 0: {equal} of {} probes bit-equal", probes.len());
             assert!(equal * 10 >= probes.len() * 8, "{equal} of {}", probes.len());
         }
     }
     let got = field.read_irradiance(tracer.gpu_mut()).unwrap();
-    let equal = (0..n as usize).filter(|&p| got[p] == cpu.irradiance[p]).count();
-    let level: f32 = (0..n as usize).map(|p| cpu.probe_sh(p).irradiance(glam::Vec3::Y)[1]).sum::<f32>() / n as f32;
-    eprintln!("after 6 frames {equal} of {n} probes bit-equal; mean upward irradiance {level:.3}");
+    let equal = got.iter().zip(&cpu.irradiance).filter(|(a, b)| a == b).count();
+    let level: f32 = cpu.irradiance.iter().map(|w| w.unpack().irradiance(glam::Vec3::Y)[1]).sum::<f32>() / live as f32;
+    eprintln!("after 6 frames {equal} of {live} live probes bit-equal; mean upward irradiance {level:.3}");
     assert!(level > 0.1, "the probes are lit: {level}");
     let mean = sum / samples as f64;
     eprintln!(
@@ -1199,7 +1228,7 @@ fn gpu_irradiance_update_matches_the_cpu_reference() {
     let mut updated = Vec::new();
     for f in [&start, &wide] {
         let device = GpuProbeField::new(tracer.gpu_mut(), f).unwrap();
-        updater.update(&mut tracer, &device, &lighting, &params, 6, 0, budget).unwrap();
+        updater.update(&mut tracer, &device, &lighting, &params, 6, &start.live_round_robin(0, budget)).unwrap();
         updated.push(device.read_irradiance(tracer.gpu_mut()).unwrap());
     }
     assert_ne!(updated[0], got, "the update changed the irradiance");
@@ -1242,7 +1271,7 @@ fn gpu_visibility_samples_match_the_cpu() {
             }))
         })
         .collect();
-    field.visibility = compress(&maps, &ProbeOrder::swizzled(n, 16), &CompressParams::default());
+    field.set_visibility(compress(&maps, &ProbeOrder::swizzled(n, 16), &CompressParams::default()));
     assert_eq!(field.visibility.dead_count(), n as usize / 5);
     assert!(field.visibility.blocks.group_count() > 4 && field.visibility.blocks.mask_count() > 100);
     let device = GpuProbeField::new(tracer.gpu_mut(), &field).unwrap();
@@ -1250,7 +1279,8 @@ fn gpu_visibility_samples_match_the_cpu() {
     let steps = (0..=30).map(|i| i as f32 / 15.0 - 1.0);
     let dirs: Vec<[f32; 3]> =
         steps.clone().flat_map(|u| steps.clone().map(move |v| oct_decode([u, v]).to_array())).collect();
-    let seen = updater.sample_visibility(&mut tracer, &device, 0, n, &dirs).unwrap();
+    let all: Vec<u32> = (0..n).collect();
+    let seen = updater.sample_visibility(&mut tracer, &device, &all, &dirs).unwrap();
     assert_eq!(seen.len(), n as usize * dirs.len());
     for p in 0..n as usize {
         for (k, d) in dirs.iter().enumerate() {
@@ -1264,12 +1294,13 @@ fn gpu_visibility_samples_match_the_cpu() {
             }
         }
     }
-    // From a probe past the first, wrapping round; bad input refused.
-    let wrapped = updater.sample_visibility(&mut tracer, &device, n - 1, 2, &dirs[..3]).unwrap();
-    assert_eq!(wrapped, [&seen[(n as usize - 1) * dirs.len()..][..3], &seen[..3]].concat());
-    assert!(updater.sample_visibility(&mut tracer, &device, 0, 0, &dirs).unwrap().is_empty());
-    for (first, d) in [(0, vec![]), (0, vec![[f32::NAN, 1.0, 0.0]]), (0, vec![[0.0; 3]]), (n, dirs[..1].to_vec())] {
-        let result = updater.sample_visibility(&mut tracer, &device, first, n, &d);
+    // Any probes in any order; bad input refused.
+    let picked = updater.sample_visibility(&mut tracer, &device, &[n - 1, 0], &dirs[..3]).unwrap();
+    assert_eq!(picked, [&seen[(n as usize - 1) * dirs.len()..][..3], &seen[..3]].concat());
+    assert!(updater.sample_visibility(&mut tracer, &device, &[], &dirs).unwrap().is_empty());
+    let bad = [(0, vec![]), (0, vec![[f32::NAN, 1.0, 0.0]]), (0, vec![[0.0; 3]]), (n, dirs[..1].to_vec())];
+    for (probe, d) in bad {
+        let result = updater.sample_visibility(&mut tracer, &device, &[0, probe], &d);
         assert!(matches!(result, Err(GpuError::InvalidInput(_))), "{result:?}");
     }
     assert_validation_clean(tracer.gpu());
@@ -1295,8 +1326,6 @@ fn gi_volume_updates_its_budget_round_robin_and_handles_an_empty_volume() {
 
     let grid = ProbeGrid::covering(glam::Vec3::new(-3.0, 0.0, -3.0), glam::Vec3::new(7.0, 4.0, 7.0), 1.0).unwrap();
     let mut volume = GiVolume::new(&mut tracer, grid, Some(1.5)).unwrap();
-    let n = volume.probe_count();
-    volume.probes_per_frame = n / 3 + 1;
     volume.params.rays_per_probe = 32;
     volume.bake(&mut tracer).unwrap();
     let stats = volume.stats();
@@ -1320,21 +1349,29 @@ fn gi_volume_updates_its_budget_round_robin_and_handles_an_empty_volume() {
         device.blocks.size() < u64::from(device.block_count) * 96,
         "blocks without spread or clip texels store less"
     );
-    assert!(device.live_count > 0 && device.live_count <= n);
+    assert!(device.live_count > 0 && device.live_count <= volume.probe_count());
     let entries = u64::from(device.signature_count) * 4 * u64::from(entry_bits);
     assert_eq!(device.entries.size(), entries.div_ceil(32) * 4);
-    // Three updates cover every probe once; the fourth wraps around.
-    let mut lit = vec![false; n as usize];
+    // The device holds the placement, a word of irradiance per live probe and the
+    // visibility: what the statistics count, and nothing more per probe.
+    let live = device.live_count;
+    assert_eq!(live, stats.probe_count - stats.dead_probes);
+    let placement = volume.device.mask.size() + volume.device.rank.size();
+    assert_eq!(placement + volume.device.irradiance.size() + stats.visibility_bytes, stats.bytes);
+    assert_eq!(volume.device.irradiance.size(), u64::from(live) * 16);
+    // Three updates cover every live probe once; the fourth wraps around.
+    volume.probes_per_frame = live / 3 + 1;
+    let mut lit = vec![false; live as usize];
     for frame in 0..3 {
-        assert_eq!(volume.update(&mut tracer).unwrap(), n / 3 + 1);
+        assert_eq!(volume.update(&mut tracer).unwrap(), live / 3 + 1);
         let field = volume.field(&mut tracer).unwrap();
         let now: Vec<bool> = field.irradiance.iter().map(|w| *w != crate::gi::UNLIT).collect();
         let newly = now.iter().zip(&lit).filter(|(a, b)| **a && !**b).count() as u32;
-        assert_eq!(newly, (n / 3 + 1).min(n - (n / 3 + 1) * frame), "frame {frame}");
+        assert_eq!(newly, (live / 3 + 1).min(live - (live / 3 + 1) * frame), "frame {frame}");
         lit = now;
     }
     assert!(lit.iter().all(|&l| l));
-    assert_eq!(volume.update(&mut tracer).unwrap(), n / 3 + 1);
+    assert_eq!(volume.update(&mut tracer).unwrap(), live / 3 + 1);
     assert_eq!(volume.stats().frames, 4);
     // The update passes are labelled and timed.
     let names: Vec<&str> = tracer.frame_timings().iter().map(|t| t.name.as_str()).collect();
@@ -1343,6 +1380,11 @@ fn gi_volume_updates_its_budget_round_robin_and_handles_an_empty_volume() {
             assert!(names.contains(&pass), "{pass} missing from {names:?}");
         }
     }
+    // A second bake of the same scene keeps every live probe's irradiance.
+    let kept = volume.field(&mut tracer).unwrap().irradiance.clone();
+    volume.bake(&mut tracer).unwrap();
+    assert_eq!(volume.field(&mut tracer).unwrap().irradiance, kept);
+    assert_eq!(volume.device.read_irradiance(tracer.gpu_mut()).unwrap(), kept);
     assert_validation_clean(tracer.gpu());
 }
 
