@@ -1323,6 +1323,22 @@ fn gi_volume_updates_its_budget_round_robin_and_handles_an_empty_volume() {
     let p = (glam::Vec3::new(1.0, 51.0, 1.0), glam::Vec3::Y, glam::Vec3::Y);
     assert_eq!(empty.sample(&mut tracer, &[p], &SampleParams::for_spacing(1.0)).unwrap(), vec![[0.0; 3]]);
     assert!(matches!(GiVolume::new(&mut tracer, far, Some(f32::NAN)), Err(GpuError::InvalidInput(_))));
+    // Probes at every point of the same grid: before a bake every probe is live,
+    // updated and sampled; the bake finds them all dead (nothing within 1.73 m), so
+    // afterwards none is updated or sampled and no irradiance is kept.
+    let mut open = GiVolume::new(&mut tracer, far, None).unwrap();
+    open.params.rays_per_probe = 16;
+    let placed = open.probe_count();
+    assert_eq!(open.update(&mut tracer).unwrap(), placed);
+    let params = SampleParams::for_spacing(1.0);
+    assert!(open.sample(&mut tracer, &[p], &params).unwrap()[0][1] > 0.1, "lit by the sky");
+    open.bake(&mut tracer).unwrap();
+    let stats = open.stats();
+    assert_eq!((stats.probe_count, stats.dead_probes), (placed, placed));
+    assert_eq!(open.update(&mut tracer).unwrap(), 0);
+    assert_eq!(open.sample(&mut tracer, &[p], &params).unwrap(), vec![[0.0; 3]]);
+    assert!(open.device.read_irradiance(tracer.gpu_mut()).unwrap().is_empty());
+    assert_eq!(stats.bytes, stats.visibility_bytes + open.device.mask.size() + open.device.rank.size());
 
     let grid = ProbeGrid::covering(glam::Vec3::new(-3.0, 0.0, -3.0), glam::Vec3::new(7.0, 4.0, 7.0), 1.0).unwrap();
     let mut volume = GiVolume::new(&mut tracer, grid, Some(1.5)).unwrap();
