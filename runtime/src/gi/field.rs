@@ -90,9 +90,14 @@ impl ProbeField {
 
     /// Probe `p`'s radiance SH (zero while unlit, and for a dead probe).
     pub fn probe_sh(&self, p: usize) -> ShRgb {
-        match self.irradiance_slot(p).map(|s| self.irradiance[s]) {
-            Some(packed) if packed != UNLIT => packed.unpack(),
-            _ => ShRgb::default(),
+        self.irradiance_slot(p).map_or_else(ShRgb::default, |s| self.slot_sh(s))
+    }
+
+    /// The radiance SH kept at irradiance slot `s` (zero while unlit).
+    fn slot_sh(&self, s: usize) -> ShRgb {
+        match self.irradiance[s] {
+            packed if packed == UNLIT => ShRgb::default(),
+            packed => packed.unpack(),
         }
     }
 
@@ -158,8 +163,7 @@ impl ProbeField {
                 w *= w * w / 0.04;
             }
             w *= trilinear;
-            let packed = self.irradiance[slot];
-            let e = if packed == UNLIT { [0.0; 3] } else { packed.unpack().irradiance(n) };
+            let e = self.slot_sh(slot).irradiance(n);
             for ch in 0..3 {
                 sum[ch] += w * e[ch];
             }

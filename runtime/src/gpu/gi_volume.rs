@@ -171,9 +171,8 @@ impl GiVolume {
         self.cursor = (last + 1) % n;
         self.frame = self.frame.wrapping_add(1);
         self.last_update_probes = probes.len() as u32;
-        let count = probes.len() as u32;
         self.irradiance_stale = true;
-        Ok(count)
+        Ok(self.last_update_probes)
     }
 
     /// The probe field with the device's latest irradiance.
