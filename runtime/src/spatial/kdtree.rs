@@ -59,6 +59,9 @@
 //! test's per-ray set-up ([`RayShear`]) is done once per ray, and the far child is
 //! prefetched when it is pushed (it lies far from the near one in the depth-first
 //! layout): together 2.9-3.7 -> 2.35-2.5 µs per ray on the bench's 1M-triangle mesh.
+//! A single walk pushes only the far child and goes on to the near one in registers,
+//! so the next node's address waits on no stack store and reload: 0.405 -> 0.365 µs
+//! per ray where the tree stays cached, about 10% on the 1M mesh too.
 //!
 //! **Batches.** On a tree larger than the caches a random ray is a chain of
 //! dependent misses: on the bench mesh one visits 51 nodes and tests 10 triangles,
@@ -1627,14 +1630,8 @@ impl Walk {
 
     #[inline(always)]
     fn push(&mut self, entry: (u32, f32, f32)) {
-        self.offer(entry, true);
-    }
-
-    /// Writes `entry` on top of the stack and keeps it if `keep`: no branch.
-    #[inline(always)]
-    fn offer(&mut self, entry: (u32, f32, f32), keep: bool) {
         self.stack[self.top] = MaybeUninit::new(entry);
-        self.top += keep as usize;
+        self.top += 1;
     }
 
     #[inline]
@@ -1642,10 +1639,11 @@ impl Walk {
         self.top == 0 && matches!(self.fetch, Fetch::Idle)
     }
 
-    /// One step: the next node whose segment is still of interest, or (interleaved)
-    /// one stage of a leaf's fetch. `visit(hit)` returns the new maximum `t`; a
-    /// negative one ends the walk. `INTERLEAVED` walks prefetch what their next step
-    /// reads and fetch triangles in stages; plain walks test them at once.
+    /// One step: the next node whose segment is still of interest, or one stage of
+    /// a leaf's fetch; plain (not `INTERLEAVED`) walks run to the end in one step.
+    /// `visit(hit)` returns the new maximum `t`; a negative one ends the walk.
+    /// `INTERLEAVED` walks prefetch what their next step reads and fetch triangles
+    /// in stages; plain walks test them at once.
     #[inline(always)]
     fn step<S: Storage, const INTERLEAVED: bool>(&mut self, s: &S, visit: &mut impl FnMut(MeshHit) -> f32) {
         if INTERLEAVED {
@@ -1663,71 +1661,98 @@ impl Walk {
                 }
             }
         }
-        let (origin, dir, inv_dir, eps) = (&self.origin, &self.dir, &self.inv_dir, self.eps);
-        while self.top > 0 {
-            self.top -= 1;
-            // SAFETY: every entry below `top` was written (`push`, `offer`).
-            let (index, t0, t1) = unsafe { self.stack[self.top].assume_init() };
+        let (origin, dir, inv_dir, eps) = (self.origin, self.dir, self.inv_dir, self.eps);
+        // `top` stays in a register through the loop (as a field, every write to
+        // the stack reloaded it).
+        let mut top = self.top;
+        'pop: while top > 0 {
+            top -= 1;
+            // SAFETY: every entry below `top` was written.
+            let (mut index, t0, t1) = unsafe { self.stack[top].assume_init() };
             if t0 > self.max_t {
                 continue;
             }
-            let t1 = t1.min(self.max_t);
-            match s.node(index) {
-                Node::Branch { axis, split0, split1, child } => {
-                    let (left, right) = (index + 1, child);
-                    let (o, d) = (origin[axis & 3], dir[axis & 3]);
-                    let (s0, s1) = (split0 + eps, split1 - eps);
-                    if d == 0.0 {
-                        if o >= s1 {
-                            self.push((right, t0, t1));
+            let mut t1 = if self.max_t < t1 { self.max_t } else { t1 };
+            loop {
+                match s.node(index) {
+                    Node::Branch { axis, split0, split1, child } => {
+                        let (left, right) = (index + 1, child);
+                        let (o, d) = (origin[axis & 3], dir[axis & 3]);
+                        let (s0, s1) = (split0 + eps, split1 - eps);
+                        if d == 0.0 {
+                            self.top = top;
+                            if o >= s1 {
+                                self.push((right, t0, t1));
+                            }
+                            if o <= s0 {
+                                self.push((left, t0, t1));
+                            }
+                            if INTERLEAVED {
+                                return;
+                            }
+                            top = self.top;
+                            continue 'pop;
                         }
-                        if o <= s0 {
-                            self.push((left, t0, t1));
-                        }
-                        return;
-                    }
-                    let inv = inv_dir[axis & 3];
-                    let (c0, c1) = ((s0 - o) * inv, (s1 - o) * inv);
-                    // Left is `t <= c0` going up the axis, `t >= c0` going down; right
-                    // the opposite.
-                    let up = d > 0.0;
-                    let (near, far) = (if up { left } else { right }, if up { right } else { left });
-                    let (near_end, far_start) = (if up { c0 } else { c1 }, if up { c1 } else { c0 });
-                    // Both entries are written and kept by moving the top: which
-                    // children a random ray enters is a coin toss for the branch
-                    // predictor. (A branch's node depth bounds the stack as before.)
-                    self.offer((far, t0.max(far_start), t1), far_start <= t1);
-                    s.prefetch(far);
-                    self.offer((near, t0, t1.min(near_end)), near_end >= t0);
-                    if INTERLEAVED {
-                        s.prefetch(near);
-                    }
-                    return;
-                }
-                Node::Leaf { first, count, axis, low, high } => {
-                    // The segment against the leaf's range, like a plane (widened too).
-                    let (o, d) = (origin[axis & 3], dir[axis & 3]);
-                    let (low, high) = (low - eps, high + eps);
-                    let missed = if d == 0.0 {
-                        o < low || o > high
-                    } else {
                         let inv = inv_dir[axis & 3];
-                        let (a, b) = ((low - o) * inv, (high - o) * inv);
-                        a.max(b) < t0 || a.min(b) > t1
-                    };
-                    if missed {
-                        continue;
+                        let (c0, c1) = ((s0 - o) * inv, (s1 - o) * inv);
+                        // Left is `t <= c0` going up the axis, `t >= c0` going down; right
+                        // the opposite.
+                        let up = d > 0.0;
+                        let (near, far) = (if up { left } else { right }, if up { right } else { left });
+                        let (near_end, far_start) = (if up { c0 } else { c1 }, if up { c1 } else { c0 });
+                        // The far entry is written and kept by moving the top: whether
+                        // a random ray enters it is a coin toss for the branch
+                        // predictor. (A branch's node depth bounds the stack as
+                        // before.) A NaN plane distance (a plane through the origin of
+                        // a ray nearly parallel to it) keeps `t0` and `t1`, as
+                        // `f32::max` and `min` would, without their NaN handling.
+                        let far_t0 = if far_start > t0 { far_start } else { t0 };
+                        self.stack[top] = MaybeUninit::new((far, far_t0, t1));
+                        top += (far_start <= t1) as usize;
+                        s.prefetch(far);
+                        let near_t1 = if near_end < t1 { near_end } else { t1 };
+                        if INTERLEAVED {
+                            self.stack[top] = MaybeUninit::new((near, t0, near_t1));
+                            top += (near_end >= t0) as usize;
+                            self.top = top;
+                            s.prefetch(near);
+                            return;
+                        }
+                        // A plain walk goes on to the near child in registers: its
+                        // node's address waits on no stack entry.
+                        if near_end < t0 {
+                            continue 'pop;
+                        }
+                        (index, t1) = (near, near_t1);
                     }
-                    if INTERLEAVED {
-                        s.prefetch_indices(first, count);
-                        self.fetch = Fetch::Indices { first, count };
-                    } else {
+                    Node::Leaf { first, count, axis, low, high } => {
+                        // The segment against the leaf's range, like a plane (widened too).
+                        let (o, d) = (origin[axis & 3], dir[axis & 3]);
+                        let (low, high) = (low - eps, high + eps);
+                        let missed = if d == 0.0 {
+                            o < low || o > high
+                        } else {
+                            let inv = inv_dir[axis & 3];
+                            let (a, b) = ((low - o) * inv, (high - o) * inv);
+                            a.max(b) < t0 || a.min(b) > t1
+                        };
+                        if missed {
+                            continue 'pop;
+                        }
+                        self.top = top;
+                        if INTERLEAVED {
+                            s.prefetch_indices(first, count);
+                            self.fetch = Fetch::Indices { first, count };
+                            return;
+                        }
                         self.test(s, first, count, visit);
+                        top = self.top;
+                        continue 'pop;
                     }
-                    return;
                 }
             }
         }
+        self.top = top;
     }
 
     /// Tests triangles `first .. first + count` and hands the hits to `visit`.
