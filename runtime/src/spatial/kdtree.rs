@@ -61,7 +61,8 @@
 //! layout): together 2.9-3.7 -> 2.35-2.5 µs per ray on the bench's 1M-triangle mesh.
 //! A single walk pushes only the far child and goes on to the near one in registers,
 //! so the next node's address waits on no stack store and reload: 0.405 -> 0.365 µs
-//! per ray where the tree stays cached, about 10% on the 1M mesh too.
+//! per ray where the tree stays cached (on the 1M mesh the gain is within the host's
+//! noise; see the README's "Where a ray's time goes").
 //!
 //! **Batches.** On a tree larger than the caches a random ray is a chain of
 //! dependent misses: on the bench mesh one visits 51 nodes and tests 10 triangles,
