@@ -1545,32 +1545,6 @@ enum Fetch {
     Vertices { first: u32, count: u32 },
 }
 
-/// [`Ray::clip`] of `walk`'s ray (origin `o`) to the box `[lo, hi]`, in SIMD
-/// lanes: a terrain ray enters a chunk tree per chunk it reaches, and with glam's
-/// scalar `Vec3` the clip and the margin were most of an entry's 300 instructions.
-/// The same slabs and the same result: an axis the ray is parallel to (a zero
-/// direction) keeps it if its origin lies in the slab, boundary included; a NaN
-/// distance (a slab face through the origin of a ray with an infinite inverse
-/// direction) leaves the other face's distance, as `f32::min` and `max` would.
-#[inline(always)]
-fn clip(lo: Vec3A, hi: Vec3A, o: Vec3A, walk: &Walk, max_t: f32) -> Option<(f32, f32)> {
-    let (dir, inv) = (Vec3A::from_slice(&walk.dir), Vec3A::from_slice(&walk.inv_dir));
-    let (t1, t2) = ((lo - o) * inv, (hi - o) * inv);
-    // `f32::min`/`max` per lane: SSE's return the second operand when either is NaN.
-    let t2_nan = t2.is_nan_mask();
-    let near = Vec3A::select(t2_nan, t1, t1.min(t2));
-    let far = Vec3A::select(t2_nan, t1, t1.max(t2));
-    let parallel = dir.cmpeq(Vec3A::ZERO);
-    if (parallel & (o.cmplt(lo) | o.cmpgt(hi))).any() {
-        return None;
-    }
-    // Lanes that constrain nothing: parallel axes, and NaN on both faces.
-    let near = Vec3A::select(parallel | near.is_nan_mask(), Vec3A::NEG_INFINITY, near);
-    let far = Vec3A::select(parallel | far.is_nan_mask(), Vec3A::INFINITY, far);
-    let (t_near, t_far) = (near.max_element().max(0.0), far.min_element().min(max_t));
-    (t_near <= t_far).then_some((t_near, t_far))
-}
-
 /// One ray's segment walk, resumable a node at a time: a stack of `(node, t_min,
 /// t_max)` segments, near child on top.
 struct Walk {
@@ -1645,10 +1619,12 @@ impl Walk {
         let reach = (hi - o).abs().max((lo - o).abs()).max_element();
         let magnitude = lo.abs().max(hi.abs()).max(o.abs()).max_element();
         self.eps = 1e-5 * ((hi - lo).max_element() + reach) + 4.0 * f32::EPSILON * magnitude + f32::MIN_POSITIVE;
-        let Some((t_root, t_exit)) = clip(lo - Vec3A::splat(self.eps), hi + Vec3A::splat(self.eps), o, self, max_t)
-        else {
-            return false;
+        let ray = Ray {
+            origin: Vec3::from_slice(&self.origin),
+            dir: Vec3::from_slice(&self.dir),
+            inv_dir: Vec3::from_slice(&self.inv_dir),
         };
+        let Some((t_root, t_exit)) = ray.clip(&bounds.expanded(self.eps), max_t) else { return false };
         self.max_t = max_t;
         self.push((0, t_root, t_exit));
         true
