@@ -94,11 +94,17 @@ fn check_rays(mesh: &KdMesh, seed: u64, count: usize) {
     for max_t in [f32::INFINITY, 1.5] {
         // The interleaved batch walks give each ray's closest hit, bit for bit; the
         // slots start dirty so every one must be written.
+        // Both batches: the vector one (on full meshes where the CPU has AVX2) and
+        // the scalar one.
         let mut batch = vec![Some(MeshHit { t: -1.0, triangle: u32::MAX, u: 0.0, v: 0.0 }); rays.len()];
+        let mut scalar = batch.clone();
         mesh.ray_closest_batch(&rays, max_t, &mut batch);
-        for (ray, got) in rays.iter().zip(&batch) {
+        mesh.ray_closest_batch_scalar(&rays, max_t, &mut scalar);
+        for ((ray, got), got_scalar) in rays.iter().zip(&batch).zip(&scalar) {
             let bits = |h: &Option<MeshHit>| h.map(|h| (h.t.to_bits(), h.triangle, h.u.to_bits(), h.v.to_bits()));
-            assert_eq!(bits(got), bits(&mesh.ray_closest(ray, max_t)), "batch hit of {ray:?} up to {max_t}");
+            let expected = bits(&mesh.ray_closest(ray, max_t));
+            assert_eq!(bits(got), expected, "batch hit of {ray:?} up to {max_t}");
+            assert_eq!(bits(got_scalar), expected, "scalar batch hit of {ray:?} up to {max_t}");
         }
     }
     for ray in rays {
@@ -358,6 +364,9 @@ fn degenerate_queries_find_nothing_and_do_not_panic() {
     mesh.query_aabb(&Aabb::EMPTY, |_| panic!("an empty box touches nothing"));
     let empty = KdMesh::build(&TriMesh::new(), MeshMode::Compact).unwrap();
     assert_eq!(empty.ray_closest(&down, f32::INFINITY), None);
+    let mut hits = [Some(MeshHit { t: 1.0, triangle: 0, u: 0.0, v: 0.0 }); 4];
+    KdMesh::build(&TriMesh::new(), MeshMode::Full).unwrap().ray_closest_batch(&batch, 100.0, &mut hits);
+    assert_eq!(hits, [None; 4]);
     empty.query_aabb(&Aabb::new(Vec3::splat(-1e9), Vec3::splat(1e9)), |_| panic!("empty mesh"));
 }
 

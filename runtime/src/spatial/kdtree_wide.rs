@@ -1,0 +1,416 @@
+//! The closest-hit batch of [`KdMesh::ray_closest_batch`](super::KdMesh::ray_closest_batch)
+//! on full meshes where the CPU has AVX2: [`LANES`] rays a step.
+//!
+//! The interleaved batch of the scalar walk steps one ray at a time, and each step
+//! costs about 130 instructions: it is bound by its instruction count, not by the
+//! memory it waits for. Here a *group* of [`LANES`] walks steps together, one ray
+//! per vector lane: the nodes are gathered, decoded and clipped as one set of AVX2
+//! instructions; each lane then pushes its far child (a 16-byte store to its own
+//! stack) or pops its next segment (gathered). [`GROUPS`] groups step in turn, and a
+//! step prefetches the nodes its group reads next, so one group's misses are under
+//! way while the others step.
+//!
+//! A leaf whose range the segment meets is queued, and its triangles are fetched
+//! over two rounds (their indices, then their vertices) and tested on the third, in
+//! scalar code, with the same triangle test as the single walk; the lane walks on
+//! meanwhile, and takes its next ray only once its queued leaves are tested.
+//!
+//! **Same hits.** A step computes what the single walk computes for the node, with
+//! the same operations (no fused multiply-adds; `max` and `min` with `f32::max`'s
+//! NaN rule), so every segment is the same bits. What may differ is how soon a hit
+//! in a queued leaf prunes the segments still to come. Pruning drops only segments
+//! that start beyond a hit already found, and the triangle test accepts
+//! `t == max_t`, so the closest hit (the lower triangle on equal `t`) does not
+//! depend on the order of the tests.
+
+use std::arch::x86_64::*;
+
+use super::{keep_closest, Full, MeshHit, Storage, Walk, STACK_SIZE};
+use crate::math::{Aabb, Ray, RayShear};
+
+/// Walks stepped together: one AVX2 vector of 32-bit lanes.
+const LANES: usize = 8;
+/// Groups stepped in turn, so that one group's memory arrives while the others step.
+const GROUPS: usize = 4;
+/// A lane without a ray.
+const NO_RAY: u32 = u32::MAX;
+
+/// One value per lane, aligned for vector loads and stores.
+#[derive(Clone, Copy)]
+#[repr(C, align(32))]
+struct Lanes<T>([T; LANES]);
+
+/// A leaf queued for its triangle tests: `count` triangles from `first`, for lane
+/// `lane` of group `group`.
+#[derive(Clone, Copy, Default)]
+struct Leaf {
+    group: u32,
+    lane: u32,
+    first: u32,
+    count: u32,
+}
+
+/// [`LANES`] walks, quantities by lane.
+#[derive(Clone)]
+struct Group {
+    /// The ray, per axis.
+    origin: [Lanes<f32>; 3],
+    dir: [Lanes<f32>; 3],
+    inv_dir: [Lanes<f32>; 3],
+    /// How far planes are widened (as in [`Walk::enter`]).
+    eps: Lanes<f32>,
+    /// The closest hit so far, or the batch's `max_t`.
+    max_t: Lanes<f32>,
+    /// The segment the next step visits, where `live` (all ones).
+    node: Lanes<u32>,
+    t0: Lanes<f32>,
+    t1: Lanes<f32>,
+    live: Lanes<u32>,
+    top: Lanes<u32>,
+    /// Leaves queued and not yet tested.
+    pending: Lanes<u32>,
+    /// The ray's index in the batch, or [`NO_RAY`].
+    ray: Lanes<u32>,
+    best: [Option<MeshHit>; LANES],
+    shear: [RayShear; LANES],
+    /// Lane `i`'s stack is `stack[i * STACK_SIZE..]`: entries `(node, t0, t1, 0)`.
+    stack: Vec<[u32; 4]>,
+}
+
+/// Whether the wide batch can walk `s`: the CPU has AVX2 and the gathers' 32-bit
+/// offsets reach every node.
+pub(super) fn available(s: &Full) -> bool {
+    std::is_x86_feature_detected!("avx2") && s.nodes.len() < (i32::MAX / 3) as usize
+}
+
+/// [`KdMesh::ray_closest_batch`](super::KdMesh::ray_closest_batch) on a full mesh.
+///
+/// # Safety
+/// [`available`] must have returned `true` for `s`.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn closest_batch(s: &Full, bounds: &Aabb, rays: &[Ray], max_t: f32, hits: &mut [Option<MeshHit>]) {
+    if s.nodes.is_empty() {
+        // No triangles: no hits (and no node for idle lanes to read).
+        hits.fill(None);
+        return;
+    }
+    let mut groups = vec![Group::new(); GROUPS];
+    let mut queues: [Vec<Leaf>; 3] = std::array::from_fn(|_| Vec::with_capacity(GROUPS * LANES));
+    let mut scratch = Walk::new();
+    let mut next = 0;
+    let mut round = 0;
+    loop {
+        // Leaves queued two rounds ago are tested, those of the last round have
+        // their vertices fetched, and this round's their indices.
+        let [tested, fetched, filled] = [(round + 1) % 3, (round + 2) % 3, round % 3];
+        for leaf in queues[tested].drain(..) {
+            groups[leaf.group as usize].test(s, leaf.lane as usize, leaf.first, leaf.count, max_t);
+        }
+        for leaf in &queues[fetched] {
+            s.prefetch_vertices(leaf.first, leaf.count);
+        }
+        let mut busy = false;
+        for (g, group) in groups.iter_mut().enumerate() {
+            busy |= group.refill(bounds, rays, max_t, hits, &mut next, &mut scratch);
+            // SAFETY: `available` checked the CPU and the node count.
+            unsafe { group.step(s, g as u32, &mut queues[filled]) };
+        }
+        for leaf in &queues[filled] {
+            s.prefetch_indices(leaf.first, leaf.count);
+        }
+        if !busy && queues.iter().all(Vec::is_empty) {
+            break;
+        }
+        round += 1;
+    }
+}
+
+impl Group {
+    fn new() -> Group {
+        Group {
+            origin: [Lanes([0.0; LANES]); 3],
+            dir: [Lanes([0.0; LANES]); 3],
+            inv_dir: [Lanes([0.0; LANES]); 3],
+            eps: Lanes([0.0; LANES]),
+            max_t: Lanes([0.0; LANES]),
+            node: Lanes([0; LANES]),
+            t0: Lanes([0.0; LANES]),
+            t1: Lanes([0.0; LANES]),
+            live: Lanes([0; LANES]),
+            top: Lanes([0; LANES]),
+            pending: Lanes([0; LANES]),
+            ray: Lanes([NO_RAY; LANES]),
+            best: [None; LANES],
+            shear: [RayShear::default(); LANES],
+            stack: vec![[0; 4]; LANES * STACK_SIZE],
+        }
+    }
+
+    /// Hands the hits of finished walks out and starts the next rays in their lanes;
+    /// `true` while a lane has a ray.
+    fn refill(
+        &mut self,
+        bounds: &Aabb,
+        rays: &[Ray],
+        max_t: f32,
+        hits: &mut [Option<MeshHit>],
+        next: &mut usize,
+        scratch: &mut Walk,
+    ) -> bool {
+        let mut busy = false;
+        for i in 0..LANES {
+            if self.live.0[i] == 0 && self.top.0[i] == 0 && self.pending.0[i] == 0 {
+                self.start(i, bounds, rays, max_t, hits, next, scratch);
+            }
+            busy |= self.ray.0[i] != NO_RAY;
+        }
+        busy
+    }
+
+    /// Lane `i`'s walk is over: hands its hit out and starts the next ray that can hit
+    /// the tree, if any.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn start(
+        &mut self,
+        i: usize,
+        bounds: &Aabb,
+        rays: &[Ray],
+        max_t: f32,
+        hits: &mut [Option<MeshHit>],
+        next: &mut usize,
+        w: &mut Walk,
+    ) {
+        if self.ray.0[i] != NO_RAY {
+            hits[self.ray.0[i] as usize] = self.best[i];
+            self.ray.0[i] = NO_RAY;
+        }
+        while *next < rays.len() {
+            let r = *next;
+            *next += 1;
+            hits[r] = None;
+            if !w.start(bounds, &rays[r], max_t) {
+                continue;
+            }
+            // The walk's set-up, and its root segment popped as the walk pops it.
+            // SAFETY: `start` pushed the root.
+            let (node, t0, t1) = unsafe { w.stack[0].assume_init() };
+            for axis in 0..3 {
+                self.origin[axis].0[i] = w.origin[axis];
+                self.dir[axis].0[i] = w.dir[axis];
+                self.inv_dir[axis].0[i] = w.inv_dir[axis];
+            }
+            self.eps.0[i] = w.eps;
+            self.max_t.0[i] = w.max_t;
+            self.shear[i] = w.shear;
+            self.node.0[i] = node;
+            self.t0.0[i] = t0;
+            self.t1.0[i] = if w.max_t < t1 { w.max_t } else { t1 };
+            self.live.0[i] = u32::MAX;
+            self.top.0[i] = 0;
+            self.ray.0[i] = r as u32;
+            self.best[i] = None;
+            return;
+        }
+    }
+
+    /// One step of every live lane: its node, then its next segment.
+    ///
+    /// # Safety
+    /// The CPU has AVX2, every lane's `node` is below `s.nodes.len()`, which is below
+    /// `i32::MAX / 3`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn step(&mut self, s: &Full, group: u32, queue: &mut Vec<Leaf>) {
+        // SAFETY: `Lanes` is one aligned vector.
+        let ld = |v: &Lanes<f32>| unsafe { _mm256_load_ps(v.0.as_ptr()) };
+        // SAFETY: as `ld`.
+        let ldi = |v: &Lanes<u32>| unsafe { _mm256_load_si256(v.0.as_ptr().cast()) };
+        let (ps, si) = (_mm256_castsi256_ps, _mm256_castps_si256);
+        let pick = |axis0: __m256, axis1: __m256, v: [__m256; 3]| {
+            _mm256_blendv_ps(_mm256_blendv_ps(v[2], v[1], axis1), v[0], axis0)
+        };
+        let lanes = |v: &[Lanes<f32>; 3]| [ld(&v[0]), ld(&v[1]), ld(&v[2])];
+
+        // The nodes, gathered as three words each.
+        let node = ldi(&self.node);
+        let word = _mm256_add_epi32(node, _mm256_add_epi32(node, node));
+        let base = s.nodes.as_ptr().cast::<i32>();
+        // SAFETY: every lane's node is in the array (the caller's contract), so
+        // its three words are.
+        let (a, b, tag) = unsafe {
+            (
+                _mm256_i32gather_epi32::<4>(base, word),
+                _mm256_i32gather_epi32::<4>(base.add(1), word),
+                _mm256_i32gather_epi32::<4>(base.add(2), word),
+            )
+        };
+
+        // Decode and clip, as `Walk::step` does for one node.
+        let three = _mm256_set1_epi32(3);
+        let is_leaf = _mm256_cmpeq_epi32(_mm256_and_si256(tag, three), three);
+        let axis = _mm256_blendv_epi8(
+            _mm256_and_si256(tag, three),
+            _mm256_and_si256(_mm256_srli_epi32::<4>(tag), three),
+            is_leaf,
+        );
+        let axis0 = ps(_mm256_cmpeq_epi32(axis, _mm256_setzero_si256()));
+        let axis1 = ps(_mm256_cmpeq_epi32(axis, _mm256_set1_epi32(1)));
+        let is_leaf = ps(is_leaf);
+        let o = pick(axis0, axis1, lanes(&self.origin));
+        let d = pick(axis0, axis1, lanes(&self.dir));
+        let inv = pick(axis0, axis1, lanes(&self.inv_dir));
+        let (eps, t0, t1) = (ld(&self.eps), ld(&self.t0), ld(&self.t1));
+        // A branch's two planes, or a leaf's range (both widened).
+        let splat = |v: glam::Vec3| [_mm256_set1_ps(v.x), _mm256_set1_ps(v.y), _mm256_set1_ps(v.z)];
+        let (qo, q) = (pick(axis0, axis1, splat(s.origin)), pick(axis0, axis1, splat(s.quantum)));
+        let low_step = _mm256_and_si256(b, _mm256_set1_epi32(0xffff));
+        let high_step = _mm256_srli_epi32::<16>(b);
+        let low = _mm256_add_ps(qo, _mm256_mul_ps(_mm256_cvtepi32_ps(low_step), q));
+        let high = _mm256_blendv_ps(
+            _mm256_add_ps(qo, _mm256_mul_ps(_mm256_cvtepi32_ps(high_step), q)),
+            _mm256_set1_ps(f32::INFINITY),
+            ps(_mm256_cmpeq_epi32(high_step, _mm256_set1_epi32(0xffff))),
+        );
+        let p0 = _mm256_blendv_ps(_mm256_add_ps(ps(a), eps), _mm256_sub_ps(low, eps), is_leaf);
+        let p1 = _mm256_blendv_ps(_mm256_sub_ps(ps(b), eps), _mm256_add_ps(high, eps), is_leaf);
+        let c0 = _mm256_mul_ps(_mm256_sub_ps(p0, o), inv);
+        let c1 = _mm256_mul_ps(_mm256_sub_ps(p1, o), inv);
+        let zero = _mm256_setzero_ps();
+        let flat = _mm256_cmp_ps::<_CMP_EQ_OQ>(d, zero);
+        // A leaf's range against the segment, with `f32::max` and `min` (a NaN
+        // operand gives the other).
+        let c1_nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(c1, c1);
+        let hi = _mm256_blendv_ps(_mm256_max_ps(c0, c1), c0, c1_nan);
+        let lo = _mm256_blendv_ps(_mm256_min_ps(c0, c1), c0, c1_nan);
+        let missed = _mm256_blendv_ps(
+            _mm256_or_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(hi, t0), _mm256_cmp_ps::<_CMP_GT_OQ>(lo, t1)),
+            _mm256_or_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(o, p0), _mm256_cmp_ps::<_CMP_GT_OQ>(o, p1)),
+            flat,
+        );
+        // A branch's near and far child: left is `t <= c0` going up the axis; a ray
+        // parallel to the planes takes the children its origin lies in, left first.
+        let down = _mm256_cmp_ps::<_CMP_LT_OQ>(d, zero);
+        let left = _mm256_add_epi32(node, _mm256_set1_epi32(1));
+        let right = _mm256_srli_epi32::<2>(tag);
+        let near = _mm256_blendv_epi8(left, right, si(down));
+        let far = _mm256_blendv_epi8(right, left, si(down));
+        let near_end = _mm256_blendv_ps(c0, c1, down);
+        let far_start = _mm256_blendv_ps(c1, c0, down);
+        let near_ok =
+            _mm256_blendv_ps(_mm256_cmp_ps::<_CMP_NLT_UQ>(near_end, t0), _mm256_cmp_ps::<_CMP_LE_OQ>(o, p0), flat);
+        let far_ok =
+            _mm256_blendv_ps(_mm256_cmp_ps::<_CMP_LE_OQ>(far_start, t1), _mm256_cmp_ps::<_CMP_GE_OQ>(o, p1), flat);
+        let near_t1 = _mm256_blendv_ps(t1, near_end, _mm256_andnot_ps(flat, _mm256_cmp_ps::<_CMP_LT_OQ>(near_end, t1)));
+        let far_t0 =
+            _mm256_blendv_ps(t0, far_start, _mm256_andnot_ps(flat, _mm256_cmp_ps::<_CMP_GT_OQ>(far_start, t0)));
+        let live = ps(ldi(&self.live));
+        let branch = _mm256_andnot_ps(is_leaf, live);
+        let continues = _mm256_and_ps(branch, _mm256_or_ps(near_ok, far_ok));
+        let push = _mm256_and_ps(branch, _mm256_and_ps(near_ok, far_ok));
+        let leaf = _mm256_andnot_ps(missed, _mm256_and_ps(live, is_leaf));
+        let next_node = _mm256_blendv_epi8(far, near, si(near_ok));
+        let next_t0 = _mm256_blendv_ps(far_t0, t0, near_ok);
+        let next_t1 = _mm256_blendv_ps(t1, near_t1, near_ok);
+
+        // Every lane writes `(far, far_t0, t1)` on top of its stack; a push keeps it.
+        let top = ldi(&self.top);
+        debug_assert!(self.top.0.iter().all(|&t| (t as usize) < STACK_SIZE), "the depth bounds the stacks");
+        let lane_base =
+            _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(STACK_SIZE as i32));
+        let mut slot = Lanes([0u32; LANES]);
+        // SAFETY: an aligned store of one vector into `slot`.
+        unsafe { _mm256_store_si256(slot.0.as_mut_ptr().cast(), _mm256_add_epi32(lane_base, top)) };
+        let (x0, x1) = (_mm256_unpacklo_ps(ps(far), far_t0), _mm256_unpackhi_ps(ps(far), far_t0));
+        let (y0, y1) = (_mm256_unpacklo_ps(t1, zero), _mm256_unpackhi_ps(t1, zero));
+        let rows = [
+            _mm256_shuffle_ps::<0x44>(x0, y0),
+            _mm256_shuffle_ps::<0xee>(x0, y0),
+            _mm256_shuffle_ps::<0x44>(x1, y1),
+            _mm256_shuffle_ps::<0xee>(x1, y1),
+        ];
+        let stack = self.stack.as_mut_ptr().cast::<f32>();
+        for (i, row) in rows.into_iter().enumerate() {
+            // SAFETY: the tree's depth bounds every stack below `STACK_SIZE` entries,
+            // so slot `i * STACK_SIZE + top` lies in lane `i`'s stack.
+            unsafe {
+                _mm_storeu_ps(stack.add(slot.0[i] as usize * 4), _mm256_castps256_ps128(row));
+                _mm_storeu_ps(stack.add(slot.0[i + 4] as usize * 4), _mm256_extractf128_ps::<1>(row));
+            }
+        }
+        let top = _mm256_sub_epi32(top, si(push));
+        // Lanes that do not go on pop their next segment (when they have one).
+        let pops = _mm256_andnot_ps(continues, ps(_mm256_cmpgt_epi32(top, _mm256_setzero_si256())));
+        let under = _mm256_max_epi32(_mm256_sub_epi32(top, _mm256_set1_epi32(1)), _mm256_setzero_si256());
+        let word = _mm256_slli_epi32::<2>(_mm256_add_epi32(lane_base, under));
+        let words = self.stack.as_ptr().cast::<i32>();
+        // SAFETY: `under` is in lane's stack.
+        let (p_node, p_t0, p_t1) = unsafe {
+            (
+                _mm256_i32gather_epi32::<4>(words, word),
+                ps(_mm256_i32gather_epi32::<4>(words.add(1), word)),
+                ps(_mm256_i32gather_epi32::<4>(words.add(2), word)),
+            )
+        };
+        let top = _mm256_add_epi32(top, si(pops));
+        let max_t = ld(&self.max_t);
+        // A popped segment is clipped to the closest hit, or dropped when it starts
+        // beyond it: the lane then pops again on its next step.
+        let p_t1 = _mm256_blendv_ps(p_t1, max_t, _mm256_cmp_ps::<_CMP_LT_OQ>(max_t, p_t1));
+        let live = _mm256_or_ps(continues, _mm256_andnot_ps(_mm256_cmp_ps::<_CMP_GT_OQ>(p_t0, max_t), pops));
+        // A lane that neither goes on nor pops keeps its node: the word gathered
+        // from an empty stack is not one.
+        let node = _mm256_blendv_epi8(_mm256_blendv_epi8(node, p_node, si(pops)), next_node, si(continues));
+        // SAFETY: aligned stores into the group's lanes.
+        unsafe {
+            _mm256_store_si256(self.top.0.as_mut_ptr().cast(), top);
+            _mm256_store_si256(self.live.0.as_mut_ptr().cast(), si(live));
+            _mm256_store_si256(self.node.0.as_mut_ptr().cast(), node);
+            _mm256_store_ps(self.t0.0.as_mut_ptr(), _mm256_blendv_ps(p_t0, next_t0, continues));
+            _mm256_store_ps(self.t1.0.as_mut_ptr(), _mm256_blendv_ps(p_t1, next_t1, continues));
+        }
+        // Ask for the next nodes, and for the far children pushed.
+        for i in 0..LANES {
+            s.prefetch(self.node.0[i]);
+        }
+        let mut pushed = _mm256_movemask_ps(push);
+        if pushed != 0 {
+            let mut far_node = Lanes([0u32; LANES]);
+            // SAFETY: an aligned store into `far_node`.
+            unsafe { _mm256_store_si256(far_node.0.as_mut_ptr().cast(), far) };
+            while pushed != 0 {
+                s.prefetch(far_node.0[pushed.trailing_zeros() as usize]);
+                pushed &= pushed - 1;
+            }
+        }
+        // Queue the leaves whose range the segment meets.
+        let mut leaves = _mm256_movemask_ps(leaf);
+        if leaves != 0 {
+            let (mut first, mut tags) = (Lanes([0u32; LANES]), Lanes([0u32; LANES]));
+            // SAFETY: aligned stores into `first` and `tags`.
+            unsafe {
+                _mm256_store_si256(first.0.as_mut_ptr().cast(), a);
+                _mm256_store_si256(tags.0.as_mut_ptr().cast(), tag);
+            }
+            while leaves != 0 {
+                let i = leaves.trailing_zeros() as usize;
+                queue.push(Leaf { group, lane: i as u32, first: first.0[i], count: tags.0[i] >> 2 & 3 });
+                self.pending.0[i] += 1;
+                leaves &= leaves - 1;
+            }
+        }
+    }
+
+    /// Tests lane `i`'s queued leaf: triangles `first .. first + count`.
+    #[inline(always)]
+    fn test(&mut self, s: &Full, i: usize, first: u32, count: u32, max_t: f32) {
+        for t in first..first + count {
+            if let Some(h) = self.shear[i].hit(s.triangle(t), 0.0, self.max_t.0[i]) {
+                let hit = MeshHit { t: h.t, triangle: t, u: h.u, v: h.v };
+                self.max_t.0[i] = keep_closest(&mut self.best[i], hit, max_t);
+            }
+        }
+        self.pending.0[i] -= 1;
+    }
+}
