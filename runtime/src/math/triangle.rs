@@ -62,6 +62,15 @@ impl RayShear {
         Some(RayShear { origin: ray.origin.to_array(), axes: [kx, ky, kz], shear })
     }
 
+    /// The set-up for tests elsewhere (the kD tree's vector batch): the origin's
+    /// coordinates on the axes of ray space, those axes (world axes: `x`, `y`, then
+    /// `z`, the one the ray runs along most) and the shear factors.
+    #[inline]
+    pub(crate) fn parts(&self) -> ([f32; 3], [usize; 3], [f32; 3]) {
+        let axes = self.axes.map(|k| k.min(2));
+        (axes.map(|k| self.origin[k]), axes, self.shear)
+    }
+
     /// The hit on triangle `[a, b, c]` with `t` in `[t_min, t_max]` (see
     /// [`ray_triangle`]).
     #[inline(always)]

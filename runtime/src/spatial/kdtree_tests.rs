@@ -519,3 +519,32 @@ fn a_parallel_build_is_the_serial_tree_for_any_worker_count() {
     bad.vertices[7].y = f32::NAN;
     assert_eq!(KdMesh::from_mesh_parallel(bad, MeshMode::Full, pool.jobs()).unwrap_err(), KdError::NonFiniteVertex);
 }
+
+/// Rays straight down onto the grid's vertices and edge midpoints, and slanted ones
+/// along its diagonals, give zero edge functions (the triangle test's `f64` path)
+/// and ties between triangles: the batch (vector lanes where the CPU has AVX2)
+/// still finds each ray's closest hit bit for bit, lower triangle on a tie.
+#[test]
+fn batch_hits_on_vertices_and_edges_equal_single_casts() {
+    let n = 24;
+    let mesh = KdMesh::build(&heightfield(44, n), MeshMode::Full).unwrap();
+    let half = n as f32 / 2.0;
+    let mut rays = Vec::new();
+    for z in 0..=2 * n {
+        for x in 0..=2 * n {
+            let (px, pz) = (x as f32 * 0.5 - half, z as f32 * 0.5 - half);
+            rays.push(Ray::new(Vec3::new(px, 10.0, pz), Vec3::NEG_Y));
+            rays.push(Ray::new(Vec3::new(px, 10.0, pz), Vec3::new(1.0, -4.0, 1.0)));
+        }
+    }
+    let mut batch = vec![None; rays.len()];
+    mesh.ray_closest_batch(&rays, f32::INFINITY, &mut batch);
+    let bits = |h: Option<MeshHit>| h.map(|h| (h.t.to_bits(), h.triangle, h.u.to_bits(), h.v.to_bits()));
+    let mut hits = 0;
+    for (ray, got) in rays.iter().zip(&batch) {
+        let expected = mesh.ray_closest(ray, f32::INFINITY);
+        assert_eq!(bits(*got), bits(expected), "batch hit of {ray:?}");
+        hits += expected.is_some() as usize;
+    }
+    assert!(hits > rays.len() * 3 / 4, "most rays hit the grid: {hits} of {}", rays.len());
+}
