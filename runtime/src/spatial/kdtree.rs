@@ -615,18 +615,18 @@ impl KdMesh {
     /// `kdtree_wide.rs`; the same hits). Panics if `hits` and `rays` differ in length.
     pub fn ray_closest_batch(&self, rays: &[Ray], max_t: f32, hits: &mut [Option<MeshHit>]) {
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
-        match &self.repr {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `available` checked what the wide walk needs.
-            Repr::Full(f) if wide::available(f) => unsafe { wide::closest_batch(f, &self.bounds, rays, max_t, hits) },
-            Repr::Full(f) => closest_batch(f, &self.bounds, rays, max_t, hits),
-            Repr::Compact(c) => closest_batch(c, &self.bounds, rays, max_t, hits),
+        #[cfg(target_arch = "x86_64")]
+        if let Repr::Full(f) = &self.repr {
+            if wide::available(f) {
+                // SAFETY: `available` checked what the wide walk needs.
+                return unsafe { wide::closest_batch(f, &self.bounds, rays, max_t, hits) };
+            }
         }
+        self.ray_closest_batch_scalar(rays, max_t, hits)
     }
 
-    /// [`KdMesh::ray_closest_batch`] on the interleaved scalar walks, which a full
-    /// mesh uses only where the CPU lacks AVX2: for tests on machines that have it.
-    #[cfg(test)]
+    /// [`KdMesh::ray_closest_batch`] on the interleaved scalar walks: compact meshes,
+    /// and full ones where the CPU lacks AVX2 (tests call it on machines that have it).
     pub(crate) fn ray_closest_batch_scalar(&self, rays: &[Ray], max_t: f32, hits: &mut [Option<MeshHit>]) {
         match &self.repr {
             Repr::Full(f) => closest_batch(f, &self.bounds, rays, max_t, hits),
