@@ -11,7 +11,8 @@
 //! to build the chunks' trees in compact mode; or `rays` to build the 1M mesh once and
 //! time the bench's 10,000 closest-hit rays instead, one at a time and as one batch,
 //! in each of the rounds; or `terrain` to time the bench's chunk-set rays (10,000
-//! casts through the 120 x 120 hills, cache warm, one at a time). The fingerprint
+//! casts through the 120 x 120 hills, cache warm, one at a time and as one batch;
+//! `KD_SIZE=400` for the bench's 1M-triangle terrain). The fingerprint
 //! (node count, depth and the hits of 2,000 rays) must stay the same across changes
 //! meant to keep the tree.
 //!
@@ -125,28 +126,40 @@ fn rays(rounds: usize, mesh: TriMesh) {
 }
 
 /// `rounds` timings of the `kdtree` bench's chunk-set rays: terrain casts through the
-/// 120 x 120 hills, cache warm, one at a time.
+/// 120 x 120 hills (`KD_SIZE` voxels if set: 400 is the bench's 1M-triangle terrain),
+/// cache warm, one at a time and as one batch on the calling thread.
 fn terrain_rays_chunk_set(rounds: usize) {
+    let size = std::env::var("KD_SIZE").ok().and_then(|s| s.parse().ok()).unwrap_or(120);
     let pool = ThreadPool::new(0);
     let mut t = Terrain::new(0.5);
-    generate_hills(&mut t, 120, 1);
+    generate_hills(&mut t, size, 1);
     t.regenerate(pool.jobs());
-    let rays = terrain_rays(10_000, 60.0, 2);
+    t.set_mesh_budget(usize::MAX);
+    let rays = terrain_rays(10_000, size as f32 * 0.5, if size == 120 { 2 } else { 1 });
     let mut hits = vec![None; rays.len()];
     t.ray_cast_batch(&rays, f32::INFINITY, &mut hits, pool.jobs());
-    let mut times = Vec::new();
+    let (mut single, mut batch) = (Vec::new(), Vec::new());
     let mut sum = 0.0f64;
     for _ in 0..rounds {
         let start = Instant::now();
         sum = rays.iter().filter_map(|r| t.ray_cast(r, f32::INFINITY)).map(|h| h.t as f64).sum();
-        times.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
+        single.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
+        let start = Instant::now();
+        t.ray_cast_batch(&rays, f32::INFINITY, &mut hits, pool.jobs());
+        batch.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
     }
-    times.sort_by(f64::total_cmp);
+    let batch_sum: f64 = hits.iter().flatten().map(|h| h.t as f64).sum();
+    assert_eq!(sum, batch_sum, "the batch finds the same hits");
+    single.sort_by(f64::total_cmp);
+    batch.sort_by(f64::total_cmp);
     println!(
-        "{} hits, sum {sum:.3}: min {:.3} us, median {:.3} ({rounds} rounds)",
+        "{} hits, sum {sum:.3}: one at a time min {:.3} us, median {:.3}; batch min {:.3} us, median {:.3} \
+         ({rounds} rounds)",
         hits.iter().flatten().count(),
-        times[0],
-        times[rounds / 2]
+        single[0],
+        single[rounds / 2],
+        batch[0],
+        batch[rounds / 2]
     );
 }
 

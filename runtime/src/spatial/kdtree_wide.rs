@@ -23,6 +23,11 @@
 //! the triangle tests in vector lanes (no change on the 1M mesh, whose tests wait on
 //! memory). Gathers cost about 10 cycles each here, yet loading the nodes and stack
 //! entries lane by lane and transposing them measured slower (1.11 vs 0.96 µs).
+//! The single walk prefetches a far child when it pushes it; here that cost more
+//! than it saved (the child is read only after the near subtree, and 32 walks
+//! already keep the memory system busy): without it 0.80-0.85 -> 0.73-0.77 µs per
+//! ray on the 1M mesh, 0.275 -> 0.249 cached (alternating binaries, three rounds
+//! each).
 //!
 //! **Same hits.** A step computes what the single walk computes for the node, with
 //! the same operations (no fused multiply-adds; `max` and `min` with `f32::max`'s
@@ -397,19 +402,12 @@ impl Group {
             _mm256_store_ps(self.t0.0.as_mut_ptr(), _mm256_blendv_ps(p_t0, next_t0, continues));
             _mm256_store_ps(self.t1.0.as_mut_ptr(), _mm256_blendv_ps(p_t1, next_t1, continues));
         }
-        // Ask for the next nodes, and for the far children pushed.
+        // Ask for the next nodes. (Not for the far children pushed, as the single
+        // walk does: they are read only once the near subtree is done, and those
+        // requests, with 32 walks in flight, cost more than they saved: 10% of the
+        // batch, on the 1M-triangle mesh and where the tree stays cached.)
         for i in 0..LANES {
             s.prefetch(self.node.0[i]);
-        }
-        let mut pushed = _mm256_movemask_ps(push);
-        if pushed != 0 {
-            let mut far_node = Lanes([0u32; LANES]);
-            // SAFETY: an aligned store into `far_node`.
-            unsafe { _mm256_store_si256(far_node.0.as_mut_ptr().cast(), far) };
-            while pushed != 0 {
-                s.prefetch(far_node.0[pushed.trailing_zeros() as usize]);
-                pushed &= pushed - 1;
-            }
         }
         // Queue the leaves whose range the segment meets.
         let mut leaves = _mm256_movemask_ps(leaf);
