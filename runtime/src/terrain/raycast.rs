@@ -128,7 +128,9 @@ pub(crate) struct RayWalk {
 }
 
 impl RayWalk {
-    pub(crate) fn new(terrain: &Terrain, ray: &Ray, max_t: f32) -> RayWalk {
+    /// `hood` answers for the terrain's surface set (a walk's neighbourhood, reused
+    /// from walk to walk).
+    pub(crate) fn new(terrain: &Terrain, ray: &Ray, max_t: f32, hood: &mut Neighbourhood) -> RayWalk {
         let chunk = CHUNK as f32 * terrain.voxel_size();
         let mut walk = RayWalk {
             ray: *ray,
@@ -170,7 +172,7 @@ impl RayWalk {
         walk.t_in = t_in;
         walk.t_end = t_end;
         walk.done = false;
-        walk.enter_cell(&mut Neighbourhood::new(&terrain.surface), 0);
+        walk.enter_cell(hood, 0);
         walk
     }
 
@@ -289,13 +291,12 @@ impl Terrain {
     /// trimmed to its budget afterwards.
     pub fn ray_cast(&mut self, ray: &Ray, max_t: f32) -> Option<TerrainHit> {
         self.meshes.begin_round();
-        let mut walk = RayWalk::new(self, ray, max_t);
         let mut tree = TreeWalk::new();
+        let mut hood = Neighbourhood::new(&self.surface);
+        let mut walk = RayWalk::new(self, ray, max_t, &mut hood);
         walk.aim(&mut tree);
-        loop {
-            // The walk keeps its region blocks until a chunk must be meshed.
-            let mut hood = Neighbourhood::new(&self.surface);
-            let Some(coord) = walk.advance(self, &mut tree, &mut hood) else { break };
+        while let Some(coord) = walk.advance(self, &mut tree, &mut hood) {
+            // Meshing leaves the surface set (and so the walk's region blocks) as it is.
             self.meshes.build_one(&self.voxels, self.voxel_size, coord);
         }
         self.meshes.evict_to_budget();
@@ -317,8 +318,9 @@ impl Terrain {
     ) {
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
         self.meshes.begin_round();
+        let mut hood = Neighbourhood::new(&self.surface);
         let mut walks: Vec<(RayWalk, Option<IVec3>)> =
-            rays.iter().map(|r| (RayWalk::new(self, r, max_t), None)).collect();
+            rays.iter().map(|r| (RayWalk::new(self, r, max_t, &mut hood), None)).collect();
         let mut needed = Vec::new();
         for round in 0.. {
             let terrain = &*self;
