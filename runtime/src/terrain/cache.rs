@@ -139,7 +139,11 @@ impl MeshCache {
     /// `Some(None)` for a chunk without triangles. Marks the entry used.
     pub fn get(&self, coord: IVec3) -> Option<Option<&KdMesh>> {
         let entry = self.entries.get(&coord)?;
-        entry.last_used.store(self.round, Ordering::Relaxed);
+        // Written only when it changes: a batch's workers read the same entries, and
+        // a store on every read would bounce their cache lines between cores.
+        if entry.last_used.load(Ordering::Relaxed) != self.round {
+            entry.last_used.store(self.round, Ordering::Relaxed);
+        }
         Some(entry.mesh.as_ref())
     }
 
