@@ -161,7 +161,8 @@ impl<'s> Neighbourhood<'s> {
             let row = rows.trailing_zeros() / 3;
             rows &= !(7 << (3 * row));
             let (dy, dz) = ((row / 3) as usize, (row % 3) as usize);
-            let (slot, first) = ((ys[dy] | zs[dz]) & 7, (ys[dy] | zs[dz]) >> 3 << 3);
+            let packed = ys[dy] | zs[dz];
+            let (slot, first) = (packed & 7, packed & !7);
             let (word, bit) = (first >> 6, first & 63);
             let near = self.blocks[slot | sx][word] >> bit & 0xffff;
             let far = self.blocks[slot | (sx ^ 1)][word] >> bit & 0xffff;
