@@ -9,8 +9,11 @@
 //!   only), one at a time and as one `Terrain::ray_cast_batch`;
 //! - a ~100k-triangle chunk set (the chunk meshes of a 120 x 120-voxel terrain): build
 //!   of every chunk tree (Kiln full and compact, parry one `TriMesh` per chunk), and
-//!   10,000 rays cast through Kiln's terrain (chunk walk + chunk trees, cache warm)
-//!   against parry on one `TriMesh` of the same triangles.
+//!   10,000 rays cast through Kiln's terrain (chunk walk + chunk trees, cache warm),
+//!   one at a time and as one batch on the calling thread, against parry on one
+//!   `TriMesh` of the same triangles; and the same rays through one Kiln tree over
+//!   that whole mesh (`kiln_whole`, `kiln_whole_batch`): how much of the terrain's
+//!   cost is its chunk walk, and how the tree alone compares at this size.
 //!
 //! Both builds also run on a pool sized to the machine (`kiln_parallel`: the 1M
 //! mesh through `KdMesh::from_mesh_parallel`, the chunk set one job per chunk, as
@@ -18,8 +21,9 @@
 //! one thread: parry's `TriMesh::new` has no parallel build.
 //!
 //! The bench prints tree bytes per triangle for each and checks that both sides
-//! report the same number of hits. Last, outside criterion, both builds run in
-//! alternating rounds (`kdtree_build_{1m,chunks}_paired`, see `report_paired`).
+//! report the same number of hits. Last, outside criterion, both builds and the
+//! batches' rays run in alternating rounds (`kdtree_build_{1m,chunks}_paired`,
+//! `kdtree_rays_{1m,chunks}_paired`, see `report_paired`).
 
 use criterion::{criterion_group, BatchSize, Criterion, Throughput};
 use glam::{IVec3, Vec3};
@@ -201,15 +205,19 @@ fn chunk_set(c: &mut Criterion) {
     });
     group.finish();
 
-    // Rays through the terrain (chunk walk, warm cache) against one parry mesh.
-    let whole = parry_mesh(&concat(&chunks));
+    // Rays through the terrain (chunk walk, warm cache) against one parry mesh, and
+    // through one Kiln tree over the same whole mesh: what the chunk walk costs, and
+    // what the tree alone does against parry's BVH at this size.
+    let whole_mesh = concat(&chunks);
+    let whole = parry_mesh(&whole_mesh);
+    let whole_kiln = KdMesh::build(&whole_mesh, MeshMode::Full).unwrap();
     let rays = terrain_rays(RAYS, 60.0, 2);
     let pool = ThreadPool::new(0);
+    let mut hits = vec![None; RAYS];
     let mut group = c.benchmark_group("kdtree_rays_chunks");
     group.throughput(Throughput::Elements(RAYS as u64)).sample_size(10);
     for (name, mode) in [("kiln", MeshMode::Full), ("kiln_compact", MeshMode::Compact)] {
         t.set_mesh_mode(mode);
-        let mut hits = vec![None; RAYS];
         t.ray_cast_batch(&rays, f32::INFINITY, &mut hits, pool.jobs());
         let parry_hits = rays.iter().filter(|r| parry_cast(&whole, r).is_some()).count();
         println!(
@@ -221,6 +229,30 @@ fn chunk_set(c: &mut Criterion) {
             b.iter(|| rays.iter().filter_map(|r| t.ray_cast(r, f32::INFINITY)).map(|h| h.t).sum::<f32>())
         });
     }
+    t.set_mesh_mode(MeshMode::Full);
+    t.ray_cast_batch(&rays, f32::INFINITY, &mut hits, pool.jobs());
+    group.bench_function("kiln_batch", |b| {
+        b.iter(|| {
+            t.ray_cast_batch(&rays, f32::INFINITY, &mut hits, pool.jobs());
+            hits.iter().flatten().map(|h| h.t).sum::<f32>()
+        })
+    });
+    let mut whole_hits = vec![None; RAYS];
+    whole_kiln.ray_closest_batch(&rays, f32::INFINITY, &mut whole_hits);
+    println!(
+        "kdtree_rays_chunks (kiln_whole): one tree over the whole set, {} triangles; hits {} of {RAYS}",
+        whole_kiln.triangle_count(),
+        whole_hits.iter().flatten().count()
+    );
+    group.bench_function("kiln_whole", |b| {
+        b.iter(|| rays.iter().filter_map(|r| whole_kiln.ray_closest(r, f32::INFINITY)).map(|h| h.t).sum::<f32>())
+    });
+    group.bench_function("kiln_whole_batch", |b| {
+        b.iter(|| {
+            whole_kiln.ray_closest_batch(&rays, f32::INFINITY, &mut whole_hits);
+            whole_hits.iter().flatten().map(|h| h.t).sum::<f32>()
+        })
+    });
     group.bench_function("parry3d", |b| b.iter(|| rays.iter().filter_map(|r| parry_cast(&whole, r)).sum::<f32>()));
     group.finish();
 }
@@ -310,6 +342,43 @@ fn paired() {
         },
         parry_chunks,
     );
+
+    // Rays, in alternating rounds of the 10,000 rays each: the 1M mesh's batch, and
+    // on the chunk set the terrain's batch and one tree over the whole set.
+    let rays_1m = terrain_rays(RAYS, 200.0, 1);
+    let (kiln_1m, parry_1m) = (KdMesh::build(&mesh, MeshMode::Full).unwrap(), parry_mesh(&mesh));
+    let mut hits = vec![None; RAYS];
+    let parry_rays =
+        |parry: &ParryMesh, rays: &[Ray]| timed(|| rays.iter().filter_map(|r| parry_cast(parry, r)).sum::<f32>());
+    report_paired(
+        "kdtree_rays_1m_paired",
+        ("kiln_batch", "parry3d"),
+        ROUNDS,
+        || timed(|| kiln_1m.ray_closest_batch(&rays_1m, f32::INFINITY, &mut hits)),
+        || parry_rays(&parry_1m, &rays_1m),
+    );
+    let (mut ground, small) = terrain(120);
+    let whole = concat(&small);
+    let (kiln_whole, parry_whole) = (KdMesh::build(&whole, MeshMode::Full).unwrap(), parry_mesh(&whole));
+    let rays = terrain_rays(RAYS, 60.0, 2);
+    let one_thread = ThreadPool::new(0);
+    ground.set_mesh_budget(usize::MAX);
+    let mut ground_hits = vec![None; RAYS];
+    ground.ray_cast_batch(&rays, f32::INFINITY, &mut ground_hits, one_thread.jobs());
+    report_paired(
+        "kdtree_rays_chunks_paired",
+        ("kiln_batch", "parry3d"),
+        ROUNDS,
+        || timed(|| ground.ray_cast_batch(&rays, f32::INFINITY, &mut ground_hits, one_thread.jobs())),
+        || parry_rays(&parry_whole, &rays),
+    );
+    report_paired(
+        "kdtree_rays_chunks_paired",
+        ("kiln_whole_batch", "parry3d"),
+        ROUNDS,
+        || timed(|| kiln_whole.ray_closest_batch(&rays, f32::INFINITY, &mut hits)),
+        || parry_rays(&parry_whole, &rays),
+    );
 }
 
 fn main() {
@@ -329,7 +398,16 @@ fn main() {
         "kdtree_build_chunks",
         &[("kiln", "parry3d"), ("kiln_compact", "parry3d"), ("kiln_parallel", "parry3d")],
     );
-    report_ratios("kdtree_rays_chunks", &[("kiln", "parry3d"), ("kiln_compact", "parry3d")]);
+    report_ratios(
+        "kdtree_rays_chunks",
+        &[
+            ("kiln", "parry3d"),
+            ("kiln_compact", "parry3d"),
+            ("kiln_batch", "parry3d"),
+            ("kiln_whole", "parry3d"),
+            ("kiln_whole_batch", "parry3d"),
+        ],
+    );
     // Only under `cargo bench` (not in `cargo test`'s quick pass over the benches).
     if std::env::args().any(|a| a == "--bench") {
         paired();
