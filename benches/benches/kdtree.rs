@@ -25,11 +25,12 @@
 //! batches' rays run in alternating rounds (`kdtree_build_{1m,chunks}_paired`,
 //! `kdtree_rays_{1m,chunks}_paired`, see `report_paired`).
 
-use criterion::{criterion_group, BatchSize, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, BatchSize, BenchmarkGroup, Criterion, Throughput};
 use glam::{IVec3, Vec3};
 use kiln::jobs::ThreadPool;
 use kiln::math::Ray;
-use kiln::spatial::{KdMesh, MeshMode, TriMesh};
+use kiln::spatial::{KdMesh, MeshHit, MeshMode, TriMesh};
 use kiln::terrain::{generate_hills, mesh_chunk, Terrain};
 use kiln_benches::{report_paired, report_ratios, terrain_rays};
 use rapier3d::parry::query::{Ray as ParryRay, RayCast};
@@ -139,15 +140,7 @@ fn one_mesh(c: &mut Criterion) {
     );
     let mut group = c.benchmark_group("kdtree_rays_1m");
     group.throughput(Throughput::Elements(RAYS as u64)).sample_size(10);
-    group.bench_function("kiln", |b| {
-        b.iter(|| rays.iter().filter_map(|r| kiln.ray_closest(r, f32::INFINITY)).map(|h| h.t).sum::<f32>())
-    });
-    group.bench_function("kiln_batch", |b| {
-        b.iter(|| {
-            kiln.ray_closest_batch(&rays, f32::INFINITY, &mut batch);
-            batch.iter().flatten().map(|h| h.t).sum::<f32>()
-        })
-    });
+    mesh_rays(&mut group, ("kiln", "kiln_batch"), &kiln, &rays, &mut batch);
     group.bench_function("kiln_terrain", |b| {
         b.iter(|| rays.iter().filter_map(|r| ground.ray_cast(r, f32::INFINITY)).map(|h| h.t).sum::<f32>())
     });
@@ -159,6 +152,26 @@ fn one_mesh(c: &mut Criterion) {
     });
     group.bench_function("parry3d", |b| b.iter(|| rays.iter().filter_map(|r| parry_cast(&parry, r)).sum::<f32>()));
     group.finish();
+}
+
+/// Closest-hit casts of `rays` through `kd`, one at a time and as one batch (into
+/// `hits`), as the two benches `names`.
+fn mesh_rays(
+    group: &mut BenchmarkGroup<WallTime>,
+    (single, batch): (&str, &str),
+    kd: &KdMesh,
+    rays: &[Ray],
+    hits: &mut [Option<MeshHit>],
+) {
+    group.bench_function(single, |b| {
+        b.iter(|| rays.iter().filter_map(|r| kd.ray_closest(r, f32::INFINITY)).map(|h| h.t).sum::<f32>())
+    });
+    group.bench_function(batch, |b| {
+        b.iter(|| {
+            kd.ray_closest_batch(rays, f32::INFINITY, hits);
+            hits.iter().flatten().map(|h| h.t).sum::<f32>()
+        })
+    });
 }
 
 fn chunk_set(c: &mut Criterion) {
@@ -244,15 +257,7 @@ fn chunk_set(c: &mut Criterion) {
         whole_kiln.triangle_count(),
         whole_hits.iter().flatten().count()
     );
-    group.bench_function("kiln_whole", |b| {
-        b.iter(|| rays.iter().filter_map(|r| whole_kiln.ray_closest(r, f32::INFINITY)).map(|h| h.t).sum::<f32>())
-    });
-    group.bench_function("kiln_whole_batch", |b| {
-        b.iter(|| {
-            whole_kiln.ray_closest_batch(&rays, f32::INFINITY, &mut whole_hits);
-            whole_hits.iter().flatten().map(|h| h.t).sum::<f32>()
-        })
-    });
+    mesh_rays(&mut group, ("kiln_whole", "kiln_whole_batch"), &whole_kiln, &rays, &mut whole_hits);
     group.bench_function("parry3d", |b| b.iter(|| rays.iter().filter_map(|r| parry_cast(&whole, r)).sum::<f32>()));
     group.finish();
 }
