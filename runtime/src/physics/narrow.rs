@@ -513,14 +513,15 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
     };
     let before = out.order.len();
     let frame = xa.inv_mul(&xb);
+    let centers = (bodies.set(set_a).position[row_a], bodies.set(set_b).position[row_b]);
     let found = |frame: &Isometry, normal: Vec3| {
         let (a, b) = (sa.shape.local_aabb(), sb.shape.local_aabb());
         let (ra, rb) = (0.5 * (a.max - a.min).length(), 0.5 * (b.max - b.min).length());
         let (center, radius) = if ra <= rb { (a.center(), ra) } else { (frame.transform_point(b.center()), rb) };
-        FoundAt { frame: *frame, normal, center, radius }
+        FoundAt { frame: *frame, normal, center, radius, turn: xa.rotation, offset: centers.0 - centers.1 }
     };
     let old = last_step(input.cache, key, &mut out.cursor);
-    if reuse_manifolds(input, old, (&xa, &frame), Normals::OfA, &manifold, &mut out.order) {
+    if reuse_manifolds(input, old, (&xa, &frame), centers, Normals::OfA, &manifold, &mut out.order) {
         out.reused += 1;
     } else {
         collide_all(&sa.shape, &xa, &sb.shape, &xb, input.margin, &mut |pa, pb, m: &Manifold| {
@@ -598,8 +599,8 @@ fn last_step<'a>(cache: &'a [(u64, u64, u32)], key: u64, cursor: &mut usize) -> 
 /// Where a reused manifold's normals come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Normals {
-    /// The one normal found, fixed in A's shape frame (`FoundAt::normal`): it turns
-    /// with A.
+    /// The one normal found (`FoundAt::normal`, in A's shape frame), kept in the
+    /// world as it was then (`FoundAt::turn`): it does not turn with A.
     OfA,
     /// Each point's own, fixed in the world: terrain, whose triangles never move.
     World,
@@ -608,7 +609,8 @@ enum Normals {
 /// Jolt's body pair cache, with a bound on the error. When last step had manifolds
 /// (`old`) for a pair, pushes them again (made by `manifold(sub)`) instead of colliding
 /// the shapes, and returns true, if since they were found (B's placement in A's frame
-/// was `found.frame` then and is `xf.1` now; A's is `xf.0`):
+/// was `found.frame` then and is `xf.1` now; A's is `xf.0`; the bodies' origins are
+/// `centers`):
 /// - no point has slid more than [`REUSE_SLIDE`] along the surface: the tangential
 ///   part of the offset between its two surface points, one fixed in each shape;
 /// - the smaller shape's bounding sphere has not moved more than [`REUSE_LIFT`] along
@@ -628,10 +630,24 @@ enum Normals {
 /// turn of 0.13° moved a 1 m box's corners that far, and `large_pyramid` collided 18%
 /// of its pairs every step; with these rules 4% (`step_scene large_pyramid 60 1`,
 /// counters of the last step: 12,322 and 14,292 of 14,950 pairs reused).
+///
+/// A pair's reused manifold keeps the linearization it was found with: its normal
+/// stays the world normal of then, and each point's lever arms stay the arms of then
+/// (`FoundAt::turn`, `FoundAt::offset`): they move with the bodies but do not turn
+/// with them. Only the separations follow the bodies' present placements. Arms that
+/// turned with the bodies carried a stack's load over each box's turned base: the
+/// load of a leaning column then leaned it further, as a column on springs does, and
+/// with the soft step's springs (30 Hz) a column of 16 boxes buckled, as did
+/// `large_pyramid` out of its plane after 4 s; frozen, the load stays over the base
+/// it was found on, as on rigid contacts, and both stand (rapier3d freezes its
+/// recycled contacts' arms for the same reason). A fresh collision takes the
+/// present geometry, so the arms are never off by more than the reuse bounds allow.
+/// Terrain items keep following the shape (their normals are the world's already).
 fn reuse_manifolds(
     input: &NarrowInput,
     entries: &[(u64, u64, u32)],
     xf: (&Isometry, &Isometry),
+    centers: (Vec3, Vec3),
     normals: Normals,
     manifold: &dyn Fn(u64) -> Header,
     order: &mut Vec<u32>,
@@ -668,7 +684,10 @@ fn reuse_manifolds(
         // solver fields are stale until the prepare rewrites them, before anything
         // reads them.
         c.set_header(manifold(c.sub));
-        let found_normal = xa.transform_vector(n);
+        // The frozen linearization: the normal and lever arms as they were found,
+        // moved with the bodies but not turned with them (see the notes above).
+        let frozen_normal = found.turn * n;
+        let origin_a = xa.inverse_transform_point(centers.0);
         let count = c.count as usize;
         for (p, s) in c.points[..count].iter_mut().zip(&c.surface[..count]) {
             // From A's surface point to B's, in A's frame: its part along the surface
@@ -680,11 +699,11 @@ fn reuse_manifolds(
                 order.truncate(before);
                 return false;
             }
-            p.point = xa.transform_point(s.a + 0.5 * d);
-            (p.normal, p.separation) = match normals {
-                Normals::OfA => (found_normal, d.dot(n)),
-                Normals::World => (p.normal, xa.transform_vector(d).dot(p.normal)),
+            (p.point, p.normal) = match normals {
+                Normals::OfA => (centers.0 + found.turn * (s.a + 0.5 * d - origin_a), frozen_normal),
+                Normals::World => (xa.transform_point(s.a + 0.5 * d), p.normal),
             };
+            p.separation = xa.transform_vector(d).dot(p.normal);
         }
         order.push(KEPT | e.2);
         c.rewarm_in_place();
@@ -777,7 +796,9 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
     // Kept triangles mean an unedited terrain since they were gathered, and so since
     // last step's manifolds were found (every step in between kept them too).
     let world = (&xf, &frame);
-    if kept && reuse_manifolds(input, last, world, Normals::World, &manifold, &mut out.order) {
+    let (set, row) = bodies.place_of_slot(slot).expect("live body");
+    let centers = (bodies.set(set).position[row], Vec3::ZERO);
+    if kept && reuse_manifolds(input, last, world, centers, Normals::World, &manifold, &mut out.order) {
         out.reused_terrain += 1;
         return;
     }
@@ -830,7 +851,7 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
             // Surface points in the shape's frame and in the world's, as a pair's
             // (see `collide_pair`), for later steps to reuse.
             let normal = xf.inverse_transform_vector(normals[group as usize]);
-            c.found = FoundAt { frame, normal, center, radius };
+            c.found = FoundAt { frame, normal, center, radius, turn: xf.rotation, offset: Vec3::ZERO };
             let count = c.count as usize;
             for (p, s) in c.points[..count].iter().zip(&mut c.surface[..count]) {
                 let half = 0.5 * p.separation * p.normal;

@@ -253,6 +253,13 @@ pub(crate) struct FoundAt {
     /// point lies in it.
     pub center: Vec3,
     pub radius: f32,
+    /// A's shape rotation in the world when the manifold was found. A reused
+    /// manifold keeps the normal and lever arms it had then, turned by this and not
+    /// by the bodies' turns since (see `narrow::reuse_manifolds`).
+    pub turn: Quat,
+    /// Body A's origin minus body B's when the manifold was found: B's lever arm of
+    /// each point is A's plus this while the manifold is reused. Zero for terrain.
+    pub offset: Vec3,
 }
 
 /// What the narrowphase sets on each of its constraints, anew every step: the
@@ -343,7 +350,19 @@ impl Constraint {
     /// `old`, and the normal impulses of points with matching ids.
     pub fn warm_from(&mut self, old: &Constraint) {
         self.rolling_impulse = old.rolling_impulse;
-        self.tangent_impulse = old.tangent_impulse;
+        // The friction turned from the old normal's tangents into the new normal's:
+        // the basis of `tangents` flips where a normal crosses the plane z = 0 (a side
+        // contact along x crosses it with any round-off), and the old impulse applied
+        // along flipped tangents kicked the pair with twice its friction.
+        self.tangent_impulse = match (old.count, self.count) {
+            (0, _) | (_, 0) => old.tangent_impulse,
+            _ => {
+                let (o1, o2) = tangents(old.points[0].normal);
+                let friction = o1 * old.tangent_impulse[0] + o2 * old.tangent_impulse[1];
+                let (t1, t2) = tangents(self.points[0].normal);
+                [friction.dot(t1), friction.dot(t2)]
+            }
+        };
         self.twist_impulse = old.twist_impulse;
         for (p, impulse) in self.points[..self.count as usize].iter().zip(&mut self.normal_impulse) {
             if let Some(j) = old.points().iter().position(|o| o.id == p.id) {
@@ -1630,7 +1649,7 @@ mod tests {
     #[test]
     fn constraints_leave_what_the_solve_derives_to_the_solver() {
         assert_eq!(std::mem::size_of::<ContactPoint>(), 32);
-        assert_eq!(std::mem::size_of::<Constraint>(), 384);
+        assert_eq!(std::mem::size_of::<Constraint>(), 448);
         assert_eq!(Constraint::SOLVER_BYTES, 224, "the solver's part ends in the fourth line");
         assert_eq!(std::mem::align_of::<Constraint>(), 64);
         assert_eq!(std::mem::size_of::<Prepared>(), 328);

@@ -1283,7 +1283,15 @@ impl World {
             let ((center_a, state_a), (center_b, state_b)) = (at(c.row_a), at(c.row_b));
             // Terrain and static bodies: anchors from a fixed point of their own.
             let center_a = if c.row_a == NONE { static_center(bodies, c.body_a, c) } else { center_a };
-            let center_b = if c.row_b == NONE { static_center(bodies, c.body_b, c) } else { center_b };
+            // A pair's lever arms are frozen where its manifold was found (see
+            // `narrow::reuse_manifolds`): B's arms are A's plus the found offset.
+            let center_b = if c.body_b != NONE {
+                center_a - c.found.offset
+            } else if c.row_b == NONE {
+                static_center(bodies, c.body_b, c)
+            } else {
+                center_b
+            };
             let mass = |row: u32| match row {
                 NONE => (0.0, Mat3::ZERO),
                 r => (a.inv_mass[r as usize], a.world_inv_inertia[r as usize]),
