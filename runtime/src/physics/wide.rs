@@ -902,6 +902,108 @@ unsafe fn warm_start<L: Lanes>(b: &Bundle<L>, e: &Extras<L>, states: &Column<Bod
     }
 }
 
+/// What [`normal_block`] found for a bundle: the lanes it solved, their velocities,
+/// and each point slot's accumulated impulse (where the slot takes part, `active`).
+struct Block<L: Lanes> {
+    lanes: L::Mask,
+    va: V3<L>,
+    wa: V3<L>,
+    vb: V3<L>,
+    wb: V3<L>,
+    active: [L::Mask; 4],
+    total: [L; 4],
+}
+
+/// [`solver::normal_block`] on every lane, with the same operations in the same
+/// order: a lane's empty point slots (normal mass 0) are identity rows of the
+/// system, which leave its other rows' bits alone. `terms` are each slot's
+/// `[mass, bias, impulse scale, mass scale]`. A lane that the block does not solve
+/// (fewer than two points, a singular system, an impulse turning negative) is
+/// solved one point after another by the caller; an empty lane counts as solved.
+#[inline(always)]
+fn normal_block<L: Lanes>(
+    b: &Bundle<L>,
+    e: &Extras<L>,
+    (va, wa, vb, wb): (V3<L>, V3<L>, V3<L>, V3<L>),
+    terms: &[[L; 4]; 4],
+    use_bias: bool,
+) -> Block<L> {
+    let zero = L::ZERO;
+    let half = L::splat(0.5);
+    let count = b.count;
+    let (ma, mb) = (b.inv_mass_a, b.inv_mass_b);
+    let (ia, ib) = (&b.inv_inertia_a, &b.inv_inertia_b);
+    let mut k = [[zero; 4]; 4];
+    let mut x = [zero; 4];
+    let mut arms = [(V3::ZERO, V3::ZERO); 4];
+    let mut turned = [(V3::ZERO, V3::ZERO); 4];
+    let mut active = [zero; 4];
+    let mut taking_part = zero;
+    for i in 0..count {
+        let (n, p) = (b.normal_of(e, i), &b.points[i]);
+        let is_active = p.normal_mass.cmpgt(zero);
+        active[i] = L::select(is_active, L::ONE, zero);
+        taking_part = taking_part + active[i];
+        let [_, bias, impulse_scale, mass_scale] = terms[i];
+        arms[i] = (p.anchor_a.cross(n), (p.anchor_a + b.offset).cross(n));
+        turned[i] = (ia.apply(arms[i].0), ib.apply(arms[i].1));
+        let vn = (vb - va).dot(n) + wb.dot(arms[i].1) - wa.dot(arms[i].0);
+        let own = L::ONE / p.normal_mass;
+        let compliance = if use_bias {
+            own * (impulse_scale / mass_scale)
+        } else {
+            own * L::splat(solver::BLOCK_REGULARIZATION)
+        };
+        x[i] = L::select(is_active, -(vn + bias) - compliance * p.normal_impulse, zero);
+        k[i][i] = L::select(is_active, compliance, L::ONE);
+    }
+    for i in 0..count {
+        for j in 0..count {
+            let (ni, nj) = (b.normal_of(e, i), b.normal_of(e, j));
+            let both = (active[i] * active[j]).cmpgt(half);
+            let term = (ma + mb) * ni.dot(nj) + arms[i].0.dot(turned[j].0) + arms[i].1.dot(turned[j].1);
+            k[i][j] = L::select(both, k[i][j] + term, k[i][j]);
+        }
+    }
+    for col in 0..count {
+        for r in col + 1..count {
+            let f = k[r][col] / k[col][col];
+            for cc in col..count {
+                k[r][cc] = k[r][cc] - f * k[col][cc];
+            }
+            x[r] = x[r] - f * x[col];
+        }
+    }
+    for r in (0..count).rev() {
+        let mut sum = x[r];
+        for cc in r + 1..count {
+            sum = sum - k[r][cc] * x[cc];
+        }
+        x[r] = sum / k[r][r];
+    }
+    let mut holds = L::select(taking_part.cmpgt(L::splat(1.5)), L::ONE, zero);
+    let mut total = [zero; 4];
+    for i in 0..count {
+        total[i] = b.points[i].normal_impulse + x[i];
+        let fails = zero.cmpgt(total[i]) | (x[i] - x[i]).is_nan_mask();
+        holds = L::select(fails, zero, holds);
+    }
+    let lanes = holds.cmpgt(half) | taking_part.cmpeq(zero);
+    let (mut va, mut wa, mut vb, mut wb) = (va, wa, vb, wb);
+    let mut masks = [zero.cmpgt(L::ONE); 4];
+    for i in 0..count {
+        let is_active = active[i].cmpgt(half);
+        masks[i] = is_active;
+        let impulse = total[i] - b.points[i].normal_impulse;
+        let j = b.normal_of(e, i) * impulse;
+        va = V3::select(is_active, va - j * ma, va);
+        wa = V3::select(is_active, wa - turned[i].0 * impulse, wa);
+        vb = V3::select(is_active, vb + j * mb, vb);
+        wb = V3::select(is_active, wb + turned[i].1 * impulse, wb);
+    }
+    Block { lanes, va, wa, vb, wb, active: masks, total }
+}
+
 /// [`solver::solve`] on every lane.
 ///
 /// # Safety
@@ -933,7 +1035,7 @@ unsafe fn solve<L: Lanes>(
     let (turn_a, turn_b) = (M3::from_quats(qa), M3::from_quats(qb));
     // The separations' terms first, in a loop of their own: the turns are not needed
     // past it, and keeping them live beside the velocities spilled both.
-    let mut terms = [[zero; 3]; 4];
+    let mut terms = [[zero; 4]; 4];
     for (k, (p, terms)) in b.points[..b.count].iter().zip(&mut terms).enumerate() {
         let n = b.normal_of(e, k);
         let (ta, tb) = (p.anchor_a - n * b.round_a, (p.anchor_a + b.offset) + n * b.round_b);
@@ -949,9 +1051,14 @@ unsafe fn solve<L: Lanes>(
         } else {
             (L::select(speculative, s * inv_h, zero), L::ONE, zero)
         };
-        *terms = [-p.normal_mass * mass_scale, bias, impulse_scale];
+        *terms = [-p.normal_mass * mass_scale, bias, impulse_scale, mass_scale];
     }
-    for (k, &[mass, bias, impulse_scale]) in terms[..b.count].iter().enumerate() {
+    let block = normal_block(b, e, (va, wa, vb, wb), &terms, use_bias);
+    let all = if L::N >= 32 { u32::MAX } else { (1u32 << L::N) - 1 };
+    let every_lane = L::bits(block.lanes) == all;
+    let before = [0, 1, 2, 3].map(|k| b.points[k].normal_impulse);
+    let max_before = if b.bouncy_lanes != 0 { e.max_normal_impulse } else { [zero; 4] };
+    for (k, &[mass, bias, impulse_scale, _]) in terms[..if every_lane { 0 } else { b.count }].iter().enumerate() {
         let n = b.normal_of(e, k);
         let p = &mut b.points[k];
         // As the scalar solve: the arms' turns about the normal, for both the normal
@@ -971,6 +1078,19 @@ unsafe fn solve<L: Lanes>(
         wa -= ia.apply(arm_a) * impulse;
         vb += j * mb;
         wb += ib.apply(arm_b) * impulse;
+    }
+    // The lanes solved as a block take its velocities and impulses.
+    let lanes = block.lanes;
+    (va, wa) = (V3::select(lanes, block.va, va), V3::select(lanes, block.wa, wa));
+    (vb, wb) = (V3::select(lanes, block.vb, vb), V3::select(lanes, block.wb, wb));
+    for k in 0..b.count {
+        let (active, total) = (block.active[k], block.total[k]);
+        let p = &mut b.points[k];
+        p.normal_impulse = L::select(lanes, L::select(active, total, before[k]), p.normal_impulse);
+        if b.bouncy_lanes != 0 {
+            let kept = L::select(active, (total - before[k]).max(max_before[k]), max_before[k]);
+            e.max_normal_impulse[k] = L::select(lanes, kept, e.max_normal_impulse[k]);
+        }
     }
     let normal = b.points[..b.count].iter().fold(L::splat(-0.0), |sum, p| sum + p.normal_impulse);
     // Friction at the manifold's centre, as the scalar solve.
