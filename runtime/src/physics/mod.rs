@@ -19,6 +19,8 @@ mod narrow;
 mod runs;
 pub mod scenes;
 mod solver;
+#[cfg(test)]
+mod stability_tests;
 mod store;
 #[cfg(test)]
 mod tests;

@@ -6,6 +6,8 @@
 //! - [`large_pyramid`]: the Box2D v3 / Box3D benchmark, base 100 (5,050 cubes), sleep
 //!   off.
 //! - [`rain`]: 4,096 spheres and boxes dropped on a 256 m x 256 m voxel terrain of hills.
+//! - [`tower`], [`block`], [`brick_wall`]: the long-horizon stability scenes (a
+//!   column, a cube of cubes, a staggered wall), sleep off.
 
 use glam::{IVec3, Quat, Vec3};
 
@@ -149,6 +151,49 @@ pub fn pyramid(base: usize) -> Scene {
 /// The Box3D benchmark pyramid: base 100, 5,050 cubes, sleep off.
 pub fn large_pyramid() -> Scene {
     Scene { name: "large_pyramid", enable_sleep: false, ..pyramid(100) }
+}
+
+/// A static ground box whose top is `y = 0`, `half` wide in x and z.
+fn ground(half: f32) -> SceneBody {
+    body(MotionType::Static, Vec3::new(0.0, -1.0, 0.0), SceneShape::Cuboid { half: Vec3::new(half, 1.0, half) })
+}
+
+/// A column of `height` unit cubes, one per level, on a static ground box; sleep off.
+pub fn tower(height: usize) -> Scene {
+    let mut bodies = vec![ground(10.0)];
+    for i in 0..height {
+        let position = Vec3::new(0.0, 0.5 + i as f32, 0.0);
+        bodies.push(body(MotionType::Dynamic, position, SceneShape::Cuboid { half: Vec3::splat(0.5) }));
+    }
+    Scene { name: "tower", gravity: Vec3::new(0.0, -10.0, 0.0), enable_sleep: false, bodies, terrain: None }
+}
+
+/// A cube of `side`³ unit cubes, face to face, on a static ground box; sleep off.
+pub fn block(side: usize) -> Scene {
+    let mut bodies = vec![ground(side as f32 + 10.0)];
+    let corner = -0.5 * (side as f32 - 1.0);
+    for (i, j, k) in (0..side).flat_map(|i| (0..side).flat_map(move |j| (0..side).map(move |k| (i, j, k)))) {
+        let position = Vec3::new(corner + k as f32, 0.5 + i as f32, corner + j as f32);
+        bodies.push(body(MotionType::Dynamic, position, SceneShape::Cuboid { half: Vec3::splat(0.5) }));
+    }
+    Scene { name: "block", gravity: Vec3::new(0.0, -10.0, 0.0), enable_sleep: false, bodies, terrain: None }
+}
+
+/// A wall of `rows` courses of bricks (1 m x 0.5 m x 0.5 m), each course shifted by
+/// half a brick from the one below: `per_row` bricks in the even courses, one fewer
+/// in the odd ones, so that the wall's ends are plumb. On a static ground box; sleep
+/// off.
+pub fn brick_wall(rows: usize, per_row: usize) -> Scene {
+    let mut bodies = vec![ground(per_row as f32 + 10.0)];
+    let half = Vec3::new(0.5, 0.25, 0.25);
+    for row in 0..rows {
+        let (shift, count) = if row % 2 == 0 { (0.0, per_row) } else { (0.5, per_row - 1) };
+        for i in 0..count {
+            let position = Vec3::new(i as f32 + shift - 0.5 * per_row as f32, 0.25 + 0.5 * row as f32, 0.0);
+            bodies.push(body(MotionType::Dynamic, position, SceneShape::Cuboid { half }));
+        }
+    }
+    Scene { name: "brick_wall", gravity: Vec3::new(0.0, -10.0, 0.0), enable_sleep: false, bodies, terrain: None }
 }
 
 /// `count` bodies (alternating spheres of radius 0.5 and cubes of half-extent 0.5) in

@@ -915,6 +915,8 @@ pub(crate) const BLOCK_REGULARIZATION: f32 = 1e-4;
 /// points take part (a point takes part when its normal mass is positive), where the
 /// system is singular, or where a point's accumulated impulse would turn negative (a
 /// point that lifts: the block would pull it back).
+// The elimination's indices are the algebra's, as in `wide::normal_block`.
+#[allow(clippy::needless_range_loop)]
 pub(crate) fn normal_block(
     c: &mut Constraint,
     s: &mut Prepared,
@@ -975,7 +977,7 @@ pub(crate) fn normal_block(
         x[r] = sum / k[r][r];
     }
     // (Written so that NaN and infinities fail.)
-    let holds = |i: usize| (c.normal_impulse[i] + x[i]) >= 0.0 && (x[i] - x[i]) == 0.0;
+    let holds = |i: usize| (c.normal_impulse[i] + x[i]) >= 0.0 && x[i].is_finite();
     if !(0..count).all(holds) {
         return None;
     }

@@ -921,6 +921,7 @@ struct Block<L: Lanes> {
 /// (fewer than two points, a singular system, an impulse turning negative) is
 /// solved one point after another by the caller; an empty lane counts as solved.
 #[inline(always)]
+#[allow(clippy::needless_range_loop)] // the elimination's indices are the algebra's
 fn normal_block<L: Lanes>(
     b: &Bundle<L>,
     e: &Extras<L>,
@@ -949,11 +950,8 @@ fn normal_block<L: Lanes>(
         turned[i] = (ia.apply(arms[i].0), ib.apply(arms[i].1));
         let vn = (vb - va).dot(n) + wb.dot(arms[i].1) - wa.dot(arms[i].0);
         let own = L::ONE / p.normal_mass;
-        let compliance = if use_bias {
-            own * (impulse_scale / mass_scale)
-        } else {
-            own * L::splat(solver::BLOCK_REGULARIZATION)
-        };
+        let compliance =
+            if use_bias { own * (impulse_scale / mass_scale) } else { own * L::splat(solver::BLOCK_REGULARIZATION) };
         x[i] = L::select(is_active, -(vn + bias) - compliance * p.normal_impulse, zero);
         k[i][i] = L::select(is_active, compliance, L::ONE);
     }
@@ -985,7 +983,8 @@ fn normal_block<L: Lanes>(
     let mut total = [zero; 4];
     for i in 0..count {
         total[i] = b.points[i].normal_impulse + x[i];
-        let fails = zero.cmpgt(total[i]) | (x[i] - x[i]).is_nan_mask();
+        // As the scalar `is_finite`: an infinity times zero is NaN too.
+        let fails = zero.cmpgt(total[i]) | (x[i] * zero).is_nan_mask();
         holds = L::select(fails, zero, holds);
     }
     let lanes = holds.cmpgt(half) | taking_part.cmpeq(zero);
