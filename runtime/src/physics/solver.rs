@@ -30,6 +30,11 @@
 //! get twice the stiffness. Speculative points (positive separation) only remove the
 //! approach velocity that would close the gap within the substep.
 //!
+//! A manifold's normal points are solved together, as one small linear system
+//! ([`normal_block`]), not one after another: solved in turn, the first point of a
+//! face took more of the load and every resting box leaned toward it (see
+//! `docs/physics-stability.md`).
+//!
 //! Friction acts once per manifold, as in rapier and Bepu, not once per point (Box2D,
 //! Jolt): two tangent impulses at the centre of the points ([`friction_center`]),
 //! along the tangents of the first point's normal, bounded by `friction` times the
