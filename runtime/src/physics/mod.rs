@@ -3,7 +3,8 @@
 //! - [`body`]: bodies as structure of arrays behind generation-checked handles, with
 //!   awake and resting sets so sleeping and static bodies cost nothing per step.
 //! - `narrow.rs`: contact constraints from broadphase pairs and voxel terrain.
-//! - `solver.rs`: the soft-step contact solver over graph colours.
+//! - `solver.rs`: the soft-step contact solver over graph colours (`block.rs`: a
+//!   manifold's normal points solved together).
 //! - `store.rs`: where constraints live from step to step.
 //! - `wide.rs`: the same solver four or eight constraints at a time, in SIMD lanes
 //!   (`lanes.rs`: the lane types, SSE2 and AVX).
@@ -11,6 +12,7 @@
 //! - [`debug`]: debug drawing through the [`debug::DebugDraw`] trait.
 //! - [`World`]: the step that runs them all (see `world.rs` for the stages).
 
+mod block;
 pub mod body;
 pub mod debug;
 mod island;

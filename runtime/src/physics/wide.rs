@@ -914,7 +914,7 @@ struct Block<L: Lanes> {
     total: [L; 4],
 }
 
-/// [`solver::normal_block`] on every lane, with the same operations in the same
+/// [`super::block::normal_block`] on every lane, with the same operations in the same
 /// order: a lane's empty point slots (normal mass 0) are identity rows of the
 /// system, which leave its other rows' bits alone. `terms` are each slot's
 /// `[mass, bias, impulse scale, mass scale]`. A lane that the block does not solve
@@ -950,8 +950,11 @@ fn normal_block<L: Lanes>(
         turned[i] = (ia.apply(arms[i].0), ib.apply(arms[i].1));
         let vn = (vb - va).dot(n) + wb.dot(arms[i].1) - wa.dot(arms[i].0);
         let own = L::ONE / p.normal_mass;
-        let compliance =
-            if use_bias { own * (impulse_scale / mass_scale) } else { own * L::splat(solver::BLOCK_REGULARIZATION) };
+        let compliance = if use_bias {
+            own * (impulse_scale / mass_scale)
+        } else {
+            own * L::splat(super::block::BLOCK_REGULARIZATION)
+        };
         x[i] = L::select(is_active, -(vn + bias) - compliance * p.normal_impulse, zero);
         k[i][i] = L::select(is_active, compliance, L::ONE);
     }

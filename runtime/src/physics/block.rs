@@ -1,0 +1,113 @@
+//! A manifold's normal points solved together: Box2D v2.4's block solver, for up to
+//! four points and with the soft step's compliance, on the scalar path (the bundles
+//! run the same operations in `wide::normal_block`). Why: `docs/physics-stability.md`.
+
+use glam::Vec3;
+
+use super::solver::{Constraint, ContactPoint, Prepared, PreparedPoint};
+
+/// The diagonal term a relax pass adds to each point of [`normal_block`], relative
+/// to the point's own: four points on a face are three degrees of freedom of the
+/// bodies, and the rigid system they make is singular without it. (The solve pass's
+/// softness makes its system regular.)
+pub(crate) const BLOCK_REGULARIZATION: f32 = 1e-4;
+
+/// A manifold's normal points solved together (Box2D v2.4's block solver, for up to
+/// four points), rather than one after another.
+///
+/// Solved one after another, the first point of a manifold took more of the load
+/// than the others: a resting box always leaned toward its first corner, a column of
+/// thirty drifted 25 cm in 100 steps. The
+/// points' impulses `x` solve `(K + C) x = -(vn + bias) - C λ` for the current
+/// normal velocities `vn`, where `K` is the manifold's effective mass matrix (the
+/// inverse of `1 / normal_mass` on the diagonal) and `C` each point's compliance:
+/// for one point alone this is exactly the soft step's impulse
+/// `-normal_mass mass_scale (vn + bias) - impulse_scale λ`, since
+/// `C = K_ii impulse_scale / mass_scale`. Gaussian elimination without pivoting, in
+/// slot order; the bundles (`wide::solve`) run the same operations on every lane, with
+/// a lane's empty slots as identity rows, which change none of the bits.
+///
+/// `None` (the caller solves the points one after another) where fewer than two
+/// points take part (a point takes part when its normal mass is positive), where the
+/// system is singular, or where a point's accumulated impulse would turn negative (a
+/// point that lifts: the block would pull it back).
+// The elimination's indices are the algebra's, as in `wide::normal_block`.
+#[allow(clippy::needless_range_loop)]
+pub(crate) fn normal_block(
+    c: &mut Constraint,
+    s: &mut Prepared,
+    (va, wa, vb, wb): (Vec3, Vec3, Vec3, Vec3),
+    use_bias: bool,
+    terms: &dyn Fn(&ContactPoint, &PreparedPoint) -> (f32, f32, f32),
+) -> Option<((Vec3, Vec3), (Vec3, Vec3))> {
+    let count = c.count as usize;
+    let (ma, mb, ia, ib) = (s.inv_mass_a, s.inv_mass_b, s.inv_inertia_a, s.inv_inertia_b);
+    let mut k = [[0.0f32; 4]; 4];
+    let mut x = [0.0f32; 4];
+    let mut arms = [(Vec3::ZERO, Vec3::ZERO); 4];
+    let mut turned = [(Vec3::ZERO, Vec3::ZERO); 4];
+    let mut active = [false; 4];
+    let mut taking_part = 0;
+    for i in 0..count {
+        let (p, q) = (&c.points[i], &s.points[i]);
+        active[i] = q.normal_mass > 0.0;
+        if !active[i] {
+            k[i][i] = 1.0;
+            continue;
+        }
+        taking_part += 1;
+        let (bias, mass_scale, impulse_scale) = terms(p, q);
+        arms[i] = (q.anchor_a.cross(p.normal), q.anchor_b.cross(p.normal));
+        turned[i] = (ia * arms[i].0, ib * arms[i].1);
+        let vn = (vb - va).dot(p.normal) + wb.dot(arms[i].1) - wa.dot(arms[i].0);
+        let own = 1.0 / q.normal_mass;
+        let compliance = if use_bias { own * (impulse_scale / mass_scale) } else { own * BLOCK_REGULARIZATION };
+        x[i] = -(vn + bias) - compliance * c.normal_impulse[i];
+        k[i][i] = compliance;
+    }
+    if taking_part < 2 {
+        return None;
+    }
+    for i in 0..count {
+        for j in 0..count {
+            if active[i] && active[j] {
+                let (ni, nj) = (c.points[i].normal, c.points[j].normal);
+                k[i][j] += (ma + mb) * ni.dot(nj) + arms[i].0.dot(turned[j].0) + arms[i].1.dot(turned[j].1);
+            }
+        }
+    }
+    for col in 0..count {
+        for r in col + 1..count {
+            let f = k[r][col] / k[col][col];
+            for cc in col..count {
+                k[r][cc] -= f * k[col][cc];
+            }
+            x[r] -= f * x[col];
+        }
+    }
+    for r in (0..count).rev() {
+        let mut sum = x[r];
+        for cc in r + 1..count {
+            sum -= k[r][cc] * x[cc];
+        }
+        x[r] = sum / k[r][r];
+    }
+    // (Written so that NaN and infinities fail.)
+    let holds = |i: usize| (c.normal_impulse[i] + x[i]) >= 0.0 && x[i].is_finite();
+    if !(0..count).all(holds) {
+        return None;
+    }
+    let (mut va, mut wa, mut vb, mut wb) = (va, wa, vb, wb);
+    for i in (0..count).filter(|&i| active[i]) {
+        let total = c.normal_impulse[i] + x[i];
+        let impulse = total - c.normal_impulse[i];
+        c.normal_impulse[i] = total;
+        s.points[i].max_normal_impulse = s.points[i].max_normal_impulse.max(impulse);
+        let j = c.points[i].normal * impulse;
+        va -= j * ma;
+        wa -= turned[i].0 * impulse;
+        vb += j * mb;
+        wb += turned[i].1 * impulse;
+    }
+    Some(((va, wa), (vb, wb)))
+}
