@@ -653,6 +653,8 @@ fn reuse_manifolds(
     order: &mut Vec<u32>,
 ) -> bool {
     let (xa, frame) = xf;
+    // Body A's origin in A's shape frame: its lever arms start there.
+    let origin_a = xa.inverse_transform_point(centers.0);
     let before = order.len();
     // One pass: each entry is renewed where it is while it is checked, and a failed
     // check takes back the entries listed (about one pair in twenty in a resting
@@ -687,7 +689,6 @@ fn reuse_manifolds(
         // The frozen linearization: the normal and lever arms as they were found,
         // moved with the bodies but not turned with them (see the notes above).
         let frozen_normal = found.turn * n;
-        let origin_a = xa.inverse_transform_point(centers.0);
         let count = c.count as usize;
         for (p, s) in c.points[..count].iter_mut().zip(&c.surface[..count]) {
             // From A's surface point to B's, in A's frame: its part along the surface

@@ -89,3 +89,24 @@ fn a_block_of_cubes_and_a_brick_wall_stand_20_s() {
     check("block(10)", &hold(&scenes::block(10), 1200, 2, false), 0.75, 0.02);
     check("brick_wall(20, 50)", &hold(&scenes::brick_wall(20, 50), 1200, 2, true), 0.75, 0.02);
 }
+
+/// A side contact's normal (along x) crosses the plane z = 0 with round-off between
+/// two collisions, and `solver::tangents` flips its basis there: the warm-started
+/// friction must keep its direction in the world, not its coordinates.
+#[test]
+fn warm_started_friction_keeps_its_world_direction_when_the_tangents_flip() {
+    use super::solver::{tangents, Constraint};
+    let contact = |z: f32| {
+        let mut c = Constraint::new(1, 0, 0, 1, 0.6, 0.0);
+        c.push(Vec3::new(0.5, 0.0, 0.0), Vec3::new(1.0, 0.0, z).normalize(), 0.0, 7);
+        c
+    };
+    let (mut old, mut new) = (contact(-1e-6), contact(1e-6));
+    let ((o1, o2), (n1, n2)) = (tangents(old.points[0].normal), tangents(new.points[0].normal));
+    assert!(o1.dot(n1) < 0.0 && o2.dot(n2) < 0.0, "the basis flips across z = 0");
+    old.tangent_impulse = [0.3, -0.7];
+    new.warm_from(&old);
+    let world = |t: (Vec3, Vec3), i: [f32; 2]| t.0 * i[0] + t.1 * i[1];
+    let (before, after) = (world((o1, o2), old.tangent_impulse), world((n1, n2), new.tangent_impulse));
+    assert!(before.distance(after) < 1e-5, "friction {before} became {after}");
+}
