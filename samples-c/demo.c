@@ -71,7 +71,7 @@ static const float DT = 1.0f / 60.0f;
 /* RenderDoc's in-application API (third_party/renderdoc_app.h, MIT). Kiln never
  * presents, so RenderDoc sees no frames by itself: with KILN_RENDERDOC_FRAME=N set and
  * RenderDoc's library in the process (`renderdoccmd capture` preloads it), the demo
- * brackets frame N with StartFrameCapture / EndFrameCapture. The README's Profiling
+ * brackets frame N with StartFrameCapture / EndFrameCapture. docs/gpu.md's Profiling
  * section has the steps. */
 typedef struct {
 #if defined(__linux__)
@@ -302,7 +302,7 @@ int main(int argc, char **argv) {
      * that threshold each time such a block is freed, after which the same blocks
      * (the Vulkan driver's, every frame) land in the heap and fragment it: with the
      * default the resident set grows about 1 MiB per 1,000 frames for the first
-     * 6,000 while the live heap stays flat (see README, "Memory over long runs"). */
+     * 6,000 while the live heap stays flat (see docs/gpu.md, "Memory over long runs"). */
     mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 #endif
     if (kiln_check_linked_abi() != KILN_OK) {

@@ -2,10 +2,10 @@
 # The performance report: runs the criterion benches (all, or the ones named) and
 # writes a markdown table of every ratio they report against their peer (rayon,
 # rapier3d, parry3d, the naive and sequential references), with the machine it ran
-# on, to build/report/figures.md. With --readme it also replaces the generated table
-# in README.md (between the "report:begin" and "report:end" markers).
+# on, to build/report/figures.md. With --docs it also replaces the generated table
+# in docs/BENCHMARKS.md (between the "report:begin" and "report:end" markers).
 #
-#   bash scripts/report.sh [--quick] [--readme] [BENCH ...]
+#   bash scripts/report.sh [--quick] [--docs] [BENCH ...]
 #
 # --quick measures for 3 s after 1 s of warm-up per benchmark (criterion's defaults
 # are 5 s and 3 s); the full run of every bench took 28 minutes on 2 cores.
@@ -16,11 +16,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 
-quick=() readme=0 benches=()
+quick=() docs=0 benches=()
 for arg in "$@"; do
     case $arg in
     --quick) quick=(--warm-up-time 1 --measurement-time 3) ;;
-    --readme) readme=1 ;;
+    --docs) docs=1 ;;
     -*) echo "unknown option $arg" >&2; exit 2 ;;
     *) benches+=("$arg") ;;
     esac
@@ -53,14 +53,14 @@ gpu=$(sed -nE 's/^[a-z_]+: device (.*)$/\1/p' "$out/bench.log" | head -1)
 echo
 cat "$out/figures.md"
 
-if [ "$readme" = 1 ]; then
+if [ "$docs" = 1 ]; then
     python3 - "$out/figures.md" <<'EOF'
 import sys
 table = open(sys.argv[1]).read().strip()
-readme = open("README.md").read()
+page = open("docs/BENCHMARKS.md").read()
 begin, end = "<!-- report:begin -->", "<!-- report:end -->"
-a, b = readme.index(begin) + len(begin), readme.index(end)
-open("README.md", "w").write(readme[:a] + "\n" + table + "\n" + readme[b:])
+a, b = page.index(begin) + len(begin), page.index(end)
+open("docs/BENCHMARKS.md", "w").write(page[:a] + "\n" + table + "\n" + page[b:])
 EOF
-    echo "README.md: the generated table is updated"
+    echo "docs/BENCHMARKS.md: the generated table is updated"
 fi

@@ -2,7 +2,7 @@
 # The whole test suite (the README's second command; CI runs it through .ci/run):
 # formatting, shader freshness, clippy (also with the tracy feature), Rust tests (header freshness included; GPU
 # tests on whatever Vulkan device is present, lavapipe without a GPU, validation on),
-# the exported-symbol list and SONAME, the install step, and the C samples built with
+# the exported-symbol list and SONAME, the install step, the README's C programs, and the C samples built with
 # make (pkg-config, ASan+UBSan) and with CMake (find_package) against the installed
 # package.
 set -euo pipefail
@@ -16,6 +16,9 @@ cargo fmt --all -- --check
 
 step "SPIR-V of vulkan-shaders/ is fresh and valid (glslc, spirv-val)"
 bash scripts/shaders.sh --check
+
+step "module layers (docs/ARCHITECTURE.md)"
+bash scripts/layers.sh
 
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -39,6 +42,9 @@ step "install into a fresh prefix"
 prefix=$PWD/build/test-prefix
 rm -rf "$prefix" build/test-make build/test-cmake
 bash scripts/install.sh "$prefix"
+
+step "the complete C programs of README.md, against the installed package (ASan + UBSan)"
+bash scripts/readme_programs.sh "$prefix"
 
 step "C samples and C tests: make + pkg-config, AddressSanitizer + UndefinedBehaviorSanitizer"
 PKG_CONFIG_PATH=$prefix/lib/pkgconfig make -C samples-c SANITIZE=1 OUT="$PWD/build/test-make" check

@@ -431,7 +431,7 @@ mod tests {
         assert_eq!(borrower.poses(), owned.poses());
     }
 
-    /// Issue 11: the integrated frame (physics step, instances from the last step's
+    /// The integrated frame (physics step, instances from the last step's
     /// poses, BLAS/TLAS update and DDGI probe update in one submission that overlaps
     /// the next step) gives the same physics bits and the same probe irradiance for
     /// 1, 2 and 8 workers; the GPU's TLAS holds the previous step's poses and traces

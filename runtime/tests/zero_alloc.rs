@@ -102,7 +102,7 @@ fn steady_state_broadphase_frames_allocate_nothing() {
     }
 }
 
-/// Issue 7: once the buffers have grown to the scene, world steps (contacts, terrain,
+/// Once the buffers have grown to the scene, world steps (contacts, terrain,
 /// solver, islands) allocate nothing, for any worker count.
 fn world_steps_allocate_nothing() {
     use kiln::physics::scenes;

@@ -1,8 +1,7 @@
 //! Lossy dictionary compression of visibility maps, the CPU reference of
 //! `vulkan-shaders/gi_compress_{match,append}.comp`.
 //!
-//! Following the reference notes (`shared/reference/001_9e5c8190d77d0949.txt`,
-//! "Dictionary Compression"): maps are visited in a given order; each quadrant is
+//! Following the DDGI design's dictionary compression (`docs/gpu.md`): maps are visited in a given order; each quadrant is
 //! compared with the blocks already stored within a look-back window (40,000
 //! quadrant blocks: the reference's 10,000 blocks are whole 16 x 16 maps, and a
 //! window reaching as many texels back holds four times as many quadrants) and

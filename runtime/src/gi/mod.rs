@@ -1,6 +1,6 @@
 //! DDGI: irradiance probes with compressed visibility (Majercik et al., "Dynamic
 //! Diffuse Global Illumination with Ray-Traced Irradiance Fields", JCGT 2019), as
-//! the reference notes adapt it (`shared/reference/001_9e5c8190d77d0949.txt`: L1 SH
+//! Kiln adapts it (`docs/gpu.md`: L1 SH
 //! irradiance in R11G11B10, 16 x 16 octahedral depth maps, back faces at depth 0,
 //! depth clipping, dead probes, dictionary compression with a swizzled order).
 //!

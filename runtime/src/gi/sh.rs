@@ -1,9 +1,8 @@
 //! L1 spherical harmonics: four real, orthonormal basis functions per colour
 //! channel, the representation of a probe's incoming radiance.
 //!
-//! The basis and its signs follow the reference notes
-//! (`shared/reference/001_9e5c8190d77d0949.txt`, "Irradiance Encoded as Spherical
-//! Harmonics"): `Y0 = 0.2821`, `Y1 = -0.4886 y`, `Y2 = 0.4886 z`, `Y3 = -0.4886 x`.
+//! The basis and its signs follow the DDGI design's irradiance encoding in
+//! spherical harmonics (`docs/gpu.md`): `Y0 = 0.2821`, `Y1 = -0.4886 y`, `Y2 = 0.4886 z`, `Y3 = -0.4886 x`.
 //! Irradiance is the radiance convolved with a clamped cosine, which in SH is a
 //! per-band scale (Ramamoorthi and Hanrahan 2001): `A0 = pi`, `A1 = 2 pi / 3`.
 

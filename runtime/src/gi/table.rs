@@ -45,7 +45,7 @@
 //! ([`super::CompressedVisibility::from_entries`]).
 //!
 //! Measured (`cargo bench -p kiln-benches --bench ddgi -- nothing_matches`, all
-//! scenes in the README), the smooth terrain at 1.0 m spacing, swizzled order:
+//! scenes in `docs/gpu.md`), the smooth terrain at 1.0 m spacing, swizzled order:
 //! every texel stored in a table per class, 18.2% of the raw maps; each block with
 //! its own mask and a 16-bit offset, 10.46%; masks by number, in groups, 8.48%.
 

@@ -511,7 +511,7 @@ fn compare_hits(
 /// distance over the triangle's smallest altitude, divided by the cosine of incidence
 /// (the determinant of the ray-triangle system); the slack allows 4 ulps. A small
 /// triangle 100 m from the origin is the case: an H200 gave `u` 5.5e-4 off the CPU's
-/// where this allows 0.023 (twenty-first session); under 1% of hits may use it.
+/// where this allows 0.023; under 1% of hits may use it.
 fn barycentric_slack(view: &TraceScene<'_>, ray: &GpuRay, hit: &GpuHit) -> f32 {
     let instance = &view.instances[hit.instance as usize];
     let blas = view.blas_refs[instance.blas as usize];

@@ -1,4 +1,4 @@
-//! The rigid-body world (issue 7).
+//! The rigid-body world: bodies, contacts, the soft-step solver, islands and sleep.
 //!
 //! - [`body`]: bodies as structure of arrays behind generation-checked handles, with
 //!   awake and resting sets so sleeping and static bodies cost nothing per step.

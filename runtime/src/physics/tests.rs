@@ -495,7 +495,7 @@ fn a_rolling_ball_keeps_its_support_and_rolling_resistance_stops_it() {
     assert!((stopped - expected).abs() < 0.15 * expected, "stopped after {stopped} s, expected about {expected} s");
 }
 
-/// Issue 7: a pyramid of base 20 (210 boxes) stands for 20 s (sleep off) with the
+/// A pyramid of base 20 (210 boxes) stands for 20 s (sleep off) with the
 /// top box within 0.05 m of its start, then, with sleep on, falls asleep.
 #[test]
 fn pyramid_of_210_boxes_stands_and_sleeps() {
@@ -551,8 +551,8 @@ fn pyramid_drift(scene: &Scene, solver: Solver, steps: usize) -> (f32, f32) {
     (worst, speed)
 }
 
-/// Issue 7 asks for sequential impulses (8 velocity and 3 position iterations) or a
-/// soft step shown to be more stable at equal cost. Both make 12 passes over the
+/// The soft step against its alternative, sequential impulses (8 velocity and 3
+/// position iterations): the soft step is the more stable at equal cost. Both make 12 passes over the
 /// constraints per step (soft step: 4 substeps of warm start, solve and relax;
 /// sequential impulses: a warm start, 8 velocity and 3 position passes), the bulk of
 /// the solver's work (`step_scene` times both). On the 210-box pyramid over 20 s the
@@ -582,7 +582,7 @@ fn below_surface(world: &mut World, p: Vec3) -> bool {
     world.terrain_mut().unwrap().ray_cast(&ray, 200.0).is_some_and(|hit| hit.normal.y > 0.0)
 }
 
-/// Issue 7: 4,096 spheres and boxes dropped on voxel terrain settle, none ends below
+/// 4,096 spheres and boxes dropped on voxel terrain settle, none ends below
 /// the surface, and all of them sleep within 30 s. Before the seam and contact-reduction
 /// fixes 10 to 30 stayed awake; the last one (a box across a convex ridge, rocking
 /// between two 2-point lines of its 4-point support) went to sleep once the reduction
@@ -652,7 +652,7 @@ unsafe impl crate::jobs::HostScheduler for ShuffledHost {
     fn finish(&self, _: crate::jobs::HostTaskHandle) {}
 }
 
-/// Issue 7: the hash of all body states after 600 steps of a 1,000-body scene (spheres
+/// The hash of all body states after 600 steps of a 1,000-body scene (spheres
 /// and boxes raining on voxel terrain, piling up, sleeping) is the same for 1, 2 and 8
 /// workers, on the built-in pool and on a host scheduler that shuffles its tasks, and
 /// across two runs.
@@ -735,7 +735,7 @@ fn near_terrain_lists_the_triangles_a_chunk_lookup_finds() {
     assert!(nothing > 10_000 && listed > 2_000 && triangles > 10_000 && unknown > 10_000, "{counts}");
 }
 
-/// Issue 7: a bullet sphere at 200 m/s does not pass through a 0.2 m wall: a static
+/// A bullet sphere at 200 m/s does not pass through a 0.2 m wall: a static
 /// box, and a one-voxel wall of 0.2 m voxel terrain.
 #[test]
 fn a_bullet_at_200_m_per_s_stops_at_a_thin_wall() {
@@ -818,7 +818,7 @@ fn terrain_sweeps_pause_a_body_coming_through_not_one_clipping_the_surface() {
     }
 }
 
-/// Issue 7: a ball thrown at a sleeping stack wakes only the island it touches; the
+/// A ball thrown at a sleeping stack wakes only the island it touches; the
 /// other stack sleeps on. Contact begin events come out for the new touch, and only
 /// for it: the stacks' contacts began once, and neither falling asleep nor waking
 /// ends or begins them again.
@@ -1064,7 +1064,7 @@ fn a_box_sliding_slowly_on_terrain_reuses_its_manifold_and_its_points_follow_it(
     assert!((90..=100).contains(&reused), "reused in {reused} of 120 steps");
 }
 
-/// Issue 7: editing the terrain under a sleeping body wakes it, and it falls into the
+/// Editing the terrain under a sleeping body wakes it, and it falls into the
 /// hole.
 #[test]
 fn a_terrain_edit_under_a_sleeping_body_wakes_it() {
@@ -1086,7 +1086,7 @@ fn a_terrain_edit_under_a_sleeping_body_wakes_it() {
     assert!(y < rest - 1.0, "it fell into the hole: {rest} -> {y}");
 }
 
-/// Issue 7: the narrowphase keeps a shape's terrain triangles while it stays put
+/// The narrowphase keeps a shape's terrain triangles while it stays put
 /// (see `narrow.rs`); an edit under an awake resting body must still reach it. With
 /// sleep off, a box rests for a second, the ground under it is dug out, and it falls.
 #[test]
@@ -1491,7 +1491,7 @@ fn rows_changed_between_stages_are_set_again() {
     between.validate();
 }
 
-/// Issue 7: every stage of a step is a frame-graph pass. A world stepped by a compiled
+/// Every stage of a step is a frame-graph pass. A world stepped by a compiled
 /// graph on the pool ends in the same bits as one stepped directly; the graph's profile
 /// times each physics pass; stages out of order, or a bad `dt`, are refused and change
 /// nothing.

@@ -62,7 +62,7 @@
 //! A single walk pushes only the far child and goes on to the near one in registers,
 //! so the next node's address waits on no stack store and reload: 0.405 -> 0.365 µs
 //! per ray where the tree stays cached (on the 1M mesh the gain is within the host's
-//! noise; see the README's "Where a ray's time goes").
+//! noise; see `docs/design-notes.md`, "kD trees for terrain meshes").
 //!
 //! **Batches.** On a tree larger than the caches a random ray is a chain of
 //! dependent misses: on the bench mesh one visits 51 nodes and tests 10 triangles,
@@ -1800,8 +1800,7 @@ mod rounding_tests {
     use super::*;
     use crate::spatial::tests::Rng;
 
-    /// The compact planes as they were computed before the fortieth session: libm
-    /// floor and ceiling, clamped, then stepped until they contain the planes.
+    /// The compact planes as an earlier build computed them: libm floor and ceiling, clamped, then stepped until they contain the planes.
     fn reference_planes(split0: f32, split1: f32, o: f32, s: f32) -> (u16, u16) {
         let q = |v: f32, up: bool| {
             let x = (v - o) / s;

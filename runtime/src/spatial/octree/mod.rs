@@ -7,8 +7,8 @@
 //! overlapping or nested, and picks the cube, face, point, corner and edge under a
 //! ray.
 //!
-//! The design follows Inexor's multi-octree collision notes
-//! (`shared/reference/002_b6a6e5303b19cbb2.txt`) and fixes the shortcuts they list:
+//! The design follows Inexor's multi-octree collision design and fixes the
+//! shortcuts it takes (`docs/terrain.md`):
 //!
 //! | Inexor                                   | Kiln                                          |
 //! |------------------------------------------|-----------------------------------------------|

@@ -2,7 +2,7 @@
 //!
 //! - [`BruteForce`] expands every solid leaf of every octree to a box and
 //!   intersects them all: obviously right, the oracle of the tests.
-//! - [`pick_linear_scan`] is Inexor's approach (`shared/reference/002_...`): a loop
+//! - [`pick_linear_scan`] is Inexor's approach (see `docs/terrain.md`): a loop
 //!   over all octrees with a bounding-sphere test then a box test, and at every octant
 //!   a box test of all 8 children. Inexor descends into the one child nearest the
 //!   camera by centre distance, which misses hits when that child holds none along
