@@ -105,4 +105,6 @@ pub fn assert_validation_clean(gpu: &Gpu) {
 }
 
 #[cfg(test)]
+mod gi_tests;
+#[cfg(test)]
 mod tests;

@@ -28,6 +28,8 @@ mod store;
 mod tests;
 mod wide;
 mod world;
+#[cfg(test)]
+mod world_tests;
 
 pub use body::{Bodies, BodyDef, BodyError, BodyId, BodySet, BodyShape, MotionType, SetKind, ShapeDef};
 pub use debug::{DebugDraw, DebugDrawFlags};
