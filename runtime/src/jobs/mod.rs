@@ -13,6 +13,7 @@
 //! a reduction gives the same bits on 1 or 64 workers and on any host scheduler.
 
 mod arena;
+mod column;
 mod host;
 mod job;
 mod latch;
@@ -27,6 +28,7 @@ use std::ops::Range;
 use bumpalo::Bump;
 
 pub use arena::{Arenas, FrameArena};
+pub(crate) use column::Column;
 pub use host::{HostExecutor, HostScheduler, HostTask, HostTaskHandle};
 pub use pool::ThreadPool;
 pub use scope::Scope;
@@ -130,14 +132,14 @@ impl<'a> Jobs<'a> {
     {
         let chunks = chunk_count(range.len(), grain);
         assert_eq!(out.len(), chunks, "map_chunks needs one output slot per chunk");
-        let slots = SlotWriter(out.as_mut_ptr());
+        let slots = Column::new(out);
         self.executor.for_each(chunks, &|chunk_indices, worker| {
             let _zone = crate::profiling::job_zone();
             for chunk in chunk_indices {
                 let value = map(chunk_range(&range, grain, chunk), worker);
                 // SAFETY: `chunk < out.len()`, and the executor runs every chunk index
                 // exactly once, so no two writes alias; `out` outlives `for_each`.
-                unsafe { slots.write(chunk, value) };
+                unsafe { *slots.get(chunk) = value };
             }
         });
     }
@@ -149,14 +151,14 @@ impl<'a> Jobs<'a> {
         T: Send,
         F: Fn(usize, &mut T, &Worker) + Sync,
     {
-        let slots = SlotWriter(items.as_mut_ptr());
+        let slots = Column::new(items);
         self.executor.for_each(items.len(), &|indices, worker| {
             let _zone = crate::profiling::job_zone();
             for index in indices {
                 // SAFETY: `index < items.len()` and the executor hands out every index
                 // exactly once, so the `&mut` borrows are disjoint; `items` outlives
                 // `for_each`.
-                f(index, unsafe { slots.get_mut(index) }, worker);
+                f(index, unsafe { slots.get(index) }, worker);
             }
         });
     }
@@ -198,29 +200,6 @@ impl<'a> Jobs<'a> {
         let slots = scratch.alloc_slice_fill_with(chunks, |_| None);
         self.map_chunks(range, grain, slots, |chunk, worker| Some(map(chunk, worker)));
         slots.iter_mut().map(|slot| slot.take().expect("every chunk ran")).reduce(fold)
-    }
-}
-
-/// A raw pointer to output slots that parallel jobs write disjointly.
-struct SlotWriter<T>(*mut T);
-
-// SAFETY: jobs write distinct slots (see `map_chunks`), and T: Send moves across.
-unsafe impl<T: Send> Sync for SlotWriter<T> {}
-
-impl<T> SlotWriter<T> {
-    /// # Safety
-    /// `index` is in bounds and no other thread touches that slot concurrently.
-    unsafe fn write(&self, index: usize, value: T) {
-        // SAFETY: forwarded from the caller.
-        unsafe { *self.0.add(index) = value };
-    }
-
-    /// # Safety
-    /// As for `write`: in bounds, and nobody else borrows that slot meanwhile.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn get_mut(&self, index: usize) -> &mut T {
-        // SAFETY: forwarded from the caller.
-        unsafe { &mut *self.0.add(index) }
     }
 }
 

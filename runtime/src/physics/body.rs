@@ -611,3 +611,15 @@ impl Bodies {
         s.world_inv_inertia[row] = world_inertia(s.rotation[row], s.local_inv_inertia[row]);
     }
 }
+
+/// `v` with at most `max` length. Absurd but finite forces (1e38 N on a light body)
+/// overflow to infinities, and an inertia tensor can mix them into NaN: those
+/// components saturate (NaN to 0), so the state stays finite whatever was applied.
+/// Found by `samples-c/tests/fuzz_api.c`.
+pub(crate) fn saturate(v: Vec3, max: f32) -> Vec3 {
+    if v.is_finite() {
+        return v.clamp_length_max(max);
+    }
+    let v = Vec3::select(v.is_nan_mask(), Vec3::ZERO, v);
+    v.clamp(Vec3::splat(-max), Vec3::splat(max)).clamp_length_max(max)
+}

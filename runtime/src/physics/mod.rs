@@ -14,6 +14,7 @@
 
 mod block;
 pub mod body;
+mod continuous;
 pub mod debug;
 mod island;
 mod lanes;
@@ -23,6 +24,7 @@ pub mod scenes;
 mod solver;
 #[cfg(test)]
 mod stability_tests;
+mod step;
 mod store;
 #[cfg(test)]
 mod tests;

@@ -36,9 +36,9 @@ use std::ops::Range;
 use glam::{IVec3, Vec3};
 
 use super::body::{flags, Bodies, BodyShape, SetKind};
-use super::solver::{Colorable, Column, Constraint, ConstraintTable, FoundAt, Header, NONE};
+use super::solver::{Colorable, Constraint, ConstraintTable, FoundAt, Header, NONE};
 use crate::collide::{collide_all, collide_triangles, Manifold, TriangleSet};
-use crate::jobs::{chunk_count, chunk_range, Jobs};
+use crate::jobs::{chunk_count, chunk_range, Column, Jobs};
 use crate::math::{Aabb, Isometry};
 use crate::shapes::Shape;
 use crate::spatial::{DynamicTree, Pair, ProxyId};

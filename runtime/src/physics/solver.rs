@@ -96,7 +96,7 @@ use super::lanes::{self, Lanes};
 #[cfg(target_arch = "x86_64")]
 use super::lanes::{F16, F8};
 use super::wide::{self, Bundle, Bundles, Width};
-use crate::jobs::{Jobs, Stages};
+use crate::jobs::{Column, Jobs, Stages};
 use crate::math::{prefetch, Isometry};
 
 /// No body (terrain, static, or a body outside the awake set).
@@ -467,47 +467,6 @@ pub(crate) struct StepContext {
     pub restitution_threshold: f32,
 }
 
-/// Mutable access to disjoint elements of one slice from parallel jobs.
-pub(crate) struct Column<T>(*mut T, usize);
-
-// SAFETY: jobs touch disjoint elements (see `rows` and `get`), and T: Send moves
-// across threads.
-unsafe impl<T: Send> Sync for Column<T> {}
-
-impl<T> Column<T> {
-    pub fn new(v: &mut [T]) -> Column<T> {
-        Column(v.as_mut_ptr(), v.len())
-    }
-
-    pub fn len(&self) -> usize {
-        self.1
-    }
-
-    /// # Safety
-    /// No other live borrow overlaps `range` (each job gets its own chunk).
-    #[allow(clippy::mut_from_ref)]
-    pub unsafe fn rows(&self, range: Range<usize>) -> &mut [T] {
-        assert!(range.start <= range.end && range.end <= self.1, "row range out of bounds");
-        // SAFETY: in bounds (checked), disjoint per the caller's contract.
-        unsafe { std::slice::from_raw_parts_mut(self.0.add(range.start), range.len()) }
-    }
-
-    /// Element `i`'s address (for a prefetch: no access, so no contract).
-    pub fn ptr(&self, i: usize) -> *const T {
-        assert!(i < self.1, "row out of bounds");
-        self.0.wrapping_add(i)
-    }
-
-    /// # Safety
-    /// No other thread reads or writes element `i` meanwhile.
-    #[allow(clippy::mut_from_ref)]
-    pub unsafe fn get(&self, i: usize) -> &mut T {
-        assert!(i < self.1, "row out of bounds");
-        // SAFETY: in bounds (checked), exclusive per the caller's contract.
-        unsafe { &mut *self.0.add(i) }
-    }
-}
-
 /// Constraints by index, wherever they are stored: a table of their addresses. A
 /// step's constraints stay in the narrowphase jobs' buffers (and the woken ones in
 /// theirs) and are joined by this table instead of being copied into one array: the
@@ -637,8 +596,8 @@ pub(super) unsafe fn write(states: &Column<BodyState>, row: u32, dynamic: bool, 
         } else {
             // An impulse overflowed (absurd but finite masses and speeds): saturate as
             // the integrator does, so no NaN reaches the next constraint.
-            s.v = super::world::saturate(v, super::MAX_LINEAR_SPEED);
-            s.w = super::world::saturate(w, super::MAX_LINEAR_SPEED);
+            s.v = super::body::saturate(v, super::MAX_LINEAR_SPEED);
+            s.w = super::body::saturate(w, super::MAX_LINEAR_SPEED);
         }
     }
 }

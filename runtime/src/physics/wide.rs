@@ -70,7 +70,8 @@ use glam::{Mat3, Vec3, Vec4};
 use super::lanes::{Lanes, MAX_LANES};
 #[cfg(target_arch = "x86_64")]
 use super::lanes::{F16, F8};
-use super::solver::{self, BodyState, Column, Constraint, ConstraintTable, Frame, Prepared, StepContext, NONE};
+use super::solver::{self, BodyState, Constraint, ConstraintTable, Frame, Prepared, StepContext, NONE};
+use crate::jobs::Column;
 
 /// Four or eight `Vec3`s, one per lane, as three lane values (x, y and z).
 #[derive(Clone, Copy, Debug)]

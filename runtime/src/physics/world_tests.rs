@@ -118,7 +118,7 @@ fn the_step_is_bit_identical_for_any_worker_count_and_scheduler() {
 /// the terrain, from inside their fat boxes to three metres past them.
 #[test]
 fn near_terrain_lists_the_triangles_a_chunk_lookup_finds() {
-    use super::world::Near;
+    use super::continuous::Near;
     use crate::math::{triangle_overlaps_aabb, Aabb};
     let (mut world, _) = scenes::rain(1000).build();
     let pool = inline();
