@@ -4,7 +4,7 @@
 
 use glam::Vec3;
 
-use super::solver::{Constraint, ContactPoint, Prepared, PreparedPoint};
+use super::contact_solver::{Constraint, ContactPoint, Prepared, PreparedPoint};
 
 /// The diagonal term a relax pass adds to each point of [`normal_block`], relative
 /// to the point's own: four points on a face are three degrees of freedom of the

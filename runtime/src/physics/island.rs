@@ -19,7 +19,7 @@
 //! islands and their lazy splitting with something shorter and just as deterministic.
 
 use super::body::BodyId;
-use super::solver::{Constraint, NONE};
+use super::contact_solver::{Constraint, NONE};
 
 /// A sleeping island.
 #[derive(Debug, Default)]

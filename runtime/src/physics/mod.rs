@@ -1,26 +1,36 @@
 //! The rigid-body world: bodies, contacts, the soft-step solver, islands and sleep.
+//! Laid out as Box2D v3 lays out its sources; read in this order:
 //!
-//! - [`body`]: bodies as structure of arrays behind generation-checked handles, with
-//!   awake and resting sets so sleeping and static bodies cost nothing per step.
-//! - `narrow.rs`: contact constraints from broadphase pairs and voxel terrain.
-//! - `solver.rs`: the soft-step contact solver over graph colours (`block.rs`: a
-//!   manifold's normal points solved together).
-//! - `store.rs`: where constraints live from step to step.
-//! - `wide.rs`: the same solver four or eight constraints at a time, in SIMD lanes
-//!   (`lanes.rs`: the lane types, SSE2 and AVX).
-//! - `island.rs`: islands by union-find, sleeping groups, waking.
-//! - [`debug`]: debug drawing through the [`debug::DebugDraw`] trait.
-//! - [`World`]: the step that runs them all (see `world.rs` for the stages).
+//! - [`World`] (`world.rs`): the API of bodies, shapes and terrain; [`body`]: bodies
+//!   as structure of arrays behind generation-checked handles, with awake and
+//!   resting sets so sleeping and static bodies cost nothing per step.
+//! - `step.rs`: the step's stages, in execution order (broadphase, narrowphase,
+//!   prepare, solve, sleep); `continuous.rs`: fast bodies swept against static
+//!   geometry.
+//! - `narrow.rs`: contact constraints from broadphase pairs and voxel terrain, and the
+//!   reuse of resting manifolds; `store.rs`: where constraints live from step to step.
+//! - `contact_solver.rs`: one contact constraint's layout and maths (soft step,
+//!   friction at the manifold's centre, restitution); `block.rs`: a manifold's normal
+//!   points solved together.
+//! - `constraint_graph.rs`: graph colouring, bundles and the stages of the solve;
+//!   `solver.rs`: the plan that runs those stages in one parallel region.
+//! - `simd/`: the same constraint maths 4, 8 or 16 constraints at a time.
+//! - `island.rs`: islands by union-find, sleeping groups, waking; `runs.rs`: sorted
+//!   runs merged for the contact lists.
+//! - [`debug`]: debug drawing through the [`debug::DebugDraw`] trait; [`scenes`]: the
+//!   benchmark and test scenes, shared with the benches.
 
 mod block;
 pub mod body;
+mod constraint_graph;
+mod contact_solver;
 mod continuous;
 pub mod debug;
 mod island;
-mod lanes;
 mod narrow;
 mod runs;
 pub mod scenes;
+mod simd;
 mod solver;
 #[cfg(test)]
 mod stability_tests;
@@ -28,7 +38,6 @@ mod step;
 mod store;
 #[cfg(test)]
 mod tests;
-mod wide;
 mod world;
 #[cfg(test)]
 mod world_tests;

@@ -36,7 +36,8 @@ use std::ops::Range;
 use glam::{IVec3, Vec3};
 
 use super::body::{flags, Bodies, BodyShape, SetKind};
-use super::solver::{Colorable, Constraint, ConstraintTable, FoundAt, Header, NONE};
+use super::constraint_graph::Colorable;
+use super::contact_solver::{Constraint, ConstraintTable, FoundAt, Header, NONE};
 use crate::collide::{collide_all, collide_triangles, Manifold, TriangleSet};
 use crate::jobs::{chunk_count, chunk_range, Column, Jobs};
 use crate::math::{Aabb, Isometry};

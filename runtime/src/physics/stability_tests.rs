@@ -91,11 +91,11 @@ fn a_block_of_cubes_and_a_brick_wall_stand_20_s() {
 }
 
 /// A side contact's normal (along x) crosses the plane z = 0 with round-off between
-/// two collisions, and `solver::tangents` flips its basis there: the warm-started
+/// two collisions, and `contact_solver::tangents` flips its basis there: the warm-started
 /// friction must keep its direction in the world, not its coordinates.
 #[test]
 fn warm_started_friction_keeps_its_world_direction_when_the_tangents_flip() {
-    use super::solver::{tangents, Constraint};
+    use super::contact_solver::{tangents, Constraint};
     let contact = |z: f32| {
         let mut c = Constraint::new(1, 0, 0, 1, 0.6, 0.0);
         c.push(Vec3::new(0.5, 0.0, 0.0), Vec3::new(1.0, 0.0, z).normalize(), 0.0, 7);

@@ -9,11 +9,12 @@ use std::time::Instant;
 use glam::{Mat3, Quat, Vec3};
 
 use super::body::{flags, saturate, Bodies, BodyError, SetKind};
+use super::constraint_graph::Colorable;
+use super::constraint_graph::{BodyPass, Op, Pass};
+use super::contact_solver::{BodyState, Constraint, ConstraintTable, Frame, Softness, StepContext, NONE};
 use super::narrow::{self, shape_ref, Kept, NarrowInput, NarrowOut, TerrainItem, KEPT, TERRAIN};
 use super::runs;
-use super::solver::{
-    self, BodyPass, BodyState, Colorable, Constraint, ConstraintTable, Frame, Op, Pass, Softness, StepContext, NONE,
-};
+use super::solver;
 use super::world::*;
 use crate::frame::{FrameGraph, GraphError, PassId, Res};
 use crate::jobs::{Column, Jobs};

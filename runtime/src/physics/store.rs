@@ -8,7 +8,7 @@
 //! Fresh constraints come from the narrowphase jobs' own buffers and are copied in
 //! once; constraints of pairs that stopped touching or went to sleep give their slots
 //! back. Slots live in fixed pages, so a constraint's address holds for as long as it
-//! does (the step's [`ConstraintTable`](super::solver::ConstraintTable) holds
+//! does (the step's [`ConstraintTable`](super::contact_solver::ConstraintTable) holds
 //! addresses), and growing allocates a page only when every slot is taken: a scene's
 //! steady state allocates nothing.
 //!
@@ -19,7 +19,7 @@
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
-use super::solver::Constraint;
+use super::contact_solver::Constraint;
 
 /// Constraints per page (384 KiB).
 const PAGE: usize = 1024;

@@ -34,9 +34,11 @@
 use glam::{IVec3, Quat, Vec3};
 
 use super::body::{flags, saturate, Bodies, BodyDef, BodyError, BodyId, MotionType, SetKind, ShapeDef};
+use super::constraint_graph::Op;
+use super::constraint_graph::{Colorable, Coloring};
+use super::contact_solver::{BodyState, Constraint, ConstraintTable, NONE};
 use super::island::Islands;
 use super::narrow::{shape_ref, NarrowOut, TerrainItem, TERRAIN};
-use super::solver::{BodyState, Colorable, Coloring, Constraint, ConstraintTable, Op, NONE};
 use super::store::ConstraintStore;
 use crate::jobs::Jobs;
 use crate::math::{Aabb, Isometry};
@@ -125,7 +127,7 @@ pub enum Solver {
     /// Sequential impulses as Box2D v2.4 steps: a warm start, `velocity_iterations`
     /// rigid passes, the positions integrated over the whole step, then
     /// `position_iterations` passes of non-linear Gauss-Seidel position correction
-    /// (see `solver::correct_positions`). With 8 and 3, the 12 passes of the soft
+    /// (see `contact_solver::correct_positions`). With 8 and 3, the 12 passes of the soft
     /// step. The reference the soft step was chosen over (`physics::tests`,
     /// `step_scene`).
     SequentialImpulses { velocity_iterations: u32, position_iterations: u32 },

@@ -994,8 +994,8 @@ fn the_wide_solver_steps_the_same_states_as_the_scalar_solver() {
     // Every CI machine has AVX; elsewhere four lanes stand alone. Sixteen where the CPU
     // has AVX-512F (this project's CI and device machines do).
     let mut widths = vec![1, 4];
-    widths.extend(super::lanes::eight_available().then_some(8));
-    widths.extend(super::lanes::sixteen_available().then_some(16));
+    widths.extend(super::simd::lanes::eight_available().then_some(8));
+    widths.extend(super::simd::lanes::sixteen_available().then_some(16));
     for (scene, steps) in [(scenes::pyramid(20), 240), (scenes::rain(600), 240)] {
         let run = |lanes: usize| {
             let (mut world, ids) = scene.build();

@@ -39,7 +39,7 @@
 //! (alternating runs of `step_scene large_pyramid 40 1`, best of four); the scalar
 //! prepare-and-pack had been 12% of the step.
 //!
-//! Every lane computes exactly what [`solver::solve`] and [`solver::warm_start`]
+//! Every lane computes exactly what [`contact_solver::solve`] and [`contact_solver::warm_start`]
 //! compute, operation for operation, so a bundle's result equals the scalar
 //! solver's (the tests compare them with `==`; the only difference is the sign of a
 //! zero, from adding the empty points of a lane with fewer than the bundle's
@@ -53,7 +53,7 @@
 //!   them), the largest normal impulses (restitution), rolling resistance (the
 //!   rain's spheres);
 //! - A's anchors and the offset between the centres, not both sides' anchors
-//!   ([`solver::Frame::offset`]: both paths add it the same way);
+//!   ([`contact_solver::Frame::offset`]: both paths add it the same way);
 //! - six values of each world inverse inertia ([`S3`]), which are symmetric.
 //!
 //! A bundle of eight is 2,048 bytes instead of 3,136; `large_pyramid` at one worker
@@ -70,8 +70,9 @@ use glam::{Mat3, Vec3, Vec4};
 use super::lanes::{Lanes, MAX_LANES};
 #[cfg(target_arch = "x86_64")]
 use super::lanes::{F16, F8};
-use super::solver::{self, BodyState, Constraint, ConstraintTable, Frame, Prepared, StepContext, NONE};
 use crate::jobs::Column;
+use crate::physics::contact_solver;
+use crate::physics::contact_solver::{BodyState, Constraint, ConstraintTable, Frame, Prepared, StepContext, NONE};
 
 /// Four or eight `Vec3`s, one per lane, as three lane values (x, y and z).
 #[derive(Clone, Copy, Debug)]
@@ -289,9 +290,9 @@ pub(crate) struct Bundle<L: Lanes> {
     /// (`bent_lanes`), and friction's tangents and twist axis.
     normal: V3<L>,
     /// A's centre minus B's: every anchor relative to B is the one relative to A
-    /// plus this ([`solver::Frame::offset`]), so B's are not stored.
+    /// plus this ([`contact_solver::Frame::offset`]), so B's are not stored.
     offset: V3<L>,
-    /// Friction at the manifold's centre (see [`solver::friction_center`]),
+    /// Friction at the manifold's centre (see [`contact_solver::friction_center`]),
     /// relative to A's centre.
     friction_anchor_a: V3<L>,
     tangent_mass: [L; 2],
@@ -396,7 +397,7 @@ impl<L: Lanes> Bundle<L> {
 
     /// Packs constraint `index` into `lane`, which must be empty, and what only
     /// some lanes need into `extras`, this bundle's block (each part set up when the
-    /// bundle takes its first lane that needs it). Only what [`solver::prepare`]
+    /// bundle takes its first lane that needs it). Only what [`contact_solver::prepare`]
     /// starts from goes in: the anchors, normals, separations and impulses;
     /// [`Width::finish`] computes the rest for every lane at once, once all are
     /// packed. The constraint is only read.
@@ -407,12 +408,12 @@ impl<L: Lanes> Bundle<L> {
         // Past a lane's count its points stay zero. A point's normal mass holds 1
         // until `finish` (which computes masses only where it finds one) and its
         // base separation the separation.
-        let center = solver::friction_center(c);
+        let center = contact_solver::friction_center(c);
         for ((w, p), &impulse) in self.points.iter_mut().zip(c.points()).zip(&c.normal_impulse) {
             w.anchor_a.set(lane, p.point - frame.center_a);
             w.base_separation.set(lane, p.separation);
             w.normal_mass.set(lane, 1.0);
-            w.twist_arm.set(lane, solver::twist_arm(p, center));
+            w.twist_arm.set(lane, contact_solver::twist_arm(p, center));
             w.normal_impulse.set(lane, impulse);
         }
         let first = c.points[0].normal;
@@ -461,7 +462,7 @@ impl<L: Lanes> Bundle<L> {
             self.rolling_lanes |= 1 << lane;
             let r = &mut extras.rolling;
             r.resistance.set(lane, c.rolling_resistance);
-            r.mass.set(lane, solver::rolling_mass(frame.inv_inertia_a, frame.inv_inertia_b));
+            r.mass.set(lane, contact_solver::rolling_mass(frame.inv_inertia_a, frame.inv_inertia_b));
             r.impulse.set(lane, c.rolling_impulse);
         }
     }
@@ -563,7 +564,7 @@ impl<L: Lanes> Bundle<L> {
 
     /// Writes the A (`side` 0) or B dynamic bodies' velocities back as the first row
     /// of their states at `at` (with `dp.xy` as [`gather`] read it). A velocity that
-    /// overflowed takes [`solver::write`], which saturates it.
+    /// overflowed takes [`contact_solver::write`], which saturates it.
     ///
     /// # Safety
     /// `at` is [`Bundle::states`] of `states`, and the caller is the only thread
@@ -577,7 +578,7 @@ impl<L: Lanes> Bundle<L> {
     ) {
         let (rows, inv_mass) =
             if side == 0 { (self.row_a.as_ref(), self.inv_mass_a) } else { (self.row_b.as_ref(), self.inv_mass_b) };
-        // `(v + w).is_finite()` as `solver::write` asks it: `x * 0` is a zero for
+        // `(v + w).is_finite()` as `contact_solver::write` asks it: `x * 0` is a zero for
         // finite x and NaN for infinities and NaN.
         let (sum, zero) = (v + w, L::ZERO);
         let finite = L::bits(((sum.x * zero) + (sum.y * zero) + (sum.z * zero)).cmpeq(zero));
@@ -597,7 +598,7 @@ impl<L: Lanes> Bundle<L> {
         if overflowed != 0 {
             for i in (0..L::N).filter(|i| overflowed >> i & 1 == 1) {
                 // SAFETY: forwarded from the caller.
-                unsafe { solver::write(states, rows[i], true, v.lane(i), w.lane(i)) };
+                unsafe { contact_solver::write(states, rows[i], true, v.lane(i), w.lane(i)) };
             }
         }
     }
@@ -623,13 +624,13 @@ pub(crate) trait Width: Lanes {
     /// [`finish`]: the effective masses and base separations of a packed bundle.
     fn finish(b: &mut Bundle<Self>, e: &Extras<Self>);
 
-    /// [`solver::warm_start`] on every lane.
+    /// [`contact_solver::warm_start`] on every lane.
     ///
     /// # Safety
     /// The bundle's dynamic bodies are touched by no other thread meanwhile.
     unsafe fn warm_start(b: &Bundle<Self>, e: &Extras<Self>, states: &Column<BodyState>);
 
-    /// [`solver::solve`] on every lane.
+    /// [`contact_solver::solve`] on every lane.
     ///
     /// # Safety
     /// As [`Width::warm_start`].
@@ -802,13 +803,13 @@ fn relative<L: Lanes>(va: V3<L>, wa: V3<L>, vb: V3<L>, wb: V3<L>, ra: V3<L>, rb:
     vb + wb.cross(rb) - va - wa.cross(ra)
 }
 
-/// As [`solver::angular`]: `inv_inertia * (anchor x d)`.
+/// As [`contact_solver::angular`]: `inv_inertia * (anchor x d)`.
 #[inline(always)]
 fn angular<L: Lanes>(inv_inertia: &S3<L>, anchor: V3<L>, d: V3<L>) -> V3<L> {
     inv_inertia.apply(anchor.cross(d))
 }
 
-/// As [`solver::tangents`], which gives every point its tangents at each use.
+/// As [`contact_solver::tangents`], which gives every point its tangents at each use.
 #[inline(always)]
 fn tangents<L: Lanes>(n: V3<L>) -> (V3<L>, V3<L>) {
     let zero = L::ZERO;
@@ -821,7 +822,7 @@ fn tangents<L: Lanes>(n: V3<L>) -> (V3<L>, V3<L>) {
     (t1, t2)
 }
 
-/// The rest of [`solver::prepare`] for every lane of a bundle that
+/// The rest of [`contact_solver::prepare`] for every lane of a bundle that
 /// [`Bundle::prepare_lane`] packed, operation for operation as the scalar prepare
 /// computes it: the twist mass, and each point's base separation and effective
 /// masses. Points a lane does not have (normal mass 0) keep zero masses.
@@ -860,7 +861,7 @@ fn effective<L: Lanes>(masses: L, (ia, ra): (&S3<L>, V3<L>), (ib, rb): (&S3<L>, 
     masses + ra.cross(d).dot(angular(ia, ra, d)) + rb.cross(d).dot(angular(ib, rb, d))
 }
 
-/// [`solver::warm_start`] on every lane.
+/// [`contact_solver::warm_start`] on every lane.
 ///
 /// # Safety
 /// The bundle's dynamic bodies are touched by no other thread meanwhile.
@@ -877,7 +878,7 @@ unsafe fn warm_start<L: Lanes>(b: &Bundle<L>, e: &Extras<L>, states: &Column<Bod
         wb = V3::select(rolls, wb + b.inv_inertia_b.apply(r.impulse), wb);
     }
     let (ia, ib) = (&b.inv_inertia_a, &b.inv_inertia_b);
-    // The twist axes as the prepare computes them ([`solver::Prepared::twist_axes`]).
+    // The twist axes as the prepare computes them ([`contact_solver::Prepared::twist_axes`]).
     wa -= ia.apply(b.normal) * b.twist_impulse;
     wb += ib.apply(b.normal) * b.twist_impulse;
     let (mut torque_a, mut torque_b) = (V3::ZERO, V3::ZERO);
@@ -915,7 +916,7 @@ struct Block<L: Lanes> {
     total: [L; 4],
 }
 
-/// [`super::block::normal_block`] on every lane, with the same operations in the same
+/// [`crate::physics::block::normal_block`] on every lane, with the same operations in the same
 /// order: a lane's empty point slots (normal mass 0) are identity rows of the
 /// system, which leave its other rows' bits alone. `terms` are each slot's
 /// `[mass, bias, impulse scale, mass scale]`. A lane that the block does not solve
@@ -954,7 +955,7 @@ fn normal_block<L: Lanes>(
         let compliance = if use_bias {
             own * (impulse_scale / mass_scale)
         } else {
-            own * L::splat(super::block::BLOCK_REGULARIZATION)
+            own * L::splat(crate::physics::block::BLOCK_REGULARIZATION)
         };
         x[i] = L::select(is_active, -(vn + bias) - compliance * p.normal_impulse, zero);
         k[i][i] = L::select(is_active, compliance, L::ONE);
@@ -1007,7 +1008,7 @@ fn normal_block<L: Lanes>(
     Block { lanes, va, wa, vb, wb, active: masks, total }
 }
 
-/// [`solver::solve`] on every lane.
+/// [`contact_solver::solve`] on every lane.
 ///
 /// # Safety
 /// The bundle's dynamic bodies are touched by no other thread meanwhile.
@@ -1156,7 +1157,7 @@ mod tests {
 
     use super::*;
     use crate::collide::tests::lcg;
-    use crate::physics::solver::{prepare, warm_start, Frame, Softness};
+    use crate::physics::contact_solver::{prepare, warm_start, Frame, Softness};
 
     fn vec(seed: &mut u64, scale: f32) -> Vec3 {
         Vec3::new(lcg(seed), lcg(seed), lcg(seed)) * scale
@@ -1317,7 +1318,7 @@ mod tests {
                     for (c, s) in constraints.iter_mut().zip(&mut prepared) {
                         match pass {
                             0 => warm_start(c, s, &scalar_col),
-                            _ => solver::solve(c, s, &scalar_col, &ctx, pass != 2),
+                            _ => contact_solver::solve(c, s, &scalar_col, &ctx, pass != 2),
                         }
                     }
                     match pass {
