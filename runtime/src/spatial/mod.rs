@@ -14,6 +14,4 @@ pub use kdtree::{KdError, KdMesh, MeshHit, MeshMode, TriMesh, KD_MAX_DEPTH, RAY_
 pub use tree::{Balancing, DynamicTree, ProxyId, TreeConfig, TreeQuality};
 
 #[cfg(test)]
-mod kdtree_tests;
-#[cfg(test)]
 pub(crate) mod tests;

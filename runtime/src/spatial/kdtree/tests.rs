@@ -2,9 +2,9 @@
 
 use glam::Vec3;
 
-use super::kdtree::{KdError, KdMesh, MeshHit, MeshMode, TreeWalk, TriMesh, KD_MAX_DEPTH};
-use super::tests::Rng;
+use super::{KdError, KdMesh, MeshHit, MeshMode, TreeWalk, TriMesh, KD_MAX_DEPTH};
 use crate::math::{ray_triangle, triangle_overlaps_aabb, Aabb, Ray};
+use crate::spatial::tests::Rng;
 
 /// `count` random triangles (sizes from slivers to 2 m) in a 20 m box.
 fn soup(seed: u64, count: usize) -> TriMesh {
