@@ -25,7 +25,6 @@ SIDEWAYS = {("runtime", "frame"), ("gpu", "gi")}
 # (docs/ARCHITECTURE.md), with the files that make them. Nothing may join them.
 KNOWN = {
     ("gi", "gpu"): {"gi/scenes.rs", "gi/update.rs", "gi/tests.rs"},
-    ("gpu", "physics"): {"gpu/ray_tracer.rs", "gpu/tests.rs"},
 }
 
 root = pathlib.Path("runtime/src")

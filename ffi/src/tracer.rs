@@ -27,6 +27,7 @@ use kiln_core::gpu::{
 };
 
 use kiln_core::math::{Isometry, Quat, Vec3};
+use kiln_core::physics::BodyId;
 
 use crate::abi::{
     ffi_call, non_null, read_checked, read_def, write_out, CountedOut, Error, KilnStatus, KILN_ERROR_DEVICE_LOST,
@@ -644,7 +645,7 @@ pub unsafe extern "C" fn kiln_tracer_follow_body(
                     format!("the tracer follows bodies of world {world:?}; this body is in {:?}", body.world),
                 ));
             }
-            entry.tracer.follow_body(instance, key, &local).map_err(gpu_error)?;
+            entry.tracer.follow_body(instance, key.to_bits(), &local).map_err(gpu_error)?;
             entry.world = Some(body.world);
             Ok(())
         })
@@ -682,7 +683,7 @@ pub unsafe extern "C" fn kiln_tracer_sync_world(
                     KILN_ERROR_INVALID_ARGUMENT,
                     format!("the tracer follows bodies of world {followed:?}, not {world:?}"),
                 )),
-                _ => Ok(entry.tracer.sync_world(state)),
+                _ => Ok(entry.tracer.sync_poses(|key| state.transform(BodyId::from_bits(key)).ok())),
             })
         })?;
         if !out_hidden.is_null() {

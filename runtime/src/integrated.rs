@@ -140,7 +140,7 @@ impl GpuSide {
     fn submit(&mut self, poses: &Poses) -> Result<(), GpuError> {
         self.timing = GpuFrameTiming::default();
         if poses.frame.is_some() {
-            self.tracer.sync_poses(|body| poses.get(body));
+            self.tracer.sync_poses(|key| poses.get(BodyId::from_bits(key)));
         }
         self.timing.probes_updated = match self.gi.as_mut() {
             Some(gi) => gi.update_async(&mut self.tracer)?,
@@ -338,7 +338,7 @@ pub fn demo_frame(scene: &Scene, tracer: Option<RayTracer>, gi: Option<DemoGi>) 
         };
         let pose = world.transform(id).expect("a body of the scene");
         let instance = tracer.add_instance(mesh, &isometry_affine(&pose), u32::MAX, id.index)?;
-        tracer.follow_body(instance, id, &IDENTITY)?;
+        tracer.follow_body(instance, id.to_bits(), &IDENTITY)?;
     }
     let volume = match (gi, extent) {
         (Some(setup), Some(size)) => {
@@ -354,6 +354,175 @@ pub fn demo_frame(scene: &Scene, tracer: Option<RayTracer>, gi: Option<DemoGi>) 
         _ => None,
     };
     Ok(IntegratedFrame::new(world, Some(GpuSide::new(tracer, volume))))
+}
+
+/// The ray tracer following a world's bodies: physics and the GPU tied together here,
+/// above both.
+#[cfg(test)]
+mod follow_tests {
+    use crate::gpu::tests::{compare_hits, reference_hits};
+    use crate::gpu::*;
+    use crate::physics::BodyId;
+    use crate::spatial::tests::Rng;
+
+    #[test]
+    fn ray_tracer_follows_bodies_skins_and_matches_the_cpu_reference() {
+        use crate::math::Isometry;
+        use crate::physics::{BodyDef, ShapeDef, World, WorldDef};
+        use crate::shapes::Shape;
+        let Some(gpu) = test_gpu("ray_tracer_follows_bodies_skins_and_matches_the_cpu_reference") else {
+            return;
+        };
+        let mut tracer = RayTracer::with_gpu(gpu).unwrap();
+        let mut rng = Rng(99);
+        // An empty scene traces misses without touching the device.
+        let probe = [GpuRay { dir: [0.0, -1.0, 0.0], t_max: f32::INFINITY, mask: u32::MAX, ..GpuRay::default() }];
+        let mut one = [GpuHit::default()];
+        tracer.trace(&probe, TraceMode::Closest, &mut one).unwrap();
+        assert_eq!(one[0].instance, NO_HIT);
+
+        // Ground: a 40 x 40 grid at y = 0 centred on the origin; a cube mesh for bodies.
+        let (ground, ground_tris) = grid_mesh(40, 1.0, |_, _| 0.0);
+        let ground_mesh = tracer.add_mesh(&ground, &ground_tris).unwrap();
+        tracer
+            .add_instance(ground_mesh, &[[1.0, 0.0, 0.0, -20.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, -20.0]], 1, 0)
+            .unwrap();
+        let (cube, cube_tris) = box_mesh([1.0, 1.0, 1.0]);
+        let cube_mesh = tracer.add_mesh(&cube, &cube_tris).unwrap();
+        // A skinned 10 x 10 sheet with 4 bones hovering above.
+        let (rest, sheet_tris) = grid_mesh(10, 1.0, |_, _| 6.0);
+        let joints = rest.iter().map(|p| [(p[0] / 3.0) as u16 % 4, 0, 0, 0]).collect();
+        let weights = vec![[1.0, 0.0, 0.0, 0.0]; rest.len()];
+        let skin = SkinData::new(rest, joints, weights, 4).unwrap();
+        let sheet = tracer.add_skinned_instance(skin, &sheet_tris, &IDENTITY, 2, 7).unwrap();
+
+        // 20 boxes falling onto a static floor, each mirrored by a cube instance scaled to
+        // the box's half extents.
+        let mut world = World::new(WorldDef::default());
+        let floor = world.create_body(&BodyDef { motion: crate::physics::MotionType::Static, ..BodyDef::default() });
+        let floor = floor.unwrap();
+        world.add_shape(floor, Shape::cuboid(glam::Vec3::new(20.0, 0.5, 20.0)).unwrap(), ShapeDef::default()).unwrap();
+        let mut bodies = Vec::new();
+        for i in 0..20 {
+            let p = glam::Vec3::new(rng.range(-8.0, 8.0), 2.0 + i as f32, rng.range(-8.0, 8.0));
+            let body = world.create_body(&BodyDef { transform: Isometry::from_translation(p), ..BodyDef::default() });
+            let body = body.unwrap();
+            let half = rng.vec3(0.2, 0.8);
+            world.add_shape(body, Shape::cuboid(half).unwrap(), ShapeDef::default()).unwrap();
+            let scale = [[half.x, 0.0, 0.0, 0.0], [0.0, half.y, 0.0, 0.0], [0.0, 0.0, half.z, 0.0]];
+            let instance = tracer.add_instance(cube_mesh, &scale, 1, 100 + i).unwrap();
+            tracer.follow_body(instance, body.to_bits(), &scale).unwrap();
+            bodies.push((body, instance));
+        }
+        let pool = crate::jobs::ThreadPool::new(0);
+        let mut bones = vec![vec![IDENTITY; 4]];
+        for frame in 0..3u32 {
+            for _ in 0..20 {
+                world.step(1.0 / 60.0, pool.jobs()).unwrap();
+            }
+            if frame == 2 {
+                // A destroyed body's instance is hidden, not left behind.
+                world.destroy_body(bodies[0].0).unwrap();
+            }
+            let hidden = tracer.sync_poses(|key| world.transform(BodyId::from_bits(key)).ok());
+            assert_eq!(hidden, u32::from(frame == 2));
+            bones[0] = (0..4)
+                .map(|b| {
+                    let (s, c) = (0.3 * (b + frame) as f32).sin_cos();
+                    [[c, -s, 0.0, b as f32], [s, c, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]
+                })
+                .collect();
+            tracer.set_bones(sheet, &bones[0]).unwrap();
+            // Rays from above aimed at the bodies and the sheet, plus random ones.
+            let rays: Vec<GpuRay> = (0..20_000)
+                .map(|i| {
+                    let origin = glam::Vec3::new(rng.range(-12.0, 12.0), 30.0, rng.range(-12.0, 12.0));
+                    let dir = if i % 3 == 0 { rng.vec3(-1.0, 1.0) } else { glam::Vec3::new(0.0, -1.0, 0.0) };
+                    let mask = if i % 5 == 0 { 1 } else { u32::MAX };
+                    GpuRay { origin: origin.to_array(), dir: dir.to_array(), t_max: 1e30, mask, ..GpuRay::default() }
+                })
+                .collect();
+            for mode in [TraceMode::Closest, TraceMode::Any] {
+                let mut hits = vec![GpuHit::default(); rays.len()];
+                tracer.trace(&rays, mode, &mut hits).unwrap();
+                // The first trace of a frame updates the scene; the second only traces.
+                let names: Vec<&str> = tracer.frame_timings().iter().map(|t| t.name.as_str()).collect();
+                if tracer.gpu().info().timestamps {
+                    let expected: &[&str] = match mode {
+                        TraceMode::Closest => &["upload instances", "skin + refit", "tlas build", "trace"],
+                        TraceMode::Any => &["trace"],
+                    };
+                    assert_eq!(names, expected);
+                    // One batch: the frame's timings are exactly that submission's.
+                    assert_eq!(tracer.frame_timings(), tracer.gpu().last_timings());
+                }
+                // A full frame (update + trace): some hazards are covered by earlier
+                // barriers (the trace reads what the TLAS build made visible), so fewer
+                // buffer barriers than hazards. A trace alone: upload rays -> trace ->
+                // read-back, two hazards, two barriers between entry and exit.
+                let sync = tracer.gpu().last_sync();
+                match mode {
+                    TraceMode::Closest => assert!(sync.covered > 0 && sync.buffer_barriers < sync.hazards, "{sync:?}"),
+                    TraceMode::Any => {
+                        assert_eq!(
+                            sync,
+                            SyncStats { commands: 3, barriers: 4, buffer_barriers: 2, hazards: 2, covered: 0 }
+                        )
+                    }
+                }
+                let cpu = reference_hits(&tracer, &bones, &rays, mode == TraceMode::Any);
+                let ties = compare_hits(None, &rays, &hits, &cpu, mode == TraceMode::Any);
+                assert!(ties * 1000 <= rays.len(), "{ties} ties");
+                if mode == TraceMode::Closest {
+                    let seen = |id: u32| hits.iter().filter(|h| h.instance != NO_HIT && h.user_id == id).count();
+                    assert!(seen(7) > 0 && seen(101) > 0, "rays see the sheet and the bodies");
+                    assert_eq!(seen(100) > 0, frame < 2, "the destroyed body's instance is hidden");
+                }
+            }
+            // The instances followed their bodies.
+            for &(body, instance) in &bodies[1..] {
+                let pose = world.transform(body).unwrap();
+                let t = tracer.scene().instances()[instance as usize].object_to_world;
+                assert!((t[1][3] - pose.translation.y).abs() < 1e-6);
+            }
+        }
+        // Refused input changes nothing; the next trace still matches the reference.
+        let good = GpuRay {
+            origin: [0.0, 30.0, 0.0],
+            dir: [0.0, -1.0, 0.0],
+            t_max: 1e30,
+            mask: u32::MAX,
+            ..GpuRay::default()
+        };
+        let mut hit = [GpuHit::default()];
+        for bad in [
+            GpuRay { origin: [f32::NAN, 0.0, 0.0], ..good },
+            GpuRay { dir: [0.0; 3], ..good },
+            GpuRay { dir: [f32::INFINITY, 0.0, 0.0], ..good },
+            GpuRay { t_min: 2.0, t_max: 1.0, ..good },
+            GpuRay { t_min: -1.0, ..good },
+            GpuRay { t_max: f32::NAN, ..good },
+        ] {
+            assert!(tracer.trace(&[bad], TraceMode::Closest, &mut hit).is_err(), "{bad:?}");
+        }
+        assert!(tracer.trace(&[good, good], TraceMode::Closest, &mut hit).is_err());
+        let singular = [[0.0f32; 4]; 3];
+        assert!(tracer.set_transforms(&[1, 999], &[IDENTITY, IDENTITY]).is_err());
+        assert!(tracer.set_transforms(&[1, 2], &[IDENTITY, singular]).is_err());
+        assert!(tracer.set_transforms(&[1], &[]).is_err());
+        assert!(tracer.set_bones(sheet, &bones[0][..3]).is_err());
+        assert!(tracer.set_bones(0, &bones[0]).is_err(), "instance 0 is not skinned");
+        let mut nan_bones = bones[0].clone();
+        nan_bones[2][1][1] = f32::NAN;
+        assert!(tracer.set_bones(sheet, &nan_bones).is_err());
+        assert!(tracer.follow_body(999, bodies[1].0.to_bits(), &IDENTITY).is_err());
+        assert!(tracer.follow_body(1, bodies[1].0.to_bits(), &singular).is_err());
+        assert!(tracer.add_instance(99, &IDENTITY, 1, 0).is_err());
+        tracer.trace(&[good], TraceMode::Closest, &mut hit).unwrap();
+        assert_eq!(hit[0], reference_hits(&tracer, &bones, &[good], false)[0]);
+        assert_eq!(tracer.instance_count(), 22, "refused adds added nothing");
+        assert_validation_clean(tracer.gpu());
+    }
 }
 
 #[cfg(test)]

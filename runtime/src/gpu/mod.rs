@@ -107,4 +107,4 @@ pub fn assert_validation_clean(gpu: &Gpu) {
 #[cfg(test)]
 mod gi_tests;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -4,7 +4,7 @@
 //! ```text
 //!  add_mesh / add_instance / add_skinned_instance     structure: the device copy
 //!                                                     (GpuScene) is rebuilt lazily
-//!  set_transform / set_bones / sync_world              per-frame inputs, kept on the CPU
+//!  set_transform / set_bones / sync_poses              per-frame inputs, kept on the CPU
 //!  trace(rays, mode, hits):
 //!    one submission:  "upload instances" -> "skin + refit" -> "tlas build" -> "trace"
 //!    (the first three only when their inputs changed since the last trace)
@@ -26,7 +26,6 @@ use super::skin::{BoneMatrix, Skin, SkinData};
 use super::tlas::TlasBuilder;
 use super::trace::Tracer;
 use crate::math::Isometry;
-use crate::physics::{BodyId, World};
 
 /// Rays traced per dispatch (48 MiB of rays and as much of hits).
 pub const MAX_TRACE_BATCH: usize = 1 << 20;
@@ -70,12 +69,13 @@ pub enum TraceMode {
     Any,
 }
 
-/// An instance that follows a physics body: its transform is the body's pose times
-/// `local` at every [`RayTracer::sync_world`].
+/// An instance that follows a body: its transform is the body's pose times `local` at
+/// every [`RayTracer::sync_poses`]. The body is the caller's key: whoever ties physics
+/// to the tracer (`integrated`, the C layer) chooses it (`BodyId::to_bits`).
 #[derive(Clone, Copy, Debug)]
 struct Follow {
     instance: u32,
-    body: BodyId,
+    body: u64,
     local: Affine,
 }
 
@@ -232,10 +232,10 @@ impl RayTracer {
         Ok(())
     }
 
-    /// Makes `instance` follow `body`: at each [`RayTracer::sync_world`] its
+    /// Makes `instance` follow the body with key `body`: at each [`RayTracer::sync_poses`] its
     /// transform becomes the body's pose times `local` (e.g. a scale from a unit mesh
     /// to the body's box). Replaces an earlier follow of the same instance.
-    pub fn follow_body(&mut self, instance: u32, body: BodyId, local: &Affine) -> Result<(), GpuError> {
+    pub fn follow_body(&mut self, instance: u32, body: u64, local: &Affine) -> Result<(), GpuError> {
         if instance >= self.instance_count() {
             return Err(GpuError::InvalidInput(format!(
                 "instance {instance} does not exist ({} instances)",
@@ -258,16 +258,12 @@ impl RayTracer {
         self.follows.retain(|f| f.instance != instance);
     }
 
-    /// Copies the pose of every followed body of `world` into its instance. An
-    /// instance whose body no longer exists is hidden (mask 0) and stops following;
-    /// returns how many were.
-    pub fn sync_world(&mut self, world: &World) -> u32 {
-        self.sync_poses(|body| world.transform(body).ok())
-    }
-
-    /// As [`RayTracer::sync_world`], with the poses from `pose_of` (`None`: the body
-    /// is gone), e.g. a snapshot taken at the end of the previous step.
-    pub fn sync_poses(&mut self, pose_of: impl Fn(BodyId) -> Option<Isometry>) -> u32 {
+    /// Copies the pose of every followed body into its instance, from `pose_of` (by the
+    /// key given to [`RayTracer::follow_body`]; `None`: the body is gone), e.g. a
+    /// world's transforms or a snapshot taken at the end of the previous step. An
+    /// instance whose body is gone is hidden (mask 0) and stops following; returns how
+    /// many were.
+    pub fn sync_poses(&mut self, pose_of: impl Fn(u64) -> Option<Isometry>) -> u32 {
         let mut gone = 0;
         let scene = &mut self.scene;
         self.follows.retain(|f| match pose_of(f.body) {

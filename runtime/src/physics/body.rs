@@ -20,6 +20,19 @@ pub struct BodyId {
     pub generation: u32,
 }
 
+impl BodyId {
+    /// The handle as one number (generation high, index low), for those who keep
+    /// bodies by key without knowing physics (the ray tracer's followed instances).
+    pub fn to_bits(self) -> u64 {
+        (self.generation as u64) << 32 | self.index as u64
+    }
+
+    /// The handle [`BodyId::to_bits`] made.
+    pub fn from_bits(bits: u64) -> BodyId {
+        BodyId { index: bits as u32, generation: (bits >> 32) as u32 }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MotionType {
     /// Never moves; infinite mass.

@@ -620,7 +620,7 @@ impl KdMesh {
     /// while the others step, so the cache misses of a large tree overlap instead of
     /// coming one after another. On a full mesh where the CPU has AVX2, 32 walks are
     /// in flight instead, stepped 8 per set of vector instructions (see
-    /// `kdtree_wide.rs`; the same hits). Panics if `hits` and `rays` differ in length.
+    /// `kdtree/wide.rs`; the same hits). Panics if `hits` and `rays` differ in length.
     pub fn ray_closest_batch(&self, rays: &[Ray], max_t: f32, hits: &mut [Option<MeshHit>]) {
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
         #[cfg(target_arch = "x86_64")]
