@@ -570,7 +570,7 @@ pub unsafe extern "C" fn kiln_tracer_add_skinned_instance(
         let weights = unsafe { read_checked(mesh.weights, per_vertex, "mesh->weights", |&w, _| Ok(w))? };
         let joints = joints.chunks_exact(4).map(|j| [j[0], j[1], j[2], j[3]]).collect();
         let weights = weights.chunks_exact(4).map(|w| [w[0], w[1], w[2], w[3]]).collect();
-        let skin = SkinData::new(rest, joints, weights, mesh.bone_count).map_err(gpu_error)?;
+        let skin = SkinData::new(rest, joints, weights, mesh.bone_count).map_err(|e| gpu_error(e.into()))?;
         let instance = with_tracer(tracer, |entry| {
             entry.tracer.add_skinned_instance(skin, &triangles, &affine(&transform), mask, user_id).map_err(gpu_error)
         })?;

@@ -9,6 +9,7 @@ pub mod math;
 pub mod physics;
 mod profiling;
 pub mod query;
+pub mod raytrace;
 pub mod runtime;
 pub mod shapes;
 pub mod spatial;

@@ -1,7 +1,7 @@
 //! Scenes the DDGI tests, benches and samples share.
 
-use crate::gpu::{box_mesh, grid_mesh, sorted_keys, Affine, CpuTlas, Scene, TlasNode};
 use crate::math::{IVec3, Vec3};
+use crate::raytrace::{box_mesh, grid_mesh, sorted_keys, Affine, CpuTlas, Scene, TlasNode};
 use crate::spatial::TriMesh;
 use crate::terrain::{generate_hills, mesh_chunk, Terrain, CHUNK};
 

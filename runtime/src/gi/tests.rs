@@ -3,10 +3,10 @@
 use super::scenes::{cpu_tlas, walled_room};
 use super::update::{visibility_map, visibility_rays};
 use super::*;
-use crate::gpu::{trace_cpu, GpuHit};
 use crate::math::Vec3;
+use crate::raytrace::{trace_cpu, GpuHit};
 
-fn room_field(dilation: f32) -> (crate::gpu::Scene, ProbeField) {
+fn room_field(dilation: f32) -> (crate::raytrace::Scene, ProbeField) {
     let scene = walled_room();
     let grid = ProbeGrid::covering(Vec3::new(-3.0, 0.0, -3.0), Vec3::new(7.0, 4.0, 7.0), 1.0).unwrap();
     let volume = ProbeVolume::around(grid, &scene.world_triangles(), dilation);

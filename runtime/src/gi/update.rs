@@ -32,8 +32,8 @@ use super::field::{ProbeField, SampleParams, UNLIT};
 use super::octahedral::{oct_decode, VisibilityMap, OCT_RES, OCT_TEXELS};
 use super::pack::PackedSh;
 use super::sh::{fibonacci_directions, random_rotation, ShRgb};
-use crate::gpu::{trace_cpu, GpuHit, GpuRay, TraceScene, HIT_BACKFACE, NO_HIT};
 use crate::math::Vec3;
+use crate::raytrace::{trace_cpu, GpuHit, GpuRay, TraceScene, HIT_BACKFACE, NO_HIT};
 
 /// Light in the scene.
 #[derive(Clone, Debug, PartialEq)]

@@ -3,7 +3,6 @@
 //! root; per-node atomic counters let the second arriving child finish each parent,
 //! so no invocation waits on another. [`Blas::refit`] is the CPU reference.
 
-use super::blas::Blas;
 use super::buffer::GpuBuffer;
 use super::error::GpuError;
 use super::kernel::Kernel;
@@ -11,6 +10,7 @@ use super::layout::BlasRefitPush;
 use super::queue::Gpu;
 use super::recorder::{Recorder, Use};
 use super::shaders;
+use crate::raytrace::blas::Blas;
 
 /// One BLAS on the device: its topology, its vertex positions and the refit
 /// counters. Positions may be rewritten every frame (skinning); topology never.

@@ -76,3 +76,9 @@ impl<T> VkContext<T> for Result<T, vk::Result> {
         self.map_err(|result| GpuError::vk(call, result))
     }
 }
+
+impl From<crate::raytrace::SceneError> for GpuError {
+    fn from(err: crate::raytrace::SceneError) -> GpuError {
+        GpuError::InvalidInput(err.0)
+    }
+}

@@ -9,6 +9,8 @@
 use bytemuck::{Pod, Zeroable};
 use std::mem::size_of;
 
+pub use crate::raytrace::layout::{BlasRef, GpuHit, GpuInstance, GpuRay, TlasNode, HIT_BACKFACE, NO_HIT, TLAS_LEAF};
+
 /// Push constants of `blas_refit.comp`: one thread per leaf.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
@@ -48,86 +50,6 @@ pub struct SkinPush {
     pub bone_count: u32,
 }
 const _: () = assert!(size_of::<SkinPush>() == 48);
-
-/// One TLAS instance: an affine transform and its inverse (three rows of `[m | t]`
-/// each), the BLAS it points at, a visibility mask and the caller's id.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct GpuInstance {
-    pub object_to_world: [[f32; 4]; 3],
-    pub world_to_object: [[f32; 4]; 3],
-    pub blas: u32,
-    pub mask: u32,
-    pub user_id: u32,
-    pub _pad: u32,
-}
-const _: () = assert!(size_of::<GpuInstance>() == 112);
-
-/// Where one BLAS lives in the shared BLAS arrays (nodes, triangles, positions).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
-pub struct BlasRef {
-    pub node_base: u32,
-    pub triangle_base: u32,
-    pub position_base: u32,
-    pub triangle_count: u32,
-}
-const _: () = assert!(size_of::<BlasRef>() == 16);
-
-/// A TLAS node. Internal: `left`/`right` are node indices. Leaf: `left` is the
-/// instance index and `right` is [`TLAS_LEAF`]. 32 bytes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct TlasNode {
-    pub lo: [f32; 3],
-    pub left: u32,
-    pub hi: [f32; 3],
-    pub right: u32,
-}
-const _: () = assert!(size_of::<TlasNode>() == 32);
-
-/// `TlasNode::right` of a leaf.
-pub const TLAS_LEAF: u32 = u32::MAX;
-
-/// A ray of a traced batch: hits count for `t_min <= t <= t_max` on instances whose
-/// mask shares a bit with `mask`. 48 bytes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct GpuRay {
-    pub origin: [f32; 3],
-    pub t_min: f32,
-    pub dir: [f32; 3],
-    pub t_max: f32,
-    pub mask: u32,
-    pub _pad0: u32,
-    pub _pad1: u32,
-    pub _pad2: u32,
-}
-const _: () = assert!(size_of::<GpuRay>() == 48);
-
-/// The result for one ray. A miss has `instance == NO_HIT`. `normal` is the
-/// geometric normal in world space (unit length, facing the side the triangle's
-/// winding makes front); `flags` bit 0 is set for a back-face hit. 48 bytes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct GpuHit {
-    pub t: f32,
-    pub instance: u32,
-    pub primitive: u32,
-    pub flags: u32,
-    pub normal: [f32; 3],
-    pub u: f32,
-    pub v: f32,
-    pub user_id: u32,
-    pub _pad0: u32,
-    pub _pad1: u32,
-}
-const _: () = assert!(size_of::<GpuHit>() == 48);
-
-/// `GpuHit::instance` of a miss.
-pub const NO_HIT: u32 = u32::MAX;
-/// `GpuHit::flags`: the ray hit the triangle's back face.
-pub const HIT_BACKFACE: u32 = 1;
 
 /// Push constants of `tlas_boxes.comp`: world box per instance + scene bounds.
 #[repr(C)]
@@ -354,8 +276,8 @@ const _: () = assert!(size_of::<GiUpdatePush>() == 8);
 
 #[cfg(test)]
 mod glsl {
-    use super::super::blas::BvhNode;
     use super::*;
+    use crate::raytrace::BvhNode;
     use std::mem::offset_of;
 
     /// A GLSL struct or push block generated from a Rust struct.
@@ -501,8 +423,8 @@ mod glsl {
              #ifndef KILN_LAYOUT_GLSL\n#define KILN_LAYOUT_GLSL\n\n",
         );
         let constants = [
-            ("NO_PARENT", super::super::blas::NO_PARENT),
-            ("BLAS_MAX_DEPTH", super::super::blas::MAX_DEPTH),
+            ("NO_PARENT", crate::raytrace::blas::NO_PARENT),
+            ("BLAS_MAX_DEPTH", crate::raytrace::blas::MAX_DEPTH),
             ("TLAS_LEAF", TLAS_LEAF),
             ("NO_HIT", NO_HIT),
             ("HIT_BACKFACE", HIT_BACKFACE),

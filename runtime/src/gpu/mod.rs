@@ -35,7 +35,6 @@
 //! the engine hands in its handles, and Kiln records its passes into the engine's
 //! command buffer with [`Gpu::record_into`]).
 
-mod blas;
 mod blas_refit;
 mod buffer;
 mod context;
@@ -55,9 +54,14 @@ mod skin;
 mod tlas;
 mod trace;
 
+/// The CPU ray-tracing reference, which the GPU passes mirror (`crate::raytrace`).
+pub use crate::raytrace::{
+    box_mesh, grid_mesh, instance_box, internal_children, invert_affine, morton, sorted_keys, sphere_mesh, trace_cpu,
+    Affine, Blas, BlasError, BoneMatrix, BvhNode, CpuTlas, Scene, SkinData, TraceScene, IDENTITY, MAX_DEPTH,
+    MAX_LEAF_TRIANGLES, NO_PARENT, TLAS_STACK,
+};
 /// The Vulkan types of Kiln's API (`ash::vk`), for callers without their own `ash`.
 pub use ash::vk;
-pub use blas::{Blas, BlasError, BvhNode, MAX_DEPTH, MAX_LEAF_TRIANGLES, NO_PARENT};
 pub use blas_refit::{BlasRefit, GpuBlas};
 pub use buffer::{BufferMemory, GpuBuffer, MAX_BUFFER_BYTES};
 pub use context::{DeviceChoice, DeviceInfo, DeviceKind, EmbeddedDevice, GpuConfig};
@@ -73,10 +77,10 @@ pub use layout::{
 pub use queue::{Gpu, GpuTiming, GpuWait};
 pub use ray_tracer::{compose, isometry_affine, PendingHits, RayTracer, TraceMode, MAX_TRACE_BATCH};
 pub use recorder::{Download, Recorder, SyncStats, Use};
-pub use scene::{box_mesh, grid_mesh, invert_affine, sphere_mesh, Affine, GpuScene, Scene, IDENTITY};
-pub use skin::{BoneMatrix, GpuSkin, Skin, SkinData};
-pub use tlas::{instance_box, internal_children, morton, sorted_keys, CpuTlas, TlasBuilder, TLAS_STACK};
-pub use trace::{trace_cpu, TraceScene, Tracer};
+pub use scene::GpuScene;
+pub use skin::{GpuSkin, Skin};
+pub use tlas::TlasBuilder;
+pub use trace::Tracer;
 
 /// Whether `KILN_REQUIRE_GPU=1` is set: GPU tests then fail instead of skipping
 /// when no device is available.

@@ -21,11 +21,12 @@ use super::error::GpuError;
 use super::layout::{GpuHit, GpuRay, NO_HIT};
 use super::queue::{Gpu, GpuTiming, GpuWait};
 use super::recorder::{Download, Recorder};
-use super::scene::{invert_affine, Affine, GpuScene, Scene, IDENTITY};
-use super::skin::{BoneMatrix, Skin, SkinData};
+use super::scene::GpuScene;
+use super::skin::Skin;
 use super::tlas::TlasBuilder;
 use super::trace::Tracer;
 use crate::math::Isometry;
+use crate::raytrace::{invert_affine, Affine, BoneMatrix, Scene, SkinData, IDENTITY};
 
 /// Rays traced per dispatch (48 MiB of rays and as much of hits).
 pub const MAX_TRACE_BATCH: usize = 1 << 20;

@@ -522,7 +522,7 @@ fn barycentric_slack(view: &TraceScene<'_>, ray: &GpuRay, hit: &GpuHit) -> f32 {
     let triangle = view.triangles[range].iter().find(|t| t[3] == hit.primitive).expect("the hit triangle");
     let corner = |k: usize| glam::Vec3::from(view.positions[(blas.position_base + triangle[k]) as usize]);
     let (a, b, c) = (corner(0), corner(1), corner(2));
-    let dir = super::tlas::transform_vector(&instance.world_to_object, glam::Vec3::from(ray.dir));
+    let dir = crate::raytrace::tlas::transform_vector(&instance.world_to_object, glam::Vec3::from(ray.dir));
     let normal = (b - a).cross(c - a);
     let longest = (b - a).length().max((c - b).length()).max((a - c).length());
     let altitude = normal.length() / longest;
