@@ -17,12 +17,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /**
  * Version of the binary interface: structs, function signatures, constants. Bumped
  * on every incompatible change; the shared library's SONAME is `libkiln.so.<ABI>`.
  */
-#define KILN_ABI_VERSION 1
+#define KILN_ABI_VERSION 2
 
 /**
  * Library version, major part.
@@ -38,6 +39,12 @@
  * Library version, patch part.
  */
 #define KILN_VERSION_PATCH 0
+
+/**
+ * Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
+ * struct of this header but `KilnAbiInfo` itself.
+ */
+#define KILN_ABI_STRUCT_COUNT 67
 
 /**
  * Largest capsule radius or core height, in metres.
@@ -342,8 +349,8 @@
 typedef uint32_t KilnStatus;
 
 /**
- * Sizes of the public structs as the caller's header sees them; filled and checked
- * by `kiln_check_linked_abi()` at the end of this header.
+ * The ABI as the caller's header sees it; filled and checked by
+ * `kiln_check_linked_abi()` at the end of this header.
  */
 typedef struct KilnAbiInfo {
     /**
@@ -355,29 +362,10 @@ typedef struct KilnAbiInfo {
      */
     uint32_t abi_version;
     /**
-     * `sizeof(KilnRuntimeDef)`.
+     * `sizeof` of every public struct, in the order `kiln_check_linked_abi()` lists
+     * them (the order of the header's struct definitions).
      */
-    uint32_t runtime_def_size;
-    /**
-     * `sizeof(KilnPassDef)`.
-     */
-    uint32_t pass_def_size;
-    /**
-     * `sizeof(KilnPassContext)`.
-     */
-    uint32_t pass_context_size;
-    /**
-     * `sizeof(KilnProfile)`.
-     */
-    uint32_t profile_size;
-    /**
-     * `sizeof(KilnPassProfile)`.
-     */
-    uint32_t pass_profile_size;
-    /**
-     * `sizeof(KilnAllocator)`.
-     */
-    uint32_t allocator_size;
+    uint32_t struct_sizes[KILN_ABI_STRUCT_COUNT];
 } KilnAbiInfo;
 
 /**
@@ -3891,19 +3879,122 @@ KilnStatus kiln_body_get_user_data(struct KilnBodyId body, void **out_user_data)
 #define KILN_CHECK_LINKED_ABI_DEFINED
 /**
  * Checks that the linked library matches this header (ABI version and the size of
- * every public struct). Call once at start-up; on KILN_ERROR_ABI_MISMATCH, refuse to
+ * every public struct, in the order of KilnAbiInfo::struct_sizes). Call once at start-up; on KILN_ERROR_ABI_MISMATCH, refuse to
  * run and print kiln_last_error_message().
  */
 static inline KilnStatus kiln_check_linked_abi(void) {
     KilnAbiInfo info;
     info.struct_size = (uint32_t)sizeof(KilnAbiInfo);
     info.abi_version = KILN_ABI_VERSION;
-    info.runtime_def_size = (uint32_t)sizeof(KilnRuntimeDef);
-    info.pass_def_size = (uint32_t)sizeof(KilnPassDef);
-    info.pass_context_size = (uint32_t)sizeof(KilnPassContext);
-    info.profile_size = (uint32_t)sizeof(KilnProfile);
-    info.pass_profile_size = (uint32_t)sizeof(KilnPassProfile);
-    info.allocator_size = (uint32_t)sizeof(KilnAllocator);
+    info.struct_sizes[0] = (uint32_t)sizeof(KilnAllocator);
+    info.struct_sizes[1] = (uint32_t)sizeof(KilnVec3);
+    info.struct_sizes[2] = (uint32_t)sizeof(KilnCharacterDef);
+    info.struct_sizes[3] = (uint32_t)sizeof(KilnCharacterId);
+    info.struct_sizes[4] = (uint32_t)sizeof(KilnTerrainId);
+    info.struct_sizes[5] = (uint32_t)sizeof(KilnRuntimeId);
+    info.struct_sizes[6] = (uint32_t)sizeof(KilnShapeId);
+    info.struct_sizes[7] = (uint32_t)sizeof(KilnQuat);
+    info.struct_sizes[8] = (uint32_t)sizeof(KilnTransform);
+    info.struct_sizes[9] = (uint32_t)sizeof(KilnShapeInstance);
+    info.struct_sizes[10] = (uint32_t)sizeof(KilnMoveResult);
+    info.struct_sizes[11] = (uint32_t)sizeof(KilnEmbeddedDef);
+    info.struct_sizes[12] = (uint32_t)sizeof(KilnTracerId);
+    info.struct_sizes[13] = (uint32_t)sizeof(KilnTraceRay);
+    info.struct_sizes[14] = (uint32_t)sizeof(KilnTraceHit);
+    info.struct_sizes[15] = (uint32_t)sizeof(KilnWorldId);
+    info.struct_sizes[16] = (uint32_t)sizeof(KilnGiId);
+    info.struct_sizes[17] = (uint32_t)sizeof(KilnFrameDef);
+    info.struct_sizes[18] = (uint32_t)sizeof(KilnFrameId);
+    info.struct_sizes[19] = (uint32_t)sizeof(KilnFrameTiming);
+    info.struct_sizes[20] = (uint32_t)sizeof(KilnProfile);
+    info.struct_sizes[21] = (uint32_t)sizeof(KilnPassId);
+    info.struct_sizes[22] = (uint32_t)sizeof(KilnPassProfile);
+    info.struct_sizes[23] = (uint32_t)sizeof(KilnGpuPassTiming);
+    info.struct_sizes[24] = (uint32_t)sizeof(KilnGiDef);
+    info.struct_sizes[25] = (uint32_t)sizeof(KilnGiLighting);
+    info.struct_sizes[26] = (uint32_t)sizeof(KilnGiStats);
+    info.struct_sizes[27] = (uint32_t)sizeof(KilnOctreeSetId);
+    info.struct_sizes[28] = (uint32_t)sizeof(KilnOctreeDef);
+    info.struct_sizes[29] = (uint32_t)sizeof(KilnOctreeId);
+    info.struct_sizes[30] = (uint32_t)sizeof(KilnAabb);
+    info.struct_sizes[31] = (uint32_t)sizeof(KilnOctreeInfo);
+    info.struct_sizes[32] = (uint32_t)sizeof(KilnRay);
+    info.struct_sizes[33] = (uint32_t)sizeof(KilnOctreePick);
+    info.struct_sizes[34] = (uint32_t)sizeof(KilnRuntimeDef);
+    info.struct_sizes[35] = (uint32_t)sizeof(KilnResourceId);
+    info.struct_sizes[36] = (uint32_t)sizeof(KilnPassContext);
+    info.struct_sizes[37] = (uint32_t)sizeof(KilnPassDef);
+    info.struct_sizes[38] = (uint32_t)sizeof(KilnCompoundPart);
+    info.struct_sizes[39] = (uint32_t)sizeof(KilnMassProperties);
+    info.struct_sizes[40] = (uint32_t)sizeof(KilnDistanceResult);
+    info.struct_sizes[41] = (uint32_t)sizeof(KilnContactPoint);
+    info.struct_sizes[42] = (uint32_t)sizeof(KilnManifold);
+    info.struct_sizes[43] = (uint32_t)sizeof(KilnSweep);
+    info.struct_sizes[44] = (uint32_t)sizeof(KilnToiResult);
+    info.struct_sizes[45] = (uint32_t)sizeof(KilnTerrainDef);
+    info.struct_sizes[46] = (uint32_t)sizeof(KilnInt3);
+    info.struct_sizes[47] = (uint32_t)sizeof(KilnTerrainOverlap);
+    info.struct_sizes[48] = (uint32_t)sizeof(KilnChunkOverlap);
+    info.struct_sizes[49] = (uint32_t)sizeof(KilnTerrainStats);
+    info.struct_sizes[50] = (uint32_t)sizeof(KilnTerrainRayHit);
+    info.struct_sizes[51] = (uint32_t)sizeof(KilnTerrainTriangle);
+    info.struct_sizes[52] = (uint32_t)sizeof(KilnMeshCacheStats);
+    info.struct_sizes[53] = (uint32_t)sizeof(KilnTracerDef);
+    info.struct_sizes[54] = (uint32_t)sizeof(KilnAffine);
+    info.struct_sizes[55] = (uint32_t)sizeof(KilnInstanceDef);
+    info.struct_sizes[56] = (uint32_t)sizeof(KilnSkinnedMeshDef);
+    info.struct_sizes[57] = (uint32_t)sizeof(KilnDeviceInfo);
+    info.struct_sizes[58] = (uint32_t)sizeof(KilnBodyId);
+    info.struct_sizes[59] = (uint32_t)sizeof(KilnWorldDef);
+    info.struct_sizes[60] = (uint32_t)sizeof(KilnBodyDef);
+    info.struct_sizes[61] = (uint32_t)sizeof(KilnShapeDef);
+    info.struct_sizes[62] = (uint32_t)sizeof(KilnWorldContact);
+    info.struct_sizes[63] = (uint32_t)sizeof(KilnDebugDraw);
+    info.struct_sizes[64] = (uint32_t)sizeof(KilnWorldProfile);
+    info.struct_sizes[65] = (uint32_t)sizeof(KilnWorldCounters);
+    info.struct_sizes[66] = (uint32_t)sizeof(KilnContactEvent);
     return kiln_check_abi(&info);
 }
 #endif /* KILN_CHECK_LINKED_ABI_DEFINED */
+
+#ifndef KILN_HANDLE_HELPERS_DEFINED
+#define KILN_HANDLE_HELPERS_DEFINED
+#ifdef __cplusplus
+/**
+ * An empty initializer for a handle ({} in C++, {0} in C), as Box2D's B2_ZERO_INIT.
+ */
+#define KILN_ZERO_INIT {}
+#else
+/**
+ * An empty initializer for a handle ({} in C++, {0} in C), as Box2D's B2_ZERO_INIT.
+ */
+#define KILN_ZERO_INIT {0}
+#endif
+/**
+ * The null handle of each kind ({0, 0}: never a live object). Passing one where an
+ * object is required returns KILN_ERROR_INVALID_HANDLE; some calls take it to mean
+ * "none" (kiln_world_step's runtime, kiln_world_set_terrain's terrain).
+ */
+static const KilnRuntimeId kiln_null_runtime_id = KILN_ZERO_INIT;
+static const KilnResourceId kiln_null_resource_id = KILN_ZERO_INIT;
+static const KilnPassId kiln_null_pass_id = KILN_ZERO_INIT;
+static const KilnShapeId kiln_null_shape_id = KILN_ZERO_INIT;
+static const KilnWorldId kiln_null_world_id = KILN_ZERO_INIT;
+static const KilnBodyId kiln_null_body_id = KILN_ZERO_INIT;
+static const KilnTerrainId kiln_null_terrain_id = KILN_ZERO_INIT;
+static const KilnCharacterId kiln_null_character_id = KILN_ZERO_INIT;
+static const KilnTracerId kiln_null_tracer_id = KILN_ZERO_INIT;
+static const KilnGiId kiln_null_gi_id = KILN_ZERO_INIT;
+static const KilnFrameId kiln_null_frame_id = KILN_ZERO_INIT;
+static const KilnOctreeSetId kiln_null_octree_set_id = KILN_ZERO_INIT;
+static const KilnOctreeId kiln_null_octree_id = KILN_ZERO_INIT;
+/**
+ * Whether `id` (a handle of any kind) is the null handle.
+ */
+#define KILN_IS_NULL(id) ((id).index1 == 0)
+/**
+ * Whether two handles of the same kind name the same object: every field equal (for
+ * bodies, the world too). Both arguments must be handles of one kind, as lvalues.
+ */
+#define KILN_ID_EQUALS(a, b) (sizeof(a) == sizeof(b) && memcmp(&(a), &(b), sizeof(a)) == 0)
+#endif /* KILN_HANDLE_HELPERS_DEFINED */

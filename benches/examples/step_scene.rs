@@ -99,17 +99,7 @@ fn main() {
     );
     // Every body's position, rotation and velocities, bit for bit: a change meant to
     // keep the results must keep this.
-    let mut hash = 0xcbf29ce484222325u64;
-    for id in &ids {
-        let xf = world.transform(*id).expect("live body");
-        let (v, w) = world.velocity(*id).expect("live body");
-        let q = xf.rotation;
-        for x in
-            [xf.translation.to_array(), v.to_array(), w.to_array(), [q.x, q.y, q.z]].concat().into_iter().chain([q.w])
-        {
-            hash = (hash ^ x.to_bits() as u64).wrapping_mul(0x100000001b3);
-        }
-    }
+    let hash = world.state_hash(&ids);
     println!("state hash {hash:016x}");
     if let Some(t) = world.terrain() {
         let m = t.meshes().stats();

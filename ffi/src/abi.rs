@@ -5,7 +5,31 @@ use std::ffi::{c_char, CString};
 use std::mem::size_of;
 
 use crate::alloc::KilnAllocator;
-use crate::runtime::{KilnPassContext, KilnPassDef, KilnPassProfile, KilnProfile, KilnRuntimeDef};
+use crate::character::{KilnCharacterDef, KilnCharacterId, KilnMoveResult, KilnShapeInstance};
+use crate::embedded::KilnEmbeddedDef;
+use crate::frame::{KilnFrameDef, KilnFrameId, KilnFrameTiming};
+use crate::gi::{KilnGiDef, KilnGiId, KilnGiLighting, KilnGiStats};
+use crate::octree::{KilnOctreeDef, KilnOctreeId, KilnOctreeInfo, KilnOctreePick, KilnOctreeSetId};
+use crate::runtime::{
+    KilnPassContext, KilnPassDef, KilnPassId, KilnPassProfile, KilnProfile, KilnResourceId, KilnRuntimeDef,
+    KilnRuntimeId,
+};
+use crate::shapes::{
+    KilnCompoundPart, KilnContactPoint, KilnDistanceResult, KilnManifold, KilnMassProperties, KilnQuat, KilnShapeId,
+    KilnSweep, KilnToiResult, KilnTransform,
+};
+use crate::terrain::{
+    KilnAabb, KilnChunkOverlap, KilnInt3, KilnTerrainDef, KilnTerrainId, KilnTerrainOverlap, KilnTerrainStats, KilnVec3,
+};
+use crate::terrain_query::{KilnMeshCacheStats, KilnRay, KilnTerrainRayHit, KilnTerrainTriangle};
+use crate::tracer::{
+    KilnAffine, KilnDeviceInfo, KilnGpuPassTiming, KilnInstanceDef, KilnSkinnedMeshDef, KilnTraceHit, KilnTraceRay,
+    KilnTracerDef, KilnTracerId,
+};
+use crate::world::{
+    KilnBodyDef, KilnBodyId, KilnContactEvent, KilnDebugDraw, KilnShapeDef, KilnWorldContact, KilnWorldCounters,
+    KilnWorldDef, KilnWorldId, KilnWorldProfile,
+};
 
 /// Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
 /// is one of the `KILN_ERROR_*` codes, and `kiln_last_error_message()` says why.
@@ -45,7 +69,7 @@ pub const KILN_ERROR_DEVICE_LOST: KilnStatus = 13;
 
 /// Version of the binary interface: structs, function signatures, constants. Bumped
 /// on every incompatible change; the shared library's SONAME is `libkiln.so.<ABI>`.
-pub const KILN_ABI_VERSION: u32 = 1;
+pub const KILN_ABI_VERSION: u32 = 2;
 /// Library version, major part.
 pub const KILN_VERSION_MAJOR: u32 = 0;
 /// Library version, minor part.
@@ -53,8 +77,12 @@ pub const KILN_VERSION_MINOR: u32 = 1;
 /// Library version, patch part.
 pub const KILN_VERSION_PATCH: u32 = 0;
 
-/// Sizes of the public structs as the caller's header sees them; filled and checked
-/// by `kiln_check_linked_abi()` at the end of this header.
+/// Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
+/// struct of this header but `KilnAbiInfo` itself.
+pub const KILN_ABI_STRUCT_COUNT: usize = 67;
+
+/// The ABI as the caller's header sees it; filled and checked by
+/// `kiln_check_linked_abi()` at the end of this header.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KilnAbiInfo {
@@ -62,35 +90,101 @@ pub struct KilnAbiInfo {
     pub struct_size: u32,
     /// `KILN_ABI_VERSION` of the caller's header.
     pub abi_version: u32,
-    /// `sizeof(KilnRuntimeDef)`.
-    pub runtime_def_size: u32,
-    /// `sizeof(KilnPassDef)`.
-    pub pass_def_size: u32,
-    /// `sizeof(KilnPassContext)`.
-    pub pass_context_size: u32,
-    /// `sizeof(KilnProfile)`.
-    pub profile_size: u32,
-    /// `sizeof(KilnPassProfile)`.
-    pub pass_profile_size: u32,
-    /// `sizeof(KilnAllocator)`.
-    pub allocator_size: u32,
+    /// `sizeof` of every public struct, in the order `kiln_check_linked_abi()` lists
+    /// them (the order of the header's struct definitions).
+    pub struct_sizes: [u32; KILN_ABI_STRUCT_COUNT],
 }
 
-impl KilnAbiInfo {
-    /// The library's own view.
-    pub fn current() -> KilnAbiInfo {
-        KilnAbiInfo {
-            struct_size: size_of::<KilnAbiInfo>() as u32,
-            abi_version: KILN_ABI_VERSION,
-            runtime_def_size: size_of::<KilnRuntimeDef>() as u32,
-            pass_def_size: size_of::<KilnPassDef>() as u32,
-            pass_context_size: size_of::<KilnPassContext>() as u32,
-            profile_size: size_of::<KilnProfile>() as u32,
-            pass_profile_size: size_of::<KilnPassProfile>() as u32,
-            allocator_size: size_of::<KilnAllocator>() as u32,
+/// The structs of `KilnAbiInfo::struct_sizes`, in order, as a list the library and
+/// its tests share (the header's `kiln_check_linked_abi()` lists them again; a test
+/// compares the two).
+macro_rules! abi_structs {
+    ($($name:ident),* $(,)?) => {
+        /// The names of the structs of [`KilnAbiInfo::struct_sizes`], in order.
+        pub const ABI_STRUCT_NAMES: [&str; KILN_ABI_STRUCT_COUNT] = [$(stringify!($name)),*];
+
+        impl KilnAbiInfo {
+            /// The library's own view.
+            pub fn current() -> KilnAbiInfo {
+                KilnAbiInfo {
+                    struct_size: size_of::<KilnAbiInfo>() as u32,
+                    abi_version: KILN_ABI_VERSION,
+                    struct_sizes: [$(size_of::<$name>() as u32),*],
+                }
+            }
         }
-    }
+    };
 }
+
+abi_structs!(
+    KilnAllocator,
+    KilnVec3,
+    KilnCharacterDef,
+    KilnCharacterId,
+    KilnTerrainId,
+    KilnRuntimeId,
+    KilnShapeId,
+    KilnQuat,
+    KilnTransform,
+    KilnShapeInstance,
+    KilnMoveResult,
+    KilnEmbeddedDef,
+    KilnTracerId,
+    KilnTraceRay,
+    KilnTraceHit,
+    KilnWorldId,
+    KilnGiId,
+    KilnFrameDef,
+    KilnFrameId,
+    KilnFrameTiming,
+    KilnProfile,
+    KilnPassId,
+    KilnPassProfile,
+    KilnGpuPassTiming,
+    KilnGiDef,
+    KilnGiLighting,
+    KilnGiStats,
+    KilnOctreeSetId,
+    KilnOctreeDef,
+    KilnOctreeId,
+    KilnAabb,
+    KilnOctreeInfo,
+    KilnRay,
+    KilnOctreePick,
+    KilnRuntimeDef,
+    KilnResourceId,
+    KilnPassContext,
+    KilnPassDef,
+    KilnCompoundPart,
+    KilnMassProperties,
+    KilnDistanceResult,
+    KilnContactPoint,
+    KilnManifold,
+    KilnSweep,
+    KilnToiResult,
+    KilnTerrainDef,
+    KilnInt3,
+    KilnTerrainOverlap,
+    KilnChunkOverlap,
+    KilnTerrainStats,
+    KilnTerrainRayHit,
+    KilnTerrainTriangle,
+    KilnMeshCacheStats,
+    KilnTracerDef,
+    KilnAffine,
+    KilnInstanceDef,
+    KilnSkinnedMeshDef,
+    KilnDeviceInfo,
+    KilnBodyId,
+    KilnWorldDef,
+    KilnBodyDef,
+    KilnShapeDef,
+    KilnWorldContact,
+    KilnDebugDraw,
+    KilnWorldProfile,
+    KilnWorldCounters,
+    KilnContactEvent,
+);
 
 /// An error on its way to C: status plus message.
 #[derive(Debug)]
@@ -264,20 +358,17 @@ pub unsafe extern "C" fn kiln_check_abi(info: *const KilnAbiInfo) -> KilnStatus 
         }
         // SAFETY: sizes agree, so the struct is complete.
         let theirs = unsafe { *info };
-        let fields = [
-            ("KILN_ABI_VERSION", theirs.abi_version, ours.abi_version),
-            ("sizeof(KilnRuntimeDef)", theirs.runtime_def_size, ours.runtime_def_size),
-            ("sizeof(KilnPassDef)", theirs.pass_def_size, ours.pass_def_size),
-            ("sizeof(KilnPassContext)", theirs.pass_context_size, ours.pass_context_size),
-            ("sizeof(KilnProfile)", theirs.profile_size, ours.profile_size),
-            ("sizeof(KilnPassProfile)", theirs.pass_profile_size, ours.pass_profile_size),
-            ("sizeof(KilnAllocator)", theirs.allocator_size, ours.allocator_size),
-        ];
-        let mismatches: Vec<String> = fields
-            .iter()
-            .filter(|(_, header, library)| header != library)
-            .map(|(name, header, library)| format!("{name} is {header} in your header but {library} in the library"))
-            .collect();
+        let mut mismatches: Vec<String> = Vec::new();
+        if theirs.abi_version != ours.abi_version {
+            mismatches.push(format!(
+                "KILN_ABI_VERSION is {} in your header but {} in the library",
+                theirs.abi_version, ours.abi_version
+            ));
+        }
+        let sizes = ABI_STRUCT_NAMES.iter().zip(theirs.struct_sizes.iter().zip(&ours.struct_sizes));
+        for (name, (header, library)) in sizes.filter(|(_, (header, library))| header != library) {
+            mismatches.push(format!("sizeof({name}) is {header} in your header but {library} in the library"));
+        }
         if mismatches.is_empty() {
             Ok(())
         } else {

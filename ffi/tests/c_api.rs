@@ -61,7 +61,8 @@ fn versions_and_abi_guard() {
     // SAFETY: valid pointer.
     assert_eq!(unsafe { kiln_check_abi(&good) }, KILN_OK);
     let mut bad = good;
-    bad.pass_def_size += 8;
+    let pass_def = ABI_STRUCT_NAMES.iter().position(|&n| n == "KilnPassDef").expect("KilnPassDef is checked");
+    bad.struct_sizes[pass_def] += 8;
     bad.abi_version += 1;
     // SAFETY: valid pointer.
     assert_eq!(unsafe { kiln_check_abi(&bad) }, KILN_ERROR_ABI_MISMATCH);
@@ -77,6 +78,31 @@ fn versions_and_abi_guard() {
     assert_eq!(unsafe { CStr::from_ptr(kiln_status_name(KILN_ERROR_GRAPH)) }.to_str().unwrap(), "KILN_ERROR_GRAPH");
     // SAFETY: static strings.
     assert_eq!(unsafe { CStr::from_ptr(kiln_status_name(999)) }.to_str().unwrap(), "KILN_UNKNOWN_STATUS");
+}
+
+/// `kiln_check_linked_abi()` in the header fills `struct_sizes` with every struct the
+/// header defines (but `KilnAbiInfo`), in the order the library compares them.
+#[test]
+fn the_header_checks_the_size_of_every_public_struct() {
+    let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../include/kiln.h")).unwrap();
+    let defined: Vec<&str> = header
+        .lines()
+        .filter_map(|l| l.strip_prefix("typedef struct "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "KilnAbiInfo")
+        .collect();
+    let filled: Vec<&str> = header
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("info.struct_sizes["))
+        .filter_map(|l| l.split("sizeof(").nth(1)?.split(')').next())
+        .collect();
+    assert_eq!(filled, ABI_STRUCT_NAMES, "the header's kiln_check_linked_abi() and the library's list differ");
+    let mut sorted_defined = defined.clone();
+    sorted_defined.sort_unstable();
+    let mut sorted_names = ABI_STRUCT_NAMES.to_vec();
+    sorted_names.sort_unstable();
+    assert_eq!(sorted_defined, sorted_names, "every struct of the header is checked, and only those");
+    assert_eq!(ABI_STRUCT_NAMES.len(), KILN_ABI_STRUCT_COUNT);
 }
 
 #[test]

@@ -532,16 +532,9 @@ mod tests {
     use crate::jobs::ThreadPool;
     use crate::physics::scenes;
 
-    /// Bits of every body's pose, in body order.
+    /// Bits of every body's state, in body order.
     fn pose_hash(world: &World, ids: &[BodyId]) -> u64 {
-        let mut h = 0xcbf2_9ce4_8422_2325u64;
-        for &id in ids {
-            let xf = world.transform(id).unwrap();
-            for x in xf.translation.to_array().into_iter().chain(xf.rotation.to_array()) {
-                h = (h ^ x.to_bits() as u64).wrapping_mul(0x100_0000_01b3);
-            }
-        }
-        h
+        world.state_hash(ids)
     }
 
     fn body_ids(world: &World) -> Vec<BodyId> {

@@ -2,8 +2,9 @@
 
 mod common;
 
-use common::{hash_floats, particle_scene};
+use common::particle_scene;
 use kiln::jobs::ThreadPool;
+use kiln::math::hash_floats;
 
 fn run(threads: usize, frames: usize) -> (u64, u32) {
     let pool = ThreadPool::new(threads);

@@ -247,6 +247,37 @@ static void worlds(void) {
     CHECK_STATUS(kiln_shape_destroy(cube), KILN_OK);
 }
 
+/* The null handles and the handle helpers of the header: a null handle is refused
+ * where an object is needed, a live one is not null, and a handle equals its copy but
+ * not a handle of the same slot after the object was destroyed and made again. */
+static void null_handles_and_equality(void) {
+    CHECK(KILN_IS_NULL(kiln_null_world_id) && KILN_IS_NULL(kiln_null_body_id));
+    CHECK(KILN_IS_NULL(kiln_null_runtime_id) && KILN_IS_NULL(kiln_null_tracer_id));
+    KilnTransform xf;
+    CHECK_STATUS(kiln_body_get_transform(kiln_null_body_id, &xf), KILN_ERROR_INVALID_HANDLE);
+    CHECK_MESSAGE("null");
+    CHECK_STATUS(kiln_world_destroy(kiln_null_world_id), KILN_ERROR_INVALID_HANDLE);
+    CHECK(!kiln_shape_is_valid(kiln_null_shape_id));
+
+    KilnWorldDef wdef = kiln_default_world_def();
+    KilnWorldId world = kiln_null_world_id;
+    CHECK_STATUS(kiln_world_create(&wdef, &world), KILN_OK);
+    CHECK(!KILN_IS_NULL(world));
+    KilnBodyDef bdef = kiln_default_body_def();
+    KilnBodyId a = kiln_null_body_id, b = kiln_null_body_id;
+    CHECK_STATUS(kiln_body_create(world, &bdef, &a), KILN_OK);
+    KilnBodyId copy = a;
+    CHECK(KILN_ID_EQUALS(a, copy));
+    CHECK(!KILN_ID_EQUALS(a, kiln_null_body_id));
+    CHECK_STATUS(kiln_body_destroy(a), KILN_OK);
+    CHECK_STATUS(kiln_body_create(world, &bdef, &b), KILN_OK);
+    /* The slot may be reused; the generation tells the two apart. */
+    CHECK(!KILN_ID_EQUALS(copy, b));
+    CHECK_STATUS(kiln_body_get_transform(copy, &xf), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_body_get_transform(b, &xf), KILN_OK);
+    CHECK_STATUS(kiln_world_destroy(world), KILN_OK);
+}
+
 int main(void) {
     CHECK_STATUS(kiln_check_linked_abi(), KILN_OK);
     KilnAbiInfo info = {0};
@@ -254,6 +285,7 @@ int main(void) {
     CHECK_STATUS(kiln_check_abi(&info), KILN_ERROR_ABI_MISMATCH);
     CHECK_MESSAGE("does not match this program");
     CHECK_STATUS(kiln_check_abi(NULL), KILN_ERROR_NULL_POINTER);
+    null_handles_and_equality();
 
     /* Creation. */
     KilnRuntimeDef def = kiln_default_runtime_def();

@@ -49,6 +49,13 @@ impl Hasher for FastHasher {
 /// A `HashMap` with [`FastHasher`].
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 
+/// FNV-1a over the bits of every float: the determinism hash. Two runs that agree to
+/// the bit give the same value; the tests compare it across worker counts and host
+/// schedulers (`World::state_hash` hashes a world's bodies with it).
+pub fn hash_floats(values: impl IntoIterator<Item = f32>) -> u64 {
+    values.into_iter().fold(0xcbf2_9ce4_8422_2325, |h, x| (h ^ x.to_bits() as u64).wrapping_mul(0x100_0000_01b3))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@ mod isometry;
 mod triangle;
 
 pub use glam::{IVec3, Mat3, Quat, Vec3};
-pub use hash::{FastHasher, FastMap};
+pub use hash::{hash_floats, FastHasher, FastMap};
 pub use isometry::Isometry;
 pub use triangle::{ray_triangle, triangle_normal, triangle_overlaps_aabb, RayShear, TriangleHit};
 

@@ -157,20 +157,9 @@ fn handles_survive_removal_and_detect_staleness() {
     assert_eq!(world.bodies().len(), 5);
 }
 
-/// A hash of every body's state bits, in handle order.
+/// A hash of every body's state bits, in handle order ([`World::state_hash`]).
 pub(super) fn state_hash(world: &World, ids: &[BodyId]) -> u64 {
-    let mut h = 0xcbf29ce484222325u64;
-    for id in ids {
-        let xf = world.transform(*id).unwrap();
-        let (v, w) = world.velocity(*id).unwrap();
-        let q = xf.rotation;
-        for x in
-            [xf.translation.to_array(), v.to_array(), w.to_array()].concat().into_iter().chain([q.x, q.y, q.z, q.w])
-        {
-            h = (h ^ x.to_bits() as u64).wrapping_mul(0x100000001b3);
-        }
-    }
-    h
+    world.state_hash(ids)
 }
 
 #[test]

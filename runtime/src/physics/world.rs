@@ -495,6 +495,21 @@ impl World {
         self.counters
     }
 
+    /// The determinism hash of bodies `ids`, in that order: the bits of each one's
+    /// position, velocity, angular velocity and rotation (`x, y, z, w`), through
+    /// [`hash_floats`](crate::math::hash_floats). Same inputs give the same hash for
+    /// any worker count and host scheduler; a body that is not live hashes as one at
+    /// rest at the origin.
+    pub fn state_hash(&self, ids: &[BodyId]) -> u64 {
+        let state = |id: &BodyId| {
+            let xf = self.transform(*id).unwrap_or_default();
+            let (v, w) = self.velocity(*id).unwrap_or_default();
+            let q = xf.rotation;
+            [xf.translation.to_array(), v.to_array(), w.to_array()].concat().into_iter().chain([q.x, q.y, q.z, q.w])
+        };
+        crate::math::hash_floats(ids.iter().flat_map(state))
+    }
+
     /// Contact begin/end events of the last step, in pair-key order (plus, first, the
     /// end events of bodies destroyed before it).
     pub fn contact_events(&self) -> &[ContactEvent] {

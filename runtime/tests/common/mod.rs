@@ -78,8 +78,3 @@ impl<T> SyncSlice<T> {
         unsafe { &mut *self.ptr.add(i) }
     }
 }
-
-/// FNV-1a over the bits of every float.
-pub fn hash_floats(values: impl IntoIterator<Item = f32>) -> u64 {
-    values.into_iter().fold(0xcbf2_9ce4_8422_2325, |h, x| (h ^ x.to_bits() as u64).wrapping_mul(0x100_0000_01b3))
-}
