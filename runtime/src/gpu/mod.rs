@@ -91,7 +91,8 @@ pub fn gpu_required() -> bool {
 /// Opens a validating context for a test. Without a device: panics when
 /// [`gpu_required`], otherwise prints why and returns `None` (the test then skips,
 /// visibly).
-pub fn test_gpu(test: &str) -> Option<Gpu> {
+#[cfg(test)]
+pub(crate) fn test_gpu(test: &str) -> Option<Gpu> {
     match Gpu::new(&GpuConfig { validation: true, ..GpuConfig::from_env() }) {
         Ok(gpu) => Some(gpu),
         Err(err) if gpu_required() => panic!("{test}: KILN_REQUIRE_GPU=1 but no GPU: {err}"),
@@ -103,7 +104,8 @@ pub fn test_gpu(test: &str) -> Option<Gpu> {
 }
 
 /// Asserts that the validation layer reported nothing.
-pub fn assert_validation_clean(gpu: &Gpu) {
+#[cfg(test)]
+pub(crate) fn assert_validation_clean(gpu: &Gpu) {
     let messages = gpu.validation_messages();
     assert!(messages.is_empty(), "{} validation messages:\n{}", messages.len(), messages.join("\n"));
 }

@@ -27,17 +27,16 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-use glam::Vec3;
+#[cfg(any(test, feature = "demo"))]
+mod demo;
+#[cfg(any(test, feature = "demo"))]
+pub use demo::{demo_frame, DemoGi};
 
 use crate::frame::{CompiledGraph, FrameGraph, GraphError, Profile, Res};
-use crate::gi::ProbeGrid;
-use crate::gpu::{box_mesh, isometry_affine, sphere_mesh, GiVolume, GpuError, GpuTiming, RayTracer, IDENTITY};
+use crate::gpu::{GiVolume, GpuError, GpuTiming, RayTracer};
 use crate::jobs::Executor;
 use crate::math::Isometry;
-use crate::physics::scenes::{Scene, SceneShape};
 use crate::physics::{BodyId, World};
-use crate::spatial::TriMesh;
-use crate::terrain::{mesh_chunk, CHUNK};
 
 /// Body poses at the end of a step, by body slot.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -278,84 +277,6 @@ impl IntegratedFrame {
     }
 }
 
-/// Options of [`demo_frame`].
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct DemoGi {
-    /// Probe spacing (m) over the terrain, from 2 m above its lowest surface.
-    pub spacing: f32,
-    /// Probe layers above that.
-    pub layers: u32,
-    pub probes_per_frame: u32,
-    pub rays_per_probe: u32,
-}
-
-impl Default for DemoGi {
-    fn default() -> Self {
-        DemoGi { spacing: 8.0, layers: 3, probes_per_frame: 256, rays_per_probe: 64 }
-    }
-}
-
-/// The integrated frame of a physics scene with voxel terrain: the terrain's mesh
-/// and one mesh per body shape in a tracer on `tracer`, each body followed by its
-/// instance, and (with `gi`) a probe volume over the terrain, baked before the first
-/// frame. Spheres are meshed with 16 x 24 quads.
-pub fn demo_frame(scene: &Scene, tracer: Option<RayTracer>, gi: Option<DemoGi>) -> Result<IntegratedFrame, GpuError> {
-    let (world, ids) = scene.build();
-    let Some(mut tracer) = tracer else { return Ok(IntegratedFrame::new(world, None)) };
-    let mut extent = None;
-    if let (Some(t), Some(terrain)) = (&scene.terrain, world.terrain()) {
-        let mut mesh = TriMesh::new();
-        let chunks = (t.size + CHUNK - 1) / CHUNK;
-        // Chunk layers up to the wall or, without one, above the hills (surface < 28 m).
-        let layers = (t.wall.max(32) + CHUNK - 1) / CHUNK;
-        for cy in -1..=layers {
-            for cz in 0..chunks {
-                for cx in 0..chunks {
-                    mesh_chunk(terrain.voxels(), glam::IVec3::new(cx, cy, cz), t.voxel_size, &mut mesh);
-                }
-            }
-        }
-        if !mesh.triangles.is_empty() {
-            let positions: Vec<[f32; 3]> = mesh.vertices.iter().map(|v| (*v).into()).collect();
-            let id = tracer.add_mesh(&positions, &mesh.triangles)?;
-            tracer.add_instance(id, &IDENTITY, u32::MAX, u32::MAX)?;
-            extent = Some(t.size as f32 * t.voxel_size);
-        }
-    }
-    let mut meshes: Vec<(SceneShape, u32)> = Vec::new();
-    for (body, &id) in scene.bodies.iter().zip(&ids) {
-        let mesh = match meshes.iter().find(|(s, _)| *s == body.shape) {
-            Some(&(_, mesh)) => mesh,
-            None => {
-                let (positions, triangles) = match body.shape {
-                    SceneShape::Cuboid { half } => box_mesh(half.into()),
-                    SceneShape::Sphere { radius } => sphere_mesh(radius, 16, 24),
-                };
-                let mesh = tracer.add_mesh(&positions, &triangles)?;
-                meshes.push((body.shape, mesh));
-                mesh
-            }
-        };
-        let pose = world.transform(id).expect("a body of the scene");
-        let instance = tracer.add_instance(mesh, &isometry_affine(&pose), u32::MAX, id.index)?;
-        tracer.follow_body(instance, id.to_bits(), &IDENTITY)?;
-    }
-    let volume = match (gi, extent) {
-        (Some(setup), Some(size)) => {
-            let origin = Vec3::new(setup.spacing * 0.5, 6.0, setup.spacing * 0.5);
-            let across = ((size - setup.spacing) / setup.spacing).floor().max(1.0) as u32;
-            let grid = ProbeGrid { origin, spacing: setup.spacing, dims: [across, setup.layers.max(1), across] };
-            let mut volume = GiVolume::new(&mut tracer, grid, None)?;
-            volume.probes_per_frame = setup.probes_per_frame;
-            volume.params.rays_per_probe = setup.rays_per_probe;
-            volume.bake(&mut tracer)?;
-            Some(volume)
-        }
-        _ => None,
-    };
-    Ok(IntegratedFrame::new(world, Some(GpuSide::new(tracer, volume))))
-}
-
 /// The ray tracer following a world's bodies: physics and the GPU tied together here,
 /// above both.
 #[cfg(test)]
@@ -528,9 +449,12 @@ mod follow_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::{assert_validation_clean, sorted_keys, test_gpu, trace_cpu, CpuTlas, GpuRay, TraceMode};
+    use crate::gpu::{
+        assert_validation_clean, isometry_affine, sorted_keys, test_gpu, trace_cpu, CpuTlas, GpuRay, TraceMode,
+    };
     use crate::jobs::ThreadPool;
     use crate::physics::scenes;
+    use glam::Vec3;
 
     /// Bits of every body's state, in body order.
     fn pose_hash(world: &World, ids: &[BodyId]) -> u64 {
