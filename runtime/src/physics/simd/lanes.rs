@@ -166,6 +166,71 @@ impl Lanes for Vec4 {
     }
 }
 
+/// The [`Lanes`] operations that [`F8`] and [`F16`] share in shape, one intrinsic on
+/// the whole register each: `splat`, `get`, `set`, `max`, `min`, `sqrt` and the three
+/// comparisons. Expanded inside each type's `impl Lanes`, where the module notes'
+/// target-feature rule makes the intrinsics safe to call.
+#[cfg(target_arch = "x86_64")]
+macro_rules! lane_ops {
+    ($f:ident, $m:ident, $n:literal, $set1:ident, $max:ident, $min:ident, $sqrt:ident, $cmp:ident) => {
+        #[inline(always)]
+        fn splat(v: f32) -> $f {
+            // SAFETY: callers run with the lane type's target feature (module notes).
+            $f(unsafe { $set1(v) })
+        }
+
+        #[inline(always)]
+        fn get(self, lane: usize) -> f32 {
+            self.to_array()[lane]
+        }
+
+        /// One 4-byte store: rebuilding the register from an array stalled on store
+        /// forwarding at every lane of every packed constraint.
+        #[inline(always)]
+        fn set(&mut self, lane: usize, v: f32) {
+            assert!(lane < $n, "lane {lane} of {}", $n);
+            // SAFETY: the register is `$n` f32s; `lane` is in bounds.
+            unsafe { (self as *mut $f).cast::<f32>().add(lane).write(v) };
+        }
+
+        #[inline(always)]
+        fn max(self, o: $f) -> $f {
+            // SAFETY: callers run with the lane type's target feature (module notes).
+            $f(unsafe { $max(self.0, o.0) })
+        }
+
+        #[inline(always)]
+        fn min(self, o: $f) -> $f {
+            // SAFETY: as above.
+            $f(unsafe { $min(self.0, o.0) })
+        }
+
+        #[inline(always)]
+        fn sqrt(self) -> $f {
+            // SAFETY: as above.
+            $f(unsafe { $sqrt(self.0) })
+        }
+
+        #[inline(always)]
+        fn cmpgt(self, o: $f) -> $m {
+            // SAFETY: as above.
+            $m(unsafe { $cmp::<_CMP_GT_OQ>(self.0, o.0) })
+        }
+
+        #[inline(always)]
+        fn cmpeq(self, o: $f) -> $m {
+            // SAFETY: as above.
+            $m(unsafe { $cmp::<_CMP_EQ_OQ>(self.0, o.0) })
+        }
+
+        #[inline(always)]
+        fn is_nan_mask(self) -> $m {
+            // SAFETY: as above.
+            $m(unsafe { $cmp::<_CMP_UNORD_Q>(self.0, self.0) })
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 pub(crate) use avx::F8;
 
@@ -258,61 +323,7 @@ mod avx {
         type Words = [u32; 8];
         const UNSET: [u32; 8] = [u32::MAX; 8];
 
-        #[inline(always)]
-        fn splat(v: f32) -> F8 {
-            // SAFETY: callers run with AVX enabled (see the module notes).
-            F8(unsafe { _mm256_set1_ps(v) })
-        }
-
-        #[inline(always)]
-        fn get(self, lane: usize) -> f32 {
-            self.to_array()[lane]
-        }
-
-        /// One 4-byte store: rebuilding the register from an array stalled on store
-        /// forwarding at every lane of every packed constraint.
-        #[inline(always)]
-        fn set(&mut self, lane: usize, v: f32) {
-            assert!(lane < 8, "lane {lane} of 8");
-            // SAFETY: an __m256 is eight f32s; `lane` is in bounds.
-            unsafe { (self as *mut F8).cast::<f32>().add(lane).write(v) };
-        }
-
-        #[inline(always)]
-        fn max(self, o: F8) -> F8 {
-            // SAFETY: callers run with AVX enabled (see the module notes).
-            F8(unsafe { _mm256_max_ps(self.0, o.0) })
-        }
-
-        #[inline(always)]
-        fn min(self, o: F8) -> F8 {
-            // SAFETY: callers run with AVX enabled (see the module notes).
-            F8(unsafe { _mm256_min_ps(self.0, o.0) })
-        }
-
-        #[inline(always)]
-        fn sqrt(self) -> F8 {
-            // SAFETY: callers run with AVX enabled (see the module notes).
-            F8(unsafe { _mm256_sqrt_ps(self.0) })
-        }
-
-        #[inline(always)]
-        fn cmpgt(self, o: F8) -> M8 {
-            // SAFETY: callers run with AVX enabled (see the module notes).
-            M8(unsafe { _mm256_cmp_ps::<_CMP_GT_OQ>(self.0, o.0) })
-        }
-
-        #[inline(always)]
-        fn cmpeq(self, o: F8) -> M8 {
-            // SAFETY: callers run with AVX enabled (see the module notes).
-            M8(unsafe { _mm256_cmp_ps::<_CMP_EQ_OQ>(self.0, o.0) })
-        }
-
-        #[inline(always)]
-        fn is_nan_mask(self) -> M8 {
-            // SAFETY: callers run with AVX enabled (see the module notes).
-            M8(unsafe { _mm256_cmp_ps::<_CMP_UNORD_Q>(self.0, self.0) })
-        }
+        lane_ops!(F8, M8, 8, _mm256_set1_ps, _mm256_max_ps, _mm256_min_ps, _mm256_sqrt_ps, _mm256_cmp_ps);
 
         #[inline(always)]
         fn select(mask: M8, if_true: F8, if_false: F8) -> F8 {
@@ -516,62 +527,9 @@ mod avx512 {
         type Words = [u32; 16];
         const UNSET: [u32; 16] = [u32::MAX; 16];
 
-        #[inline(always)]
-        fn splat(v: f32) -> F16 {
-            // SAFETY: callers run with AVX-512F enabled (see the module notes).
-            F16(unsafe { _mm512_set1_ps(v) })
-        }
-
-        #[inline(always)]
-        fn get(self, lane: usize) -> f32 {
-            self.to_array()[lane]
-        }
-
-        /// One 4-byte store, as [`F8`]'s.
-        #[inline(always)]
-        fn set(&mut self, lane: usize, v: f32) {
-            assert!(lane < 16, "lane {lane} of 16");
-            // SAFETY: an __m512 is sixteen f32s; `lane` is in bounds.
-            unsafe { (self as *mut F16).cast::<f32>().add(lane).write(v) };
-        }
-
-        /// `vmaxps` keeps SSE's rule with AVX-512: the second operand where either is
-        /// NaN (or both are zeros).
-        #[inline(always)]
-        fn max(self, o: F16) -> F16 {
-            // SAFETY: callers run with AVX-512F enabled (see the module notes).
-            F16(unsafe { _mm512_max_ps(self.0, o.0) })
-        }
-
-        #[inline(always)]
-        fn min(self, o: F16) -> F16 {
-            // SAFETY: callers run with AVX-512F enabled (see the module notes).
-            F16(unsafe { _mm512_min_ps(self.0, o.0) })
-        }
-
-        #[inline(always)]
-        fn sqrt(self) -> F16 {
-            // SAFETY: callers run with AVX-512F enabled (see the module notes).
-            F16(unsafe { _mm512_sqrt_ps(self.0) })
-        }
-
-        #[inline(always)]
-        fn cmpgt(self, o: F16) -> M16 {
-            // SAFETY: callers run with AVX-512F enabled (see the module notes).
-            M16(unsafe { _mm512_cmp_ps_mask::<_CMP_GT_OQ>(self.0, o.0) })
-        }
-
-        #[inline(always)]
-        fn cmpeq(self, o: F16) -> M16 {
-            // SAFETY: callers run with AVX-512F enabled (see the module notes).
-            M16(unsafe { _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(self.0, o.0) })
-        }
-
-        #[inline(always)]
-        fn is_nan_mask(self) -> M16 {
-            // SAFETY: callers run with AVX-512F enabled (see the module notes).
-            M16(unsafe { _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(self.0, self.0) })
-        }
+        // `vmaxps` keeps SSE's rule with AVX-512: the second operand where either is
+        // NaN (or both are zeros).
+        lane_ops!(F16, M16, 16, _mm512_set1_ps, _mm512_max_ps, _mm512_min_ps, _mm512_sqrt_ps, _mm512_cmp_ps_mask);
 
         #[inline(always)]
         fn select(mask: M16, if_true: F16, if_false: F16) -> F16 {
