@@ -41,84 +41,6 @@
 #define KILN_VERSION_PATCH 0
 
 /**
- * Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
- * struct of this header but `KilnAbiInfo` itself.
- */
-#define KILN_ABI_STRUCT_COUNT 67
-
-/**
- * Largest capsule radius or core height, in metres.
- */
-#define KILN_CHARACTER_MAX_SIZE 100.0
-
-/**
- * Longest displacement of one move, in metres (use `kiln_character_set_position`
- * to teleport).
- */
-#define KILN_CHARACTER_MAX_MOVE 1000.0
-
-/**
- * Largest coordinate of a character position, in metres.
- */
-#define KILN_CHARACTER_MAX_COORDINATE 1.0e7
-
-/**
- * Most static shapes one move takes.
- */
-#define KILN_CHARACTER_MAX_STATICS (1 << 20)
-
-/**
- * Most child indices in a cube path (the deepest cube level).
- */
-#define KILN_OCTREE_MAX_DEPTH 16
-
-/**
- * An empty cube.
- */
-#define KILN_CUBE_EMPTY 0
-
-/**
- * A solid cube.
- */
-#define KILN_CUBE_SOLID 1
-
-/**
- * A cube split into 8 children (child `i` takes the upper half along x for bit 0 of
- * `i`, along y for bit 1, along z for bit 2).
- */
-#define KILN_CUBE_OCTANT 2
-
-/**
- * Face on the -x side.
- */
-#define KILN_FACE_LEFT 0
-
-/**
- * Face on the +x side.
- */
-#define KILN_FACE_RIGHT 1
-
-/**
- * Face on the +z side.
- */
-#define KILN_FACE_FRONT 2
-
-/**
- * Face on the -z side.
- */
-#define KILN_FACE_BACK 3
-
-/**
- * Face on the +y side (up).
- */
-#define KILN_FACE_TOP 4
-
-/**
- * Face on the -y side.
- */
-#define KILN_FACE_BOTTOM 5
-
-/**
  * Log level: a call failed or a pass failed.
  */
 #define KILN_LOG_ERROR 0
@@ -198,95 +120,6 @@
 #define KILN_SHAPE_MAX_EXTENT 1.0e5
 
 /**
- * Air: no collision. Materials are one byte per voxel.
- */
-#define KILN_MATERIAL_AIR 0
-
-/**
- * Water: reported as water contacts (buoyancy), not solid.
- */
-#define KILN_MATERIAL_WATER 1
-
-/**
- * Rock, the first solid material. Every value from 2 to 255 is solid.
- */
-#define KILN_MATERIAL_ROCK 2
-
-/**
- * Grass (solid).
- */
-#define KILN_MATERIAL_GRASS 3
-
-/**
- * Sand (solid).
- */
-#define KILN_MATERIAL_SAND 4
-
-/**
- * Most voxels one `kiln_terrain_fill` call may cover (2^27, e.g. 512^3).
- */
-#define KILN_TERRAIN_MAX_FILL_VOXELS (1 << 27)
-
-/**
- * Chunk meshes with f32 vertices and 12-byte kD-tree nodes (~21 bytes of mesh and
- * 12 of tree per triangle).
- */
-#define KILN_MESH_MODE_FULL 0
-
-/**
- * Chunk meshes with 16-bit quantised vertices and 6-byte nodes (~11 + 6 bytes per
- * triangle). Vertices move by at most half a quantisation step: the chunk mesh's
- * extent / 131070 per axis (about 0.04 mm for 0.5 m voxels).
- */
-#define KILN_MESH_MODE_COMPACT 1
-
-/**
- * A discrete GPU.
- */
-#define KILN_DEVICE_DISCRETE 0
-
-/**
- * A GPU sharing memory with the CPU.
- */
-#define KILN_DEVICE_INTEGRATED 1
-
-/**
- * A GPU in a virtual machine.
- */
-#define KILN_DEVICE_VIRTUAL 2
-
-/**
- * A software device running on the CPU (Mesa's lavapipe).
- */
-#define KILN_DEVICE_CPU 3
-
-/**
- * Anything else.
- */
-#define KILN_DEVICE_OTHER 4
-
-/**
- * `KilnTraceHit::instance` when the ray hit nothing.
- */
-#define KILN_NO_HIT 4294967295
-
-/**
- * `KilnTraceHit::flags`: the ray hit the triangle's back face.
- */
-#define KILN_HIT_BACKFACE 1
-
-/**
- * `kiln_tracer_trace` mode: the closest hit along each ray.
- */
-#define KILN_TRACE_CLOSEST 0
-
-/**
- * `kiln_tracer_trace` mode: any hit ends the ray (shadow and visibility rays); only
- * hit or miss is meaningful, the other fields describe whichever hit was found.
- */
-#define KILN_TRACE_ANY 1
-
-/**
  * Never moves; infinite mass (ground, walls).
  */
 #define KILN_MOTION_STATIC 0
@@ -343,30 +176,177 @@
 #define KILN_COLOR_AABB 15093222
 
 /**
+ * Air: no collision. Materials are one byte per voxel.
+ */
+#define KILN_MATERIAL_AIR 0
+
+/**
+ * Water: reported as water contacts (buoyancy), not solid.
+ */
+#define KILN_MATERIAL_WATER 1
+
+/**
+ * Rock, the first solid material. Every value from 2 to 255 is solid.
+ */
+#define KILN_MATERIAL_ROCK 2
+
+/**
+ * Grass (solid).
+ */
+#define KILN_MATERIAL_GRASS 3
+
+/**
+ * Sand (solid).
+ */
+#define KILN_MATERIAL_SAND 4
+
+/**
+ * Most voxels one `kiln_terrain_fill` call may cover (2^27, e.g. 512^3).
+ */
+#define KILN_TERRAIN_MAX_FILL_VOXELS (1 << 27)
+
+/**
+ * Chunk meshes with f32 vertices and 12-byte kD-tree nodes (~21 bytes of mesh and
+ * 12 of tree per triangle).
+ */
+#define KILN_MESH_MODE_FULL 0
+
+/**
+ * Chunk meshes with 16-bit quantised vertices and 6-byte nodes (~11 + 6 bytes per
+ * triangle). Vertices move by at most half a quantisation step: the chunk mesh's
+ * extent / 131070 per axis (about 0.04 mm for 0.5 m voxels).
+ */
+#define KILN_MESH_MODE_COMPACT 1
+
+/**
+ * Largest capsule radius or core height, in metres.
+ */
+#define KILN_CHARACTER_MAX_SIZE 100.0
+
+/**
+ * Longest displacement of one move, in metres (use `kiln_character_set_position`
+ * to teleport).
+ */
+#define KILN_CHARACTER_MAX_MOVE 1000.0
+
+/**
+ * Largest coordinate of a character position, in metres.
+ */
+#define KILN_CHARACTER_MAX_COORDINATE 1.0e7
+
+/**
+ * Most static shapes one move takes.
+ */
+#define KILN_CHARACTER_MAX_STATICS (1 << 20)
+
+/**
+ * Most child indices in a cube path (the deepest cube level).
+ */
+#define KILN_OCTREE_MAX_DEPTH 16
+
+/**
+ * An empty cube.
+ */
+#define KILN_CUBE_EMPTY 0
+
+/**
+ * A solid cube.
+ */
+#define KILN_CUBE_SOLID 1
+
+/**
+ * A cube split into 8 children (child `i` takes the upper half along x for bit 0 of
+ * `i`, along y for bit 1, along z for bit 2).
+ */
+#define KILN_CUBE_OCTANT 2
+
+/**
+ * Face on the -x side.
+ */
+#define KILN_FACE_LEFT 0
+
+/**
+ * Face on the +x side.
+ */
+#define KILN_FACE_RIGHT 1
+
+/**
+ * Face on the +z side.
+ */
+#define KILN_FACE_FRONT 2
+
+/**
+ * Face on the -z side.
+ */
+#define KILN_FACE_BACK 3
+
+/**
+ * Face on the +y side (up).
+ */
+#define KILN_FACE_TOP 4
+
+/**
+ * Face on the -y side.
+ */
+#define KILN_FACE_BOTTOM 5
+
+/**
+ * A discrete GPU.
+ */
+#define KILN_DEVICE_DISCRETE 0
+
+/**
+ * A GPU sharing memory with the CPU.
+ */
+#define KILN_DEVICE_INTEGRATED 1
+
+/**
+ * A GPU in a virtual machine.
+ */
+#define KILN_DEVICE_VIRTUAL 2
+
+/**
+ * A software device running on the CPU (Mesa's lavapipe).
+ */
+#define KILN_DEVICE_CPU 3
+
+/**
+ * Anything else.
+ */
+#define KILN_DEVICE_OTHER 4
+
+/**
+ * `KilnTraceHit::instance` when the ray hit nothing.
+ */
+#define KILN_NO_HIT 4294967295
+
+/**
+ * `KilnTraceHit::flags`: the ray hit the triangle's back face.
+ */
+#define KILN_HIT_BACKFACE 1
+
+/**
+ * `kiln_tracer_trace` mode: the closest hit along each ray.
+ */
+#define KILN_TRACE_CLOSEST 0
+
+/**
+ * `kiln_tracer_trace` mode: any hit ends the ray (shadow and visibility rays); only
+ * hit or miss is meaningful, the other fields describe whichever hit was found.
+ */
+#define KILN_TRACE_ANY 1
+
+/**
+ * Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
+ * struct of this header but `KilnAbiInfo` itself.
+ */
+#define KILN_ABI_STRUCT_COUNT 67
+
+/**
  * Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
  * is one of the `KILN_ERROR_*` codes, and `kiln_last_error_message()` says why.
  */
 typedef uint32_t KilnStatus;
-
-/**
- * The ABI as the caller's header sees it; filled and checked by
- * `kiln_check_linked_abi()` at the end of this header.
- */
-typedef struct KilnAbiInfo {
-    /**
-     * `sizeof(KilnAbiInfo)`.
-     */
-    uint32_t struct_size;
-    /**
-     * `KILN_ABI_VERSION` of the caller's header.
-     */
-    uint32_t abi_version;
-    /**
-     * `sizeof` of every public struct, in the order `kiln_check_linked_abi()` lists
-     * them (the order of the header's struct definitions).
-     */
-    uint32_t struct_sizes[KILN_ABI_STRUCT_COUNT];
-} KilnAbiInfo;
 
 /**
  * Allocates `size` bytes aligned to `alignment` (a power of two); returns NULL on
@@ -400,855 +380,6 @@ typedef struct KilnAllocator {
      */
     void *user_context;
 } KilnAllocator;
-
-/**
- * A 3D vector of floats.
- */
-typedef struct KilnVec3 {
-    /**
-     * X.
-     */
-    float x;
-    /**
-     * Y (up).
-     */
-    float y;
-    /**
-     * Z.
-     */
-    float z;
-} KilnVec3;
-
-/**
- * How a character is built and moves. Initialise with `kiln_default_character_def()`.
- */
-typedef struct KilnCharacterDef {
-    /**
-     * `sizeof(KilnCharacterDef)`, set by `kiln_default_character_def()`.
-     */
-    uint32_t struct_size;
-    /**
-     * Capsule radius in metres (finite, > 0, <= `KILN_CHARACTER_MAX_SIZE`). Default 0.3.
-     */
-    float radius;
-    /**
-     * Length of the capsule's core segment (total height is `height + 2 radius`;
-     * finite, >= 0, <= `KILN_CHARACTER_MAX_SIZE`). Default 1.2.
-     */
-    float height;
-    /**
-     * Gap kept between the capsule and what it touches (finite, > 0). Default 0.02.
-     */
-    float skin;
-    /**
-     * Cosine of the steepest slope it stands on. Default 0.707 (45°).
-     */
-    float max_slope_cos;
-    /**
-     * Highest ledge it steps onto (finite, >= 0). Default 0.3.
-     */
-    float step_height;
-    /**
-     * How far below its feet it looks for ground (finite, >= 0). Default 0.06.
-     */
-    float ground_probe;
-    /**
-     * Slide iterations per move (>= 1). Default 4.
-     */
-    uint32_t max_iterations;
-    /**
-     * Unit up direction. Default +Y.
-     */
-    struct KilnVec3 up;
-} KilnCharacterDef;
-
-/**
- * Handle to a character. `{0, 0}` is the null handle. Pass by value.
- */
-typedef struct KilnCharacterId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed character's handles no longer match.
-     */
-    uint32_t generation;
-} KilnCharacterId;
-
-/**
- * Handle to a voxel terrain. `{0, 0}` is the null handle. Pass by value.
- */
-typedef struct KilnTerrainId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed terrain's handles no longer match.
-     */
-    uint32_t generation;
-} KilnTerrainId;
-
-/**
- * Handle to a runtime. `{0, 0}` is the null handle. Pass by value.
- */
-typedef struct KilnRuntimeId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed runtime's handles no longer match.
-     */
-    uint32_t generation;
-} KilnRuntimeId;
-
-/**
- * Handle to a shape. `{0, 0}` is the null handle. Pass by value.
- */
-typedef struct KilnShapeId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed shape's handles no longer match.
-     */
-    uint32_t generation;
-} KilnShapeId;
-
-/**
- * A rotation as a unit quaternion (`w` is the scalar part).
- */
-typedef struct KilnQuat {
-    /**
-     * X of the vector part.
-     */
-    float x;
-    /**
-     * Y of the vector part.
-     */
-    float y;
-    /**
-     * Z of the vector part.
-     */
-    float z;
-    /**
-     * Scalar part.
-     */
-    float w;
-} KilnQuat;
-
-/**
- * A rigid placement: rotate by `rotation`, then move by `position`. The rotation
- * must be finite and of unit length within 1% (Kiln renormalises it).
- */
-typedef struct KilnTransform {
-    /**
-     * Translation.
-     */
-    struct KilnVec3 position;
-    /**
-     * Rotation.
-     */
-    struct KilnQuat rotation;
-} KilnTransform;
-
-/**
- * One static shape placed in the world, for `kiln_character_move`.
- */
-typedef struct KilnShapeInstance {
-    /**
-     * The shape.
-     */
-    struct KilnShapeId shape;
-    /**
-     * Where it is.
-     */
-    struct KilnTransform transform;
-} KilnShapeInstance;
-
-/**
- * What one `kiln_character_move` did.
- */
-typedef struct KilnMoveResult {
-    /**
-     * The displacement actually made.
-     */
-    struct KilnVec3 moved;
-    /**
-     * The capsule centre after the move.
-     */
-    struct KilnVec3 position;
-    /**
-     * Standing on a walkable surface within `ground_probe` below.
-     */
-    bool grounded;
-    /**
-     * The move began or ended overlapping geometry and was pushed out.
-     */
-    bool recovered;
-    /**
-     * The last surface hit while sliding (unit, pointing out of it), or zero.
-     */
-    struct KilnVec3 contact_normal;
-    /**
-     * The ground's unit normal when grounded, else zero.
-     */
-    struct KilnVec3 ground_normal;
-} KilnMoveResult;
-
-/**
- * A Vulkan function pointer as `vkGetInstanceProcAddr` returns it
- * (`PFN_vkVoidFunction`).
- */
-typedef void (*KilnVoidFunction)(void);
-
-/**
- * `PFN_vkGetInstanceProcAddr`: pass `(KilnGetInstanceProcAddr)vkGetInstanceProcAddr`
- * (or the function your loader, e.g. volk, resolved).
- */
-typedef KilnVoidFunction (*KilnGetInstanceProcAddr)(void *instance, const char *name);
-
-/**
- * The engine's Vulkan objects Kiln runs on. Initialise with
- * `kiln_default_embedded_def()`. The device must have been created with Vulkan 1.2
- * and the features `bufferDeviceAddress`, `vulkanMemoryModel` and
- * `vulkanMemoryModelDeviceScope` enabled (Kiln checks support, not enablement).
- */
-typedef struct KilnEmbeddedDef {
-    /**
-     * `sizeof(KilnEmbeddedDef)`, set by `kiln_default_embedded_def()`.
-     */
-    uint32_t struct_size;
-    /**
-     * The loader's `vkGetInstanceProcAddr`. Required.
-     */
-    KilnGetInstanceProcAddr get_instance_proc_addr;
-    /**
-     * `VkInstance`. Required.
-     */
-    void *instance;
-    /**
-     * `VkPhysicalDevice` of the device. Required.
-     */
-    void *physical_device;
-    /**
-     * `VkDevice`. Required.
-     */
-    void *device;
-    /**
-     * A queue family with compute. Kiln's own submissions (the upload after a new
-     * mesh or instance) go to queue `queue_index` of it, from the calling thread,
-     * inside the call that needs them; the engine must not use that queue from
-     * another thread meanwhile. Default 0.
-     */
-    uint32_t queue_family;
-    /**
-     * Default 0.
-     */
-    uint32_t queue_index;
-    /**
-     * Command buffers the engine keeps in flight, 1 to 8: recordings use slots
-     * `0..frames_in_flight`. Default 2.
-     */
-    uint32_t frames_in_flight;
-    /**
-     * The engine enabled `VK_EXT_debug_utils` on its instance: Kiln wraps its passes
-     * in debug labels (RenderDoc, Nsight). Default false.
-     */
-    bool debug_utils;
-    /**
-     * Kiln's own checks report to `kiln_tracer_get_validation_messages` (the
-     * validation layer's messages go to the engine's messenger). Default false.
-     */
-    bool validation;
-    /**
-     * As `KilnTracerDef::memory_budget_bytes`. Default 0 (none).
-     */
-    uint64_t memory_budget_bytes;
-} KilnEmbeddedDef;
-
-/**
- * Handle to a ray tracer (a Vulkan device with meshes and instances). `{0, 0}` is
- * the null handle. Pass by value.
- */
-typedef struct KilnTracerId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed tracer's handles no longer match.
-     */
-    uint32_t generation;
-} KilnTracerId;
-
-/**
- * One ray of a batch.
- */
-typedef struct KilnTraceRay {
-    /**
-     * Start point (finite).
-     */
-    struct KilnVec3 origin;
-    /**
-     * Direction (finite, non-zero; need not be unit: `t` is in its lengths).
-     */
-    struct KilnVec3 direction;
-    /**
-     * Hits closer than this are ignored (finite, >= 0).
-     */
-    float t_min;
-    /**
-     * Hits farther than this are ignored (>= `t_min`; may be infinite).
-     */
-    float t_max;
-    /**
-     * Instances with `mask & instance.mask == 0` are invisible to the ray.
-     */
-    uint32_t mask;
-} KilnTraceRay;
-
-/**
- * The result for one ray.
- */
-typedef struct KilnTraceHit {
-    /**
-     * Distance along the ray in direction lengths (+inf on a miss).
-     */
-    float t;
-    /**
-     * Instance index, or `KILN_NO_HIT`.
-     */
-    uint32_t instance;
-    /**
-     * Triangle index in the instance's mesh.
-     */
-    uint32_t primitive;
-    /**
-     * The instance's `user_id`.
-     */
-    uint32_t user_id;
-    /**
-     * Unit geometric normal in world space, on the side the winding makes front
-     * (counter-clockwise).
-     */
-    struct KilnVec3 normal;
-    /**
-     * Barycentric weight of the triangle's second vertex.
-     */
-    float u;
-    /**
-     * Barycentric weight of the third vertex.
-     */
-    float v;
-    /**
-     * `KILN_HIT_BACKFACE` when the ray hit the back face.
-     */
-    uint32_t flags;
-} KilnTraceHit;
-
-/**
- * Handle to a rigid-body world. `{0, 0}` is the null handle. Pass by value.
- */
-typedef struct KilnWorldId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed world's handles no longer match.
-     */
-    uint32_t generation;
-} KilnWorldId;
-
-/**
- * Handle to a DDGI probe volume. `{0, 0}` is the null handle. Pass by value.
- */
-typedef struct KilnGiId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed volume's handles no longer match.
-     */
-    uint32_t generation;
-} KilnGiId;
-
-/**
- * What an integrated frame runs. Initialise with `kiln_default_frame_def()`.
- */
-typedef struct KilnFrameDef {
-    /**
-     * `sizeof(KilnFrameDef)`, set by `kiln_default_frame_def()`.
-     */
-    uint32_t struct_size;
-    /**
-     * The world to step (required).
-     */
-    struct KilnWorldId world;
-    /**
-     * The tracer whose instances follow the world's bodies
-     * (`kiln_tracer_follow_body`), or `{0, 0}` for a physics-only frame. Each run
-     * brings its instances to the last step's poses and rebuilds its TLAS.
-     */
-    struct KilnTracerId tracer;
-    /**
-     * A probe volume created on `tracer`, updated every run (its
-     * `probes_per_frame` probes), or `{0, 0}`.
-     */
-    struct KilnGiId gi;
-    /**
-     * Whether the GPU's work runs while the CPU steps (default true). False waits
-     * for it at once: the sequential frame the overlap is measured against.
-     */
-    bool overlap;
-} KilnFrameDef;
-
-/**
- * Handle to an integrated frame. `{0, 0}` is the null handle. Pass by value.
- */
-typedef struct KilnFrameId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed frame's handles no longer match.
-     */
-    uint32_t generation;
-} KilnFrameId;
-
-/**
- * Timing of the last `kiln_frame_run`. All times are wall-clock milliseconds.
- */
-typedef struct KilnFrameTiming {
-    /**
-     * Frames run so far, counting this one from 0.
-     */
-    uint64_t frame_index;
-    /**
-     * The whole run on the CPU, submission to wait.
-     */
-    double cpu_ms;
-    /**
-     * The physics step's six stages (broadphase to sleep), as `kiln_world_get_profile`
-     * reports them.
-     */
-    double physics_ms;
-    /**
-     * The GPU's time for the run's submission: the sum of its passes' timestamps
-     * (`kiln_frame_get_gpu_passes`). 0 without a tracer or without timestamps.
-     */
-    double gpu_ms;
-    /**
-     * CPU time from the submission to the wait: the step ran meanwhile.
-     */
-    double overlapped_cpu_ms;
-    /**
-     * How long the wait blocked: the GPU time the step did not hide.
-     */
-    double blocked_ms;
-    /**
-     * The share of `gpu_ms` hidden behind the step, 0 to 1 (1: the wait never
-     * blocked; 0 without GPU work or with `overlap` off).
-     */
-    double hidden_fraction;
-    /**
-     * Probes the run updated (0 without a volume).
-     */
-    uint32_t probes_updated;
-    /**
-     * Instances of the tracer at the run (0 without one).
-     */
-    uint32_t instance_count;
-} KilnFrameTiming;
-
-/**
- * The last frame's totals.
- */
-typedef struct KilnProfile {
-    /**
-     * Index of the profiled frame.
-     */
-    uint64_t frame_index;
-    /**
-     * Wall time of the whole `kiln_runtime_run_frame`, in nanoseconds.
-     */
-    uint64_t total_ns;
-    /**
-     * Number of passes (entries `kiln_runtime_get_profile` can write).
-     */
-    uint32_t pass_count;
-    /**
-     * Workers the frame could use.
-     */
-    uint32_t worker_count;
-} KilnProfile;
-
-/**
- * Handle to a pass of a runtime's frame graph.
- */
-typedef struct KilnPassId {
-    /**
-     * Pass index plus one (0 means null), in the order passes were added.
-     */
-    uint32_t index1;
-    /**
-     * Serial number of the owning runtime.
-     */
-    uint32_t owner;
-} KilnPassId;
-
-/**
- * One pass in the last frame.
- */
-typedef struct KilnPassProfile {
-    /**
-     * The pass's name, valid until the runtime is destroyed.
-     */
-    const char *name;
-    /**
-     * The pass.
-     */
-    struct KilnPassId pass;
-    /**
-     * Level of the pass in the graph (passes of one level may run concurrently).
-     */
-    uint32_t level;
-    /**
-     * Worker that ran the callback; `UINT32_MAX` if the pass did not run.
-     */
-    uint32_t worker_index;
-    /**
-     * Start, in nanoseconds since the frame started.
-     */
-    uint64_t start_ns;
-    /**
-     * Duration of the callback (including its parallel_for work), in nanoseconds.
-     */
-    uint64_t duration_ns;
-} KilnPassProfile;
-
-/**
- * GPU time of one pass of the last `kiln_tracer_update` or `kiln_tracer_trace`.
- */
-typedef struct KilnGpuPassTiming {
-    /**
-     * Pass name ("upload instances", "skin + refit", "tlas build", "trace"),
-     * NUL-terminated.
-     */
-    char name[32];
-    /**
-     * Milliseconds from the pass's first command to its last, on the device.
-     */
-    double milliseconds;
-} KilnGpuPassTiming;
-
-/**
- * How a probe volume is laid out and updated. Initialise with
- * `kiln_default_gi_def()`, then set the bounds.
- */
-typedef struct KilnGiDef {
-    /**
-     * `sizeof(KilnGiDef)`, set by `kiln_default_gi_def()`.
-     */
-    uint32_t struct_size;
-    /**
-     * Lower corner of the volume (finite). Default {0, 0, 0}: set it.
-     */
-    struct KilnVec3 bounds_min;
-    /**
-     * Upper corner, at least `bounds_min` on every axis. Default {0, 0, 0}: set it.
-     */
-    struct KilnVec3 bounds_max;
-    /**
-     * Distance between neighbouring probes, metres (> 0). Default 1.
-     */
-    float spacing;
-    /**
-     * Probes go only at grid points within this distance of a triangle of the
-     * tracer's scene at creation; a negative value puts a probe at every grid
-     * point. Default 1.5.
-     */
-    float dilation;
-    /**
-     * Rays per probe and update, 1 to 1024. Default 128.
-     */
-    uint32_t rays_per_probe;
-    /**
-     * Weight of the old irradiance per update, in [0, 1]. Default 0.97.
-     */
-    float hysteresis;
-    /**
-     * Probes each `kiln_gi_update` refreshes, walking the live probes round robin
-     * (at least 1; capped at the live probe count and at 2^20 rays per update).
-     * Default 1024.
-     */
-    uint32_t probes_per_frame;
-    /**
-     * Largest texel difference, as a fraction of the clip distance, at which two
-     * visibility maps share a compressed block, in [0, 1). Default 0.01.
-     */
-    float compress_tolerance;
-    /**
-     * Quadrant blocks (8 x 8 texels) back the compressor searches for a match (at
-     * least 1). Default 40000: the reference's window of 10,000 whole maps.
-     */
-    uint32_t compress_window;
-} KilnGiDef;
-
-/**
- * The light a volume's probes gather. Initialise with `kiln_default_gi_lighting()`.
- */
-typedef struct KilnGiLighting {
-    /**
-     * `sizeof(KilnGiLighting)`, set by `kiln_default_gi_lighting()`.
-     */
-    uint32_t struct_size;
-    /**
-     * Direction toward the sun (finite, non-zero; normalised by Kiln). Default
-     * normalise({0.4, 0.8, 0.3}).
-     */
-    struct KilnVec3 sun_direction;
-    /**
-     * Irradiance of the sun on a surface facing it, per channel, >= 0. Default
-     * {3, 2.8, 2.5}.
-     */
-    struct KilnVec3 sun_irradiance;
-    /**
-     * Radiance of the sky, the same in every direction, >= 0. Default {0.25, 0.35, 0.5}.
-     */
-    struct KilnVec3 sky_radiance;
-    /**
-     * Diffuse albedo of instances without one from `kiln_gi_set_albedo`, each
-     * channel in [0, 1]. Default {0.6, 0.6, 0.6}.
-     */
-    struct KilnVec3 default_albedo;
-} KilnGiLighting;
-
-/**
- * Figures of a probe volume, from `kiln_gi_get_stats`.
- */
-typedef struct KilnGiStats {
-    /**
-     * Points of the probe grid.
-     */
-    uint64_t grid_points;
-    /**
-     * Probes placed (grid points near geometry).
-     */
-    uint32_t probe_count;
-    /**
-     * Probes that see no surface within the clip distance, after a bake: they keep
-     * no visibility and no irradiance, and are neither updated nor sampled.
-     */
-    uint32_t dead_probes;
-    /**
-     * Distinct visibility blocks after compression: each block is a quadrant of a
-     * map (8 x 8 texels) that any number of probes share, stored as the number of
-     * a mask (shared among blocks) of the texels that see something, and 7 to 11
-     * bits for each of them, by how many bits its texels' spread (depth^2 less
-     * depth squared) needs.
-     */
-    uint32_t blocks;
-    /**
-     * Updates run so far.
-     */
-    uint32_t frames;
-    /**
-     * Probes the last `kiln_gi_update` refreshed.
-     */
-    uint32_t last_update_probes;
-    /**
-     * Whether `kiln_gi_bake` ran.
-     */
-    bool baked;
-    /**
-     * Bytes of all probe data: placement mask, irradiance (16 per live probe:
-     * placed and not dead), compressed visibility.
-     */
-    uint64_t bytes;
-    /**
-     * Bytes of the compressed visibility (live mask, signature numbers and
-     * entries, and blocks).
-     */
-    uint64_t visibility_bytes;
-    /**
-     * Bytes every probe's visibility map would take uncompressed (1 KiB each).
-     */
-    uint64_t visibility_bytes_uncompressed;
-} KilnGiStats;
-
-/**
- * Handle to a set of octrees. `{0, 0}` is the null handle. Pass by value.
- */
-typedef struct KilnOctreeSetId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed set's handles no longer match.
-     */
-    uint32_t generation;
-} KilnOctreeSetId;
-
-/**
- * Octree creation parameters. Initialise with `kiln_default_octree_def()`.
- */
-typedef struct KilnOctreeDef {
-    /**
-     * `sizeof(KilnOctreeDef)`, set by `kiln_default_octree_def()`.
-     */
-    uint32_t struct_size;
-    /**
-     * Lowest corner of the root cube (finite). Default 0.
-     */
-    struct KilnVec3 position;
-    /**
-     * Edge length of the root cube (finite, > 0; `position + size` finite). Default 1.
-     */
-    float size;
-} KilnOctreeDef;
-
-/**
- * Handle to an octree inside a set. `{0, 0, 0}` is the null handle.
- */
-typedef struct KilnOctreeId {
-    /**
-     * Slot index in the set plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed octree's handles no longer match.
-     */
-    uint32_t generation;
-    /**
-     * Serial number of the owning set, so an id from another set is refused.
-     */
-    uint32_t owner;
-} KilnOctreeId;
-
-/**
- * An axis-aligned box; valid when finite and `min <= max` on every axis.
- */
-typedef struct KilnAabb {
-    /**
-     * Lower corner.
-     */
-    struct KilnVec3 min;
-    /**
-     * Upper corner.
-     */
-    struct KilnVec3 max;
-} KilnAabb;
-
-/**
- * Figures of one octree.
- */
-typedef struct KilnOctreeInfo {
-    /**
-     * Lowest corner of the root cube.
-     */
-    struct KilnVec3 position;
-    /**
-     * Edge length of the root cube.
-     */
-    float size;
-    /**
-     * Whether any cube is solid; `solid_bounds` is all zero when not.
-     */
-    bool has_solid;
-    /**
-     * Union of the solid cubes.
-     */
-    struct KilnAabb solid_bounds;
-    /**
-     * Cubes stored (root plus 8 per octant).
-     */
-    uint32_t cube_count;
-    /**
-     * Bytes `kiln_octree_save` writes.
-     */
-    uint32_t description_bytes;
-} KilnOctreeInfo;
-
-/**
- * A ray: `origin + distance * normalize(direction)`.
- */
-typedef struct KilnRay {
-    /**
-     * Start point (finite).
-     */
-    struct KilnVec3 origin;
-    /**
-     * Direction (finite, not zero; need not be unit length).
-     */
-    struct KilnVec3 direction;
-} KilnRay;
-
-/**
- * The result of a pick: the closest solid cube under the ray, over all octrees of
- * the set, as an editor needs it.
- */
-typedef struct KilnOctreePick {
-    /**
-     * Whether the ray hit; every other field is zero when it did not.
-     */
-    bool hit;
-    /**
-     * The octree holding the cube.
-     */
-    struct KilnOctreeId octree;
-    /**
-     * Depth of the cube (0 is the root); `path[0..depth]` are its child indices.
-     */
-    uint32_t depth;
-    /**
-     * Child indices from the root to the cube.
-     */
-    uint8_t path[16];
-    /**
-     * The face the ray enters through (`KILN_FACE_*`).
-     */
-    uint32_t face;
-    /**
-     * Corner of that face nearest the hit point: bit 0 upper x, bit 1 upper y, bit
-     * 2 upper z.
-     */
-    uint32_t corner;
-    /**
-     * Edge of that face whose midpoint is nearest the hit point, numbered 0-11:
-     * 0-3 the left face's (top, front, bottom, back), 4-7 the right face's in the
-     * same order, 8-11 the edges along x (bottom-front, bottom-back, top-back,
-     * top-front).
-     */
-    uint32_t edge;
-    /**
-     * Distance from the ray origin in world units.
-     */
-    float distance;
-    /**
-     * Where the ray meets the face.
-     */
-    struct KilnVec3 point;
-    /**
-     * Outward unit normal of the face.
-     */
-    struct KilnVec3 normal;
-    /**
-     * Position of `corner`.
-     */
-    struct KilnVec3 corner_point;
-    /**
-     * The cube's box.
-     */
-    struct KilnAabb cube;
-} KilnOctreePick;
 
 /**
  * A task Kiln hands to the host: call it with disjoint ranges covering
@@ -1326,6 +457,20 @@ typedef struct KilnRuntimeDef {
 } KilnRuntimeDef;
 
 /**
+ * Handle to a runtime. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnRuntimeId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed runtime's handles no longer match.
+     */
+    uint32_t generation;
+} KilnRuntimeId;
+
+/**
  * Handle to a resource of a runtime's frame graph.
  */
 typedef struct KilnResourceId {
@@ -1338,6 +483,20 @@ typedef struct KilnResourceId {
      */
     uint32_t owner;
 } KilnResourceId;
+
+/**
+ * Handle to a pass of a runtime's frame graph.
+ */
+typedef struct KilnPassId {
+    /**
+     * Pass index plus one (0 means null), in the order passes were added.
+     */
+    uint32_t index1;
+    /**
+     * Serial number of the owning runtime.
+     */
+    uint32_t owner;
+} KilnPassId;
 
 /**
  * What a pass callback and its range callbacks see. Valid only during the callback.
@@ -1423,9 +582,130 @@ typedef struct KilnPassDef {
 } KilnPassDef;
 
 /**
+ * The last frame's totals.
+ */
+typedef struct KilnProfile {
+    /**
+     * Index of the profiled frame.
+     */
+    uint64_t frame_index;
+    /**
+     * Wall time of the whole `kiln_runtime_run_frame`, in nanoseconds.
+     */
+    uint64_t total_ns;
+    /**
+     * Number of passes (entries `kiln_runtime_get_profile` can write).
+     */
+    uint32_t pass_count;
+    /**
+     * Workers the frame could use.
+     */
+    uint32_t worker_count;
+} KilnProfile;
+
+/**
+ * One pass in the last frame.
+ */
+typedef struct KilnPassProfile {
+    /**
+     * The pass's name, valid until the runtime is destroyed.
+     */
+    const char *name;
+    /**
+     * The pass.
+     */
+    struct KilnPassId pass;
+    /**
+     * Level of the pass in the graph (passes of one level may run concurrently).
+     */
+    uint32_t level;
+    /**
+     * Worker that ran the callback; `UINT32_MAX` if the pass did not run.
+     */
+    uint32_t worker_index;
+    /**
+     * Start, in nanoseconds since the frame started.
+     */
+    uint64_t start_ns;
+    /**
+     * Duration of the callback (including its parallel_for work), in nanoseconds.
+     */
+    uint64_t duration_ns;
+} KilnPassProfile;
+
+/**
  * A range of a `kiln_parallel_for`: items `[begin, end)` on worker `worker_index`.
  */
 typedef void (*KilnRangeFn)(uint32_t begin, uint32_t end, uint32_t worker_index, void *range_context);
+
+/**
+ * A 3D vector of floats.
+ */
+typedef struct KilnVec3 {
+    /**
+     * X.
+     */
+    float x;
+    /**
+     * Y (up).
+     */
+    float y;
+    /**
+     * Z.
+     */
+    float z;
+} KilnVec3;
+
+/**
+ * A rotation as a unit quaternion (`w` is the scalar part).
+ */
+typedef struct KilnQuat {
+    /**
+     * X of the vector part.
+     */
+    float x;
+    /**
+     * Y of the vector part.
+     */
+    float y;
+    /**
+     * Z of the vector part.
+     */
+    float z;
+    /**
+     * Scalar part.
+     */
+    float w;
+} KilnQuat;
+
+/**
+ * A rigid placement: rotate by `rotation`, then move by `position`. The rotation
+ * must be finite and of unit length within 1% (Kiln renormalises it).
+ */
+typedef struct KilnTransform {
+    /**
+     * Translation.
+     */
+    struct KilnVec3 position;
+    /**
+     * Rotation.
+     */
+    struct KilnQuat rotation;
+} KilnTransform;
+
+/**
+ * Handle to a shape. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnShapeId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed shape's handles no longer match.
+     */
+    uint32_t generation;
+} KilnShapeId;
 
 /**
  * One part of a compound: a convex shape (sphere, capsule, box or hull) placed in
@@ -1441,6 +721,20 @@ typedef struct KilnCompoundPart {
      */
     struct KilnTransform pose;
 } KilnCompoundPart;
+
+/**
+ * An axis-aligned box; valid when finite and `min <= max` on every axis.
+ */
+typedef struct KilnAabb {
+    /**
+     * Lower corner.
+     */
+    struct KilnVec3 min;
+    /**
+     * Upper corner.
+     */
+    struct KilnVec3 max;
+} KilnAabb;
 
 /**
  * Mass, centre of mass and inertia of a shape of uniform density.
@@ -1580,363 +874,6 @@ typedef struct KilnToiResult {
 } KilnToiResult;
 
 /**
- * Terrain creation parameters. Initialise with `kiln_default_terrain_def()`.
- */
-typedef struct KilnTerrainDef {
-    /**
-     * `sizeof(KilnTerrainDef)`, set by `kiln_default_terrain_def()`.
-     */
-    uint32_t struct_size;
-    /**
-     * Edge length of a voxel in metres (finite, > 0). Default 1.
-     */
-    float voxel_size;
-    /**
-     * `KILN_MESH_MODE_FULL` (default) or `KILN_MESH_MODE_COMPACT`: how the lazily
-     * built chunk meshes used by ray casts and triangle queries are stored.
-     */
-    uint32_t mesh_mode;
-    /**
-     * Byte budget of the chunk mesh cache (default 64 MiB). Least recently used
-     * chunk meshes are dropped after a query to fit; 0 keeps none between queries.
-     */
-    uint64_t mesh_cache_bytes;
-} KilnTerrainDef;
-
-/**
- * A 3D vector of integers (voxel and chunk coordinates).
- */
-typedef struct KilnInt3 {
-    /**
-     * X.
-     */
-    int32_t x;
-    /**
-     * Y (up).
-     */
-    int32_t y;
-    /**
-     * Z.
-     */
-    int32_t z;
-} KilnInt3;
-
-/**
- * What a box touches in the terrain's broadphase masks.
- */
-typedef struct KilnTerrainOverlap {
-    /**
-     * The box touches a voxel marked solid (a solid voxel or its neighbour).
-     */
-    bool solid;
-    /**
-     * The box touches a voxel marked water.
-     */
-    bool water;
-} KilnTerrainOverlap;
-
-/**
- * One chunk a box touches, from `kiln_terrain_overlap_chunks`.
- */
-typedef struct KilnChunkOverlap {
-    /**
-     * Chunk coordinate (voxel coordinate divided by 8, rounded down).
-     */
-    struct KilnInt3 chunk;
-    /**
-     * Solid and water bits under the box in this chunk.
-     */
-    struct KilnTerrainOverlap overlap;
-} KilnChunkOverlap;
-
-/**
- * Memory and state figures of a terrain.
- */
-typedef struct KilnTerrainStats {
-    /**
-     * Chunks holding voxel data (not all air).
-     */
-    uint32_t stored_chunks;
-    /**
-     * Chunks with broadphase masks (near geometry): 128 bytes each.
-     */
-    uint32_t mixed_chunks;
-    /**
-     * Chunks tagged all solid or all water: no mask data.
-     */
-    uint32_t full_chunks;
-    /**
-     * Chunks edited since the last `kiln_terrain_regenerate`.
-     */
-    uint32_t dirty_chunks;
-    /**
-     * Bytes of mask data (`mixed_chunks * 128`: at most 2 bits per voxel).
-     */
-    uint64_t mask_bytes;
-} KilnTerrainStats;
-
-/**
- * The closest hit of a ray on the terrain surface.
- */
-typedef struct KilnTerrainRayHit {
-    /**
-     * Whether the ray hit within its maximum distance; the other fields are zero
-     * when it did not.
-     */
-    bool hit;
-    /**
-     * Solid material of the hit triangle.
-     */
-    uint8_t material;
-    /**
-     * Distance from the origin in metres.
-     */
-    float distance;
-    /**
-     * Hit point.
-     */
-    struct KilnVec3 point;
-    /**
-     * Unit surface normal pointing out of the solid (a ray starting inside solid
-     * terrain sees `dot(normal, direction) > 0`).
-     */
-    struct KilnVec3 normal;
-    /**
-     * Chunk whose mesh holds the triangle (voxel coordinate / 8, rounded down).
-     */
-    struct KilnInt3 chunk;
-    /**
-     * Triangle index in that chunk's mesh.
-     */
-    uint32_t triangle;
-} KilnTerrainRayHit;
-
-/**
- * One terrain triangle, from `kiln_terrain_query_triangles`.
- */
-typedef struct KilnTerrainTriangle {
-    /**
-     * Corners, counter-clockwise seen from outside the solid.
-     */
-    struct KilnVec3 vertices[3];
-    /**
-     * Chunk whose mesh holds the triangle.
-     */
-    struct KilnInt3 chunk;
-    /**
-     * Triangle index in that chunk's mesh.
-     */
-    uint32_t index;
-    /**
-     * Solid material.
-     */
-    uint8_t material;
-} KilnTerrainTriangle;
-
-/**
- * Figures of a terrain's chunk mesh cache.
- */
-typedef struct KilnMeshCacheStats {
-    /**
-     * Bytes held: meshes, trees and a fixed per-chunk overhead.
-     */
-    uint64_t bytes;
-    /**
-     * The byte budget (`KilnTerrainDef::mesh_cache_bytes`).
-     */
-    uint64_t budget;
-    /**
-     * Cached chunks, with or without triangles.
-     */
-    uint32_t chunks;
-    /**
-     * `KILN_MESH_MODE_FULL` or `KILN_MESH_MODE_COMPACT`.
-     */
-    uint32_t mesh_mode;
-    /**
-     * Triangles held.
-     */
-    uint64_t triangles;
-    /**
-     * Chunk meshes built since creation.
-     */
-    uint64_t builds;
-    /**
-     * Chunk meshes dropped to fit the budget.
-     */
-    uint64_t evictions;
-    /**
-     * Chunk meshes dropped because an edit changed their voxels.
-     */
-    uint64_t invalidations;
-} KilnMeshCacheStats;
-
-/**
- * How a tracer opens its device. Initialise with `kiln_default_tracer_def()`.
- */
-typedef struct KilnTracerDef {
-    /**
-     * `sizeof(KilnTracerDef)`, set by `kiln_default_tracer_def()`.
-     */
-    uint32_t struct_size;
-    /**
-     * Enables `VK_LAYER_KHRONOS_validation` and collects its warnings and errors
-     * (`kiln_tracer_get_validation_messages`). Default false.
-     */
-    bool validation;
-    /**
-     * Device by index in the driver's order, or -1 for the best one (discrete GPU,
-     * then integrated, virtual, CPU such as Mesa's lavapipe). Default -1.
-     */
-    int32_t device_index;
-    /**
-     * When not NULL: the first device whose name contains this text
-     * (case-insensitive); wins over `device_index`. Default NULL.
-     */
-    const char *device_name;
-    /**
-     * Lets the environment override the fields above: `KILN_GPU_DEVICE` (an index or
-     * name text) and `KILN_GPU_VALIDATION=1`. Default true.
-     */
-    bool use_environment;
-    /**
-     * The most device memory the tracer's buffers may hold at once, in bytes; a
-     * call that needs more fails with `KILN_ERROR_OUT_OF_MEMORY` and changes
-     * nothing. 0: no budget (only the device's own limits). Default 0.
-     */
-    uint64_t memory_budget_bytes;
-} KilnTracerDef;
-
-/**
- * An affine transform: three rows of `[m0, m1, m2, translation]`, so a point `p`
- * maps to `rows[i][0] * p.x + rows[i][1] * p.y + rows[i][2] * p.z + rows[i][3]`.
- */
-typedef struct KilnAffine {
-    /**
-     * Row-major 3x4 matrix.
-     */
-    float rows[3][4];
-} KilnAffine;
-
-/**
- * How an instance is placed. Initialise with `kiln_default_instance_def()`.
- */
-typedef struct KilnInstanceDef {
-    /**
-     * `sizeof(KilnInstanceDef)`, set by `kiln_default_instance_def()`.
-     */
-    uint32_t struct_size;
-    /**
-     * Mesh index from `kiln_tracer_add_mesh`. Default 0.
-     */
-    uint32_t mesh;
-    /**
-     * Object-to-world transform; must be invertible and finite. Default identity.
-     */
-    struct KilnAffine transform;
-    /**
-     * A ray sees the instance when `ray.mask & instance.mask != 0`. Default all bits.
-     */
-    uint32_t mask;
-    /**
-     * Reported in hits as `user_id`; Kiln never reads it. Default 0.
-     */
-    uint32_t user_id;
-} KilnInstanceDef;
-
-/**
- * A skinned mesh: rest positions, up to four joints and weights per vertex,
- * triangles. The tracer keeps its own copy, skinned on the GPU whenever its bones
- * change (`kiln_tracer_set_bones`).
- */
-typedef struct KilnSkinnedMeshDef {
-    /**
-     * `sizeof(KilnSkinnedMeshDef)`, set by `kiln_default_skinned_mesh_def()`.
-     */
-    uint32_t struct_size;
-    /**
-     * `vertex_count` rest positions (finite).
-     */
-    const struct KilnVec3 *positions;
-    /**
-     * `4 * vertex_count` joint indices, each below `bone_count`.
-     */
-    const uint16_t *joints;
-    /**
-     * `4 * vertex_count` weights (finite, >= 0; they should sum to 1).
-     */
-    const float *weights;
-    /**
-     * Vertices, 3 or more.
-     */
-    uint32_t vertex_count;
-    /**
-     * `3 * triangle_count` vertex indices.
-     */
-    const uint32_t *indices;
-    /**
-     * Triangles, 1 or more.
-     */
-    uint32_t triangle_count;
-    /**
-     * Bones, 1..=65536; they start as identities.
-     */
-    uint32_t bone_count;
-} KilnSkinnedMeshDef;
-
-/**
- * The device a tracer runs on, from `kiln_tracer_get_device`.
- */
-typedef struct KilnDeviceInfo {
-    /**
-     * Device name, NUL-terminated (cut to fit).
-     */
-    char name[256];
-    /**
-     * Driver name and version, NUL-terminated (cut to fit).
-     */
-    char driver[256];
-    /**
-     * `KILN_DEVICE_DISCRETE`, `_INTEGRATED`, `_VIRTUAL`, `_CPU` or `_OTHER`.
-     */
-    uint32_t kind;
-    /**
-     * Vulkan version the device supports: major.
-     */
-    uint32_t api_major;
-    /**
-     * Vulkan version: minor.
-     */
-    uint32_t api_minor;
-    /**
-     * Default subgroup size (8 on lavapipe, 32 or 64 on GPUs).
-     */
-    uint32_t subgroup_size;
-    /**
-     * Whether per-pass GPU times are measured (`kiln_tracer_get_timings`).
-     */
-    bool timestamps;
-} KilnDeviceInfo;
-
-/**
- * Handle to a body of a world. `{0, 0, {0, 0}}` is the null handle. Pass by value.
- */
-typedef struct KilnBodyId {
-    /**
-     * Body slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed body's handles no longer match.
-     */
-    uint32_t generation;
-    /**
-     * The world the body lives in.
-     */
-    struct KilnWorldId world;
-} KilnBodyId;
-
-/**
  * How a world is built and stepped. Initialise with `kiln_default_world_def()`.
  */
 typedef struct KilnWorldDef {
@@ -1949,7 +886,7 @@ typedef struct KilnWorldDef {
      */
     struct KilnVec3 gravity;
     /**
-     * Solver substeps per step, 1..=64. Default 4.
+     * Solver substeps per step, 1 to 64. Default 4.
      */
     uint32_t substeps;
     /**
@@ -2062,7 +999,7 @@ typedef struct KilnShapeDef {
      */
     float friction;
     /**
-     * Bounciness, 0..=1. Default 0.
+     * Bounciness, 0 to 1. Default 0.
      */
     float restitution;
     /**
@@ -2080,6 +1017,38 @@ typedef struct KilnShapeDef {
      */
     uint32_t mask;
 } KilnShapeDef;
+
+/**
+ * Handle to a rigid-body world. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnWorldId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed world's handles no longer match.
+     */
+    uint32_t generation;
+} KilnWorldId;
+
+/**
+ * Handle to a body of a world. `{0, 0, {0, 0}}` is the null handle. Pass by value.
+ */
+typedef struct KilnBodyId {
+    /**
+     * Body slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed body's handles no longer match.
+     */
+    uint32_t generation;
+    /**
+     * The world the body lives in.
+     */
+    struct KilnWorldId world;
+} KilnBodyId;
 
 /**
  * Draws one shape of a body: `transform` places the shape (its pose included);
@@ -2168,6 +1137,20 @@ typedef struct KilnDebugDraw {
      */
     void *user_context;
 } KilnDebugDraw;
+
+/**
+ * Handle to a voxel terrain. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnTerrainId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed terrain's handles no longer match.
+     */
+    uint32_t generation;
+} KilnTerrainId;
 
 /**
  * Wall-clock milliseconds of the last step's stages, from `kiln_world_get_profile`.
@@ -2276,6 +1259,1023 @@ typedef struct KilnContactEvent {
 } KilnContactEvent;
 
 /**
+ * Terrain creation parameters. Initialise with `kiln_default_terrain_def()`.
+ */
+typedef struct KilnTerrainDef {
+    /**
+     * `sizeof(KilnTerrainDef)`, set by `kiln_default_terrain_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * Edge length of a voxel in metres (finite, > 0). Default 1.
+     */
+    float voxel_size;
+    /**
+     * `KILN_MESH_MODE_FULL` (default) or `KILN_MESH_MODE_COMPACT`: how the lazily
+     * built chunk meshes used by ray casts and triangle queries are stored.
+     */
+    uint32_t mesh_mode;
+    /**
+     * Byte budget of the chunk mesh cache (default 64 MiB). Least recently used
+     * chunk meshes are dropped after a query to fit; 0 keeps none between queries.
+     */
+    uint64_t mesh_cache_bytes;
+} KilnTerrainDef;
+
+/**
+ * A 3D vector of integers (voxel and chunk coordinates).
+ */
+typedef struct KilnInt3 {
+    /**
+     * X.
+     */
+    int32_t x;
+    /**
+     * Y (up).
+     */
+    int32_t y;
+    /**
+     * Z.
+     */
+    int32_t z;
+} KilnInt3;
+
+/**
+ * What a box touches in the terrain's broadphase masks.
+ */
+typedef struct KilnTerrainOverlap {
+    /**
+     * The box touches a voxel marked solid (a solid voxel or its neighbour).
+     */
+    bool solid;
+    /**
+     * The box touches a voxel marked water.
+     */
+    bool water;
+} KilnTerrainOverlap;
+
+/**
+ * One chunk a box touches, from `kiln_terrain_overlap_chunks`.
+ */
+typedef struct KilnChunkOverlap {
+    /**
+     * Chunk coordinate (voxel coordinate divided by 8, rounded down).
+     */
+    struct KilnInt3 chunk;
+    /**
+     * Solid and water bits under the box in this chunk.
+     */
+    struct KilnTerrainOverlap overlap;
+} KilnChunkOverlap;
+
+/**
+ * Memory and state figures of a terrain.
+ */
+typedef struct KilnTerrainStats {
+    /**
+     * Chunks holding voxel data (not all air).
+     */
+    uint32_t stored_chunks;
+    /**
+     * Chunks with broadphase masks (near geometry): 128 bytes each.
+     */
+    uint32_t mixed_chunks;
+    /**
+     * Chunks tagged all solid or all water: no mask data.
+     */
+    uint32_t full_chunks;
+    /**
+     * Chunks edited since the last `kiln_terrain_regenerate`.
+     */
+    uint32_t dirty_chunks;
+    /**
+     * Bytes of mask data (`mixed_chunks * 128`: at most 2 bits per voxel).
+     */
+    uint64_t mask_bytes;
+} KilnTerrainStats;
+
+/**
+ * A ray: `origin + distance * normalize(direction)`.
+ */
+typedef struct KilnRay {
+    /**
+     * Start point (finite).
+     */
+    struct KilnVec3 origin;
+    /**
+     * Direction (finite, not zero; need not be unit length).
+     */
+    struct KilnVec3 direction;
+} KilnRay;
+
+/**
+ * The closest hit of a ray on the terrain surface.
+ */
+typedef struct KilnTerrainRayHit {
+    /**
+     * Whether the ray hit within its maximum distance; the other fields are zero
+     * when it did not.
+     */
+    bool hit;
+    /**
+     * Solid material of the hit triangle.
+     */
+    uint8_t material;
+    /**
+     * Distance from the origin in metres.
+     */
+    float distance;
+    /**
+     * Hit point.
+     */
+    struct KilnVec3 point;
+    /**
+     * Unit surface normal pointing out of the solid (a ray starting inside solid
+     * terrain sees `dot(normal, direction) > 0`).
+     */
+    struct KilnVec3 normal;
+    /**
+     * Chunk whose mesh holds the triangle (voxel coordinate / 8, rounded down).
+     */
+    struct KilnInt3 chunk;
+    /**
+     * Triangle index in that chunk's mesh.
+     */
+    uint32_t triangle;
+} KilnTerrainRayHit;
+
+/**
+ * One terrain triangle, from `kiln_terrain_query_triangles`.
+ */
+typedef struct KilnTerrainTriangle {
+    /**
+     * Corners, counter-clockwise seen from outside the solid.
+     */
+    struct KilnVec3 vertices[3];
+    /**
+     * Chunk whose mesh holds the triangle.
+     */
+    struct KilnInt3 chunk;
+    /**
+     * Triangle index in that chunk's mesh.
+     */
+    uint32_t index;
+    /**
+     * Solid material.
+     */
+    uint8_t material;
+} KilnTerrainTriangle;
+
+/**
+ * Figures of a terrain's chunk mesh cache.
+ */
+typedef struct KilnMeshCacheStats {
+    /**
+     * Bytes held: meshes, trees and a fixed per-chunk overhead.
+     */
+    uint64_t bytes;
+    /**
+     * The byte budget (`KilnTerrainDef::mesh_cache_bytes`).
+     */
+    uint64_t budget;
+    /**
+     * Cached chunks, with or without triangles.
+     */
+    uint32_t chunks;
+    /**
+     * `KILN_MESH_MODE_FULL` or `KILN_MESH_MODE_COMPACT`.
+     */
+    uint32_t mesh_mode;
+    /**
+     * Triangles held.
+     */
+    uint64_t triangles;
+    /**
+     * Chunk meshes built since creation.
+     */
+    uint64_t builds;
+    /**
+     * Chunk meshes dropped to fit the budget.
+     */
+    uint64_t evictions;
+    /**
+     * Chunk meshes dropped because an edit changed their voxels.
+     */
+    uint64_t invalidations;
+} KilnMeshCacheStats;
+
+/**
+ * How a character is built and moves. Initialise with `kiln_default_character_def()`.
+ */
+typedef struct KilnCharacterDef {
+    /**
+     * `sizeof(KilnCharacterDef)`, set by `kiln_default_character_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * Capsule radius in metres (finite, > 0, <= `KILN_CHARACTER_MAX_SIZE`). Default 0.3.
+     */
+    float radius;
+    /**
+     * Length of the capsule's core segment (total height is `height + 2 radius`;
+     * finite, >= 0, <= `KILN_CHARACTER_MAX_SIZE`). Default 1.2.
+     */
+    float height;
+    /**
+     * Gap kept between the capsule and what it touches (finite, > 0). Default 0.02.
+     */
+    float skin;
+    /**
+     * Cosine of the steepest slope it stands on. Default 0.707 (45°).
+     */
+    float max_slope_cos;
+    /**
+     * Highest ledge it steps onto (finite, >= 0). Default 0.3.
+     */
+    float step_height;
+    /**
+     * How far below its feet it looks for ground (finite, >= 0). Default 0.06.
+     */
+    float ground_probe;
+    /**
+     * Slide iterations per move (>= 1). Default 4.
+     */
+    uint32_t max_iterations;
+    /**
+     * Unit up direction. Default +Y.
+     */
+    struct KilnVec3 up;
+} KilnCharacterDef;
+
+/**
+ * Handle to a character. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnCharacterId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed character's handles no longer match.
+     */
+    uint32_t generation;
+} KilnCharacterId;
+
+/**
+ * One static shape placed in the world, for `kiln_character_move`.
+ */
+typedef struct KilnShapeInstance {
+    /**
+     * The shape.
+     */
+    struct KilnShapeId shape;
+    /**
+     * Where it is.
+     */
+    struct KilnTransform transform;
+} KilnShapeInstance;
+
+/**
+ * What one `kiln_character_move` did.
+ */
+typedef struct KilnMoveResult {
+    /**
+     * The displacement actually made.
+     */
+    struct KilnVec3 moved;
+    /**
+     * The capsule centre after the move.
+     */
+    struct KilnVec3 position;
+    /**
+     * Standing on a walkable surface within `ground_probe` below.
+     */
+    bool grounded;
+    /**
+     * The move began or ended overlapping geometry and was pushed out.
+     */
+    bool recovered;
+    /**
+     * The last surface hit while sliding (unit, pointing out of it), or zero.
+     */
+    struct KilnVec3 contact_normal;
+    /**
+     * The ground's unit normal when grounded, else zero.
+     */
+    struct KilnVec3 ground_normal;
+} KilnMoveResult;
+
+/**
+ * Handle to a set of octrees. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnOctreeSetId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed set's handles no longer match.
+     */
+    uint32_t generation;
+} KilnOctreeSetId;
+
+/**
+ * Octree creation parameters. Initialise with `kiln_default_octree_def()`.
+ */
+typedef struct KilnOctreeDef {
+    /**
+     * `sizeof(KilnOctreeDef)`, set by `kiln_default_octree_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * Lowest corner of the root cube (finite). Default 0.
+     */
+    struct KilnVec3 position;
+    /**
+     * Edge length of the root cube (finite, > 0; `position + size` finite). Default 1.
+     */
+    float size;
+} KilnOctreeDef;
+
+/**
+ * Handle to an octree inside a set. `{0, 0, 0}` is the null handle.
+ */
+typedef struct KilnOctreeId {
+    /**
+     * Slot index in the set plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed octree's handles no longer match.
+     */
+    uint32_t generation;
+    /**
+     * Serial number of the owning set, so an id from another set is refused.
+     */
+    uint32_t owner;
+} KilnOctreeId;
+
+/**
+ * Figures of one octree.
+ */
+typedef struct KilnOctreeInfo {
+    /**
+     * Lowest corner of the root cube.
+     */
+    struct KilnVec3 position;
+    /**
+     * Edge length of the root cube.
+     */
+    float size;
+    /**
+     * Whether any cube is solid; `solid_bounds` is all zero when not.
+     */
+    bool has_solid;
+    /**
+     * Union of the solid cubes.
+     */
+    struct KilnAabb solid_bounds;
+    /**
+     * Cubes stored (root plus 8 per octant).
+     */
+    uint32_t cube_count;
+    /**
+     * Bytes `kiln_octree_save` writes.
+     */
+    uint32_t description_bytes;
+} KilnOctreeInfo;
+
+/**
+ * The result of a pick: the closest solid cube under the ray, over all octrees of
+ * the set, as an editor needs it.
+ */
+typedef struct KilnOctreePick {
+    /**
+     * Whether the ray hit; every other field is zero when it did not.
+     */
+    bool hit;
+    /**
+     * The octree holding the cube.
+     */
+    struct KilnOctreeId octree;
+    /**
+     * Depth of the cube (0 is the root); `path[0]` to `path[depth - 1]` are its child indices.
+     */
+    uint32_t depth;
+    /**
+     * Child indices from the root to the cube.
+     */
+    uint8_t path[16];
+    /**
+     * The face the ray enters through (`KILN_FACE_*`).
+     */
+    uint32_t face;
+    /**
+     * Corner of that face nearest the hit point: bit 0 upper x, bit 1 upper y, bit
+     * 2 upper z.
+     */
+    uint32_t corner;
+    /**
+     * Edge of that face whose midpoint is nearest the hit point, numbered 0-11:
+     * 0-3 the left face's (top, front, bottom, back), 4-7 the right face's in the
+     * same order, 8-11 the edges along x (bottom-front, bottom-back, top-back,
+     * top-front).
+     */
+    uint32_t edge;
+    /**
+     * Distance from the ray origin in world units.
+     */
+    float distance;
+    /**
+     * Where the ray meets the face.
+     */
+    struct KilnVec3 point;
+    /**
+     * Outward unit normal of the face.
+     */
+    struct KilnVec3 normal;
+    /**
+     * Position of `corner`.
+     */
+    struct KilnVec3 corner_point;
+    /**
+     * The cube's box.
+     */
+    struct KilnAabb cube;
+} KilnOctreePick;
+
+/**
+ * How a tracer opens its device. Initialise with `kiln_default_tracer_def()`.
+ */
+typedef struct KilnTracerDef {
+    /**
+     * `sizeof(KilnTracerDef)`, set by `kiln_default_tracer_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * Enables `VK_LAYER_KHRONOS_validation` and collects its warnings and errors
+     * (`kiln_tracer_get_validation_messages`). Default false.
+     */
+    bool validation;
+    /**
+     * Device by index in the driver's order, or -1 for the best one (discrete GPU,
+     * then integrated, virtual, CPU such as Mesa's lavapipe). Default -1.
+     */
+    int32_t device_index;
+    /**
+     * When not NULL: the first device whose name contains this text
+     * (case-insensitive); wins over `device_index`. Default NULL.
+     */
+    const char *device_name;
+    /**
+     * Lets the environment override the fields above: `KILN_GPU_DEVICE` (an index or
+     * name text) and `KILN_GPU_VALIDATION=1`. Default true.
+     */
+    bool use_environment;
+    /**
+     * The most device memory the tracer's buffers may hold at once, in bytes; a
+     * call that needs more fails with `KILN_ERROR_OUT_OF_MEMORY` and changes
+     * nothing. 0: no budget (only the device's own limits). Default 0.
+     */
+    uint64_t memory_budget_bytes;
+} KilnTracerDef;
+
+/**
+ * An affine transform: three rows of `[m0, m1, m2, translation]`, so a point `p`
+ * maps to `rows[i][0] * p.x + rows[i][1] * p.y + rows[i][2] * p.z + rows[i][3]`.
+ */
+typedef struct KilnAffine {
+    /**
+     * Row-major 3x4 matrix.
+     */
+    float rows[3][4];
+} KilnAffine;
+
+/**
+ * How an instance is placed. Initialise with `kiln_default_instance_def()`.
+ */
+typedef struct KilnInstanceDef {
+    /**
+     * `sizeof(KilnInstanceDef)`, set by `kiln_default_instance_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * Mesh index from `kiln_tracer_add_mesh`. Default 0.
+     */
+    uint32_t mesh;
+    /**
+     * Object-to-world transform; must be invertible and finite. Default identity.
+     */
+    struct KilnAffine transform;
+    /**
+     * A ray sees the instance when `ray.mask & instance.mask != 0`. Default all bits.
+     */
+    uint32_t mask;
+    /**
+     * Reported in hits as `user_id`; Kiln never reads it. Default 0.
+     */
+    uint32_t user_id;
+} KilnInstanceDef;
+
+/**
+ * A skinned mesh: rest positions, up to four joints and weights per vertex,
+ * triangles. The tracer keeps its own copy, skinned on the GPU whenever its bones
+ * change (`kiln_tracer_set_bones`).
+ */
+typedef struct KilnSkinnedMeshDef {
+    /**
+     * `sizeof(KilnSkinnedMeshDef)`, set by `kiln_default_skinned_mesh_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * `vertex_count` rest positions (finite).
+     */
+    const struct KilnVec3 *positions;
+    /**
+     * `4 * vertex_count` joint indices, each below `bone_count`.
+     */
+    const uint16_t *joints;
+    /**
+     * `4 * vertex_count` weights (finite, >= 0; they should sum to 1).
+     */
+    const float *weights;
+    /**
+     * Vertices, 3 or more.
+     */
+    uint32_t vertex_count;
+    /**
+     * `3 * triangle_count` vertex indices.
+     */
+    const uint32_t *indices;
+    /**
+     * Triangles, 1 or more.
+     */
+    uint32_t triangle_count;
+    /**
+     * Bones, 1 to 65536; they start as identities.
+     */
+    uint32_t bone_count;
+} KilnSkinnedMeshDef;
+
+/**
+ * Handle to a ray tracer (a Vulkan device with meshes and instances). `{0, 0}` is
+ * the null handle. Pass by value.
+ */
+typedef struct KilnTracerId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed tracer's handles no longer match.
+     */
+    uint32_t generation;
+} KilnTracerId;
+
+/**
+ * The device a tracer runs on, from `kiln_tracer_get_device`.
+ */
+typedef struct KilnDeviceInfo {
+    /**
+     * Device name, NUL-terminated (cut to fit).
+     */
+    char name[256];
+    /**
+     * Driver name and version, NUL-terminated (cut to fit).
+     */
+    char driver[256];
+    /**
+     * `KILN_DEVICE_DISCRETE`, `_INTEGRATED`, `_VIRTUAL`, `_CPU` or `_OTHER`.
+     */
+    uint32_t kind;
+    /**
+     * Vulkan version the device supports: major.
+     */
+    uint32_t api_major;
+    /**
+     * Vulkan version: minor.
+     */
+    uint32_t api_minor;
+    /**
+     * Default subgroup size (8 on lavapipe, 32 or 64 on GPUs).
+     */
+    uint32_t subgroup_size;
+    /**
+     * Whether per-pass GPU times are measured (`kiln_tracer_get_timings`).
+     */
+    bool timestamps;
+} KilnDeviceInfo;
+
+/**
+ * One ray of a batch.
+ */
+typedef struct KilnTraceRay {
+    /**
+     * Start point (finite).
+     */
+    struct KilnVec3 origin;
+    /**
+     * Direction (finite, non-zero; need not be unit: `t` is in its lengths).
+     */
+    struct KilnVec3 direction;
+    /**
+     * Hits closer than this are ignored (finite, >= 0).
+     */
+    float t_min;
+    /**
+     * Hits farther than this are ignored (>= `t_min`; may be infinite).
+     */
+    float t_max;
+    /**
+     * Instances with `mask & instance.mask == 0` are invisible to the ray.
+     */
+    uint32_t mask;
+} KilnTraceRay;
+
+/**
+ * The result for one ray.
+ */
+typedef struct KilnTraceHit {
+    /**
+     * Distance along the ray in direction lengths (+inf on a miss).
+     */
+    float t;
+    /**
+     * Instance index, or `KILN_NO_HIT`.
+     */
+    uint32_t instance;
+    /**
+     * Triangle index in the instance's mesh.
+     */
+    uint32_t primitive;
+    /**
+     * The instance's `user_id`.
+     */
+    uint32_t user_id;
+    /**
+     * Unit geometric normal in world space, on the side the winding makes front
+     * (counter-clockwise).
+     */
+    struct KilnVec3 normal;
+    /**
+     * Barycentric weight of the triangle's second vertex.
+     */
+    float u;
+    /**
+     * Barycentric weight of the third vertex.
+     */
+    float v;
+    /**
+     * `KILN_HIT_BACKFACE` when the ray hit the back face.
+     */
+    uint32_t flags;
+} KilnTraceHit;
+
+/**
+ * GPU time of one pass of the last `kiln_tracer_update` or `kiln_tracer_trace`.
+ */
+typedef struct KilnGpuPassTiming {
+    /**
+     * Pass name ("upload instances", "skin + refit", "tlas build", "trace"),
+     * NUL-terminated.
+     */
+    char name[32];
+    /**
+     * Milliseconds from the pass's first command to its last, on the device.
+     */
+    double milliseconds;
+} KilnGpuPassTiming;
+
+/**
+ * A Vulkan function pointer as `vkGetInstanceProcAddr` returns it
+ * (`PFN_vkVoidFunction`).
+ */
+typedef void (*KilnVoidFunction)(void);
+
+/**
+ * `PFN_vkGetInstanceProcAddr`: pass `(KilnGetInstanceProcAddr)vkGetInstanceProcAddr`
+ * (or the function your loader, e.g. volk, resolved).
+ */
+typedef KilnVoidFunction (*KilnGetInstanceProcAddr)(void *instance, const char *name);
+
+/**
+ * The engine's Vulkan objects Kiln runs on. Initialise with
+ * `kiln_default_embedded_def()`. The device must have been created with Vulkan 1.2
+ * and the features `bufferDeviceAddress`, `vulkanMemoryModel` and
+ * `vulkanMemoryModelDeviceScope` enabled (Kiln checks support, not enablement).
+ */
+typedef struct KilnEmbeddedDef {
+    /**
+     * `sizeof(KilnEmbeddedDef)`, set by `kiln_default_embedded_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * The loader's `vkGetInstanceProcAddr`. Required.
+     */
+    KilnGetInstanceProcAddr get_instance_proc_addr;
+    /**
+     * `VkInstance`. Required.
+     */
+    void *instance;
+    /**
+     * `VkPhysicalDevice` of the device. Required.
+     */
+    void *physical_device;
+    /**
+     * `VkDevice`. Required.
+     */
+    void *device;
+    /**
+     * A queue family with compute. Kiln's own submissions (the upload after a new
+     * mesh or instance) go to queue `queue_index` of it, from the calling thread,
+     * inside the call that needs them; the engine must not use that queue from
+     * another thread meanwhile. Default 0.
+     */
+    uint32_t queue_family;
+    /**
+     * Default 0.
+     */
+    uint32_t queue_index;
+    /**
+     * Command buffers the engine keeps in flight, 1 to 8: recordings use slots
+     * 0 to `frames_in_flight` - 1. Default 2.
+     */
+    uint32_t frames_in_flight;
+    /**
+     * The engine enabled `VK_EXT_debug_utils` on its instance: Kiln wraps its passes
+     * in debug labels (RenderDoc, Nsight). Default false.
+     */
+    bool debug_utils;
+    /**
+     * Kiln's own checks report to `kiln_tracer_get_validation_messages` (the
+     * validation layer's messages go to the engine's messenger). Default false.
+     */
+    bool validation;
+    /**
+     * As `KilnTracerDef::memory_budget_bytes`. Default 0 (none).
+     */
+    uint64_t memory_budget_bytes;
+} KilnEmbeddedDef;
+
+/**
+ * How a probe volume is laid out and updated. Initialise with
+ * `kiln_default_gi_def()`, then set the bounds.
+ */
+typedef struct KilnGiDef {
+    /**
+     * `sizeof(KilnGiDef)`, set by `kiln_default_gi_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * Lower corner of the volume (finite). Default {0, 0, 0}: set it.
+     */
+    struct KilnVec3 bounds_min;
+    /**
+     * Upper corner, at least `bounds_min` on every axis. Default {0, 0, 0}: set it.
+     */
+    struct KilnVec3 bounds_max;
+    /**
+     * Distance between neighbouring probes, metres (> 0). Default 1.
+     */
+    float spacing;
+    /**
+     * Probes go only at grid points within this distance of a triangle of the
+     * tracer's scene at creation; a negative value puts a probe at every grid
+     * point. Default 1.5.
+     */
+    float dilation;
+    /**
+     * Rays per probe and update, 1 to 1024. Default 128.
+     */
+    uint32_t rays_per_probe;
+    /**
+     * Weight of the old irradiance per update, in [0, 1]. Default 0.97.
+     */
+    float hysteresis;
+    /**
+     * Probes each `kiln_gi_update` refreshes, walking the live probes round robin
+     * (at least 1; capped at the live probe count and at 2^20 rays per update).
+     * Default 1024.
+     */
+    uint32_t probes_per_frame;
+    /**
+     * Largest texel difference, as a fraction of the clip distance, at which two
+     * visibility maps share a compressed block, in [0, 1). Default 0.01.
+     */
+    float compress_tolerance;
+    /**
+     * Quadrant blocks (8 x 8 texels) back the compressor searches for a match (at
+     * least 1). Default 40000: the reference's window of 10,000 whole maps.
+     */
+    uint32_t compress_window;
+} KilnGiDef;
+
+/**
+ * The light a volume's probes gather. Initialise with `kiln_default_gi_lighting()`.
+ */
+typedef struct KilnGiLighting {
+    /**
+     * `sizeof(KilnGiLighting)`, set by `kiln_default_gi_lighting()`.
+     */
+    uint32_t struct_size;
+    /**
+     * Direction toward the sun (finite, non-zero; normalised by Kiln). Default
+     * normalise({0.4, 0.8, 0.3}).
+     */
+    struct KilnVec3 sun_direction;
+    /**
+     * Irradiance of the sun on a surface facing it, per channel, >= 0. Default
+     * {3, 2.8, 2.5}.
+     */
+    struct KilnVec3 sun_irradiance;
+    /**
+     * Radiance of the sky, the same in every direction, >= 0. Default {0.25, 0.35, 0.5}.
+     */
+    struct KilnVec3 sky_radiance;
+    /**
+     * Diffuse albedo of instances without one from `kiln_gi_set_albedo`, each
+     * channel in [0, 1]. Default {0.6, 0.6, 0.6}.
+     */
+    struct KilnVec3 default_albedo;
+} KilnGiLighting;
+
+/**
+ * Handle to a DDGI probe volume. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnGiId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed volume's handles no longer match.
+     */
+    uint32_t generation;
+} KilnGiId;
+
+/**
+ * Figures of a probe volume, from `kiln_gi_get_stats`.
+ */
+typedef struct KilnGiStats {
+    /**
+     * Points of the probe grid.
+     */
+    uint64_t grid_points;
+    /**
+     * Probes placed (grid points near geometry).
+     */
+    uint32_t probe_count;
+    /**
+     * Probes that see no surface within the clip distance, after a bake: they keep
+     * no visibility and no irradiance, and are neither updated nor sampled.
+     */
+    uint32_t dead_probes;
+    /**
+     * Distinct visibility blocks after compression: each block is a quadrant of a
+     * map (8 x 8 texels) that any number of probes share, stored as the number of
+     * a mask (shared among blocks) of the texels that see something, and 7 to 11
+     * bits for each of them, by how many bits its texels' spread (depth^2 less
+     * depth squared) needs.
+     */
+    uint32_t blocks;
+    /**
+     * Updates run so far.
+     */
+    uint32_t frames;
+    /**
+     * Probes the last `kiln_gi_update` refreshed.
+     */
+    uint32_t last_update_probes;
+    /**
+     * Whether `kiln_gi_bake` ran.
+     */
+    bool baked;
+    /**
+     * Bytes of all probe data: placement mask, irradiance (16 per live probe:
+     * placed and not dead), compressed visibility.
+     */
+    uint64_t bytes;
+    /**
+     * Bytes of the compressed visibility (live mask, signature numbers and
+     * entries, and blocks).
+     */
+    uint64_t visibility_bytes;
+    /**
+     * Bytes every probe's visibility map would take uncompressed (1 KiB each).
+     */
+    uint64_t visibility_bytes_uncompressed;
+} KilnGiStats;
+
+/**
+ * What an integrated frame runs. Initialise with `kiln_default_frame_def()`.
+ */
+typedef struct KilnFrameDef {
+    /**
+     * `sizeof(KilnFrameDef)`, set by `kiln_default_frame_def()`.
+     */
+    uint32_t struct_size;
+    /**
+     * The world to step (required).
+     */
+    struct KilnWorldId world;
+    /**
+     * The tracer whose instances follow the world's bodies
+     * (`kiln_tracer_follow_body`), or `{0, 0}` for a physics-only frame. Each run
+     * brings its instances to the last step's poses and rebuilds its TLAS.
+     */
+    struct KilnTracerId tracer;
+    /**
+     * A probe volume created on `tracer`, updated every run (its
+     * `probes_per_frame` probes), or `{0, 0}`.
+     */
+    struct KilnGiId gi;
+    /**
+     * Whether the GPU's work runs while the CPU steps (default true). False waits
+     * for it at once: the sequential frame the overlap is measured against.
+     */
+    bool overlap;
+} KilnFrameDef;
+
+/**
+ * Handle to an integrated frame. `{0, 0}` is the null handle. Pass by value.
+ */
+typedef struct KilnFrameId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed frame's handles no longer match.
+     */
+    uint32_t generation;
+} KilnFrameId;
+
+/**
+ * Timing of the last `kiln_frame_run`. All times are wall-clock milliseconds.
+ */
+typedef struct KilnFrameTiming {
+    /**
+     * Frames run so far, counting this one from 0.
+     */
+    uint64_t frame_index;
+    /**
+     * The whole run on the CPU, submission to wait.
+     */
+    double cpu_ms;
+    /**
+     * The physics step's six stages (broadphase to sleep), as `kiln_world_get_profile`
+     * reports them.
+     */
+    double physics_ms;
+    /**
+     * The GPU's time for the run's submission: the sum of its passes' timestamps
+     * (`kiln_frame_get_gpu_passes`). 0 without a tracer or without timestamps.
+     */
+    double gpu_ms;
+    /**
+     * CPU time from the submission to the wait: the step ran meanwhile.
+     */
+    double overlapped_cpu_ms;
+    /**
+     * How long the wait blocked: the GPU time the step did not hide.
+     */
+    double blocked_ms;
+    /**
+     * The share of `gpu_ms` hidden behind the step, 0 to 1 (1: the wait never
+     * blocked; 0 without GPU work or with `overlap` off).
+     */
+    double hidden_fraction;
+    /**
+     * Probes the run updated (0 without a volume).
+     */
+    uint32_t probes_updated;
+    /**
+     * Instances of the tracer at the run (0 without one).
+     */
+    uint32_t instance_count;
+} KilnFrameTiming;
+
+/**
+ * The ABI as the caller's header sees it; filled and checked by
+ * `kiln_check_linked_abi()` at the end of this header.
+ */
+typedef struct KilnAbiInfo {
+    /**
+     * `sizeof(KilnAbiInfo)`.
+     */
+    uint32_t struct_size;
+    /**
+     * `KILN_ABI_VERSION` of the caller's header.
+     */
+    uint32_t abi_version;
+    /**
+     * `sizeof` of every public struct, in the order `kiln_check_linked_abi()` lists
+     * them (the order of the header's struct definitions).
+     */
+    uint32_t struct_sizes[KILN_ABI_STRUCT_COUNT];
+} KilnAbiInfo;
+
+/**
  * Success.
  */
 #define KILN_OK 0
@@ -2368,16 +2368,6 @@ const char *kiln_version_string(void);
 uint32_t kiln_abi_version(void);
 
 /**
- * Refuses a library whose ABI differs from the caller's header. Prefer the inline
- * `kiln_check_linked_abi()`, which fills `info` from the header.
- * Returns `KILN_ERROR_ABI_MISMATCH` with every difference in the message.
- *
- * # Safety
- * `info` is NULL or points to a readable `KilnAbiInfo`.
- */
-KilnStatus kiln_check_abi(const struct KilnAbiInfo *info);
-
-/**
  * The message of the last failed Kiln call on this thread ("" if none). The string
  * stays valid until the next failing call on the same thread.
  */
@@ -2394,527 +2384,10 @@ const char *kiln_status_name(KilnStatus status);
  * once, before any other Kiln function that allocates (creating a runtime does);
  * afterwards it returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  *
- * # Safety
- * `allocator` is NULL or points to a readable `KilnAllocator`; its functions stay
- * callable, from any thread, until the process exits.
+ * Pointers: `allocator` is NULL or points to a readable `KilnAllocator`; its functions
+ * stay callable, from any thread, until the process exits.
  */
 KilnStatus kiln_set_allocator(const struct KilnAllocator *allocator);
-
-/**
- * A `KilnCharacterDef` with defaults: a 1.8 m tall capsule of radius 0.3, 45°
- * slopes, 0.3 m steps, +Y up.
- */
-struct KilnCharacterDef kiln_default_character_def(void);
-
-/**
- * Creates a character whose capsule centre is at `position` and writes its handle
- * to `out_character`. The first move pushes it out if it starts inside geometry.
- *
- * # Safety
- * `def` is NULL or readable; `out_character` is NULL or writable.
- */
-KilnStatus kiln_character_create(const struct KilnCharacterDef *def,
-                                 struct KilnVec3 position,
-                                 struct KilnCharacterId *out_character);
-
-/**
- * Destroys a character; its handle becomes invalid.
- */
-KilnStatus kiln_character_destroy(struct KilnCharacterId character);
-
-/**
- * Whether `character` refers to a live character.
- */
-bool kiln_character_is_valid(struct KilnCharacterId character);
-
-/**
- * Moves the character by `displacement` (at most `KILN_CHARACTER_MAX_MOVE` long) as
- * far as the world allows: it slides along what it hits, steps up ledges up to
- * `step_height`, never tunnels and never ends inside geometry. The world is
- * `terrain` (the null handle `{0, 0}` for none; its chunk meshes are built on
- * `runtime`'s workers, or on the calling thread for the null runtime) plus
- * `static_count` placed shapes (NULL allowed when 0; triangles among them form one
- * mesh whose inner edges do not snag). Writes what the move did to `out_result`
- * unless it is NULL. On failure the character does not move.
- *
- * # Safety
- * `statics` is NULL or readable for `static_count` entries; `out_result` is NULL or
- * writable.
- */
-KilnStatus kiln_character_move(struct KilnCharacterId character,
-                               struct KilnVec3 displacement,
-                               struct KilnTerrainId terrain,
-                               struct KilnRuntimeId runtime,
-                               const struct KilnShapeInstance *statics,
-                               uint32_t static_count,
-                               struct KilnMoveResult *out_result);
-
-/**
- * Writes the capsule centre to `out_position`.
- *
- * # Safety
- * `out_position` is NULL or valid for writing.
- */
-KilnStatus kiln_character_get_position(struct KilnCharacterId character,
-                                       struct KilnVec3 *out_position);
-
-/**
- * Teleports the character (no collision test); the next move pushes it out if it
- * lands inside geometry.
- */
-KilnStatus kiln_character_set_position(struct KilnCharacterId character, struct KilnVec3 position);
-
-/**
- * Writes whether the last move ended standing on walkable ground.
- *
- * # Safety
- * `out_grounded` is NULL or valid for writing.
- */
-KilnStatus kiln_character_is_grounded(struct KilnCharacterId character, bool *out_grounded);
-
-/**
- * Writes the normal of the last surface the last move slid along (zero when it hit
- * nothing).
- *
- * # Safety
- * `out_normal` is NULL or valid for writing.
- */
-KilnStatus kiln_character_get_contact_normal(struct KilnCharacterId character,
-                                             struct KilnVec3 *out_normal);
-
-/**
- * Writes everything the last move reported (all zero before the first move).
- *
- * # Safety
- * `out_result` is NULL or valid for writing.
- */
-KilnStatus kiln_character_get_last_move(struct KilnCharacterId character,
-                                        struct KilnMoveResult *out_result);
-
-/**
- * A `KilnEmbeddedDef` with the defaults documented on its fields (handles NULL).
- */
-struct KilnEmbeddedDef kiln_default_embedded_def(void);
-
-/**
- * Creates a tracer on the engine's device (embedded mode) and writes its handle to
- * `out_tracer`. Kiln creates only its own command pool, fence, query pool, pipelines
- * and buffers on the device, and destroys only those (in `kiln_tracer_destroy`,
- * which the engine calls before destroying its device, once the command buffers
- * Kiln recorded into have completed). Errors: `KILN_ERROR_INVALID_ARGUMENT` for a
- * missing handle, a queue family without compute or a bad frame count;
- * `KILN_ERROR_NO_DEVICE` when the device lacks Vulkan 1.2 or a feature Kiln needs.
- * Every other tracer call works as in standalone mode; `kiln_tracer_trace` submits
- * and waits on the queue given here.
- *
- * # Safety
- * `def` is NULL or readable; its handles are live, belong together and outlive the
- * tracer; `out_tracer` is NULL or writable.
- */
-KilnStatus kiln_tracer_create_embedded(const struct KilnEmbeddedDef *def,
-                                       struct KilnTracerId *out_tracer);
-
-/**
- * Records into the engine's `command_buffer` (a `VkCommandBuffer` of the device,
- * recording, outside a render pass) the scene update, when transforms, bones or
- * followed bodies changed (instances upload, skinning + refit, TLAS rebuild), and
- * the tracing of `count` rays (at most 1,048,576; checked as `kiln_tracer_trace`
- * checks them). The hits are read with `kiln_tracer_read_hits` once the engine's
- * submission completed. After a new mesh or instance the scene is first uploaded
- * with one submission of Kiln's own (see `KilnEmbeddedDef::queue_family`).
- *
- * The contract:
- * - **Slots.** `frame_slot` is below `frames_in_flight`; the command buffer
- *   recorded for the same slot the previous time has completed (wait on its fence
- *   first): Kiln reuses that slot's staging memory. Buffers Kiln replaces are kept
- *   until every slot has been recorded again.
- * - **Order.** The engine submits the command buffers Kiln recorded into, in
- *   recording order, to queues of `queue_family`.
- * - **Entry barrier.** Kiln's commands start with a memory barrier from compute and
- *   transfer writes to compute and transfer reads and writes: earlier work of Kiln's
- *   (and anything the engine wrote to Kiln's buffers in those stages) is visible.
- * - **Exit barrier.** They end with a memory barrier from compute and transfer
- *   writes to all commands' reads and writes, so the engine's later commands in any
- *   stage may read Kiln's results. Between the two, Kiln places only the barriers
- *   its frame graph derives.
- * - Nothing else: no timestamps (the engine's profiler sees the labels when
- *   `debug_utils` is set), no pipeline state left that the engine relies on (Kiln
- *   binds a compute pipeline and push constants; rebind yours after the call).
- *
- * # Safety
- * `command_buffer` is as described; `rays` is NULL or readable for `count` entries.
- */
-KilnStatus kiln_tracer_record_trace(struct KilnTracerId tracer,
-                                    void *command_buffer,
-                                    uint32_t frame_slot,
-                                    const struct KilnTraceRay *rays,
-                                    uint32_t count,
-                                    uint32_t mode);
-
-/**
- * Writes the hits of the last `kiln_tracer_record_trace` for `frame_slot` to `hits`
- * (`count` must equal the rays recorded). Call it once the engine's submission of
- * that command buffer completed; before, the values are undefined. A miss has
- * `instance == KILN_NO_HIT` and `t = +inf`. The hits stay readable until the slot is
- * recorded again.
- *
- * # Safety
- * `hits` is NULL or writable for `count` entries.
- */
-KilnStatus kiln_tracer_read_hits(struct KilnTracerId tracer,
-                                 uint32_t frame_slot,
-                                 struct KilnTraceHit *hits,
-                                 uint32_t count);
-
-/**
- * A `KilnFrameDef` with the defaults documented on its fields.
- */
-struct KilnFrameDef kiln_default_frame_def(void);
-
-/**
- * Creates an integrated frame over `def->world` and, when given, `def->tracer` and
- * `def->gi`. Checks that they are live, that a volume is on the given tracer and
- * that the tracer follows bodies of this world (if it follows any); borrows them
- * only while `kiln_frame_run` runs.
- *
- * # Safety
- * `def` is NULL or readable; `out_frame` is NULL or writable.
- */
-KilnStatus kiln_frame_create(const struct KilnFrameDef *def, struct KilnFrameId *out_frame);
-
-/**
- * Destroys a frame; its handle becomes invalid. Its world, tracer and volume stay.
- */
-KilnStatus kiln_frame_destroy(struct KilnFrameId frame);
-
-/**
- * Whether `frame` refers to a live frame.
- */
-bool kiln_frame_is_valid(struct KilnFrameId frame);
-
-/**
- * Runs one frame of `dt` seconds (finite, 0..=`KILN_WORLD_MAX_STEP`) with jobs on
- * `runtime`'s workers, or on the calling thread for `{0, 0}`:
- *
- * 1. `gpu.submit` (with the step's first stage): the tracer's followed instances
- *    move to the previous run's poses, and one GPU submission uploads them, refits
- *    and rebuilds the TLAS and updates the volume's next probes. It returns at once.
- * 2. The world's step: `physics.broadphase` ... `physics.sleep`, bit-identical for
- *    any worker count (the GPU work does not touch the world).
- * 3. `poses`: this step's poses, for the next run's submission.
- * 4. `gpu.wait`: waits for the submission and reads its timings.
- *
- * A failing stage gives `KILN_ERROR_PASS_FAILED` with its message; the world,
- * tracer and volume are given back in every case.
- */
-KilnStatus kiln_frame_run(struct KilnFrameId frame, struct KilnRuntimeId runtime, float dt);
-
-/**
- * Writes the last run's timing to `out_timing`. `KILN_ERROR_INVALID_STATE` before
- * the first successful run.
- *
- * # Safety
- * `out_timing` is NULL or writable.
- */
-KilnStatus kiln_frame_get_timing(struct KilnFrameId frame, struct KilnFrameTiming *out_timing);
-
-/**
- * The CPU side of the last run, pass by pass, as `kiln_runtime_get_profile` gives a
- * runtime's: `out_profile` (optional) receives the totals, `passes` one entry per
- * pass in graph order (`gpu.submit`, `physics.broadphase` ... `physics.sleep`,
- * `poses`, `gpu.wait`; names valid until the frame is destroyed; `pass` is
- * `{index + 1, 0}`: not a runtime's pass). The GPU work runs from the end of
- * `gpu.submit` to the end of `gpu.wait`: the passes between are what overlapped it.
- * Writes up to `capacity` entries and the number of passes to `out_count` (NULL
- * with `capacity` 0 for just the count). `KILN_ERROR_INVALID_STATE` before the
- * first successful run.
- *
- * # Safety
- * `out_profile` is NULL or writable; `passes` is NULL or has `capacity` writable
- * entries; `out_count` is NULL or writable.
- */
-KilnStatus kiln_frame_get_passes(struct KilnFrameId frame,
-                                 struct KilnProfile *out_profile,
-                                 struct KilnPassProfile *passes,
-                                 uint32_t capacity,
-                                 uint32_t *out_count);
-
-/**
- * The GPU side of the last run: each pass of its submission with its device time
- * ("upload instances", "skin + refit", "tlas build", the probe update's passes),
- * in submission order, up to `capacity` entries, and their number to `out_count`.
- * Empty without a tracer or without timestamps. `KILN_ERROR_INVALID_STATE` before
- * the first successful run.
- *
- * # Safety
- * `passes` is NULL or has `capacity` writable entries; `out_count` is NULL or
- * writable.
- */
-KilnStatus kiln_frame_get_gpu_passes(struct KilnFrameId frame,
-                                     struct KilnGpuPassTiming *passes,
-                                     uint32_t capacity,
-                                     uint32_t *out_count);
-
-/**
- * A `KilnGiDef` with the defaults documented on its fields.
- */
-struct KilnGiDef kiln_default_gi_def(void);
-
-/**
- * A `KilnGiLighting` with the defaults documented on its fields.
- */
-struct KilnGiLighting kiln_default_gi_lighting(void);
-
-/**
- * Creates a probe volume over `tracer`'s scene: a grid of `def->spacing` covering
- * the bounds, probes near the scene's triangles as they are now. Its probes are
- * unlit and see nothing until `kiln_gi_bake` and `kiln_gi_update`. At most
- * 524,288 probes (`KILN_ERROR_INVALID_ARGUMENT` beyond, naming the count).
- *
- * # Safety
- * `def` is NULL or readable; `out_gi` is NULL or writable.
- */
-KilnStatus kiln_gi_create(struct KilnTracerId tracer,
-                          const struct KilnGiDef *def,
-                          struct KilnGiId *out_gi);
-
-/**
- * Destroys a probe volume; its handle becomes invalid.
- */
-KilnStatus kiln_gi_destroy(struct KilnGiId gi);
-
-/**
- * Whether `gi` refers to a live probe volume.
- */
-bool kiln_gi_is_valid(struct KilnGiId gi);
-
-/**
- * Sets the light the next updates gather.
- *
- * # Safety
- * `lighting` is NULL or readable.
- */
-KilnStatus kiln_gi_set_lighting(struct KilnGiId gi, const struct KilnGiLighting *lighting);
-
-/**
- * Sets the diffuse albedo of tracer instances `0..count` (instance `i` gets
- * `albedo[i]`, each channel in [0, 1]); later instances use the lighting's
- * default albedo. `count` 0 clears the list.
- *
- * # Safety
- * `albedo` is NULL or readable for `count` entries.
- */
-KilnStatus kiln_gi_set_albedo(struct KilnGiId gi, const struct KilnVec3 *albedo, uint32_t count);
-
-/**
- * Bakes every probe's visibility (16 x 16 octahedral depth maps) against the
- * tracer's scene and compresses it on the GPU. Call it once static geometry is in
- * place, and again when it changes. Needs at least one instance.
- */
-KilnStatus kiln_gi_bake(struct KilnGiId gi);
-
-/**
- * One frame's update: traces the next `probes_per_frame` live probes' rays
- * against the tracer's scene (updated first when it changed), shades them with the
- * sun, sky and the probes' own irradiance (multi-bounce) and blends the result in.
- * Dead probes (a bake found nothing near them) keep no irradiance and are skipped.
- * Writes the number of probes updated to `out_updated` (NULL allowed). Needs at
- * least one instance.
- *
- * # Safety
- * `out_updated` is NULL or writable.
- */
-KilnStatus kiln_gi_update(struct KilnGiId gi, uint32_t *out_updated);
-
-/**
- * Irradiance at `count` surface points: `points[i]` with unit-length normal
- * `normals[i]`, seen from unit direction `views[i]` (surface toward the eye; NULL:
- * the normals). With `visibility` false the probes' depth maps are ignored, which
- * shows the light leaks they prevent. Writes `out_irradiance[i]` (zero where no
- * live probe is near): the light arriving on the surface, so a diffuse surface of albedo
- * `a` reflects radiance `a / pi * irradiance`. Every input is checked first: finite
- * points, normals and views of length 1 within 1e-3.
- *
- * # Safety
- * `points`, `normals` (and `views` unless NULL) are NULL or readable and
- * `out_irradiance` NULL or writable for `count` entries.
- */
-KilnStatus kiln_gi_sample(struct KilnGiId gi,
-                          const struct KilnVec3 *points,
-                          const struct KilnVec3 *normals,
-                          const struct KilnVec3 *views,
-                          uint32_t count,
-                          bool visibility,
-                          struct KilnVec3 *out_irradiance);
-
-/**
- * Writes the volume's figures (probe counts, compression, memory) to `out_stats`.
- *
- * # Safety
- * `out_stats` is NULL or writable.
- */
-KilnStatus kiln_gi_get_stats(struct KilnGiId gi, struct KilnGiStats *out_stats);
-
-/**
- * Creates an empty set of octrees and writes its handle to `out_set`.
- *
- * # Safety
- * `out_set` is NULL or valid for writing.
- */
-KilnStatus kiln_octree_set_create(struct KilnOctreeSetId *out_set);
-
-/**
- * Destroys a set and every octree in it; its handle and its octrees' handles
- * become invalid.
- */
-KilnStatus kiln_octree_set_destroy(struct KilnOctreeSetId set);
-
-/**
- * Whether `set` refers to a live set of octrees.
- */
-bool kiln_octree_set_is_valid(struct KilnOctreeSetId set);
-
-/**
- * A `KilnOctreeDef` with defaults (a 1-unit cube at the origin).
- */
-struct KilnOctreeDef kiln_default_octree_def(void);
-
-/**
- * Adds an empty octree to `set` and writes its handle to `out_octree`. Octrees may
- * overlap or nest.
- *
- * # Safety
- * `def` is NULL or readable; `out_octree` is NULL or writable.
- */
-KilnStatus kiln_octree_create(struct KilnOctreeSetId set,
-                              const struct KilnOctreeDef *def,
-                              struct KilnOctreeId *out_octree);
-
-/**
- * Removes an octree from its set; its handle becomes invalid.
- */
-KilnStatus kiln_octree_destroy(struct KilnOctreeSetId set, struct KilnOctreeId octree);
-
-/**
- * Makes the cube at `path` (`depth` child indices 0-7, at most
- * `KILN_OCTREE_MAX_DEPTH`) empty (`KILN_CUBE_EMPTY`) or solid (`KILN_CUBE_SOLID`),
- * splitting any cube on the way into 8 copies of itself and dropping whatever was
- * inside the cube. Octants whose children all become empty collapse to empty.
- *
- * # Safety
- * `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is 0).
- */
-KilnStatus kiln_octree_set_cube(struct KilnOctreeSetId set,
-                                struct KilnOctreeId octree,
-                                const uint8_t *path,
-                                uint32_t depth,
-                                uint32_t kind);
-
-/**
- * Splits the solid cube at `path` into 8 solid children, so they can be edited one
- * by one. Fails with `KILN_ERROR_INVALID_ARGUMENT` when the cube is not solid or is
- * already at `KILN_OCTREE_MAX_DEPTH`.
- *
- * # Safety
- * `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is 0).
- */
-KilnStatus kiln_octree_subdivide(struct KilnOctreeSetId set,
-                                 struct KilnOctreeId octree,
-                                 const uint8_t *path,
-                                 uint32_t depth);
-
-/**
- * Writes the kind (`KILN_CUBE_*`) of the cube at `path` to `out_kind`; a path that
- * runs past a leaf gives that leaf's kind (a cube inside a solid cube is solid).
- *
- * # Safety
- * `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is 0);
- * `out_kind` is NULL or writable.
- */
-KilnStatus kiln_octree_get_cube(struct KilnOctreeSetId set,
-                                struct KilnOctreeId octree,
-                                const uint8_t *path,
-                                uint32_t depth,
-                                uint32_t *out_kind);
-
-/**
- * Replaces an octree's cubes with a compact description: two bits per cube in
- * pre-order (a cube, then its 8 children if it is an octant), `0` empty, `1` solid,
- * `2` octant, packed four to a byte from the low bits up, unused bits of the last
- * byte zero. Example: a solid cube split once is `{0x56, 0x55, 0x01}`. A malformed
- * description (truncated, code 3, too deep, trailing data) fails with
- * `KILN_ERROR_INVALID_ARGUMENT` and leaves the octree unchanged.
- *
- * # Safety
- * `bytes` is readable for `byte_count` bytes (NULL allowed when `byte_count` is 0).
- */
-KilnStatus kiln_octree_load(struct KilnOctreeSetId set,
-                            struct KilnOctreeId octree,
-                            const uint8_t *bytes,
-                            uint64_t byte_count);
-
-/**
- * Writes an octree's compact description (see `kiln_octree_load`): up to
- * `capacity` bytes to `out_bytes` (NULL allowed when `capacity` is 0) and the full
- * length to `out_count`, so a call with capacity 0 sizes the buffer.
- *
- * # Safety
- * `out_bytes` is NULL or writable for `capacity` bytes; `out_count` is NULL or writable.
- */
-KilnStatus kiln_octree_save(struct KilnOctreeSetId set,
-                            struct KilnOctreeId octree,
-                            uint8_t *out_bytes,
-                            uint32_t capacity,
-                            uint32_t *out_count);
-
-/**
- * Writes an octree's figures to `out_info`.
- *
- * # Safety
- * `out_info` is NULL or writable.
- */
-KilnStatus kiln_octree_get_info(struct KilnOctreeSetId set,
-                                struct KilnOctreeId octree,
-                                struct KilnOctreeInfo *out_info);
-
-/**
- * Picks the closest solid cube under `ray` within `max_distance` over every octree
- * of the set and writes it to `out_pick` (`hit` false when there is none). A cube is
- * hit where the ray enters it at distance >= 0: a ray starting inside a solid cube
- * looks out of it. `max_depth` (0 to `KILN_OCTREE_MAX_DEPTH`) is the editor's grid:
- * descent stops there and an octant at that depth counts as solid. Cubes are
- * half-open (they hold their lower faces), so a ray running exactly along a face
- * between cubes picks the upper one; on an exact tie between overlapping octrees the
- * one created first wins.
- *
- * # Safety
- * `ray` is NULL or readable; `out_pick` is NULL or writable.
- */
-KilnStatus kiln_octree_pick(struct KilnOctreeSetId set,
-                            const struct KilnRay *ray,
-                            float max_distance,
-                            uint32_t max_depth,
-                            struct KilnOctreePick *out_pick);
-
-/**
- * Picks for `count` rays as parallel jobs on `runtime`'s workers (the null handle
- * `{0, 0}` runs them on the calling thread) and writes ray `i`'s result to
- * `out_picks[i]`, as `kiln_octree_pick` would. Results do not depend on the worker
- * count. Every ray is checked first: one bad ray fails the call (naming its index)
- * and writes nothing. `count` 0 does nothing (NULL arrays allowed). Must not be
- * called from inside one of the runtime's passes.
- *
- * # Safety
- * `rays` is readable and `out_picks` writable for `count` entries (or NULL when
- * `count` is 0).
- */
-KilnStatus kiln_octree_pick_batch(struct KilnOctreeSetId set,
-                                  struct KilnRuntimeId runtime,
-                                  const struct KilnRay *rays,
-                                  uint32_t count,
-                                  float max_distance,
-                                  uint32_t max_depth,
-                                  struct KilnOctreePick *out_picks);
 
 /**
  * A `KilnRuntimeDef` with defaults: Kiln's own pool sized to the machine, no host
@@ -2926,8 +2399,7 @@ struct KilnRuntimeDef kiln_default_runtime_def(void);
  * Creates a runtime (a job executor plus an empty frame graph) and writes its handle
  * to `out_runtime`. On failure `*out_runtime` is left unchanged.
  *
- * # Safety
- * `def` and `out_runtime` are NULL or valid for reading / writing.
+ * Pointers: `def` and `out_runtime` are NULL or valid for reading / writing.
  */
 KilnStatus kiln_runtime_create(const struct KilnRuntimeDef *def, struct KilnRuntimeId *out_runtime);
 
@@ -2947,8 +2419,7 @@ bool kiln_runtime_is_valid(struct KilnRuntimeId runtime);
 /**
  * Writes the number of distinct worker indices tasks and passes may see.
  *
- * # Safety
- * `out_count` is NULL or writable.
+ * Pointers: `out_count` is NULL or writable.
  */
 KilnStatus kiln_runtime_get_worker_count(struct KilnRuntimeId runtime, uint32_t *out_count);
 
@@ -2956,8 +2427,7 @@ KilnStatus kiln_runtime_get_worker_count(struct KilnRuntimeId runtime, uint32_t 
  * Adds a named resource (a node passes declare reads and writes of; the data stays
  * with the caller) and writes its id. Names are unique per runtime.
  *
- * # Safety
- * `name` is NULL or NUL-terminated; `out_resource` is NULL or writable.
+ * Pointers: `name` is NULL or NUL-terminated; `out_resource` is NULL or writable.
  */
 KilnStatus kiln_runtime_add_resource(struct KilnRuntimeId runtime,
                                      const char *name,
@@ -2975,9 +2445,8 @@ struct KilnPassDef kiln_default_pass_def(void);
  * and `after` names; independent passes may run at the same time. The graph is
  * checked at once: on error nothing is added.
  *
- * # Safety
- * `def` is NULL or readable, with valid pointers and counts inside; `out_pass` is
- * NULL or writable.
+ * Pointers: `def` is NULL or readable, with valid pointers and counts inside;
+ * `out_pass` is NULL or writable.
  */
 KilnStatus kiln_runtime_add_pass(struct KilnRuntimeId runtime,
                                  const struct KilnPassDef *def,
@@ -2999,9 +2468,8 @@ KilnStatus kiln_runtime_run_frame(struct KilnRuntimeId runtime, float delta_time
  * is `KILN_ERROR_BUFFER_TOO_SMALL`. Before the first frame (or after the graph
  * changed) the result is `KILN_ERROR_INVALID_STATE`.
  *
- * # Safety
- * `out_profile` is NULL or writable; `passes` is NULL or has `capacity` writable
- * entries; `out_count` is NULL or writable.
+ * Pointers: `out_profile` is NULL or writable; `passes` is NULL or has `capacity`
+ * writable entries; `out_count` is NULL or writable.
  */
 KilnStatus kiln_runtime_get_profile(struct KilnRuntimeId runtime,
                                     struct KilnProfile *out_profile,
@@ -3017,9 +2485,8 @@ KilnStatus kiln_runtime_get_profile(struct KilnRuntimeId runtime,
  * results written per chunk are the same for any worker count. `range_fn` must not
  * unwind.
  *
- * # Safety
- * `context` is NULL or the context passed to the running callback; `range_context`
- * is usable from worker threads.
+ * Pointers: `context` is NULL or the context passed to the running callback;
+ * `range_context` is usable from worker threads.
  */
 KilnStatus kiln_parallel_for(const struct KilnPassContext *context,
                              uint32_t item_count,
@@ -3036,8 +2503,7 @@ struct KilnTransform kiln_transform_identity(void);
  * Creates a sphere of `radius` (finite, > 0) around `center`. Every number is within
  * `KILN_SHAPE_MAX_EXTENT`, as for all shapes.
  *
- * # Safety
- * `out_shape` is NULL or valid for writing.
+ * Pointers: `out_shape` is NULL or valid for writing.
  */
 KilnStatus kiln_shape_create_sphere(struct KilnVec3 center,
                                     float radius,
@@ -3047,8 +2513,7 @@ KilnStatus kiln_shape_create_sphere(struct KilnVec3 center,
  * Creates a capsule: the points within `radius` (finite, > 0) of segment `a`-`b`.
  * `a == b` gives a sphere-shaped capsule.
  *
- * # Safety
- * `out_shape` is NULL or valid for writing.
+ * Pointers: `out_shape` is NULL or valid for writing.
  */
 KilnStatus kiln_shape_create_capsule(struct KilnVec3 a,
                                      struct KilnVec3 b,
@@ -3059,8 +2524,7 @@ KilnStatus kiln_shape_create_capsule(struct KilnVec3 a,
  * Creates a box centred on the origin with half extents `half_extents` (each
  * finite and > 0).
  *
- * # Safety
- * `out_shape` is NULL or valid for writing.
+ * Pointers: `out_shape` is NULL or valid for writing.
  */
 KilnStatus kiln_shape_create_box(struct KilnVec3 half_extents, struct KilnShapeId *out_shape);
 
@@ -3069,8 +2533,8 @@ KilnStatus kiln_shape_create_box(struct KilnVec3 half_extents, struct KilnShapeI
  * Needs 4 points not in one plane, at most `KILN_MAX_HULL_INPUT_POINTS` points, and
  * a hull of at most 256 vertices with at most 64 per face.
  *
- * # Safety
- * `points` is NULL or readable for `count` entries; `out_shape` is NULL or writable.
+ * Pointers: `points` is NULL or readable for `count` entries; `out_shape` is NULL or
+ * writable.
  */
 KilnStatus kiln_shape_create_hull(const struct KilnVec3 *points,
                                   uint32_t count,
@@ -3080,8 +2544,7 @@ KilnStatus kiln_shape_create_hull(const struct KilnVec3 *points,
  * Creates a triangle with corners `a`, `b`, `c` (counter-clockwise seen from its
  * front). Refused when it has no area.
  *
- * # Safety
- * `out_shape` is NULL or valid for writing.
+ * Pointers: `out_shape` is NULL or valid for writing.
  */
 KilnStatus kiln_shape_create_triangle(struct KilnVec3 a,
                                       struct KilnVec3 b,
@@ -3089,12 +2552,12 @@ KilnStatus kiln_shape_create_triangle(struct KilnVec3 a,
                                       struct KilnShapeId *out_shape);
 
 /**
- * Creates a compound of `count` (1..=`KILN_MAX_COMPOUND_PARTS`) convex parts; each
+ * Creates a compound of `count` (1 to `KILN_MAX_COMPOUND_PARTS`) convex parts; each
  * part's shape is copied, so it may be destroyed afterwards. Parts that are
  * triangles or compounds are refused.
  *
- * # Safety
- * `parts` is NULL or readable for `count` entries; `out_shape` is NULL or writable.
+ * Pointers: `parts` is NULL or readable for `count` entries; `out_shape` is NULL or
+ * writable.
  */
 KilnStatus kiln_shape_create_compound(const struct KilnCompoundPart *parts,
                                       uint32_t count,
@@ -3114,8 +2577,7 @@ bool kiln_shape_is_valid(struct KilnShapeId shape);
 /**
  * Writes the world-space bounding box of `shape` placed by `transform`.
  *
- * # Safety
- * `transform` is NULL or readable; `out_aabb` is NULL or writable.
+ * Pointers: `transform` is NULL or readable; `out_aabb` is NULL or writable.
  */
 KilnStatus kiln_shape_get_aabb(struct KilnShapeId shape,
                                const struct KilnTransform *transform,
@@ -3125,8 +2587,7 @@ KilnStatus kiln_shape_get_aabb(struct KilnShapeId shape,
  * Writes the mass properties of `shape` at `density` (kg/m³, finite and > 0).
  * Triangles have no volume: their mass is zero.
  *
- * # Safety
- * `out_mass` is NULL or valid for writing.
+ * Pointers: `out_mass` is NULL or valid for writing.
  */
 KilnStatus kiln_shape_get_mass(struct KilnShapeId shape,
                                float density,
@@ -3136,8 +2597,7 @@ KilnStatus kiln_shape_get_mass(struct KilnShapeId shape,
  * Writes the distance and closest points between `a` placed by `transform_a` and
  * `b` placed by `transform_b` (GJK; compounds: the closest pair of parts).
  *
- * # Safety
- * The transforms are NULL or readable; `out_result` is NULL or writable.
+ * Pointers: The transforms are NULL or readable; `out_result` is NULL or writable.
  */
 KilnStatus kiln_shape_distance(struct KilnShapeId a,
                                const struct KilnTransform *transform_a,
@@ -3152,9 +2612,8 @@ KilnStatus kiln_shape_distance(struct KilnShapeId a,
  * allowed when `capacity` is 0) and the total count to `out_count`, so a call with
  * capacity 0 sizes the array; zero manifolds means the shapes are apart.
  *
- * # Safety
- * The transforms are NULL or readable; `out_manifolds` is NULL or writable for
- * `capacity` entries; `out_count` is NULL or writable.
+ * Pointers: The transforms are NULL or readable; `out_manifolds` is NULL or writable
+ * for `capacity` entries; `out_count` is NULL or writable.
  */
 KilnStatus kiln_shape_contact(struct KilnShapeId a,
                               const struct KilnTransform *transform_a,
@@ -3173,8 +2632,7 @@ KilnStatus kiln_shape_contact(struct KilnShapeId a,
  * Fast rotations are handled; the result never lets the shapes pass through each
  * other.
  *
- * # Safety
- * The sweeps are NULL or readable; `out_result` is NULL or writable.
+ * Pointers: The sweeps are NULL or readable; `out_result` is NULL or writable.
  */
 KilnStatus kiln_shape_time_of_impact(struct KilnShapeId a,
                                      const struct KilnSweep *sweep_a,
@@ -3183,397 +2641,6 @@ KilnStatus kiln_shape_time_of_impact(struct KilnShapeId a,
                                      float t_max,
                                      float target,
                                      struct KilnToiResult *out_result);
-
-/**
- * A `KilnTerrainDef` with defaults (1 m voxels).
- */
-struct KilnTerrainDef kiln_default_terrain_def(void);
-
-/**
- * Creates an empty (all-air) terrain and writes its handle to `out_terrain`.
- *
- * # Safety
- * `def` and `out_terrain` are NULL or valid for reading / writing.
- */
-KilnStatus kiln_terrain_create(const struct KilnTerrainDef *def, struct KilnTerrainId *out_terrain);
-
-/**
- * Destroys a terrain; its handle becomes invalid. A terrain attached to a world is
- * refused (`KILN_ERROR_INVALID_STATE`): detach it or destroy the world first.
- */
-KilnStatus kiln_terrain_destroy(struct KilnTerrainId terrain);
-
-/**
- * Whether `terrain` refers to a live terrain.
- */
-bool kiln_terrain_is_valid(struct KilnTerrainId terrain);
-
-/**
- * Sets every voxel in the inclusive range `min..=max` to `material` and marks the
- * chunks whose masks change dirty (call `kiln_terrain_regenerate` before querying).
- * The range must satisfy `min <= max` on every axis and cover at most
- * `KILN_TERRAIN_MAX_FILL_VOXELS` voxels. Writes the number of voxels that changed to
- * `out_changed` unless it is NULL.
- *
- * # Safety
- * `out_changed` is NULL or valid for writing.
- */
-KilnStatus kiln_terrain_fill(struct KilnTerrainId terrain,
-                             struct KilnInt3 min,
-                             struct KilnInt3 max,
-                             uint8_t material,
-                             uint64_t *out_changed);
-
-/**
- * Writes the material of one voxel to `out_material`.
- *
- * # Safety
- * `out_material` is NULL or valid for writing.
- */
-KilnStatus kiln_terrain_get_voxel(struct KilnTerrainId terrain,
-                                  struct KilnInt3 voxel,
-                                  uint8_t *out_material);
-
-/**
- * Fills columns `x, z` in `0..size` with Kiln's deterministic test terrain: hills of
- * rock, grass and sand, water up to `y = 12`, a few caves (`size` 1..=4096).
- */
-KilnStatus kiln_terrain_generate_hills(struct KilnTerrainId terrain, int32_t size, uint32_t seed);
-
-/**
- * Rebuilds the broadphase masks of every dirty chunk as parallel jobs on `runtime`'s
- * workers (pass the null handle `{0, 0}` to run on the calling thread). On a terrain
- * attached to a world this also wakes the sleeping bodies on the edited chunks. Must not be
- * called from inside one of the runtime's passes. Writes the number of regenerated
- * chunks to `out_chunks` unless it is NULL.
- *
- * # Safety
- * `out_chunks` is NULL or valid for writing.
- */
-KilnStatus kiln_terrain_regenerate(struct KilnTerrainId terrain,
-                                   struct KilnRuntimeId runtime,
-                                   uint32_t *out_chunks);
-
-/**
- * Tests `aabb` against the terrain's masks: grown by one voxel, every covered voxel
- * that is solid or water or next to one counts. Regenerate after edits first. A box
- * that is not finite or has `min > max` gives `KILN_ERROR_INVALID_ARGUMENT`.
- *
- * # Safety
- * `aabb` and `out_overlap` are NULL or valid for reading / writing.
- */
-KilnStatus kiln_terrain_overlap(struct KilnTerrainId terrain,
-                                const struct KilnAabb *aabb,
-                                struct KilnTerrainOverlap *out_overlap);
-
-/**
- * Lists the chunks `aabb` touches (as `kiln_terrain_overlap`, per chunk), in
- * ascending (y, z, x) order: writes up to `capacity` entries to `out_chunks` (NULL
- * allowed when `capacity` is 0) and the total count to `out_count`, so a call with
- * capacity 0 sizes the array.
- *
- * # Safety
- * `aabb` is NULL or readable; `out_chunks` is NULL or writable for `capacity`
- * entries; `out_count` is NULL or writable.
- */
-KilnStatus kiln_terrain_overlap_chunks(struct KilnTerrainId terrain,
-                                       const struct KilnAabb *aabb,
-                                       struct KilnChunkOverlap *out_chunks,
-                                       uint32_t capacity,
-                                       uint32_t *out_count);
-
-/**
- * Writes the terrain's memory and state figures to `out_stats`.
- *
- * # Safety
- * `out_stats` is NULL or valid for writing.
- */
-KilnStatus kiln_terrain_get_stats(struct KilnTerrainId terrain, struct KilnTerrainStats *out_stats);
-
-/**
- * Casts one ray against the terrain surface and writes its closest hit within
- * `max_distance` metres to `out_hit` (`hit` false when there is none). Chunks the
- * ray reaches are meshed on first use (on the calling thread) and cached. Edits are
- * seen at once, before `kiln_terrain_regenerate`.
- *
- * # Safety
- * `ray` is NULL or readable; `out_hit` is NULL or writable.
- */
-KilnStatus kiln_terrain_ray_cast(struct KilnTerrainId terrain,
-                                 const struct KilnRay *ray,
-                                 float max_distance,
-                                 struct KilnTerrainRayHit *out_hit);
-
-/**
- * Casts `count` rays as parallel jobs on `runtime`'s workers (the null handle
- * `{0, 0}` runs them on the calling thread) and writes ray `i`'s closest hit to
- * `out_hits[i]`. Chunks first reached in the batch are meshed in parallel. Results
- * do not depend on the worker count. Every ray is checked first: one bad ray fails
- * the call (naming its index) and writes nothing. `count` 0 does nothing (NULL
- * arrays allowed). Must not be called from inside one of the runtime's passes.
- *
- * # Safety
- * `rays` is readable and `out_hits` writable for `count` entries (or NULL when
- * `count` is 0).
- */
-KilnStatus kiln_terrain_ray_cast_batch(struct KilnTerrainId terrain,
-                                       struct KilnRuntimeId runtime,
-                                       const struct KilnRay *rays,
-                                       uint32_t count,
-                                       float max_distance,
-                                       struct KilnTerrainRayHit *out_hits);
-
-/**
- * Lists the terrain triangles touching `aabb` (exact triangle/box test), chunk by
- * chunk in ascending (y, z, x) order: writes up to `capacity` of them to
- * `out_triangles` (NULL allowed when `capacity` is 0) and the total to `out_count`,
- * so a call with capacity 0 sizes the array. Chunks come from the bit broadphase
- * (call `kiln_terrain_regenerate` after edits) and are meshed on first use, as jobs
- * on `runtime` (null handle: the calling thread).
- *
- * # Safety
- * `aabb` is NULL or readable; `out_triangles` is NULL or writable for `capacity`
- * entries; `out_count` is NULL or writable.
- */
-KilnStatus kiln_terrain_query_triangles(struct KilnTerrainId terrain,
-                                        struct KilnRuntimeId runtime,
-                                        const struct KilnAabb *aabb,
-                                        struct KilnTerrainTriangle *out_triangles,
-                                        uint32_t capacity,
-                                        uint32_t *out_count);
-
-/**
- * Sets the chunk mesh cache's byte budget; least recently used chunk meshes are
- * dropped at once to fit.
- */
-KilnStatus kiln_terrain_set_mesh_cache_budget(struct KilnTerrainId terrain, uint64_t bytes);
-
-/**
- * Writes the chunk mesh cache's figures to `out_stats`.
- *
- * # Safety
- * `out_stats` is NULL or valid for writing.
- */
-KilnStatus kiln_terrain_get_mesh_cache_stats(struct KilnTerrainId terrain,
-                                             struct KilnMeshCacheStats *out_stats);
-
-/**
- * A `KilnTracerDef` with the defaults documented on its fields.
- */
-struct KilnTracerDef kiln_default_tracer_def(void);
-
-/**
- * A `KilnInstanceDef` with the defaults documented on its fields.
- */
-struct KilnInstanceDef kiln_default_instance_def(void);
-
-/**
- * A `KilnSkinnedMeshDef` with every pointer NULL and every count 0.
- */
-struct KilnSkinnedMeshDef kiln_default_skinned_mesh_def(void);
-
-/**
- * The affine transform that scales by `scale` (per axis, in the object's frame) and
- * then applies the rigid `transform`: the instance transform of a unit mesh drawn
- * at a body's transform. The rotation is normalised; the result is checked when used.
- */
-struct KilnAffine kiln_affine_from_transform(struct KilnTransform transform, struct KilnVec3 scale);
-
-/**
- * Opens a Vulkan device and creates a tracer on it. Without a Vulkan loader or a
- * usable device (Vulkan 1.2 with buffer device addresses and the memory model):
- * `KILN_ERROR_NO_DEVICE`, with the reason in the message; CPU features keep working.
- *
- * # Safety
- * `def` is NULL or readable, its `device_name` NULL or a NUL-terminated string;
- * `out_tracer` is NULL or writable.
- */
-KilnStatus kiln_tracer_create(const struct KilnTracerDef *def, struct KilnTracerId *out_tracer);
-
-/**
- * Destroys a tracer, its device and everything on it; its handle becomes invalid.
- */
-KilnStatus kiln_tracer_destroy(struct KilnTracerId tracer);
-
-/**
- * Whether `tracer` refers to a live tracer.
- */
-bool kiln_tracer_is_valid(struct KilnTracerId tracer);
-
-/**
- * Writes what device the tracer runs on to `out_info`.
- *
- * # Safety
- * `out_info` is NULL or writable.
- */
-KilnStatus kiln_tracer_get_device(struct KilnTracerId tracer, struct KilnDeviceInfo *out_info);
-
-/**
- * Sets the tracer's device memory budget in bytes (0: none; see
- * `KilnTracerDef::memory_budget_bytes`). Buffers already held stay; a budget below
- * what is in use only refuses new buffers. After `KILN_ERROR_OUT_OF_MEMORY`, raise
- * the budget (or remove work) and call again: nothing was lost.
- */
-KilnStatus kiln_tracer_set_memory_budget(struct KilnTracerId tracer, uint64_t bytes);
-
-/**
- * Writes the bytes of device memory the tracer's buffers hold now to
- * `out_in_use`, and its budget (0: none) to `out_budget`; either may be NULL.
- *
- * # Safety
- * `out_in_use` and `out_budget` are each NULL or writable.
- */
-KilnStatus kiln_tracer_get_memory(struct KilnTracerId tracer,
-                                  uint64_t *out_in_use,
-                                  uint64_t *out_budget);
-
-/**
- * Registers a triangle mesh (a BLAS is built over it on the CPU with binned SAH and
- * uploaded before the next trace) and writes its index to `out_mesh`. Positions
- * must be finite; indices below `vertex_count`. Instances share one copy.
- *
- * # Safety
- * `positions` is NULL or readable for `vertex_count` entries, `indices` for
- * `3 * triangle_count`; `out_mesh` is NULL or writable.
- */
-KilnStatus kiln_tracer_add_mesh(struct KilnTracerId tracer,
-                                const struct KilnVec3 *positions,
-                                uint32_t vertex_count,
-                                const uint32_t *indices,
-                                uint32_t triangle_count,
-                                uint32_t *out_mesh);
-
-/**
- * Places an instance of a mesh and writes its index (reported in hits) to
- * `out_instance`.
- *
- * # Safety
- * `def` is NULL or readable; `out_instance` is NULL or writable.
- */
-KilnStatus kiln_tracer_add_instance(struct KilnTracerId tracer,
-                                    const struct KilnInstanceDef *def,
-                                    uint32_t *out_instance);
-
-/**
- * Adds a skinned instance: its own copy of the mesh in `mesh`, placed by
- * `transform`, bones starting as identities. Writes its instance index to
- * `out_instance`.
- *
- * # Safety
- * `mesh` is NULL or readable, its arrays readable for their counts; `transform` is
- * NULL or readable; `out_instance` is NULL or writable.
- */
-KilnStatus kiln_tracer_add_skinned_instance(struct KilnTracerId tracer,
-                                            const struct KilnSkinnedMeshDef *mesh,
-                                            const struct KilnAffine *transform,
-                                            uint32_t mask,
-                                            uint32_t user_id,
-                                            uint32_t *out_instance);
-
-/**
- * Moves `count` instances: `instances[i]` gets `transforms[i]`. Every entry is
- * checked first (existing instance, invertible finite transform); a bad one fails
- * the call, naming its index, and nothing moves.
- *
- * # Safety
- * `instances` and `transforms` are NULL or readable for `count` entries.
- */
-KilnStatus kiln_tracer_set_transforms(struct KilnTracerId tracer,
-                                      const uint32_t *instances,
-                                      const struct KilnAffine *transforms,
-                                      uint32_t count);
-
-/**
- * Sets all `bone_count` bones of a skinned instance (exactly its bone count, all
- * finite). The GPU skins and refits its mesh before the next trace.
- *
- * # Safety
- * `bones` is NULL or readable for `bone_count` entries.
- */
-KilnStatus kiln_tracer_set_bones(struct KilnTracerId tracer,
-                                 uint32_t instance,
-                                 const struct KilnAffine *bones,
-                                 uint32_t bone_count);
-
-/**
- * Makes `instance` follow a physics body: at every `kiln_tracer_sync_world` its
- * transform becomes the body's transform times `local` (NULL: identity; e.g. a
- * scale from a unit cube to the body's box). All followed bodies of a tracer belong
- * to one world. Following again replaces the earlier body.
- *
- * # Safety
- * `local` is NULL or readable.
- */
-KilnStatus kiln_tracer_follow_body(struct KilnTracerId tracer,
-                                   uint32_t instance,
-                                   struct KilnBodyId body,
-                                   const struct KilnAffine *local);
-
-/**
- * Stops `instance` following its body (it stays where it is). Not following is fine.
- */
-KilnStatus kiln_tracer_unfollow(struct KilnTracerId tracer, uint32_t instance);
-
-/**
- * Copies the transform of every followed body of `world` into its instance (call it
- * after stepping). An instance whose body was destroyed is hidden (mask 0) and stops
- * following; their number goes to `out_hidden` (NULL allowed).
- *
- * # Safety
- * `out_hidden` is NULL or writable.
- */
-KilnStatus kiln_tracer_sync_world(struct KilnTracerId tracer,
-                                  struct KilnWorldId world,
-                                  uint32_t *out_hidden);
-
-/**
- * Brings the device up to date (instances, skinning + refit, TLAS rebuild) without
- * tracing; `kiln_tracer_trace` does this itself.
- */
-KilnStatus kiln_tracer_update(struct KilnTracerId tracer);
-
-/**
- * Traces `count` rays on the GPU and writes one hit per ray to `hits`.
- * `mode` is `KILN_TRACE_CLOSEST` or `KILN_TRACE_ANY`. Every ray is checked first
- * (finite origin, finite non-zero direction, `0 <= t_min <= t_max`); a bad one
- * fails the call, naming its index, and nothing is written. The scene is updated
- * first when transforms, bones or followed bodies changed.
- *
- * # Safety
- * `rays` is NULL or readable and `hits` NULL or writable for `count` entries.
- */
-KilnStatus kiln_tracer_trace(struct KilnTracerId tracer,
-                             const struct KilnTraceRay *rays,
-                             uint32_t count,
-                             uint32_t mode,
-                             struct KilnTraceHit *hits);
-
-/**
- * Writes the GPU time of each pass of the last `kiln_tracer_update` or
- * `kiln_tracer_trace`, in pass order, to `out_timings` (up to `capacity`), and the
- * number of passes to `out_count`. Empty when the device has no timestamps.
- *
- * # Safety
- * `out_timings` is NULL or writable for `capacity` entries; `out_count` is NULL or
- * writable.
- */
-KilnStatus kiln_tracer_get_timings(struct KilnTracerId tracer,
-                                   struct KilnGpuPassTiming *out_timings,
-                                   uint32_t capacity,
-                                   uint32_t *out_count);
-
-/**
- * Writes the validation-layer warnings and errors collected so far (only with
- * `KilnTracerDef::validation`), one per line, NUL-terminated, into `buffer` (cut to
- * `capacity` bytes; NULL allowed with capacity 0), and their count to `out_count`.
- *
- * # Safety
- * `buffer` is NULL or writable for `capacity` bytes; `out_count` is NULL or writable.
- */
-KilnStatus kiln_tracer_get_validation_messages(struct KilnTracerId tracer,
-                                               char *buffer,
-                                               size_t capacity,
-                                               uint32_t *out_count);
 
 /**
  * A `KilnWorldDef` with defaults: Earth gravity along -Y, 4 substeps, sleeping and
@@ -3601,8 +2668,7 @@ struct KilnDebugDraw kiln_default_debug_draw(void);
 /**
  * Creates an empty world and writes its handle to `out_world`.
  *
- * # Safety
- * `def` and `out_world` are NULL or valid for reading / writing.
+ * Pointers: `def` and `out_world` are NULL or valid for reading / writing.
  */
 KilnStatus kiln_world_create(const struct KilnWorldDef *def, struct KilnWorldId *out_world);
 
@@ -3629,7 +2695,7 @@ bool kiln_world_is_valid(struct KilnWorldId world);
 KilnStatus kiln_world_set_terrain(struct KilnWorldId world, struct KilnTerrainId terrain);
 
 /**
- * Advances the world by `dt` seconds (finite, 0..=`KILN_WORLD_MAX_STEP`; 0 updates
+ * Advances the world by `dt` seconds (finite, 0 to `KILN_WORLD_MAX_STEP`; 0 updates
  * contacts without moving anything) with jobs on `runtime`'s workers, or on the
  * calling thread for the null runtime `{0, 0}`. The result is bit-identical for any
  * worker count. Must not be called from one of the runtime's own passes.
@@ -3653,16 +2719,14 @@ KilnStatus kiln_world_validate(struct KilnWorldId world);
 /**
  * Writes the last step's per-stage wall-clock times to `out_profile`.
  *
- * # Safety
- * `out_profile` is NULL or valid for writing.
+ * Pointers: `out_profile` is NULL or valid for writing.
  */
 KilnStatus kiln_world_get_profile(struct KilnWorldId world, struct KilnWorldProfile *out_profile);
 
 /**
  * Writes the world's body counts and the last step's work counts to `out_counters`.
  *
- * # Safety
- * `out_counters` is NULL or valid for writing.
+ * Pointers: `out_counters` is NULL or valid for writing.
  */
 KilnStatus kiln_world_get_counters(struct KilnWorldId world,
                                    struct KilnWorldCounters *out_counters);
@@ -3673,9 +2737,8 @@ KilnStatus kiln_world_get_counters(struct KilnWorldId world,
  * up to `capacity` events to `out_events` (NULL allowed when `capacity` is 0) and
  * the total to `out_count`, so a call with capacity 0 sizes the array.
  *
- * # Safety
- * `out_events` is NULL or writable for `capacity` entries; `out_count` is NULL or
- * writable.
+ * Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
+ * NULL or writable.
  */
 KilnStatus kiln_world_get_contact_events(struct KilnWorldId world,
                                          struct KilnContactEvent *out_events,
@@ -3690,9 +2753,8 @@ KilnStatus kiln_world_get_contact_events(struct KilnWorldId world,
  * anything is written: a stale or foreign body fails the call, naming its index,
  * and leaves both arrays untouched.
  *
- * # Safety
- * `bodies` is NULL or readable for `count` handles; `positions` and `rotations` are
- * NULL or writable for `count` elements at their strides.
+ * Pointers: `bodies` is NULL or readable for `count` handles; `positions` and
+ * `rotations` are NULL or writable for `count` elements at their strides.
  */
 KilnStatus kiln_world_get_transforms(struct KilnWorldId world,
                                      const struct KilnBodyId *bodies,
@@ -3708,8 +2770,8 @@ KilnStatus kiln_world_get_transforms(struct KilnWorldId world,
  * order. The callbacks run during this call and must not call into this world
  * (`KILN_ERROR_INVALID_STATE` if they try).
  *
- * # Safety
- * `draw` is NULL or readable; its callbacks are NULL or callable as declared.
+ * Pointers: `draw` is NULL or readable; its callbacks are NULL or callable as
+ * declared.
  */
 KilnStatus kiln_world_debug_draw(struct KilnWorldId world, const struct KilnDebugDraw *draw);
 
@@ -3717,8 +2779,7 @@ KilnStatus kiln_world_debug_draw(struct KilnWorldId world, const struct KilnDebu
  * Creates a body (without shapes: add them with `kiln_body_add_shape`) and writes
  * its handle to `out_body`.
  *
- * # Safety
- * `def` and `out_body` are NULL or valid for reading / writing.
+ * Pointers: `def` and `out_body` are NULL or valid for reading / writing.
  */
 KilnStatus kiln_body_create(struct KilnWorldId world,
                             const struct KilnBodyDef *def,
@@ -3743,8 +2804,7 @@ bool kiln_body_is_valid(struct KilnBodyId body);
  * body's mass or inertia with this shape would overflow `float` (a 1e30 m shape, or
  * one placed 1e30 m away).
  *
- * # Safety
- * `def` is NULL or readable; `out_index` is NULL or writable.
+ * Pointers: `def` is NULL or readable; `out_index` is NULL or writable.
  */
 KilnStatus kiln_body_add_shape(struct KilnBodyId body,
                                struct KilnShapeId shape,
@@ -3754,16 +2814,14 @@ KilnStatus kiln_body_add_shape(struct KilnBodyId body,
 /**
  * Writes the number of shapes on the body to `out_count`.
  *
- * # Safety
- * `out_count` is NULL or writable.
+ * Pointers: `out_count` is NULL or writable.
  */
 KilnStatus kiln_body_get_shape_count(struct KilnBodyId body, uint32_t *out_count);
 
 /**
  * Writes the placement of the body's frame to `out_transform`.
  *
- * # Safety
- * `out_transform` is NULL or writable.
+ * Pointers: `out_transform` is NULL or writable.
  */
 KilnStatus kiln_body_get_transform(struct KilnBodyId body, struct KilnTransform *out_transform);
 
@@ -3772,8 +2830,7 @@ KilnStatus kiln_body_get_transform(struct KilnBodyId body, struct KilnTransform 
  * wakes it and the islands touching it. For kinematic bodies that should push
  * others on the way, use `kiln_body_set_target_transform`.
  *
- * # Safety
- * `transform` is NULL or readable.
+ * Pointers: `transform` is NULL or readable.
  */
 KilnStatus kiln_body_set_transform(struct KilnBodyId body, const struct KilnTransform *transform);
 
@@ -3782,8 +2839,7 @@ KilnStatus kiln_body_set_transform(struct KilnBodyId body, const struct KilnTran
  * its velocities (so it pushes dynamic bodies on the way). Call it every step;
  * velocities persist. Refused for static and dynamic bodies.
  *
- * # Safety
- * `target` is NULL or readable.
+ * Pointers: `target` is NULL or readable.
  */
 KilnStatus kiln_body_set_target_transform(struct KilnBodyId body,
                                           const struct KilnTransform *target,
@@ -3793,8 +2849,7 @@ KilnStatus kiln_body_set_target_transform(struct KilnBodyId body,
  * Writes the body's linear (m/s) and angular (rad/s) velocity; either pointer may be
  * NULL to skip it.
  *
- * # Safety
- * `out_linear` and `out_angular` are NULL or writable.
+ * Pointers: `out_linear` and `out_angular` are NULL or writable.
  */
 KilnStatus kiln_body_get_velocity(struct KilnBodyId body,
                                   struct KilnVec3 *out_linear,
@@ -3829,8 +2884,7 @@ KilnStatus kiln_body_apply_impulse(struct KilnBodyId body,
 /**
  * Writes whether the body is awake (static bodies never are).
  *
- * # Safety
- * `out_awake` is NULL or writable.
+ * Pointers: `out_awake` is NULL or writable.
  */
 KilnStatus kiln_body_is_awake(struct KilnBodyId body, bool *out_awake);
 
@@ -3843,16 +2897,14 @@ KilnStatus kiln_body_wake(struct KilnBodyId body);
  * Writes the body's mass in kg: 0 for static and kinematic bodies; 1 for a dynamic
  * body whose shapes give it no mass.
  *
- * # Safety
- * `out_mass` is NULL or writable.
+ * Pointers: `out_mass` is NULL or writable.
  */
 KilnStatus kiln_body_get_mass(struct KilnBodyId body, float *out_mass);
 
 /**
  * Writes the body's `KILN_MOTION_*` type.
  *
- * # Safety
- * `out_motion_type` is NULL or writable.
+ * Pointers: `out_motion_type` is NULL or writable.
  */
 KilnStatus kiln_body_get_motion_type(struct KilnBodyId body, uint32_t *out_motion_type);
 
@@ -3864,10 +2916,879 @@ KilnStatus kiln_body_set_user_data(struct KilnBodyId body, void *user_data);
 /**
  * Writes the body's user data (NULL unless set).
  *
- * # Safety
- * `out_user_data` is NULL or writable.
+ * Pointers: `out_user_data` is NULL or writable.
  */
 KilnStatus kiln_body_get_user_data(struct KilnBodyId body, void **out_user_data);
+
+/**
+ * A `KilnTerrainDef` with defaults (1 m voxels).
+ */
+struct KilnTerrainDef kiln_default_terrain_def(void);
+
+/**
+ * Creates an empty (all-air) terrain and writes its handle to `out_terrain`.
+ *
+ * Pointers: `def` and `out_terrain` are NULL or valid for reading / writing.
+ */
+KilnStatus kiln_terrain_create(const struct KilnTerrainDef *def, struct KilnTerrainId *out_terrain);
+
+/**
+ * Destroys a terrain; its handle becomes invalid. A terrain attached to a world is
+ * refused (`KILN_ERROR_INVALID_STATE`): detach it or destroy the world first.
+ */
+KilnStatus kiln_terrain_destroy(struct KilnTerrainId terrain);
+
+/**
+ * Whether `terrain` refers to a live terrain.
+ */
+bool kiln_terrain_is_valid(struct KilnTerrainId terrain);
+
+/**
+ * Sets every voxel in the inclusive range `min to max` to `material` and marks the
+ * chunks whose masks change dirty (call `kiln_terrain_regenerate` before querying).
+ * The range must satisfy `min <= max` on every axis and cover at most
+ * `KILN_TERRAIN_MAX_FILL_VOXELS` voxels. Writes the number of voxels that changed to
+ * `out_changed` unless it is NULL.
+ *
+ * Pointers: `out_changed` is NULL or valid for writing.
+ */
+KilnStatus kiln_terrain_fill(struct KilnTerrainId terrain,
+                             struct KilnInt3 min,
+                             struct KilnInt3 max,
+                             uint8_t material,
+                             uint64_t *out_changed);
+
+/**
+ * Writes the material of one voxel to `out_material`.
+ *
+ * Pointers: `out_material` is NULL or valid for writing.
+ */
+KilnStatus kiln_terrain_get_voxel(struct KilnTerrainId terrain,
+                                  struct KilnInt3 voxel,
+                                  uint8_t *out_material);
+
+/**
+ * Fills columns `x, z` in 0 to `size` - 1 with Kiln's deterministic test terrain: hills of
+ * rock, grass and sand, water up to `y = 12`, a few caves (`size` 1 to 4096).
+ */
+KilnStatus kiln_terrain_generate_hills(struct KilnTerrainId terrain, int32_t size, uint32_t seed);
+
+/**
+ * Rebuilds the broadphase masks of every dirty chunk as parallel jobs on `runtime`'s
+ * workers (pass the null handle `{0, 0}` to run on the calling thread). On a terrain
+ * attached to a world this also wakes the sleeping bodies on the edited chunks. Must not be
+ * called from inside one of the runtime's passes. Writes the number of regenerated
+ * chunks to `out_chunks` unless it is NULL.
+ *
+ * Pointers: `out_chunks` is NULL or valid for writing.
+ */
+KilnStatus kiln_terrain_regenerate(struct KilnTerrainId terrain,
+                                   struct KilnRuntimeId runtime,
+                                   uint32_t *out_chunks);
+
+/**
+ * Tests `aabb` against the terrain's masks: grown by one voxel, every covered voxel
+ * that is solid or water or next to one counts. Regenerate after edits first. A box
+ * that is not finite or has `min > max` gives `KILN_ERROR_INVALID_ARGUMENT`.
+ *
+ * Pointers: `aabb` and `out_overlap` are NULL or valid for reading / writing.
+ */
+KilnStatus kiln_terrain_overlap(struct KilnTerrainId terrain,
+                                const struct KilnAabb *aabb,
+                                struct KilnTerrainOverlap *out_overlap);
+
+/**
+ * Lists the chunks `aabb` touches (as `kiln_terrain_overlap`, per chunk), in
+ * ascending (y, z, x) order: writes up to `capacity` entries to `out_chunks` (NULL
+ * allowed when `capacity` is 0) and the total count to `out_count`, so a call with
+ * capacity 0 sizes the array.
+ *
+ * Pointers: `aabb` is NULL or readable; `out_chunks` is NULL or writable for
+ * `capacity` entries; `out_count` is NULL or writable.
+ */
+KilnStatus kiln_terrain_overlap_chunks(struct KilnTerrainId terrain,
+                                       const struct KilnAabb *aabb,
+                                       struct KilnChunkOverlap *out_chunks,
+                                       uint32_t capacity,
+                                       uint32_t *out_count);
+
+/**
+ * Writes the terrain's memory and state figures to `out_stats`.
+ *
+ * Pointers: `out_stats` is NULL or valid for writing.
+ */
+KilnStatus kiln_terrain_get_stats(struct KilnTerrainId terrain, struct KilnTerrainStats *out_stats);
+
+/**
+ * Casts one ray against the terrain surface and writes its closest hit within
+ * `max_distance` metres to `out_hit` (`hit` false when there is none). Chunks the
+ * ray reaches are meshed on first use (on the calling thread) and cached. Edits are
+ * seen at once, before `kiln_terrain_regenerate`.
+ *
+ * Pointers: `ray` is NULL or readable; `out_hit` is NULL or writable.
+ */
+KilnStatus kiln_terrain_ray_cast(struct KilnTerrainId terrain,
+                                 const struct KilnRay *ray,
+                                 float max_distance,
+                                 struct KilnTerrainRayHit *out_hit);
+
+/**
+ * Casts `count` rays as parallel jobs on `runtime`'s workers (the null handle
+ * `{0, 0}` runs them on the calling thread) and writes ray `i`'s closest hit to
+ * `out_hits[i]`. Chunks first reached in the batch are meshed in parallel. Results
+ * do not depend on the worker count. Every ray is checked first: one bad ray fails
+ * the call (naming its index) and writes nothing. `count` 0 does nothing (NULL
+ * arrays allowed). Must not be called from inside one of the runtime's passes.
+ *
+ * Pointers: `rays` is readable and `out_hits` writable for `count` entries (or NULL
+ * when `count` is 0).
+ */
+KilnStatus kiln_terrain_ray_cast_batch(struct KilnTerrainId terrain,
+                                       struct KilnRuntimeId runtime,
+                                       const struct KilnRay *rays,
+                                       uint32_t count,
+                                       float max_distance,
+                                       struct KilnTerrainRayHit *out_hits);
+
+/**
+ * Lists the terrain triangles touching `aabb` (exact triangle/box test), chunk by
+ * chunk in ascending (y, z, x) order: writes up to `capacity` of them to
+ * `out_triangles` (NULL allowed when `capacity` is 0) and the total to `out_count`,
+ * so a call with capacity 0 sizes the array. Chunks come from the bit broadphase
+ * (call `kiln_terrain_regenerate` after edits) and are meshed on first use, as jobs
+ * on `runtime` (null handle: the calling thread).
+ *
+ * Pointers: `aabb` is NULL or readable; `out_triangles` is NULL or writable for
+ * `capacity` entries; `out_count` is NULL or writable.
+ */
+KilnStatus kiln_terrain_query_triangles(struct KilnTerrainId terrain,
+                                        struct KilnRuntimeId runtime,
+                                        const struct KilnAabb *aabb,
+                                        struct KilnTerrainTriangle *out_triangles,
+                                        uint32_t capacity,
+                                        uint32_t *out_count);
+
+/**
+ * Sets the chunk mesh cache's byte budget; least recently used chunk meshes are
+ * dropped at once to fit.
+ */
+KilnStatus kiln_terrain_set_mesh_cache_budget(struct KilnTerrainId terrain, uint64_t bytes);
+
+/**
+ * Writes the chunk mesh cache's figures to `out_stats`.
+ *
+ * Pointers: `out_stats` is NULL or valid for writing.
+ */
+KilnStatus kiln_terrain_get_mesh_cache_stats(struct KilnTerrainId terrain,
+                                             struct KilnMeshCacheStats *out_stats);
+
+/**
+ * A `KilnCharacterDef` with defaults: a 1.8 m tall capsule of radius 0.3, 45°
+ * slopes, 0.3 m steps, +Y up.
+ */
+struct KilnCharacterDef kiln_default_character_def(void);
+
+/**
+ * Creates a character whose capsule centre is at `position` and writes its handle
+ * to `out_character`. The first move pushes it out if it starts inside geometry.
+ *
+ * Pointers: `def` is NULL or readable; `out_character` is NULL or writable.
+ */
+KilnStatus kiln_character_create(const struct KilnCharacterDef *def,
+                                 struct KilnVec3 position,
+                                 struct KilnCharacterId *out_character);
+
+/**
+ * Destroys a character; its handle becomes invalid.
+ */
+KilnStatus kiln_character_destroy(struct KilnCharacterId character);
+
+/**
+ * Whether `character` refers to a live character.
+ */
+bool kiln_character_is_valid(struct KilnCharacterId character);
+
+/**
+ * Moves the character by `displacement` (at most `KILN_CHARACTER_MAX_MOVE` long) as
+ * far as the world allows: it slides along what it hits, steps up ledges up to
+ * `step_height`, never tunnels and never ends inside geometry. The world is
+ * `terrain` (the null handle `{0, 0}` for none; its chunk meshes are built on
+ * `runtime`'s workers, or on the calling thread for the null runtime) plus
+ * `static_count` placed shapes (NULL allowed when 0; triangles among them form one
+ * mesh whose inner edges do not snag). Writes what the move did to `out_result`
+ * unless it is NULL. On failure the character does not move.
+ *
+ * Pointers: `statics` is NULL or readable for `static_count` entries; `out_result` is
+ * NULL or writable.
+ */
+KilnStatus kiln_character_move(struct KilnCharacterId character,
+                               struct KilnVec3 displacement,
+                               struct KilnTerrainId terrain,
+                               struct KilnRuntimeId runtime,
+                               const struct KilnShapeInstance *statics,
+                               uint32_t static_count,
+                               struct KilnMoveResult *out_result);
+
+/**
+ * Writes the capsule centre to `out_position`.
+ *
+ * Pointers: `out_position` is NULL or valid for writing.
+ */
+KilnStatus kiln_character_get_position(struct KilnCharacterId character,
+                                       struct KilnVec3 *out_position);
+
+/**
+ * Teleports the character (no collision test); the next move pushes it out if it
+ * lands inside geometry.
+ */
+KilnStatus kiln_character_set_position(struct KilnCharacterId character, struct KilnVec3 position);
+
+/**
+ * Writes whether the last move ended standing on walkable ground.
+ *
+ * Pointers: `out_grounded` is NULL or valid for writing.
+ */
+KilnStatus kiln_character_is_grounded(struct KilnCharacterId character, bool *out_grounded);
+
+/**
+ * Writes the normal of the last surface the last move slid along (zero when it hit
+ * nothing).
+ *
+ * Pointers: `out_normal` is NULL or valid for writing.
+ */
+KilnStatus kiln_character_get_contact_normal(struct KilnCharacterId character,
+                                             struct KilnVec3 *out_normal);
+
+/**
+ * Writes everything the last move reported (all zero before the first move).
+ *
+ * Pointers: `out_result` is NULL or valid for writing.
+ */
+KilnStatus kiln_character_get_last_move(struct KilnCharacterId character,
+                                        struct KilnMoveResult *out_result);
+
+/**
+ * Creates an empty set of octrees and writes its handle to `out_set`.
+ *
+ * Pointers: `out_set` is NULL or valid for writing.
+ */
+KilnStatus kiln_octree_set_create(struct KilnOctreeSetId *out_set);
+
+/**
+ * Destroys a set and every octree in it; its handle and its octrees' handles
+ * become invalid.
+ */
+KilnStatus kiln_octree_set_destroy(struct KilnOctreeSetId set);
+
+/**
+ * Whether `set` refers to a live set of octrees.
+ */
+bool kiln_octree_set_is_valid(struct KilnOctreeSetId set);
+
+/**
+ * A `KilnOctreeDef` with defaults (a 1-unit cube at the origin).
+ */
+struct KilnOctreeDef kiln_default_octree_def(void);
+
+/**
+ * Adds an empty octree to `set` and writes its handle to `out_octree`. Octrees may
+ * overlap or nest.
+ *
+ * Pointers: `def` is NULL or readable; `out_octree` is NULL or writable.
+ */
+KilnStatus kiln_octree_create(struct KilnOctreeSetId set,
+                              const struct KilnOctreeDef *def,
+                              struct KilnOctreeId *out_octree);
+
+/**
+ * Removes an octree from its set; its handle becomes invalid.
+ */
+KilnStatus kiln_octree_destroy(struct KilnOctreeSetId set, struct KilnOctreeId octree);
+
+/**
+ * Makes the cube at `path` (`depth` child indices 0-7, at most
+ * `KILN_OCTREE_MAX_DEPTH`) empty (`KILN_CUBE_EMPTY`) or solid (`KILN_CUBE_SOLID`),
+ * splitting any cube on the way into 8 copies of itself and dropping whatever was
+ * inside the cube. Octants whose children all become empty collapse to empty.
+ *
+ * Pointers: `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is
+ * 0).
+ */
+KilnStatus kiln_octree_set_cube(struct KilnOctreeSetId set,
+                                struct KilnOctreeId octree,
+                                const uint8_t *path,
+                                uint32_t depth,
+                                uint32_t kind);
+
+/**
+ * Splits the solid cube at `path` into 8 solid children, so they can be edited one
+ * by one. Fails with `KILN_ERROR_INVALID_ARGUMENT` when the cube is not solid or is
+ * already at `KILN_OCTREE_MAX_DEPTH`.
+ *
+ * Pointers: `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is
+ * 0).
+ */
+KilnStatus kiln_octree_subdivide(struct KilnOctreeSetId set,
+                                 struct KilnOctreeId octree,
+                                 const uint8_t *path,
+                                 uint32_t depth);
+
+/**
+ * Writes the kind (`KILN_CUBE_*`) of the cube at `path` to `out_kind`; a path that
+ * runs past a leaf gives that leaf's kind (a cube inside a solid cube is solid).
+ *
+ * Pointers: `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is
+ * 0); `out_kind` is NULL or writable.
+ */
+KilnStatus kiln_octree_get_cube(struct KilnOctreeSetId set,
+                                struct KilnOctreeId octree,
+                                const uint8_t *path,
+                                uint32_t depth,
+                                uint32_t *out_kind);
+
+/**
+ * Replaces an octree's cubes with a compact description: two bits per cube in
+ * pre-order (a cube, then its 8 children if it is an octant), `0` empty, `1` solid,
+ * `2` octant, packed four to a byte from the low bits up, unused bits of the last
+ * byte zero. Example: a solid cube split once is `{0x56, 0x55, 0x01}`. A malformed
+ * description (truncated, code 3, too deep, trailing data) fails with
+ * `KILN_ERROR_INVALID_ARGUMENT` and leaves the octree unchanged.
+ *
+ * Pointers: `bytes` is readable for `byte_count` bytes (NULL allowed when `byte_count`
+ * is 0).
+ */
+KilnStatus kiln_octree_load(struct KilnOctreeSetId set,
+                            struct KilnOctreeId octree,
+                            const uint8_t *bytes,
+                            uint64_t byte_count);
+
+/**
+ * Writes an octree's compact description (see `kiln_octree_load`): up to
+ * `capacity` bytes to `out_bytes` (NULL allowed when `capacity` is 0) and the full
+ * length to `out_count`, so a call with capacity 0 sizes the buffer.
+ *
+ * Pointers: `out_bytes` is NULL or writable for `capacity` bytes; `out_count` is NULL
+ * or writable.
+ */
+KilnStatus kiln_octree_save(struct KilnOctreeSetId set,
+                            struct KilnOctreeId octree,
+                            uint8_t *out_bytes,
+                            uint32_t capacity,
+                            uint32_t *out_count);
+
+/**
+ * Writes an octree's figures to `out_info`.
+ *
+ * Pointers: `out_info` is NULL or writable.
+ */
+KilnStatus kiln_octree_get_info(struct KilnOctreeSetId set,
+                                struct KilnOctreeId octree,
+                                struct KilnOctreeInfo *out_info);
+
+/**
+ * Picks the closest solid cube under `ray` within `max_distance` over every octree
+ * of the set and writes it to `out_pick` (`hit` false when there is none). A cube is
+ * hit where the ray enters it at distance >= 0: a ray starting inside a solid cube
+ * looks out of it. `max_depth` (0 to `KILN_OCTREE_MAX_DEPTH`) is the editor's grid:
+ * descent stops there and an octant at that depth counts as solid. Cubes are
+ * half-open (they hold their lower faces), so a ray running exactly along a face
+ * between cubes picks the upper one; on an exact tie between overlapping octrees the
+ * one created first wins.
+ *
+ * Pointers: `ray` is NULL or readable; `out_pick` is NULL or writable.
+ */
+KilnStatus kiln_octree_pick(struct KilnOctreeSetId set,
+                            const struct KilnRay *ray,
+                            float max_distance,
+                            uint32_t max_depth,
+                            struct KilnOctreePick *out_pick);
+
+/**
+ * Picks for `count` rays as parallel jobs on `runtime`'s workers (the null handle
+ * `{0, 0}` runs them on the calling thread) and writes ray `i`'s result to
+ * `out_picks[i]`, as `kiln_octree_pick` would. Results do not depend on the worker
+ * count. Every ray is checked first: one bad ray fails the call (naming its index)
+ * and writes nothing. `count` 0 does nothing (NULL arrays allowed). Must not be
+ * called from inside one of the runtime's passes.
+ *
+ * Pointers: `rays` is readable and `out_picks` writable for `count` entries (or NULL
+ * when `count` is 0).
+ */
+KilnStatus kiln_octree_pick_batch(struct KilnOctreeSetId set,
+                                  struct KilnRuntimeId runtime,
+                                  const struct KilnRay *rays,
+                                  uint32_t count,
+                                  float max_distance,
+                                  uint32_t max_depth,
+                                  struct KilnOctreePick *out_picks);
+
+/**
+ * A `KilnTracerDef` with the defaults documented on its fields.
+ */
+struct KilnTracerDef kiln_default_tracer_def(void);
+
+/**
+ * A `KilnInstanceDef` with the defaults documented on its fields.
+ */
+struct KilnInstanceDef kiln_default_instance_def(void);
+
+/**
+ * A `KilnSkinnedMeshDef` with every pointer NULL and every count 0.
+ */
+struct KilnSkinnedMeshDef kiln_default_skinned_mesh_def(void);
+
+/**
+ * The affine transform that scales by `scale` (per axis, in the object's frame) and
+ * then applies the rigid `transform`: the instance transform of a unit mesh drawn
+ * at a body's transform. The rotation is normalised; the result is checked when used.
+ */
+struct KilnAffine kiln_affine_from_transform(struct KilnTransform transform, struct KilnVec3 scale);
+
+/**
+ * Opens a Vulkan device and creates a tracer on it. Without a Vulkan loader or a
+ * usable device (Vulkan 1.2 with buffer device addresses and the memory model):
+ * `KILN_ERROR_NO_DEVICE`, with the reason in the message; CPU features keep working.
+ *
+ * Pointers: `def` is NULL or readable, its `device_name` NULL or a NUL-terminated
+ * string; `out_tracer` is NULL or writable.
+ */
+KilnStatus kiln_tracer_create(const struct KilnTracerDef *def, struct KilnTracerId *out_tracer);
+
+/**
+ * Destroys a tracer, its device and everything on it; its handle becomes invalid.
+ */
+KilnStatus kiln_tracer_destroy(struct KilnTracerId tracer);
+
+/**
+ * Whether `tracer` refers to a live tracer.
+ */
+bool kiln_tracer_is_valid(struct KilnTracerId tracer);
+
+/**
+ * Writes what device the tracer runs on to `out_info`.
+ *
+ * Pointers: `out_info` is NULL or writable.
+ */
+KilnStatus kiln_tracer_get_device(struct KilnTracerId tracer, struct KilnDeviceInfo *out_info);
+
+/**
+ * Sets the tracer's device memory budget in bytes (0: none; see
+ * `KilnTracerDef::memory_budget_bytes`). Buffers already held stay; a budget below
+ * what is in use only refuses new buffers. After `KILN_ERROR_OUT_OF_MEMORY`, raise
+ * the budget (or remove work) and call again: nothing was lost.
+ */
+KilnStatus kiln_tracer_set_memory_budget(struct KilnTracerId tracer, uint64_t bytes);
+
+/**
+ * Writes the bytes of device memory the tracer's buffers hold now to
+ * `out_in_use`, and its budget (0: none) to `out_budget`; either may be NULL.
+ *
+ * Pointers: `out_in_use` and `out_budget` are each NULL or writable.
+ */
+KilnStatus kiln_tracer_get_memory(struct KilnTracerId tracer,
+                                  uint64_t *out_in_use,
+                                  uint64_t *out_budget);
+
+/**
+ * Registers a triangle mesh (a BLAS is built over it on the CPU with binned SAH and
+ * uploaded before the next trace) and writes its index to `out_mesh`. Positions
+ * must be finite; indices below `vertex_count`. Instances share one copy.
+ *
+ * Pointers: `positions` is NULL or readable for `vertex_count` entries, `indices` for
+ * `3 * triangle_count`; `out_mesh` is NULL or writable.
+ */
+KilnStatus kiln_tracer_add_mesh(struct KilnTracerId tracer,
+                                const struct KilnVec3 *positions,
+                                uint32_t vertex_count,
+                                const uint32_t *indices,
+                                uint32_t triangle_count,
+                                uint32_t *out_mesh);
+
+/**
+ * Places an instance of a mesh and writes its index (reported in hits) to
+ * `out_instance`.
+ *
+ * Pointers: `def` is NULL or readable; `out_instance` is NULL or writable.
+ */
+KilnStatus kiln_tracer_add_instance(struct KilnTracerId tracer,
+                                    const struct KilnInstanceDef *def,
+                                    uint32_t *out_instance);
+
+/**
+ * Adds a skinned instance: its own copy of the mesh in `mesh`, placed by
+ * `transform`, bones starting as identities. Writes its instance index to
+ * `out_instance`.
+ *
+ * Pointers: `mesh` is NULL or readable, its arrays readable for their counts;
+ * `transform` is NULL or readable; `out_instance` is NULL or writable.
+ */
+KilnStatus kiln_tracer_add_skinned_instance(struct KilnTracerId tracer,
+                                            const struct KilnSkinnedMeshDef *mesh,
+                                            const struct KilnAffine *transform,
+                                            uint32_t mask,
+                                            uint32_t user_id,
+                                            uint32_t *out_instance);
+
+/**
+ * Moves `count` instances: `instances[i]` gets `transforms[i]`. Every entry is
+ * checked first (existing instance, invertible finite transform); a bad one fails
+ * the call, naming its index, and nothing moves.
+ *
+ * Pointers: `instances` and `transforms` are NULL or readable for `count` entries.
+ */
+KilnStatus kiln_tracer_set_transforms(struct KilnTracerId tracer,
+                                      const uint32_t *instances,
+                                      const struct KilnAffine *transforms,
+                                      uint32_t count);
+
+/**
+ * Sets all `bone_count` bones of a skinned instance (exactly its bone count, all
+ * finite). The GPU skins and refits its mesh before the next trace.
+ *
+ * Pointers: `bones` is NULL or readable for `bone_count` entries.
+ */
+KilnStatus kiln_tracer_set_bones(struct KilnTracerId tracer,
+                                 uint32_t instance,
+                                 const struct KilnAffine *bones,
+                                 uint32_t bone_count);
+
+/**
+ * Makes `instance` follow a physics body: at every `kiln_tracer_sync_world` its
+ * transform becomes the body's transform times `local` (NULL: identity; e.g. a
+ * scale from a unit cube to the body's box). All followed bodies of a tracer belong
+ * to one world. Following again replaces the earlier body.
+ *
+ * Pointers: `local` is NULL or readable.
+ */
+KilnStatus kiln_tracer_follow_body(struct KilnTracerId tracer,
+                                   uint32_t instance,
+                                   struct KilnBodyId body,
+                                   const struct KilnAffine *local);
+
+/**
+ * Stops `instance` following its body (it stays where it is). Not following is fine.
+ */
+KilnStatus kiln_tracer_unfollow(struct KilnTracerId tracer, uint32_t instance);
+
+/**
+ * Copies the transform of every followed body of `world` into its instance (call it
+ * after stepping). An instance whose body was destroyed is hidden (mask 0) and stops
+ * following; their number goes to `out_hidden` (NULL allowed).
+ *
+ * Pointers: `out_hidden` is NULL or writable.
+ */
+KilnStatus kiln_tracer_sync_world(struct KilnTracerId tracer,
+                                  struct KilnWorldId world,
+                                  uint32_t *out_hidden);
+
+/**
+ * Brings the device up to date (instances, skinning + refit, TLAS rebuild) without
+ * tracing; `kiln_tracer_trace` does this itself.
+ */
+KilnStatus kiln_tracer_update(struct KilnTracerId tracer);
+
+/**
+ * Traces `count` rays on the GPU and writes one hit per ray to `hits`.
+ * `mode` is `KILN_TRACE_CLOSEST` or `KILN_TRACE_ANY`. Every ray is checked first
+ * (finite origin, finite non-zero direction, `0 <= t_min <= t_max`); a bad one
+ * fails the call, naming its index, and nothing is written. The scene is updated
+ * first when transforms, bones or followed bodies changed.
+ *
+ * Pointers: `rays` is NULL or readable and `hits` NULL or writable for `count`
+ * entries.
+ */
+KilnStatus kiln_tracer_trace(struct KilnTracerId tracer,
+                             const struct KilnTraceRay *rays,
+                             uint32_t count,
+                             uint32_t mode,
+                             struct KilnTraceHit *hits);
+
+/**
+ * Writes the GPU time of each pass of the last `kiln_tracer_update` or
+ * `kiln_tracer_trace`, in pass order, to `out_timings` (up to `capacity`), and the
+ * number of passes to `out_count`. Empty when the device has no timestamps.
+ *
+ * Pointers: `out_timings` is NULL or writable for `capacity` entries; `out_count` is
+ * NULL or writable.
+ */
+KilnStatus kiln_tracer_get_timings(struct KilnTracerId tracer,
+                                   struct KilnGpuPassTiming *out_timings,
+                                   uint32_t capacity,
+                                   uint32_t *out_count);
+
+/**
+ * Writes the validation-layer warnings and errors collected so far (only with
+ * `KilnTracerDef::validation`), one per line, NUL-terminated, into `buffer` (cut to
+ * `capacity` bytes; NULL allowed with capacity 0), and their count to `out_count`.
+ *
+ * Pointers: `buffer` is NULL or writable for `capacity` bytes; `out_count` is NULL or
+ * writable.
+ */
+KilnStatus kiln_tracer_get_validation_messages(struct KilnTracerId tracer,
+                                               char *buffer,
+                                               size_t capacity,
+                                               uint32_t *out_count);
+
+/**
+ * A `KilnEmbeddedDef` with the defaults documented on its fields (handles NULL).
+ */
+struct KilnEmbeddedDef kiln_default_embedded_def(void);
+
+/**
+ * Creates a tracer on the engine's device (embedded mode) and writes its handle to
+ * `out_tracer`. Kiln creates only its own command pool, fence, query pool, pipelines
+ * and buffers on the device, and destroys only those (in `kiln_tracer_destroy`,
+ * which the engine calls before destroying its device, once the command buffers
+ * Kiln recorded into have completed). Errors: `KILN_ERROR_INVALID_ARGUMENT` for a
+ * missing handle, a queue family without compute or a bad frame count;
+ * `KILN_ERROR_NO_DEVICE` when the device lacks Vulkan 1.2 or a feature Kiln needs.
+ * Every other tracer call works as in standalone mode; `kiln_tracer_trace` submits
+ * and waits on the queue given here.
+ *
+ * Pointers: `def` is NULL or readable; its handles are live, belong together and
+ * outlive the tracer; `out_tracer` is NULL or writable.
+ */
+KilnStatus kiln_tracer_create_embedded(const struct KilnEmbeddedDef *def,
+                                       struct KilnTracerId *out_tracer);
+
+/**
+ * Records into the engine's `command_buffer` (a `VkCommandBuffer` of the device,
+ * recording, outside a render pass) the scene update, when transforms, bones or
+ * followed bodies changed (instances upload, skinning + refit, TLAS rebuild), and
+ * the tracing of `count` rays (at most 1,048,576; checked as `kiln_tracer_trace`
+ * checks them). The hits are read with `kiln_tracer_read_hits` once the engine's
+ * submission completed. After a new mesh or instance the scene is first uploaded
+ * with one submission of Kiln's own (see `KilnEmbeddedDef::queue_family`).
+ *
+ * The contract:
+ * - **Slots.** `frame_slot` is below `frames_in_flight`; the command buffer
+ *   recorded for the same slot the previous time has completed (wait on its fence
+ *   first): Kiln reuses that slot's staging memory. Buffers Kiln replaces are kept
+ *   until every slot has been recorded again.
+ * - **Order.** The engine submits the command buffers Kiln recorded into, in
+ *   recording order, to queues of `queue_family`.
+ * - **Entry barrier.** Kiln's commands start with a memory barrier from compute and
+ *   transfer writes to compute and transfer reads and writes: earlier work of Kiln's
+ *   (and anything the engine wrote to Kiln's buffers in those stages) is visible.
+ * - **Exit barrier.** They end with a memory barrier from compute and transfer
+ *   writes to all commands' reads and writes, so the engine's later commands in any
+ *   stage may read Kiln's results. Between the two, Kiln places only the barriers
+ *   its frame graph derives.
+ * - Nothing else: no timestamps (the engine's profiler sees the labels when
+ *   `debug_utils` is set), no pipeline state left that the engine relies on (Kiln
+ *   binds a compute pipeline and push constants; rebind yours after the call).
+ *
+ * Pointers: `command_buffer` is as described; `rays` is NULL or readable for `count`
+ * entries.
+ */
+KilnStatus kiln_tracer_record_trace(struct KilnTracerId tracer,
+                                    void *command_buffer,
+                                    uint32_t frame_slot,
+                                    const struct KilnTraceRay *rays,
+                                    uint32_t count,
+                                    uint32_t mode);
+
+/**
+ * Writes the hits of the last `kiln_tracer_record_trace` for `frame_slot` to `hits`
+ * (`count` must equal the rays recorded). Call it once the engine's submission of
+ * that command buffer completed; before, the values are undefined. A miss has
+ * `instance == KILN_NO_HIT` and `t = +inf`. The hits stay readable until the slot is
+ * recorded again.
+ *
+ * Pointers: `hits` is NULL or writable for `count` entries.
+ */
+KilnStatus kiln_tracer_read_hits(struct KilnTracerId tracer,
+                                 uint32_t frame_slot,
+                                 struct KilnTraceHit *hits,
+                                 uint32_t count);
+
+/**
+ * A `KilnGiDef` with the defaults documented on its fields.
+ */
+struct KilnGiDef kiln_default_gi_def(void);
+
+/**
+ * A `KilnGiLighting` with the defaults documented on its fields.
+ */
+struct KilnGiLighting kiln_default_gi_lighting(void);
+
+/**
+ * Creates a probe volume over `tracer`'s scene: a grid of `def->spacing` covering
+ * the bounds, probes near the scene's triangles as they are now. Its probes are
+ * unlit and see nothing until `kiln_gi_bake` and `kiln_gi_update`. At most
+ * 524,288 probes (`KILN_ERROR_INVALID_ARGUMENT` beyond, naming the count).
+ *
+ * Pointers: `def` is NULL or readable; `out_gi` is NULL or writable.
+ */
+KilnStatus kiln_gi_create(struct KilnTracerId tracer,
+                          const struct KilnGiDef *def,
+                          struct KilnGiId *out_gi);
+
+/**
+ * Destroys a probe volume; its handle becomes invalid.
+ */
+KilnStatus kiln_gi_destroy(struct KilnGiId gi);
+
+/**
+ * Whether `gi` refers to a live probe volume.
+ */
+bool kiln_gi_is_valid(struct KilnGiId gi);
+
+/**
+ * Sets the light the next updates gather.
+ *
+ * Pointers: `lighting` is NULL or readable.
+ */
+KilnStatus kiln_gi_set_lighting(struct KilnGiId gi, const struct KilnGiLighting *lighting);
+
+/**
+ * Sets the diffuse albedo of tracer instances 0 to `count` - 1 (instance `i` gets
+ * `albedo[i]`, each channel in [0, 1]); later instances use the lighting's
+ * default albedo. `count` 0 clears the list.
+ *
+ * Pointers: `albedo` is NULL or readable for `count` entries.
+ */
+KilnStatus kiln_gi_set_albedo(struct KilnGiId gi, const struct KilnVec3 *albedo, uint32_t count);
+
+/**
+ * Bakes every probe's visibility (16 x 16 octahedral depth maps) against the
+ * tracer's scene and compresses it on the GPU. Call it once static geometry is in
+ * place, and again when it changes. Needs at least one instance.
+ */
+KilnStatus kiln_gi_bake(struct KilnGiId gi);
+
+/**
+ * One frame's update: traces the next `probes_per_frame` live probes' rays
+ * against the tracer's scene (updated first when it changed), shades them with the
+ * sun, sky and the probes' own irradiance (multi-bounce) and blends the result in.
+ * Dead probes (a bake found nothing near them) keep no irradiance and are skipped.
+ * Writes the number of probes updated to `out_updated` (NULL allowed). Needs at
+ * least one instance.
+ *
+ * Pointers: `out_updated` is NULL or writable.
+ */
+KilnStatus kiln_gi_update(struct KilnGiId gi, uint32_t *out_updated);
+
+/**
+ * Irradiance at `count` surface points: `points[i]` with unit-length normal
+ * `normals[i]`, seen from unit direction `views[i]` (surface toward the eye; NULL:
+ * the normals). With `visibility` false the probes' depth maps are ignored, which
+ * shows the light leaks they prevent. Writes `out_irradiance[i]` (zero where no
+ * live probe is near): the light arriving on the surface, so a diffuse surface of albedo
+ * `a` reflects radiance `a / pi * irradiance`. Every input is checked first: finite
+ * points, normals and views of length 1 within 1e-3.
+ *
+ * Pointers: `points`, `normals` (and `views` unless NULL) are NULL or readable and
+ * `out_irradiance` NULL or writable for `count` entries.
+ */
+KilnStatus kiln_gi_sample(struct KilnGiId gi,
+                          const struct KilnVec3 *points,
+                          const struct KilnVec3 *normals,
+                          const struct KilnVec3 *views,
+                          uint32_t count,
+                          bool visibility,
+                          struct KilnVec3 *out_irradiance);
+
+/**
+ * Writes the volume's figures (probe counts, compression, memory) to `out_stats`.
+ *
+ * Pointers: `out_stats` is NULL or writable.
+ */
+KilnStatus kiln_gi_get_stats(struct KilnGiId gi, struct KilnGiStats *out_stats);
+
+/**
+ * A `KilnFrameDef` with the defaults documented on its fields.
+ */
+struct KilnFrameDef kiln_default_frame_def(void);
+
+/**
+ * Creates an integrated frame over `def->world` and, when given, `def->tracer` and
+ * `def->gi`. Checks that they are live, that a volume is on the given tracer and
+ * that the tracer follows bodies of this world (if it follows any); borrows them
+ * only while `kiln_frame_run` runs.
+ *
+ * Pointers: `def` is NULL or readable; `out_frame` is NULL or writable.
+ */
+KilnStatus kiln_frame_create(const struct KilnFrameDef *def, struct KilnFrameId *out_frame);
+
+/**
+ * Destroys a frame; its handle becomes invalid. Its world, tracer and volume stay.
+ */
+KilnStatus kiln_frame_destroy(struct KilnFrameId frame);
+
+/**
+ * Whether `frame` refers to a live frame.
+ */
+bool kiln_frame_is_valid(struct KilnFrameId frame);
+
+/**
+ * Runs one frame of `dt` seconds (finite, 0 to `KILN_WORLD_MAX_STEP`) with jobs on
+ * `runtime`'s workers, or on the calling thread for `{0, 0}`:
+ *
+ * 1. `gpu.submit` (with the step's first stage): the tracer's followed instances
+ *    move to the previous run's poses, and one GPU submission uploads them, refits
+ *    and rebuilds the TLAS and updates the volume's next probes. It returns at once.
+ * 2. The world's step: `physics.broadphase` ... `physics.sleep`, bit-identical for
+ *    any worker count (the GPU work does not touch the world).
+ * 3. `poses`: this step's poses, for the next run's submission.
+ * 4. `gpu.wait`: waits for the submission and reads its timings.
+ *
+ * A failing stage gives `KILN_ERROR_PASS_FAILED` with its message; the world,
+ * tracer and volume are given back in every case.
+ */
+KilnStatus kiln_frame_run(struct KilnFrameId frame, struct KilnRuntimeId runtime, float dt);
+
+/**
+ * Writes the last run's timing to `out_timing`. `KILN_ERROR_INVALID_STATE` before
+ * the first successful run.
+ *
+ * Pointers: `out_timing` is NULL or writable.
+ */
+KilnStatus kiln_frame_get_timing(struct KilnFrameId frame, struct KilnFrameTiming *out_timing);
+
+/**
+ * The CPU side of the last run, pass by pass, as `kiln_runtime_get_profile` gives a
+ * runtime's: `out_profile` (optional) receives the totals, `passes` one entry per
+ * pass in graph order (`gpu.submit`, `physics.broadphase` ... `physics.sleep`,
+ * `poses`, `gpu.wait`; names valid until the frame is destroyed; `pass` is
+ * `{index + 1, 0}`: not a runtime's pass). The GPU work runs from the end of
+ * `gpu.submit` to the end of `gpu.wait`: the passes between are what overlapped it.
+ * Writes up to `capacity` entries and the number of passes to `out_count` (NULL
+ * with `capacity` 0 for just the count). `KILN_ERROR_INVALID_STATE` before the
+ * first successful run.
+ *
+ * Pointers: `out_profile` is NULL or writable; `passes` is NULL or has `capacity`
+ * writable entries; `out_count` is NULL or writable.
+ */
+KilnStatus kiln_frame_get_passes(struct KilnFrameId frame,
+                                 struct KilnProfile *out_profile,
+                                 struct KilnPassProfile *passes,
+                                 uint32_t capacity,
+                                 uint32_t *out_count);
+
+/**
+ * The GPU side of the last run: each pass of its submission with its device time
+ * ("upload instances", "skin + refit", "tlas build", the probe update's passes),
+ * in submission order, up to `capacity` entries, and their number to `out_count`.
+ * Empty without a tracer or without timestamps. `KILN_ERROR_INVALID_STATE` before
+ * the first successful run.
+ *
+ * Pointers: `passes` is NULL or has `capacity` writable entries; `out_count` is NULL
+ * or writable.
+ */
+KilnStatus kiln_frame_get_gpu_passes(struct KilnFrameId frame,
+                                     struct KilnGpuPassTiming *passes,
+                                     uint32_t capacity,
+                                     uint32_t *out_count);
+
+/**
+ * Refuses a library whose ABI differs from the caller's header. Prefer the inline
+ * `kiln_check_linked_abi()`, which fills `info` from the header.
+ * Returns `KILN_ERROR_ABI_MISMATCH` with every difference in the message.
+ *
+ * Pointers: `info` is NULL or points to a readable `KilnAbiInfo`.
+ */
+KilnStatus kiln_check_abi(const struct KilnAbiInfo *info);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -101,9 +101,8 @@ static GLOBAL: KilnGlobalAlloc = KilnGlobalAlloc;
 /// once, before any other Kiln function that allocates (creating a runtime does);
 /// afterwards it returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 ///
-/// # Safety
-/// `allocator` is NULL or points to a readable `KilnAllocator`; its functions stay
-/// callable, from any thread, until the process exits.
+/// Pointers: `allocator` is NULL or points to a readable `KilnAllocator`; its functions
+/// stay callable, from any thread, until the process exits.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_set_allocator(allocator: *const KilnAllocator) -> KilnStatus {
     ffi_call("kiln_set_allocator", || {

@@ -11,9 +11,11 @@ use crate::abi::{
     ffi_call, non_null, read_checked, read_def, write_out, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT,
 };
 use crate::handles::HandleTable;
+use crate::runtime::on_runtime;
 use crate::runtime::KilnRuntimeId;
-use crate::shapes::{check_transform, kvec, shape_of, vec3, KilnShapeId, KilnTransform};
-use crate::terrain::{on_runtime, with_terrain, KilnTerrainId, KilnVec3};
+use crate::shapes::{shape_of, KilnShapeId};
+use crate::terrain::{with_terrain, KilnTerrainId};
+use crate::types::{check_transform, kvec, vec3, KilnTransform, KilnVec3};
 
 /// Handle to a character. `{0, 0}` is the null handle. Pass by value.
 #[repr(C)]
@@ -141,8 +143,7 @@ pub extern "C" fn kiln_default_character_def() -> KilnCharacterDef {
 /// Creates a character whose capsule centre is at `position` and writes its handle
 /// to `out_character`. The first move pushes it out if it starts inside geometry.
 ///
-/// # Safety
-/// `def` is NULL or readable; `out_character` is NULL or writable.
+/// Pointers: `def` is NULL or readable; `out_character` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_create(
     def: *const KilnCharacterDef,
@@ -211,9 +212,8 @@ pub extern "C" fn kiln_character_is_valid(character: KilnCharacterId) -> bool {
 /// mesh whose inner edges do not snag). Writes what the move did to `out_result`
 /// unless it is NULL. On failure the character does not move.
 ///
-/// # Safety
-/// `statics` is NULL or readable for `static_count` entries; `out_result` is NULL or
-/// writable.
+/// Pointers: `statics` is NULL or readable for `static_count` entries; `out_result` is
+/// NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_move(
     character: KilnCharacterId,
@@ -273,8 +273,7 @@ pub unsafe extern "C" fn kiln_character_move(
 
 /// Writes the capsule centre to `out_position`.
 ///
-/// # Safety
-/// `out_position` is NULL or valid for writing.
+/// Pointers: `out_position` is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_get_position(
     character: KilnCharacterId,
@@ -299,8 +298,7 @@ pub extern "C" fn kiln_character_set_position(character: KilnCharacterId, positi
 
 /// Writes whether the last move ended standing on walkable ground.
 ///
-/// # Safety
-/// `out_grounded` is NULL or valid for writing.
+/// Pointers: `out_grounded` is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_is_grounded(character: KilnCharacterId, out_grounded: *mut bool) -> KilnStatus {
     ffi_call("kiln_character_is_grounded", || {
@@ -313,8 +311,7 @@ pub unsafe extern "C" fn kiln_character_is_grounded(character: KilnCharacterId, 
 /// Writes the normal of the last surface the last move slid along (zero when it hit
 /// nothing).
 ///
-/// # Safety
-/// `out_normal` is NULL or valid for writing.
+/// Pointers: `out_normal` is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_get_contact_normal(
     character: KilnCharacterId,
@@ -329,8 +326,7 @@ pub unsafe extern "C" fn kiln_character_get_contact_normal(
 
 /// Writes everything the last move reported (all zero before the first move).
 ///
-/// # Safety
-/// `out_result` is NULL or valid for writing.
+/// Pointers: `out_result` is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_get_last_move(
     character: KilnCharacterId,

@@ -64,7 +64,7 @@ pub struct KilnEmbeddedDef {
     /// Default 0.
     pub queue_index: u32,
     /// Command buffers the engine keeps in flight, 1 to 8: recordings use slots
-    /// `0..frames_in_flight`. Default 2.
+    /// 0 to `frames_in_flight` - 1. Default 2.
     pub frames_in_flight: u32,
     /// The engine enabled `VK_EXT_debug_utils` on its instance: Kiln wraps its passes
     /// in debug labels (RenderDoc, Nsight). Default false.
@@ -104,9 +104,8 @@ pub extern "C" fn kiln_default_embedded_def() -> KilnEmbeddedDef {
 /// Every other tracer call works as in standalone mode; `kiln_tracer_trace` submits
 /// and waits on the queue given here.
 ///
-/// # Safety
-/// `def` is NULL or readable; its handles are live, belong together and outlive the
-/// tracer; `out_tracer` is NULL or writable.
+/// Pointers: `def` is NULL or readable; its handles are live, belong together and
+/// outlive the tracer; `out_tracer` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_create_embedded(
     def: *const KilnEmbeddedDef,
@@ -174,8 +173,8 @@ pub unsafe extern "C" fn kiln_tracer_create_embedded(
 ///   `debug_utils` is set), no pipeline state left that the engine relies on (Kiln
 ///   binds a compute pipeline and push constants; rebind yours after the call).
 ///
-/// # Safety
-/// `command_buffer` is as described; `rays` is NULL or readable for `count` entries.
+/// Pointers: `command_buffer` is as described; `rays` is NULL or readable for `count`
+/// entries.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_record_trace(
     tracer: KilnTracerId,
@@ -224,8 +223,7 @@ pub unsafe extern "C" fn kiln_tracer_record_trace(
 /// `instance == KILN_NO_HIT` and `t = +inf`. The hits stay readable until the slot is
 /// recorded again.
 ///
-/// # Safety
-/// `hits` is NULL or writable for `count` entries.
+/// Pointers: `hits` is NULL or writable for `count` entries.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_read_hits(
     tracer: KilnTracerId,

@@ -42,8 +42,9 @@ use crate::abi::{
 };
 use crate::gi::{KilnGiId, VOLUMES};
 use crate::handles::HandleTable;
+use crate::runtime::on_executor;
 use crate::runtime::{KilnPassId, KilnPassProfile, KilnProfile, KilnRuntimeId};
-use crate::terrain::on_executor;
+
 use crate::tracer::{fixed_text, KilnGpuPassTiming, KilnTracerId, TRACERS};
 use crate::world::{with_world, KilnWorldId, KILN_WORLD_MAX_STEP};
 
@@ -140,8 +141,7 @@ pub extern "C" fn kiln_default_frame_def() -> KilnFrameDef {
 /// that the tracer follows bodies of this world (if it follows any); borrows them
 /// only while `kiln_frame_run` runs.
 ///
-/// # Safety
-/// `def` is NULL or readable; `out_frame` is NULL or writable.
+/// Pointers: `def` is NULL or readable; `out_frame` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_frame_create(def: *const KilnFrameDef, out_frame: *mut KilnFrameId) -> KilnStatus {
     ffi_call("kiln_frame_create", || {
@@ -208,7 +208,7 @@ pub extern "C" fn kiln_frame_is_valid(frame: KilnFrameId) -> bool {
     std::panic::catch_unwind(|| FRAMES.is_valid(frame.index1, frame.generation)).unwrap_or(false)
 }
 
-/// Runs one frame of `dt` seconds (finite, 0..=`KILN_WORLD_MAX_STEP`) with jobs on
+/// Runs one frame of `dt` seconds (finite, 0 to `KILN_WORLD_MAX_STEP`) with jobs on
 /// `runtime`'s workers, or on the calling thread for `{0, 0}`:
 ///
 /// 1. `gpu.submit` (with the step's first stage): the tracer's followed instances
@@ -322,8 +322,7 @@ fn ran(f: &FrameEntry) -> Result<(), Error> {
 /// Writes the last run's timing to `out_timing`. `KILN_ERROR_INVALID_STATE` before
 /// the first successful run.
 ///
-/// # Safety
-/// `out_timing` is NULL or writable.
+/// Pointers: `out_timing` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_frame_get_timing(frame: KilnFrameId, out_timing: *mut KilnFrameTiming) -> KilnStatus {
     ffi_call("kiln_frame_get_timing", || {
@@ -343,9 +342,8 @@ pub unsafe extern "C" fn kiln_frame_get_timing(frame: KilnFrameId, out_timing: *
 /// with `capacity` 0 for just the count). `KILN_ERROR_INVALID_STATE` before the
 /// first successful run.
 ///
-/// # Safety
-/// `out_profile` is NULL or writable; `passes` is NULL or has `capacity` writable
-/// entries; `out_count` is NULL or writable.
+/// Pointers: `out_profile` is NULL or writable; `passes` is NULL or has `capacity`
+/// writable entries; `out_count` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_frame_get_passes(
     frame: KilnFrameId,
@@ -391,9 +389,8 @@ pub unsafe extern "C" fn kiln_frame_get_passes(
 /// Empty without a tracer or without timestamps. `KILN_ERROR_INVALID_STATE` before
 /// the first successful run.
 ///
-/// # Safety
-/// `passes` is NULL or has `capacity` writable entries; `out_count` is NULL or
-/// writable.
+/// Pointers: `passes` is NULL or has `capacity` writable entries; `out_count` is NULL
+/// or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_frame_get_gpu_passes(
     frame: KilnFrameId,

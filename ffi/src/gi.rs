@@ -31,7 +31,8 @@ use kiln_core::math::Vec3;
 
 use crate::abi::{ffi_call, non_null, read_def, write_out, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
 use crate::handles::{HandleTable, Lendable};
-use crate::terrain::KilnVec3;
+use crate::types::KilnVec3;
+
 use crate::tracer::{gpu_error, with_tracer, KilnTracerId};
 
 /// Handle to a DDGI probe volume. `{0, 0}` is the null handle. Pass by value.
@@ -201,8 +202,7 @@ pub extern "C" fn kiln_default_gi_lighting() -> KilnGiLighting {
 /// unlit and see nothing until `kiln_gi_bake` and `kiln_gi_update`. At most
 /// 524,288 probes (`KILN_ERROR_INVALID_ARGUMENT` beyond, naming the count).
 ///
-/// # Safety
-/// `def` is NULL or readable; `out_gi` is NULL or writable.
+/// Pointers: `def` is NULL or readable; `out_gi` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_create(
     tracer: KilnTracerId,
@@ -274,8 +274,7 @@ pub extern "C" fn kiln_gi_is_valid(gi: KilnGiId) -> bool {
 
 /// Sets the light the next updates gather.
 ///
-/// # Safety
-/// `lighting` is NULL or readable.
+/// Pointers: `lighting` is NULL or readable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_set_lighting(gi: KilnGiId, lighting: *const KilnGiLighting) -> KilnStatus {
     ffi_call("kiln_gi_set_lighting", || {
@@ -300,12 +299,11 @@ pub unsafe extern "C" fn kiln_gi_set_lighting(gi: KilnGiId, lighting: *const Kil
     })
 }
 
-/// Sets the diffuse albedo of tracer instances `0..count` (instance `i` gets
+/// Sets the diffuse albedo of tracer instances 0 to `count` - 1 (instance `i` gets
 /// `albedo[i]`, each channel in [0, 1]); later instances use the lighting's
 /// default albedo. `count` 0 clears the list.
 ///
-/// # Safety
-/// `albedo` is NULL or readable for `count` entries.
+/// Pointers: `albedo` is NULL or readable for `count` entries.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_set_albedo(gi: KilnGiId, albedo: *const KilnVec3, count: u32) -> KilnStatus {
     ffi_call("kiln_gi_set_albedo", || {
@@ -335,8 +333,7 @@ pub extern "C" fn kiln_gi_bake(gi: KilnGiId) -> KilnStatus {
 /// Writes the number of probes updated to `out_updated` (NULL allowed). Needs at
 /// least one instance.
 ///
-/// # Safety
-/// `out_updated` is NULL or writable.
+/// Pointers: `out_updated` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_update(gi: KilnGiId, out_updated: *mut u32) -> KilnStatus {
     ffi_call("kiln_gi_update", || {
@@ -356,8 +353,7 @@ pub unsafe extern "C" fn kiln_gi_update(gi: KilnGiId, out_updated: *mut u32) -> 
 /// `a` reflects radiance `a / pi * irradiance`. Every input is checked first: finite
 /// points, normals and views of length 1 within 1e-3.
 ///
-/// # Safety
-/// `points`, `normals` (and `views` unless NULL) are NULL or readable and
+/// Pointers: `points`, `normals` (and `views` unless NULL) are NULL or readable and
 /// `out_irradiance` NULL or writable for `count` entries.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_sample(
@@ -416,8 +412,7 @@ pub unsafe extern "C" fn kiln_gi_sample(
 
 /// Writes the volume's figures (probe counts, compression, memory) to `out_stats`.
 ///
-/// # Safety
-/// `out_stats` is NULL or writable.
+/// Pointers: `out_stats` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_get_stats(gi: KilnGiId, out_stats: *mut KilnGiStats) -> KilnStatus {
     ffi_call("kiln_gi_get_stats", || {

@@ -11,8 +11,10 @@ use crate::abi::{
     KILN_ERROR_INVALID_HANDLE,
 };
 use crate::handles::HandleTable;
+use crate::runtime::on_runtime;
 use crate::runtime::KilnRuntimeId;
-use crate::terrain::{on_runtime, KilnAabb, KilnVec3};
+use crate::types::{KilnAabb, KilnVec3};
+
 use crate::terrain_query::KilnRay;
 
 /// Most child indices in a cube path (the deepest cube level).
@@ -101,7 +103,7 @@ pub struct KilnOctreePick {
     pub hit: bool,
     /// The octree holding the cube.
     pub octree: KilnOctreeId,
-    /// Depth of the cube (0 is the root); `path[0..depth]` are its child indices.
+    /// Depth of the cube (0 is the root); `path[0]` to `path[depth - 1]` are its child indices.
     pub depth: u32,
     /// Child indices from the root to the cube.
     pub path: [u8; 16],
@@ -238,8 +240,7 @@ fn check_pick_args(max_distance: f32, max_depth: u32) -> Result<(), Error> {
 
 /// Creates an empty set of octrees and writes its handle to `out_set`.
 ///
-/// # Safety
-/// `out_set` is NULL or valid for writing.
+/// Pointers: `out_set` is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_set_create(out_set: *mut KilnOctreeSetId) -> KilnStatus {
     ffi_call("kiln_octree_set_create", || {
@@ -276,8 +277,7 @@ pub extern "C" fn kiln_default_octree_def() -> KilnOctreeDef {
 /// Adds an empty octree to `set` and writes its handle to `out_octree`. Octrees may
 /// overlap or nest.
 ///
-/// # Safety
-/// `def` is NULL or readable; `out_octree` is NULL or writable.
+/// Pointers: `def` is NULL or readable; `out_octree` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_create(
     set: KilnOctreeSetId,
@@ -322,8 +322,8 @@ pub extern "C" fn kiln_octree_destroy(set: KilnOctreeSetId, octree: KilnOctreeId
 /// splitting any cube on the way into 8 copies of itself and dropping whatever was
 /// inside the cube. Octants whose children all become empty collapse to empty.
 ///
-/// # Safety
-/// `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is 0).
+/// Pointers: `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is
+/// 0).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_set_cube(
     set: KilnOctreeSetId,
@@ -351,8 +351,8 @@ pub unsafe extern "C" fn kiln_octree_set_cube(
 /// by one. Fails with `KILN_ERROR_INVALID_ARGUMENT` when the cube is not solid or is
 /// already at `KILN_OCTREE_MAX_DEPTH`.
 ///
-/// # Safety
-/// `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is 0).
+/// Pointers: `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is
+/// 0).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_subdivide(
     set: KilnOctreeSetId,
@@ -373,9 +373,8 @@ pub unsafe extern "C" fn kiln_octree_subdivide(
 /// Writes the kind (`KILN_CUBE_*`) of the cube at `path` to `out_kind`; a path that
 /// runs past a leaf gives that leaf's kind (a cube inside a solid cube is solid).
 ///
-/// # Safety
-/// `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is 0);
-/// `out_kind` is NULL or writable.
+/// Pointers: `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is
+/// 0); `out_kind` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_get_cube(
     set: KilnOctreeSetId,
@@ -410,8 +409,8 @@ pub unsafe extern "C" fn kiln_octree_get_cube(
 /// description (truncated, code 3, too deep, trailing data) fails with
 /// `KILN_ERROR_INVALID_ARGUMENT` and leaves the octree unchanged.
 ///
-/// # Safety
-/// `bytes` is readable for `byte_count` bytes (NULL allowed when `byte_count` is 0).
+/// Pointers: `bytes` is readable for `byte_count` bytes (NULL allowed when `byte_count`
+/// is 0).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_load(
     set: KilnOctreeSetId,
@@ -443,8 +442,8 @@ pub unsafe extern "C" fn kiln_octree_load(
 /// `capacity` bytes to `out_bytes` (NULL allowed when `capacity` is 0) and the full
 /// length to `out_count`, so a call with capacity 0 sizes the buffer.
 ///
-/// # Safety
-/// `out_bytes` is NULL or writable for `capacity` bytes; `out_count` is NULL or writable.
+/// Pointers: `out_bytes` is NULL or writable for `capacity` bytes; `out_count` is NULL
+/// or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_save(
     set: KilnOctreeSetId,
@@ -470,8 +469,7 @@ pub unsafe extern "C" fn kiln_octree_save(
 
 /// Writes an octree's figures to `out_info`.
 ///
-/// # Safety
-/// `out_info` is NULL or writable.
+/// Pointers: `out_info` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_get_info(
     set: KilnOctreeSetId,
@@ -513,8 +511,7 @@ pub unsafe extern "C" fn kiln_octree_get_info(
 /// between cubes picks the upper one; on an exact tie between overlapping octrees the
 /// one created first wins.
 ///
-/// # Safety
-/// `ray` is NULL or readable; `out_pick` is NULL or writable.
+/// Pointers: `ray` is NULL or readable; `out_pick` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_pick(
     set: KilnOctreeSetId,
@@ -543,9 +540,8 @@ pub unsafe extern "C" fn kiln_octree_pick(
 /// and writes nothing. `count` 0 does nothing (NULL arrays allowed). Must not be
 /// called from inside one of the runtime's passes.
 ///
-/// # Safety
-/// `rays` is readable and `out_picks` writable for `count` entries (or NULL when
-/// `count` is 0).
+/// Pointers: `rays` is readable and `out_picks` writable for `count` entries (or NULL
+/// when `count` is 0).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_pick_batch(
     set: KilnOctreeSetId,

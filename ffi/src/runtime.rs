@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_void, CStr, CString};
 use std::mem::size_of;
 
 use kiln_core::frame::{GraphError, PassContext, Queue, Res, ResourceId};
-use kiln_core::jobs::{HostExecutor, Jobs};
+use kiln_core::jobs::{Executor, HostExecutor, Jobs, ThreadPool};
 use kiln_core::{Runtime, Workers};
 
 use crate::abi::{
@@ -322,8 +322,7 @@ pub extern "C" fn kiln_default_runtime_def() -> KilnRuntimeDef {
 /// Creates a runtime (a job executor plus an empty frame graph) and writes its handle
 /// to `out_runtime`. On failure `*out_runtime` is left unchanged.
 ///
-/// # Safety
-/// `def` and `out_runtime` are NULL or valid for reading / writing.
+/// Pointers: `def` and `out_runtime` are NULL or valid for reading / writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_runtime_create(
     def: *const KilnRuntimeDef,
@@ -419,8 +418,7 @@ pub extern "C" fn kiln_runtime_is_valid(runtime: KilnRuntimeId) -> bool {
 
 /// Writes the number of distinct worker indices tasks and passes may see.
 ///
-/// # Safety
-/// `out_count` is NULL or writable.
+/// Pointers: `out_count` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_runtime_get_worker_count(runtime: KilnRuntimeId, out_count: *mut u32) -> KilnStatus {
     ffi_call("kiln_runtime_get_worker_count", || {
@@ -435,8 +433,7 @@ pub unsafe extern "C" fn kiln_runtime_get_worker_count(runtime: KilnRuntimeId, o
 /// Adds a named resource (a node passes declare reads and writes of; the data stays
 /// with the caller) and writes its id. Names are unique per runtime.
 ///
-/// # Safety
-/// `name` is NULL or NUL-terminated; `out_resource` is NULL or writable.
+/// Pointers: `name` is NULL or NUL-terminated; `out_resource` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_runtime_add_resource(
     runtime: KilnRuntimeId,
@@ -507,9 +504,8 @@ impl Drop for ActiveGuard {
 /// and `after` names; independent passes may run at the same time. The graph is
 /// checked at once: on error nothing is added.
 ///
-/// # Safety
-/// `def` is NULL or readable, with valid pointers and counts inside; `out_pass` is
-/// NULL or writable.
+/// Pointers: `def` is NULL or readable, with valid pointers and counts inside;
+/// `out_pass` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_runtime_add_pass(
     runtime: KilnRuntimeId,
@@ -614,9 +610,8 @@ pub extern "C" fn kiln_runtime_run_frame(runtime: KilnRuntimeId, delta_time: f32
 /// is `KILN_ERROR_BUFFER_TOO_SMALL`. Before the first frame (or after the graph
 /// changed) the result is `KILN_ERROR_INVALID_STATE`.
 ///
-/// # Safety
-/// `out_profile` is NULL or writable; `passes` is NULL or has `capacity` writable
-/// entries; `out_count` is NULL or writable.
+/// Pointers: `out_profile` is NULL or writable; `passes` is NULL or has `capacity`
+/// writable entries; `out_count` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_runtime_get_profile(
     runtime: KilnRuntimeId,
@@ -681,9 +676,8 @@ pub unsafe extern "C" fn kiln_runtime_get_profile(
 /// results written per chunk are the same for any worker count. `range_fn` must not
 /// unwind.
 ///
-/// # Safety
-/// `context` is NULL or the context passed to the running callback; `range_context`
-/// is usable from worker threads.
+/// Pointers: `context` is NULL or the context passed to the running callback;
+/// `range_context` is usable from worker threads.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_parallel_for(
     context: *const KilnPassContext,
@@ -717,4 +711,22 @@ pub unsafe extern "C" fn kiln_parallel_for(
         });
         Ok(())
     })
+}
+
+/// Runs `f` with jobs on `runtime`'s workers, or on the calling thread for the null
+/// handle.
+pub(crate) fn on_runtime<R>(runtime: KilnRuntimeId, f: impl FnOnce(Jobs) -> Result<R, Error>) -> Result<R, Error> {
+    on_executor(runtime, |executor| f(Jobs::new(executor)))
+}
+
+/// Runs `f` with `runtime`'s executor, or an inline one for the null handle.
+pub(crate) fn on_executor<R>(
+    runtime: KilnRuntimeId,
+    f: impl FnOnce(&dyn Executor) -> Result<R, Error>,
+) -> Result<R, Error> {
+    if runtime == KilnRuntimeId::default() {
+        f(&ThreadPool::new(0))
+    } else {
+        with_runtime(runtime, |entry| f(entry.runtime.executor()))
+    }
 }

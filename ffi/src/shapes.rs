@@ -7,37 +7,11 @@
 //! does not change the compound.
 
 use kiln_core::collide::{collide_all, shape_distance, shape_time_of_impact, Sweep, ToiState};
-use kiln_core::math::{Isometry, Quat, Vec3};
 use kiln_core::shapes::{Shape, ShapeError};
 
 use crate::abi::{ffi_call, non_null, read_checked, CountedOut, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
 use crate::handles::HandleTable;
-use crate::terrain::{KilnAabb, KilnVec3};
-
-/// A rotation as a unit quaternion (`w` is the scalar part).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct KilnQuat {
-    /// X of the vector part.
-    pub x: f32,
-    /// Y of the vector part.
-    pub y: f32,
-    /// Z of the vector part.
-    pub z: f32,
-    /// Scalar part.
-    pub w: f32,
-}
-
-/// A rigid placement: rotate by `rotation`, then move by `position`. The rotation
-/// must be finite and of unit length within 1% (Kiln renormalises it).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct KilnTransform {
-    /// Translation.
-    pub position: KilnVec3,
-    /// Rotation.
-    pub rotation: KilnQuat,
-}
+use crate::types::{check_transform, kvec, read_transform, vec3, KilnAabb, KilnQuat, KilnTransform, KilnVec3};
 
 /// Handle to a shape. `{0, 0}` is the null handle. Pass by value.
 #[repr(C)]
@@ -176,34 +150,6 @@ pub(crate) fn shape_of(id: KilnShapeId) -> Result<Shape, Error> {
     SHAPES.read(id.index1, id.generation, Shape::clone)
 }
 
-pub(crate) fn vec3(v: KilnVec3) -> Vec3 {
-    Vec3::new(v.x, v.y, v.z)
-}
-
-pub(crate) fn kvec(v: Vec3) -> KilnVec3 {
-    KilnVec3 { x: v.x, y: v.y, z: v.z }
-}
-
-/// Checks a transform: finite, rotation of unit length within 1%.
-pub(crate) fn check_transform(t: &KilnTransform, name: &str) -> Result<Isometry, Error> {
-    let q = Quat::from_xyzw(t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w);
-    let p = vec3(t.position);
-    if !p.is_finite() || !q.is_finite() || (q.length() - 1.0).abs() > 0.01 {
-        return Err(Error::new(
-            KILN_ERROR_INVALID_ARGUMENT,
-            format!("`{name}` {t:?} needs a finite position and a unit quaternion rotation"),
-        ));
-    }
-    Ok(Isometry::new(p, q.normalize()))
-}
-
-/// Reads and checks a transform argument.
-pub(crate) fn read_transform(ptr: *const KilnTransform, name: &str) -> Result<Isometry, Error> {
-    let ptr = non_null(ptr, name)?;
-    // SAFETY: non-null; readable per the caller's contract.
-    check_transform(unsafe { &ptr.read() }, name)
-}
-
 fn shape_error(error: ShapeError) -> Error {
     Error::new(KILN_ERROR_INVALID_ARGUMENT, format!("shape refused: {error}"))
 }
@@ -235,8 +181,7 @@ pub extern "C" fn kiln_transform_identity() -> KilnTransform {
 /// Creates a sphere of `radius` (finite, > 0) around `center`. Every number is within
 /// `KILN_SHAPE_MAX_EXTENT`, as for all shapes.
 ///
-/// # Safety
-/// `out_shape` is NULL or valid for writing.
+/// Pointers: `out_shape` is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_create_sphere(
     center: KilnVec3,
@@ -251,8 +196,7 @@ pub unsafe extern "C" fn kiln_shape_create_sphere(
 /// Creates a capsule: the points within `radius` (finite, > 0) of segment `a`-`b`.
 /// `a == b` gives a sphere-shaped capsule.
 ///
-/// # Safety
-/// `out_shape` is NULL or valid for writing.
+/// Pointers: `out_shape` is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_create_capsule(
     a: KilnVec3,
@@ -268,8 +212,7 @@ pub unsafe extern "C" fn kiln_shape_create_capsule(
 /// Creates a box centred on the origin with half extents `half_extents` (each
 /// finite and > 0).
 ///
-/// # Safety
-/// `out_shape` is NULL or valid for writing.
+/// Pointers: `out_shape` is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_create_box(half_extents: KilnVec3, out_shape: *mut KilnShapeId) -> KilnStatus {
     ffi_call("kiln_shape_create_box", || create(out_shape, || Shape::cuboid(vec3(half_extents)).map_err(shape_error)))
@@ -279,8 +222,8 @@ pub unsafe extern "C" fn kiln_shape_create_box(half_extents: KilnVec3, out_shape
 /// Needs 4 points not in one plane, at most `KILN_MAX_HULL_INPUT_POINTS` points, and
 /// a hull of at most 256 vertices with at most 64 per face.
 ///
-/// # Safety
-/// `points` is NULL or readable for `count` entries; `out_shape` is NULL or writable.
+/// Pointers: `points` is NULL or readable for `count` entries; `out_shape` is NULL or
+/// writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_create_hull(
     points: *const KilnVec3,
@@ -305,8 +248,7 @@ pub unsafe extern "C" fn kiln_shape_create_hull(
 /// Creates a triangle with corners `a`, `b`, `c` (counter-clockwise seen from its
 /// front). Refused when it has no area.
 ///
-/// # Safety
-/// `out_shape` is NULL or valid for writing.
+/// Pointers: `out_shape` is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_create_triangle(
     a: KilnVec3,
@@ -319,12 +261,12 @@ pub unsafe extern "C" fn kiln_shape_create_triangle(
     })
 }
 
-/// Creates a compound of `count` (1..=`KILN_MAX_COMPOUND_PARTS`) convex parts; each
+/// Creates a compound of `count` (1 to `KILN_MAX_COMPOUND_PARTS`) convex parts; each
 /// part's shape is copied, so it may be destroyed afterwards. Parts that are
 /// triangles or compounds are refused.
 ///
-/// # Safety
-/// `parts` is NULL or readable for `count` entries; `out_shape` is NULL or writable.
+/// Pointers: `parts` is NULL or readable for `count` entries; `out_shape` is NULL or
+/// writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_create_compound(
     parts: *const KilnCompoundPart,
@@ -369,8 +311,7 @@ pub extern "C" fn kiln_shape_is_valid(shape: KilnShapeId) -> bool {
 
 /// Writes the world-space bounding box of `shape` placed by `transform`.
 ///
-/// # Safety
-/// `transform` is NULL or readable; `out_aabb` is NULL or writable.
+/// Pointers: `transform` is NULL or readable; `out_aabb` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_get_aabb(
     shape: KilnShapeId,
@@ -390,8 +331,7 @@ pub unsafe extern "C" fn kiln_shape_get_aabb(
 /// Writes the mass properties of `shape` at `density` (kg/m³, finite and > 0).
 /// Triangles have no volume: their mass is zero.
 ///
-/// # Safety
-/// `out_mass` is NULL or valid for writing.
+/// Pointers: `out_mass` is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_get_mass(
     shape: KilnShapeId,
@@ -417,8 +357,7 @@ pub unsafe extern "C" fn kiln_shape_get_mass(
 /// Writes the distance and closest points between `a` placed by `transform_a` and
 /// `b` placed by `transform_b` (GJK; compounds: the closest pair of parts).
 ///
-/// # Safety
-/// The transforms are NULL or readable; `out_result` is NULL or writable.
+/// Pointers: The transforms are NULL or readable; `out_result` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_distance(
     a: KilnShapeId,
@@ -452,9 +391,8 @@ pub unsafe extern "C" fn kiln_shape_distance(
 /// allowed when `capacity` is 0) and the total count to `out_count`, so a call with
 /// capacity 0 sizes the array; zero manifolds means the shapes are apart.
 ///
-/// # Safety
-/// The transforms are NULL or readable; `out_manifolds` is NULL or writable for
-/// `capacity` entries; `out_count` is NULL or writable.
+/// Pointers: The transforms are NULL or readable; `out_manifolds` is NULL or writable
+/// for `capacity` entries; `out_count` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_contact(
     a: KilnShapeId,
@@ -513,8 +451,7 @@ fn read_sweep(ptr: *const KilnSweep, name: &str) -> Result<Sweep, Error> {
 /// Fast rotations are handled; the result never lets the shapes pass through each
 /// other.
 ///
-/// # Safety
-/// The sweeps are NULL or readable; `out_result` is NULL or writable.
+/// Pointers: The sweeps are NULL or readable; `out_result` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_time_of_impact(
     a: KilnShapeId,

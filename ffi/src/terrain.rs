@@ -3,8 +3,6 @@
 
 use std::mem::size_of;
 
-use kiln_core::jobs::{Executor, Jobs, ThreadPool};
-use kiln_core::math::{Aabb, IVec3, Vec3};
 use kiln_core::spatial::MeshMode;
 use kiln_core::terrain::{generate_hills, Material, Terrain, DEFAULT_CACHE_BUDGET};
 
@@ -13,42 +11,9 @@ use crate::abi::{
     KILN_ERROR_INVALID_STATE,
 };
 use crate::handles::HandleTable;
-use crate::runtime::{with_runtime, KilnRuntimeId};
+use crate::runtime::{on_runtime, KilnRuntimeId};
+use crate::types::{ivec, kint, read_aabb, KilnAabb, KilnInt3};
 use crate::world::{with_world_terrain, KilnWorldId};
-
-/// A 3D vector of floats.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct KilnVec3 {
-    /// X.
-    pub x: f32,
-    /// Y (up).
-    pub y: f32,
-    /// Z.
-    pub z: f32,
-}
-
-/// A 3D vector of integers (voxel and chunk coordinates).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct KilnInt3 {
-    /// X.
-    pub x: i32,
-    /// Y (up).
-    pub y: i32,
-    /// Z.
-    pub z: i32,
-}
-
-/// An axis-aligned box; valid when finite and `min <= max` on every axis.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct KilnAabb {
-    /// Lower corner.
-    pub min: KilnVec3,
-    /// Upper corner.
-    pub max: KilnVec3,
-}
 
 /// Handle to a voxel terrain. `{0, 0}` is the null handle. Pass by value.
 #[repr(C)]
@@ -177,29 +142,6 @@ pub(crate) fn detach_terrain(id: KilnTerrainId, terrain: Terrain) -> Result<(), 
     })
 }
 
-pub(crate) fn ivec(v: KilnInt3) -> IVec3 {
-    IVec3::new(v.x, v.y, v.z)
-}
-
-pub(crate) fn kint(v: IVec3) -> KilnInt3 {
-    KilnInt3 { x: v.x, y: v.y, z: v.z }
-}
-
-/// Reads and checks a box argument.
-pub(crate) fn read_aabb(ptr: *const KilnAabb, name: &str) -> Result<Aabb, Error> {
-    let ptr = non_null(ptr, name)?;
-    // SAFETY: non-null; readable per the caller's contract.
-    let b = unsafe { ptr.read() };
-    let aabb = Aabb::new(Vec3::new(b.min.x, b.min.y, b.min.z), Vec3::new(b.max.x, b.max.y, b.max.z));
-    if !aabb.is_valid() {
-        return Err(Error::new(
-            KILN_ERROR_INVALID_ARGUMENT,
-            format!("`{name}` {b:?} is not a finite box with min <= max"),
-        ));
-    }
-    Ok(aabb)
-}
-
 /// A `KilnTerrainDef` with defaults (1 m voxels).
 #[no_mangle]
 pub extern "C" fn kiln_default_terrain_def() -> KilnTerrainDef {
@@ -213,8 +155,7 @@ pub extern "C" fn kiln_default_terrain_def() -> KilnTerrainDef {
 
 /// Creates an empty (all-air) terrain and writes its handle to `out_terrain`.
 ///
-/// # Safety
-/// `def` and `out_terrain` are NULL or valid for reading / writing.
+/// Pointers: `def` and `out_terrain` are NULL or valid for reading / writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_create(
     def: *const KilnTerrainDef,
@@ -274,14 +215,13 @@ pub extern "C" fn kiln_terrain_is_valid(terrain: KilnTerrainId) -> bool {
     std::panic::catch_unwind(|| TERRAINS.is_valid(terrain.index1, terrain.generation)).unwrap_or(false)
 }
 
-/// Sets every voxel in the inclusive range `min..=max` to `material` and marks the
+/// Sets every voxel in the inclusive range `min to max` to `material` and marks the
 /// chunks whose masks change dirty (call `kiln_terrain_regenerate` before querying).
 /// The range must satisfy `min <= max` on every axis and cover at most
 /// `KILN_TERRAIN_MAX_FILL_VOXELS` voxels. Writes the number of voxels that changed to
 /// `out_changed` unless it is NULL.
 ///
-/// # Safety
-/// `out_changed` is NULL or valid for writing.
+/// Pointers: `out_changed` is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_fill(
     terrain: KilnTerrainId,
@@ -321,8 +261,7 @@ pub unsafe extern "C" fn kiln_terrain_fill(
 
 /// Writes the material of one voxel to `out_material`.
 ///
-/// # Safety
-/// `out_material` is NULL or valid for writing.
+/// Pointers: `out_material` is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_get_voxel(
     terrain: KilnTerrainId,
@@ -338,8 +277,8 @@ pub unsafe extern "C" fn kiln_terrain_get_voxel(
     })
 }
 
-/// Fills columns `x, z` in `0..size` with Kiln's deterministic test terrain: hills of
-/// rock, grass and sand, water up to `y = 12`, a few caves (`size` 1..=4096).
+/// Fills columns `x, z` in 0 to `size` - 1 with Kiln's deterministic test terrain: hills of
+/// rock, grass and sand, water up to `y = 12`, a few caves (`size` 1 to 4096).
 #[no_mangle]
 pub extern "C" fn kiln_terrain_generate_hills(terrain: KilnTerrainId, size: i32, seed: u32) -> KilnStatus {
     ffi_call("kiln_terrain_generate_hills", || {
@@ -359,8 +298,7 @@ pub extern "C" fn kiln_terrain_generate_hills(terrain: KilnTerrainId, size: i32,
 /// called from inside one of the runtime's passes. Writes the number of regenerated
 /// chunks to `out_chunks` unless it is NULL.
 ///
-/// # Safety
-/// `out_chunks` is NULL or valid for writing.
+/// Pointers: `out_chunks` is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_regenerate(
     terrain: KilnTerrainId,
@@ -383,30 +321,11 @@ pub unsafe extern "C" fn kiln_terrain_regenerate(
     })
 }
 
-/// Runs `f` with jobs on `runtime`'s workers, or on the calling thread for the null
-/// handle.
-pub(crate) fn on_runtime<R>(runtime: KilnRuntimeId, f: impl FnOnce(Jobs) -> Result<R, Error>) -> Result<R, Error> {
-    on_executor(runtime, |executor| f(Jobs::new(executor)))
-}
-
-/// Runs `f` with `runtime`'s executor, or an inline one for the null handle.
-pub(crate) fn on_executor<R>(
-    runtime: KilnRuntimeId,
-    f: impl FnOnce(&dyn Executor) -> Result<R, Error>,
-) -> Result<R, Error> {
-    if runtime == KilnRuntimeId::default() {
-        f(&ThreadPool::new(0))
-    } else {
-        with_runtime(runtime, |entry| f(entry.runtime.executor()))
-    }
-}
-
 /// Tests `aabb` against the terrain's masks: grown by one voxel, every covered voxel
 /// that is solid or water or next to one counts. Regenerate after edits first. A box
 /// that is not finite or has `min > max` gives `KILN_ERROR_INVALID_ARGUMENT`.
 ///
-/// # Safety
-/// `aabb` and `out_overlap` are NULL or valid for reading / writing.
+/// Pointers: `aabb` and `out_overlap` are NULL or valid for reading / writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_overlap(
     terrain: KilnTerrainId,
@@ -428,9 +347,8 @@ pub unsafe extern "C" fn kiln_terrain_overlap(
 /// allowed when `capacity` is 0) and the total count to `out_count`, so a call with
 /// capacity 0 sizes the array.
 ///
-/// # Safety
-/// `aabb` is NULL or readable; `out_chunks` is NULL or writable for `capacity`
-/// entries; `out_count` is NULL or writable.
+/// Pointers: `aabb` is NULL or readable; `out_chunks` is NULL or writable for
+/// `capacity` entries; `out_count` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_overlap_chunks(
     terrain: KilnTerrainId,
@@ -462,8 +380,7 @@ pub unsafe extern "C" fn kiln_terrain_overlap_chunks(
 
 /// Writes the terrain's memory and state figures to `out_stats`.
 ///
-/// # Safety
-/// `out_stats` is NULL or valid for writing.
+/// Pointers: `out_stats` is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_get_stats(
     terrain: KilnTerrainId,

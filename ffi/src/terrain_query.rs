@@ -5,8 +5,10 @@ use kiln_core::math::{Ray, Vec3};
 use kiln_core::terrain::TerrainHit;
 
 use crate::abi::{ffi_call, non_null, read_checked, CountedOut, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
+use crate::runtime::on_runtime;
 use crate::runtime::KilnRuntimeId;
-use crate::terrain::{kint, on_runtime, read_aabb, with_terrain, KilnAabb, KilnInt3, KilnTerrainId, KilnVec3};
+use crate::terrain::{with_terrain, KilnTerrainId};
+use crate::types::{kint, read_aabb, KilnAabb, KilnInt3, KilnVec3};
 
 /// A ray: `origin + distance * normalize(direction)`.
 #[repr(C)]
@@ -127,8 +129,7 @@ fn to_c(hit: Option<TerrainHit>) -> KilnTerrainRayHit {
 /// ray reaches are meshed on first use (on the calling thread) and cached. Edits are
 /// seen at once, before `kiln_terrain_regenerate`.
 ///
-/// # Safety
-/// `ray` is NULL or readable; `out_hit` is NULL or writable.
+/// Pointers: `ray` is NULL or readable; `out_hit` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_ray_cast(
     terrain: KilnTerrainId,
@@ -156,9 +157,8 @@ pub unsafe extern "C" fn kiln_terrain_ray_cast(
 /// the call (naming its index) and writes nothing. `count` 0 does nothing (NULL
 /// arrays allowed). Must not be called from inside one of the runtime's passes.
 ///
-/// # Safety
-/// `rays` is readable and `out_hits` writable for `count` entries (or NULL when
-/// `count` is 0).
+/// Pointers: `rays` is readable and `out_hits` writable for `count` entries (or NULL
+/// when `count` is 0).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_ray_cast_batch(
     terrain: KilnTerrainId,
@@ -198,9 +198,8 @@ pub unsafe extern "C" fn kiln_terrain_ray_cast_batch(
 /// (call `kiln_terrain_regenerate` after edits) and are meshed on first use, as jobs
 /// on `runtime` (null handle: the calling thread).
 ///
-/// # Safety
-/// `aabb` is NULL or readable; `out_triangles` is NULL or writable for `capacity`
-/// entries; `out_count` is NULL or writable.
+/// Pointers: `aabb` is NULL or readable; `out_triangles` is NULL or writable for
+/// `capacity` entries; `out_count` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_query_triangles(
     terrain: KilnTerrainId,
@@ -249,8 +248,7 @@ pub extern "C" fn kiln_terrain_set_mesh_cache_budget(terrain: KilnTerrainId, byt
 
 /// Writes the chunk mesh cache's figures to `out_stats`.
 ///
-/// # Safety
-/// `out_stats` is NULL or valid for writing.
+/// Pointers: `out_stats` is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_get_mesh_cache_stats(
     terrain: KilnTerrainId,

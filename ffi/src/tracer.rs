@@ -34,8 +34,8 @@ use crate::abi::{
     KILN_ERROR_INTERNAL, KILN_ERROR_INVALID_ARGUMENT, KILN_ERROR_NO_DEVICE, KILN_ERROR_OUT_OF_MEMORY,
 };
 use crate::handles::{HandleTable, Lendable};
-use crate::shapes::KilnTransform;
-use crate::terrain::KilnVec3;
+use crate::types::{KilnTransform, KilnVec3};
+
 use crate::world::{live_body, with_world_state, KilnBodyId, KilnWorldId};
 
 /// Handle to a ray tracer (a Vulkan device with meshes and instances). `{0, 0}` is
@@ -151,7 +151,7 @@ pub struct KilnSkinnedMeshDef {
     pub indices: *const u32,
     /// Triangles, 1 or more.
     pub triangle_count: u32,
-    /// Bones, 1..=65536; they start as identities.
+    /// Bones, 1 to 65536; they start as identities.
     pub bone_count: u32,
 }
 
@@ -336,9 +336,8 @@ pub extern "C" fn kiln_affine_from_transform(transform: KilnTransform, scale: Ki
 /// usable device (Vulkan 1.2 with buffer device addresses and the memory model):
 /// `KILN_ERROR_NO_DEVICE`, with the reason in the message; CPU features keep working.
 ///
-/// # Safety
-/// `def` is NULL or readable, its `device_name` NULL or a NUL-terminated string;
-/// `out_tracer` is NULL or writable.
+/// Pointers: `def` is NULL or readable, its `device_name` NULL or a NUL-terminated
+/// string; `out_tracer` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_create(def: *const KilnTracerDef, out_tracer: *mut KilnTracerId) -> KilnStatus {
     ffi_call("kiln_tracer_create", || {
@@ -389,8 +388,7 @@ pub extern "C" fn kiln_tracer_is_valid(tracer: KilnTracerId) -> bool {
 
 /// Writes what device the tracer runs on to `out_info`.
 ///
-/// # Safety
-/// `out_info` is NULL or writable.
+/// Pointers: `out_info` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_get_device(tracer: KilnTracerId, out_info: *mut KilnDeviceInfo) -> KilnStatus {
     ffi_call("kiln_tracer_get_device", || {
@@ -434,8 +432,7 @@ pub extern "C" fn kiln_tracer_set_memory_budget(tracer: KilnTracerId, bytes: u64
 /// Writes the bytes of device memory the tracer's buffers hold now to
 /// `out_in_use`, and its budget (0: none) to `out_budget`; either may be NULL.
 ///
-/// # Safety
-/// `out_in_use` and `out_budget` are each NULL or writable.
+/// Pointers: `out_in_use` and `out_budget` are each NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_get_memory(
     tracer: KilnTracerId,
@@ -461,8 +458,7 @@ pub unsafe extern "C" fn kiln_tracer_get_memory(
 /// uploaded before the next trace) and writes its index to `out_mesh`. Positions
 /// must be finite; indices below `vertex_count`. Instances share one copy.
 ///
-/// # Safety
-/// `positions` is NULL or readable for `vertex_count` entries, `indices` for
+/// Pointers: `positions` is NULL or readable for `vertex_count` entries, `indices` for
 /// `3 * triangle_count`; `out_mesh` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_add_mesh(
@@ -516,8 +512,7 @@ unsafe fn read_mesh(
 /// Places an instance of a mesh and writes its index (reported in hits) to
 /// `out_instance`.
 ///
-/// # Safety
-/// `def` is NULL or readable; `out_instance` is NULL or writable.
+/// Pointers: `def` is NULL or readable; `out_instance` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_add_instance(
     tracer: KilnTracerId,
@@ -540,9 +535,8 @@ pub unsafe extern "C" fn kiln_tracer_add_instance(
 /// `transform`, bones starting as identities. Writes its instance index to
 /// `out_instance`.
 ///
-/// # Safety
-/// `mesh` is NULL or readable, its arrays readable for their counts; `transform` is
-/// NULL or readable; `out_instance` is NULL or writable.
+/// Pointers: `mesh` is NULL or readable, its arrays readable for their counts;
+/// `transform` is NULL or readable; `out_instance` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_add_skinned_instance(
     tracer: KilnTracerId,
@@ -582,8 +576,7 @@ pub unsafe extern "C" fn kiln_tracer_add_skinned_instance(
 /// checked first (existing instance, invertible finite transform); a bad one fails
 /// the call, naming its index, and nothing moves.
 ///
-/// # Safety
-/// `instances` and `transforms` are NULL or readable for `count` entries.
+/// Pointers: `instances` and `transforms` are NULL or readable for `count` entries.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_set_transforms(
     tracer: KilnTracerId,
@@ -603,8 +596,7 @@ pub unsafe extern "C" fn kiln_tracer_set_transforms(
 /// Sets all `bone_count` bones of a skinned instance (exactly its bone count, all
 /// finite). The GPU skins and refits its mesh before the next trace.
 ///
-/// # Safety
-/// `bones` is NULL or readable for `bone_count` entries.
+/// Pointers: `bones` is NULL or readable for `bone_count` entries.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_set_bones(
     tracer: KilnTracerId,
@@ -625,8 +617,7 @@ pub unsafe extern "C" fn kiln_tracer_set_bones(
 /// scale from a unit cube to the body's box). All followed bodies of a tracer belong
 /// to one world. Following again replaces the earlier body.
 ///
-/// # Safety
-/// `local` is NULL or readable.
+/// Pointers: `local` is NULL or readable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_follow_body(
     tracer: KilnTracerId,
@@ -667,8 +658,7 @@ pub extern "C" fn kiln_tracer_unfollow(tracer: KilnTracerId, instance: u32) -> K
 /// after stepping). An instance whose body was destroyed is hidden (mask 0) and stops
 /// following; their number goes to `out_hidden` (NULL allowed).
 ///
-/// # Safety
-/// `out_hidden` is NULL or writable.
+/// Pointers: `out_hidden` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_sync_world(
     tracer: KilnTracerId,
@@ -706,8 +696,8 @@ pub extern "C" fn kiln_tracer_update(tracer: KilnTracerId) -> KilnStatus {
 /// fails the call, naming its index, and nothing is written. The scene is updated
 /// first when transforms, bones or followed bodies changed.
 ///
-/// # Safety
-/// `rays` is NULL or readable and `hits` NULL or writable for `count` entries.
+/// Pointers: `rays` is NULL or readable and `hits` NULL or writable for `count`
+/// entries.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_trace(
     tracer: KilnTracerId,
@@ -787,9 +777,8 @@ pub(crate) unsafe fn write_hits(hits: &[GpuHit], out: *mut KilnTraceHit) {
 /// `kiln_tracer_trace`, in pass order, to `out_timings` (up to `capacity`), and the
 /// number of passes to `out_count`. Empty when the device has no timestamps.
 ///
-/// # Safety
-/// `out_timings` is NULL or writable for `capacity` entries; `out_count` is NULL or
-/// writable.
+/// Pointers: `out_timings` is NULL or writable for `capacity` entries; `out_count` is
+/// NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_get_timings(
     tracer: KilnTracerId,
@@ -815,8 +804,8 @@ pub unsafe extern "C" fn kiln_tracer_get_timings(
 /// `KilnTracerDef::validation`), one per line, NUL-terminated, into `buffer` (cut to
 /// `capacity` bytes; NULL allowed with capacity 0), and their count to `out_count`.
 ///
-/// # Safety
-/// `buffer` is NULL or writable for `capacity` bytes; `out_count` is NULL or writable.
+/// Pointers: `buffer` is NULL or writable for `capacity` bytes; `out_count` is NULL or
+/// writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_get_validation_messages(
     tracer: KilnTracerId,

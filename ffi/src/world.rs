@@ -20,9 +20,11 @@ use crate::abi::{
     KILN_ERROR_INVALID_ARGUMENT, KILN_ERROR_INVALID_HANDLE, KILN_ERROR_INVALID_STATE,
 };
 use crate::handles::{HandleTable, Lendable};
+use crate::runtime::on_runtime;
 use crate::runtime::KilnRuntimeId;
-use crate::shapes::{check_transform, kvec, shape_of, vec3, KilnQuat, KilnShapeId, KilnTransform};
-use crate::terrain::{attach_terrain, detach_terrain, on_runtime, KilnAabb, KilnTerrainId, KilnVec3};
+use crate::shapes::{shape_of, KilnShapeId};
+use crate::terrain::{attach_terrain, detach_terrain, KilnTerrainId};
+use crate::types::{check_transform, kvec, vec3, KilnAabb, KilnQuat, KilnTransform, KilnVec3};
 
 /// Handle to a rigid-body world. `{0, 0}` is the null handle. Pass by value.
 #[repr(C)]
@@ -69,7 +71,7 @@ pub struct KilnWorldDef {
     pub struct_size: u32,
     /// Gravity in m/s² (finite). Default (0, -9.81, 0).
     pub gravity: KilnVec3,
-    /// Solver substeps per step, 1..=64. Default 4.
+    /// Solver substeps per step, 1 to 64. Default 4.
     pub substeps: u32,
     /// Contact stiffness in Hz (capped at a quarter of the substep rate). Default 30.
     pub contact_hertz: f32,
@@ -132,7 +134,7 @@ pub struct KilnShapeDef {
     pub density: f32,
     /// Coulomb friction (finite, >= 0). Default 0.6.
     pub friction: f32,
-    /// Bounciness, 0..=1. Default 0.
+    /// Bounciness, 0 to 1. Default 0.
     pub restitution: f32,
     /// Rolling resistance (finite, >= 0): brakes rolling spheres and capsules by a
     /// torque of at most `rolling_resistance * radius * normal force`. Default 0.
@@ -556,8 +558,7 @@ pub extern "C" fn kiln_default_debug_draw() -> KilnDebugDraw {
 
 /// Creates an empty world and writes its handle to `out_world`.
 ///
-/// # Safety
-/// `def` and `out_world` are NULL or valid for reading / writing.
+/// Pointers: `def` and `out_world` are NULL or valid for reading / writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_create(def: *const KilnWorldDef, out_world: *mut KilnWorldId) -> KilnStatus {
     ffi_call("kiln_world_create", || {
@@ -636,7 +637,7 @@ pub extern "C" fn kiln_world_set_terrain(world: KilnWorldId, terrain: KilnTerrai
     })
 }
 
-/// Advances the world by `dt` seconds (finite, 0..=`KILN_WORLD_MAX_STEP`; 0 updates
+/// Advances the world by `dt` seconds (finite, 0 to `KILN_WORLD_MAX_STEP`; 0 updates
 /// contacts without moving anything) with jobs on `runtime`'s workers, or on the
 /// calling thread for the null runtime `{0, 0}`. The result is bit-identical for any
 /// worker count. Must not be called from one of the runtime's own passes.
@@ -686,8 +687,7 @@ pub extern "C" fn kiln_world_validate(world: KilnWorldId) -> KilnStatus {
 
 /// Writes the last step's per-stage wall-clock times to `out_profile`.
 ///
-/// # Safety
-/// `out_profile` is NULL or valid for writing.
+/// Pointers: `out_profile` is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_profile(world: KilnWorldId, out_profile: *mut KilnWorldProfile) -> KilnStatus {
     ffi_call("kiln_world_get_profile", || {
@@ -711,8 +711,7 @@ pub unsafe extern "C" fn kiln_world_get_profile(world: KilnWorldId, out_profile:
 
 /// Writes the world's body counts and the last step's work counts to `out_counters`.
 ///
-/// # Safety
-/// `out_counters` is NULL or valid for writing.
+/// Pointers: `out_counters` is NULL or valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_counters(
     world: KilnWorldId,
@@ -743,9 +742,8 @@ pub unsafe extern "C" fn kiln_world_get_counters(
 /// up to `capacity` events to `out_events` (NULL allowed when `capacity` is 0) and
 /// the total to `out_count`, so a call with capacity 0 sizes the array.
 ///
-/// # Safety
-/// `out_events` is NULL or writable for `capacity` entries; `out_count` is NULL or
-/// writable.
+/// Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
+/// NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_contact_events(
     world: KilnWorldId,
@@ -816,9 +814,8 @@ impl<const N: usize> Strided<N> {
 /// anything is written: a stale or foreign body fails the call, naming its index,
 /// and leaves both arrays untouched.
 ///
-/// # Safety
-/// `bodies` is NULL or readable for `count` handles; `positions` and `rotations` are
-/// NULL or writable for `count` elements at their strides.
+/// Pointers: `bodies` is NULL or readable for `count` handles; `positions` and
+/// `rotations` are NULL or writable for `count` elements at their strides.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_transforms(
     world: KilnWorldId,
@@ -924,8 +921,8 @@ impl DebugDraw for CDraw<'_> {
 /// order. The callbacks run during this call and must not call into this world
 /// (`KILN_ERROR_INVALID_STATE` if they try).
 ///
-/// # Safety
-/// `draw` is NULL or readable; its callbacks are NULL or callable as declared.
+/// Pointers: `draw` is NULL or readable; its callbacks are NULL or callable as
+/// declared.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_debug_draw(world: KilnWorldId, draw: *const KilnDebugDraw) -> KilnStatus {
     ffi_call("kiln_world_debug_draw", || {
@@ -949,8 +946,7 @@ pub unsafe extern "C" fn kiln_world_debug_draw(world: KilnWorldId, draw: *const 
 /// Creates a body (without shapes: add them with `kiln_body_add_shape`) and writes
 /// its handle to `out_body`.
 ///
-/// # Safety
-/// `def` and `out_body` are NULL or valid for reading / writing.
+/// Pointers: `def` and `out_body` are NULL or valid for reading / writing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_create(
     world: KilnWorldId,
@@ -1007,8 +1003,7 @@ pub extern "C" fn kiln_body_is_valid(body: KilnBodyId) -> bool {
 /// body's mass or inertia with this shape would overflow `float` (a 1e30 m shape, or
 /// one placed 1e30 m away).
 ///
-/// # Safety
-/// `def` is NULL or readable; `out_index` is NULL or writable.
+/// Pointers: `def` is NULL or readable; `out_index` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_add_shape(
     body: KilnBodyId,
@@ -1043,8 +1038,7 @@ pub unsafe extern "C" fn kiln_body_add_shape(
 
 /// Writes the number of shapes on the body to `out_count`.
 ///
-/// # Safety
-/// `out_count` is NULL or writable.
+/// Pointers: `out_count` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_shape_count(body: KilnBodyId, out_count: *mut u32) -> KilnStatus {
     ffi_call("kiln_body_get_shape_count", || {
@@ -1056,8 +1050,7 @@ pub unsafe extern "C" fn kiln_body_get_shape_count(body: KilnBodyId, out_count: 
 
 /// Writes the placement of the body's frame to `out_transform`.
 ///
-/// # Safety
-/// `out_transform` is NULL or writable.
+/// Pointers: `out_transform` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_transform(body: KilnBodyId, out_transform: *mut KilnTransform) -> KilnStatus {
     ffi_call("kiln_body_get_transform", || {
@@ -1071,8 +1064,7 @@ pub unsafe extern "C" fn kiln_body_get_transform(body: KilnBodyId, out_transform
 /// wakes it and the islands touching it. For kinematic bodies that should push
 /// others on the way, use `kiln_body_set_target_transform`.
 ///
-/// # Safety
-/// `transform` is NULL or readable.
+/// Pointers: `transform` is NULL or readable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_set_transform(body: KilnBodyId, transform: *const KilnTransform) -> KilnStatus {
     ffi_call("kiln_body_set_transform", || {
@@ -1087,8 +1079,7 @@ pub unsafe extern "C" fn kiln_body_set_transform(body: KilnBodyId, transform: *c
 /// its velocities (so it pushes dynamic bodies on the way). Call it every step;
 /// velocities persist. Refused for static and dynamic bodies.
 ///
-/// # Safety
-/// `target` is NULL or readable.
+/// Pointers: `target` is NULL or readable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_set_target_transform(
     body: KilnBodyId,
@@ -1120,8 +1111,7 @@ pub unsafe extern "C" fn kiln_body_set_target_transform(
 /// Writes the body's linear (m/s) and angular (rad/s) velocity; either pointer may be
 /// NULL to skip it.
 ///
-/// # Safety
-/// `out_linear` and `out_angular` are NULL or writable.
+/// Pointers: `out_linear` and `out_angular` are NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_velocity(
     body: KilnBodyId,
@@ -1182,8 +1172,7 @@ pub extern "C" fn kiln_body_apply_impulse(body: KilnBodyId, impulse: KilnVec3, p
 
 /// Writes whether the body is awake (static bodies never are).
 ///
-/// # Safety
-/// `out_awake` is NULL or writable.
+/// Pointers: `out_awake` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_is_awake(body: KilnBodyId, out_awake: *mut bool) -> KilnStatus {
     ffi_call("kiln_body_is_awake", || {
@@ -1204,8 +1193,7 @@ pub extern "C" fn kiln_body_wake(body: KilnBodyId) -> KilnStatus {
 /// Writes the body's mass in kg: 0 for static and kinematic bodies; 1 for a dynamic
 /// body whose shapes give it no mass.
 ///
-/// # Safety
-/// `out_mass` is NULL or writable.
+/// Pointers: `out_mass` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_mass(body: KilnBodyId, out_mass: *mut f32) -> KilnStatus {
     ffi_call("kiln_body_get_mass", || {
@@ -1217,8 +1205,7 @@ pub unsafe extern "C" fn kiln_body_get_mass(body: KilnBodyId, out_mass: *mut f32
 
 /// Writes the body's `KILN_MOTION_*` type.
 ///
-/// # Safety
-/// `out_motion_type` is NULL or writable.
+/// Pointers: `out_motion_type` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_motion_type(body: KilnBodyId, out_motion_type: *mut u32) -> KilnStatus {
     ffi_call("kiln_body_get_motion_type", || {
@@ -1247,8 +1234,7 @@ pub extern "C" fn kiln_body_set_user_data(body: KilnBodyId, user_data: *mut c_vo
 
 /// Writes the body's user data (NULL unless set).
 ///
-/// # Safety
-/// `out_user_data` is NULL or writable.
+/// Pointers: `out_user_data` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_user_data(body: KilnBodyId, out_user_data: *mut *mut c_void) -> KilnStatus {
     ffi_call("kiln_body_get_user_data", || {
