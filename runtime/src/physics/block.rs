@@ -9,7 +9,11 @@ use super::contact_solver::{Constraint, ContactPoint, Prepared, PreparedPoint};
 /// The diagonal term a relax pass adds to each point of [`normal_block`], relative
 /// to the point's own: four points on a face are three degrees of freedom of the
 /// bodies, and the rigid system they make is singular without it. (The solve pass's
-/// softness makes its system regular.)
+/// softness makes its system regular.) It weights the step's increment only, never
+/// the accumulated impulse: the soft pass's `- C λ` on the right-hand side, with
+/// this `C`, made every point creep at a speed proportional to its load, which tipped
+/// a tall wall toward its more loaded face a little more every step (`large_pyramid`
+/// fell out of its plane, faster for a larger term; see docs/physics-stability.md).
 pub(crate) const BLOCK_REGULARIZATION: f32 = 1e-4;
 
 /// A manifold's normal points solved together (Box2D v2.4's block solver, for up to
@@ -18,7 +22,9 @@ pub(crate) const BLOCK_REGULARIZATION: f32 = 1e-4;
 /// Solved one after another, the first point of a manifold took more of the load
 /// than the others: a resting box always leaned toward its first corner, a column of
 /// thirty drifted 25 cm in 100 steps. The
-/// points' impulses `x` solve `(K + C) x = -(vn + bias) - C λ` for the current
+/// points' impulses `x` solve `(K + C) x = -(vn + bias) - C λ` in the soft pass and
+/// `(K + ε D) x = -(vn + bias)` in the relax pass (`D` the diagonal of `K`, `ε`
+/// [`BLOCK_REGULARIZATION`]), for the current
 /// normal velocities `vn`, where `K` is the manifold's effective mass matrix (the
 /// inverse of `1 / normal_mass` on the diagonal) and `C` each point's compliance:
 /// for one point alone this is exactly the soft step's impulse
@@ -61,8 +67,15 @@ pub(crate) fn normal_block(
         turned[i] = (ia * arms[i].0, ib * arms[i].1);
         let vn = (vb - va).dot(p.normal) + wb.dot(arms[i].1) - wa.dot(arms[i].0);
         let own = 1.0 / q.normal_mass;
-        let compliance = if use_bias { own * (impulse_scale / mass_scale) } else { own * BLOCK_REGULARIZATION };
-        x[i] = -(vn + bias) - compliance * c.normal_impulse[i];
+        // The relax pass's term regularizes the increment alone: as `- C λ` it let
+        // each point give way in proportion to its load (see BLOCK_REGULARIZATION).
+        let (compliance, leak) = if use_bias {
+            let compliance = own * (impulse_scale / mass_scale);
+            (compliance, compliance * c.normal_impulse[i])
+        } else {
+            (own * BLOCK_REGULARIZATION, 0.0)
+        };
+        x[i] = -(vn + bias) - leak;
         k[i][i] = compliance;
     }
     if taking_part < 2 {

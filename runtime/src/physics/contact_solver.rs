@@ -57,6 +57,16 @@ use glam::{Mat3, Quat, Vec3};
 use crate::jobs::Column;
 use crate::math::Isometry;
 
+/// How near a new point without an old point of its id must be to an old point, in
+/// A's shape frame, to take that point's warm-start impulse: this fraction of the
+/// smaller shape's bounding radius ([`FoundAt::radius`]). Clipping names a point by
+/// the features that made it, and where two boxes' edges are flush (a pyramid's
+/// rows, a wall's courses) the same corner is one box's vertex in one step and an
+/// edge crossing in the next, by round-off. Without this the point restarted from
+/// zero impulse under its load: a kick on one side of the face, which leaned the
+/// pyramid out of its plane (`docs/physics-stability.md`).
+pub(crate) const WARM_MATCH_RADIUS: f32 = 0.1;
+
 /// No body (terrain, static, or a body outside the awake set).
 pub(crate) const NONE: u32 = u32::MAX;
 
@@ -301,7 +311,9 @@ impl Constraint {
     }
 
     /// Copies the manifold's accumulated friction, twist and rolling impulses from
-    /// `old`, and the normal impulses of points with matching ids.
+    /// `old`, and the normal impulses of points with matching ids or, for a point
+    /// whose id is new, of the nearest unmatched old point within
+    /// [`WARM_MATCH_RADIUS`]. Reads `self.found` and `self.surface`: set them first.
     pub fn warm_from(&mut self, old: &Constraint) {
         self.rolling_impulse = old.rolling_impulse;
         // The friction turned from the old normal's tangents into the new normal's:
@@ -318,9 +330,32 @@ impl Constraint {
             }
         };
         self.twist_impulse = old.twist_impulse;
-        for (p, impulse) in self.points[..self.count as usize].iter().zip(&mut self.normal_impulse) {
+        // Each old point lends its impulse once: first to the point with its id, then
+        // to the nearest new point without one (see `WARM_MATCH_RADIUS`).
+        let mut lent = [false; 4];
+        let mut matched = [false; 4];
+        let count = self.count as usize;
+        for (k, p) in self.points[..count].iter().enumerate() {
             if let Some(j) = old.points().iter().position(|o| o.id == p.id) {
-                *impulse = old.normal_impulse[j];
+                self.normal_impulse[k] = old.normal_impulse[j];
+                (lent[j], matched[k]) = (true, true);
+            }
+        }
+        let radius = WARM_MATCH_RADIUS * self.found.radius;
+        for k in 0..count {
+            if matched[k] {
+                continue;
+            }
+            let here = self.surface[k].a;
+            let nearest = (0..old.count as usize)
+                .filter(|&j| !lent[j])
+                .map(|j| (old.surface[j].a.distance_squared(here), j))
+                .min_by(|x, y| x.0.total_cmp(&y.0));
+            if let Some((d2, j)) = nearest {
+                if d2 <= radius * radius {
+                    self.normal_impulse[k] = old.normal_impulse[j];
+                    lent[j] = true;
+                }
             }
         }
     }

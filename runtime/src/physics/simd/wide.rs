@@ -952,12 +952,14 @@ fn normal_block<L: Lanes>(
         turned[i] = (ia.apply(arms[i].0), ib.apply(arms[i].1));
         let vn = (vb - va).dot(n) + wb.dot(arms[i].1) - wa.dot(arms[i].0);
         let own = L::ONE / p.normal_mass;
-        let compliance = if use_bias {
-            own * (impulse_scale / mass_scale)
+        // As the scalar block: the relax pass regularizes the increment alone.
+        let (compliance, leak) = if use_bias {
+            let compliance = own * (impulse_scale / mass_scale);
+            (compliance, compliance * p.normal_impulse)
         } else {
-            own * L::splat(crate::physics::block::BLOCK_REGULARIZATION)
+            (own * L::splat(crate::physics::block::BLOCK_REGULARIZATION), zero)
         };
-        x[i] = L::select(is_active, -(vn + bias) - compliance * p.normal_impulse, zero);
+        x[i] = L::select(is_active, -(vn + bias) - leak, zero);
         k[i][i] = L::select(is_active, compliance, L::ONE);
     }
     for i in 0..count {
