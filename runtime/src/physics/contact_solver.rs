@@ -342,10 +342,7 @@ impl Constraint {
             }
         }
         let radius = WARM_MATCH_RADIUS * self.found.radius;
-        for k in 0..count {
-            if matched[k] {
-                continue;
-            }
+        for k in (0..count).filter(|&k| !matched[k]) {
             let here = self.surface[k].a;
             let nearest = (0..old.count as usize)
                 .filter(|&j| !lent[j])
