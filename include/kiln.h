@@ -23,7 +23,7 @@
  * Version of the binary interface: structs, function signatures, constants. Bumped
  * on every incompatible change; the shared library's SONAME is `libkiln.so.<ABI>`.
  */
-#define KILN_ABI_VERSION 2
+#define KILN_ABI_VERSION 3
 
 /**
  * Library version, major part.
@@ -1228,6 +1228,20 @@ typedef struct KilnWorldCounters {
      * Bodies the continuous stage stopped at a time of impact.
      */
     uint32_t continuous_hit_count;
+    /**
+     * Pairs that kept last step's contact manifold (they had hardly moved).
+     */
+    uint32_t reused_pair_count;
+    /**
+     * Pairs of convex hulls (hull with hull or box) given the whole
+     * separating-axis test.
+     */
+    uint32_t hull_pair_full_count;
+    /**
+     * Pairs of convex hulls that the axis which separated them last step still
+     * kept apart: decided by one or two support searches.
+     */
+    uint32_t hull_pair_cached_count;
 } KilnWorldCounters;
 
 /**

@@ -127,6 +127,7 @@ fn rapier_world(scene: &Scene) -> PhysicsWorld {
         let collider = match b.shape {
             SceneShape::Cuboid { half } => ColliderBuilder::cuboid(half.x, half.y, half.z),
             SceneShape::Sphere { radius } => ColliderBuilder::ball(radius),
+            SceneShape::Hull { .. } => ColliderBuilder::convex_hull(&b.shape.hull_points()).expect("a valid hull"),
         }
         .friction(b.friction)
         .density(1000.0);

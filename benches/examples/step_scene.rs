@@ -5,7 +5,7 @@
 //! perf record -g target/release/examples/step_scene large_pyramid 60 1
 //! ```
 //!
-//! Arguments: scene (`large_pyramid`, `pyramid` (base 20) or `rain`), steps (60),
+//! Arguments: scene (`large_pyramid`, `pyramid` (base 20), `rain` or `hull_pile`), steps (60),
 //! workers (1), solver (`soft`, the default, or `si`: sequential impulses, 8 velocity
 //! and 3 position passes, the soft step's pass count).
 //!
@@ -27,8 +27,9 @@ fn main() {
         "large_pyramid" => scenes::large_pyramid(),
         "pyramid" => scenes::pyramid(20),
         "rain" => scenes::rain(4096),
+        "hull_pile" => scenes::hull_pile(8, 80),
         other => {
-            eprintln!("unknown scene {other:?}: large_pyramid, pyramid or rain");
+            eprintln!("unknown scene {other:?}: large_pyramid, pyramid, rain or hull_pile");
             std::process::exit(2);
         }
     };
@@ -97,6 +98,9 @@ fn main() {
         "last step: {} awake bodies, {} pairs ({} reused their manifolds, and {} shapes on terrain), {} constraints, {} contact points, {} colours, {} overflow",
         c.awake_bodies, c.pairs, c.reused_pairs, c.reused_terrain, c.constraints, c.contact_points, c.colors, c.overflow_constraints
     );
+    if c.sat_full + c.sat_cached > 0 {
+        println!("hull pairs: {} tested in full, {} decided by last step's separating axis", c.sat_full, c.sat_cached);
+    }
     // Every body's position, rotation and velocities, bit for bit: a change meant to
     // keep the results must keep this.
     let hash = world.state_hash(&ids);

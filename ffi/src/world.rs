@@ -226,6 +226,14 @@ pub struct KilnWorldCounters {
     pub sleeping_island_count: u32,
     /// Bodies the continuous stage stopped at a time of impact.
     pub continuous_hit_count: u32,
+    /// Pairs that kept last step's contact manifold (they had hardly moved).
+    pub reused_pair_count: u32,
+    /// Pairs of convex hulls (hull with hull or box) given the whole
+    /// separating-axis test.
+    pub hull_pair_full_count: u32,
+    /// Pairs of convex hulls that the axis which separated them last step still
+    /// kept apart: decided by one or two support searches.
+    pub hull_pair_cached_count: u32,
 }
 
 /// Draws one shape of a body: `transform` places the shape (its pose included);
@@ -731,6 +739,9 @@ pub unsafe extern "C" fn kiln_world_get_counters(
                 overflow_constraint_count: c.overflow_constraints,
                 sleeping_island_count: c.sleeping_groups,
                 continuous_hit_count: c.continuous_hits,
+                reused_pair_count: c.reused_pairs,
+                hull_pair_full_count: c.sat_full,
+                hull_pair_cached_count: c.sat_cached,
             })
         })?;
         write_out(out_counters, "out_counters", counters)

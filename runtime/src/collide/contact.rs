@@ -7,7 +7,7 @@
 //! | sphere – box | the centre clamped to the box, or the nearest face when inside |
 //! | sphere/capsule – box/hull/triangle | GJK on the core (direct against triangles), SAT when the core is inside (`rounded.rs`) |
 //! | box – box | the 15 axes in closed form, then clipping (`box_box.rs`) |
-//! | box/hull/triangle – box/hull/triangle | SAT and clipping (`sat.rs`) |
+//! | box/hull/triangle – box/hull/triangle | SAT and clipping (`sat.rs`); a hull pair may keep its separating axis ([`collide_coherent`]) |
 //! | compound – anything | each part whose bounds overlap, as its own manifold |
 //!
 //! A triangle always goes second into the polyhedron test, so the edge-axis
@@ -21,7 +21,7 @@ use super::manifold::Manifold;
 use super::rounded::{
     collide_rounded, collide_rounded_polytope, collide_rounded_triangle, collide_sphere_box, Rounded, TriangleEdges,
 };
-use super::sat::collide_polytopes;
+use super::sat::{collide_polytopes, collide_polytopes_cached, SatTest, SeparatingAxis};
 use crate::math::{Aabb, Isometry};
 use crate::shapes::{BoxPoly, ConvexHull, Polytope, Shape, TrianglePoly};
 
@@ -101,6 +101,27 @@ pub fn collide(a: &Shape, xf_a: &Isometry, b: &Shape, xf_b: &Isometry, margin: f
         (Some(ca), Some(cb)) => collide_convex(&ca, xf_a, &cb, xf_b, margin, None),
         _ => Manifold::EMPTY,
     }
+}
+
+/// [`collide`] for a pair of polyhedra of which one at least is a hull (a box and a
+/// hull, two hulls), with the axis that separated them at their last test in `axis`
+/// (see `sat::collide_polytopes_cached`): the same manifold, and, while the pair
+/// stays apart along that axis, a support search or two instead of the whole test.
+/// `None` for any other pair (two boxes have their closed form).
+pub fn collide_coherent(
+    a: &Shape,
+    xf_a: &Isometry,
+    b: &Shape,
+    xf_b: &Isometry,
+    margin: f32,
+    axis: &mut SeparatingAxis,
+) -> Option<(Manifold, SatTest)> {
+    Some(match (Convex::of(a)?, Convex::of(b)?) {
+        (Convex::Box(pa), Convex::Hull(pb)) => collide_polytopes_cached(&pa, xf_a, pb, xf_b, margin, None, axis),
+        (Convex::Hull(pa), Convex::Box(pb)) => collide_polytopes_cached(pa, xf_a, &pb, xf_b, margin, None, axis),
+        (Convex::Hull(pa), Convex::Hull(pb)) => collide_polytopes_cached(pa, xf_a, pb, xf_b, margin, None, axis),
+        _ => return None,
+    })
 }
 
 /// Every manifold between `a` and `b`: one per pair of convex parts within `margin`,

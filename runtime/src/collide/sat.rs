@@ -111,35 +111,58 @@ struct EdgeB {
     dxc: Vec3,
 }
 
-/// B's edges are transformed once into a stack cache when they fit (boxes,
-/// triangles, small hulls), else per pair.
+/// B's edges are transformed into A's frame once, into a stack buffer of the
+/// smallest of these sizes that holds them (a box or a triangle takes the first; a
+/// hull of 32 points has about 90 edges). Transformed per pair instead, the edges of
+/// two such hulls cost 8,100 transforms of two points and three vectors each: a
+/// touching pair of hulls spent most of its test there.
 const EDGE_CACHE: usize = 32;
+const EDGE_CACHE_HULL: usize = 192;
+/// Every edge of the largest hull ([`crate::shapes::MAX_HULL_VERTICES`] vertices have
+/// at most `3 V - 6` edges).
+const EDGE_CACHE_MAX: usize = 3 * crate::shapes::MAX_HULL_VERTICES;
 
-/// Edge pairs' axes: the largest separation over all of them, and the best axis among
-/// those whose B edge `skip_b` allows. A skipped edge still separates: leaving its axis
-/// out of the separation test would report overlap between shapes that do not touch.
+/// Edge pairs' axes: the largest separation over all of them (and its pair), and the
+/// best axis among those whose B edge `skip_b` allows. A skipped edge still separates:
+/// leaving its axis out of the separation test would report overlap between shapes
+/// that do not touch.
 pub(crate) fn query_edges(
     a: &impl Polytope,
     b: &impl Polytope,
     rel: &Isometry,
     skip_b: &dyn Fn(usize) -> bool,
-) -> (f32, EdgeQuery) {
+) -> (f32, (usize, usize), EdgeQuery) {
+    match b.edge_count() {
+        n if n <= EDGE_CACHE => query_edges_in::<EDGE_CACHE>(a, b, rel, skip_b),
+        n if n <= EDGE_CACHE_HULL => query_edges_in::<EDGE_CACHE_HULL>(a, b, rel, skip_b),
+        _ => query_edges_in::<EDGE_CACHE_MAX>(a, b, rel, skip_b),
+    }
+}
+
+/// [`query_edges`] with B's edges in a buffer of `N`.
+fn query_edges_in<const N: usize>(
+    a: &impl Polytope,
+    b: &impl Polytope,
+    rel: &Isometry,
+    skip_b: &dyn Fn(usize) -> bool,
+) -> (f32, (usize, usize), EdgeQuery) {
     let edge_b = |eb: usize| {
         let e = b.edge(eb);
         let p = rel.transform_point(b.vertex(e.v[0] as usize));
         let q = rel.transform_point(b.vertex(e.v[1] as usize));
         EdgeB { p, dir: q - p, c: -(rel.rotation * e.n0), d: -(rel.rotation * e.n1), dxc: rel.rotation * e.arc }
     };
-    let mut cache = [EdgeB::default(); EDGE_CACHE];
-    let cached = b.edge_count() <= EDGE_CACHE;
+    let mut cache = [EdgeB::default(); N];
+    let cached = b.edge_count() <= N;
     if cached {
         for (eb, slot) in cache.iter_mut().enumerate().take(b.edge_count()) {
             *slot = edge_b(eb);
         }
     }
-    // A box's arc tests, by signs: bit `ea` of `masks[eb]` for each pair.
+    // A box's arc tests, by signs: bit `ea` of `masks[eb]` for each pair (a box
+    // against at most `EDGE_CACHE` edges).
     let mut masks = [0u16; EDGE_CACHE];
-    let boxed = cached && a.as_box().is_some();
+    let boxed = cached && N == EDGE_CACHE && a.as_box().is_some();
     let mut any = u16::MAX;
     if boxed {
         any = 0;
@@ -151,6 +174,7 @@ pub(crate) fn query_edges(
     let center = a.centroid();
     let mut best = EdgeQuery { a: 0, b: 0, separation: f32::NEG_INFINITY, normal: Vec3::ZERO };
     let mut all = f32::NEG_INFINITY;
+    let mut all_pair = (0, 0);
     #[allow(clippy::needless_range_loop)] // `eb` indexes the cache or B itself
     for ea in 0..a.edge_count() {
         if boxed && any >> ea & 1 == 0 {
@@ -184,13 +208,15 @@ pub(crate) fn query_edges(
                 n = -n;
             }
             let s = n.dot(e.p - pa);
-            all = all.max(s);
+            if s > all {
+                (all, all_pair) = (s, (ea, eb));
+            }
             if s > best.separation && !skip_b(eb) {
                 best = EdgeQuery { a: ea, b: eb, separation: s, normal: n };
             }
         }
     }
-    (all, best)
+    (all, all_pair, best)
 }
 
 /// Edge pairs whose `|a × b|²` exceeds this times `|a|² |b|²` are surely not
@@ -231,20 +257,122 @@ pub(crate) fn collide_polytopes(
     margin: f32,
     edges: Option<&TriangleEdges>,
 ) -> Manifold {
+    collide_polytopes_cached(a, xf_a, b, xf_b, margin, edges, &mut SeparatingAxis::None).0
+}
+
+/// The axis that separated two polyhedra when they were last tested (Box3D's SAT
+/// cache; Gregorius, GDC 2013: "temporal coherence"): a face of A, a face of B or a
+/// pair of edges, by the shapes' own indices.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SeparatingAxis {
+    /// Not separated at the last test (or never tested).
+    #[default]
+    None,
+    FaceA(u16),
+    FaceB(u16),
+    /// An edge of A and an edge of B: the axis is their cross product.
+    Edges(u16, u16),
+}
+
+/// How a cached test was decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SatTest {
+    /// The cached axis still separates by more than the margin: nothing else ran.
+    Cached,
+    /// The full separating-axis test ran (and refreshed the cache).
+    Full,
+}
+
+/// The separation of `a` and `b` along `axis` (A's frame) as the full test computes
+/// it, to the bit: a face's plane against the other's support, an edge pair's axis
+/// only while the pair still builds a face of the Minkowski difference (else the pair
+/// is no axis of the full test, and this is `NEG_INFINITY`). So a cached axis past
+/// the margin is one the full test would find past it too, and the two tests never
+/// disagree. `NEG_INFINITY` also for no axis or a stale index.
+pub(crate) fn axis_separation(a: &impl Polytope, b: &impl Polytope, rel: &Isometry, axis: SeparatingAxis) -> f32 {
+    match axis {
+        SeparatingAxis::None => f32::NEG_INFINITY,
+        SeparatingAxis::FaceA(f) if (f as usize) < a.face_count() => {
+            let plane = a.plane(f as usize);
+            if b.vertex_count() <= VERTEX_CACHE {
+                (0..b.vertex_count())
+                    .fold(f32::INFINITY, |s, i| s.min(plane.distance(rel.transform_point(b.vertex(i)))))
+            } else {
+                let inv = rel.rotation.inverse();
+                plane.distance(rel.transform_point(b.vertex(b.support(inv * -plane.normal))))
+            }
+        }
+        SeparatingAxis::FaceB(f) if (f as usize) < b.face_count() => {
+            let plane = b.plane(f as usize);
+            let n = rel.rotation * plane.normal;
+            let offset = plane.offset + n.dot(rel.translation);
+            n.dot(a.vertex(a.support(-n))) - offset
+        }
+        SeparatingAxis::Edges(ea, eb) if (ea as usize) < a.edge_count() && (eb as usize) < b.edge_count() => {
+            let (edge_a, e) = (a.edge(ea as usize), b.edge(eb as usize));
+            let p = rel.transform_point(b.vertex(e.v[0] as usize));
+            let q = rel.transform_point(b.vertex(e.v[1] as usize));
+            let (c, d, dxc) = (-(rel.rotation * e.n0), -(rel.rotation * e.n1), rel.rotation * e.arc);
+            if !minkowski_face(edge_a.n0, edge_a.n1, edge_a.arc, c, d, dxc) {
+                return f32::NEG_INFINITY;
+            }
+            let pa = a.vertex(edge_a.v[0] as usize);
+            let dir_a = a.vertex(edge_a.v[1] as usize) - pa;
+            let dir_b = q - p;
+            let n = dir_a.cross(dir_b);
+            let len = n.length();
+            let lens = dir_a.length_squared() * dir_b.length_squared();
+            if len * len <= CLEARLY_CROSSED * lens && len < 1e-5 * lens.sqrt() {
+                return f32::NEG_INFINITY;
+            }
+            let mut n = n / len;
+            if n.dot(pa - a.centroid()) < 0.0 {
+                n = -n;
+            }
+            n.dot(p - pa)
+        }
+        _ => f32::NEG_INFINITY,
+    }
+}
+
+/// [`collide_polytopes`] with the axis that separated the pair last time in `axis`:
+/// tested first, and when it still separates by more than `margin` the pair is
+/// decided in a support search or two. Otherwise the full test runs and leaves in
+/// `axis` the axis of largest separation when the shapes are apart by more than
+/// `margin`, [`SeparatingAxis::None`] when they touch. The manifold is the same as
+/// the full test's: the cached axis only ever rules a pair out.
+pub(crate) fn collide_polytopes_cached(
+    a: &impl Polytope,
+    xf_a: &Isometry,
+    b: &impl Polytope,
+    xf_b: &Isometry,
+    margin: f32,
+    edges: Option<&TriangleEdges>,
+    axis: &mut SeparatingAxis,
+) -> (Manifold, SatTest) {
     let skip_b = |e: usize| edges.is_some_and(|t| !t.active[e]);
     let rel = xf_a.inv_mul(xf_b);
+    // (Written so that NaN is not apart.)
+    if *axis != SeparatingAxis::None && axis_separation(a, b, &rel, *axis) > margin {
+        return (Manifold::EMPTY, SatTest::Cached);
+    }
+    let apart = |axis: &mut SeparatingAxis, found: SeparatingAxis| {
+        *axis = found;
+        (Manifold::EMPTY, SatTest::Full)
+    };
     let face_a = query_faces_a(a, b, &rel);
     if face_a.separation > margin {
-        return Manifold::EMPTY;
+        return apart(axis, SeparatingAxis::FaceA(face_a.index as u16));
     }
     let face_b = query_faces_b(a, b, &rel);
     if face_b.separation > margin {
-        return Manifold::EMPTY;
+        return apart(axis, SeparatingAxis::FaceB(face_b.index as u16));
     }
-    let (edge_all, edge) = query_edges(a, b, &rel, &skip_b);
+    let (edge_all, edge_pair, edge) = query_edges(a, b, &rel, &skip_b);
     if edge_all > margin {
-        return Manifold::EMPTY;
+        return apart(axis, SeparatingAxis::Edges(edge_pair.0 as u16, edge_pair.1 as u16));
     }
+    *axis = SeparatingAxis::None;
     let face_max = face_a.separation.max(face_b.separation);
     let mut local = if edges.is_some() && edge_all > favour(face_max.max(edge.separation), EDGE_RELATIVE) {
         // The shapes touch nearest across an inactive edge: the triangle's face gives
@@ -272,7 +400,7 @@ pub(crate) fn collide_polytopes(
             p.separation = p.separation.max(truth);
         }
     }
-    local.transformed(xf_a)
+    (local.transformed(xf_a), SatTest::Full)
 }
 
 /// Whether a point of `m` (A's frame) lies, on the triangle's side, on an active edge.

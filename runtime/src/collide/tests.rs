@@ -441,7 +441,8 @@ fn box_edge_queries_match_the_general_test_bit_for_bit() {
             (super::sat::query_edges(&boxed, &hull, &rel, &skip), super::sat::query_edges(&general, &hull, &rel, &skip))
         };
         assert_eq!(fast.0.to_bits(), slow.0.to_bits(), "case {case}: largest separation");
-        let (a, b) = (fast.1, slow.1);
+        assert_eq!(fast.1, slow.1, "case {case}: the pair of the largest separation");
+        let (a, b) = (fast.2, slow.2);
         assert_eq!((a.a, a.b, a.separation.to_bits()), (b.a, b.b, b.separation.to_bits()), "case {case}");
         assert_eq!(a.normal.to_array().map(f32::to_bits), b.normal.to_array().map(f32::to_bits), "case {case}");
         crossings += (fast.0 > f32::NEG_INFINITY) as usize;
@@ -494,4 +495,86 @@ fn convex_pairs_past_the_margin_report_nothing() {
             }
         }
     }
+}
+
+/// Points uniform on a sphere of `radius`.
+fn sphere_points(seed: &mut u64, n: usize, radius: f32) -> Vec<Vec3> {
+    (0..n)
+        .map(|_| loop {
+            let p = Vec3::new(lcg(seed), lcg(seed), lcg(seed));
+            if p.length_squared() > 0.01 && p.length_squared() <= 1.0 {
+                break p.normalize() * radius;
+            }
+        })
+        .collect()
+}
+
+/// A large hull's hill-climbing support search finds the vertex the scan finds (the
+/// lowest index on ties), along random directions and along the axes, where a hull
+/// with a cube's corners among its points has whole faces square to the direction.
+#[test]
+fn hill_climbing_support_matches_the_scan() {
+    use crate::shapes::Polytope;
+    let mut seed = 5;
+    for case in 0..60 {
+        let mut points = sphere_points(&mut seed, 60 + 3 * case, 1.0);
+        if case % 3 == 0 {
+            points.extend((0..8).map(|i| glam::IVec3::new(i & 1, i >> 1 & 1, i >> 2 & 1).as_vec3() * 1.4 - 0.7));
+        }
+        let hull = ConvexHull::new(&points).unwrap();
+        let v = hull.vertices();
+        let scan = |d: Vec3| (1..v.len()).fold(0, |best, i| if v[i].dot(d) > v[best].dot(d) { i } else { best });
+        let mut dirs: Vec<Vec3> = (0..200).map(|_| Vec3::new(lcg(&mut seed), lcg(&mut seed), lcg(&mut seed))).collect();
+        dirs.extend([Vec3::X, Vec3::Y, Vec3::Z, -Vec3::X, -Vec3::Y, -Vec3::Z]);
+        for d in dirs {
+            assert_eq!(hull.support(d), scan(d), "case {case}: {} vertices, direction {d}", v.len());
+        }
+    }
+}
+
+/// The coherent test (`collide_coherent`: last step's separating axis first) gives
+/// the full test's answer, to the bit, at every step of random motion of hull–hull
+/// and box–hull pairs that come together, touch and part; and most separated steps
+/// are decided by the cached axis alone.
+#[test]
+fn the_cached_separating_axis_gives_the_full_tests_answers() {
+    let mut seed = 31;
+    let margin = 0.04;
+    let (mut cached, mut separated, mut touching) = (0, 0, 0);
+    for case in 0..24 {
+        let hull = |seed: &mut u64| Shape::hull(&sphere_points(seed, 32, 0.5)).unwrap();
+        let a = if case % 3 == 0 { Shape::cuboid(Vec3::new(0.4, 0.3, 0.5)).unwrap() } else { hull(&mut seed) };
+        let b = hull(&mut seed);
+        let xa = Isometry::new(Vec3::ZERO, Quat::from_rotation_y(lcg(&mut seed)));
+        // B swings on a circle through A and back, turning as it goes.
+        let axis = Vec3::new(lcg(&mut seed), lcg(&mut seed), lcg(&mut seed)).normalize();
+        let spin = Vec3::new(lcg(&mut seed), lcg(&mut seed), lcg(&mut seed)).normalize();
+        let mut cache = SeparatingAxis::None;
+        for step in 0..400 {
+            let t = step as f32 * 0.02;
+            let xb = Isometry::new(
+                axis * (2.2 * t.cos()) + axis.cross(spin) * (0.3 * t.sin()),
+                Quat::from_axis_angle(spin, 0.7 * t),
+            );
+            let full = collide(&a, &xa, &b, &xb, margin);
+            let (m, test) = collide_coherent(&a, &xa, &b, &xb, margin, &mut cache).expect("a hull pair");
+            assert_eq!(m.is_empty(), full.is_empty(), "case {case}, step {step}: touching");
+            assert_eq!(m.count, full.count, "case {case}, step {step}: points");
+            assert_eq!(m.normal.to_array().map(f32::to_bits), full.normal.to_array().map(f32::to_bits));
+            for (p, q) in m.points().iter().zip(full.points()) {
+                assert_eq!(
+                    (p.point.to_array().map(f32::to_bits), p.separation.to_bits(), p.id),
+                    (q.point.to_array().map(f32::to_bits), q.separation.to_bits(), q.id)
+                );
+            }
+            match (full.is_empty(), test) {
+                (true, SatTest::Cached) => cached += 1,
+                (true, SatTest::Full) => separated += 1,
+                (false, SatTest::Full) => touching += 1,
+                (false, SatTest::Cached) => panic!("case {case}, step {step}: a touching pair ruled out"),
+            }
+        }
+    }
+    assert!(touching > 500, "only {touching} touching steps");
+    assert!(cached > 4 * separated, "{cached} separated steps decided by the cached axis, {separated} in full");
 }

@@ -38,7 +38,9 @@ use glam::{IVec3, Vec3};
 use super::body::{flags, Bodies, BodyShape, SetKind};
 use super::constraint_graph::Colorable;
 use super::contact_solver::{Constraint, ConstraintTable, FoundAt, Header, NONE};
-use crate::collide::{collide_all, collide_triangles, Manifold, TriangleSet};
+use crate::collide::{
+    collide_all, collide_coherent, collide_triangles, Manifold, SatTest, SeparatingAxis, TriangleSet,
+};
 use crate::jobs::{chunk_count, chunk_range, Column, Jobs};
 use crate::math::{Aabb, Isometry};
 use crate::shapes::Shape;
@@ -78,6 +80,14 @@ pub(crate) struct NarrowOut {
     pub reused_terrain: u32,
     /// Where the job's last search of last step's constraints ended (`last_step`).
     cursor: usize,
+    /// The hull pairs this job found apart, with the axis that separated them, in
+    /// key order: the next step tests that axis first (`collide_coherent`).
+    pub axes: Vec<(u64, SeparatingAxis)>,
+    /// Where the job's last search of last step's axes ended.
+    axis_cursor: usize,
+    /// Hull pairs tested in full, and those a cached separating axis decided.
+    pub sat_full: u32,
+    pub sat_cached: u32,
     /// Slots of sleeping bodies touched by an awake dynamic or moving body.
     pub wake: Vec<u32>,
     /// The terrain triangles this job's shapes used, kept for the next step.
@@ -305,6 +315,10 @@ impl Default for NarrowOut {
             reused: 0,
             reused_terrain: 0,
             cursor: 0,
+            axes: Vec::with_capacity(GRAIN),
+            axis_cursor: 0,
+            sat_full: 0,
+            sat_cached: 0,
             wake: Vec::with_capacity(GRAIN),
             gathered: Gathered::default(),
             triangles: TriangleSet::new(),
@@ -336,6 +350,8 @@ pub(crate) struct NarrowInput<'a> {
     /// reduction, which keeps last step's points where it can.
     pub previous: &'a ConstraintTable,
     pub cache: &'a [(u64, u64, u32)],
+    /// Last step's separated hull pairs and their axes, sorted by key.
+    pub axes: &'a [(u64, SeparatingAxis)],
     /// Last step's gathered terrain triangles.
     pub kept: Kept<'a>,
     /// A flag per constraint of `previous`, all false on entry: set by the item that
@@ -406,6 +422,10 @@ pub(crate) fn run(
         out.reused = 0;
         out.reused_terrain = 0;
         out.cursor = 0;
+        out.axes.clear();
+        out.axis_cursor = 0;
+        out.sat_full = 0;
+        out.sat_cached = 0;
         if !terrain.is_empty() {
             out.reserve_terrain();
         }
@@ -525,7 +545,7 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
     if reuse_manifolds(input, old, (&xa, &frame), centers, Normals::OfA, &manifold, &mut out.order) {
         out.reused += 1;
     } else {
-        collide_all(&sa.shape, &xa, &sb.shape, &xb, input.margin, &mut |pa, pb, m: &Manifold| {
+        let take = |out: &mut NarrowOut, pa: u32, pb: u32, m: &Manifold| {
             let sub = ((pa as u64) << 32) | pb as u64;
             // Made in its place in the job's list (a constraint is six cache lines).
             let c = out.push_fresh(Constraint::with_header(manifold(sub)));
@@ -538,7 +558,25 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
             if let Some(e) = old.iter().find(|e| e.1 == sub) {
                 c.warm_from(input.previous.get(e.2 as usize));
             }
-        });
+        };
+        let mut axis =
+            gallop(input.axes, key, |e| e.0, &mut out.axis_cursor).first().map_or(SeparatingAxis::None, |e| e.1);
+        match collide_coherent(&sa.shape, &xa, &sb.shape, &xb, input.margin, &mut axis) {
+            Some((m, test)) => {
+                match test {
+                    SatTest::Cached => out.sat_cached += 1,
+                    SatTest::Full => out.sat_full += 1,
+                }
+                if m.is_empty() {
+                    out.axes.push((key, axis));
+                } else {
+                    take(out, 0, 0, &m);
+                }
+            }
+            None => collide_all(&sa.shape, &xa, &sb.shape, &xb, input.margin, &mut |pa, pb, m: &Manifold| {
+                take(out, pa, pb, m)
+            }),
+        }
     }
     if out.order.len() == before {
         return;
@@ -580,21 +618,27 @@ fn push_local(c: &mut Constraint, point: Vec3, normal: Vec3, separation: f32, id
 /// (its pairs are in key order), so the search gallops forward from there and
 /// costs a step or two instead of a binary search over the whole cache.
 fn last_step<'a>(cache: &'a [(u64, u64, u32)], key: u64, cursor: &mut usize) -> &'a [(u64, u64, u32)] {
-    let mut lo = (*cursor).min(cache.len());
-    if lo > 0 && cache[lo - 1].0 >= key {
+    gallop(cache, key, |e| e.0, cursor)
+}
+
+/// The entries of `items` (sorted by `key_of`) with key `key`, searched forward from
+/// `cursor` (see [`last_step`]); `cursor` moves past them.
+fn gallop<'a, T>(items: &'a [T], key: u64, key_of: impl Fn(&T) -> u64, cursor: &mut usize) -> &'a [T] {
+    let mut lo = (*cursor).min(items.len());
+    if lo > 0 && key_of(&items[lo - 1]) >= key {
         lo = 0;
     }
     // Everything before `lo` is below `key`; probe 1, 2, 4, ... entries further.
     let mut step = 1;
-    while lo + step - 1 < cache.len() && cache[lo + step - 1].0 < key {
+    while lo + step - 1 < items.len() && key_of(&items[lo + step - 1]) < key {
         lo += step;
         step *= 2;
     }
-    let hi = (lo + step).min(cache.len());
-    let start = lo + cache[lo..hi].partition_point(|e| e.0 < key);
-    let end = start + cache[start..].iter().take_while(|e| e.0 == key).count();
+    let hi = (lo + step).min(items.len());
+    let start = lo + items[lo..hi].partition_point(|e| key_of(e) < key);
+    let end = start + items[start..].iter().take_while(|e| key_of(e) == key).count();
     *cursor = end;
-    &cache[start..end]
+    &items[start..end]
 }
 
 /// Where a reused manifold's normals come from.

@@ -8,6 +8,7 @@
 //! - [`rain`]: 4,096 spheres and boxes dropped on a 256 m x 256 m voxel terrain of hills.
 //! - [`tower`], [`block`], [`brick_wall`]: the long-horizon stability scenes (a
 //!   column, a cube of cubes, a staggered wall), sleep off.
+//! - [`hull_pile`]: convex hulls of 32 points dropped into a pile, sleep off.
 
 use glam::{IVec3, Quat, Vec3};
 
@@ -30,8 +31,19 @@ pub struct SceneBody {
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum SceneShape {
-    Cuboid { half: Vec3 },
-    Sphere { radius: f32 },
+    Cuboid {
+        half: Vec3,
+    },
+    Sphere {
+        radius: f32,
+    },
+    /// The convex hull of `points` pseudo-random points on a sphere of `radius`
+    /// ([`SceneShape::hull_points`]: the same points for every engine).
+    Hull {
+        radius: f32,
+        points: u32,
+        seed: u32,
+    },
 }
 
 impl SceneShape {
@@ -39,7 +51,29 @@ impl SceneShape {
         match *self {
             SceneShape::Cuboid { half } => Shape::cuboid(half).expect("valid scene box"),
             SceneShape::Sphere { radius } => Shape::sphere(Vec3::ZERO, radius).expect("valid scene sphere"),
+            SceneShape::Hull { .. } => Shape::hull(&self.hull_points()).expect("valid scene hull"),
         }
+    }
+
+    /// A hull's points (empty for the other shapes): uniform on the sphere, from a
+    /// xorshift generator seeded by `seed`.
+    pub fn hull_points(&self) -> Vec<Vec3> {
+        let SceneShape::Hull { radius, points, seed } = *self else { return Vec::new() };
+        let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ (seed as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32
+        };
+        (0..points)
+            .map(|_| {
+                let z = 2.0 * next() - 1.0;
+                let angle = std::f32::consts::TAU * next();
+                let r = (1.0 - z * z).max(0.0).sqrt();
+                Vec3::new(r * angle.cos(), z, r * angle.sin()) * radius
+            })
+            .collect()
     }
 }
 
@@ -194,6 +228,28 @@ pub fn brick_wall(rows: usize, per_row: usize) -> Scene {
         }
     }
     Scene { name: "brick_wall", gravity: Vec3::new(0.0, -10.0, 0.0), enable_sleep: false, bodies, terrain: None }
+}
+
+/// `side` x `side` x `layers` convex hulls (each of 32 points on a sphere of radius
+/// 2, every one different) in a grid 4.5 m apart, dropped onto a static ground box;
+/// sleep off. `hull_pile(8, 80)`: 5,120 hulls, a tower 360 m high that collapses
+/// into a pile.
+pub fn hull_pile(side: usize, layers: usize) -> Scene {
+    let spacing = 4.5;
+    let mut bodies = vec![ground(side as f32 * spacing + 20.0)];
+    let corner = -0.5 * spacing * (side as f32 - 1.0);
+    for layer in 0..layers {
+        for i in 0..side * side {
+            let position = Vec3::new(
+                corner + spacing * (i % side) as f32,
+                2.5 + spacing * layer as f32,
+                corner + spacing * (i / side) as f32,
+            );
+            let seed = (layer * side * side + i) as u32;
+            bodies.push(body(MotionType::Dynamic, position, SceneShape::Hull { radius: 2.0, points: 32, seed }));
+        }
+    }
+    Scene { name: "hull_pile", gravity: Vec3::new(0.0, -10.0, 0.0), enable_sleep: false, bodies, terrain: None }
 }
 
 /// `count` bodies (alternating spheres of radius 0.5 and cubes of half-extent 0.5) in

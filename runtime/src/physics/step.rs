@@ -254,6 +254,7 @@ impl World {
             margin: SPECULATIVE_DISTANCE,
             previous: &self.previous,
             cache: &self.cache,
+            axes: &self.axes,
             kept: Kept { outs: &s.kept_outs, index: &s.kept_index },
             renewed: Column::new(&mut s.renewed),
             dt,
@@ -274,6 +275,9 @@ impl World {
         let mut points = 0;
         self.counters.reused_pairs = 0;
         self.counters.reused_terrain = 0;
+        self.counters.sat_full = 0;
+        self.counters.sat_cached = 0;
+        self.axes.clear();
         s.out_starts.clear();
         for out in &s.outs[..chunks] {
             s.out_starts.push(self.constraints.len() as u32);
@@ -293,6 +297,10 @@ impl World {
             points += out.points;
             self.counters.reused_pairs += out.reused;
             self.counters.reused_terrain += out.reused_terrain;
+            self.counters.sat_full += out.sat_full;
+            self.counters.sat_cached += out.sat_cached;
+            // In key order: the jobs' pairs are consecutive runs of the sorted keys.
+            self.axes.extend_from_slice(&out.axes);
             s.wake.extend_from_slice(&out.wake);
         }
         let (outs, starts, table) = (&s.outs[..chunks], &s.out_starts, &self.constraints);

@@ -40,6 +40,7 @@ use super::contact_solver::{BodyState, Constraint, ConstraintTable, NONE};
 use super::island::Islands;
 use super::narrow::{shape_ref, NarrowOut, TerrainItem, TERRAIN};
 use super::store::ConstraintStore;
+use crate::collide::SeparatingAxis;
 use crate::jobs::Jobs;
 use crate::math::{Aabb, Isometry};
 use crate::shapes::Shape;
@@ -190,6 +191,10 @@ pub struct StepCounters {
     pub reused_pairs: u32,
     /// Shapes on terrain whose manifolds were reused, the same way.
     pub reused_terrain: u32,
+    /// Hull pairs (hull–hull, hull–box) given the whole separating-axis test, and
+    /// those the axis that separated them last step still proved apart.
+    pub sat_full: u32,
+    pub sat_cached: u32,
     pub colors: u32,
     pub overflow_constraints: u32,
     pub sleeping_groups: u32,
@@ -229,6 +234,9 @@ pub struct World {
     /// Whether `cache` already lists this step's table for the next step (the
     /// prepare stage makes it; a table changed since, or a proxy forgotten, clears it).
     pub(super) cache_ready: bool,
+    /// The hull pairs found apart last step and the axis that separated each, sorted
+    /// by key (see `narrow::NarrowOut::axes`).
+    pub(super) axes: Vec<(u64, SeparatingAxis)>,
     /// What colouring needs of each of this step's constraints (from the prepare).
     pub(super) colorables: Vec<Colorable>,
     pub(super) coloring: Coloring,
@@ -368,6 +376,7 @@ impl World {
             previous: ConstraintTable::default(),
             cache: Vec::new(),
             cache_ready: false,
+            axes: Vec::new(),
             coloring: Coloring::default(),
             solver: Solver::SoftStep,
             states: Vec::new(),
@@ -622,6 +631,7 @@ impl World {
             }
         }
         self.cache.retain(|&(key, _, _)| !involves(key));
+        self.axes.retain(|&(key, _)| !involves(key));
         // Mid-step, the table still holds its constraints: the next step's cache
         // is made from the table again at the step's end.
         self.cache_ready = false;

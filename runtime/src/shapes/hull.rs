@@ -36,6 +36,10 @@ pub struct ConvexHull {
     face_start: Vec<u16>,
     loops: Vec<u16>,
     edges: Vec<HullEdge>,
+    /// Vertex `v`'s neighbours along edges are `neighbours[neighbour_start[v]..
+    /// neighbour_start[v + 1]]`, for the support search's hill climb.
+    neighbour_start: Vec<u16>,
+    neighbours: Vec<u16>,
     /// Volume centroid.
     centroid: Vec3,
     volume: f32,
@@ -82,7 +86,36 @@ impl ConvexHull {
             + self.planes.capacity() * 16
             + (self.face_start.capacity() + self.loops.capacity()) * 2
             + self.edges.capacity() * 8
+            + (self.neighbour_start.capacity() + self.neighbours.capacity()) * 2
     }
+}
+
+/// Hulls with more vertices than this find support points by hill climbing. At 32
+/// vertices the scan (32 independent dot products) is still faster than the climb
+/// (about 20, each behind the last): `hull_pile`'s narrowphase took 23.6 ms a step
+/// at step 100 with the climb and 18.7 ms with the scan.
+const CLIMB_ABOVE: usize = 48;
+
+/// Each vertex's neighbours along `edges`, as offsets and a flat list.
+fn adjacency(count: usize, edges: &[HullEdge]) -> (Vec<u16>, Vec<u16>) {
+    let mut degree = vec![0u16; count + 1];
+    for e in edges {
+        degree[e.v[0] as usize + 1] += 1;
+        degree[e.v[1] as usize + 1] += 1;
+    }
+    for v in 0..count {
+        degree[v + 1] += degree[v];
+    }
+    let start = degree;
+    let mut fill = start.clone();
+    let mut list = vec![0u16; 2 * edges.len()];
+    for e in edges {
+        for (from, to) in [(e.v[0], e.v[1]), (e.v[1], e.v[0])] {
+            list[fill[from as usize] as usize] = to;
+            fill[from as usize] += 1;
+        }
+    }
+    (start, list)
 }
 
 impl Polytope for ConvexHull {
@@ -115,6 +148,41 @@ impl Polytope for ConvexHull {
     }
     fn centroid(&self) -> Vec3 {
         self.centroid
+    }
+
+    /// The linear scan for small hulls; above [`CLIMB_ABOVE`] vertices a hill climb
+    /// along edges from vertex 0 (on a convex hull the first vertex no neighbour
+    /// beats is a farthest one), then down a plateau of equal dot products to its
+    /// lowest index, which is the scan's answer wherever the farthest vertices are
+    /// joined by edges (a face or an edge square to `dir`).
+    fn support(&self, dir: Vec3) -> usize {
+        let v = &self.vertices;
+        if v.len() <= CLIMB_ABOVE {
+            let mut best = (0, v[0].dot(dir));
+            for (i, p) in v.iter().enumerate().skip(1) {
+                let d = p.dot(dir);
+                if d > best.1 {
+                    best = (i, d);
+                }
+            }
+            return best.0;
+        }
+        let mut at = 0usize;
+        let mut top = v[0].dot(dir);
+        loop {
+            let around = &self.neighbours[self.neighbour_start[at] as usize..self.neighbour_start[at + 1] as usize];
+            let mut next = at;
+            for &n in around {
+                let d = v[n as usize].dot(dir);
+                if d > top || (d == top && (n as usize) < next) {
+                    (next, top) = (n as usize, d);
+                }
+            }
+            if next == at {
+                return at;
+            }
+            at = next;
+        }
     }
 }
 
@@ -457,12 +525,15 @@ impl Quickhull {
         let (volume, centroid, unit_inertia) = mass(&vertices, &face_start, &face_loops);
         let vertices: Vec<Vec3> = vertices.iter().map(|v| v.as_vec3()).collect();
         let bounds = vertices.iter().fold(Aabb::EMPTY, |b, &v| b.union(&Aabb::new(v, v)));
+        let (neighbour_start, neighbours) = adjacency(vertices.len(), &edges);
         Ok(ConvexHull {
             vertices,
             planes,
             face_start,
             loops: face_loops,
             edges,
+            neighbour_start,
+            neighbours,
             centroid: centroid.as_vec3(),
             volume: volume as f32,
             unit_inertia,
