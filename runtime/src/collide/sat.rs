@@ -153,16 +153,13 @@ fn query_edges_in<const N: usize>(
         EdgeB { p, dir: q - p, c: -(rel.rotation * e.n0), d: -(rel.rotation * e.n1), dxc: rel.rotation * e.arc }
     };
     let mut cache = [EdgeB::default(); N];
-    let cached = b.edge_count() <= N;
-    if cached {
-        for (eb, slot) in cache.iter_mut().enumerate().take(b.edge_count()) {
-            *slot = edge_b(eb);
-        }
+    for (eb, slot) in cache.iter_mut().enumerate().take(b.edge_count()) {
+        *slot = edge_b(eb);
     }
     // A box's arc tests, by signs: bit `ea` of `masks[eb]` for each pair (a box
     // against at most `EDGE_CACHE` edges).
     let mut masks = [0u16; EDGE_CACHE];
-    let boxed = cached && N == EDGE_CACHE && a.as_box().is_some();
+    let boxed = N == EDGE_CACHE && a.as_box().is_some();
     let mut any = u16::MAX;
     if boxed {
         any = 0;
@@ -171,11 +168,24 @@ fn query_edges_in<const N: usize>(
             any |= *m;
         }
     }
+    // The general arcs test's first sign, `c · (b × a)` against `d · (b × a)`, for
+    // every B edge at once, from B's arc ends by coordinate: loops the compiler
+    // vectorizes, with the scalar test's bits (the same products, summed in the same
+    // order). Three pairs in four stop there.
+    let nb = b.edge_count();
+    let mut ends = [[0.0f32; N]; 6];
+    if !boxed {
+        for (k, e) in cache[..nb].iter().enumerate() {
+            [ends[0][k], ends[1][k], ends[2][k]] = e.c.to_array();
+            [ends[3][k], ends[4][k], ends[5][k]] = e.d.to_array();
+        }
+    }
+    let (mut cba, mut dba) = ([0.0f32; N], [0.0f32; N]);
     let center = a.centroid();
     let mut best = EdgeQuery { a: 0, b: 0, separation: f32::NEG_INFINITY, normal: Vec3::ZERO };
     let mut all = f32::NEG_INFINITY;
     let mut all_pair = (0, 0);
-    #[allow(clippy::needless_range_loop)] // `eb` indexes the cache or B itself
+    #[allow(clippy::needless_range_loop)] // `eb` indexes the cache and the signs
     for ea in 0..a.edge_count() {
         if boxed && any >> ea & 1 == 0 {
             continue;
@@ -186,11 +196,24 @@ fn query_edges_in<const N: usize>(
         let pa = a.vertex(v0 as usize);
         let dir_a = a.vertex(v1 as usize) - pa;
         let len_a2 = dir_a.length_squared();
-        for eb in 0..b.edge_count() {
-            let e = if cached { cache[eb] } else { edge_b(eb) };
+        if let Some(edge_a) = &edge_a {
+            let [x, y, z] = edge_a.arc.to_array();
+            for k in 0..nb {
+                cba[k] = ends[0][k] * x + ends[1][k] * y + ends[2][k] * z;
+                dba[k] = ends[3][k] * x + ends[4][k] * y + ends[5][k] * z;
+            }
+        }
+        for eb in 0..nb {
+            let e = &cache[eb];
             let crossing = match &edge_a {
                 None => masks[eb] >> ea & 1 != 0,
-                Some(edge_a) => minkowski_face(edge_a.n0, edge_a.n1, edge_a.arc, e.c, e.d, e.dxc),
+                // `minkowski_face`, its first products read from above.
+                Some(edge_a) => {
+                    cba[eb] * dba[eb] < 0.0 && {
+                        let (adc, bdc) = (edge_a.n0.dot(e.dxc), edge_a.n1.dot(e.dxc));
+                        adc * bdc < 0.0 && cba[eb] * bdc > 0.0
+                    }
+                }
             };
             if !crossing {
                 continue;
