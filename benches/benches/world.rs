@@ -9,6 +9,13 @@
 //!   steps (4 s: the fall and the landing). rapier gets the terrain as one trimesh
 //!   made of Kiln's own chunk meshes (vertices merged, internal edges fixed). Kiln's
 //!   spheres have rolling resistance 0.2, which rapier does not model.
+//! - `hull_pile`: 1,280 convex hulls of 32 points (every one different) dropped from
+//!   a tower 8 x 8 wide and 20 layers high into a walled pen, sleeping off; the first
+//!   300 steps (the fall and the collapse into a pile). rapier gets each hull as its
+//!   convex polyhedron.
+//!
+//! `KILN_WORLD_SCENES=hull_pile` (comma-separated names) runs only those scenes,
+//! `KILN_WORLD_PASSES=parity` only those passes after criterion (and not criterion).
 //!
 //! One criterion iteration is the whole window of steps from a freshly built scene
 //! (the build is not timed: rapier's includes its terrain trimesh, so Kiln's includes
@@ -42,8 +49,17 @@ struct Case {
     steps: usize,
 }
 
+/// The scenes, or those named in `KILN_WORLD_SCENES` (comma-separated) when set.
 fn cases() -> Vec<Case> {
-    vec![Case { scene: scenes::large_pyramid(), steps: 60 }, Case { scene: scenes::rain(4096), steps: 240 }]
+    let all = vec![
+        Case { scene: scenes::large_pyramid(), steps: 60 },
+        Case { scene: scenes::rain(4096), steps: 240 },
+        Case { scene: scenes::hull_pile(8, 20), steps: 300 },
+    ];
+    match std::env::var("KILN_WORLD_SCENES") {
+        Ok(names) => all.into_iter().filter(|c| names.split(',').any(|n| n == c.scene.name)).collect(),
+        Err(_) => all,
+    }
 }
 
 /// Kiln: `steps` steps from a fresh build on `pool`; returns the time of the steps.
@@ -292,7 +308,20 @@ fn parity() {
 
 criterion_group!(benches, bench);
 
+/// `KILN_WORLD_PASSES=parity` (or `scaling`, `paired`, comma-separated) runs only
+/// those passes, without criterion.
 fn main() {
+    if let Ok(passes) = std::env::var("KILN_WORLD_PASSES") {
+        for pass in passes.split(',') {
+            match pass {
+                "scaling" => scaling(),
+                "paired" => paired(),
+                "parity" => parity(),
+                other => panic!("unknown pass {other:?}: scaling, paired or parity"),
+            }
+        }
+        return;
+    }
     benches();
     Criterion::default().configure_from_args().final_summary();
     for case in cases() {

@@ -181,11 +181,12 @@ fn query_edges_in<const N: usize>(
         }
     }
     let (mut cba, mut dba) = ([0.0f32; N], [0.0f32; N]);
+    let mut candidates = [0u16; N];
     let center = a.centroid();
     let mut best = EdgeQuery { a: 0, b: 0, separation: f32::NEG_INFINITY, normal: Vec3::ZERO };
     let mut all = f32::NEG_INFINITY;
     let mut all_pair = (0, 0);
-    #[allow(clippy::needless_range_loop)] // `eb` indexes the cache and the signs
+    #[allow(clippy::needless_range_loop)] // `k` indexes the arc ends and the signs
     for ea in 0..a.edge_count() {
         if boxed && any >> ea & 1 == 0 {
             continue;
@@ -196,23 +197,29 @@ fn query_edges_in<const N: usize>(
         let pa = a.vertex(v0 as usize);
         let dir_a = a.vertex(v1 as usize) - pa;
         let len_a2 = dir_a.length_squared();
+        // The B edges past the first sign test, listed without a branch.
+        let mut listed = 0;
         if let Some(edge_a) = &edge_a {
             let [x, y, z] = edge_a.arc.to_array();
             for k in 0..nb {
                 cba[k] = ends[0][k] * x + ends[1][k] * y + ends[2][k] * z;
                 dba[k] = ends[3][k] * x + ends[4][k] * y + ends[5][k] * z;
             }
+            for k in 0..nb {
+                candidates[listed] = k as u16;
+                listed += (cba[k] * dba[k] < 0.0) as usize;
+            }
         }
-        for eb in 0..nb {
+        let count = if boxed { nb } else { listed };
+        for i in 0..count {
+            let eb = if boxed { i } else { candidates[i] as usize };
             let e = &cache[eb];
             let crossing = match &edge_a {
                 None => masks[eb] >> ea & 1 != 0,
-                // `minkowski_face`, its first products read from above.
+                // The rest of `minkowski_face`, its first products read from above.
                 Some(edge_a) => {
-                    cba[eb] * dba[eb] < 0.0 && {
-                        let (adc, bdc) = (edge_a.n0.dot(e.dxc), edge_a.n1.dot(e.dxc));
-                        adc * bdc < 0.0 && cba[eb] * bdc > 0.0
-                    }
+                    let (adc, bdc) = (edge_a.n0.dot(e.dxc), edge_a.n1.dot(e.dxc));
+                    adc * bdc < 0.0 && cba[eb] * bdc > 0.0
                 }
             };
             if !crossing {
