@@ -509,15 +509,21 @@ fn sphere_points(seed: &mut u64, n: usize, radius: f32) -> Vec<Vec3> {
         .collect()
 }
 
-/// A large hull's hill-climbing support search finds the vertex the scan finds (the
-/// lowest index on ties), along random directions and along the axes, where a hull
-/// with a cube's corners among its points has whole faces square to the direction.
+/// A hull's support search — the hill climb of large hulls, the vectorized scan of
+/// small ones — finds the vertex a plain scan finds (the lowest index on ties, vertex
+/// 0 for a NaN direction), along random directions and along the axes, where a hull
+/// with a cube's corners among its points has whole faces square to the direction,
+/// and with hulls wholly on one side of the origin (every dot product negative).
 #[test]
 fn hill_climbing_support_matches_the_scan() {
     use crate::shapes::Polytope;
     let mut seed = 5;
-    for case in 0..60 {
-        let mut points = sphere_points(&mut seed, 60 + 3 * case, 1.0);
+    for case in 0..90 {
+        let count = if case < 60 { 60 + 3 * case } else { 5 + (case - 60) };
+        let mut points = sphere_points(&mut seed, count, 1.0);
+        if case % 4 == 1 {
+            points.iter_mut().for_each(|p| *p += Vec3::new(3.0, -2.0, 1.0));
+        }
         if case % 3 == 0 {
             points.extend((0..8).map(|i| glam::IVec3::new(i & 1, i >> 1 & 1, i >> 2 & 1).as_vec3() * 1.4 - 0.7));
         }
@@ -525,10 +531,11 @@ fn hill_climbing_support_matches_the_scan() {
         let v = hull.vertices();
         let scan = |d: Vec3| (1..v.len()).fold(0, |best, i| if v[i].dot(d) > v[best].dot(d) { i } else { best });
         let mut dirs: Vec<Vec3> = (0..200).map(|_| Vec3::new(lcg(&mut seed), lcg(&mut seed), lcg(&mut seed))).collect();
-        dirs.extend([Vec3::X, Vec3::Y, Vec3::Z, -Vec3::X, -Vec3::Y, -Vec3::Z]);
+        dirs.extend([Vec3::X, Vec3::Y, Vec3::Z, -Vec3::X, -Vec3::Y, -Vec3::Z, Vec3::ZERO]);
         for d in dirs {
             assert_eq!(hull.support(d), scan(d), "case {case}: {} vertices, direction {d}", v.len());
         }
+        assert_eq!(hull.support(Vec3::NAN), 0, "case {case}: a NaN direction");
     }
 }
 

@@ -40,6 +40,9 @@ pub struct ConvexHull {
     /// neighbour_start[v + 1]]`, for the support search's hill climb.
     neighbour_start: Vec<u16>,
     neighbours: Vec<u16>,
+    /// The vertices' x, y and z coordinates, each padded to a multiple of 8 (for the
+    /// support scan of small hulls).
+    by_axis: [Vec<f32>; 3],
     /// Volume centroid.
     centroid: Vec3,
     volume: f32,
@@ -87,6 +90,46 @@ impl ConvexHull {
             + (self.face_start.capacity() + self.loops.capacity()) * 2
             + self.edges.capacity() * 8
             + (self.neighbour_start.capacity() + self.neighbours.capacity()) * 2
+            + self.by_axis.iter().map(|c| c.capacity() * 4).sum::<usize>()
+    }
+}
+
+/// The scan's answer (the first vertex of largest `v · dir`, vertex 0 when that is
+/// NaN) over the first `count` of coordinates `by_axis`, in loops the compiler
+/// vectorizes: every dot product (the same products, summed in the same order as
+/// `Vec3::dot`), then the largest of them eight lanes wide, then the first vertex
+/// with it. The branchy scan cost a tenth of a hull pile's step.
+fn scan(by_axis: &[Vec<f32>; 3], count: usize, dir: Vec3) -> usize {
+    let mut dots = [0.0f32; CLIMB_ABOVE.next_multiple_of(8)];
+    let padded = count.next_multiple_of(8);
+    let (xs, ys, zs) = (&by_axis[0][..padded], &by_axis[1][..padded], &by_axis[2][..padded]);
+    for (((d, x), y), z) in dots[..padded].iter_mut().zip(xs).zip(ys).zip(zs) {
+        *d = x * dir.x + y * dir.y + z * dir.z;
+    }
+    if dots[0].is_nan() {
+        return 0;
+    }
+    let mut lanes = [f32::NEG_INFINITY; 8];
+    for chunk in dots[..count.next_multiple_of(8)].chunks_exact(8) {
+        for (l, &d) in lanes.iter_mut().zip(chunk) {
+            *l = if d > *l { d } else { *l };
+        }
+    }
+    // The padding's dot products are 0, a value a real vertex may also have: the
+    // lanes saw them, so the largest counts only where a real vertex reaches it.
+    let top = lanes.iter().fold(f32::NEG_INFINITY, |m, &l| if l > m { l } else { m });
+    match dots[..count].iter().position(|&d| d == top) {
+        Some(i) => i,
+        None => {
+            // Only padding reached the top (every real product below 0): the scan.
+            let mut best = 0;
+            for i in 1..count {
+                if dots[i] > dots[best] {
+                    best = i;
+                }
+            }
+            best
+        }
     }
 }
 
@@ -158,14 +201,7 @@ impl Polytope for ConvexHull {
     fn support(&self, dir: Vec3) -> usize {
         let v = &self.vertices;
         if v.len() <= CLIMB_ABOVE {
-            let mut best = (0, v[0].dot(dir));
-            for (i, p) in v.iter().enumerate().skip(1) {
-                let d = p.dot(dir);
-                if d > best.1 {
-                    best = (i, d);
-                }
-            }
-            return best.0;
+            return scan(&self.by_axis, v.len(), dir);
         }
         let mut at = 0usize;
         let mut top = v[0].dot(dir);
@@ -526,6 +562,12 @@ impl Quickhull {
         let vertices: Vec<Vec3> = vertices.iter().map(|v| v.as_vec3()).collect();
         let bounds = vertices.iter().fold(Aabb::EMPTY, |b, &v| b.union(&Aabb::new(v, v)));
         let (neighbour_start, neighbours) = adjacency(vertices.len(), &edges);
+        let padded = vertices.len().next_multiple_of(8);
+        let by_axis: [Vec<f32>; 3] = std::array::from_fn(|k| {
+            let mut c: Vec<f32> = vertices.iter().map(|v| v[k]).collect();
+            c.resize(padded, 0.0);
+            c
+        });
         Ok(ConvexHull {
             vertices,
             planes,
@@ -534,6 +576,7 @@ impl Quickhull {
             edges,
             neighbour_start,
             neighbours,
+            by_axis,
             centroid: centroid.as_vec3(),
             volume: volume as f32,
             unit_inertia,
