@@ -124,3 +124,43 @@ pub(crate) fn normal_block(
     }
     Some(((va, wa), (vb, wb)))
 }
+
+#[cfg(test)]
+mod tests {
+    use glam::Mat3;
+
+    use super::*;
+    use crate::physics::contact_solver::{prepare, BodyState, Frame};
+
+    /// A loaded face at rest (no normal velocity) keeps its impulses through the relax
+    /// pass: the regularization weights the increment, not the load. With `- C λ` on
+    /// the right-hand side each point gave way in proportion to its load.
+    #[test]
+    fn the_relax_block_leaves_a_resting_loaded_face_alone() {
+        let mut c = Constraint::new(0, 0, 0, 1, 0.6, 0.0);
+        for (k, (x, z)) in [(-0.5, -0.5), (0.5, -0.5), (0.5, 0.5), (-0.5, 0.5)].into_iter().enumerate() {
+            c.push(Vec3::new(x, 0.0, z), Vec3::Y, -0.001, k as u32);
+        }
+        c.normal_impulse = [40.0, 55.0, 70.0, 35.0];
+        let frame = Frame {
+            center_a: Vec3::new(0.0, -0.5, 0.0),
+            center_b: Vec3::new(0.0, 0.5, 0.0),
+            state_a: BodyState::STILL,
+            state_b: BodyState::STILL,
+            inv_mass_a: 0.01,
+            inv_mass_b: 0.01,
+            inv_inertia_a: Mat3::from_diagonal(Vec3::splat(0.06)),
+            inv_inertia_b: Mat3::from_diagonal(Vec3::splat(0.06)),
+        };
+        let mut s = Prepared::default();
+        prepare(&c, &mut s, &frame);
+        let before = c.normal_impulse;
+        let rigid = |_: &ContactPoint, _: &PreparedPoint| (0.0, 1.0, 0.0);
+        let solved = normal_block(&mut c, &mut s, (Vec3::ZERO, Vec3::ZERO, Vec3::ZERO, Vec3::ZERO), false, &rigid);
+        let ((va, wa), (vb, wb)) = solved.expect("a block of four points");
+        for (k, (&now, &was)) in c.normal_impulse.iter().zip(&before).enumerate() {
+            assert!((now - was).abs() <= 1e-4 * was, "point {k}: {was} -> {now}");
+        }
+        assert!(va.length() + wa.length() + vb.length() + wb.length() < 1e-5, "the bodies were moved");
+    }
+}

@@ -916,6 +916,34 @@ pub(crate) unsafe fn correct_positions(c: &Constraint, s: &Prepared, states: &Co
 mod tests {
     use super::*;
 
+    /// A point whose feature id changed takes the impulse of the nearest old point
+    /// within `WARM_MATCH_RADIUS` of the shape's radius (in A's frame), each old point
+    /// lending once, in point order; ids still win, and a point farther away starts
+    /// from zero.
+    #[test]
+    fn a_renamed_point_keeps_its_warm_start() {
+        let make = |ids: [u32; 3], at: [Vec3; 3]| {
+            let mut c = Constraint::new(1, 0, 0, 1, 0.6, 0.0);
+            for (k, (&id, &p)) in ids.iter().zip(&at).enumerate() {
+                c.push(p, Vec3::Y, 0.0, id);
+                c.surface[k] = SurfacePoints { a: p, b: p };
+            }
+            c.found.radius = 0.866;
+            c
+        };
+        let (x0, x1, x2) = (Vec3::new(-0.5, 0.5, 0.5), Vec3::new(0.5, 0.5, 0.5), Vec3::new(0.0, 0.5, -0.5));
+        let mut old = make([1, 2, 3], [x0, x1, x2]);
+        old.normal_impulse = [10.0, 20.0, 30.0, 0.0];
+        // Point 0 renamed in place, point 1 kept its id, point 2 renamed and moved 0.3 m.
+        let mut new = make([7, 2, 9], [x0 + Vec3::splat(1e-4), x1, x2 + Vec3::X * 0.3]);
+        new.warm_from(&old);
+        assert_eq!(new.normal_impulse[..3], [10.0, 20.0, 0.0]);
+        // Two renamed points near one old point: it lends once, to the first.
+        let mut twice = make([7, 8, 9], [x0 + Vec3::X * 0.01, x0 + Vec3::X * 0.001, Vec3::ZERO]);
+        twice.warm_from(&old);
+        assert_eq!(twice.normal_impulse[..2], [10.0, 0.0]);
+    }
+
     /// Position correction pushes two overlapping boxes apart by `BAUMGARTE` of the
     /// penetration beyond the slop per pass, converges on the slop, and leaves the
     /// velocities alone.
