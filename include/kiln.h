@@ -23,7 +23,7 @@
  * Version of the binary interface: structs, function signatures, constants. Bumped
  * on every incompatible change; the shared library's SONAME is `libkiln.so.<ABI>`.
  */
-#define KILN_ABI_VERSION 3
+#define KILN_ABI_VERSION 4
 
 /**
  * Library version, major part.
@@ -1242,6 +1242,11 @@ typedef struct KilnWorldCounters {
      * kept apart: decided by one or two support searches.
      */
     uint32_t hull_pair_cached_count;
+    /**
+     * Pairs of convex hulls kept apart without any search: they were apart along a
+     * face by more than they can have moved since.
+     */
+    uint32_t hull_pair_skipped_count;
 } KilnWorldCounters;
 
 /**

@@ -98,8 +98,11 @@ fn main() {
         "last step: {} awake bodies, {} pairs ({} reused their manifolds, and {} shapes on terrain), {} constraints, {} contact points, {} colours, {} overflow",
         c.awake_bodies, c.pairs, c.reused_pairs, c.reused_terrain, c.constraints, c.contact_points, c.colors, c.overflow_constraints
     );
-    if c.sat_full + c.sat_cached > 0 {
-        println!("hull pairs: {} tested in full, {} decided by last step's separating axis", c.sat_full, c.sat_cached);
+    if c.sat_full + c.sat_cached + c.sat_skipped > 0 {
+        println!(
+            "hull pairs: {} tested in full, {} decided by last step's separating axis, {} skipped (too far to touch)",
+            c.sat_full, c.sat_cached, c.sat_skipped
+        );
     }
     // Every body's position, rotation and velocities, bit for bit: a change meant to
     // keep the results must keep this.

@@ -234,6 +234,9 @@ pub struct KilnWorldCounters {
     /// Pairs of convex hulls that the axis which separated them last step still
     /// kept apart: decided by one or two support searches.
     pub hull_pair_cached_count: u32,
+    /// Pairs of convex hulls kept apart without any search: they were apart along a
+    /// face by more than they can have moved since.
+    pub hull_pair_skipped_count: u32,
 }
 
 /// Draws one shape of a body: `transform` places the shape (its pose included);
@@ -742,6 +745,7 @@ pub unsafe extern "C" fn kiln_world_get_counters(
                 reused_pair_count: c.reused_pairs,
                 hull_pair_full_count: c.sat_full,
                 hull_pair_cached_count: c.sat_cached,
+                hull_pair_skipped_count: c.sat_skipped,
             })
         })?;
         write_out(out_counters, "out_counters", counters)

@@ -21,7 +21,7 @@ use super::manifold::Manifold;
 use super::rounded::{
     collide_rounded, collide_rounded_polytope, collide_rounded_triangle, collide_sphere_box, Rounded, TriangleEdges,
 };
-use super::sat::{collide_polytopes, collide_polytopes_cached, SatTest, SeparatingAxis};
+use super::sat::{collide_polytopes, collide_polytopes_cached, SatCache, SatTest};
 use crate::math::{Aabb, Isometry};
 use crate::shapes::{BoxPoly, ConvexHull, Polytope, Shape, TrianglePoly};
 
@@ -104,9 +104,10 @@ pub fn collide(a: &Shape, xf_a: &Isometry, b: &Shape, xf_b: &Isometry, margin: f
 }
 
 /// [`collide`] for a pair of polyhedra of which one at least is a hull (a box and a
-/// hull, two hulls), with the axis that separated them at their last test in `axis`
-/// (see `sat::collide_polytopes_cached`): the same manifold, and, while the pair
-/// stays apart along that axis, a support search or two instead of the whole test.
+/// hull, two hulls), with what their last test found in `cache` (see
+/// `sat::collide_polytopes_cached`): the same manifold, and, while the pair stays
+/// apart along the axis that separated it, a support search or two instead of the
+/// whole test, or nothing at all while it cannot have moved far enough to touch.
 /// `None` for any other pair (two boxes have their closed form).
 pub fn collide_coherent(
     a: &Shape,
@@ -114,12 +115,12 @@ pub fn collide_coherent(
     b: &Shape,
     xf_b: &Isometry,
     margin: f32,
-    axis: &mut SeparatingAxis,
+    cache: &mut SatCache,
 ) -> Option<(Manifold, SatTest)> {
     Some(match (Convex::of(a)?, Convex::of(b)?) {
-        (Convex::Box(pa), Convex::Hull(pb)) => collide_polytopes_cached(&pa, xf_a, pb, xf_b, margin, None, axis),
-        (Convex::Hull(pa), Convex::Box(pb)) => collide_polytopes_cached(pa, xf_a, &pb, xf_b, margin, None, axis),
-        (Convex::Hull(pa), Convex::Hull(pb)) => collide_polytopes_cached(pa, xf_a, pb, xf_b, margin, None, axis),
+        (Convex::Box(pa), Convex::Hull(pb)) => collide_polytopes_cached(&pa, xf_a, pb, xf_b, margin, None, cache),
+        (Convex::Hull(pa), Convex::Box(pb)) => collide_polytopes_cached(pa, xf_a, &pb, xf_b, margin, None, cache),
+        (Convex::Hull(pa), Convex::Hull(pb)) => collide_polytopes_cached(pa, xf_a, pb, xf_b, margin, None, cache),
         _ => return None,
     })
 }

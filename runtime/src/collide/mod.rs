@@ -9,6 +9,8 @@
 //! - [`segment`]: closest points of segments.
 
 mod box_box;
+#[cfg(test)]
+mod coherence_tests;
 pub mod contact;
 pub mod gjk;
 pub mod manifold;
@@ -24,5 +26,5 @@ pub use contact::{collide, collide_all, collide_coherent, for_each_proxy, proxy,
 pub use gjk::{distance, Distance, Proxy};
 pub use manifold::{Manifold, ManifoldPoint};
 pub use mesh::{collide_triangles, TriangleSet};
-pub use sat::{SatTest, SeparatingAxis};
+pub use sat::{SatCache, SatTest, SeparatingAxis};
 pub use toi::{shape_time_of_impact, time_of_impact, Sweep, Toi, ToiState};

@@ -38,9 +38,7 @@ use glam::{IVec3, Vec3};
 use super::body::{flags, Bodies, BodyShape, SetKind};
 use super::constraint_graph::Colorable;
 use super::contact_solver::{Constraint, ConstraintTable, FoundAt, Header, NONE};
-use crate::collide::{
-    collide_all, collide_coherent, collide_triangles, Manifold, SatTest, SeparatingAxis, TriangleSet,
-};
+use crate::collide::{collide_all, collide_coherent, collide_triangles, Manifold, SatCache, SatTest, TriangleSet};
 use crate::jobs::{chunk_count, chunk_range, Column, Jobs};
 use crate::math::{Aabb, Isometry};
 use crate::shapes::Shape;
@@ -82,12 +80,14 @@ pub(crate) struct NarrowOut {
     cursor: usize,
     /// The hull pairs this job found apart, with the axis that separated them, in
     /// key order: the next step tests that axis first (`collide_coherent`).
-    pub axes: Vec<(u64, SeparatingAxis)>,
+    pub axes: Vec<(u64, SatCache)>,
     /// Where the job's last search of last step's axes ended.
     axis_cursor: usize,
-    /// Hull pairs tested in full, and those a cached separating axis decided.
+    /// Hull pairs tested in full, those a cached separating axis decided, and those
+    /// it kept apart without a search.
     pub sat_full: u32,
     pub sat_cached: u32,
+    pub sat_skipped: u32,
     /// Slots of sleeping bodies touched by an awake dynamic or moving body.
     pub wake: Vec<u32>,
     /// The terrain triangles this job's shapes used, kept for the next step.
@@ -319,6 +319,7 @@ impl Default for NarrowOut {
             axis_cursor: 0,
             sat_full: 0,
             sat_cached: 0,
+            sat_skipped: 0,
             wake: Vec::with_capacity(GRAIN),
             gathered: Gathered::default(),
             triangles: TriangleSet::new(),
@@ -351,7 +352,7 @@ pub(crate) struct NarrowInput<'a> {
     pub previous: &'a ConstraintTable,
     pub cache: &'a [(u64, u64, u32)],
     /// Last step's separated hull pairs and their axes, sorted by key.
-    pub axes: &'a [(u64, SeparatingAxis)],
+    pub axes: &'a [(u64, SatCache)],
     /// Last step's gathered terrain triangles.
     pub kept: Kept<'a>,
     /// A flag per constraint of `previous`, all false on entry: set by the item that
@@ -426,6 +427,7 @@ pub(crate) fn run(
         out.axis_cursor = 0;
         out.sat_full = 0;
         out.sat_cached = 0;
+        out.sat_skipped = 0;
         if !terrain.is_empty() {
             out.reserve_terrain();
         }
@@ -559,16 +561,17 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
                 c.warm_from(input.previous.get(e.2 as usize));
             }
         };
-        let mut axis =
-            gallop(input.axes, key, |e| e.0, &mut out.axis_cursor).first().map_or(SeparatingAxis::None, |e| e.1);
-        match collide_coherent(&sa.shape, &xa, &sb.shape, &xb, input.margin, &mut axis) {
+        let mut cache =
+            gallop(input.axes, key, |e| e.0, &mut out.axis_cursor).first().map_or(SatCache::default(), |e| e.1);
+        match collide_coherent(&sa.shape, &xa, &sb.shape, &xb, input.margin, &mut cache) {
             Some((m, test)) => {
                 match test {
+                    SatTest::Skipped => out.sat_skipped += 1,
                     SatTest::Cached => out.sat_cached += 1,
                     SatTest::Full => out.sat_full += 1,
                 }
                 if m.is_empty() {
-                    out.axes.push((key, axis));
+                    out.axes.push((key, cache));
                 } else {
                     take(out, 0, 0, &m);
                 }

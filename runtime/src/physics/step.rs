@@ -277,6 +277,7 @@ impl World {
         self.counters.reused_terrain = 0;
         self.counters.sat_full = 0;
         self.counters.sat_cached = 0;
+        self.counters.sat_skipped = 0;
         self.axes.clear();
         s.out_starts.clear();
         for out in &s.outs[..chunks] {
@@ -299,6 +300,7 @@ impl World {
             self.counters.reused_terrain += out.reused_terrain;
             self.counters.sat_full += out.sat_full;
             self.counters.sat_cached += out.sat_cached;
+            self.counters.sat_skipped += out.sat_skipped;
             // In key order: the jobs' pairs are consecutive runs of the sorted keys.
             self.axes.extend_from_slice(&out.axes);
             s.wake.extend_from_slice(&out.wake);

@@ -40,7 +40,7 @@ use super::contact_solver::{BodyState, Constraint, ConstraintTable, NONE};
 use super::island::Islands;
 use super::narrow::{shape_ref, NarrowOut, TerrainItem, TERRAIN};
 use super::store::ConstraintStore;
-use crate::collide::SeparatingAxis;
+use crate::collide::SatCache;
 use crate::jobs::Jobs;
 use crate::math::{Aabb, Isometry};
 use crate::shapes::Shape;
@@ -191,10 +191,12 @@ pub struct StepCounters {
     pub reused_pairs: u32,
     /// Shapes on terrain whose manifolds were reused, the same way.
     pub reused_terrain: u32,
-    /// Hull pairs (hull–hull, hull–box) given the whole separating-axis test, and
-    /// those the axis that separated them last step still proved apart.
+    /// Hull pairs (hull–hull, hull–box) given the whole separating-axis test, those
+    /// the axis that separated them last step still proved apart, and those it kept
+    /// apart without a search (they cannot have moved far enough to touch).
     pub sat_full: u32,
     pub sat_cached: u32,
+    pub sat_skipped: u32,
     pub colors: u32,
     pub overflow_constraints: u32,
     pub sleeping_groups: u32,
@@ -236,7 +238,7 @@ pub struct World {
     pub(super) cache_ready: bool,
     /// The hull pairs found apart last step and the axis that separated each, sorted
     /// by key (see `narrow::NarrowOut::axes`).
-    pub(super) axes: Vec<(u64, SeparatingAxis)>,
+    pub(super) axes: Vec<(u64, SatCache)>,
     /// What colouring needs of each of this step's constraints (from the prepare).
     pub(super) colorables: Vec<Colorable>,
     pub(super) coloring: Coloring,

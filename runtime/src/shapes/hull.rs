@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use glam::{DVec3, Mat3, Vec3};
 
-use super::polytope::{Plane, PolyEdge, Polytope, MAX_FACE_VERTICES};
+use super::polytope::{ArcTable, Plane, PolyEdge, Polytope, MAX_FACE_VERTICES};
 use super::ShapeError;
 use crate::math::Aabb;
 
@@ -43,8 +43,16 @@ pub struct ConvexHull {
     /// The vertices' x, y and z coordinates, each padded to a multiple of 8 (for the
     /// support scan of small hulls).
     by_axis: [Vec<f32>; 3],
+    /// The planes' normals' x, y and z and their offsets, each padded to a multiple of
+    /// 8 (for the distances of a point from every plane at once).
+    planes_by_axis: [Vec<f32>; 4],
+    /// The edges' arcs by coordinate, for bounding edge axes (`ArcTable::reach`).
+    arcs: ArcTable,
     /// Volume centroid.
     centroid: Vec3,
+    /// A ball about the centroid inside the hull, and one about it holding the hull.
+    inner_radius: f32,
+    outer_radius: f32,
     volume: f32,
     /// Inertia tensor about the centroid at density 1.
     unit_inertia: Mat3,
@@ -91,6 +99,8 @@ impl ConvexHull {
             + self.edges.capacity() * 8
             + (self.neighbour_start.capacity() + self.neighbours.capacity()) * 2
             + self.by_axis.iter().map(|c| c.capacity() * 4).sum::<usize>()
+            + self.arcs.heap_bytes()
+            + self.planes_by_axis.iter().map(|c| c.capacity() * 4).sum::<usize>()
     }
 }
 
@@ -191,6 +201,24 @@ impl Polytope for ConvexHull {
     }
     fn centroid(&self) -> Vec3 {
         self.centroid
+    }
+    fn inner_radius(&self) -> f32 {
+        self.inner_radius
+    }
+    /// In loops the compiler vectorizes.
+    fn plane_distances(&self, p: Vec3, out: &mut [f32]) {
+        let [nx, ny, nz, offset] = &self.planes_by_axis;
+        let count = out.len().min(self.planes.len());
+        let (nx, ny, nz, offset) = (&nx[..count], &ny[..count], &nz[..count], &offset[..count]);
+        for (f, d) in out[..count].iter_mut().enumerate() {
+            *d = nx[f] * p.x + ny[f] * p.y + nz[f] * p.z - offset[f];
+        }
+    }
+    fn outer_radius(&self) -> f32 {
+        self.outer_radius
+    }
+    fn arcs(&self) -> Option<&ArcTable> {
+        Some(&self.arcs)
     }
 
     /// The linear scan for small hulls; above [`CLIMB_ABOVE`] vertices a hill climb
@@ -568,7 +596,25 @@ impl Quickhull {
             c.resize(padded, 0.0);
             c
         });
+        let centroid = centroid.as_vec3();
+        let planes_by_axis: [Vec<f32>; 4] = std::array::from_fn(|k| {
+            let mut c: Vec<f32> = planes.iter().map(|p| if k < 3 { p.normal[k] } else { p.offset }).collect();
+            c.resize(c.len().next_multiple_of(8), 0.0);
+            c
+        });
+        let arcs = ArcTable::new(
+            edges.iter().map(|e| (planes[e.faces[0] as usize].normal, planes[e.faces[1] as usize].normal)),
+        );
+        let outer_radius = vertices.iter().fold(0.0f32, |r, &v| r.max((v - centroid).length()));
+        // The stored planes' least distance from the centroid, less a margin for the
+        // f32 vertices lying a few ulps off them.
+        let nearest = planes.iter().fold(f32::INFINITY, |r, p| r.min(-p.distance(centroid)));
+        let inner_radius = (0.9999 * nearest - 1e-5 * outer_radius).max(0.0);
         Ok(ConvexHull {
+            planes_by_axis,
+            arcs,
+            inner_radius,
+            outer_radius,
             vertices,
             planes,
             face_start,
@@ -577,7 +623,7 @@ impl Quickhull {
             neighbour_start,
             neighbours,
             by_axis,
-            centroid: centroid.as_vec3(),
+            centroid,
             volume: volume as f32,
             unit_inertia,
             bounds,

@@ -19,7 +19,7 @@ use glam::{Mat3, Vec3};
 
 pub use hull::{ConvexHull, MAX_HULL_VERTICES};
 pub use mass::MassProperties;
-pub use polytope::{BoxPoly, Plane, PolyEdge, Polytope, TrianglePoly, MAX_FACE_VERTICES};
+pub use polytope::{ArcTable, BoxPoly, Plane, PolyEdge, Polytope, TrianglePoly, MAX_FACE_VERTICES};
 pub(crate) use polytope::{BOX_EDGE_AXES, BOX_FACES};
 
 use crate::math::{Aabb, Isometry};

@@ -57,6 +57,29 @@ pub trait Polytope {
     }
     /// A point strictly inside (or, for a triangle, on) the polyhedron.
     fn centroid(&self) -> Vec3;
+    /// Each face plane's signed distance of `p`, into `out` (one per face).
+    fn plane_distances(&self, p: Vec3, out: &mut [f32]) {
+        for (f, d) in out.iter_mut().enumerate() {
+            *d = self.plane(f).distance(p);
+        }
+    }
+    /// The radius of a ball about [`Polytope::centroid`] inside the polyhedron (0 when
+    /// unknown, or flat): a lower bound of its support along any direction, which
+    /// rules axes out of a separating-axis test before their support searches.
+    fn inner_radius(&self) -> f32 {
+        0.0
+    }
+    /// The largest distance of a vertex from [`Polytope::centroid`] (the scale of the
+    /// round-off those bounds allow for).
+    fn outer_radius(&self) -> f32 {
+        let c = self.centroid();
+        (0..self.vertex_count()).fold(0.0f32, |r, i| r.max((self.vertex(i) - c).length()))
+    }
+    /// The edges' Gauss-map arcs by coordinate, when kept (hulls): how far each edge's
+    /// outward normals reach toward a direction, for all edges at once.
+    fn arcs(&self) -> Option<&ArcTable> {
+        None
+    }
 
     /// `Some` for a [`BoxPoly`], whose edges' face normals and arcs lie on its axes
     /// (see `BOX_EDGE_AXES`): edge queries test them by signs.
@@ -76,6 +99,104 @@ pub trait Polytope {
             }
         }
         best
+    }
+}
+
+/// Each edge's arc on the Gauss map, by coordinate (padded with zeros to a multiple of
+/// 8 edges), for [`ArcTable::reach`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ArcTable {
+    /// The arc's ends (the edge's face normals) and its plane's unit normal.
+    n0: [Vec<f32>; 3],
+    n1: [Vec<f32>; 3],
+    axis: [Vec<f32>; 3],
+    /// `n0 · n1`.
+    cos: Vec<f32>,
+    /// Edges (without the padding).
+    count: usize,
+}
+
+impl ArcTable {
+    /// The arcs from `n0` to `n1` (unit normals, less than a half turn apart), in edge order.
+    pub fn new(ends: impl Iterator<Item = (Vec3, Vec3)>) -> ArcTable {
+        let mut t = ArcTable::default();
+        for (n0, n1) in ends {
+            let axis = n0.cross(n1).normalize_or_zero();
+            for k in 0..3 {
+                t.n0[k].push(n0[k]);
+                t.n1[k].push(n1[k]);
+                t.axis[k].push(axis[k]);
+            }
+            t.cos.push(n0.dot(n1));
+            t.count += 1;
+        }
+        let padded = t.cos.len().next_multiple_of(8);
+        for column in t.n0.iter_mut().chain(&mut t.n1).chain(&mut t.axis) {
+            column.resize(padded, 0.0);
+        }
+        t.cos.resize(padded, 0.0);
+        t
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        10 * self.cos.capacity() * 4
+    }
+
+    /// For each edge `e` from `first`, into `out[e - first]`: the largest `n · dir`
+    /// over the unit normals `n` on its arc, from above by a round-off of about
+    /// `1e-3 |dir|` at most. On the great circle `n(t) = n0 cos t + v sin t` the dot
+    /// product is a sinusoid: its top is the length of `dir`'s part in the arc's plane
+    /// where that part points between the ends (`dir = α n0 + β n1 + ...` with
+    /// `α, β ≥ 0`), else the larger end. The loop runs over the edges at once (the
+    /// compiler vectorizes it); past the last edge the padding and then `out` end it.
+    pub fn reach(&self, dir: Vec3, first: usize, out: &mut [f32]) {
+        let end = (first + out.len()).min(self.cos.len());
+        let out = &mut out[..end - first];
+        let ([x0, y0, z0], [x1, y1, z1], [xa, ya, za]) =
+            (columns(&self.n0, first, end), columns(&self.n1, first, end), columns(&self.axis, first, end));
+        let cos = &self.cos[first..end];
+        let dd = dir.length_squared();
+        for e in 0..out.len() {
+            let ends = [x0[e] * dir.x + y0[e] * dir.y + z0[e] * dir.z, x1[e] * dir.x + y1[e] * dir.y + z1[e] * dir.z];
+            let off_plane = xa[e] * dir.x + ya[e] * dir.y + za[e] * dir.z;
+            out[e] = reach_of(ends, off_plane, cos[e], dd);
+        }
+    }
+
+    /// Edges held (without the padding).
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
+/// Entries `first..end` of three columns.
+fn columns(c: &[Vec<f32>; 3], first: usize, end: usize) -> [&[f32]; 3] {
+    [&c[0][first..end], &c[1][first..end], &c[2][first..end]]
+}
+
+/// The top of `n · dir` over an arc from `n0` to `n1` (see [`ArcTable::reach`]), from
+/// `n0 · dir` and `n1 · dir` (`ends`), the arc plane's normal dotted with `dir`, the
+/// cosine between the ends and `|dir|²`.
+#[inline]
+fn reach_of(ends: [f32; 2], off_plane: f32, cos: f32, dd: f32) -> f32 {
+    let [a0, a1] = ends;
+    // Branch-free (selects, `&` on the comparisons), so that the loops over edges
+    // vectorize.
+    let inside = (a1 >= cos * a0) & (a0 >= cos * a1);
+    // `|dir|² - off_plane²` loses a few ulps of `|dir|²` to the cancellation; the
+    // allowance keeps the root above the true length of the in-plane part.
+    let square = dd - off_plane * off_plane + 1e-6 * dd;
+    let top = (if square > 0.0 { square } else { 0.0 }).sqrt();
+    let end = if a0 > a1 { a0 } else { a1 };
+    if inside {
+        top
+    } else {
+        end
     }
 }
 
@@ -177,6 +298,12 @@ impl Polytope for BoxPoly {
     }
     fn centroid(&self) -> Vec3 {
         Vec3::ZERO
+    }
+    fn inner_radius(&self) -> f32 {
+        self.half.min_element()
+    }
+    fn outer_radius(&self) -> f32 {
+        self.half.length()
     }
     fn as_box(&self) -> Option<&BoxPoly> {
         Some(self)
