@@ -7,16 +7,24 @@
 //!   up to 2 cm of overlap;
 //! - `capsule_triangle_manifold`: capsule–triangle manifolds, 256 poses touching a
 //!   large triangle;
+//! - `hull{32,64}_{touching,separated}`: contact manifolds between two hulls of 32
+//!   or 64 points (on a sphere), 256 poses each either overlapping by up to 2 cm or
+//!   apart by 5 to 50 cm. `kiln_full` and `parry3d` start from nothing (parry's
+//!   manifold cleared: GJK from scratch); `kiln_coherent` and `parry3d_coherent`
+//!   keep what the same pair found a step earlier, 1 cm and 0.6° away (Kiln's
+//!   separating-axis cache, parry's manifold and its GJK direction), as a world's
+//!   narrowphase does;
 //! - `character_move`: one character move (gather, slide, step, probe) on the hills
 //!   terrain; no peer, reported as moves per second.
 //!
 //! parry's persistent manifolds skip recomputation when the pose barely changed; the
-//! bench clears them before each query so both libraries do the full work.
+//! bench clears them before each query so both libraries do the full work (but for
+//! the coherent hull variants above).
 
 use criterion::{criterion_group, Criterion, Throughput};
 use glam::{Quat, Vec3};
 use kiln::character::{Character, CharacterDef, TerrainWorld};
-use kiln::collide::{collide, distance, Proxy};
+use kiln::collide::{collide, collide_coherent, distance, Proxy, SatCache};
 use kiln::jobs::ThreadPool;
 use kiln::math::{Isometry, Ray};
 use kiln::shapes::{ConvexHull, Shape};
@@ -180,6 +188,154 @@ fn capsule_triangle(c: &mut Criterion) {
     group.finish();
 }
 
+/// `n` points on the unit sphere.
+fn sphere_cloud(rng: &mut SplitMix, n: usize) -> Vec<Vec3> {
+    (0..n)
+        .map(|_| loop {
+            let p = Vec3::new(rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0));
+            if p.length_squared() > 0.01 && p.length_squared() <= 1.0 {
+                break p.normalize();
+            }
+        })
+        .collect()
+}
+
+/// Hull pairs of `points` points in `POSES` poses, `gap` (m) apart along a random
+/// direction (negative: overlapping), each with the pose a step earlier.
+struct HullPairs {
+    shapes: (Shape, Shape),
+    parry: (ConvexPolyhedron, ConvexPolyhedron),
+    /// (A, B now, B a step earlier).
+    poses: Vec<(Isometry, Isometry, Isometry)>,
+}
+
+impl HullPairs {
+    fn new(points: usize, gap: (f32, f32), seed: u64) -> HullPairs {
+        let mut rng = SplitMix(seed);
+        let (pa, pb) = (sphere_cloud(&mut rng, points), sphere_cloud(&mut rng, points));
+        let (ha, hb) = (ConvexHull::new(&pa).unwrap(), ConvexHull::new(&pb).unwrap());
+        let parry =
+            (ConvexPolyhedron::from_convex_hull(&pa).unwrap(), ConvexPolyhedron::from_convex_hull(&pb).unwrap());
+        let (ka, kb) = (Proxy { points: ha.vertices(), radius: 0.0 }, Proxy { points: hb.vertices(), radius: 0.0 });
+        let poses = (0..POSES)
+            .map(|_| {
+                let a = pose(&mut rng, Vec3::splat(1.0), 3.0);
+                let dir = Vec3::new(rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0));
+                let dir = dir.normalize_or(Vec3::X);
+                let turn = pose(&mut rng, Vec3::ZERO, 3.0).rotation;
+                let at = |d: f32| Isometry::new(a.translation + dir * d, turn);
+                // The centre distance where the hulls just touch, by bisection on GJK.
+                let (mut lo, mut hi) = (0.0f32, 2.5f32);
+                for _ in 0..40 {
+                    let mid = 0.5 * (lo + hi);
+                    let d = distance(&ka, &a, &kb, &at(mid));
+                    if d.overlap || d.distance <= 0.0 {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                let b = at(hi + rng.range(gap.0, gap.1));
+                let back = Vec3::new(rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0)) * 0.006;
+                let earlier = Isometry::new(
+                    b.translation + back,
+                    Quat::from_axis_angle(dir.any_orthonormal_vector(), 0.01) * turn,
+                );
+                (a, b, earlier)
+            })
+            .collect();
+        HullPairs { shapes: (Shape::Hull(ha.into()), Shape::Hull(hb.into())), parry, poses }
+    }
+}
+
+fn hull_manifolds(c: &mut Criterion) {
+    const MARGIN: f32 = 0.02;
+    for points in [32, 64] {
+        for (kind, gap) in [("touching", (-0.02, 0.0)), ("separated", (0.05, 0.5))] {
+            let pairs = HullPairs::new(points, gap, 17 + points as u64);
+            let (sa, sb) = (&pairs.shapes.0, &pairs.shapes.1);
+            let (qa, qb) = (&pairs.parry.0, &pairs.parry.1);
+            let parry_points = |manifold: &mut ContactManifold<(), ()>, a: &Isometry, b: &Isometry| {
+                let pos12 = parry_pose(&a.inv_mul(b));
+                query::details::contact_manifold_pfm_pfm(&pos12, qa, 0.0, None, qb, 0.0, None, MARGIN, manifold);
+                manifold.points.len()
+            };
+            // What each pair kept from the step before.
+            let kiln_before: Vec<SatCache> = pairs
+                .poses
+                .iter()
+                .map(|(a, _, earlier)| {
+                    let mut cache = SatCache::default();
+                    collide_coherent(sa, a, sb, earlier, MARGIN, &mut cache);
+                    cache
+                })
+                .collect();
+            let parry_before: Vec<ContactManifold<(), ()>> = pairs
+                .poses
+                .iter()
+                .map(|(a, _, earlier)| {
+                    let mut manifold = ContactManifold::new();
+                    parry_points(&mut manifold, a, earlier);
+                    manifold
+                })
+                .collect();
+            let ours: usize = pairs.poses.iter().map(|(a, b, _)| collide(sa, a, sb, b, MARGIN).count).sum();
+            let mut fresh = ContactManifold::<(), ()>::new();
+            let theirs: usize = pairs
+                .poses
+                .iter()
+                .map(|(a, b, _)| {
+                    fresh.clear();
+                    parry_points(&mut fresh, a, b)
+                })
+                .sum();
+            let group_name = format!("hull{points}_{kind}");
+            println!("{group_name}: contact points kiln {ours}, parry {theirs} over {POSES} pairs");
+            let mut group = c.benchmark_group(&group_name);
+            group.throughput(Throughput::Elements(POSES as u64));
+            group.bench_function("kiln_full", |bch| {
+                bch.iter(|| pairs.poses.iter().map(|(a, b, _)| collide(sa, a, sb, b, MARGIN).count).sum::<usize>())
+            });
+            group.bench_function("kiln_coherent", |bch| {
+                bch.iter(|| {
+                    let mut count = 0;
+                    for ((a, b, _), kept) in pairs.poses.iter().zip(&kiln_before) {
+                        let mut cache = *kept;
+                        count += collide_coherent(sa, a, sb, b, MARGIN, &mut cache).map_or(0, |(m, _)| m.count);
+                    }
+                    count
+                })
+            });
+            group.bench_function("parry3d", |bch| {
+                bch.iter(|| {
+                    let mut manifold = ContactManifold::<(), ()>::new();
+                    pairs
+                        .poses
+                        .iter()
+                        .map(|(a, b, _)| {
+                            manifold.clear();
+                            parry_points(&mut manifold, a, b)
+                        })
+                        .sum::<usize>()
+                })
+            });
+            group.bench_function("parry3d_coherent", |bch| {
+                let mut manifolds = parry_before.clone();
+                bch.iter(|| {
+                    // Each round starts from the kept manifolds (its own updates undone).
+                    manifolds.clone_from_slice(&parry_before);
+                    let mut count = 0;
+                    for ((a, b, _), manifold) in pairs.poses.iter().zip(&mut manifolds) {
+                        count += parry_points(manifold, a, b);
+                    }
+                    count
+                })
+            });
+            group.finish();
+        }
+    }
+}
+
 fn character_moves(c: &mut Criterion) {
     let pool = ThreadPool::new(1);
     let mut terrain = Terrain::new(1.0);
@@ -210,7 +366,7 @@ fn character_moves(c: &mut Criterion) {
     println!("character_move: walked to {} (grounded {})", character.position(), character.is_grounded());
 }
 
-criterion_group!(benches, gjk_hulls, box_box, capsule_triangle, character_moves);
+criterion_group!(benches, gjk_hulls, box_box, capsule_triangle, hull_manifolds, character_moves);
 
 fn main() {
     benches();
@@ -218,4 +374,7 @@ fn main() {
     report_ratios("gjk_hull32", &[("kiln", "parry3d")]);
     report_ratios("box_box_manifold", &[("kiln", "parry3d")]);
     report_ratios("capsule_triangle_manifold", &[("kiln", "parry3d")]);
+    for group in ["hull32_touching", "hull32_separated", "hull64_touching", "hull64_separated"] {
+        report_ratios(group, &[("kiln_full", "parry3d"), ("kiln_coherent", "parry3d_coherent")]);
+    }
 }

@@ -179,9 +179,9 @@ fn best_face(
     floor: f32,
     separation: impl Fn(usize) -> f32,
 ) -> FaceQuery {
-    let mut best = FaceQuery { index: 0, separation: f32::NEG_INFINITY };
     let count = p.face_count();
     let Some((center, inner)) = bounds else {
+        let mut best = FaceQuery { index: 0, separation: f32::NEG_INFINITY };
         for f in 0..count {
             let s = separation(f);
             if s > best.separation {
@@ -190,7 +190,26 @@ fn best_face(
         }
         return best;
     };
-    let mut distance = [0.0f32; MAX_FACES];
+    // The planes' distances in a buffer sized for the faces (a hull of 32 points has
+    // about 60): clearing the largest hull's every time cost a twentieth of the test.
+    if count <= 64 {
+        bounded_best_face::<64>(p, center, inner, floor, separation)
+    } else {
+        bounded_best_face::<MAX_FACES>(p, center, inner, floor, separation)
+    }
+}
+
+/// [`best_face`] with bounds, the distances in a buffer of `N`.
+fn bounded_best_face<const N: usize>(
+    p: &impl Polytope,
+    center: Vec3,
+    inner: f32,
+    floor: f32,
+    separation: impl Fn(usize) -> f32,
+) -> FaceQuery {
+    let count = p.face_count();
+    let mut best = FaceQuery { index: 0, separation: f32::NEG_INFINITY };
+    let mut distance = [0.0f32; N];
     p.plane_distances(center, &mut distance[..count]);
     let farthest = (1..count).fold(0, |m, f| if distance[f] > distance[m] { f } else { m });
     let floor = floor.max(separation(farthest));
@@ -268,17 +287,10 @@ fn query_edges_in<const N: usize>(
     reach: Option<&Reach>,
     floor: f32,
 ) -> (f32, (usize, usize), EdgeQuery) {
-    let edge_b = |eb: usize| {
-        let e = b.edge(eb);
-        let p = rel.transform_point(b.vertex(e.v[0] as usize));
-        let q = rel.transform_point(b.vertex(e.v[1] as usize));
-        EdgeB { p, dir: q - p, c: -(rel.rotation * e.n0), d: -(rel.rotation * e.n1), dxc: rel.rotation * e.arc }
-    };
     // A box's arc tests, by signs: bit `ea` of `masks[eb]` for each pair (a box
     // against at most `EDGE_CACHE` edges, every one listed).
     let boxed = N == EDGE_CACHE && a.as_box().is_some();
-    // B's edges that may separate by `floor`, transformed into A's frame once: edge
-    // `listed[k]` is `cache[k]`.
+    // B's edges that may separate by `floor`.
     let mut listed = [0u16; N];
     let nb = match reach {
         Some(r) if !boxed => r.edges_b(b, floor, &mut listed),
@@ -289,8 +301,39 @@ fn query_edges_in<const N: usize>(
             b.edge_count()
         }
     };
+    // The pairs' buffers sized for the edges listed (between touching hulls, a
+    // sixth of B's), not for all of B's: clearing them was a tenth of the test.
+    let listed = &listed[..nb];
+    match nb {
+        n if n <= EDGE_CACHE => edge_pairs::<EDGE_CACHE>(a, b, rel, skip_b, reach, floor, listed, boxed),
+        n if n <= EDGE_CACHE_HULL => edge_pairs::<EDGE_CACHE_HULL>(a, b, rel, skip_b, reach, floor, listed, boxed),
+        _ => edge_pairs::<EDGE_CACHE_MAX>(a, b, rel, skip_b, reach, floor, listed, boxed),
+    }
+}
+
+/// The edge pairs of [`query_edges`]: each of A's edges (those that may separate by
+/// `floor`, with `reach`) against B's edges `listed`, transformed into A's frame
+/// once (edge `listed[k]` is `cache[k]`), in buffers of `N`.
+#[allow(clippy::too_many_arguments)]
+fn edge_pairs<const N: usize>(
+    a: &impl Polytope,
+    b: &impl Polytope,
+    rel: &Isometry,
+    skip_b: &dyn Fn(usize) -> bool,
+    reach: Option<&Reach>,
+    floor: f32,
+    listed: &[u16],
+    boxed: bool,
+) -> (f32, (usize, usize), EdgeQuery) {
+    let edge_b = |eb: usize| {
+        let e = b.edge(eb);
+        let p = rel.transform_point(b.vertex(e.v[0] as usize));
+        let q = rel.transform_point(b.vertex(e.v[1] as usize));
+        EdgeB { p, dir: q - p, c: -(rel.rotation * e.n0), d: -(rel.rotation * e.n1), dxc: rel.rotation * e.arc }
+    };
+    let nb = listed.len();
     let mut cache = [EdgeB::default(); N];
-    for (slot, &eb) in cache.iter_mut().zip(&listed[..nb]) {
+    for (slot, &eb) in cache.iter_mut().zip(listed) {
         *slot = edge_b(eb as usize);
     }
     let mut masks = [0u16; EDGE_CACHE];
@@ -474,6 +517,15 @@ impl SatCache {
         }
     }
 
+    /// How far B's origin moved in A's frame since the test, and the chord `2 |Δq|`
+    /// of the turn (a point at distance `r` from the turn's centre moved by at most
+    /// `chord r`).
+    fn moved(&self, rel: &Isometry) -> (f32, f32) {
+        let dq = rel.rotation - self.rel.rotation;
+        let dq = dq.length().min((rel.rotation + self.rel.rotation).length());
+        ((rel.translation - self.rel.translation).length(), 2.0 * dq)
+    }
+
     /// Whether the pair is surely still apart along the cached face axis by more
     /// than `margin`, from the motion since alone, without touching either shape's
     /// vertices (Box2D v3 bounds its sensor and continuous work by motion the same way).
@@ -489,12 +541,10 @@ impl SatCache {
     /// axis still past `margin`.
     fn surely_apart(&self, rel: &Isometry, margin: f32) -> bool {
         let [far_a, far_b] = self.far;
-        let dq = rel.rotation - self.rel.rotation;
-        let dq = dq.length().min((rel.rotation + self.rel.rotation).length());
-        let dt = (rel.translation - self.rel.translation).length();
+        let (dt, chord) = self.moved(rel);
         let moved = match self.axis {
-            SeparatingAxis::FaceA(_) => dt + 2.0 * dq * far_b,
-            SeparatingAxis::FaceB(_) => dt + 2.0 * dq * (far_a + self.rel.translation.length()),
+            SeparatingAxis::FaceA(_) => dt + chord * far_b,
+            SeparatingAxis::FaceB(_) => dt + chord * (far_a + self.rel.translation.length()),
             _ => return false,
         };
         // Two searches' round-off (then and now), as in `Reach`.
@@ -541,29 +591,7 @@ pub(crate) fn axis_separation(a: &impl Polytope, b: &impl Polytope, rel: &Isomet
             let offset = plane.offset + n.dot(rel.translation);
             n.dot(a.vertex(a.support(-n))) - offset
         }
-        SeparatingAxis::Edges(ea, eb) if (ea as usize) < a.edge_count() && (eb as usize) < b.edge_count() => {
-            let (edge_a, e) = (a.edge(ea as usize), b.edge(eb as usize));
-            let p = rel.transform_point(b.vertex(e.v[0] as usize));
-            let q = rel.transform_point(b.vertex(e.v[1] as usize));
-            let (c, d, dxc) = (-(rel.rotation * e.n0), -(rel.rotation * e.n1), rel.rotation * e.arc);
-            if !minkowski_face(edge_a.n0, edge_a.n1, edge_a.arc, c, d, dxc) {
-                return f32::NEG_INFINITY;
-            }
-            let pa = a.vertex(edge_a.v[0] as usize);
-            let dir_a = a.vertex(edge_a.v[1] as usize) - pa;
-            let dir_b = q - p;
-            let n = dir_a.cross(dir_b);
-            let len = n.length();
-            let lens = dir_a.length_squared() * dir_b.length_squared();
-            if len * len <= CLEARLY_CROSSED * lens && len < 1e-5 * lens.sqrt() {
-                return f32::NEG_INFINITY;
-            }
-            let mut n = n / len;
-            if n.dot(pa - a.centroid()) < 0.0 {
-                n = -n;
-            }
-            n.dot(p - pa)
-        }
+        SeparatingAxis::Edges(ea, eb) => edge_separation(a, b, rel, ea as usize, eb as usize),
         _ => f32::NEG_INFINITY,
     }
 }
@@ -679,6 +707,36 @@ pub(crate) fn favour(separation: f32, relative: f32) -> f32 {
     } else {
         separation + ABSOLUTE_TOLERANCE
     }
+}
+
+/// The separation along the axis of A's edge `ea` and B's edge `eb`, as the full test
+/// computes it, while the pair builds a face of the Minkowski difference and is not
+/// parallel (`NEG_INFINITY` otherwise, or for a stale index).
+fn edge_separation(a: &impl Polytope, b: &impl Polytope, rel: &Isometry, ea: usize, eb: usize) -> f32 {
+    if ea >= a.edge_count() || eb >= b.edge_count() {
+        return f32::NEG_INFINITY;
+    }
+    let (edge_a, e) = (a.edge(ea), b.edge(eb));
+    let p = rel.transform_point(b.vertex(e.v[0] as usize));
+    let q = rel.transform_point(b.vertex(e.v[1] as usize));
+    let (c, d, dxc) = (-(rel.rotation * e.n0), -(rel.rotation * e.n1), rel.rotation * e.arc);
+    if !minkowski_face(edge_a.n0, edge_a.n1, edge_a.arc, c, d, dxc) {
+        return f32::NEG_INFINITY;
+    }
+    let pa = a.vertex(edge_a.v[0] as usize);
+    let dir_a = a.vertex(edge_a.v[1] as usize) - pa;
+    let dir_b = q - p;
+    let n = dir_a.cross(dir_b);
+    let len = n.length();
+    let lens = dir_a.length_squared() * dir_b.length_squared();
+    if len * len <= CLEARLY_CROSSED * lens && len < 1e-5 * lens.sqrt() {
+        return f32::NEG_INFINITY;
+    }
+    let mut n = n / len;
+    if n.dot(pa - a.centroid()) < 0.0 {
+        n = -n;
+    }
+    n.dot(p - pa)
 }
 
 pub(crate) fn edge_contact(a: &impl Polytope, b: &impl Polytope, rel: &Isometry, q: &EdgeQuery) -> Manifold {
