@@ -9,9 +9,9 @@
 //!   steps (4 s: the fall and the landing). rapier gets the terrain as one trimesh
 //!   made of Kiln's own chunk meshes (vertices merged, internal edges fixed). Kiln's
 //!   spheres have rolling resistance 0.2, which rapier does not model.
-//! - `hull_pile`: 1,280 convex hulls of 32 points (every one different) dropped from
-//!   a tower 8 x 8 wide and 20 layers high into a walled pen, sleeping off; the first
-//!   300 steps (the fall and the collapse into a pile). rapier gets each hull as its
+//! - `hull_pile`: 5,120 convex hulls of 32 points (every one different) dropped from
+//!   a tower 8 x 8 wide and 80 layers high into a walled pen, sleeping off; the first
+//!   500 steps (the fall and the collapse into a pile). rapier gets each hull as its
 //!   convex polyhedron.
 //!
 //! `KILN_WORLD_SCENES=hull_pile` (comma-separated names) runs only those scenes,
@@ -54,7 +54,7 @@ fn cases() -> Vec<Case> {
     let all = vec![
         Case { scene: scenes::large_pyramid(), steps: 60 },
         Case { scene: scenes::rain(4096), steps: 240 },
-        Case { scene: scenes::hull_pile(8, 20), steps: 300 },
+        Case { scene: scenes::hull_pile(8, 80), steps: 500 },
     ];
     match std::env::var("KILN_WORLD_SCENES") {
         Ok(names) => all.into_iter().filter(|c| names.split(',').any(|n| n == c.scene.name)).collect(),

@@ -147,7 +147,8 @@ fn an_arcs_reach_bounds_its_normals() {
 
 /// A hull's inner radius is a ball about its centroid inside it: its support along
 /// any direction reaches at least that far past the centroid; its outer radius holds
-/// every vertex.
+/// every vertex; and each edge lies at least its lift past the centroid along every
+/// normal on its arc (the edge is the support there).
 #[test]
 fn a_hulls_inner_ball_lies_inside_it() {
     let mut seed = 12;
@@ -162,6 +163,19 @@ fn a_hulls_inner_ball_lies_inside_it() {
             assert!(reach >= inner, "case {case}: support {reach} inside the inner radius {inner}");
         }
         assert!(h.vertices().iter().all(|&v| (v - c).length() <= outer), "case {case}");
+        // The reach toward nothing is the lift, negated.
+        let mut lift = vec![0.0; h.edge_count().next_multiple_of(8)];
+        h.arcs().unwrap().reach(Vec3::ZERO, 0, &mut lift);
+        for e in 0..h.edge_count() {
+            let edge = h.edge(e);
+            assert!(-lift[e] >= inner, "case {case}, edge {e}: lift {} below the inner radius", -lift[e]);
+            let turn = Quat::from_rotation_arc(edge.n0, edge.n1);
+            for k in 0..=20 {
+                let n = Quat::IDENTITY.slerp(turn, k as f32 / 20.0) * edge.n0;
+                let past = (h.vertex(edge.v[0] as usize) - c).dot(n);
+                assert!(past >= -lift[e] - 1e-5, "case {case}, edge {e}: {past} past the centre, lift {}", -lift[e]);
+            }
+        }
     }
 }
 

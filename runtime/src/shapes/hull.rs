@@ -602,10 +602,14 @@ impl Quickhull {
             c.resize(c.len().next_multiple_of(8), 0.0);
             c
         });
+        let outer_radius = vertices.iter().fold(0.0f32, |r, &v| r.max((v - centroid).length()));
         let arcs = ArcTable::new(
             edges.iter().map(|e| (planes[e.faces[0] as usize].normal, planes[e.faces[1] as usize].normal)),
-        );
-        let outer_radius = vertices.iter().fold(0.0f32, |r, &v| r.max((v - centroid).length()));
+        )
+        .with_lift(edges.iter().map(|e| {
+            let nearer = e.faces.iter().fold(f32::INFINITY, |r, &f| r.min(-planes[f as usize].distance(centroid)));
+            (0.9999 * nearer - 1e-5 * outer_radius).max(0.0)
+        }));
         // The stored planes' least distance from the centroid, less a margin for the
         // f32 vertices lying a few ulps off them.
         let nearest = planes.iter().fold(f32::INFINITY, |r, p| r.min(-p.distance(centroid)));

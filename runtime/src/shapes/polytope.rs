@@ -112,6 +112,8 @@ pub struct ArcTable {
     axis: [Vec<f32>; 3],
     /// `n0 · n1`.
     cos: Vec<f32>,
+    /// Subtracted from each edge's reach (see [`ArcTable::with_lift`]); zeros unless set.
+    lift: Vec<f32>,
     /// Edges (without the padding).
     count: usize,
 }
@@ -135,12 +137,25 @@ impl ArcTable {
             column.resize(padded, 0.0);
         }
         t.cos.resize(padded, 0.0);
+        t.lift = vec![0.0; padded];
         t
+    }
+
+    /// With `lift[e]` subtracted from edge `e`'s reach: a polytope's edges take how
+    /// far the edge lies past the centre along its own normals at the least (the
+    /// nearer of its two faces' planes: along the arc between, that distance is a
+    /// sinusoid positive at both ends, so no lower inside), so that the reach is how
+    /// far the edge's axes reach toward `dir` beyond the polytope's own surface.
+    pub fn with_lift(mut self, lift: impl Iterator<Item = f32>) -> ArcTable {
+        for (slot, l) in self.lift.iter_mut().zip(lift) {
+            *slot = l;
+        }
+        self
     }
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        10 * self.cos.capacity() * 4
+        11 * self.cos.capacity() * 4
     }
 
     /// For each edge `e` from `first`, into `out[e - first]`: the largest `n · dir`
@@ -148,19 +163,20 @@ impl ArcTable {
     /// `1e-3 |dir|` at most. On the great circle `n(t) = n0 cos t + v sin t` the dot
     /// product is a sinusoid: its top is the length of `dir`'s part in the arc's plane
     /// where that part points between the ends (`dir = α n0 + β n1 + ...` with
-    /// `α, β ≥ 0`), else the larger end. The loop runs over the edges at once (the
-    /// compiler vectorizes it); past the last edge the padding and then `out` end it.
+    /// `α, β ≥ 0`), else the larger end. Less the edge's lift ([`ArcTable::with_lift`]).
+    /// The loop runs over the edges at once (the compiler vectorizes it); past the
+    /// last edge the padding and then `out` end it.
     pub fn reach(&self, dir: Vec3, first: usize, out: &mut [f32]) {
         let end = (first + out.len()).min(self.cos.len());
         let out = &mut out[..end - first];
         let ([x0, y0, z0], [x1, y1, z1], [xa, ya, za]) =
             (columns(&self.n0, first, end), columns(&self.n1, first, end), columns(&self.axis, first, end));
-        let cos = &self.cos[first..end];
+        let (cos, lift) = (&self.cos[first..end], &self.lift[first..end]);
         let dd = dir.length_squared();
         for e in 0..out.len() {
             let ends = [x0[e] * dir.x + y0[e] * dir.y + z0[e] * dir.z, x1[e] * dir.x + y1[e] * dir.y + z1[e] * dir.z];
             let off_plane = xa[e] * dir.x + ya[e] * dir.y + za[e] * dir.z;
-            out[e] = reach_of(ends, off_plane, cos[e], dd);
+            out[e] = reach_of(ends, off_plane, cos[e], dd) - lift[e];
         }
     }
 
