@@ -166,14 +166,15 @@ fn a_hulls_inner_ball_lies_inside_it() {
         // The reach toward nothing is the lift, negated.
         let mut lift = vec![0.0; h.edge_count().next_multiple_of(8)];
         h.arcs().unwrap().reach(Vec3::ZERO, 0, &mut lift);
-        for e in 0..h.edge_count() {
+        for (e, &lift) in lift.iter().enumerate().take(h.edge_count()) {
+            let lift = -lift;
             let edge = h.edge(e);
-            assert!(-lift[e] >= inner, "case {case}, edge {e}: lift {} below the inner radius", -lift[e]);
+            assert!(lift >= inner, "case {case}, edge {e}: lift {lift} below the inner radius");
             let turn = Quat::from_rotation_arc(edge.n0, edge.n1);
             for k in 0..=20 {
                 let n = Quat::IDENTITY.slerp(turn, k as f32 / 20.0) * edge.n0;
                 let past = (h.vertex(edge.v[0] as usize) - c).dot(n);
-                assert!(past >= -lift[e] - 1e-5, "case {case}, edge {e}: {past} past the centre, lift {}", -lift[e]);
+                assert!(past >= lift - 1e-5, "case {case}, edge {e}: {past} past the centre, lift {lift}");
             }
         }
     }
