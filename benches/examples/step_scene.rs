@@ -5,7 +5,7 @@
 //! perf record -g target/release/examples/step_scene large_pyramid 60 1
 //! ```
 //!
-//! Arguments: scene (`large_pyramid`, `pyramid` (base 20), `rain` or `hull_pile`), steps (60),
+//! Arguments: scene (`large_pyramid`, `pyramid` (base 20), `rain`, `hull_pile` or `drum`), steps (60),
 //! workers (1), solver (`soft`, the default, or `si`: sequential impulses, 8 velocity
 //! and 3 position passes, the soft step's pass count).
 //!
@@ -28,8 +28,9 @@ fn main() {
         "pyramid" => scenes::pyramid(20),
         "rain" => scenes::rain(4096),
         "hull_pile" => scenes::hull_pile(8, 80),
+        "drum" => scenes::drum(8000),
         other => {
-            eprintln!("unknown scene {other:?}: large_pyramid, pyramid, rain or hull_pile");
+            eprintln!("unknown scene {other:?}: large_pyramid, pyramid, rain, hull_pile or drum");
             std::process::exit(2);
         }
     };

@@ -63,7 +63,7 @@ pub fn demo_frame(scene: &Scene, tracer: Option<RayTracer>, gi: Option<DemoGi>) 
                 let (positions, triangles) = match body.shape {
                     SceneShape::Cuboid { half } => box_mesh(half.into()),
                     SceneShape::Sphere { radius } => sphere_mesh(radius, 16, 24),
-                    SceneShape::Hull { .. } => hull_mesh(&body.shape.shape()),
+                    SceneShape::Hull { .. } | SceneShape::Drum { .. } => hull_mesh(&body.shape.shapes()),
                 };
                 let mesh = tracer.add_mesh(&positions, &triangles)?;
                 meshes.push((body.shape, mesh));
@@ -91,16 +91,19 @@ pub fn demo_frame(scene: &Scene, tracer: Option<RayTracer>, gi: Option<DemoGi>) 
 }
 
 /// A hull's faces as triangle fans (empty for another shape).
-fn hull_mesh(shape: &crate::shapes::Shape) -> (Vec<[f32; 3]>, Vec<[u32; 3]>) {
+fn hull_mesh(shapes: &[crate::shapes::Shape]) -> (Vec<[f32; 3]>, Vec<[u32; 3]>) {
     use crate::shapes::{Polytope, MAX_FACE_VERTICES};
-    let crate::shapes::Shape::Hull(hull) = shape else { return (Vec::new(), Vec::new()) };
-    let positions = hull.vertices().iter().map(|v| (*v).into()).collect();
-    let mut triangles = Vec::new();
-    let mut face = [0u16; MAX_FACE_VERTICES];
-    for f in 0..hull.face_count() {
-        let n = hull.face_vertices(f, &mut face);
-        for k in 1..n.saturating_sub(1) {
-            triangles.push([face[0] as u32, face[k] as u32, face[k + 1] as u32]);
+    let (mut positions, mut triangles): (Vec<[f32; 3]>, Vec<[u32; 3]>) = (Vec::new(), Vec::new());
+    for shape in shapes {
+        let crate::shapes::Shape::Hull(hull) = shape else { continue };
+        let base = positions.len() as u32;
+        positions.extend(hull.vertices().iter().map(|v| <[f32; 3]>::from(*v)));
+        let mut face = [0u16; MAX_FACE_VERTICES];
+        for f in 0..hull.face_count() {
+            let n = hull.face_vertices(f, &mut face);
+            for k in 1..n.saturating_sub(1) {
+                triangles.push([base + face[0] as u32, base + face[k] as u32, base + face[k + 1] as u32]);
+            }
         }
     }
     (positions, triangles)

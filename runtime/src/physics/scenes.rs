@@ -9,6 +9,7 @@
 //! - [`tower`], [`block`], [`brick_wall`]: the long-horizon stability scenes (a
 //!   column, a cube of cubes, a staggered wall), sleep off.
 //! - [`hull_pile`]: convex hulls of 32 points dropped into a pile, sleep off.
+//! - [`drum`]: small cubes tumbling in a kinematic drum of hull segments, sleep off.
 
 use glam::{IVec3, Quat, Vec3};
 
@@ -17,7 +18,7 @@ use crate::math::Isometry;
 use crate::shapes::Shape;
 use crate::terrain::{generate_hills, Material, Terrain};
 
-/// A body of a scene: one shape.
+/// A body of a scene: one shape (a drum: its segments).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SceneBody {
     pub motion: MotionType,
@@ -25,6 +26,7 @@ pub struct SceneBody {
     pub rotation: Quat,
     pub shape: SceneShape,
     pub velocity: Vec3,
+    pub angular_velocity: Vec3,
     pub friction: f32,
     pub rolling_resistance: f32,
 }
@@ -44,15 +46,64 @@ pub enum SceneShape {
         points: u32,
         seed: u32,
     },
+    /// A hollow cylinder about the x axis, closed at both ends: `segments` hull
+    /// slabs of the wall (inner radius `radius`, `thickness` thick, `length` long)
+    /// and two end discs, each its own shape ([`SceneShape::hulls`]).
+    Drum {
+        radius: f32,
+        length: f32,
+        thickness: f32,
+        segments: u32,
+    },
 }
 
 impl SceneShape {
-    pub fn shape(&self) -> Shape {
+    /// The body's shapes: one, or a drum's pieces.
+    pub fn shapes(&self) -> Vec<Shape> {
         match *self {
-            SceneShape::Cuboid { half } => Shape::cuboid(half).expect("valid scene box"),
-            SceneShape::Sphere { radius } => Shape::sphere(Vec3::ZERO, radius).expect("valid scene sphere"),
-            SceneShape::Hull { .. } => Shape::hull(&self.hull_points()).expect("valid scene hull"),
+            SceneShape::Cuboid { half } => vec![Shape::cuboid(half).expect("valid scene box")],
+            SceneShape::Sphere { radius } => vec![Shape::sphere(Vec3::ZERO, radius).expect("valid scene sphere")],
+            SceneShape::Hull { .. } | SceneShape::Drum { .. } => {
+                self.hulls().iter().map(|points| Shape::hull(points).expect("valid scene hull")).collect()
+            }
         }
+    }
+
+    /// The point sets of a hull's or a drum's convex pieces, in the body's frame
+    /// (none for boxes and spheres).
+    pub fn hulls(&self) -> Vec<Vec<Vec3>> {
+        let SceneShape::Drum { radius, length, thickness, segments } = *self else {
+            return match self {
+                SceneShape::Hull { .. } => vec![self.hull_points()],
+                _ => Vec::new(),
+            };
+        };
+        let at = |x: f32, r: f32, angle: f32| Vec3::new(x, r * angle.cos(), r * angle.sin());
+        let step = std::f32::consts::TAU / segments as f32;
+        let mut pieces: Vec<Vec<Vec3>> = (0..segments)
+            .map(|k| {
+                let angles = [k as f32 * step, (k + 1) as f32 * step];
+                let mut slab = Vec::new();
+                for x in [-0.5 * length, 0.5 * length] {
+                    for r in [radius, radius + thickness] {
+                        slab.extend(angles.map(|a| at(x, r, a)));
+                    }
+                }
+                slab
+            })
+            .collect();
+        for side in [-1.0f32, 1.0] {
+            let x = side * 0.5 * length;
+            let rim = radius + thickness;
+            let disc = (0..24)
+                .flat_map(|k| {
+                    let a = k as f32 * std::f32::consts::TAU / 24.0;
+                    [at(x, rim, a), at(x + side * thickness, rim, a)]
+                })
+                .collect();
+            pieces.push(disc);
+        }
+        pieces
     }
 
     /// A hull's points (empty for the other shapes): uniform on the sphere, from a
@@ -133,12 +184,15 @@ impl Scene {
                     motion: b.motion,
                     transform: Isometry::new(b.position, b.rotation),
                     linear_velocity: b.velocity,
+                    angular_velocity: b.angular_velocity,
                     ..BodyDef::default()
                 };
                 let id = world.create_body(&def).expect("valid scene body");
                 let shape =
                     ShapeDef { friction: b.friction, rolling_resistance: b.rolling_resistance, ..ShapeDef::default() };
-                world.add_shape(id, b.shape.shape(), shape).expect("valid scene shape");
+                for piece in b.shape.shapes() {
+                    world.add_shape(id, piece, shape).expect("valid scene shape");
+                }
                 id
             })
             .collect();
@@ -158,6 +212,7 @@ fn body(motion: MotionType, position: Vec3, shape: SceneShape) -> SceneBody {
         rotation: Quat::IDENTITY,
         shape,
         velocity: Vec3::ZERO,
+        angular_velocity: Vec3::ZERO,
         friction: 0.6,
         rolling_resistance: 0.0,
     }
@@ -260,6 +315,45 @@ pub fn hull_pile(side: usize, layers: usize) -> Scene {
         }
     }
     Scene { name: "hull_pile", gravity: Vec3::new(0.0, -10.0, 0.0), enable_sleep: false, bodies, terrain: None }
+}
+
+/// `count` cubes of half-extent 0.2 tumbling in a kinematic drum (inner radius 6 m,
+/// 15 m long, 40 hull segments and two end discs) turning at 25°/s about its axis
+/// (x), filled from the bottom in a grid 0.5 m apart; sleep off. The Box3D-style
+/// "drum" test of a narrowphase against many hull–box pairs and of a continuous
+/// stage where nothing is fast.
+pub fn drum(count: usize) -> Scene {
+    let (radius, length) = (6.0f32, 15.0f32);
+    let mut drum = body(
+        MotionType::Kinematic,
+        Vec3::new(0.0, radius + 1.0, 0.0),
+        SceneShape::Drum { radius, length, thickness: 0.5, segments: 40 },
+    );
+    drum.angular_velocity = Vec3::new(25f32.to_radians(), 0.0, 0.0);
+    let mut bodies = vec![drum];
+    let spacing = 0.5;
+    let inside = radius - 0.5;
+    let reach = (inside / spacing) as i32;
+    let mut cells = Vec::new();
+    for iy in -reach..=reach {
+        for iz in -reach..=reach {
+            let (y, z) = (iy as f32 * spacing, iz as f32 * spacing);
+            if y * y + z * z > inside * inside {
+                continue;
+            }
+            let along = ((0.5 * length - 0.6) / spacing) as i32;
+            for ix in -along..=along {
+                cells.push(Vec3::new(ix as f32 * spacing, y, z));
+            }
+        }
+    }
+    // Lowest first (the grid's own order breaks ties).
+    cells.sort_by(|a, b| a.y.total_cmp(&b.y));
+    for cell in cells.into_iter().take(count) {
+        let position = cell + Vec3::new(0.0, radius + 1.0, 0.0);
+        bodies.push(body(MotionType::Dynamic, position, SceneShape::Cuboid { half: Vec3::splat(0.2) }));
+    }
+    Scene { name: "drum", gravity: Vec3::new(0.0, -10.0, 0.0), enable_sleep: false, bodies, terrain: None }
 }
 
 /// `count` bodies (alternating spheres of radius 0.5 and cubes of half-extent 0.5) in
