@@ -650,8 +650,8 @@ pub(crate) fn collide_polytopes_with(
     };
     // Bounds pay for themselves against hulls' many faces and edges; a box against a
     // triangle searches its few axes outright.
-    let reach = Reach::new(a, b, &rel);
-    let reach = (prune && (a.arcs().is_some() || b.arcs().is_some())).then_some(&reach);
+    let reach = (prune && (a.arcs().is_some() || b.arcs().is_some())).then(|| Reach::new(a, b, &rel));
+    let reach = reach.as_ref();
     let face_a = query_faces_a(a, b, &rel, reach);
     if face_a.separation > margin {
         return apart(cache, SeparatingAxis::FaceA(face_a.index as u16), face_a.separation);
