@@ -216,13 +216,14 @@ fn bounded_best_face<const N: usize>(
     let mut distance = [0.0f32; N];
     p.plane_distances(center, &mut distance[..count]);
     let farthest = (1..count).fold(0, |m, f| if distance[f] > distance[m] { f } else { m });
-    let floor = floor.max(separation(farthest));
+    let seed = separation(farthest);
+    let floor = floor.max(seed);
     for (f, &d) in distance[..count].iter().enumerate() {
         // The face separates by at most `d - inner`. (Written so that NaN is searched.)
         if d - inner < floor.max(best.separation) {
             continue;
         }
-        let s = separation(f);
+        let s = if f == farthest { seed } else { separation(f) };
         if s > best.separation {
             best = FaceQuery { index: f, separation: s };
         }
@@ -760,9 +761,10 @@ pub(crate) fn edge_contact(a: &impl Polytope, b: &impl Polytope, rel: &Isometry,
 /// The incident face of `p` for a reference normal `normal` (in `p`'s frame): of the
 /// faces around `p`'s deepest vertex along `-normal`, the most anti-parallel one. Taking
 /// any most anti-parallel face could miss that vertex on irregular hulls and report
-/// less than the axis's depth.
-fn incident_face(p: &impl Polytope, normal: Vec3) -> usize {
-    let deepest = p.support(-normal) as u16;
+/// less than the axis's depth. Returns the face and that vertex.
+fn incident_face(p: &impl Polytope, normal: Vec3) -> (usize, usize) {
+    let vertex = p.support(-normal);
+    let deepest = vertex as u16;
     let mut idx = [0u16; MAX_FACE_VERTICES];
     let mut best = (0, f32::INFINITY);
     for f in 0..p.face_count() {
@@ -774,7 +776,7 @@ fn incident_face(p: &impl Polytope, normal: Vec3) -> usize {
             }
         }
     }
-    best.0
+    (best.0, vertex)
 }
 
 /// Two face loops in A's frame: the reference face's points and the incident face's
@@ -838,11 +840,11 @@ pub(crate) fn face_contact_a(
     let plane = a.plane(face);
     let mut ref_idx = [0u16; MAX_FACE_VERTICES];
     let n_ref = a.face_vertices(face, &mut ref_idx);
-    let inc = incident_face(b, rel.rotation.inverse() * plane.normal);
+    // (The deepest vertex is the support along `-(R⁻¹ n)`, bit for bit `R⁻¹ (-n)`.)
+    let (inc, deepest) = incident_face(b, rel.rotation.inverse() * plane.normal);
     let mut inc_idx = [0u16; MAX_FACE_VERTICES];
     let n_inc = b.face_vertices(inc, &mut inc_idx);
     let key = (face as u32) << 16;
-    let deepest = b.support(rel.rotation.inverse() * -plane.normal);
     let fallback = Clip { p: rel.transform_point(b.vertex(deepest)), id: 0x4000 | deepest as u32 };
     let faces = Faces {
         reference: &ref_idx[..n_ref],
@@ -865,11 +867,10 @@ pub(crate) fn face_contact_b(
     let offset = plane.offset + normal.dot(rel.translation);
     let mut ref_idx = [0u16; MAX_FACE_VERTICES];
     let n_ref = b.face_vertices(face, &mut ref_idx);
-    let inc = incident_face(a, normal);
+    let (inc, deepest) = incident_face(a, normal);
     let mut inc_idx = [0u16; MAX_FACE_VERTICES];
     let n_inc = a.face_vertices(inc, &mut inc_idx);
     let key = 1 << 29 | (face as u32) << 16;
-    let deepest = a.support(-normal);
     let fallback = Clip { p: a.vertex(deepest), id: 0x4000 | deepest as u32 };
     let faces = Faces {
         reference: &ref_idx[..n_ref],
