@@ -242,13 +242,13 @@ fn minkowski_face(a: Vec3, b: Vec3, bxa: Vec3, c: Vec3, d: Vec3, dxc: Vec3) -> b
     cba * dba < 0.0 && adc * bdc < 0.0 && cba * bdc > 0.0
 }
 
-/// One of B's edges brought into A's frame, arcs negated for the Minkowski test.
+/// One of B's edges brought into A's frame: a point, its direction and its arc's
+/// plane normal (the arc's ends, negated for the Minkowski test, go by coordinate
+/// into the query's `ends`).
 #[derive(Clone, Copy, Default)]
 struct EdgeB {
     p: Vec3,
     dir: Vec3,
-    c: Vec3,
-    d: Vec3,
     dxc: Vec3,
 }
 
@@ -258,6 +258,9 @@ struct EdgeB {
 /// two such hulls cost 8,100 transforms of two points and three vectors each: a
 /// touching pair of hulls spent most of its test there.
 const EDGE_CACHE: usize = 32;
+/// The buffers of the edge pairs for at most this many listed B edges: a triangle's,
+/// a box's, and most hulls' after the bounds.
+const EDGE_CACHE_SMALL: usize = 16;
 const EDGE_CACHE_HULL: usize = 192;
 /// Every edge of the largest hull ([`crate::shapes::MAX_HULL_VERTICES`] vertices have
 /// at most `3 V - 6` edges).
@@ -310,6 +313,7 @@ fn query_edges_in<const N: usize>(
     // sixth of B's), not for all of B's: clearing them was a tenth of the test.
     let listed = &listed[..nb];
     match nb {
+        n if n <= EDGE_CACHE_SMALL => edge_pairs::<EDGE_CACHE_SMALL>(a, b, rel, skip_b, reach, floor, listed, boxed),
         n if n <= EDGE_CACHE => edge_pairs::<EDGE_CACHE>(a, b, rel, skip_b, reach, floor, listed, boxed),
         n if n <= EDGE_CACHE_HULL => edge_pairs::<EDGE_CACHE_HULL>(a, b, rel, skip_b, reach, floor, listed, boxed),
         _ => edge_pairs::<EDGE_CACHE_MAX>(a, b, rel, skip_b, reach, floor, listed, boxed),
@@ -330,35 +334,30 @@ fn edge_pairs<const N: usize>(
     listed: &[u16],
     boxed: bool,
 ) -> (f32, (usize, usize), EdgeQuery) {
-    let edge_b = |eb: usize| {
-        let e = b.edge(eb);
-        let p = rel.transform_point(b.vertex(e.v[0] as usize));
-        let q = rel.transform_point(b.vertex(e.v[1] as usize));
-        EdgeB { p, dir: q - p, c: -(rel.rotation * e.n0), d: -(rel.rotation * e.n1), dxc: rel.rotation * e.arc }
-    };
     let nb = listed.len();
     let mut cache = [EdgeB::default(); N];
-    for (slot, &eb) in cache.iter_mut().zip(listed) {
-        *slot = edge_b(eb as usize);
+    // B's arc ends `c` and `d` by coordinate, for the general arcs test's first sign,
+    // `c · (b × a)` against `d · (b × a)`, for every listed B edge at once: loops the
+    // compiler vectorizes, with the scalar test's bits (the same products, summed in
+    // the same order). Three pairs in four stop there.
+    let mut ends = [[0.0f32; N]; 6];
+    for (k, &eb) in listed.iter().enumerate() {
+        let e = b.edge(eb as usize);
+        let p = rel.transform_point(b.vertex(e.v[0] as usize));
+        let q = rel.transform_point(b.vertex(e.v[1] as usize));
+        cache[k] = EdgeB { p, dir: q - p, dxc: rel.rotation * e.arc };
+        [ends[0][k], ends[1][k], ends[2][k]] = (-(rel.rotation * e.n0)).to_array();
+        [ends[3][k], ends[4][k], ends[5][k]] = (-(rel.rotation * e.n1)).to_array();
     }
     let mut masks = [0u16; EDGE_CACHE];
     let mut any = u16::MAX;
     if boxed {
         any = 0;
-        for (m, e) in masks.iter_mut().zip(&cache[..nb]) {
-            *m = box_arcs_crossing(e);
+        for (k, (m, e)) in masks.iter_mut().zip(&cache[..nb]).enumerate() {
+            let c = [ends[0][k], ends[1][k], ends[2][k]];
+            let d = [ends[3][k], ends[4][k], ends[5][k]];
+            *m = box_arcs_crossing(c, d, e.dxc.to_array());
             any |= *m;
-        }
-    }
-    // The general arcs test's first sign, `c · (b × a)` against `d · (b × a)`, for
-    // every listed B edge at once, from B's arc ends by coordinate: loops the
-    // compiler vectorizes, with the scalar test's bits (the same products, summed in
-    // the same order). Three pairs in four stop there.
-    let mut ends = [[0.0f32; N]; 6];
-    if !boxed {
-        for (k, e) in cache[..nb].iter().enumerate() {
-            [ends[0][k], ends[1][k], ends[2][k]] = e.c.to_array();
-            [ends[3][k], ends[4][k], ends[5][k]] = e.d.to_array();
         }
     }
     let (mut cba, mut dba) = ([0.0f32; N], [0.0f32; N]);
@@ -448,16 +447,15 @@ fn edge_pairs<const N: usize>(
 /// right is skipped without changing a single answer.
 const CLEARLY_CROSSED: f32 = 1.0001e-10;
 
-/// [`minkowski_face`] of each of a box's twelve edges against B's edge `e`, as a bit
-/// mask. The box's normals and arcs lie on its axes ([`BOX_EDGE_AXES`]), so each dot
+/// [`minkowski_face`] of each of a box's twelve edges against a B edge with negated
+/// arc ends `c`, `d` and arc normal `x` (A's frame), as a bit mask. The box's normals and arcs lie on its axes ([`BOX_EDGE_AXES`]), so each dot
 /// product is one signed coordinate of `e`'s vectors and each product of two of them
 /// one signed product of coordinates: the same bits as the general test, with four
 /// multiplications per pair (three of them by ±1) instead of fifteen, and no loads of
 /// the box's edges. (Rain's box–terrain tests spent 8% of the step in the general
 /// test.)
 #[inline]
-fn box_arcs_crossing(e: &EdgeB) -> u16 {
-    let (c, d, x) = (e.c.to_array(), e.d.to_array(), e.dxc.to_array());
+fn box_arcs_crossing(c: [f32; 3], d: [f32; 3], x: [f32; 3]) -> u16 {
     let cd = [c[0] * d[0], c[1] * d[1], c[2] * d[2]];
     let mut mask = 0;
     for (ea, t) in BOX_EDGE_AXES.iter().enumerate() {
