@@ -513,7 +513,15 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
     if !sa.def.collides_with(&sb.def) {
         return;
     }
-    let place = |set: SetKind, row: usize, shape: &BodyShape| bodies.set(set).transform(row).mul(&shape.def.pose);
+    // (Most shapes sit at their body's origin: no product then.)
+    let place = |set: SetKind, row: usize, shape: &BodyShape| {
+        let body = bodies.set(set).transform(row);
+        if shape.def.pose == Isometry::IDENTITY {
+            body
+        } else {
+            body.mul(&shape.def.pose)
+        }
+    };
     let (xa, xb) = (place(set_a, row_a, sa), place(set_b, row_b, sb));
     let friction = mix_friction(sa.def.friction, sb.def.friction);
     let restitution = sa.def.restitution.max(sb.def.restitution);
