@@ -219,3 +219,25 @@ fn a_skipped_pair_is_still_apart_along_its_axis() {
     }
     assert!(skipped > searched, "{skipped} separated steps skipped, {searched} searched");
 }
+
+/// A hull's faces around each vertex are exactly the faces whose loops hold it, in
+/// increasing order: the incident face chosen from them is the one the scan over
+/// every face chooses.
+#[test]
+fn a_hulls_faces_around_a_vertex_are_the_faces_holding_it() {
+    let mut seed = 44;
+    for case in 0..40 {
+        let h = hull(&mut seed, 6 + 3 * case, Vec3::new(1.0, 0.7, 0.4), Vec3::ZERO);
+        let mut loop_ = [0u16; crate::shapes::MAX_FACE_VERTICES];
+        for v in 0..h.vertex_count() {
+            let holding: Vec<u16> = (0..h.face_count())
+                .filter(|&f| {
+                    let n = h.face_vertices(f, &mut loop_);
+                    loop_[..n].contains(&(v as u16))
+                })
+                .map(|f| f as u16)
+                .collect();
+            assert_eq!(h.faces_around(v).unwrap(), &holding[..], "case {case}, vertex {v}");
+        }
+    }
+}

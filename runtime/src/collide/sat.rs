@@ -762,9 +762,19 @@ pub(crate) fn edge_contact(a: &impl Polytope, b: &impl Polytope, rel: &Isometry,
 /// less than the axis's depth. Returns the face and that vertex.
 fn incident_face(p: &impl Polytope, normal: Vec3) -> (usize, usize) {
     let vertex = p.support(-normal);
+    let mut best = (0, f32::INFINITY);
+    if let Some(faces) = p.faces_around(vertex) {
+        // The same choice from the vertex's own faces, in the same order.
+        for &f in faces {
+            let d = p.plane(f as usize).normal.dot(normal);
+            if d < best.1 {
+                best = (f as usize, d);
+            }
+        }
+        return (best.0, vertex);
+    }
     let deepest = vertex as u16;
     let mut idx = [0u16; MAX_FACE_VERTICES];
-    let mut best = (0, f32::INFINITY);
     for f in 0..p.face_count() {
         let d = p.plane(f).normal.dot(normal);
         if d < best.1 {

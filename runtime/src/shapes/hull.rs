@@ -40,6 +40,10 @@ pub struct ConvexHull {
     /// neighbour_start[v + 1]]`, for the support search's hill climb.
     neighbour_start: Vec<u16>,
     neighbours: Vec<u16>,
+    /// Vertex `v`'s faces, in increasing order, are `vertex_faces[vertex_face_start[v]..
+    /// vertex_face_start[v + 1]]` (for the incident face of a contact).
+    vertex_face_start: Vec<u16>,
+    vertex_faces: Vec<u16>,
     /// The vertices' x, y and z coordinates, each padded to a multiple of 8 (for the
     /// support scan of small hulls).
     by_axis: [Vec<f32>; 3],
@@ -98,6 +102,7 @@ impl ConvexHull {
             + (self.face_start.capacity() + self.loops.capacity()) * 2
             + self.edges.capacity() * 8
             + (self.neighbour_start.capacity() + self.neighbours.capacity()) * 2
+            + (self.vertex_face_start.capacity() + self.vertex_faces.capacity()) * 2
             + self.by_axis.iter().map(|c| c.capacity() * 4).sum::<usize>()
             + self.arcs.heap_bytes()
             + self.planes_by_axis.iter().map(|c| c.capacity() * 4).sum::<usize>()
@@ -148,6 +153,23 @@ fn scan(by_axis: &[Vec<f32>; 3], count: usize, dir: Vec3) -> usize {
 /// (about 20, each behind the last): `hull_pile`'s narrowphase took 23.6 ms a step
 /// at step 100 with the climb and 18.7 ms with the scan.
 const CLIMB_ABOVE: usize = 48;
+
+/// Each vertex's faces in increasing order, as offsets and a flat list.
+fn faces_of_vertices(count: usize, face_start: &[u16], loops: &[u16]) -> (Vec<u16>, Vec<u16>) {
+    let mut lists = vec![Vec::new(); count];
+    for f in 0..face_start.len() - 1 {
+        for &v in &loops[face_start[f] as usize..face_start[f + 1] as usize] {
+            lists[v as usize].push(f as u16);
+        }
+    }
+    let mut start = vec![0u16];
+    let mut flat = Vec::new();
+    for list in lists {
+        flat.extend(list);
+        start.push(flat.len() as u16);
+    }
+    (start, flat)
+}
 
 /// Each vertex's neighbours along `edges`, as offsets and a flat list.
 fn adjacency(count: usize, edges: &[HullEdge]) -> (Vec<u16>, Vec<u16>) {
@@ -219,6 +241,10 @@ impl Polytope for ConvexHull {
     }
     fn arcs(&self) -> Option<&ArcTable> {
         Some(&self.arcs)
+    }
+    fn faces_around(&self, v: usize) -> Option<&[u16]> {
+        let (a, b) = (self.vertex_face_start[v] as usize, self.vertex_face_start[v + 1] as usize);
+        Some(&self.vertex_faces[a..b])
     }
 
     /// The linear scan for small hulls; above [`CLIMB_ABOVE`] vertices a hill climb
@@ -590,6 +616,7 @@ impl Quickhull {
         let vertices: Vec<Vec3> = vertices.iter().map(|v| v.as_vec3()).collect();
         let bounds = vertices.iter().fold(Aabb::EMPTY, |b, &v| b.union(&Aabb::new(v, v)));
         let (neighbour_start, neighbours) = adjacency(vertices.len(), &edges);
+        let (vertex_face_start, vertex_faces) = faces_of_vertices(vertices.len(), &face_start, &face_loops);
         let padded = vertices.len().next_multiple_of(8);
         let by_axis: [Vec<f32>; 3] = std::array::from_fn(|k| {
             let mut c: Vec<f32> = vertices.iter().map(|v| v[k]).collect();
@@ -615,6 +642,8 @@ impl Quickhull {
         let nearest = planes.iter().fold(f32::INFINITY, |r, p| r.min(-p.distance(centroid)));
         let inner_radius = (0.9999 * nearest - 1e-5 * outer_radius).max(0.0);
         Ok(ConvexHull {
+            vertex_face_start,
+            vertex_faces,
             planes_by_axis,
             arcs,
             inner_radius,

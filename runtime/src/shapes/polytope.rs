@@ -75,6 +75,10 @@ pub trait Polytope {
         let c = self.centroid();
         (0..self.vertex_count()).fold(0.0f32, |r, i| r.max((self.vertex(i) - c).length()))
     }
+    /// The faces around vertex `v` in increasing order, when kept (hulls).
+    fn faces_around(&self, _v: usize) -> Option<&[u16]> {
+        None
+    }
     /// The edges' Gauss-map arcs by coordinate, when kept (hulls): how far each edge's
     /// outward normals reach toward a direction, for all edges at once.
     fn arcs(&self) -> Option<&ArcTable> {
