@@ -313,6 +313,7 @@ fn query_edges_in<const N: usize>(
     // sixth of B's), not for all of B's: clearing them was a tenth of the test.
     let listed = &listed[..nb];
     match nb {
+        0 => (f32::NEG_INFINITY, (0, 0), EdgeQuery { a: 0, b: 0, separation: f32::NEG_INFINITY, normal: Vec3::ZERO }),
         n if n <= EDGE_CACHE_SMALL => edge_pairs::<EDGE_CACHE_SMALL>(a, b, rel, skip_b, reach, floor, listed, boxed),
         n if n <= EDGE_CACHE => edge_pairs::<EDGE_CACHE>(a, b, rel, skip_b, reach, floor, listed, boxed),
         n if n <= EDGE_CACHE_HULL => edge_pairs::<EDGE_CACHE_HULL>(a, b, rel, skip_b, reach, floor, listed, boxed),
