@@ -176,6 +176,41 @@
 #define KILN_COLOR_AABB 15093222
 
 /**
+ * A ball and socket (`KilnSphericalJointDef`).
+ */
+#define KILN_JOINT_SPHERICAL 0
+
+/**
+ * A hinge (`KilnRevoluteJointDef`).
+ */
+#define KILN_JOINT_REVOLUTE 1
+
+/**
+ * A slider (`KilnPrismaticJointDef`).
+ */
+#define KILN_JOINT_PRISMATIC 2
+
+/**
+ * A weld (`KilnFixedJointDef`).
+ */
+#define KILN_JOINT_FIXED 3
+
+/**
+ * A rod, rope or spring (`KilnDistanceJointDef`).
+ */
+#define KILN_JOINT_DISTANCE 4
+
+/**
+ * A joint event: the joint broke (its force or torque passed its threshold).
+ */
+#define KILN_JOINT_EVENT_BROKE 0
+
+/**
+ * A joint event: one of the joint's bodies was destroyed, and the joint with it.
+ */
+#define KILN_JOINT_EVENT_BODY_DESTROYED 1
+
+/**
  * Air: no collision. Materials are one byte per voxel.
  */
 #define KILN_MATERIAL_AIR 0
@@ -1276,6 +1311,330 @@ typedef struct KilnContactEvent {
      */
     bool begin;
 } KilnContactEvent;
+
+/**
+ * What every joint definition holds first: its bodies, its frames and its
+ * thresholds.
+ */
+typedef struct KilnJointBase {
+    /**
+     * The two bodies: live, of the world the joint is created in, not the same
+     * body, at least one of them dynamic.
+     */
+    struct KilnBodyId body_a;
+    /**
+     * See `body_a`.
+     */
+    struct KilnBodyId body_b;
+    /**
+     * The joint's frame in body A's frame (anchor and axes; z is the joint's axis).
+     * Default identity.
+     */
+    struct KilnTransform frame_a;
+    /**
+     * The joint's frame in body B's frame. Default identity.
+     */
+    struct KilnTransform frame_b;
+    /**
+     * Whether the two bodies' shapes still collide with each other. Default false.
+     */
+    bool collide_connected;
+    /**
+     * The joint breaks (is destroyed and reported by `kiln_world_get_joint_events`)
+     * when its force passes this (N, >= 0; INFINITY: never). Default INFINITY.
+     */
+    float break_force;
+    /**
+     * The same for its torque (N m, >= 0). Default INFINITY.
+     */
+    float break_torque;
+} KilnJointBase;
+
+/**
+ * A ball and socket, the ragdoll joint. Initialise with
+ * `kiln_default_spherical_joint_def()`.
+ */
+typedef struct KilnSphericalJointDef {
+    /**
+     * `sizeof(KilnSphericalJointDef)`, set by the default function.
+     */
+    uint32_t struct_size;
+    /**
+     * Bodies, frames, thresholds.
+     */
+    struct KilnJointBase base;
+    /**
+     * Limit the angle between the frames' z axes. Default false.
+     */
+    bool enable_cone_limit;
+    /**
+     * Largest angle between the z axes (rad, 0 to pi). Default pi/2.
+     */
+    float cone_angle;
+    /**
+     * Limit the twist of frame B about frame A's z axis. Default false.
+     */
+    bool enable_twist_limit;
+    /**
+     * Smallest twist (rad, -pi to pi, <= `upper_twist`). Default -pi/4.
+     */
+    float lower_twist;
+    /**
+     * Largest twist (rad). Default pi/4.
+     */
+    float upper_twist;
+    /**
+     * A spring pulling the frames' rotations together. Default false.
+     */
+    bool enable_spring;
+    /**
+     * The spring's frequency (Hz, >= 0). Default 0.
+     */
+    float hertz;
+    /**
+     * The spring's damping ratio (>= 0). Default 0.
+     */
+    float damping_ratio;
+    /**
+     * A motor driving B's spin relative to A; at zero velocity, joint friction.
+     * Default false.
+     */
+    bool enable_motor;
+    /**
+     * Target spin (rad/s, frame A's axes). Default zero.
+     */
+    struct KilnVec3 motor_velocity;
+    /**
+     * The motor's largest torque (N m, >= 0). Default 0.
+     */
+    float max_motor_torque;
+} KilnSphericalJointDef;
+
+/**
+ * A hinge about frame A's z axis. Initialise with `kiln_default_revolute_joint_def()`.
+ */
+typedef struct KilnRevoluteJointDef {
+    /**
+     * `sizeof(KilnRevoluteJointDef)`, set by the default function.
+     */
+    uint32_t struct_size;
+    /**
+     * Bodies, frames, thresholds.
+     */
+    struct KilnJointBase base;
+    /**
+     * Limit the angle. Default false.
+     */
+    bool enable_limit;
+    /**
+     * Smallest angle of B about the axis (rad, -pi to pi, <= `upper`). Default 0.
+     */
+    float lower;
+    /**
+     * Largest angle (rad). Default 0.
+     */
+    float upper;
+    /**
+     * Drive the hinge. Default false.
+     */
+    bool enable_motor;
+    /**
+     * Target spin of B relative to A (rad/s). Default 0.
+     */
+    float motor_speed;
+    /**
+     * The motor's largest torque (N m, >= 0). Default 0.
+     */
+    float max_motor_torque;
+    /**
+     * A spring toward `target_angle`. Default false.
+     */
+    bool enable_spring;
+    /**
+     * The spring's frequency (Hz, >= 0). Default 0.
+     */
+    float hertz;
+    /**
+     * The spring's damping ratio (>= 0). Default 0.
+     */
+    float damping_ratio;
+    /**
+     * The angle the spring pulls toward (rad, -pi to pi). Default 0.
+     */
+    float target_angle;
+} KilnRevoluteJointDef;
+
+/**
+ * A slider along frame A's z axis; the rotations stay together. Initialise with
+ * `kiln_default_prismatic_joint_def()`.
+ */
+typedef struct KilnPrismaticJointDef {
+    /**
+     * `sizeof(KilnPrismaticJointDef)`, set by the default function.
+     */
+    uint32_t struct_size;
+    /**
+     * Bodies, frames, thresholds.
+     */
+    struct KilnJointBase base;
+    /**
+     * Limit the translation. Default false.
+     */
+    bool enable_limit;
+    /**
+     * Smallest translation of B's anchor along the axis (m, <= `upper`). Default 0.
+     */
+    float lower;
+    /**
+     * Largest translation (m). Default 0.
+     */
+    float upper;
+    /**
+     * Drive the slider. Default false.
+     */
+    bool enable_motor;
+    /**
+     * Target speed along the axis (m/s). Default 0.
+     */
+    float motor_speed;
+    /**
+     * The motor's largest force (N, >= 0). Default 0.
+     */
+    float max_motor_force;
+    /**
+     * A spring toward `target_translation`. Default false.
+     */
+    bool enable_spring;
+    /**
+     * The spring's frequency (Hz, >= 0). Default 0.
+     */
+    float hertz;
+    /**
+     * The spring's damping ratio (>= 0). Default 0.
+     */
+    float damping_ratio;
+    /**
+     * The translation the spring pulls toward (m). Default 0.
+     */
+    float target_translation;
+} KilnPrismaticJointDef;
+
+/**
+ * A weld: rigid, or soft where a frequency is set. Initialise with
+ * `kiln_default_fixed_joint_def()`.
+ */
+typedef struct KilnFixedJointDef {
+    /**
+     * `sizeof(KilnFixedJointDef)`, set by the default function.
+     */
+    uint32_t struct_size;
+    /**
+     * Bodies, frames, thresholds.
+     */
+    struct KilnJointBase base;
+    /**
+     * The position part's frequency (Hz, >= 0; 0: rigid). Default 0.
+     */
+    float linear_hertz;
+    /**
+     * The rotation part's frequency (Hz, >= 0; 0: rigid). Default 0.
+     */
+    float angular_hertz;
+    /**
+     * The position part's damping ratio (>= 0). Default 0.
+     */
+    float linear_damping_ratio;
+    /**
+     * The rotation part's damping ratio (>= 0). Default 0.
+     */
+    float angular_damping_ratio;
+} KilnFixedJointDef;
+
+/**
+ * The anchors' distance: a rod at `length`, a spring toward it, and with the limit
+ * never shorter than `min_length` nor longer than `max_length` (a rope: spring on
+ * with frequency 0, limit on). Initialise with `kiln_default_distance_joint_def()`.
+ */
+typedef struct KilnDistanceJointDef {
+    /**
+     * `sizeof(KilnDistanceJointDef)`, set by the default function.
+     */
+    uint32_t struct_size;
+    /**
+     * Bodies, frames, thresholds.
+     */
+    struct KilnJointBase base;
+    /**
+     * The rest length (m, >= 0). Default 1.
+     */
+    float length;
+    /**
+     * A spring toward `length` instead of a rod (needs `min_length < max_length`).
+     * Default false.
+     */
+    bool enable_spring;
+    /**
+     * The spring's frequency (Hz, >= 0; 0: no spring force). Default 0.
+     */
+    float hertz;
+    /**
+     * The spring's damping ratio (>= 0). Default 0.
+     */
+    float damping_ratio;
+    /**
+     * Keep the length within `min_length..max_length`. Default false.
+     */
+    bool enable_limit;
+    /**
+     * Shortest length (m, >= 0, <= `max_length`). Default 0.
+     */
+    float min_length;
+    /**
+     * Longest length (m). Default 1e6.
+     */
+    float max_length;
+} KilnDistanceJointDef;
+
+/**
+ * Handle to a joint of a world. `{0, 0, {0, 0}}` is the null handle. Pass by value.
+ */
+typedef struct KilnJointId {
+    /**
+     * Joint slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed joint's handles no longer match.
+     */
+    uint32_t generation;
+    /**
+     * The world the joint lives in.
+     */
+    struct KilnWorldId world;
+} KilnJointId;
+
+/**
+ * A joint that went away: broken in the last step, or destroyed with a body since
+ * the step before.
+ */
+typedef struct KilnJointEvent {
+    /**
+     * The joint (no longer valid).
+     */
+    struct KilnJointId joint;
+    /**
+     * Its bodies (a destroyed one no longer valid).
+     */
+    struct KilnBodyId body_a;
+    /**
+     * See `body_a`.
+     */
+    struct KilnBodyId body_b;
+    /**
+     * `KILN_JOINT_EVENT_BROKE` or `KILN_JOINT_EVENT_BODY_DESTROYED`.
+     */
+    uint32_t kind;
+} KilnJointEvent;
 
 /**
  * Terrain creation parameters. Initialise with `kiln_default_terrain_def()`.
@@ -2938,6 +3297,169 @@ KilnStatus kiln_body_set_user_data(struct KilnBodyId body, void *user_data);
  * Pointers: `out_user_data` is NULL or writable.
  */
 KilnStatus kiln_body_get_user_data(struct KilnBodyId body, void **out_user_data);
+
+/**
+ * A spherical joint's defaults (no bodies yet: set `base.body_a` and `base.body_b`).
+ */
+struct KilnSphericalJointDef kiln_default_spherical_joint_def(void);
+
+/**
+ * A revolute joint's defaults (no bodies yet).
+ */
+struct KilnRevoluteJointDef kiln_default_revolute_joint_def(void);
+
+/**
+ * A prismatic joint's defaults (no bodies yet).
+ */
+struct KilnPrismaticJointDef kiln_default_prismatic_joint_def(void);
+
+/**
+ * A fixed joint's defaults (rigid; no bodies yet).
+ */
+struct KilnFixedJointDef kiln_default_fixed_joint_def(void);
+
+/**
+ * A distance joint's defaults (a 1 m rod; no bodies yet).
+ */
+struct KilnDistanceJointDef kiln_default_distance_joint_def(void);
+
+/**
+ * Destroys a joint; wakes its bodies. Broken joints and joints of destroyed bodies
+ * are gone already (their handles are stale).
+ */
+KilnStatus kiln_joint_destroy(struct KilnJointId joint);
+
+/**
+ * Whether `joint` refers to a live joint of a live world.
+ */
+bool kiln_joint_is_valid(struct KilnJointId joint);
+
+/**
+ * Writes the joint's kind (`KILN_JOINT_*`) to `out_type`.
+ *
+ * Pointers: `out_type` is NULL or writable.
+ */
+KilnStatus kiln_joint_get_type(struct KilnJointId joint, uint32_t *out_type);
+
+/**
+ * Writes the joint's two bodies to `out_body_a` and `out_body_b`.
+ *
+ * Pointers: both are NULL or writable.
+ */
+KilnStatus kiln_joint_get_bodies(struct KilnJointId joint,
+                                 struct KilnBodyId *out_body_a,
+                                 struct KilnBodyId *out_body_b);
+
+/**
+ * Writes the force (N) and torque (N m) the joint applied to body B in the last
+ * step's last substep (world axes): what a break threshold is compared with.
+ *
+ * Pointers: both are NULL or writable.
+ */
+KilnStatus kiln_joint_get_reaction(struct KilnJointId joint,
+                                   struct KilnVec3 *out_force,
+                                   struct KilnVec3 *out_torque);
+
+/**
+ * Writes the joint's current value to `out_value`: the angle of a revolute joint or
+ * the twist of a spherical one (rad), the translation of a prismatic joint or the
+ * length of a distance joint (m); 0 for a fixed joint.
+ *
+ * Pointers: `out_value` is NULL or writable.
+ */
+KilnStatus kiln_joint_get_value(struct KilnJointId joint, float *out_value);
+
+/**
+ * Sets the joint's limits and turns them on or off: the angles of a revolute joint
+ * or the twist of a spherical one (rad, -pi to pi), the translations of a
+ * prismatic joint, the shortest and longest lengths of a distance joint (m);
+ * `lower <= upper`, finite. A fixed joint has none (`KILN_ERROR_INVALID_ARGUMENT`).
+ * Wakes the bodies.
+ */
+KilnStatus kiln_joint_set_limits(struct KilnJointId joint, bool enable, float lower, float upper);
+
+/**
+ * Writes the joint's limits (as `kiln_joint_set_limits` takes them).
+ *
+ * Pointers: each is NULL or writable.
+ */
+KilnStatus kiln_joint_get_limits(struct KilnJointId joint,
+                                 bool *out_enabled,
+                                 float *out_lower,
+                                 float *out_upper);
+
+/**
+ * Sets a spherical joint's swing cone (rad, 0 to pi) and turns it on or off.
+ * Other kinds have none (`KILN_ERROR_INVALID_ARGUMENT`). Wakes the bodies.
+ */
+KilnStatus kiln_joint_set_cone_limit(struct KilnJointId joint, bool enable, float angle);
+
+/**
+ * Writes a spherical joint's swing cone and whether it is on.
+ *
+ * Pointers: each is NULL or writable.
+ */
+KilnStatus kiln_joint_get_cone_limit(struct KilnJointId joint, bool *out_enabled, float *out_angle);
+
+/**
+ * Sets the joint's motor and turns it on or off: a target speed (rad/s for a
+ * revolute joint, m/s for a prismatic one, the spin about frame A's z axis for a
+ * spherical one) under a largest torque or force (>= 0). Fixed and distance joints
+ * have none (`KILN_ERROR_INVALID_ARGUMENT`). Wakes the bodies.
+ */
+KilnStatus kiln_joint_set_motor(struct KilnJointId joint,
+                                bool enable,
+                                float speed,
+                                float max_force);
+
+/**
+ * Writes the joint's motor (as `kiln_joint_set_motor` takes it; a spherical joint's
+ * speed is its target spin's z).
+ *
+ * Pointers: each is NULL or writable.
+ */
+KilnStatus kiln_joint_get_motor(struct KilnJointId joint,
+                                bool *out_enabled,
+                                float *out_speed,
+                                float *out_max_force);
+
+/**
+ * Sets the joint's spring and turns it on or off: a frequency (Hz, >= 0) and
+ * damping ratio (>= 0) pulling toward `target` (the angle of a revolute joint, the
+ * translation of a prismatic one, the rest length of a distance one; a spherical
+ * joint's pulls toward aligned frames and takes `target` 0). On a fixed joint it
+ * softens both parts (`enable` false: rigid again). Wakes the bodies.
+ */
+KilnStatus kiln_joint_set_spring(struct KilnJointId joint,
+                                 bool enable,
+                                 float hertz,
+                                 float damping_ratio,
+                                 float target);
+
+/**
+ * Writes the joint's spring (as `kiln_joint_set_spring` takes it; a fixed joint's
+ * position part).
+ *
+ * Pointers: each is NULL or writable.
+ */
+KilnStatus kiln_joint_get_spring(struct KilnJointId joint,
+                                 bool *out_enabled,
+                                 float *out_hertz,
+                                 float *out_damping_ratio,
+                                 float *out_target);
+
+/**
+ * Lists the joints that broke in the last step, after those destroyed with a body
+ * before it, in a deterministic order: writes up to `capacity` events to
+ * `out_events` (NULL allowed when `capacity` is 0) and the total to `out_count`.
+ *
+ * Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
+ * NULL or writable.
+ */
+KilnStatus kiln_world_get_joint_events(struct KilnWorldId world,
+                                       struct KilnJointEvent *out_events,
+                                       uint32_t capacity,
+                                       uint32_t *out_count);
 
 /**
  * A `KilnTerrainDef` with defaults (1 m voxels).

@@ -34,6 +34,9 @@ pub mod shapes;
 // The world and its bodies.
 pub mod world;
 
+// Joints between bodies.
+pub mod joint;
+
 // Voxel terrain and its queries.
 pub mod terrain;
 
@@ -67,6 +70,7 @@ pub use embedded::*;
 pub use frame::*;
 pub use gi::*;
 pub use host::*;
+pub use joint::*;
 pub use octree::*;
 pub use runtime::*;
 pub use shapes::*;

@@ -320,7 +320,7 @@ pub(crate) fn with_world_terrain<R>(
     with_world(id, |entry| f(&mut entry.world))
 }
 
-fn body_error(error: BodyError, body: KilnBodyId, what: &str) -> Error {
+pub(crate) fn body_error(error: BodyError, body: KilnBodyId, what: &str) -> Error {
     match error {
         BodyError::InvalidBody => Error::new(
             KILN_ERROR_INVALID_HANDLE,
@@ -328,10 +328,11 @@ fn body_error(error: BodyError, body: KilnBodyId, what: &str) -> Error {
         ),
         BodyError::InvalidArgument => Error::new(KILN_ERROR_INVALID_ARGUMENT, what.to_owned()),
         BodyError::OutOfOrder => Error::new(KILN_ERROR_INVALID_STATE, error.to_string()),
+        BodyError::InvalidJoint => Error::new(KILN_ERROR_INVALID_HANDLE, error.to_string()),
     }
 }
 
-fn body_key(body: KilnBodyId) -> Result<BodyId, Error> {
+pub(crate) fn body_key(body: KilnBodyId) -> Result<BodyId, Error> {
     match body.index1.checked_sub(1) {
         Some(index) => Ok(BodyId { index, generation: body.generation }),
         None => Err(Error::new(KILN_ERROR_INVALID_HANDLE, "the null body handle")),
@@ -339,7 +340,10 @@ fn body_key(body: KilnBodyId) -> Result<BodyId, Error> {
 }
 
 /// Runs `f` on the body's world with the body's key; stale bodies are refused first.
-fn with_body<R>(body: KilnBodyId, f: impl FnOnce(&mut WorldEntry, BodyId) -> Result<R, Error>) -> Result<R, Error> {
+pub(crate) fn with_body<R>(
+    body: KilnBodyId,
+    f: impl FnOnce(&mut WorldEntry, BodyId) -> Result<R, Error>,
+) -> Result<R, Error> {
     let key = body_key(body)?;
     with_world(body.world, |entry| {
         if !entry.world.bodies().is_valid(key) {
@@ -359,7 +363,7 @@ pub(crate) fn with_world_state<R>(id: KilnWorldId, f: impl FnOnce(&World) -> Res
     with_world(id, |entry| f(&entry.world))
 }
 
-fn public_body(world: KilnWorldId, id: BodyId) -> KilnBodyId {
+pub(crate) fn public_body(world: KilnWorldId, id: BodyId) -> KilnBodyId {
     KilnBodyId { index1: id.index + 1, generation: id.generation, world }
 }
 

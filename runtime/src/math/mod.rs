@@ -177,9 +177,55 @@ pub(crate) fn prefetch<T>(value: *const T) {
     let _ = value;
 }
 
+/// `atan2(y, x)` in `[-π, π]` from additions, products and one division only (no
+/// platform `libm`, so every machine computes the same bits), within 2e-6 rad: a
+/// polynomial for `atan` on `[0, 1]` and the octant's symmetries. `(0, 0)` gives 0.
+pub fn atan2(y: f32, x: f32) -> f32 {
+    use std::f32::consts::{FRAC_PI_2, PI};
+    let (ax, ay) = (x.abs(), y.abs());
+    let (big, small) = (ax.max(ay), ax.min(ay));
+    if big == 0.0 {
+        return 0.0;
+    }
+    let a = small / big;
+    let s = a * a;
+    let mut r = a
+        * (0.999_977_3
+            + s * (-0.332_623_5 + s * (0.193_543_5 + s * (-0.116_432_9 + s * (0.052_653_3 - s * 0.011_721_2)))));
+    if ay > ax {
+        r = FRAC_PI_2 - r;
+    }
+    if x < 0.0 {
+        r = PI - r;
+    }
+    if y < 0.0 {
+        -r
+    } else {
+        r
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The polynomial `atan2` agrees with the platform's within 2e-6 rad all round the
+    /// circle, at the axes and diagonals, and at any scale.
+    #[test]
+    fn atan2_matches_the_platforms_within_two_microradians() {
+        let mut worst = 0.0f32;
+        for k in 0..=7200 {
+            let angle = (k as f32 / 7200.0 - 0.5) * std::f32::consts::TAU;
+            for scale in [1e-20f32, 1.0, 3e7] {
+                let (y, x) = (angle.sin() * scale, angle.cos() * scale);
+                worst = worst.max((atan2(y, x) - y.atan2(x)).abs());
+            }
+        }
+        assert!(worst < 2e-6, "worst error {worst}");
+        assert_eq!(atan2(0.0, 0.0), 0.0);
+        assert_eq!(atan2(0.0, -1.0), std::f32::consts::PI);
+        assert_eq!(atan2(1.0, 0.0), std::f32::consts::FRAC_PI_2);
+    }
 
     /// `Ray::clip` as it was before it moved to SIMD lanes: one slab at a time.
     fn scalar_clip(ray: &Ray, aabb: &Aabb, max_t: f32) -> Option<(f32, f32)> {

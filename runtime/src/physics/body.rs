@@ -148,6 +148,8 @@ pub enum BodyError {
     InvalidArgument,
     /// A step stage ran out of order (see `World::step_stage`).
     OutOfOrder,
+    /// The joint handle is stale or was never issued.
+    InvalidJoint,
 }
 
 impl std::fmt::Display for BodyError {
@@ -158,6 +160,7 @@ impl std::fmt::Display for BodyError {
                 "a transform, velocity, force, density or damping is NaN, infinite or out of range"
             }
             BodyError::OutOfOrder => "a step stage ran out of order (stages run as StepStage::ALL lists them)",
+            BodyError::InvalidJoint => "the joint handle is stale or was never issued",
         })
     }
 }

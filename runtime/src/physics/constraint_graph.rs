@@ -303,6 +303,10 @@ impl Coloring {
                 // and `parallel_for` hands each item to exactly one job.
                 if i >= total {
                     let index = scalar[i - total] as usize;
+                    if index >= constraints.len() {
+                        // A joint: the world prepares its own.
+                        continue;
+                    }
                     // SAFETY: as above.
                     let (c, s) = unsafe { (constraints.get_unchecked(index), prepared.get(index)) };
                     prepare(c, s, &frame(c, true));
@@ -326,9 +330,9 @@ impl Coloring {
                 for (lane, &index) in order[first..last].iter().enumerate() {
                     // The constraint in this lane of the next bundle (the colour's
                     // bundled ones are consecutive in `order`; past the colour, a
-                    // harmless guess): one at a time, so the fetches of its lines
+                    // harmless guess, if a contact): one at a time, so the fetches of its lines
                     // overlap this bundle's work instead of queueing all at once.
-                    if let Some(&next) = order.get(first + lane + L::N) {
+                    if let Some(&next) = order.get(first + lane + L::N).filter(|&&n| (n as usize) < constraints.len()) {
                         prefetch(constraints.ptr(next as usize).cast::<[u8; Constraint::SOLVER_BYTES]>());
                     }
                     // SAFETY: as above.

@@ -446,6 +446,11 @@ pub(crate) struct StepContext {
     pub push_out: f32,
     /// Normal approach speed below which restitution is ignored (m/s).
     pub restitution_threshold: f32,
+    /// The joints' rigid parts, soft while pushing (see `joint_solver.rs`).
+    pub joint_soft: Softness,
+    /// Whether joints push with a bias in the relax pass too (sequential impulses,
+    /// whose position passes do not run on joints).
+    pub joint_bias_in_relax: bool,
 }
 
 /// Constraints by index, wherever they are stored: a table of their addresses. A
@@ -554,7 +559,7 @@ impl ConstraintTable {
 ///
 /// # Safety
 /// No other thread writes row `row` meanwhile.
-pub(super) unsafe fn read(states: &Column<BodyState>, row: u32) -> BodyState {
+pub(crate) unsafe fn read(states: &Column<BodyState>, row: u32) -> BodyState {
     if row == NONE {
         BodyState::STILL
     } else {
@@ -567,7 +572,7 @@ pub(super) unsafe fn read(states: &Column<BodyState>, row: u32) -> BodyState {
 ///
 /// # Safety
 /// The caller is the only thread touching row `row` (its colour owns the body).
-pub(super) unsafe fn write(states: &Column<BodyState>, row: u32, dynamic: bool, v: Vec3, w: Vec3) {
+pub(crate) unsafe fn write(states: &Column<BodyState>, row: u32, dynamic: bool, v: Vec3, w: Vec3) {
     if row != NONE && dynamic {
         // SAFETY: forwarded from the caller.
         let s = unsafe { states.get(row as usize) };
@@ -1068,7 +1073,15 @@ mod tests {
             BodyState { w: Vec3::new(0.0, -3.0, 0.0), ..BodyState::STILL },
         ];
         let soft = Softness::new(30.0, 10.0, 1.0 / 240.0);
-        let ctx = StepContext { inv_h: 240.0, soft, static_soft: soft, push_out: 3.0, restitution_threshold: 1.0 };
+        let ctx = StepContext {
+            inv_h: 240.0,
+            soft,
+            static_soft: soft,
+            push_out: 3.0,
+            restitution_threshold: 1.0,
+            joint_soft: soft,
+            joint_bias_in_relax: false,
+        };
         let column = Column::new(&mut states);
         for _ in 0..3 {
             // SAFETY: one thread, both rows in bounds.

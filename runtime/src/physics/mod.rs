@@ -15,6 +15,9 @@
 //! - `constraint_graph.rs`: graph colouring, bundles and the stages of the solve;
 //!   `solver.rs`: the plan that runs those stages in one parallel region.
 //! - `simd/`: the same constraint maths 4, 8 or 16 constraints at a time.
+//! - `joint.rs`: joints (spherical, revolute, prismatic, fixed, distance) and their
+//!   handles; `joint_solver.rs`: their maths, solved in the graph's colours beside
+//!   the contacts.
 //! - `island.rs`: islands by union-find, sleeping groups, waking; `runs.rs`: sorted
 //!   runs merged for the contact lists.
 //! - [`debug`]: debug drawing through the [`debug::DebugDraw`] trait; [`scenes`]: the
@@ -27,6 +30,10 @@ mod contact_solver;
 mod continuous;
 pub mod debug;
 mod island;
+mod joint;
+mod joint_solver;
+#[cfg(test)]
+mod joint_tests;
 mod narrow;
 mod runs;
 pub mod scenes;
@@ -44,6 +51,10 @@ mod world_tests;
 
 pub use body::{Bodies, BodyDef, BodyError, BodyId, BodySet, BodyShape, MotionType, SetKind, ShapeDef};
 pub use debug::{DebugDraw, DebugDrawFlags};
+pub use joint::{
+    DistanceJoint, FixedJoint, JointDef, JointEvent, JointEventKind, JointId, JointType, PrismaticJoint, RevoluteJoint,
+    SphericalJoint,
+};
 pub use world::{
     ContactEvent, ContactPointInfo, Solver, StepCounters, StepProfile, StepStage, World, WorldDef, LINEAR_SLOP,
     MAX_LINEAR_SPEED, MAX_ROTATION, SPECULATIVE_DISTANCE,

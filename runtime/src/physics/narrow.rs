@@ -38,6 +38,7 @@ use glam::{IVec3, Vec3};
 use super::body::{flags, Bodies, BodyShape, SetKind};
 use super::constraint_graph::Colorable;
 use super::contact_solver::{Constraint, ConstraintTable, FoundAt, Header, NONE};
+use super::joint::Joints;
 use crate::collide::{collide_all, collide_coherent, collide_triangles, Manifold, SatCache, SatTest, TriangleSet};
 use crate::jobs::{chunk_count, chunk_range, Column, Jobs};
 use crate::math::{Aabb, Isometry};
@@ -346,6 +347,8 @@ pub(crate) struct NarrowInput<'a> {
     pub terrain_contacts: &'a [TerrainContact],
     pub terrain_friction: f32,
     pub margin: f32,
+    /// Body slot pairs kept apart by their joints (see `Joints::may_collide`).
+    pub apart: &'a [(u32, u32)],
     /// Last step's constraints and their sorted `(key, sub, index)` lookup: for the
     /// warm start, for reusing a still pair's manifolds, and for terrain point
     /// reduction, which keeps last step's points where it can.
@@ -495,7 +498,7 @@ pub(crate) fn set_rows(bodies: &Bodies, c: &mut Constraint) -> Colorable {
 }
 
 /// The contacts of a broadphase pair, unless both bodies sleep or neither is
-/// dynamic, they are one body, or their filters keep them apart.
+/// dynamic, they are one body, or their filters or a joint keep them apart.
 fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
     let bodies = input.bodies;
     let (slot_a, shape_a) = shape_ref(input.tree.user_data(a));
@@ -506,6 +509,7 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
     if slot_a == slot_b
         || (set_a != SetKind::Awake && set_b != SetKind::Awake)
         || (!dynamic(set_a, row_a) && !dynamic(set_b, row_b))
+        || !Joints::may_collide(input.apart, slot_a, slot_b)
     {
         return;
     }

@@ -10,6 +10,7 @@ use std::ops::Range;
 
 use super::constraint_graph::{BodyPass, Coloring, Op, Pass, Work, COLORS};
 use super::contact_solver::{correct_positions, restitute, solve, warm_start, BodyState, ConstraintTable, StepContext};
+use super::joint_solver::{solve_joint, JointSolve, Mode};
 use super::simd::lanes::Lanes;
 use super::simd::wide::{self, Bundle, Bundles, Width};
 use crate::jobs::{Column, Jobs, Stages};
@@ -62,13 +63,16 @@ fn execute<L, F, G, H>(
 /// start, solve and relax on the bundles (after [`Coloring::prepare`]), restitution
 /// on the constraints (after [`Coloring::unpack`]), and so position correction (it
 /// reads only what prepare wrote); the body loops through `bodies(loop, rows,
-/// states)`. All in one parallel region: the soft step's four substeps are 80
+/// states)`. Coloured indices past the contacts are `joints` (warm start, solve and
+/// relax; the other passes leave them). All in one parallel region: the soft step's four substeps are 80
 /// (`large_pyramid`, 6 colours) to about 300 stages, which as separate parallel
 /// loops paid a fork and a join each.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_plan<B>(
     ops: &[Op],
     coloring: &mut Coloring,
     constraints: &ConstraintTable,
+    joints: &mut [JointSolve],
     states: &mut [BodyState],
     ctx: &StepContext,
     jobs: Jobs,
@@ -79,19 +83,19 @@ pub(crate) fn run_plan<B>(
     #[cfg(target_arch = "x86_64")]
     if coloring.lanes == 16 {
         let mut bundles = std::mem::take(&mut coloring.bundles16);
-        run_plan_on(ops, coloring, &mut bundles, constraints, states, ctx, jobs, bodies);
+        run_plan_on(ops, coloring, &mut bundles, constraints, joints, states, ctx, jobs, bodies);
         coloring.bundles16 = bundles;
         return;
     }
     #[cfg(target_arch = "x86_64")]
     if coloring.lanes == 8 {
         let mut bundles = std::mem::take(&mut coloring.bundles8);
-        run_plan_on(ops, coloring, &mut bundles, constraints, states, ctx, jobs, bodies);
+        run_plan_on(ops, coloring, &mut bundles, constraints, joints, states, ctx, jobs, bodies);
         coloring.bundles8 = bundles;
         return;
     }
     let mut bundles = std::mem::take(&mut coloring.bundles4);
-    run_plan_on(ops, coloring, &mut bundles, constraints, states, ctx, jobs, bodies);
+    run_plan_on(ops, coloring, &mut bundles, constraints, joints, states, ctx, jobs, bodies);
     coloring.bundles4 = bundles;
 }
 
@@ -100,12 +104,13 @@ pub(crate) fn run_pass(
     pass: Pass,
     coloring: &mut Coloring,
     constraints: &ConstraintTable,
+    joints: &mut [JointSolve],
     states: &mut [BodyState],
     ctx: &StepContext,
     jobs: Jobs,
 ) {
     let no_bodies = |_: BodyPass, _: Range<usize>, _: &Column<BodyState>| unreachable!("a pass has no body loop");
-    run_plan(&[Op::Pass(pass)], coloring, constraints, states, ctx, jobs, no_bodies);
+    run_plan(&[Op::Pass(pass)], coloring, constraints, joints, states, ctx, jobs, no_bodies);
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -114,6 +119,7 @@ fn run_plan_on<L: Width, B>(
     coloring: &mut Coloring,
     all_bundles: &mut Bundles<L>,
     constraints: &ConstraintTable,
+    joints: &mut [JointSolve],
     states: &mut [BodyState],
     ctx: &StepContext,
     jobs: Jobs,
@@ -125,6 +131,8 @@ fn run_plan_on<L: Width, B>(
     let states = Column::new(states);
     let mut prepared = std::mem::take(&mut coloring.prepared);
     let prepared_column = Column::new(&mut prepared);
+    let contacts = constraints.len();
+    let joints = Column::new(joints);
     // Safety of both closures: the overflow runs alone on one worker; within a colour
     // no two constraints or bundles share a dynamic body, stages run one after
     // another, and only dynamic bodies' states are written (static and kinematic
@@ -132,6 +140,16 @@ fn run_plan_on<L: Width, B>(
     let scalar = |pass: Pass, i: usize| {
         // SAFETY: as above.
         unsafe {
+            if i >= contacts {
+                let j = joints.get(i - contacts);
+                match pass {
+                    Pass::WarmStart => solve_joint(j, &states, ctx, Mode::WarmStart),
+                    Pass::Solve => solve_joint(j, &states, ctx, Mode::Solve { use_bias: true }),
+                    Pass::Relax => solve_joint(j, &states, ctx, Mode::Solve { use_bias: false }),
+                    Pass::Restitute | Pass::CorrectPositions => {}
+                }
+                return;
+            }
             let (c, s) = (constraints.get_unchecked(i), prepared_column.get(i));
             match pass {
                 Pass::WarmStart => warm_start(c, s, &states),

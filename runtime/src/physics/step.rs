@@ -12,6 +12,7 @@ use super::body::{flags, saturate, Bodies, BodyError, SetKind};
 use super::constraint_graph::Colorable;
 use super::constraint_graph::{BodyPass, Op, Pass};
 use super::contact_solver::{BodyState, Constraint, ConstraintTable, Frame, Softness, StepContext, NONE};
+use super::joint::{JOINT_DAMPING_RATIO, JOINT_HERTZ_PER_SUBSTEP_RATE};
 use super::narrow::{self, shape_ref, Kept, NarrowInput, NarrowOut, TerrainItem, KEPT, TERRAIN};
 use super::runs;
 use super::solver;
@@ -52,6 +53,8 @@ impl World {
             StepStage::Broadphase => {
                 self.events.clear();
                 self.events.append(&mut self.pending_events);
+                self.joints.events.clear();
+                self.joints.events.append(&mut self.joints.pending);
                 let _ = self.terrain_stage(jobs);
                 self.broadphase_stage(dt, jobs);
             }
@@ -252,6 +255,7 @@ impl World {
             terrain_contacts: contacts,
             terrain_friction: self.def.terrain_friction,
             margin: SPECULATIVE_DISTANCE,
+            apart: &self.joints.apart,
             previous: &self.previous,
             cache: &self.cache,
             axes: &self.axes,
@@ -340,7 +344,21 @@ impl World {
     /// in cache; where bodies changed rows since (a group woke, or bodies were added,
     /// removed or given new masses between the stages), every constraint's rows are
     /// set again here.
+    /// The joints with an awake body follow the contacts (see `World::gather_joints`).
     pub(super) fn prepare_stage(&mut self, jobs: Jobs) {
+        self.prepare_contacts(jobs);
+        self.gather_joints();
+        let awake = &self.bodies.awake;
+        let dynamic = |row: u32| if row != NONE && awake.inv_mass[row as usize] > 0.0 { row } else { NONE };
+        self.colorables.extend(self.joints.solves.iter().map(|j| Colorable {
+            a: dynamic(j.row_a),
+            b: dynamic(j.row_b),
+            bundles: false,
+            bouncy: false,
+        }));
+    }
+
+    fn prepare_contacts(&mut self, jobs: Jobs) {
         let bodies = &self.bodies;
         let s = &self.scratch;
         self.colorables.clear();
@@ -414,7 +432,10 @@ impl World {
             static_soft: Softness::new(2.0 * hertz, self.def.contact_damping_ratio, h),
             push_out: self.def.contact_push_out,
             restitution_threshold: self.def.restitution_threshold,
+            joint_soft: Softness::new(JOINT_HERTZ_PER_SUBSTEP_RATE / h, JOINT_DAMPING_RATIO, h),
+            joint_bias_in_relax: matches!(self.solver, Solver::SequentialImpulses { .. }),
         };
+        self.soften_joints(h);
         let a = &self.bodies.awake;
         self.states.clear();
         self.states.extend((0..n).map(|i| BodyState {
@@ -490,9 +511,12 @@ impl World {
                 BodyPass::IntegratePositions => integrate_positions(states, h),
             }
         };
-        solver::run_plan(ops, &mut self.coloring, &self.constraints, &mut self.states, &ctx, jobs, body_loop);
+        let joints = &mut self.joints.solves;
+        solver::run_plan(ops, &mut self.coloring, &self.constraints, joints, &mut self.states, &ctx, jobs, body_loop);
         self.coloring.unpack(&mut self.constraints, jobs);
-        solver::run_pass(Pass::Restitute, &mut self.coloring, &self.constraints, &mut self.states, &ctx, jobs);
+        let (coloring, table, states) = (&mut self.coloring, &self.constraints, &mut self.states);
+        solver::run_pass(Pass::Restitute, coloring, table, joints, states, &ctx, jobs);
+        self.finish_joints(ctx.inv_h);
         self.finalize(dt, jobs);
     }
 
@@ -589,17 +613,21 @@ impl World {
                 self.islands.union(c.row_a, c.row_b);
             }
         }
+        // Jointed bodies sleep and wake together.
+        for j in &self.joints.solves {
+            if dynamic(j.row_a) && dynamic(j.row_b) {
+                self.islands.union(j.row_a, j.row_b);
+            }
+        }
         for i in 0..n {
             let root = self.islands.find(i as u32) as usize;
             if a.sleep_time[i] < time || a.inv_mass[i] == 0.0 {
                 self.islands.may_sleep[root] = false;
             }
         }
-        for c in self.constraints.iter() {
-            if c.count == 0 {
-                continue;
-            }
-            for (me, other) in [(c.row_a, c.row_b), (c.row_b, c.row_a)] {
+        let touching = self.constraints.iter().filter(|c| c.count > 0).map(|c| (c.row_a, c.row_b));
+        for (row_a, row_b) in touching.chain(self.joints.solves.iter().map(|j| (j.row_a, j.row_b))) {
+            for (me, other) in [(row_a, row_b), (row_b, row_a)] {
                 if dynamic(me) && moving_kinematic(other) {
                     let root = self.islands.find(me) as usize;
                     self.islands.may_sleep[root] = false;

@@ -38,6 +38,7 @@ use super::constraint_graph::Op;
 use super::constraint_graph::{Colorable, Coloring};
 use super::contact_solver::{BodyState, Constraint, ConstraintTable, NONE};
 use super::island::Islands;
+use super::joint::Joints;
 use super::narrow::{shape_ref, NarrowOut, TerrainItem, TERRAIN};
 use super::store::ConstraintStore;
 use crate::collide::SatCache;
@@ -225,6 +226,7 @@ pub struct World {
     pub(super) terrain: Option<Terrain>,
     pub(super) terrain_contacts: TerrainContacts,
     pub(super) islands: Islands,
+    pub(super) joints: Joints,
     /// This step's constraints (in narrowphase order, woken ones last), and last
     /// step's with a sorted `(key, sub, index)` lookup for warm starting: tables of
     /// the constraints in `store` (last step's until this step's narrowphase has
@@ -372,6 +374,7 @@ impl World {
             terrain: None,
             terrain_contacts: TerrainContacts::new(),
             islands: Islands::default(),
+            joints: Joints::default(),
             store: ConstraintStore::default(),
             constraints: ConstraintTable::default(),
             colorables: Vec::new(),
@@ -600,10 +603,12 @@ impl World {
         Ok(id)
     }
 
-    /// Destroys a body, its shapes and contacts. Contacts it was touching end (the
+    /// Destroys a body, its shapes, joints and contacts. Its joints are reported with
+    /// the next step's joint events. Contacts it was touching end (the
     /// events come with the next step's); islands resting on it wake.
     pub fn destroy_body(&mut self, id: BodyId) -> Result<(), BodyError> {
         self.bodies.locate(id)?;
+        self.destroy_joints_of(id);
         self.wake_touching(id.index);
         let mut proxies = std::mem::take(&mut self.proxies[id.index as usize]);
         for &proxy in &proxies {

@@ -52,8 +52,8 @@ fn rain_of_4096_bodies_settles_stays_on_the_terrain_and_all_sleep_within_30_s() 
 
 /// A host job system that runs every task at once, its ranges in a shuffled order and
 /// spread over three worker indices: what a host scheduler may legally do.
-struct ShuffledHost {
-    seed: std::sync::atomic::AtomicU64,
+pub(super) struct ShuffledHost {
+    pub(super) seed: std::sync::atomic::AtomicU64,
 }
 
 // SAFETY: every range runs exactly once before `enqueue` returns, on this thread;

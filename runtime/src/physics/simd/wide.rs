@@ -1253,6 +1253,8 @@ mod tests {
             static_soft: Softness::new(60.0, 10.0, 1.0 / 240.0),
             push_out: 3.0,
             restitution_threshold: 1.0,
+            joint_soft: soft,
+            joint_bias_in_relax: false,
         };
         let mut leftover: Option<Bundle<L>> = None;
         for round in 0..200 {

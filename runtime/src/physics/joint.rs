@@ -1,0 +1,646 @@
+//! Joints: what ties two bodies together, behind generation-checked handles (Box2D
+//! v3's `joint.c`; the kinds and their settings as Box3D and Jolt name them).
+//!
+//! A joint holds two bodies at frames of their own (`frame_a`, `frame_b`: an anchor
+//! and axes in each body's frame). Its kind says what it keeps of the frames'
+//! relative pose; the z axis of frame A is the hinge, slide, twist and cone axis:
+//!
+//! | kind | keeps | settings |
+//! | --- | --- | --- |
+//! | spherical | the anchors together | swing cone and twist limits, spring toward aligned frames, motor (friction) |
+//! | revolute | the anchors together, the z axes together | angle limits, motor, spring |
+//! | prismatic | B's anchor on A's z axis, the rotations together | translation limits, motor, spring |
+//! | fixed | the whole pose | rigid, or soft with a frequency and damping |
+//! | distance | the anchors' distance | fixed length, or a spring; min and max lengths (a rope) |
+//!
+//! Each step the solve gathers the joints with an awake body into
+//! [`JointSolve`]s, colours them with the contacts (they share the graph's colours,
+//! so the same bits come out for any worker count) and solves them in the substeps
+//! (`joint_solver.rs`). Their impulses persist from step to step. A joint past its
+//! break force or torque is removed after the solve and reported in the step's
+//! joint events; destroying a body destroys its joints and reports them. Jointed
+//! bodies sleep and wake together: the islands join them.
+
+use glam::{Mat3, Vec3};
+
+use super::body::{BodyError, BodyId, MotionType, SetKind};
+use super::contact_solver::{Softness, NONE};
+use super::joint_solver::{self, JointSolve};
+use super::world::World;
+use crate::math::Isometry;
+
+/// Damping ratio of the joints' rigid parts while they push (Box2D v3's default).
+pub(crate) const JOINT_DAMPING_RATIO: f32 = 2.0;
+
+/// The joints' rigid parts push as springs of this fraction of the substep rate: a
+/// quarter, the stiffest the soft step holds steady (60 Hz at 4 substeps of 60 Hz
+/// steps, as Box2D v3's twice the contacts' 30 Hz). A soft constraint is a spring
+/// whose stiffness scales with the mass it moves, so a load far heavier than the
+/// links it hangs from stretches them: a hanging chain stretches about 4% at 4
+/// substeps, 1% at 8 and 0.4% at 12 (see `docs/physics.md`).
+pub(crate) const JOINT_HERTZ_PER_SUBSTEP_RATE: f32 = 0.25;
+
+/// Handle to a joint: slot index and generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JointId {
+    pub index: u32,
+    pub generation: u32,
+}
+
+/// A ball and socket with optional swing cone and twist limits (the ragdoll joint).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SphericalJoint {
+    pub enable_cone_limit: bool,
+    /// Largest angle between the frames' z axes (rad, 0..=π).
+    pub cone_angle: f32,
+    pub enable_twist_limit: bool,
+    /// Twist of frame B about frame A's z axis (rad, -π..=π, lower <= upper).
+    pub lower_twist: f32,
+    pub upper_twist: f32,
+    /// A spring pulling the frames' rotations together.
+    pub enable_spring: bool,
+    pub hertz: f32,
+    pub damping_ratio: f32,
+    /// A motor driving B's spin relative to A (rad/s, in frame A's axes) with at most
+    /// `max_motor_torque`; at zero speed it is joint friction.
+    pub enable_motor: bool,
+    pub motor_velocity: Vec3,
+    pub max_motor_torque: f32,
+}
+
+/// A hinge about frame A's z axis.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RevoluteJoint {
+    pub enable_limit: bool,
+    /// Angle of B about the axis (rad, -π..=π, lower <= upper).
+    pub lower: f32,
+    pub upper: f32,
+    pub enable_motor: bool,
+    /// Target spin of B relative to A (rad/s).
+    pub motor_speed: f32,
+    pub max_motor_torque: f32,
+    pub enable_spring: bool,
+    pub hertz: f32,
+    pub damping_ratio: f32,
+    /// The angle the spring pulls toward (rad).
+    pub target_angle: f32,
+}
+
+/// A slider along frame A's z axis; the rotations stay together.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PrismaticJoint {
+    pub enable_limit: bool,
+    /// Translation of B's anchor along the axis (m, lower <= upper).
+    pub lower: f32,
+    pub upper: f32,
+    pub enable_motor: bool,
+    /// Target speed along the axis (m/s).
+    pub motor_speed: f32,
+    pub max_motor_force: f32,
+    pub enable_spring: bool,
+    pub hertz: f32,
+    pub damping_ratio: f32,
+    /// The translation the spring pulls toward (m).
+    pub target_translation: f32,
+}
+
+/// A weld: rigid when a frequency is zero, else soft with it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FixedJoint {
+    pub linear_hertz: f32,
+    pub angular_hertz: f32,
+    pub linear_damping_ratio: f32,
+    pub angular_damping_ratio: f32,
+}
+
+/// The anchors' distance: rigid at `length`, or a spring toward it; with the limit,
+/// never shorter than `min_length` nor longer than `max_length` (a rope: a spring
+/// of zero frequency with a limit).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DistanceJoint {
+    pub length: f32,
+    pub enable_spring: bool,
+    pub hertz: f32,
+    pub damping_ratio: f32,
+    pub enable_limit: bool,
+    pub min_length: f32,
+    pub max_length: f32,
+}
+
+/// What a joint keeps, with its kind's settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum JointType {
+    Spherical(SphericalJoint),
+    Revolute(RevoluteJoint),
+    Prismatic(PrismaticJoint),
+    Fixed(FixedJoint),
+    Distance(DistanceJoint),
+}
+
+impl Default for SphericalJoint {
+    fn default() -> Self {
+        SphericalJoint {
+            enable_cone_limit: false,
+            cone_angle: 0.5 * std::f32::consts::PI,
+            enable_twist_limit: false,
+            lower_twist: -0.25 * std::f32::consts::PI,
+            upper_twist: 0.25 * std::f32::consts::PI,
+            enable_spring: false,
+            hertz: 0.0,
+            damping_ratio: 0.0,
+            enable_motor: false,
+            motor_velocity: Vec3::ZERO,
+            max_motor_torque: 0.0,
+        }
+    }
+}
+
+impl Default for RevoluteJoint {
+    fn default() -> Self {
+        RevoluteJoint {
+            enable_limit: false,
+            lower: 0.0,
+            upper: 0.0,
+            enable_motor: false,
+            motor_speed: 0.0,
+            max_motor_torque: 0.0,
+            enable_spring: false,
+            hertz: 0.0,
+            damping_ratio: 0.0,
+            target_angle: 0.0,
+        }
+    }
+}
+
+impl Default for PrismaticJoint {
+    fn default() -> Self {
+        PrismaticJoint {
+            enable_limit: false,
+            lower: 0.0,
+            upper: 0.0,
+            enable_motor: false,
+            motor_speed: 0.0,
+            max_motor_force: 0.0,
+            enable_spring: false,
+            hertz: 0.0,
+            damping_ratio: 0.0,
+            target_translation: 0.0,
+        }
+    }
+}
+
+impl Default for FixedJoint {
+    fn default() -> Self {
+        FixedJoint { linear_hertz: 0.0, angular_hertz: 0.0, linear_damping_ratio: 0.0, angular_damping_ratio: 0.0 }
+    }
+}
+
+impl Default for DistanceJoint {
+    fn default() -> Self {
+        DistanceJoint {
+            length: 1.0,
+            enable_spring: false,
+            hertz: 0.0,
+            damping_ratio: 0.0,
+            enable_limit: false,
+            min_length: 0.0,
+            max_length: 1.0e6,
+        }
+    }
+}
+
+/// How a joint is created.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JointDef {
+    pub body_a: BodyId,
+    pub body_b: BodyId,
+    /// The joint's frame in body A's frame and in body B's.
+    pub frame_a: Isometry,
+    pub frame_b: Isometry,
+    /// Whether the two bodies' shapes still collide with each other.
+    pub collide_connected: bool,
+    /// The joint breaks when its force (N) or torque (N m) passes these (infinite:
+    /// never).
+    pub break_force: f32,
+    pub break_torque: f32,
+    pub kind: JointType,
+}
+
+impl JointDef {
+    /// A joint of `kind` between `a` and `b` at their frames' origins.
+    pub fn new(body_a: BodyId, body_b: BodyId, kind: JointType) -> JointDef {
+        JointDef {
+            body_a,
+            body_b,
+            frame_a: Isometry::IDENTITY,
+            frame_b: Isometry::IDENTITY,
+            collide_connected: false,
+            break_force: f32::INFINITY,
+            break_torque: f32::INFINITY,
+            kind,
+        }
+    }
+
+    /// Every number finite (break thresholds may be infinite), rotations unit,
+    /// limits ordered, frequencies, damping, forces and lengths non-negative.
+    pub fn is_valid(&self) -> bool {
+        let frame = |f: &Isometry| f.translation.is_finite() && f.rotation.is_finite() && f.rotation.is_normalized();
+        let nonneg = |x: f32| x.is_finite() && x >= 0.0;
+        let angle = |x: f32| x.is_finite() && x.abs() <= std::f32::consts::PI + 1e-4;
+        let kind = match self.kind {
+            JointType::Spherical(s) => {
+                nonneg(s.cone_angle)
+                    && s.cone_angle <= std::f32::consts::PI + 1e-4
+                    && angle(s.lower_twist)
+                    && angle(s.upper_twist)
+                    && s.lower_twist <= s.upper_twist
+                    && nonneg(s.hertz)
+                    && nonneg(s.damping_ratio)
+                    && s.motor_velocity.is_finite()
+                    && nonneg(s.max_motor_torque)
+            }
+            JointType::Revolute(r) => {
+                angle(r.lower)
+                    && angle(r.upper)
+                    && r.lower <= r.upper
+                    && r.motor_speed.is_finite()
+                    && nonneg(r.max_motor_torque)
+                    && nonneg(r.hertz)
+                    && nonneg(r.damping_ratio)
+                    && angle(r.target_angle)
+            }
+            JointType::Prismatic(p) => {
+                p.lower.is_finite()
+                    && p.upper.is_finite()
+                    && p.lower <= p.upper
+                    && p.motor_speed.is_finite()
+                    && nonneg(p.max_motor_force)
+                    && nonneg(p.hertz)
+                    && nonneg(p.damping_ratio)
+                    && p.target_translation.is_finite()
+            }
+            JointType::Fixed(f) => [f.linear_hertz, f.angular_hertz, f.linear_damping_ratio, f.angular_damping_ratio]
+                .into_iter()
+                .all(nonneg),
+            JointType::Distance(d) => {
+                nonneg(d.length)
+                    && nonneg(d.min_length)
+                    && nonneg(d.max_length)
+                    && d.min_length <= d.max_length
+                    && nonneg(d.hertz)
+                    && nonneg(d.damping_ratio)
+            }
+        };
+        let threshold = |x: f32| !x.is_nan() && x >= 0.0;
+        kind && frame(&self.frame_a)
+            && frame(&self.frame_b)
+            && threshold(self.break_force)
+            && threshold(self.break_torque)
+    }
+}
+
+/// Why a joint went away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JointEventKind {
+    /// Its force or torque passed the break threshold in the step.
+    Broke,
+    /// One of its bodies was destroyed.
+    BodyDestroyed,
+}
+
+/// A joint removed by a step (broken) or with a body (reported with the next step).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JointEvent {
+    pub joint: JointId,
+    pub body_a: BodyId,
+    pub body_b: BodyId,
+    pub kind: JointEventKind,
+}
+
+/// The impulses a joint accumulates, kept from step to step for the warm start.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Impulses {
+    pub linear: Vec3,
+    pub angular: Vec3,
+    pub perp: [f32; 2],
+    pub spring: f32,
+    pub motor: f32,
+    pub lower: f32,
+    pub upper: f32,
+    pub swing: f32,
+    pub spring3: Vec3,
+    pub motor3: Vec3,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Joint {
+    def: JointDef,
+    impulses: Impulses,
+    force: Vec3,
+    torque: Vec3,
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    generation: u32,
+    joint: Option<Joint>,
+}
+
+/// The world's joints.
+#[derive(Debug, Default)]
+pub(crate) struct Joints {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    /// Body slot pairs `(low, high)` whose shapes must not collide, sorted (a pair
+    /// once per joint that asks).
+    pub(super) apart: Vec<(u32, u32)>,
+    /// This step's joints with an awake body, in slot order.
+    pub(super) solves: Vec<JointSolve>,
+    /// Events of the last step, and of bodies destroyed since.
+    pub(super) events: Vec<JointEvent>,
+    pub(super) pending: Vec<JointEvent>,
+}
+
+fn pair(a: BodyId, b: BodyId) -> (u32, u32) {
+    (a.index.min(b.index), a.index.max(b.index))
+}
+
+impl Joints {
+    /// Number of live joints.
+    pub fn len(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    fn get(&self, id: JointId) -> Result<&Joint, BodyError> {
+        match self.slots.get(id.index as usize) {
+            Some(Slot { generation, joint: Some(j) }) if *generation == id.generation => Ok(j),
+            _ => Err(BodyError::InvalidJoint),
+        }
+    }
+
+    fn get_mut(&mut self, id: JointId) -> Result<&mut Joint, BodyError> {
+        match self.slots.get_mut(id.index as usize) {
+            Some(Slot { generation, joint: Some(j) }) if *generation == id.generation => Ok(j),
+            _ => Err(BodyError::InvalidJoint),
+        }
+    }
+
+    fn remove(&mut self, index: u32) -> Option<Joint> {
+        let slot = &mut self.slots[index as usize];
+        let joint = slot.joint.take()?;
+        slot.generation = slot.generation.wrapping_add(1);
+        self.free.push(index);
+        if !joint.def.collide_connected {
+            let p = pair(joint.def.body_a, joint.def.body_b);
+            if let Ok(i) = self.apart.binary_search(&p) {
+                self.apart.remove(i);
+            }
+        }
+        Some(joint)
+    }
+
+    /// The live joints' ids touching body slot `slot`, in slot order.
+    fn of_body(&self, slot: u32) -> impl Iterator<Item = JointId> + '_ {
+        self.slots.iter().enumerate().filter_map(move |(i, s)| {
+            let j = s.joint.as_ref()?;
+            (j.def.body_a.index == slot || j.def.body_b.index == slot)
+                .then_some(JointId { index: i as u32, generation: s.generation })
+        })
+    }
+
+    /// Whether the shapes of body slots `a` and `b` may collide (no joint between
+    /// them asks otherwise).
+    pub(crate) fn may_collide(apart: &[(u32, u32)], a: u32, b: u32) -> bool {
+        apart.is_empty() || apart.binary_search(&(a.min(b), a.max(b))).is_err()
+    }
+}
+
+impl World {
+    /// Creates a joint; wakes both bodies. Fails with `InvalidBody` for a stale body
+    /// and `InvalidArgument` for a joint of a body with itself, between two bodies
+    /// that cannot move (static or kinematic both), or a def that is not valid
+    /// ([`JointDef::is_valid`]); nothing changes then.
+    pub fn create_joint(&mut self, def: &JointDef) -> Result<JointId, BodyError> {
+        let (ta, tb) = (self.bodies.motion_type(def.body_a)?, self.bodies.motion_type(def.body_b)?);
+        if def.body_a == def.body_b || (ta != MotionType::Dynamic && tb != MotionType::Dynamic) || !def.is_valid() {
+            return Err(BodyError::InvalidArgument);
+        }
+        self.wake(def.body_a)?;
+        self.wake(def.body_b)?;
+        let joints = &mut self.joints;
+        let index = match joints.free.pop() {
+            Some(i) => i,
+            None => {
+                joints.slots.push(Slot::default());
+                joints.slots.len() as u32 - 1
+            }
+        };
+        let slot = &mut joints.slots[index as usize];
+        slot.joint = Some(Joint { def: *def, impulses: Impulses::default(), force: Vec3::ZERO, torque: Vec3::ZERO });
+        if !def.collide_connected {
+            let p = pair(def.body_a, def.body_b);
+            let at = joints.apart.partition_point(|&x| x < p);
+            joints.apart.insert(at, p);
+        }
+        Ok(JointId { index, generation: slot.generation })
+    }
+
+    /// Destroys a joint; wakes its bodies.
+    pub fn destroy_joint(&mut self, id: JointId) -> Result<(), BodyError> {
+        let def = self.joints.get(id)?.def;
+        let _ = self.wake(def.body_a);
+        let _ = self.wake(def.body_b);
+        self.joints.remove(id.index);
+        Ok(())
+    }
+
+    /// Destroys the joints of a body being destroyed, reporting each with the next
+    /// step's joint events.
+    pub(super) fn destroy_joints_of(&mut self, body: BodyId) {
+        let ids: Vec<JointId> = self.joints.of_body(body.index).collect();
+        for id in ids {
+            let def = self.joints.get(id).expect("live joint").def;
+            let other = if def.body_a == body { def.body_b } else { def.body_a };
+            let _ = self.wake(other);
+            self.joints.remove(id.index);
+            let kind = JointEventKind::BodyDestroyed;
+            self.joints.pending.push(JointEvent { joint: id, body_a: def.body_a, body_b: def.body_b, kind });
+        }
+    }
+
+    pub fn joint_is_valid(&self, id: JointId) -> bool {
+        self.joints.get(id).is_ok()
+    }
+
+    /// Number of live joints.
+    pub fn joint_count(&self) -> usize {
+        self.joints.len()
+    }
+
+    /// The joint's definition as it stands (settings changed since included).
+    pub fn joint(&self, id: JointId) -> Result<&JointDef, BodyError> {
+        Ok(&self.joints.get(id)?.def)
+    }
+
+    /// Changes a joint's kind settings (the kind itself stays; the new def must be
+    /// valid). Wakes both bodies; the accumulated impulses of parts switched off are
+    /// dropped.
+    pub fn set_joint_type(&mut self, id: JointId, kind: JointType) -> Result<(), BodyError> {
+        let joint = self.joints.get(id)?;
+        let def = JointDef { kind, ..joint.def };
+        if std::mem::discriminant(&kind) != std::mem::discriminant(&joint.def.kind) || !def.is_valid() {
+            return Err(BodyError::InvalidArgument);
+        }
+        let _ = self.wake(def.body_a);
+        let _ = self.wake(def.body_b);
+        let joint = self.joints.get_mut(id)?;
+        joint.def.kind = kind;
+        let imp = &mut joint.impulses;
+        let (limit, motor, spring) = match kind {
+            JointType::Spherical(s) => (s.enable_cone_limit || s.enable_twist_limit, s.enable_motor, s.enable_spring),
+            JointType::Revolute(r) => (r.enable_limit, r.enable_motor, r.enable_spring),
+            JointType::Prismatic(p) => (p.enable_limit, p.enable_motor, p.enable_spring),
+            JointType::Fixed(_) => (true, true, true),
+            JointType::Distance(d) => (d.enable_limit, true, true),
+        };
+        if !limit {
+            (imp.lower, imp.upper, imp.swing) = (0.0, 0.0, 0.0);
+        }
+        if !motor {
+            (imp.motor, imp.motor3) = (0.0, Vec3::ZERO);
+        }
+        if !spring {
+            (imp.spring, imp.spring3) = (0.0, Vec3::ZERO);
+        }
+        Ok(())
+    }
+
+    /// The force and torque (N, N m, world axes) the joint applied to body B in the
+    /// last step's last substep.
+    pub fn joint_reaction(&self, id: JointId) -> Result<(Vec3, Vec3), BodyError> {
+        let j = self.joints.get(id)?;
+        Ok((j.force, j.torque))
+    }
+
+    /// The joint's current value: the revolute angle or the spherical twist (rad), the
+    /// prismatic translation or the distance (m); 0 for a weld.
+    pub fn joint_value(&self, id: JointId) -> Result<f32, BodyError> {
+        let def = self.joints.get(id)?.def;
+        let (xa, xb) = (self.bodies.transform(def.body_a)?, self.bodies.transform(def.body_b)?);
+        let (fa, fb) = (xa.mul(&def.frame_a), xb.mul(&def.frame_b));
+        let d = fb.translation - fa.translation;
+        Ok(match def.kind {
+            JointType::Revolute(_) | JointType::Spherical(_) => {
+                joint_solver::twist_angle(joint_solver::relative(fa.rotation, fb.rotation))
+            }
+            JointType::Prismatic(_) => (fa.rotation * Vec3::Z).dot(d),
+            JointType::Distance(_) => d.length(),
+            JointType::Fixed(_) => 0.0,
+        })
+    }
+
+    /// The angle between the joint frames' z axes (rad): a spherical joint's swing.
+    pub fn joint_swing(&self, id: JointId) -> Result<f32, BodyError> {
+        let def = self.joints.get(id)?.def;
+        let (xa, xb) = (self.bodies.transform(def.body_a)?, self.bodies.transform(def.body_b)?);
+        Ok(joint_solver::swing_angle(xa.rotation * def.frame_a.rotation, xb.rotation * def.frame_b.rotation))
+    }
+
+    /// Joints broken in the last step, and joints destroyed with their bodies before
+    /// it, in order.
+    pub fn joint_events(&self) -> &[JointEvent] {
+        &self.joints.events
+    }
+
+    /// This step's joint rows: every joint with a body in the awake set, in slot
+    /// order, with its bodies' rows, masses and frames; their colouring entries are
+    /// appended to `colorables`.
+    pub(super) fn gather_joints(&mut self) {
+        let bodies = &self.bodies;
+        let joints = &mut self.joints;
+        joints.solves.clear();
+        for (index, slot) in joints.slots.iter().enumerate() {
+            let Some(j) = &slot.joint else { continue };
+            let (Ok((set_a, row_a)), Ok((set_b, row_b))) = (bodies.locate(j.def.body_a), bodies.locate(j.def.body_b))
+            else {
+                continue;
+            };
+            if set_a != SetKind::Awake && set_b != SetKind::Awake {
+                continue;
+            }
+            let (sa, sb) = (bodies.set(set_a), bodies.set(set_b));
+            let awake = |set: SetKind, row: usize| if set == SetKind::Awake { row as u32 } else { NONE };
+            // A body outside the awake set does not move this step: no mass.
+            let mass = |set: SetKind, row: usize| match set {
+                SetKind::Awake => (bodies.awake.inv_mass[row], bodies.awake.world_inv_inertia[row]),
+                SetKind::Resting => (0.0, Mat3::ZERO),
+            };
+            let ((ma, ia), (mb, ib)) = (mass(set_a, row_a), mass(set_b, row_b));
+            let (qa, qb) = (sa.rotation[row_a], sb.rotation[row_b]);
+            let anchor_a = qa * (j.def.frame_a.translation - sa.local_center[row_a]);
+            let anchor_b = qb * (j.def.frame_b.translation - sb.local_center[row_b]);
+            joints.solves.push(JointSolve {
+                slot: index as u32,
+                row_a: awake(set_a, row_a),
+                row_b: awake(set_b, row_b),
+                inv_mass_a: ma,
+                inv_mass_b: mb,
+                inv_inertia_a: ia,
+                inv_inertia_b: ib,
+                frame_a: qa * j.def.frame_a.rotation,
+                frame_b: qb * j.def.frame_b.rotation,
+                anchor_a,
+                anchor_b,
+                delta_center: sb.position[row_b] - sa.position[row_a],
+                kind: j.def.kind,
+                spring: Softness::new(0.0, 0.0, 1.0),
+                angular_spring: Softness::new(0.0, 0.0, 1.0),
+                impulses: j.impulses,
+            });
+        }
+    }
+
+    /// The springs' coefficients for substeps of `h` seconds.
+    pub(super) fn soften_joints(&mut self, h: f32) {
+        for j in &mut self.joints.solves {
+            let (spring, angular) = match j.kind {
+                JointType::Spherical(s) => (Softness::new(s.hertz, s.damping_ratio, h), j.angular_spring),
+                JointType::Revolute(r) => (Softness::new(r.hertz, r.damping_ratio, h), j.angular_spring),
+                JointType::Prismatic(p) => (Softness::new(p.hertz, p.damping_ratio, h), j.angular_spring),
+                JointType::Distance(d) => (Softness::new(d.hertz, d.damping_ratio, h), j.angular_spring),
+                JointType::Fixed(f) => (
+                    Softness::new(f.linear_hertz, f.linear_damping_ratio, h),
+                    Softness::new(f.angular_hertz, f.angular_damping_ratio, h),
+                ),
+            };
+            (j.spring, j.angular_spring) = (spring, angular);
+        }
+    }
+
+    /// After the solve: impulses back into the joints, their forces and torques, and
+    /// the joints past their thresholds broken (in slot order) and reported.
+    pub(super) fn finish_joints(&mut self, inv_h: f32) {
+        let joints = &mut self.joints;
+        let mut broken = false;
+        for s in &joints.solves {
+            let (force, torque) = joint_solver::reaction(s, inv_h);
+            let j = joints.slots[s.slot as usize].joint.as_mut().expect("live joint");
+            j.impulses = s.impulses;
+            (j.force, j.torque) = (force, torque);
+            broken |= force.length() > j.def.break_force || torque.length() > j.def.break_torque;
+        }
+        if !broken {
+            return;
+        }
+        for k in 0..joints.solves.len() {
+            let index = joints.solves[k].slot;
+            let Some(j) = joints.slots[index as usize].joint else { continue };
+            if j.force.length() > j.def.break_force || j.torque.length() > j.def.break_torque {
+                let id = JointId { index, generation: joints.slots[index as usize].generation };
+                joints.remove(index);
+                let kind = JointEventKind::Broke;
+                joints.events.push(JointEvent { joint: id, body_a: j.def.body_a, body_b: j.def.body_b, kind });
+            }
+        }
+    }
+}
