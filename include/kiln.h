@@ -3324,6 +3324,55 @@ struct KilnFixedJointDef kiln_default_fixed_joint_def(void);
 struct KilnDistanceJointDef kiln_default_distance_joint_def(void);
 
 /**
+ * Creates a spherical joint and writes its handle to `out_joint`; wakes both
+ * bodies. `KILN_ERROR_INVALID_HANDLE` for a stale world or body,
+ * `KILN_ERROR_INVALID_ARGUMENT` for a body of another world, the same body twice,
+ * two bodies neither of which is dynamic, or a number out of range; nothing is
+ * created then.
+ *
+ * Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+ */
+KilnStatus kiln_joint_create_spherical(struct KilnWorldId world,
+                                       const struct KilnSphericalJointDef *def,
+                                       struct KilnJointId *out_joint);
+
+/**
+ * Creates a revolute joint (as `kiln_joint_create_spherical`).
+ *
+ * Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+ */
+KilnStatus kiln_joint_create_revolute(struct KilnWorldId world,
+                                      const struct KilnRevoluteJointDef *def,
+                                      struct KilnJointId *out_joint);
+
+/**
+ * Creates a prismatic joint (as `kiln_joint_create_spherical`).
+ *
+ * Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+ */
+KilnStatus kiln_joint_create_prismatic(struct KilnWorldId world,
+                                       const struct KilnPrismaticJointDef *def,
+                                       struct KilnJointId *out_joint);
+
+/**
+ * Creates a fixed joint (as `kiln_joint_create_spherical`).
+ *
+ * Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+ */
+KilnStatus kiln_joint_create_fixed(struct KilnWorldId world,
+                                   const struct KilnFixedJointDef *def,
+                                   struct KilnJointId *out_joint);
+
+/**
+ * Creates a distance joint (as `kiln_joint_create_spherical`).
+ *
+ * Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+ */
+KilnStatus kiln_joint_create_distance(struct KilnWorldId world,
+                                      const struct KilnDistanceJointDef *def,
+                                      struct KilnJointId *out_joint);
+
+/**
  * Destroys a joint; wakes its bodies. Broken joints and joints of destroyed bodies
  * are gone already (their handles are stale).
  */

@@ -400,110 +400,184 @@ fn create(world: KilnWorldId, def: JointDef, out: *mut KilnJointId) -> Result<()
     write_out(out, "out_joint", id)
 }
 
-macro_rules! create_fn {
-    ($(#[$doc:meta])* $name:ident, $def:ty, $convert:expr) => {
-        $(#[$doc])*
-        ///
-        /// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(world: KilnWorldId, def: *const $def, out_joint: *mut KilnJointId) -> KilnStatus {
-            ffi_call(stringify!($name), || {
-                let def = non_null(def, "def")?;
-                non_null(out_joint, "out_joint")?;
-                // SAFETY: non-null; readable per the contract.
-                let raw: $def = unsafe { read_def(def, "def")? };
-                let convert: fn(&$def) -> JointType = $convert;
-                create(world, joint_def(world, &raw.base, convert(&raw))?, out_joint)
-            })
-        }
-    };
+/// Reads a joint def of type `T` (its size checked), converts it and creates the joint.
+///
+/// # Safety
+/// `def` is NULL or readable; `out_joint` is NULL or writable.
+unsafe fn create_from<T: Copy>(
+    world: KilnWorldId,
+    def: *const T,
+    out_joint: *mut KilnJointId,
+    convert: impl FnOnce(&T) -> (KilnJointBase, JointType),
+) -> Result<(), Error> {
+    let def = non_null(def, "def")?;
+    non_null(out_joint, "out_joint")?;
+    // SAFETY: non-null; readable per the caller's contract.
+    let raw: T = unsafe { read_def(def, "def")? };
+    let (base, kind) = convert(&raw);
+    create(world, joint_def(world, &base, kind)?, out_joint)
 }
 
-create_fn!(
-    /// Creates a spherical joint and writes its handle to `out_joint`; wakes both
-    /// bodies. `KILN_ERROR_INVALID_HANDLE` for a stale world or body,
-    /// `KILN_ERROR_INVALID_ARGUMENT` for a body of another world, the same body twice,
-    /// two bodies neither of which is dynamic, or a number out of range; nothing is
-    /// created then.
-    kiln_joint_create_spherical,
-    KilnSphericalJointDef,
-    |d| JointType::Spherical(SphericalJoint {
-        enable_cone_limit: d.enable_cone_limit,
-        cone_angle: d.cone_angle,
-        enable_twist_limit: d.enable_twist_limit,
-        lower_twist: d.lower_twist,
-        upper_twist: d.upper_twist,
-        enable_spring: d.enable_spring,
-        hertz: d.hertz,
-        damping_ratio: d.damping_ratio,
-        enable_motor: d.enable_motor,
-        motor_velocity: vec3(d.motor_velocity),
-        max_motor_torque: d.max_motor_torque,
+/// Creates a spherical joint and writes its handle to `out_joint`; wakes both
+/// bodies. `KILN_ERROR_INVALID_HANDLE` for a stale world or body,
+/// `KILN_ERROR_INVALID_ARGUMENT` for a body of another world, the same body twice,
+/// two bodies neither of which is dynamic, or a number out of range; nothing is
+/// created then.
+///
+/// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_joint_create_spherical(
+    world: KilnWorldId,
+    def: *const KilnSphericalJointDef,
+    out_joint: *mut KilnJointId,
+) -> KilnStatus {
+    ffi_call("kiln_joint_create_spherical", || {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            create_from(world, def, out_joint, |d: &KilnSphericalJointDef| {
+                (
+                    d.base,
+                    JointType::Spherical(SphericalJoint {
+                        enable_cone_limit: d.enable_cone_limit,
+                        cone_angle: d.cone_angle,
+                        enable_twist_limit: d.enable_twist_limit,
+                        lower_twist: d.lower_twist,
+                        upper_twist: d.upper_twist,
+                        enable_spring: d.enable_spring,
+                        hertz: d.hertz,
+                        damping_ratio: d.damping_ratio,
+                        enable_motor: d.enable_motor,
+                        motor_velocity: vec3(d.motor_velocity),
+                        max_motor_torque: d.max_motor_torque,
+                    }),
+                )
+            })
+        }
     })
-);
+}
 
-create_fn!(
-    /// Creates a revolute joint (as `kiln_joint_create_spherical`).
-    kiln_joint_create_revolute,
-    KilnRevoluteJointDef,
-    |d| JointType::Revolute(RevoluteJoint {
-        enable_limit: d.enable_limit,
-        lower: d.lower,
-        upper: d.upper,
-        enable_motor: d.enable_motor,
-        motor_speed: d.motor_speed,
-        max_motor_torque: d.max_motor_torque,
-        enable_spring: d.enable_spring,
-        hertz: d.hertz,
-        damping_ratio: d.damping_ratio,
-        target_angle: d.target_angle,
+/// Creates a revolute joint (as `kiln_joint_create_spherical`).
+///
+/// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_joint_create_revolute(
+    world: KilnWorldId,
+    def: *const KilnRevoluteJointDef,
+    out_joint: *mut KilnJointId,
+) -> KilnStatus {
+    ffi_call("kiln_joint_create_revolute", || {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            create_from(world, def, out_joint, |d: &KilnRevoluteJointDef| {
+                (
+                    d.base,
+                    JointType::Revolute(RevoluteJoint {
+                        enable_limit: d.enable_limit,
+                        lower: d.lower,
+                        upper: d.upper,
+                        enable_motor: d.enable_motor,
+                        motor_speed: d.motor_speed,
+                        max_motor_torque: d.max_motor_torque,
+                        enable_spring: d.enable_spring,
+                        hertz: d.hertz,
+                        damping_ratio: d.damping_ratio,
+                        target_angle: d.target_angle,
+                    }),
+                )
+            })
+        }
     })
-);
+}
 
-create_fn!(
-    /// Creates a prismatic joint (as `kiln_joint_create_spherical`).
-    kiln_joint_create_prismatic,
-    KilnPrismaticJointDef,
-    |d| JointType::Prismatic(PrismaticJoint {
-        enable_limit: d.enable_limit,
-        lower: d.lower,
-        upper: d.upper,
-        enable_motor: d.enable_motor,
-        motor_speed: d.motor_speed,
-        max_motor_force: d.max_motor_force,
-        enable_spring: d.enable_spring,
-        hertz: d.hertz,
-        damping_ratio: d.damping_ratio,
-        target_translation: d.target_translation,
+/// Creates a prismatic joint (as `kiln_joint_create_spherical`).
+///
+/// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_joint_create_prismatic(
+    world: KilnWorldId,
+    def: *const KilnPrismaticJointDef,
+    out_joint: *mut KilnJointId,
+) -> KilnStatus {
+    ffi_call("kiln_joint_create_prismatic", || {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            create_from(world, def, out_joint, |d: &KilnPrismaticJointDef| {
+                (
+                    d.base,
+                    JointType::Prismatic(PrismaticJoint {
+                        enable_limit: d.enable_limit,
+                        lower: d.lower,
+                        upper: d.upper,
+                        enable_motor: d.enable_motor,
+                        motor_speed: d.motor_speed,
+                        max_motor_force: d.max_motor_force,
+                        enable_spring: d.enable_spring,
+                        hertz: d.hertz,
+                        damping_ratio: d.damping_ratio,
+                        target_translation: d.target_translation,
+                    }),
+                )
+            })
+        }
     })
-);
+}
 
-create_fn!(
-    /// Creates a fixed joint (as `kiln_joint_create_spherical`).
-    kiln_joint_create_fixed,
-    KilnFixedJointDef,
-    |d| JointType::Fixed(FixedJoint {
-        linear_hertz: d.linear_hertz,
-        angular_hertz: d.angular_hertz,
-        linear_damping_ratio: d.linear_damping_ratio,
-        angular_damping_ratio: d.angular_damping_ratio,
+/// Creates a fixed joint (as `kiln_joint_create_spherical`).
+///
+/// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_joint_create_fixed(
+    world: KilnWorldId,
+    def: *const KilnFixedJointDef,
+    out_joint: *mut KilnJointId,
+) -> KilnStatus {
+    ffi_call("kiln_joint_create_fixed", || {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            create_from(world, def, out_joint, |d: &KilnFixedJointDef| {
+                (
+                    d.base,
+                    JointType::Fixed(FixedJoint {
+                        linear_hertz: d.linear_hertz,
+                        angular_hertz: d.angular_hertz,
+                        linear_damping_ratio: d.linear_damping_ratio,
+                        angular_damping_ratio: d.angular_damping_ratio,
+                    }),
+                )
+            })
+        }
     })
-);
+}
 
-create_fn!(
-    /// Creates a distance joint (as `kiln_joint_create_spherical`).
-    kiln_joint_create_distance,
-    KilnDistanceJointDef,
-    |d| JointType::Distance(DistanceJoint {
-        length: d.length,
-        enable_spring: d.enable_spring,
-        hertz: d.hertz,
-        damping_ratio: d.damping_ratio,
-        enable_limit: d.enable_limit,
-        min_length: d.min_length,
-        max_length: d.max_length,
+/// Creates a distance joint (as `kiln_joint_create_spherical`).
+///
+/// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_joint_create_distance(
+    world: KilnWorldId,
+    def: *const KilnDistanceJointDef,
+    out_joint: *mut KilnJointId,
+) -> KilnStatus {
+    ffi_call("kiln_joint_create_distance", || {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            create_from(world, def, out_joint, |d: &KilnDistanceJointDef| {
+                (
+                    d.base,
+                    JointType::Distance(DistanceJoint {
+                        length: d.length,
+                        enable_spring: d.enable_spring,
+                        hertz: d.hertz,
+                        damping_ratio: d.damping_ratio,
+                        enable_limit: d.enable_limit,
+                        min_length: d.min_length,
+                        max_length: d.max_length,
+                    }),
+                )
+            })
+        }
     })
-);
+}
 
 /// Runs `f` on the joint's world and key.
 fn with_joint<R>(

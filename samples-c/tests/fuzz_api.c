@@ -5,7 +5,8 @@
  * leak (run under AddressSanitizer and UndefinedBehaviorSanitizer by `make check`),
  * and after every call each live world passes kiln_world_validate and each live
  * character stands somewhere finite. The calls cover worlds, bodies, shapes and
- * their queries, terrain edits and queries, characters, and integrated frames
+ * their queries, joints of every kind, terrain edits and queries, characters, and
+ * integrated frames
  * (without a GPU: the GPU objects have their own bad-input tests).
  *
  * The generator is a seeded xorshift, so a failure replays exactly:
@@ -24,7 +25,7 @@
 #include "kiln.h"
 #include "check.h"
 
-enum { MAX_WORLDS = 2, MAX_BODIES = 96, MAX_SHAPES = 6, MAX_CHARACTERS = 3, MAX_FRAMES = 2 };
+enum { MAX_WORLDS = 2, MAX_BODIES = 96, MAX_SHAPES = 6, MAX_CHARACTERS = 3, MAX_FRAMES = 2, MAX_JOINTS = 24 };
 
 static uint64_t rng_state;
 
@@ -82,6 +83,7 @@ typedef struct Pools {
     KilnShapeId shapes[MAX_SHAPES];
     KilnCharacterId characters[MAX_CHARACTERS];
     KilnFrameId frames[MAX_FRAMES]; /* integrated frames over a world, without a GPU */
+    KilnJointId joints[MAX_JOINTS]; /* live, broken, destroyed (with a body) or zero */
     unsigned calls, ok, refused;
 } Pools;
 
@@ -99,6 +101,34 @@ static KilnBodyId any_body(const Pools *p) {
         return forged;
     }
     return p->bodies[below(MAX_BODIES)];
+}
+
+static KilnJointId any_joint(const Pools *p) {
+    KilnJointId j = p->joints[below(MAX_JOINTS)];
+    if (below(12) == 0) j.generation += below(3), j.index1 += below(2);
+    return j;
+}
+
+/* A joint base between two pool bodies (often of one world), mostly sane frames. */
+static KilnJointBase joint_base(const Pools *p) {
+    KilnJointBase base = kiln_default_spherical_joint_def().base;
+    base.body_a = any_body(p);
+    base.body_b = any_body(p);
+    /* Mostly a live partner of the same world, so joints get made and stepped. */
+    unsigned start = below(MAX_BODIES);
+    for (unsigned i = 0; i < MAX_BODIES && below(4); i++) {
+        KilnBodyId c = p->bodies[(start + i) % MAX_BODIES];
+        if (kiln_body_is_valid(c) && c.world.index1 == base.body_a.world.index1 && c.index1 != base.body_a.index1) {
+            base.body_b = c;
+            break;
+        }
+    }
+    base.frame_a = below(3) ? kiln_transform_identity() : transform();
+    base.frame_b = below(3) ? kiln_transform_identity() : transform();
+    base.collide_connected = below(2);
+    if (below(4) == 0) base.break_force = usually(500.0f, 1000.0f);
+    if (below(8) == 0) base.break_torque = number(100.0f);
+    return base;
 }
 
 static KilnShapeId any_shape(const Pools *p) {
@@ -180,7 +210,7 @@ static void edit_while_drawing(KilnBodyId body, uint32_t shape_index, KilnShapeI
 static void one_call(Pools *p) {
     KilnStatus s = KILN_OK;
     const char *what = "";
-    switch (below(38)) {
+    switch (below(40)) {
     case 0: { /* world create into a free or stale slot */
         unsigned w = below(MAX_WORLDS);
         if (kiln_world_is_valid(p->worlds[w])) break;
@@ -543,6 +573,101 @@ static void one_call(Pools *p) {
             break;
         default:
             s = kiln_world_get_profile(any_world(p), below(20) ? &profile : NULL), what = "kiln_world_get_profile";
+            break;
+        }
+        break;
+    }
+    case 38: { /* joints of every kind between pool bodies, numbers sane or not */
+        KilnJointId made = {0, 0, {0, 0}};
+        KilnJointId *out = below(30) ? &made : NULL;
+        KilnJointBase base = joint_base(p);
+        KilnWorldId w = below(4) ? base.body_a.world : any_world(p);
+        switch (below(5)) {
+        case 0: {
+            KilnSphericalJointDef d = kiln_default_spherical_joint_def();
+            d.base = base;
+            d.enable_cone_limit = below(2), d.cone_angle = usually(0.7f, 3.0f);
+            d.enable_twist_limit = below(2), d.lower_twist = usually(-0.5f, 3.0f), d.upper_twist = usually(0.5f, 3.0f);
+            d.enable_motor = below(2), d.max_motor_torque = usually(5.0f, 50.0f), d.motor_velocity = vec(2.0f);
+            d.enable_spring = below(3) == 0, d.hertz = usually(2.0f, 10.0f), d.damping_ratio = usually(0.5f, 1.0f);
+            s = kiln_joint_create_spherical(w, below(30) ? &d : NULL, out), what = "kiln_joint_create_spherical";
+            break;
+        }
+        case 1: {
+            KilnRevoluteJointDef d = kiln_default_revolute_joint_def();
+            d.base = base;
+            d.enable_limit = below(2), d.lower = usually(-1.0f, 3.0f), d.upper = usually(1.0f, 3.0f);
+            d.enable_motor = below(2), d.motor_speed = usually(2.0f, 20.0f), d.max_motor_torque = usually(50.0f, 100.0f);
+            d.enable_spring = below(3) == 0, d.hertz = usually(2.0f, 10.0f), d.target_angle = usually(0.0f, 3.0f);
+            if (below(10) == 0) d.struct_size = 3;
+            s = kiln_joint_create_revolute(w, &d, out), what = "kiln_joint_create_revolute";
+            break;
+        }
+        case 2: {
+            KilnPrismaticJointDef d = kiln_default_prismatic_joint_def();
+            d.base = base;
+            d.enable_limit = below(2), d.lower = usually(-1.0f, 3.0f), d.upper = usually(1.0f, 3.0f);
+            d.enable_motor = below(2), d.motor_speed = usually(1.0f, 5.0f), d.max_motor_force = usually(500.0f, 1000.0f);
+            d.enable_spring = below(3) == 0, d.hertz = usually(2.0f, 10.0f), d.target_translation = number(2.0f);
+            s = kiln_joint_create_prismatic(w, &d, out), what = "kiln_joint_create_prismatic";
+            break;
+        }
+        case 3: {
+            KilnFixedJointDef d = kiln_default_fixed_joint_def();
+            d.base = base;
+            if (below(3) == 0) d.linear_hertz = number(10.0f), d.angular_hertz = number(10.0f);
+            s = kiln_joint_create_fixed(w, &d, out), what = "kiln_joint_create_fixed";
+            break;
+        }
+        default: {
+            KilnDistanceJointDef d = kiln_default_distance_joint_def();
+            d.base = base;
+            d.length = usually(1.0f, 3.0f), d.enable_spring = below(2), d.hertz = usually(1.0f, 10.0f);
+            d.enable_limit = below(2), d.min_length = usually(0.5f, 2.0f), d.max_length = usually(2.0f, 5.0f);
+            s = kiln_joint_create_distance(w, &d, out), what = "kiln_joint_create_distance";
+            break;
+        }
+        }
+        CHECK(s == KILN_OK ? kiln_joint_is_valid(made) : made.index1 == 0);
+        if (s == KILN_OK) p->joints[below(MAX_JOINTS)] = made; /* may drop a live handle: the world owns it */
+        break;
+    }
+    case 39: { /* joint settings, values, reactions, events and destroy */
+        KilnJointId j = any_joint(p);
+        bool on;
+        float a, b, c;
+        uint32_t type, count;
+        KilnVec3 force, torque;
+        KilnBodyId ba, bb;
+        KilnJointEvent events[4];
+        switch (below(11)) {
+        case 0: s = kiln_joint_destroy(j), what = "kiln_joint_destroy"; break;
+        case 1: s = kiln_joint_set_limits(j, below(2), number(3.0f), number(3.0f)), what = "kiln_joint_set_limits"; break;
+        case 2: s = kiln_joint_set_motor(j, below(2), number(10.0f), number(100.0f)), what = "kiln_joint_set_motor"; break;
+        case 3:
+            s = kiln_joint_set_spring(j, below(2), number(10.0f), number(1.0f), below(2) ? 0.0f : number(2.0f)),
+            what = "kiln_joint_set_spring";
+            break;
+        case 4: s = kiln_joint_set_cone_limit(j, below(2), number(3.0f)), what = "kiln_joint_set_cone_limit"; break;
+        case 5:
+            s = kiln_joint_get_limits(j, &on, below(20) ? &a : NULL, &b), what = "kiln_joint_get_limits";
+            CHECK(s != KILN_OK || a <= b);
+            break;
+        case 6: s = kiln_joint_get_motor(j, &on, &a, below(20) ? &b : NULL), what = "kiln_joint_get_motor"; break;
+        case 7: s = kiln_joint_get_spring(j, &on, &a, &b, below(20) ? &c : NULL), what = "kiln_joint_get_spring"; break;
+        case 8:
+            s = kiln_joint_get_reaction(j, &force, below(20) ? &torque : NULL), what = "kiln_joint_get_reaction";
+            CHECK(s != KILN_OK || (isfinite(force.x) && isfinite(force.y) && isfinite(force.z)));
+            break;
+        case 9:
+            expect_status(p, kiln_joint_get_type(j, below(20) ? &type : NULL), "kiln_joint_get_type");
+            expect_status(p, kiln_joint_get_bodies(j, &ba, below(20) ? &bb : NULL), "kiln_joint_get_bodies");
+            s = kiln_joint_get_value(j, &a), what = "kiln_joint_get_value";
+            CHECK(s != KILN_OK || !isnan(a));
+            break;
+        default:
+            s = kiln_world_get_joint_events(any_world(p), below(10) ? events : NULL, below(5), &count),
+            what = "kiln_world_get_joint_events";
             break;
         }
         break;
