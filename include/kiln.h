@@ -1327,8 +1327,9 @@ typedef struct KilnJointBase {
      */
     struct KilnBodyId body_b;
     /**
-     * The joint's frame in body A's frame (anchor and axes; z is the joint's axis).
-     * Default identity.
+     * The joint's frame in body A's frame (anchor and axes; z is the joint's axis;
+     * the anchor within `KILN_SHAPE_MAX_EXTENT` of the body's origin). Default
+     * identity.
      */
     struct KilnTransform frame_a;
     /**

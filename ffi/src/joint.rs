@@ -59,8 +59,9 @@ pub struct KilnJointBase {
     pub body_a: KilnBodyId,
     /// See `body_a`.
     pub body_b: KilnBodyId,
-    /// The joint's frame in body A's frame (anchor and axes; z is the joint's axis).
-    /// Default identity.
+    /// The joint's frame in body A's frame (anchor and axes; z is the joint's axis;
+    /// the anchor within `KILN_SHAPE_MAX_EXTENT` of the body's origin). Default
+    /// identity.
     pub frame_a: KilnTransform,
     /// The joint's frame in body B's frame. Default identity.
     pub frame_b: KilnTransform,

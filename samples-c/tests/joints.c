@@ -173,6 +173,9 @@ static void bad_joints(KilnRuntimeId rt, KilnShapeId box) {
     bad.base.frame_a.position.x = NAN;
     CHECK_STATUS(kiln_joint_create_spherical(world, &bad, &j), KILN_ERROR_INVALID_ARGUMENT);
     bad = def;
+    bad.base.frame_a.position.y = 1e30f;
+    CHECK_STATUS(kiln_joint_create_spherical(world, &bad, &j), KILN_ERROR_INVALID_ARGUMENT);
+    bad = def;
     bad.base.frame_b.rotation.w = 0.0f;
     CHECK_STATUS(kiln_joint_create_spherical(world, &bad, &j), KILN_ERROR_INVALID_ARGUMENT);
     bad = def;

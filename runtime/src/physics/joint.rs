@@ -241,10 +241,17 @@ impl JointDef {
         }
     }
 
-    /// Every number finite (break thresholds may be infinite), rotations unit,
-    /// limits ordered, frequencies, damping, forces and lengths non-negative.
+    /// Every number finite (break thresholds may be infinite), frames within
+    /// [`MAX_EXTENT`](crate::shapes::MAX_EXTENT) of their bodies with unit
+    /// rotations, limits ordered, frequencies, damping, forces and lengths
+    /// non-negative.
     pub fn is_valid(&self) -> bool {
-        let frame = |f: &Isometry| f.translation.is_finite() && f.rotation.is_finite() && f.rotation.is_normalized();
+        let frame = |f: &Isometry| {
+            f.translation.is_finite()
+                && f.translation.abs().max_element() <= crate::shapes::MAX_EXTENT
+                && f.rotation.is_finite()
+                && f.rotation.is_normalized()
+        };
         let nonneg = |x: f32| x.is_finite() && x >= 0.0;
         let angle = |x: f32| x.is_finite() && x.abs() <= std::f32::consts::PI + 1e-4;
         let kind = match self.kind {

@@ -21,8 +21,10 @@
 
 use glam::{Mat3, Quat, Vec3};
 
+use super::body::saturate;
 use super::contact_solver::{read, write, BodyState, Softness, StepContext};
 use super::joint::{Impulses, JointType};
+use super::MAX_LINEAR_SPEED;
 use crate::jobs::Column;
 use crate::math::atan2;
 
@@ -413,10 +415,19 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
             }
         }
     }
+    if !(b.va + b.wa + b.vb + b.wb).is_finite() {
+        // Absurd but valid settings overflowed (a speed of 1e30 against a torque of
+        // 1e30): the joint lets go this time rather than poison its bodies.
+        *imp = Impulses::default();
+        return;
+    }
+    // A motor of absurd but finite speed and force: bodies saturate as the integrator
+    // saturates them, so a rotation's update never overflows.
+    let limit = |v: Vec3| saturate(v, MAX_LINEAR_SPEED);
     // SAFETY: forwarded from the caller.
     unsafe {
-        write(states, j.row_a, j.inv_mass_a > 0.0, b.va, b.wa);
-        write(states, j.row_b, j.inv_mass_b > 0.0, b.vb, b.wb);
+        write(states, j.row_a, j.inv_mass_a > 0.0, limit(b.va), limit(b.wa));
+        write(states, j.row_b, j.inv_mass_b > 0.0, limit(b.vb), limit(b.wb));
     }
 }
 

@@ -413,7 +413,7 @@ fn joints_are_bit_identical_for_any_worker_count_and_scheduler() {
 }
 
 /// Bad joints are refused and change nothing: a body with itself, two static bodies,
-/// a stale body, NaN anchors, an unnormalized frame, inverted limits, negative
+/// a stale body, NaN or huge anchors, an unnormalized frame, inverted limits, negative
 /// frequencies. Destroying a body destroys its joints and reports each with the
 /// next step's events; a stale joint handle is refused everywhere.
 #[test]
@@ -438,6 +438,7 @@ fn bad_joints_are_refused_and_a_body_takes_its_joints_along() {
         (JointDef::new(a, stale, sphere), BodyError::InvalidBody),
         (JointDef { frame_a: nan, ..good }, BodyError::InvalidArgument),
         (JointDef { frame_b: skewed, ..good }, BodyError::InvalidArgument),
+        (JointDef { frame_a: Isometry::from_translation(Vec3::splat(1e30)), ..good }, BodyError::InvalidArgument),
         (JointDef { kind: inverted, ..good }, BodyError::InvalidArgument),
         (JointDef { kind: soft, ..good }, BodyError::InvalidArgument),
         (JointDef { kind: rope, ..good }, BodyError::InvalidArgument),
@@ -472,4 +473,44 @@ fn bad_joints_are_refused_and_a_body_takes_its_joints_along() {
     world.destroy_joint(j3).unwrap();
     assert_eq!(world.joint_count(), 0);
     world.validate();
+}
+
+/// Valid but absurd settings (a motor of speed and force 1e30 on each kind that has
+/// one) leave every body finite: the API fuzzer's regression.
+#[test]
+fn absurd_motors_leave_bodies_finite() {
+    let pool = inline();
+    let mut world = World::new(WorldDef::default());
+    let post = static_body(&mut world, Vec3::ZERO);
+    let mut ids = Vec::new();
+    let kinds = [
+        JointType::Prismatic(PrismaticJoint {
+            enable_motor: true,
+            motor_speed: 1e30,
+            max_motor_force: 1e30,
+            ..Default::default()
+        }),
+        JointType::Revolute(RevoluteJoint {
+            enable_motor: true,
+            motor_speed: -1e30,
+            max_motor_torque: 1e30,
+            ..Default::default()
+        }),
+        JointType::Spherical(SphericalJoint {
+            enable_motor: true,
+            motor_velocity: Vec3::splat(1e30),
+            max_motor_torque: 1e30,
+            ..Default::default()
+        }),
+    ];
+    for (i, kind) in kinds.into_iter().enumerate() {
+        let id = cuboid(&mut world, Vec3::new(3.0 * i as f32, 1.0, 0.0), Vec3::splat(0.2));
+        world.create_joint(&joint_at(&world, post, id, Vec3::new(3.0 * i as f32, 1.0, 0.0), Vec3::Y, kind)).unwrap();
+        ids.push(id);
+    }
+    for _ in 0..30 {
+        world.step(DT, pool.jobs()).unwrap();
+        world.validate();
+    }
+    assert!(ids.iter().all(|&id| world.transform(id).unwrap().rotation.is_finite()));
 }
