@@ -23,7 +23,7 @@
  * Version of the binary interface: structs, function signatures, constants. Bumped
  * on every incompatible change; the shared library's SONAME is `libkiln.so.<ABI>`.
  */
-#define KILN_ABI_VERSION 4
+#define KILN_ABI_VERSION 5
 
 /**
  * Library version, major part.
@@ -375,7 +375,7 @@
  * Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
  * struct of this header but `KilnAbiInfo` itself.
  */
-#define KILN_ABI_STRUCT_COUNT 67
+#define KILN_ABI_STRUCT_COUNT 75
 
 /**
  * Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
@@ -4465,6 +4465,14 @@ static inline KilnStatus kiln_check_linked_abi(void) {
     info.struct_sizes[64] = (uint32_t)sizeof(KilnWorldProfile);
     info.struct_sizes[65] = (uint32_t)sizeof(KilnWorldCounters);
     info.struct_sizes[66] = (uint32_t)sizeof(KilnContactEvent);
+    info.struct_sizes[67] = (uint32_t)sizeof(KilnJointBase);
+    info.struct_sizes[68] = (uint32_t)sizeof(KilnSphericalJointDef);
+    info.struct_sizes[69] = (uint32_t)sizeof(KilnRevoluteJointDef);
+    info.struct_sizes[70] = (uint32_t)sizeof(KilnPrismaticJointDef);
+    info.struct_sizes[71] = (uint32_t)sizeof(KilnFixedJointDef);
+    info.struct_sizes[72] = (uint32_t)sizeof(KilnDistanceJointDef);
+    info.struct_sizes[73] = (uint32_t)sizeof(KilnJointId);
+    info.struct_sizes[74] = (uint32_t)sizeof(KilnJointEvent);
     return kiln_check_abi(&info);
 }
 #endif /* KILN_CHECK_LINKED_ABI_DEFINED */

@@ -10,6 +10,10 @@ use crate::character::{KilnCharacterDef, KilnCharacterId, KilnMoveResult, KilnSh
 use crate::embedded::KilnEmbeddedDef;
 use crate::frame::{KilnFrameDef, KilnFrameId, KilnFrameTiming};
 use crate::gi::{KilnGiDef, KilnGiId, KilnGiLighting, KilnGiStats};
+use crate::joint::{
+    KilnDistanceJointDef, KilnFixedJointDef, KilnJointBase, KilnJointEvent, KilnJointId, KilnPrismaticJointDef,
+    KilnRevoluteJointDef, KilnSphericalJointDef,
+};
 use crate::octree::{KilnOctreeDef, KilnOctreeId, KilnOctreeInfo, KilnOctreePick, KilnOctreeSetId};
 use crate::runtime::{
     KilnPassContext, KilnPassDef, KilnPassId, KilnPassProfile, KilnProfile, KilnResourceId, KilnRuntimeDef,
@@ -33,7 +37,7 @@ use crate::world::{
 
 /// Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
 /// struct of this header but `KilnAbiInfo` itself.
-pub const KILN_ABI_STRUCT_COUNT: usize = 67;
+pub const KILN_ABI_STRUCT_COUNT: usize = 75;
 
 /// The ABI as the caller's header sees it; filled and checked by
 /// `kiln_check_linked_abi()` at the end of this header.
@@ -138,6 +142,14 @@ abi_structs!(
     KilnWorldProfile,
     KilnWorldCounters,
     KilnContactEvent,
+    KilnJointBase,
+    KilnSphericalJointDef,
+    KilnRevoluteJointDef,
+    KilnPrismaticJointDef,
+    KilnFixedJointDef,
+    KilnDistanceJointDef,
+    KilnJointId,
+    KilnJointEvent,
 );
 
 /// Refuses a library whose ABI differs from the caller's header. Prefer the inline
