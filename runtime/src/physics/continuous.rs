@@ -1,11 +1,13 @@
 //! Continuous collision: fast bodies swept against static bodies and terrain from
 //! their start pose (conservative advancement through `collide::shape_time_of_impact`),
 //! moved back to the time of impact with their velocity kept, so that the next step's
-//! contact stops them. Box2D v3 does the same for its bullets against static geometry.
+//! contact stops them; then bullets, the same way, against static bodies, terrain and
+//! every body that is not a bullet at its final pose. Box2D v3 does the same.
 
 use glam::{Quat, Vec3};
 
-use super::body::{flags, Bodies, SetKind};
+use super::body::{flags, Bodies};
+use super::joint::Joints;
 use super::narrow::{shape_ref, Kept};
 use super::world::*;
 use crate::collide::{shape_time_of_impact, Sweep, ToiState};
@@ -33,29 +35,46 @@ impl World {
     }
 
     /// Fast bodies (moved more than half their thinnest shape, or bullets) are swept
-    /// against static bodies and terrain from their start pose; a hit moves them back
-    /// to the time of impact, keeping their velocity, so the next step's contact
-    /// stops them.
+    /// from their start pose; a hit moves them back to the time of impact, keeping
+    /// their velocity, so the next step's contact stops them. As in Box2D v3, two
+    /// passes: the fast non-bullets against static bodies and terrain, then the
+    /// bullets against those and every other body that is not a bullet (dynamic,
+    /// kinematic or asleep, at its pose after the first pass), so a bullet stops at
+    /// a moving crate.
     pub(super) fn continuous_stage(&mut self, jobs: Jobs) {
+        let mut count = 0;
+        for bullets in [false, true] {
+            count += self.sweep_fast(bullets, jobs);
+        }
+        self.counters.continuous_hits = count;
+    }
+
+    /// One pass of [`World::continuous_stage`]: the fast bodies that are bullets (or
+    /// are not), swept in parallel, then moved in row order. Returns the hits.
+    fn sweep_fast(&mut self, bullets: bool, jobs: Jobs) -> u32 {
         let s = &mut self.scratch;
         s.fast.clear();
         let a = &self.bodies.awake;
         for i in 0..a.len() {
-            if a.inv_mass[i] == 0.0 {
+            if a.inv_mass[i] == 0.0 || (a.flags[i] & flags::BULLET != 0) != bullets {
                 continue;
             }
             let moved = (a.position[i] - self.start_poses[i].0).length();
             let e = self.extents[a.id[i].index as usize];
-            if (a.flags[i] & flags::BULLET != 0 && moved > 0.0) || moved > 0.5 * e.min {
+            if (bullets && moved > 0.0) || moved > 0.5 * e.min {
                 s.fast.push(i as u32);
             }
         }
+        if s.fast.is_empty() {
+            return 0;
+        }
         s.hits.clear();
         s.hits.resize(s.fast.len(), None);
-        // The body tree holds every body: with no static one in it, the sweeps skip
-        // it (a fifth of the rain scene's sweep time went to finding nothing there).
+        // The body tree holds every body: with no static one in it, the first pass's
+        // sweeps skip it (a fifth of the rain scene's sweep time went to finding
+        // nothing there). Bullets always look.
         let tree = self.broadphase.tree();
-        let statics = !s.fast.is_empty() && self.bodies.resting.flags.iter().any(|&f| f & flags::STATIC != 0);
+        let statics = bullets || self.bodies.resting.flags.iter().any(|&f| f & flags::STATIC != 0);
         let tree = statics.then_some(tree);
         let terrain = self.terrain.as_ref().map(|terrain| NearTerrain {
             terrain,
@@ -64,6 +83,7 @@ impl World {
         });
         let (fast, bodies, starts) = (&s.fast, &self.bodies, &self.start_poses);
         let (extents, proxies) = (&self.extents, &self.proxies);
+        let against = Against { tree, terrain: terrain.as_ref(), bodies: bullets, apart: &self.joints.apart };
         let hits = Column::new(&mut s.hits);
         jobs.parallel_for(0..fast.len(), 4, |range, _| {
             // SAFETY: `parallel_for` hands each chunk range to exactly one job.
@@ -71,7 +91,7 @@ impl World {
             for (k, i) in range.enumerate() {
                 let row = fast[i] as usize;
                 let slot = bodies.awake.id[row].index as usize;
-                out[k] = sweep_body(bodies, tree, terrain.as_ref(), starts, row, &extents[slot], &proxies[slot]);
+                out[k] = sweep_body(bodies, &against, starts, row, &extents[slot], &proxies[slot]);
             }
         });
         let mut count = 0;
@@ -84,8 +104,18 @@ impl World {
                 count += 1;
             }
         }
-        self.counters.continuous_hits = count;
+        count
     }
+}
+
+/// What a sweep tests against: static bodies (in `tree`, when given), the terrain,
+/// and with `bodies` every other body that is not a bullet, unless a joint keeps
+/// the pair apart.
+pub(super) struct Against<'a> {
+    pub tree: Option<&'a crate::spatial::DynamicTree>,
+    pub terrain: Option<&'a NearTerrain<'a>>,
+    pub bodies: bool,
+    pub apart: &'a [(u32, u32)],
 }
 
 /// The terrain with what the step learnt of it near each shape: the shapes' terrain
@@ -150,8 +180,7 @@ pub(super) const CORE_FRACTION: f32 = 0.25;
 /// chunks and querying their trees; the same triangles in the same order.
 pub(super) fn sweep_body(
     bodies: &Bodies,
-    tree: Option<&crate::spatial::DynamicTree>,
-    terrain: Option<&NearTerrain>,
+    against: &Against,
     starts: &[(Vec3, Quat)],
     row: usize,
     extent: &Extent,
@@ -195,21 +224,24 @@ pub(super) fn sweep_body(
                 best = toi.t;
             }
         };
-        if let Some(tree) = tree {
+        if let Some(tree) = against.tree {
             tree.query(&swept, |p| {
                 let (other, k) = shape_ref(tree.user_data(p));
-                if let Some((SetKind::Resting, r)) = bodies.place_of_slot(other) {
-                    if bodies.resting.flags[r] & flags::STATIC != 0 {
-                        let s = &bodies.shapes_of_slot(other)[k as usize];
-                        if shape.def.collides_with(&s.def) {
-                            test(&s.shape, bodies.resting.transform(r).mul(&s.def.pose));
-                        }
+                let Some((set, r)) = bodies.place_of_slot(other) else { return true };
+                let f = bodies.set(set).flags[r];
+                let fixed = f & flags::STATIC != 0;
+                // Bullets: every other body but bullets, where it stands now.
+                let moving = against.bodies && other != slot && f & flags::BULLET == 0;
+                if (fixed || moving) && Joints::may_collide(against.apart, slot, other) {
+                    let s = &bodies.shapes_of_slot(other)[k as usize];
+                    if shape.def.collides_with(&s.def) {
+                        test(&s.shape, bodies.set(set).transform(r).mul(&s.def.pose));
                     }
                 }
                 true
             });
         }
-        let Some(near) = terrain else { continue };
+        let Some(near) = against.terrain else { continue };
         // One-sided, as in the narrowphase: skip triangles the shape starts behind,
         // and those it only clips.
         let mut triangle = |v: [Vec3; 3]| {
