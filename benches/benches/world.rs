@@ -20,6 +20,13 @@
 //!   minute long). rapier gets the drum as one kinematic (velocity-based) body with
 //!   the same convex polyhedra.
 //!
+//! - `joint_grid`: Box3D's joint benchmark, 100 x 100 spheres tied by 19,701
+//!   spherical joints hanging from the static top row, sleeping off; 100 steps.
+//!   rapier gets the same impulse joints (its multibody joints are not compared).
+//! - `ragdolls`: 300 ragdolls of 14 capsules and 13 joints (cone, twist and hinge
+//!   limits, joint friction) dropped on 128 m voxel hills; the first 300 steps (the
+//!   fall and the landing). rapier's spherical limits are per axis (a square cone).
+//!
 //! `KILN_WORLD_SCENES=hull_pile` (comma-separated names) runs only those scenes,
 //! `KILN_WORLD_PASSES=parity` only those passes after criterion (and not criterion).
 //!
@@ -41,12 +48,15 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, BenchmarkId, Criterion};
 use glam::Vec3;
 use kiln::jobs::ThreadPool;
-use kiln::physics::scenes::{self, Scene, SceneShape};
+use kiln::physics::scenes::{self, Scene, SceneBody, SceneJoint, SceneJointKind, SceneShape};
 use kiln::physics::{MotionType, StepProfile};
 use kiln::terrain::Terrain;
 use kiln_benches::{format_ns, geometry_chunks, prepare_terrain, report_paired, report_ratios};
 use rapier3d::parry::shape::TriMeshFlags;
-use rapier3d::prelude::{ColliderBuilder, PhysicsWorld, RigidBodyBuilder};
+use rapier3d::prelude::{
+    ColliderBuilder, GenericJoint, JointAxis, PhysicsWorld, RevoluteJointBuilder, RigidBodyBuilder,
+    SphericalJointBuilder,
+};
 
 const ROUNDS: usize = 5;
 
@@ -62,6 +72,8 @@ fn cases() -> Vec<Case> {
         Case { scene: scenes::rain(4096), steps: 240 },
         Case { scene: scenes::hull_pile(8, 80), steps: 500 },
         Case { scene: scenes::drum(8000), steps: 300 },
+        Case { scene: scenes::joint_grid(100), steps: 100 },
+        Case { scene: scenes::ragdolls(300, 128), steps: 300 },
     ];
     match std::env::var("KILN_WORLD_SCENES") {
         Ok(names) => all.into_iter().filter(|c| names.split(',').any(|n| n == c.scene.name)).collect(),
@@ -138,6 +150,7 @@ fn rapier_world(scene: &Scene) -> PhysicsWorld {
             .friction(0.6);
         world.insert_collider(collider, None);
     }
+    let mut handles = Vec::with_capacity(scene.bodies.len());
     for b in &scene.bodies {
         let body = match b.motion {
             MotionType::Static => RigidBodyBuilder::fixed(),
@@ -151,6 +164,7 @@ fn rapier_world(scene: &Scene) -> PhysicsWorld {
         let colliders = match b.shape {
             SceneShape::Cuboid { half } => vec![ColliderBuilder::cuboid(half.x, half.y, half.z)],
             SceneShape::Sphere { radius } => vec![ColliderBuilder::ball(radius)],
+            SceneShape::Capsule { half_height, radius } => vec![ColliderBuilder::capsule_y(half_height, radius)],
             SceneShape::Hull { .. } | SceneShape::Drum { .. } => b
                 .shape
                 .hulls()
@@ -162,8 +176,53 @@ fn rapier_world(scene: &Scene) -> PhysicsWorld {
         for collider in colliders {
             world.insert_collider(collider.friction(b.friction).density(1000.0), Some(handle));
         }
+        handles.push(handle);
+    }
+    for j in &scene.joints {
+        let joint = rapier_joint(j, &scene.bodies[j.a], &scene.bodies[j.b]);
+        world.insert_impulse_joint(handles[j.a], handles[j.b], joint);
     }
     world
+}
+
+/// A scene joint as rapier's impulse joint: the same anchor, its principal axis (x
+/// in rapier) along the scene joint's axis, the same limits, joint friction as a
+/// zero-speed motor of the same largest torque, no contact between the two bodies.
+fn rapier_joint(j: &SceneJoint, a: &SceneBody, b: &SceneBody) -> GenericJoint {
+    let turn = glam::Quat::from_rotation_arc(Vec3::X, j.axis.normalize());
+    let local = |body: &SceneBody| {
+        let inverse = body.rotation.inverse();
+        rapier3d::math::Pose::from_parts(inverse * (j.anchor - body.position), inverse * turn)
+    };
+    let mut joint: GenericJoint = match j.kind {
+        SceneJointKind::Spherical { cone, twist, friction } => {
+            let mut builder = SphericalJointBuilder::new();
+            if let Some(t) = twist {
+                builder = builder.limits(JointAxis::AngX, [-t, t]);
+            }
+            if let Some(c) = cone {
+                builder = builder.limits(JointAxis::AngY, [-c, c]).limits(JointAxis::AngZ, [-c, c]);
+            }
+            if friction > 0.0 {
+                for axis in [JointAxis::AngX, JointAxis::AngY, JointAxis::AngZ] {
+                    builder = builder.motor_velocity(axis, 0.0, 1.0).motor_max_force(axis, friction);
+                }
+            }
+            builder.into()
+        }
+        SceneJointKind::Revolute { limits, friction } => {
+            let mut builder = RevoluteJointBuilder::new(Vec3::X);
+            if let Some((lower, upper)) = limits {
+                builder = builder.limits([lower, upper]);
+            }
+            if friction > 0.0 {
+                builder = builder.motor_velocity(0.0, 1.0).motor_max_force(friction);
+            }
+            builder.into()
+        }
+    };
+    joint.set_local_frame1(local(a)).set_local_frame2(local(b)).set_contacts_enabled(false);
+    joint
 }
 
 fn bench(c: &mut Criterion) {

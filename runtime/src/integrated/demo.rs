@@ -64,6 +64,7 @@ pub fn demo_frame(scene: &Scene, tracer: Option<RayTracer>, gi: Option<DemoGi>) 
                     SceneShape::Cuboid { half } => box_mesh(half.into()),
                     SceneShape::Sphere { radius } => sphere_mesh(radius, 16, 24),
                     SceneShape::Hull { .. } | SceneShape::Drum { .. } => hull_mesh(&body.shape.shapes()),
+                    SceneShape::Capsule { half_height, radius } => capsule_mesh(half_height, radius),
                 };
                 let mesh = tracer.add_mesh(&positions, &triangles)?;
                 meshes.push((body.shape, mesh));
@@ -91,6 +92,23 @@ pub fn demo_frame(scene: &Scene, tracer: Option<RayTracer>, gi: Option<DemoGi>) 
 }
 
 /// A hull's faces as triangle fans (empty for another shape).
+/// A capsule along y as the hull of rings of points on its two caps.
+fn capsule_mesh(half_height: f32, radius: f32) -> (Vec<[f32; 3]>, Vec<[u32; 3]>) {
+    let mut points = Vec::new();
+    for (end, sign) in [(half_height, 1.0f32), (-half_height, -1.0)] {
+        for ring in 0..4 {
+            let lift = ring as f32 / 4.0 * std::f32::consts::FRAC_PI_2;
+            for k in 0..12 {
+                let turn = k as f32 / 12.0 * std::f32::consts::TAU;
+                let r = radius * lift.cos();
+                points.push(Vec3::new(r * turn.cos(), end + sign * radius * lift.sin(), r * turn.sin()));
+            }
+        }
+        points.push(Vec3::new(0.0, end + sign * radius, 0.0));
+    }
+    hull_mesh(&[crate::shapes::Shape::hull(&points).expect("a capsule's hull")])
+}
+
 fn hull_mesh(shapes: &[crate::shapes::Shape]) -> (Vec<[f32; 3]>, Vec<[u32; 3]>) {
     use crate::shapes::{Polytope, MAX_FACE_VERTICES};
     let (mut positions, mut triangles): (Vec<[f32; 3]>, Vec<[u32; 3]>) = (Vec::new(), Vec::new());

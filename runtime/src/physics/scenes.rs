@@ -10,10 +10,16 @@
 //!   column, a cube of cubes, a staggered wall), sleep off.
 //! - [`hull_pile`]: convex hulls of 32 points dropped into a pile, sleep off.
 //! - [`drum`]: small cubes tumbling in a kinematic drum of hull segments, sleep off.
+//! - [`joint_grid`]: Box3D's joint benchmark, spheres in a grid tied by spherical
+//!   joints, hanging from its first row, sleep off.
+//! - [`ragdolls`]: ragdolls of 14 capsules on spherical and revolute joints with
+//!   limits, dropped on voxel hills.
 
 use glam::{IVec3, Quat, Vec3};
 
-use super::{BodyDef, BodyId, MotionType, ShapeDef, World, WorldDef};
+use super::{
+    BodyDef, BodyId, JointDef, JointType, MotionType, RevoluteJoint, ShapeDef, SphericalJoint, World, WorldDef,
+};
 use crate::math::Isometry;
 use crate::shapes::Shape;
 use crate::terrain::{generate_hills, Material, Terrain};
@@ -46,6 +52,12 @@ pub enum SceneShape {
         points: u32,
         seed: u32,
     },
+    /// A capsule along the body's y axis: a segment of `2 * half_height` rounded by
+    /// `radius`.
+    Capsule {
+        half_height: f32,
+        radius: f32,
+    },
     /// A hollow cylinder about the x axis, closed at both ends: `segments` hull
     /// slabs of the wall (inner radius `radius`, `thickness` thick, `length` long)
     /// and two end discs, each its own shape ([`SceneShape::hulls`]).
@@ -63,6 +75,10 @@ impl SceneShape {
         match *self {
             SceneShape::Cuboid { half } => vec![Shape::cuboid(half).expect("valid scene box")],
             SceneShape::Sphere { radius } => vec![Shape::sphere(Vec3::ZERO, radius).expect("valid scene sphere")],
+            SceneShape::Capsule { half_height, radius } => {
+                let h = Vec3::new(0.0, half_height, 0.0);
+                vec![Shape::capsule(-h, h, radius).expect("valid scene capsule")]
+            }
             SceneShape::Hull { .. } | SceneShape::Drum { .. } => {
                 self.hulls().iter().map(|points| Shape::hull(points).expect("valid scene hull")).collect()
             }
@@ -166,6 +182,38 @@ pub struct Scene {
     pub enable_sleep: bool,
     pub bodies: Vec<SceneBody>,
     pub terrain: Option<SceneTerrain>,
+    pub joints: Vec<SceneJoint>,
+}
+
+/// How a scene joint holds its bodies.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SceneJointKind {
+    /// A ball and socket; optionally a swing cone (rad) about the axis and a twist
+    /// range of plus or minus `twist` (rad) about it; joint friction up to
+    /// `friction` (N m, 0: none).
+    Spherical { cone: Option<f32>, twist: Option<f32>, friction: f32 },
+    /// A hinge about the axis, optionally limited to `(lower, upper)` (rad), with
+    /// joint friction up to `friction` (N m).
+    Revolute { limits: Option<(f32, f32)>, friction: f32 },
+}
+
+/// A joint of a scene: bodies `a` and `b` (indices into [`Scene::bodies`]) held at
+/// `anchor` with the joint's axis along `axis` (world, as the bodies stand at the
+/// start); the two bodies do not collide with each other.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SceneJoint {
+    pub a: usize,
+    pub b: usize,
+    pub anchor: Vec3,
+    pub axis: Vec3,
+    pub kind: SceneJointKind,
+}
+
+impl SceneJoint {
+    /// The joint's frame in the world: at the anchor, z along the axis.
+    pub fn frame(&self) -> Isometry {
+        Isometry { rotation: Quat::from_rotation_arc(Vec3::Z, self.axis.normalize()), translation: self.anchor }
+    }
 }
 
 impl Scene {
@@ -195,7 +243,35 @@ impl Scene {
                 }
                 id
             })
-            .collect();
+            .collect::<Vec<BodyId>>();
+        for j in &self.joints {
+            let (a, b) = (ids[j.a], ids[j.b]);
+            let frame = j.frame();
+            let (xa, xb) = (world.transform(a).expect("live body"), world.transform(b).expect("live body"));
+            let kind = match j.kind {
+                SceneJointKind::Spherical { cone, twist, friction } => JointType::Spherical(SphericalJoint {
+                    enable_cone_limit: cone.is_some(),
+                    cone_angle: cone.unwrap_or(std::f32::consts::FRAC_PI_2),
+                    enable_twist_limit: twist.is_some(),
+                    lower_twist: -twist.unwrap_or(0.0),
+                    upper_twist: twist.unwrap_or(0.0),
+                    enable_motor: friction > 0.0,
+                    max_motor_torque: friction,
+                    ..SphericalJoint::default()
+                }),
+                SceneJointKind::Revolute { limits, friction } => JointType::Revolute(RevoluteJoint {
+                    enable_limit: limits.is_some(),
+                    lower: limits.map_or(0.0, |l| l.0),
+                    upper: limits.map_or(0.0, |l| l.1),
+                    enable_motor: friction > 0.0,
+                    max_motor_torque: friction,
+                    ..RevoluteJoint::default()
+                }),
+            };
+            let def =
+                JointDef { frame_a: xa.inv_mul(&frame), frame_b: xb.inv_mul(&frame), ..JointDef::new(a, b, kind) };
+            world.create_joint(&def).expect("valid scene joint");
+        }
         (world, ids)
     }
 
@@ -234,7 +310,14 @@ pub fn pyramid(base: usize) -> Scene {
             bodies.push(body(MotionType::Dynamic, Vec3::new(x, y, 0.0), SceneShape::Cuboid { half: Vec3::splat(h) }));
         }
     }
-    Scene { name: "pyramid", gravity: Vec3::new(0.0, -10.0, 0.0), enable_sleep: true, bodies, terrain: None }
+    Scene {
+        name: "pyramid",
+        gravity: Vec3::new(0.0, -10.0, 0.0),
+        enable_sleep: true,
+        bodies,
+        terrain: None,
+        joints: Vec::new(),
+    }
 }
 
 /// The Box3D benchmark pyramid: base 100, 5,050 cubes, sleep off.
@@ -254,7 +337,14 @@ pub fn tower(height: usize) -> Scene {
         let position = Vec3::new(0.0, 0.5 + i as f32, 0.0);
         bodies.push(body(MotionType::Dynamic, position, SceneShape::Cuboid { half: Vec3::splat(0.5) }));
     }
-    Scene { name: "tower", gravity: Vec3::new(0.0, -10.0, 0.0), enable_sleep: false, bodies, terrain: None }
+    Scene {
+        name: "tower",
+        gravity: Vec3::new(0.0, -10.0, 0.0),
+        enable_sleep: false,
+        bodies,
+        terrain: None,
+        joints: Vec::new(),
+    }
 }
 
 /// A cube of `side`³ unit cubes, face to face, on a static ground box; sleep off.
@@ -265,7 +355,14 @@ pub fn block(side: usize) -> Scene {
         let position = Vec3::new(corner + k as f32, 0.5 + i as f32, corner + j as f32);
         bodies.push(body(MotionType::Dynamic, position, SceneShape::Cuboid { half: Vec3::splat(0.5) }));
     }
-    Scene { name: "block", gravity: Vec3::new(0.0, -10.0, 0.0), enable_sleep: false, bodies, terrain: None }
+    Scene {
+        name: "block",
+        gravity: Vec3::new(0.0, -10.0, 0.0),
+        enable_sleep: false,
+        bodies,
+        terrain: None,
+        joints: Vec::new(),
+    }
 }
 
 /// A wall of `rows` courses of bricks (1 m x 0.5 m x 0.5 m), each course shifted by
@@ -282,7 +379,14 @@ pub fn brick_wall(rows: usize, per_row: usize) -> Scene {
             bodies.push(body(MotionType::Dynamic, position, SceneShape::Cuboid { half }));
         }
     }
-    Scene { name: "brick_wall", gravity: Vec3::new(0.0, -10.0, 0.0), enable_sleep: false, bodies, terrain: None }
+    Scene {
+        name: "brick_wall",
+        gravity: Vec3::new(0.0, -10.0, 0.0),
+        enable_sleep: false,
+        bodies,
+        terrain: None,
+        joints: Vec::new(),
+    }
 }
 
 /// `side` x `side` x `layers` convex hulls (each of 32 points on a sphere of radius
@@ -314,7 +418,14 @@ pub fn hull_pile(side: usize, layers: usize) -> Scene {
             bodies.push(body(MotionType::Dynamic, position, SceneShape::Hull { radius: 2.0, points: 32, seed }));
         }
     }
-    Scene { name: "hull_pile", gravity: Vec3::new(0.0, -10.0, 0.0), enable_sleep: false, bodies, terrain: None }
+    Scene {
+        name: "hull_pile",
+        gravity: Vec3::new(0.0, -10.0, 0.0),
+        enable_sleep: false,
+        bodies,
+        terrain: None,
+        joints: Vec::new(),
+    }
 }
 
 /// `count` cubes of half-extent 0.2 tumbling in a kinematic drum (inner radius 6 m,
@@ -353,7 +464,14 @@ pub fn drum(count: usize) -> Scene {
         let position = cell + Vec3::new(0.0, radius + 1.0, 0.0);
         bodies.push(body(MotionType::Dynamic, position, SceneShape::Cuboid { half: Vec3::splat(0.2) }));
     }
-    Scene { name: "drum", gravity: Vec3::new(0.0, -10.0, 0.0), enable_sleep: false, bodies, terrain: None }
+    Scene {
+        name: "drum",
+        gravity: Vec3::new(0.0, -10.0, 0.0),
+        enable_sleep: false,
+        bodies,
+        terrain: None,
+        joints: Vec::new(),
+    }
 }
 
 /// `count` bodies (alternating spheres of radius 0.5 and cubes of half-extent 0.5) in
@@ -395,5 +513,123 @@ pub fn rain_over(name: &'static str, size: i32, count: usize) -> Scene {
         enable_sleep: true,
         bodies,
         terrain: Some(SceneTerrain { size, voxel_size: 1.0, seed: 7, wall: 40 }),
+        joints: Vec::new(),
+    }
+}
+
+/// Box3D's joint grid: `side * side` spheres of radius 0.4, 1 m apart in the xy
+/// plane, each tied to its right and lower neighbour by a spherical joint at the
+/// midpoint; the top row is static (and not tied to itself: Kiln refuses a joint
+/// between two static bodies). `side` 100: 10,000 spheres, 19,701 joints.
+pub fn joint_grid(side: usize) -> Scene {
+    let mut bodies = Vec::with_capacity(side * side);
+    let mut joints = Vec::with_capacity(2 * side * side);
+    let at = |i: usize, j: usize| Vec3::new(i as f32, -(j as f32), 0.0);
+    for i in 0..side {
+        for j in 0..side {
+            let motion = if j == 0 { MotionType::Static } else { MotionType::Dynamic };
+            bodies.push(body(motion, at(i, j), SceneShape::Sphere { radius: 0.4 }));
+            let me = i * side + j;
+            let spherical = SceneJointKind::Spherical { cone: None, twist: None, friction: 0.0 };
+            if i > 0 && j > 0 {
+                let left = (i - 1) * side + j;
+                joints.push(SceneJoint {
+                    a: left,
+                    b: me,
+                    anchor: at(i, j) - Vec3::X * 0.5,
+                    axis: Vec3::Z,
+                    kind: spherical,
+                });
+            }
+            if j > 0 {
+                let up = me - 1;
+                joints.push(SceneJoint {
+                    a: up,
+                    b: me,
+                    anchor: at(i, j) + Vec3::Y * 0.5,
+                    axis: Vec3::Z,
+                    kind: spherical,
+                });
+            }
+        }
+    }
+    Scene {
+        name: "joint_grid",
+        gravity: Vec3::new(0.0, -10.0, 0.0),
+        enable_sleep: false,
+        bodies,
+        terrain: None,
+        joints,
+    }
+}
+
+/// Joint friction of the ragdolls' joints (N m): without it a ragdoll's round head
+/// and hands, tethered at their joints, roll on a slope and never sleep (Box3D's
+/// ragdolls have joint friction too).
+pub const RAGDOLL_JOINT_FRICTION: f32 = 0.2;
+
+/// The bodies and joints of one ragdoll standing with its pelvis at `at`, appended
+/// to `bodies` and `joints`: 14 capsules (pelvis, spine, chest, head; per side the
+/// upper arm, forearm, hand, thigh and shin), 13 joints (spherical with cone and
+/// twist limits at the waist, neck, shoulders, wrists and hips; revolute with limits
+/// at the elbows and knees).
+pub fn ragdoll(at: Vec3, bodies: &mut Vec<SceneBody>, joints: &mut Vec<SceneJoint>) {
+    let first = bodies.len();
+    let mut capsule = |from: Vec3, to: Vec3, radius: f32| {
+        let (d, mid) = (to - from, (from + to) * 0.5);
+        let mut b = body(MotionType::Dynamic, at + mid, SceneShape::Capsule { half_height: 0.5 * d.length(), radius });
+        b.rotation = Quat::from_rotation_arc(Vec3::Y, d.normalize());
+        bodies.push(b);
+        bodies.len() - 1
+    };
+    let y = |v: f32| Vec3::new(0.0, v, 0.0);
+    let pelvis = capsule(Vec3::new(-0.1, 0.0, 0.0), Vec3::new(0.1, 0.0, 0.0), 0.12);
+    let spine = capsule(y(0.15), y(0.3), 0.13);
+    let chest = capsule(y(0.4), y(0.5), 0.15);
+    let head = capsule(y(0.75), y(0.8), 0.1);
+    let friction = RAGDOLL_JOINT_FRICTION;
+    let cone = |cone: f32, twist: f32| SceneJointKind::Spherical { cone: Some(cone), twist: Some(twist), friction };
+    let hinge = |lower: f32, upper: f32| SceneJointKind::Revolute { limits: Some((lower, upper)), friction };
+    let mut join = |a: usize, b: usize, anchor: Vec3, axis: Vec3, kind: SceneJointKind| {
+        joints.push(SceneJoint { a, b, anchor: at + anchor, axis, kind });
+    };
+    join(pelvis, spine, y(0.08), Vec3::Y, cone(0.4, 0.3));
+    join(spine, chest, y(0.35), Vec3::Y, cone(0.3, 0.3));
+    join(chest, head, y(0.65), Vec3::Y, cone(0.5, 0.6));
+    for side in [-1.0f32, 1.0] {
+        let s = |x: f32, v: f32| Vec3::new(side * x, v, 0.0);
+        let upper_arm = capsule(s(0.27, 0.55), s(0.5, 0.55), 0.06);
+        let forearm = capsule(s(0.58, 0.55), s(0.78, 0.55), 0.05);
+        let hand = capsule(s(0.86, 0.55), s(0.9, 0.55), 0.05);
+        let thigh = capsule(s(0.12, -0.12), s(0.12, -0.45), 0.08);
+        let shin = capsule(s(0.12, -0.58), s(0.12, -0.9), 0.07);
+        join(chest, upper_arm, s(0.22, 0.55), Vec3::X * side, cone(1.2, 0.5));
+        join(upper_arm, forearm, s(0.54, 0.55), Vec3::Y, hinge(0.0, 2.5));
+        join(forearm, hand, s(0.82, 0.55), Vec3::X * side, cone(0.6, 0.3));
+        join(pelvis, thigh, s(0.12, -0.05), -Vec3::Y, cone(0.8, 0.3));
+        join(thigh, shin, s(0.12, -0.52), Vec3::X, hinge(-2.5, 0.0));
+    }
+    debug_assert_eq!(bodies.len() - first, 14);
+}
+
+/// `count` ragdolls ([`ragdoll`]) in a jittered grid 30 to 40 m up over a `size` m
+/// hills terrain (surface at 4..28 m), walled in; sleep on.
+pub fn ragdolls(count: usize, size: i32) -> Scene {
+    let size = size.max(32);
+    let side = (count as f32).sqrt().ceil() as usize;
+    let spacing = (size - 16) as f32 / side as f32;
+    let (mut bodies, mut joints) = (Vec::with_capacity(14 * count), Vec::with_capacity(13 * count));
+    for i in 0..count {
+        let (gx, gz) = ((i % side) as f32, (i / side) as f32);
+        let height = 30.0 + 10.0 * ((i * 7919) % 101) as f32 / 100.0;
+        ragdoll(Vec3::new(8.0 + (gx + 0.5) * spacing, height, 8.0 + (gz + 0.5) * spacing), &mut bodies, &mut joints);
+    }
+    Scene {
+        name: "ragdolls",
+        gravity: Vec3::new(0.0, -10.0, 0.0),
+        enable_sleep: true,
+        bodies,
+        terrain: Some(SceneTerrain { size, voxel_size: 1.0, seed: 7, wall: 40 }),
+        joints,
     }
 }
