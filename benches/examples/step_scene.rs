@@ -29,8 +29,10 @@ fn main() {
         "rain" => scenes::rain(4096),
         "hull_pile" => scenes::hull_pile(8, 80),
         "drum" => scenes::drum(8000),
+        "joint_grid" => scenes::joint_grid(100),
+        "ragdolls" => scenes::ragdolls(300, 128),
         other => {
-            eprintln!("unknown scene {other:?}: large_pyramid, pyramid, rain, hull_pile or drum");
+            eprintln!("unknown scene {other:?}: large_pyramid, pyramid, rain, hull_pile, drum, joint_grid or ragdolls");
             std::process::exit(2);
         }
     };

@@ -602,28 +602,39 @@ impl World {
                 kind: j.def.kind,
                 spring: Softness::new(0.0, 0.0, 1.0),
                 angular_spring: Softness::new(0.0, 0.0, 1.0),
+                point_mass: Mat3::ZERO,
                 impulses: j.impulses,
             });
         }
     }
 
-    /// The springs' coefficients for substeps of `h` seconds.
-    pub(super) fn soften_joints(&mut self, h: f32) {
-        for j in &mut self.joints.solves {
-            let (spring, angular) = match j.kind {
-                JointType::Spherical(s) => (Softness::new(s.hertz, s.damping_ratio, h), j.angular_spring),
-                JointType::Revolute(r) => (Softness::new(r.hertz, r.damping_ratio, h), j.angular_spring),
-                JointType::Prismatic(p) => (Softness::new(p.hertz, p.damping_ratio, h), j.angular_spring),
-                JointType::Distance(d) => (Softness::new(d.hertz, d.damping_ratio, h), j.angular_spring),
-                JointType::Fixed(f) => (
-                    Softness::new(f.linear_hertz, f.linear_damping_ratio, h),
-                    Softness::new(f.angular_hertz, f.angular_damping_ratio, h),
-                ),
-            };
-            (j.spring, j.angular_spring) = (spring, angular);
-        }
+    /// The springs' coefficients for substeps of `h` seconds, and the point parts'
+    /// effective masses, in parallel.
+    pub(super) fn prepare_joints(&mut self, h: f32, jobs: crate::jobs::Jobs) {
+        jobs.for_each_mut(&mut self.joints.solves, |_, j, _| prepare_joint(j, h));
     }
+}
 
+/// See [`World::prepare_joints`].
+fn prepare_joint(j: &mut JointSolve, h: f32) {
+    let (spring, angular) = match j.kind {
+        JointType::Spherical(s) => (Softness::new(s.hertz, s.damping_ratio, h), j.angular_spring),
+        JointType::Revolute(r) => (Softness::new(r.hertz, r.damping_ratio, h), j.angular_spring),
+        JointType::Prismatic(p) => (Softness::new(p.hertz, p.damping_ratio, h), j.angular_spring),
+        JointType::Distance(d) => (Softness::new(d.hertz, d.damping_ratio, h), j.angular_spring),
+        JointType::Fixed(f) => (
+            Softness::new(f.linear_hertz, f.linear_damping_ratio, h),
+            Softness::new(f.angular_hertz, f.angular_damping_ratio, h),
+        ),
+    };
+    (j.spring, j.angular_spring) = (spring, angular);
+    if !matches!(j.kind, JointType::Prismatic(_) | JointType::Distance(_)) {
+        let (ma, mb, ia, ib) = (j.inv_mass_a, j.inv_mass_b, j.inv_inertia_a, j.inv_inertia_b);
+        j.point_mass = joint_solver::point_mass(j.anchor_a, j.anchor_b, ma, mb, ia, ib);
+    }
+}
+
+impl World {
     /// After the solve: impulses back into the joints, their forces and torques, and
     /// the joints past their thresholds broken (in slot order) and reported.
     pub(super) fn finish_joints(&mut self, inv_h: f32) {

@@ -21,8 +21,7 @@
 
 use glam::{Mat3, Quat, Vec3};
 
-use super::body::saturate;
-use super::contact_solver::{read, write, BodyState, Softness, StepContext};
+use super::contact_solver::{read, BodyState, Softness, StepContext, NONE};
 use super::joint::{Impulses, JointType};
 use super::MAX_LINEAR_SPEED;
 use crate::jobs::Column;
@@ -54,6 +53,10 @@ pub(crate) struct JointSolve {
     pub spring: Softness,
     /// A soft weld's rotation part.
     pub angular_spring: Softness,
+    /// The point part's effective mass (the inverse of its 3x3 `K`): found at the
+    /// step's start, then again in each substep's pass with a bias; zero where no
+    /// body can respond.
+    pub point_mass: Mat3,
     pub impulses: Impulses,
 }
 
@@ -171,15 +174,38 @@ fn solve3(k: Mat3, rhs: Vec3) -> Vec3 {
 }
 
 /// The anchors coincide: `C = d` (anchor B minus anchor A), one 3x3 block.
-fn point((ra, rb): (Vec3, Vec3), d: Vec3, soft: &Softness, use_bias: bool, b: &mut Bodies, acc: &mut Vec3, mode: Mode) {
+/// The point part's effective mass for anchors `ra`, `rb` (see [`JointSolve::point_mass`]).
+pub(crate) fn point_mass(ra: Vec3, rb: Vec3, ma: f32, mb: f32, ia: Mat3, ib: Mat3) -> Mat3 {
+    let (sa, sb) = (skew(ra), skew(rb));
+    let k = Mat3::from_diagonal(Vec3::splat(ma + mb)) - sa * ia * sa - sb * ib * sb;
+    let det = k.determinant();
+    if det.abs() > f32::MIN_POSITIVE * 1000.0 && det.is_finite() {
+        k.inverse()
+    } else {
+        Mat3::ZERO
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn point(
+    (ra, rb): (Vec3, Vec3),
+    d: Vec3,
+    (mass, refresh): (&mut Mat3, bool),
+    soft: &Softness,
+    use_bias: bool,
+    b: &mut Bodies,
+    acc: &mut Vec3,
+    mode: Mode,
+) {
     let impulse = match mode {
         Mode::WarmStart => *acc,
         Mode::Solve { .. } => {
             let cdot = b.vb + b.wb.cross(rb) - b.va - b.wa.cross(ra);
-            let (sa, sb) = (skew(ra), skew(rb));
-            let k = Mat3::from_diagonal(Vec3::splat(b.ma + b.mb)) - sa * b.ia * sa - sb * b.ib * sb;
             let (bias_rate, mass_scale, impulse_scale) = terms(1.0, soft, use_bias);
-            let impulse = -solve3(k, cdot + d * bias_rate) * mass_scale - *acc * impulse_scale;
+            if refresh {
+                *mass = point_mass(ra, rb, b.ma, b.mb, b.ia, b.ib);
+            }
+            let impulse = -(*mass * (cdot + d * bias_rate)) * mass_scale - *acc * impulse_scale;
             *acc += impulse;
             impulse
         }
@@ -286,9 +312,15 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
         ia: j.inv_inertia_a,
         ib: j.inv_inertia_b,
     };
-    let (qa, qb) = (sa.dq * j.frame_a, sb.dq * j.frame_b);
+    // The frames' rotations now (a plain ball and socket needs none).
+    let frames = || (sa.dq * j.frame_a, sb.dq * j.frame_b);
     let (ra, rb) = (sa.dq * j.anchor_a, sb.dq * j.anchor_b);
     let d = j.delta_center + (sb.dp - sa.dp) + rb - ra;
+    // The point part's mass is found again each substep where the anchors now are
+    // (in the pass with a bias, kept for the relax pass): a small body turning fast,
+    // a ragdoll's hand, moves its anchor enough in a step that a mass found at the
+    // step's start keeps it jittering.
+    let refresh = matches!(mode, Mode::Solve { use_bias: true }) || ctx.joint_bias_in_relax;
     let use_bias = match mode {
         Mode::Solve { use_bias } => use_bias || ctx.joint_bias_in_relax,
         Mode::WarmStart => false,
@@ -297,6 +329,8 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
     let imp = &mut j.impulses;
     match j.kind {
         JointType::Spherical(s) => {
+            let angular = s.enable_spring || s.enable_motor || s.enable_cone_limit || s.enable_twist_limit;
+            let (qa, qb) = if angular { frames() } else { (Quat::IDENTITY, Quat::IDENTITY) };
             if s.enable_spring {
                 let spring = j.spring;
                 lock_spring(qa, qb, &spring, &mut b, &mut imp.spring3, mode);
@@ -344,9 +378,10 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
                 limit(Row::angular(axis), angle - s.lower_twist, ctx, &mut b, &mut imp.lower, mode);
                 limit(Row::angular(-axis), s.upper_twist - angle, ctx, &mut b, &mut imp.upper, mode);
             }
-            point((ra, rb), d, &soft, use_bias, &mut b, &mut imp.linear, mode);
+            point((ra, rb), d, (&mut j.point_mass, refresh), &soft, use_bias, &mut b, &mut imp.linear, mode);
         }
         JointType::Revolute(r) => {
+            let (qa, qb) = frames();
             let axis = Row::angular(qa * Vec3::Z);
             let angle = twist_angle(relative(qa, qb));
             if r.enable_spring {
@@ -362,9 +397,10 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
                 limit(back, r.upper - angle, ctx, &mut b, &mut imp.upper, mode);
             }
             hinge(qa, qb, &soft, use_bias, &mut b, &mut imp.perp, mode);
-            point((ra, rb), d, &soft, use_bias, &mut b, &mut imp.linear, mode);
+            point((ra, rb), d, (&mut j.point_mass, refresh), &soft, use_bias, &mut b, &mut imp.linear, mode);
         }
         JointType::Prismatic(p) => {
+            let (qa, qb) = frames();
             let (x, y, z) = (qa * Vec3::X, qa * Vec3::Y, qa * Vec3::Z);
             // The axis is A's: B's anchor slides along it, so A's arm reaches B's anchor.
             let arm_a = d + ra;
@@ -388,16 +424,17 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
             equality(Row::linear(y, arm_a, rb), y.dot(d), &soft, use_bias, &mut b, py, mode);
         }
         JointType::Fixed(f) => {
+            let (qa, qb) = frames();
             let (linear, angular) = (j.spring, j.angular_spring);
             let (linear, linear_bias) = if f.linear_hertz > 0.0 { (linear, true) } else { (soft, use_bias) };
             let (angular, angular_bias) = if f.angular_hertz > 0.0 { (angular, true) } else { (soft, use_bias) };
             lock_rotation(qa, qb, &angular, angular_bias, &mut b, &mut imp.angular, mode);
-            point((ra, rb), d, &linear, linear_bias, &mut b, &mut imp.linear, mode);
+            point((ra, rb), d, (&mut j.point_mass, refresh), &linear, linear_bias, &mut b, &mut imp.linear, mode);
         }
         JointType::Distance(s) => {
             let length = d.length();
             // Along the rope; straight up A's z axis when the anchors meet.
-            let u = if length > 1e-6 { d / length } else { qa * Vec3::Z };
+            let u = if length > 1e-6 { d / length } else { frames().0 * Vec3::Z };
             let row = Row::linear(u, ra, rb);
             let ranged = s.min_length < s.max_length;
             if s.enable_spring && ranged {
@@ -423,11 +460,13 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
     }
     // A motor of absurd but finite speed and force: bodies saturate as the integrator
     // saturates them, so a rotation's update never overflows.
-    let limit = |v: Vec3| saturate(v, MAX_LINEAR_SPEED);
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        write(states, j.row_a, j.inv_mass_a > 0.0, limit(b.va), limit(b.wa));
-        write(states, j.row_b, j.inv_mass_b > 0.0, limit(b.vb), limit(b.wb));
+    let limit = |v: Vec3| v.clamp_length_max(MAX_LINEAR_SPEED);
+    for (row, moves, v, w) in [(j.row_a, j.inv_mass_a > 0.0, b.va, b.wa), (j.row_b, j.inv_mass_b > 0.0, b.vb, b.wb)] {
+        if row != NONE && moves {
+            // SAFETY: forwarded from the caller.
+            let state = unsafe { states.get(row as usize) };
+            (state.v, state.w) = (limit(v), limit(w));
+        }
     }
 }
 

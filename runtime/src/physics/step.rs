@@ -435,7 +435,7 @@ impl World {
             joint_soft: Softness::new(JOINT_HERTZ_PER_SUBSTEP_RATE / h, JOINT_DAMPING_RATIO, h),
             joint_bias_in_relax: matches!(self.solver, Solver::SequentialImpulses { .. }),
         };
-        self.soften_joints(h);
+        self.prepare_joints(h, jobs);
         let a = &self.bodies.awake;
         self.states.clear();
         self.states.extend((0..n).map(|i| BodyState {
