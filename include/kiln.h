@@ -375,7 +375,7 @@
  * Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
  * struct of this header but `KilnAbiInfo` itself.
  */
-#define KILN_ABI_STRUCT_COUNT 75
+#define KILN_ABI_STRUCT_COUNT 76
 
 /**
  * Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
@@ -1140,6 +1140,81 @@ typedef struct KilnWorldContact {
 typedef void (*KilnDrawContactFn)(const struct KilnWorldContact *contact, void *user_context);
 
 /**
+ * Handle to a joint of a world. `{0, 0, {0, 0}}` is the null handle. Pass by value.
+ */
+typedef struct KilnJointId {
+    /**
+     * Joint slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed joint's handles no longer match.
+     */
+    uint32_t generation;
+    /**
+     * The world the joint lives in.
+     */
+    struct KilnWorldId world;
+} KilnJointId;
+
+/**
+ * A joint as debug drawing reports it: its frames in the world (anchors at their
+ * origins, the joint's axis along their z) and its limits.
+ */
+typedef struct KilnJointDraw {
+    /**
+     * The joint.
+     */
+    struct KilnJointId joint;
+    /**
+     * Its bodies.
+     */
+    struct KilnBodyId body_a;
+    /**
+     * See `body_a`.
+     */
+    struct KilnBodyId body_b;
+    /**
+     * `KILN_JOINT_*`.
+     */
+    uint32_t joint_type;
+    /**
+     * The joint's frame on body A, in the world.
+     */
+    struct KilnTransform frame_a;
+    /**
+     * The joint's frame on body B, in the world.
+     */
+    struct KilnTransform frame_b;
+    /**
+     * Whether the limits below are on (as `kiln_joint_get_limits` reports them:
+     * angles, twists, translations or lengths).
+     */
+    bool limit_enabled;
+    /**
+     * Lower limit.
+     */
+    float lower;
+    /**
+     * Upper limit.
+     */
+    float upper;
+    /**
+     * Whether a spherical joint's swing cone is on.
+     */
+    bool cone_enabled;
+    /**
+     * The cone's half angle (rad).
+     */
+    float cone_angle;
+} KilnJointDraw;
+
+/**
+ * Draws a joint.
+ */
+typedef void (*KilnDrawJointFn)(const struct KilnJointDraw *joint, void *user_context);
+
+/**
  * Debug-draw callbacks for `kiln_world_debug_draw`. Initialise with
  * `kiln_default_debug_draw()` (everything off), then set the callbacks you draw
  * with; a NULL callback draws nothing. Callbacks run on the calling thread, during
@@ -1171,6 +1246,10 @@ typedef struct KilnDebugDraw {
      * Passed to every callback.
      */
     void *user_context;
+    /**
+     * Every joint, in handle order, after everything else.
+     */
+    KilnDrawJointFn draw_joint;
 } KilnDebugDraw;
 
 /**
@@ -1595,24 +1674,6 @@ typedef struct KilnDistanceJointDef {
      */
     float max_length;
 } KilnDistanceJointDef;
-
-/**
- * Handle to a joint of a world. `{0, 0, {0, 0}}` is the null handle. Pass by value.
- */
-typedef struct KilnJointId {
-    /**
-     * Joint slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed joint's handles no longer match.
-     */
-    uint32_t generation;
-    /**
-     * The world the joint lives in.
-     */
-    struct KilnWorldId world;
-} KilnJointId;
 
 /**
  * A joint that went away: broken in the last step, or destroyed with a body since
@@ -3145,8 +3206,8 @@ KilnStatus kiln_world_get_transforms(struct KilnWorldId world,
 
 /**
  * Calls `draw`'s non-NULL callbacks with what the world holds: shapes, fat boxes,
- * the last step's contact points and the broadphase tree's nodes, in a deterministic
- * order. The callbacks run during this call and must not call into this world
+ * the last step's contact points, the broadphase tree's nodes and the joints, in a
+ * deterministic order. The callbacks run during this call and must not call into this world
  * (`KILN_ERROR_INVALID_STATE` if they try).
  *
  * Pointers: `draw` is NULL or readable; its callbacks are NULL or callable as
@@ -4473,6 +4534,7 @@ static inline KilnStatus kiln_check_linked_abi(void) {
     info.struct_sizes[72] = (uint32_t)sizeof(KilnDistanceJointDef);
     info.struct_sizes[73] = (uint32_t)sizeof(KilnJointId);
     info.struct_sizes[74] = (uint32_t)sizeof(KilnJointEvent);
+    info.struct_sizes[75] = (uint32_t)sizeof(KilnJointDraw);
     return kiln_check_abi(&info);
 }
 #endif /* KILN_CHECK_LINKED_ABI_DEFINED */

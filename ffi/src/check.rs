@@ -11,7 +11,7 @@ use crate::embedded::KilnEmbeddedDef;
 use crate::frame::{KilnFrameDef, KilnFrameId, KilnFrameTiming};
 use crate::gi::{KilnGiDef, KilnGiId, KilnGiLighting, KilnGiStats};
 use crate::joint::{
-    KilnDistanceJointDef, KilnFixedJointDef, KilnJointBase, KilnJointEvent, KilnJointId, KilnPrismaticJointDef,
+    KilnDistanceJointDef, KilnFixedJointDef, KilnJointBase, KilnJointEvent, KilnPrismaticJointDef,
     KilnRevoluteJointDef, KilnSphericalJointDef,
 };
 use crate::octree::{KilnOctreeDef, KilnOctreeId, KilnOctreeInfo, KilnOctreePick, KilnOctreeSetId};
@@ -34,10 +34,11 @@ use crate::world::{
     KilnBodyDef, KilnBodyId, KilnContactEvent, KilnDebugDraw, KilnShapeDef, KilnWorldContact, KilnWorldCounters,
     KilnWorldDef, KilnWorldId, KilnWorldProfile,
 };
+use crate::world::{KilnJointDraw, KilnJointId};
 
 /// Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
 /// struct of this header but `KilnAbiInfo` itself.
-pub const KILN_ABI_STRUCT_COUNT: usize = 75;
+pub const KILN_ABI_STRUCT_COUNT: usize = 76;
 
 /// The ABI as the caller's header sees it; filled and checked by
 /// `kiln_check_linked_abi()` at the end of this header.
@@ -150,6 +151,7 @@ abi_structs!(
     KilnDistanceJointDef,
     KilnJointId,
     KilnJointEvent,
+    KilnJointDraw,
 );
 
 /// Refuses a library whose ABI differs from the caller's header. Prefer the inline

@@ -19,19 +19,7 @@ use crate::abi::{
     KILN_ERROR_INVALID_HANDLE,
 };
 use crate::types::{check_transform, kvec, vec3, KilnQuat, KilnTransform, KilnVec3};
-use crate::world::{body_error, body_key, public_body, with_world, KilnBodyId, KilnWorldId};
-
-/// Handle to a joint of a world. `{0, 0, {0, 0}}` is the null handle. Pass by value.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct KilnJointId {
-    /// Joint slot index plus one (0 means null).
-    pub index1: u32,
-    /// Slot generation; a destroyed joint's handles no longer match.
-    pub generation: u32,
-    /// The world the joint lives in.
-    pub world: KilnWorldId,
-}
+use crate::world::{body_error, body_key, public_body, with_world, KilnBodyId, KilnJointId, KilnWorldId};
 
 /// A ball and socket (`KilnSphericalJointDef`).
 pub const KILN_JOINT_SPHERICAL: u32 = 0;
@@ -357,7 +345,7 @@ fn joint_error(error: BodyError, joint: KilnJointId, what: &str) -> Error {
     }
 }
 
-fn public_joint(world: KilnWorldId, id: JointId) -> KilnJointId {
+pub(crate) fn public_joint(world: KilnWorldId, id: JointId) -> KilnJointId {
     KilnJointId { index1: id.index + 1, generation: id.generation, world }
 }
 

@@ -11,7 +11,8 @@ use std::mem::size_of;
 
 use kiln_core::math::{Aabb, Isometry, Vec3};
 use kiln_core::physics::{
-    BodyDef, BodyError, BodyId, ContactPointInfo, DebugDraw, DebugDrawFlags, MotionType, ShapeDef, World, WorldDef,
+    BodyDef, BodyError, BodyId, ContactPointInfo, DebugDraw, DebugDrawFlags, JointDrawInfo, JointType, MotionType,
+    ShapeDef, World, WorldDef,
 };
 use kiln_core::shapes::Shape;
 
@@ -239,6 +240,51 @@ pub struct KilnWorldCounters {
     pub hull_pair_skipped_count: u32,
 }
 
+/// Handle to a joint of a world. `{0, 0, {0, 0}}` is the null handle. Pass by value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KilnJointId {
+    /// Joint slot index plus one (0 means null).
+    pub index1: u32,
+    /// Slot generation; a destroyed joint's handles no longer match.
+    pub generation: u32,
+    /// The world the joint lives in.
+    pub world: KilnWorldId,
+}
+
+/// A joint as debug drawing reports it: its frames in the world (anchors at their
+/// origins, the joint's axis along their z) and its limits.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KilnJointDraw {
+    /// The joint.
+    pub joint: KilnJointId,
+    /// Its bodies.
+    pub body_a: KilnBodyId,
+    /// See `body_a`.
+    pub body_b: KilnBodyId,
+    /// `KILN_JOINT_*`.
+    pub joint_type: u32,
+    /// The joint's frame on body A, in the world.
+    pub frame_a: KilnTransform,
+    /// The joint's frame on body B, in the world.
+    pub frame_b: KilnTransform,
+    /// Whether the limits below are on (as `kiln_joint_get_limits` reports them:
+    /// angles, twists, translations or lengths).
+    pub limit_enabled: bool,
+    /// Lower limit.
+    pub lower: f32,
+    /// Upper limit.
+    pub upper: f32,
+    /// Whether a spherical joint's swing cone is on.
+    pub cone_enabled: bool,
+    /// The cone's half angle (rad).
+    pub cone_angle: f32,
+}
+
+/// Draws a joint.
+pub type KilnDrawJointFn = Option<unsafe extern "C" fn(joint: *const KilnJointDraw, user_context: *mut c_void)>;
+
 /// Draws one shape of a body: `transform` places the shape (its pose included);
 /// `shape` is the handle it was added with; `color` is `0xRRGGBB` by state
 /// (`KILN_COLOR_*`).
@@ -289,6 +335,8 @@ pub struct KilnDebugDraw {
     pub draw_tree_node: KilnDrawBoxFn,
     /// Passed to every callback.
     pub user_context: *mut c_void,
+    /// Every joint, in handle order, after everything else.
+    pub draw_joint: KilnDrawJointFn,
 }
 
 /// A world behind a handle, with what the C side attached to its bodies.
@@ -568,6 +616,7 @@ pub extern "C" fn kiln_default_debug_draw() -> KilnDebugDraw {
         draw_contact: None,
         draw_tree_node: None,
         user_context: std::ptr::null_mut(),
+        draw_joint: None,
     }
 }
 
@@ -933,11 +982,40 @@ impl DebugDraw for CDraw<'_> {
             unsafe { f(&kaabb(aabb), depth, self.draw.user_context) };
         }
     }
+
+    fn joint(&mut self, j: &JointDrawInfo) {
+        if let Some(f) = self.draw.draw_joint {
+            let (joint_type, (limit_enabled, lower, upper), (cone_enabled, cone_angle)) = match j.kind {
+                JointType::Spherical(s) => {
+                    (0, (s.enable_twist_limit, s.lower_twist, s.upper_twist), (s.enable_cone_limit, s.cone_angle))
+                }
+                JointType::Revolute(r) => (1, (r.enable_limit, r.lower, r.upper), (false, 0.0)),
+                JointType::Prismatic(p) => (2, (p.enable_limit, p.lower, p.upper), (false, 0.0)),
+                JointType::Fixed(_) => (3, (false, 0.0, 0.0), (false, 0.0)),
+                JointType::Distance(d) => (4, (d.enable_limit, d.min_length, d.max_length), (false, 0.0)),
+            };
+            let info = KilnJointDraw {
+                joint: crate::joint::public_joint(self.world, j.joint),
+                body_a: public_body(self.world, j.body_a),
+                body_b: public_body(self.world, j.body_b),
+                joint_type,
+                frame_a: ktransform(&j.frame_a),
+                frame_b: ktransform(&j.frame_b),
+                limit_enabled,
+                lower,
+                upper,
+                cone_enabled,
+                cone_angle,
+            };
+            // SAFETY: as above.
+            unsafe { f(&info, self.draw.user_context) };
+        }
+    }
 }
 
 /// Calls `draw`'s non-NULL callbacks with what the world holds: shapes, fat boxes,
-/// the last step's contact points and the broadphase tree's nodes, in a deterministic
-/// order. The callbacks run during this call and must not call into this world
+/// the last step's contact points, the broadphase tree's nodes and the joints, in a
+/// deterministic order. The callbacks run during this call and must not call into this world
 /// (`KILN_ERROR_INVALID_STATE` if they try).
 ///
 /// Pointers: `draw` is NULL or readable; its callbacks are NULL or callable as
@@ -954,6 +1032,7 @@ pub unsafe extern "C" fn kiln_world_debug_draw(world: KilnWorldId, draw: *const 
                 aabbs: draw.draw_aabb.is_some(),
                 contacts: draw.draw_contact.is_some(),
                 tree: draw.draw_tree_node.is_some(),
+                joints: draw.draw_joint.is_some(),
             };
             let mut forward = CDraw { draw, world, shape_ids: &entry.shape_ids };
             entry.world.debug_draw(what, &mut forward);

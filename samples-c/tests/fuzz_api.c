@@ -131,6 +131,14 @@ static KilnJointBase joint_base(const Pools *p) {
     return base;
 }
 
+/* Every joint drawn has finite frames and ordered limits. */
+static void check_joint_draw(const KilnJointDraw *j, void *user) {
+    (void)user;
+    CHECK(isfinite(j->frame_a.position.x + j->frame_a.position.y + j->frame_a.position.z));
+    CHECK(isfinite(j->frame_b.rotation.x + j->frame_b.rotation.y + j->frame_b.rotation.z + j->frame_b.rotation.w));
+    CHECK(j->joint_type <= KILN_JOINT_DISTANCE && (!j->limit_enabled || j->lower <= j->upper));
+}
+
 static KilnShapeId any_shape(const Pools *p) {
     if (below(12) == 0) return (KilnShapeId){below(40), below(4)};
     return p->shapes[below(MAX_SHAPES)];
@@ -668,6 +676,11 @@ static void one_call(Pools *p) {
         default:
             s = kiln_world_get_joint_events(any_world(p), below(10) ? events : NULL, below(5), &count),
             what = "kiln_world_get_joint_events";
+            if (below(2)) {
+                KilnDebugDraw draw = kiln_default_debug_draw();
+                draw.draw_joint = check_joint_draw;
+                expect_status(p, kiln_world_debug_draw(any_world(p), &draw), "kiln_world_debug_draw (joints)");
+            }
             break;
         }
         break;

@@ -20,6 +20,17 @@ static KilnBodyId body(KilnWorldId world, KilnShapeId shape, uint32_t motion, fl
     return id;
 }
 
+typedef struct Drawn {
+    uint32_t count;
+    KilnJointDraw last;
+} Drawn;
+
+static void draw_joint(const KilnJointDraw *joint, void *user) {
+    Drawn *drawn = user;
+    drawn->count++;
+    drawn->last = *joint;
+}
+
 static uint32_t joint_events(KilnWorldId world, KilnJointEvent *events, uint32_t capacity) {
     uint32_t count = 99;
     CHECK_STATUS(kiln_world_get_joint_events(world, events, capacity, &count), KILN_OK);
@@ -98,6 +109,21 @@ static void working_joints(KilnRuntimeId rt, KilnShapeId box, KilnShapeId ball) 
     KilnVec3 force, torque;
     CHECK_STATUS(kiln_joint_get_reaction(motor, &force, &torque), KILN_OK);
     CHECK(isfinite(force.y) && isfinite(torque.z));
+
+    /* Debug drawing: the two joints left, the motor's frames together on its axis. */
+    KilnDebugDraw draw = kiln_default_debug_draw();
+    Drawn drawn = {0};
+    draw.draw_joint = draw_joint;
+    draw.user_context = &drawn;
+    CHECK_STATUS(kiln_world_debug_draw(world, &draw), KILN_OK);
+    CHECK(drawn.count == 2);
+    KilnJointDraw first = drawn.last;
+    CHECK(first.joint.index1 == rope_id.index1 && first.joint_type == KILN_JOINT_DISTANCE);
+    CHECK(first.limit_enabled && first.upper == 2.0f);
+    draw.draw_joint = NULL;
+    drawn.count = 0;
+    CHECK_STATUS(kiln_world_debug_draw(world, &draw), KILN_OK);
+    CHECK(drawn.count == 0);
 
     /* Settings read back as set; a stopped motor brakes the wheel. */
     CHECK_STATUS(kiln_joint_set_motor(motor, true, 0.0f, 1e4f), KILN_OK);

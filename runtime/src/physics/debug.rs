@@ -1,8 +1,9 @@
 //! Debug drawing: the world hands what it holds (shapes, broadphase boxes, contact
-//! points, tree nodes) to a [`DebugDraw`] implementation, which draws it with the
+//! points, tree nodes, joints) to a [`DebugDraw`] implementation, which draws it with the
 //! engine's own line renderer. Nothing is drawn by Kiln itself.
 
 use super::body::{flags, BodyId, SetKind};
+use super::joint::{JointId, JointType};
 use super::world::{ContactPointInfo, World};
 use crate::math::{Aabb, Isometry};
 use crate::shapes::Shape;
@@ -32,11 +33,14 @@ pub struct DebugDrawFlags {
     pub contacts: bool,
     /// Every node of the broadphase's dynamic tree.
     pub tree: bool,
+    /// Every joint: its two frames in the world and its settings.
+    pub joints: bool,
 }
 
 impl DebugDrawFlags {
     /// Everything on.
-    pub const ALL: DebugDrawFlags = DebugDrawFlags { shapes: true, aabbs: true, contacts: true, tree: true };
+    pub const ALL: DebugDrawFlags =
+        DebugDrawFlags { shapes: true, aabbs: true, contacts: true, tree: true, joints: true };
 }
 
 /// Receives what the world draws. Every method has an empty default, so an
@@ -58,12 +62,31 @@ pub trait DebugDraw {
     fn tree_node(&mut self, aabb: &Aabb, depth: u32, is_leaf: bool) {
         let _ = (aabb, depth, is_leaf);
     }
+    /// A joint: draw its anchors (the frames' origins, apart when the joint is
+    /// stretched), its axis (each frame's z) and its limits from its settings.
+    fn joint(&mut self, joint: &JointDrawInfo) {
+        let _ = joint;
+    }
+}
+
+/// A joint as [`DebugDraw::joint`] receives it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JointDrawInfo {
+    pub joint: JointId,
+    pub body_a: BodyId,
+    pub body_b: BodyId,
+    /// The joint's frame on body A and on body B, in the world.
+    pub frame_a: Isometry,
+    pub frame_b: Isometry,
+    /// Its kind and settings (limits, motors, springs).
+    pub kind: JointType,
 }
 
 impl World {
     /// Reports what `what` asks for to `draw`: shapes and boxes of awake bodies first,
     /// then of resting ones (static and sleeping), each set in row order; then
-    /// contacts in solve order; then tree nodes parents first. Deterministic for a
+    /// contacts in solve order; then tree nodes parents first; then joints in handle
+    /// order. Deterministic for a
     /// given world state.
     pub fn debug_draw(&self, what: DebugDrawFlags, draw: &mut dyn DebugDraw) {
         let bodies = self.bodies();
@@ -101,6 +124,9 @@ impl World {
         }
         if what.tree {
             tree.for_each_node(|aabb, depth, leaf| draw.tree_node(aabb, depth, leaf));
+        }
+        if what.joints {
+            self.draw_joints(draw);
         }
     }
 }

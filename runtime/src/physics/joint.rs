@@ -553,6 +553,24 @@ impl World {
         Ok(joint_solver::swing_angle(xa.rotation * def.frame_a.rotation, xb.rotation * def.frame_b.rotation))
     }
 
+    /// Each live joint to `draw`, in handle order (see [`super::DebugDraw::joint`]).
+    pub(super) fn draw_joints(&self, draw: &mut dyn super::DebugDraw) {
+        for (index, slot) in self.joints.slots.iter().enumerate() {
+            let Some(j) = &slot.joint else { continue };
+            let (Ok(xa), Ok(xb)) = (self.bodies.transform(j.def.body_a), self.bodies.transform(j.def.body_b)) else {
+                continue;
+            };
+            draw.joint(&super::debug::JointDrawInfo {
+                joint: JointId { index: index as u32, generation: slot.generation },
+                body_a: j.def.body_a,
+                body_b: j.def.body_b,
+                frame_a: xa.mul(&j.def.frame_a),
+                frame_b: xb.mul(&j.def.frame_b),
+                kind: j.def.kind,
+            });
+        }
+    }
+
     /// Joints broken in the last step, and joints destroyed with their bodies before
     /// it, in order.
     pub fn joint_events(&self) -> &[JointEvent] {

@@ -3,6 +3,7 @@
 use glam::{Quat, Vec3};
 
 use super::scenes;
+use super::{DebugDraw, DebugDrawFlags, JointDrawInfo};
 use super::tests::{body_at, inline, state_hash};
 use super::world_tests::ShuffledHost;
 use super::*;
@@ -504,4 +505,41 @@ fn spherical_twist_and_cone_limits_hold() {
             "spin {spin}: twist {worst_twist}, cone {worst_cone}"
         );
     }
+}
+
+/// Debug drawing reports each live joint once, in handle order, with its two frames
+/// in the world (anchors together and axes along each other for a hinge holding a
+/// swinging bar) and its settings; a destroyed joint is not drawn, nor are joints
+/// unless asked.
+#[test]
+fn debug_drawing_reports_each_joint_with_its_frames_and_limits() {
+    struct Joints(Vec<JointDrawInfo>);
+    impl DebugDraw for Joints {
+        fn joint(&mut self, joint: &JointDrawInfo) {
+            self.0.push(*joint);
+        }
+    }
+    let pool = inline();
+    let mut world = World::new(WorldDef { enable_sleep: false, ..WorldDef::default() });
+    let post = static_body(&mut world, Vec3::new(0.0, 5.0, 0.0));
+    let bar = cuboid(&mut world, Vec3::new(1.0, 5.0, 0.0), Vec3::new(1.0, 0.05, 0.05));
+    let other = cuboid(&mut world, Vec3::new(-2.0, 5.0, 0.0), Vec3::splat(0.2));
+    let kind = JointType::Revolute(RevoluteJoint { enable_limit: true, lower: -0.5, upper: 0.5, ..Default::default() });
+    let gone = world.create_joint(&joint_at(&world, post, other, Vec3::new(-2.0, 5.0, 0.0), Vec3::Z, kind)).unwrap();
+    let hinge = world.create_joint(&joint_at(&world, post, bar, Vec3::new(0.0, 5.0, 0.0), Vec3::Z, kind)).unwrap();
+    world.destroy_joint(gone).unwrap();
+    for _ in 0..30 {
+        world.step(DT, pool.jobs()).unwrap();
+    }
+    let mut seen = Joints(Vec::new());
+    world.debug_draw(DebugDrawFlags { shapes: true, ..DebugDrawFlags::default() }, &mut seen);
+    assert!(seen.0.is_empty(), "joints only when asked");
+    world.debug_draw(DebugDrawFlags { joints: true, ..DebugDrawFlags::default() }, &mut seen);
+    assert_eq!(seen.0.len(), 1);
+    let j = seen.0[0];
+    assert_eq!((j.joint, j.body_a, j.body_b, j.kind), (hinge, post, bar, kind));
+    assert!(j.frame_a.translation.distance(j.frame_b.translation) < 1e-3, "{j:?}");
+    assert!((j.frame_a.rotation * Vec3::Z).dot(j.frame_b.rotation * Vec3::Z) > 0.9999, "{j:?}");
+    let angle = world.joint_value(hinge).unwrap();
+    assert!((angle + 0.5).abs() < 0.01, "the bar hangs at its lower limit: {angle}");
 }

@@ -50,7 +50,7 @@ mod world;
 mod world_tests;
 
 pub use body::{Bodies, BodyDef, BodyError, BodyId, BodySet, BodyShape, MotionType, SetKind, ShapeDef};
-pub use debug::{DebugDraw, DebugDrawFlags};
+pub use debug::{DebugDraw, DebugDrawFlags, JointDrawInfo};
 pub use joint::{
     DistanceJoint, FixedJoint, JointDef, JointEvent, JointEventKind, JointId, JointType, PrismaticJoint, RevoluteJoint,
     SphericalJoint,
