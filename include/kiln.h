@@ -201,6 +201,26 @@
 #define KILN_JOINT_DISTANCE 4
 
 /**
+ * The generic joint (`KilnSixDofJointDef`).
+ */
+#define KILN_JOINT_SIX_DOF 5
+
+/**
+ * A six-DOF axis that moves freely.
+ */
+#define KILN_DOF_FREE 0
+
+/**
+ * A six-DOF axis held in place.
+ */
+#define KILN_DOF_LOCKED 1
+
+/**
+ * A six-DOF axis held between its lower and upper limits.
+ */
+#define KILN_DOF_LIMITED 2
+
+/**
  * A joint event: the joint broke (its force or torque passed its threshold).
  */
 #define KILN_JOINT_EVENT_BROKE 0
@@ -375,7 +395,7 @@
  * Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
  * struct of this header but `KilnAbiInfo` itself.
  */
-#define KILN_ABI_STRUCT_COUNT 76
+#define KILN_ABI_STRUCT_COUNT 77
 
 /**
  * Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
@@ -1674,6 +1694,57 @@ typedef struct KilnDistanceJointDef {
      */
     float max_length;
 } KilnDistanceJointDef;
+
+/**
+ * The generic joint: along and about each axis of frame A (x, y, z), free, locked
+ * or limited, with a motor per axis. The rotation about an axis is measured as
+ * `2 atan2(q_k, q_w)` of frame B's rotation in frame A: exact for a turn about one
+ * axis, approximate when turned about several. Initialise with
+ * `kiln_default_six_dof_joint_def()` (everything locked: a weld).
+ */
+typedef struct KilnSixDofJointDef {
+    /**
+     * `sizeof(KilnSixDofJointDef)`, set by the default function.
+     */
+    uint32_t struct_size;
+    /**
+     * Bodies, frames, thresholds.
+     */
+    struct KilnJointBase base;
+    /**
+     * `KILN_DOF_*` along x, y, z. Default locked.
+     */
+    uint32_t linear_mode[3];
+    /**
+     * Lower translation limits (m, finite, <= upper) of limited axes.
+     */
+    float linear_lower[3];
+    /**
+     * Upper translation limits (m).
+     */
+    float linear_upper[3];
+    /**
+     * `KILN_DOF_*` about x, y, z. Default locked.
+     */
+    uint32_t angular_mode[3];
+    /**
+     * Lower rotation limits (rad, -pi to pi, <= upper) of limited axes.
+     */
+    float angular_lower[3];
+    /**
+     * Upper rotation limits (rad).
+     */
+    float angular_upper[3];
+    /**
+     * Motor target speeds along x, y, z then about x, y, z (m/s, rad/s, finite).
+     */
+    float motor_speed[6];
+    /**
+     * The motors' largest forces (N) and torques (N m), same order (>= 0; 0: no
+     * motor).
+     */
+    float max_motor_force[6];
+} KilnSixDofJointDef;
 
 /**
  * A joint that went away: broken in the last step, or destroyed with a body since
@@ -3386,6 +3457,11 @@ struct KilnFixedJointDef kiln_default_fixed_joint_def(void);
 struct KilnDistanceJointDef kiln_default_distance_joint_def(void);
 
 /**
+ * A six-DOF joint's defaults (everything locked; no bodies yet).
+ */
+struct KilnSixDofJointDef kiln_default_six_dof_joint_def(void);
+
+/**
  * Creates a spherical joint and writes its handle to `out_joint`; wakes both
  * bodies. `KILN_ERROR_INVALID_HANDLE` for a stale world or body,
  * `KILN_ERROR_INVALID_ARGUMENT` for a body of another world, the same body twice,
@@ -3433,6 +3509,34 @@ KilnStatus kiln_joint_create_fixed(struct KilnWorldId world,
 KilnStatus kiln_joint_create_distance(struct KilnWorldId world,
                                       const struct KilnDistanceJointDef *def,
                                       struct KilnJointId *out_joint);
+
+/**
+ * Creates a six-DOF joint (as `kiln_joint_create_spherical`; a mode that is not a
+ * `KILN_DOF_*` constant is `KILN_ERROR_INVALID_ARGUMENT`).
+ *
+ * Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+ */
+KilnStatus kiln_joint_create_six_dof(struct KilnWorldId world,
+                                     const struct KilnSixDofJointDef *def,
+                                     struct KilnJointId *out_joint);
+
+/**
+ * Replaces a six-DOF joint's axes and motors with those of `def` (its `base` is
+ * ignored: bodies and frames stay); wakes the bodies. Another kind of joint, or
+ * settings out of range, is `KILN_ERROR_INVALID_ARGUMENT` and changes nothing.
+ *
+ * Pointers: `def` is NULL or readable.
+ */
+KilnStatus kiln_joint_set_six_dof(struct KilnJointId joint, const struct KilnSixDofJointDef *def);
+
+/**
+ * Writes a six-DOF joint's definition as it stands (bodies, frames in the bodies,
+ * thresholds, axes and motors) to `out_def`. Another kind of joint is
+ * `KILN_ERROR_INVALID_ARGUMENT`.
+ *
+ * Pointers: `out_def` is NULL or writable.
+ */
+KilnStatus kiln_joint_get_six_dof(struct KilnJointId joint, struct KilnSixDofJointDef *out_def);
 
 /**
  * Destroys a joint; wakes its bodies. Broken joints and joints of destroyed bodies
@@ -4535,6 +4639,7 @@ static inline KilnStatus kiln_check_linked_abi(void) {
     info.struct_sizes[73] = (uint32_t)sizeof(KilnJointId);
     info.struct_sizes[74] = (uint32_t)sizeof(KilnJointEvent);
     info.struct_sizes[75] = (uint32_t)sizeof(KilnJointDraw);
+    info.struct_sizes[76] = (uint32_t)sizeof(KilnSixDofJointDef);
     return kiln_check_abi(&info);
 }
 #endif /* KILN_CHECK_LINKED_ABI_DEFINED */

@@ -12,7 +12,7 @@ use crate::frame::{KilnFrameDef, KilnFrameId, KilnFrameTiming};
 use crate::gi::{KilnGiDef, KilnGiId, KilnGiLighting, KilnGiStats};
 use crate::joint::{
     KilnDistanceJointDef, KilnFixedJointDef, KilnJointBase, KilnJointEvent, KilnPrismaticJointDef,
-    KilnRevoluteJointDef, KilnSphericalJointDef,
+    KilnRevoluteJointDef, KilnSixDofJointDef, KilnSphericalJointDef,
 };
 use crate::octree::{KilnOctreeDef, KilnOctreeId, KilnOctreeInfo, KilnOctreePick, KilnOctreeSetId};
 use crate::runtime::{
@@ -38,7 +38,7 @@ use crate::world::{KilnJointDraw, KilnJointId};
 
 /// Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
 /// struct of this header but `KilnAbiInfo` itself.
-pub const KILN_ABI_STRUCT_COUNT: usize = 76;
+pub const KILN_ABI_STRUCT_COUNT: usize = 77;
 
 /// The ABI as the caller's header sees it; filled and checked by
 /// `kiln_check_linked_abi()` at the end of this header.
@@ -152,6 +152,7 @@ abi_structs!(
     KilnJointId,
     KilnJointEvent,
     KilnJointDraw,
+    KilnSixDofJointDef,
 );
 
 /// Refuses a library whose ABI differs from the caller's header. Prefer the inline

@@ -10,8 +10,8 @@ use std::mem::size_of;
 
 use kiln_core::math::Vec3;
 use kiln_core::physics::{
-    BodyError, DistanceJoint, FixedJoint, JointDef, JointEventKind, JointId, JointType, PrismaticJoint, RevoluteJoint,
-    SphericalJoint,
+    BodyError, DistanceJoint, Dof, FixedJoint, JointDef, JointEventKind, JointId, JointType, PrismaticJoint,
+    RevoluteJoint, SixDofJoint, SphericalJoint,
 };
 
 use crate::abi::{
@@ -31,6 +31,15 @@ pub const KILN_JOINT_PRISMATIC: u32 = 2;
 pub const KILN_JOINT_FIXED: u32 = 3;
 /// A rod, rope or spring (`KilnDistanceJointDef`).
 pub const KILN_JOINT_DISTANCE: u32 = 4;
+/// The generic joint (`KilnSixDofJointDef`).
+pub const KILN_JOINT_SIX_DOF: u32 = 5;
+
+/// A six-DOF axis that moves freely.
+pub const KILN_DOF_FREE: u32 = 0;
+/// A six-DOF axis held in place.
+pub const KILN_DOF_LOCKED: u32 = 1;
+/// A six-DOF axis held between its lower and upper limits.
+pub const KILN_DOF_LIMITED: u32 = 2;
 
 /// A joint event: the joint broke (its force or torque passed its threshold).
 pub const KILN_JOINT_EVENT_BROKE: u32 = 0;
@@ -203,6 +212,37 @@ pub struct KilnDistanceJointDef {
     pub max_length: f32,
 }
 
+/// The generic joint: along and about each axis of frame A (x, y, z), free, locked
+/// or limited, with a motor per axis. The rotation about an axis is measured as
+/// `2 atan2(q_k, q_w)` of frame B's rotation in frame A: exact for a turn about one
+/// axis, approximate when turned about several. Initialise with
+/// `kiln_default_six_dof_joint_def()` (everything locked: a weld).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KilnSixDofJointDef {
+    /// `sizeof(KilnSixDofJointDef)`, set by the default function.
+    pub struct_size: u32,
+    /// Bodies, frames, thresholds.
+    pub base: KilnJointBase,
+    /// `KILN_DOF_*` along x, y, z. Default locked.
+    pub linear_mode: [u32; 3],
+    /// Lower translation limits (m, finite, <= upper) of limited axes.
+    pub linear_lower: [f32; 3],
+    /// Upper translation limits (m).
+    pub linear_upper: [f32; 3],
+    /// `KILN_DOF_*` about x, y, z. Default locked.
+    pub angular_mode: [u32; 3],
+    /// Lower rotation limits (rad, -pi to pi, <= upper) of limited axes.
+    pub angular_lower: [f32; 3],
+    /// Upper rotation limits (rad).
+    pub angular_upper: [f32; 3],
+    /// Motor target speeds along x, y, z then about x, y, z (m/s, rad/s, finite).
+    pub motor_speed: [f32; 6],
+    /// The motors' largest forces (N) and torques (N m), same order (>= 0; 0: no
+    /// motor).
+    pub max_motor_force: [f32; 6],
+}
+
 /// A joint that went away: broken in the last step, or destroyed with a body since
 /// the step before.
 #[repr(C)]
@@ -322,6 +362,51 @@ pub extern "C" fn kiln_default_distance_joint_def() -> KilnDistanceJointDef {
         min_length: d.min_length,
         max_length: d.max_length,
     }
+}
+
+/// A six-DOF joint's defaults (everything locked; no bodies yet).
+#[no_mangle]
+pub extern "C" fn kiln_default_six_dof_joint_def() -> KilnSixDofJointDef {
+    six_dof_def(base_default(), &SixDofJoint::default())
+}
+
+/// The C definition of six-DOF settings on `base`.
+fn six_dof_def(base: KilnJointBase, x: &SixDofJoint) -> KilnSixDofJointDef {
+    let split = |d: Dof| match d {
+        Dof::Free => (KILN_DOF_FREE, 0.0, 0.0),
+        Dof::Locked => (KILN_DOF_LOCKED, 0.0, 0.0),
+        Dof::Limited { lower, upper } => (KILN_DOF_LIMITED, lower, upper),
+    };
+    let (linear, angular) = (x.linear.map(split), x.angular.map(split));
+    KilnSixDofJointDef {
+        struct_size: size_of::<KilnSixDofJointDef>() as u32,
+        base,
+        linear_mode: linear.map(|d| d.0),
+        linear_lower: linear.map(|d| d.1),
+        linear_upper: linear.map(|d| d.2),
+        angular_mode: angular.map(|d| d.0),
+        angular_lower: angular.map(|d| d.1),
+        angular_upper: angular.map(|d| d.2),
+        motor_speed: x.motor_speed,
+        max_motor_force: x.max_motor_force,
+    }
+}
+
+/// The six-DOF settings of a C definition (range checks follow in `JointDef::is_valid`).
+fn six_dof_of(d: &KilnSixDofJointDef) -> Result<SixDofJoint, Error> {
+    let dof = |mode: u32, lower: f32, upper: f32, name: &str| match mode {
+        KILN_DOF_FREE => Ok(Dof::Free),
+        KILN_DOF_LOCKED => Ok(Dof::Locked),
+        KILN_DOF_LIMITED => Ok(Dof::Limited { lower, upper }),
+        other => Err(invalid(format!("def->{name} is {other}, must be one of the KILN_DOF_* constants"))),
+    };
+    let mut x =
+        SixDofJoint { motor_speed: d.motor_speed, max_motor_force: d.max_motor_force, ..SixDofJoint::default() };
+    for k in 0..3 {
+        x.linear[k] = dof(d.linear_mode[k], d.linear_lower[k], d.linear_upper[k], &format!("linear_mode[{k}]"))?;
+        x.angular[k] = dof(d.angular_mode[k], d.angular_lower[k], d.angular_upper[k], &format!("angular_mode[{k}]"))?;
+    }
+    Ok(x)
 }
 
 fn invalid(message: String) -> Error {
@@ -568,6 +653,78 @@ pub unsafe extern "C" fn kiln_joint_create_distance(
     })
 }
 
+/// Creates a six-DOF joint (as `kiln_joint_create_spherical`; a mode that is not a
+/// `KILN_DOF_*` constant is `KILN_ERROR_INVALID_ARGUMENT`).
+///
+/// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_joint_create_six_dof(
+    world: KilnWorldId,
+    def: *const KilnSixDofJointDef,
+    out_joint: *mut KilnJointId,
+) -> KilnStatus {
+    ffi_call("kiln_joint_create_six_dof", || {
+        let def = non_null(def, "def")?;
+        non_null(out_joint, "out_joint")?;
+        // SAFETY: non-null; readable per the contract.
+        let raw: KilnSixDofJointDef = unsafe { read_def(def, "def")? };
+        let kind = JointType::SixDof(six_dof_of(&raw)?);
+        create(world, joint_def(world, &raw.base, kind)?, out_joint)
+    })
+}
+
+/// Replaces a six-DOF joint's axes and motors with those of `def` (its `base` is
+/// ignored: bodies and frames stay); wakes the bodies. Another kind of joint, or
+/// settings out of range, is `KILN_ERROR_INVALID_ARGUMENT` and changes nothing.
+///
+/// Pointers: `def` is NULL or readable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_joint_set_six_dof(joint: KilnJointId, def: *const KilnSixDofJointDef) -> KilnStatus {
+    ffi_call("kiln_joint_set_six_dof", || {
+        let def = non_null(def, "def")?;
+        // SAFETY: non-null; readable per the contract.
+        let raw: KilnSixDofJointDef = unsafe { read_def(def, "def")? };
+        let x = six_dof_of(&raw)?;
+        edit(joint, "six-DOF axes", |kind| match kind {
+            JointType::SixDof(old) => {
+                *old = x;
+                true
+            }
+            _ => false,
+        })
+    })
+}
+
+/// Writes a six-DOF joint's definition as it stands (bodies, frames in the bodies,
+/// thresholds, axes and motors) to `out_def`. Another kind of joint is
+/// `KILN_ERROR_INVALID_ARGUMENT`.
+///
+/// Pointers: `out_def` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_joint_get_six_dof(joint: KilnJointId, out_def: *mut KilnSixDofJointDef) -> KilnStatus {
+    ffi_call("kiln_joint_get_six_dof", || {
+        non_null(out_def, "out_def")?;
+        let def = with_joint(joint, |w, key| Ok(*w.joint(key)?))?;
+        let JointType::SixDof(x) = def.kind else {
+            return Err(invalid("this joint's kind has no six-DOF axes".into()));
+        };
+        let transform = |f: &kiln_core::math::Isometry| KilnTransform {
+            position: kvec(f.translation),
+            rotation: KilnQuat { x: f.rotation.x, y: f.rotation.y, z: f.rotation.z, w: f.rotation.w },
+        };
+        let base = KilnJointBase {
+            body_a: public_body(joint.world, def.body_a),
+            body_b: public_body(joint.world, def.body_b),
+            frame_a: transform(&def.frame_a),
+            frame_b: transform(&def.frame_b),
+            collide_connected: def.collide_connected,
+            break_force: def.break_force,
+            break_torque: def.break_torque,
+        };
+        write_out(out_def, "out_def", six_dof_def(base, &x))
+    })
+}
+
 /// Runs `f` on the joint's world and key.
 fn with_joint<R>(
     joint: KilnJointId,
@@ -604,6 +761,7 @@ pub unsafe extern "C" fn kiln_joint_get_type(joint: KilnJointId, out_type: *mut 
                 JointType::Prismatic(_) => KILN_JOINT_PRISMATIC,
                 JointType::Fixed(_) => KILN_JOINT_FIXED,
                 JointType::Distance(_) => KILN_JOINT_DISTANCE,
+                JointType::SixDof(_) => KILN_JOINT_SIX_DOF,
             })
         })?;
         write_out(out_type, "out_type", kind)
@@ -705,7 +863,7 @@ pub extern "C" fn kiln_joint_set_limits(joint: KilnJointId, enable: bool, lower:
                 (d.enable_limit, d.min_length, d.max_length) = (enable, lower, upper);
                 true
             }
-            JointType::Fixed(_) => false,
+            JointType::Fixed(_) | JointType::SixDof(_) => false,
         })
     })
 }
@@ -729,7 +887,7 @@ pub unsafe extern "C" fn kiln_joint_get_limits(
             JointType::Revolute(r) => Some((r.enable_limit, r.lower, r.upper)),
             JointType::Prismatic(p) => Some((p.enable_limit, p.lower, p.upper)),
             JointType::Distance(d) => Some((d.enable_limit, d.min_length, d.max_length)),
-            JointType::Fixed(_) => None,
+            JointType::Fixed(_) | JointType::SixDof(_) => None,
         })?;
         write_out(out_enabled, "out_enabled", enabled)?;
         write_out(out_lower, "out_lower", lower)?;
@@ -856,6 +1014,7 @@ pub extern "C" fn kiln_joint_set_spring(
                 JointType::Distance(d) => {
                     (d.enable_spring, d.hertz, d.damping_ratio, d.length) = (enable, hertz, damping_ratio, target)
                 }
+                JointType::SixDof(_) => return false,
                 JointType::Fixed(f) => {
                     let (h, z) = if enable { (hertz, damping_ratio) } else { (0.0, 0.0) };
                     *f = FixedJoint {
@@ -893,12 +1052,16 @@ pub unsafe extern "C" fn kiln_joint_get_spring(
         non_null(out_damping_ratio, "out_damping_ratio")?;
         non_null(out_target, "out_target")?;
         let (enabled, hertz, damping, target) = read(joint, "spring", |kind| {
+            if let JointType::SixDof(_) = kind {
+                return None;
+            }
             Some(match *kind {
                 JointType::Spherical(s) => (s.enable_spring, s.hertz, s.damping_ratio, 0.0),
                 JointType::Revolute(r) => (r.enable_spring, r.hertz, r.damping_ratio, r.target_angle),
                 JointType::Prismatic(p) => (p.enable_spring, p.hertz, p.damping_ratio, p.target_translation),
                 JointType::Distance(d) => (d.enable_spring, d.hertz, d.damping_ratio, d.length),
                 JointType::Fixed(f) => (f.linear_hertz > 0.0, f.linear_hertz, f.linear_damping_ratio, 0.0),
+                JointType::SixDof(_) => unreachable!("returned above"),
             })
         })?;
         write_out(out_enabled, "out_enabled", enabled)?;

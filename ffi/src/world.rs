@@ -993,6 +993,7 @@ impl DebugDraw for CDraw<'_> {
                 JointType::Prismatic(p) => (2, (p.enable_limit, p.lower, p.upper), (false, 0.0)),
                 JointType::Fixed(_) => (3, (false, 0.0, 0.0), (false, 0.0)),
                 JointType::Distance(d) => (4, (d.enable_limit, d.min_length, d.max_length), (false, 0.0)),
+                JointType::SixDof(_) => (5, (false, 0.0, 0.0), (false, 0.0)),
             };
             let info = KilnJointDraw {
                 joint: crate::joint::public_joint(self.world, j.joint),

@@ -590,7 +590,20 @@ static void one_call(Pools *p) {
         KilnJointId *out = below(30) ? &made : NULL;
         KilnJointBase base = joint_base(p);
         KilnWorldId w = below(4) ? base.body_a.world : any_world(p);
-        switch (below(5)) {
+        switch (below(6)) {
+        case 5: {
+            KilnSixDofJointDef d = kiln_default_six_dof_joint_def();
+            d.base = base;
+            for (int k = 0; k < 3; k++) {
+                d.linear_mode[k] = below(8) ? below(3) : next();
+                d.angular_mode[k] = below(8) ? below(3) : next();
+                d.linear_lower[k] = usually(-0.5f, 3.0f), d.linear_upper[k] = usually(0.5f, 3.0f);
+                d.angular_lower[k] = usually(-0.5f, 3.0f), d.angular_upper[k] = usually(0.5f, 3.0f);
+            }
+            for (int k = 0; k < 6; k++) d.motor_speed[k] = number(5.0f), d.max_motor_force[k] = below(3) ? 0.0f : number(100.0f);
+            s = kiln_joint_create_six_dof(w, &d, out), what = "kiln_joint_create_six_dof";
+            break;
+        }
         case 0: {
             KilnSphericalJointDef d = kiln_default_spherical_joint_def();
             d.base = base;
@@ -667,12 +680,19 @@ static void one_call(Pools *p) {
             s = kiln_joint_get_reaction(j, &force, below(20) ? &torque : NULL), what = "kiln_joint_get_reaction";
             CHECK(s != KILN_OK || (isfinite(force.x) && isfinite(force.y) && isfinite(force.z)));
             break;
-        case 9:
+        case 9: {
+            KilnSixDofJointDef six;
+            if (kiln_joint_get_six_dof(j, &six) == KILN_OK && below(2)) {
+                six.angular_mode[below(3)] = below(4);
+                six.linear_upper[below(3)] = number(3.0f);
+                expect_status(p, kiln_joint_set_six_dof(j, &six), "kiln_joint_set_six_dof");
+            }
             expect_status(p, kiln_joint_get_type(j, below(20) ? &type : NULL), "kiln_joint_get_type");
             expect_status(p, kiln_joint_get_bodies(j, &ba, below(20) ? &bb : NULL), "kiln_joint_get_bodies");
             s = kiln_joint_get_value(j, &a), what = "kiln_joint_get_value";
             CHECK(s != KILN_OK || !isnan(a));
             break;
+        }
         default:
             s = kiln_world_get_joint_events(any_world(p), below(10) ? events : NULL, below(5), &count),
             what = "kiln_world_get_joint_events";

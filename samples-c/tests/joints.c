@@ -277,6 +277,48 @@ static void bad_joints(KilnRuntimeId rt, KilnShapeId box) {
     CHECK_STATUS(kiln_joint_set_motor(w, true, 0.0f, 1.0f), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_joint_get_cone_limit(w, &on, &x), KILN_ERROR_INVALID_ARGUMENT);
 
+    /* Six-DOF: modes and limits checked, settings read back and replaced. */
+    KilnSixDofJointDef six = kiln_default_six_dof_joint_def();
+    six.base = def.base;
+    KilnJointId g;
+    six.linear_mode[1] = 7;
+    CHECK_STATUS(kiln_joint_create_six_dof(world, &six, &g), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("KILN_DOF_");
+    six.linear_mode[1] = KILN_DOF_LIMITED, six.linear_lower[1] = 1.0f, six.linear_upper[1] = -1.0f;
+    CHECK_STATUS(kiln_joint_create_six_dof(world, &six, &g), KILN_ERROR_INVALID_ARGUMENT);
+    six.linear_upper[1] = INFINITY;
+    CHECK_STATUS(kiln_joint_create_six_dof(world, &six, &g), KILN_ERROR_INVALID_ARGUMENT);
+    six.linear_upper[1] = 2.0f;
+    six.angular_mode[2] = KILN_DOF_LIMITED, six.angular_lower[2] = -4.0f;
+    CHECK_STATUS(kiln_joint_create_six_dof(world, &six, &g), KILN_ERROR_INVALID_ARGUMENT);
+    six.angular_lower[2] = -1.0f, six.max_motor_force[3] = -1.0f;
+    CHECK_STATUS(kiln_joint_create_six_dof(world, &six, &g), KILN_ERROR_INVALID_ARGUMENT);
+    six.max_motor_force[3] = 10.0f, six.motor_speed[3] = NAN;
+    CHECK_STATUS(kiln_joint_create_six_dof(world, &six, &g), KILN_ERROR_INVALID_ARGUMENT);
+    six.motor_speed[3] = 1.0f;
+    CHECK_STATUS(kiln_joint_create_six_dof(world, NULL, &g), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_joint_create_six_dof(world, &six, &g), KILN_OK);
+    CHECK_STATUS(kiln_joint_get_type(g, &type), KILN_OK);
+    CHECK(type == KILN_JOINT_SIX_DOF);
+    KilnSixDofJointDef back;
+    CHECK_STATUS(kiln_joint_get_six_dof(g, &back), KILN_OK);
+    CHECK(back.linear_mode[1] == KILN_DOF_LIMITED && back.linear_upper[1] == 2.0f && back.angular_lower[2] == -1.0f);
+    CHECK(back.base.body_b.index1 == a.index1 && back.motor_speed[3] == 1.0f && back.max_motor_force[3] == 10.0f);
+    back.angular_mode[0] = 9;
+    CHECK_STATUS(kiln_joint_set_six_dof(g, &back), KILN_ERROR_INVALID_ARGUMENT);
+    back.angular_mode[0] = KILN_DOF_FREE;
+    CHECK_STATUS(kiln_joint_set_six_dof(g, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_joint_get_six_dof(g, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_joint_set_six_dof(g, &back), KILN_OK);
+    CHECK_STATUS(kiln_joint_get_six_dof(g, &back), KILN_OK);
+    CHECK(back.angular_mode[0] == KILN_DOF_FREE);
+    CHECK_STATUS(kiln_joint_set_six_dof(j, &back), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_joint_get_six_dof(j, &back), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_joint_set_limits(g, true, 0.0f, 1.0f), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_joint_destroy(g), KILN_OK);
+    CHECK_STATUS(kiln_joint_get_six_dof(g, &back), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_joint_set_six_dof(g, &back), KILN_ERROR_INVALID_HANDLE);
+
     /* Stale, null and forged joint handles. */
     KilnJointId gone = w;
     CHECK_STATUS(kiln_joint_destroy(w), KILN_OK);

@@ -12,6 +12,7 @@
 //! | prismatic | B's anchor on A's z axis, the rotations together | translation limits, motor, spring |
 //! | fixed | the whole pose | rigid, or soft with a frequency and damping |
 //! | distance | the anchors' distance | fixed length, or a spring; min and max lengths (a rope) |
+//! | six-DOF | per axis of frame A, translation and rotation free, locked or limited | a motor per axis |
 //!
 //! Each step the solve gathers the joints with an awake body into
 //! [`JointSolve`]s, colours them with the contacts (they share the graph's colours,
@@ -127,6 +128,48 @@ pub struct DistanceJoint {
     pub max_length: f32,
 }
 
+/// What a six-DOF joint allows along or about one axis of frame A.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Dof {
+    Free,
+    Locked,
+    /// Between `lower` and `upper` (m along an axis, rad about one).
+    Limited {
+        lower: f32,
+        upper: f32,
+    },
+}
+
+/// The generic joint (Jolt's `SixDOFConstraint`, rapier's `GenericJoint`): along and
+/// about each axis of frame A, free, locked or limited, with a motor each. The
+/// rotation about axis `k` is `2 atan2(q_k, q_w)` of frame B's rotation `q` in frame
+/// A: exact for a turn about one axis, an approximation when turned about several.
+/// The other kinds are six-DOF joints with their parts solved together; all locked
+/// is a weld.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SixDofJoint {
+    /// Translation of B's anchor along frame A's x, y and z.
+    pub linear: [Dof; 3],
+    /// Rotation of frame B about frame A's x, y and z.
+    pub angular: [Dof; 3],
+    /// Motor target speeds along x, y, z, then about x, y, z (m/s, rad/s).
+    pub motor_speed: [f32; 6],
+    /// The motors' largest forces (N) and torques (N m), in the same order; 0: no
+    /// motor on that axis.
+    pub max_motor_force: [f32; 6],
+}
+
+impl Default for SixDofJoint {
+    fn default() -> Self {
+        SixDofJoint {
+            linear: [Dof::Locked; 3],
+            angular: [Dof::Locked; 3],
+            motor_speed: [0.0; 6],
+            max_motor_force: [0.0; 6],
+        }
+    }
+}
+
 /// What a joint keeps, with its kind's settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum JointType {
@@ -135,6 +178,7 @@ pub enum JointType {
     Prismatic(PrismaticJoint),
     Fixed(FixedJoint),
     Distance(DistanceJoint),
+    SixDof(SixDofJoint),
 }
 
 impl Default for SphericalJoint {
@@ -297,6 +341,16 @@ impl JointDef {
                     && nonneg(d.hertz)
                     && nonneg(d.damping_ratio)
             }
+            JointType::SixDof(x) => {
+                let dof = |d: &Dof, range: &dyn Fn(f32) -> bool| match *d {
+                    Dof::Limited { lower, upper } => range(lower) && range(upper) && lower <= upper,
+                    Dof::Free | Dof::Locked => true,
+                };
+                x.linear.iter().all(|d| dof(d, &|v: f32| v.is_finite()))
+                    && x.angular.iter().all(|d| dof(d, &angle))
+                    && x.motor_speed.iter().all(|v| v.is_finite())
+                    && x.max_motor_force.iter().all(|&f| nonneg(f))
+            }
         };
         let threshold = |x: f32| !x.is_nan() && x >= 0.0;
         kind && frame(&self.frame_a)
@@ -337,6 +391,10 @@ pub(crate) struct Impulses {
     pub swing: f32,
     pub spring3: Vec3,
     pub motor3: Vec3,
+    /// A six-DOF joint's upper limits along and about each axis, and its motors.
+    pub upper_linear: Vec3,
+    pub upper_angular: Vec3,
+    pub motors: [f32; 6],
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -507,7 +565,7 @@ impl World {
             JointType::Spherical(s) => (s.enable_cone_limit || s.enable_twist_limit, s.enable_motor, s.enable_spring),
             JointType::Revolute(r) => (r.enable_limit, r.enable_motor, r.enable_spring),
             JointType::Prismatic(p) => (p.enable_limit, p.enable_motor, p.enable_spring),
-            JointType::Fixed(_) => (true, true, true),
+            JointType::Fixed(_) | JointType::SixDof(_) => (true, true, true),
             JointType::Distance(d) => (d.enable_limit, true, true),
         };
         if !limit {
@@ -542,7 +600,7 @@ impl World {
             }
             JointType::Prismatic(_) => (fa.rotation * Vec3::Z).dot(d),
             JointType::Distance(_) => d.length(),
-            JointType::Fixed(_) => 0.0,
+            JointType::Fixed(_) | JointType::SixDof(_) => 0.0,
         })
     }
 
@@ -644,6 +702,7 @@ fn prepare_joint(j: &mut JointSolve, h: f32) {
             Softness::new(f.linear_hertz, f.linear_damping_ratio, h),
             Softness::new(f.angular_hertz, f.angular_damping_ratio, h),
         ),
+        JointType::SixDof(_) => (j.spring, j.angular_spring),
     };
     (j.spring, j.angular_spring) = (spring, angular);
     if !matches!(j.kind, JointType::Prismatic(_) | JointType::Distance(_)) {

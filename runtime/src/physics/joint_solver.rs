@@ -7,6 +7,9 @@
 //! - the **point**: the two anchors coincide (3 rows solved as one 3x3 block);
 //! - the **rotation lock**: the two frames turn together (3 rows, one block);
 //! - the **hinge**: frame A's z axis stays B's (2 angular rows, one 2x2 block);
+//! - a six-DOF joint's **axes**: a row along or about each axis of frame A, locked
+//!   (an equality) or limited (two one-sided rows), the point or the rotation lock
+//!   where all three are locked;
 //! - **rows** along one axis, linear or angular: limits (one-sided, speculative when
 //!   apart, as contacts are), motors (a target speed under a largest force or
 //!   torque), springs (soft rows with their own frequency) and the prismatic's
@@ -22,7 +25,7 @@
 use glam::{Mat3, Quat, Vec3};
 
 use super::contact_solver::{read, BodyState, Softness, StepContext, NONE};
-use super::joint::{Impulses, JointType};
+use super::joint::{Dof, Impulses, JointType};
 use super::MAX_LINEAR_SPEED;
 use crate::jobs::Column;
 use crate::math::atan2;
@@ -431,6 +434,52 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
             lock_rotation(qa, qb, &angular, angular_bias, &mut b, &mut imp.angular, mode);
             point((ra, rb), d, (&mut j.point_mass, refresh), &linear, linear_bias, &mut b, &mut imp.linear, mode);
         }
+        JointType::SixDof(x) => {
+            let (qa, qb) = frames();
+            let axes = [qa * Vec3::X, qa * Vec3::Y, qa * Vec3::Z];
+            let arm_a = d + ra;
+            let row = |k: usize| if k < 3 { Row::linear(axes[k], arm_a, rb) } else { Row::angular(axes[k - 3]) };
+            for k in 0..6 {
+                if x.max_motor_force[k] > 0.0 {
+                    let max = x.max_motor_force[k] * h;
+                    motor(row(k), x.motor_speed[k], max, &mut b, &mut imp.motors[k], mode);
+                }
+            }
+            if x.angular == [Dof::Locked; 3] {
+                lock_rotation(qa, qb, &soft, use_bias, &mut b, &mut imp.angular, mode);
+            } else {
+                let q = relative(qa, qb);
+                let parts = [q.x, q.y, q.z];
+                for (k, part) in parts.into_iter().enumerate() {
+                    let angle = 2.0 * atan2(part, q.w);
+                    let (along, back) = (Row::angular(axes[k]), Row::angular(-axes[k]));
+                    match x.angular[k] {
+                        Dof::Free => {}
+                        Dof::Locked => equality(along, angle, &soft, use_bias, &mut b, &mut imp.angular[k], mode),
+                        Dof::Limited { lower, upper } => {
+                            limit(along, angle - lower, ctx, &mut b, &mut imp.angular[k], mode);
+                            limit(back, upper - angle, ctx, &mut b, &mut imp.upper_angular[k], mode);
+                        }
+                    }
+                }
+            }
+            if x.linear == [Dof::Locked; 3] {
+                point((ra, rb), d, (&mut j.point_mass, refresh), &soft, use_bias, &mut b, &mut imp.linear, mode);
+            } else {
+                for k in 0..3 {
+                    let t = axes[k].dot(d);
+                    match x.linear[k] {
+                        Dof::Free => {}
+                        Dof::Locked => equality(row(k), t, &soft, use_bias, &mut b, &mut imp.linear[k], mode),
+                        Dof::Limited { lower, upper } => {
+                            limit(row(k), t - lower, ctx, &mut b, &mut imp.linear[k], mode);
+                            let back = Row::linear(-axes[k], arm_a, rb);
+                            limit(back, upper - t, ctx, &mut b, &mut imp.upper_linear[k], mode);
+                        }
+                    }
+                }
+            }
+        }
         JointType::Distance(s) => {
             let length = d.length();
             // Along the rope; straight up A's z axis when the anchors meet.
@@ -507,6 +556,23 @@ pub(crate) fn reaction(j: &JointSolve, inv_h: f32) -> (Vec3, Vec3) {
             (x * imp.perp[0] + y * imp.perp[1] + z * axial, imp.angular)
         }
         JointType::Fixed(_) => (imp.linear, imp.angular),
+        JointType::SixDof(x) => {
+            let axes = [qa * Vec3::X, qa * Vec3::Y, qa * Vec3::Z];
+            let along = |v: Vec3, upper: Vec3, motors: &[f32]| {
+                (0..3).fold(Vec3::ZERO, |sum, k| sum + axes[k] * (v[k] - upper[k] + motors[k]))
+            };
+            let force = if x.linear == [Dof::Locked; 3] {
+                imp.linear + along(Vec3::ZERO, Vec3::ZERO, &imp.motors[..3])
+            } else {
+                along(imp.linear, imp.upper_linear, &imp.motors[..3])
+            };
+            let torque = if x.angular == [Dof::Locked; 3] {
+                imp.angular + along(Vec3::ZERO, Vec3::ZERO, &imp.motors[3..])
+            } else {
+                along(imp.angular, imp.upper_angular, &imp.motors[3..])
+            };
+            (force, torque)
+        }
         JointType::Distance(_) => {
             let d = j.delta_center + j.anchor_b - j.anchor_a;
             (d.normalize_or_zero() * axial, Vec3::ZERO)

@@ -15,7 +15,7 @@
 //! - `constraint_graph.rs`: graph colouring, bundles and the stages of the solve;
 //!   `solver.rs`: the plan that runs those stages in one parallel region.
 //! - `simd/`: the same constraint maths 4, 8 or 16 constraints at a time.
-//! - `joint.rs`: joints (spherical, revolute, prismatic, fixed, distance) and their
+//! - `joint.rs`: joints (spherical, revolute, prismatic, fixed, distance, six-DOF) and their
 //!   handles; `joint_solver.rs`: their maths, solved in the graph's colours beside
 //!   the contacts.
 //! - `island.rs`: islands by union-find, sleeping groups, waking; `runs.rs`: sorted
@@ -52,8 +52,8 @@ mod world_tests;
 pub use body::{Bodies, BodyDef, BodyError, BodyId, BodySet, BodyShape, MotionType, SetKind, ShapeDef};
 pub use debug::{DebugDraw, DebugDrawFlags, JointDrawInfo};
 pub use joint::{
-    DistanceJoint, FixedJoint, JointDef, JointEvent, JointEventKind, JointId, JointType, PrismaticJoint, RevoluteJoint,
-    SphericalJoint,
+    DistanceJoint, Dof, FixedJoint, JointDef, JointEvent, JointEventKind, JointId, JointType, PrismaticJoint,
+    RevoluteJoint, SixDofJoint, SphericalJoint,
 };
 pub use world::{
     ContactEvent, ContactPointInfo, Solver, StepCounters, StepProfile, StepStage, World, WorldDef, LINEAR_SLOP,
