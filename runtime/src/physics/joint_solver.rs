@@ -466,14 +466,14 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
             if x.linear == [Dof::Locked; 3] {
                 point((ra, rb), d, (&mut j.point_mass, refresh), &soft, use_bias, &mut b, &mut imp.linear, mode);
             } else {
-                for k in 0..3 {
-                    let t = axes[k].dot(d);
-                    match x.linear[k] {
+                for (k, (axis, dof)) in axes.into_iter().zip(x.linear).enumerate() {
+                    let t = axis.dot(d);
+                    match dof {
                         Dof::Free => {}
                         Dof::Locked => equality(row(k), t, &soft, use_bias, &mut b, &mut imp.linear[k], mode),
                         Dof::Limited { lower, upper } => {
                             limit(row(k), t - lower, ctx, &mut b, &mut imp.linear[k], mode);
-                            let back = Row::linear(-axes[k], arm_a, rb);
+                            let back = Row::linear(-axis, arm_a, rb);
                             limit(back, upper - t, ctx, &mut b, &mut imp.upper_linear[k], mode);
                         }
                     }
