@@ -247,7 +247,7 @@ impl Polytope for ConvexHull {
         Some(&self.vertex_faces[a..b])
     }
 
-    /// The linear scan for small hulls; above [`CLIMB_ABOVE`] vertices a hill climb
+    /// The linear scan for small hulls; above `CLIMB_ABOVE` vertices a hill climb
     /// along edges from vertex 0 (on a convex hull the first vertex no neighbour
     /// beats is a farthest one), then down a plateau of equal dot products to its
     /// lowest index, which is the scan's answer wherever the farthest vertices are
