@@ -998,6 +998,10 @@ pub extern "C" fn kiln_joint_set_spring(
     target: f32,
 ) -> KilnStatus {
     ffi_call("kiln_joint_set_spring", || {
+        // Checked for every kind here: a weld's spring switched off drops the numbers.
+        if !(hertz.is_finite() && hertz >= 0.0 && damping_ratio.is_finite() && damping_ratio >= 0.0) {
+            return Err(invalid(format!("hertz {hertz} and damping_ratio {damping_ratio} must be finite and >= 0")));
+        }
         if read(joint, "spring", |k| Some(matches!(k, JointType::Spherical(_))))? && target != 0.0 {
             return Err(invalid(format!("a spherical joint's spring takes target 0, got {target}")));
         }
@@ -1023,10 +1027,6 @@ pub extern "C" fn kiln_joint_set_spring(
                         linear_damping_ratio: z,
                         angular_damping_ratio: z,
                     };
-                    // A spring of frequency 0 is the rigid weld: the range check below still applies.
-                    if !(hertz.is_finite() && hertz >= 0.0 && damping_ratio.is_finite() && damping_ratio >= 0.0) {
-                        f.linear_hertz = f32::NAN;
-                    }
                 }
             }
             true

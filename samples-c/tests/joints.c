@@ -274,6 +274,15 @@ static void bad_joints(KilnRuntimeId rt, KilnShapeId box) {
     CHECK_STATUS(kiln_joint_create_fixed(world, &weld, &w), KILN_OK);
     CHECK_STATUS(kiln_joint_set_limits(w, true, 0.0f, 1.0f), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_MESSAGE("no limits");
+    /* A weld's spring: bad numbers refused even when switching it off; a soft weld reads back. */
+    CHECK_STATUS(kiln_joint_set_spring(w, false, NAN, 1.0f, 0.0f), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_joint_set_spring(w, true, 5.0f, -1.0f, 0.0f), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_joint_set_spring(w, true, 5.0f, 0.7f, 0.0f), KILN_OK);
+    CHECK_STATUS(kiln_joint_get_spring(w, &on, &x, &y, &z), KILN_OK);
+    CHECK(on && x == 5.0f && y == 0.7f);
+    CHECK_STATUS(kiln_joint_set_spring(w, false, 0.0f, 0.0f, 0.0f), KILN_OK);
+    CHECK_STATUS(kiln_joint_get_spring(w, &on, &x, &y, &z), KILN_OK);
+    CHECK(!on && x == 0.0f);
     CHECK_STATUS(kiln_joint_set_motor(w, true, 0.0f, 1.0f), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_joint_get_cone_limit(w, &on, &x), KILN_ERROR_INVALID_ARGUMENT);
 

@@ -336,7 +336,8 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
             let (qa, qb) = if angular { frames() } else { (Quat::IDENTITY, Quat::IDENTITY) };
             if s.enable_spring {
                 let spring = j.spring;
-                lock_spring(qa, qb, &spring, &mut b, &mut imp.spring3, mode);
+                // The rotation lock, soft with the spring's own frequency in both passes.
+                lock_rotation(qa, qb, &spring, true, &mut b, &mut imp.spring3, mode);
             }
             if s.enable_motor {
                 let target = qa * s.motor_velocity;
@@ -345,7 +346,7 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
                     Mode::WarmStart => imp.motor3,
                     Mode::Solve { .. } => {
                         let want = -solve3(b.ia + b.ib, b.wb - b.wa - target);
-                        let total = clamp_length(imp.motor3 + want, max);
+                        let total = (imp.motor3 + want).clamp_length_max(max);
                         let impulse = total - imp.motor3;
                         imp.motor3 = total;
                         impulse
@@ -516,21 +517,6 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
             let state = unsafe { states.get(row as usize) };
             (state.v, state.w) = (limit(v), limit(w));
         }
-    }
-}
-
-/// A spherical joint's spring toward aligned frames: the rotation lock, soft with the
-/// spring's own frequency in both passes.
-fn lock_spring(qa: Quat, qb: Quat, spring: &Softness, b: &mut Bodies, acc: &mut Vec3, mode: Mode) {
-    lock_rotation(qa, qb, spring, true, b, acc, mode);
-}
-
-fn clamp_length(v: Vec3, max: f32) -> Vec3 {
-    let l2 = v.length_squared();
-    if l2 > max * max {
-        v * (max / l2.sqrt())
-    } else {
-        v
     }
 }
 
