@@ -20,6 +20,7 @@
 //!   the contacts.
 //! - `island.rs`: islands by union-find, sleeping groups, waking; `runs.rs`: sorted
 //!   runs merged for the contact lists.
+//! - [`query`]: ray casts, overlaps and shape casts over bodies and terrain.
 //! - [`debug`]: debug drawing through the [`debug::DebugDraw`] trait; [`scenes`]: the
 //!   benchmark and test scenes, shared with the benches.
 
@@ -35,6 +36,7 @@ mod joint_solver;
 #[cfg(test)]
 mod joint_tests;
 mod narrow;
+pub mod query;
 mod runs;
 pub mod scenes;
 mod simd;
@@ -55,6 +57,7 @@ pub use joint::{
     DistanceJoint, Dof, FixedJoint, JointDef, JointEvent, JointEventKind, JointId, JointType, PrismaticJoint,
     RevoluteJoint, SixDofJoint, SphericalJoint,
 };
+pub use query::{QueryFilter, QueryTarget, RayHit, ShapeCastHit, CAST_TOLERANCE};
 pub use world::{
     ContactEvent, ContactPointInfo, Solver, StepCounters, StepProfile, StepStage, World, WorldDef, LINEAR_SLOP,
     MAX_LINEAR_SPEED, MAX_ROTATION, SPECULATIVE_DISTANCE,

@@ -41,6 +41,8 @@ impl World {
         if stage != StepStage::ALL[self.next_stage] {
             return Err(BodyError::OutOfOrder);
         }
+        // Bodies move: the query's list of escaped shapes is rebuilt on demand.
+        self.escaped_fresh = false;
         if stage == StepStage::Broadphase {
             if !(dt.is_finite() && dt >= 0.0) {
                 return Err(BodyError::InvalidArgument);

@@ -259,6 +259,11 @@ pub struct World {
     pub(super) next_stage: usize,
     pub(super) stage_dt: f32,
     pub(super) scratch: Scratch,
+    /// For queries between steps: the awake shapes (proxy user values) whose bounds
+    /// left their fat boxes since the broadphase last moved them, and whether that
+    /// list is up to date (see `query.rs`).
+    pub(super) escaped: Vec<u64>,
+    pub(super) escaped_fresh: bool,
 }
 
 /// The stages of a step, in order (the module docs tell what each does).
@@ -394,6 +399,8 @@ impl World {
             next_stage: 0,
             stage_dt: 0.0,
             scratch: Scratch::default(),
+            escaped: Vec::new(),
+            escaped_fresh: false,
         }
     }
 
@@ -593,6 +600,7 @@ impl World {
 
     pub fn create_body(&mut self, def: &BodyDef) -> Result<BodyId, BodyError> {
         let id = self.bodies.create(def)?;
+        self.escaped_fresh = false;
         let slot = id.index as usize;
         if self.proxies.len() <= slot {
             self.proxies.resize_with(slot + 1, Vec::new);
@@ -608,6 +616,7 @@ impl World {
     /// events come with the next step's); islands resting on it wake.
     pub fn destroy_body(&mut self, id: BodyId) -> Result<(), BodyError> {
         self.bodies.locate(id)?;
+        self.escaped_fresh = false;
         self.destroy_joints_of(id);
         self.wake_touching(id.index);
         let mut proxies = std::mem::take(&mut self.proxies[id.index as usize]);

@@ -11,6 +11,7 @@
 mod hull;
 mod mass;
 pub mod polytope;
+mod ray;
 
 use std::fmt;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ pub use hull::{ConvexHull, MAX_HULL_VERTICES};
 pub use mass::MassProperties;
 pub use polytope::{ArcTable, BoxPoly, Plane, PolyEdge, Polytope, TrianglePoly, MAX_FACE_VERTICES};
 pub(crate) use polytope::{BOX_EDGE_AXES, BOX_FACES};
+pub use ray::ShapeRayHit;
 
 use crate::math::{Aabb, Isometry};
 
