@@ -23,7 +23,7 @@
  * Version of the binary interface: structs, function signatures, constants. Bumped
  * on every incompatible change; the shared library's SONAME is `libkiln.so.<ABI>`.
  */
-#define KILN_ABI_VERSION 5
+#define KILN_ABI_VERSION 6
 
 /**
  * Library version, major part.
@@ -274,6 +274,41 @@
 #define KILN_MESH_MODE_COMPACT 1
 
 /**
+ * Query flag: static bodies are seen.
+ */
+#define KILN_QUERY_STATIC 1
+
+/**
+ * Query flag: kinematic bodies are seen.
+ */
+#define KILN_QUERY_KINEMATIC 2
+
+/**
+ * Query flag: dynamic bodies are seen.
+ */
+#define KILN_QUERY_DYNAMIC 4
+
+/**
+ * Query flag: the world's terrain is seen.
+ */
+#define KILN_QUERY_TERRAIN 8
+
+/**
+ * Every query flag: all bodies and the terrain.
+ */
+#define KILN_QUERY_ALL 15
+
+/**
+ * A query result is a body's shape.
+ */
+#define KILN_QUERY_TARGET_BODY 1
+
+/**
+ * A query result is a terrain triangle.
+ */
+#define KILN_QUERY_TARGET_TERRAIN 2
+
+/**
  * Largest capsule radius or core height, in metres.
  */
 #define KILN_CHARACTER_MAX_SIZE 100.0
@@ -395,7 +430,7 @@
  * Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
  * struct of this header but `KilnAbiInfo` itself.
  */
-#define KILN_ABI_STRUCT_COUNT 77
+#define KILN_ABI_STRUCT_COUNT 81
 
 /**
  * Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
@@ -1974,6 +2009,124 @@ typedef struct KilnMeshCacheStats {
      */
     uint64_t invalidations;
 } KilnMeshCacheStats;
+
+/**
+ * Which shapes a world query sees. Initialise with `kiln_default_query_filter()`.
+ * A body shape is seen when `(shape category & mask_bits) != 0` and
+ * `(shape mask & category_bits) != 0` (the rule two shapes collide by), its body's
+ * motion type is in `flags`, and it is not on `ignore_body`.
+ */
+typedef struct KilnQueryFilter {
+    /**
+     * `sizeof(KilnQueryFilter)`, set by `kiln_default_query_filter()`.
+     */
+    uint32_t struct_size;
+    /**
+     * The query's own category. Default 1 (what default shapes accept).
+     */
+    uint32_t category_bits;
+    /**
+     * The shape categories the query sees. Default all (0xFFFFFFFF).
+     */
+    uint32_t mask_bits;
+    /**
+     * `KILN_QUERY_*` flags: which motion types and whether the terrain. Default
+     * `KILN_QUERY_ALL`.
+     */
+    uint32_t flags;
+    /**
+     * A body to leave out (the caster itself), or the null handle for none. It must
+     * be a live body of the queried world.
+     */
+    struct KilnBodyId ignore_body;
+} KilnQueryFilter;
+
+/**
+ * What a world query found.
+ */
+typedef struct KilnQueryTarget {
+    /**
+     * `KILN_QUERY_TARGET_BODY` or `KILN_QUERY_TARGET_TERRAIN` (0 in an empty hit).
+     */
+    uint32_t kind;
+    /**
+     * Body targets: the shape's index on its body, in the order shapes were added.
+     */
+    uint32_t shape_index;
+    /**
+     * Body targets: the body; the null handle for terrain.
+     */
+    struct KilnBodyId body;
+    /**
+     * Terrain targets: the chunk whose mesh holds the triangle.
+     */
+    struct KilnInt3 chunk;
+    /**
+     * Terrain targets: the triangle's index in that chunk's mesh.
+     */
+    uint32_t triangle;
+} KilnQueryTarget;
+
+/**
+ * Where a ray met a body or the terrain.
+ */
+typedef struct KilnWorldRayHit {
+    /**
+     * Whether there is a hit; the other fields are zero when there is not.
+     */
+    bool hit;
+    /**
+     * The terrain material (0 on bodies).
+     */
+    uint8_t material;
+    /**
+     * Distance from the ray's origin in metres (0 for a ray starting inside a solid
+     * shape).
+     */
+    float distance;
+    /**
+     * The hit point.
+     */
+    struct KilnVec3 point;
+    /**
+     * Unit surface normal: out of solid shapes and solid terrain (against the ray
+     * for a ray starting inside a shape); a triangle shape's front
+     * (counter-clockwise) normal from either side.
+     */
+    struct KilnVec3 normal;
+    /**
+     * What was hit.
+     */
+    struct KilnQueryTarget target;
+} KilnWorldRayHit;
+
+/**
+ * Where a cast shape first touched a body or the terrain.
+ */
+typedef struct KilnShapeCastHit {
+    /**
+     * Whether there is a hit; the other fields are zero when there is not.
+     */
+    bool hit;
+    /**
+     * Fraction of the translation travelled before the touch, 0 to 1 (0 when the
+     * shape overlaps something where it starts).
+     */
+    float fraction;
+    /**
+     * The contact point.
+     */
+    struct KilnVec3 point;
+    /**
+     * Unit normal of the surface touched, pointing back at the cast shape (against
+     * the translation for a start in overlap).
+     */
+    struct KilnVec3 normal;
+    /**
+     * What was touched.
+     */
+    struct KilnQueryTarget target;
+} KilnShapeCastHit;
 
 /**
  * How a character is built and moves. Initialise with `kiln_default_character_def()`.
@@ -3839,6 +3992,125 @@ KilnStatus kiln_terrain_get_mesh_cache_stats(struct KilnTerrainId terrain,
                                              struct KilnMeshCacheStats *out_stats);
 
 /**
+ * The default query filter: category 1, every category, every body and the terrain,
+ * no body left out.
+ */
+struct KilnQueryFilter kiln_default_query_filter(void);
+
+/**
+ * Writes the closest hit of `ray` within `max_distance` metres (>= 0, INFINITY
+ * allowed) over the world's bodies and terrain that `filter` lets through (NULL: the
+ * default filter) to `out_hit` (`hit` false when there is none). On equal distance,
+ * bodies come before terrain, lower slots and shape indices first. A ray starting
+ * inside a solid shape hits it at distance 0. Terrain chunks the ray reaches are
+ * meshed on first use.
+ *
+ * Pointers: `ray` is NULL or readable; `filter` is NULL or readable; `out_hit` is
+ * NULL or writable.
+ */
+KilnStatus kiln_world_cast_ray(struct KilnWorldId world,
+                               const struct KilnRay *ray,
+                               float max_distance,
+                               const struct KilnQueryFilter *filter,
+                               struct KilnWorldRayHit *out_hit);
+
+/**
+ * Lists every body shape `ray` meets within `max_distance` (each once, at its first
+ * point) and the terrain's first hit, sorted by distance (then bodies before
+ * terrain, lower slots and shapes first): writes up to `capacity` hits to `out_hits`
+ * (NULL allowed when `capacity` is 0) and the total to `out_count`, so a call with
+ * capacity 0 sizes the array.
+ *
+ * Pointers: `ray` is NULL or readable; `filter` is NULL or readable; `out_hits` is
+ * NULL or writable for `capacity` entries; `out_count` is NULL or writable.
+ */
+KilnStatus kiln_world_cast_ray_all(struct KilnWorldId world,
+                                   const struct KilnRay *ray,
+                                   float max_distance,
+                                   const struct KilnQueryFilter *filter,
+                                   struct KilnWorldRayHit *out_hits,
+                                   uint32_t capacity,
+                                   uint32_t *out_count);
+
+/**
+ * Casts `count` rays as parallel jobs on `runtime`'s workers (the null handle runs
+ * them on the calling thread) and writes ray `i`'s closest hit, as
+ * `kiln_world_cast_ray` finds it, to `out_hits[i]`. Results do not depend on the
+ * worker count. Every ray is checked first: one bad ray fails the call, naming its
+ * index, and nothing is written. `count` 0 does nothing (NULL arrays allowed). Must
+ * not be called from inside one of the runtime's passes.
+ *
+ * Pointers: `rays` is readable and `out_hits` writable for `count` entries (or NULL
+ * when `count` is 0); `filter` is NULL or readable.
+ */
+KilnStatus kiln_world_cast_ray_batch(struct KilnWorldId world,
+                                     struct KilnRuntimeId runtime,
+                                     const struct KilnRay *rays,
+                                     uint32_t count,
+                                     float max_distance,
+                                     const struct KilnQueryFilter *filter,
+                                     struct KilnWorldRayHit *out_hits);
+
+/**
+ * Lists the body shapes whose bounds overlap `aabb` and the terrain triangles
+ * touching it (exact triangle/box test): writes up to `capacity` targets to
+ * `out_targets` (NULL allowed when `capacity` is 0), bodies by slot and shape index,
+ * then terrain triangles by chunk (y, z, x) and index, and the total to
+ * `out_count`. Chunks not yet meshed are meshed as jobs on `runtime` (null handle:
+ * the calling thread).
+ *
+ * Pointers: `aabb` and `filter` are NULL or readable (a NULL filter is the
+ * default); `out_targets` is NULL or writable for `capacity` entries; `out_count` is
+ * NULL or writable.
+ */
+KilnStatus kiln_world_overlap_aabb(struct KilnWorldId world,
+                                   struct KilnRuntimeId runtime,
+                                   const struct KilnAabb *aabb,
+                                   const struct KilnQueryFilter *filter,
+                                   struct KilnQueryTarget *out_targets,
+                                   uint32_t capacity,
+                                   uint32_t *out_count);
+
+/**
+ * Lists the body shapes and terrain triangles that `shape` placed at `transform`
+ * overlaps or touches (exact, by GJK): writes up to `capacity` targets to
+ * `out_targets` (NULL allowed when `capacity` is 0), in the order of
+ * `kiln_world_overlap_aabb`, and the total to `out_count`. Any shape works,
+ * compounds included; a triangle shape is a flat probe.
+ *
+ * Pointers: `transform` is NULL or readable; `filter` is NULL or readable;
+ * `out_targets` is NULL or writable for `capacity` entries; `out_count` is NULL or
+ * writable.
+ */
+KilnStatus kiln_world_overlap_shape(struct KilnWorldId world,
+                                    struct KilnRuntimeId runtime,
+                                    struct KilnShapeId shape,
+                                    const struct KilnTransform *transform,
+                                    const struct KilnQueryFilter *filter,
+                                    struct KilnQueryTarget *out_targets,
+                                    uint32_t capacity,
+                                    uint32_t *out_count);
+
+/**
+ * Sweeps `shape` from `transform` along `translation` (no rotation; length at most
+ * `KILN_WORLD_MAX_COORDINATE`) and writes the first body shape or terrain triangle
+ * it touches to `out_hit` (`hit` false when it touches none): the fraction of the
+ * translation travelled (0 when it overlaps something at the start), the contact
+ * point and the surface normal. On equal fractions, bodies come first, lower slots
+ * and shape indices first. Touching means within 0.1 mm.
+ *
+ * Pointers: `transform` is NULL or readable; `filter` is NULL or readable; `out_hit`
+ * is NULL or writable.
+ */
+KilnStatus kiln_world_cast_shape(struct KilnWorldId world,
+                                 struct KilnRuntimeId runtime,
+                                 struct KilnShapeId shape,
+                                 const struct KilnTransform *transform,
+                                 struct KilnVec3 translation,
+                                 const struct KilnQueryFilter *filter,
+                                 struct KilnShapeCastHit *out_hit);
+
+/**
  * A `KilnCharacterDef` with defaults: a 1.8 m tall capsule of radius 0.3, 45°
  * slopes, 0.3 m steps, +Y up.
  */
@@ -4640,6 +4912,10 @@ static inline KilnStatus kiln_check_linked_abi(void) {
     info.struct_sizes[74] = (uint32_t)sizeof(KilnJointEvent);
     info.struct_sizes[75] = (uint32_t)sizeof(KilnJointDraw);
     info.struct_sizes[76] = (uint32_t)sizeof(KilnSixDofJointDef);
+    info.struct_sizes[77] = (uint32_t)sizeof(KilnQueryFilter);
+    info.struct_sizes[78] = (uint32_t)sizeof(KilnQueryTarget);
+    info.struct_sizes[79] = (uint32_t)sizeof(KilnWorldRayHit);
+    info.struct_sizes[80] = (uint32_t)sizeof(KilnShapeCastHit);
     return kiln_check_abi(&info);
 }
 #endif /* KILN_CHECK_LINKED_ABI_DEFINED */

@@ -15,6 +15,7 @@ use crate::joint::{
     KilnRevoluteJointDef, KilnSixDofJointDef, KilnSphericalJointDef,
 };
 use crate::octree::{KilnOctreeDef, KilnOctreeId, KilnOctreeInfo, KilnOctreePick, KilnOctreeSetId};
+use crate::query::{KilnQueryFilter, KilnQueryTarget, KilnShapeCastHit, KilnWorldRayHit};
 use crate::runtime::{
     KilnPassContext, KilnPassDef, KilnPassId, KilnPassProfile, KilnProfile, KilnResourceId, KilnRuntimeDef,
     KilnRuntimeId,
@@ -38,7 +39,7 @@ use crate::world::{KilnJointDraw, KilnJointId};
 
 /// Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
 /// struct of this header but `KilnAbiInfo` itself.
-pub const KILN_ABI_STRUCT_COUNT: usize = 77;
+pub const KILN_ABI_STRUCT_COUNT: usize = 81;
 
 /// The ABI as the caller's header sees it; filled and checked by
 /// `kiln_check_linked_abi()` at the end of this header.
@@ -153,6 +154,10 @@ abi_structs!(
     KilnJointEvent,
     KilnJointDraw,
     KilnSixDofJointDef,
+    KilnQueryFilter,
+    KilnQueryTarget,
+    KilnWorldRayHit,
+    KilnShapeCastHit,
 );
 
 /// Refuses a library whose ABI differs from the caller's header. Prefer the inline

@@ -42,6 +42,9 @@ pub mod terrain;
 
 pub mod terrain_query;
 
+// World queries: rays, overlaps and shape casts over bodies and terrain.
+pub mod query;
+
 // The character controller.
 pub mod character;
 

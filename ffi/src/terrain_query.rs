@@ -87,7 +87,7 @@ fn kvec(v: Vec3) -> KilnVec3 {
 }
 
 /// Checks a ray and returns it with a unit direction, so `t` is a distance.
-fn check_ray(r: &KilnRay, name: &str) -> Result<Ray, Error> {
+pub(crate) fn check_ray(r: &KilnRay, name: &str) -> Result<Ray, Error> {
     let (origin, dir) = (vec3(r.origin), vec3(r.direction));
     let unit = dir.normalize_or_zero();
     if !origin.is_finite() || !dir.is_finite() || unit == Vec3::ZERO {
@@ -99,7 +99,7 @@ fn check_ray(r: &KilnRay, name: &str) -> Result<Ray, Error> {
     Ok(Ray::new(origin, unit))
 }
 
-fn check_distance(max_distance: f32) -> Result<f32, Error> {
+pub(crate) fn check_distance(max_distance: f32) -> Result<f32, Error> {
     if max_distance.is_nan() || max_distance < 0.0 {
         return Err(Error::new(
             KILN_ERROR_INVALID_ARGUMENT,

@@ -425,7 +425,7 @@ fn kaabb(b: &Aabb) -> KilnAabb {
 }
 
 /// A transform argument: finite, unit rotation, within `KILN_WORLD_MAX_COORDINATE`.
-fn check_placement(t: &KilnTransform, name: &str) -> Result<Isometry, Error> {
+pub(crate) fn check_placement(t: &KilnTransform, name: &str) -> Result<Isometry, Error> {
     let xf = check_transform(t, name)?;
     if xf.translation.abs().max_element() > KILN_WORLD_MAX_COORDINATE {
         return Err(Error::new(

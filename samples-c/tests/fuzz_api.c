@@ -5,8 +5,8 @@
  * leak (run under AddressSanitizer and UndefinedBehaviorSanitizer by `make check`),
  * and after every call each live world passes kiln_world_validate and each live
  * character stands somewhere finite. The calls cover worlds, bodies, shapes and
- * their queries, joints of every kind, terrain edits and queries, characters, and
- * integrated frames
+ * their queries, joints of every kind, world queries, terrain edits and queries,
+ * characters, and integrated frames
  * (without a GPU: the GPU objects have their own bad-input tests).
  *
  * The generator is a seeded xorshift, so a failure replays exactly:
@@ -218,7 +218,7 @@ static void edit_while_drawing(KilnBodyId body, uint32_t shape_index, KilnShapeI
 static void one_call(Pools *p) {
     KilnStatus s = KILN_OK;
     const char *what = "";
-    switch (below(40)) {
+    switch (below(42)) {
     case 0: { /* world create into a free or stale slot */
         unsigned w = below(MAX_WORLDS);
         if (kiln_world_is_valid(p->worlds[w])) break;
@@ -701,6 +701,65 @@ static void one_call(Pools *p) {
                 draw.draw_joint = check_joint_draw;
                 expect_status(p, kiln_world_debug_draw(any_world(p), &draw), "kiln_world_debug_draw (joints)");
             }
+            break;
+        }
+        break;
+    }
+    case 40:
+    case 41: { /* world queries: rays, lists, batches, overlaps and shape casts, any filter */
+        KilnWorldId w = any_world(p);
+        KilnQueryFilter filter = kiln_default_query_filter();
+        filter.category_bits = below(3) ? 1u : next();
+        filter.mask_bits = below(3) ? 0xFFFFFFFFu : next();
+        filter.flags = below(8) ? below(16) : next();
+        if (below(4) == 0) filter.ignore_body = any_body(p);
+        if (below(12) == 0) filter.struct_size = below(2) ? 3u : 100000u;
+        const KilnQueryFilter *f = below(6) ? &filter : NULL;
+        KilnRay ray = below(8) ? (KilnRay){sane_vec(12.0f), {usually(0.3f, 1.0f), -1.0f, usually(-0.2f, 1.0f)}}
+                               : (KilnRay){vec(20.0f), vec(1.0f)};
+        float max_distance = usually(60.0f, 60.0f);
+        KilnWorldRayHit hits[8];
+        KilnQueryTarget targets[16];
+        KilnShapeCastHit cast;
+        KilnAabb b = box(8.0f);
+        KilnTransform at = transform();
+        uint32_t count = 0xFFFFFFFFu, capacity = below(17);
+        switch (below(6)) {
+        case 0:
+            s = kiln_world_cast_ray(w, below(20) ? &ray : NULL, max_distance, f, below(20) ? hits : NULL),
+            what = "kiln_world_cast_ray";
+            CHECK(s != KILN_OK || !hits[0].hit || (hits[0].distance >= 0.0f && hits[0].distance <= max_distance));
+            break;
+        case 1:
+            s = kiln_world_cast_ray_all(w, &ray, max_distance, f, below(10) ? hits : NULL, below(9),
+                                        below(20) ? &count : NULL),
+            what = "kiln_world_cast_ray_all";
+            break;
+        case 2: {
+            KilnRay rays[8];
+            uint32_t n = below(9);
+            for (uint32_t i = 0; i < n; i++) rays[i] = below(10) ? (KilnRay){sane_vec(12.0f), {0.1f, -1.0f, 0.2f}} : ray;
+            s = kiln_world_cast_ray_batch(w, any_runtime(p), below(10) ? rays : NULL, n, max_distance, f,
+                                          below(10) ? hits : NULL),
+            what = "kiln_world_cast_ray_batch";
+            break;
+        }
+        case 3:
+            s = kiln_world_overlap_aabb(w, any_runtime(p), below(20) ? &b : NULL, f, below(10) ? targets : NULL,
+                                        capacity, below(20) ? &count : NULL),
+            what = "kiln_world_overlap_aabb";
+            CHECK(s != KILN_OK || count < 100000u);
+            break;
+        case 4:
+            s = kiln_world_overlap_shape(w, any_runtime(p), any_shape(p), below(20) ? &at : NULL, f,
+                                         below(10) ? targets : NULL, capacity, &count),
+            what = "kiln_world_overlap_shape";
+            break;
+        default:
+            s = kiln_world_cast_shape(w, any_runtime(p), any_shape(p), &at, below(5) ? sane_vec(10.0f) : vec(10.0f), f,
+                                      below(20) ? &cast : NULL),
+            what = "kiln_world_cast_shape";
+            CHECK(s != KILN_OK || !cast.hit || (cast.fraction >= 0.0f && cast.fraction <= 1.0f));
             break;
         }
         break;
