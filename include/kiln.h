@@ -294,9 +294,14 @@
 #define KILN_QUERY_TERRAIN 8
 
 /**
- * Every query flag: all bodies and the terrain.
+ * All bodies and the terrain (the default; sensors are not included).
  */
 #define KILN_QUERY_ALL 15
+
+/**
+ * Query flag: sensor shapes are seen too (add it to `KILN_QUERY_ALL`).
+ */
+#define KILN_QUERY_SENSORS 16
 
 /**
  * A query result is a body's shape.
@@ -430,7 +435,7 @@
  * Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
  * struct of this header but `KilnAbiInfo` itself.
  */
-#define KILN_ABI_STRUCT_COUNT 81
+#define KILN_ABI_STRUCT_COUNT 83
 
 /**
  * Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
@@ -1106,6 +1111,12 @@ typedef struct KilnShapeDef {
      * category meets the other's mask. Default all.
      */
     uint32_t mask;
+    /**
+     * A sensor (trigger): it touches nothing and reports the shapes that begin and
+     * end overlapping it (`kiln_world_get_sensor_events`); queries skip it unless
+     * their filter has `KILN_QUERY_SENSORS`. Its density still counts. Default false.
+     */
+    bool is_sensor;
 } KilnShapeDef;
 
 /**
@@ -2014,7 +2025,8 @@ typedef struct KilnMeshCacheStats {
  * Which shapes a world query sees. Initialise with `kiln_default_query_filter()`.
  * A body shape is seen when `(shape category & mask_bits) != 0` and
  * `(shape mask & category_bits) != 0` (the rule two shapes collide by), its body's
- * motion type is in `flags`, and it is not on `ignore_body`.
+ * motion type is in `flags`, it is not on `ignore_body`, and it is not a sensor
+ * unless `flags` has `KILN_QUERY_SENSORS`.
  */
 typedef struct KilnQueryFilter {
     /**
@@ -2030,8 +2042,8 @@ typedef struct KilnQueryFilter {
      */
     uint32_t mask_bits;
     /**
-     * `KILN_QUERY_*` flags: which motion types and whether the terrain. Default
-     * `KILN_QUERY_ALL`.
+     * `KILN_QUERY_*` flags: which motion types, whether the terrain, whether
+     * sensors. Default `KILN_QUERY_ALL` (no sensors).
      */
     uint32_t flags;
     /**
@@ -2127,6 +2139,51 @@ typedef struct KilnShapeCastHit {
      */
     struct KilnQueryTarget target;
 } KilnShapeCastHit;
+
+/**
+ * A shape began or stopped overlapping a sensor shape in the last step, from
+ * `kiln_world_get_sensor_events`.
+ */
+typedef struct KilnSensorEvent {
+    /**
+     * The sensor's body.
+     */
+    struct KilnBodyId sensor_body;
+    /**
+     * The sensor shape's index on its body (in the order shapes were added).
+     */
+    uint32_t sensor_shape_index;
+    /**
+     * The visiting shape's index on its body.
+     */
+    uint32_t visitor_shape_index;
+    /**
+     * The visiting shape's body (possibly destroyed since, for an end event).
+     */
+    struct KilnBodyId visitor_body;
+    /**
+     * True: began overlapping; false: stopped.
+     */
+    bool begin;
+} KilnSensorEvent;
+
+/**
+ * A body the last step moved, from `kiln_world_get_move_events`.
+ */
+typedef struct KilnBodyMoveEvent {
+    /**
+     * The body.
+     */
+    struct KilnBodyId body;
+    /**
+     * Its placement after the step.
+     */
+    struct KilnTransform transform;
+    /**
+     * True when the step also put it to sleep: it will not move until woken.
+     */
+    bool fell_asleep;
+} KilnBodyMoveEvent;
 
 /**
  * How a character is built and moves. Initialise with `kiln_default_character_def()`.
@@ -4111,6 +4168,39 @@ KilnStatus kiln_world_cast_shape(struct KilnWorldId world,
                                  struct KilnShapeCastHit *out_hit);
 
 /**
+ * Lists the sensor events of the last step: first the ends of the visits of sensors
+ * whose bodies were destroyed since the step before, then for each sensor shape (by
+ * body slot, then shape index) the shapes that stopped and began overlapping it.
+ * Every begin is followed by exactly one end, when the visitor leaves, either body is
+ * destroyed, or the sensor is. Sensors see every non-sensor shape whose filter meets
+ * theirs, on any other body, sleeping and static ones included, and wake nothing.
+ * Writes up to `capacity` events to `out_events` (NULL allowed when `capacity` is 0)
+ * and the total to `out_count`.
+ *
+ * Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
+ * NULL or writable.
+ */
+KilnStatus kiln_world_get_sensor_events(struct KilnWorldId world,
+                                        struct KilnSensorEvent *out_events,
+                                        uint32_t capacity,
+                                        uint32_t *out_count);
+
+/**
+ * Lists the bodies the last step moved (every awake body) with their placements, so
+ * an engine copies only these into its scene; a body the step put to sleep is listed
+ * once more with `fell_asleep`, then not until it is woken. Writes up to `capacity`
+ * events to `out_events` (NULL allowed when `capacity` is 0) and the total to
+ * `out_count`.
+ *
+ * Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
+ * NULL or writable.
+ */
+KilnStatus kiln_world_get_move_events(struct KilnWorldId world,
+                                      struct KilnBodyMoveEvent *out_events,
+                                      uint32_t capacity,
+                                      uint32_t *out_count);
+
+/**
  * A `KilnCharacterDef` with defaults: a 1.8 m tall capsule of radius 0.3, 45°
  * slopes, 0.3 m steps, +Y up.
  */
@@ -4916,6 +5006,8 @@ static inline KilnStatus kiln_check_linked_abi(void) {
     info.struct_sizes[78] = (uint32_t)sizeof(KilnQueryTarget);
     info.struct_sizes[79] = (uint32_t)sizeof(KilnWorldRayHit);
     info.struct_sizes[80] = (uint32_t)sizeof(KilnShapeCastHit);
+    info.struct_sizes[81] = (uint32_t)sizeof(KilnSensorEvent);
+    info.struct_sizes[82] = (uint32_t)sizeof(KilnBodyMoveEvent);
     return kiln_check_abi(&info);
 }
 #endif /* KILN_CHECK_LINKED_ABI_DEFINED */

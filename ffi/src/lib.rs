@@ -45,6 +45,9 @@ pub mod terrain_query;
 // World queries: rays, overlaps and shape casts over bodies and terrain.
 pub mod query;
 
+// Sensor and body move events.
+pub mod events;
+
 // The character controller.
 pub mod character;
 

@@ -29,13 +29,16 @@ pub const KILN_QUERY_KINEMATIC: u32 = 2;
 pub const KILN_QUERY_DYNAMIC: u32 = 4;
 /// Query flag: the world's terrain is seen.
 pub const KILN_QUERY_TERRAIN: u32 = 8;
-/// Every query flag: all bodies and the terrain.
+/// All bodies and the terrain (the default; sensors are not included).
 pub const KILN_QUERY_ALL: u32 = 15;
+/// Query flag: sensor shapes are seen too (add it to `KILN_QUERY_ALL`).
+pub const KILN_QUERY_SENSORS: u32 = 16;
 
 /// Which shapes a world query sees. Initialise with `kiln_default_query_filter()`.
 /// A body shape is seen when `(shape category & mask_bits) != 0` and
 /// `(shape mask & category_bits) != 0` (the rule two shapes collide by), its body's
-/// motion type is in `flags`, and it is not on `ignore_body`.
+/// motion type is in `flags`, it is not on `ignore_body`, and it is not a sensor
+/// unless `flags` has `KILN_QUERY_SENSORS`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct KilnQueryFilter {
@@ -45,8 +48,8 @@ pub struct KilnQueryFilter {
     pub category_bits: u32,
     /// The shape categories the query sees. Default all (0xFFFFFFFF).
     pub mask_bits: u32,
-    /// `KILN_QUERY_*` flags: which motion types and whether the terrain. Default
-    /// `KILN_QUERY_ALL`.
+    /// `KILN_QUERY_*` flags: which motion types, whether the terrain, whether
+    /// sensors. Default `KILN_QUERY_ALL` (no sensors).
     pub flags: u32,
     /// A body to leave out (the caster itself), or the null handle for none. It must
     /// be a live body of the queried world.
@@ -134,10 +137,10 @@ fn read_filter(ptr: *const KilnQueryFilter, entry: &WorldEntry, world: KilnWorld
         // SAFETY: non-null; readable per the caller's contract.
         unsafe { read_def(ptr, "filter")? }
     };
-    if f.flags & !KILN_QUERY_ALL != 0 {
+    if f.flags & !(KILN_QUERY_ALL | KILN_QUERY_SENSORS) != 0 {
         return Err(Error::new(
             KILN_ERROR_INVALID_ARGUMENT,
-            format!("filter->flags {:#x} has bits beyond KILN_QUERY_ALL", f.flags),
+            format!("filter->flags {:#x} has bits beyond KILN_QUERY_ALL | KILN_QUERY_SENSORS", f.flags),
         ));
     }
     let ignore = if f.ignore_body == KilnBodyId::default() {
@@ -163,6 +166,7 @@ fn read_filter(ptr: *const KilnQueryFilter, entry: &WorldEntry, world: KilnWorld
         kinematic_bodies: f.flags & KILN_QUERY_KINEMATIC != 0,
         dynamic_bodies: f.flags & KILN_QUERY_DYNAMIC != 0,
         terrain: f.flags & KILN_QUERY_TERRAIN != 0,
+        sensors: f.flags & KILN_QUERY_SENSORS != 0,
     })
 }
 

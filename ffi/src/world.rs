@@ -145,6 +145,10 @@ pub struct KilnShapeDef {
     /// Categories this shape collides with; two shapes collide when each one's
     /// category meets the other's mask. Default all.
     pub mask: u32,
+    /// A sensor (trigger): it touches nothing and reports the shapes that begin and
+    /// end overlapping it (`kiln_world_get_sensor_events`); queries skip it unless
+    /// their filter has `KILN_QUERY_SENSORS`. Its density still counts. Default false.
+    pub is_sensor: bool,
 }
 
 /// A contact that began or ended in the last step, from
@@ -415,7 +419,7 @@ pub(crate) fn public_body(world: KilnWorldId, id: BodyId) -> KilnBodyId {
     KilnBodyId { index1: id.index + 1, generation: id.generation, world }
 }
 
-fn ktransform(xf: &Isometry) -> KilnTransform {
+pub(crate) fn ktransform(xf: &Isometry) -> KilnTransform {
     let q = xf.rotation;
     KilnTransform { position: kvec(xf.translation), rotation: KilnQuat { x: q.x, y: q.y, z: q.z, w: q.w } }
 }
@@ -535,6 +539,7 @@ fn shape_def(d: &KilnShapeDef) -> Result<ShapeDef, Error> {
         rolling_resistance: d.rolling_resistance,
         category: d.category,
         mask: d.mask,
+        sensor: d.is_sensor,
     };
     if !def.is_valid() {
         return Err(Error::new(
@@ -603,6 +608,7 @@ pub extern "C" fn kiln_default_shape_def() -> KilnShapeDef {
         rolling_resistance: d.rolling_resistance,
         category: d.category,
         mask: d.mask,
+        is_sensor: d.sensor,
     }
 }
 

@@ -117,9 +117,15 @@ fn world_steps_allocate_nothing() {
         for (scene, warm_up) in scenes {
             let (mut world, _) = scene.build();
             world.set_sleep_enabled(false);
+            if scene.name == "rain" {
+                add_sensors(&mut world);
+            }
+            let mut sensor_events = 0;
             for _ in 0..warm_up {
                 world.step(1.0 / 60.0, pool.jobs()).unwrap();
+                sensor_events += world.sensor_events().len();
             }
+            assert!(scene.name != "rain" || sensor_events > 100, "sensors see the rain: {sensor_events} events");
             assert!(world.counters().constraints > 0 || world.joint_count() > 0, "{}: bodies touch", scene.name);
             let before = ALLOCATIONS.load(Ordering::SeqCst);
             for _ in 0..60 {
@@ -131,7 +137,30 @@ fn world_steps_allocate_nothing() {
                 "{allocations} heap allocations in 60 steps of {} on {threads} threads",
                 scene.name
             );
+            assert!(!world.move_events().is_empty(), "{}: bodies move", scene.name);
         }
+    }
+}
+
+/// Four static sensor boxes over the rain scene's terrain, a quarter each, and a
+/// sensor sphere reaching the neighbours on every 16th body: their visitor lists and
+/// events are measured too.
+fn add_sensors(world: &mut kiln::physics::World) {
+    use kiln::math::Isometry;
+    use kiln::physics::{BodyDef, MotionType, ShapeDef};
+    use kiln::shapes::Shape;
+    let sensor = ShapeDef { sensor: true, ..ShapeDef::default() };
+    for (x, z) in [(68.0, 68.0), (188.0, 68.0), (68.0, 188.0), (188.0, 188.0)] {
+        let at = Isometry::from_translation(glam::Vec3::new(x, 20.0, z));
+        let id =
+            world.create_body(&BodyDef { motion: MotionType::Static, transform: at, ..BodyDef::default() }).unwrap();
+        world.add_shape(id, Shape::cuboid(glam::Vec3::new(60.0, 30.0, 60.0)).unwrap(), sensor).unwrap();
+    }
+    let ids: Vec<_> = world.bodies().set(kiln::physics::SetKind::Awake).id.iter().copied().step_by(16).collect();
+    for id in ids {
+        world
+            .add_shape(id, Shape::sphere(glam::Vec3::ZERO, 16.0).unwrap(), ShapeDef { density: 0.0, ..sensor })
+            .unwrap();
     }
 }
 

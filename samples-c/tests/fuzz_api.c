@@ -255,6 +255,7 @@ static void one_call(Pools *p) {
             if (below(6) == 0) sdef.density = number(2000.0f);
             if (below(6) == 0) sdef.friction = number(1.0f);
             if (below(8) == 0) sdef.pose = transform();
+            sdef.is_sensor = below(6) == 0;
             uint32_t index = 0;
             expect_status(p, kiln_body_add_shape(made, any_shape(p), &sdef, below(4) ? &index : NULL),
                           "kiln_body_add_shape");
@@ -706,12 +707,12 @@ static void one_call(Pools *p) {
         break;
     }
     case 40:
-    case 41: { /* world queries: rays, lists, batches, overlaps and shape casts, any filter */
+    case 41: { /* world queries: rays, lists, batches, overlaps, shape casts, any filter; events */
         KilnWorldId w = any_world(p);
         KilnQueryFilter filter = kiln_default_query_filter();
         filter.category_bits = below(3) ? 1u : next();
         filter.mask_bits = below(3) ? 0xFFFFFFFFu : next();
-        filter.flags = below(8) ? below(16) : next();
+        filter.flags = below(8) ? below(32) : next();
         if (below(4) == 0) filter.ignore_body = any_body(p);
         if (below(12) == 0) filter.struct_size = below(2) ? 3u : 100000u;
         const KilnQueryFilter *f = below(6) ? &filter : NULL;
@@ -724,7 +725,16 @@ static void one_call(Pools *p) {
         KilnAabb b = box(8.0f);
         KilnTransform at = transform();
         uint32_t count = 0xFFFFFFFFu, capacity = below(17);
-        switch (below(6)) {
+        switch (below(7)) {
+        case 6: {
+            KilnSensorEvent sensor_events[8];
+            KilnBodyMoveEvent moves[8];
+            expect_status(p, kiln_world_get_sensor_events(w, below(10) ? sensor_events : NULL, below(9), &count),
+                          "kiln_world_get_sensor_events");
+            s = kiln_world_get_move_events(w, below(10) ? moves : NULL, below(9), below(20) ? &count : NULL),
+            what = "kiln_world_get_move_events";
+            break;
+        }
         case 0:
             s = kiln_world_cast_ray(w, below(20) ? &ray : NULL, max_distance, f, below(20) ? hits : NULL),
             what = "kiln_world_cast_ray";

@@ -1,7 +1,8 @@
 /* World queries from C: rays, lists, batches, box and shape overlaps and shape casts
- * over bodies on a terrain floor, with filters; then every query function with NULL
- * pointers, stale, null and foreign handles, NaN, infinite, zero and huge numbers and
- * wrong struct sizes: each refused with its status and a message, nothing written. */
+ * over bodies on a terrain floor, with filters; sensors and their events, body move
+ * events; then every query and event function with NULL pointers, stale, null and
+ * foreign handles, NaN, infinite, zero and huge numbers and wrong struct sizes: each
+ * refused with its status and a message, nothing written. */
 #include <math.h>
 #include <stdint.h>
 
@@ -294,6 +295,90 @@ static void bad_input(Scene *s, KilnRuntimeId rt) {
     CHECK(cast.hit && cast.fraction == 0.0f);
 }
 
+/* A ball falls through a sensor box onto the floor: one begin, one end, and the move
+ * events follow it until it sleeps. */
+static void sensors_and_moves(KilnRuntimeId rt) {
+    KilnWorldDef wdef = kiln_default_world_def();
+    KilnWorldId world;
+    CHECK_STATUS(kiln_world_create(&wdef, &world), KILN_OK);
+    KilnShapeId floor_shape, sensor_shape, ball_shape;
+    CHECK_STATUS(kiln_shape_create_box((KilnVec3){20, 1, 20}, &floor_shape), KILN_OK);
+    CHECK_STATUS(kiln_shape_create_box((KilnVec3){1, 1, 1}, &sensor_shape), KILN_OK);
+    CHECK_STATUS(kiln_shape_create_sphere((KilnVec3){0, 0, 0}, 0.25f, &ball_shape), KILN_OK);
+    KilnBodyDef bdef = kiln_default_body_def();
+    bdef.motion_type = KILN_MOTION_STATIC;
+    bdef.transform.position = (KilnVec3){0, -1, 0};
+    KilnBodyId floor_body, trigger, ball;
+    KilnShapeDef sdef = kiln_default_shape_def();
+    CHECK(!sdef.is_sensor);
+    CHECK_STATUS(kiln_body_create(world, &bdef, &floor_body), KILN_OK);
+    CHECK_STATUS(kiln_body_add_shape(floor_body, floor_shape, &sdef, NULL), KILN_OK);
+    bdef.transform.position = (KilnVec3){0, 4, 0};
+    CHECK_STATUS(kiln_body_create(world, &bdef, &trigger), KILN_OK);
+    sdef.is_sensor = true;
+    CHECK_STATUS(kiln_body_add_shape(trigger, sensor_shape, &sdef, NULL), KILN_OK);
+    sdef.is_sensor = false;
+    bdef = kiln_default_body_def();
+    bdef.transform.position = (KilnVec3){0.2f, 8, 0};
+    CHECK_STATUS(kiln_body_create(world, &bdef, &ball), KILN_OK);
+    CHECK_STATUS(kiln_body_add_shape(ball, ball_shape, &sdef, NULL), KILN_OK);
+
+    /* Queries skip the sensor unless asked. */
+    KilnRay down = {{0, 6, 0.8f}, {0, -1, 0}};
+    KilnWorldRayHit hit;
+    CHECK_STATUS(kiln_world_cast_ray(world, &down, 10.0f, NULL, &hit), KILN_OK);
+    CHECK(same_body(hit.target.body, floor_body));
+    KilnQueryFilter with_sensors = kiln_default_query_filter();
+    with_sensors.flags = KILN_QUERY_ALL | KILN_QUERY_SENSORS;
+    CHECK_STATUS(kiln_world_cast_ray(world, &down, 10.0f, &with_sensors, &hit), KILN_OK);
+    CHECK(same_body(hit.target.body, trigger) && near(hit.distance, 1.0f));
+
+    int begins = 0, ends = 0, asleep = 0, moved = 0;
+    for (int step = 0; step < 400; step++) {
+        CHECK_STATUS(kiln_world_step(world, rt, 1.0f / 60.0f), KILN_OK);
+        KilnSensorEvent events[4];
+        uint32_t count = 99;
+        CHECK_STATUS(kiln_world_get_sensor_events(world, events, 4, &count), KILN_OK);
+        for (uint32_t i = 0; i < count && i < 4; i++) {
+            CHECK(same_body(events[i].sensor_body, trigger) && same_body(events[i].visitor_body, ball));
+            CHECK(events[i].sensor_shape_index == 0 && events[i].visitor_shape_index == 0);
+            begins += events[i].begin, ends += !events[i].begin;
+        }
+        KilnBodyMoveEvent moves[4];
+        CHECK_STATUS(kiln_world_get_move_events(world, NULL, 0, &count), KILN_OK);
+        CHECK(count <= 1);
+        CHECK_STATUS(kiln_world_get_move_events(world, moves, 4, &count), KILN_OK);
+        if (count == 1) {
+            KilnTransform now;
+            CHECK_STATUS(kiln_body_get_transform(ball, &now), KILN_OK);
+            CHECK(same_body(moves[0].body, ball) && moves[0].transform.position.y == now.position.y);
+            moved++, asleep += moves[0].fell_asleep;
+        }
+    }
+    CHECK(begins == 1 && ends == 1);
+    CHECK(moved > 60 && asleep == 1);
+
+    /* Bad input: NULL counts, NULL arrays with a capacity, stale worlds. */
+    KilnSensorEvent events[2];
+    KilnBodyMoveEvent moves[2];
+    uint32_t count = 77;
+    CHECK_STATUS(kiln_world_get_sensor_events(world, events, 2, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_world_get_sensor_events(world, NULL, 2, &count), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_world_get_move_events(world, moves, 2, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_world_get_move_events(world, NULL, 2, &count), KILN_ERROR_NULL_POINTER);
+    CHECK(count == 77);
+    with_sensors.flags = 32;
+    CHECK_STATUS(kiln_world_cast_ray(world, &down, 10.0f, &with_sensors, &hit), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_world_destroy(world), KILN_OK);
+    CHECK_STATUS(kiln_world_get_sensor_events(world, NULL, 0, &count), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_world_get_move_events(world, NULL, 0, &count), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_world_get_move_events((KilnWorldId){0, 0}, NULL, 0, &count), KILN_ERROR_INVALID_HANDLE);
+    CHECK(count == 77);
+    CHECK_STATUS(kiln_shape_destroy(floor_shape), KILN_OK);
+    CHECK_STATUS(kiln_shape_destroy(sensor_shape), KILN_OK);
+    CHECK_STATUS(kiln_shape_destroy(ball_shape), KILN_OK);
+}
+
 int main(void) {
     KilnRuntimeDef rdef = kiln_default_runtime_def();
     rdef.thread_count = 2;
@@ -312,6 +397,7 @@ int main(void) {
     CHECK_STATUS(kiln_world_cast_ray(s.world, &at_ball, 100.0f, NULL, &hit), KILN_OK);
     CHECK(same_body(hit.target.body, s.ball) && near(hit.point.y, ball_at.position.y + 0.5f));
     bad_input(&s, rt);
+    sensors_and_moves(rt);
     CHECK_STATUS(kiln_world_validate(s.world), KILN_OK);
     CHECK_STATUS(kiln_world_destroy(s.world), KILN_OK);
     CHECK_STATUS(kiln_shape_destroy(s.cube), KILN_OK);

@@ -94,6 +94,10 @@ pub struct ShapeDef {
     /// other's mask.
     pub category: u32,
     pub mask: u32,
+    /// A sensor: no contacts, no continuous collision; it reports the shapes that
+    /// begin and end overlapping it (`World::sensor_events`). Its density still
+    /// counts towards its body's mass.
+    pub sensor: bool,
 }
 
 impl Default for ShapeDef {
@@ -106,6 +110,7 @@ impl Default for ShapeDef {
             rolling_resistance: 0.0,
             category: 1,
             mask: u32::MAX,
+            sensor: false,
         }
     }
 }

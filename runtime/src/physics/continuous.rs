@@ -200,6 +200,10 @@ pub(super) fn sweep_body(
     let slot = a.id[row].index;
     let mut best = 1.0f32;
     for (shape, proxy) in bodies.shapes_of_slot(slot).iter().zip(proxies) {
+        // Sensors stop nothing and are stopped by nothing.
+        if shape.def.sensor {
+            continue;
+        }
         let pose = &shape.def.pose;
         let sweep = Sweep {
             start: body.start.mul(pose),
@@ -234,7 +238,7 @@ pub(super) fn sweep_body(
                 let moving = against.bodies && other != slot && f & flags::BULLET == 0;
                 if (fixed || moving) && Joints::may_collide(against.apart, slot, other) {
                     let s = &bodies.shapes_of_slot(other)[k as usize];
-                    if shape.def.collides_with(&s.def) {
+                    if shape.def.collides_with(&s.def) && !s.def.sensor {
                         test(&s.shape, bodies.set(set).transform(r).mul(&s.def.pose));
                     }
                 }

@@ -20,7 +20,8 @@
 //!   the contacts.
 //! - `island.rs`: islands by union-find, sleeping groups, waking; `runs.rs`: sorted
 //!   runs merged for the contact lists.
-//! - [`query`]: ray casts, overlaps and shape casts over bodies and terrain.
+//! - [`query`]: ray casts, overlaps and shape casts over bodies and terrain;
+//!   `sensor.rs`: sensor shapes and their begin/end events, and body move events.
 //! - [`debug`]: debug drawing through the [`debug::DebugDraw`] trait; [`scenes`]: the
 //!   benchmark and test scenes, shared with the benches.
 
@@ -39,6 +40,7 @@ mod narrow;
 pub mod query;
 mod runs;
 pub mod scenes;
+mod sensor;
 mod simd;
 mod solver;
 #[cfg(test)]
@@ -58,7 +60,8 @@ pub use joint::{
     RevoluteJoint, SixDofJoint, SphericalJoint,
 };
 pub use query::{QueryFilter, QueryTarget, RayHit, ShapeCastHit, CAST_TOLERANCE};
+pub use sensor::SensorEvent;
 pub use world::{
-    ContactEvent, ContactPointInfo, Solver, StepCounters, StepProfile, StepStage, World, WorldDef, LINEAR_SLOP,
-    MAX_LINEAR_SPEED, MAX_ROTATION, SPECULATIVE_DISTANCE,
+    BodyMoveEvent, ContactEvent, ContactPointInfo, Solver, StepCounters, StepProfile, StepStage, World, WorldDef,
+    LINEAR_SLOP, MAX_LINEAR_SPEED, MAX_ROTATION, SPECULATIVE_DISTANCE,
 };

@@ -498,7 +498,8 @@ pub(crate) fn set_rows(bodies: &Bodies, c: &mut Constraint) -> Colorable {
 }
 
 /// The contacts of a broadphase pair, unless both bodies sleep or neither is
-/// dynamic, they are one body, or their filters or a joint keep them apart.
+/// dynamic, they are one body, their filters or a joint keep them apart, or one is
+/// a sensor.
 fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
     let bodies = input.bodies;
     let (slot_a, shape_a) = shape_ref(input.tree.user_data(a));
@@ -514,7 +515,7 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
         return;
     }
     let (sa, sb) = (&bodies.shapes_of_slot(slot_a)[shape_a as usize], &bodies.shapes_of_slot(slot_b)[shape_b as usize]);
-    if !sa.def.collides_with(&sb.def) {
+    if !sa.def.collides_with(&sb.def) || sa.def.sensor || sb.def.sensor {
         return;
     }
     // (Most shapes sit at their body's origin: no product then.)
@@ -786,6 +787,9 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
     let bodies = input.bodies;
     let (slot, shape_index) = shape_ref(input.tree.user_data(proxy));
     let shape = &bodies.shapes_of_slot(slot)[shape_index as usize];
+    if shape.def.sensor {
+        return;
+    }
     let xf = shape_transform(bodies, slot, shape);
     let region = shape.shape.aabb(&xf).expanded(input.margin);
     // The chunks to gather from: the shape's solid contacts (a shape touching more

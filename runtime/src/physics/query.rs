@@ -23,8 +23,8 @@ use crate::terrain::{Material, TerrainHit};
 
 /// Which shapes a query sees. A body shape passes when its category meets the
 /// filter's mask and its mask meets the filter's category (as two shapes' filters
-/// decide whether they collide), its body's motion type is included, and its body is
-/// not the ignored one.
+/// decide whether they collide), its body's motion type is included, its body is
+/// not the ignored one, and it is not a sensor unless sensors are asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueryFilter {
     pub category: u32,
@@ -36,11 +36,13 @@ pub struct QueryFilter {
     pub dynamic_bodies: bool,
     /// Whether the world's terrain is queried.
     pub terrain: bool,
+    /// Whether sensor shapes are seen (a shot passes through triggers by default).
+    pub sensors: bool,
 }
 
 impl Default for QueryFilter {
-    /// Everything: category 1 (which default shapes accept), every category, every
-    /// body, the terrain.
+    /// Everything solid: category 1 (which default shapes accept), every category,
+    /// every body, the terrain; no sensors.
     fn default() -> Self {
         QueryFilter {
             category: 1,
@@ -50,6 +52,7 @@ impl Default for QueryFilter {
             kinematic_bodies: true,
             dynamic_bodies: true,
             terrain: true,
+            sensors: false,
         }
     }
 }
@@ -153,12 +156,16 @@ impl World {
     /// them besides the tree, so a query between steps sees every body where it is,
     /// and the tree is left as the next step expects it. Once per step, O(awake
     /// shapes); usually finds none.
-    fn refresh_escaped(&mut self) {
+    pub(super) fn refresh_escaped(&mut self) {
         if self.escaped_fresh {
             return;
         }
         self.escaped.clear();
         let (awake, tree) = (&self.bodies.awake, self.broadphase.tree());
+        // Room for every awake shape at once, so a step with more escapes than any
+        // before does not allocate (the sensors refresh this list every step).
+        let shapes: usize = awake.id.iter().map(|id| self.proxies[id.index as usize].len()).sum();
+        self.escaped.reserve(shapes);
         for row in 0..awake.len() {
             let slot = awake.id[row].index;
             let xf = awake.transform(row);
@@ -182,7 +189,7 @@ impl World {
 
     /// Calls `visit` with the proxy user value of every shape whose box (the tree's,
     /// or its own for escaped ones) may overlap `bounds`.
-    fn for_each_candidate(&self, bounds: &Aabb, mut visit: impl FnMut(u64)) {
+    pub(super) fn for_each_candidate(&self, bounds: &Aabb, mut visit: impl FnMut(u64)) {
         for &user in &self.escaped {
             visit(user);
         }
@@ -210,7 +217,10 @@ impl World {
         } else {
             filter.dynamic_bodies
         };
-        motion_ok && shape.def.category & filter.mask != 0 && shape.def.mask & filter.category != 0
+        motion_ok
+            && (filter.sensors || !shape.def.sensor)
+            && shape.def.category & filter.mask != 0
+            && shape.def.mask & filter.category != 0
     }
 
     /// The body shape behind a broadphase proxy's user value, with its world

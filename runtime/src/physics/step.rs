@@ -57,6 +57,8 @@ impl World {
                 self.events.append(&mut self.pending_events);
                 self.joints.events.clear();
                 self.joints.events.append(&mut self.joints.pending);
+                self.sensors.events.clear();
+                self.sensors.events.append(&mut self.sensors.pending);
                 let _ = self.terrain_stage(jobs);
                 self.broadphase_stage(dt, jobs);
             }
@@ -76,8 +78,11 @@ impl World {
                 }
             }
             StepStage::Sleep => {
+                self.record_moves();
                 self.sleep_stage(dt);
+                self.mark_fell_asleep();
                 self.remember_constraints();
+                self.update_sensors(jobs);
                 if let Some(t) = self.terrain.as_mut() {
                     t.trim_meshes();
                 }

@@ -40,6 +40,7 @@ use super::contact_solver::{BodyState, Constraint, ConstraintTable, NONE};
 use super::island::Islands;
 use super::joint::Joints;
 use super::narrow::{shape_ref, NarrowOut, TerrainItem, TERRAIN};
+use super::sensor::Sensors;
 use super::store::ConstraintStore;
 use crate::collide::SatCache;
 use crate::jobs::Jobs;
@@ -264,6 +265,19 @@ pub struct World {
     /// list is up to date (see `query.rs`).
     pub(super) escaped: Vec<u64>,
     pub(super) escaped_fresh: bool,
+    pub(super) sensors: Sensors,
+    /// The bodies the last step moved (see [`World::move_events`]).
+    pub(super) moves: Vec<BodyMoveEvent>,
+}
+
+/// A body the last step moved: its handle and new placement; `fell_asleep` when the
+/// step also put it to sleep (it will not move again until woken). An engine syncs
+/// only these bodies' render transforms.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BodyMoveEvent {
+    pub body: BodyId,
+    pub transform: Isometry,
+    pub fell_asleep: bool,
 }
 
 /// The stages of a step, in order (the module docs tell what each does).
@@ -401,6 +415,8 @@ impl World {
             scratch: Scratch::default(),
             escaped: Vec::new(),
             escaped_fresh: false,
+            sensors: Sensors::default(),
+            moves: Vec::new(),
         }
     }
 
@@ -411,6 +427,7 @@ impl World {
     pub fn validate(&self) {
         let bodies = &self.bodies;
         bodies.validate();
+        self.sensors.validate(bodies);
         let tree = self.broadphase.tree();
         tree.validate();
         let mut proxies = 0;
@@ -617,6 +634,7 @@ impl World {
     pub fn destroy_body(&mut self, id: BodyId) -> Result<(), BodyError> {
         self.bodies.locate(id)?;
         self.escaped_fresh = false;
+        self.sensors.remove_body(id);
         self.destroy_joints_of(id);
         self.wake_touching(id.index);
         let mut proxies = std::mem::take(&mut self.proxies[id.index as usize]);
@@ -661,6 +679,10 @@ impl World {
         }
         self.wake(id)?;
         self.bodies.add_shape(id, shape, def)?;
+        if def.sensor {
+            let k = self.bodies.shapes(id).expect("live body").len() - 1;
+            self.sensors.add(id, k as u32);
+        }
         self.refresh_shapes(id);
         Ok(())
     }
@@ -684,6 +706,9 @@ impl World {
                 let proxy = self.broadphase.create_proxy(&tight, ((slot as u64) << 32) | k as u64);
                 if is_static {
                     self.broadphase.set_sleeping(proxy, true);
+                }
+                if s.def.sensor {
+                    self.broadphase.set_sensor(proxy);
                 }
                 self.proxies[slot].push(proxy);
             }

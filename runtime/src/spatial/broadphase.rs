@@ -4,7 +4,8 @@
 //! Each step, [`BroadPhase::update_pairs`] queries the tree with the fat box of every
 //! proxy that moved (escaped its fat box, or was created) in parallel jobs, one output
 //! buffer per chunk of the move buffer. A pair of two moved proxies is reported only by
-//! the query of the larger id, a pair of two sleeping proxies not at all, and a pair
+//! the query of the larger id, a pair of two sleeping proxies or with a sensor's proxy
+//! not at all, and a pair
 //! already in the set is skipped, so no pair appears twice. Chunk outputs are joined in
 //! chunk order and sorted by pair key: the result is the same for any worker count.
 //! Pairs whose fat boxes separated are dropped in the same update, so after it the set
@@ -102,6 +103,12 @@ impl BroadPhase {
 
     pub fn set_sleeping(&mut self, proxy: ProxyId, sleeping: bool) {
         self.tree.set_sleeping(proxy, sleeping);
+    }
+
+    /// See [`DynamicTree::set_sensor`]: the proxy takes part in no pair. Call it
+    /// before the next update.
+    pub fn set_sensor(&mut self, proxy: ProxyId) {
+        self.tree.set_sensor(proxy);
     }
 
     /// Proxies waiting for the next [`BroadPhase::update_pairs`].
@@ -244,7 +251,12 @@ fn find_new_pairs(tree: &DynamicTree, pairs: &[u64], queries: &[u32], out: &mut 
         |i| tree.fat_aabb(ProxyId(queries[i])),
         |i, p| {
             let q = queries[i];
-            if p.0 == q || (tree.was_moved(p.0) && p.0 < q) || (tree.is_sleeping(ProxyId(q)) && tree.is_sleeping(p)) {
+            if p.0 == q
+                || (tree.was_moved(p.0) && p.0 < q)
+                || (tree.is_sleeping(ProxyId(q)) && tree.is_sleeping(p))
+                || tree.is_sensor(p)
+                || tree.is_sensor(ProxyId(q))
+            {
                 return;
             }
             let key = Pair::key(p.0, q);

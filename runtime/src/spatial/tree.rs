@@ -116,6 +116,7 @@ pub(crate) const NODE_ENLARGED: u16 = 2;
 pub(crate) const PROXY_ALLOCATED: u16 = 1;
 pub(crate) const PROXY_MOVED: u16 = 2;
 pub(crate) const PROXY_SLEEPING: u16 = 4;
+pub(crate) const PROXY_SENSOR: u16 = 8;
 
 /// An internal node: its two children's boxes, references and heights, one cache
 /// line. For a free node `parent` links the free list.
@@ -410,6 +411,16 @@ impl DynamicTree {
 
     pub fn is_sleeping(&self, proxy: ProxyId) -> bool {
         self.proxies[proxy.index()].flags & PROXY_SLEEPING != 0
+    }
+
+    /// Marks a proxy as a sensor's: the broadphase pairs it with nothing (sensors
+    /// find their overlaps themselves), queries still find it.
+    pub fn set_sensor(&mut self, proxy: ProxyId) {
+        self.proxies[proxy.index()].flags |= PROXY_SENSOR;
+    }
+
+    pub fn is_sensor(&self, proxy: ProxyId) -> bool {
+        self.proxies[proxy.index()].flags & PROXY_SENSOR != 0
     }
 
     pub(crate) fn was_moved(&self, proxy: u32) -> bool {

@@ -293,7 +293,24 @@ impl Terrain {
         });
         if let Some((vmin, vmax)) = self.voxel_range(aabb) {
             let (cmin, cmax) = (chunk_of(vmin), chunk_of(vmax));
-            chunks.extend(self.dirty.keys().filter(|c| c.cmpge(cmin).all() && c.cmple(cmax).all()));
+            // The smaller of the box's chunks and the dirty map: a freshly filled
+            // terrain has every chunk dirty until its first regeneration, and a
+            // small query walked all of them (10,000 box queries: 670 ms, not 44).
+            let span = (cmax - cmin + IVec3::ONE).as_i64vec3();
+            if (span.x * span.y * span.z) < self.dirty.len() as i64 {
+                for z in cmin.z..=cmax.z {
+                    for y in cmin.y..=cmax.y {
+                        for x in cmin.x..=cmax.x {
+                            let c = IVec3::new(x, y, z);
+                            if self.dirty.contains_key(&c) {
+                                chunks.push(c);
+                            }
+                        }
+                    }
+                }
+            } else {
+                chunks.extend(self.dirty.keys().filter(|c| c.cmpge(cmin).all() && c.cmple(cmax).all()));
+            }
         }
         chunks.sort_unstable_by_key(|c| [c.y, c.z, c.x]);
         chunks.dedup();

@@ -1,0 +1,211 @@
+//! Sensors: shapes that touch nothing and report which shapes begin and end
+//! overlapping them, as Box2D v3's sensor events (`sensor.c`); and the step's body
+//! move events (Box2D's `b2BodyMoveEvent`), the other list an engine reads after a
+//! step.
+//!
+//! At the end of every step each sensor finds the shapes overlapping it now (broadphase
+//! candidates, then GJK: touching counts), in parallel jobs with a buffer per sensor;
+//! the sorted list is compared with last step's, and the differences become begin and
+//! end events in sensor order, then visitor order — the same for any worker count.
+//! Sensors see every other non-sensor shape whose filter meets theirs, on any body but
+//! their own, sleeping and static ones included. A visitor that is destroyed ends
+//! with the next step's events; a sensor that is destroyed ends all its visits at
+//! once (reported with the next step's events), so every begin has exactly one end.
+
+use super::body::{Bodies, BodyId, SetKind};
+use super::narrow::shape_ref;
+use super::world::{BodyMoveEvent, World};
+use crate::collide::shape_distance;
+use crate::jobs::Jobs;
+
+/// A shape began or ended overlapping a sensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SensorEvent {
+    /// The sensor's body and the shape's index on it.
+    pub sensor: BodyId,
+    pub sensor_shape: u32,
+    /// The visiting shape's body and index.
+    pub visitor: BodyId,
+    pub visitor_shape: u32,
+    /// `true`: began overlapping; `false`: stopped.
+    pub begin: bool,
+}
+
+/// One sensor shape and the shapes overlapping it.
+#[derive(Debug)]
+pub(super) struct Sensor {
+    body: BodyId,
+    shape: u32,
+    /// Sorted visitors after the last update, and this update's.
+    visitors: Vec<(BodyId, u32)>,
+    next: Vec<(BodyId, u32)>,
+}
+
+/// Every sensor of a world, sorted by body slot and shape index, and the events.
+#[derive(Debug, Default)]
+pub(super) struct Sensors {
+    list: Vec<Sensor>,
+    /// This step's events, and those of sensors destroyed since (for the next step).
+    pub(super) events: Vec<SensorEvent>,
+    pub(super) pending: Vec<SensorEvent>,
+}
+
+impl Sensors {
+    /// Registers shape `shape` of `body` as a sensor.
+    pub(super) fn add(&mut self, body: BodyId, shape: u32) {
+        let at = self.list.partition_point(|s| (s.body.index, s.shape) < (body.index, shape));
+        self.list.insert(at, Sensor { body, shape, visitors: Vec::new(), next: Vec::new() });
+    }
+
+    /// Forgets the sensors of a destroyed body, ending their visits.
+    pub(super) fn remove_body(&mut self, body: BodyId) {
+        let pending = &mut self.pending;
+        self.list.retain(|s| {
+            if s.body != body {
+                return true;
+            }
+            pending.extend(s.visitors.iter().map(|&(visitor, visitor_shape)| SensorEvent {
+                sensor: body,
+                sensor_shape: s.shape,
+                visitor,
+                visitor_shape,
+                begin: false,
+            }));
+            false
+        });
+    }
+}
+
+impl Sensors {
+    /// Every listed sensor is a sensor shape of a live body, in order, and every
+    /// sensor shape is listed; visitor lists are sorted.
+    pub(super) fn validate(&self, bodies: &Bodies) {
+        for pair in self.list.windows(2) {
+            assert!((pair[0].body.index, pair[0].shape) < (pair[1].body.index, pair[1].shape), "sensors out of order");
+        }
+        for s in &self.list {
+            let shapes = bodies.shapes(s.body).expect("a sensor on a destroyed body");
+            assert!(shapes[s.shape as usize].def.sensor, "{:?} shape {} is listed but no sensor", s.body, s.shape);
+            assert!(s.visitors.windows(2).all(|w| w[0] < w[1]), "unsorted visitors");
+        }
+        let flagged: usize = [&bodies.awake, &bodies.resting]
+            .iter()
+            .flat_map(|set| set.id.iter())
+            .map(|id| bodies.shapes_of_slot(id.index).iter().filter(|s| s.def.sensor).count())
+            .sum();
+        assert_eq!(flagged, self.list.len(), "sensor shapes and the sensor list differ");
+    }
+}
+
+impl World {
+    /// The shapes overlapping `sensor` now, sorted, into its `next` list.
+    fn sensor_visitors(&self, sensor: &mut Sensor) {
+        sensor.next.clear();
+        let Ok(shapes) = self.bodies.shapes(sensor.body) else { return };
+        let Ok(body_xf) = self.bodies.transform(sensor.body) else { return };
+        let own = &shapes[sensor.shape as usize];
+        let xf = body_xf.mul(&own.def.pose);
+        let bounds = own.shape.aabb(&xf);
+        self.for_each_candidate(&bounds, |user| {
+            let (slot, k) = shape_ref(user);
+            let Some((set, row)) = self.bodies.place_of_slot(slot) else { return };
+            let other = &self.bodies.shapes_of_slot(slot)[k as usize];
+            if slot == sensor.body.index || other.def.sensor || !own.def.collides_with(&other.def) {
+                return;
+            }
+            let other_xf = self.bodies.set(set).transform(row).mul(&other.def.pose);
+            if !other.shape.aabb(&other_xf).overlaps(&bounds) {
+                return;
+            }
+            let touching = shape_distance(&own.shape, &xf, &other.shape, &other_xf)
+                .is_some_and(|d| d.overlap || d.distance <= 0.0);
+            if touching {
+                sensor.next.push((self.bodies.id_of_slot(slot), k));
+            }
+        });
+        sensor.next.sort_unstable();
+    }
+
+    /// Finds every sensor's visitors (in parallel) and appends this step's begin and
+    /// end events.
+    pub(super) fn update_sensors(&mut self, jobs: Jobs) {
+        if self.sensors.list.is_empty() {
+            return;
+        }
+        self.refresh_escaped();
+        let mut list = std::mem::take(&mut self.sensors.list);
+        let world = &*self;
+        jobs.for_each_mut(&mut list, |_, sensor, _| world.sensor_visitors(sensor));
+        let events = &mut self.sensors.events;
+        for s in &mut list {
+            let event = |&(visitor, visitor_shape): &(BodyId, u32), begin: bool| SensorEvent {
+                sensor: s.body,
+                sensor_shape: s.shape,
+                visitor,
+                visitor_shape,
+                begin,
+            };
+            // Both lists are sorted: one merge finds who left and who came.
+            let (mut i, mut j) = (0, 0);
+            while i < s.visitors.len() || j < s.next.len() {
+                match (s.visitors.get(i), s.next.get(j)) {
+                    (Some(a), Some(b)) if a == b => {
+                        i += 1;
+                        j += 1;
+                    }
+                    (Some(a), Some(b)) if a < b => {
+                        events.push(event(a, false));
+                        i += 1;
+                    }
+                    (Some(a), None) => {
+                        events.push(event(a, false));
+                        i += 1;
+                    }
+                    (_, Some(b)) => {
+                        events.push(event(b, true));
+                        j += 1;
+                    }
+                    (None, None) => unreachable!(),
+                }
+            }
+            std::mem::swap(&mut s.visitors, &mut s.next);
+        }
+        self.sensors.list = list;
+    }
+
+    /// Lists every awake body (what the step integrated) with its new placement.
+    pub(super) fn record_moves(&mut self) {
+        self.moves.clear();
+        let awake = &self.bodies.awake;
+        self.moves.extend((0..awake.len()).map(|row| BodyMoveEvent {
+            body: awake.id[row],
+            transform: awake.transform(row),
+            fell_asleep: false,
+        }));
+    }
+
+    /// Marks the listed bodies the sleep stage put to sleep.
+    pub(super) fn mark_fell_asleep(&mut self) {
+        for m in &mut self.moves {
+            m.fell_asleep = !matches!(self.bodies.locate(m.body), Ok((SetKind::Awake, _)));
+        }
+    }
+
+    /// The bodies the last step moved (every awake body, in the awake set's order),
+    /// with their placements; those it put to sleep say so. An engine copies these
+    /// transforms and leaves the rest of its scene alone.
+    pub fn move_events(&self) -> &[BodyMoveEvent] {
+        &self.moves
+    }
+
+    /// This step's sensor events: first the ends of the visits of sensors destroyed
+    /// since the last step, then for each sensor in body-slot and shape order the
+    /// shapes that stopped and began overlapping it, in visitor order.
+    pub fn sensor_events(&self) -> &[SensorEvent] {
+        &self.sensors.events
+    }
+}
+
+#[cfg(test)]
+#[path = "sensor_tests.rs"]
+mod tests;
