@@ -152,28 +152,37 @@ fn touches_triangle(shape: &Shape, xf: &Isometry, tri: [Vec3; 3]) -> bool {
 
 impl World {
     /// Lists the awake shapes whose bounds left their fat boxes since the broadphase
-    /// moved them (the step moves bodies after its broadphase stage): queries test
-    /// them besides the tree, so a query between steps sees every body where it is,
-    /// and the tree is left as the next step expects it. Once per step, O(awake
-    /// shapes); usually finds none.
+    /// moved them (the step moves bodies after its broadphase stage) and puts them in
+    /// a tree of their own: queries search both trees, skipping the stale entries of
+    /// the first, so a query between steps sees every body where it is, and the
+    /// broadphase is left as the next step expects it. Once per step, O(awake
+    /// shapes). (Falling and rolling bodies escape often: 465 of 3,886 awake ones in
+    /// `samples-c/queries.c`, which a list made every ray test one by one.)
     pub(super) fn refresh_escaped(&mut self) {
         if self.escaped_fresh {
             return;
         }
         self.escaped.clear();
+        for p in self.escaped_proxies.drain(..) {
+            self.escaped_tree.destroy_proxy(p);
+        }
         let (awake, tree) = (&self.bodies.awake, self.broadphase.tree());
         // Room for every awake shape at once, so a step with more escapes than any
         // before does not allocate (the sensors refresh this list every step).
         let shapes: usize = awake.id.iter().map(|id| self.proxies[id.index as usize].len()).sum();
         self.escaped.reserve(shapes);
+        self.escaped_proxies.reserve(shapes);
         for row in 0..awake.len() {
             let slot = awake.id[row].index;
             let xf = awake.transform(row);
             for (k, (s, &proxy)) in
                 self.bodies.shapes_of_slot(slot).iter().zip(&self.proxies[slot as usize]).enumerate()
             {
-                if !tree.fat_aabb(proxy).contains(&s.shape.aabb(&xf.mul(&s.def.pose))) {
-                    self.escaped.push((slot as u64) << 32 | k as u64);
+                let tight = s.shape.aabb(&xf.mul(&s.def.pose));
+                if !tree.fat_aabb(proxy).contains(&tight) {
+                    let user = (slot as u64) << 32 | k as u64;
+                    self.escaped.push(user);
+                    self.escaped_proxies.push(self.escaped_tree.create_proxy(&tight, user));
                 }
             }
         }
@@ -182,7 +191,7 @@ impl World {
     }
 
     /// Whether the tree's box of the shape behind `user` is out of date (the shape
-    /// is tested from the escaped list instead).
+    /// is in the escaped tree instead).
     fn is_escaped(&self, user: u64) -> bool {
         !self.escaped.is_empty() && self.escaped.binary_search(&user).is_ok()
     }
@@ -190,9 +199,11 @@ impl World {
     /// Calls `visit` with the proxy user value of every shape whose box (the tree's,
     /// or its own for escaped ones) may overlap `bounds`.
     pub(super) fn for_each_candidate(&self, bounds: &Aabb, mut visit: impl FnMut(u64)) {
-        for &user in &self.escaped {
-            visit(user);
-        }
+        let escaped = &self.escaped_tree;
+        escaped.query(bounds, |proxy| {
+            visit(escaped.user_data(proxy));
+            true
+        });
         let tree = self.broadphase.tree();
         tree.query(bounds, |proxy| {
             let user = tree.user_data(proxy);
@@ -260,9 +271,12 @@ impl World {
             }
             _ => max,
         };
-        for &user in &self.escaped {
-            limit = visit(user, limit);
-        }
+        let escaped = &self.escaped_tree;
+        escaped.ray_cast(ray, limit, |proxy, max| {
+            let new_max = visit(escaped.user_data(proxy), max);
+            limit = limit.min(new_max);
+            new_max
+        });
         let tree = self.broadphase.tree();
         tree.ray_cast(ray, limit, |proxy, max| {
             let user = tree.user_data(proxy);
@@ -301,9 +315,11 @@ impl World {
             out.extend(t.ray_cast(ray, max_t).map(RayHit::terrain));
         }
         self.refresh_escaped();
-        for &user in &self.escaped {
-            out.extend(self.ray_shape(user, ray, max_t, filter));
-        }
+        let escaped = &self.escaped_tree;
+        escaped.ray_cast(ray, max_t, |proxy, max| {
+            out.extend(self.ray_shape(escaped.user_data(proxy), ray, max, filter));
+            max
+        });
         let tree = self.broadphase.tree();
         tree.ray_cast(ray, max_t, |proxy, max| {
             let user = tree.user_data(proxy);

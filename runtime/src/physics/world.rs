@@ -260,10 +260,12 @@ pub struct World {
     pub(super) next_stage: usize,
     pub(super) stage_dt: f32,
     pub(super) scratch: Scratch,
-    /// For queries between steps: the awake shapes (proxy user values) whose bounds
-    /// left their fat boxes since the broadphase last moved them, and whether that
-    /// list is up to date (see `query.rs`).
+    /// For queries between steps: the awake shapes (proxy user values, sorted) whose
+    /// bounds left their fat boxes since the broadphase last moved them, a tree of
+    /// them and its proxies, and whether these are up to date (see `query.rs`).
     pub(super) escaped: Vec<u64>,
+    pub(super) escaped_tree: DynamicTree,
+    pub(super) escaped_proxies: Vec<ProxyId>,
     pub(super) escaped_fresh: bool,
     pub(super) sensors: Sensors,
     /// The bodies the last step moved (see [`World::move_events`]).
@@ -414,6 +416,8 @@ impl World {
             stage_dt: 0.0,
             scratch: Scratch::default(),
             escaped: Vec::new(),
+            escaped_tree: DynamicTree::new(TreeConfig::default()),
+            escaped_proxies: Vec::new(),
             escaped_fresh: false,
             sensors: Sensors::default(),
             moves: Vec::new(),

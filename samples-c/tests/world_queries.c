@@ -403,5 +403,5 @@ int main(void) {
     CHECK_STATUS(kiln_shape_destroy(s.cube), KILN_OK);
     CHECK_STATUS(kiln_shape_destroy(s.sphere), KILN_OK);
     CHECK_STATUS(kiln_runtime_destroy(rt), KILN_OK);
-    return check_summary("queries");
+    return check_summary("world_queries");
 }
