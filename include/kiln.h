@@ -435,7 +435,7 @@
  * Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
  * struct of this header but `KilnAbiInfo` itself.
  */
-#define KILN_ABI_STRUCT_COUNT 83
+#define KILN_ABI_STRUCT_COUNT 84
 
 /**
  * Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
@@ -1020,6 +1020,12 @@ typedef struct KilnWorldDef {
      * Friction of the voxel terrain's surface. Default 0.6.
      */
     float terrain_friction;
+    /**
+     * Approach speed (m/s, finite, >= 0) above which a contact of a shape with
+     * `enable_hit_events` is reported by `kiln_world_get_contact_hit_events`.
+     * Default 1.
+     */
+    float hit_event_threshold;
 } KilnWorldDef;
 
 /**
@@ -1117,6 +1123,11 @@ typedef struct KilnShapeDef {
      * their filter has `KILN_QUERY_SENSORS`. Its density still counts. Default false.
      */
     bool is_sensor;
+    /**
+     * Report this shape's contacts that strike faster than the world's
+     * `hit_event_threshold` (`kiln_world_get_contact_hit_events`). Default false.
+     */
+    bool enable_hit_events;
 } KilnShapeDef;
 
 /**
@@ -2166,6 +2177,41 @@ typedef struct KilnSensorEvent {
      */
     bool begin;
 } KilnSensorEvent;
+
+/**
+ * A contact that struck faster than the world's `hit_event_threshold` in the last
+ * step, from `kiln_world_get_contact_hit_events`.
+ */
+typedef struct KilnContactHitEvent {
+    /**
+     * The first body.
+     */
+    struct KilnBodyId body_a;
+    /**
+     * The second body, or the null handle when A struck the voxel terrain.
+     */
+    struct KilnBodyId body_b;
+    /**
+     * Index of A's shape.
+     */
+    uint32_t shape_a;
+    /**
+     * Index of B's shape (`UINT32_MAX` for the terrain).
+     */
+    uint32_t shape_b;
+    /**
+     * The contact point that approached fastest.
+     */
+    struct KilnVec3 point;
+    /**
+     * Unit contact normal, from A to B.
+     */
+    struct KilnVec3 normal;
+    /**
+     * How fast the surfaces approached along the normal at the step's start, m/s.
+     */
+    float approach_speed;
+} KilnContactHitEvent;
 
 /**
  * A body the last step moved, from `kiln_world_get_move_events`.
@@ -4186,6 +4232,22 @@ KilnStatus kiln_world_get_sensor_events(struct KilnWorldId world,
                                         uint32_t *out_count);
 
 /**
+ * Lists the contacts that struck in the last step: contacts with a shape made with
+ * `enable_hit_events` whose fastest point approached faster than the world's
+ * `hit_event_threshold` and pushed (a point that never touched is no hit), one
+ * event per contact, in the order of the step's contacts. For sounds, sparks and
+ * damage. Writes up to `capacity` events to `out_events` (NULL allowed when
+ * `capacity` is 0) and the total to `out_count`.
+ *
+ * Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
+ * NULL or writable.
+ */
+KilnStatus kiln_world_get_contact_hit_events(struct KilnWorldId world,
+                                             struct KilnContactHitEvent *out_events,
+                                             uint32_t capacity,
+                                             uint32_t *out_count);
+
+/**
  * Lists the bodies the last step moved (every awake body) with their placements, so
  * an engine copies only these into its scene; a body the step put to sleep is listed
  * once more with `fell_asleep`, then not until it is woken. Writes up to `capacity`
@@ -5008,6 +5070,7 @@ static inline KilnStatus kiln_check_linked_abi(void) {
     info.struct_sizes[80] = (uint32_t)sizeof(KilnShapeCastHit);
     info.struct_sizes[81] = (uint32_t)sizeof(KilnSensorEvent);
     info.struct_sizes[82] = (uint32_t)sizeof(KilnBodyMoveEvent);
+    info.struct_sizes[83] = (uint32_t)sizeof(KilnContactHitEvent);
     return kiln_check_abi(&info);
 }
 #endif /* KILN_CHECK_LINKED_ABI_DEFINED */

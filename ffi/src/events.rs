@@ -1,8 +1,8 @@
-//! The step's sensor and body move events through the C ABI, read after
-//! `kiln_world_step` like the contact events.
+//! The step's sensor, contact hit and body move events through the C ABI, read
+//! after `kiln_world_step` like the contact events.
 
 use crate::abi::{ffi_call, non_null, CountedOut, KilnStatus};
-use crate::types::KilnTransform;
+use crate::types::{kvec, KilnTransform, KilnVec3};
 use crate::world::{ktransform, public_body, with_world, KilnBodyId, KilnWorldId};
 
 /// A shape began or stopped overlapping a sensor shape in the last step, from
@@ -20,6 +20,27 @@ pub struct KilnSensorEvent {
     pub visitor_body: KilnBodyId,
     /// True: began overlapping; false: stopped.
     pub begin: bool,
+}
+
+/// A contact that struck faster than the world's `hit_event_threshold` in the last
+/// step, from `kiln_world_get_contact_hit_events`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KilnContactHitEvent {
+    /// The first body.
+    pub body_a: KilnBodyId,
+    /// The second body, or the null handle when A struck the voxel terrain.
+    pub body_b: KilnBodyId,
+    /// Index of A's shape.
+    pub shape_a: u32,
+    /// Index of B's shape (`UINT32_MAX` for the terrain).
+    pub shape_b: u32,
+    /// The contact point that approached fastest.
+    pub point: KilnVec3,
+    /// Unit contact normal, from A to B.
+    pub normal: KilnVec3,
+    /// How fast the surfaces approached along the normal at the step's start, m/s.
+    pub approach_speed: f32,
 }
 
 /// A body the last step moved, from `kiln_world_get_move_events`.
@@ -64,6 +85,46 @@ pub unsafe extern "C" fn kiln_world_get_sensor_events(
                     visitor_shape_index: e.visitor_shape,
                     visitor_body: public_body(world, e.visitor),
                     begin: e.begin,
+                });
+            }
+            Ok(out.count())
+        })?;
+        // SAFETY: non-null and writable per the contract.
+        unsafe { out_count.cast_mut().write(count) };
+        Ok(())
+    })
+}
+
+/// Lists the contacts that struck in the last step: contacts with a shape made with
+/// `enable_hit_events` whose fastest point approached faster than the world's
+/// `hit_event_threshold` and pushed (a point that never touched is no hit), one
+/// event per contact, in the order of the step's contacts. For sounds, sparks and
+/// damage. Writes up to `capacity` events to `out_events` (NULL allowed when
+/// `capacity` is 0) and the total to `out_count`.
+///
+/// Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_world_get_contact_hit_events(
+    world: KilnWorldId,
+    out_events: *mut KilnContactHitEvent,
+    capacity: u32,
+    out_count: *mut u32,
+) -> KilnStatus {
+    ffi_call("kiln_world_get_contact_hit_events", || {
+        let out_count = non_null(out_count, "out_count")?;
+        // SAFETY: writable for `capacity` entries per the contract.
+        let mut out = unsafe { CountedOut::new(out_events, capacity, "out_events")? };
+        let count = with_world(world, |entry| {
+            for h in entry.world.contact_hit_events() {
+                out.push(KilnContactHitEvent {
+                    body_a: public_body(world, h.body_a),
+                    body_b: h.body_b.map(|b| public_body(world, b)).unwrap_or_default(),
+                    shape_a: h.shape_a,
+                    shape_b: h.shape_b,
+                    point: kvec(h.point),
+                    normal: kvec(h.normal),
+                    approach_speed: h.approach_speed,
                 });
             }
             Ok(out.count())

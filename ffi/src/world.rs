@@ -92,6 +92,10 @@ pub struct KilnWorldDef {
     pub enable_continuous: bool,
     /// Friction of the voxel terrain's surface. Default 0.6.
     pub terrain_friction: f32,
+    /// Approach speed (m/s, finite, >= 0) above which a contact of a shape with
+    /// `enable_hit_events` is reported by `kiln_world_get_contact_hit_events`.
+    /// Default 1.
+    pub hit_event_threshold: f32,
 }
 
 /// How a body is created. Initialise with `kiln_default_body_def()`.
@@ -149,6 +153,9 @@ pub struct KilnShapeDef {
     /// end overlapping it (`kiln_world_get_sensor_events`); queries skip it unless
     /// their filter has `KILN_QUERY_SENSORS`. Its density still counts. Default false.
     pub is_sensor: bool,
+    /// Report this shape's contacts that strike faster than the world's
+    /// `hit_event_threshold` (`kiln_world_get_contact_hit_events`). Default false.
+    pub enable_hit_events: bool,
 }
 
 /// A contact that began or ended in the last step, from
@@ -468,6 +475,7 @@ fn world_def(d: &KilnWorldDef) -> Result<WorldDef, Error> {
         enable_sleep: d.enable_sleep,
         enable_continuous: d.enable_continuous,
         terrain_friction: d.terrain_friction,
+        hit_event_threshold: d.hit_event_threshold,
     };
     if !def.is_valid() {
         return Err(Error::new(
@@ -540,6 +548,7 @@ fn shape_def(d: &KilnShapeDef) -> Result<ShapeDef, Error> {
         category: d.category,
         mask: d.mask,
         sensor: d.is_sensor,
+        hit_events: d.enable_hit_events,
     };
     if !def.is_valid() {
         return Err(Error::new(
@@ -571,6 +580,7 @@ pub extern "C" fn kiln_default_world_def() -> KilnWorldDef {
         enable_sleep: d.enable_sleep,
         enable_continuous: d.enable_continuous,
         terrain_friction: d.terrain_friction,
+        hit_event_threshold: d.hit_event_threshold,
     }
 }
 
@@ -609,6 +619,7 @@ pub extern "C" fn kiln_default_shape_def() -> KilnShapeDef {
         category: d.category,
         mask: d.mask,
         is_sensor: d.sensor,
+        enable_hit_events: d.hit_events,
     }
 }
 

@@ -224,6 +224,7 @@ static void one_call(Pools *p) {
         if (kiln_world_is_valid(p->worlds[w])) break;
         KilnWorldDef def = kiln_default_world_def();
         if (below(5) == 0) def.gravity = vec(20.0f);
+        if (below(8) == 0) def.hit_event_threshold = number(2.0f);
         if (below(8) == 0) def.struct_size = below(2) ? 3u : 100000u;
         KilnWorldId made = {0, 0};
         s = kiln_world_create(below(20) ? &def : NULL, &made), what = "kiln_world_create";
@@ -256,6 +257,7 @@ static void one_call(Pools *p) {
             if (below(6) == 0) sdef.friction = number(1.0f);
             if (below(8) == 0) sdef.pose = transform();
             sdef.is_sensor = below(6) == 0;
+            sdef.enable_hit_events = below(3) == 0;
             uint32_t index = 0;
             expect_status(p, kiln_body_add_shape(made, any_shape(p), &sdef, below(4) ? &index : NULL),
                           "kiln_body_add_shape");
@@ -729,8 +731,15 @@ static void one_call(Pools *p) {
         case 6: {
             KilnSensorEvent sensor_events[8];
             KilnBodyMoveEvent moves[8];
+            KilnContactHitEvent hit_events[8];
             expect_status(p, kiln_world_get_sensor_events(w, below(10) ? sensor_events : NULL, below(9), &count),
                           "kiln_world_get_sensor_events");
+            uint32_t hit_capacity = below(9);
+            int with_array = below(10) != 0;
+            KilnStatus hs = kiln_world_get_contact_hit_events(w, with_array ? hit_events : NULL, hit_capacity, &count);
+            expect_status(p, hs, "kiln_world_get_contact_hit_events");
+            for (uint32_t i = 0; hs == KILN_OK && with_array && i < count && i < hit_capacity; i++)
+                CHECK(hit_events[i].approach_speed >= 0.0f);
             s = kiln_world_get_move_events(w, below(10) ? moves : NULL, below(9), below(20) ? &count : NULL),
             what = "kiln_world_get_move_events";
             break;

@@ -1,6 +1,6 @@
 /* World queries from C: rays, lists, batches, box and shape overlaps and shape casts
- * over bodies on a terrain floor, with filters; sensors and their events, body move
- * events; then every query and event function with NULL pointers, stale, null and
+ * over bodies on a terrain floor, with filters; sensors and their events, contact hit
+ * events, body move events; then every query and event function with NULL pointers, stale, null and
  * foreign handles, NaN, infinite, zero and huge numbers and wrong struct sizes: each
  * refused with its status and a message, nothing written. */
 #include <math.h>
@@ -295,8 +295,8 @@ static void bad_input(Scene *s, KilnRuntimeId rt) {
     CHECK(cast.hit && cast.fraction == 0.0f);
 }
 
-/* A ball falls through a sensor box onto the floor: one begin, one end, and the move
- * events follow it until it sleeps. */
+/* A ball falls through a sensor box onto the floor: one begin, one end, one hit as
+ * it lands, and the move events follow it until it sleeps. */
 static void sensors_and_moves(KilnRuntimeId rt) {
     KilnWorldDef wdef = kiln_default_world_def();
     KilnWorldId world;
@@ -318,6 +318,8 @@ static void sensors_and_moves(KilnRuntimeId rt) {
     sdef.is_sensor = true;
     CHECK_STATUS(kiln_body_add_shape(trigger, sensor_shape, &sdef, NULL), KILN_OK);
     sdef.is_sensor = false;
+    CHECK(!sdef.enable_hit_events && wdef.hit_event_threshold == 1.0f);
+    sdef.enable_hit_events = true;
     bdef = kiln_default_body_def();
     bdef.transform.position = (KilnVec3){0.2f, 8, 0};
     CHECK_STATUS(kiln_body_create(world, &bdef, &ball), KILN_OK);
@@ -333,7 +335,8 @@ static void sensors_and_moves(KilnRuntimeId rt) {
     CHECK_STATUS(kiln_world_cast_ray(world, &down, 10.0f, &with_sensors, &hit), KILN_OK);
     CHECK(same_body(hit.target.body, trigger) && near(hit.distance, 1.0f));
 
-    int begins = 0, ends = 0, asleep = 0, moved = 0;
+    int begins = 0, ends = 0, asleep = 0, moved = 0, hits = 0;
+    float approach = 0.0f;
     for (int step = 0; step < 400; step++) {
         CHECK_STATUS(kiln_world_step(world, rt, 1.0f / 60.0f), KILN_OK);
         KilnSensorEvent events[4];
@@ -343,6 +346,14 @@ static void sensors_and_moves(KilnRuntimeId rt) {
             CHECK(same_body(events[i].sensor_body, trigger) && same_body(events[i].visitor_body, ball));
             CHECK(events[i].sensor_shape_index == 0 && events[i].visitor_shape_index == 0);
             begins += events[i].begin, ends += !events[i].begin;
+        }
+        KilnContactHitEvent hit_events[4];
+        CHECK_STATUS(kiln_world_get_contact_hit_events(world, hit_events, 4, &count), KILN_OK);
+        for (uint32_t i = 0; i < count && i < 4; i++) {
+            int ball_first = same_body(hit_events[i].body_a, ball);
+            CHECK(same_body(ball_first ? hit_events[i].body_b : hit_events[i].body_a, floor_body));
+            approach = hit_events[i].approach_speed;
+            hits++;
         }
         KilnBodyMoveEvent moves[4];
         CHECK_STATUS(kiln_world_get_move_events(world, NULL, 0, &count), KILN_OK);
@@ -357,6 +368,8 @@ static void sensors_and_moves(KilnRuntimeId rt) {
     }
     CHECK(begins == 1 && ends == 1);
     CHECK(moved > 60 && asleep == 1);
+    /* One landing, at sqrt(2 g h) for the 7.75 m it fell. */
+    CHECK(hits == 1 && fabsf(approach - sqrtf(2.0f * 9.81f * 7.75f)) < 0.4f);
 
     /* Bad input: NULL counts, NULL arrays with a capacity, stale worlds. */
     KilnSensorEvent events[2];
@@ -366,13 +379,25 @@ static void sensors_and_moves(KilnRuntimeId rt) {
     CHECK_STATUS(kiln_world_get_sensor_events(world, NULL, 2, &count), KILN_ERROR_NULL_POINTER);
     CHECK_STATUS(kiln_world_get_move_events(world, moves, 2, NULL), KILN_ERROR_NULL_POINTER);
     CHECK_STATUS(kiln_world_get_move_events(world, NULL, 2, &count), KILN_ERROR_NULL_POINTER);
+    KilnContactHitEvent hit_events[2];
+    CHECK_STATUS(kiln_world_get_contact_hit_events(world, hit_events, 2, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_world_get_contact_hit_events(world, NULL, 2, &count), KILN_ERROR_NULL_POINTER);
     CHECK(count == 77);
+    float bad_thresholds[] = {NAN, -1.0f, INFINITY};
+    for (int i = 0; i < 3; i++) {
+        KilnWorldDef bad = kiln_default_world_def();
+        bad.hit_event_threshold = bad_thresholds[i];
+        KilnWorldId never = {0, 0};
+        CHECK_STATUS(kiln_world_create(&bad, &never), KILN_ERROR_INVALID_ARGUMENT);
+        CHECK(never.index1 == 0);
+    }
     with_sensors.flags = 32;
     CHECK_STATUS(kiln_world_cast_ray(world, &down, 10.0f, &with_sensors, &hit), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_world_destroy(world), KILN_OK);
     CHECK_STATUS(kiln_world_get_sensor_events(world, NULL, 0, &count), KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_world_get_move_events(world, NULL, 0, &count), KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_world_get_move_events((KilnWorldId){0, 0}, NULL, 0, &count), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_world_get_contact_hit_events(world, NULL, 0, &count), KILN_ERROR_INVALID_HANDLE);
     CHECK(count == 77);
     CHECK_STATUS(kiln_shape_destroy(floor_shape), KILN_OK);
     CHECK_STATUS(kiln_shape_destroy(sensor_shape), KILN_OK);

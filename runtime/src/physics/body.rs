@@ -98,6 +98,9 @@ pub struct ShapeDef {
     /// begin and end overlapping it (`World::sensor_events`). Its density still
     /// counts towards its body's mass.
     pub sensor: bool,
+    /// Report this shape's contacts that strike faster than
+    /// `WorldDef::hit_event_threshold` (`World::contact_hit_events`).
+    pub hit_events: bool,
 }
 
 impl Default for ShapeDef {
@@ -111,6 +114,7 @@ impl Default for ShapeDef {
             category: 1,
             mask: u32::MAX,
             sensor: false,
+            hit_events: false,
         }
     }
 }

@@ -21,7 +21,8 @@
 //! - `island.rs`: islands by union-find, sleeping groups, waking; `runs.rs`: sorted
 //!   runs merged for the contact lists.
 //! - [`query`]: ray casts, overlaps and shape casts over bodies and terrain;
-//!   `sensor.rs`: sensor shapes and their begin/end events, and body move events.
+//!   `events.rs`: sensor shapes and their begin/end events, contact hit events and body
+//!   move events.
 //! - [`debug`]: debug drawing through the [`debug::DebugDraw`] trait; [`scenes`]: the
 //!   benchmark and test scenes, shared with the benches.
 
@@ -31,6 +32,7 @@ mod constraint_graph;
 mod contact_solver;
 mod continuous;
 pub mod debug;
+mod events;
 mod island;
 mod joint;
 mod joint_solver;
@@ -40,7 +42,6 @@ mod narrow;
 pub mod query;
 mod runs;
 pub mod scenes;
-mod sensor;
 mod simd;
 mod solver;
 #[cfg(test)]
@@ -55,12 +56,12 @@ mod world_tests;
 
 pub use body::{Bodies, BodyDef, BodyError, BodyId, BodySet, BodyShape, MotionType, SetKind, ShapeDef};
 pub use debug::{DebugDraw, DebugDrawFlags, JointDrawInfo};
+pub use events::{ContactHitEvent, SensorEvent};
 pub use joint::{
     DistanceJoint, Dof, FixedJoint, JointDef, JointEvent, JointEventKind, JointId, JointType, PrismaticJoint,
     RevoluteJoint, SixDofJoint, SphericalJoint,
 };
 pub use query::{QueryFilter, QueryTarget, RayHit, ShapeCastHit, CAST_TOLERANCE};
-pub use sensor::SensorEvent;
 pub use world::{
     BodyMoveEvent, ContactEvent, ContactPointInfo, Solver, StepCounters, StepProfile, StepStage, World, WorldDef,
     LINEAR_SLOP, MAX_LINEAR_SPEED, MAX_ROTATION, SPECULATIVE_DISTANCE,

@@ -59,11 +59,13 @@ impl World {
                 self.joints.events.append(&mut self.joints.pending);
                 self.sensors.events.clear();
                 self.sensors.events.append(&mut self.sensors.pending);
+                self.hit_events.clear();
                 let _ = self.terrain_stage(jobs);
                 self.broadphase_stage(dt, jobs);
             }
             StepStage::Narrowphase => self.narrowphase_stage(dt, jobs),
             StepStage::Prepare => {
+                self.find_hit_candidates();
                 self.prepare_stage(jobs);
                 self.color_and_list(dt, jobs);
             }
@@ -78,6 +80,7 @@ impl World {
                 }
             }
             StepStage::Sleep => {
+                self.report_hits();
                 self.record_moves();
                 self.sleep_stage(dt);
                 self.mark_fell_asleep();

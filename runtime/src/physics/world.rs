@@ -37,10 +37,10 @@ use super::body::{flags, saturate, Bodies, BodyDef, BodyError, BodyId, MotionTyp
 use super::constraint_graph::Op;
 use super::constraint_graph::{Colorable, Coloring};
 use super::contact_solver::{BodyState, Constraint, ConstraintTable, NONE};
+use super::events::{ContactHitEvent, HitCandidate, Sensors};
 use super::island::Islands;
 use super::joint::Joints;
 use super::narrow::{shape_ref, NarrowOut, TerrainItem, TERRAIN};
-use super::sensor::Sensors;
 use super::store::ConstraintStore;
 use crate::collide::SatCache;
 use crate::jobs::Jobs;
@@ -81,6 +81,9 @@ pub struct WorldDef {
     pub enable_continuous: bool,
     /// Friction of the voxel terrain's surface.
     pub terrain_friction: f32,
+    /// Approach speed (m/s) above which a contact of a shape with
+    /// [`ShapeDef::hit_events`] is reported as a hit.
+    pub hit_event_threshold: f32,
 }
 
 impl Default for WorldDef {
@@ -97,6 +100,7 @@ impl Default for WorldDef {
             enable_sleep: true,
             enable_continuous: true,
             terrain_friction: 0.6,
+            hit_event_threshold: 1.0,
         }
     }
 }
@@ -112,6 +116,7 @@ impl WorldDef {
             self.sleep_threshold,
             self.time_to_sleep,
             self.terrain_friction,
+            self.hit_event_threshold,
         ];
         self.gravity.is_finite()
             && (1..=64).contains(&self.substeps)
@@ -268,6 +273,11 @@ pub struct World {
     pub(super) escaped_proxies: Vec<ProxyId>,
     pub(super) escaped_fresh: bool,
     pub(super) sensors: Sensors,
+    /// Shapes with hit events on (none: the hit pass is skipped), this step's
+    /// candidates and events.
+    pub(super) hit_shapes: usize,
+    pub(super) hit_candidates: Vec<HitCandidate>,
+    pub(super) hit_events: Vec<ContactHitEvent>,
     /// The bodies the last step moved (see [`World::move_events`]).
     pub(super) moves: Vec<BodyMoveEvent>,
 }
@@ -420,6 +430,9 @@ impl World {
             escaped_proxies: Vec::new(),
             escaped_fresh: false,
             sensors: Sensors::default(),
+            hit_shapes: 0,
+            hit_candidates: Vec::new(),
+            hit_events: Vec::new(),
             moves: Vec::new(),
         }
     }
@@ -639,6 +652,8 @@ impl World {
         self.bodies.locate(id)?;
         self.escaped_fresh = false;
         self.sensors.remove_body(id);
+        let hit_shapes = self.bodies.shapes(id)?.iter().filter(|s| s.def.hit_events).count();
+        self.hit_shapes -= hit_shapes;
         self.destroy_joints_of(id);
         self.wake_touching(id.index);
         let mut proxies = std::mem::take(&mut self.proxies[id.index as usize]);
@@ -687,6 +702,7 @@ impl World {
             let k = self.bodies.shapes(id).expect("live body").len() - 1;
             self.sensors.add(id, k as u32);
         }
+        self.hit_shapes += def.hit_events as usize;
         self.refresh_shapes(id);
         Ok(())
     }

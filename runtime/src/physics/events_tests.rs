@@ -246,3 +246,62 @@ fn move_events_list_exactly_the_bodies_the_step_moved() {
     assert!(listed > 30 && fell_asleep == 1, "{listed} moves, {fell_asleep} fell asleep");
     assert!(world.move_events().is_empty());
 }
+
+/// A ball dropped 5 m with hit events reports one hit when it lands, at the speed
+/// it fell (√(2gh), within a step of gravity); a ball without them, a gentle drop
+/// below the threshold and a ball resting afterwards report none.
+#[test]
+fn a_landing_reports_one_hit_at_its_approach_speed() {
+    let pool = ThreadPool::new(1);
+    let mut world = World::new(WorldDef::default());
+    let floor = ground(&mut world);
+    let hits_on = ShapeDef { hit_events: true, ..ShapeDef::default() };
+    let mut ball = |x: f32, y: f32, def: ShapeDef| {
+        let id = world
+            .create_body(&BodyDef { transform: Isometry::from_translation(Vec3::new(x, y, 0.0)), ..BodyDef::default() })
+            .unwrap();
+        world.add_shape(id, Shape::sphere(Vec3::ZERO, 0.25).unwrap(), def).unwrap();
+        id
+    };
+    let (loud, silent, gentle) =
+        (ball(0.0, 5.25, hits_on), ball(2.0, 5.25, ShapeDef::default()), ball(4.0, 0.27, hits_on));
+    let mut hits = Vec::new();
+    for _ in 0..180 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+        hits.extend_from_slice(world.contact_hit_events());
+    }
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    let hit = hits[0];
+    let (ball_side, floor_side) =
+        if hit.body_a == loud { (hit.body_a, hit.body_b) } else { (hit.body_b.unwrap(), Some(hit.body_a)) };
+    assert_eq!((ball_side, floor_side), (loud, Some(floor)));
+    let expected = (2.0 * 9.81 * 5.0f32).sqrt();
+    assert!((hit.approach_speed - expected).abs() < 0.3, "{} m/s, expected {expected}", hit.approach_speed);
+    assert!(hit.point.y.abs() < 0.05 && hit.normal.y.abs() > 0.99, "{hit:?}");
+    let _ = (silent, gentle);
+}
+
+/// Hits on the voxel terrain name no second body.
+#[test]
+fn hits_on_terrain_name_the_terrain() {
+    use crate::terrain::{Material, Terrain};
+    let pool = ThreadPool::new(1);
+    let mut world = World::new(WorldDef::default());
+    let mut terrain = Terrain::new(1.0);
+    terrain.fill(glam::IVec3::new(-8, -4, -8), glam::IVec3::new(8, -1, 8), Material::ROCK);
+    world.set_terrain(terrain);
+    let id = world
+        .create_body(&BodyDef { transform: Isometry::from_translation(Vec3::new(0.3, 3.0, 0.2)), ..BodyDef::default() })
+        .unwrap();
+    world
+        .add_shape(id, Shape::cuboid(Vec3::splat(0.5)).unwrap(), ShapeDef { hit_events: true, ..ShapeDef::default() })
+        .unwrap();
+    let mut hits = Vec::new();
+    for _ in 0..120 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+        hits.extend_from_slice(world.contact_hit_events());
+    }
+    assert!(!hits.is_empty() && hits.len() <= 2, "{hits:?}");
+    assert_eq!((hits[0].body_a, hits[0].body_b), (id, None));
+    assert!(hits[0].approach_speed > 5.0, "{hits:?}");
+}

@@ -1,9 +1,17 @@
-//! Sensors: shapes that touch nothing and report which shapes begin and end
-//! overlapping them, as Box2D v3's sensor events (`sensor.c`); and the step's body
-//! move events (Box2D's `b2BodyMoveEvent`), the other list an engine reads after a
-//! step.
+//! The step's events besides contact begin/end: sensor events (shapes that touch
+//! nothing and report which shapes begin and end overlapping them, as Box2D v3's
+//! `sensor.c`), contact hit events (contacts that struck harder than a threshold, for
+//! sounds and damage: Box2D's `b2ContactHitEvent`) and body move events (Box2D's
+//! `b2BodyMoveEvent`).
 //!
-//! At the end of every step each sensor finds the shapes overlapping it now (broadphase
+//! Hit events: shapes opt in (`ShapeDef::hit_events`). Before the solve, each
+//! contact with such a shape measures the approach speed of its points from the
+//! bodies' velocities at the step's start; the fastest point above
+//! `WorldDef::hit_event_threshold` is a candidate, reported after the solve if that
+//! point pushed (a speculative point that never touched is not a hit). One event per
+//! contact and step, in the constraint table's order.
+//!
+//! Sensors: at the end of every step each sensor finds the shapes overlapping it now (broadphase
 //! candidates, then GJK: touching counts), in parallel jobs with a buffer per sensor;
 //! the sorted list is compared with last step's, and the differences become begin and
 //! end events in sensor order, then visitor order — the same for any worker count.
@@ -12,8 +20,11 @@
 //! with the next step's events; a sensor that is destroyed ends all its visits at
 //! once (reported with the next step's events), so every begin has exactly one end.
 
+use glam::Vec3;
+
 use super::body::{Bodies, BodyId, SetKind};
-use super::narrow::shape_ref;
+use super::contact_solver::NONE;
+use super::narrow::{shape_ref, TERRAIN};
 use super::world::{BodyMoveEvent, World};
 use crate::collide::shape_distance;
 use crate::jobs::Jobs;
@@ -29,6 +40,30 @@ pub struct SensorEvent {
     pub visitor_shape: u32,
     /// `true`: began overlapping; `false`: stopped.
     pub begin: bool,
+}
+
+/// A contact that struck: shape A of `body_a` hit shape B of `body_b` (`None`: the
+/// terrain) at `point`, approaching along `normal` (from A to B) at
+/// `approach_speed` m/s.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ContactHitEvent {
+    pub body_a: BodyId,
+    pub shape_a: u32,
+    pub body_b: Option<BodyId>,
+    pub shape_b: u32,
+    pub point: Vec3,
+    pub normal: Vec3,
+    pub approach_speed: f32,
+}
+
+/// A contact point that approached fast enough, waiting for the solve to say
+/// whether it pushed: its constraint (index and key) and point.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct HitCandidate {
+    index: u32,
+    key: u64,
+    point: u8,
+    approach_speed: f32,
 }
 
 /// One sensor shape and the shapes overlapping it.
@@ -98,6 +133,74 @@ impl Sensors {
 }
 
 impl World {
+    /// Before the solve: the fastest approaching point of every contact with a
+    /// shape that reports hits, above the threshold.
+    pub(super) fn find_hit_candidates(&mut self) {
+        self.hit_candidates.clear();
+        if self.hit_shapes == 0 {
+            return;
+        }
+        let (tree, bodies, threshold) = (self.broadphase.tree(), &self.bodies, self.def.hit_event_threshold);
+        let reports = |proxy: u32| {
+            let (slot, k) = shape_ref(tree.user_data(crate::spatial::ProxyId(proxy)));
+            bodies.shapes_of_slot(slot)[k as usize].def.hit_events
+        };
+        // Velocity of a body slot at a world point (zero for static and sleeping ones).
+        let velocity_at = |slot: u32, p: Vec3| match bodies.place_of_slot(slot) {
+            Some((SetKind::Awake, row)) => {
+                let a = &bodies.awake;
+                a.linear_velocity[row] + a.angular_velocity[row].cross(p - a.position[row])
+            }
+            _ => Vec3::ZERO,
+        };
+        for (index, c) in self.constraints.iter().enumerate() {
+            let (pa, pb) = ((c.key >> 32) as u32, c.key as u32);
+            if !reports(pa) && (pb == TERRAIN || !reports(pb)) {
+                continue;
+            }
+            let mut best: Option<(u8, f32)> = None;
+            for (k, p) in c.points().iter().enumerate() {
+                let vb = if c.body_b == NONE { Vec3::ZERO } else { velocity_at(c.body_b, p.point) };
+                let approach = -p.normal.dot(vb - velocity_at(c.body_a, p.point));
+                if approach > threshold && best.is_none_or(|(_, s)| approach > s) {
+                    best = Some((k as u8, approach));
+                }
+            }
+            if let Some((point, approach_speed)) = best {
+                self.hit_candidates.push(HitCandidate { index: index as u32, key: c.key, point, approach_speed });
+            }
+        }
+    }
+
+    /// After the solve: the candidates whose point pushed become hit events.
+    pub(super) fn report_hits(&mut self) {
+        for h in &self.hit_candidates {
+            if h.index as usize >= self.constraints.len() {
+                continue;
+            }
+            let c = self.constraints.get(h.index as usize);
+            if c.key != h.key || c.normal_impulse[h.point as usize] <= 0.0 {
+                continue;
+            }
+            let Some(e) = self.event(true, c.key) else { continue };
+            let p = &c.points()[h.point as usize];
+            self.hit_events.push(ContactHitEvent {
+                body_a: e.body_a,
+                shape_a: e.shape_a,
+                body_b: e.body_b,
+                shape_b: e.shape_b,
+                point: p.point,
+                normal: p.normal,
+                approach_speed: h.approach_speed,
+            });
+        }
+    }
+
+    /// This step's contact hit events (see the module docs).
+    pub fn contact_hit_events(&self) -> &[ContactHitEvent] {
+        &self.hit_events
+    }
+
     /// The shapes overlapping `sensor` now, sorted, into its `next` list.
     fn sensor_visitors(&self, sensor: &mut Sensor) {
         sensor.next.clear();
@@ -207,5 +310,5 @@ impl World {
 }
 
 #[cfg(test)]
-#[path = "sensor_tests.rs"]
+#[path = "events_tests.rs"]
 mod tests;
