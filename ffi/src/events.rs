@@ -1,9 +1,36 @@
 //! The step's sensor, contact hit and body move events through the C ABI, read
 //! after `kiln_world_step` like the contact events.
 
-use crate::abi::{ffi_call, non_null, CountedOut, KilnStatus};
+use kiln_core::physics::World;
+
+use crate::abi::{ffi_call, non_null, CountedOut, Error, KilnStatus};
 use crate::types::{kvec, KilnTransform, KilnVec3};
 use crate::world::{ktransform, public_body, with_world, KilnBodyId, KilnWorldId};
+
+/// Writes a world's event list: up to `capacity` entries to `out_events` and the
+/// total to `out_count` (the list convention of every event function here).
+///
+/// # Safety
+/// `out_events` is NULL or writable for `capacity` entries; `out_count` is NULL or
+/// writable.
+unsafe fn list_events<T>(
+    world: KilnWorldId,
+    out_events: *mut T,
+    capacity: u32,
+    out_count: *mut u32,
+    events: impl FnOnce(&World, &mut dyn FnMut(T)),
+) -> Result<(), Error> {
+    let out_count = non_null(out_count, "out_count")?;
+    // SAFETY: writable for `capacity` entries per the contract.
+    let mut out = unsafe { CountedOut::new(out_events, capacity, "out_events")? };
+    let count = with_world(world, |entry| {
+        events(&entry.world, &mut |e| out.push(e));
+        Ok(out.count())
+    })?;
+    // SAFETY: non-null and writable per the contract.
+    unsafe { out_count.cast_mut().write(count) };
+    Ok(())
+}
 
 /// A shape began or stopped overlapping a sensor shape in the last step, from
 /// `kiln_world_get_sensor_events`.
@@ -74,24 +101,20 @@ pub unsafe extern "C" fn kiln_world_get_sensor_events(
     out_count: *mut u32,
 ) -> KilnStatus {
     ffi_call("kiln_world_get_sensor_events", || {
-        let out_count = non_null(out_count, "out_count")?;
-        // SAFETY: writable for `capacity` entries per the contract.
-        let mut out = unsafe { CountedOut::new(out_events, capacity, "out_events")? };
-        let count = with_world(world, |entry| {
-            for e in entry.world.sensor_events() {
-                out.push(KilnSensorEvent {
-                    sensor_body: public_body(world, e.sensor),
-                    sensor_shape_index: e.sensor_shape,
-                    visitor_shape_index: e.visitor_shape,
-                    visitor_body: public_body(world, e.visitor),
-                    begin: e.begin,
-                });
-            }
-            Ok(out.count())
-        })?;
-        // SAFETY: non-null and writable per the contract.
-        unsafe { out_count.cast_mut().write(count) };
-        Ok(())
+        // SAFETY: the caller's contract for both pointers.
+        unsafe {
+            list_events(world, out_events, capacity, out_count, |w, push| {
+                for e in w.sensor_events() {
+                    push(KilnSensorEvent {
+                        sensor_body: public_body(world, e.sensor),
+                        sensor_shape_index: e.sensor_shape,
+                        visitor_shape_index: e.visitor_shape,
+                        visitor_body: public_body(world, e.visitor),
+                        begin: e.begin,
+                    });
+                }
+            })
+        }
     })
 }
 
@@ -112,26 +135,22 @@ pub unsafe extern "C" fn kiln_world_get_contact_hit_events(
     out_count: *mut u32,
 ) -> KilnStatus {
     ffi_call("kiln_world_get_contact_hit_events", || {
-        let out_count = non_null(out_count, "out_count")?;
-        // SAFETY: writable for `capacity` entries per the contract.
-        let mut out = unsafe { CountedOut::new(out_events, capacity, "out_events")? };
-        let count = with_world(world, |entry| {
-            for h in entry.world.contact_hit_events() {
-                out.push(KilnContactHitEvent {
-                    body_a: public_body(world, h.body_a),
-                    body_b: h.body_b.map(|b| public_body(world, b)).unwrap_or_default(),
-                    shape_a: h.shape_a,
-                    shape_b: h.shape_b,
-                    point: kvec(h.point),
-                    normal: kvec(h.normal),
-                    approach_speed: h.approach_speed,
-                });
-            }
-            Ok(out.count())
-        })?;
-        // SAFETY: non-null and writable per the contract.
-        unsafe { out_count.cast_mut().write(count) };
-        Ok(())
+        // SAFETY: the caller's contract for both pointers.
+        unsafe {
+            list_events(world, out_events, capacity, out_count, |w, push| {
+                for h in w.contact_hit_events() {
+                    push(KilnContactHitEvent {
+                        body_a: public_body(world, h.body_a),
+                        body_b: h.body_b.map(|b| public_body(world, b)).unwrap_or_default(),
+                        shape_a: h.shape_a,
+                        shape_b: h.shape_b,
+                        point: kvec(h.point),
+                        normal: kvec(h.normal),
+                        approach_speed: h.approach_speed,
+                    });
+                }
+            })
+        }
     })
 }
 
@@ -151,21 +170,17 @@ pub unsafe extern "C" fn kiln_world_get_move_events(
     out_count: *mut u32,
 ) -> KilnStatus {
     ffi_call("kiln_world_get_move_events", || {
-        let out_count = non_null(out_count, "out_count")?;
-        // SAFETY: writable for `capacity` entries per the contract.
-        let mut out = unsafe { CountedOut::new(out_events, capacity, "out_events")? };
-        let count = with_world(world, |entry| {
-            for m in entry.world.move_events() {
-                out.push(KilnBodyMoveEvent {
-                    body: public_body(world, m.body),
-                    transform: ktransform(&m.transform),
-                    fell_asleep: m.fell_asleep,
-                });
-            }
-            Ok(out.count())
-        })?;
-        // SAFETY: non-null and writable per the contract.
-        unsafe { out_count.cast_mut().write(count) };
-        Ok(())
+        // SAFETY: the caller's contract for both pointers.
+        unsafe {
+            list_events(world, out_events, capacity, out_count, |w, push| {
+                for m in w.move_events() {
+                    push(KilnBodyMoveEvent {
+                        body: public_body(world, m.body),
+                        transform: ktransform(&m.transform),
+                        fell_asleep: m.fell_asleep,
+                    });
+                }
+            })
+        }
     })
 }

@@ -171,8 +171,9 @@ fn sensor_shapes_touch_nothing_and_queries_skip_them_by_default() {
     assert!((hit.t - 2.5).abs() < 0.02, "{}", hit.t);
 }
 
-/// Sensor events of a busy scene (dynamic, kinematic and static sensors among falling
-/// bodies) are the same for 1, 2 and 8 workers.
+/// Sensor and hit events and the world's state hash of a busy scene (dynamic,
+/// kinematic and static sensors among falling bodies reporting hits) are the same
+/// for 1, 2 and 8 workers.
 #[test]
 fn sensor_events_are_the_same_for_any_worker_count() {
     let run = |workers: usize| {
@@ -191,6 +192,7 @@ fn sensor_events_are_the_same_for_any_worker_count() {
             })
             .unwrap();
         world.add_shape(kinematic, Shape::cuboid(Vec3::new(0.5, 1.0, 4.0)).unwrap(), sensor_def()).unwrap();
+        let mut ids = Vec::new();
         for i in 0..300 {
             let at = Vec3::new((i % 15) as f32 - 7.0, 6.0 + (i / 15) as f32 * 0.8, ((i * 7) % 5) as f32 - 2.0);
             let id = world
@@ -200,22 +202,25 @@ fn sensor_events_are_the_same_for_any_worker_count() {
                 })
                 .unwrap();
             let shape = if i % 2 == 0 { Shape::sphere(Vec3::ZERO, 0.3) } else { Shape::cuboid(Vec3::splat(0.3)) };
-            world.add_shape(id, shape.unwrap(), ShapeDef::default()).unwrap();
+            world.add_shape(id, shape.unwrap(), ShapeDef { hit_events: i % 3 == 0, ..ShapeDef::default() }).unwrap();
+            ids.push(id);
             if i % 25 == 0 {
                 world.add_shape(id, Shape::sphere(Vec3::ZERO, 0.8).unwrap(), sensor_def()).unwrap();
             }
         }
-        let mut events = Vec::new();
+        let (mut events, mut hits, mut hashes) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..240 {
             world.step(1.0 / 60.0, pool.jobs()).unwrap();
             events.extend_from_slice(world.sensor_events());
+            hits.extend_from_slice(world.contact_hit_events());
+            hashes.push(world.state_hash(&ids));
         }
-        events
+        (events, hits, hashes)
     };
     let one = run(1);
-    assert!(one.len() > 500, "{} events", one.len());
-    assert_eq!(run(2), one);
-    assert_eq!(run(8), one);
+    assert!(one.0.len() > 500 && one.1.len() > 50, "{} sensor events, {} hits", one.0.len(), one.1.len());
+    assert!(run(2) == one, "2 workers");
+    assert!(run(8) == one, "8 workers");
 }
 
 /// Move events list exactly the awake bodies with their new transforms; a body that
