@@ -435,7 +435,7 @@
  * Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
  * struct of this header but `KilnAbiInfo` itself.
  */
-#define KILN_ABI_STRUCT_COUNT 84
+#define KILN_ABI_STRUCT_COUNT 85
 
 /**
  * Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
@@ -2331,6 +2331,30 @@ typedef struct KilnMoveResult {
      */
     struct KilnVec3 ground_normal;
 } KilnMoveResult;
+
+/**
+ * How a character meets a world's bodies in `kiln_character_move_in_world`.
+ * Initialise with `kiln_default_character_bodies()`.
+ */
+typedef struct KilnCharacterBodies {
+    /**
+     * `sizeof(KilnCharacterBodies)`, set by `kiln_default_character_bodies()`.
+     */
+    uint32_t struct_size;
+    /**
+     * What blocks the character: categories, motion types, the terrain, a body to
+     * leave out (its own, if it has one). Sensors never block. Default: everything.
+     */
+    struct KilnQueryFilter filter;
+    /**
+     * Largest force (N, finite, >= 0) with which it pushes dynamic bodies. Default 500.
+     */
+    float strength;
+    /**
+     * Whether it rides the body it stands on. Default true.
+     */
+    bool ride;
+} KilnCharacterBodies;
 
 /**
  * Handle to a set of octrees. `{0, 0}` is the null handle. Pass by value.
@@ -4310,6 +4334,34 @@ KilnStatus kiln_character_move(struct KilnCharacterId character,
                                struct KilnMoveResult *out_result);
 
 /**
+ * The default `KilnCharacterBodies`: blocked by everything, pushing with 500 N,
+ * riding platforms.
+ */
+struct KilnCharacterBodies kiln_default_character_bodies(void);
+
+/**
+ * Moves the character by `displacement` (at most `KILN_CHARACTER_MAX_MOVE` long)
+ * over the next `dt` seconds (finite, 0 to `KILN_WORLD_MAX_STEP`) among `world`'s
+ * terrain and bodies, as `kiln_character_move` moves it through terrain and static
+ * shapes: static, kinematic and dynamic bodies block it; it rides the body it stood
+ * on after the last move (that body's velocity at its feet times `dt` joins the
+ * move); and it pushes the dynamic bodies it walks into with at most
+ * `settings->strength * dt` per move, never faster than itself, so a light crate
+ * slides and a heavy one does not. `settings` NULL is the default. Call it once per
+ * frame with the frame's `dt`, beside `kiln_world_step`. Writes what the move did to
+ * `out_result` unless it is NULL. On failure nothing moves.
+ *
+ * Pointers: `settings` is NULL or readable; `out_result` is NULL or writable.
+ */
+KilnStatus kiln_character_move_in_world(struct KilnCharacterId character,
+                                        struct KilnWorldId world,
+                                        struct KilnRuntimeId runtime,
+                                        struct KilnVec3 displacement,
+                                        float dt,
+                                        const struct KilnCharacterBodies *settings,
+                                        struct KilnMoveResult *out_result);
+
+/**
  * Writes the capsule centre to `out_position`.
  *
  * Pointers: `out_position` is NULL or valid for writing.
@@ -5071,6 +5123,7 @@ static inline KilnStatus kiln_check_linked_abi(void) {
     info.struct_sizes[81] = (uint32_t)sizeof(KilnSensorEvent);
     info.struct_sizes[82] = (uint32_t)sizeof(KilnBodyMoveEvent);
     info.struct_sizes[83] = (uint32_t)sizeof(KilnContactHitEvent);
+    info.struct_sizes[84] = (uint32_t)sizeof(KilnCharacterBodies);
     return kiln_check_abi(&info);
 }
 #endif /* KILN_CHECK_LINKED_ABI_DEFINED */

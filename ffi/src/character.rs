@@ -5,17 +5,20 @@ use std::mem::size_of;
 
 use kiln_core::character::{Character, CharacterDef, CharacterError, MoveResult, StaticWorld, TerrainWorld};
 use kiln_core::math::{Isometry, Vec3};
+use kiln_core::physics::CharacterBodies;
 use kiln_core::shapes::Shape;
 
 use crate::abi::{
     ffi_call, non_null, read_checked, read_def, write_out, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT,
 };
 use crate::handles::HandleTable;
+use crate::query::{check_filter, kiln_default_query_filter, KilnQueryFilter};
 use crate::runtime::on_runtime;
 use crate::runtime::KilnRuntimeId;
 use crate::shapes::{shape_of, KilnShapeId};
 use crate::terrain::{with_terrain, KilnTerrainId};
 use crate::types::{check_transform, kvec, vec3, KilnTransform, KilnVec3};
+use crate::world::{with_world, KilnWorldId, KILN_WORLD_MAX_STEP};
 
 /// Handle to a character. `{0, 0}` is the null handle. Pass by value.
 #[repr(C)]
@@ -263,6 +266,107 @@ pub unsafe extern "C" fn kiln_character_move(
                 })?
             };
             Ok(move_result(&m, c.position()))
+        })?;
+        if !out_result.is_null() {
+            write_out(out_result, "out_result", result)?;
+        }
+        Ok(())
+    })
+}
+
+/// How a character meets a world's bodies in `kiln_character_move_in_world`.
+/// Initialise with `kiln_default_character_bodies()`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KilnCharacterBodies {
+    /// `sizeof(KilnCharacterBodies)`, set by `kiln_default_character_bodies()`.
+    pub struct_size: u32,
+    /// What blocks the character: categories, motion types, the terrain, a body to
+    /// leave out (its own, if it has one). Sensors never block. Default: everything.
+    pub filter: KilnQueryFilter,
+    /// Largest force (N, finite, >= 0) with which it pushes dynamic bodies. Default 500.
+    pub strength: f32,
+    /// Whether it rides the body it stands on. Default true.
+    pub ride: bool,
+}
+
+/// The default `KilnCharacterBodies`: blocked by everything, pushing with 500 N,
+/// riding platforms.
+#[no_mangle]
+pub extern "C" fn kiln_default_character_bodies() -> KilnCharacterBodies {
+    let d = CharacterBodies::default();
+    KilnCharacterBodies {
+        struct_size: size_of::<KilnCharacterBodies>() as u32,
+        filter: kiln_default_query_filter(),
+        strength: d.strength,
+        ride: d.ride,
+    }
+}
+
+/// Moves the character by `displacement` (at most `KILN_CHARACTER_MAX_MOVE` long)
+/// over the next `dt` seconds (finite, 0 to `KILN_WORLD_MAX_STEP`) among `world`'s
+/// terrain and bodies, as `kiln_character_move` moves it through terrain and static
+/// shapes: static, kinematic and dynamic bodies block it; it rides the body it stood
+/// on after the last move (that body's velocity at its feet times `dt` joins the
+/// move); and it pushes the dynamic bodies it walks into with at most
+/// `settings->strength * dt` per move, never faster than itself, so a light crate
+/// slides and a heavy one does not. `settings` NULL is the default. Call it once per
+/// frame with the frame's `dt`, beside `kiln_world_step`. Writes what the move did to
+/// `out_result` unless it is NULL. On failure nothing moves.
+///
+/// Pointers: `settings` is NULL or readable; `out_result` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_character_move_in_world(
+    character: KilnCharacterId,
+    world: KilnWorldId,
+    runtime: KilnRuntimeId,
+    displacement: KilnVec3,
+    dt: f32,
+    settings: *const KilnCharacterBodies,
+    out_result: *mut KilnMoveResult,
+) -> KilnStatus {
+    ffi_call("kiln_character_move_in_world", || {
+        let delta = vec3(displacement);
+        if !delta.is_finite() || delta.length() > KILN_CHARACTER_MAX_MOVE {
+            return Err(Error::new(
+                KILN_ERROR_INVALID_ARGUMENT,
+                format!("displacement {displacement:?} must be finite and at most KILN_CHARACTER_MAX_MOVE long"),
+            ));
+        }
+        if !(dt.is_finite() && (0.0..=KILN_WORLD_MAX_STEP).contains(&dt)) {
+            return Err(Error::new(
+                KILN_ERROR_INVALID_ARGUMENT,
+                format!("dt is {dt}, must be finite and within 0..=KILN_WORLD_MAX_STEP"),
+            ));
+        }
+        let settings = if settings.is_null() {
+            kiln_default_character_bodies()
+        } else {
+            // SAFETY: non-null; readable per the contract.
+            unsafe { read_def(settings, "settings")? }
+        };
+        if !(settings.strength.is_finite() && settings.strength >= 0.0) {
+            return Err(Error::new(
+                KILN_ERROR_INVALID_ARGUMENT,
+                format!("settings->strength is {}, must be finite and >= 0", settings.strength),
+            ));
+        }
+        let result = with_character(character, |c| {
+            let limit = KILN_CHARACTER_MAX_COORDINATE - KILN_CHARACTER_MAX_MOVE;
+            if c.position().abs().max_element() > limit {
+                return Err(Error::new(
+                    KILN_ERROR_INVALID_ARGUMENT,
+                    "the character is too far from the origin to move (KILN_CHARACTER_MAX_COORDINATE)",
+                ));
+            }
+            on_runtime(runtime, |jobs| {
+                with_world(world, |entry| {
+                    let filter = check_filter(&settings.filter, "settings->filter", entry, world)?;
+                    let bodies = CharacterBodies { filter, strength: settings.strength, ride: settings.ride };
+                    let m = entry.world.move_character(c, delta, dt, &bodies, jobs).map_err(character_error)?;
+                    Ok(move_result(&m, c.position()))
+                })
+            })
         })?;
         if !out_result.is_null() {
             write_out(out_result, "out_result", result)?;

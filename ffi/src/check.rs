@@ -6,7 +6,7 @@ use std::mem::size_of;
 
 use crate::abi::{ffi_call, non_null, Error, KilnStatus, KILN_ABI_VERSION, KILN_ERROR_ABI_MISMATCH};
 use crate::alloc::KilnAllocator;
-use crate::character::{KilnCharacterDef, KilnCharacterId, KilnMoveResult, KilnShapeInstance};
+use crate::character::{KilnCharacterBodies, KilnCharacterDef, KilnCharacterId, KilnMoveResult, KilnShapeInstance};
 use crate::embedded::KilnEmbeddedDef;
 use crate::events::{KilnBodyMoveEvent, KilnContactHitEvent, KilnSensorEvent};
 use crate::frame::{KilnFrameDef, KilnFrameId, KilnFrameTiming};
@@ -40,7 +40,7 @@ use crate::world::{KilnJointDraw, KilnJointId};
 
 /// Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
 /// struct of this header but `KilnAbiInfo` itself.
-pub const KILN_ABI_STRUCT_COUNT: usize = 84;
+pub const KILN_ABI_STRUCT_COUNT: usize = 85;
 
 /// The ABI as the caller's header sees it; filled and checked by
 /// `kiln_check_linked_abi()` at the end of this header.
@@ -162,6 +162,7 @@ abi_structs!(
     KilnSensorEvent,
     KilnBodyMoveEvent,
     KilnContactHitEvent,
+    KilnCharacterBodies,
 );
 
 /// Refuses a library whose ABI differs from the caller's header. Prefer the inline

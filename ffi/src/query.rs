@@ -11,6 +11,7 @@ use kiln_core::physics::{QueryFilter, QueryTarget, RayHit, ShapeCastHit};
 
 use crate::abi::{
     ffi_call, non_null, read_checked, read_def, CountedOut, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT,
+    KILN_ERROR_STRUCT_SIZE,
 };
 use crate::runtime::{on_runtime, KilnRuntimeId};
 use crate::shapes::{shape_of, KilnShapeId};
@@ -137,10 +138,30 @@ fn read_filter(ptr: *const KilnQueryFilter, entry: &WorldEntry, world: KilnWorld
         // SAFETY: non-null; readable per the caller's contract.
         unsafe { read_def(ptr, "filter")? }
     };
+    check_filter(&f, "filter", entry, world)
+}
+
+/// Checks a filter (its size, flags and ignored body) against the queried world.
+pub(crate) fn check_filter(
+    f: &KilnQueryFilter,
+    name: &str,
+    entry: &WorldEntry,
+    world: KilnWorldId,
+) -> Result<QueryFilter, Error> {
+    if f.struct_size as usize != size_of::<KilnQueryFilter>() {
+        return Err(Error::new(
+            KILN_ERROR_STRUCT_SIZE,
+            format!(
+                "{name}.struct_size is {}, expected {} (use kiln_default_query_filter())",
+                f.struct_size,
+                size_of::<KilnQueryFilter>()
+            ),
+        ));
+    }
     if f.flags & !(KILN_QUERY_ALL | KILN_QUERY_SENSORS) != 0 {
         return Err(Error::new(
             KILN_ERROR_INVALID_ARGUMENT,
-            format!("filter->flags {:#x} has bits beyond KILN_QUERY_ALL | KILN_QUERY_SENSORS", f.flags),
+            format!("{name}->flags {:#x} has bits beyond KILN_QUERY_ALL | KILN_QUERY_SENSORS", f.flags),
         ));
     }
     let ignore = if f.ignore_body == KilnBodyId::default() {
@@ -149,7 +170,7 @@ fn read_filter(ptr: *const KilnQueryFilter, entry: &WorldEntry, world: KilnWorld
         if f.ignore_body.world != world {
             return Err(Error::new(
                 KILN_ERROR_INVALID_ARGUMENT,
-                "filter->ignore_body belongs to another world than the one queried",
+                format!("{name}->ignore_body belongs to another world than the one queried"),
             ));
         }
         let key = body_key(f.ignore_body)?;

@@ -405,6 +405,18 @@ static void one_call(Pools *p) {
         if (below(10) == 0) list = NULL; /* with n > 0: refused */
         KilnVec3 move = below(4) ? sane_vec(0.3f) : vec(5.0f);
         KilnMoveResult result;
+        if (below(2)) { /* among a world's bodies, riding and pushing them */
+            KilnCharacterBodies bodies = kiln_default_character_bodies();
+            if (below(6) == 0) bodies.strength = number(1000.0f);
+            if (below(6) == 0) bodies.filter.flags = below(32);
+            if (below(6) == 0) bodies.filter.ignore_body = any_body(p);
+            if (below(12) == 0) bodies.struct_size = 3;
+            float dt = below(6) == 0 ? number(1.0f) : 1.0f / 60.0f;
+            s = kiln_character_move_in_world(any_character(p), any_world(p), any_runtime(p), move, dt,
+                                             below(5) ? &bodies : NULL, below(10) ? &result : NULL),
+            what = "kiln_character_move_in_world";
+            break;
+        }
         s = kiln_character_move(any_character(p), move, below(6) ? any_terrain(p) : (KilnTerrainId){0, 0},
                                 any_runtime(p), list, n, below(10) ? &result : NULL),
         what = "kiln_character_move";

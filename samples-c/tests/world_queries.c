@@ -1,6 +1,6 @@
 /* World queries from C: rays, lists, batches, box and shape overlaps and shape casts
  * over bodies on a terrain floor, with filters; sensors and their events, contact hit
- * events, body move events; then every query and event function with NULL pointers, stale, null and
+ * events, body move events, a character among bodies; then every query and event function with NULL pointers, stale, null and
  * foreign handles, NaN, infinite, zero and huge numbers and wrong struct sizes: each
  * refused with its status and a message, nothing written. */
 #include <math.h>
@@ -404,6 +404,94 @@ static void sensors_and_moves(KilnRuntimeId rt) {
     CHECK_STATUS(kiln_shape_destroy(ball_shape), KILN_OK);
 }
 
+/* A character among bodies: stopped by a static wall, pushing a light crate; then
+ * every bad argument of kiln_character_move_in_world. */
+static void character_among_bodies(KilnRuntimeId rt) {
+    KilnWorldDef wdef = kiln_default_world_def();
+    KilnWorldId world;
+    CHECK_STATUS(kiln_world_create(&wdef, &world), KILN_OK);
+    KilnShapeId floor_shape, wall_shape, crate_shape;
+    CHECK_STATUS(kiln_shape_create_box((KilnVec3){30, 1, 30}, &floor_shape), KILN_OK);
+    CHECK_STATUS(kiln_shape_create_box((KilnVec3){0.5f, 1, 2}, &wall_shape), KILN_OK);
+    CHECK_STATUS(kiln_shape_create_box((KilnVec3){0.5f, 0.5f, 0.5f}, &crate_shape), KILN_OK);
+    KilnBodyId floor_body = body(world, floor_shape, KILN_MOTION_STATIC, (KilnVec3){0, -1, 0}, 1);
+    KilnBodyId wall = body(world, wall_shape, KILN_MOTION_STATIC, (KilnVec3){3, 1, 0}, 1);
+    KilnBodyDef bdef = kiln_default_body_def();
+    bdef.transform.position = (KilnVec3){1.5f, 0.5f, 6};
+    KilnBodyId crate;
+    CHECK_STATUS(kiln_body_create(world, &bdef, &crate), KILN_OK);
+    KilnShapeDef light = kiln_default_shape_def();
+    light.density = 20.0f;
+    CHECK_STATUS(kiln_body_add_shape(crate, crate_shape, &light, NULL), KILN_OK);
+    KilnCharacterDef cdef = kiln_default_character_def();
+    float stand = cdef.height * 0.5f + cdef.radius + 0.02f;
+    KilnCharacterId walker, pusher;
+    CHECK_STATUS(kiln_character_create(&cdef, (KilnVec3){0, stand, 0}, &walker), KILN_OK);
+    CHECK_STATUS(kiln_character_create(&cdef, (KilnVec3){0, stand, 6}, &pusher), KILN_OK);
+    KilnCharacterBodies settings = kiln_default_character_bodies();
+    CHECK(settings.ride && settings.strength == 500.0f && settings.filter.flags == KILN_QUERY_ALL);
+    const float dt = 1.0f / 60.0f;
+    KilnMoveResult result;
+    for (int i = 0; i < 120; i++) {
+        KilnVec3 d = {2.0f * dt, -dt, 0};
+        CHECK_STATUS(kiln_character_move_in_world(walker, world, rt, d, dt, NULL, &result), KILN_OK);
+        CHECK_STATUS(kiln_character_move_in_world(pusher, world, rt, d, dt, &settings, NULL), KILN_OK);
+        CHECK_STATUS(kiln_world_step(world, rt, dt), KILN_OK);
+    }
+    KilnVec3 at, crate_at;
+    CHECK_STATUS(kiln_character_get_position(walker, &at), KILN_OK);
+    CHECK(at.x < 2.5f - cdef.radius + 1e-3f && at.x > 2.0f && result.grounded);
+    KilnTransform xf;
+    CHECK_STATUS(kiln_body_get_transform(crate, &xf), KILN_OK);
+    crate_at = xf.position;
+    CHECK(crate_at.x > 3.0f);
+
+    /* Bad input: nothing moves. */
+    KilnVec3 d = {0.1f, 0, 0};
+    KilnCharacterBodies bad = settings;
+    bad.struct_size = 4;
+    CHECK_STATUS(kiln_character_move_in_world(walker, world, rt, d, dt, &bad, NULL), KILN_ERROR_STRUCT_SIZE);
+    bad = settings;
+    bad.filter.struct_size = 4;
+    CHECK_STATUS(kiln_character_move_in_world(walker, world, rt, d, dt, &bad, NULL), KILN_ERROR_STRUCT_SIZE);
+    float bad_strengths[] = {NAN, -1.0f, INFINITY};
+    for (int i = 0; i < 3; i++) {
+        bad = settings;
+        bad.strength = bad_strengths[i];
+        CHECK_STATUS(kiln_character_move_in_world(walker, world, rt, d, dt, &bad, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    }
+    float bad_dts[] = {NAN, -1.0f, INFINITY, 2.0f};
+    for (int i = 0; i < 4; i++) {
+        CHECK_STATUS(kiln_character_move_in_world(walker, world, rt, d, bad_dts[i], NULL, NULL),
+                     KILN_ERROR_INVALID_ARGUMENT);
+    }
+    KilnVec3 bad_moves[] = {{NAN, 0, 0}, {1e9f, 0, 0}, {0, -INFINITY, 0}};
+    for (int i = 0; i < 3; i++) {
+        CHECK_STATUS(kiln_character_move_in_world(walker, world, rt, bad_moves[i], dt, NULL, NULL),
+                     KILN_ERROR_INVALID_ARGUMENT);
+    }
+    bad = settings;
+    bad.filter.flags = 64;
+    CHECK_STATUS(kiln_character_move_in_world(walker, world, rt, d, dt, &bad, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    KilnVec3 still;
+    CHECK_STATUS(kiln_character_get_position(walker, &still), KILN_OK);
+    CHECK(still.x == at.x && still.y == at.y && still.z == at.z);
+    /* Its own body may be left out; a stale one may not. */
+    settings.filter.ignore_body = wall;
+    CHECK_STATUS(kiln_character_move_in_world(walker, world, rt, d, dt, &settings, NULL), KILN_OK);
+    CHECK_STATUS(kiln_body_destroy(wall), KILN_OK);
+    CHECK_STATUS(kiln_character_move_in_world(walker, world, rt, d, dt, &settings, NULL), KILN_ERROR_INVALID_HANDLE);
+    (void)floor_body;
+    CHECK_STATUS(kiln_world_destroy(world), KILN_OK);
+    CHECK_STATUS(kiln_character_move_in_world(walker, world, rt, d, dt, NULL, NULL), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_character_destroy(pusher), KILN_OK);
+    CHECK_STATUS(kiln_character_move_in_world(pusher, world, rt, d, dt, NULL, NULL), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_character_destroy(walker), KILN_OK);
+    CHECK_STATUS(kiln_shape_destroy(floor_shape), KILN_OK);
+    CHECK_STATUS(kiln_shape_destroy(wall_shape), KILN_OK);
+    CHECK_STATUS(kiln_shape_destroy(crate_shape), KILN_OK);
+}
+
 int main(void) {
     KilnRuntimeDef rdef = kiln_default_runtime_def();
     rdef.thread_count = 2;
@@ -423,6 +511,7 @@ int main(void) {
     CHECK(same_body(hit.target.body, s.ball) && near(hit.point.y, ball_at.position.y + 0.5f));
     bad_input(&s, rt);
     sensors_and_moves(rt);
+    character_among_bodies(rt);
     CHECK_STATUS(kiln_world_validate(s.world), KILN_OK);
     CHECK_STATUS(kiln_world_destroy(s.world), KILN_OK);
     CHECK_STATUS(kiln_shape_destroy(s.cube), KILN_OK);

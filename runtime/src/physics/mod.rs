@@ -20,6 +20,8 @@
 //!   the contacts.
 //! - `island.rs`: islands by union-find, sleeping groups, waking; `runs.rs`: sorted
 //!   runs merged for the contact lists.
+//! - `character.rs`: the capsule character among the bodies (blocked, carried,
+//!   pushing).
 //! - [`query`]: ray casts, overlaps and shape casts over bodies and terrain;
 //!   `events.rs`: sensor shapes and their begin/end events, contact hit events and body
 //!   move events.
@@ -28,6 +30,7 @@
 
 mod block;
 pub mod body;
+mod character;
 mod constraint_graph;
 mod contact_solver;
 mod continuous;
@@ -55,6 +58,7 @@ mod world;
 mod world_tests;
 
 pub use body::{Bodies, BodyDef, BodyError, BodyId, BodySet, BodyShape, MotionType, SetKind, ShapeDef};
+pub use character::CharacterBodies;
 pub use debug::{DebugDraw, DebugDrawFlags, JointDrawInfo};
 pub use events::{ContactHitEvent, SensorEvent};
 pub use joint::{
