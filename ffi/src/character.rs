@@ -114,6 +114,29 @@ fn check_position(p: KilnVec3, name: &str) -> Result<Vec3, Error> {
     Ok(v)
 }
 
+/// A move's displacement: finite and at most `KILN_CHARACTER_MAX_MOVE` long.
+fn check_displacement(displacement: KilnVec3) -> Result<Vec3, Error> {
+    let delta = vec3(displacement);
+    if !delta.is_finite() || delta.length() > KILN_CHARACTER_MAX_MOVE {
+        return Err(Error::new(
+            KILN_ERROR_INVALID_ARGUMENT,
+            format!("displacement {displacement:?} must be finite and at most KILN_CHARACTER_MAX_MOVE long"),
+        ));
+    }
+    Ok(delta)
+}
+
+/// Refuses to move a character so far out that a move could leave the coordinate range.
+fn check_movable(c: &Character) -> Result<(), Error> {
+    if c.position().abs().max_element() > KILN_CHARACTER_MAX_COORDINATE - KILN_CHARACTER_MAX_MOVE {
+        return Err(Error::new(
+            KILN_ERROR_INVALID_ARGUMENT,
+            "the character is too far from the origin to move (KILN_CHARACTER_MAX_COORDINATE)",
+        ));
+    }
+    Ok(())
+}
+
 fn move_result(m: &MoveResult, position: Vec3) -> KilnMoveResult {
     KilnMoveResult {
         moved: kvec(m.moved),
@@ -228,13 +251,7 @@ pub unsafe extern "C" fn kiln_character_move(
     out_result: *mut KilnMoveResult,
 ) -> KilnStatus {
     ffi_call("kiln_character_move", || {
-        let delta = vec3(displacement);
-        if !delta.is_finite() || delta.length() > KILN_CHARACTER_MAX_MOVE {
-            return Err(Error::new(
-                KILN_ERROR_INVALID_ARGUMENT,
-                format!("displacement {displacement:?} must be finite and at most KILN_CHARACTER_MAX_MOVE long"),
-            ));
-        }
+        let delta = check_displacement(displacement)?;
         if static_count > KILN_CHARACTER_MAX_STATICS {
             return Err(Error::new(
                 KILN_ERROR_INVALID_ARGUMENT,
@@ -248,13 +265,7 @@ pub unsafe extern "C" fn kiln_character_move(
             })?
         };
         let result = with_character(character, |c| {
-            let limit = KILN_CHARACTER_MAX_COORDINATE - KILN_CHARACTER_MAX_MOVE;
-            if c.position().abs().max_element() > limit {
-                return Err(Error::new(
-                    KILN_ERROR_INVALID_ARGUMENT,
-                    "the character is too far from the origin to move (KILN_CHARACTER_MAX_COORDINATE)",
-                ));
-            }
+            check_movable(c)?;
             let m = if terrain == KilnTerrainId::default() {
                 c.move_by(delta, &mut StaticWorld(&shapes)).map_err(character_error)?
             } else {
@@ -326,13 +337,7 @@ pub unsafe extern "C" fn kiln_character_move_in_world(
     out_result: *mut KilnMoveResult,
 ) -> KilnStatus {
     ffi_call("kiln_character_move_in_world", || {
-        let delta = vec3(displacement);
-        if !delta.is_finite() || delta.length() > KILN_CHARACTER_MAX_MOVE {
-            return Err(Error::new(
-                KILN_ERROR_INVALID_ARGUMENT,
-                format!("displacement {displacement:?} must be finite and at most KILN_CHARACTER_MAX_MOVE long"),
-            ));
-        }
+        let delta = check_displacement(displacement)?;
         if !(dt.is_finite() && (0.0..=KILN_WORLD_MAX_STEP).contains(&dt)) {
             return Err(Error::new(
                 KILN_ERROR_INVALID_ARGUMENT,
@@ -352,13 +357,7 @@ pub unsafe extern "C" fn kiln_character_move_in_world(
             ));
         }
         let result = with_character(character, |c| {
-            let limit = KILN_CHARACTER_MAX_COORDINATE - KILN_CHARACTER_MAX_MOVE;
-            if c.position().abs().max_element() > limit {
-                return Err(Error::new(
-                    KILN_ERROR_INVALID_ARGUMENT,
-                    "the character is too far from the origin to move (KILN_CHARACTER_MAX_COORDINATE)",
-                ));
-            }
+            check_movable(c)?;
             on_runtime(runtime, |jobs| {
                 with_world(world, |entry| {
                     let filter = check_filter(&settings.filter, "settings->filter", entry, world)?;
