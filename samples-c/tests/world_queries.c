@@ -269,6 +269,14 @@ static void bad_input(Scene *s, KilnRuntimeId rt) {
     KilnTransform at = {{0, 10, 0}, {0, 0, 0, 1}};
     CHECK_STATUS(kiln_world_overlap_shape(s->world, rt, gone, &at, NULL, targets, 2, &count), KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_world_overlap_shape(s->world, rt, s->sphere, NULL, NULL, targets, 2, &count), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_world_overlap_shape(s->world, rt, s->sphere, &at, NULL, NULL, 2, &count), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_world_overlap_shape(s->world, rt, s->sphere, &at, NULL, targets, 2, NULL), KILN_ERROR_NULL_POINTER);
+    KilnQueryFilter sized = kiln_default_query_filter();
+    sized.struct_size = 4;
+    CHECK_STATUS(kiln_world_overlap_shape(s->world, rt, s->sphere, &at, &sized, targets, 2, &count), KILN_ERROR_STRUCT_SIZE);
+    CHECK_STATUS(kiln_world_overlap_aabb(s->world, rt, &box, &sized, targets, 2, &count), KILN_ERROR_STRUCT_SIZE);
+    CHECK_STATUS(kiln_world_overlap_shape(other, rt, s->sphere, &at, NULL, targets, 2, &count), KILN_ERROR_INVALID_HANDLE);
+    CHECK(count == 77);
     KilnTransform nan_at = {{0, NAN, 0}, {0, 0, 0, 1}}, far_at = {{1e30f, 0, 0}, {0, 0, 0, 1}};
     KilnTransform zero_rotation = {{0, 0, 0}, {0, 0, 0, 0}};
     CHECK_STATUS(kiln_world_overlap_shape(s->world, rt, s->sphere, &nan_at, NULL, targets, 2, &count),

@@ -535,6 +535,18 @@ impl Bodies {
         Some((set, row as usize))
     }
 
+    /// The velocity of the body in slot `slot` at the world point `p`: `v + ω × r`
+    /// about its centre of mass; zero for static, sleeping and dead ones.
+    pub(crate) fn velocity_at(&self, slot: u32, p: Vec3) -> Vec3 {
+        match self.place_of_slot(slot) {
+            Some((SetKind::Awake, row)) => {
+                let a = &self.awake;
+                a.linear_velocity[row] + a.angular_velocity[row].cross(p - a.position[row])
+            }
+            _ => Vec3::ZERO,
+        }
+    }
+
     /// The handle of the body in slot `slot` (live or not).
     pub(crate) fn id_of_slot(&self, slot: u32) -> BodyId {
         BodyId { index: slot, generation: self.slots[slot as usize].generation }

@@ -19,7 +19,7 @@
 
 use glam::Vec3;
 
-use super::body::{BodyId, MotionType, SetKind};
+use super::body::MotionType;
 use super::query::{QueryFilter, QueryTarget};
 use super::world::World;
 use crate::character::{Character, CharacterError, CharacterWorld, MoveResult, Obstacles};
@@ -77,18 +77,6 @@ impl CharacterWorld for Obstructions<'_> {
 }
 
 impl World {
-    /// The velocity of `body` at the world point `p` (zero for static and sleeping
-    /// bodies).
-    fn point_velocity(&self, body: BodyId, p: Vec3) -> Vec3 {
-        match self.bodies.locate(body) {
-            Ok((SetKind::Awake, row)) => {
-                let a = &self.bodies.awake;
-                a.linear_velocity[row] + a.angular_velocity[row].cross(p - a.position[row])
-            }
-            _ => Vec3::ZERO,
-        }
-    }
-
     /// Moves `character` by `displacement` over the next `dt` seconds among this
     /// world's terrain and bodies (see the module docs). Call it once per frame,
     /// before or after the step, with the frame's `dt`.
@@ -114,7 +102,7 @@ impl World {
             self.overlap_shape(&probe, &at, &filter, jobs, &mut under);
             // The first body under the feet, in query order: the same for any run.
             if let Some(QueryTarget::Body { body, .. }) = under.first() {
-                carried = self.point_velocity(*body, feet) * dt;
+                carried = self.bodies.velocity_at(body.index, feet) * dt;
             }
         }
         let mut obstructions = Obstructions { world: self, jobs, filter: settings.filter, targets: Vec::new() };

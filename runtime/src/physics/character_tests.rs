@@ -8,7 +8,7 @@ use crate::character::{Character, CharacterDef};
 use crate::jobs::ThreadPool;
 use crate::math::Isometry;
 use crate::physics::tests::ground;
-use crate::physics::{BodyDef, MotionType, ShapeDef, WorldDef};
+use crate::physics::{BodyDef, BodyId, MotionType, ShapeDef, WorldDef};
 use crate::shapes::Shape;
 
 /// A box body of half extents `half` at `at`.
@@ -95,4 +95,26 @@ fn the_character_pushes_a_light_crate_but_not_a_heavy_one() {
     assert!(heavy_moved.abs() < 0.05, "the heavy crate moved {heavy_moved} m");
     assert!(b.position().x < heavy_x - 0.5, "the heavy crate blocks: {}", b.position().x);
     assert!(a.position().x > 1.5, "the character followed the light crate to {}", a.position().x);
+}
+
+/// Bad numbers are refused and nothing moves.
+#[test]
+fn bad_moves_are_refused_and_nothing_moves() {
+    use crate::character::CharacterError;
+    let pool = ThreadPool::new(1);
+    let mut world = World::new(WorldDef::default());
+    ground(&mut world);
+    let mut c = standing(0.0, 0.0);
+    let before = c.position();
+    let ok = CharacterBodies::default();
+    let cases = [
+        (Vec3::new(f32::NAN, 0.0, 0.0), 1.0 / 60.0, ok),
+        (Vec3::X, f32::NAN, ok),
+        (Vec3::X, -1.0, ok),
+        (Vec3::X, 1.0 / 60.0, CharacterBodies { strength: f32::INFINITY, ..ok }),
+    ];
+    for (d, dt, settings) in cases {
+        assert_eq!(world.move_character(&mut c, d, dt, &settings, pool.jobs()), Err(CharacterError::NotFinite));
+        assert_eq!(c.position(), before);
+    }
 }

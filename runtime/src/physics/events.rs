@@ -145,14 +145,6 @@ impl World {
             let (slot, k) = shape_ref(tree.user_data(crate::spatial::ProxyId(proxy)));
             bodies.shapes_of_slot(slot)[k as usize].def.hit_events
         };
-        // Velocity of a body slot at a world point (zero for static and sleeping ones).
-        let velocity_at = |slot: u32, p: Vec3| match bodies.place_of_slot(slot) {
-            Some((SetKind::Awake, row)) => {
-                let a = &bodies.awake;
-                a.linear_velocity[row] + a.angular_velocity[row].cross(p - a.position[row])
-            }
-            _ => Vec3::ZERO,
-        };
         for (index, c) in self.constraints.iter().enumerate() {
             let (pa, pb) = ((c.key >> 32) as u32, c.key as u32);
             if !reports(pa) && (pb == TERRAIN || !reports(pb)) {
@@ -160,8 +152,8 @@ impl World {
             }
             let mut best: Option<(u8, f32)> = None;
             for (k, p) in c.points().iter().enumerate() {
-                let vb = if c.body_b == NONE { Vec3::ZERO } else { velocity_at(c.body_b, p.point) };
-                let approach = -p.normal.dot(vb - velocity_at(c.body_a, p.point));
+                let vb = if c.body_b == NONE { Vec3::ZERO } else { bodies.velocity_at(c.body_b, p.point) };
+                let approach = -p.normal.dot(vb - bodies.velocity_at(c.body_a, p.point));
                 if approach > threshold && best.is_none_or(|(_, s)| approach > s) {
                     best = Some((k as u8, approach));
                 }
