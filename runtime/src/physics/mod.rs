@@ -24,7 +24,8 @@
 //!   pushing).
 //! - [`query`]: ray casts, overlaps and shape casts over bodies and terrain;
 //!   `events.rs`: sensor shapes and their begin/end events, contact hit events and body
-//!   move events.
+//!   move events; `water.rs`: buoyancy and drag in the terrain's water, water
+//!   enter/leave events.
 //! - [`debug`]: debug drawing through the [`debug::DebugDraw`] trait; [`scenes`]: the
 //!   benchmark and test scenes, shared with the benches.
 
@@ -53,6 +54,7 @@ mod step;
 mod store;
 #[cfg(test)]
 mod tests;
+mod water;
 mod world;
 #[cfg(test)]
 mod world_tests;
@@ -66,7 +68,8 @@ pub use joint::{
     RevoluteJoint, SixDofJoint, SphericalJoint,
 };
 pub use query::{QueryFilter, QueryTarget, RayHit, ShapeCastHit, CAST_TOLERANCE};
+pub use water::{Submerged, WaterEvent};
 pub use world::{
     BodyMoveEvent, ContactEvent, ContactPointInfo, Solver, StepCounters, StepProfile, StepStage, World, WorldDef,
-    LINEAR_SLOP, MAX_LINEAR_SPEED, MAX_ROTATION, SPECULATIVE_DISTANCE,
+    LINEAR_SLOP, MAX_LINEAR_SPEED, MAX_ROTATION, MAX_WATER_DENSITY, MAX_WATER_DRAG, SPECULATIVE_DISTANCE,
 };

@@ -217,9 +217,17 @@ impl SceneJoint {
 }
 
 impl Scene {
-    /// The Kiln world of this scene, and the handles of its bodies in order.
+    /// The Kiln world of this scene, and the handles of its bodies in order. The
+    /// terrain's water is off (`WorldDef::water_density` 0): rapier3d, which the
+    /// benches run the same scenes on, has none.
     pub fn build(&self) -> (World, Vec<BodyId>) {
-        let def = WorldDef { gravity: self.gravity, enable_sleep: self.enable_sleep, ..WorldDef::default() };
+        // The scenes are the benches', run beside rapier3d, which has no water.
+        let def = WorldDef {
+            gravity: self.gravity,
+            enable_sleep: self.enable_sleep,
+            water_density: 0.0,
+            ..WorldDef::default()
+        };
         let mut world = World::new(def);
         if let Some(t) = &self.terrain {
             world.set_terrain(t.build());

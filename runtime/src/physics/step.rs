@@ -60,12 +60,15 @@ impl World {
                 self.sensors.events.clear();
                 self.sensors.events.append(&mut self.sensors.pending);
                 self.hit_events.clear();
+                self.water.events.clear();
+                self.water.events.append(&mut self.water.pending);
                 let _ = self.terrain_stage(jobs);
                 self.broadphase_stage(dt, jobs);
             }
             StepStage::Narrowphase => self.narrowphase_stage(dt, jobs),
             StepStage::Prepare => {
                 self.find_hit_candidates();
+                self.apply_water(dt, jobs);
                 self.prepare_stage(jobs);
                 self.color_and_list(dt, jobs);
             }

@@ -42,6 +42,7 @@ use super::island::Islands;
 use super::joint::Joints;
 use super::narrow::{shape_ref, NarrowOut, TerrainItem, TERRAIN};
 use super::store::ConstraintStore;
+use super::water::Water;
 use crate::collide::SatCache;
 use crate::jobs::Jobs;
 use crate::math::{Aabb, Isometry};
@@ -84,6 +85,15 @@ pub struct WorldDef {
     /// Approach speed (m/s) above which a contact of a shape with
     /// [`ShapeDef::hit_events`] is reported as a hit.
     pub hit_event_threshold: f32,
+    /// Density of the terrain's water (kg/m³); 0 turns buoyancy and water events
+    /// off. A body floats when its density is below this.
+    pub water_density: f32,
+    /// Quadratic drag coefficient of bodies moving through water (Jolt's linear
+    /// drag: the force is `½ ρ C A v²` over the wetted box area facing the motion).
+    pub water_linear_drag: f32,
+    /// Angular drag of bodies in water (per second, scaled by mass, submerged share
+    /// and size²).
+    pub water_angular_drag: f32,
 }
 
 impl Default for WorldDef {
@@ -101,6 +111,9 @@ impl Default for WorldDef {
             enable_continuous: true,
             terrain_friction: 0.6,
             hit_event_threshold: 1.0,
+            water_density: 1000.0,
+            water_linear_drag: 0.5,
+            water_angular_drag: 0.05,
         }
     }
 }
@@ -117,12 +130,23 @@ impl WorldDef {
             self.time_to_sleep,
             self.terrain_friction,
             self.hit_event_threshold,
+            self.water_density,
+            self.water_linear_drag,
+            self.water_angular_drag,
         ];
         self.gravity.is_finite()
             && (1..=64).contains(&self.substeps)
             && finite.iter().all(|x| x.is_finite() && *x >= 0.0)
+            && self.water_density <= MAX_WATER_DENSITY
+            && self.water_linear_drag.max(self.water_angular_drag) <= MAX_WATER_DRAG
     }
 }
+
+/// Densest water a world takes (kg/m³; mercury is 13,600): keeps buoyancy forces
+/// far inside `f32` range.
+pub const MAX_WATER_DENSITY: f32 = 1.0e5;
+/// Largest water drag coefficient a world takes.
+pub const MAX_WATER_DRAG: f32 = 1.0e3;
 
 /// The contact solver a world steps with.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -280,6 +304,8 @@ pub struct World {
     pub(super) hit_events: Vec<ContactHitEvent>,
     /// The bodies the last step moved (see [`World::move_events`]).
     pub(super) moves: Vec<BodyMoveEvent>,
+    /// Bodies in water and water events (`water.rs`).
+    pub(super) water: Water,
 }
 
 /// A body the last step moved: its handle and new placement; `fell_asleep` when the
@@ -434,6 +460,7 @@ impl World {
             hit_candidates: Vec::new(),
             hit_events: Vec::new(),
             moves: Vec::new(),
+            water: Water::default(),
         }
     }
 
@@ -652,6 +679,7 @@ impl World {
         self.bodies.locate(id)?;
         self.escaped_fresh = false;
         self.sensors.remove_body(id);
+        self.water.remove_body(id);
         let hit_shapes = self.bodies.shapes(id)?.iter().filter(|s| s.def.hit_events).count();
         self.hit_shapes -= hit_shapes;
         self.destroy_joints_of(id);

@@ -12,6 +12,7 @@ mod hull;
 mod mass;
 pub mod polytope;
 mod ray;
+mod submerged;
 
 use std::fmt;
 use std::sync::Arc;
@@ -23,6 +24,7 @@ pub use mass::MassProperties;
 pub use polytope::{ArcTable, BoxPoly, Plane, PolyEdge, Polytope, TrianglePoly, MAX_FACE_VERTICES};
 pub(crate) use polytope::{BOX_EDGE_AXES, BOX_FACES};
 pub use ray::ShapeRayHit;
+pub use submerged::{sphere_below, Prism, SurfaceMesh, VolumeMoments};
 
 use crate::math::{Aabb, Isometry};
 

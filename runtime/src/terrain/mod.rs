@@ -214,6 +214,30 @@ impl Terrain {
         self.geometry
     }
 
+    /// The water voxels of column `(x, z)` from `y0` up, `count` (at most 64) of
+    /// them: bit `i` set when voxel `(x, y0 + i, z)` is water. Reads the chunks'
+    /// occupancy bits, one map lookup per chunk.
+    pub fn water_column(&self, x: i32, z: i32, y0: i32, count: u32) -> u64 {
+        debug_assert!(count <= 64);
+        let (lx, lz) = (x & (CHUNK - 1), z & (CHUNK - 1));
+        let bit = (lx + CHUNK * lz) as u32;
+        let mut out = 0u64;
+        let mut i = 0;
+        while i < count {
+            let y = y0 + i as i32;
+            let take = ((CHUNK - (y & (CHUNK - 1))) as u32).min(count - i);
+            if let Some(chunk) = self.voxels.chunk(chunk_of(IVec3::new(x, y, z))) {
+                let water = &chunk.occupancy().water;
+                for k in 0..take {
+                    let slice = ((y + k as i32) & (CHUNK - 1)) as usize;
+                    out |= ((water[slice] >> bit) & 1) << (i + k);
+                }
+            }
+            i += take;
+        }
+        out
+    }
+
     // ---- chunk meshes ------------------------------------------------------------
 
     /// The mesh cache: statistics, budget and mode.
