@@ -23,7 +23,7 @@
  * Version of the binary interface: structs, function signatures, constants. Bumped
  * on every incompatible change; the shared library's SONAME is `libkiln.so.<ABI>`.
  */
-#define KILN_ABI_VERSION 6
+#define KILN_ABI_VERSION 7
 
 /**
  * Library version, major part.
@@ -149,6 +149,16 @@
  * Longest step, in seconds.
  */
 #define KILN_WORLD_MAX_STEP 1.0
+
+/**
+ * Densest water a world takes, kg/m³ (mercury is 13,600).
+ */
+#define KILN_WORLD_MAX_WATER_DENSITY 1.0e5
+
+/**
+ * Largest water drag coefficient a world takes.
+ */
+#define KILN_WORLD_MAX_WATER_DRAG 1.0e3
 
 /**
  * Colour of static bodies' shapes in debug drawing.
@@ -435,7 +445,7 @@
  * Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
  * struct of this header but `KilnAbiInfo` itself.
  */
-#define KILN_ABI_STRUCT_COUNT 85
+#define KILN_ABI_STRUCT_COUNT 87
 
 /**
  * Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
@@ -1026,6 +1036,25 @@ typedef struct KilnWorldDef {
      * Default 1.
      */
     float hit_event_threshold;
+    /**
+     * Density of the voxel terrain's water, kg/m³ (0 to
+     * `KILN_WORLD_MAX_WATER_DENSITY`): bodies in water voxels are lifted by the weight
+     * of the water they displace, so a body lighter than this floats. 0 turns
+     * buoyancy, water drag and water events off. Default 1000.
+     */
+    float water_density;
+    /**
+     * Drag coefficient of bodies moving through water (0 to
+     * `KILN_WORLD_MAX_WATER_DRAG`): the force is ½ ρ C A v² over the wetted part of
+     * the body's box facing the motion, linear in the speed below 1 m/s.
+     * Default 0.5.
+     */
+    float water_linear_drag;
+    /**
+     * Angular drag of bodies in water (0 to `KILN_WORLD_MAX_WATER_DRAG`; per second,
+     * scaled by mass, submerged share and size²). Default 0.05.
+     */
+    float water_angular_drag;
 } KilnWorldDef;
 
 /**
@@ -2232,6 +2261,41 @@ typedef struct KilnBodyMoveEvent {
 } KilnBodyMoveEvent;
 
 /**
+ * A body entered or left the terrain's water in the last step, from
+ * `kiln_world_get_water_events`.
+ */
+typedef struct KilnWaterEvent {
+    /**
+     * The body (possibly destroyed since, for a leave event).
+     */
+    struct KilnBodyId body;
+    /**
+     * True: some of it went under water; false: none of it is any more.
+     */
+    bool begin;
+} KilnWaterEvent;
+
+/**
+ * How much of a body is under the terrain's water, from `kiln_body_get_submerged`.
+ */
+typedef struct KilnSubmerged {
+    /**
+     * Volume under water, m³ (0 when dry).
+     */
+    float volume;
+    /**
+     * The centroid of that volume, where the lift acts (the body's centre of mass
+     * when dry).
+     */
+    struct KilnVec3 center;
+    /**
+     * The body's whole volume, m³ (sensor shapes left out): `volume / body_volume`
+     * is the submerged share.
+     */
+    float body_volume;
+} KilnSubmerged;
+
+/**
  * How a character is built and moves. Initialise with `kiln_default_character_def()`.
  */
 typedef struct KilnCharacterDef {
@@ -3435,7 +3499,7 @@ KilnStatus kiln_shape_time_of_impact(struct KilnShapeId a,
 
 /**
  * A `KilnWorldDef` with defaults: Earth gravity along -Y, 4 substeps, sleeping and
- * continuous collision on.
+ * continuous collision on, fresh water (1000 kg/m³) in the terrain's water voxels.
  */
 struct KilnWorldDef kiln_default_world_def(void);
 
@@ -4287,6 +4351,32 @@ KilnStatus kiln_world_get_move_events(struct KilnWorldId world,
                                       uint32_t *out_count);
 
 /**
+ * Lists the water events of the last step: first the leaves of bodies destroyed
+ * since the step before, then by body slot the dynamic bodies whose submerged
+ * volume became positive (enter) or returned to zero (leave). Every enter is
+ * followed by exactly one leave; sleeping bodies stay where they were. Empty when
+ * the world's `water_density` is 0. Writes up to `capacity` events to `out_events`
+ * (NULL allowed when `capacity` is 0) and the total to `out_count`.
+ *
+ * Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
+ * NULL or writable.
+ */
+KilnStatus kiln_world_get_water_events(struct KilnWorldId world,
+                                       struct KilnWaterEvent *out_events,
+                                       uint32_t capacity,
+                                       uint32_t *out_count);
+
+/**
+ * Measures how much of `body` is under the terrain's water now, at its current
+ * placement: the exact volume of its shapes inside water voxels (boxes and hulls
+ * exactly, spheres exactly over open water, capsules within about 2%), its
+ * centroid, and the body's volume. Any body kind; sensors displace nothing.
+ *
+ * Pointers: `out` is writable.
+ */
+KilnStatus kiln_body_get_submerged(struct KilnBodyId body, struct KilnSubmerged *out);
+
+/**
  * A `KilnCharacterDef` with defaults: a 1.8 m tall capsule of radius 0.3, 45°
  * slopes, 0.3 m steps, +Y up.
  */
@@ -5124,6 +5214,8 @@ static inline KilnStatus kiln_check_linked_abi(void) {
     info.struct_sizes[82] = (uint32_t)sizeof(KilnBodyMoveEvent);
     info.struct_sizes[83] = (uint32_t)sizeof(KilnContactHitEvent);
     info.struct_sizes[84] = (uint32_t)sizeof(KilnCharacterBodies);
+    info.struct_sizes[85] = (uint32_t)sizeof(KilnWaterEvent);
+    info.struct_sizes[86] = (uint32_t)sizeof(KilnSubmerged);
     return kiln_check_abi(&info);
 }
 #endif /* KILN_CHECK_LINKED_ABI_DEFINED */

@@ -1,11 +1,12 @@
-//! The step's sensor, contact hit and body move events through the C ABI, read
-//! after `kiln_world_step` like the contact events.
+//! The step's sensor, contact hit, body move and water events through the C ABI,
+//! read after `kiln_world_step` like the contact events; how much of a body is under
+//! water.
 
 use kiln_core::physics::World;
 
-use crate::abi::{ffi_call, non_null, CountedOut, Error, KilnStatus};
+use crate::abi::{ffi_call, non_null, write_out, CountedOut, Error, KilnStatus};
 use crate::types::{kvec, KilnTransform, KilnVec3};
-use crate::world::{ktransform, public_body, with_world, KilnBodyId, KilnWorldId};
+use crate::world::{body_error, ktransform, public_body, with_body, with_world, KilnBodyId, KilnWorldId};
 
 /// Writes a world's event list: up to `capacity` entries to `out_events` and the
 /// total to `out_count` (the list convention of every event function here).
@@ -182,5 +183,73 @@ pub unsafe extern "C" fn kiln_world_get_move_events(
                 }
             })
         }
+    })
+}
+
+/// A body entered or left the terrain's water in the last step, from
+/// `kiln_world_get_water_events`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KilnWaterEvent {
+    /// The body (possibly destroyed since, for a leave event).
+    pub body: KilnBodyId,
+    /// True: some of it went under water; false: none of it is any more.
+    pub begin: bool,
+}
+
+/// Lists the water events of the last step: first the leaves of bodies destroyed
+/// since the step before, then by body slot the dynamic bodies whose submerged
+/// volume became positive (enter) or returned to zero (leave). Every enter is
+/// followed by exactly one leave; sleeping bodies stay where they were. Empty when
+/// the world's `water_density` is 0. Writes up to `capacity` events to `out_events`
+/// (NULL allowed when `capacity` is 0) and the total to `out_count`.
+///
+/// Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_world_get_water_events(
+    world: KilnWorldId,
+    out_events: *mut KilnWaterEvent,
+    capacity: u32,
+    out_count: *mut u32,
+) -> KilnStatus {
+    ffi_call("kiln_world_get_water_events", || {
+        // SAFETY: the caller's contract for both pointers.
+        unsafe {
+            list_events(world, out_events, capacity, out_count, |w, push| {
+                for e in w.water_events() {
+                    push(KilnWaterEvent { body: public_body(world, e.body), begin: e.begin });
+                }
+            })
+        }
+    })
+}
+
+/// How much of a body is under the terrain's water, from `kiln_body_get_submerged`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct KilnSubmerged {
+    /// Volume under water, m³ (0 when dry).
+    pub volume: f32,
+    /// The centroid of that volume, where the lift acts (the body's centre of mass
+    /// when dry).
+    pub center: KilnVec3,
+    /// The body's whole volume, m³ (sensor shapes left out): `volume / body_volume`
+    /// is the submerged share.
+    pub body_volume: f32,
+}
+
+/// Measures how much of `body` is under the terrain's water now, at its current
+/// placement: the exact volume of its shapes inside water voxels (boxes and hulls
+/// exactly, spheres exactly over open water, capsules within about 2%), its
+/// centroid, and the body's volume. Any body kind; sensors displace nothing.
+///
+/// Pointers: `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_body_get_submerged(body: KilnBodyId, out: *mut KilnSubmerged) -> KilnStatus {
+    ffi_call("kiln_body_get_submerged", || {
+        non_null(out, "out")?;
+        let s = with_body(body, |entry, key| entry.world.submerged(key).map_err(|e| body_error(e, body, "")))?;
+        write_out(out, "out", KilnSubmerged { volume: s.volume, center: kvec(s.center), body_volume: s.body_volume })
     })
 }

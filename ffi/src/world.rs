@@ -96,7 +96,25 @@ pub struct KilnWorldDef {
     /// `enable_hit_events` is reported by `kiln_world_get_contact_hit_events`.
     /// Default 1.
     pub hit_event_threshold: f32,
+    /// Density of the voxel terrain's water, kg/m³ (0 to
+    /// `KILN_WORLD_MAX_WATER_DENSITY`): bodies in water voxels are lifted by the weight
+    /// of the water they displace, so a body lighter than this floats. 0 turns
+    /// buoyancy, water drag and water events off. Default 1000.
+    pub water_density: f32,
+    /// Drag coefficient of bodies moving through water (0 to
+    /// `KILN_WORLD_MAX_WATER_DRAG`): the force is ½ ρ C A v² over the wetted part of
+    /// the body's box facing the motion, linear in the speed below 1 m/s.
+    /// Default 0.5.
+    pub water_linear_drag: f32,
+    /// Angular drag of bodies in water (0 to `KILN_WORLD_MAX_WATER_DRAG`; per second,
+    /// scaled by mass, submerged share and size²). Default 0.05.
+    pub water_angular_drag: f32,
 }
+
+/// Densest water a world takes, kg/m³ (mercury is 13,600).
+pub const KILN_WORLD_MAX_WATER_DENSITY: f32 = 1.0e5;
+/// Largest water drag coefficient a world takes.
+pub const KILN_WORLD_MAX_WATER_DRAG: f32 = 1.0e3;
 
 /// How a body is created. Initialise with `kiln_default_body_def()`.
 #[repr(C)]
@@ -476,12 +494,16 @@ fn world_def(d: &KilnWorldDef) -> Result<WorldDef, Error> {
         enable_continuous: d.enable_continuous,
         terrain_friction: d.terrain_friction,
         hit_event_threshold: d.hit_event_threshold,
+        water_density: d.water_density,
+        water_linear_drag: d.water_linear_drag,
+        water_angular_drag: d.water_angular_drag,
     };
     if !def.is_valid() {
         return Err(Error::new(
             KILN_ERROR_INVALID_ARGUMENT,
             format!(
-                "def {d:?} is invalid: gravity must be finite, substeps 1..=64, and every other number finite and >= 0"
+                "def {d:?} is invalid: gravity must be finite, substeps 1..=64, every other number finite and >= 0, \
+                 water_density at most KILN_WORLD_MAX_WATER_DENSITY and the water drags at most KILN_WORLD_MAX_WATER_DRAG"
             ),
         ));
     }
@@ -563,7 +585,7 @@ fn shape_def(d: &KilnShapeDef) -> Result<ShapeDef, Error> {
 }
 
 /// A `KilnWorldDef` with defaults: Earth gravity along -Y, 4 substeps, sleeping and
-/// continuous collision on.
+/// continuous collision on, fresh water (1000 kg/m³) in the terrain's water voxels.
 #[no_mangle]
 pub extern "C" fn kiln_default_world_def() -> KilnWorldDef {
     let d = WorldDef::default();
@@ -581,6 +603,9 @@ pub extern "C" fn kiln_default_world_def() -> KilnWorldDef {
         enable_continuous: d.enable_continuous,
         terrain_friction: d.terrain_friction,
         hit_event_threshold: d.hit_event_threshold,
+        water_density: d.water_density,
+        water_linear_drag: d.water_linear_drag,
+        water_angular_drag: d.water_angular_drag,
     }
 }
 

@@ -103,7 +103,7 @@ fn steady_state_broadphase_frames_allocate_nothing() {
 }
 
 /// Once the buffers have grown to the scene, world steps (contacts, terrain, joints,
-/// solver, islands) allocate nothing, for any worker count.
+/// solver, islands, sensors, water) allocate nothing, for any worker count.
 fn world_steps_allocate_nothing() {
     use kiln::physics::scenes;
     for threads in [0, 1, 3] {
@@ -113,19 +113,22 @@ fn world_steps_allocate_nothing() {
             (scenes::rain(256), 600),
             (scenes::joint_grid(20), 120),
             (ragdolls_on_a_floor(), 600),
+            (pool_scene(), 600),
         ];
         for (scene, warm_up) in scenes {
-            let (mut world, _) = scene.build();
+            let mut world = if scene.name == "pool" { floating_pool() } else { scene.build().0 };
             world.set_sleep_enabled(false);
             if scene.name == "rain" {
                 add_sensors(&mut world);
             }
-            let mut sensor_events = 0;
+            let (mut sensor_events, mut water_events) = (0, 0);
             for _ in 0..warm_up {
                 world.step(1.0 / 60.0, pool.jobs()).unwrap();
                 sensor_events += world.sensor_events().len();
+                water_events += world.water_events().len();
             }
             assert!(scene.name != "rain" || sensor_events > 100, "sensors see the rain: {sensor_events} events");
+            assert!(scene.name != "pool" || water_events > 10, "bodies fall in the pool: {water_events} events");
             assert!(world.counters().constraints > 0 || world.joint_count() > 0, "{}: bodies touch", scene.name);
             let before = ALLOCATIONS.load(Ordering::SeqCst);
             for _ in 0..60 {
@@ -140,6 +143,48 @@ fn world_steps_allocate_nothing() {
             assert!(!world.move_events().is_empty(), "{}: bodies move", scene.name);
         }
     }
+}
+
+/// A stand-in scene named "pool" for [`floating_pool`] (the scenes have no water).
+fn pool_scene() -> kiln::physics::scenes::Scene {
+    let mut scene = kiln::physics::scenes::pyramid(2);
+    scene.name = "pool";
+    scene
+}
+
+/// 96 boxes, balls, capsules and hulls of densities 400 to 2,000 dropped into a pool
+/// of voxel water over a rock floor: most float, bob and drift, some sink.
+fn floating_pool() -> kiln::physics::World {
+    use glam::{IVec3, Quat, Vec3};
+    use kiln::math::Isometry;
+    use kiln::physics::{BodyDef, ShapeDef, World, WorldDef};
+    use kiln::shapes::Shape;
+    use kiln::terrain::{Material, Terrain};
+    let mut world = World::new(WorldDef::default());
+    let mut terrain = Terrain::new(1.0);
+    terrain.fill(IVec3::new(-12, -7, -12), IVec3::new(12, -6, 12), Material::ROCK);
+    terrain.fill(IVec3::new(-12, -5, -12), IVec3::new(12, -1, 12), Material::WATER);
+    world.set_terrain(terrain);
+    let hull: Vec<Vec3> = (0..24)
+        .map(|i| Vec3::new((i as f32 * 2.4).cos(), (i as f32 * 0.7).sin(), (i as f32 * 2.4).sin()) * 0.4)
+        .collect();
+    for i in 0..96 {
+        let at = Vec3::new((i % 8) as f32 * 2.2 - 8.0, 1.0 + (i / 32) as f32 * 1.5, ((i / 8) % 4) as f32 * 2.5 - 4.0);
+        let def = BodyDef {
+            transform: Isometry::new(at, Quat::from_rotation_x(i as f32 * 0.37) * Quat::from_rotation_y(i as f32)),
+            ..BodyDef::default()
+        };
+        let id = world.create_body(&def).unwrap();
+        let shape = match i % 4 {
+            0 => Shape::cuboid(Vec3::new(0.5, 0.3, 0.4)).unwrap(),
+            1 => Shape::sphere(Vec3::ZERO, 0.4).unwrap(),
+            2 => Shape::capsule(Vec3::new(0.0, -0.4, 0.0), Vec3::new(0.0, 0.4, 0.0), 0.25).unwrap(),
+            _ => Shape::hull(&hull).unwrap(),
+        };
+        let density = 400.0 + 100.0 * (i % 17) as f32;
+        world.add_shape(id, shape, ShapeDef { density, ..ShapeDef::default() }).unwrap();
+    }
+    world
 }
 
 /// Four static sensor boxes over the rain scene's terrain, a quarter each, and a

@@ -225,6 +225,9 @@ static void one_call(Pools *p) {
         KilnWorldDef def = kiln_default_world_def();
         if (below(5) == 0) def.gravity = vec(20.0f);
         if (below(8) == 0) def.hit_event_threshold = number(2.0f);
+        if (below(8) == 0) def.water_density = below(2) ? number(2000.0f) : 0.0f;
+        if (below(12) == 0) def.water_linear_drag = number(2.0f);
+        if (below(12) == 0) def.water_angular_drag = number(2.0f);
         if (below(8) == 0) def.struct_size = below(2) ? 3u : 100000u;
         KilnWorldId made = {0, 0};
         s = kiln_world_create(below(20) ? &def : NULL, &made), what = "kiln_world_create";
@@ -752,8 +755,15 @@ static void one_call(Pools *p) {
             expect_status(p, hs, "kiln_world_get_contact_hit_events");
             for (uint32_t i = 0; hs == KILN_OK && with_array && i < count && i < hit_capacity; i++)
                 CHECK(hit_events[i].approach_speed >= 0.0f);
-            s = kiln_world_get_move_events(w, below(10) ? moves : NULL, below(9), below(20) ? &count : NULL),
-            what = "kiln_world_get_move_events";
+            expect_status(p, kiln_world_get_move_events(w, below(10) ? moves : NULL, below(9), below(20) ? &count : NULL),
+                          "kiln_world_get_move_events");
+            KilnWaterEvent water_events[8];
+            expect_status(p, kiln_world_get_water_events(w, below(10) ? water_events : NULL, below(9),
+                                                         below(20) ? &count : NULL),
+                          "kiln_world_get_water_events");
+            KilnSubmerged sub;
+            s = kiln_body_get_submerged(any_body(p), below(20) ? &sub : NULL), what = "kiln_body_get_submerged";
+            CHECK(s != KILN_OK || (sub.volume >= 0.0f && sub.volume <= sub.body_volume * 1.05f + 1e-3f));
             break;
         }
         case 0:
@@ -825,6 +835,9 @@ static void run(uint64_t seed, unsigned calls) {
     KilnTerrainDef tdef = kiln_default_terrain_def();
     CHECK_STATUS(kiln_terrain_create(&tdef, &p.terrain), KILN_OK);
     CHECK_STATUS(kiln_terrain_fill(p.terrain, (KilnInt3){-14, -4, -14}, (KilnInt3){14, 0, 14}, KILN_MATERIAL_ROCK, NULL),
+                 KILN_OK);
+    /* A pond over half the floor, so bodies float and queries meet water. */
+    CHECK_STATUS(kiln_terrain_fill(p.terrain, (KilnInt3){-14, 1, -14}, (KilnInt3){0, 2, 14}, KILN_MATERIAL_WATER, NULL),
                  KILN_OK);
     CHECK_STATUS(kiln_terrain_regenerate(p.terrain, p.runtime, NULL), KILN_OK);
     for (unsigned k = 0; k < MAX_SHAPES; k++)

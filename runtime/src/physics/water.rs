@@ -120,7 +120,9 @@ struct Group {
 }
 
 /// One parallel lane: scratch, and per body its submerged volume, force, torque.
-#[derive(Debug, Default)]
+/// Lanes start with room for a tessellated sphere or capsule and a few columns, so
+/// a lane meeting its first one mid-run does not allocate.
+#[derive(Debug)]
 struct Lane {
     mesh: SurfaceMesh,
     segments: Vec<Segment>,
@@ -312,7 +314,11 @@ impl World {
             // The bodies in fixed lanes (the same split for any worker count), each
             // with its own scratch, as parallel jobs.
             let per_lane = water.groups.len().div_ceil(LANES).max(1);
-            water.lanes.resize_with(LANES, Lane::default);
+            water.lanes.resize_with(LANES, || Lane {
+                mesh: SurfaceMesh::with_capacity(),
+                segments: Vec::with_capacity(16),
+                out: Vec::with_capacity(16),
+            });
             let (groups, shapes, def) = (&water.groups, &water.shapes, &self.def);
             jobs.for_each_mut(&mut water.lanes, |k, lane, _| {
                 let range = (k * per_lane).min(groups.len())..((k + 1) * per_lane).min(groups.len());

@@ -82,6 +82,21 @@ pub struct SurfaceMesh {
 }
 
 impl SurfaceMesh {
+    /// An empty mesh with room for a sphere or capsule (and small hulls): setting
+    /// one allocates nothing.
+    pub fn with_capacity() -> SurfaceMesh {
+        let polygons = 2 * MERIDIANS * RINGS + 8;
+        let _ = unit_sphere();
+        SurfaceMesh {
+            origin: Vec3::ZERO,
+            points: Vec::with_capacity(3 * polygons),
+            starts: Vec::with_capacity(polygons + 1),
+            bounds: Vec::with_capacity(polygons),
+            parts: Vec::with_capacity(4),
+            clip: [Vec::with_capacity(80), Vec::with_capacity(80)],
+        }
+    }
+
     /// The faces of `shape` placed by `xf`, relative to `origin` (pick one near the
     /// shape: the body's centre of mass). Triangles have no volume and add nothing.
     pub fn set(&mut self, shape: &Shape, xf: &Isometry, origin: Vec3) {
