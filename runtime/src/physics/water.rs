@@ -438,20 +438,20 @@ fn body_in_water(
     let (next_com, next_rotation) = (com + v * dt, (turn * a.rotation[row]).normalize());
     let next = Isometry::new(next_com - next_rotation * a.local_center[row], next_rotation);
     let ahead = in_water(&next, next_com);
-    let (force, torque) = water_forces(def, all, a, row, &xf, now, ahead, dt);
+    let (force, torque) = water_forces(def, all, a, row, &xf, (now, ahead), dt);
     (now.volume, force, torque)
 }
 
 /// Force and torque (about the centre of mass) of the water on awake row `row`
-/// with `sub` submerged (moments about the centre of mass).
+/// with `sub` submerged now and `ahead` at the end of the step (moments about the
+/// centre of mass at each).
 fn water_forces(
     def: &super::WorldDef,
     shapes: &[BodyShape],
     a: &super::BodySet,
     row: usize,
     xf: &Isometry,
-    sub: VolumeMoments,
-    ahead: VolumeMoments,
+    (sub, ahead): (VolumeMoments, VolumeMoments),
     dt: f32,
 ) -> (Vec3, Vec3) {
     let rho = def.water_density;
