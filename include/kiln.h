@@ -2153,6 +2153,14 @@ typedef struct KilnWorldRayHit {
 } KilnWorldRayHit;
 
 /**
+ * Called by `kiln_world_cast_ray_callback` for each hit, with the caller's
+ * `user_context`. Returns what the ray does next: a negative number ignores the hit,
+ * 0 stops the cast, any other value clips the ray to that distance (the hit's
+ * `distance` narrows the search to closer hits; the full length goes on).
+ */
+typedef float (*KilnRayHitFn)(const struct KilnWorldRayHit *hit, void *user_context);
+
+/**
  * Where a cast shape first touched a body or the terrain.
  */
 typedef struct KilnShapeCastHit {
@@ -4204,6 +4212,27 @@ KilnStatus kiln_world_cast_ray(struct KilnWorldId world,
                                float max_distance,
                                const struct KilnQueryFilter *filter,
                                struct KilnWorldRayHit *out_hit);
+
+/**
+ * Casts `ray` over the world's bodies and terrain that `filter` lets through (NULL:
+ * the default filter) and calls `callback` with each hit within `max_distance` as
+ * it is found (Box2D's `b2World_CastRay`): first the terrain's first hit, then body
+ * shapes in the order of the world's trees, the same for any worker count. The
+ * callback's answer ignores the hit, stops, or clips the ray (see `KilnRayHitFn`);
+ * hits beyond the clipped length are not reported. For a closest hit that skips
+ * some bodies (glass, the shooter's own parts), return -1 for those and the hit's
+ * distance for the rest, keeping the nearest. The callback may call Kiln, but not
+ * on this world (such calls return `KILN_ERROR_INVALID_STATE`).
+ *
+ * Pointers: `ray` is NULL or readable; `filter` is NULL or readable; `callback` is
+ * NULL or a function that may be called with `user_context`, which Kiln never reads.
+ */
+KilnStatus kiln_world_cast_ray_callback(struct KilnWorldId world,
+                                        const struct KilnRay *ray,
+                                        float max_distance,
+                                        const struct KilnQueryFilter *filter,
+                                        KilnRayHitFn callback,
+                                        void *user_context);
 
 /**
  * Lists every body shape `ray` meets within `max_distance` (each once, at its first

@@ -1,17 +1,20 @@
-//! World queries through the C ABI: ray casts (closest, all, batches), box and shape
-//! overlaps and shape casts over a world's bodies and its terrain, with a filter.
+//! World queries through the C ABI: ray casts (closest, all, batches, callback),
+//! box and shape overlaps and shape casts over a world's bodies and its terrain,
+//! with a filter.
 //!
 //! Results name what they found by a `KilnQueryTarget`: a body and the index of its
 //! shape, or a terrain chunk and triangle. Lists come sorted (rays by distance, then
 //! target; overlaps by body slot and shape, then terrain chunk and triangle), the same
 //! for any worker count.
 
+use std::ffi::c_void;
+
 use kiln_core::math::{Isometry, Ray, Vec3};
 use kiln_core::physics::{QueryFilter, QueryTarget, RayHit, ShapeCastHit};
 
 use crate::abi::{
     ffi_call, non_null, read_checked, read_def, CountedOut, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT,
-    KILN_ERROR_STRUCT_SIZE,
+    KILN_ERROR_NULL_POINTER, KILN_ERROR_STRUCT_SIZE,
 };
 use crate::runtime::{on_runtime, KilnRuntimeId};
 use crate::shapes::{shape_of, KilnShapeId};
@@ -276,6 +279,51 @@ pub unsafe extern "C" fn kiln_world_cast_ray(
         // SAFETY: non-null and writable per the contract.
         unsafe { out.cast_mut().write(ray_hit_to_c(world, hit)) };
         Ok(())
+    })
+}
+
+/// Called by `kiln_world_cast_ray_callback` for each hit, with the caller's
+/// `user_context`. Returns what the ray does next: a negative number ignores the hit,
+/// 0 stops the cast, any other value clips the ray to that distance (the hit's
+/// `distance` narrows the search to closer hits; the full length goes on).
+pub type KilnRayHitFn = Option<unsafe extern "C" fn(hit: *const KilnWorldRayHit, user_context: *mut c_void) -> f32>;
+
+/// Casts `ray` over the world's bodies and terrain that `filter` lets through (NULL:
+/// the default filter) and calls `callback` with each hit within `max_distance` as
+/// it is found (Box2D's `b2World_CastRay`): first the terrain's first hit, then body
+/// shapes in the order of the world's trees, the same for any worker count. The
+/// callback's answer ignores the hit, stops, or clips the ray (see `KilnRayHitFn`);
+/// hits beyond the clipped length are not reported. For a closest hit that skips
+/// some bodies (glass, the shooter's own parts), return -1 for those and the hit's
+/// distance for the rest, keeping the nearest. The callback may call Kiln, but not
+/// on this world (such calls return `KILN_ERROR_INVALID_STATE`).
+///
+/// Pointers: `ray` is NULL or readable; `filter` is NULL or readable; `callback` is
+/// NULL or a function that may be called with `user_context`, which Kiln never reads.
+#[no_mangle]
+pub unsafe extern "C" fn kiln_world_cast_ray_callback(
+    world: KilnWorldId,
+    ray: *const KilnRay,
+    max_distance: f32,
+    filter: *const KilnQueryFilter,
+    callback: KilnRayHitFn,
+    user_context: *mut c_void,
+) -> KilnStatus {
+    ffi_call("kiln_world_cast_ray_callback", || {
+        let ray = read_ray(ray)?;
+        let max_distance = check_distance(max_distance)?;
+        let Some(callback) = callback else {
+            return Err(Error::new(KILN_ERROR_NULL_POINTER, "`callback` is NULL"));
+        };
+        with_world(world, |entry| {
+            let filter = read_filter(filter, entry, world)?;
+            entry.world.cast_ray_with(&ray, max_distance, &filter, |hit| {
+                let hit = ray_hit_to_c(world, Some(*hit));
+                // SAFETY: the caller's contract: `callback` may be called with its context.
+                unsafe { callback(&hit, user_context) }
+            });
+            Ok(())
+        })
     })
 }
 

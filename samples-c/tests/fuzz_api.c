@@ -215,6 +215,25 @@ static void edit_while_drawing(KilnBodyId body, uint32_t shape_index, KilnShapeI
     r->refused += s == KILN_ERROR_INVALID_STATE;
 }
 
+/* The fuzzer's ray callback: context[0] seeds its answers (ignore, stop, clip,
+ * go on, NaN), context[1] counts the hits; each hit also tries a call on a world. */
+static float fuzz_ray_hit(const KilnWorldRayHit *hit, void *context) {
+    uint32_t *c = context;
+    CHECK(hit != NULL && hit->hit && hit->distance >= 0.0f);
+    c[1]++;
+    c[0] = c[0] * 1664525u + 1013904223u;
+    KilnWorldRayHit inner;
+    KilnRay up = {{0, 0, 0}, {0, 1, 0}};
+    (void)kiln_world_cast_ray(hit->target.body.world, &up, 1.0f, NULL, &inner);
+    switch ((c[0] >> 24) % 5) {
+    case 0: return -1.0f;
+    case 1: return 0.0f;
+    case 2: return hit->distance;
+    case 3: return NAN;
+    default: return 1.0e30f;
+    }
+}
+
 static void one_call(Pools *p) {
     KilnStatus s = KILN_OK;
     const char *what = "";
@@ -742,7 +761,16 @@ static void one_call(Pools *p) {
         KilnAabb b = box(8.0f);
         KilnTransform at = transform();
         uint32_t count = 0xFFFFFFFFu, capacity = below(17);
-        switch (below(7)) {
+        switch (below(8)) {
+        case 7: {
+            /* The callback cast: answers of every kind, and calls back into Kiln. */
+            uint32_t answers[2] = {next(), 0};
+            s = kiln_world_cast_ray_callback(w, below(20) ? &ray : NULL, max_distance, f,
+                                             below(20) ? fuzz_ray_hit : NULL, answers),
+            what = "kiln_world_cast_ray_callback";
+            CHECK(answers[1] < 100000u);
+            break;
+        }
         case 6: {
             KilnSensorEvent sensor_events[8];
             KilnBodyMoveEvent moves[8];

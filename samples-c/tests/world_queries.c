@@ -303,6 +303,75 @@ static void bad_input(Scene *s, KilnRuntimeId rt) {
     CHECK(cast.hit && cast.fraction == 0.0f);
 }
 
+/* What the callback cast's callbacks see and answer. */
+typedef struct Visits {
+    int count;
+    float nearest;
+    KilnBodyId skip, nearest_body;
+    KilnWorldId world;
+    KilnStatus inner;
+    float answer; /* > 0: answer this; 0: stop; < 0: clip to each hit, skipping `skip` */
+} Visits;
+
+static float on_hit(const KilnWorldRayHit *hit, void *context) {
+    Visits *v = context;
+    v->count++;
+    CHECK(hit->hit && hit->distance >= 0.0f);
+    /* Calls on the world being cast are refused, not deadlocked. */
+    KilnWorldRayHit again;
+    KilnRay probe = {{0, 10, 0}, {0, -1, 0}};
+    v->inner = kiln_world_cast_ray(v->world, &probe, 1.0f, NULL, &again);
+    if (v->answer >= 0.0f) return v->answer;
+    if (hit->target.kind == KILN_QUERY_TARGET_BODY && same_body(hit->target.body, v->skip)) return -1.0f;
+    if (hit->distance < v->nearest) v->nearest = hit->distance, v->nearest_body = hit->target.body;
+    return hit->distance;
+}
+
+/* The callback cast: clipping to each hit finds the closest hit, 0 stops at the
+ * first, -1 skips a body; then its bad arguments. */
+static void callback_rays(Scene *s) {
+    KilnRay down = {{0.1f, 10, 0.1f}, {0, -1, 0}};
+    Visits v = {0, INFINITY, {0}, {0}, s->world, KILN_OK, -1.0f};
+    CHECK_STATUS(kiln_world_cast_ray_callback(s->world, &down, 100.0f, NULL, on_hit, &v), KILN_OK);
+    KilnWorldRayHit closest;
+    CHECK_STATUS(kiln_world_cast_ray(s->world, &down, 100.0f, NULL, &closest), KILN_OK);
+    CHECK(v.count >= 2 && v.nearest == closest.distance && same_body(v.nearest_body, s->block));
+    CHECK(v.inner == KILN_ERROR_INVALID_STATE);
+    /* Skip the block: the floor under it is next. */
+    v = (Visits){0, INFINITY, s->block, {0}, s->world, KILN_OK, -1.0f};
+    CHECK_STATUS(kiln_world_cast_ray_callback(s->world, &down, 100.0f, NULL, on_hit, &v), KILN_OK);
+    CHECK(v.nearest > closest.distance + 1.5f && v.nearest_body.index1 == 0);
+    /* Stop at the first hit; go on through all of them. */
+    v = (Visits){0, INFINITY, {0}, {0}, s->world, KILN_OK, 0.0f};
+    CHECK_STATUS(kiln_world_cast_ray_callback(s->world, &down, 100.0f, NULL, on_hit, &v), KILN_OK);
+    CHECK(v.count == 1);
+    v = (Visits){0, INFINITY, {0}, {0}, s->world, KILN_OK, 1000.0f};
+    CHECK_STATUS(kiln_world_cast_ray_callback(s->world, &down, 100.0f, NULL, on_hit, &v), KILN_OK);
+    uint32_t all = 0;
+    CHECK_STATUS(kiln_world_cast_ray_all(s->world, &down, 100.0f, NULL, NULL, 0, &all), KILN_OK);
+    CHECK(v.count == (int)all && all >= 2);
+    /* Bad input: nothing is called. */
+    v = (Visits){0, INFINITY, {0}, {0}, s->world, KILN_OK, 1000.0f};
+    CHECK_STATUS(kiln_world_cast_ray_callback(s->world, &down, 100.0f, NULL, NULL, &v), KILN_ERROR_NULL_POINTER);
+    CHECK_MESSAGE("callback");
+    CHECK_STATUS(kiln_world_cast_ray_callback(s->world, NULL, 100.0f, NULL, on_hit, &v), KILN_ERROR_NULL_POINTER);
+    float bad_lengths[] = {NAN, -1.0f};
+    for (int i = 0; i < 2; i++)
+        CHECK_STATUS(kiln_world_cast_ray_callback(s->world, &down, bad_lengths[i], NULL, on_hit, &v),
+                     KILN_ERROR_INVALID_ARGUMENT);
+    KilnRay bad_rays[] = {{{0, 0, 0}, {0, 0, 0}}, {{NAN, 0, 0}, {0, -1, 0}}, {{0, 0, 0}, {INFINITY, 0, 0}}};
+    for (int i = 0; i < 3; i++)
+        CHECK_STATUS(kiln_world_cast_ray_callback(s->world, &bad_rays[i], 10.0f, NULL, on_hit, &v),
+                     KILN_ERROR_INVALID_ARGUMENT);
+    KilnQueryFilter wrong = kiln_default_query_filter();
+    wrong.struct_size = 3;
+    CHECK_STATUS(kiln_world_cast_ray_callback(s->world, &down, 10.0f, &wrong, on_hit, &v), KILN_ERROR_STRUCT_SIZE);
+    CHECK_STATUS(kiln_world_cast_ray_callback((KilnWorldId){0, 0}, &down, 10.0f, NULL, on_hit, &v),
+                 KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_world_cast_ray_callback(s->world, &down, INFINITY, NULL, on_hit, &v), KILN_OK);
+    CHECK(v.count >= 2);
+}
+
 /* A ball falls through a sensor box onto the floor: one begin, one end, one hit as
  * it lands, and the move events follow it until it sleeps. */
 static void sensors_and_moves(KilnRuntimeId rt) {
@@ -518,6 +587,7 @@ int main(void) {
     CHECK_STATUS(kiln_world_cast_ray(s.world, &at_ball, 100.0f, NULL, &hit), KILN_OK);
     CHECK(same_body(hit.target.body, s.ball) && near(hit.point.y, ball_at.position.y + 0.5f));
     bad_input(&s, rt);
+    callback_rays(&s);
     sensors_and_moves(rt);
     character_among_bodies(rt);
     CHECK_STATUS(kiln_world_validate(s.world), KILN_OK);

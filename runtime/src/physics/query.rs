@@ -331,6 +331,63 @@ impl World {
         out.sort_unstable_by(|a, b| a.t.total_cmp(&b.t).then(a.target.key().cmp(&b.target.key())));
     }
 
+    /// Every hit of `ray` within `max_t`, handed to `visit` as it is found (Box2D's
+    /// `b2World_CastRay` with its `b2CastResultFcn`): first the terrain's first hit,
+    /// then the body shapes in the trees' order (the same for any worker count).
+    /// `visit` says what the ray does next: a negative number (or NaN) ignores the
+    /// hit, 0 stops the cast, any other value clips the ray to that length (the hit's
+    /// `t` narrows the search to closer hits; `max_t` or more goes on unclipped).
+    /// Hits beyond the clipped length are not reported.
+    pub fn cast_ray_with(
+        &mut self,
+        ray: &Ray,
+        max_t: f32,
+        filter: &QueryFilter,
+        mut visit: impl FnMut(&RayHit) -> f32,
+    ) {
+        if !ray.is_valid() || max_t.is_nan() || max_t < 0.0 {
+            return;
+        }
+        // The new length after a hit, or `None` to stop.
+        let next = |answer: f32, max: f32| match answer {
+            a if a.is_nan() || a < 0.0 => Some(max),
+            a if a == 0.0 => None,
+            a => Some(a.min(max)),
+        };
+        let mut max = max_t;
+        if let (Some(t), true) = (&mut self.terrain, filter.terrain) {
+            if let Some(hit) = t.ray_cast(ray, max).map(RayHit::terrain) {
+                match next(visit(&hit), max) {
+                    Some(m) => max = m,
+                    None => return,
+                }
+            }
+        }
+        self.refresh_escaped();
+        // The length so far, or negative once stopped (both trees read it).
+        let length = std::cell::Cell::new(max);
+        let mut shapes = |user: u64, m: f32| {
+            let Some(hit) = self.ray_shape(user, ray, m, filter) else { return m };
+            let n = next(visit(&hit), m).unwrap_or(-1.0);
+            length.set(n);
+            n
+        };
+        let escaped = &self.escaped_tree;
+        escaped.ray_cast(ray, max, |proxy, m| shapes(escaped.user_data(proxy), m));
+        if length.get() < 0.0 {
+            return;
+        }
+        let tree = self.broadphase.tree();
+        tree.ray_cast(ray, length.get(), |proxy, m| {
+            let user = tree.user_data(proxy);
+            if self.is_escaped(user) {
+                m
+            } else {
+                shapes(user, m)
+            }
+        });
+    }
+
     /// [`World::cast_ray`] for every ray as parallel jobs: `hits[i]` is ray `i`'s
     /// closest hit. Chunks first reached by the batch are meshed in parallel. Panics
     /// if `hits` and `rays` differ in length.

@@ -408,3 +408,105 @@ fn queries_between_steps_see_bodies_where_they_are() {
     world.step(1.0 / 60.0, pool.jobs()).unwrap();
     world.validate();
 }
+
+/// The callback cast: clipping to each hit finds the closest (as `cast_ray`, ties by
+/// the same key), going on finds every hit (as `cast_ray_all`), 0 stops at the first
+/// hit, a negative answer ignores a hit, and no hit beyond a clip is reported.
+#[test]
+fn callback_ray_casts_clip_ignore_and_stop() {
+    let mut s = scene(31, 15);
+    let mut rng = Rng(32);
+    let mut all = Vec::new();
+    let (mut clipped_some, mut ignored_some) = (0, 0);
+    for (i, ray) in random_rays(&mut rng, 600).iter().enumerate() {
+        let filter = if i % 2 == 0 { QueryFilter::default() } else { random_filter(&mut rng, &s.bodies) };
+        // Closest: clip to every hit, keep the best by (t, key).
+        let mut best: Option<RayHit> = None;
+        let mut length = 40.0f32;
+        s.world.cast_ray_with(ray, 40.0, &filter, |hit| {
+            assert!(hit.t <= length, "a hit at {} beyond the clip at {length}", hit.t);
+            let better = best.is_none_or(|b| (hit.t, hit.target.key()) < (b.t, b.target.key()));
+            if better {
+                best = Some(*hit);
+            }
+            length = hit.t.min(length);
+            hit.t
+        });
+        assert_eq!(best, s.world.cast_ray(ray, 40.0, &filter), "{ray:?}");
+        // All: go on after every hit.
+        let mut seen = Vec::new();
+        s.world.cast_ray_with(ray, 40.0, &filter, |hit| {
+            seen.push(*hit);
+            40.0
+        });
+        seen.sort_unstable_by(|a, b| a.t.total_cmp(&b.t).then(a.target.key().cmp(&b.target.key())));
+        s.world.cast_ray_all(ray, 40.0, &filter, &mut all);
+        assert_eq!(seen, all, "{ray:?}");
+        clipped_some += (all.len() > 1) as usize;
+        // Stop: one visit.
+        let mut visits = 0;
+        s.world.cast_ray_with(ray, 40.0, &filter, |_| {
+            visits += 1;
+            0.0
+        });
+        assert_eq!(visits, all.len().min(1));
+        // Ignore the closest body: the closest of the rest, as the filter's ignore.
+        if let Some(QueryTarget::Body { body, .. }) = all.first().map(|h| h.target) {
+            if filter.ignore.is_none() {
+                let mut rest: Option<RayHit> = None;
+                s.world.cast_ray_with(ray, 40.0, &filter, |hit| match hit.target {
+                    QueryTarget::Body { body: b, .. } if b == body => -1.0,
+                    _ => {
+                        if rest.is_none_or(|r| (hit.t, hit.target.key()) < (r.t, r.target.key())) {
+                            rest = Some(*hit);
+                        }
+                        hit.t
+                    }
+                });
+                let without = QueryFilter { ignore: Some(body), ..filter };
+                assert_eq!(rest, s.world.cast_ray(ray, 40.0, &without), "{ray:?}");
+                ignored_some += 1;
+            }
+        }
+    }
+    assert!(clipped_some > 20 && ignored_some > 20, "{clipped_some} {ignored_some}");
+    // Bad rays and lengths visit nothing.
+    let mut visits = 0;
+    for (ray, max) in [
+        (Ray { origin: Vec3::ZERO, dir: Vec3::ZERO, inv_dir: Vec3::INFINITY }, 10.0),
+        (random_rays(&mut rng, 1)[0], f32::NAN),
+        (random_rays(&mut rng, 1)[0], -1.0),
+    ] {
+        s.world.cast_ray_with(&ray, max, &QueryFilter::default(), |_| {
+            visits += 1;
+            1.0
+        });
+    }
+    assert_eq!(visits, 0);
+}
+
+/// The callback sees hits in the same order for any worker count (the trees are the
+/// same bits).
+#[test]
+fn callback_ray_order_is_the_same_for_any_worker_count() {
+    let rays = random_rays(&mut Rng(42), 300);
+    let order = |workers: usize| {
+        let pool = ThreadPool::new(workers);
+        let mut world = scene(41, 0).world;
+        for _ in 0..30 {
+            world.step(1.0 / 60.0, pool.jobs()).unwrap();
+        }
+        let mut seen = Vec::new();
+        for ray in &rays {
+            world.cast_ray_with(ray, 50.0, &QueryFilter::default(), |hit| {
+                seen.push((hit.t.to_bits(), hit.target.key()));
+                50.0
+            });
+        }
+        seen
+    };
+    let one = order(1);
+    assert!(one.len() > 150, "{} hits", one.len());
+    assert_eq!(order(2), one);
+    assert_eq!(order(8), one);
+}
