@@ -349,10 +349,14 @@ impl World {
             return;
         }
         // The new length after a hit, or `None` to stop.
-        let next = |answer: f32, max: f32| match answer {
-            a if a.is_nan() || a < 0.0 => Some(max),
-            a if a == 0.0 => None,
-            a => Some(a.min(max)),
+        let next = |answer: f32, max: f32| {
+            if answer.is_nan() || answer < 0.0 {
+                Some(max)
+            } else if answer == 0.0 {
+                None
+            } else {
+                Some(answer.min(max))
+            }
         };
         let mut max = max_t;
         if let (Some(t), true) = (&mut self.terrain, filter.terrain) {
