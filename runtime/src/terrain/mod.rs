@@ -88,6 +88,8 @@ pub struct Terrain {
     /// meshed (64 per word, a word per job), and those chunks.
     missing: Vec<u64>,
     needed: Vec<IVec3>,
+    /// Scratch of `query_triangles`: the chunks a box touches.
+    query_chunks: Vec<IVec3>,
     /// Bumped by every change of the triangles a query can return (edits, mesh mode).
     revision: u64,
     /// Names the masks as they are (see [`Terrain::mask_stamp`]).
@@ -116,6 +118,7 @@ impl Terrain {
             results: Vec::new(),
             missing: Vec::new(),
             needed: Vec::new(),
+            query_chunks: Vec::new(),
             revision: 0,
             mask_stamp: fresh_mask_stamp(),
         }
@@ -270,13 +273,19 @@ impl Terrain {
         self.missing.clear();
         self.missing.resize(words, 0);
         let (meshes, surface) = (&self.meshes, &self.surface);
-        jobs.map_chunks(0..coords.len(), 64, &mut self.missing, |range, _| {
+        let missing = |range: std::ops::Range<usize>| {
             let start = range.start;
             range.fold(0u64, |bits, i| {
                 let c = coords[i];
                 bits | ((!meshes.contains(c) && surface.contains(c)) as u64) << (i - start)
             })
-        });
+        };
+        if words == 1 {
+            // A query's few chunks: one word, not worth a job.
+            self.missing[0] = missing(0..coords.len());
+        } else {
+            jobs.map_chunks(0..coords.len(), 64, &mut self.missing, |range, _| missing(range));
+        }
         self.needed.clear();
         for (w, &bits) in self.missing.iter().enumerate() {
             let mut bits = bits;
@@ -308,7 +317,8 @@ impl Terrain {
     /// stop. The chunks come from the bit broadphase (plus chunks edited since the
     /// last regeneration); missing meshes are built first, in parallel.
     pub fn query_triangles(&mut self, aabb: &Aabb, jobs: Jobs, mut visit: impl FnMut(&TerrainTriangle) -> bool) {
-        let mut chunks = Vec::new();
+        let mut chunks = std::mem::take(&mut self.query_chunks);
+        chunks.clear();
         self.for_each_overlap(aabb, |c, o| {
             if o.solid {
                 chunks.push(c);
@@ -356,6 +366,7 @@ impl Terrain {
                 break 'chunks;
             }
         }
+        self.query_chunks = chunks;
         self.meshes.evict_to_budget();
     }
 
