@@ -478,7 +478,7 @@ impl World {
         });
         out.sort_unstable_by_key(QueryTarget::key);
         if let (Some(t), true) = (&mut self.terrain, filter.terrain) {
-            t.query_triangles(&bounds, jobs, |tri| {
+            t.query_triangle_candidates(&bounds, jobs, |tri| {
                 if touches_triangle(shape, xf, tri.vertices) {
                     out.push(QueryTarget::Terrain { chunk: tri.chunk, triangle: tri.index });
                 }
@@ -530,7 +530,7 @@ impl World {
             }
         });
         if let (Some(t), true) = (&mut self.terrain, filter.terrain) {
-            t.query_triangles(&swept, jobs, |tri| {
+            t.query_triangle_candidates(&swept, jobs, |tri| {
                 let target = QueryTarget::Terrain { chunk: tri.chunk, triangle: tri.index };
                 consider(target, &Shape::Triangle(tri.vertices), &Isometry::IDENTITY, &mut best);
                 true

@@ -316,7 +316,18 @@ impl Terrain {
     /// ascending (y, z, x) order, triangles in tree order; `visit` returns `false` to
     /// stop. The chunks come from the bit broadphase (plus chunks edited since the
     /// last regeneration); missing meshes are built first, in parallel.
-    pub fn query_triangles(&mut self, aabb: &Aabb, jobs: Jobs, mut visit: impl FnMut(&TerrainTriangle) -> bool) {
+    pub fn query_triangles(&mut self, aabb: &Aabb, jobs: Jobs, visit: impl FnMut(&TerrainTriangle) -> bool) {
+        self.triangles_in(aabb, true, jobs, visit);
+    }
+
+    /// [`Terrain::query_triangles`] with each triangle's bounds instead of the exact
+    /// triangle-box test: a superset, for callers that test each triangle exactly
+    /// against their own shape (shape overlaps and casts).
+    pub fn query_triangle_candidates(&mut self, aabb: &Aabb, jobs: Jobs, visit: impl FnMut(&TerrainTriangle) -> bool) {
+        self.triangles_in(aabb, false, jobs, visit);
+    }
+
+    fn triangles_in(&mut self, aabb: &Aabb, exact: bool, jobs: Jobs, mut visit: impl FnMut(&TerrainTriangle) -> bool) {
         let mut chunks = std::mem::take(&mut self.query_chunks);
         chunks.clear();
         self.for_each_overlap(aabb, |c, o| {
@@ -352,7 +363,8 @@ impl Terrain {
         'chunks: for &chunk in &chunks {
             let Some(mesh) = self.chunk_mesh(chunk) else { continue };
             let mut go_on = true;
-            mesh.query_aabb(aabb, |index| {
+            let query = if exact { KdMesh::query_aabb } else { KdMesh::query_aabb_candidates };
+            query(mesh, aabb, &mut |index| {
                 let triangle = TerrainTriangle {
                     chunk,
                     index,

@@ -602,8 +602,18 @@ impl KdMesh {
     /// exact separating-axis test); `visit` returns `false` to stop.
     pub fn query_aabb(&self, aabb: &Aabb, visit: impl FnMut(u32) -> bool) {
         match &self.repr {
-            Repr::Full(f) => query_aabb(f, &self.bounds, aabb, visit),
-            Repr::Compact(c) => query_aabb(c, &self.bounds, aabb, visit),
+            Repr::Full(f) => query_aabb(f, &self.bounds, aabb, true, visit),
+            Repr::Compact(c) => query_aabb(c, &self.bounds, aabb, true, visit),
+        }
+    }
+
+    /// Calls `visit(triangle)` for every triangle whose bounds touch `aabb`: a
+    /// superset of [`KdMesh::query_aabb`] without its separating-axis test, for
+    /// callers that test each triangle exactly against their own shape.
+    pub fn query_aabb_candidates(&self, aabb: &Aabb, visit: impl FnMut(u32) -> bool) {
+        match &self.repr {
+            Repr::Full(f) => query_aabb(f, &self.bounds, aabb, false, visit),
+            Repr::Compact(c) => query_aabb(c, &self.bounds, aabb, false, visit),
         }
     }
 

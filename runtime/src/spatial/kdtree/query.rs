@@ -3,7 +3,13 @@
 
 use super::*;
 
-pub(super) fn query_aabb<S: Storage>(s: &S, bounds: &Aabb, aabb: &Aabb, mut visit: impl FnMut(u32) -> bool) {
+pub(super) fn query_aabb<S: Storage>(
+    s: &S,
+    bounds: &Aabb,
+    aabb: &Aabb,
+    exact: bool,
+    mut visit: impl FnMut(u32) -> bool,
+) {
     if !bounds.is_valid() || !aabb.is_valid() || !bounds.overlaps(aabb) {
         return;
     }
@@ -31,7 +37,16 @@ pub(super) fn query_aabb<S: Storage>(s: &S, bounds: &Aabb, aabb: &Aabb, mut visi
                     continue;
                 }
                 for t in first..first + count {
-                    if triangle_overlaps_aabb(s.triangle(t), aabb) && !visit(t) {
+                    let v = s.triangle(t);
+                    let touches = if exact {
+                        triangle_overlaps_aabb(v, aabb)
+                    } else {
+                        // The triangle's own box: a cheap superset for callers that
+                        // test the triangle exactly themselves.
+                        let (min, max) = (v[0].min(v[1]).min(v[2]), v[0].max(v[1]).max(v[2]));
+                        min.cmple(aabb.max).all() && max.cmpge(aabb.min).all()
+                    };
+                    if touches && !visit(t) {
                         return;
                     }
                 }
