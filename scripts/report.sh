@@ -11,7 +11,7 @@
 # are 5 s and 3 s); the full run of every bench took 28 minutes on 2 cores.
 # BENCH names a file of benches/benches/ (jobs, frame_graph, broadphase_tree,
 # voxel_masks, kdtree, octree_pick, gpu_trace, narrowphase, world, world_queries, ddgi,
-# integrated).
+# integrated, water).
 # A ratio below 1 means Kiln took less time than the peer (for sizes: less memory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
