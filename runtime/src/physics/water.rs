@@ -244,10 +244,16 @@ fn columns(terrain: &Terrain, lo: IVec3, hi: IVec3, y0: i32, count: u32, out: &m
     for z in lo.z..=hi.z {
         let this_row = out.len();
         let mut x = lo.x;
+        let mut mask = terrain.water_column(x, z, y0, count);
         while x <= hi.x {
-            let mask = terrain.water_column(x, z, y0, count);
+            // Each column is read once: the first that differs starts the next run.
             let mut x1 = x;
-            while x1 < hi.x && terrain.water_column(x1 + 1, z, y0, count) == mask {
+            let mut next = 0;
+            while x1 < hi.x {
+                next = terrain.water_column(x1 + 1, z, y0, count);
+                if next != mask {
+                    break;
+                }
                 x1 += 1;
             }
             if mask != 0 {
@@ -261,6 +267,7 @@ fn columns(terrain: &Terrain, lo: IVec3, hi: IVec3, y0: i32, count: u32, out: &m
                 }
             }
             x = x1 + 1;
+            mask = next;
         }
         // Rectangles that did not grow into this row are final: keep them before
         // `row_start` so later rows only search the open ones.

@@ -7,7 +7,7 @@ use glam::{IVec3, Quat, Vec3};
 use super::*;
 use crate::jobs::ThreadPool;
 use crate::physics::{BodyDef, ShapeDef, WorldDef, MAX_WATER_DENSITY};
-use crate::shapes::Shape;
+use crate::shapes::{Polytope, Shape};
 use crate::terrain::{Material, Terrain};
 
 const DT: f32 = 1.0 / 60.0;
@@ -323,4 +323,75 @@ fn rain_into_the_lakes_floats_at_the_right_depth_and_sleeps() {
         }
     }
     assert!(floating > 1000, "only {floating} bodies float");
+}
+
+/// Irregular water — random voxels, so columns have gaps, several runs and
+/// neighbours that differ — under rotated boxes and hulls spanning many columns:
+/// the submerged volume and its centroid equal a fine point sampling.
+#[test]
+fn submerged_volume_over_ragged_water_equals_sampling() {
+    let mut world = World::new(WorldDef::default());
+    let mut terrain = Terrain::new(0.5);
+    let mut seed = 0x9e37_79b9u32;
+    let mut rand = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        seed
+    };
+    for x in -8..8 {
+        for y in -8..8 {
+            for z in -8..8 {
+                if rand() % 2 == 0 {
+                    let v = IVec3::new(x, y, z);
+                    terrain.fill(v, v, Material::WATER);
+                }
+            }
+        }
+    }
+    world.set_terrain(terrain);
+    let points: Vec<Vec3> = (0..30)
+        .map(|i| Vec3::new((i as f32 * 2.4).cos(), (i as f32 * 0.9).sin(), (i as f32 * 2.4).sin()) * 1.4)
+        .collect();
+    let hull = Shape::hull(&points).unwrap();
+    let Shape::Hull(h) = &hull else { unreachable!() };
+    let half = Vec3::new(1.3, 0.9, 1.1);
+    for (k, shape) in [Shape::cuboid(half).unwrap(), hull.clone()].into_iter().enumerate() {
+        let q = Quat::from_rotation_x(0.5 + k as f32) * Quat::from_rotation_y(0.8);
+        let at = Vec3::new(0.23, -0.31, 0.17);
+        let id = body(&mut world, at, q, shape.clone(), 500.0);
+        let s = world.submerged(id).unwrap();
+        let xf = Isometry::new(at, q);
+        let inv = xf.inverse();
+        let inside = |p: Vec3| {
+            let l = inv.transform_point(p);
+            if k == 0 {
+                l.abs().cmple(half).all()
+            } else {
+                (0..h.face_count()).all(|f| h.plane(f).distance(l) <= 0.0)
+            }
+        };
+        let bounds = shape.aabb(&xf);
+        let n = 120;
+        let step = (bounds.max - bounds.min) / n as f32;
+        let (mut count, mut sum) = (0u64, glam::DVec3::ZERO);
+        for i in 0..n {
+            for j in 0..n {
+                for m in 0..n {
+                    let p = bounds.min + step * Vec3::new(i as f32 + 0.5, j as f32 + 0.5, m as f32 + 0.5);
+                    let wet = world.terrain().unwrap().voxels().get((p / 0.5).floor().as_ivec3()).is_water();
+                    if wet && inside(p) {
+                        count += 1;
+                        sum += p.as_dvec3();
+                    }
+                }
+            }
+        }
+        let volume = count as f32 * step.x * step.y * step.z;
+        let centroid = (sum / count as f64).as_vec3();
+        assert!((s.volume - volume).abs() < 0.01 * s.body_volume, "shape {k}: {} vs sampled {volume}", s.volume);
+        assert!((s.center - centroid).length() < 0.02, "shape {k}: centre {} vs sampled {centroid}", s.center);
+        assert!(s.volume > 0.3 * s.body_volume && s.volume < 0.7 * s.body_volume, "{s:?}");
+        world.destroy_body(id).unwrap();
+    }
 }
