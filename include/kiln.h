@@ -9,6 +9,20 @@
  *  - definition structs come from kiln_default_*_def() and carry struct_size;
  *  - enums are uint32_t plus KILN_* constants.
  * Call kiln_check_linked_abi() once at start-up.
+ *
+ * Threads (each function's "Threads:" paragraph says which rule it follows):
+ *  - calls on different objects may run at once, from any threads;
+ *  - calls on one object (a world with its bodies and joints, a runtime, a terrain, a
+ *    tracer, ...) do not overlap: a call that finds its object, or an object it uses
+ *    (the runtime whose workers it runs on, the terrain a world holds), busy returns
+ *    KILN_ERROR_INVALID_STATE and changes nothing. Busy means another thread is
+ *    inside it, or the call comes from one of the object's own callbacks;
+ *  - destroying an object that another thread is inside is refused the same way;
+ *    once destroyed, its handle is stale for every thread (KILN_ERROR_INVALID_HANDLE);
+ *  - kiln_*_is_valid never answers "busy"; kiln_last_error_message() is per thread;
+ *    kiln_set_allocator() comes before every other call;
+ *  - log and job callbacks may run on any of the runtime's workers at once; query
+ *    and debug-draw callbacks run on the calling thread, one at a time.
  */
 
 #ifndef KILN_H
@@ -3217,28 +3231,38 @@ extern "C" {
 
 /**
  * The library version as `(major << 16) | (minor << 8) | patch`.
+ *
+ * Threads: any thread, at any time.
  */
 uint32_t kiln_version(void);
 
 /**
  * The library version as a static string, e.g. "0.1.0".
+ *
+ * Threads: any thread, at any time.
  */
 const char *kiln_version_string(void);
 
 /**
  * The `KILN_ABI_VERSION` the library was built with.
+ *
+ * Threads: any thread, at any time.
  */
 uint32_t kiln_abi_version(void);
 
 /**
  * The message of the last failed Kiln call on this thread ("" if none). The string
  * stays valid until the next failing call on the same thread.
+ *
+ * Threads: any thread; each thread has its own message.
  */
 const char *kiln_last_error_message(void);
 
 /**
  * The name of a status code, e.g. "KILN_ERROR_NULL_POINTER"; "KILN_UNKNOWN_STATUS"
  * for values that are not status codes. Static string.
+ *
+ * Threads: any thread, at any time.
  */
 const char *kiln_status_name(KilnStatus status);
 
@@ -3249,12 +3273,16 @@ const char *kiln_status_name(KilnStatus status);
  *
  * Pointers: `allocator` is NULL or points to a readable `KilnAllocator`; its functions
  * stay callable, from any thread, until the process exits.
+ *
+ * Threads: before any other Kiln call, from one thread.
  */
 KilnStatus kiln_set_allocator(const struct KilnAllocator *allocator);
 
 /**
  * A `KilnRuntimeDef` with defaults: Kiln's own pool sized to the machine, no host
  * job system, no logging.
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnRuntimeDef kiln_default_runtime_def(void);
 
@@ -3263,6 +3291,8 @@ struct KilnRuntimeDef kiln_default_runtime_def(void);
  * to `out_runtime`. On failure `*out_runtime` is left unchanged.
  *
  * Pointers: `def` and `out_runtime` are NULL or valid for reading / writing.
+ *
+ * Threads: any thread, at any time.
  */
 KilnStatus kiln_runtime_create(const struct KilnRuntimeDef *def, struct KilnRuntimeId *out_runtime);
 
@@ -3271,11 +3301,17 @@ KilnStatus kiln_runtime_create(const struct KilnRuntimeDef *def, struct KilnRunt
  * threads, frees everything. Its handle and all its resource and pass ids become
  * invalid. Calling it from inside one of its own passes returns
  * `KILN_ERROR_INVALID_STATE`.
+ *
+ * Threads: calls on one runtime do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
  */
 KilnStatus kiln_runtime_destroy(struct KilnRuntimeId runtime);
 
 /**
  * Whether `runtime` refers to a live runtime.
+ *
+ * Threads: any thread, at any time; never busy.
  */
 bool kiln_runtime_is_valid(struct KilnRuntimeId runtime);
 
@@ -3283,6 +3319,10 @@ bool kiln_runtime_is_valid(struct KilnRuntimeId runtime);
  * Writes the number of distinct worker indices tasks and passes may see.
  *
  * Pointers: `out_count` is NULL or writable.
+ *
+ * Threads: calls on one runtime do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
  */
 KilnStatus kiln_runtime_get_worker_count(struct KilnRuntimeId runtime, uint32_t *out_count);
 
@@ -3291,6 +3331,10 @@ KilnStatus kiln_runtime_get_worker_count(struct KilnRuntimeId runtime, uint32_t 
  * with the caller) and writes its id. Names are unique per runtime.
  *
  * Pointers: `name` is NULL or NUL-terminated; `out_resource` is NULL or writable.
+ *
+ * Threads: calls on one runtime do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
  */
 KilnStatus kiln_runtime_add_resource(struct KilnRuntimeId runtime,
                                      const char *name,
@@ -3299,6 +3343,8 @@ KilnStatus kiln_runtime_add_resource(struct KilnRuntimeId runtime,
 /**
  * A `KilnPassDef` with defaults: CPU queue, no accesses, no callback (set `name` and
  * `run` before use).
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnPassDef kiln_default_pass_def(void);
 
@@ -3310,6 +3356,10 @@ struct KilnPassDef kiln_default_pass_def(void);
  *
  * Pointers: `def` is NULL or readable, with valid pointers and counts inside;
  * `out_pass` is NULL or writable.
+ *
+ * Threads: calls on one runtime do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
  */
 KilnStatus kiln_runtime_add_pass(struct KilnRuntimeId runtime,
                                  const struct KilnPassDef *def,
@@ -3320,6 +3370,10 @@ KilnStatus kiln_runtime_add_pass(struct KilnRuntimeId runtime,
  * parallel. `delta_time` (seconds) must be finite and >= 0. A failing pass stops
  * the frame after its level and gives `KILN_ERROR_PASS_FAILED`; the next frame
  * starts clean.
+ *
+ * Threads: calls on one runtime do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
  */
 KilnStatus kiln_runtime_run_frame(struct KilnRuntimeId runtime, float delta_time);
 
@@ -3333,6 +3387,10 @@ KilnStatus kiln_runtime_run_frame(struct KilnRuntimeId runtime, float delta_time
  *
  * Pointers: `out_profile` is NULL or writable; `passes` is NULL or has `capacity`
  * writable entries; `out_count` is NULL or writable.
+ *
+ * Threads: calls on one runtime do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
  */
 KilnStatus kiln_runtime_get_profile(struct KilnRuntimeId runtime,
                                     struct KilnProfile *out_profile,
@@ -3350,6 +3408,8 @@ KilnStatus kiln_runtime_get_profile(struct KilnRuntimeId runtime,
  *
  * Pointers: `context` is NULL or the context passed to the running callback;
  * `range_context` is usable from worker threads.
+ *
+ * Threads: only inside the pass whose context it is given, on that pass's thread.
  */
 KilnStatus kiln_parallel_for(const struct KilnPassContext *context,
                              uint32_t item_count,
@@ -3359,6 +3419,8 @@ KilnStatus kiln_parallel_for(const struct KilnPassContext *context,
 
 /**
  * The identity transform: no rotation, at the origin.
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnTransform kiln_transform_identity(void);
 
@@ -3367,6 +3429,8 @@ struct KilnTransform kiln_transform_identity(void);
  * `KILN_SHAPE_MAX_EXTENT`, as for all shapes.
  *
  * Pointers: `out_shape` is NULL or valid for writing.
+ *
+ * Threads: any thread, at any time.
  */
 KilnStatus kiln_shape_create_sphere(struct KilnVec3 center,
                                     float radius,
@@ -3377,6 +3441,8 @@ KilnStatus kiln_shape_create_sphere(struct KilnVec3 center,
  * `a == b` gives a sphere-shaped capsule.
  *
  * Pointers: `out_shape` is NULL or valid for writing.
+ *
+ * Threads: any thread, at any time.
  */
 KilnStatus kiln_shape_create_capsule(struct KilnVec3 a,
                                      struct KilnVec3 b,
@@ -3388,6 +3454,8 @@ KilnStatus kiln_shape_create_capsule(struct KilnVec3 a,
  * finite and > 0).
  *
  * Pointers: `out_shape` is NULL or valid for writing.
+ *
+ * Threads: any thread, at any time.
  */
 KilnStatus kiln_shape_create_box(struct KilnVec3 half_extents, struct KilnShapeId *out_shape);
 
@@ -3398,6 +3466,8 @@ KilnStatus kiln_shape_create_box(struct KilnVec3 half_extents, struct KilnShapeI
  *
  * Pointers: `points` is NULL or readable for `count` entries; `out_shape` is NULL or
  * writable.
+ *
+ * Threads: any thread, at any time.
  */
 KilnStatus kiln_shape_create_hull(const struct KilnVec3 *points,
                                   uint32_t count,
@@ -3408,6 +3478,8 @@ KilnStatus kiln_shape_create_hull(const struct KilnVec3 *points,
  * front). Refused when it has no area.
  *
  * Pointers: `out_shape` is NULL or valid for writing.
+ *
+ * Threads: any thread, at any time.
  */
 KilnStatus kiln_shape_create_triangle(struct KilnVec3 a,
                                       struct KilnVec3 b,
@@ -3421,6 +3493,8 @@ KilnStatus kiln_shape_create_triangle(struct KilnVec3 a,
  *
  * Pointers: `parts` is NULL or readable for `count` entries; `out_shape` is NULL or
  * writable.
+ *
+ * Threads: any thread, at any time.
  */
 KilnStatus kiln_shape_create_compound(const struct KilnCompoundPart *parts,
                                       uint32_t count,
@@ -3429,11 +3503,17 @@ KilnStatus kiln_shape_create_compound(const struct KilnCompoundPart *parts,
 /**
  * Destroys a shape; its handle becomes invalid. Compounds holding copies of it are
  * not affected.
+ *
+ * Threads: calls on one shape do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
  */
 KilnStatus kiln_shape_destroy(struct KilnShapeId shape);
 
 /**
  * Whether `shape` refers to a live shape.
+ *
+ * Threads: any thread, at any time; never busy.
  */
 bool kiln_shape_is_valid(struct KilnShapeId shape);
 
@@ -3441,6 +3521,10 @@ bool kiln_shape_is_valid(struct KilnShapeId shape);
  * Writes the world-space bounding box of `shape` placed by `transform`.
  *
  * Pointers: `transform` is NULL or readable; `out_aabb` is NULL or writable.
+ *
+ * Threads: calls on one shape do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
  */
 KilnStatus kiln_shape_get_aabb(struct KilnShapeId shape,
                                const struct KilnTransform *transform,
@@ -3451,6 +3535,10 @@ KilnStatus kiln_shape_get_aabb(struct KilnShapeId shape,
  * Triangles have no volume: their mass is zero.
  *
  * Pointers: `out_mass` is NULL or valid for writing.
+ *
+ * Threads: calls on one shape do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
  */
 KilnStatus kiln_shape_get_mass(struct KilnShapeId shape,
                                float density,
@@ -3461,6 +3549,10 @@ KilnStatus kiln_shape_get_mass(struct KilnShapeId shape,
  * `b` placed by `transform_b` (GJK; compounds: the closest pair of parts).
  *
  * Pointers: The transforms are NULL or readable; `out_result` is NULL or writable.
+ *
+ * Threads: calls on one shape do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
  */
 KilnStatus kiln_shape_distance(struct KilnShapeId a,
                                const struct KilnTransform *transform_a,
@@ -3477,6 +3569,10 @@ KilnStatus kiln_shape_distance(struct KilnShapeId a,
  *
  * Pointers: The transforms are NULL or readable; `out_manifolds` is NULL or writable
  * for `capacity` entries; `out_count` is NULL or writable.
+ *
+ * Threads: calls on one shape do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
  */
 KilnStatus kiln_shape_contact(struct KilnShapeId a,
                               const struct KilnTransform *transform_a,
@@ -3496,6 +3592,10 @@ KilnStatus kiln_shape_contact(struct KilnShapeId a,
  * other.
  *
  * Pointers: The sweeps are NULL or readable; `out_result` is NULL or writable.
+ *
+ * Threads: calls on one shape do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
  */
 KilnStatus kiln_shape_time_of_impact(struct KilnShapeId a,
                                      const struct KilnSweep *sweep_a,
@@ -3508,23 +3608,31 @@ KilnStatus kiln_shape_time_of_impact(struct KilnShapeId a,
 /**
  * A `KilnWorldDef` with defaults: Earth gravity along -Y, 4 substeps, sleeping and
  * continuous collision on, fresh water (1000 kg/m³) in the terrain's water voxels.
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnWorldDef kiln_default_world_def(void);
 
 /**
  * A `KilnBodyDef` with defaults: a dynamic body at the origin, at rest, allowed to
  * sleep.
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnBodyDef kiln_default_body_def(void);
 
 /**
  * A `KilnShapeDef` with defaults: identity pose, density 1000 (water), friction
  * 0.6, no bounce, colliding with everything.
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnShapeDef kiln_default_shape_def(void);
 
 /**
  * A `KilnDebugDraw` with every callback NULL.
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnDebugDraw kiln_default_debug_draw(void);
 
@@ -3532,17 +3640,25 @@ struct KilnDebugDraw kiln_default_debug_draw(void);
  * Creates an empty world and writes its handle to `out_world`.
  *
  * Pointers: `def` and `out_world` are NULL or valid for reading / writing.
+ *
+ * Threads: any thread, at any time.
  */
 KilnStatus kiln_world_create(const struct KilnWorldDef *def, struct KilnWorldId *out_world);
 
 /**
  * Destroys a world and all its bodies; their handles become invalid. An attached
  * terrain is detached and stays alive (its handle keeps working).
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_destroy(struct KilnWorldId world);
 
 /**
  * Whether `world` refers to a live world.
+ *
+ * Threads: any thread, at any time; never busy.
  */
 bool kiln_world_is_valid(struct KilnWorldId world);
 
@@ -3554,6 +3670,10 @@ bool kiln_world_is_valid(struct KilnWorldId world);
  * serves one world at a time (`KILN_ERROR_INVALID_STATE` otherwise), and cannot be
  * destroyed while attached. Replacing or removing a terrain ends its contacts and
  * wakes every island.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_set_terrain(struct KilnWorldId world, struct KilnTerrainId terrain);
 
@@ -3562,11 +3682,19 @@ KilnStatus kiln_world_set_terrain(struct KilnWorldId world, struct KilnTerrainId
  * contacts without moving anything) with jobs on `runtime`'s workers, or on the
  * calling thread for the null runtime `{0, 0}`. The result is bit-identical for any
  * worker count. Must not be called from one of the runtime's own passes.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_step(struct KilnWorldId world, struct KilnRuntimeId runtime, float dt);
 
 /**
  * Turns sleeping on or off; turning it off wakes every sleeping island.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_set_sleep_enabled(struct KilnWorldId world, bool enabled);
 
@@ -3576,6 +3704,10 @@ KilnStatus kiln_world_set_sleep_enabled(struct KilnWorldId world, bool enabled);
  * lent terrain's mesh cache. O(bodies); for tests, fuzzing and bug reports.
  * `KILN_ERROR_INTERNAL` (with the broken invariant in the last error message) means a
  * Kiln bug: please report it with the calls that led there.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_validate(struct KilnWorldId world);
 
@@ -3583,6 +3715,10 @@ KilnStatus kiln_world_validate(struct KilnWorldId world);
  * Writes the last step's per-stage wall-clock times to `out_profile`.
  *
  * Pointers: `out_profile` is NULL or valid for writing.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_get_profile(struct KilnWorldId world, struct KilnWorldProfile *out_profile);
 
@@ -3590,6 +3726,10 @@ KilnStatus kiln_world_get_profile(struct KilnWorldId world, struct KilnWorldProf
  * Writes the world's body counts and the last step's work counts to `out_counters`.
  *
  * Pointers: `out_counters` is NULL or valid for writing.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_get_counters(struct KilnWorldId world,
                                    struct KilnWorldCounters *out_counters);
@@ -3602,6 +3742,10 @@ KilnStatus kiln_world_get_counters(struct KilnWorldId world,
  *
  * Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
  * NULL or writable.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_get_contact_events(struct KilnWorldId world,
                                          struct KilnContactEvent *out_events,
@@ -3618,6 +3762,10 @@ KilnStatus kiln_world_get_contact_events(struct KilnWorldId world,
  *
  * Pointers: `bodies` is NULL or readable for `count` handles; `positions` and
  * `rotations` are NULL or writable for `count` elements at their strides.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_get_transforms(struct KilnWorldId world,
                                      const struct KilnBodyId *bodies,
@@ -3635,6 +3783,10 @@ KilnStatus kiln_world_get_transforms(struct KilnWorldId world,
  *
  * Pointers: `draw` is NULL or readable; its callbacks are NULL or callable as
  * declared.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_debug_draw(struct KilnWorldId world, const struct KilnDebugDraw *draw);
 
@@ -3643,6 +3795,10 @@ KilnStatus kiln_world_debug_draw(struct KilnWorldId world, const struct KilnDebu
  * its handle to `out_body`.
  *
  * Pointers: `def` and `out_body` are NULL or valid for reading / writing.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_body_create(struct KilnWorldId world,
                             const struct KilnBodyDef *def,
@@ -3651,11 +3807,18 @@ KilnStatus kiln_body_create(struct KilnWorldId world,
 /**
  * Destroys a body and its shapes. Contacts it touched end (reported with the next
  * step's events); islands resting on it wake.
+ *
+ * Threads: a call on the body's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_body_destroy(struct KilnBodyId body);
 
 /**
  * Whether `body` refers to a live body of a live world.
+ *
+ * Threads: any thread; waits while another thread is inside the world, and answers
+ * false from one of the world's own callbacks (where the world is busy).
  */
 bool kiln_body_is_valid(struct KilnBodyId body);
 
@@ -3668,6 +3831,10 @@ bool kiln_body_is_valid(struct KilnBodyId body);
  * one placed 1e30 m away).
  *
  * Pointers: `def` is NULL or readable; `out_index` is NULL or writable.
+ *
+ * Threads: a call on the body's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_body_add_shape(struct KilnBodyId body,
                                struct KilnShapeId shape,
@@ -3678,6 +3845,10 @@ KilnStatus kiln_body_add_shape(struct KilnBodyId body,
  * Writes the number of shapes on the body to `out_count`.
  *
  * Pointers: `out_count` is NULL or writable.
+ *
+ * Threads: a call on the body's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_body_get_shape_count(struct KilnBodyId body, uint32_t *out_count);
 
@@ -3685,6 +3856,10 @@ KilnStatus kiln_body_get_shape_count(struct KilnBodyId body, uint32_t *out_count
  * Writes the placement of the body's frame to `out_transform`.
  *
  * Pointers: `out_transform` is NULL or writable.
+ *
+ * Threads: a call on the body's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_body_get_transform(struct KilnBodyId body, struct KilnTransform *out_transform);
 
@@ -3694,6 +3869,10 @@ KilnStatus kiln_body_get_transform(struct KilnBodyId body, struct KilnTransform 
  * others on the way, use `kiln_body_set_target_transform`.
  *
  * Pointers: `transform` is NULL or readable.
+ *
+ * Threads: a call on the body's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_body_set_transform(struct KilnBodyId body, const struct KilnTransform *transform);
 
@@ -3703,6 +3882,10 @@ KilnStatus kiln_body_set_transform(struct KilnBodyId body, const struct KilnTran
  * velocities persist. Refused for static and dynamic bodies.
  *
  * Pointers: `target` is NULL or readable.
+ *
+ * Threads: a call on the body's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_body_set_target_transform(struct KilnBodyId body,
                                           const struct KilnTransform *target,
@@ -3713,6 +3896,10 @@ KilnStatus kiln_body_set_target_transform(struct KilnBodyId body,
  * NULL to skip it.
  *
  * Pointers: `out_linear` and `out_angular` are NULL or writable.
+ *
+ * Threads: a call on the body's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_body_get_velocity(struct KilnBodyId body,
                                   struct KilnVec3 *out_linear,
@@ -3721,6 +3908,10 @@ KilnStatus kiln_body_get_velocity(struct KilnBodyId body,
 /**
  * Sets the velocities of a dynamic or kinematic body (each within
  * `KILN_WORLD_MAX_SPEED`); wakes it. Static bodies ignore it.
+ *
+ * Threads: a call on the body's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_body_set_velocity(struct KilnBodyId body,
                                   struct KilnVec3 linear,
@@ -3728,17 +3919,29 @@ KilnStatus kiln_body_set_velocity(struct KilnBodyId body,
 
 /**
  * Adds a force (N, finite) at the centre of mass until the next step; wakes the body.
+ *
+ * Threads: a call on the body's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_body_apply_force(struct KilnBodyId body, struct KilnVec3 force);
 
 /**
  * Adds a torque (N m, finite) until the next step; wakes the body.
+ *
+ * Threads: a call on the body's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_body_apply_torque(struct KilnBodyId body, struct KilnVec3 torque);
 
 /**
  * Applies an impulse (N s, finite) at world point `point`: changes the linear and
  * angular velocity at once; wakes the body. Static and kinematic bodies ignore it.
+ *
+ * Threads: a call on the body's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_body_apply_impulse(struct KilnBodyId body,
                                    struct KilnVec3 impulse,
@@ -3748,11 +3951,19 @@ KilnStatus kiln_body_apply_impulse(struct KilnBodyId body,
  * Writes whether the body is awake (static bodies never are).
  *
  * Pointers: `out_awake` is NULL or writable.
+ *
+ * Threads: a call on the body's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_body_is_awake(struct KilnBodyId body, bool *out_awake);
 
 /**
  * Wakes the body's island (static bodies stay resting).
+ *
+ * Threads: a call on the body's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_body_wake(struct KilnBodyId body);
 
@@ -3761,6 +3972,10 @@ KilnStatus kiln_body_wake(struct KilnBodyId body);
  * body whose shapes give it no mass.
  *
  * Pointers: `out_mass` is NULL or writable.
+ *
+ * Threads: a call on the body's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_body_get_mass(struct KilnBodyId body, float *out_mass);
 
@@ -3768,11 +3983,19 @@ KilnStatus kiln_body_get_mass(struct KilnBodyId body, float *out_mass);
  * Writes the body's `KILN_MOTION_*` type.
  *
  * Pointers: `out_motion_type` is NULL or writable.
+ *
+ * Threads: a call on the body's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_body_get_motion_type(struct KilnBodyId body, uint32_t *out_motion_type);
 
 /**
  * Sets the body's user data (Kiln never touches it).
+ *
+ * Threads: a call on the body's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_body_set_user_data(struct KilnBodyId body, void *user_data);
 
@@ -3780,36 +4003,52 @@ KilnStatus kiln_body_set_user_data(struct KilnBodyId body, void *user_data);
  * Writes the body's user data (NULL unless set).
  *
  * Pointers: `out_user_data` is NULL or writable.
+ *
+ * Threads: a call on the body's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_body_get_user_data(struct KilnBodyId body, void **out_user_data);
 
 /**
  * A spherical joint's defaults (no bodies yet: set `base.body_a` and `base.body_b`).
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnSphericalJointDef kiln_default_spherical_joint_def(void);
 
 /**
  * A revolute joint's defaults (no bodies yet).
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnRevoluteJointDef kiln_default_revolute_joint_def(void);
 
 /**
  * A prismatic joint's defaults (no bodies yet).
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnPrismaticJointDef kiln_default_prismatic_joint_def(void);
 
 /**
  * A fixed joint's defaults (rigid; no bodies yet).
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnFixedJointDef kiln_default_fixed_joint_def(void);
 
 /**
  * A distance joint's defaults (a 1 m rod; no bodies yet).
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnDistanceJointDef kiln_default_distance_joint_def(void);
 
 /**
  * A six-DOF joint's defaults (everything locked; no bodies yet).
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnSixDofJointDef kiln_default_six_dof_joint_def(void);
 
@@ -3821,6 +4060,10 @@ struct KilnSixDofJointDef kiln_default_six_dof_joint_def(void);
  * created then.
  *
  * Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_joint_create_spherical(struct KilnWorldId world,
                                        const struct KilnSphericalJointDef *def,
@@ -3830,6 +4073,10 @@ KilnStatus kiln_joint_create_spherical(struct KilnWorldId world,
  * Creates a revolute joint (as `kiln_joint_create_spherical`).
  *
  * Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_joint_create_revolute(struct KilnWorldId world,
                                       const struct KilnRevoluteJointDef *def,
@@ -3839,6 +4086,10 @@ KilnStatus kiln_joint_create_revolute(struct KilnWorldId world,
  * Creates a prismatic joint (as `kiln_joint_create_spherical`).
  *
  * Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_joint_create_prismatic(struct KilnWorldId world,
                                        const struct KilnPrismaticJointDef *def,
@@ -3848,6 +4099,10 @@ KilnStatus kiln_joint_create_prismatic(struct KilnWorldId world,
  * Creates a fixed joint (as `kiln_joint_create_spherical`).
  *
  * Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_joint_create_fixed(struct KilnWorldId world,
                                    const struct KilnFixedJointDef *def,
@@ -3857,6 +4112,10 @@ KilnStatus kiln_joint_create_fixed(struct KilnWorldId world,
  * Creates a distance joint (as `kiln_joint_create_spherical`).
  *
  * Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_joint_create_distance(struct KilnWorldId world,
                                       const struct KilnDistanceJointDef *def,
@@ -3867,6 +4126,10 @@ KilnStatus kiln_joint_create_distance(struct KilnWorldId world,
  * `KILN_DOF_*` constant is `KILN_ERROR_INVALID_ARGUMENT`).
  *
  * Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_joint_create_six_dof(struct KilnWorldId world,
                                      const struct KilnSixDofJointDef *def,
@@ -3878,6 +4141,10 @@ KilnStatus kiln_joint_create_six_dof(struct KilnWorldId world,
  * settings out of range, is `KILN_ERROR_INVALID_ARGUMENT` and changes nothing.
  *
  * Pointers: `def` is NULL or readable.
+ *
+ * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_joint_set_six_dof(struct KilnJointId joint, const struct KilnSixDofJointDef *def);
 
@@ -3887,17 +4154,28 @@ KilnStatus kiln_joint_set_six_dof(struct KilnJointId joint, const struct KilnSix
  * `KILN_ERROR_INVALID_ARGUMENT`.
  *
  * Pointers: `out_def` is NULL or writable.
+ *
+ * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_joint_get_six_dof(struct KilnJointId joint, struct KilnSixDofJointDef *out_def);
 
 /**
  * Destroys a joint; wakes its bodies. Broken joints and joints of destroyed bodies
  * are gone already (their handles are stale).
+ *
+ * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_joint_destroy(struct KilnJointId joint);
 
 /**
  * Whether `joint` refers to a live joint of a live world.
+ *
+ * Threads: any thread; waits while another thread is inside the world, and answers
+ * false from one of the world's own callbacks (where the world is busy).
  */
 bool kiln_joint_is_valid(struct KilnJointId joint);
 
@@ -3905,6 +4183,10 @@ bool kiln_joint_is_valid(struct KilnJointId joint);
  * Writes the joint's kind (`KILN_JOINT_*`) to `out_type`.
  *
  * Pointers: `out_type` is NULL or writable.
+ *
+ * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_joint_get_type(struct KilnJointId joint, uint32_t *out_type);
 
@@ -3912,6 +4194,10 @@ KilnStatus kiln_joint_get_type(struct KilnJointId joint, uint32_t *out_type);
  * Writes the joint's two bodies to `out_body_a` and `out_body_b`.
  *
  * Pointers: both are NULL or writable.
+ *
+ * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_joint_get_bodies(struct KilnJointId joint,
                                  struct KilnBodyId *out_body_a,
@@ -3922,6 +4208,10 @@ KilnStatus kiln_joint_get_bodies(struct KilnJointId joint,
  * step's last substep (world axes): what a break threshold is compared with.
  *
  * Pointers: both are NULL or writable.
+ *
+ * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_joint_get_reaction(struct KilnJointId joint,
                                    struct KilnVec3 *out_force,
@@ -3933,6 +4223,10 @@ KilnStatus kiln_joint_get_reaction(struct KilnJointId joint,
  * length of a distance joint (m); 0 for a fixed joint.
  *
  * Pointers: `out_value` is NULL or writable.
+ *
+ * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_joint_get_value(struct KilnJointId joint, float *out_value);
 
@@ -3942,6 +4236,10 @@ KilnStatus kiln_joint_get_value(struct KilnJointId joint, float *out_value);
  * prismatic joint, the shortest and longest lengths of a distance joint (m);
  * `lower <= upper`, finite. A fixed joint has none (`KILN_ERROR_INVALID_ARGUMENT`).
  * Wakes the bodies.
+ *
+ * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_joint_set_limits(struct KilnJointId joint, bool enable, float lower, float upper);
 
@@ -3949,6 +4247,10 @@ KilnStatus kiln_joint_set_limits(struct KilnJointId joint, bool enable, float lo
  * Writes the joint's limits (as `kiln_joint_set_limits` takes them).
  *
  * Pointers: each is NULL or writable.
+ *
+ * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_joint_get_limits(struct KilnJointId joint,
                                  bool *out_enabled,
@@ -3958,6 +4260,10 @@ KilnStatus kiln_joint_get_limits(struct KilnJointId joint,
 /**
  * Sets a spherical joint's swing cone (rad, 0 to pi) and turns it on or off.
  * Other kinds have none (`KILN_ERROR_INVALID_ARGUMENT`). Wakes the bodies.
+ *
+ * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_joint_set_cone_limit(struct KilnJointId joint, bool enable, float angle);
 
@@ -3965,6 +4271,10 @@ KilnStatus kiln_joint_set_cone_limit(struct KilnJointId joint, bool enable, floa
  * Writes a spherical joint's swing cone and whether it is on.
  *
  * Pointers: each is NULL or writable.
+ *
+ * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_joint_get_cone_limit(struct KilnJointId joint, bool *out_enabled, float *out_angle);
 
@@ -3973,6 +4283,10 @@ KilnStatus kiln_joint_get_cone_limit(struct KilnJointId joint, bool *out_enabled
  * revolute joint, m/s for a prismatic one, the spin about frame A's z axis for a
  * spherical one) under a largest torque or force (>= 0). Fixed and distance joints
  * have none (`KILN_ERROR_INVALID_ARGUMENT`). Wakes the bodies.
+ *
+ * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_joint_set_motor(struct KilnJointId joint,
                                 bool enable,
@@ -3984,6 +4298,10 @@ KilnStatus kiln_joint_set_motor(struct KilnJointId joint,
  * speed is its target spin's z).
  *
  * Pointers: each is NULL or writable.
+ *
+ * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_joint_get_motor(struct KilnJointId joint,
                                 bool *out_enabled,
@@ -3996,6 +4314,10 @@ KilnStatus kiln_joint_get_motor(struct KilnJointId joint,
  * translation of a prismatic one, the rest length of a distance one; a spherical
  * joint's pulls toward aligned frames and takes `target` 0). On a fixed joint it
  * softens both parts (`enable` false: rigid again). Wakes the bodies.
+ *
+ * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_joint_set_spring(struct KilnJointId joint,
                                  bool enable,
@@ -4008,6 +4330,10 @@ KilnStatus kiln_joint_set_spring(struct KilnJointId joint,
  * position part).
  *
  * Pointers: each is NULL or writable.
+ *
+ * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_joint_get_spring(struct KilnJointId joint,
                                  bool *out_enabled,
@@ -4022,6 +4348,10 @@ KilnStatus kiln_joint_get_spring(struct KilnJointId joint,
  *
  * Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
  * NULL or writable.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_get_joint_events(struct KilnWorldId world,
                                        struct KilnJointEvent *out_events,
@@ -4030,6 +4360,8 @@ KilnStatus kiln_world_get_joint_events(struct KilnWorldId world,
 
 /**
  * A `KilnTerrainDef` with defaults (1 m voxels).
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnTerrainDef kiln_default_terrain_def(void);
 
@@ -4037,17 +4369,25 @@ struct KilnTerrainDef kiln_default_terrain_def(void);
  * Creates an empty (all-air) terrain and writes its handle to `out_terrain`.
  *
  * Pointers: `def` and `out_terrain` are NULL or valid for reading / writing.
+ *
+ * Threads: any thread, at any time.
  */
 KilnStatus kiln_terrain_create(const struct KilnTerrainDef *def, struct KilnTerrainId *out_terrain);
 
 /**
  * Destroys a terrain; its handle becomes invalid. A terrain attached to a world is
  * refused (`KILN_ERROR_INVALID_STATE`): detach it or destroy the world first.
+ *
+ * Threads: calls on one terrain do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
  */
 KilnStatus kiln_terrain_destroy(struct KilnTerrainId terrain);
 
 /**
  * Whether `terrain` refers to a live terrain.
+ *
+ * Threads: any thread, at any time; never busy.
  */
 bool kiln_terrain_is_valid(struct KilnTerrainId terrain);
 
@@ -4059,6 +4399,10 @@ bool kiln_terrain_is_valid(struct KilnTerrainId terrain);
  * `out_changed` unless it is NULL.
  *
  * Pointers: `out_changed` is NULL or valid for writing.
+ *
+ * Threads: calls on one terrain do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
  */
 KilnStatus kiln_terrain_fill(struct KilnTerrainId terrain,
                              struct KilnInt3 min,
@@ -4070,6 +4414,10 @@ KilnStatus kiln_terrain_fill(struct KilnTerrainId terrain,
  * Writes the material of one voxel to `out_material`.
  *
  * Pointers: `out_material` is NULL or valid for writing.
+ *
+ * Threads: calls on one terrain do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
  */
 KilnStatus kiln_terrain_get_voxel(struct KilnTerrainId terrain,
                                   struct KilnInt3 voxel,
@@ -4078,6 +4426,10 @@ KilnStatus kiln_terrain_get_voxel(struct KilnTerrainId terrain,
 /**
  * Fills columns `x, z` in 0 to `size` - 1 with Kiln's deterministic test terrain: hills of
  * rock, grass and sand, water up to `y = 12`, a few caves (`size` 1 to 4096).
+ *
+ * Threads: calls on one terrain do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
  */
 KilnStatus kiln_terrain_generate_hills(struct KilnTerrainId terrain, int32_t size, uint32_t seed);
 
@@ -4089,6 +4441,10 @@ KilnStatus kiln_terrain_generate_hills(struct KilnTerrainId terrain, int32_t siz
  * chunks to `out_chunks` unless it is NULL.
  *
  * Pointers: `out_chunks` is NULL or valid for writing.
+ *
+ * Threads: calls on one terrain do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
  */
 KilnStatus kiln_terrain_regenerate(struct KilnTerrainId terrain,
                                    struct KilnRuntimeId runtime,
@@ -4100,6 +4456,10 @@ KilnStatus kiln_terrain_regenerate(struct KilnTerrainId terrain,
  * that is not finite or has `min > max` gives `KILN_ERROR_INVALID_ARGUMENT`.
  *
  * Pointers: `aabb` and `out_overlap` are NULL or valid for reading / writing.
+ *
+ * Threads: calls on one terrain do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
  */
 KilnStatus kiln_terrain_overlap(struct KilnTerrainId terrain,
                                 const struct KilnAabb *aabb,
@@ -4113,6 +4473,10 @@ KilnStatus kiln_terrain_overlap(struct KilnTerrainId terrain,
  *
  * Pointers: `aabb` is NULL or readable; `out_chunks` is NULL or writable for
  * `capacity` entries; `out_count` is NULL or writable.
+ *
+ * Threads: calls on one terrain do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
  */
 KilnStatus kiln_terrain_overlap_chunks(struct KilnTerrainId terrain,
                                        const struct KilnAabb *aabb,
@@ -4124,6 +4488,10 @@ KilnStatus kiln_terrain_overlap_chunks(struct KilnTerrainId terrain,
  * Writes the terrain's memory and state figures to `out_stats`.
  *
  * Pointers: `out_stats` is NULL or valid for writing.
+ *
+ * Threads: calls on one terrain do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
  */
 KilnStatus kiln_terrain_get_stats(struct KilnTerrainId terrain, struct KilnTerrainStats *out_stats);
 
@@ -4134,6 +4502,10 @@ KilnStatus kiln_terrain_get_stats(struct KilnTerrainId terrain, struct KilnTerra
  * seen at once, before `kiln_terrain_regenerate`.
  *
  * Pointers: `ray` is NULL or readable; `out_hit` is NULL or writable.
+ *
+ * Threads: calls on one terrain do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
  */
 KilnStatus kiln_terrain_ray_cast(struct KilnTerrainId terrain,
                                  const struct KilnRay *ray,
@@ -4150,6 +4522,10 @@ KilnStatus kiln_terrain_ray_cast(struct KilnTerrainId terrain,
  *
  * Pointers: `rays` is readable and `out_hits` writable for `count` entries (or NULL
  * when `count` is 0).
+ *
+ * Threads: calls on one terrain do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
  */
 KilnStatus kiln_terrain_ray_cast_batch(struct KilnTerrainId terrain,
                                        struct KilnRuntimeId runtime,
@@ -4168,6 +4544,10 @@ KilnStatus kiln_terrain_ray_cast_batch(struct KilnTerrainId terrain,
  *
  * Pointers: `aabb` is NULL or readable; `out_triangles` is NULL or writable for
  * `capacity` entries; `out_count` is NULL or writable.
+ *
+ * Threads: calls on one terrain do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
  */
 KilnStatus kiln_terrain_query_triangles(struct KilnTerrainId terrain,
                                         struct KilnRuntimeId runtime,
@@ -4179,6 +4559,10 @@ KilnStatus kiln_terrain_query_triangles(struct KilnTerrainId terrain,
 /**
  * Sets the chunk mesh cache's byte budget; least recently used chunk meshes are
  * dropped at once to fit.
+ *
+ * Threads: calls on one terrain do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
  */
 KilnStatus kiln_terrain_set_mesh_cache_budget(struct KilnTerrainId terrain, uint64_t bytes);
 
@@ -4186,6 +4570,10 @@ KilnStatus kiln_terrain_set_mesh_cache_budget(struct KilnTerrainId terrain, uint
  * Writes the chunk mesh cache's figures to `out_stats`.
  *
  * Pointers: `out_stats` is NULL or valid for writing.
+ *
+ * Threads: calls on one terrain do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
  */
 KilnStatus kiln_terrain_get_mesh_cache_stats(struct KilnTerrainId terrain,
                                              struct KilnMeshCacheStats *out_stats);
@@ -4193,6 +4581,8 @@ KilnStatus kiln_terrain_get_mesh_cache_stats(struct KilnTerrainId terrain,
 /**
  * The default query filter: category 1, every category, every body and the terrain,
  * no body left out.
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnQueryFilter kiln_default_query_filter(void);
 
@@ -4206,6 +4596,10 @@ struct KilnQueryFilter kiln_default_query_filter(void);
  *
  * Pointers: `ray` is NULL or readable; `filter` is NULL or readable; `out_hit` is
  * NULL or writable.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_cast_ray(struct KilnWorldId world,
                                const struct KilnRay *ray,
@@ -4226,6 +4620,10 @@ KilnStatus kiln_world_cast_ray(struct KilnWorldId world,
  *
  * Pointers: `ray` is NULL or readable; `filter` is NULL or readable; `callback` is
  * NULL or a function that may be called with `user_context`, which Kiln never reads.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_cast_ray_callback(struct KilnWorldId world,
                                         const struct KilnRay *ray,
@@ -4243,6 +4641,10 @@ KilnStatus kiln_world_cast_ray_callback(struct KilnWorldId world,
  *
  * Pointers: `ray` is NULL or readable; `filter` is NULL or readable; `out_hits` is
  * NULL or writable for `capacity` entries; `out_count` is NULL or writable.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_cast_ray_all(struct KilnWorldId world,
                                    const struct KilnRay *ray,
@@ -4262,6 +4664,10 @@ KilnStatus kiln_world_cast_ray_all(struct KilnWorldId world,
  *
  * Pointers: `rays` is readable and `out_hits` writable for `count` entries (or NULL
  * when `count` is 0); `filter` is NULL or readable.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_cast_ray_batch(struct KilnWorldId world,
                                      struct KilnRuntimeId runtime,
@@ -4282,6 +4688,10 @@ KilnStatus kiln_world_cast_ray_batch(struct KilnWorldId world,
  * Pointers: `aabb` and `filter` are NULL or readable (a NULL filter is the
  * default); `out_targets` is NULL or writable for `capacity` entries; `out_count` is
  * NULL or writable.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_overlap_aabb(struct KilnWorldId world,
                                    struct KilnRuntimeId runtime,
@@ -4301,6 +4711,10 @@ KilnStatus kiln_world_overlap_aabb(struct KilnWorldId world,
  * Pointers: `transform` is NULL or readable; `filter` is NULL or readable;
  * `out_targets` is NULL or writable for `capacity` entries; `out_count` is NULL or
  * writable.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_overlap_shape(struct KilnWorldId world,
                                     struct KilnRuntimeId runtime,
@@ -4321,6 +4735,10 @@ KilnStatus kiln_world_overlap_shape(struct KilnWorldId world,
  *
  * Pointers: `transform` is NULL or readable; `filter` is NULL or readable; `out_hit`
  * is NULL or writable.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_cast_shape(struct KilnWorldId world,
                                  struct KilnRuntimeId runtime,
@@ -4342,6 +4760,10 @@ KilnStatus kiln_world_cast_shape(struct KilnWorldId world,
  *
  * Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
  * NULL or writable.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_get_sensor_events(struct KilnWorldId world,
                                         struct KilnSensorEvent *out_events,
@@ -4358,6 +4780,10 @@ KilnStatus kiln_world_get_sensor_events(struct KilnWorldId world,
  *
  * Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
  * NULL or writable.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_get_contact_hit_events(struct KilnWorldId world,
                                              struct KilnContactHitEvent *out_events,
@@ -4373,6 +4799,10 @@ KilnStatus kiln_world_get_contact_hit_events(struct KilnWorldId world,
  *
  * Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
  * NULL or writable.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_get_move_events(struct KilnWorldId world,
                                       struct KilnBodyMoveEvent *out_events,
@@ -4389,6 +4819,10 @@ KilnStatus kiln_world_get_move_events(struct KilnWorldId world,
  *
  * Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
  * NULL or writable.
+ *
+ * Threads: calls on one world do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
  */
 KilnStatus kiln_world_get_water_events(struct KilnWorldId world,
                                        struct KilnWaterEvent *out_events,
@@ -4402,12 +4836,18 @@ KilnStatus kiln_world_get_water_events(struct KilnWorldId world,
  * centroid, and the body's volume. Any body kind; sensors displace nothing.
  *
  * Pointers: `out` is writable.
+ *
+ * Threads: a call on the body's world: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_body_get_submerged(struct KilnBodyId body, struct KilnSubmerged *out);
 
 /**
  * A `KilnCharacterDef` with defaults: a 1.8 m tall capsule of radius 0.3, 45°
  * slopes, 0.3 m steps, +Y up.
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnCharacterDef kiln_default_character_def(void);
 
@@ -4416,6 +4856,8 @@ struct KilnCharacterDef kiln_default_character_def(void);
  * to `out_character`. The first move pushes it out if it starts inside geometry.
  *
  * Pointers: `def` is NULL or readable; `out_character` is NULL or writable.
+ *
+ * Threads: any thread, at any time.
  */
 KilnStatus kiln_character_create(const struct KilnCharacterDef *def,
                                  struct KilnVec3 position,
@@ -4423,11 +4865,17 @@ KilnStatus kiln_character_create(const struct KilnCharacterDef *def,
 
 /**
  * Destroys a character; its handle becomes invalid.
+ *
+ * Threads: calls on one character do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
  */
 KilnStatus kiln_character_destroy(struct KilnCharacterId character);
 
 /**
  * Whether `character` refers to a live character.
+ *
+ * Threads: any thread, at any time; never busy.
  */
 bool kiln_character_is_valid(struct KilnCharacterId character);
 
@@ -4443,6 +4891,10 @@ bool kiln_character_is_valid(struct KilnCharacterId character);
  *
  * Pointers: `statics` is NULL or readable for `static_count` entries; `out_result` is
  * NULL or writable.
+ *
+ * Threads: calls on one character do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
  */
 KilnStatus kiln_character_move(struct KilnCharacterId character,
                                struct KilnVec3 displacement,
@@ -4455,6 +4907,8 @@ KilnStatus kiln_character_move(struct KilnCharacterId character,
 /**
  * The default `KilnCharacterBodies`: blocked by everything, pushing with 500 N,
  * riding platforms.
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnCharacterBodies kiln_default_character_bodies(void);
 
@@ -4471,6 +4925,10 @@ struct KilnCharacterBodies kiln_default_character_bodies(void);
  * `out_result` unless it is NULL. On failure nothing moves.
  *
  * Pointers: `settings` is NULL or readable; `out_result` is NULL or writable.
+ *
+ * Threads: calls on one character do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
  */
 KilnStatus kiln_character_move_in_world(struct KilnCharacterId character,
                                         struct KilnWorldId world,
@@ -4484,6 +4942,10 @@ KilnStatus kiln_character_move_in_world(struct KilnCharacterId character,
  * Writes the capsule centre to `out_position`.
  *
  * Pointers: `out_position` is NULL or valid for writing.
+ *
+ * Threads: calls on one character do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
  */
 KilnStatus kiln_character_get_position(struct KilnCharacterId character,
                                        struct KilnVec3 *out_position);
@@ -4491,6 +4953,10 @@ KilnStatus kiln_character_get_position(struct KilnCharacterId character,
 /**
  * Teleports the character (no collision test); the next move pushes it out if it
  * lands inside geometry.
+ *
+ * Threads: calls on one character do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
  */
 KilnStatus kiln_character_set_position(struct KilnCharacterId character, struct KilnVec3 position);
 
@@ -4498,6 +4964,10 @@ KilnStatus kiln_character_set_position(struct KilnCharacterId character, struct 
  * Writes whether the last move ended standing on walkable ground.
  *
  * Pointers: `out_grounded` is NULL or valid for writing.
+ *
+ * Threads: calls on one character do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
  */
 KilnStatus kiln_character_is_grounded(struct KilnCharacterId character, bool *out_grounded);
 
@@ -4506,6 +4976,10 @@ KilnStatus kiln_character_is_grounded(struct KilnCharacterId character, bool *ou
  * nothing).
  *
  * Pointers: `out_normal` is NULL or valid for writing.
+ *
+ * Threads: calls on one character do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
  */
 KilnStatus kiln_character_get_contact_normal(struct KilnCharacterId character,
                                              struct KilnVec3 *out_normal);
@@ -4514,6 +4988,10 @@ KilnStatus kiln_character_get_contact_normal(struct KilnCharacterId character,
  * Writes everything the last move reported (all zero before the first move).
  *
  * Pointers: `out_result` is NULL or valid for writing.
+ *
+ * Threads: calls on one character do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
  */
 KilnStatus kiln_character_get_last_move(struct KilnCharacterId character,
                                         struct KilnMoveResult *out_result);
@@ -4522,22 +5000,32 @@ KilnStatus kiln_character_get_last_move(struct KilnCharacterId character,
  * Creates an empty set of octrees and writes its handle to `out_set`.
  *
  * Pointers: `out_set` is NULL or valid for writing.
+ *
+ * Threads: any thread, at any time.
  */
 KilnStatus kiln_octree_set_create(struct KilnOctreeSetId *out_set);
 
 /**
  * Destroys a set and every octree in it; its handle and its octrees' handles
  * become invalid.
+ *
+ * Threads: calls on one octree set do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
  */
 KilnStatus kiln_octree_set_destroy(struct KilnOctreeSetId set);
 
 /**
  * Whether `set` refers to a live set of octrees.
+ *
+ * Threads: any thread, at any time; never busy.
  */
 bool kiln_octree_set_is_valid(struct KilnOctreeSetId set);
 
 /**
  * A `KilnOctreeDef` with defaults (a 1-unit cube at the origin).
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnOctreeDef kiln_default_octree_def(void);
 
@@ -4546,6 +5034,10 @@ struct KilnOctreeDef kiln_default_octree_def(void);
  * overlap or nest.
  *
  * Pointers: `def` is NULL or readable; `out_octree` is NULL or writable.
+ *
+ * Threads: calls on one octree set do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
  */
 KilnStatus kiln_octree_create(struct KilnOctreeSetId set,
                               const struct KilnOctreeDef *def,
@@ -4553,6 +5045,10 @@ KilnStatus kiln_octree_create(struct KilnOctreeSetId set,
 
 /**
  * Removes an octree from its set; its handle becomes invalid.
+ *
+ * Threads: calls on one octree set do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
  */
 KilnStatus kiln_octree_destroy(struct KilnOctreeSetId set, struct KilnOctreeId octree);
 
@@ -4564,6 +5060,10 @@ KilnStatus kiln_octree_destroy(struct KilnOctreeSetId set, struct KilnOctreeId o
  *
  * Pointers: `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is
  * 0).
+ *
+ * Threads: calls on one octree set do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
  */
 KilnStatus kiln_octree_set_cube(struct KilnOctreeSetId set,
                                 struct KilnOctreeId octree,
@@ -4578,6 +5078,10 @@ KilnStatus kiln_octree_set_cube(struct KilnOctreeSetId set,
  *
  * Pointers: `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is
  * 0).
+ *
+ * Threads: calls on one octree set do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
  */
 KilnStatus kiln_octree_subdivide(struct KilnOctreeSetId set,
                                  struct KilnOctreeId octree,
@@ -4590,6 +5094,10 @@ KilnStatus kiln_octree_subdivide(struct KilnOctreeSetId set,
  *
  * Pointers: `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is
  * 0); `out_kind` is NULL or writable.
+ *
+ * Threads: calls on one octree set do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
  */
 KilnStatus kiln_octree_get_cube(struct KilnOctreeSetId set,
                                 struct KilnOctreeId octree,
@@ -4607,6 +5115,10 @@ KilnStatus kiln_octree_get_cube(struct KilnOctreeSetId set,
  *
  * Pointers: `bytes` is readable for `byte_count` bytes (NULL allowed when `byte_count`
  * is 0).
+ *
+ * Threads: calls on one octree set do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
  */
 KilnStatus kiln_octree_load(struct KilnOctreeSetId set,
                             struct KilnOctreeId octree,
@@ -4620,6 +5132,10 @@ KilnStatus kiln_octree_load(struct KilnOctreeSetId set,
  *
  * Pointers: `out_bytes` is NULL or writable for `capacity` bytes; `out_count` is NULL
  * or writable.
+ *
+ * Threads: calls on one octree set do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
  */
 KilnStatus kiln_octree_save(struct KilnOctreeSetId set,
                             struct KilnOctreeId octree,
@@ -4631,6 +5147,10 @@ KilnStatus kiln_octree_save(struct KilnOctreeSetId set,
  * Writes an octree's figures to `out_info`.
  *
  * Pointers: `out_info` is NULL or writable.
+ *
+ * Threads: calls on one octree set do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
  */
 KilnStatus kiln_octree_get_info(struct KilnOctreeSetId set,
                                 struct KilnOctreeId octree,
@@ -4647,6 +5167,10 @@ KilnStatus kiln_octree_get_info(struct KilnOctreeSetId set,
  * one created first wins.
  *
  * Pointers: `ray` is NULL or readable; `out_pick` is NULL or writable.
+ *
+ * Threads: calls on one octree set do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
  */
 KilnStatus kiln_octree_pick(struct KilnOctreeSetId set,
                             const struct KilnRay *ray,
@@ -4664,6 +5188,10 @@ KilnStatus kiln_octree_pick(struct KilnOctreeSetId set,
  *
  * Pointers: `rays` is readable and `out_picks` writable for `count` entries (or NULL
  * when `count` is 0).
+ *
+ * Threads: calls on one octree set do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
  */
 KilnStatus kiln_octree_pick_batch(struct KilnOctreeSetId set,
                                   struct KilnRuntimeId runtime,
@@ -4675,16 +5203,22 @@ KilnStatus kiln_octree_pick_batch(struct KilnOctreeSetId set,
 
 /**
  * A `KilnTracerDef` with the defaults documented on its fields.
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnTracerDef kiln_default_tracer_def(void);
 
 /**
  * A `KilnInstanceDef` with the defaults documented on its fields.
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnInstanceDef kiln_default_instance_def(void);
 
 /**
  * A `KilnSkinnedMeshDef` with every pointer NULL and every count 0.
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnSkinnedMeshDef kiln_default_skinned_mesh_def(void);
 
@@ -4692,6 +5226,8 @@ struct KilnSkinnedMeshDef kiln_default_skinned_mesh_def(void);
  * The affine transform that scales by `scale` (per axis, in the object's frame) and
  * then applies the rigid `transform`: the instance transform of a unit mesh drawn
  * at a body's transform. The rotation is normalised; the result is checked when used.
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnAffine kiln_affine_from_transform(struct KilnTransform transform, struct KilnVec3 scale);
 
@@ -4702,16 +5238,24 @@ struct KilnAffine kiln_affine_from_transform(struct KilnTransform transform, str
  *
  * Pointers: `def` is NULL or readable, its `device_name` NULL or a NUL-terminated
  * string; `out_tracer` is NULL or writable.
+ *
+ * Threads: any thread, at any time.
  */
 KilnStatus kiln_tracer_create(const struct KilnTracerDef *def, struct KilnTracerId *out_tracer);
 
 /**
  * Destroys a tracer, its device and everything on it; its handle becomes invalid.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_tracer_destroy(struct KilnTracerId tracer);
 
 /**
  * Whether `tracer` refers to a live tracer.
+ *
+ * Threads: any thread, at any time; never busy.
  */
 bool kiln_tracer_is_valid(struct KilnTracerId tracer);
 
@@ -4719,6 +5263,10 @@ bool kiln_tracer_is_valid(struct KilnTracerId tracer);
  * Writes what device the tracer runs on to `out_info`.
  *
  * Pointers: `out_info` is NULL or writable.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_tracer_get_device(struct KilnTracerId tracer, struct KilnDeviceInfo *out_info);
 
@@ -4727,6 +5275,10 @@ KilnStatus kiln_tracer_get_device(struct KilnTracerId tracer, struct KilnDeviceI
  * `KilnTracerDef::memory_budget_bytes`). Buffers already held stay; a budget below
  * what is in use only refuses new buffers. After `KILN_ERROR_OUT_OF_MEMORY`, raise
  * the budget (or remove work) and call again: nothing was lost.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_tracer_set_memory_budget(struct KilnTracerId tracer, uint64_t bytes);
 
@@ -4735,6 +5287,10 @@ KilnStatus kiln_tracer_set_memory_budget(struct KilnTracerId tracer, uint64_t by
  * `out_in_use`, and its budget (0: none) to `out_budget`; either may be NULL.
  *
  * Pointers: `out_in_use` and `out_budget` are each NULL or writable.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_tracer_get_memory(struct KilnTracerId tracer,
                                   uint64_t *out_in_use,
@@ -4747,6 +5303,10 @@ KilnStatus kiln_tracer_get_memory(struct KilnTracerId tracer,
  *
  * Pointers: `positions` is NULL or readable for `vertex_count` entries, `indices` for
  * `3 * triangle_count`; `out_mesh` is NULL or writable.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_tracer_add_mesh(struct KilnTracerId tracer,
                                 const struct KilnVec3 *positions,
@@ -4760,6 +5320,10 @@ KilnStatus kiln_tracer_add_mesh(struct KilnTracerId tracer,
  * `out_instance`.
  *
  * Pointers: `def` is NULL or readable; `out_instance` is NULL or writable.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_tracer_add_instance(struct KilnTracerId tracer,
                                     const struct KilnInstanceDef *def,
@@ -4772,6 +5336,10 @@ KilnStatus kiln_tracer_add_instance(struct KilnTracerId tracer,
  *
  * Pointers: `mesh` is NULL or readable, its arrays readable for their counts;
  * `transform` is NULL or readable; `out_instance` is NULL or writable.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_tracer_add_skinned_instance(struct KilnTracerId tracer,
                                             const struct KilnSkinnedMeshDef *mesh,
@@ -4786,6 +5354,10 @@ KilnStatus kiln_tracer_add_skinned_instance(struct KilnTracerId tracer,
  * the call, naming its index, and nothing moves.
  *
  * Pointers: `instances` and `transforms` are NULL or readable for `count` entries.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_tracer_set_transforms(struct KilnTracerId tracer,
                                       const uint32_t *instances,
@@ -4797,6 +5369,10 @@ KilnStatus kiln_tracer_set_transforms(struct KilnTracerId tracer,
  * finite). The GPU skins and refits its mesh before the next trace.
  *
  * Pointers: `bones` is NULL or readable for `bone_count` entries.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_tracer_set_bones(struct KilnTracerId tracer,
                                  uint32_t instance,
@@ -4810,6 +5386,10 @@ KilnStatus kiln_tracer_set_bones(struct KilnTracerId tracer,
  * to one world. Following again replaces the earlier body.
  *
  * Pointers: `local` is NULL or readable.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_tracer_follow_body(struct KilnTracerId tracer,
                                    uint32_t instance,
@@ -4818,6 +5398,10 @@ KilnStatus kiln_tracer_follow_body(struct KilnTracerId tracer,
 
 /**
  * Stops `instance` following its body (it stays where it is). Not following is fine.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_tracer_unfollow(struct KilnTracerId tracer, uint32_t instance);
 
@@ -4827,6 +5411,10 @@ KilnStatus kiln_tracer_unfollow(struct KilnTracerId tracer, uint32_t instance);
  * following; their number goes to `out_hidden` (NULL allowed).
  *
  * Pointers: `out_hidden` is NULL or writable.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_tracer_sync_world(struct KilnTracerId tracer,
                                   struct KilnWorldId world,
@@ -4835,6 +5423,10 @@ KilnStatus kiln_tracer_sync_world(struct KilnTracerId tracer,
 /**
  * Brings the device up to date (instances, skinning + refit, TLAS rebuild) without
  * tracing; `kiln_tracer_trace` does this itself.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_tracer_update(struct KilnTracerId tracer);
 
@@ -4847,6 +5439,10 @@ KilnStatus kiln_tracer_update(struct KilnTracerId tracer);
  *
  * Pointers: `rays` is NULL or readable and `hits` NULL or writable for `count`
  * entries.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_tracer_trace(struct KilnTracerId tracer,
                              const struct KilnTraceRay *rays,
@@ -4861,6 +5457,10 @@ KilnStatus kiln_tracer_trace(struct KilnTracerId tracer,
  *
  * Pointers: `out_timings` is NULL or writable for `capacity` entries; `out_count` is
  * NULL or writable.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_tracer_get_timings(struct KilnTracerId tracer,
                                    struct KilnGpuPassTiming *out_timings,
@@ -4874,6 +5474,10 @@ KilnStatus kiln_tracer_get_timings(struct KilnTracerId tracer,
  *
  * Pointers: `buffer` is NULL or writable for `capacity` bytes; `out_count` is NULL or
  * writable.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_tracer_get_validation_messages(struct KilnTracerId tracer,
                                                char *buffer,
@@ -4882,6 +5486,8 @@ KilnStatus kiln_tracer_get_validation_messages(struct KilnTracerId tracer,
 
 /**
  * A `KilnEmbeddedDef` with the defaults documented on its fields (handles NULL).
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnEmbeddedDef kiln_default_embedded_def(void);
 
@@ -4898,6 +5504,8 @@ struct KilnEmbeddedDef kiln_default_embedded_def(void);
  *
  * Pointers: `def` is NULL or readable; its handles are live, belong together and
  * outlive the tracer; `out_tracer` is NULL or writable.
+ *
+ * Threads: any thread, at any time.
  */
 KilnStatus kiln_tracer_create_embedded(const struct KilnEmbeddedDef *def,
                                        struct KilnTracerId *out_tracer);
@@ -4931,6 +5539,10 @@ KilnStatus kiln_tracer_create_embedded(const struct KilnEmbeddedDef *def,
  *
  * Pointers: `command_buffer` is as described; `rays` is NULL or readable for `count`
  * entries.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_tracer_record_trace(struct KilnTracerId tracer,
                                     void *command_buffer,
@@ -4947,6 +5559,10 @@ KilnStatus kiln_tracer_record_trace(struct KilnTracerId tracer,
  * recorded again.
  *
  * Pointers: `hits` is NULL or writable for `count` entries.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_tracer_read_hits(struct KilnTracerId tracer,
                                  uint32_t frame_slot,
@@ -4955,11 +5571,15 @@ KilnStatus kiln_tracer_read_hits(struct KilnTracerId tracer,
 
 /**
  * A `KilnGiDef` with the defaults documented on its fields.
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnGiDef kiln_default_gi_def(void);
 
 /**
  * A `KilnGiLighting` with the defaults documented on its fields.
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnGiLighting kiln_default_gi_lighting(void);
 
@@ -4970,6 +5590,10 @@ struct KilnGiLighting kiln_default_gi_lighting(void);
  * 524,288 probes (`KILN_ERROR_INVALID_ARGUMENT` beyond, naming the count).
  *
  * Pointers: `def` is NULL or readable; `out_gi` is NULL or writable.
+ *
+ * Threads: calls on one tracer do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
  */
 KilnStatus kiln_gi_create(struct KilnTracerId tracer,
                           const struct KilnGiDef *def,
@@ -4977,11 +5601,17 @@ KilnStatus kiln_gi_create(struct KilnTracerId tracer,
 
 /**
  * Destroys a probe volume; its handle becomes invalid.
+ *
+ * Threads: calls on one GI volume do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
  */
 KilnStatus kiln_gi_destroy(struct KilnGiId gi);
 
 /**
  * Whether `gi` refers to a live probe volume.
+ *
+ * Threads: any thread, at any time; never busy.
  */
 bool kiln_gi_is_valid(struct KilnGiId gi);
 
@@ -4989,6 +5619,10 @@ bool kiln_gi_is_valid(struct KilnGiId gi);
  * Sets the light the next updates gather.
  *
  * Pointers: `lighting` is NULL or readable.
+ *
+ * Threads: calls on one GI volume do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
  */
 KilnStatus kiln_gi_set_lighting(struct KilnGiId gi, const struct KilnGiLighting *lighting);
 
@@ -4998,6 +5632,10 @@ KilnStatus kiln_gi_set_lighting(struct KilnGiId gi, const struct KilnGiLighting 
  * default albedo. `count` 0 clears the list.
  *
  * Pointers: `albedo` is NULL or readable for `count` entries.
+ *
+ * Threads: calls on one GI volume do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
  */
 KilnStatus kiln_gi_set_albedo(struct KilnGiId gi, const struct KilnVec3 *albedo, uint32_t count);
 
@@ -5005,6 +5643,10 @@ KilnStatus kiln_gi_set_albedo(struct KilnGiId gi, const struct KilnVec3 *albedo,
  * Bakes every probe's visibility (16 x 16 octahedral depth maps) against the
  * tracer's scene and compresses it on the GPU. Call it once static geometry is in
  * place, and again when it changes. Needs at least one instance.
+ *
+ * Threads: calls on one GI volume do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
  */
 KilnStatus kiln_gi_bake(struct KilnGiId gi);
 
@@ -5017,6 +5659,10 @@ KilnStatus kiln_gi_bake(struct KilnGiId gi);
  * least one instance.
  *
  * Pointers: `out_updated` is NULL or writable.
+ *
+ * Threads: calls on one GI volume do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
  */
 KilnStatus kiln_gi_update(struct KilnGiId gi, uint32_t *out_updated);
 
@@ -5031,6 +5677,10 @@ KilnStatus kiln_gi_update(struct KilnGiId gi, uint32_t *out_updated);
  *
  * Pointers: `points`, `normals` (and `views` unless NULL) are NULL or readable and
  * `out_irradiance` NULL or writable for `count` entries.
+ *
+ * Threads: calls on one GI volume do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
  */
 KilnStatus kiln_gi_sample(struct KilnGiId gi,
                           const struct KilnVec3 *points,
@@ -5044,11 +5694,17 @@ KilnStatus kiln_gi_sample(struct KilnGiId gi,
  * Writes the volume's figures (probe counts, compression, memory) to `out_stats`.
  *
  * Pointers: `out_stats` is NULL or writable.
+ *
+ * Threads: calls on one GI volume do not overlap: a call that finds it, or an object
+ * it uses, busy (another thread inside, or a call from its own callback) returns
+ * `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
  */
 KilnStatus kiln_gi_get_stats(struct KilnGiId gi, struct KilnGiStats *out_stats);
 
 /**
  * A `KilnFrameDef` with the defaults documented on its fields.
+ *
+ * Threads: any thread, at any time.
  */
 struct KilnFrameDef kiln_default_frame_def(void);
 
@@ -5059,16 +5715,24 @@ struct KilnFrameDef kiln_default_frame_def(void);
  * only while `kiln_frame_run` runs.
  *
  * Pointers: `def` is NULL or readable; `out_frame` is NULL or writable.
+ *
+ * Threads: any thread, at any time.
  */
 KilnStatus kiln_frame_create(const struct KilnFrameDef *def, struct KilnFrameId *out_frame);
 
 /**
  * Destroys a frame; its handle becomes invalid. Its world, tracer and volume stay.
+ *
+ * Threads: a call on the frame: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_frame_destroy(struct KilnFrameId frame);
 
 /**
  * Whether `frame` refers to a live frame.
+ *
+ * Threads: any thread, at any time; never busy.
  */
 bool kiln_frame_is_valid(struct KilnFrameId frame);
 
@@ -5086,6 +5750,10 @@ bool kiln_frame_is_valid(struct KilnFrameId frame);
  *
  * A failing stage gives `KILN_ERROR_PASS_FAILED` with its message; the world,
  * tracer and volume are given back in every case.
+ *
+ * Threads: a call on the frame: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_frame_run(struct KilnFrameId frame, struct KilnRuntimeId runtime, float dt);
 
@@ -5094,6 +5762,10 @@ KilnStatus kiln_frame_run(struct KilnFrameId frame, struct KilnRuntimeId runtime
  * the first successful run.
  *
  * Pointers: `out_timing` is NULL or writable.
+ *
+ * Threads: a call on the frame: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_frame_get_timing(struct KilnFrameId frame, struct KilnFrameTiming *out_timing);
 
@@ -5110,6 +5782,10 @@ KilnStatus kiln_frame_get_timing(struct KilnFrameId frame, struct KilnFrameTimin
  *
  * Pointers: `out_profile` is NULL or writable; `passes` is NULL or has `capacity`
  * writable entries; `out_count` is NULL or writable.
+ *
+ * Threads: a call on the frame: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_frame_get_passes(struct KilnFrameId frame,
                                  struct KilnProfile *out_profile,
@@ -5126,6 +5802,10 @@ KilnStatus kiln_frame_get_passes(struct KilnFrameId frame,
  *
  * Pointers: `passes` is NULL or has `capacity` writable entries; `out_count` is NULL
  * or writable.
+ *
+ * Threads: a call on the frame: calls on one world, its bodies and joints do not
+ * overlap; one that finds the world busy (another thread inside, or a call from its
+ * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
  */
 KilnStatus kiln_frame_get_gpu_passes(struct KilnFrameId frame,
                                      struct KilnGpuPassTiming *passes,
@@ -5138,6 +5818,8 @@ KilnStatus kiln_frame_get_gpu_passes(struct KilnFrameId frame,
  * Returns `KILN_ERROR_ABI_MISMATCH` with every difference in the message.
  *
  * Pointers: `info` is NULL or points to a readable `KilnAbiInfo`.
+ *
+ * Threads: any thread, at any time.
  */
 KilnStatus kiln_check_abi(const struct KilnAbiInfo *info);
 

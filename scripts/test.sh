@@ -4,7 +4,8 @@
 # tests on whatever Vulkan device is present, lavapipe without a GPU, validation on),
 # the exported-symbol list and SONAME, the install step, the README's C programs, and the C samples built with
 # make (pkg-config, ASan+UBSan) and with CMake (find_package) against the installed
-# package.
+# package; then the library itself under AddressSanitizer and ThreadSanitizer
+# (scripts/sanitize.sh, nightly toolchain).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -53,5 +54,8 @@ step "C samples and C tests: CMake find_package(kiln) against the installed pack
 cmake -S samples-c -B build/test-cmake -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/test-cmake -j 2 >/dev/null
 ctest --test-dir build/test-cmake --output-on-failure
+
+step "the library under AddressSanitizer and ThreadSanitizer (scripts/sanitize.sh)"
+bash scripts/sanitize.sh
 
 printf '\nkiln test suite: all steps passed\n'

@@ -183,18 +183,24 @@ impl<T> CountedOut<T> {
 }
 
 /// The library version as `(major << 16) | (minor << 8) | patch`.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_version() -> u32 {
     (KILN_VERSION_MAJOR << 16) | (KILN_VERSION_MINOR << 8) | KILN_VERSION_PATCH
 }
 
 /// The library version as a static string, e.g. "0.1.0".
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_version_string() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
 }
 
 /// The `KILN_ABI_VERSION` the library was built with.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_abi_version() -> u32 {
     KILN_ABI_VERSION
@@ -202,6 +208,8 @@ pub extern "C" fn kiln_abi_version() -> u32 {
 
 /// The message of the last failed Kiln call on this thread ("" if none). The string
 /// stays valid until the next failing call on the same thread.
+///
+/// Threads: any thread; each thread has its own message.
 #[no_mangle]
 pub extern "C" fn kiln_last_error_message() -> *const c_char {
     LAST_ERROR.with(|slot| slot.borrow().as_ptr())
@@ -209,6 +217,8 @@ pub extern "C" fn kiln_last_error_message() -> *const c_char {
 
 /// The name of a status code, e.g. "KILN_ERROR_NULL_POINTER"; "KILN_UNKNOWN_STATUS"
 /// for values that are not status codes. Static string.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_status_name(status: KilnStatus) -> *const c_char {
     let name: &'static str = match status {

@@ -103,6 +103,8 @@ static GLOBAL: KilnGlobalAlloc = KilnGlobalAlloc;
 ///
 /// Pointers: `allocator` is NULL or points to a readable `KilnAllocator`; its functions
 /// stay callable, from any thread, until the process exits.
+///
+/// Threads: before any other Kiln call, from one thread.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_set_allocator(allocator: *const KilnAllocator) -> KilnStatus {
     ffi_call("kiln_set_allocator", || {

@@ -150,6 +150,8 @@ fn move_result(m: &MoveResult, position: Vec3) -> KilnMoveResult {
 
 /// A `KilnCharacterDef` with defaults: a 1.8 m tall capsule of radius 0.3, 45°
 /// slopes, 0.3 m steps, +Y up.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_character_def() -> KilnCharacterDef {
     let d = CharacterDef::default();
@@ -170,6 +172,8 @@ pub extern "C" fn kiln_default_character_def() -> KilnCharacterDef {
 /// to `out_character`. The first move pushes it out if it starts inside geometry.
 ///
 /// Pointers: `def` is NULL or readable; `out_character` is NULL or writable.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_create(
     def: *const KilnCharacterDef,
@@ -215,6 +219,10 @@ pub unsafe extern "C" fn kiln_character_create(
 }
 
 /// Destroys a character; its handle becomes invalid.
+///
+/// Threads: calls on one character do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_character_destroy(character: KilnCharacterId) -> KilnStatus {
     ffi_call("kiln_character_destroy", || {
@@ -224,6 +232,8 @@ pub extern "C" fn kiln_character_destroy(character: KilnCharacterId) -> KilnStat
 }
 
 /// Whether `character` refers to a live character.
+///
+/// Threads: any thread, at any time; never busy.
 #[no_mangle]
 pub extern "C" fn kiln_character_is_valid(character: KilnCharacterId) -> bool {
     std::panic::catch_unwind(|| CHARACTERS.is_valid(character.index1, character.generation)).unwrap_or(false)
@@ -240,6 +250,10 @@ pub extern "C" fn kiln_character_is_valid(character: KilnCharacterId) -> bool {
 ///
 /// Pointers: `statics` is NULL or readable for `static_count` entries; `out_result` is
 /// NULL or writable.
+///
+/// Threads: calls on one character do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_move(
     character: KilnCharacterId,
@@ -303,6 +317,8 @@ pub struct KilnCharacterBodies {
 
 /// The default `KilnCharacterBodies`: blocked by everything, pushing with 500 N,
 /// riding platforms.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_character_bodies() -> KilnCharacterBodies {
     let d = CharacterBodies::default();
@@ -326,6 +342,10 @@ pub extern "C" fn kiln_default_character_bodies() -> KilnCharacterBodies {
 /// `out_result` unless it is NULL. On failure nothing moves.
 ///
 /// Pointers: `settings` is NULL or readable; `out_result` is NULL or writable.
+///
+/// Threads: calls on one character do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_move_in_world(
     character: KilnCharacterId,
@@ -377,6 +397,10 @@ pub unsafe extern "C" fn kiln_character_move_in_world(
 /// Writes the capsule centre to `out_position`.
 ///
 /// Pointers: `out_position` is NULL or valid for writing.
+///
+/// Threads: calls on one character do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_get_position(
     character: KilnCharacterId,
@@ -391,6 +415,10 @@ pub unsafe extern "C" fn kiln_character_get_position(
 
 /// Teleports the character (no collision test); the next move pushes it out if it
 /// lands inside geometry.
+///
+/// Threads: calls on one character do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_character_set_position(character: KilnCharacterId, position: KilnVec3) -> KilnStatus {
     ffi_call("kiln_character_set_position", || {
@@ -402,6 +430,10 @@ pub extern "C" fn kiln_character_set_position(character: KilnCharacterId, positi
 /// Writes whether the last move ended standing on walkable ground.
 ///
 /// Pointers: `out_grounded` is NULL or valid for writing.
+///
+/// Threads: calls on one character do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_is_grounded(character: KilnCharacterId, out_grounded: *mut bool) -> KilnStatus {
     ffi_call("kiln_character_is_grounded", || {
@@ -415,6 +447,10 @@ pub unsafe extern "C" fn kiln_character_is_grounded(character: KilnCharacterId, 
 /// nothing).
 ///
 /// Pointers: `out_normal` is NULL or valid for writing.
+///
+/// Threads: calls on one character do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_get_contact_normal(
     character: KilnCharacterId,
@@ -430,6 +466,10 @@ pub unsafe extern "C" fn kiln_character_get_contact_normal(
 /// Writes everything the last move reported (all zero before the first move).
 ///
 /// Pointers: `out_result` is NULL or valid for writing.
+///
+/// Threads: calls on one character do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_get_last_move(
     character: KilnCharacterId,

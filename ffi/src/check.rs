@@ -172,6 +172,8 @@ abi_structs!(
 /// Returns `KILN_ERROR_ABI_MISMATCH` with every difference in the message.
 ///
 /// Pointers: `info` is NULL or points to a readable `KilnAbiInfo`.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_check_abi(info: *const KilnAbiInfo) -> KilnStatus {
     ffi_call("kiln_check_abi", || {

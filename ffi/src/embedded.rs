@@ -77,6 +77,8 @@ pub struct KilnEmbeddedDef {
 }
 
 /// A `KilnEmbeddedDef` with the defaults documented on its fields (handles NULL).
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_embedded_def() -> KilnEmbeddedDef {
     KilnEmbeddedDef {
@@ -106,6 +108,8 @@ pub extern "C" fn kiln_default_embedded_def() -> KilnEmbeddedDef {
 ///
 /// Pointers: `def` is NULL or readable; its handles are live, belong together and
 /// outlive the tracer; `out_tracer` is NULL or writable.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_create_embedded(
     def: *const KilnEmbeddedDef,
@@ -175,6 +179,10 @@ pub unsafe extern "C" fn kiln_tracer_create_embedded(
 ///
 /// Pointers: `command_buffer` is as described; `rays` is NULL or readable for `count`
 /// entries.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_record_trace(
     tracer: KilnTracerId,
@@ -224,6 +232,10 @@ pub unsafe extern "C" fn kiln_tracer_record_trace(
 /// recorded again.
 ///
 /// Pointers: `hits` is NULL or writable for `count` entries.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_read_hits(
     tracer: KilnTracerId,

@@ -94,6 +94,10 @@ pub struct KilnBodyMoveEvent {
 ///
 /// Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
 /// NULL or writable.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_sensor_events(
     world: KilnWorldId,
@@ -128,6 +132,10 @@ pub unsafe extern "C" fn kiln_world_get_sensor_events(
 ///
 /// Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
 /// NULL or writable.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_contact_hit_events(
     world: KilnWorldId,
@@ -163,6 +171,10 @@ pub unsafe extern "C" fn kiln_world_get_contact_hit_events(
 ///
 /// Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
 /// NULL or writable.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_move_events(
     world: KilnWorldId,
@@ -206,6 +218,10 @@ pub struct KilnWaterEvent {
 ///
 /// Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
 /// NULL or writable.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_water_events(
     world: KilnWorldId,
@@ -245,6 +261,10 @@ pub struct KilnSubmerged {
 /// centroid, and the body's volume. Any body kind; sensors displace nothing.
 ///
 /// Pointers: `out` is writable.
+///
+/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_submerged(body: KilnBodyId, out: *mut KilnSubmerged) -> KilnStatus {
     ffi_call("kiln_body_get_submerged", || {

@@ -125,6 +125,8 @@ fn invalid(message: String) -> Error {
 }
 
 /// A `KilnFrameDef` with the defaults documented on its fields.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_frame_def() -> KilnFrameDef {
     KilnFrameDef {
@@ -142,6 +144,8 @@ pub extern "C" fn kiln_default_frame_def() -> KilnFrameDef {
 /// only while `kiln_frame_run` runs.
 ///
 /// Pointers: `def` is NULL or readable; `out_frame` is NULL or writable.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_frame_create(def: *const KilnFrameDef, out_frame: *mut KilnFrameId) -> KilnStatus {
     ffi_call("kiln_frame_create", || {
@@ -197,12 +201,18 @@ fn check_follows(followed: Option<KilnWorldId>, world: KilnWorldId) -> Result<()
 }
 
 /// Destroys a frame; its handle becomes invalid. Its world, tracer and volume stay.
+///
+/// Threads: a call on the frame: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub extern "C" fn kiln_frame_destroy(frame: KilnFrameId) -> KilnStatus {
     ffi_call("kiln_frame_destroy", || FRAMES.remove(frame.index1, frame.generation).map(drop))
 }
 
 /// Whether `frame` refers to a live frame.
+///
+/// Threads: any thread, at any time; never busy.
 #[no_mangle]
 pub extern "C" fn kiln_frame_is_valid(frame: KilnFrameId) -> bool {
     std::panic::catch_unwind(|| FRAMES.is_valid(frame.index1, frame.generation)).unwrap_or(false)
@@ -221,6 +231,10 @@ pub extern "C" fn kiln_frame_is_valid(frame: KilnFrameId) -> bool {
 ///
 /// A failing stage gives `KILN_ERROR_PASS_FAILED` with its message; the world,
 /// tracer and volume are given back in every case.
+///
+/// Threads: a call on the frame: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub extern "C" fn kiln_frame_run(frame: KilnFrameId, runtime: KilnRuntimeId, dt: f32) -> KilnStatus {
     ffi_call("kiln_frame_run", || {
@@ -323,6 +337,10 @@ fn ran(f: &FrameEntry) -> Result<(), Error> {
 /// the first successful run.
 ///
 /// Pointers: `out_timing` is NULL or writable.
+///
+/// Threads: a call on the frame: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_frame_get_timing(frame: KilnFrameId, out_timing: *mut KilnFrameTiming) -> KilnStatus {
     ffi_call("kiln_frame_get_timing", || {
@@ -344,6 +362,10 @@ pub unsafe extern "C" fn kiln_frame_get_timing(frame: KilnFrameId, out_timing: *
 ///
 /// Pointers: `out_profile` is NULL or writable; `passes` is NULL or has `capacity`
 /// writable entries; `out_count` is NULL or writable.
+///
+/// Threads: a call on the frame: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_frame_get_passes(
     frame: KilnFrameId,
@@ -391,6 +413,10 @@ pub unsafe extern "C" fn kiln_frame_get_passes(
 ///
 /// Pointers: `passes` is NULL or has `capacity` writable entries; `out_count` is NULL
 /// or writable.
+///
+/// Threads: a call on the frame: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_frame_get_gpu_passes(
     frame: KilnFrameId,

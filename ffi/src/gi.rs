@@ -167,6 +167,8 @@ fn colour(v: KilnVec3, name: &str, max: f32) -> Result<[f32; 3], Error> {
 }
 
 /// A `KilnGiDef` with the defaults documented on its fields.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_gi_def() -> KilnGiDef {
     KilnGiDef {
@@ -184,6 +186,8 @@ pub extern "C" fn kiln_default_gi_def() -> KilnGiDef {
 }
 
 /// A `KilnGiLighting` with the defaults documented on its fields.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_gi_lighting() -> KilnGiLighting {
     let d = kiln_core::gi::GiLighting::default();
@@ -203,6 +207,10 @@ pub extern "C" fn kiln_default_gi_lighting() -> KilnGiLighting {
 /// 524,288 probes (`KILN_ERROR_INVALID_ARGUMENT` beyond, naming the count).
 ///
 /// Pointers: `def` is NULL or readable; `out_gi` is NULL or writable.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_create(
     tracer: KilnTracerId,
@@ -261,12 +269,18 @@ pub unsafe extern "C" fn kiln_gi_create(
 }
 
 /// Destroys a probe volume; its handle becomes invalid.
+///
+/// Threads: calls on one GI volume do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_gi_destroy(gi: KilnGiId) -> KilnStatus {
     ffi_call("kiln_gi_destroy", || VOLUMES.remove(gi.index1, gi.generation).map(drop))
 }
 
 /// Whether `gi` refers to a live probe volume.
+///
+/// Threads: any thread, at any time; never busy.
 #[no_mangle]
 pub extern "C" fn kiln_gi_is_valid(gi: KilnGiId) -> bool {
     VOLUMES.is_valid(gi.index1, gi.generation)
@@ -275,6 +289,10 @@ pub extern "C" fn kiln_gi_is_valid(gi: KilnGiId) -> bool {
 /// Sets the light the next updates gather.
 ///
 /// Pointers: `lighting` is NULL or readable.
+///
+/// Threads: calls on one GI volume do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_set_lighting(gi: KilnGiId, lighting: *const KilnGiLighting) -> KilnStatus {
     ffi_call("kiln_gi_set_lighting", || {
@@ -304,6 +322,10 @@ pub unsafe extern "C" fn kiln_gi_set_lighting(gi: KilnGiId, lighting: *const Kil
 /// default albedo. `count` 0 clears the list.
 ///
 /// Pointers: `albedo` is NULL or readable for `count` entries.
+///
+/// Threads: calls on one GI volume do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_set_albedo(gi: KilnGiId, albedo: *const KilnVec3, count: u32) -> KilnStatus {
     ffi_call("kiln_gi_set_albedo", || {
@@ -321,6 +343,10 @@ pub unsafe extern "C" fn kiln_gi_set_albedo(gi: KilnGiId, albedo: *const KilnVec
 /// Bakes every probe's visibility (16 x 16 octahedral depth maps) against the
 /// tracer's scene and compresses it on the GPU. Call it once static geometry is in
 /// place, and again when it changes. Needs at least one instance.
+///
+/// Threads: calls on one GI volume do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_gi_bake(gi: KilnGiId) -> KilnStatus {
     ffi_call("kiln_gi_bake", || with_gi(gi, |volume, tracer| volume.bake(tracer).map_err(gpu_error)))
@@ -334,6 +360,10 @@ pub extern "C" fn kiln_gi_bake(gi: KilnGiId) -> KilnStatus {
 /// least one instance.
 ///
 /// Pointers: `out_updated` is NULL or writable.
+///
+/// Threads: calls on one GI volume do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_update(gi: KilnGiId, out_updated: *mut u32) -> KilnStatus {
     ffi_call("kiln_gi_update", || {
@@ -355,6 +385,10 @@ pub unsafe extern "C" fn kiln_gi_update(gi: KilnGiId, out_updated: *mut u32) -> 
 ///
 /// Pointers: `points`, `normals` (and `views` unless NULL) are NULL or readable and
 /// `out_irradiance` NULL or writable for `count` entries.
+///
+/// Threads: calls on one GI volume do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_sample(
     gi: KilnGiId,
@@ -413,6 +447,10 @@ pub unsafe extern "C" fn kiln_gi_sample(
 /// Writes the volume's figures (probe counts, compression, memory) to `out_stats`.
 ///
 /// Pointers: `out_stats` is NULL or writable.
+///
+/// Threads: calls on one GI volume do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_get_stats(gi: KilnGiId, out_stats: *mut KilnGiStats) -> KilnStatus {
     ffi_call("kiln_gi_get_stats", || {

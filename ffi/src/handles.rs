@@ -6,6 +6,7 @@
 //! reused; ids of things inside it (resources, passes) carry it, so an id from another
 //! object is refused.
 
+use std::cell::Cell;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use crate::abi::{Error, KILN_ERROR_INVALID_HANDLE, KILN_ERROR_INVALID_STATE};
@@ -144,7 +145,68 @@ impl<T> HandleTable<T> {
             Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
             Err(TryLockError::WouldBlock) => return Err(self.busy()),
         };
+        let _held = Held::push(Arc::as_ptr(&entry) as usize);
         f(&mut guard)
+    }
+
+    /// Runs a short `f` on the object behind the handle, waiting while another thread
+    /// is inside it; busy only when this thread is (a call from one of the object's
+    /// own callbacks), where waiting would never end. For reads that must not answer
+    /// "busy" merely because another thread is working (`kiln_body_is_valid`).
+    pub(crate) fn wait_unless_held<R>(
+        &self,
+        index1: u32,
+        generation: u32,
+        f: impl FnOnce(&mut T) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let entry = self.lookup(index1, generation)?;
+        if Held::contains(Arc::as_ptr(&entry) as usize) {
+            return Err(self.busy());
+        }
+        let mut guard = entry.lock().unwrap_or_else(|p| p.into_inner());
+        let _held = Held::push(Arc::as_ptr(&entry) as usize);
+        f(&mut guard)
+    }
+}
+
+/// Most objects one thread holds at once through `HandleTable::with` (a step holds
+/// its world, its runtime and the world's terrain; callbacks nest a few more).
+const MAX_HELD: usize = 16;
+
+thread_local! {
+    /// The entries this thread is inside, innermost last (no allocation: a fixed array).
+    static HELD: Cell<([usize; MAX_HELD], usize)> = const { Cell::new(([0; MAX_HELD], 0)) };
+}
+
+/// Marks one entry as held by this thread for the guard's life.
+struct Held;
+
+impl Held {
+    fn push(entry: usize) -> Held {
+        HELD.with(|held| {
+            let (mut entries, count) = held.get();
+            if count < MAX_HELD {
+                entries[count] = entry;
+            }
+            held.set((entries, count + 1));
+        });
+        Held
+    }
+
+    fn contains(entry: usize) -> bool {
+        HELD.with(|held| {
+            let (entries, count) = held.get();
+            entries[..count.min(MAX_HELD)].contains(&entry)
+        })
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        HELD.with(|held| {
+            let (entries, count) = held.get();
+            held.set((entries, count - 1));
+        });
     }
 }
 

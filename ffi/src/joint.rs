@@ -19,7 +19,9 @@ use crate::abi::{
     KILN_ERROR_INVALID_HANDLE,
 };
 use crate::types::{check_transform, kvec, vec3, KilnQuat, KilnTransform, KilnVec3};
-use crate::world::{body_error, body_key, public_body, with_world, KilnBodyId, KilnJointId, KilnWorldId};
+use crate::world::{
+    body_error, body_key, public_body, with_world, with_world_waiting, KilnBodyId, KilnJointId, KilnWorldId,
+};
 
 /// A ball and socket (`KilnSphericalJointDef`).
 pub const KILN_JOINT_SPHERICAL: u32 = 0;
@@ -273,6 +275,8 @@ fn base_default() -> KilnJointBase {
 }
 
 /// A spherical joint's defaults (no bodies yet: set `base.body_a` and `base.body_b`).
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_spherical_joint_def() -> KilnSphericalJointDef {
     let d = SphericalJoint::default();
@@ -294,6 +298,8 @@ pub extern "C" fn kiln_default_spherical_joint_def() -> KilnSphericalJointDef {
 }
 
 /// A revolute joint's defaults (no bodies yet).
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_revolute_joint_def() -> KilnRevoluteJointDef {
     let d = RevoluteJoint::default();
@@ -314,6 +320,8 @@ pub extern "C" fn kiln_default_revolute_joint_def() -> KilnRevoluteJointDef {
 }
 
 /// A prismatic joint's defaults (no bodies yet).
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_prismatic_joint_def() -> KilnPrismaticJointDef {
     let d = PrismaticJoint::default();
@@ -334,6 +342,8 @@ pub extern "C" fn kiln_default_prismatic_joint_def() -> KilnPrismaticJointDef {
 }
 
 /// A fixed joint's defaults (rigid; no bodies yet).
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_fixed_joint_def() -> KilnFixedJointDef {
     let d = FixedJoint::default();
@@ -348,6 +358,8 @@ pub extern "C" fn kiln_default_fixed_joint_def() -> KilnFixedJointDef {
 }
 
 /// A distance joint's defaults (a 1 m rod; no bodies yet).
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_distance_joint_def() -> KilnDistanceJointDef {
     let d = DistanceJoint::default();
@@ -365,6 +377,8 @@ pub extern "C" fn kiln_default_distance_joint_def() -> KilnDistanceJointDef {
 }
 
 /// A six-DOF joint's defaults (everything locked; no bodies yet).
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_six_dof_joint_def() -> KilnSixDofJointDef {
     six_dof_def(base_default(), &SixDofJoint::default())
@@ -499,6 +513,10 @@ unsafe fn create_from<T: Copy>(
 /// created then.
 ///
 /// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_create_spherical(
     world: KilnWorldId,
@@ -533,6 +551,10 @@ pub unsafe extern "C" fn kiln_joint_create_spherical(
 /// Creates a revolute joint (as `kiln_joint_create_spherical`).
 ///
 /// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_create_revolute(
     world: KilnWorldId,
@@ -566,6 +588,10 @@ pub unsafe extern "C" fn kiln_joint_create_revolute(
 /// Creates a prismatic joint (as `kiln_joint_create_spherical`).
 ///
 /// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_create_prismatic(
     world: KilnWorldId,
@@ -599,6 +625,10 @@ pub unsafe extern "C" fn kiln_joint_create_prismatic(
 /// Creates a fixed joint (as `kiln_joint_create_spherical`).
 ///
 /// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_create_fixed(
     world: KilnWorldId,
@@ -626,6 +656,10 @@ pub unsafe extern "C" fn kiln_joint_create_fixed(
 /// Creates a distance joint (as `kiln_joint_create_spherical`).
 ///
 /// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_create_distance(
     world: KilnWorldId,
@@ -657,6 +691,10 @@ pub unsafe extern "C" fn kiln_joint_create_distance(
 /// `KILN_DOF_*` constant is `KILN_ERROR_INVALID_ARGUMENT`).
 ///
 /// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_create_six_dof(
     world: KilnWorldId,
@@ -678,6 +716,10 @@ pub unsafe extern "C" fn kiln_joint_create_six_dof(
 /// settings out of range, is `KILN_ERROR_INVALID_ARGUMENT` and changes nothing.
 ///
 /// Pointers: `def` is NULL or readable.
+///
+/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_set_six_dof(joint: KilnJointId, def: *const KilnSixDofJointDef) -> KilnStatus {
     ffi_call("kiln_joint_set_six_dof", || {
@@ -700,6 +742,10 @@ pub unsafe extern "C" fn kiln_joint_set_six_dof(joint: KilnJointId, def: *const 
 /// `KILN_ERROR_INVALID_ARGUMENT`.
 ///
 /// Pointers: `out_def` is NULL or writable.
+///
+/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_get_six_dof(joint: KilnJointId, out_def: *mut KilnSixDofJointDef) -> KilnStatus {
     ffi_call("kiln_joint_get_six_dof", || {
@@ -736,20 +782,36 @@ fn with_joint<R>(
 
 /// Destroys a joint; wakes its bodies. Broken joints and joints of destroyed bodies
 /// are gone already (their handles are stale).
+///
+/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub extern "C" fn kiln_joint_destroy(joint: KilnJointId) -> KilnStatus {
     ffi_call("kiln_joint_destroy", || with_joint(joint, |w, key| w.destroy_joint(key)))
 }
 
 /// Whether `joint` refers to a live joint of a live world.
+///
+/// Threads: any thread; waits while another thread is inside the world, and answers
+/// false from one of the world's own callbacks (where the world is busy).
 #[no_mangle]
 pub extern "C" fn kiln_joint_is_valid(joint: KilnJointId) -> bool {
-    std::panic::catch_unwind(|| with_joint(joint, |w, key| w.joint(key).map(|_| ())).is_ok()).unwrap_or(false)
+    std::panic::catch_unwind(|| {
+        joint_key(joint).is_ok_and(|key| {
+            with_world_waiting(joint.world, |entry| Ok(entry.world.joint(key).is_ok())).unwrap_or(false)
+        })
+    })
+    .unwrap_or(false)
 }
 
 /// Writes the joint's kind (`KILN_JOINT_*`) to `out_type`.
 ///
 /// Pointers: `out_type` is NULL or writable.
+///
+/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_get_type(joint: KilnJointId, out_type: *mut u32) -> KilnStatus {
     ffi_call("kiln_joint_get_type", || {
@@ -771,6 +833,10 @@ pub unsafe extern "C" fn kiln_joint_get_type(joint: KilnJointId, out_type: *mut 
 /// Writes the joint's two bodies to `out_body_a` and `out_body_b`.
 ///
 /// Pointers: both are NULL or writable.
+///
+/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_get_bodies(
     joint: KilnJointId,
@@ -790,6 +856,10 @@ pub unsafe extern "C" fn kiln_joint_get_bodies(
 /// step's last substep (world axes): what a break threshold is compared with.
 ///
 /// Pointers: both are NULL or writable.
+///
+/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_get_reaction(
     joint: KilnJointId,
@@ -810,6 +880,10 @@ pub unsafe extern "C" fn kiln_joint_get_reaction(
 /// length of a distance joint (m); 0 for a fixed joint.
 ///
 /// Pointers: `out_value` is NULL or writable.
+///
+/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_get_value(joint: KilnJointId, out_value: *mut f32) -> KilnStatus {
     ffi_call("kiln_joint_get_value", || {
@@ -843,6 +917,10 @@ fn read<T>(joint: KilnJointId, what: &str, read: impl FnOnce(&JointType) -> Opti
 /// prismatic joint, the shortest and longest lengths of a distance joint (m);
 /// `lower <= upper`, finite. A fixed joint has none (`KILN_ERROR_INVALID_ARGUMENT`).
 /// Wakes the bodies.
+///
+/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub extern "C" fn kiln_joint_set_limits(joint: KilnJointId, enable: bool, lower: f32, upper: f32) -> KilnStatus {
     ffi_call("kiln_joint_set_limits", || {
@@ -871,6 +949,10 @@ pub extern "C" fn kiln_joint_set_limits(joint: KilnJointId, enable: bool, lower:
 /// Writes the joint's limits (as `kiln_joint_set_limits` takes them).
 ///
 /// Pointers: each is NULL or writable.
+///
+/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_get_limits(
     joint: KilnJointId,
@@ -897,6 +979,10 @@ pub unsafe extern "C" fn kiln_joint_get_limits(
 
 /// Sets a spherical joint's swing cone (rad, 0 to pi) and turns it on or off.
 /// Other kinds have none (`KILN_ERROR_INVALID_ARGUMENT`). Wakes the bodies.
+///
+/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub extern "C" fn kiln_joint_set_cone_limit(joint: KilnJointId, enable: bool, angle: f32) -> KilnStatus {
     ffi_call("kiln_joint_set_cone_limit", || {
@@ -913,6 +999,10 @@ pub extern "C" fn kiln_joint_set_cone_limit(joint: KilnJointId, enable: bool, an
 /// Writes a spherical joint's swing cone and whether it is on.
 ///
 /// Pointers: each is NULL or writable.
+///
+/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_get_cone_limit(
     joint: KilnJointId,
@@ -935,6 +1025,10 @@ pub unsafe extern "C" fn kiln_joint_get_cone_limit(
 /// revolute joint, m/s for a prismatic one, the spin about frame A's z axis for a
 /// spherical one) under a largest torque or force (>= 0). Fixed and distance joints
 /// have none (`KILN_ERROR_INVALID_ARGUMENT`). Wakes the bodies.
+///
+/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub extern "C" fn kiln_joint_set_motor(joint: KilnJointId, enable: bool, speed: f32, max_force: f32) -> KilnStatus {
     ffi_call("kiln_joint_set_motor", || {
@@ -961,6 +1055,10 @@ pub extern "C" fn kiln_joint_set_motor(joint: KilnJointId, enable: bool, speed: 
 /// speed is its target spin's z).
 ///
 /// Pointers: each is NULL or writable.
+///
+/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_get_motor(
     joint: KilnJointId,
@@ -989,6 +1087,10 @@ pub unsafe extern "C" fn kiln_joint_get_motor(
 /// translation of a prismatic one, the rest length of a distance one; a spherical
 /// joint's pulls toward aligned frames and takes `target` 0). On a fixed joint it
 /// softens both parts (`enable` false: rigid again). Wakes the bodies.
+///
+/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub extern "C" fn kiln_joint_set_spring(
     joint: KilnJointId,
@@ -1038,6 +1140,10 @@ pub extern "C" fn kiln_joint_set_spring(
 /// position part).
 ///
 /// Pointers: each is NULL or writable.
+///
+/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_get_spring(
     joint: KilnJointId,
@@ -1077,6 +1183,10 @@ pub unsafe extern "C" fn kiln_joint_get_spring(
 ///
 /// Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
 /// NULL or writable.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_joint_events(
     world: KilnWorldId,

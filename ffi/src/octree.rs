@@ -241,6 +241,8 @@ fn check_pick_args(max_distance: f32, max_depth: u32) -> Result<(), Error> {
 /// Creates an empty set of octrees and writes its handle to `out_set`.
 ///
 /// Pointers: `out_set` is NULL or valid for writing.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_set_create(out_set: *mut KilnOctreeSetId) -> KilnStatus {
     ffi_call("kiln_octree_set_create", || {
@@ -254,6 +256,10 @@ pub unsafe extern "C" fn kiln_octree_set_create(out_set: *mut KilnOctreeSetId) -
 
 /// Destroys a set and every octree in it; its handle and its octrees' handles
 /// become invalid.
+///
+/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_octree_set_destroy(set: KilnOctreeSetId) -> KilnStatus {
     ffi_call("kiln_octree_set_destroy", || {
@@ -263,12 +269,16 @@ pub extern "C" fn kiln_octree_set_destroy(set: KilnOctreeSetId) -> KilnStatus {
 }
 
 /// Whether `set` refers to a live set of octrees.
+///
+/// Threads: any thread, at any time; never busy.
 #[no_mangle]
 pub extern "C" fn kiln_octree_set_is_valid(set: KilnOctreeSetId) -> bool {
     std::panic::catch_unwind(|| SETS.is_valid(set.index1, set.generation)).unwrap_or(false)
 }
 
 /// A `KilnOctreeDef` with defaults (a 1-unit cube at the origin).
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_octree_def() -> KilnOctreeDef {
     KilnOctreeDef { struct_size: size_of::<KilnOctreeDef>() as u32, position: KilnVec3::default(), size: 1.0 }
@@ -278,6 +288,10 @@ pub extern "C" fn kiln_default_octree_def() -> KilnOctreeDef {
 /// overlap or nest.
 ///
 /// Pointers: `def` is NULL or readable; `out_octree` is NULL or writable.
+///
+/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_create(
     set: KilnOctreeSetId,
@@ -306,6 +320,10 @@ pub unsafe extern "C" fn kiln_octree_create(
 }
 
 /// Removes an octree from its set; its handle becomes invalid.
+///
+/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_octree_destroy(set: KilnOctreeSetId, octree: KilnOctreeId) -> KilnStatus {
     ffi_call("kiln_octree_destroy", || {
@@ -324,6 +342,10 @@ pub extern "C" fn kiln_octree_destroy(set: KilnOctreeSetId, octree: KilnOctreeId
 ///
 /// Pointers: `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is
 /// 0).
+///
+/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_set_cube(
     set: KilnOctreeSetId,
@@ -353,6 +375,10 @@ pub unsafe extern "C" fn kiln_octree_set_cube(
 ///
 /// Pointers: `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is
 /// 0).
+///
+/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_subdivide(
     set: KilnOctreeSetId,
@@ -375,6 +401,10 @@ pub unsafe extern "C" fn kiln_octree_subdivide(
 ///
 /// Pointers: `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is
 /// 0); `out_kind` is NULL or writable.
+///
+/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_get_cube(
     set: KilnOctreeSetId,
@@ -411,6 +441,10 @@ pub unsafe extern "C" fn kiln_octree_get_cube(
 ///
 /// Pointers: `bytes` is readable for `byte_count` bytes (NULL allowed when `byte_count`
 /// is 0).
+///
+/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_load(
     set: KilnOctreeSetId,
@@ -444,6 +478,10 @@ pub unsafe extern "C" fn kiln_octree_load(
 ///
 /// Pointers: `out_bytes` is NULL or writable for `capacity` bytes; `out_count` is NULL
 /// or writable.
+///
+/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_save(
     set: KilnOctreeSetId,
@@ -470,6 +508,10 @@ pub unsafe extern "C" fn kiln_octree_save(
 /// Writes an octree's figures to `out_info`.
 ///
 /// Pointers: `out_info` is NULL or writable.
+///
+/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_get_info(
     set: KilnOctreeSetId,
@@ -512,6 +554,10 @@ pub unsafe extern "C" fn kiln_octree_get_info(
 /// one created first wins.
 ///
 /// Pointers: `ray` is NULL or readable; `out_pick` is NULL or writable.
+///
+/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_pick(
     set: KilnOctreeSetId,
@@ -542,6 +588,10 @@ pub unsafe extern "C" fn kiln_octree_pick(
 ///
 /// Pointers: `rays` is readable and `out_picks` writable for `count` entries (or NULL
 /// when `count` is 0).
+///
+/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_pick_batch(
     set: KilnOctreeSetId,

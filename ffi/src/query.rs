@@ -122,6 +122,8 @@ pub struct KilnShapeCastHit {
 
 /// The default query filter: category 1, every category, every body and the terrain,
 /// no body left out.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_query_filter() -> KilnQueryFilter {
     KilnQueryFilter {
@@ -260,6 +262,10 @@ fn read_ray(ray: *const KilnRay) -> Result<Ray, Error> {
 ///
 /// Pointers: `ray` is NULL or readable; `filter` is NULL or readable; `out_hit` is
 /// NULL or writable.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_cast_ray(
     world: KilnWorldId,
@@ -300,6 +306,10 @@ pub type KilnRayHitFn = Option<unsafe extern "C" fn(hit: *const KilnWorldRayHit,
 ///
 /// Pointers: `ray` is NULL or readable; `filter` is NULL or readable; `callback` is
 /// NULL or a function that may be called with `user_context`, which Kiln never reads.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_cast_ray_callback(
     world: KilnWorldId,
@@ -335,6 +345,10 @@ pub unsafe extern "C" fn kiln_world_cast_ray_callback(
 ///
 /// Pointers: `ray` is NULL or readable; `filter` is NULL or readable; `out_hits` is
 /// NULL or writable for `capacity` entries; `out_count` is NULL or writable.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_cast_ray_all(
     world: KilnWorldId,
@@ -375,6 +389,10 @@ pub unsafe extern "C" fn kiln_world_cast_ray_all(
 ///
 /// Pointers: `rays` is readable and `out_hits` writable for `count` entries (or NULL
 /// when `count` is 0); `filter` is NULL or readable.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_cast_ray_batch(
     world: KilnWorldId,
@@ -441,6 +459,10 @@ unsafe fn list_targets(
 /// Pointers: `aabb` and `filter` are NULL or readable (a NULL filter is the
 /// default); `out_targets` is NULL or writable for `capacity` entries; `out_count` is
 /// NULL or writable.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_overlap_aabb(
     world: KilnWorldId,
@@ -494,6 +516,10 @@ fn shape_and_placement(
 /// Pointers: `transform` is NULL or readable; `filter` is NULL or readable;
 /// `out_targets` is NULL or writable for `capacity` entries; `out_count` is NULL or
 /// writable.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_overlap_shape(
     world: KilnWorldId,
@@ -530,6 +556,10 @@ pub unsafe extern "C" fn kiln_world_overlap_shape(
 ///
 /// Pointers: `transform` is NULL or readable; `filter` is NULL or readable; `out_hit`
 /// is NULL or writable.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_cast_shape(
     world: KilnWorldId,

@@ -304,6 +304,8 @@ unsafe fn read_array<'a, T>(ptr: *const T, count: u32, what: &str) -> Result<&'a
 
 /// A `KilnRuntimeDef` with defaults: Kiln's own pool sized to the machine, no host
 /// job system, no logging.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_runtime_def() -> KilnRuntimeDef {
     KilnRuntimeDef {
@@ -323,6 +325,8 @@ pub extern "C" fn kiln_default_runtime_def() -> KilnRuntimeDef {
 /// to `out_runtime`. On failure `*out_runtime` is left unchanged.
 ///
 /// Pointers: `def` and `out_runtime` are NULL or valid for reading / writing.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_runtime_create(
     def: *const KilnRuntimeDef,
@@ -398,6 +402,10 @@ pub unsafe extern "C" fn kiln_runtime_create(
 /// threads, frees everything. Its handle and all its resource and pass ids become
 /// invalid. Calling it from inside one of its own passes returns
 /// `KILN_ERROR_INVALID_STATE`.
+///
+/// Threads: calls on one runtime do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_runtime_destroy(runtime: KilnRuntimeId) -> KilnStatus {
     ffi_call("kiln_runtime_destroy", || {
@@ -411,6 +419,8 @@ pub extern "C" fn kiln_runtime_destroy(runtime: KilnRuntimeId) -> KilnStatus {
 }
 
 /// Whether `runtime` refers to a live runtime.
+///
+/// Threads: any thread, at any time; never busy.
 #[no_mangle]
 pub extern "C" fn kiln_runtime_is_valid(runtime: KilnRuntimeId) -> bool {
     std::panic::catch_unwind(|| RUNTIMES.is_valid(runtime.index1, runtime.generation)).unwrap_or(false)
@@ -419,6 +429,10 @@ pub extern "C" fn kiln_runtime_is_valid(runtime: KilnRuntimeId) -> bool {
 /// Writes the number of distinct worker indices tasks and passes may see.
 ///
 /// Pointers: `out_count` is NULL or writable.
+///
+/// Threads: calls on one runtime do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_runtime_get_worker_count(runtime: KilnRuntimeId, out_count: *mut u32) -> KilnStatus {
     ffi_call("kiln_runtime_get_worker_count", || {
@@ -434,6 +448,10 @@ pub unsafe extern "C" fn kiln_runtime_get_worker_count(runtime: KilnRuntimeId, o
 /// with the caller) and writes its id. Names are unique per runtime.
 ///
 /// Pointers: `name` is NULL or NUL-terminated; `out_resource` is NULL or writable.
+///
+/// Threads: calls on one runtime do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_runtime_add_resource(
     runtime: KilnRuntimeId,
@@ -457,6 +475,8 @@ pub unsafe extern "C" fn kiln_runtime_add_resource(
 
 /// A `KilnPassDef` with defaults: CPU queue, no accesses, no callback (set `name` and
 /// `run` before use).
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_pass_def() -> KilnPassDef {
     KilnPassDef {
@@ -506,6 +526,10 @@ impl Drop for ActiveGuard {
 ///
 /// Pointers: `def` is NULL or readable, with valid pointers and counts inside;
 /// `out_pass` is NULL or writable.
+///
+/// Threads: calls on one runtime do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_runtime_add_pass(
     runtime: KilnRuntimeId,
@@ -596,6 +620,10 @@ pub unsafe extern "C" fn kiln_runtime_add_pass(
 /// parallel. `delta_time` (seconds) must be finite and >= 0. A failing pass stops
 /// the frame after its level and gives `KILN_ERROR_PASS_FAILED`; the next frame
 /// starts clean.
+///
+/// Threads: calls on one runtime do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_runtime_run_frame(runtime: KilnRuntimeId, delta_time: f32) -> KilnStatus {
     ffi_call("kiln_runtime_run_frame", || {
@@ -612,6 +640,10 @@ pub extern "C" fn kiln_runtime_run_frame(runtime: KilnRuntimeId, delta_time: f32
 ///
 /// Pointers: `out_profile` is NULL or writable; `passes` is NULL or has `capacity`
 /// writable entries; `out_count` is NULL or writable.
+///
+/// Threads: calls on one runtime do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_runtime_get_profile(
     runtime: KilnRuntimeId,
@@ -678,6 +710,8 @@ pub unsafe extern "C" fn kiln_runtime_get_profile(
 ///
 /// Pointers: `context` is NULL or the context passed to the running callback;
 /// `range_context` is usable from worker threads.
+///
+/// Threads: only inside the pass whose context it is given, on that pass's thread.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_parallel_for(
     context: *const KilnPassContext,

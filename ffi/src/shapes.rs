@@ -173,6 +173,8 @@ fn create(out: *mut KilnShapeId, make: impl FnOnce() -> Result<Shape, Error>) ->
 }
 
 /// The identity transform: no rotation, at the origin.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_transform_identity() -> KilnTransform {
     KilnTransform { position: KilnVec3::default(), rotation: KilnQuat { x: 0.0, y: 0.0, z: 0.0, w: 1.0 } }
@@ -182,6 +184,8 @@ pub extern "C" fn kiln_transform_identity() -> KilnTransform {
 /// `KILN_SHAPE_MAX_EXTENT`, as for all shapes.
 ///
 /// Pointers: `out_shape` is NULL or valid for writing.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_create_sphere(
     center: KilnVec3,
@@ -197,6 +201,8 @@ pub unsafe extern "C" fn kiln_shape_create_sphere(
 /// `a == b` gives a sphere-shaped capsule.
 ///
 /// Pointers: `out_shape` is NULL or valid for writing.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_create_capsule(
     a: KilnVec3,
@@ -213,6 +219,8 @@ pub unsafe extern "C" fn kiln_shape_create_capsule(
 /// finite and > 0).
 ///
 /// Pointers: `out_shape` is NULL or valid for writing.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_create_box(half_extents: KilnVec3, out_shape: *mut KilnShapeId) -> KilnStatus {
     ffi_call("kiln_shape_create_box", || create(out_shape, || Shape::cuboid(vec3(half_extents)).map_err(shape_error)))
@@ -224,6 +232,8 @@ pub unsafe extern "C" fn kiln_shape_create_box(half_extents: KilnVec3, out_shape
 ///
 /// Pointers: `points` is NULL or readable for `count` entries; `out_shape` is NULL or
 /// writable.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_create_hull(
     points: *const KilnVec3,
@@ -249,6 +259,8 @@ pub unsafe extern "C" fn kiln_shape_create_hull(
 /// front). Refused when it has no area.
 ///
 /// Pointers: `out_shape` is NULL or valid for writing.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_create_triangle(
     a: KilnVec3,
@@ -267,6 +279,8 @@ pub unsafe extern "C" fn kiln_shape_create_triangle(
 ///
 /// Pointers: `parts` is NULL or readable for `count` entries; `out_shape` is NULL or
 /// writable.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_create_compound(
     parts: *const KilnCompoundPart,
@@ -295,6 +309,10 @@ pub unsafe extern "C" fn kiln_shape_create_compound(
 
 /// Destroys a shape; its handle becomes invalid. Compounds holding copies of it are
 /// not affected.
+///
+/// Threads: calls on one shape do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_shape_destroy(shape: KilnShapeId) -> KilnStatus {
     ffi_call("kiln_shape_destroy", || {
@@ -304,6 +322,8 @@ pub extern "C" fn kiln_shape_destroy(shape: KilnShapeId) -> KilnStatus {
 }
 
 /// Whether `shape` refers to a live shape.
+///
+/// Threads: any thread, at any time; never busy.
 #[no_mangle]
 pub extern "C" fn kiln_shape_is_valid(shape: KilnShapeId) -> bool {
     std::panic::catch_unwind(|| SHAPES.is_valid(shape.index1, shape.generation)).unwrap_or(false)
@@ -312,6 +332,10 @@ pub extern "C" fn kiln_shape_is_valid(shape: KilnShapeId) -> bool {
 /// Writes the world-space bounding box of `shape` placed by `transform`.
 ///
 /// Pointers: `transform` is NULL or readable; `out_aabb` is NULL or writable.
+///
+/// Threads: calls on one shape do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_get_aabb(
     shape: KilnShapeId,
@@ -332,6 +356,10 @@ pub unsafe extern "C" fn kiln_shape_get_aabb(
 /// Triangles have no volume: their mass is zero.
 ///
 /// Pointers: `out_mass` is NULL or valid for writing.
+///
+/// Threads: calls on one shape do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_get_mass(
     shape: KilnShapeId,
@@ -358,6 +386,10 @@ pub unsafe extern "C" fn kiln_shape_get_mass(
 /// `b` placed by `transform_b` (GJK; compounds: the closest pair of parts).
 ///
 /// Pointers: The transforms are NULL or readable; `out_result` is NULL or writable.
+///
+/// Threads: calls on one shape do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_distance(
     a: KilnShapeId,
@@ -393,6 +425,10 @@ pub unsafe extern "C" fn kiln_shape_distance(
 ///
 /// Pointers: The transforms are NULL or readable; `out_manifolds` is NULL or writable
 /// for `capacity` entries; `out_count` is NULL or writable.
+///
+/// Threads: calls on one shape do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_contact(
     a: KilnShapeId,
@@ -452,6 +488,10 @@ fn read_sweep(ptr: *const KilnSweep, name: &str) -> Result<Sweep, Error> {
 /// other.
 ///
 /// Pointers: The sweeps are NULL or readable; `out_result` is NULL or writable.
+///
+/// Threads: calls on one shape do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_time_of_impact(
     a: KilnShapeId,

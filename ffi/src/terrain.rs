@@ -143,6 +143,8 @@ pub(crate) fn detach_terrain(id: KilnTerrainId, terrain: Terrain) -> Result<(), 
 }
 
 /// A `KilnTerrainDef` with defaults (1 m voxels).
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_terrain_def() -> KilnTerrainDef {
     KilnTerrainDef {
@@ -156,6 +158,8 @@ pub extern "C" fn kiln_default_terrain_def() -> KilnTerrainDef {
 /// Creates an empty (all-air) terrain and writes its handle to `out_terrain`.
 ///
 /// Pointers: `def` and `out_terrain` are NULL or valid for reading / writing.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_create(
     def: *const KilnTerrainDef,
@@ -194,6 +198,10 @@ pub unsafe extern "C" fn kiln_terrain_create(
 
 /// Destroys a terrain; its handle becomes invalid. A terrain attached to a world is
 /// refused (`KILN_ERROR_INVALID_STATE`): detach it or destroy the world first.
+///
+/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_terrain_destroy(terrain: KilnTerrainId) -> KilnStatus {
     ffi_call("kiln_terrain_destroy", || {
@@ -210,6 +218,8 @@ pub extern "C" fn kiln_terrain_destroy(terrain: KilnTerrainId) -> KilnStatus {
 }
 
 /// Whether `terrain` refers to a live terrain.
+///
+/// Threads: any thread, at any time; never busy.
 #[no_mangle]
 pub extern "C" fn kiln_terrain_is_valid(terrain: KilnTerrainId) -> bool {
     std::panic::catch_unwind(|| TERRAINS.is_valid(terrain.index1, terrain.generation)).unwrap_or(false)
@@ -222,6 +232,10 @@ pub extern "C" fn kiln_terrain_is_valid(terrain: KilnTerrainId) -> bool {
 /// `out_changed` unless it is NULL.
 ///
 /// Pointers: `out_changed` is NULL or valid for writing.
+///
+/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_fill(
     terrain: KilnTerrainId,
@@ -262,6 +276,10 @@ pub unsafe extern "C" fn kiln_terrain_fill(
 /// Writes the material of one voxel to `out_material`.
 ///
 /// Pointers: `out_material` is NULL or valid for writing.
+///
+/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_get_voxel(
     terrain: KilnTerrainId,
@@ -279,6 +297,10 @@ pub unsafe extern "C" fn kiln_terrain_get_voxel(
 
 /// Fills columns `x, z` in 0 to `size` - 1 with Kiln's deterministic test terrain: hills of
 /// rock, grass and sand, water up to `y = 12`, a few caves (`size` 1 to 4096).
+///
+/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_terrain_generate_hills(terrain: KilnTerrainId, size: i32, seed: u32) -> KilnStatus {
     ffi_call("kiln_terrain_generate_hills", || {
@@ -299,6 +321,10 @@ pub extern "C" fn kiln_terrain_generate_hills(terrain: KilnTerrainId, size: i32,
 /// chunks to `out_chunks` unless it is NULL.
 ///
 /// Pointers: `out_chunks` is NULL or valid for writing.
+///
+/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_regenerate(
     terrain: KilnTerrainId,
@@ -326,6 +352,10 @@ pub unsafe extern "C" fn kiln_terrain_regenerate(
 /// that is not finite or has `min > max` gives `KILN_ERROR_INVALID_ARGUMENT`.
 ///
 /// Pointers: `aabb` and `out_overlap` are NULL or valid for reading / writing.
+///
+/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_overlap(
     terrain: KilnTerrainId,
@@ -349,6 +379,10 @@ pub unsafe extern "C" fn kiln_terrain_overlap(
 ///
 /// Pointers: `aabb` is NULL or readable; `out_chunks` is NULL or writable for
 /// `capacity` entries; `out_count` is NULL or writable.
+///
+/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_overlap_chunks(
     terrain: KilnTerrainId,
@@ -381,6 +415,10 @@ pub unsafe extern "C" fn kiln_terrain_overlap_chunks(
 /// Writes the terrain's memory and state figures to `out_stats`.
 ///
 /// Pointers: `out_stats` is NULL or valid for writing.
+///
+/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_get_stats(
     terrain: KilnTerrainId,

@@ -280,6 +280,8 @@ pub(crate) fn fixed_text<const N: usize>(text: &str) -> [c_char; N] {
 }
 
 /// A `KilnTracerDef` with the defaults documented on its fields.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_tracer_def() -> KilnTracerDef {
     KilnTracerDef {
@@ -293,6 +295,8 @@ pub extern "C" fn kiln_default_tracer_def() -> KilnTracerDef {
 }
 
 /// A `KilnInstanceDef` with the defaults documented on its fields.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_instance_def() -> KilnInstanceDef {
     KilnInstanceDef {
@@ -305,6 +309,8 @@ pub extern "C" fn kiln_default_instance_def() -> KilnInstanceDef {
 }
 
 /// A `KilnSkinnedMeshDef` with every pointer NULL and every count 0.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_skinned_mesh_def() -> KilnSkinnedMeshDef {
     KilnSkinnedMeshDef {
@@ -322,6 +328,8 @@ pub extern "C" fn kiln_default_skinned_mesh_def() -> KilnSkinnedMeshDef {
 /// The affine transform that scales by `scale` (per axis, in the object's frame) and
 /// then applies the rigid `transform`: the instance transform of a unit mesh drawn
 /// at a body's transform. The rotation is normalised; the result is checked when used.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_affine_from_transform(transform: KilnTransform, scale: KilnVec3) -> KilnAffine {
     let r = transform.rotation;
@@ -338,6 +346,8 @@ pub extern "C" fn kiln_affine_from_transform(transform: KilnTransform, scale: Ki
 ///
 /// Pointers: `def` is NULL or readable, its `device_name` NULL or a NUL-terminated
 /// string; `out_tracer` is NULL or writable.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_create(def: *const KilnTracerDef, out_tracer: *mut KilnTracerId) -> KilnStatus {
     ffi_call("kiln_tracer_create", || {
@@ -375,12 +385,18 @@ pub unsafe extern "C" fn kiln_tracer_create(def: *const KilnTracerDef, out_trace
 }
 
 /// Destroys a tracer, its device and everything on it; its handle becomes invalid.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_tracer_destroy(tracer: KilnTracerId) -> KilnStatus {
     ffi_call("kiln_tracer_destroy", || TRACERS.remove(tracer.index1, tracer.generation).map(drop))
 }
 
 /// Whether `tracer` refers to a live tracer.
+///
+/// Threads: any thread, at any time; never busy.
 #[no_mangle]
 pub extern "C" fn kiln_tracer_is_valid(tracer: KilnTracerId) -> bool {
     std::panic::catch_unwind(|| TRACERS.is_valid(tracer.index1, tracer.generation)).unwrap_or(false)
@@ -389,6 +405,10 @@ pub extern "C" fn kiln_tracer_is_valid(tracer: KilnTracerId) -> bool {
 /// Writes what device the tracer runs on to `out_info`.
 ///
 /// Pointers: `out_info` is NULL or writable.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_get_device(tracer: KilnTracerId, out_info: *mut KilnDeviceInfo) -> KilnStatus {
     ffi_call("kiln_tracer_get_device", || {
@@ -419,6 +439,10 @@ pub unsafe extern "C" fn kiln_tracer_get_device(tracer: KilnTracerId, out_info: 
 /// `KilnTracerDef::memory_budget_bytes`). Buffers already held stay; a budget below
 /// what is in use only refuses new buffers. After `KILN_ERROR_OUT_OF_MEMORY`, raise
 /// the budget (or remove work) and call again: nothing was lost.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_tracer_set_memory_budget(tracer: KilnTracerId, bytes: u64) -> KilnStatus {
     ffi_call("kiln_tracer_set_memory_budget", || {
@@ -433,6 +457,10 @@ pub extern "C" fn kiln_tracer_set_memory_budget(tracer: KilnTracerId, bytes: u64
 /// `out_in_use`, and its budget (0: none) to `out_budget`; either may be NULL.
 ///
 /// Pointers: `out_in_use` and `out_budget` are each NULL or writable.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_get_memory(
     tracer: KilnTracerId,
@@ -460,6 +488,10 @@ pub unsafe extern "C" fn kiln_tracer_get_memory(
 ///
 /// Pointers: `positions` is NULL or readable for `vertex_count` entries, `indices` for
 /// `3 * triangle_count`; `out_mesh` is NULL or writable.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_add_mesh(
     tracer: KilnTracerId,
@@ -513,6 +545,10 @@ unsafe fn read_mesh(
 /// `out_instance`.
 ///
 /// Pointers: `def` is NULL or readable; `out_instance` is NULL or writable.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_add_instance(
     tracer: KilnTracerId,
@@ -537,6 +573,10 @@ pub unsafe extern "C" fn kiln_tracer_add_instance(
 ///
 /// Pointers: `mesh` is NULL or readable, its arrays readable for their counts;
 /// `transform` is NULL or readable; `out_instance` is NULL or writable.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_add_skinned_instance(
     tracer: KilnTracerId,
@@ -577,6 +617,10 @@ pub unsafe extern "C" fn kiln_tracer_add_skinned_instance(
 /// the call, naming its index, and nothing moves.
 ///
 /// Pointers: `instances` and `transforms` are NULL or readable for `count` entries.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_set_transforms(
     tracer: KilnTracerId,
@@ -597,6 +641,10 @@ pub unsafe extern "C" fn kiln_tracer_set_transforms(
 /// finite). The GPU skins and refits its mesh before the next trace.
 ///
 /// Pointers: `bones` is NULL or readable for `bone_count` entries.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_set_bones(
     tracer: KilnTracerId,
@@ -618,6 +666,10 @@ pub unsafe extern "C" fn kiln_tracer_set_bones(
 /// to one world. Following again replaces the earlier body.
 ///
 /// Pointers: `local` is NULL or readable.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_follow_body(
     tracer: KilnTracerId,
@@ -644,6 +696,10 @@ pub unsafe extern "C" fn kiln_tracer_follow_body(
 }
 
 /// Stops `instance` following its body (it stays where it is). Not following is fine.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_tracer_unfollow(tracer: KilnTracerId, instance: u32) -> KilnStatus {
     ffi_call("kiln_tracer_unfollow", || {
@@ -659,6 +715,10 @@ pub extern "C" fn kiln_tracer_unfollow(tracer: KilnTracerId, instance: u32) -> K
 /// following; their number goes to `out_hidden` (NULL allowed).
 ///
 /// Pointers: `out_hidden` is NULL or writable.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_sync_world(
     tracer: KilnTracerId,
@@ -685,6 +745,10 @@ pub unsafe extern "C" fn kiln_tracer_sync_world(
 
 /// Brings the device up to date (instances, skinning + refit, TLAS rebuild) without
 /// tracing; `kiln_tracer_trace` does this itself.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_tracer_update(tracer: KilnTracerId) -> KilnStatus {
     ffi_call("kiln_tracer_update", || with_tracer(tracer, |entry| entry.tracer.update().map_err(gpu_error)))
@@ -698,6 +762,10 @@ pub extern "C" fn kiln_tracer_update(tracer: KilnTracerId) -> KilnStatus {
 ///
 /// Pointers: `rays` is NULL or readable and `hits` NULL or writable for `count`
 /// entries.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_trace(
     tracer: KilnTracerId,
@@ -779,6 +847,10 @@ pub(crate) unsafe fn write_hits(hits: &[GpuHit], out: *mut KilnTraceHit) {
 ///
 /// Pointers: `out_timings` is NULL or writable for `capacity` entries; `out_count` is
 /// NULL or writable.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_get_timings(
     tracer: KilnTracerId,
@@ -806,6 +878,10 @@ pub unsafe extern "C" fn kiln_tracer_get_timings(
 ///
 /// Pointers: `buffer` is NULL or writable for `capacity` bytes; `out_count` is NULL or
 /// writable.
+///
+/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_get_validation_messages(
     tracer: KilnTracerId,

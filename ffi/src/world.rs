@@ -388,6 +388,15 @@ pub(crate) fn with_world<R>(id: KilnWorldId, f: impl FnOnce(&mut WorldEntry) -> 
     WORLDS.with(id.index1, id.generation, f)
 }
 
+/// Runs a short read `f` on the world, waiting while another thread is inside it
+/// (busy only for a call from one of the world's own callbacks).
+pub(crate) fn with_world_waiting<R>(
+    id: KilnWorldId,
+    f: impl FnOnce(&mut WorldEntry) -> Result<R, Error>,
+) -> Result<R, Error> {
+    WORLDS.wait_unless_held(id.index1, id.generation, f)
+}
+
 /// Runs `f` on the terrain a world holds (for calls made through the terrain's own
 /// handle while it is attached).
 pub(crate) fn with_world_terrain<R>(
@@ -586,6 +595,8 @@ fn shape_def(d: &KilnShapeDef) -> Result<ShapeDef, Error> {
 
 /// A `KilnWorldDef` with defaults: Earth gravity along -Y, 4 substeps, sleeping and
 /// continuous collision on, fresh water (1000 kg/m³) in the terrain's water voxels.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_world_def() -> KilnWorldDef {
     let d = WorldDef::default();
@@ -611,6 +622,8 @@ pub extern "C" fn kiln_default_world_def() -> KilnWorldDef {
 
 /// A `KilnBodyDef` with defaults: a dynamic body at the origin, at rest, allowed to
 /// sleep.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_body_def() -> KilnBodyDef {
     let d = BodyDef::default();
@@ -631,6 +644,8 @@ pub extern "C" fn kiln_default_body_def() -> KilnBodyDef {
 
 /// A `KilnShapeDef` with defaults: identity pose, density 1000 (water), friction
 /// 0.6, no bounce, colliding with everything.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_shape_def() -> KilnShapeDef {
     let d = ShapeDef::default();
@@ -649,6 +664,8 @@ pub extern "C" fn kiln_default_shape_def() -> KilnShapeDef {
 }
 
 /// A `KilnDebugDraw` with every callback NULL.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub extern "C" fn kiln_default_debug_draw() -> KilnDebugDraw {
     KilnDebugDraw {
@@ -665,6 +682,8 @@ pub extern "C" fn kiln_default_debug_draw() -> KilnDebugDraw {
 /// Creates an empty world and writes its handle to `out_world`.
 ///
 /// Pointers: `def` and `out_world` are NULL or valid for reading / writing.
+///
+/// Threads: any thread, at any time.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_create(def: *const KilnWorldDef, out_world: *mut KilnWorldId) -> KilnStatus {
     ffi_call("kiln_world_create", || {
@@ -694,6 +713,10 @@ pub unsafe extern "C" fn kiln_world_create(def: *const KilnWorldDef, out_world: 
 
 /// Destroys a world and all its bodies; their handles become invalid. An attached
 /// terrain is detached and stays alive (its handle keeps working).
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_world_destroy(world: KilnWorldId) -> KilnStatus {
     ffi_call("kiln_world_destroy", || {
@@ -709,6 +732,8 @@ pub extern "C" fn kiln_world_destroy(world: KilnWorldId) -> KilnStatus {
 }
 
 /// Whether `world` refers to a live world.
+///
+/// Threads: any thread, at any time; never busy.
 #[no_mangle]
 pub extern "C" fn kiln_world_is_valid(world: KilnWorldId) -> bool {
     std::panic::catch_unwind(|| WORLDS.is_valid(world.index1, world.generation)).unwrap_or(false)
@@ -721,6 +746,10 @@ pub extern "C" fn kiln_world_is_valid(world: KilnWorldId) -> bool {
 /// serves one world at a time (`KILN_ERROR_INVALID_STATE` otherwise), and cannot be
 /// destroyed while attached. Replacing or removing a terrain ends its contacts and
 /// wakes every island.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_world_set_terrain(world: KilnWorldId, terrain: KilnTerrainId) -> KilnStatus {
     ffi_call("kiln_world_set_terrain", || {
@@ -747,6 +776,10 @@ pub extern "C" fn kiln_world_set_terrain(world: KilnWorldId, terrain: KilnTerrai
 /// contacts without moving anything) with jobs on `runtime`'s workers, or on the
 /// calling thread for the null runtime `{0, 0}`. The result is bit-identical for any
 /// worker count. Must not be called from one of the runtime's own passes.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_world_step(world: KilnWorldId, runtime: KilnRuntimeId, dt: f32) -> KilnStatus {
     ffi_call("kiln_world_step", || {
@@ -765,6 +798,10 @@ pub extern "C" fn kiln_world_step(world: KilnWorldId, runtime: KilnRuntimeId, dt
 }
 
 /// Turns sleeping on or off; turning it off wakes every sleeping island.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_world_set_sleep_enabled(world: KilnWorldId, enabled: bool) -> KilnStatus {
     ffi_call("kiln_world_set_sleep_enabled", || {
@@ -780,6 +817,10 @@ pub extern "C" fn kiln_world_set_sleep_enabled(world: KilnWorldId, enabled: bool
 /// lent terrain's mesh cache. O(bodies); for tests, fuzzing and bug reports.
 /// `KILN_ERROR_INTERNAL` (with the broken invariant in the last error message) means a
 /// Kiln bug: please report it with the calls that led there.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub extern "C" fn kiln_world_validate(world: KilnWorldId) -> KilnStatus {
     ffi_call("kiln_world_validate", || {
@@ -794,6 +835,10 @@ pub extern "C" fn kiln_world_validate(world: KilnWorldId) -> KilnStatus {
 /// Writes the last step's per-stage wall-clock times to `out_profile`.
 ///
 /// Pointers: `out_profile` is NULL or valid for writing.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_profile(world: KilnWorldId, out_profile: *mut KilnWorldProfile) -> KilnStatus {
     ffi_call("kiln_world_get_profile", || {
@@ -818,6 +863,10 @@ pub unsafe extern "C" fn kiln_world_get_profile(world: KilnWorldId, out_profile:
 /// Writes the world's body counts and the last step's work counts to `out_counters`.
 ///
 /// Pointers: `out_counters` is NULL or valid for writing.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_counters(
     world: KilnWorldId,
@@ -854,6 +903,10 @@ pub unsafe extern "C" fn kiln_world_get_counters(
 ///
 /// Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
 /// NULL or writable.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_contact_events(
     world: KilnWorldId,
@@ -926,6 +979,10 @@ impl<const N: usize> Strided<N> {
 ///
 /// Pointers: `bodies` is NULL or readable for `count` handles; `positions` and
 /// `rotations` are NULL or writable for `count` elements at their strides.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_transforms(
     world: KilnWorldId,
@@ -1063,6 +1120,10 @@ impl DebugDraw for CDraw<'_> {
 ///
 /// Pointers: `draw` is NULL or readable; its callbacks are NULL or callable as
 /// declared.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_debug_draw(world: KilnWorldId, draw: *const KilnDebugDraw) -> KilnStatus {
     ffi_call("kiln_world_debug_draw", || {
@@ -1088,6 +1149,10 @@ pub unsafe extern "C" fn kiln_world_debug_draw(world: KilnWorldId, draw: *const 
 /// its handle to `out_body`.
 ///
 /// Pointers: `def` and `out_body` are NULL or valid for reading / writing.
+///
+/// Threads: calls on one world do not overlap: a call that finds it, or an object
+/// it uses, busy (another thread inside, or a call from its own callback) returns
+/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_create(
     world: KilnWorldId,
@@ -1119,6 +1184,10 @@ pub unsafe extern "C" fn kiln_body_create(
 
 /// Destroys a body and its shapes. Contacts it touched end (reported with the next
 /// step's events); islands resting on it wake.
+///
+/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub extern "C" fn kiln_body_destroy(body: KilnBodyId) -> KilnStatus {
     ffi_call("kiln_body_destroy", || {
@@ -1132,9 +1201,17 @@ pub extern "C" fn kiln_body_destroy(body: KilnBodyId) -> KilnStatus {
 }
 
 /// Whether `body` refers to a live body of a live world.
+///
+/// Threads: any thread; waits while another thread is inside the world, and answers
+/// false from one of the world's own callbacks (where the world is busy).
 #[no_mangle]
 pub extern "C" fn kiln_body_is_valid(body: KilnBodyId) -> bool {
-    std::panic::catch_unwind(|| with_body(body, |_, _| Ok(())).is_ok()).unwrap_or(false)
+    std::panic::catch_unwind(|| {
+        body_key(body).is_ok_and(|key| {
+            with_world_waiting(body.world, |entry| Ok(entry.world.bodies().is_valid(key))).unwrap_or(false)
+        })
+    })
+    .unwrap_or(false)
 }
 
 /// Attaches a copy of `shape` to the body, placed by `def->pose`; dynamic bodies get
@@ -1145,6 +1222,10 @@ pub extern "C" fn kiln_body_is_valid(body: KilnBodyId) -> bool {
 /// one placed 1e30 m away).
 ///
 /// Pointers: `def` is NULL or readable; `out_index` is NULL or writable.
+///
+/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_add_shape(
     body: KilnBodyId,
@@ -1180,6 +1261,10 @@ pub unsafe extern "C" fn kiln_body_add_shape(
 /// Writes the number of shapes on the body to `out_count`.
 ///
 /// Pointers: `out_count` is NULL or writable.
+///
+/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_shape_count(body: KilnBodyId, out_count: *mut u32) -> KilnStatus {
     ffi_call("kiln_body_get_shape_count", || {
@@ -1192,6 +1277,10 @@ pub unsafe extern "C" fn kiln_body_get_shape_count(body: KilnBodyId, out_count: 
 /// Writes the placement of the body's frame to `out_transform`.
 ///
 /// Pointers: `out_transform` is NULL or writable.
+///
+/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_transform(body: KilnBodyId, out_transform: *mut KilnTransform) -> KilnStatus {
     ffi_call("kiln_body_get_transform", || {
@@ -1206,6 +1295,10 @@ pub unsafe extern "C" fn kiln_body_get_transform(body: KilnBodyId, out_transform
 /// others on the way, use `kiln_body_set_target_transform`.
 ///
 /// Pointers: `transform` is NULL or readable.
+///
+/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_set_transform(body: KilnBodyId, transform: *const KilnTransform) -> KilnStatus {
     ffi_call("kiln_body_set_transform", || {
@@ -1221,6 +1314,10 @@ pub unsafe extern "C" fn kiln_body_set_transform(body: KilnBodyId, transform: *c
 /// velocities persist. Refused for static and dynamic bodies.
 ///
 /// Pointers: `target` is NULL or readable.
+///
+/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_set_target_transform(
     body: KilnBodyId,
@@ -1253,6 +1350,10 @@ pub unsafe extern "C" fn kiln_body_set_target_transform(
 /// NULL to skip it.
 ///
 /// Pointers: `out_linear` and `out_angular` are NULL or writable.
+///
+/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_velocity(
     body: KilnBodyId,
@@ -1273,6 +1374,10 @@ pub unsafe extern "C" fn kiln_body_get_velocity(
 
 /// Sets the velocities of a dynamic or kinematic body (each within
 /// `KILN_WORLD_MAX_SPEED`); wakes it. Static bodies ignore it.
+///
+/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub extern "C" fn kiln_body_set_velocity(body: KilnBodyId, linear: KilnVec3, angular: KilnVec3) -> KilnStatus {
     ffi_call("kiln_body_set_velocity", || {
@@ -1283,6 +1388,10 @@ pub extern "C" fn kiln_body_set_velocity(body: KilnBodyId, linear: KilnVec3, ang
 }
 
 /// Adds a force (N, finite) at the centre of mass until the next step; wakes the body.
+///
+/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub extern "C" fn kiln_body_apply_force(body: KilnBodyId, force: KilnVec3) -> KilnStatus {
     ffi_call("kiln_body_apply_force", || {
@@ -1292,6 +1401,10 @@ pub extern "C" fn kiln_body_apply_force(body: KilnBodyId, force: KilnVec3) -> Ki
 }
 
 /// Adds a torque (N m, finite) until the next step; wakes the body.
+///
+/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub extern "C" fn kiln_body_apply_torque(body: KilnBodyId, torque: KilnVec3) -> KilnStatus {
     ffi_call("kiln_body_apply_torque", || {
@@ -1302,6 +1415,10 @@ pub extern "C" fn kiln_body_apply_torque(body: KilnBodyId, torque: KilnVec3) -> 
 
 /// Applies an impulse (N s, finite) at world point `point`: changes the linear and
 /// angular velocity at once; wakes the body. Static and kinematic bodies ignore it.
+///
+/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub extern "C" fn kiln_body_apply_impulse(body: KilnBodyId, impulse: KilnVec3, point: KilnVec3) -> KilnStatus {
     ffi_call("kiln_body_apply_impulse", || {
@@ -1314,6 +1431,10 @@ pub extern "C" fn kiln_body_apply_impulse(body: KilnBodyId, impulse: KilnVec3, p
 /// Writes whether the body is awake (static bodies never are).
 ///
 /// Pointers: `out_awake` is NULL or writable.
+///
+/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_is_awake(body: KilnBodyId, out_awake: *mut bool) -> KilnStatus {
     ffi_call("kiln_body_is_awake", || {
@@ -1324,6 +1445,10 @@ pub unsafe extern "C" fn kiln_body_is_awake(body: KilnBodyId, out_awake: *mut bo
 }
 
 /// Wakes the body's island (static bodies stay resting).
+///
+/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub extern "C" fn kiln_body_wake(body: KilnBodyId) -> KilnStatus {
     ffi_call("kiln_body_wake", || {
@@ -1335,6 +1460,10 @@ pub extern "C" fn kiln_body_wake(body: KilnBodyId) -> KilnStatus {
 /// body whose shapes give it no mass.
 ///
 /// Pointers: `out_mass` is NULL or writable.
+///
+/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_mass(body: KilnBodyId, out_mass: *mut f32) -> KilnStatus {
     ffi_call("kiln_body_get_mass", || {
@@ -1347,6 +1476,10 @@ pub unsafe extern "C" fn kiln_body_get_mass(body: KilnBodyId, out_mass: *mut f32
 /// Writes the body's `KILN_MOTION_*` type.
 ///
 /// Pointers: `out_motion_type` is NULL or writable.
+///
+/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_motion_type(body: KilnBodyId, out_motion_type: *mut u32) -> KilnStatus {
     ffi_call("kiln_body_get_motion_type", || {
@@ -1363,6 +1496,10 @@ pub unsafe extern "C" fn kiln_body_get_motion_type(body: KilnBodyId, out_motion_
 }
 
 /// Sets the body's user data (Kiln never touches it).
+///
+/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub extern "C" fn kiln_body_set_user_data(body: KilnBodyId, user_data: *mut c_void) -> KilnStatus {
     ffi_call("kiln_body_set_user_data", || {
@@ -1376,6 +1513,10 @@ pub extern "C" fn kiln_body_set_user_data(body: KilnBodyId, user_data: *mut c_vo
 /// Writes the body's user data (NULL unless set).
 ///
 /// Pointers: `out_user_data` is NULL or writable.
+///
+/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
+/// overlap; one that finds the world busy (another thread inside, or a call from its
+/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_user_data(body: KilnBodyId, out_user_data: *mut *mut c_void) -> KilnStatus {
     ffi_call("kiln_body_get_user_data", || {

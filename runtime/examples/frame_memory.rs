@@ -2,7 +2,7 @@
 //! by this program's allocator) and the resident set, every N frames. Separates
 //! Kiln's own allocations from the Vulkan driver's and the validation layer's.
 //!
-//!   cargo run --release -p kiln --example frame_memory -- [FRAMES] [validation 0|1]
+//!   cargo run --release -p kiln --features demo --example frame_memory -- [FRAMES] [validation 0|1]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
