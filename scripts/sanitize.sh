@@ -32,13 +32,14 @@ timed() {
     printf '=== sanitize: %s took %d s\n' "$name" $((SECONDS - start))
 }
 
-# A prefix holding the release package with its libraries swapped for the
-# sanitized ones: the C programs find it through pkg-config as they find the real one.
+# A prefix holding the release package with its shared library swapped for the
+# sanitized one: the C programs find it through pkg-config as they find the real one.
+# The static library stays the release one (hello_static links it without a
+# sanitizer, as a static user would).
 sanitized_prefix() {
     local dir=$1 prefix=$2
     bash scripts/install.sh "$prefix" >/dev/null
     install -m 755 "$dir/libkiln.so" "$prefix/lib/libkiln.so.$abi"
-    install -m 644 "$dir/libkiln.a" "$prefix/lib/libkiln.a"
 }
 
 asan() {
