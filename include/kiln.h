@@ -3302,9 +3302,7 @@ KilnStatus kiln_runtime_create(const struct KilnRuntimeDef *def, struct KilnRunt
  * invalid. Calling it from inside one of its own passes returns
  * `KILN_ERROR_INVALID_STATE`.
  *
- * Threads: calls on one runtime do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
+ * Threads: one call at a time per runtime (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_runtime_destroy(struct KilnRuntimeId runtime);
 
@@ -3320,9 +3318,7 @@ bool kiln_runtime_is_valid(struct KilnRuntimeId runtime);
  *
  * Pointers: `out_count` is NULL or writable.
  *
- * Threads: calls on one runtime do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
+ * Threads: one call at a time per runtime (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_runtime_get_worker_count(struct KilnRuntimeId runtime, uint32_t *out_count);
 
@@ -3332,9 +3328,7 @@ KilnStatus kiln_runtime_get_worker_count(struct KilnRuntimeId runtime, uint32_t 
  *
  * Pointers: `name` is NULL or NUL-terminated; `out_resource` is NULL or writable.
  *
- * Threads: calls on one runtime do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
+ * Threads: one call at a time per runtime (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_runtime_add_resource(struct KilnRuntimeId runtime,
                                      const char *name,
@@ -3357,9 +3351,7 @@ struct KilnPassDef kiln_default_pass_def(void);
  * Pointers: `def` is NULL or readable, with valid pointers and counts inside;
  * `out_pass` is NULL or writable.
  *
- * Threads: calls on one runtime do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
+ * Threads: one call at a time per runtime (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_runtime_add_pass(struct KilnRuntimeId runtime,
                                  const struct KilnPassDef *def,
@@ -3371,9 +3363,7 @@ KilnStatus kiln_runtime_add_pass(struct KilnRuntimeId runtime,
  * the frame after its level and gives `KILN_ERROR_PASS_FAILED`; the next frame
  * starts clean.
  *
- * Threads: calls on one runtime do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
+ * Threads: one call at a time per runtime (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_runtime_run_frame(struct KilnRuntimeId runtime, float delta_time);
 
@@ -3388,9 +3378,7 @@ KilnStatus kiln_runtime_run_frame(struct KilnRuntimeId runtime, float delta_time
  * Pointers: `out_profile` is NULL or writable; `passes` is NULL or has `capacity`
  * writable entries; `out_count` is NULL or writable.
  *
- * Threads: calls on one runtime do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
+ * Threads: one call at a time per runtime (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_runtime_get_profile(struct KilnRuntimeId runtime,
                                     struct KilnProfile *out_profile,
@@ -3504,9 +3492,7 @@ KilnStatus kiln_shape_create_compound(const struct KilnCompoundPart *parts,
  * Destroys a shape; its handle becomes invalid. Compounds holding copies of it are
  * not affected.
  *
- * Threads: calls on one shape do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
+ * Threads: one call at a time per shape (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_shape_destroy(struct KilnShapeId shape);
 
@@ -3522,9 +3508,7 @@ bool kiln_shape_is_valid(struct KilnShapeId shape);
  *
  * Pointers: `transform` is NULL or readable; `out_aabb` is NULL or writable.
  *
- * Threads: calls on one shape do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
+ * Threads: one call at a time per shape (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_shape_get_aabb(struct KilnShapeId shape,
                                const struct KilnTransform *transform,
@@ -3536,9 +3520,7 @@ KilnStatus kiln_shape_get_aabb(struct KilnShapeId shape,
  *
  * Pointers: `out_mass` is NULL or valid for writing.
  *
- * Threads: calls on one shape do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
+ * Threads: one call at a time per shape (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_shape_get_mass(struct KilnShapeId shape,
                                float density,
@@ -3550,9 +3532,7 @@ KilnStatus kiln_shape_get_mass(struct KilnShapeId shape,
  *
  * Pointers: The transforms are NULL or readable; `out_result` is NULL or writable.
  *
- * Threads: calls on one shape do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
+ * Threads: one call at a time per shape (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_shape_distance(struct KilnShapeId a,
                                const struct KilnTransform *transform_a,
@@ -3570,9 +3550,7 @@ KilnStatus kiln_shape_distance(struct KilnShapeId a,
  * Pointers: The transforms are NULL or readable; `out_manifolds` is NULL or writable
  * for `capacity` entries; `out_count` is NULL or writable.
  *
- * Threads: calls on one shape do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
+ * Threads: one call at a time per shape (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_shape_contact(struct KilnShapeId a,
                               const struct KilnTransform *transform_a,
@@ -3593,9 +3571,7 @@ KilnStatus kiln_shape_contact(struct KilnShapeId a,
  *
  * Pointers: The sweeps are NULL or readable; `out_result` is NULL or writable.
  *
- * Threads: calls on one shape do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
+ * Threads: one call at a time per shape (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_shape_time_of_impact(struct KilnShapeId a,
                                      const struct KilnSweep *sweep_a,
@@ -3649,9 +3625,7 @@ KilnStatus kiln_world_create(const struct KilnWorldDef *def, struct KilnWorldId 
  * Destroys a world and all its bodies; their handles become invalid. An attached
  * terrain is detached and stays alive (its handle keeps working).
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_destroy(struct KilnWorldId world);
 
@@ -3671,9 +3645,7 @@ bool kiln_world_is_valid(struct KilnWorldId world);
  * destroyed while attached. Replacing or removing a terrain ends its contacts and
  * wakes every island.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_set_terrain(struct KilnWorldId world, struct KilnTerrainId terrain);
 
@@ -3683,18 +3655,14 @@ KilnStatus kiln_world_set_terrain(struct KilnWorldId world, struct KilnTerrainId
  * calling thread for the null runtime `{0, 0}`. The result is bit-identical for any
  * worker count. Must not be called from one of the runtime's own passes.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_step(struct KilnWorldId world, struct KilnRuntimeId runtime, float dt);
 
 /**
  * Turns sleeping on or off; turning it off wakes every sleeping island.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_set_sleep_enabled(struct KilnWorldId world, bool enabled);
 
@@ -3705,9 +3673,7 @@ KilnStatus kiln_world_set_sleep_enabled(struct KilnWorldId world, bool enabled);
  * `KILN_ERROR_INTERNAL` (with the broken invariant in the last error message) means a
  * Kiln bug: please report it with the calls that led there.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_validate(struct KilnWorldId world);
 
@@ -3716,9 +3682,7 @@ KilnStatus kiln_world_validate(struct KilnWorldId world);
  *
  * Pointers: `out_profile` is NULL or valid for writing.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_get_profile(struct KilnWorldId world, struct KilnWorldProfile *out_profile);
 
@@ -3727,9 +3691,7 @@ KilnStatus kiln_world_get_profile(struct KilnWorldId world, struct KilnWorldProf
  *
  * Pointers: `out_counters` is NULL or valid for writing.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_get_counters(struct KilnWorldId world,
                                    struct KilnWorldCounters *out_counters);
@@ -3743,9 +3705,7 @@ KilnStatus kiln_world_get_counters(struct KilnWorldId world,
  * Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
  * NULL or writable.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_get_contact_events(struct KilnWorldId world,
                                          struct KilnContactEvent *out_events,
@@ -3763,9 +3723,7 @@ KilnStatus kiln_world_get_contact_events(struct KilnWorldId world,
  * Pointers: `bodies` is NULL or readable for `count` handles; `positions` and
  * `rotations` are NULL or writable for `count` elements at their strides.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_get_transforms(struct KilnWorldId world,
                                      const struct KilnBodyId *bodies,
@@ -3784,9 +3742,7 @@ KilnStatus kiln_world_get_transforms(struct KilnWorldId world,
  * Pointers: `draw` is NULL or readable; its callbacks are NULL or callable as
  * declared.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_debug_draw(struct KilnWorldId world, const struct KilnDebugDraw *draw);
 
@@ -3796,9 +3752,7 @@ KilnStatus kiln_world_debug_draw(struct KilnWorldId world, const struct KilnDebu
  *
  * Pointers: `def` and `out_body` are NULL or valid for reading / writing.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_body_create(struct KilnWorldId world,
                             const struct KilnBodyDef *def,
@@ -3808,9 +3762,7 @@ KilnStatus kiln_body_create(struct KilnWorldId world,
  * Destroys a body and its shapes. Contacts it touched end (reported with the next
  * step's events); islands resting on it wake.
  *
- * Threads: a call on the body's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_body_destroy(struct KilnBodyId body);
 
@@ -3832,9 +3784,7 @@ bool kiln_body_is_valid(struct KilnBodyId body);
  *
  * Pointers: `def` is NULL or readable; `out_index` is NULL or writable.
  *
- * Threads: a call on the body's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_body_add_shape(struct KilnBodyId body,
                                struct KilnShapeId shape,
@@ -3846,9 +3796,7 @@ KilnStatus kiln_body_add_shape(struct KilnBodyId body,
  *
  * Pointers: `out_count` is NULL or writable.
  *
- * Threads: a call on the body's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_body_get_shape_count(struct KilnBodyId body, uint32_t *out_count);
 
@@ -3857,9 +3805,7 @@ KilnStatus kiln_body_get_shape_count(struct KilnBodyId body, uint32_t *out_count
  *
  * Pointers: `out_transform` is NULL or writable.
  *
- * Threads: a call on the body's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_body_get_transform(struct KilnBodyId body, struct KilnTransform *out_transform);
 
@@ -3870,9 +3816,7 @@ KilnStatus kiln_body_get_transform(struct KilnBodyId body, struct KilnTransform 
  *
  * Pointers: `transform` is NULL or readable.
  *
- * Threads: a call on the body's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_body_set_transform(struct KilnBodyId body, const struct KilnTransform *transform);
 
@@ -3883,9 +3827,7 @@ KilnStatus kiln_body_set_transform(struct KilnBodyId body, const struct KilnTran
  *
  * Pointers: `target` is NULL or readable.
  *
- * Threads: a call on the body's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_body_set_target_transform(struct KilnBodyId body,
                                           const struct KilnTransform *target,
@@ -3897,9 +3839,7 @@ KilnStatus kiln_body_set_target_transform(struct KilnBodyId body,
  *
  * Pointers: `out_linear` and `out_angular` are NULL or writable.
  *
- * Threads: a call on the body's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_body_get_velocity(struct KilnBodyId body,
                                   struct KilnVec3 *out_linear,
@@ -3909,9 +3849,7 @@ KilnStatus kiln_body_get_velocity(struct KilnBodyId body,
  * Sets the velocities of a dynamic or kinematic body (each within
  * `KILN_WORLD_MAX_SPEED`); wakes it. Static bodies ignore it.
  *
- * Threads: a call on the body's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_body_set_velocity(struct KilnBodyId body,
                                   struct KilnVec3 linear,
@@ -3920,18 +3858,14 @@ KilnStatus kiln_body_set_velocity(struct KilnBodyId body,
 /**
  * Adds a force (N, finite) at the centre of mass until the next step; wakes the body.
  *
- * Threads: a call on the body's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_body_apply_force(struct KilnBodyId body, struct KilnVec3 force);
 
 /**
  * Adds a torque (N m, finite) until the next step; wakes the body.
  *
- * Threads: a call on the body's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_body_apply_torque(struct KilnBodyId body, struct KilnVec3 torque);
 
@@ -3939,9 +3873,7 @@ KilnStatus kiln_body_apply_torque(struct KilnBodyId body, struct KilnVec3 torque
  * Applies an impulse (N s, finite) at world point `point`: changes the linear and
  * angular velocity at once; wakes the body. Static and kinematic bodies ignore it.
  *
- * Threads: a call on the body's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_body_apply_impulse(struct KilnBodyId body,
                                    struct KilnVec3 impulse,
@@ -3952,18 +3884,14 @@ KilnStatus kiln_body_apply_impulse(struct KilnBodyId body,
  *
  * Pointers: `out_awake` is NULL or writable.
  *
- * Threads: a call on the body's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_body_is_awake(struct KilnBodyId body, bool *out_awake);
 
 /**
  * Wakes the body's island (static bodies stay resting).
  *
- * Threads: a call on the body's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_body_wake(struct KilnBodyId body);
 
@@ -3973,9 +3901,7 @@ KilnStatus kiln_body_wake(struct KilnBodyId body);
  *
  * Pointers: `out_mass` is NULL or writable.
  *
- * Threads: a call on the body's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_body_get_mass(struct KilnBodyId body, float *out_mass);
 
@@ -3984,18 +3910,14 @@ KilnStatus kiln_body_get_mass(struct KilnBodyId body, float *out_mass);
  *
  * Pointers: `out_motion_type` is NULL or writable.
  *
- * Threads: a call on the body's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_body_get_motion_type(struct KilnBodyId body, uint32_t *out_motion_type);
 
 /**
  * Sets the body's user data (Kiln never touches it).
  *
- * Threads: a call on the body's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_body_set_user_data(struct KilnBodyId body, void *user_data);
 
@@ -4004,9 +3926,7 @@ KilnStatus kiln_body_set_user_data(struct KilnBodyId body, void *user_data);
  *
  * Pointers: `out_user_data` is NULL or writable.
  *
- * Threads: a call on the body's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_body_get_user_data(struct KilnBodyId body, void **out_user_data);
 
@@ -4061,9 +3981,7 @@ struct KilnSixDofJointDef kiln_default_six_dof_joint_def(void);
  *
  * Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_joint_create_spherical(struct KilnWorldId world,
                                        const struct KilnSphericalJointDef *def,
@@ -4074,9 +3992,7 @@ KilnStatus kiln_joint_create_spherical(struct KilnWorldId world,
  *
  * Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_joint_create_revolute(struct KilnWorldId world,
                                       const struct KilnRevoluteJointDef *def,
@@ -4087,9 +4003,7 @@ KilnStatus kiln_joint_create_revolute(struct KilnWorldId world,
  *
  * Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_joint_create_prismatic(struct KilnWorldId world,
                                        const struct KilnPrismaticJointDef *def,
@@ -4100,9 +4014,7 @@ KilnStatus kiln_joint_create_prismatic(struct KilnWorldId world,
  *
  * Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_joint_create_fixed(struct KilnWorldId world,
                                    const struct KilnFixedJointDef *def,
@@ -4113,9 +4025,7 @@ KilnStatus kiln_joint_create_fixed(struct KilnWorldId world,
  *
  * Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_joint_create_distance(struct KilnWorldId world,
                                       const struct KilnDistanceJointDef *def,
@@ -4127,9 +4037,7 @@ KilnStatus kiln_joint_create_distance(struct KilnWorldId world,
  *
  * Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_joint_create_six_dof(struct KilnWorldId world,
                                      const struct KilnSixDofJointDef *def,
@@ -4142,9 +4050,7 @@ KilnStatus kiln_joint_create_six_dof(struct KilnWorldId world,
  *
  * Pointers: `def` is NULL or readable.
  *
- * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_joint_set_six_dof(struct KilnJointId joint, const struct KilnSixDofJointDef *def);
 
@@ -4155,9 +4061,7 @@ KilnStatus kiln_joint_set_six_dof(struct KilnJointId joint, const struct KilnSix
  *
  * Pointers: `out_def` is NULL or writable.
  *
- * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_joint_get_six_dof(struct KilnJointId joint, struct KilnSixDofJointDef *out_def);
 
@@ -4165,9 +4069,7 @@ KilnStatus kiln_joint_get_six_dof(struct KilnJointId joint, struct KilnSixDofJoi
  * Destroys a joint; wakes its bodies. Broken joints and joints of destroyed bodies
  * are gone already (their handles are stale).
  *
- * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_joint_destroy(struct KilnJointId joint);
 
@@ -4184,9 +4086,7 @@ bool kiln_joint_is_valid(struct KilnJointId joint);
  *
  * Pointers: `out_type` is NULL or writable.
  *
- * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_joint_get_type(struct KilnJointId joint, uint32_t *out_type);
 
@@ -4195,9 +4095,7 @@ KilnStatus kiln_joint_get_type(struct KilnJointId joint, uint32_t *out_type);
  *
  * Pointers: both are NULL or writable.
  *
- * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_joint_get_bodies(struct KilnJointId joint,
                                  struct KilnBodyId *out_body_a,
@@ -4209,9 +4107,7 @@ KilnStatus kiln_joint_get_bodies(struct KilnJointId joint,
  *
  * Pointers: both are NULL or writable.
  *
- * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_joint_get_reaction(struct KilnJointId joint,
                                    struct KilnVec3 *out_force,
@@ -4224,9 +4120,7 @@ KilnStatus kiln_joint_get_reaction(struct KilnJointId joint,
  *
  * Pointers: `out_value` is NULL or writable.
  *
- * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_joint_get_value(struct KilnJointId joint, float *out_value);
 
@@ -4237,9 +4131,7 @@ KilnStatus kiln_joint_get_value(struct KilnJointId joint, float *out_value);
  * `lower <= upper`, finite. A fixed joint has none (`KILN_ERROR_INVALID_ARGUMENT`).
  * Wakes the bodies.
  *
- * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_joint_set_limits(struct KilnJointId joint, bool enable, float lower, float upper);
 
@@ -4248,9 +4140,7 @@ KilnStatus kiln_joint_set_limits(struct KilnJointId joint, bool enable, float lo
  *
  * Pointers: each is NULL or writable.
  *
- * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_joint_get_limits(struct KilnJointId joint,
                                  bool *out_enabled,
@@ -4261,9 +4151,7 @@ KilnStatus kiln_joint_get_limits(struct KilnJointId joint,
  * Sets a spherical joint's swing cone (rad, 0 to pi) and turns it on or off.
  * Other kinds have none (`KILN_ERROR_INVALID_ARGUMENT`). Wakes the bodies.
  *
- * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_joint_set_cone_limit(struct KilnJointId joint, bool enable, float angle);
 
@@ -4272,9 +4160,7 @@ KilnStatus kiln_joint_set_cone_limit(struct KilnJointId joint, bool enable, floa
  *
  * Pointers: each is NULL or writable.
  *
- * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_joint_get_cone_limit(struct KilnJointId joint, bool *out_enabled, float *out_angle);
 
@@ -4284,9 +4170,7 @@ KilnStatus kiln_joint_get_cone_limit(struct KilnJointId joint, bool *out_enabled
  * spherical one) under a largest torque or force (>= 0). Fixed and distance joints
  * have none (`KILN_ERROR_INVALID_ARGUMENT`). Wakes the bodies.
  *
- * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_joint_set_motor(struct KilnJointId joint,
                                 bool enable,
@@ -4299,9 +4183,7 @@ KilnStatus kiln_joint_set_motor(struct KilnJointId joint,
  *
  * Pointers: each is NULL or writable.
  *
- * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_joint_get_motor(struct KilnJointId joint,
                                 bool *out_enabled,
@@ -4315,9 +4197,7 @@ KilnStatus kiln_joint_get_motor(struct KilnJointId joint,
  * joint's pulls toward aligned frames and takes `target` 0). On a fixed joint it
  * softens both parts (`enable` false: rigid again). Wakes the bodies.
  *
- * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_joint_set_spring(struct KilnJointId joint,
                                  bool enable,
@@ -4331,9 +4211,7 @@ KilnStatus kiln_joint_set_spring(struct KilnJointId joint,
  *
  * Pointers: each is NULL or writable.
  *
- * Threads: a call on the joint's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_joint_get_spring(struct KilnJointId joint,
                                  bool *out_enabled,
@@ -4349,9 +4227,7 @@ KilnStatus kiln_joint_get_spring(struct KilnJointId joint,
  * Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
  * NULL or writable.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_get_joint_events(struct KilnWorldId world,
                                        struct KilnJointEvent *out_events,
@@ -4378,9 +4254,7 @@ KilnStatus kiln_terrain_create(const struct KilnTerrainDef *def, struct KilnTerr
  * Destroys a terrain; its handle becomes invalid. A terrain attached to a world is
  * refused (`KILN_ERROR_INVALID_STATE`): detach it or destroy the world first.
  *
- * Threads: calls on one terrain do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+ * Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_terrain_destroy(struct KilnTerrainId terrain);
 
@@ -4400,9 +4274,7 @@ bool kiln_terrain_is_valid(struct KilnTerrainId terrain);
  *
  * Pointers: `out_changed` is NULL or valid for writing.
  *
- * Threads: calls on one terrain do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+ * Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_terrain_fill(struct KilnTerrainId terrain,
                              struct KilnInt3 min,
@@ -4415,9 +4287,7 @@ KilnStatus kiln_terrain_fill(struct KilnTerrainId terrain,
  *
  * Pointers: `out_material` is NULL or valid for writing.
  *
- * Threads: calls on one terrain do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+ * Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_terrain_get_voxel(struct KilnTerrainId terrain,
                                   struct KilnInt3 voxel,
@@ -4427,9 +4297,7 @@ KilnStatus kiln_terrain_get_voxel(struct KilnTerrainId terrain,
  * Fills columns `x, z` in 0 to `size` - 1 with Kiln's deterministic test terrain: hills of
  * rock, grass and sand, water up to `y = 12`, a few caves (`size` 1 to 4096).
  *
- * Threads: calls on one terrain do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+ * Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_terrain_generate_hills(struct KilnTerrainId terrain, int32_t size, uint32_t seed);
 
@@ -4442,9 +4310,7 @@ KilnStatus kiln_terrain_generate_hills(struct KilnTerrainId terrain, int32_t siz
  *
  * Pointers: `out_chunks` is NULL or valid for writing.
  *
- * Threads: calls on one terrain do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+ * Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_terrain_regenerate(struct KilnTerrainId terrain,
                                    struct KilnRuntimeId runtime,
@@ -4457,9 +4323,7 @@ KilnStatus kiln_terrain_regenerate(struct KilnTerrainId terrain,
  *
  * Pointers: `aabb` and `out_overlap` are NULL or valid for reading / writing.
  *
- * Threads: calls on one terrain do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+ * Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_terrain_overlap(struct KilnTerrainId terrain,
                                 const struct KilnAabb *aabb,
@@ -4474,9 +4338,7 @@ KilnStatus kiln_terrain_overlap(struct KilnTerrainId terrain,
  * Pointers: `aabb` is NULL or readable; `out_chunks` is NULL or writable for
  * `capacity` entries; `out_count` is NULL or writable.
  *
- * Threads: calls on one terrain do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+ * Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_terrain_overlap_chunks(struct KilnTerrainId terrain,
                                        const struct KilnAabb *aabb,
@@ -4489,9 +4351,7 @@ KilnStatus kiln_terrain_overlap_chunks(struct KilnTerrainId terrain,
  *
  * Pointers: `out_stats` is NULL or valid for writing.
  *
- * Threads: calls on one terrain do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+ * Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_terrain_get_stats(struct KilnTerrainId terrain, struct KilnTerrainStats *out_stats);
 
@@ -4503,9 +4363,7 @@ KilnStatus kiln_terrain_get_stats(struct KilnTerrainId terrain, struct KilnTerra
  *
  * Pointers: `ray` is NULL or readable; `out_hit` is NULL or writable.
  *
- * Threads: calls on one terrain do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+ * Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_terrain_ray_cast(struct KilnTerrainId terrain,
                                  const struct KilnRay *ray,
@@ -4523,9 +4381,7 @@ KilnStatus kiln_terrain_ray_cast(struct KilnTerrainId terrain,
  * Pointers: `rays` is readable and `out_hits` writable for `count` entries (or NULL
  * when `count` is 0).
  *
- * Threads: calls on one terrain do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+ * Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_terrain_ray_cast_batch(struct KilnTerrainId terrain,
                                        struct KilnRuntimeId runtime,
@@ -4545,9 +4401,7 @@ KilnStatus kiln_terrain_ray_cast_batch(struct KilnTerrainId terrain,
  * Pointers: `aabb` is NULL or readable; `out_triangles` is NULL or writable for
  * `capacity` entries; `out_count` is NULL or writable.
  *
- * Threads: calls on one terrain do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+ * Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_terrain_query_triangles(struct KilnTerrainId terrain,
                                         struct KilnRuntimeId runtime,
@@ -4560,9 +4414,7 @@ KilnStatus kiln_terrain_query_triangles(struct KilnTerrainId terrain,
  * Sets the chunk mesh cache's byte budget; least recently used chunk meshes are
  * dropped at once to fit.
  *
- * Threads: calls on one terrain do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+ * Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_terrain_set_mesh_cache_budget(struct KilnTerrainId terrain, uint64_t bytes);
 
@@ -4571,9 +4423,7 @@ KilnStatus kiln_terrain_set_mesh_cache_budget(struct KilnTerrainId terrain, uint
  *
  * Pointers: `out_stats` is NULL or valid for writing.
  *
- * Threads: calls on one terrain do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+ * Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_terrain_get_mesh_cache_stats(struct KilnTerrainId terrain,
                                              struct KilnMeshCacheStats *out_stats);
@@ -4597,9 +4447,7 @@ struct KilnQueryFilter kiln_default_query_filter(void);
  * Pointers: `ray` is NULL or readable; `filter` is NULL or readable; `out_hit` is
  * NULL or writable.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_cast_ray(struct KilnWorldId world,
                                const struct KilnRay *ray,
@@ -4621,9 +4469,7 @@ KilnStatus kiln_world_cast_ray(struct KilnWorldId world,
  * Pointers: `ray` is NULL or readable; `filter` is NULL or readable; `callback` is
  * NULL or a function that may be called with `user_context`, which Kiln never reads.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_cast_ray_callback(struct KilnWorldId world,
                                         const struct KilnRay *ray,
@@ -4642,9 +4488,7 @@ KilnStatus kiln_world_cast_ray_callback(struct KilnWorldId world,
  * Pointers: `ray` is NULL or readable; `filter` is NULL or readable; `out_hits` is
  * NULL or writable for `capacity` entries; `out_count` is NULL or writable.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_cast_ray_all(struct KilnWorldId world,
                                    const struct KilnRay *ray,
@@ -4665,9 +4509,7 @@ KilnStatus kiln_world_cast_ray_all(struct KilnWorldId world,
  * Pointers: `rays` is readable and `out_hits` writable for `count` entries (or NULL
  * when `count` is 0); `filter` is NULL or readable.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_cast_ray_batch(struct KilnWorldId world,
                                      struct KilnRuntimeId runtime,
@@ -4689,9 +4531,7 @@ KilnStatus kiln_world_cast_ray_batch(struct KilnWorldId world,
  * default); `out_targets` is NULL or writable for `capacity` entries; `out_count` is
  * NULL or writable.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_overlap_aabb(struct KilnWorldId world,
                                    struct KilnRuntimeId runtime,
@@ -4712,9 +4552,7 @@ KilnStatus kiln_world_overlap_aabb(struct KilnWorldId world,
  * `out_targets` is NULL or writable for `capacity` entries; `out_count` is NULL or
  * writable.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_overlap_shape(struct KilnWorldId world,
                                     struct KilnRuntimeId runtime,
@@ -4736,9 +4574,7 @@ KilnStatus kiln_world_overlap_shape(struct KilnWorldId world,
  * Pointers: `transform` is NULL or readable; `filter` is NULL or readable; `out_hit`
  * is NULL or writable.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_cast_shape(struct KilnWorldId world,
                                  struct KilnRuntimeId runtime,
@@ -4761,9 +4597,7 @@ KilnStatus kiln_world_cast_shape(struct KilnWorldId world,
  * Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
  * NULL or writable.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_get_sensor_events(struct KilnWorldId world,
                                         struct KilnSensorEvent *out_events,
@@ -4781,9 +4615,7 @@ KilnStatus kiln_world_get_sensor_events(struct KilnWorldId world,
  * Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
  * NULL or writable.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_get_contact_hit_events(struct KilnWorldId world,
                                              struct KilnContactHitEvent *out_events,
@@ -4800,9 +4632,7 @@ KilnStatus kiln_world_get_contact_hit_events(struct KilnWorldId world,
  * Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
  * NULL or writable.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_get_move_events(struct KilnWorldId world,
                                       struct KilnBodyMoveEvent *out_events,
@@ -4820,9 +4650,7 @@ KilnStatus kiln_world_get_move_events(struct KilnWorldId world,
  * Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
  * NULL or writable.
  *
- * Threads: calls on one world do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_get_water_events(struct KilnWorldId world,
                                        struct KilnWaterEvent *out_events,
@@ -4837,9 +4665,7 @@ KilnStatus kiln_world_get_water_events(struct KilnWorldId world,
  *
  * Pointers: `out` is writable.
  *
- * Threads: a call on the body's world: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_body_get_submerged(struct KilnBodyId body, struct KilnSubmerged *out);
 
@@ -4866,9 +4692,7 @@ KilnStatus kiln_character_create(const struct KilnCharacterDef *def,
 /**
  * Destroys a character; its handle becomes invalid.
  *
- * Threads: calls on one character do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
+ * Threads: one call at a time per character (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_character_destroy(struct KilnCharacterId character);
 
@@ -4892,9 +4716,7 @@ bool kiln_character_is_valid(struct KilnCharacterId character);
  * Pointers: `statics` is NULL or readable for `static_count` entries; `out_result` is
  * NULL or writable.
  *
- * Threads: calls on one character do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
+ * Threads: one call at a time per character (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_character_move(struct KilnCharacterId character,
                                struct KilnVec3 displacement,
@@ -4926,9 +4748,7 @@ struct KilnCharacterBodies kiln_default_character_bodies(void);
  *
  * Pointers: `settings` is NULL or readable; `out_result` is NULL or writable.
  *
- * Threads: calls on one character do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
+ * Threads: one call at a time per character (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_character_move_in_world(struct KilnCharacterId character,
                                         struct KilnWorldId world,
@@ -4943,9 +4763,7 @@ KilnStatus kiln_character_move_in_world(struct KilnCharacterId character,
  *
  * Pointers: `out_position` is NULL or valid for writing.
  *
- * Threads: calls on one character do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
+ * Threads: one call at a time per character (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_character_get_position(struct KilnCharacterId character,
                                        struct KilnVec3 *out_position);
@@ -4954,9 +4772,7 @@ KilnStatus kiln_character_get_position(struct KilnCharacterId character,
  * Teleports the character (no collision test); the next move pushes it out if it
  * lands inside geometry.
  *
- * Threads: calls on one character do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
+ * Threads: one call at a time per character (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_character_set_position(struct KilnCharacterId character, struct KilnVec3 position);
 
@@ -4965,9 +4781,7 @@ KilnStatus kiln_character_set_position(struct KilnCharacterId character, struct 
  *
  * Pointers: `out_grounded` is NULL or valid for writing.
  *
- * Threads: calls on one character do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
+ * Threads: one call at a time per character (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_character_is_grounded(struct KilnCharacterId character, bool *out_grounded);
 
@@ -4977,9 +4791,7 @@ KilnStatus kiln_character_is_grounded(struct KilnCharacterId character, bool *ou
  *
  * Pointers: `out_normal` is NULL or valid for writing.
  *
- * Threads: calls on one character do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
+ * Threads: one call at a time per character (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_character_get_contact_normal(struct KilnCharacterId character,
                                              struct KilnVec3 *out_normal);
@@ -4989,9 +4801,7 @@ KilnStatus kiln_character_get_contact_normal(struct KilnCharacterId character,
  *
  * Pointers: `out_result` is NULL or valid for writing.
  *
- * Threads: calls on one character do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
+ * Threads: one call at a time per character (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_character_get_last_move(struct KilnCharacterId character,
                                         struct KilnMoveResult *out_result);
@@ -5009,9 +4819,7 @@ KilnStatus kiln_octree_set_create(struct KilnOctreeSetId *out_set);
  * Destroys a set and every octree in it; its handle and its octrees' handles
  * become invalid.
  *
- * Threads: calls on one octree set do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+ * Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_octree_set_destroy(struct KilnOctreeSetId set);
 
@@ -5035,9 +4843,7 @@ struct KilnOctreeDef kiln_default_octree_def(void);
  *
  * Pointers: `def` is NULL or readable; `out_octree` is NULL or writable.
  *
- * Threads: calls on one octree set do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+ * Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_octree_create(struct KilnOctreeSetId set,
                               const struct KilnOctreeDef *def,
@@ -5046,9 +4852,7 @@ KilnStatus kiln_octree_create(struct KilnOctreeSetId set,
 /**
  * Removes an octree from its set; its handle becomes invalid.
  *
- * Threads: calls on one octree set do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+ * Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_octree_destroy(struct KilnOctreeSetId set, struct KilnOctreeId octree);
 
@@ -5061,9 +4865,7 @@ KilnStatus kiln_octree_destroy(struct KilnOctreeSetId set, struct KilnOctreeId o
  * Pointers: `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is
  * 0).
  *
- * Threads: calls on one octree set do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+ * Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_octree_set_cube(struct KilnOctreeSetId set,
                                 struct KilnOctreeId octree,
@@ -5079,9 +4881,7 @@ KilnStatus kiln_octree_set_cube(struct KilnOctreeSetId set,
  * Pointers: `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is
  * 0).
  *
- * Threads: calls on one octree set do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+ * Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_octree_subdivide(struct KilnOctreeSetId set,
                                  struct KilnOctreeId octree,
@@ -5095,9 +4895,7 @@ KilnStatus kiln_octree_subdivide(struct KilnOctreeSetId set,
  * Pointers: `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is
  * 0); `out_kind` is NULL or writable.
  *
- * Threads: calls on one octree set do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+ * Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_octree_get_cube(struct KilnOctreeSetId set,
                                 struct KilnOctreeId octree,
@@ -5116,9 +4914,7 @@ KilnStatus kiln_octree_get_cube(struct KilnOctreeSetId set,
  * Pointers: `bytes` is readable for `byte_count` bytes (NULL allowed when `byte_count`
  * is 0).
  *
- * Threads: calls on one octree set do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+ * Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_octree_load(struct KilnOctreeSetId set,
                             struct KilnOctreeId octree,
@@ -5133,9 +4929,7 @@ KilnStatus kiln_octree_load(struct KilnOctreeSetId set,
  * Pointers: `out_bytes` is NULL or writable for `capacity` bytes; `out_count` is NULL
  * or writable.
  *
- * Threads: calls on one octree set do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+ * Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_octree_save(struct KilnOctreeSetId set,
                             struct KilnOctreeId octree,
@@ -5148,9 +4942,7 @@ KilnStatus kiln_octree_save(struct KilnOctreeSetId set,
  *
  * Pointers: `out_info` is NULL or writable.
  *
- * Threads: calls on one octree set do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+ * Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_octree_get_info(struct KilnOctreeSetId set,
                                 struct KilnOctreeId octree,
@@ -5168,9 +4960,7 @@ KilnStatus kiln_octree_get_info(struct KilnOctreeSetId set,
  *
  * Pointers: `ray` is NULL or readable; `out_pick` is NULL or writable.
  *
- * Threads: calls on one octree set do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+ * Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_octree_pick(struct KilnOctreeSetId set,
                             const struct KilnRay *ray,
@@ -5189,9 +4979,7 @@ KilnStatus kiln_octree_pick(struct KilnOctreeSetId set,
  * Pointers: `rays` is readable and `out_picks` writable for `count` entries (or NULL
  * when `count` is 0).
  *
- * Threads: calls on one octree set do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+ * Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_octree_pick_batch(struct KilnOctreeSetId set,
                                   struct KilnRuntimeId runtime,
@@ -5246,9 +5034,7 @@ KilnStatus kiln_tracer_create(const struct KilnTracerDef *def, struct KilnTracer
 /**
  * Destroys a tracer, its device and everything on it; its handle becomes invalid.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_destroy(struct KilnTracerId tracer);
 
@@ -5264,9 +5050,7 @@ bool kiln_tracer_is_valid(struct KilnTracerId tracer);
  *
  * Pointers: `out_info` is NULL or writable.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_get_device(struct KilnTracerId tracer, struct KilnDeviceInfo *out_info);
 
@@ -5276,9 +5060,7 @@ KilnStatus kiln_tracer_get_device(struct KilnTracerId tracer, struct KilnDeviceI
  * what is in use only refuses new buffers. After `KILN_ERROR_OUT_OF_MEMORY`, raise
  * the budget (or remove work) and call again: nothing was lost.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_set_memory_budget(struct KilnTracerId tracer, uint64_t bytes);
 
@@ -5288,9 +5070,7 @@ KilnStatus kiln_tracer_set_memory_budget(struct KilnTracerId tracer, uint64_t by
  *
  * Pointers: `out_in_use` and `out_budget` are each NULL or writable.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_get_memory(struct KilnTracerId tracer,
                                   uint64_t *out_in_use,
@@ -5304,9 +5084,7 @@ KilnStatus kiln_tracer_get_memory(struct KilnTracerId tracer,
  * Pointers: `positions` is NULL or readable for `vertex_count` entries, `indices` for
  * `3 * triangle_count`; `out_mesh` is NULL or writable.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_add_mesh(struct KilnTracerId tracer,
                                 const struct KilnVec3 *positions,
@@ -5321,9 +5099,7 @@ KilnStatus kiln_tracer_add_mesh(struct KilnTracerId tracer,
  *
  * Pointers: `def` is NULL or readable; `out_instance` is NULL or writable.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_add_instance(struct KilnTracerId tracer,
                                     const struct KilnInstanceDef *def,
@@ -5337,9 +5113,7 @@ KilnStatus kiln_tracer_add_instance(struct KilnTracerId tracer,
  * Pointers: `mesh` is NULL or readable, its arrays readable for their counts;
  * `transform` is NULL or readable; `out_instance` is NULL or writable.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_add_skinned_instance(struct KilnTracerId tracer,
                                             const struct KilnSkinnedMeshDef *mesh,
@@ -5355,9 +5129,7 @@ KilnStatus kiln_tracer_add_skinned_instance(struct KilnTracerId tracer,
  *
  * Pointers: `instances` and `transforms` are NULL or readable for `count` entries.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_set_transforms(struct KilnTracerId tracer,
                                       const uint32_t *instances,
@@ -5370,9 +5142,7 @@ KilnStatus kiln_tracer_set_transforms(struct KilnTracerId tracer,
  *
  * Pointers: `bones` is NULL or readable for `bone_count` entries.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_set_bones(struct KilnTracerId tracer,
                                  uint32_t instance,
@@ -5387,9 +5157,7 @@ KilnStatus kiln_tracer_set_bones(struct KilnTracerId tracer,
  *
  * Pointers: `local` is NULL or readable.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_follow_body(struct KilnTracerId tracer,
                                    uint32_t instance,
@@ -5399,9 +5167,7 @@ KilnStatus kiln_tracer_follow_body(struct KilnTracerId tracer,
 /**
  * Stops `instance` following its body (it stays where it is). Not following is fine.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_unfollow(struct KilnTracerId tracer, uint32_t instance);
 
@@ -5412,9 +5178,7 @@ KilnStatus kiln_tracer_unfollow(struct KilnTracerId tracer, uint32_t instance);
  *
  * Pointers: `out_hidden` is NULL or writable.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_sync_world(struct KilnTracerId tracer,
                                   struct KilnWorldId world,
@@ -5424,9 +5188,7 @@ KilnStatus kiln_tracer_sync_world(struct KilnTracerId tracer,
  * Brings the device up to date (instances, skinning + refit, TLAS rebuild) without
  * tracing; `kiln_tracer_trace` does this itself.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_update(struct KilnTracerId tracer);
 
@@ -5440,9 +5202,7 @@ KilnStatus kiln_tracer_update(struct KilnTracerId tracer);
  * Pointers: `rays` is NULL or readable and `hits` NULL or writable for `count`
  * entries.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_trace(struct KilnTracerId tracer,
                              const struct KilnTraceRay *rays,
@@ -5458,9 +5218,7 @@ KilnStatus kiln_tracer_trace(struct KilnTracerId tracer,
  * Pointers: `out_timings` is NULL or writable for `capacity` entries; `out_count` is
  * NULL or writable.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_get_timings(struct KilnTracerId tracer,
                                    struct KilnGpuPassTiming *out_timings,
@@ -5475,9 +5233,7 @@ KilnStatus kiln_tracer_get_timings(struct KilnTracerId tracer,
  * Pointers: `buffer` is NULL or writable for `capacity` bytes; `out_count` is NULL or
  * writable.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_get_validation_messages(struct KilnTracerId tracer,
                                                char *buffer,
@@ -5540,9 +5296,7 @@ KilnStatus kiln_tracer_create_embedded(const struct KilnEmbeddedDef *def,
  * Pointers: `command_buffer` is as described; `rays` is NULL or readable for `count`
  * entries.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_record_trace(struct KilnTracerId tracer,
                                     void *command_buffer,
@@ -5560,9 +5314,7 @@ KilnStatus kiln_tracer_record_trace(struct KilnTracerId tracer,
  *
  * Pointers: `hits` is NULL or writable for `count` entries.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_read_hits(struct KilnTracerId tracer,
                                  uint32_t frame_slot,
@@ -5591,9 +5343,7 @@ struct KilnGiLighting kiln_default_gi_lighting(void);
  *
  * Pointers: `def` is NULL or readable; `out_gi` is NULL or writable.
  *
- * Threads: calls on one tracer do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_gi_create(struct KilnTracerId tracer,
                           const struct KilnGiDef *def,
@@ -5602,9 +5352,7 @@ KilnStatus kiln_gi_create(struct KilnTracerId tracer,
 /**
  * Destroys a probe volume; its handle becomes invalid.
  *
- * Threads: calls on one GI volume do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
+ * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_gi_destroy(struct KilnGiId gi);
 
@@ -5620,9 +5368,7 @@ bool kiln_gi_is_valid(struct KilnGiId gi);
  *
  * Pointers: `lighting` is NULL or readable.
  *
- * Threads: calls on one GI volume do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
+ * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_gi_set_lighting(struct KilnGiId gi, const struct KilnGiLighting *lighting);
 
@@ -5633,9 +5379,7 @@ KilnStatus kiln_gi_set_lighting(struct KilnGiId gi, const struct KilnGiLighting 
  *
  * Pointers: `albedo` is NULL or readable for `count` entries.
  *
- * Threads: calls on one GI volume do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
+ * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_gi_set_albedo(struct KilnGiId gi, const struct KilnVec3 *albedo, uint32_t count);
 
@@ -5644,9 +5388,7 @@ KilnStatus kiln_gi_set_albedo(struct KilnGiId gi, const struct KilnVec3 *albedo,
  * tracer's scene and compresses it on the GPU. Call it once static geometry is in
  * place, and again when it changes. Needs at least one instance.
  *
- * Threads: calls on one GI volume do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
+ * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_gi_bake(struct KilnGiId gi);
 
@@ -5660,9 +5402,7 @@ KilnStatus kiln_gi_bake(struct KilnGiId gi);
  *
  * Pointers: `out_updated` is NULL or writable.
  *
- * Threads: calls on one GI volume do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
+ * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_gi_update(struct KilnGiId gi, uint32_t *out_updated);
 
@@ -5678,9 +5418,7 @@ KilnStatus kiln_gi_update(struct KilnGiId gi, uint32_t *out_updated);
  * Pointers: `points`, `normals` (and `views` unless NULL) are NULL or readable and
  * `out_irradiance` NULL or writable for `count` entries.
  *
- * Threads: calls on one GI volume do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
+ * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_gi_sample(struct KilnGiId gi,
                           const struct KilnVec3 *points,
@@ -5695,9 +5433,7 @@ KilnStatus kiln_gi_sample(struct KilnGiId gi,
  *
  * Pointers: `out_stats` is NULL or writable.
  *
- * Threads: calls on one GI volume do not overlap: a call that finds it, or an object
- * it uses, busy (another thread inside, or a call from its own callback) returns
- * `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
+ * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_gi_get_stats(struct KilnGiId gi, struct KilnGiStats *out_stats);
 
@@ -5723,9 +5459,7 @@ KilnStatus kiln_frame_create(const struct KilnFrameDef *def, struct KilnFrameId 
 /**
  * Destroys a frame; its handle becomes invalid. Its world, tracer and volume stay.
  *
- * Threads: a call on the frame: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_frame_destroy(struct KilnFrameId frame);
 
@@ -5751,9 +5485,7 @@ bool kiln_frame_is_valid(struct KilnFrameId frame);
  * A failing stage gives `KILN_ERROR_PASS_FAILED` with its message; the world,
  * tracer and volume are given back in every case.
  *
- * Threads: a call on the frame: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_frame_run(struct KilnFrameId frame, struct KilnRuntimeId runtime, float dt);
 
@@ -5763,9 +5495,7 @@ KilnStatus kiln_frame_run(struct KilnFrameId frame, struct KilnRuntimeId runtime
  *
  * Pointers: `out_timing` is NULL or writable.
  *
- * Threads: a call on the frame: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_frame_get_timing(struct KilnFrameId frame, struct KilnFrameTiming *out_timing);
 
@@ -5783,9 +5513,7 @@ KilnStatus kiln_frame_get_timing(struct KilnFrameId frame, struct KilnFrameTimin
  * Pointers: `out_profile` is NULL or writable; `passes` is NULL or has `capacity`
  * writable entries; `out_count` is NULL or writable.
  *
- * Threads: a call on the frame: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_frame_get_passes(struct KilnFrameId frame,
                                  struct KilnProfile *out_profile,
@@ -5803,9 +5531,7 @@ KilnStatus kiln_frame_get_passes(struct KilnFrameId frame,
  * Pointers: `passes` is NULL or has `capacity` writable entries; `out_count` is NULL
  * or writable.
  *
- * Threads: a call on the frame: calls on one world, its bodies and joints do not
- * overlap; one that finds the world busy (another thread inside, or a call from its
- * own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_frame_get_gpu_passes(struct KilnFrameId frame,
                                      struct KilnGpuPassTiming *passes,

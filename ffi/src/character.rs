@@ -220,9 +220,7 @@ pub unsafe extern "C" fn kiln_character_create(
 
 /// Destroys a character; its handle becomes invalid.
 ///
-/// Threads: calls on one character do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
+/// Threads: one call at a time per character (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_character_destroy(character: KilnCharacterId) -> KilnStatus {
     ffi_call("kiln_character_destroy", || {
@@ -251,9 +249,7 @@ pub extern "C" fn kiln_character_is_valid(character: KilnCharacterId) -> bool {
 /// Pointers: `statics` is NULL or readable for `static_count` entries; `out_result` is
 /// NULL or writable.
 ///
-/// Threads: calls on one character do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
+/// Threads: one call at a time per character (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_move(
     character: KilnCharacterId,
@@ -343,9 +339,7 @@ pub extern "C" fn kiln_default_character_bodies() -> KilnCharacterBodies {
 ///
 /// Pointers: `settings` is NULL or readable; `out_result` is NULL or writable.
 ///
-/// Threads: calls on one character do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
+/// Threads: one call at a time per character (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_move_in_world(
     character: KilnCharacterId,
@@ -398,9 +392,7 @@ pub unsafe extern "C" fn kiln_character_move_in_world(
 ///
 /// Pointers: `out_position` is NULL or valid for writing.
 ///
-/// Threads: calls on one character do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
+/// Threads: one call at a time per character (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_get_position(
     character: KilnCharacterId,
@@ -416,9 +408,7 @@ pub unsafe extern "C" fn kiln_character_get_position(
 /// Teleports the character (no collision test); the next move pushes it out if it
 /// lands inside geometry.
 ///
-/// Threads: calls on one character do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
+/// Threads: one call at a time per character (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_character_set_position(character: KilnCharacterId, position: KilnVec3) -> KilnStatus {
     ffi_call("kiln_character_set_position", || {
@@ -431,9 +421,7 @@ pub extern "C" fn kiln_character_set_position(character: KilnCharacterId, positi
 ///
 /// Pointers: `out_grounded` is NULL or valid for writing.
 ///
-/// Threads: calls on one character do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
+/// Threads: one call at a time per character (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_is_grounded(character: KilnCharacterId, out_grounded: *mut bool) -> KilnStatus {
     ffi_call("kiln_character_is_grounded", || {
@@ -448,9 +436,7 @@ pub unsafe extern "C" fn kiln_character_is_grounded(character: KilnCharacterId, 
 ///
 /// Pointers: `out_normal` is NULL or valid for writing.
 ///
-/// Threads: calls on one character do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
+/// Threads: one call at a time per character (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_get_contact_normal(
     character: KilnCharacterId,
@@ -467,9 +453,7 @@ pub unsafe extern "C" fn kiln_character_get_contact_normal(
 ///
 /// Pointers: `out_result` is NULL or valid for writing.
 ///
-/// Threads: calls on one character do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different characters may be used at once.
+/// Threads: one call at a time per character (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_character_get_last_move(
     character: KilnCharacterId,

@@ -180,9 +180,7 @@ pub unsafe extern "C" fn kiln_tracer_create_embedded(
 /// Pointers: `command_buffer` is as described; `rays` is NULL or readable for `count`
 /// entries.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_record_trace(
     tracer: KilnTracerId,
@@ -233,9 +231,7 @@ pub unsafe extern "C" fn kiln_tracer_record_trace(
 ///
 /// Pointers: `hits` is NULL or writable for `count` entries.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_read_hits(
     tracer: KilnTracerId,

@@ -95,9 +95,7 @@ pub struct KilnBodyMoveEvent {
 /// Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
 /// NULL or writable.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_sensor_events(
     world: KilnWorldId,
@@ -133,9 +131,7 @@ pub unsafe extern "C" fn kiln_world_get_sensor_events(
 /// Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
 /// NULL or writable.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_contact_hit_events(
     world: KilnWorldId,
@@ -172,9 +168,7 @@ pub unsafe extern "C" fn kiln_world_get_contact_hit_events(
 /// Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
 /// NULL or writable.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_move_events(
     world: KilnWorldId,
@@ -219,9 +213,7 @@ pub struct KilnWaterEvent {
 /// Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
 /// NULL or writable.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_water_events(
     world: KilnWorldId,
@@ -262,9 +254,7 @@ pub struct KilnSubmerged {
 ///
 /// Pointers: `out` is writable.
 ///
-/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_submerged(body: KilnBodyId, out: *mut KilnSubmerged) -> KilnStatus {
     ffi_call("kiln_body_get_submerged", || {

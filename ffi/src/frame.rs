@@ -202,9 +202,7 @@ fn check_follows(followed: Option<KilnWorldId>, world: KilnWorldId) -> Result<()
 
 /// Destroys a frame; its handle becomes invalid. Its world, tracer and volume stay.
 ///
-/// Threads: a call on the frame: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub extern "C" fn kiln_frame_destroy(frame: KilnFrameId) -> KilnStatus {
     ffi_call("kiln_frame_destroy", || FRAMES.remove(frame.index1, frame.generation).map(drop))
@@ -232,9 +230,7 @@ pub extern "C" fn kiln_frame_is_valid(frame: KilnFrameId) -> bool {
 /// A failing stage gives `KILN_ERROR_PASS_FAILED` with its message; the world,
 /// tracer and volume are given back in every case.
 ///
-/// Threads: a call on the frame: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub extern "C" fn kiln_frame_run(frame: KilnFrameId, runtime: KilnRuntimeId, dt: f32) -> KilnStatus {
     ffi_call("kiln_frame_run", || {
@@ -338,9 +334,7 @@ fn ran(f: &FrameEntry) -> Result<(), Error> {
 ///
 /// Pointers: `out_timing` is NULL or writable.
 ///
-/// Threads: a call on the frame: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_frame_get_timing(frame: KilnFrameId, out_timing: *mut KilnFrameTiming) -> KilnStatus {
     ffi_call("kiln_frame_get_timing", || {
@@ -363,9 +357,7 @@ pub unsafe extern "C" fn kiln_frame_get_timing(frame: KilnFrameId, out_timing: *
 /// Pointers: `out_profile` is NULL or writable; `passes` is NULL or has `capacity`
 /// writable entries; `out_count` is NULL or writable.
 ///
-/// Threads: a call on the frame: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_frame_get_passes(
     frame: KilnFrameId,
@@ -414,9 +406,7 @@ pub unsafe extern "C" fn kiln_frame_get_passes(
 /// Pointers: `passes` is NULL or has `capacity` writable entries; `out_count` is NULL
 /// or writable.
 ///
-/// Threads: a call on the frame: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_frame_get_gpu_passes(
     frame: KilnFrameId,

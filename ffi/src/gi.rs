@@ -208,9 +208,7 @@ pub extern "C" fn kiln_default_gi_lighting() -> KilnGiLighting {
 ///
 /// Pointers: `def` is NULL or readable; `out_gi` is NULL or writable.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_create(
     tracer: KilnTracerId,
@@ -270,9 +268,7 @@ pub unsafe extern "C" fn kiln_gi_create(
 
 /// Destroys a probe volume; its handle becomes invalid.
 ///
-/// Threads: calls on one GI volume do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
+/// Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_gi_destroy(gi: KilnGiId) -> KilnStatus {
     ffi_call("kiln_gi_destroy", || VOLUMES.remove(gi.index1, gi.generation).map(drop))
@@ -290,9 +286,7 @@ pub extern "C" fn kiln_gi_is_valid(gi: KilnGiId) -> bool {
 ///
 /// Pointers: `lighting` is NULL or readable.
 ///
-/// Threads: calls on one GI volume do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
+/// Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_set_lighting(gi: KilnGiId, lighting: *const KilnGiLighting) -> KilnStatus {
     ffi_call("kiln_gi_set_lighting", || {
@@ -323,9 +317,7 @@ pub unsafe extern "C" fn kiln_gi_set_lighting(gi: KilnGiId, lighting: *const Kil
 ///
 /// Pointers: `albedo` is NULL or readable for `count` entries.
 ///
-/// Threads: calls on one GI volume do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
+/// Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_set_albedo(gi: KilnGiId, albedo: *const KilnVec3, count: u32) -> KilnStatus {
     ffi_call("kiln_gi_set_albedo", || {
@@ -344,9 +336,7 @@ pub unsafe extern "C" fn kiln_gi_set_albedo(gi: KilnGiId, albedo: *const KilnVec
 /// tracer's scene and compresses it on the GPU. Call it once static geometry is in
 /// place, and again when it changes. Needs at least one instance.
 ///
-/// Threads: calls on one GI volume do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
+/// Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_gi_bake(gi: KilnGiId) -> KilnStatus {
     ffi_call("kiln_gi_bake", || with_gi(gi, |volume, tracer| volume.bake(tracer).map_err(gpu_error)))
@@ -361,9 +351,7 @@ pub extern "C" fn kiln_gi_bake(gi: KilnGiId) -> KilnStatus {
 ///
 /// Pointers: `out_updated` is NULL or writable.
 ///
-/// Threads: calls on one GI volume do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
+/// Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_update(gi: KilnGiId, out_updated: *mut u32) -> KilnStatus {
     ffi_call("kiln_gi_update", || {
@@ -386,9 +374,7 @@ pub unsafe extern "C" fn kiln_gi_update(gi: KilnGiId, out_updated: *mut u32) -> 
 /// Pointers: `points`, `normals` (and `views` unless NULL) are NULL or readable and
 /// `out_irradiance` NULL or writable for `count` entries.
 ///
-/// Threads: calls on one GI volume do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
+/// Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_sample(
     gi: KilnGiId,
@@ -448,9 +434,7 @@ pub unsafe extern "C" fn kiln_gi_sample(
 ///
 /// Pointers: `out_stats` is NULL or writable.
 ///
-/// Threads: calls on one GI volume do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different GI volumes may be used at once.
+/// Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_get_stats(gi: KilnGiId, out_stats: *mut KilnGiStats) -> KilnStatus {
     ffi_call("kiln_gi_get_stats", || {

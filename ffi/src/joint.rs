@@ -514,9 +514,7 @@ unsafe fn create_from<T: Copy>(
 ///
 /// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_create_spherical(
     world: KilnWorldId,
@@ -552,9 +550,7 @@ pub unsafe extern "C" fn kiln_joint_create_spherical(
 ///
 /// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_create_revolute(
     world: KilnWorldId,
@@ -589,9 +585,7 @@ pub unsafe extern "C" fn kiln_joint_create_revolute(
 ///
 /// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_create_prismatic(
     world: KilnWorldId,
@@ -626,9 +620,7 @@ pub unsafe extern "C" fn kiln_joint_create_prismatic(
 ///
 /// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_create_fixed(
     world: KilnWorldId,
@@ -657,9 +649,7 @@ pub unsafe extern "C" fn kiln_joint_create_fixed(
 ///
 /// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_create_distance(
     world: KilnWorldId,
@@ -692,9 +682,7 @@ pub unsafe extern "C" fn kiln_joint_create_distance(
 ///
 /// Pointers: `def` and `out_joint` are NULL or valid for reading / writing.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_create_six_dof(
     world: KilnWorldId,
@@ -717,9 +705,7 @@ pub unsafe extern "C" fn kiln_joint_create_six_dof(
 ///
 /// Pointers: `def` is NULL or readable.
 ///
-/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_set_six_dof(joint: KilnJointId, def: *const KilnSixDofJointDef) -> KilnStatus {
     ffi_call("kiln_joint_set_six_dof", || {
@@ -743,9 +729,7 @@ pub unsafe extern "C" fn kiln_joint_set_six_dof(joint: KilnJointId, def: *const 
 ///
 /// Pointers: `out_def` is NULL or writable.
 ///
-/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_get_six_dof(joint: KilnJointId, out_def: *mut KilnSixDofJointDef) -> KilnStatus {
     ffi_call("kiln_joint_get_six_dof", || {
@@ -783,9 +767,7 @@ fn with_joint<R>(
 /// Destroys a joint; wakes its bodies. Broken joints and joints of destroyed bodies
 /// are gone already (their handles are stale).
 ///
-/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub extern "C" fn kiln_joint_destroy(joint: KilnJointId) -> KilnStatus {
     ffi_call("kiln_joint_destroy", || with_joint(joint, |w, key| w.destroy_joint(key)))
@@ -809,9 +791,7 @@ pub extern "C" fn kiln_joint_is_valid(joint: KilnJointId) -> bool {
 ///
 /// Pointers: `out_type` is NULL or writable.
 ///
-/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_get_type(joint: KilnJointId, out_type: *mut u32) -> KilnStatus {
     ffi_call("kiln_joint_get_type", || {
@@ -834,9 +814,7 @@ pub unsafe extern "C" fn kiln_joint_get_type(joint: KilnJointId, out_type: *mut 
 ///
 /// Pointers: both are NULL or writable.
 ///
-/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_get_bodies(
     joint: KilnJointId,
@@ -857,9 +835,7 @@ pub unsafe extern "C" fn kiln_joint_get_bodies(
 ///
 /// Pointers: both are NULL or writable.
 ///
-/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_get_reaction(
     joint: KilnJointId,
@@ -881,9 +857,7 @@ pub unsafe extern "C" fn kiln_joint_get_reaction(
 ///
 /// Pointers: `out_value` is NULL or writable.
 ///
-/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_get_value(joint: KilnJointId, out_value: *mut f32) -> KilnStatus {
     ffi_call("kiln_joint_get_value", || {
@@ -918,9 +892,7 @@ fn read<T>(joint: KilnJointId, what: &str, read: impl FnOnce(&JointType) -> Opti
 /// `lower <= upper`, finite. A fixed joint has none (`KILN_ERROR_INVALID_ARGUMENT`).
 /// Wakes the bodies.
 ///
-/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub extern "C" fn kiln_joint_set_limits(joint: KilnJointId, enable: bool, lower: f32, upper: f32) -> KilnStatus {
     ffi_call("kiln_joint_set_limits", || {
@@ -950,9 +922,7 @@ pub extern "C" fn kiln_joint_set_limits(joint: KilnJointId, enable: bool, lower:
 ///
 /// Pointers: each is NULL or writable.
 ///
-/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_get_limits(
     joint: KilnJointId,
@@ -980,9 +950,7 @@ pub unsafe extern "C" fn kiln_joint_get_limits(
 /// Sets a spherical joint's swing cone (rad, 0 to pi) and turns it on or off.
 /// Other kinds have none (`KILN_ERROR_INVALID_ARGUMENT`). Wakes the bodies.
 ///
-/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub extern "C" fn kiln_joint_set_cone_limit(joint: KilnJointId, enable: bool, angle: f32) -> KilnStatus {
     ffi_call("kiln_joint_set_cone_limit", || {
@@ -1000,9 +968,7 @@ pub extern "C" fn kiln_joint_set_cone_limit(joint: KilnJointId, enable: bool, an
 ///
 /// Pointers: each is NULL or writable.
 ///
-/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_get_cone_limit(
     joint: KilnJointId,
@@ -1026,9 +992,7 @@ pub unsafe extern "C" fn kiln_joint_get_cone_limit(
 /// spherical one) under a largest torque or force (>= 0). Fixed and distance joints
 /// have none (`KILN_ERROR_INVALID_ARGUMENT`). Wakes the bodies.
 ///
-/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub extern "C" fn kiln_joint_set_motor(joint: KilnJointId, enable: bool, speed: f32, max_force: f32) -> KilnStatus {
     ffi_call("kiln_joint_set_motor", || {
@@ -1056,9 +1020,7 @@ pub extern "C" fn kiln_joint_set_motor(joint: KilnJointId, enable: bool, speed: 
 ///
 /// Pointers: each is NULL or writable.
 ///
-/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_get_motor(
     joint: KilnJointId,
@@ -1088,9 +1050,7 @@ pub unsafe extern "C" fn kiln_joint_get_motor(
 /// joint's pulls toward aligned frames and takes `target` 0). On a fixed joint it
 /// softens both parts (`enable` false: rigid again). Wakes the bodies.
 ///
-/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub extern "C" fn kiln_joint_set_spring(
     joint: KilnJointId,
@@ -1141,9 +1101,7 @@ pub extern "C" fn kiln_joint_set_spring(
 ///
 /// Pointers: each is NULL or writable.
 ///
-/// Threads: a call on the joint's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_joint_get_spring(
     joint: KilnJointId,
@@ -1184,9 +1142,7 @@ pub unsafe extern "C" fn kiln_joint_get_spring(
 /// Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
 /// NULL or writable.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_joint_events(
     world: KilnWorldId,

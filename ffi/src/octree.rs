@@ -257,9 +257,7 @@ pub unsafe extern "C" fn kiln_octree_set_create(out_set: *mut KilnOctreeSetId) -
 /// Destroys a set and every octree in it; its handle and its octrees' handles
 /// become invalid.
 ///
-/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+/// Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_octree_set_destroy(set: KilnOctreeSetId) -> KilnStatus {
     ffi_call("kiln_octree_set_destroy", || {
@@ -289,9 +287,7 @@ pub extern "C" fn kiln_default_octree_def() -> KilnOctreeDef {
 ///
 /// Pointers: `def` is NULL or readable; `out_octree` is NULL or writable.
 ///
-/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+/// Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_create(
     set: KilnOctreeSetId,
@@ -321,9 +317,7 @@ pub unsafe extern "C" fn kiln_octree_create(
 
 /// Removes an octree from its set; its handle becomes invalid.
 ///
-/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+/// Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_octree_destroy(set: KilnOctreeSetId, octree: KilnOctreeId) -> KilnStatus {
     ffi_call("kiln_octree_destroy", || {
@@ -343,9 +337,7 @@ pub extern "C" fn kiln_octree_destroy(set: KilnOctreeSetId, octree: KilnOctreeId
 /// Pointers: `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is
 /// 0).
 ///
-/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+/// Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_set_cube(
     set: KilnOctreeSetId,
@@ -376,9 +368,7 @@ pub unsafe extern "C" fn kiln_octree_set_cube(
 /// Pointers: `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is
 /// 0).
 ///
-/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+/// Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_subdivide(
     set: KilnOctreeSetId,
@@ -402,9 +392,7 @@ pub unsafe extern "C" fn kiln_octree_subdivide(
 /// Pointers: `path` is NULL or readable for `depth` bytes (NULL allowed when `depth` is
 /// 0); `out_kind` is NULL or writable.
 ///
-/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+/// Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_get_cube(
     set: KilnOctreeSetId,
@@ -442,9 +430,7 @@ pub unsafe extern "C" fn kiln_octree_get_cube(
 /// Pointers: `bytes` is readable for `byte_count` bytes (NULL allowed when `byte_count`
 /// is 0).
 ///
-/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+/// Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_load(
     set: KilnOctreeSetId,
@@ -479,9 +465,7 @@ pub unsafe extern "C" fn kiln_octree_load(
 /// Pointers: `out_bytes` is NULL or writable for `capacity` bytes; `out_count` is NULL
 /// or writable.
 ///
-/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+/// Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_save(
     set: KilnOctreeSetId,
@@ -509,9 +493,7 @@ pub unsafe extern "C" fn kiln_octree_save(
 ///
 /// Pointers: `out_info` is NULL or writable.
 ///
-/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+/// Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_get_info(
     set: KilnOctreeSetId,
@@ -555,9 +537,7 @@ pub unsafe extern "C" fn kiln_octree_get_info(
 ///
 /// Pointers: `ray` is NULL or readable; `out_pick` is NULL or writable.
 ///
-/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+/// Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_pick(
     set: KilnOctreeSetId,
@@ -589,9 +569,7 @@ pub unsafe extern "C" fn kiln_octree_pick(
 /// Pointers: `rays` is readable and `out_picks` writable for `count` entries (or NULL
 /// when `count` is 0).
 ///
-/// Threads: calls on one octree set do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different octree sets may be used at once.
+/// Threads: one call at a time per octree set (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_octree_pick_batch(
     set: KilnOctreeSetId,

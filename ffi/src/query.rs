@@ -263,9 +263,7 @@ fn read_ray(ray: *const KilnRay) -> Result<Ray, Error> {
 /// Pointers: `ray` is NULL or readable; `filter` is NULL or readable; `out_hit` is
 /// NULL or writable.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_cast_ray(
     world: KilnWorldId,
@@ -307,9 +305,7 @@ pub type KilnRayHitFn = Option<unsafe extern "C" fn(hit: *const KilnWorldRayHit,
 /// Pointers: `ray` is NULL or readable; `filter` is NULL or readable; `callback` is
 /// NULL or a function that may be called with `user_context`, which Kiln never reads.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_cast_ray_callback(
     world: KilnWorldId,
@@ -346,9 +342,7 @@ pub unsafe extern "C" fn kiln_world_cast_ray_callback(
 /// Pointers: `ray` is NULL or readable; `filter` is NULL or readable; `out_hits` is
 /// NULL or writable for `capacity` entries; `out_count` is NULL or writable.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_cast_ray_all(
     world: KilnWorldId,
@@ -390,9 +384,7 @@ pub unsafe extern "C" fn kiln_world_cast_ray_all(
 /// Pointers: `rays` is readable and `out_hits` writable for `count` entries (or NULL
 /// when `count` is 0); `filter` is NULL or readable.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_cast_ray_batch(
     world: KilnWorldId,
@@ -460,9 +452,7 @@ unsafe fn list_targets(
 /// default); `out_targets` is NULL or writable for `capacity` entries; `out_count` is
 /// NULL or writable.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_overlap_aabb(
     world: KilnWorldId,
@@ -517,9 +507,7 @@ fn shape_and_placement(
 /// `out_targets` is NULL or writable for `capacity` entries; `out_count` is NULL or
 /// writable.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_overlap_shape(
     world: KilnWorldId,
@@ -557,9 +545,7 @@ pub unsafe extern "C" fn kiln_world_overlap_shape(
 /// Pointers: `transform` is NULL or readable; `filter` is NULL or readable; `out_hit`
 /// is NULL or writable.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_cast_shape(
     world: KilnWorldId,

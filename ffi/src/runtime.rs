@@ -403,9 +403,7 @@ pub unsafe extern "C" fn kiln_runtime_create(
 /// invalid. Calling it from inside one of its own passes returns
 /// `KILN_ERROR_INVALID_STATE`.
 ///
-/// Threads: calls on one runtime do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
+/// Threads: one call at a time per runtime (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_runtime_destroy(runtime: KilnRuntimeId) -> KilnStatus {
     ffi_call("kiln_runtime_destroy", || {
@@ -430,9 +428,7 @@ pub extern "C" fn kiln_runtime_is_valid(runtime: KilnRuntimeId) -> bool {
 ///
 /// Pointers: `out_count` is NULL or writable.
 ///
-/// Threads: calls on one runtime do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
+/// Threads: one call at a time per runtime (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_runtime_get_worker_count(runtime: KilnRuntimeId, out_count: *mut u32) -> KilnStatus {
     ffi_call("kiln_runtime_get_worker_count", || {
@@ -449,9 +445,7 @@ pub unsafe extern "C" fn kiln_runtime_get_worker_count(runtime: KilnRuntimeId, o
 ///
 /// Pointers: `name` is NULL or NUL-terminated; `out_resource` is NULL or writable.
 ///
-/// Threads: calls on one runtime do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
+/// Threads: one call at a time per runtime (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_runtime_add_resource(
     runtime: KilnRuntimeId,
@@ -527,9 +521,7 @@ impl Drop for ActiveGuard {
 /// Pointers: `def` is NULL or readable, with valid pointers and counts inside;
 /// `out_pass` is NULL or writable.
 ///
-/// Threads: calls on one runtime do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
+/// Threads: one call at a time per runtime (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_runtime_add_pass(
     runtime: KilnRuntimeId,
@@ -621,9 +613,7 @@ pub unsafe extern "C" fn kiln_runtime_add_pass(
 /// the frame after its level and gives `KILN_ERROR_PASS_FAILED`; the next frame
 /// starts clean.
 ///
-/// Threads: calls on one runtime do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
+/// Threads: one call at a time per runtime (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_runtime_run_frame(runtime: KilnRuntimeId, delta_time: f32) -> KilnStatus {
     ffi_call("kiln_runtime_run_frame", || {
@@ -641,9 +631,7 @@ pub extern "C" fn kiln_runtime_run_frame(runtime: KilnRuntimeId, delta_time: f32
 /// Pointers: `out_profile` is NULL or writable; `passes` is NULL or has `capacity`
 /// writable entries; `out_count` is NULL or writable.
 ///
-/// Threads: calls on one runtime do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different runtimes may be used at once.
+/// Threads: one call at a time per runtime (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_runtime_get_profile(
     runtime: KilnRuntimeId,

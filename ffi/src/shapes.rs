@@ -310,9 +310,7 @@ pub unsafe extern "C" fn kiln_shape_create_compound(
 /// Destroys a shape; its handle becomes invalid. Compounds holding copies of it are
 /// not affected.
 ///
-/// Threads: calls on one shape do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
+/// Threads: one call at a time per shape (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_shape_destroy(shape: KilnShapeId) -> KilnStatus {
     ffi_call("kiln_shape_destroy", || {
@@ -333,9 +331,7 @@ pub extern "C" fn kiln_shape_is_valid(shape: KilnShapeId) -> bool {
 ///
 /// Pointers: `transform` is NULL or readable; `out_aabb` is NULL or writable.
 ///
-/// Threads: calls on one shape do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
+/// Threads: one call at a time per shape (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_get_aabb(
     shape: KilnShapeId,
@@ -357,9 +353,7 @@ pub unsafe extern "C" fn kiln_shape_get_aabb(
 ///
 /// Pointers: `out_mass` is NULL or valid for writing.
 ///
-/// Threads: calls on one shape do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
+/// Threads: one call at a time per shape (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_get_mass(
     shape: KilnShapeId,
@@ -387,9 +381,7 @@ pub unsafe extern "C" fn kiln_shape_get_mass(
 ///
 /// Pointers: The transforms are NULL or readable; `out_result` is NULL or writable.
 ///
-/// Threads: calls on one shape do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
+/// Threads: one call at a time per shape (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_distance(
     a: KilnShapeId,
@@ -426,9 +418,7 @@ pub unsafe extern "C" fn kiln_shape_distance(
 /// Pointers: The transforms are NULL or readable; `out_manifolds` is NULL or writable
 /// for `capacity` entries; `out_count` is NULL or writable.
 ///
-/// Threads: calls on one shape do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
+/// Threads: one call at a time per shape (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_contact(
     a: KilnShapeId,
@@ -489,9 +479,7 @@ fn read_sweep(ptr: *const KilnSweep, name: &str) -> Result<Sweep, Error> {
 ///
 /// Pointers: The sweeps are NULL or readable; `out_result` is NULL or writable.
 ///
-/// Threads: calls on one shape do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different shapes may be used at once.
+/// Threads: one call at a time per shape (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_shape_time_of_impact(
     a: KilnShapeId,

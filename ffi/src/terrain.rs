@@ -199,9 +199,7 @@ pub unsafe extern "C" fn kiln_terrain_create(
 /// Destroys a terrain; its handle becomes invalid. A terrain attached to a world is
 /// refused (`KILN_ERROR_INVALID_STATE`): detach it or destroy the world first.
 ///
-/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+/// Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_terrain_destroy(terrain: KilnTerrainId) -> KilnStatus {
     ffi_call("kiln_terrain_destroy", || {
@@ -233,9 +231,7 @@ pub extern "C" fn kiln_terrain_is_valid(terrain: KilnTerrainId) -> bool {
 ///
 /// Pointers: `out_changed` is NULL or valid for writing.
 ///
-/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+/// Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_fill(
     terrain: KilnTerrainId,
@@ -277,9 +273,7 @@ pub unsafe extern "C" fn kiln_terrain_fill(
 ///
 /// Pointers: `out_material` is NULL or valid for writing.
 ///
-/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+/// Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_get_voxel(
     terrain: KilnTerrainId,
@@ -298,9 +292,7 @@ pub unsafe extern "C" fn kiln_terrain_get_voxel(
 /// Fills columns `x, z` in 0 to `size` - 1 with Kiln's deterministic test terrain: hills of
 /// rock, grass and sand, water up to `y = 12`, a few caves (`size` 1 to 4096).
 ///
-/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+/// Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_terrain_generate_hills(terrain: KilnTerrainId, size: i32, seed: u32) -> KilnStatus {
     ffi_call("kiln_terrain_generate_hills", || {
@@ -322,9 +314,7 @@ pub extern "C" fn kiln_terrain_generate_hills(terrain: KilnTerrainId, size: i32,
 ///
 /// Pointers: `out_chunks` is NULL or valid for writing.
 ///
-/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+/// Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_regenerate(
     terrain: KilnTerrainId,
@@ -353,9 +343,7 @@ pub unsafe extern "C" fn kiln_terrain_regenerate(
 ///
 /// Pointers: `aabb` and `out_overlap` are NULL or valid for reading / writing.
 ///
-/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+/// Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_overlap(
     terrain: KilnTerrainId,
@@ -380,9 +368,7 @@ pub unsafe extern "C" fn kiln_terrain_overlap(
 /// Pointers: `aabb` is NULL or readable; `out_chunks` is NULL or writable for
 /// `capacity` entries; `out_count` is NULL or writable.
 ///
-/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+/// Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_overlap_chunks(
     terrain: KilnTerrainId,
@@ -416,9 +402,7 @@ pub unsafe extern "C" fn kiln_terrain_overlap_chunks(
 ///
 /// Pointers: `out_stats` is NULL or valid for writing.
 ///
-/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+/// Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_get_stats(
     terrain: KilnTerrainId,

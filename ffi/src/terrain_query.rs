@@ -131,9 +131,7 @@ fn to_c(hit: Option<TerrainHit>) -> KilnTerrainRayHit {
 ///
 /// Pointers: `ray` is NULL or readable; `out_hit` is NULL or writable.
 ///
-/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+/// Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_ray_cast(
     terrain: KilnTerrainId,
@@ -164,9 +162,7 @@ pub unsafe extern "C" fn kiln_terrain_ray_cast(
 /// Pointers: `rays` is readable and `out_hits` writable for `count` entries (or NULL
 /// when `count` is 0).
 ///
-/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+/// Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_ray_cast_batch(
     terrain: KilnTerrainId,
@@ -209,9 +205,7 @@ pub unsafe extern "C" fn kiln_terrain_ray_cast_batch(
 /// Pointers: `aabb` is NULL or readable; `out_triangles` is NULL or writable for
 /// `capacity` entries; `out_count` is NULL or writable.
 ///
-/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+/// Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_query_triangles(
     terrain: KilnTerrainId,
@@ -249,9 +243,7 @@ pub unsafe extern "C" fn kiln_terrain_query_triangles(
 /// Sets the chunk mesh cache's byte budget; least recently used chunk meshes are
 /// dropped at once to fit.
 ///
-/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+/// Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_terrain_set_mesh_cache_budget(terrain: KilnTerrainId, bytes: u64) -> KilnStatus {
     ffi_call("kiln_terrain_set_mesh_cache_budget", || {
@@ -266,9 +258,7 @@ pub extern "C" fn kiln_terrain_set_mesh_cache_budget(terrain: KilnTerrainId, byt
 ///
 /// Pointers: `out_stats` is NULL or valid for writing.
 ///
-/// Threads: calls on one terrain do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different terrains may be used at once.
+/// Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_terrain_get_mesh_cache_stats(
     terrain: KilnTerrainId,

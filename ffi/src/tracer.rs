@@ -386,9 +386,7 @@ pub unsafe extern "C" fn kiln_tracer_create(def: *const KilnTracerDef, out_trace
 
 /// Destroys a tracer, its device and everything on it; its handle becomes invalid.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_tracer_destroy(tracer: KilnTracerId) -> KilnStatus {
     ffi_call("kiln_tracer_destroy", || TRACERS.remove(tracer.index1, tracer.generation).map(drop))
@@ -406,9 +404,7 @@ pub extern "C" fn kiln_tracer_is_valid(tracer: KilnTracerId) -> bool {
 ///
 /// Pointers: `out_info` is NULL or writable.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_get_device(tracer: KilnTracerId, out_info: *mut KilnDeviceInfo) -> KilnStatus {
     ffi_call("kiln_tracer_get_device", || {
@@ -440,9 +436,7 @@ pub unsafe extern "C" fn kiln_tracer_get_device(tracer: KilnTracerId, out_info: 
 /// what is in use only refuses new buffers. After `KILN_ERROR_OUT_OF_MEMORY`, raise
 /// the budget (or remove work) and call again: nothing was lost.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_tracer_set_memory_budget(tracer: KilnTracerId, bytes: u64) -> KilnStatus {
     ffi_call("kiln_tracer_set_memory_budget", || {
@@ -458,9 +452,7 @@ pub extern "C" fn kiln_tracer_set_memory_budget(tracer: KilnTracerId, bytes: u64
 ///
 /// Pointers: `out_in_use` and `out_budget` are each NULL or writable.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_get_memory(
     tracer: KilnTracerId,
@@ -489,9 +481,7 @@ pub unsafe extern "C" fn kiln_tracer_get_memory(
 /// Pointers: `positions` is NULL or readable for `vertex_count` entries, `indices` for
 /// `3 * triangle_count`; `out_mesh` is NULL or writable.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_add_mesh(
     tracer: KilnTracerId,
@@ -546,9 +536,7 @@ unsafe fn read_mesh(
 ///
 /// Pointers: `def` is NULL or readable; `out_instance` is NULL or writable.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_add_instance(
     tracer: KilnTracerId,
@@ -574,9 +562,7 @@ pub unsafe extern "C" fn kiln_tracer_add_instance(
 /// Pointers: `mesh` is NULL or readable, its arrays readable for their counts;
 /// `transform` is NULL or readable; `out_instance` is NULL or writable.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_add_skinned_instance(
     tracer: KilnTracerId,
@@ -618,9 +604,7 @@ pub unsafe extern "C" fn kiln_tracer_add_skinned_instance(
 ///
 /// Pointers: `instances` and `transforms` are NULL or readable for `count` entries.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_set_transforms(
     tracer: KilnTracerId,
@@ -642,9 +626,7 @@ pub unsafe extern "C" fn kiln_tracer_set_transforms(
 ///
 /// Pointers: `bones` is NULL or readable for `bone_count` entries.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_set_bones(
     tracer: KilnTracerId,
@@ -667,9 +649,7 @@ pub unsafe extern "C" fn kiln_tracer_set_bones(
 ///
 /// Pointers: `local` is NULL or readable.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_follow_body(
     tracer: KilnTracerId,
@@ -697,9 +677,7 @@ pub unsafe extern "C" fn kiln_tracer_follow_body(
 
 /// Stops `instance` following its body (it stays where it is). Not following is fine.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_tracer_unfollow(tracer: KilnTracerId, instance: u32) -> KilnStatus {
     ffi_call("kiln_tracer_unfollow", || {
@@ -716,9 +694,7 @@ pub extern "C" fn kiln_tracer_unfollow(tracer: KilnTracerId, instance: u32) -> K
 ///
 /// Pointers: `out_hidden` is NULL or writable.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_sync_world(
     tracer: KilnTracerId,
@@ -746,9 +722,7 @@ pub unsafe extern "C" fn kiln_tracer_sync_world(
 /// Brings the device up to date (instances, skinning + refit, TLAS rebuild) without
 /// tracing; `kiln_tracer_trace` does this itself.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_tracer_update(tracer: KilnTracerId) -> KilnStatus {
     ffi_call("kiln_tracer_update", || with_tracer(tracer, |entry| entry.tracer.update().map_err(gpu_error)))
@@ -763,9 +737,7 @@ pub extern "C" fn kiln_tracer_update(tracer: KilnTracerId) -> KilnStatus {
 /// Pointers: `rays` is NULL or readable and `hits` NULL or writable for `count`
 /// entries.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_trace(
     tracer: KilnTracerId,
@@ -848,9 +820,7 @@ pub(crate) unsafe fn write_hits(hits: &[GpuHit], out: *mut KilnTraceHit) {
 /// Pointers: `out_timings` is NULL or writable for `capacity` entries; `out_count` is
 /// NULL or writable.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_get_timings(
     tracer: KilnTracerId,
@@ -879,9 +849,7 @@ pub unsafe extern "C" fn kiln_tracer_get_timings(
 /// Pointers: `buffer` is NULL or writable for `capacity` bytes; `out_count` is NULL or
 /// writable.
 ///
-/// Threads: calls on one tracer do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different tracers may be used at once.
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_get_validation_messages(
     tracer: KilnTracerId,

@@ -714,9 +714,7 @@ pub unsafe extern "C" fn kiln_world_create(def: *const KilnWorldDef, out_world: 
 /// Destroys a world and all its bodies; their handles become invalid. An attached
 /// terrain is detached and stays alive (its handle keeps working).
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_world_destroy(world: KilnWorldId) -> KilnStatus {
     ffi_call("kiln_world_destroy", || {
@@ -747,9 +745,7 @@ pub extern "C" fn kiln_world_is_valid(world: KilnWorldId) -> bool {
 /// destroyed while attached. Replacing or removing a terrain ends its contacts and
 /// wakes every island.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_world_set_terrain(world: KilnWorldId, terrain: KilnTerrainId) -> KilnStatus {
     ffi_call("kiln_world_set_terrain", || {
@@ -777,9 +773,7 @@ pub extern "C" fn kiln_world_set_terrain(world: KilnWorldId, terrain: KilnTerrai
 /// calling thread for the null runtime `{0, 0}`. The result is bit-identical for any
 /// worker count. Must not be called from one of the runtime's own passes.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_world_step(world: KilnWorldId, runtime: KilnRuntimeId, dt: f32) -> KilnStatus {
     ffi_call("kiln_world_step", || {
@@ -799,9 +793,7 @@ pub extern "C" fn kiln_world_step(world: KilnWorldId, runtime: KilnRuntimeId, dt
 
 /// Turns sleeping on or off; turning it off wakes every sleeping island.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_world_set_sleep_enabled(world: KilnWorldId, enabled: bool) -> KilnStatus {
     ffi_call("kiln_world_set_sleep_enabled", || {
@@ -818,9 +810,7 @@ pub extern "C" fn kiln_world_set_sleep_enabled(world: KilnWorldId, enabled: bool
 /// `KILN_ERROR_INTERNAL` (with the broken invariant in the last error message) means a
 /// Kiln bug: please report it with the calls that led there.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_world_validate(world: KilnWorldId) -> KilnStatus {
     ffi_call("kiln_world_validate", || {
@@ -836,9 +826,7 @@ pub extern "C" fn kiln_world_validate(world: KilnWorldId) -> KilnStatus {
 ///
 /// Pointers: `out_profile` is NULL or valid for writing.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_profile(world: KilnWorldId, out_profile: *mut KilnWorldProfile) -> KilnStatus {
     ffi_call("kiln_world_get_profile", || {
@@ -864,9 +852,7 @@ pub unsafe extern "C" fn kiln_world_get_profile(world: KilnWorldId, out_profile:
 ///
 /// Pointers: `out_counters` is NULL or valid for writing.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_counters(
     world: KilnWorldId,
@@ -904,9 +890,7 @@ pub unsafe extern "C" fn kiln_world_get_counters(
 /// Pointers: `out_events` is NULL or writable for `capacity` entries; `out_count` is
 /// NULL or writable.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_contact_events(
     world: KilnWorldId,
@@ -980,9 +964,7 @@ impl<const N: usize> Strided<N> {
 /// Pointers: `bodies` is NULL or readable for `count` handles; `positions` and
 /// `rotations` are NULL or writable for `count` elements at their strides.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_get_transforms(
     world: KilnWorldId,
@@ -1121,9 +1103,7 @@ impl DebugDraw for CDraw<'_> {
 /// Pointers: `draw` is NULL or readable; its callbacks are NULL or callable as
 /// declared.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_world_debug_draw(world: KilnWorldId, draw: *const KilnDebugDraw) -> KilnStatus {
     ffi_call("kiln_world_debug_draw", || {
@@ -1150,9 +1130,7 @@ pub unsafe extern "C" fn kiln_world_debug_draw(world: KilnWorldId, draw: *const 
 ///
 /// Pointers: `def` and `out_body` are NULL or valid for reading / writing.
 ///
-/// Threads: calls on one world do not overlap: a call that finds it, or an object
-/// it uses, busy (another thread inside, or a call from its own callback) returns
-/// `KILN_ERROR_INVALID_STATE` and changes nothing. Different worlds may be used at once.
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_create(
     world: KilnWorldId,
@@ -1185,9 +1163,7 @@ pub unsafe extern "C" fn kiln_body_create(
 /// Destroys a body and its shapes. Contacts it touched end (reported with the next
 /// step's events); islands resting on it wake.
 ///
-/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub extern "C" fn kiln_body_destroy(body: KilnBodyId) -> KilnStatus {
     ffi_call("kiln_body_destroy", || {
@@ -1223,9 +1199,7 @@ pub extern "C" fn kiln_body_is_valid(body: KilnBodyId) -> bool {
 ///
 /// Pointers: `def` is NULL or readable; `out_index` is NULL or writable.
 ///
-/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_add_shape(
     body: KilnBodyId,
@@ -1262,9 +1236,7 @@ pub unsafe extern "C" fn kiln_body_add_shape(
 ///
 /// Pointers: `out_count` is NULL or writable.
 ///
-/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_shape_count(body: KilnBodyId, out_count: *mut u32) -> KilnStatus {
     ffi_call("kiln_body_get_shape_count", || {
@@ -1278,9 +1250,7 @@ pub unsafe extern "C" fn kiln_body_get_shape_count(body: KilnBodyId, out_count: 
 ///
 /// Pointers: `out_transform` is NULL or writable.
 ///
-/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_transform(body: KilnBodyId, out_transform: *mut KilnTransform) -> KilnStatus {
     ffi_call("kiln_body_get_transform", || {
@@ -1296,9 +1266,7 @@ pub unsafe extern "C" fn kiln_body_get_transform(body: KilnBodyId, out_transform
 ///
 /// Pointers: `transform` is NULL or readable.
 ///
-/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_set_transform(body: KilnBodyId, transform: *const KilnTransform) -> KilnStatus {
     ffi_call("kiln_body_set_transform", || {
@@ -1315,9 +1283,7 @@ pub unsafe extern "C" fn kiln_body_set_transform(body: KilnBodyId, transform: *c
 ///
 /// Pointers: `target` is NULL or readable.
 ///
-/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_set_target_transform(
     body: KilnBodyId,
@@ -1351,9 +1317,7 @@ pub unsafe extern "C" fn kiln_body_set_target_transform(
 ///
 /// Pointers: `out_linear` and `out_angular` are NULL or writable.
 ///
-/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_velocity(
     body: KilnBodyId,
@@ -1375,9 +1339,7 @@ pub unsafe extern "C" fn kiln_body_get_velocity(
 /// Sets the velocities of a dynamic or kinematic body (each within
 /// `KILN_WORLD_MAX_SPEED`); wakes it. Static bodies ignore it.
 ///
-/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub extern "C" fn kiln_body_set_velocity(body: KilnBodyId, linear: KilnVec3, angular: KilnVec3) -> KilnStatus {
     ffi_call("kiln_body_set_velocity", || {
@@ -1389,9 +1351,7 @@ pub extern "C" fn kiln_body_set_velocity(body: KilnBodyId, linear: KilnVec3, ang
 
 /// Adds a force (N, finite) at the centre of mass until the next step; wakes the body.
 ///
-/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub extern "C" fn kiln_body_apply_force(body: KilnBodyId, force: KilnVec3) -> KilnStatus {
     ffi_call("kiln_body_apply_force", || {
@@ -1402,9 +1362,7 @@ pub extern "C" fn kiln_body_apply_force(body: KilnBodyId, force: KilnVec3) -> Ki
 
 /// Adds a torque (N m, finite) until the next step; wakes the body.
 ///
-/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub extern "C" fn kiln_body_apply_torque(body: KilnBodyId, torque: KilnVec3) -> KilnStatus {
     ffi_call("kiln_body_apply_torque", || {
@@ -1416,9 +1374,7 @@ pub extern "C" fn kiln_body_apply_torque(body: KilnBodyId, torque: KilnVec3) -> 
 /// Applies an impulse (N s, finite) at world point `point`: changes the linear and
 /// angular velocity at once; wakes the body. Static and kinematic bodies ignore it.
 ///
-/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub extern "C" fn kiln_body_apply_impulse(body: KilnBodyId, impulse: KilnVec3, point: KilnVec3) -> KilnStatus {
     ffi_call("kiln_body_apply_impulse", || {
@@ -1432,9 +1388,7 @@ pub extern "C" fn kiln_body_apply_impulse(body: KilnBodyId, impulse: KilnVec3, p
 ///
 /// Pointers: `out_awake` is NULL or writable.
 ///
-/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_is_awake(body: KilnBodyId, out_awake: *mut bool) -> KilnStatus {
     ffi_call("kiln_body_is_awake", || {
@@ -1446,9 +1400,7 @@ pub unsafe extern "C" fn kiln_body_is_awake(body: KilnBodyId, out_awake: *mut bo
 
 /// Wakes the body's island (static bodies stay resting).
 ///
-/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub extern "C" fn kiln_body_wake(body: KilnBodyId) -> KilnStatus {
     ffi_call("kiln_body_wake", || {
@@ -1461,9 +1413,7 @@ pub extern "C" fn kiln_body_wake(body: KilnBodyId) -> KilnStatus {
 ///
 /// Pointers: `out_mass` is NULL or writable.
 ///
-/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_mass(body: KilnBodyId, out_mass: *mut f32) -> KilnStatus {
     ffi_call("kiln_body_get_mass", || {
@@ -1477,9 +1427,7 @@ pub unsafe extern "C" fn kiln_body_get_mass(body: KilnBodyId, out_mass: *mut f32
 ///
 /// Pointers: `out_motion_type` is NULL or writable.
 ///
-/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_motion_type(body: KilnBodyId, out_motion_type: *mut u32) -> KilnStatus {
     ffi_call("kiln_body_get_motion_type", || {
@@ -1497,9 +1445,7 @@ pub unsafe extern "C" fn kiln_body_get_motion_type(body: KilnBodyId, out_motion_
 
 /// Sets the body's user data (Kiln never touches it).
 ///
-/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub extern "C" fn kiln_body_set_user_data(body: KilnBodyId, user_data: *mut c_void) -> KilnStatus {
     ffi_call("kiln_body_set_user_data", || {
@@ -1514,9 +1460,7 @@ pub extern "C" fn kiln_body_set_user_data(body: KilnBodyId, user_data: *mut c_vo
 ///
 /// Pointers: `out_user_data` is NULL or writable.
 ///
-/// Threads: a call on the body's world: calls on one world, its bodies and joints do not
-/// overlap; one that finds the world busy (another thread inside, or a call from its
-/// own callback) returns `KILN_ERROR_INVALID_STATE` and changes nothing.
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_body_get_user_data(body: KilnBodyId, out_user_data: *mut *mut c_void) -> KilnStatus {
     ffi_call("kiln_body_get_user_data", || {
