@@ -5,7 +5,8 @@
 # the exported-symbol list and SONAME, the install step, the README's C programs, and the C samples built with
 # make (pkg-config, ASan+UBSan) and with CMake (find_package) against the installed
 # package; then the library itself under AddressSanitizer and ThreadSanitizer
-# (scripts/sanitize.sh, nightly toolchain).
+# (scripts/sanitize.sh, nightly toolchain) and a short run of every fuzz target over
+# its seed corpus (scripts/fuzz.sh, cargo fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -57,5 +58,8 @@ ctest --test-dir build/test-cmake --output-on-failure
 
 step "the library under AddressSanitizer and ThreadSanitizer (scripts/sanitize.sh)"
 bash scripts/sanitize.sh
+
+step "every fuzz target for 20 s over its seed corpus (scripts/fuzz.sh)"
+bash scripts/fuzz.sh 20
 
 printf '\nkiln test suite: all steps passed\n'

@@ -6,10 +6,15 @@
  * and after every call each live world passes kiln_world_validate and each live
  * character stands somewhere finite. The calls cover worlds, bodies, shapes and
  * their queries, joints of every kind, world queries, terrain edits and queries,
- * characters, and integrated frames
- * (without a GPU: the GPU objects have their own bad-input tests).
+ * characters, integrated frames (without GPU parts), octrees, and, when a Vulkan device
+ * is there, a tracer and a probe volume (meshes, instances, bodies followed, traces, GI
+ * updates and samples; KILN_REQUIRE_GPU=1 fails without a device).
  *
- * The generator is a seeded xorshift, so a failure replays exactly:
+ * Every choice comes from next()/below(): a seeded xorshift here, or the fuzzer's bytes
+ * under libFuzzer (fuzz/fuzz_targets/api_calls.rs builds this file with
+ * KILN_FUZZ_API_ENTRY and calls kiln_fuzz_api_run; it leaves the GPU out, since a
+ * Vulkan instance per input would cost more than the input). Seeded, a failure
+ * replays exactly:
  *   fuzz_api [SEED [CALLS [COUNT]]]   (defaults: seeds 1..4, 4000 calls each;
  *                                       COUNT seeds from SEED on)
  * KILN_FUZZ_TRACE=1 prints every call and its status to stderr. `make check` and
@@ -26,17 +31,36 @@
 #include "check.h"
 
 enum { MAX_WORLDS = 2, MAX_BODIES = 96, MAX_SHAPES = 6, MAX_CHARACTERS = 3, MAX_FRAMES = 2, MAX_JOINTS = 24 };
+enum { MAX_OCTREES = 3, MAX_INSTANCES = 16 };
 
 static uint64_t rng_state;
+/* The fuzzer's bytes when set: one byte per choice of up to 256 outcomes, four per
+ * word, zeros once they run out. */
+static const uint8_t *fuzz_bytes;
+static size_t fuzz_left;
+
+static uint32_t take(unsigned count) {
+    uint32_t v = 0;
+    for (unsigned i = 0; i < count; i++) {
+        v <<= 8;
+        if (fuzz_left) v |= *fuzz_bytes++, fuzz_left--;
+    }
+    return v;
+}
 
 static uint32_t next(void) {
+    if (fuzz_bytes) return take(4);
     rng_state ^= rng_state << 13;
     rng_state ^= rng_state >> 7;
     rng_state ^= rng_state << 17;
     return (uint32_t)(rng_state >> 11);
 }
 
-static uint32_t below(uint32_t n) { return n ? next() % n : 0; }
+static uint32_t below(uint32_t n) {
+    if (!n) return 0;
+    if (fuzz_bytes) return take(n <= 256u ? 1 : n <= 65536u ? 2 : 4) % n;
+    return next() % n;
+}
 
 /* Mostly ordinary values, sometimes the ones that break naive code. */
 static float number(float scale) {
@@ -84,6 +108,11 @@ typedef struct Pools {
     KilnCharacterId characters[MAX_CHARACTERS];
     KilnFrameId frames[MAX_FRAMES]; /* integrated frames over a world, without a GPU */
     KilnJointId joints[MAX_JOINTS]; /* live, broken, destroyed (with a body) or zero */
+    KilnOctreeSetId octree_set;
+    KilnOctreeId octrees[MAX_OCTREES];
+    KilnTracerId tracer; /* zero without a device */
+    KilnGiId gi;
+    uint32_t meshes, instances; /* added to the tracer so far */
     unsigned calls, ok, refused;
 } Pools;
 
@@ -234,10 +263,253 @@ static float fuzz_ray_hit(const KilnWorldRayHit *hit, void *context) {
     }
 }
 
+/* A count for a buffer: `n` when the buffer is given (a larger one would be the
+ * caller's overflow, not Kiln's), else sometimes huge. */
+static uint32_t huge_unless(const void *buffer, uint32_t n) { return buffer || below(2) ? n : 0xFFFFFFFFu; }
+
+/* A path of child indices, sometimes out of range (> 7) or longer than the limit. */
+static uint32_t octree_path(uint8_t path[KILN_OCTREE_MAX_DEPTH + 4]) {
+    uint32_t depth = below(6) ? below(5) : below(KILN_OCTREE_MAX_DEPTH + 4);
+    for (uint32_t i = 0; i < KILN_OCTREE_MAX_DEPTH + 4; i++) path[i] = (uint8_t)(below(10) ? below(8) : below(256));
+    return depth;
+}
+
+static KilnRay ray(float scale) {
+    KilnRay r = {sane_vec(scale), sane_vec(1.0f)};
+    if (below(6) == 0) r.origin = vec(scale), r.direction = vec(1.0f);
+    r.direction.y -= 0.5f;
+    return r;
+}
+
+/* Octrees: create and destroy (sets too), cube edits, load and save, picks. */
+static KilnStatus octree_call(Pools *p, const char **what) {
+    KilnOctreeSetId set = below(12) ? p->octree_set : (KilnOctreeSetId){below(3), below(3)};
+    unsigned k = below(MAX_OCTREES);
+    KilnOctreeId o = below(12) ? p->octrees[k] : (KilnOctreeId){below(4), below(4), below(3)};
+    uint8_t path[KILN_OCTREE_MAX_DEPTH + 4];
+    uint32_t depth = octree_path(path);
+    switch (below(11)) {
+    case 0: {
+        if (!kiln_octree_set_is_valid(p->octree_set)) {
+            *what = "kiln_octree_set_create";
+            return kiln_octree_set_create(&p->octree_set);
+        }
+        KilnOctreeDef def = kiln_default_octree_def();
+        if (below(4) == 0) def.position = vec(10.0f), def.size = number(4.0f);
+        KilnOctreeId made = {0, 0, 0};
+        *what = "kiln_octree_create";
+        KilnStatus s = kiln_octree_create(set, below(20) ? &def : NULL, &made);
+        if (s == KILN_OK) p->octrees[k] = made;
+        return s;
+    }
+    case 1: *what = "kiln_octree_destroy"; return kiln_octree_destroy(set, o);
+    case 2:
+        if (below(20)) break;
+        *what = "kiln_octree_set_destroy"; /* its octrees go with it */
+        return kiln_octree_set_destroy(set);
+    case 3:
+        *what = "kiln_octree_set_cube";
+        return kiln_octree_set_cube(set, o, below(20) ? path : NULL, depth, below(8) ? below(2) : below(5));
+    case 4: *what = "kiln_octree_subdivide"; return kiln_octree_subdivide(set, o, below(20) ? path : NULL, depth);
+    case 5: {
+        uint32_t kind;
+        *what = "kiln_octree_get_cube";
+        return kiln_octree_get_cube(set, o, path, depth, below(20) ? &kind : NULL);
+    }
+    case 6: {
+        uint8_t bytes[64];
+        uint32_t n = below(sizeof bytes + 1);
+        for (uint32_t i = 0; i < n; i++) bytes[i] = (uint8_t)(below(3) ? 0x55u * below(4) : below(256));
+        *what = "kiln_octree_load";
+        return kiln_octree_load(set, o, below(20) ? bytes : NULL, below(20) ? n : 0xFFFFFFFFFFull);
+    }
+    case 7: {
+        uint8_t bytes[256];
+        uint32_t count = 0;
+        *what = "kiln_octree_save";
+        return kiln_octree_save(set, o, below(3) ? bytes : NULL, below(3) ? (uint32_t)sizeof bytes : below(8),
+                                below(20) ? &count : NULL);
+    }
+    case 8: {
+        KilnOctreeInfo info;
+        *what = "kiln_octree_get_info";
+        return kiln_octree_get_info(set, o, below(20) ? &info : NULL);
+    }
+    case 9: {
+        KilnRay r = ray(3.0f);
+        KilnOctreePick pick;
+        *what = "kiln_octree_pick";
+        return kiln_octree_pick(set, below(20) ? &r : NULL, usually(10.0f, 10.0f), below(KILN_OCTREE_MAX_DEPTH + 3),
+                                below(20) ? &pick : NULL);
+    }
+    default: {
+        KilnRay rays[24];
+        KilnOctreePick picks[24];
+        uint32_t n = below(25);
+        for (uint32_t i = 0; i < n; i++) rays[i] = ray(3.0f);
+        *what = "kiln_octree_pick_batch";
+        const KilnRay *given = below(20) ? rays : NULL;
+        return kiln_octree_pick_batch(set, any_runtime(p), given, huge_unless(given, n),
+                                      usually(10.0f, 10.0f), below(KILN_OCTREE_MAX_DEPTH + 3), below(20) ? picks : NULL);
+    }
+    }
+    return KILN_OK;
+}
+
+static KilnAffine affine(void) {
+    KilnTransform t = transform();
+    KilnVec3 scale = below(6) ? (KilnVec3){1.0f, 1.0f, 1.0f} : vec(2.0f);
+    KilnAffine a = kiln_affine_from_transform(t, scale);
+    if (below(10) == 0) a.rows[below(3)][below(4)] = number(1e3f);
+    return a;
+}
+
+/* The tracer: meshes, instances, transforms, bodies followed, updates and traces. */
+static KilnStatus tracer_call(Pools *p, const char **what) {
+    KilnTracerId t = below(12) ? p->tracer : (KilnTracerId){below(3), below(3)};
+    switch (below(9)) {
+    case 0: {
+        KilnVec3 positions[8];
+        uint32_t indices[12 * 3];
+        uint32_t v = below(9), n = below(13);
+        for (uint32_t i = 0; i < v; i++) positions[i] = below(8) ? sane_vec(1.0f) : vec(1.0f);
+        for (uint32_t i = 0; i < 3 * n; i++) indices[i] = below(10) ? below(v ? v : 1) : next();
+        uint32_t mesh;
+        *what = "kiln_tracer_add_mesh";
+        const uint32_t *given = below(20) ? indices : NULL;
+        KilnStatus s = kiln_tracer_add_mesh(t, below(20) ? positions : NULL, v, given, huge_unless(given, n),
+                                            below(20) ? &mesh : NULL);
+        if (s == KILN_OK) p->meshes++;
+        return s;
+    }
+    case 1: {
+        if (p->instances >= MAX_INSTANCES && below(10)) break;
+        KilnInstanceDef def = kiln_default_instance_def();
+        def.mesh = below(8) ? below(p->meshes + 1) : next();
+        def.transform = affine();
+        uint32_t instance;
+        *what = "kiln_tracer_add_instance";
+        KilnStatus s = kiln_tracer_add_instance(t, below(20) ? &def : NULL, below(20) ? &instance : NULL);
+        if (s == KILN_OK) p->instances++;
+        return s;
+    }
+    case 2: {
+        uint32_t instances[4];
+        KilnAffine transforms[4];
+        uint32_t n = below(5);
+        for (uint32_t i = 0; i < n; i++) instances[i] = below(p->instances + 2), transforms[i] = affine();
+        *what = "kiln_tracer_set_transforms";
+        return kiln_tracer_set_transforms(t, below(20) ? instances : NULL, below(20) ? transforms : NULL, n);
+    }
+    case 3: {
+        KilnAffine local = affine();
+        *what = "kiln_tracer_follow_body";
+        return kiln_tracer_follow_body(t, below(p->instances + 2), any_body(p), below(20) ? &local : NULL);
+    }
+    case 4: *what = "kiln_tracer_unfollow"; return kiln_tracer_unfollow(t, below(p->instances + 2));
+    case 5: {
+        uint32_t hidden;
+        *what = "kiln_tracer_sync_world";
+        return kiln_tracer_sync_world(t, any_world(p), below(20) ? &hidden : NULL);
+    }
+    case 6: *what = "kiln_tracer_update"; return kiln_tracer_update(t);
+    case 7: {
+        uint64_t in_use, budget;
+        if (below(4) == 0) {
+            *what = "kiln_tracer_set_memory_budget";
+            return kiln_tracer_set_memory_budget(t, below(2) ? 0 : (uint64_t)next() << below(20));
+        }
+        *what = "kiln_tracer_get_memory";
+        return kiln_tracer_get_memory(t, below(20) ? &in_use : NULL, &budget);
+    }
+    default: {
+        KilnTraceRay rays[16];
+        KilnTraceHit hits[16];
+        uint32_t n = below(17);
+        for (uint32_t i = 0; i < n; i++) {
+            KilnRay r = ray(8.0f);
+            rays[i] = (KilnTraceRay){r.origin, r.direction, usually(0.0f, 1.0f), usually(100.0f, 100.0f), ~0u};
+        }
+        *what = "kiln_tracer_trace";
+        const KilnTraceRay *given = below(20) ? rays : NULL;
+        return kiln_tracer_trace(t, given, huge_unless(given, n), below(8) ? below(2) : next(),
+                                 below(20) ? hits : NULL);
+    }
+    }
+    return KILN_OK;
+}
+
+/* The probe volume over the tracer: lighting, albedo, updates, bakes, samples. */
+static KilnStatus gi_call(Pools *p, const char **what) {
+    KilnGiId g = below(12) ? p->gi : (KilnGiId){below(3), below(3)};
+    switch (below(7)) {
+    case 0: {
+        if (kiln_gi_is_valid(p->gi)) {
+            if (below(10)) break;
+            *what = "kiln_gi_destroy";
+            return kiln_gi_destroy(p->gi);
+        }
+        KilnGiDef def = kiln_default_gi_def();
+        def.bounds_min = (KilnVec3){-6.0f, -1.0f, -6.0f};
+        def.bounds_max = (KilnVec3){6.0f, 4.0f, 6.0f};
+        def.spacing = usually(3.0f, 3.0f);
+        def.rays_per_probe = below(5) ? 32 : next();
+        if (below(5) == 0) def.bounds_max = vec(10.0f);
+        *what = "kiln_gi_create";
+        return kiln_gi_create(below(12) ? p->tracer : (KilnTracerId){below(3), below(3)}, below(20) ? &def : NULL,
+                              &p->gi);
+    }
+    case 1: {
+        KilnGiLighting light = kiln_default_gi_lighting();
+        if (below(4) == 0) light.sun_direction = vec(1.0f), light.sun_irradiance = vec(5.0f);
+        *what = "kiln_gi_set_lighting";
+        return kiln_gi_set_lighting(g, below(20) ? &light : NULL);
+    }
+    case 2: {
+        KilnVec3 albedo[4];
+        uint32_t n = below(5);
+        for (uint32_t i = 0; i < n; i++) albedo[i] = below(5) ? (KilnVec3){0.5f, 0.5f, 0.5f} : vec(1.0f);
+        *what = "kiln_gi_set_albedo";
+        const KilnVec3 *given = below(20) ? albedo : NULL;
+        return kiln_gi_set_albedo(g, given, huge_unless(given, n));
+    }
+    case 3: {
+        uint32_t updated;
+        *what = "kiln_gi_update";
+        return kiln_gi_update(g, below(20) ? &updated : NULL);
+    }
+    case 4:
+        if (below(6)) break; /* a bake traces every probe: rare */
+        *what = "kiln_gi_bake";
+        return kiln_gi_bake(g);
+    case 5: {
+        KilnGiStats stats;
+        *what = "kiln_gi_get_stats";
+        return kiln_gi_get_stats(g, below(20) ? &stats : NULL);
+    }
+    default: {
+        KilnVec3 points[8], normals[8], views[8], out[8];
+        uint32_t n = below(9);
+        for (uint32_t i = 0; i < n; i++) {
+            points[i] = below(8) ? sane_vec(6.0f) : vec(6.0f);
+            normals[i] = below(8) ? (KilnVec3){0.0f, 1.0f, 0.0f} : vec(1.0f);
+            views[i] = below(8) ? (KilnVec3){0.0f, -1.0f, 0.0f} : vec(1.0f);
+        }
+        *what = "kiln_gi_sample";
+        const KilnVec3 *given = below(20) ? points : NULL;
+        KilnStatus s = kiln_gi_sample(g, given, normals, views, huge_unless(given, n),
+                                      below(2), below(20) ? out : NULL);
+        for (uint32_t i = 0; s == KILN_OK && i < n; i++) CHECK(isfinite(out[i].x + out[i].y + out[i].z));
+        return s;
+    }
+    }
+    return KILN_OK;
+}
+
 static void one_call(Pools *p) {
     KilnStatus s = KILN_OK;
     const char *what = "";
-    switch (below(42)) {
+    switch (below(45)) {
     case 0: { /* world create into a free or stale slot */
         unsigned w = below(MAX_WORLDS);
         if (kiln_world_is_valid(p->worlds[w])) break;
@@ -833,6 +1105,9 @@ static void one_call(Pools *p) {
         }
         break;
     }
+    case 42: s = octree_call(p, &what); break;
+    case 43: s = tracer_call(p, &what); break;
+    case 44: s = gi_call(p, &what); break;
     default: {
         uint32_t count;
         s = kiln_body_get_shape_count(any_body(p), &count), what = "kiln_body_get_shape_count";
@@ -853,42 +1128,110 @@ static void one_call(Pools *p) {
     }
 }
 
+/* The GPU objects the calls work on: a tracer with a box mesh and one instance, a
+ * probe volume over it. Without a device the tracer stays zero (and its calls get
+ * stale-handle statuses); KILN_REQUIRE_GPU=1 makes that a failure. */
+static void open_gpu(Pools *p) {
+    KilnTracerDef def = kiln_default_tracer_def();
+    def.validation = true;
+    KilnStatus s = kiln_tracer_create(&def, &p->tracer);
+    if (s != KILN_OK) {
+        const char *required = getenv("KILN_REQUIRE_GPU");
+        CHECK(!(required && strcmp(required, "1") == 0));
+        printf("fuzz_api: no tracer (%s), its calls meet stale handles only\n", kiln_last_error_message());
+        return;
+    }
+    KilnVec3 corners[8];
+    for (unsigned i = 0; i < 8; i++)
+        corners[i] = (KilnVec3){i & 1 ? 1.0f : -1.0f, i & 2 ? 1.0f : -1.0f, i & 4 ? 1.0f : -1.0f};
+    static const uint32_t faces[36] = {0, 2, 1, 1, 2, 3, 4, 5, 6, 5, 7, 6, 0, 1, 4, 1, 5, 4,
+                                       2, 6, 3, 3, 6, 7, 0, 4, 2, 2, 4, 6, 1, 3, 5, 3, 7, 5};
+    uint32_t mesh, instance;
+    CHECK_STATUS(kiln_tracer_add_mesh(p->tracer, corners, 8, faces, 12, &mesh), KILN_OK);
+    KilnInstanceDef inst = kiln_default_instance_def();
+    CHECK_STATUS(kiln_tracer_add_instance(p->tracer, &inst, &instance), KILN_OK);
+    p->meshes = p->instances = 1;
+    KilnGiDef gdef = kiln_default_gi_def();
+    gdef.bounds_min = (KilnVec3){-6.0f, -1.0f, -6.0f};
+    gdef.bounds_max = (KilnVec3){6.0f, 4.0f, 6.0f};
+    gdef.spacing = 3.0f;
+    CHECK_STATUS(kiln_gi_create(p->tracer, &gdef, &p->gi), KILN_OK);
+}
+
+/* The runtime, a terrain with a pond, shapes and an octree set; the GPU objects when
+ * asked. */
+static void open_pools(Pools *p, int gpu) {
+    memset(p, 0, sizeof *p);
+    KilnRuntimeDef rdef = kiln_default_runtime_def();
+    rdef.thread_count = 2;
+    CHECK_STATUS(kiln_runtime_create(&rdef, &p->runtime), KILN_OK);
+    KilnTerrainDef tdef = kiln_default_terrain_def();
+    CHECK_STATUS(kiln_terrain_create(&tdef, &p->terrain), KILN_OK);
+    CHECK_STATUS(kiln_terrain_fill(p->terrain, (KilnInt3){-14, -4, -14}, (KilnInt3){14, 0, 14}, KILN_MATERIAL_ROCK, NULL),
+                 KILN_OK);
+    /* A pond over half the floor, so bodies float and queries meet water. */
+    CHECK_STATUS(kiln_terrain_fill(p->terrain, (KilnInt3){-14, 1, -14}, (KilnInt3){0, 2, 14}, KILN_MATERIAL_WATER, NULL),
+                 KILN_OK);
+    CHECK_STATUS(kiln_terrain_regenerate(p->terrain, p->runtime, NULL), KILN_OK);
+    for (unsigned k = 0; k < MAX_SHAPES; k++)
+        CHECK_STATUS(kiln_shape_create_box((KilnVec3){0.3f + 0.1f * (float)k, 0.4f, 0.5f}, &p->shapes[k]), KILN_OK);
+    CHECK_STATUS(kiln_octree_set_create(&p->octree_set), KILN_OK);
+    if (gpu) open_gpu(p);
+}
+
+/* Everything goes: destroying worlds frees their bodies; the terrain comes back. */
+static void close_pools(Pools *p) {
+    for (unsigned k = 0; k < MAX_FRAMES; k++)
+        if (kiln_frame_is_valid(p->frames[k])) CHECK_STATUS(kiln_frame_destroy(p->frames[k]), KILN_OK);
+    for (unsigned k = 0; k < MAX_CHARACTERS; k++)
+        if (kiln_character_is_valid(p->characters[k])) CHECK_STATUS(kiln_character_destroy(p->characters[k]), KILN_OK);
+    if (kiln_gi_is_valid(p->gi)) CHECK_STATUS(kiln_gi_destroy(p->gi), KILN_OK);
+    if (kiln_tracer_is_valid(p->tracer)) { /* the validation layer saw nothing wrong */
+        char text[4096] = "";
+        uint32_t messages = 0;
+        CHECK_STATUS(kiln_tracer_get_validation_messages(p->tracer, text, sizeof text, &messages), KILN_OK);
+        if (messages) fprintf(stderr, "validation: %s\n", text);
+        CHECK(messages == 0);
+        CHECK_STATUS(kiln_tracer_destroy(p->tracer), KILN_OK);
+    }
+    for (unsigned w = 0; w < MAX_WORLDS; w++)
+        if (kiln_world_is_valid(p->worlds[w])) CHECK_STATUS(kiln_world_destroy(p->worlds[w]), KILN_OK);
+    for (unsigned i = 0; i < MAX_BODIES; i++) {
+        if (kiln_body_is_valid(p->bodies[i]))
+            fprintf(stderr, "body {%u, %u} of world {%u, %u} outlived its world\n", p->bodies[i].index1,
+                    p->bodies[i].generation, p->bodies[i].world.index1, p->bodies[i].world.generation);
+        CHECK(!kiln_body_is_valid(p->bodies[i]));
+    }
+    for (unsigned k = 0; k < MAX_SHAPES; k++)
+        if (kiln_shape_is_valid(p->shapes[k])) CHECK_STATUS(kiln_shape_destroy(p->shapes[k]), KILN_OK);
+    if (kiln_octree_set_is_valid(p->octree_set)) CHECK_STATUS(kiln_octree_set_destroy(p->octree_set), KILN_OK);
+    CHECK_STATUS(kiln_terrain_destroy(p->terrain), KILN_OK);
+    CHECK_STATUS(kiln_runtime_destroy(p->runtime), KILN_OK);
+}
+
+#ifdef KILN_FUZZ_API_ENTRY
+/* libFuzzer's entry (through fuzz/fuzz_targets/api_calls.rs): calls drawn from `data`
+ * until it runs out, at most 2,000; any failed check aborts, so the fuzzer keeps the
+ * input. */
+int kiln_fuzz_api_run(const uint8_t *data, size_t size);
+int kiln_fuzz_api_run(const uint8_t *data, size_t size) {
+    fuzz_bytes = data, fuzz_left = size;
+    Pools p;
+    open_pools(&p, 0);
+    for (unsigned i = 0; i < 2000 && fuzz_left > 0 && checks_failed == 0; i++) one_call(&p);
+    close_pools(&p);
+    fuzz_bytes = NULL;
+    (void)check_summary;
+    if (checks_failed) abort();
+    return 0;
+}
+#else
 static void run(uint64_t seed, unsigned calls) {
     rng_state = seed * 0x9e3779b97f4a7c15ull + 1;
     Pools p;
-    memset(&p, 0, sizeof p);
-    KilnRuntimeDef rdef = kiln_default_runtime_def();
-    rdef.thread_count = 2;
-    CHECK_STATUS(kiln_runtime_create(&rdef, &p.runtime), KILN_OK);
-    KilnTerrainDef tdef = kiln_default_terrain_def();
-    CHECK_STATUS(kiln_terrain_create(&tdef, &p.terrain), KILN_OK);
-    CHECK_STATUS(kiln_terrain_fill(p.terrain, (KilnInt3){-14, -4, -14}, (KilnInt3){14, 0, 14}, KILN_MATERIAL_ROCK, NULL),
-                 KILN_OK);
-    /* A pond over half the floor, so bodies float and queries meet water. */
-    CHECK_STATUS(kiln_terrain_fill(p.terrain, (KilnInt3){-14, 1, -14}, (KilnInt3){0, 2, 14}, KILN_MATERIAL_WATER, NULL),
-                 KILN_OK);
-    CHECK_STATUS(kiln_terrain_regenerate(p.terrain, p.runtime, NULL), KILN_OK);
-    for (unsigned k = 0; k < MAX_SHAPES; k++)
-        CHECK_STATUS(kiln_shape_create_box((KilnVec3){0.3f + 0.1f * (float)k, 0.4f, 0.5f}, &p.shapes[k]), KILN_OK);
+    open_pools(&p, 1);
     for (unsigned i = 0; i < calls; i++) one_call(&p);
-
-    /* Everything goes: destroying worlds frees their bodies; the terrain comes back. */
-    for (unsigned k = 0; k < MAX_FRAMES; k++)
-        if (kiln_frame_is_valid(p.frames[k])) CHECK_STATUS(kiln_frame_destroy(p.frames[k]), KILN_OK);
-    for (unsigned k = 0; k < MAX_CHARACTERS; k++)
-        if (kiln_character_is_valid(p.characters[k])) CHECK_STATUS(kiln_character_destroy(p.characters[k]), KILN_OK);
-    for (unsigned w = 0; w < MAX_WORLDS; w++)
-        if (kiln_world_is_valid(p.worlds[w])) CHECK_STATUS(kiln_world_destroy(p.worlds[w]), KILN_OK);
-    for (unsigned i = 0; i < MAX_BODIES; i++) {
-        if (kiln_body_is_valid(p.bodies[i]))
-            fprintf(stderr, "body {%u, %u} of world {%u, %u} outlived its world\n", p.bodies[i].index1,
-                    p.bodies[i].generation, p.bodies[i].world.index1, p.bodies[i].world.generation);
-        CHECK(!kiln_body_is_valid(p.bodies[i]));
-    }
-    for (unsigned k = 0; k < MAX_SHAPES; k++)
-        if (kiln_shape_is_valid(p.shapes[k])) CHECK_STATUS(kiln_shape_destroy(p.shapes[k]), KILN_OK);
-    CHECK_STATUS(kiln_terrain_destroy(p.terrain), KILN_OK);
-    CHECK_STATUS(kiln_runtime_destroy(p.runtime), KILN_OK);
+    close_pools(&p);
     printf("seed %llu: %u calls, %u ok, %u refused with a status and a message\n", (unsigned long long)seed, p.calls,
            p.ok, p.refused);
     fflush(stdout); /* in order with the failures on stderr */
@@ -903,3 +1246,4 @@ int main(int argc, char **argv) {
     for (uint64_t seed = first; seed < first + count; seed++) run(seed, calls);
     return check_summary("fuzz_api");
 }
+#endif
