@@ -23,6 +23,11 @@
  *    kiln_set_allocator() comes before every other call;
  *  - log and job callbacks may run on any of the runtime's workers at once; query
  *    and debug-draw callbacks run on the calling thread, one at a time.
+ *
+ * Determinism: the same calls give the same bits for any worker count, host
+ * scheduler and SIMD width (scalar, SSE2, AVX2, AVX-512). The environment variable
+ * KILN_SIMD=scalar|sse2|avx2|avx512, read once on first use, caps the SIMD
+ * width Kiln uses, e.g. to check on one machine what a narrower CPU computes.
  */
 
 #ifndef KILN_H

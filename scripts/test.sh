@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite (the README's second command; CI runs it through .ci/run):
-# formatting, shader freshness, clippy (also with the tracy feature), Rust tests (header freshness included; GPU
-# tests on whatever Vulkan device is present, lavapipe without a GPU, validation on),
-# the exported-symbol list and SONAME, the install step, the README's C programs, and the C samples built with
-# make (pkg-config, ASan+UBSan) and with CMake (find_package) against the installed
-# package; then the library itself under AddressSanitizer and ThreadSanitizer
-# (scripts/sanitize.sh, nightly toolchain) and a short run of every fuzz target over
-# its seed corpus (scripts/fuzz.sh, cargo fuzz).
+# formatting, shader freshness, clippy (also with the tracy feature), Rust tests
+# (header freshness included; GPU tests on whatever Vulkan device is present,
+# lavapipe without a GPU, validation and synchronisation validation on), the
+# exported-symbol list and SONAME, the install step, the README's C programs, the C
+# samples built with make (pkg-config, ASan+UBSan) and with CMake (find_package)
+# against the installed package, long runs with their memory checked; then the
+# library itself under AddressSanitizer and ThreadSanitizer (scripts/sanitize.sh,
+# nightly toolchain) and a short run of every fuzz target over its seed corpus
+# (scripts/fuzz.sh, cargo fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -55,6 +57,11 @@ step "C samples and C tests: CMake find_package(kiln) against the installed pack
 cmake -S samples-c -B build/test-cmake -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/test-cmake -j 2 >/dev/null
 ctest --test-dir build/test-cmake --output-on-failure
+
+step "long runs: 10,000 rain steps with sleep on, 1,000 integrated frames (memory flat within 1%)"
+cargo run --release --locked -q -p kiln --example long_runs
+mkdir -p build/long-runs
+build/test-cmake/demo 1000 "$PWD/build/long-runs" 200 | grep -E "resident set|passed|failed|GPU passes"
 
 step "the library under AddressSanitizer and ThreadSanitizer (scripts/sanitize.sh)"
 bash scripts/sanitize.sh

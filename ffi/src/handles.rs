@@ -118,19 +118,6 @@ impl<T> HandleTable<T> {
         self.with_wait(index1, generation, |entry| Ok(f(entry)))
     }
 
-    /// Runs `f` on the object behind the handle, waiting for its lock. Only for calls
-    /// that hold no other object's lock (so no cycle can form).
-    pub(crate) fn with_wait<R>(
-        &self,
-        index1: u32,
-        generation: u32,
-        f: impl FnOnce(&mut T) -> Result<R, Error>,
-    ) -> Result<R, Error> {
-        let entry = self.lookup(index1, generation)?;
-        let mut guard = entry.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut guard)
-    }
-
     /// Runs `f` on the object behind the handle. Never blocks: an object that is busy
     /// (for example a callback calling back into its own runtime) gives an error.
     pub(crate) fn with<R>(
@@ -152,8 +139,9 @@ impl<T> HandleTable<T> {
     /// Runs a short `f` on the object behind the handle, waiting while another thread
     /// is inside it; busy only when this thread is (a call from one of the object's
     /// own callbacks), where waiting would never end. For reads that must not answer
-    /// "busy" merely because another thread is working (`kiln_body_is_valid`).
-    pub(crate) fn wait_unless_held<R>(
+    /// "busy" merely because another thread is working (`kiln_body_is_valid`, shared
+    /// shapes), and for calls that hold no other object's lock (so no cycle can form).
+    pub(crate) fn with_wait<R>(
         &self,
         index1: u32,
         generation: u32,

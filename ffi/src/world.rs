@@ -394,7 +394,7 @@ pub(crate) fn with_world_waiting<R>(
     id: KilnWorldId,
     f: impl FnOnce(&mut WorldEntry) -> Result<R, Error>,
 ) -> Result<R, Error> {
-    WORLDS.wait_unless_held(id.index1, id.generation, f)
+    WORLDS.with_wait(id.index1, id.generation, f)
 }
 
 /// Runs `f` on the terrain a world holds (for calls made through the terrain's own

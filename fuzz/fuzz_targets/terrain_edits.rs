@@ -15,7 +15,7 @@ use kiln::jobs::ThreadPool;
 use kiln::math::{ray_triangle, triangle_overlaps_aabb, IVec3, Vec3};
 use kiln::math::{Aabb, Ray};
 use kiln::spatial::{KdMesh, MeshMode};
-use kiln::terrain::{build_chunk, Material, Terrain, TerrainHit};
+use kiln::terrain::{Material, Terrain, TerrainHit};
 use libfuzzer_sys::fuzz_target;
 
 const MATERIALS: [Material; 5] = [Material::AIR, Material::WATER, Material::ROCK, Material::GRASS, Material::SAND];
@@ -56,23 +56,6 @@ struct Fill {
 /// The material a voxel has after the fills, replayed.
 fn replay(fills: &[Fill], v: IVec3) -> Material {
     fills.iter().rev().find(|f| v.cmpge(f.min).all() && v.cmple(f.max).all()).map_or(Material::AIR, |f| f.material)
-}
-
-/// Every non-empty chunk mesh around the terrain's geometry, built from its voxels.
-fn all_meshes(t: &Terrain) -> Vec<(IVec3, KdMesh)> {
-    let Some((lo, hi)) = t.geometry_bounds() else { return Vec::new() };
-    let mut out = Vec::new();
-    for y in lo.y - 1..=hi.y + 1 {
-        for z in lo.z - 1..=hi.z + 1 {
-            for x in lo.x - 1..=hi.x + 1 {
-                let c = IVec3::new(x, y, z);
-                if let Some(mesh) = build_chunk(t.voxels(), c, t.voxel_size(), t.meshes().mode()) {
-                    out.push((c, mesh));
-                }
-            }
-        }
-    }
-    out
 }
 
 /// The closest hit over all triangles: lowest `t`, then chunk, then triangle.
@@ -124,7 +107,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     // Rays, before the last regeneration (edits are seen at once) and after it.
-    let meshes = all_meshes(&terrain);
+    let meshes = terrain.all_chunk_meshes();
     let rays: Vec<Ray> = (0..8)
         .map(|_| {
             let origin = bytes.point(voxel);

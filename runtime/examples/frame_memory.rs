@@ -4,43 +4,17 @@
 //!
 //!   cargo run --release -p kiln --features demo --example frame_memory -- [FRAMES] [validation 0|1]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
+#[path = "common/live_heap.rs"]
+mod live_heap;
 
 use kiln::gpu::{GpuConfig, RayTracer};
 use kiln::integrated::{demo_frame, DemoGi};
 use kiln::jobs::ThreadPool;
 use kiln::physics::scenes;
-
-struct Counting;
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller's contract.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller's contract.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller's contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use live_heap::{live, resident_kib, Counting};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
-
-fn resident_kib() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    statm.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()).unwrap_or(0) * 4
-}
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -57,7 +31,7 @@ fn main() {
     for i in 1..=frames {
         frame.run(&pool, 1.0 / 60.0).expect("a frame");
         if i % (frames / 10).max(1) == 0 || i == 100 {
-            println!("{i:>7} {:>14} {:>12}", LIVE.load(Ordering::Relaxed), resident_kib());
+            println!("{i:>7} {:>14} {:>12}", live(), resident_kib());
         }
     }
 }

@@ -145,6 +145,144 @@ fn world_steps_allocate_nothing() {
     }
 }
 
+/// With sleep on, steps keep allocating nothing while islands fall asleep and are
+/// woken: every 30 steps a kick wakes a different resting body, whose island wakes,
+/// collides and sleeps again.
+fn world_steps_with_sleep_allocate_nothing() {
+    use kiln::physics::{scenes, SetKind};
+    for threads in [0, 3] {
+        let pool = ThreadPool::new(threads);
+        let (mut world, ids) = scenes::rain(256).build();
+        world.set_sleep_enabled(true);
+        let kick = |world: &mut kiln::physics::World, step: usize| {
+            if step.is_multiple_of(30) {
+                let id = ids[1 + (step / 30 * 37) % (ids.len() - 1)];
+                if let Ok(xf) = world.transform(id) {
+                    let _ = world.apply_impulse(id, glam::Vec3::new(0.0, 4.0, 1.0), xf.translation);
+                }
+            }
+        };
+        // Long enough for the rain to land, sleep, and go through a round of kicks.
+        for step in 0..1500 {
+            world.step(1.0 / 60.0, pool.jobs()).unwrap();
+            kick(&mut world, step);
+        }
+        let sleeping = world.bodies().set(SetKind::Awake).id.len() < ids.len() / 2;
+        assert!(sleeping, "most of the rain sleeps: {} awake", world.awake_count());
+        let before = ALLOCATIONS.load(Ordering::SeqCst);
+        let mut woken = 0;
+        for step in 1500..1620 {
+            world.step(1.0 / 60.0, pool.jobs()).unwrap();
+            let awake = world.awake_count();
+            kick(&mut world, step);
+            woken += world.awake_count().saturating_sub(awake);
+        }
+        let allocations = ALLOCATIONS.load(Ordering::SeqCst) - before;
+        assert!(woken > 0, "kicks wake islands");
+        assert_eq!(allocations, 0, "{allocations} heap allocations in 120 steps with sleep on, {threads} threads");
+    }
+}
+
+/// World queries into caller buffers allocate nothing once those buffers and the
+/// terrain meshes the rays reach exist: closest, all and batched rays, box and shape
+/// overlaps, and shape casts, over bodies and terrain.
+fn world_queries_allocate_nothing() {
+    use glam::Vec3;
+    use kiln::math::{Aabb, Isometry, Ray};
+    use kiln::physics::{scenes, QueryFilter, RayHit};
+    use kiln::shapes::Shape;
+    let pool = ThreadPool::new(2);
+    let (mut world, _) = scenes::rain(256).build();
+    for _ in 0..240 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+    }
+    let filter = QueryFilter::default();
+    let rays: Vec<Ray> = (0..64)
+        .map(|i| {
+            let at = Vec3::new((i % 8) as f32 * 28.0 + 16.0, 40.0, (i / 8) as f32 * 28.0 + 16.0);
+            Ray::new(at, Vec3::new(0.2, -1.0, 0.1))
+        })
+        .collect();
+    let mut hits: Vec<Option<RayHit>> = vec![None; rays.len()];
+    let mut all = Vec::with_capacity(256);
+    let mut targets = Vec::with_capacity(4096);
+    let ball = Shape::sphere(Vec3::ZERO, 1.5).unwrap();
+    let mut round = |world: &mut kiln::physics::World| {
+        let mut found = 0;
+        for ray in &rays {
+            found += world.cast_ray(ray, 100.0, &filter).is_some() as usize;
+            world.cast_ray_all(ray, 100.0, &filter, &mut all);
+            found += all.len();
+        }
+        world.cast_ray_batch(&rays, 100.0, &filter, &mut hits, pool.jobs());
+        found += hits.iter().flatten().count();
+        for ray in rays.iter().step_by(8) {
+            let at = ray.at(20.0);
+            world.overlap_aabb(
+                &Aabb::new(at - Vec3::splat(6.0), at + Vec3::splat(6.0)),
+                &filter,
+                pool.jobs(),
+                &mut targets,
+            );
+            found += targets.len();
+            world.overlap_shape(&ball, &Isometry::from_translation(at), &filter, pool.jobs(), &mut targets);
+            found += targets.len();
+            let cast =
+                world.cast_shape(&ball, &Isometry::from_translation(ray.origin), ray.dir * 60.0, &filter, pool.jobs());
+            found += cast.is_some() as usize;
+        }
+        found
+    };
+    for _ in 0..3 {
+        round(&mut world);
+    }
+    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    let mut found = 0;
+    for _ in 0..10 {
+        found += round(&mut world);
+    }
+    let allocations = ALLOCATIONS.load(Ordering::SeqCst) - before;
+    assert!(found > 1000, "the queries find things: {found}");
+    assert_eq!(allocations, 0, "{allocations} heap allocations in 10 rounds of world queries");
+}
+
+/// A character walking a circle among ragdolls on a floor, each frame a move and a
+/// step: nothing allocates once the buffers have grown.
+fn characters_allocate_nothing() {
+    use glam::Vec3;
+    use kiln::character::{Character, CharacterDef};
+    use kiln::physics::CharacterBodies;
+    let pool = ThreadPool::new(2);
+    let (mut world, _) = ragdolls_on_a_floor().build();
+    let def = CharacterDef::default();
+    let floor_top = 1.0;
+    let mut character =
+        Character::new(def, Vec3::new(16.0, floor_top + def.height * 0.5 + def.radius + def.skin, 12.0)).unwrap();
+    let settings = CharacterBodies::default();
+    let dt = 1.0 / 60.0;
+    let frame = |world: &mut kiln::physics::World, character: &mut Character, i: usize| {
+        let angle = i as f32 * 0.02;
+        let walk = Vec3::new(angle.cos(), 0.0, angle.sin()) * 3.0 - Vec3::Y;
+        world.move_character(character, walk * dt, dt, &settings, pool.jobs()).unwrap();
+        world.step(dt, pool.jobs()).unwrap();
+    };
+    // Sleep groups keep their memory when freed and take the next island that
+    // sleeps: growth stops once each has held the largest island it will hold, which
+    // takes the ragdolls a few rounds of being pushed awake and falling asleep.
+    for i in 0..1800 {
+        frame(&mut world, &mut character, i);
+    }
+    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    let start = character.position();
+    for i in 1800..1920 {
+        frame(&mut world, &mut character, i);
+    }
+    let allocations = ALLOCATIONS.load(Ordering::SeqCst) - before;
+    assert!(character.position().distance(start) > 1.0, "the character walks");
+    assert!(character.is_grounded(), "on the floor");
+    assert_eq!(allocations, 0, "{allocations} heap allocations in 120 frames of a walking character");
+}
+
 /// A stand-in scene named "pool" for [`floating_pool`] (the scenes have no water).
 fn pool_scene() -> kiln::physics::scenes::Scene {
     let mut scene = kiln::physics::scenes::pyramid(2);
@@ -226,7 +364,7 @@ fn ragdolls_on_a_floor() -> kiln::physics::scenes::Scene {
     scene
 }
 
-/// Runs the three checks one after the other on the main thread; nothing else runs in
+/// Runs the checks one after the other on the main thread; nothing else runs in
 /// the process meanwhile. Arguments (test filters, `--list`) are ignored: the binary
 /// is one test.
 fn main() {
@@ -234,10 +372,13 @@ fn main() {
         println!("steady_states_allocate_nothing: test");
         return;
     }
-    let checks: [(&str, fn()); 3] = [
+    let checks: [(&str, fn()); 6] = [
         ("steady-state frames", steady_state_frames_allocate_nothing),
         ("steady-state broadphase", steady_state_broadphase_frames_allocate_nothing),
         ("world steps", world_steps_allocate_nothing),
+        ("world steps with sleep on", world_steps_with_sleep_allocate_nothing),
+        ("world queries", world_queries_allocate_nothing),
+        ("characters", characters_allocate_nothing),
     ];
     for (name, check) in checks {
         check();

@@ -55,7 +55,11 @@ impl GpuBuffer {
         let buffer = unsafe { device.create_buffer(&info, None) }.call("vkCreateBuffer")?;
         // SAFETY: `buffer` was just created on this device.
         let requirements = unsafe { device.get_buffer_memory_requirements(buffer) };
-        shared.reserve(name, requirements.size)?;
+        if let Err(err) = shared.reserve(name, requirements.size) {
+            // SAFETY: the buffer is unbound and unused.
+            unsafe { device.destroy_buffer(buffer, None) };
+            return Err(err);
+        }
         let location = match memory {
             BufferMemory::Device => MemoryLocation::GpuOnly,
             BufferMemory::Upload => MemoryLocation::CpuToGpu,

@@ -141,6 +141,26 @@ impl MessageLog {
             messages.push(text);
         }
     }
+
+    fn len(&self) -> usize {
+        self.messages.lock().map_or(0, |m| m.len())
+    }
+
+    fn since(&self, start: usize) -> Vec<String> {
+        self.messages.lock().map_or_else(|_| Vec::new(), |m| m.get(start..).unwrap_or_default().to_vec())
+    }
+}
+
+/// Validation messages raised while standalone contexts were torn down (objects left
+/// alive at `vkDestroyDevice`, hazards found at the last idle wait), which no
+/// context is left to report: [`teardown_messages`] reads them.
+static TEARDOWN_MESSAGES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Every validation message raised while a standalone context with validation on
+/// was torn down, in this process so far (each also printed to stderr when raised).
+/// The list only grows: compare its length before and after.
+pub fn teardown_messages() -> Vec<String> {
+    TEARDOWN_MESSAGES.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
 unsafe extern "system" fn debug_callback(
@@ -256,6 +276,7 @@ impl Shared {
 
 impl Drop for Shared {
     fn drop(&mut self) {
+        let before = self.messages.len();
         // SAFETY: this is the last owner: every buffer, kernel and command pool holding
         // an `Arc<Shared>` is gone. Standalone, nothing uses the device after the idle
         // wait. Embedded, the engine's device and instance are left alone (and not
@@ -273,6 +294,13 @@ impl Drop for Shared {
                 self.instance.destroy_instance(None);
             }
         }
+        let raised = self.messages.since(before);
+        if !raised.is_empty() {
+            for text in &raised {
+                eprintln!("kiln: validation message at teardown: {text}");
+            }
+            TEARDOWN_MESSAGES.lock().unwrap_or_else(|p| p.into_inner()).extend(raised);
+        }
     }
 }
 
@@ -289,6 +317,13 @@ fn has_instance_layer(entry: &ash::Entry, name: &CStr) -> Result<bool, GpuError>
     // SAFETY: plain enumeration through a loaded entry.
     let layers = unsafe { entry.enumerate_instance_layer_properties() }.call("vkEnumerateInstanceLayerProperties")?;
     Ok(layers.iter().any(|layer| layer.layer_name_as_c_str() == Ok(name)))
+}
+
+fn layer_has_extension(entry: &ash::Entry, layer: &CStr, name: &CStr) -> Result<bool, GpuError> {
+    // SAFETY: plain enumeration through a loaded entry.
+    let extensions = unsafe { entry.enumerate_instance_extension_properties(Some(layer)) }
+        .call("vkEnumerateInstanceExtensionProperties")?;
+    Ok(extensions.iter().any(|ext| ext.extension_name_as_c_str() == Ok(name)))
 }
 
 fn has_instance_extension(entry: &ash::Entry, name: &CStr) -> Result<bool, GpuError> {
@@ -422,7 +457,17 @@ impl Shared {
             .engine_name(c"kiln")
             .api_version(vk::API_VERSION_1_2);
         let layers = if config.validation { vec![VALIDATION_LAYER.as_ptr()] } else { Vec::new() };
-        let extensions = if debug_available { vec![debug_ext.as_ptr()] } else { Vec::new() };
+        let mut extensions = if debug_available { vec![debug_ext.as_ptr()] } else { Vec::new() };
+        // With validation, the layer's synchronisation validation too: hazards between
+        // passes (a read before the write it needs, two unordered writes) are errors.
+        let features_ext = ash::ext::validation_features::NAME;
+        let sync_validation = config.validation && layer_has_extension(&entry, VALIDATION_LAYER, features_ext)?;
+        if sync_validation {
+            extensions.push(features_ext.as_ptr());
+        }
+        let enabled_features = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
+        let mut validation_features =
+            vk::ValidationFeaturesEXT::default().enabled_validation_features(&enabled_features);
         let messages = Box::<MessageLog>::default();
         let mut messenger_info = vk::DebugUtilsMessengerCreateInfoEXT::default()
             .message_severity(
@@ -442,6 +487,9 @@ impl Shared {
         if debug_available && config.validation {
             // Also catch messages from instance creation and destruction.
             info = info.push_next(&mut messenger_info);
+        }
+        if sync_validation {
+            info = info.push_next(&mut validation_features);
         }
         // SAFETY: every pointer in `info` points at locals that outlive the call.
         let instance = unsafe { entry.create_instance(&info, None) }.call("vkCreateInstance")?;

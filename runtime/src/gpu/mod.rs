@@ -64,7 +64,7 @@ pub use crate::raytrace::{
 pub use ash::vk;
 pub use blas_refit::{BlasRefit, GpuBlas};
 pub use buffer::{BufferMemory, GpuBuffer, MAX_BUFFER_BYTES};
-pub use context::{DeviceChoice, DeviceInfo, DeviceKind, EmbeddedDevice, GpuConfig};
+pub use context::{teardown_messages, DeviceChoice, DeviceInfo, DeviceKind, EmbeddedDevice, GpuConfig};
 pub use error::GpuError;
 pub use gi_bake::{GiBaker, BAKE_BATCH_PROBES};
 pub use gi_compress::{GiCompressor, GpuVisibility, MAX_COMPRESS_BATCH};

@@ -57,6 +57,8 @@ pub struct Gpu {
     timings: Vec<GpuTiming>,
     sync: SyncStats,
     lost: bool,
+    /// Waits left before an injected device loss (see [`Gpu::lose_device_after`]).
+    lose_after: Option<u32>,
     /// Embedded mode: one staging ring per frame slot, and what must outlive the
     /// engine's command buffers (see [`Gpu::record_into`]).
     slots: Vec<FrameSlot>,
@@ -212,6 +214,7 @@ impl Gpu {
             timings: Vec::new(),
             sync: SyncStats::default(),
             lost: false,
+            lose_after: std::env::var("KILN_GPU_LOSE_AFTER").ok().and_then(|v| v.parse().ok()),
             slots: Vec::new(),
             graveyard: Vec::new(),
             pending: None,
@@ -367,7 +370,13 @@ impl Gpu {
         let device = &self.shared.device;
         let start = std::time::Instant::now();
         // SAFETY: the fence belongs to the submission in flight.
-        let waited = unsafe { device.wait_for_fences(&[self.fence], true, FENCE_TIMEOUT_NS) }.call("vkWaitForFences");
+        let mut waited =
+            unsafe { device.wait_for_fences(&[self.fence], true, FENCE_TIMEOUT_NS) }.call("vkWaitForFences");
+        match self.lose_after {
+            Some(0) => waited = Err(GpuError::DeviceLost),
+            Some(n) => self.lose_after = Some(n - 1),
+            None => {}
+        }
         let blocked_ms = start.elapsed().as_secs_f64() * 1e3;
         // SAFETY: the fence is not in use once waited on (or the device is lost).
         let _ = unsafe { device.reset_fences(&[self.fence]) };
@@ -382,6 +391,23 @@ impl Gpu {
     /// Whether a submission is in flight.
     pub fn is_pending(&self) -> bool {
         self.pending.is_some()
+    }
+
+    /// Creates a fence and never destroys it: the leak the teardown check must name.
+    #[cfg(test)]
+    pub(crate) fn leak_a_fence(&self) {
+        // SAFETY: valid create info on a live device; the fence is left for the
+        // validation layer to report at vkDestroyDevice.
+        let _ = unsafe { self.shared.device.create_fence(&vk::FenceCreateInfo::default(), None) };
+    }
+
+    /// Makes the wait for the submission after the next `waits` ones report a lost
+    /// device, as `vkWaitForFences` does when the GPU hangs or resets: the way to test
+    /// what every later call does then (fail with [`GpuError::DeviceLost`]) and that
+    /// the context can still be dropped and a new one made. `KILN_GPU_LOSE_AFTER=N` in
+    /// the environment does the same for every context created (for C tests).
+    pub fn lose_device_after(&mut self, waits: u32) {
+        self.lose_after = Some(waits);
     }
 
     /// A failed submit or wait: a lost device (or a fence that never signals) makes

@@ -249,6 +249,56 @@ fn asynchronous_submissions_complete_in_order() {
     drop(gpu); // waits for the submission in flight before destroying anything
 }
 
+/// Messages raised while a context is torn down (objects alive at `vkDestroyDevice`)
+/// are kept for [`teardown_messages`]: none after a clean run, and a leaked fence
+/// is reported.
+#[test]
+fn teardown_messages_are_checked() {
+    let Some(mut gpu) = test_gpu("teardown_messages_are_checked") else { return };
+    let a = gpu.buffer("a", 4096, BufferMemory::Device).unwrap();
+    gpu.submit("work", |rec| rec.pass("upload", |rec| rec.upload(&a, 0, &[5u8; 64]))).unwrap();
+    assert_eq!(gpu.read::<u8>(&a, 64).unwrap(), [5u8; 64]);
+    assert_validation_clean(&gpu);
+    drop(a);
+    let before = crate::gpu::teardown_messages().len();
+    drop(gpu);
+    let clean = crate::gpu::teardown_messages().split_off(before);
+    assert!(clean.is_empty(), "{} messages at teardown:\n{}", clean.len(), clean.join("\n"));
+    // A fence that outlives its device is named at vkDestroyDevice.
+    let gpu = test_gpu("teardown_messages_are_checked (leak)").unwrap();
+    gpu.leak_a_fence();
+    let before = crate::gpu::teardown_messages().len();
+    drop(gpu);
+    let leaked = crate::gpu::teardown_messages().split_off(before);
+    assert!(leaked.iter().any(|m| m.contains("VkFence")), "{leaked:?}");
+}
+
+/// A lost device (injected at a fence wait, where a hang or reset shows) fails that
+/// call and every later one with `DeviceLost`, submits nothing more, and the context
+/// can be dropped and a new one made that works.
+#[test]
+fn a_lost_device_fails_every_later_call_and_a_new_context_works() {
+    let Some(mut gpu) = test_gpu("a_lost_device_fails_every_later_call_and_a_new_context_works") else { return };
+    let a = gpu.buffer("a", 256, BufferMemory::Device).unwrap();
+    gpu.lose_device_after(1);
+    gpu.submit("before", |rec| rec.pass("upload", |rec| rec.upload(&a, 0, &[1u8; 16]))).unwrap();
+    let err = gpu.submit("lost here", |rec| rec.pass("upload", |rec| rec.upload(&a, 0, &[2u8; 16]))).unwrap_err();
+    assert!(matches!(err, GpuError::DeviceLost), "{err}");
+    for _ in 0..2 {
+        let err = gpu.submit_async("after", |rec| rec.upload(&a, 0, &[3u8; 16])).unwrap_err();
+        assert!(matches!(err, GpuError::DeviceLost), "{err}");
+        assert!(!gpu.is_pending(), "nothing is submitted to a lost device");
+    }
+    assert!(matches!(gpu.read::<u8>(&a, 16), Err(GpuError::DeviceLost)));
+    drop(a);
+    drop(gpu);
+    let mut gpu = test_gpu("a new context after a lost one").unwrap();
+    let b = gpu.buffer("b", 256, BufferMemory::Device).unwrap();
+    gpu.submit("after the loss", |rec| rec.pass("upload", |rec| rec.upload(&b, 0, &[7u8; 16]))).unwrap();
+    assert_eq!(gpu.read::<u8>(&b, 16).unwrap(), [7u8; 16]);
+    assert_validation_clean(&gpu);
+}
+
 #[test]
 fn sphere_mesh_is_closed_outward_and_on_the_sphere() {
     let (radius, rings, segments) = (0.75, 8, 12);
@@ -761,6 +811,12 @@ fn a_memory_budget_reports_out_of_memory_and_loses_nothing() {
     assert!(hits.iter().any(|h| h.user_id == 99), "rays see the big mesh");
     assert_eq!(compare_hits(None, &under, &hits, &reference_hits(&tracer, &[], &under, false), false), 0);
     assert_validation_clean(tracer.gpu());
+    // A buffer refused by the budget was destroyed, not left to vkDestroyDevice (other
+    // tests' teardowns may land here too; none of them leaves a buffer).
+    let before = crate::gpu::teardown_messages().len();
+    drop(tracer);
+    let teardown = crate::gpu::teardown_messages().split_off(before);
+    assert!(!teardown.iter().any(|m| m.contains("VK_OBJECT_TYPE_BUFFER")), "{teardown:?}");
 }
 
 /// An engine's own Vulkan objects, made the way an engine would: instance with the

@@ -1,14 +1,17 @@
 //! A thin layer over glam: axis-aligned boxes, rays and rigid transforms, the types
-//! every spatial structure shares, the triangle tests (`ray_triangle` and friends), and a fast
-//! hasher for Kiln's own map keys.
+//! every spatial structure shares, the triangle tests (`ray_triangle` and friends), a fast
+//! hasher for Kiln's own map keys, and the process's SIMD ceiling.
 
 mod hash;
 mod isometry;
+mod simd_level;
 mod triangle;
 
 pub use glam::{IVec3, Mat3, Quat, Vec3};
 pub use hash::{hash_floats, FastHasher, FastMap};
 pub use isometry::Isometry;
+pub(crate) use simd_level::simd_allows;
+pub use simd_level::{set_simd_ceiling, simd_ceiling, SimdLevel};
 pub use triangle::{ray_triangle, triangle_normal, triangle_overlaps_aabb, RayShear, TriangleHit};
 
 /// An axis-aligned box, `min <= max` on every axis for a valid box.

@@ -44,6 +44,9 @@ impl Default for CharacterBodies {
     }
 }
 
+/// Targets a character's query lists hold room for from the first move.
+const CHARACTER_TARGETS: usize = 64;
+
 /// The world as the character controller sees it: terrain triangles and body shapes
 /// near the path.
 struct Obstructions<'a> {
@@ -97,16 +100,26 @@ impl World {
         if settings.ride && character.is_grounded() {
             let probe = Shape::Sphere { center: Vec3::ZERO, radius: def.radius * 0.5 };
             let at = Isometry::from_translation(feet - def.up * (def.ground_probe + def.skin));
-            let mut under = Vec::new();
+            let mut under = std::mem::take(&mut self.scratch.character_targets[0]);
+            // Room for a crowd at once, so the list rarely grows in play.
+            under.clear();
+            under.reserve(CHARACTER_TARGETS);
             let filter = QueryFilter { terrain: false, sensors: false, static_bodies: false, ..settings.filter };
             self.overlap_shape(&probe, &at, &filter, jobs, &mut under);
             // The first body under the feet, in query order: the same for any run.
             if let Some(QueryTarget::Body { body, .. }) = under.first() {
                 carried = self.bodies.velocity_at(body.index, feet) * dt;
             }
+            self.scratch.character_targets[0] = under;
         }
-        let mut obstructions = Obstructions { world: self, jobs, filter: settings.filter, targets: Vec::new() };
-        let result = character.move_by(displacement + carried, &mut obstructions)?;
+        let mut targets = std::mem::take(&mut self.scratch.character_targets[1]);
+        targets.clear();
+        targets.reserve(CHARACTER_TARGETS);
+        let mut obstructions = Obstructions { world: self, jobs, filter: settings.filter, targets };
+        let result = character.move_by(displacement + carried, &mut obstructions);
+        let Obstructions { targets, .. } = obstructions;
+        self.scratch.character_targets[1] = targets;
+        let result = result?;
         self.push_bodies(character, displacement, dt, settings, jobs);
         Ok(result)
     }
@@ -139,13 +152,13 @@ impl World {
             kinematic_bodies: false,
             ..settings.filter
         };
-        let mut touching = Vec::new();
+        let mut touching = std::mem::take(&mut self.scratch.character_targets[0]);
         self.overlap_shape(&grown, &at, &filter, jobs, &mut touching);
         touching.dedup_by_key(|t| match t {
             QueryTarget::Body { body, .. } => Some(*body),
             QueryTarget::Terrain { .. } => None,
         });
-        for target in touching {
+        for &target in &touching {
             let QueryTarget::Body { body, .. } = target else { continue };
             if self.bodies.motion_type(body) != Ok(MotionType::Dynamic) {
                 continue;
@@ -163,6 +176,7 @@ impl World {
                 let _ = self.apply_impulse(body, dir * impulse, xf.translation);
             }
         }
+        self.scratch.character_targets[0] = touching;
     }
 }
 

@@ -120,7 +120,7 @@ impl Default for Coloring {
             counts: [0; COLORS + 1],
             order: Vec::new(),
             ranges: Vec::new(),
-            wide: true,
+            wide: crate::math::simd_allows(crate::math::SimdLevel::Sse2),
             lanes: match (lanes::sixteen_available(), lanes::eight_available()) {
                 (true, _) => 16,
                 (false, true) => 8,

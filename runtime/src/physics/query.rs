@@ -410,9 +410,11 @@ impl World {
         }
         self.refresh_escaped();
         if let (Some(t), true) = (&mut self.terrain, filter.terrain) {
-            let mut terrain_hits = vec![None; rays.len()];
-            t.ray_cast_batch(rays, max_t, &mut terrain_hits, jobs);
-            for (hit, t) in hits.iter_mut().zip(terrain_hits) {
+            let terrain_hits = &mut self.scratch.terrain_hits;
+            terrain_hits.clear();
+            terrain_hits.resize(rays.len(), None);
+            t.ray_cast_batch(rays, max_t, terrain_hits, jobs);
+            for (hit, t) in hits.iter_mut().zip(terrain_hits.iter()) {
                 *hit = t.map(RayHit::terrain);
             }
         }

@@ -398,6 +398,10 @@ pub(super) struct Scratch {
     pub(super) fast: Vec<u32>,
     pub(super) hits: Vec<Option<(Vec3, Quat)>>,
     pub(super) sleepers: Vec<(u32, BodyId)>,
+    /// The terrain's hits of a world ray batch (`World::cast_ray_batch`).
+    pub(super) terrain_hits: Vec<Option<crate::terrain::TerrainHit>>,
+    /// The targets a character's move asks the world for (`World::move_character`).
+    pub(super) character_targets: [Vec<super::QueryTarget>; 2],
 }
 
 impl Default for World {

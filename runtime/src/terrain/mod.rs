@@ -90,6 +90,9 @@ pub struct Terrain {
     needed: Vec<IVec3>,
     /// Scratch of `query_triangles`: the chunks a box touches.
     query_chunks: Vec<IVec3>,
+    /// Scratch of `ray_cast_batch`: the walks and the chunks they wait for.
+    batch_walks: Vec<(raycast::RayWalk, Option<IVec3>)>,
+    batch_needed: Vec<IVec3>,
     /// Bumped by every change of the triangles a query can return (edits, mesh mode).
     revision: u64,
     /// Names the masks as they are (see [`Terrain::mask_stamp`]).
@@ -119,6 +122,8 @@ impl Terrain {
             missing: Vec::new(),
             needed: Vec::new(),
             query_chunks: Vec::new(),
+            batch_walks: Vec::new(),
+            batch_needed: Vec::new(),
             revision: 0,
             mask_stamp: fresh_mask_stamp(),
         }
@@ -303,6 +308,25 @@ impl Terrain {
 
     /// The cached mesh of chunk `coord`: `None` when the chunk has no triangles or is
     /// not cached (see [`Terrain::prepare_meshes`]).
+    /// Every non-empty chunk mesh from one chunk below the geometry's bounds to one
+    /// above, built from the voxels now (not taken from the cache): the reference
+    /// that brute-force checks of queries compare against.
+    pub fn all_chunk_meshes(&self) -> Vec<(IVec3, KdMesh)> {
+        let Some((lo, hi)) = self.geometry_bounds() else { return Vec::new() };
+        let mut out = Vec::new();
+        for y in lo.y - 1..=hi.y + 1 {
+            for z in lo.z - 1..=hi.z + 1 {
+                for x in lo.x - 1..=hi.x + 1 {
+                    let c = IVec3::new(x, y, z);
+                    if let Some(mesh) = build_chunk(&self.voxels, c, self.voxel_size, self.meshes.mode()) {
+                        out.push((c, mesh));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     pub fn chunk_mesh(&self, coord: IVec3) -> Option<&KdMesh> {
         self.meshes.get(coord).flatten()
     }

@@ -29,6 +29,7 @@ use glam::{IVec3, Vec3};
 use super::surface::Neighbourhood;
 use super::voxels::{Material, CHUNK};
 use super::Terrain;
+use crate::jobs::Column;
 use crate::math::{triangle_normal, Aabb, Ray};
 use crate::spatial::{KdMesh, MeshHit, TreeWalk, RAY_LANES};
 
@@ -318,14 +319,18 @@ impl Terrain {
     ) {
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
         self.meshes.begin_round();
+        // The scratch lists, taken out so the walks can read the terrain beside them.
+        let (mut walks, mut needed) = (std::mem::take(&mut self.batch_walks), std::mem::take(&mut self.batch_needed));
         let mut hood = Neighbourhood::new(&self.surface);
-        let mut walks: Vec<(RayWalk, Option<IVec3>)> =
-            rays.iter().map(|r| (RayWalk::new(self, r, max_t, &mut hood), None)).collect();
-        let mut needed = Vec::new();
+        walks.clear();
+        walks.extend(rays.iter().map(|r| (RayWalk::new(self, r, max_t, &mut hood), None)));
         for round in 0.. {
             let terrain = &*self;
-            let mut blocks: Vec<&mut [(RayWalk, Option<IVec3>)]> = walks.chunks_mut(BATCH_BLOCK).collect();
-            jobs.for_each_mut(&mut blocks, |_, block, _| walk_interleaved(terrain, block, round == 0));
+            let blocks = Column::new(&mut walks);
+            jobs.parallel_for(0..blocks.len(), BATCH_BLOCK, |range, _| {
+                // SAFETY: `parallel_for` hands each chunk of the range to one job.
+                walk_interleaved(terrain, unsafe { blocks.rows(range) }, round == 0)
+            });
             needed.clear();
             needed.extend(walks.iter().filter_map(|(_, need)| *need));
             self.meshes.evict_to_budget();
@@ -335,9 +340,10 @@ impl Terrain {
             self.meshes.begin_round();
             self.meshes.build(&self.voxels, self.voxel_size, &needed, jobs);
         }
-        for (hit, (walk, _)) in hits.iter_mut().zip(walks) {
+        for (hit, (walk, _)) in hits.iter_mut().zip(&walks) {
             *hit = walk.best;
         }
+        (self.batch_walks, self.batch_needed) = (walks, needed);
     }
 }
 

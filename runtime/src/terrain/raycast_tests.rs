@@ -10,23 +10,6 @@ use crate::math::{ray_triangle, triangle_overlaps_aabb, Aabb, Ray};
 use crate::spatial::tests::Rng;
 use crate::spatial::MeshMode;
 
-/// Every chunk mesh in the terrain's geometry range, in the cache's mode.
-fn all_meshes(t: &Terrain) -> Vec<(IVec3, KdMesh)> {
-    let Some((lo, hi)) = t.geometry_bounds() else { return Vec::new() };
-    let mut out = Vec::new();
-    for y in lo.y - 1..=hi.y + 1 {
-        for z in lo.z - 1..=hi.z + 1 {
-            for x in lo.x - 1..=hi.x + 1 {
-                let c = IVec3::new(x, y, z);
-                if let Some(mesh) = build_chunk(t.voxels(), c, t.voxel_size(), t.meshes().mode()) {
-                    out.push((c, mesh));
-                }
-            }
-        }
-    }
-    out
-}
-
 /// The closest hit over all triangles: lowest `t`, then chunk, then triangle.
 fn brute_ray(meshes: &[(IVec3, KdMesh)], ray: &Ray, max_t: f32) -> Option<(f32, IVec3, u32)> {
     let mut best: Option<(f32, IVec3, u32)> = None;
@@ -73,7 +56,7 @@ fn ray_casts_equal_brute_force() {
             let mut t = random_world(seed, -12, 11, density);
             t.set_mesh_mode(mode);
             t.regenerate(pool.jobs());
-            let meshes = all_meshes(&t);
+            let meshes = t.all_chunk_meshes();
             let mut rng = Rng(seed);
             let rays = random_rays(&mut rng, &meshes, -9.0, 9.0, 150);
             let mut batch = vec![None; rays.len()];
@@ -200,7 +183,7 @@ fn edits_are_seen_at_once_and_never_stale() {
     t.regenerate(pool.jobs());
     assert_eq!(t.ray_cast(&onto, 100.0), Some(before));
     // Everything against brute force after the edits.
-    let meshes = all_meshes(&t);
+    let meshes = t.all_chunk_meshes();
     let mut rng = Rng(77);
     for ray in random_rays(&mut rng, &meshes, -20.0, 20.0, 100) {
         assert_eq!(t.ray_cast(&ray, 60.0).as_ref().map(hit_key), brute_ray(&meshes, &ray, 60.0));
@@ -213,7 +196,7 @@ fn triangle_queries_equal_brute_force() {
     let mut t = random_world(51, -12, 11, 0.2);
     t.regenerate(pool.jobs());
     t.fill(IVec3::new(0, 0, 0), IVec3::new(3, 3, 3), Material::GRASS); // dirty, not regenerated
-    let meshes = all_meshes(&t);
+    let meshes = t.all_chunk_meshes();
     let mut rng = Rng(52);
     for i in 0..200 {
         let c = rng.vec3(-8.0, 8.0);

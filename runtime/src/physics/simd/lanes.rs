@@ -402,18 +402,18 @@ mod avx {
     }
 }
 
-/// Whether this CPU runs eight lanes.
+/// Whether this CPU runs eight lanes and the SIMD ceiling allows them.
 pub(crate) fn eight_available() -> bool {
     #[cfg(target_arch = "x86_64")]
-    return avx::available();
+    return avx::available() && crate::math::simd_allows(crate::math::SimdLevel::Avx2);
     #[cfg(not(target_arch = "x86_64"))]
     false
 }
 
-/// Whether this CPU runs sixteen lanes.
+/// Whether this CPU runs sixteen lanes and the SIMD ceiling allows them.
 pub(crate) fn sixteen_available() -> bool {
     #[cfg(target_arch = "x86_64")]
-    return avx512::available();
+    return avx512::available() && crate::math::simd_allows(crate::math::SimdLevel::Avx512);
     #[cfg(not(target_arch = "x86_64"))]
     false
 }
@@ -592,7 +592,9 @@ pub(crate) fn more_registers() -> bool {
     if SIXTEEN_REGISTERS.load(std::sync::atomic::Ordering::Relaxed) {
         return false;
     }
-    is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl")
+    is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512vl")
+        && crate::math::simd_allows(crate::math::SimdLevel::Avx512)
 }
 
 #[cfg(test)]

@@ -96,11 +96,12 @@ struct Group {
     stack: Vec<[u32; 4]>,
 }
 
-/// Whether the wide batch can walk `s`: the CPU has AVX2 and the gathers' 32-bit
-/// offsets reach every node, triangle and vertex.
+/// Whether the wide batch can walk `s`: the CPU has AVX2, the SIMD ceiling allows
+/// it, and the gathers' 32-bit offsets reach every node, triangle and vertex.
 pub(super) fn available(s: &Full) -> bool {
     let words = (i32::MAX / 3) as usize;
     std::is_x86_feature_detected!("avx2")
+        && crate::math::simd_allows(crate::math::SimdLevel::Avx2)
         && s.nodes.len() < words
         && s.triangles.len() < words
         && s.vertices.len() < words
