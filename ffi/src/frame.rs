@@ -273,7 +273,7 @@ fn run(f: &mut FrameEntry, runtime: KilnRuntimeId, dt: f32) -> Result<(), Error>
                         if result.is_ok() {
                             f.gpu_passes.clear();
                             f.gpu_passes.extend(side.pass_timings().iter().map(|t| KilnGpuPassTiming {
-                                name: fixed_text(&t.name),
+                                name: fixed_text(t.name),
                                 milliseconds: t.milliseconds,
                             }));
                         }

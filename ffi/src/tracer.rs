@@ -834,7 +834,7 @@ pub unsafe extern "C" fn kiln_tracer_get_timings(
         let mut out = unsafe { CountedOut::new(out_timings, capacity, "out_timings")? };
         with_tracer(tracer, |entry| {
             for timing in entry.tracer.frame_timings() {
-                out.push(KilnGpuPassTiming { name: fixed_text(&timing.name), milliseconds: timing.milliseconds });
+                out.push(KilnGpuPassTiming { name: fixed_text(timing.name), milliseconds: timing.milliseconds });
             }
             Ok(())
         })?;

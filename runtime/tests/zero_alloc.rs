@@ -283,6 +283,59 @@ fn characters_allocate_nothing() {
     assert_eq!(allocations, 0, "{allocations} heap allocations in 120 frames of a walking character");
 }
 
+/// The integrated frame (physics step, instances following the bodies, BLAS refit,
+/// TLAS rebuild and DDGI probe update on the GPU, overlapping the step) allocates
+/// nothing on Kiln's side once warm: the counter sees Rust's heap only, so the
+/// Vulkan driver's and the validation layer's own mallocs are not counted, and any
+/// validation message (a Rust string) would be. Needs the `demo` scaffolding, which
+/// the workspace build turns on (the benches crate asks for it), and a Vulkan device.
+#[cfg(feature = "demo")]
+fn integrated_frames_allocate_nothing() {
+    use kiln::gpu::{gpu_required, GpuConfig, RayTracer};
+    use kiln::integrated::{demo_frame, DemoGi};
+    use kiln::physics::scenes;
+    let scene = scenes::rain_over("demo", 48, 36);
+    let gi = DemoGi { spacing: 8.0, layers: 2, probes_per_frame: 40, rays_per_probe: 32 };
+    for threads in [0, 2] {
+        let tracer = match RayTracer::new(&GpuConfig { validation: true, ..GpuConfig::from_env() }) {
+            Ok(tracer) => tracer,
+            Err(err) if gpu_required() => panic!("integrated frames: KILN_REQUIRE_GPU=1 but no GPU: {err}"),
+            Err(err) => {
+                println!("zero_alloc: integrated frames SKIPPED (no Vulkan device: {err}; KILN_REQUIRE_GPU=1 fails)");
+                return;
+            }
+        };
+        let mut frame = demo_frame(&scene, Some(tracer), Some(gi)).unwrap();
+        let pool = ThreadPool::new(threads);
+        // The probe update walks every probe in turn; the warm-up covers whole rounds
+        // of it, and the rain's landing until the islands stop growing sleep groups.
+        for _ in 0..600 {
+            frame.run(&pool, 1.0 / 60.0).unwrap();
+        }
+        let before = ALLOCATIONS.load(Ordering::SeqCst);
+        let mut probes = 0;
+        for _ in 0..240 {
+            frame.run(&pool, 1.0 / 60.0).unwrap();
+            probes += frame.gpu_timing().probes_updated;
+        }
+        let allocations = ALLOCATIONS.load(Ordering::SeqCst) - before;
+        assert_eq!(probes, 240 * 40, "every frame updated its probes");
+        let messages = frame.gpu_mut().unwrap().tracer.gpu().validation_messages();
+        assert!(messages.is_empty(), "validation: {messages:?}");
+        assert_eq!(allocations, 0, "{allocations} heap allocations in 240 integrated frames, {threads} threads");
+    }
+}
+
+/// Without the `demo` scaffolding the check cannot build its frame: it says so, and
+/// fails where the suite requires the GPU checks (the suite's workspace build has it).
+#[cfg(not(feature = "demo"))]
+fn integrated_frames_allocate_nothing() {
+    if kiln::gpu::gpu_required() {
+        panic!("integrated frames: built without the `demo` feature (run with --workspace or --features demo)");
+    }
+    println!("zero_alloc: integrated frames SKIPPED (needs the `demo` feature)");
+}
+
 /// A stand-in scene named "pool" for [`floating_pool`] (the scenes have no water).
 fn pool_scene() -> kiln::physics::scenes::Scene {
     let mut scene = kiln::physics::scenes::pyramid(2);
@@ -372,13 +425,14 @@ fn main() {
         println!("steady_states_allocate_nothing: test");
         return;
     }
-    let checks: [(&str, fn()); 6] = [
+    let checks: [(&str, fn()); 7] = [
         ("steady-state frames", steady_state_frames_allocate_nothing),
         ("steady-state broadphase", steady_state_broadphase_frames_allocate_nothing),
         ("world steps", world_steps_allocate_nothing),
         ("world steps with sleep on", world_steps_with_sleep_allocate_nothing),
         ("world queries", world_queries_allocate_nothing),
         ("characters", characters_allocate_nothing),
+        ("integrated frames", integrated_frames_allocate_nothing),
     ];
     for (name, check) in checks {
         check();

@@ -119,10 +119,18 @@ impl ProbeField {
     /// most once: the round robin a per-frame probe budget walks, the GPU update's
     /// probe order. Dead probes are skipped: they are never sampled.
     pub fn live_round_robin(&self, first: u32, count: u32) -> Vec<u32> {
+        let mut probes = Vec::new();
+        self.live_round_robin_into(first, count, &mut probes);
+        probes
+    }
+
+    /// [`ProbeField::live_round_robin`] into `probes` (cleared first; its memory kept).
+    pub fn live_round_robin_into(&self, first: u32, count: u32, probes: &mut Vec<u32>) {
         let live = &self.visibility.live;
         let first = (first as usize).min(live.len());
         let wrapped = live.ones_from(0).take_while(|&p| p < first);
-        live.ones_from(first).chain(wrapped).take(count as usize).map(|p| p as u32).collect()
+        probes.clear();
+        probes.extend(live.ones_from(first).chain(wrapped).take(count as usize).map(|p| p as u32));
     }
 
     /// Irradiance at surface point `p` with unit normal `n`, seen from unit

@@ -92,7 +92,12 @@ impl ShRgb {
 /// (row-major 3x3) turns the whole set: the update pass draws a new one each frame
 /// so probes do not alias against fixed directions.
 pub fn fibonacci_directions(n: u32, rotation: &[[f32; 3]; 3]) -> Vec<Vec3> {
-    (0..n).map(|i| rotate(rotation, fibonacci_direction(i, n))).collect()
+    rotated_fibonacci_directions(n, rotation).collect()
+}
+
+/// [`fibonacci_directions`] one at a time (for a caller that keeps its own buffer).
+pub fn rotated_fibonacci_directions(n: u32, rotation: &[[f32; 3]; 3]) -> impl Iterator<Item = Vec3> + '_ {
+    (0..n).map(move |i| rotate(rotation, fibonacci_direction(i, n)))
 }
 
 /// The `i`-th of `n` spherical Fibonacci directions. Mirrors `gi_fibonacci` in

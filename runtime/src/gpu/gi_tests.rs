@@ -549,7 +549,7 @@ fn gi_volume_updates_its_budget_round_robin_and_handles_an_empty_volume() {
     assert_eq!(volume.update(&mut tracer).unwrap(), live / 3 + 1);
     assert_eq!(volume.stats().frames, 4);
     // The update passes are labelled and timed.
-    let names: Vec<&str> = tracer.frame_timings().iter().map(|t| t.name.as_str()).collect();
+    let names: Vec<&str> = tracer.frame_timings().iter().map(|t| t.name).collect();
     if tracer.gpu().info().timestamps {
         for pass in ["gi probe rays", "gi trace", "gi shadow rays", "gi trace shadows", "gi shade", "gi blend"] {
             assert!(names.contains(&pass), "{pass} missing from {names:?}");

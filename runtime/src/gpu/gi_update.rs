@@ -32,7 +32,7 @@ use super::shaders;
 use crate::gi::bits::PackedInts;
 use crate::gi::bits::RankedBits;
 use crate::gi::compress::{CompressedVisibility, ProbeIndex, QUADRANTS};
-use crate::gi::sh::{fibonacci_directions, random_rotation};
+use crate::gi::sh::{random_rotation, rotated_fibonacci_directions};
 use crate::gi::table::BlockTable;
 use crate::gi::update::{GiLighting, UpdateParams};
 use crate::gi::{PackedSh, ProbeField, ProbeGrid};
@@ -235,6 +235,9 @@ pub struct GiUpdater {
     blend: Kernel,
     visibility_sample: Kernel,
     scratch: Option<Scratch>,
+    /// Upload scratch kept between updates: the frame's ray directions, the albedo.
+    dirs: Vec<[f32; 4]>,
+    albedo: Vec<[f32; 4]>,
 }
 
 impl GiUpdater {
@@ -247,6 +250,8 @@ impl GiUpdater {
             blend: gpu.kernel(&shaders::GI_BLEND)?,
             visibility_sample: gpu.kernel(&shaders::GI_VISIBILITY_SAMPLE)?,
             scratch: None,
+            dirs: Vec::new(),
+            albedo: Vec::new(),
         })
     }
 
@@ -323,9 +328,11 @@ impl GiUpdater {
             hysteresis: params.hysteresis,
             ..field_params(field, s)
         };
-        let dirs: Vec<[f32; 4]> =
-            fibonacci_directions(n, &random_rotation(frame)).iter().map(|d| [d.x, d.y, d.z, 0.0]).collect();
-        let albedo: Vec<[f32; 4]> = lighting.albedo.iter().map(|a| [a[0], a[1], a[2], 0.0]).collect();
+        let (dirs, albedo) = (&mut self.dirs, &mut self.albedo);
+        dirs.clear();
+        dirs.extend(rotated_fibonacci_directions(n, &random_rotation(frame)).map(|d| [d.x, d.y, d.z, 0.0]));
+        albedo.clear();
+        albedo.extend(lighting.albedo.iter().map(|a| [a[0], a[1], a[2], 0.0]));
         let push = GiUpdatePush { params: s.params.address() };
         let kernels = (&self.probe_rays, &self.shadow_rays, &self.shade, &self.blend);
         // The kernels find every buffer through `params`; these lists are the
@@ -334,19 +341,22 @@ impl GiUpdater {
         let probe_rays =
             [read(&s.params), read(&s.dirs), read(&s.slots), read(&field.mask), read(&field.rank), write(&s.rays)];
         let shadow_rays = [read(&s.params), read(&s.rays), read(&s.hits), write(&s.shadow_rays)];
-        let field_reads = [
-            &field.mask,
-            &field.rank,
-            &field.irradiance,
-            &vis.live_mask,
-            &vis.live_rank,
-            &vis.numbers,
-            &vis.entries,
-            &vis.blocks,
+        let shade = [
+            read(&s.params),
+            read(&s.rays),
+            read(&s.hits),
+            read(&s.shadow_hits),
+            read(&s.albedo),
+            read(&field.mask),
+            read(&field.rank),
+            read(&field.irradiance),
+            read(&vis.live_mask),
+            read(&vis.live_rank),
+            read(&vis.numbers),
+            read(&vis.entries),
+            read(&vis.blocks),
+            write(&s.radiance),
         ];
-        let mut shade = vec![read(&s.params), read(&s.rays), read(&s.hits), read(&s.shadow_hits), read(&s.albedo)];
-        shade.extend(field_reads.map(read));
-        shade.push(write(&s.radiance));
         let blend = [
             read(&s.params),
             read(&s.dirs),
@@ -359,8 +369,8 @@ impl GiUpdater {
         tracer.submit_with_scene_async("kiln gi update", |rec, scene, trace| {
             rec.pass("gi probe rays", |rec| {
                 rec.upload(&s.params, 0, bytemuck::bytes_of(&p))?;
-                rec.upload(&s.dirs, 0, bytemuck::cast_slice(&dirs))?;
-                rec.upload(&s.albedo, 0, bytemuck::cast_slice(&albedo))?;
+                rec.upload(&s.dirs, 0, bytemuck::cast_slice(dirs))?;
+                rec.upload(&s.albedo, 0, bytemuck::cast_slice(albedo))?;
                 rec.upload(&s.slots, 0, bytemuck::cast_slice(probes))?;
                 rec.dispatch_threads(kernels.0, &push, rays, &probe_rays)
             })?;

@@ -69,6 +69,8 @@ pub struct GiVolume {
     pub probes_per_frame: u32,
     cursor: u32,
     frame: u32,
+    /// The probes of the last update (kept so an update allocates nothing).
+    probes: Vec<u32>,
     last_update_probes: u32,
     irradiance_stale: bool,
     baked: bool,
@@ -102,6 +104,7 @@ impl GiVolume {
             compress: CompressParams::default(),
             probes_per_frame: 1024,
             cursor: 0,
+            probes: Vec::new(),
             frame: 0,
             last_update_probes: 0,
             irradiance_stale: false,
@@ -162,12 +165,13 @@ impl GiVolume {
         let n = self.probe_count();
         let rays = self.params.rays_per_probe.clamp(1, MAX_RAYS_PER_PROBE);
         let count = self.probes_per_frame.min(GiUpdater::max_probes_per_update(rays));
-        let probes = self.field.live_round_robin(self.cursor, count);
+        let probes = &mut self.probes;
+        self.field.live_round_robin_into(self.cursor, count, probes);
         let Some(&last) = probes.last() else {
             self.last_update_probes = 0;
             return Ok(0);
         };
-        self.updater.update_async(tracer, &self.device, &self.lighting, &self.params, self.frame, &probes)?;
+        self.updater.update_async(tracer, &self.device, &self.lighting, &self.params, self.frame, probes)?;
         self.cursor = (last + 1) % n;
         self.frame = self.frame.wrapping_add(1);
         self.last_update_probes = probes.len() as u32;

@@ -28,7 +28,7 @@ use super::buffer::{BufferMemory, GpuBuffer};
 use super::context::{DeviceInfo, EmbeddedDevice, GpuConfig, Shared, SharedRef};
 use super::error::{GpuError, VkContext};
 use super::kernel::Kernel;
-use super::recorder::{Recorder, SyncStats, MAX_TIMED_PASSES};
+use super::recorder::{Recorder, RecorderMemory, SyncStats, MAX_TIMED_PASSES};
 use super::shaders::Shader;
 use ash::vk;
 use bytemuck::Pod;
@@ -39,9 +39,9 @@ use std::sync::Arc;
 const FENCE_TIMEOUT_NS: u64 = 60_000_000_000;
 
 /// GPU time of one pass of the last submission.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GpuTiming {
-    pub name: String,
+    pub name: &'static str,
     pub milliseconds: f64,
 }
 
@@ -64,14 +64,14 @@ pub struct Gpu {
     slots: Vec<FrameSlot>,
     /// Values waiting for the slots in their mask (bit per slot) to be recorded again.
     graveyard: Vec<(Box<dyn Send>, u32)>,
-    /// The submission in flight (see [`Gpu::submit_async`]).
-    pending: Option<Pending>,
-}
-
-/// What a submission in flight keeps until its fence signals.
-struct Pending {
-    passes: Vec<String>,
+    /// Whether a submission is in flight (see [`Gpu::submit_async`]); it keeps
+    /// `retired` alive and its pass names in `memory` until its fence signals.
+    pending: bool,
     retired: Vec<Arc<GpuBuffer>>,
+    /// The recorder's lists and compiled graph, kept between submissions.
+    memory: RecorderMemory,
+    /// Timestamp read-back scratch.
+    ticks: Vec<u64>,
 }
 
 /// How [`Gpu::wait`] found the submission in flight.
@@ -148,7 +148,7 @@ impl Gpu {
         &mut self,
         cmd: vk::CommandBuffer,
         slot: u32,
-        label: &str,
+        label: &'static str,
         record: impl FnOnce(&mut Recorder<'_>) -> Result<R, GpuError>,
     ) -> Result<R, GpuError> {
         if self.lost {
@@ -170,12 +170,11 @@ impl Gpu {
             *pending &= !(1 << slot);
             *pending != 0
         });
-        let mut rec = Recorder::new(&self.shared, false, &mut frame.staging);
+        let mut rec = Recorder::new(&self.shared, false, &mut frame.staging, &mut frame.retired, &mut self.memory);
         rec.begin_label(label);
         let value = record(&mut rec)?;
         rec.end_label();
         self.sync = rec.replay(cmd, vk::QueryPool::null(), vk::PipelineStageFlags::ALL_COMMANDS)?;
-        frame.retired = std::mem::take(&mut rec.retired);
         self.timings.clear();
         Ok(value)
     }
@@ -217,7 +216,10 @@ impl Gpu {
             lose_after: std::env::var("KILN_GPU_LOSE_AFTER").ok().and_then(|v| v.parse().ok()),
             slots: Vec::new(),
             graveyard: Vec::new(),
-            pending: None,
+            pending: false,
+            retired: Vec::new(),
+            memory: RecorderMemory::default(),
+            ticks: Vec::new(),
         };
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(pool)
@@ -307,7 +309,7 @@ impl Gpu {
     /// submitted.
     pub fn submit<R>(
         &mut self,
-        label: &str,
+        label: &'static str,
         record: impl FnOnce(&mut Recorder<'_>) -> Result<R, GpuError>,
     ) -> Result<R, GpuError> {
         let value = self.submit_async(label, record)?;
@@ -321,7 +323,7 @@ impl Gpu {
     /// in flight is waited for first.
     pub fn submit_async<R>(
         &mut self,
-        label: &str,
+        label: &'static str,
         record: impl FnOnce(&mut Recorder<'_>) -> Result<R, GpuError>,
     ) -> Result<R, GpuError> {
         self.wait()?;
@@ -329,7 +331,7 @@ impl Gpu {
             return Err(GpuError::DeviceLost);
         }
         let timestamps = self.queries != vk::QueryPool::null();
-        let mut rec = Recorder::new(&self.shared, timestamps, &mut self.staging);
+        let mut rec = Recorder::new(&self.shared, timestamps, &mut self.staging, &mut self.retired, &mut self.memory);
         rec.begin_label(label);
         let value = record(&mut rec)?;
         rec.end_label();
@@ -345,7 +347,6 @@ impl Gpu {
             }
         }
         let replayed = rec.replay(self.cmd, self.queries, vk::PipelineStageFlags::HOST);
-        let Recorder { passes, retired, .. } = rec;
         // SAFETY: recording state; ending is always valid.
         let ended = unsafe { device.end_command_buffer(self.cmd) }.call("vkEndCommandBuffer");
         self.sync = replayed?;
@@ -357,16 +358,16 @@ impl Gpu {
         if let Err(err) = submitted {
             return Err(self.failed(err));
         }
-        self.pending = Some(Pending { passes, retired });
+        self.pending = true;
         Ok(value)
     }
 
     /// Waits for the submission in flight, if any, releases what it kept alive and
     /// collects its pass timings ([`Gpu::last_timings`]).
     pub fn wait(&mut self) -> Result<GpuWait, GpuError> {
-        let Some(Pending { passes, retired }) = self.pending.take() else {
+        if !std::mem::take(&mut self.pending) {
             return Ok(GpuWait::default());
-        };
+        }
         let device = &self.shared.device;
         let start = std::time::Instant::now();
         // SAFETY: the fence belongs to the submission in flight.
@@ -380,17 +381,23 @@ impl Gpu {
         let blocked_ms = start.elapsed().as_secs_f64() * 1e3;
         // SAFETY: the fence is not in use once waited on (or the device is lost).
         let _ = unsafe { device.reset_fences(&[self.fence]) };
-        drop(retired);
+        self.retired.clear();
         if let Err(err) = waited {
             return Err(self.failed(err));
         }
-        self.collect_timings(&passes)?;
+        self.collect_timings()?;
         Ok(GpuWait { waited: true, blocked_ms })
     }
 
     /// Whether a submission is in flight.
     pub fn is_pending(&self) -> bool {
-        self.pending.is_some()
+        self.pending
+    }
+
+    /// Frame graphs the recorder has compiled (one per change of a recording's shape).
+    #[cfg(test)]
+    pub(crate) fn graph_compiles(&self) -> u64 {
+        self.memory.compiles
     }
 
     /// Creates a fence and never destroys it: the leak the teardown check must name.
@@ -425,18 +432,21 @@ impl Gpu {
         self.sync
     }
 
-    fn collect_timings(&mut self, passes: &[String]) -> Result<(), GpuError> {
+    fn collect_timings(&mut self) -> Result<(), GpuError> {
         self.timings.clear();
+        let passes = &self.memory.passes;
         if self.queries == vk::QueryPool::null() || passes.is_empty() {
             return Ok(());
         }
-        let mut ticks = vec![0u64; 2 * passes.len()];
+        let ticks = &mut self.ticks;
+        ticks.clear();
+        ticks.resize(2 * passes.len(), 0);
         // SAFETY: the submission completed; these queries were written by it.
         unsafe {
             self.shared.device.get_query_pool_results(
                 self.queries,
                 0,
-                &mut ticks,
+                ticks,
                 vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
             )
         }
@@ -444,7 +454,7 @@ impl Gpu {
         let period = self.shared.info.timestamp_period_ns as f64;
         for (i, name) in passes.iter().enumerate() {
             let delta = ticks[2 * i + 1].saturating_sub(ticks[2 * i]);
-            self.timings.push(GpuTiming { name: name.clone(), milliseconds: delta as f64 * period * 1e-6 });
+            self.timings.push(GpuTiming { name, milliseconds: delta as f64 * period * 1e-6 });
         }
         Ok(())
     }

@@ -448,7 +448,7 @@ impl RayTracer {
     /// Refused for an empty scene.
     pub fn submit_with_scene<R>(
         &mut self,
-        label: &str,
+        label: &'static str,
         record: impl FnOnce(&mut Recorder<'_>, &GpuScene, &Tracer) -> Result<R, GpuError>,
     ) -> Result<R, GpuError> {
         let result = self.submit_with_scene_async(label, record)?;
@@ -460,7 +460,7 @@ impl RayTracer {
     /// [`RayTracer::finish`] completes it.
     pub fn submit_with_scene_async<R>(
         &mut self,
-        label: &str,
+        label: &'static str,
         record: impl FnOnce(&mut Recorder<'_>, &GpuScene, &Tracer) -> Result<R, GpuError>,
     ) -> Result<R, GpuError> {
         if self.scene.instances().is_empty() {
@@ -591,7 +591,7 @@ fn merge_timings(into: &mut Vec<GpuTiming>, new: &[GpuTiming]) {
     for timing in new {
         match into.iter_mut().find(|t| t.name == timing.name) {
             Some(existing) => existing.milliseconds += timing.milliseconds,
-            None => into.push(timing.clone()),
+            None => into.push(*timing),
         }
     }
 }

@@ -36,15 +36,21 @@
 //! Commands are replayed at the end of the submission (or when an engine asks for
 //! them in its own command buffer), so the graph is complete before the first
 //! barrier is chosen. Uploads copy their bytes into the staging ring immediately.
+//!
+//! A frame records the same commands over the same buffers every time, so the graph
+//! is built from the recording's *shape* (per command its usage and the buffers it
+//! reads and writes, buffers numbered by first use) and compiled only when the shape
+//! differs from the last submission's. With the lists kept in [`RecorderMemory`]
+//! between submissions, a steady frame records and replays without a heap allocation.
 
 use super::buffer::{BufferMemory, GpuBuffer};
 use super::context::SharedRef;
 use super::error::GpuError;
 use super::kernel::Kernel;
-use crate::frame::{AccessPoint, FrameGraph, Hazard, Mode, PassId, Queue, ResourceId, Usage};
+use crate::frame::{AccessPoint, CompiledGraph, FrameGraph, Hazard, Mode, PassId, Queue, ResourceId, Usage};
 use ash::vk;
 use bytemuck::Pod;
-use std::ffi::CString;
+use std::ffi::CStr;
 use std::sync::Arc;
 
 /// Timestamp queries available per submission (two per pass).
@@ -112,21 +118,91 @@ pub struct SyncStats {
 }
 
 /// Raw commands from a caller (tests, engines); declared like any other command.
-type RawFn = Box<dyn FnOnce(&ash::Device, vk::CommandBuffer)>;
+type RawFn = Box<dyn FnOnce(&ash::Device, vk::CommandBuffer) + Send>;
 
 enum Op {
-    Dispatch { pipeline: vk::Pipeline, layout: vk::PipelineLayout, push: Vec<u8>, groups: [u32; 3] },
-    Copy { src: vk::Buffer, dst: vk::Buffer, region: vk::BufferCopy },
-    Fill { buffer: vk::Buffer, value: u32 },
+    /// `push` is a range of [`RecorderMemory::push`].
+    Dispatch {
+        pipeline: vk::Pipeline,
+        layout: vk::PipelineLayout,
+        push: (u32, u32),
+        groups: [u32; 3],
+    },
+    Copy {
+        src: vk::Buffer,
+        dst: vk::Buffer,
+        region: vk::BufferCopy,
+    },
+    Fill {
+        buffer: vk::Buffer,
+        value: u32,
+    },
     Raw(RawFn),
 }
 
 enum Command {
     /// The next pass of the graph.
     Op(Op),
-    BeginLabel(CString),
+    BeginLabel(&'static str),
     EndLabel,
     Timestamp(vk::PipelineStageFlags, u32),
+}
+
+/// What decides a recording's hazards: per command its usage and the end of its
+/// uses in `uses`; the uses as (buffer by first use, mode); the number of buffers.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Shape {
+    ops: Vec<(Usage, u32)>,
+    uses: Vec<(u32, Mode)>,
+    buffers: u32,
+}
+
+impl Shape {
+    fn clear(&mut self) {
+        self.ops.clear();
+        self.uses.clear();
+        self.buffers = 0;
+    }
+
+    /// Every command as a GPU pass of a frame graph, every buffer a resource.
+    fn graph(&self) -> FrameGraph {
+        let mut graph = FrameGraph::new();
+        let ids: Vec<ResourceId> = (0..self.buffers).map(|i| graph.resource(&format!("buffer {i}"), ()).id()).collect();
+        let mut start = 0;
+        for (i, &(usage, end)) in self.ops.iter().enumerate() {
+            let mut pass = graph.pass(&format!("command {i}")).queue(Queue::Gpu);
+            for &(buffer, mode) in &self.uses[start..end as usize] {
+                pass = pass.access(ids[buffer as usize], mode, usage);
+            }
+            pass.run(|_| Ok(()));
+            start = end as usize;
+        }
+        graph
+    }
+}
+
+/// What a [`Recorder`] keeps between submissions, so that a steady frame allocates
+/// nothing: its lists (cleared, never freed) and the last compiled graph with the
+/// shape it was compiled for.
+#[derive(Default)]
+pub(crate) struct RecorderMemory {
+    /// Names of the timed passes, in query order (read when the submission's
+    /// timestamps are collected).
+    pub passes: Vec<&'static str>,
+    /// Buffer `i` of the shape.
+    buffers: Vec<vk::Buffer>,
+    commands: Vec<Command>,
+    /// Push constants of the recorded dispatches, back to back.
+    push: Vec<u8>,
+    shape: Shape,
+    compiled: Option<(Shape, CompiledGraph)>,
+    /// Graphs compiled so far (a recording of a new shape compiles one).
+    pub compiles: u64,
+    /// Replay scratch: per buffer the stages and accesses its last write is visible
+    /// to; one barrier's buffer barriers; a label with its terminating zero.
+    visible: Vec<(vk::PipelineStageFlags, vk::AccessFlags)>,
+    barriers: Vec<vk::BufferMemoryBarrier<'static>>,
+    label: Vec<u8>,
 }
 
 /// Records one submission. Borrowed from [`Gpu::submit`](super::Gpu::submit).
@@ -137,32 +213,27 @@ pub struct Recorder<'a> {
     staging_used: u64,
     /// Staging rings outgrown during this recording and the read-back buffers:
     /// alive until the command buffer completed.
-    pub(crate) retired: Vec<Arc<GpuBuffer>>,
-    /// Names of the timed passes, in query order.
-    pub(crate) passes: Vec<String>,
-    graph: FrameGraph,
-    /// Resource `i` of `graph` is buffer `buffers[i]`.
-    buffers: Vec<vk::Buffer>,
-    commands: Vec<Command>,
-    ops: u32,
+    retired: &'a mut Vec<Arc<GpuBuffer>>,
+    memory: &'a mut RecorderMemory,
     downloads: bool,
 }
 
 impl<'a> Recorder<'a> {
-    pub(crate) fn new(shared: &'a SharedRef, timestamps: bool, staging: &'a mut Option<GpuBuffer>) -> Recorder<'a> {
-        Recorder {
-            shared,
-            timestamps,
-            staging,
-            staging_used: 0,
-            retired: Vec::new(),
-            passes: Vec::new(),
-            graph: FrameGraph::new(),
-            buffers: Vec::new(),
-            commands: Vec::new(),
-            ops: 0,
-            downloads: false,
-        }
+    /// A recorder that writes into `memory` (its last recording is forgotten) and
+    /// keeps what must outlive the command buffer in `retired`.
+    pub(crate) fn new(
+        shared: &'a SharedRef,
+        timestamps: bool,
+        staging: &'a mut Option<GpuBuffer>,
+        retired: &'a mut Vec<Arc<GpuBuffer>>,
+        memory: &'a mut RecorderMemory,
+    ) -> Recorder<'a> {
+        memory.passes.clear();
+        memory.buffers.clear();
+        memory.commands.clear();
+        memory.push.clear();
+        memory.shape.clear();
+        Recorder { shared, timestamps, staging, staging_used: 0, retired, memory, downloads: false }
     }
 
     /// Copies `bytes` into `dst` at `offset` through the staging ring.
@@ -195,7 +266,7 @@ impl<'a> Recorder<'a> {
         // inside the graph, so only the destination is declared.
         let region = vk::BufferCopy { src_offset: start, dst_offset: offset, size: len };
         let op = Op::Copy { src: staging.buffer, dst: dst.buffer, region };
-        self.push_op("upload", &[(dst.buffer, Mode::Write)], Usage::Transfer, op);
+        self.push_op([(dst.buffer, Mode::Write)], Usage::Transfer, op);
         Ok(())
     }
 
@@ -207,8 +278,7 @@ impl<'a> Recorder<'a> {
         if len > 0 {
             let region = vk::BufferCopy { src_offset: offset, dst_offset: 0, size: len };
             let op = Op::Copy { src: src.buffer, dst: buffer.buffer, region };
-            let uses = [(src.buffer, Mode::Read), (buffer.buffer, Mode::Write)];
-            self.push_op("download", &uses, Usage::Transfer, op);
+            self.push_op([(src.buffer, Mode::Read), (buffer.buffer, Mode::Write)], Usage::Transfer, op);
             self.downloads = true;
         }
         Ok(Download { buffer, len: len as usize })
@@ -217,7 +287,7 @@ impl<'a> Recorder<'a> {
     /// Fills `buffer` with the 32-bit `value`.
     pub fn fill(&mut self, buffer: &GpuBuffer, value: u32) {
         let op = Op::Fill { buffer: buffer.buffer, value };
-        self.push_op("fill", &[(buffer.buffer, Mode::Write)], Usage::Transfer, op);
+        self.push_op([(buffer.buffer, Mode::Write)], Usage::Transfer, op);
     }
 
     /// Copies `len` bytes between device buffers.
@@ -234,7 +304,7 @@ impl<'a> Recorder<'a> {
         if len > 0 {
             let region = vk::BufferCopy { src_offset, dst_offset, size: len };
             let op = Op::Copy { src: src.buffer, dst: dst.buffer, region };
-            self.push_op("copy", &[(src.buffer, Mode::Read), (dst.buffer, Mode::Write)], Usage::Transfer, op);
+            self.push_op([(src.buffer, Mode::Read), (dst.buffer, Mode::Write)], Usage::Transfer, op);
         }
         Ok(())
     }
@@ -281,9 +351,11 @@ impl<'a> Recorder<'a> {
         if groups.contains(&0) {
             return Ok(());
         }
-        let op = Op::Dispatch { pipeline: kernel.pipeline, layout: kernel.layout, push: bytes.to_vec(), groups };
-        let uses: Vec<(vk::Buffer, Mode)> = uses.iter().map(|u| (u.buffer.buffer, u.mode)).collect();
-        self.push_op(kernel.name, &uses, Usage::Storage, op);
+        let start = self.memory.push.len() as u32;
+        self.memory.push.extend_from_slice(bytes);
+        let push = (start, bytes.len() as u32);
+        let op = Op::Dispatch { pipeline: kernel.pipeline, layout: kernel.layout, push, groups };
+        self.push_op(uses.iter().map(|u| (u.buffer.buffer, u.mode)), Usage::Storage, op);
         Ok(())
     }
 
@@ -310,62 +382,60 @@ impl<'a> Recorder<'a> {
 
     /// Records raw commands (`record` gets the device and the command buffer) that
     /// touch `uses` from transfer commands; they are ordered like any other command.
-    pub fn raw(&mut self, uses: &[Use<'_>], record: impl FnOnce(&ash::Device, vk::CommandBuffer) + 'static) {
-        let uses: Vec<(vk::Buffer, Mode)> = uses.iter().map(|u| (u.buffer.buffer, u.mode)).collect();
-        self.push_op("raw", &uses, Usage::Transfer, Op::Raw(Box::new(record)));
+    pub fn raw(&mut self, uses: &[Use<'_>], record: impl FnOnce(&ash::Device, vk::CommandBuffer) + Send + 'static) {
+        self.push_op(uses.iter().map(|u| (u.buffer.buffer, u.mode)), Usage::Transfer, Op::Raw(Box::new(record)));
     }
 
     /// Runs `body` as a named pass: a debug label (RenderDoc, Nsight) and a pair of
     /// timestamps around it, reported by [`Gpu::last_timings`](super::Gpu::last_timings).
-    pub fn pass<R>(&mut self, name: &str, body: impl FnOnce(&mut Self) -> Result<R, GpuError>) -> Result<R, GpuError> {
-        let index = self.passes.len() as u32;
+    pub fn pass<R>(
+        &mut self,
+        name: &'static str,
+        body: impl FnOnce(&mut Self) -> Result<R, GpuError>,
+    ) -> Result<R, GpuError> {
+        let index = self.memory.passes.len() as u32;
         let timed = self.timestamps && index < MAX_TIMED_PASSES;
         self.begin_label(name);
         if timed {
-            self.passes.push(name.to_owned());
-            self.commands.push(Command::Timestamp(vk::PipelineStageFlags::TOP_OF_PIPE, 2 * index));
+            self.memory.passes.push(name);
+            self.memory.commands.push(Command::Timestamp(vk::PipelineStageFlags::TOP_OF_PIPE, 2 * index));
         }
         let result = body(self);
         if timed {
-            self.commands.push(Command::Timestamp(vk::PipelineStageFlags::BOTTOM_OF_PIPE, 2 * index + 1));
+            self.memory.commands.push(Command::Timestamp(vk::PipelineStageFlags::BOTTOM_OF_PIPE, 2 * index + 1));
         }
         self.end_label();
         result
     }
 
-    pub(crate) fn begin_label(&mut self, name: &str) {
+    pub(crate) fn begin_label(&mut self, name: &'static str) {
         if self.shared.debug_utils.is_some() {
-            let name = CString::new(name.replace('\0', " ")).unwrap_or_default();
-            self.commands.push(Command::BeginLabel(name));
+            self.memory.commands.push(Command::BeginLabel(name));
         }
     }
 
     pub(crate) fn end_label(&mut self) {
         if self.shared.debug_utils.is_some() {
-            self.commands.push(Command::EndLabel);
+            self.memory.commands.push(Command::EndLabel);
         }
     }
 
-    /// Adds one command as a GPU pass of the graph, declaring `uses` with `usage`.
-    fn push_op(&mut self, what: &str, uses: &[(vk::Buffer, Mode)], usage: Usage, op: Op) {
-        let ids: Vec<(ResourceId, Mode)> = uses.iter().map(|&(buffer, mode)| (self.resource(buffer), mode)).collect();
-        let mut pass = self.graph.pass(&format!("{} {what}", self.ops)).queue(Queue::Gpu);
-        for (id, mode) in ids {
-            pass = pass.access(id, mode, usage);
+    /// Adds one command to the recording, declaring `uses` with `usage`.
+    fn push_op(&mut self, uses: impl IntoIterator<Item = (vk::Buffer, Mode)>, usage: Usage, op: Op) {
+        let memory = &mut *self.memory;
+        for (buffer, mode) in uses {
+            let index = match memory.buffers.iter().position(|&b| b == buffer) {
+                Some(i) => i,
+                None => {
+                    memory.buffers.push(buffer);
+                    memory.buffers.len() - 1
+                }
+            };
+            memory.shape.uses.push((index as u32, mode));
         }
-        pass.run(|_| Ok(()));
-        self.ops += 1;
-        self.commands.push(Command::Op(op));
-    }
-
-    fn resource(&mut self, buffer: vk::Buffer) -> ResourceId {
-        match self.buffers.iter().position(|&b| b == buffer) {
-            Some(i) => ResourceId { graph: self.graph.id(), index: i as u32 },
-            None => {
-                self.buffers.push(buffer);
-                self.graph.resource(&format!("buffer {}", self.buffers.len() - 1), ()).id()
-            }
-        }
+        memory.shape.buffers = memory.buffers.len() as u32;
+        memory.shape.ops.push((usage, memory.shape.uses.len() as u32));
+        memory.commands.push(Command::Op(op));
     }
 
     /// Compiles the graph and replays every command into `cmd` (which is recording)
@@ -378,22 +448,37 @@ impl<'a> Recorder<'a> {
         queries: vk::QueryPool,
         exit: vk::PipelineStageFlags,
     ) -> Result<SyncStats, GpuError> {
-        let graph = std::mem::take(&mut self.graph)
-            .compile()
-            .map_err(|err| GpuError::InvalidInput(format!("GPU frame graph: {err}")))?;
+        let memory = &mut *self.memory;
+        if memory.compiled.as_ref().is_none_or(|(shape, _)| *shape != memory.shape) {
+            let graph = memory
+                .shape
+                .graph()
+                .compile()
+                .map_err(|err| GpuError::InvalidInput(format!("GPU frame graph: {err}")))?;
+            match &mut memory.compiled {
+                Some((shape, compiled)) => {
+                    shape.clone_from(&memory.shape);
+                    *compiled = graph;
+                }
+                None => memory.compiled = Some((memory.shape.clone(), graph)),
+            }
+            memory.compiles += 1;
+        }
+        let graph = &memory.compiled.as_ref().expect("compiled above").1;
         let device = &self.shared.device;
-        let mut stats = SyncStats { commands: self.ops, ..SyncStats::default() };
+        let mut stats = SyncStats { commands: memory.shape.ops.len() as u32, ..SyncStats::default() };
         // Across-frame edges: whatever earlier submissions (or, embedded, the
         // engine's own commands) wrote is complete and visible to this one.
         let (stages, reads, writes) = compute_and_transfer();
         global_barrier(device, cmd, stages, stages, writes, reads | writes);
         stats.barriers += 1;
         // Per resource: the stages and accesses its last write is visible to.
-        let mut visible: Vec<(vk::PipelineStageFlags, vk::AccessFlags)> =
-            vec![(vk::PipelineStageFlags::empty(), vk::AccessFlags::empty()); self.buffers.len()];
-        let mut barriers: Vec<vk::BufferMemoryBarrier<'_>> = Vec::new();
+        let visible = &mut memory.visible;
+        visible.clear();
+        visible.resize(memory.buffers.len(), (vk::PipelineStageFlags::empty(), vk::AccessFlags::empty()));
+        let barriers = &mut memory.barriers;
         let mut op_index = 0u32;
-        for command in self.commands.drain(..) {
+        for command in memory.commands.drain(..) {
             match command {
                 Command::Op(op) => {
                     let pass = PassId(op_index);
@@ -424,7 +509,7 @@ impl<'a> Recorder<'a> {
                             visible[r].0 |= dst_stage;
                             visible[r].1 |= dst_access;
                         }
-                        let buffer = self.buffers[r];
+                        let buffer = memory.buffers[r];
                         match barriers.iter_mut().find(|b| b.buffer == buffer) {
                             Some(b) => {
                                 b.src_access_mask |= src_access;
@@ -451,14 +536,14 @@ impl<'a> Recorder<'a> {
                                 dst_stages,
                                 vk::DependencyFlags::empty(),
                                 &[],
-                                &barriers,
+                                barriers,
                                 &[],
                             )
                         };
                         stats.barriers += 1;
                         stats.buffer_barriers += barriers.len() as u32;
                     }
-                    record_op(device, cmd, op);
+                    record_op(device, cmd, op, &memory.push);
                     // A new write hides nothing yet.
                     for access in graph.pass_accesses(pass).iter().filter(|a| a.mode == Mode::Write) {
                         visible[access.resource.index()] = (vk::PipelineStageFlags::empty(), vk::AccessFlags::empty());
@@ -466,7 +551,12 @@ impl<'a> Recorder<'a> {
                 }
                 Command::BeginLabel(name) => {
                     if let Some(debug) = &self.shared.debug_utils {
-                        let label = vk::DebugUtilsLabelEXT::default().label_name(&name);
+                        let text = &mut memory.label;
+                        text.clear();
+                        text.extend(name.bytes().map(|b| if b == 0 { b' ' } else { b }));
+                        text.push(0);
+                        let name = CStr::from_bytes_with_nul(text).expect("one zero, at the end");
+                        let label = vk::DebugUtilsLabelEXT::default().label_name(name);
                         // SAFETY: recording command buffer; the label outlives the call.
                         unsafe { debug.cmd_begin_debug_utils_label(cmd, &label) };
                     }
@@ -541,14 +631,15 @@ fn global_barrier(
 /// Records one command. The recorder's caller keeps pipelines, layouts and buffers
 /// alive until the submission ends; ranges and push sizes were checked when the
 /// command was declared.
-fn record_op(device: &ash::Device, cmd: vk::CommandBuffer, op: Op) {
+fn record_op(device: &ash::Device, cmd: vk::CommandBuffer, op: Op, push_bytes: &[u8]) {
     match op {
-        Op::Dispatch { pipeline, layout, push, groups } => {
+        Op::Dispatch { pipeline, layout, push: (start, len), groups } => {
+            let push = &push_bytes[start as usize..(start + len) as usize];
             // SAFETY: a recording command buffer, a live pipeline and its layout; the
             // push size matches the layout's range.
             unsafe {
                 device.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
-                device.cmd_push_constants(cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, &push);
+                device.cmd_push_constants(cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, push);
                 device.cmd_dispatch(cmd, groups[0], groups[1], groups[2]);
             }
         }

@@ -367,7 +367,7 @@ mod follow_tests {
                 let mut hits = vec![GpuHit::default(); rays.len()];
                 tracer.trace(&rays, mode, &mut hits).unwrap();
                 // The first trace of a frame updates the scene; the second only traces.
-                let names: Vec<&str> = tracer.frame_timings().iter().map(|t| t.name.as_str()).collect();
+                let names: Vec<&str> = tracer.frame_timings().iter().map(|t| t.name).collect();
                 if tracer.gpu().info().timestamps {
                     let expected: &[&str] = match mode {
                         TraceMode::Closest => &["upload instances", "skin + refit", "tlas build", "trace"],
@@ -572,7 +572,7 @@ mod tests {
                 timing.blocked_ms,
                 100.0 * timing.hidden_fraction()
             );
-            let passes: Vec<String> = frame.gpu_pass_timings().into_iter().map(|t| t.name).collect();
+            let passes: Vec<&str> = frame.gpu_pass_timings().into_iter().map(|t| t.name).collect();
             for pass in ["upload instances", "tlas build", "gi trace", "gi blend"] {
                 assert!(passes.iter().any(|p| p.contains(pass)), "{pass} in {passes:?}");
             }
