@@ -54,13 +54,14 @@ asan() {
     printf 'leak:libvulkan_lvp.so\n' > build/asan.supp
     local run_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$PWD/build/asan.supp
         LD_PRELOAD=$PWD/build/keep_lavapipe.so)
-    local cargo_args=(-p kiln -p kiln-ffi --target $triple --target-dir target/asan --locked)
+    # The demo scaffolding builds the integrated frame of the zero-allocation check.
+    local cargo_args=(-p kiln -p kiln-ffi --features kiln/demo --target $triple --target-dir target/asan --locked)
     timed "ASan: build the Rust test suites" cargo +nightly test "${cargo_args[@]}" --no-run
     # Every test but the long-horizon stability runs (20 s and more of big stacks:
     # the plain suite runs them; under ASan they alone would take ten minutes).
     timed "ASan: cargo test -p kiln -p kiln-ffi" \
         env "${run_env[@]}" cargo +nightly test "${cargo_args[@]}" -- --skip physics::stability_tests
-    timed "ASan: libkiln" cargo +nightly build -p kiln-ffi --target $triple --target-dir target/asan --locked
+    timed "ASan: libkiln" cargo +nightly build -p kiln-ffi --features kiln/demo --target $triple --target-dir target/asan --locked
     unset RUSTFLAGS RUSTDOCFLAGS
     local prefix=$PWD/build/asan-prefix
     rm -rf "$prefix" build/asan-make
