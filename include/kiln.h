@@ -4812,6 +4812,21 @@ KilnStatus kiln_character_get_last_move(struct KilnCharacterId character,
                                         struct KilnMoveResult *out_result);
 
 /**
+ * Writes the world's determinism hash to `out_hash`: a 64-bit FNV-1a hash of the
+ * bits of every live body's position, linear and angular velocity and rotation, in
+ * the order of the bodies' slots (the order they were created in while none was
+ * destroyed; a destroyed body's slot is taken by the next body created). Two worlds
+ * built and stepped from the same inputs have the same hash, whatever the worker
+ * count, the host scheduler or the CPU's SIMD width; the first step at which two
+ * peers' hashes differ is where their inputs diverged.
+ *
+ * Pointers: `out_hash` is NULL or valid for writing.
+ *
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_world_hash(struct KilnWorldId world, uint64_t *out_hash);
+
+/**
  * Creates an empty set of octrees and writes its handle to `out_set`.
  *
  * Pointers: `out_set` is NULL or valid for writing.

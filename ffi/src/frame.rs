@@ -272,10 +272,12 @@ fn run(f: &mut FrameEntry, runtime: KilnRuntimeId, dt: f32) -> Result<(), Error>
                         // A failed run keeps the last good run's passes, as it keeps its timing.
                         if result.is_ok() {
                             f.gpu_passes.clear();
-                            f.gpu_passes.extend(side.pass_timings().iter().map(|t| KilnGpuPassTiming {
-                                name: fixed_text(t.name),
-                                milliseconds: t.milliseconds,
-                            }));
+                            f.gpu_passes.extend(
+                                side.pass_timings().iter().map(|t| KilnGpuPassTiming {
+                                    name: fixed_text(t.name),
+                                    milliseconds: t.milliseconds,
+                                }),
+                            );
                         }
                         instances = side.tracer.scene().instances().len() as u32;
                         let (t, volume) = side.into_parts();

@@ -51,6 +51,9 @@ pub mod events;
 // The character controller.
 pub mod character;
 
+// A world's state: its determinism hash.
+pub mod state;
+
 // Octrees for editors.
 pub mod octree;
 

@@ -232,8 +232,24 @@ static void worlds(void) {
     CHECK_STATUS(kiln_terrain_destroy(terrain), KILN_OK);
     CHECK_STATUS(kiln_world_set_terrain(world, terrain), KILN_ERROR_INVALID_HANDLE);
 
+    /* The determinism hash: two worlds holding one body each in the same state hash
+     * alike, a step changes it; NULL, null, forged and stale handles write nothing. */
+    uint64_t hash = 42, other_hash = 0;
+    CHECK_STATUS(kiln_world_hash(world, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_world_hash((KilnWorldId){0, 0}, &hash), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_world_hash((KilnWorldId){77, 3}, &hash), KILN_ERROR_INVALID_HANDLE);
+    CHECK(hash == 42);
+    CHECK_STATUS(kiln_world_hash(world, &hash), KILN_OK);
+    CHECK_STATUS(kiln_world_hash(other, &other_hash), KILN_OK);
+    CHECK(hash == other_hash && hash != 42);
+    CHECK_STATUS(kiln_world_step(world, (KilnRuntimeId){0, 0}, 1.0f / 60.0f), KILN_OK);
+    CHECK_STATUS(kiln_world_hash(world, &hash), KILN_OK);
+    CHECK(hash != other_hash);
+
     /* Stale bodies and worlds. */
     CHECK_STATUS(kiln_world_destroy(other), KILN_OK);
+    CHECK_STATUS(kiln_world_hash(other, &other_hash), KILN_ERROR_INVALID_HANDLE);
+    CHECK_MESSAGE("stale");
     CHECK(!kiln_body_is_valid(foreign));
     CHECK_STATUS(kiln_body_apply_force(foreign, (KilnVec3){0, 1, 0}), KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_body_destroy(body), KILN_OK);

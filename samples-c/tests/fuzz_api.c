@@ -670,6 +670,10 @@ static void one_call(Pools *p) {
     case 24: {
         KilnWorldCounters c;
         s = kiln_world_get_counters(any_world(p), below(20) ? &c : NULL), what = "kiln_world_get_counters";
+        if (s == KILN_OK && below(2)) { /* and the determinism hash */
+            uint64_t hash;
+            s = kiln_world_hash(any_world(p), below(20) ? &hash : NULL), what = "kiln_world_hash";
+        }
         break;
     }
     case 26: { /* character create into a free or stale slot */

@@ -548,6 +548,12 @@ impl Bodies {
     }
 
     /// The handle of the body in slot `slot` (live or not).
+    /// Every live body, in slot order.
+    pub fn live_ids(&self) -> impl Iterator<Item = BodyId> + '_ {
+        let live = self.slots.iter().enumerate().filter(|(_, s)| s.place.is_some());
+        live.map(|(index, s)| BodyId { index: index as u32, generation: s.generation })
+    }
+
     pub(crate) fn id_of_slot(&self, slot: u32) -> BodyId {
         BodyId { index: slot, generation: self.slots[slot as usize].generation }
     }

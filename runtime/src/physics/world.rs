@@ -587,13 +587,23 @@ impl World {
     /// any worker count and host scheduler; a body that is not live hashes as one at
     /// rest at the origin.
     pub fn state_hash(&self, ids: &[BodyId]) -> u64 {
-        let state = |id: &BodyId| {
-            let xf = self.transform(*id).unwrap_or_default();
-            let (v, w) = self.velocity(*id).unwrap_or_default();
-            let q = xf.rotation;
-            [xf.translation.to_array(), v.to_array(), w.to_array()].concat().into_iter().chain([q.x, q.y, q.z, q.w])
-        };
-        crate::math::hash_floats(ids.iter().flat_map(state))
+        crate::math::hash_floats(ids.iter().flat_map(|&id| self.hashed_state(id)))
+    }
+
+    /// The world's determinism hash: [`World::state_hash`] of every live body in slot
+    /// order (the order bodies were created in, while none was destroyed). Two worlds
+    /// stepped from the same inputs have the same hash for any worker count, host
+    /// scheduler and SIMD width; `kiln_world_hash` in C.
+    pub fn hash(&self) -> u64 {
+        crate::math::hash_floats(self.bodies.live_ids().flat_map(|id| self.hashed_state(id)))
+    }
+
+    /// What the hashes read of a body (one not live reads as at rest at the origin).
+    fn hashed_state(&self, id: BodyId) -> [f32; 13] {
+        let xf = self.transform(id).unwrap_or_default();
+        let (v, w) = self.velocity(id).unwrap_or_default();
+        let (x, q) = (xf.translation, xf.rotation);
+        [x.x, x.y, x.z, v.x, v.y, v.z, w.x, w.y, w.z, q.x, q.y, q.z, q.w]
     }
 
     /// Contact begin/end events of the last step, in pair-key order (plus, first, the
