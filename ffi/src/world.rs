@@ -413,7 +413,7 @@ pub(crate) fn body_error(error: BodyError, body: KilnBodyId, what: &str) -> Erro
             format!("body handle {{{}, {}}} is stale or was never issued", body.index1, body.generation),
         ),
         BodyError::InvalidArgument => Error::new(KILN_ERROR_INVALID_ARGUMENT, what.to_owned()),
-        BodyError::OutOfOrder => Error::new(KILN_ERROR_INVALID_STATE, error.to_string()),
+        BodyError::OutOfOrder | BodyError::SnapshotMismatch => Error::new(KILN_ERROR_INVALID_STATE, error.to_string()),
         BodyError::InvalidJoint => Error::new(KILN_ERROR_INVALID_HANDLE, error.to_string()),
     }
 }

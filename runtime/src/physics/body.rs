@@ -159,6 +159,9 @@ pub enum BodyError {
     OutOfOrder,
     /// The joint handle is stale or was never issued.
     InvalidJoint,
+    /// A snapshot does not fit the world: the attached terrain is not the one (or
+    /// not at the revision) it was saved with.
+    SnapshotMismatch,
 }
 
 impl std::fmt::Display for BodyError {
@@ -170,6 +173,9 @@ impl std::fmt::Display for BodyError {
             }
             BodyError::OutOfOrder => "a step stage ran out of order (stages run as StepStage::ALL lists them)",
             BodyError::InvalidJoint => "the joint handle is stale or was never issued",
+            BodyError::SnapshotMismatch => {
+                "the snapshot was saved with another terrain, or the terrain was edited since: restore it first"
+            }
         })
     }
 }
@@ -186,7 +192,7 @@ pub mod flags {
 
 /// The columns of a set of bodies. Positions are of the centre of mass; the body's
 /// frame origin is `position - rotation * local_center`.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct BodySet {
     pub id: Vec<BodyId>,
     pub position: Vec<Vec3>,
@@ -307,7 +313,7 @@ struct Slot {
 }
 
 /// All bodies: the two sets, the slot table and each body's shapes.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Bodies {
     pub awake: BodySet,
     pub resting: BodySet,

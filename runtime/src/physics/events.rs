@@ -67,7 +67,7 @@ pub(super) struct HitCandidate {
 }
 
 /// One sensor shape and the shapes overlapping it.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Sensor {
     body: BodyId,
     shape: u32,
@@ -77,7 +77,7 @@ pub(super) struct Sensor {
 }
 
 /// Every sensor of a world, sorted by body slot and shape index, and the events.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct Sensors {
     list: Vec<Sensor>,
     /// This step's events, and those of sensors destroyed since (for the next step).

@@ -22,14 +22,14 @@ use super::body::BodyId;
 use super::contact_solver::{Constraint, NONE};
 
 /// A sleeping island.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct SleepGroup {
     pub bodies: Vec<BodyId>,
     pub constraints: Vec<Constraint>,
 }
 
 /// The sleeping groups and the union-find scratch.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Islands {
     groups: Vec<SleepGroup>,
     free: Vec<u32>,

@@ -405,14 +405,14 @@ struct Joint {
     torque: Vec3,
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Slot {
     generation: u32,
     joint: Option<Joint>,
 }
 
 /// The world's joints.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Joints {
     slots: Vec<Slot>,
     free: Vec<u32>,

@@ -18,6 +18,7 @@
 //! - `joint.rs`: joints (spherical, revolute, prismatic, fixed, distance, six-DOF) and their
 //!   handles; `joint_solver.rs`: their maths, solved in the graph's colours beside
 //!   the contacts.
+//! - `snapshot.rs`: a world's state saved and restored between steps (rollback).
 //! - `island.rs`: islands by union-find, sleeping groups, waking; `runs.rs`: sorted
 //!   runs merged for the contact lists.
 //! - `character.rs`: the capsule character among the bodies (blocked, carried,
@@ -47,6 +48,9 @@ pub mod query;
 mod runs;
 pub mod scenes;
 mod simd;
+mod snapshot;
+#[cfg(test)]
+mod snapshot_tests;
 mod solver;
 #[cfg(test)]
 mod stability_tests;
@@ -68,6 +72,7 @@ pub use joint::{
     RevoluteJoint, SixDofJoint, SphericalJoint,
 };
 pub use query::{QueryFilter, QueryTarget, RayHit, ShapeCastHit, CAST_TOLERANCE};
+pub use snapshot::WorldSnapshot;
 pub use water::{Submerged, WaterEvent};
 pub use world::{
     BodyMoveEvent, ContactEvent, ContactPointInfo, Solver, StepCounters, StepProfile, StepStage, World, WorldDef,

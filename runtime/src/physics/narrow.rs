@@ -109,7 +109,7 @@ const GATHER_MARGIN: f32 = 0.1;
 const GATHER_PREDICTION: f32 = 6.0;
 
 /// Terrain triangles gathered for shapes, with their edge flags and ids.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Gathered {
     sets: Vec<GatheredSet>,
     chunks: Vec<IVec3>,

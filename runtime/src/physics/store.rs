@@ -19,7 +19,7 @@
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
-use super::contact_solver::Constraint;
+use super::contact_solver::{Constraint, ConstraintTable};
 
 /// Constraints per page (384 KiB).
 const PAGE: usize = 1024;
@@ -43,7 +43,29 @@ unsafe impl Send for ConstraintStore {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for ConstraintStore {}
 
+/// A copy of every slot in pages of its own: a table of the original's addresses is
+/// no table of the copy's (see [`ConstraintStore::slots`], [`ConstraintStore::address`]).
+impl Clone for ConstraintStore {
+    fn clone(&self) -> ConstraintStore {
+        let pages = self.pages.clone();
+        let mut bases: Vec<(usize, u32)> =
+            pages.iter().enumerate().map(|(page, p)| (p.as_ptr() as usize, page as u32)).collect();
+        bases.sort_unstable();
+        ConstraintStore { pages, bases, free: self.free.clone() }
+    }
+}
+
 impl ConstraintStore {
+    /// The slots of `table`'s constraints, in table order (each must be this store's).
+    pub fn slots(&self, table: &ConstraintTable) -> Vec<u32> {
+        (0..table.len()).map(|i| self.slot_of(table.at(i)).expect("a constraint of this store")).collect()
+    }
+
+    /// The address of slot `slot`, as [`ConstraintStore::insert`] returned it.
+    pub fn address(&mut self, slot: u32) -> NonNull<Constraint> {
+        NonNull::from(&mut self.pages[slot as usize / PAGE][slot as usize % PAGE]).cast()
+    }
+
     /// Slots in use.
     pub fn len(&self) -> usize {
         self.pages.len() * PAGE - self.free.len()

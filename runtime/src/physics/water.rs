@@ -144,6 +144,28 @@ struct Scratch<'a> {
     segments: &'a mut Vec<Segment>,
 }
 
+/// The water state that outlives a step (bodies in water, the last step's events,
+/// leave events waiting for the next), for a snapshot.
+#[derive(Clone, Debug, Default)]
+pub(super) struct WaterState {
+    inside: Vec<BodyId>,
+    events: Vec<WaterEvent>,
+    pending: Vec<WaterEvent>,
+}
+
+impl Water {
+    pub(super) fn saved(&self) -> WaterState {
+        WaterState { inside: self.inside.clone(), events: self.events.clone(), pending: self.pending.clone() }
+    }
+
+    /// Takes `saved`'s state; keeps this one's scratch.
+    pub(super) fn restore(&mut self, saved: &WaterState) {
+        self.inside.clone_from(&saved.inside);
+        self.events.clone_from(&saved.events);
+        self.pending.clone_from(&saved.pending);
+    }
+}
+
 /// The volume of `shape` placed by `xf` inside `terrain`'s water, with its first
 /// moment about `origin`, and the waterline area `dV/dh`.
 fn shape_in_water(terrain: &Terrain, shape: &BodyShape, xf: &Isometry, origin: Vec3, s: &mut Scratch) -> VolumeMoments {

@@ -40,7 +40,7 @@ impl Pair {
 }
 
 /// See the module docs.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct BroadPhase {
     tree: DynamicTree,
     move_buffer: Vec<u32>,

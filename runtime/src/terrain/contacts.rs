@@ -55,7 +55,7 @@ fn run_of(list: &[TerrainContact], body: u32) -> &[TerrainContact] {
 type JobOut = (Vec<TerrainContact>, Vec<Option<[IVec3; 2]>>, usize);
 
 /// The contact list and the last update's changes.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct TerrainContacts {
     contacts: Vec<TerrainContact>,
     added: Vec<TerrainContact>,
