@@ -1,0 +1,92 @@
+//! `snapshot`: what rollback costs. For `large_pyramid` (5,050 boxes stacked, sleep
+//! off) and `rain` (4,096 bodies over hills, sleep on, 5 s in: landing and settling):
+//!
+//! - `save`: `World::snapshot`; `restore`: `World::restore` of that snapshot;
+//! - `rebuild`: the naive reference — building the scene's world afresh (what a game
+//!   without snapshots does to get back to a known state, losing contacts, warm
+//!   starts and sleep);
+//! - `restore_8_steps`: a restore and 8 steps on one worker, a rollback frame's work
+//!   (target: within one 16.7 ms frame for the rain).
+//!
+//! Before timing it prints each snapshot's heap bytes (counted by this program's
+//! allocator).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+use criterion::{criterion_group, Criterion};
+use kiln::jobs::ThreadPool;
+use kiln::physics::scenes;
+use kiln_benches::report_ratios;
+
+/// Counts the live heap bytes.
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: forwards to System unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn snapshot(c: &mut Criterion) {
+    let pool = ThreadPool::new(0);
+    for (scene, steps) in [(scenes::large_pyramid(), 60), (scenes::rain(4096), 300)] {
+        let (mut world, _) = scene.build();
+        for _ in 0..steps {
+            world.step(1.0 / 60.0, pool.jobs()).unwrap();
+        }
+        let before = LIVE.load(Ordering::SeqCst);
+        let saved = world.snapshot().unwrap();
+        let bytes = LIVE.load(Ordering::SeqCst) - before;
+        println!(
+            "snapshot {}: {} bodies ({} awake), {:.1} MB ({} bytes per body)",
+            scene.name,
+            world.bodies().len(),
+            world.awake_count(),
+            bytes as f64 / 1e6,
+            bytes / world.bodies().len() as isize
+        );
+        let mut group = c.benchmark_group(format!("snapshot_{}", scene.name));
+        group.sample_size(10);
+        group.bench_function("save", |b| b.iter(|| world.snapshot().unwrap()));
+        group.bench_function("restore", |b| b.iter(|| world.restore(&saved).unwrap()));
+        group.bench_function("rebuild", |b| b.iter(|| scene.build()));
+        group.bench_function("restore_8_steps", |b| {
+            b.iter(|| {
+                world.restore(&saved).unwrap();
+                for _ in 0..8 {
+                    world.step(1.0 / 60.0, pool.jobs()).unwrap();
+                }
+            })
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, snapshot);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    for scene in ["large_pyramid", "rain"] {
+        report_ratios(&format!("snapshot_{scene}"), &[("restore", "rebuild"), ("save", "rebuild")]);
+    }
+}
