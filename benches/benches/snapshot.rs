@@ -9,39 +9,16 @@
 //!   (target: within one 16.7 ms frame for the rain).
 //!
 //! Before timing it prints each snapshot's heap bytes (counted by this program's
-//! allocator).
+//! allocator, the examples' `live_heap`).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
+#[path = "../../runtime/examples/common/live_heap.rs"]
+mod live_heap;
 
 use criterion::{criterion_group, Criterion};
 use kiln::jobs::ThreadPool;
 use kiln::physics::scenes;
 use kiln_benches::report_ratios;
-
-/// Counts the live heap bytes.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: forwards to System unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use live_heap::{live, Counting};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -53,9 +30,9 @@ fn snapshot(c: &mut Criterion) {
         for _ in 0..steps {
             world.step(1.0 / 60.0, pool.jobs()).unwrap();
         }
-        let before = LIVE.load(Ordering::SeqCst);
+        let before = live();
         let saved = world.snapshot().unwrap();
-        let bytes = LIVE.load(Ordering::SeqCst) - before;
+        let bytes = live() - before;
         println!(
             "snapshot {}: {} bodies ({} awake), {:.1} MB ({} bytes per body)",
             scene.name,
