@@ -92,7 +92,8 @@ tsan() {
         integration_is_bit_identical_for_any_worker_count
         a_ray_batch_equals_single_casts_for_any_worker_count
         callback_ray_order_is_the_same_for_any_worker_count
-        sensor_events_are_the_same_for_any_worker_count)
+        sensor_events_are_the_same_for_any_worker_count
+        a_restored_world_steps_the_same_bits_for_any_worker_count)
     timed "TSan: build" cargo +nightly test -p kiln --lib --test determinism "${cargo_args[@]}" --no-run
     timed "TSan: pool, frame graph, host scheduler, determinism, batch queries" \
         cargo +nightly test -p kiln --lib "${cargo_args[@]}" -- "${filters[@]}"
