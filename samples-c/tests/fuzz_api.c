@@ -165,7 +165,7 @@ static void check_joint_draw(const KilnJointDraw *j, void *user) {
     (void)user;
     CHECK(isfinite(j->frame_a.position.x + j->frame_a.position.y + j->frame_a.position.z));
     CHECK(isfinite(j->frame_b.rotation.x + j->frame_b.rotation.y + j->frame_b.rotation.z + j->frame_b.rotation.w));
-    CHECK(j->joint_type <= KILN_JOINT_DISTANCE && (!j->limit_enabled || j->lower <= j->upper));
+    CHECK(j->joint_type <= KILN_JOINT_SIX_DOF && (!j->limit_enabled || j->lower <= j->upper));
 }
 
 static KilnShapeId any_shape(const Pools *p) {
