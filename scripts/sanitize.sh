@@ -61,7 +61,7 @@ asan() {
     # the plain suite runs them; under ASan they alone would take ten minutes).
     timed "ASan: cargo test -p kiln -p kiln-ffi" \
         env "${run_env[@]}" cargo +nightly test "${cargo_args[@]}" -- --skip physics::stability_tests
-    timed "ASan: libkiln" cargo +nightly build -p kiln-ffi --features kiln/demo --target $triple --target-dir target/asan --locked
+    timed "ASan: libkiln" cargo +nightly build "${cargo_args[@]}"
     unset RUSTFLAGS RUSTDOCFLAGS
     local prefix=$PWD/build/asan-prefix
     rm -rf "$prefix" build/asan-make
