@@ -1,4 +1,5 @@
 pub mod character;
+mod codec;
 pub mod collide;
 pub mod frame;
 pub mod gi;

@@ -510,6 +510,29 @@ pub struct SatCache {
     far: [f32; 2],
 }
 
+crate::codec::fields!(SatCache { axis, separation, rel, far });
+
+impl crate::codec::Codec for SeparatingAxis {
+    fn put(&self, w: &mut crate::codec::Writer) {
+        match *self {
+            SeparatingAxis::None => 0u8.put(w),
+            SeparatingAxis::FaceA(f) => (1u8, f).put(w),
+            SeparatingAxis::FaceB(f) => (2u8, f).put(w),
+            SeparatingAxis::Edges(a, b) => (3u8, a, b).put(w),
+        }
+    }
+    fn take(&mut self, r: &mut crate::codec::Reader) -> Result<(), crate::codec::Corrupt> {
+        use crate::codec::TakeNew;
+        *self = match r.tag(4)? {
+            0 => SeparatingAxis::None,
+            1 => SeparatingAxis::FaceA(u16::take_new(r)?),
+            2 => SeparatingAxis::FaceB(u16::take_new(r)?),
+            _ => SeparatingAxis::Edges(u16::take_new(r)?, u16::take_new(r)?),
+        };
+        Ok(())
+    }
+}
+
 impl SatCache {
     /// The cache of a pair found apart along `axis` by `separation` at `rel`.
     fn new(a: &impl Polytope, b: &impl Polytope, axis: SeparatingAxis, separation: f32, rel: Isometry) -> SatCache {

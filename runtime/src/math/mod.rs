@@ -21,6 +21,12 @@ pub struct Aabb {
     pub max: Vec3,
 }
 
+impl Default for Aabb {
+    fn default() -> Aabb {
+        Aabb::EMPTY
+    }
+}
+
 impl Aabb {
     /// The box that contains nothing; the identity of [`Aabb::union`].
     pub const EMPTY: Aabb = Aabb { min: Vec3::splat(f32::INFINITY), max: Vec3::splat(f32::NEG_INFINITY) };

@@ -9,12 +9,13 @@
 
 use glam::{Mat3, Quat, Vec3};
 
+use crate::codec::{fields, Codec, Corrupt, Reader, Writer};
 use crate::math::{world_inertia, Isometry};
 use crate::shapes::{MassProperties, Shape};
 
 /// Handle to a body: slot index and generation. Destroying a body bumps the slot's
 /// generation, so old handles are detected, never dereferenced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BodyId {
     pub index: u32,
     pub generation: u32,
@@ -33,7 +34,7 @@ impl BodyId {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MotionType {
     /// Never moves; infinite mass.
     Static,
@@ -41,6 +42,7 @@ pub enum MotionType {
     /// bodies.
     Kinematic,
     /// Moved by forces, gravity and contacts.
+    #[default]
     Dynamic,
 }
 
@@ -142,7 +144,7 @@ impl ShapeDef {
 }
 
 /// A shape attached to a body.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct BodyShape {
     pub shape: Shape,
     pub def: ShapeDef,
@@ -299,17 +301,112 @@ impl BodySet {
 }
 
 /// Which set holds a body.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SetKind {
+    #[default]
     Awake,
     Resting,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Slot {
     generation: u32,
     /// `None` when the slot is free.
     place: Option<(SetKind, u32)>,
+}
+
+fields!(BodyId { index, generation });
+fields!(ShapeDef { pose, density, friction, restitution, rolling_resistance, category, mask, sensor, hit_events });
+fields!(BodyShape { shape, def });
+fields!(BodySet {
+    id,
+    position,
+    rotation,
+    linear_velocity,
+    angular_velocity,
+    force,
+    torque,
+    inv_mass,
+    local_inv_inertia,
+    world_inv_inertia,
+    local_center,
+    linear_damping,
+    angular_damping,
+    gravity_scale,
+    sleep_time,
+    rest_pose,
+    flags,
+});
+fields!(Slot { generation, place });
+fields!(Bodies { awake, resting, slots, free, shapes, motion, layout });
+
+impl Codec for MotionType {
+    fn put(&self, w: &mut Writer) {
+        (*self as u8).put(w);
+    }
+    fn take(&mut self, r: &mut Reader) -> Result<(), Corrupt> {
+        *self = [MotionType::Static, MotionType::Kinematic, MotionType::Dynamic][r.tag(3)? as usize];
+        Ok(())
+    }
+}
+
+impl Codec for SetKind {
+    fn put(&self, w: &mut Writer) {
+        (*self as u8).put(w);
+    }
+    fn take(&mut self, r: &mut Reader) -> Result<(), Corrupt> {
+        *self = [SetKind::Awake, SetKind::Resting][r.tag(2)? as usize];
+        Ok(())
+    }
+}
+
+impl Bodies {
+    /// Whether a decoded snapshot's bodies hang together: every column of a set as
+    /// long as its ids, each live slot's row holding its id, every other row of no
+    /// slot, the free list of free slots, and a shape list and motion type per slot.
+    pub(super) fn is_coherent(&self) -> bool {
+        let set_ok = |set: &BodySet| {
+            let n = set.len();
+            [
+                set.position.len(),
+                set.rotation.len(),
+                set.linear_velocity.len(),
+                set.angular_velocity.len(),
+                set.force.len(),
+                set.torque.len(),
+                set.inv_mass.len(),
+                set.local_inv_inertia.len(),
+                set.world_inv_inertia.len(),
+                set.local_center.len(),
+                set.linear_damping.len(),
+                set.angular_damping.len(),
+                set.gravity_scale.len(),
+                set.sleep_time.len(),
+                set.rest_pose.len(),
+                set.flags.len(),
+            ]
+            .iter()
+            .all(|&len| len == n)
+        };
+        let slots = self.slots.len();
+        if !set_ok(&self.awake) || !set_ok(&self.resting) || self.shapes.len() != slots || self.motion.len() != slots {
+            return false;
+        }
+        let mut live = 0;
+        for (index, slot) in self.slots.iter().enumerate() {
+            let Some((kind, row)) = slot.place else { continue };
+            let set = match kind {
+                SetKind::Awake => &self.awake,
+                SetKind::Resting => &self.resting,
+            };
+            if set.id.get(row as usize) != Some(&BodyId { index: index as u32, generation: slot.generation }) {
+                return false;
+            }
+            live += 1;
+        }
+        let free_ok = self.free.iter().all(|&f| self.slots.get(f as usize).is_some_and(|s| s.place.is_none()));
+        live == self.len() && free_ok && self.free.len() + live == slots
+    }
 }
 
 /// All bodies: the two sets, the slot table and each body's shapes.
@@ -565,6 +662,11 @@ impl Bodies {
     }
 
     /// The shapes of the body in slot `slot`.
+    /// Every shape of every body.
+    pub(super) fn every_shape(&self) -> impl Iterator<Item = &BodyShape> {
+        self.shapes.iter().flatten()
+    }
+
     pub(crate) fn shapes_of_slot(&self, slot: u32) -> &[BodyShape] {
         &self.shapes[slot as usize]
     }

@@ -168,7 +168,7 @@ impl Prepared {
 /// points, in the fourth line ([`Constraint::SOLVER_BYTES`]); the last two hold what
 /// only the narrowphase reads (where the points were found), so the bundles' prepare
 /// fetches four lines of each constraint instead of six.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[repr(C, align(64))]
 pub(crate) struct Constraint {
     /// Pair key: `proxy_a << 32 | proxy_b`, or `proxy << 32 | u32::MAX` for terrain.
@@ -204,6 +204,31 @@ pub(crate) struct Constraint {
     /// Pairs: where the points were found.
     pub found: FoundAt,
 }
+
+crate::codec::fields!(ContactPoint { point, normal, separation, id });
+crate::codec::fields!(SurfacePoints { a, b });
+crate::codec::fields!(FoundAt { frame, normal, center, radius, turn, offset });
+crate::codec::fields!(Constraint {
+    key,
+    sub,
+    count,
+    normal_impulse,
+    tangent_impulse,
+    twist_impulse,
+    rolling_impulse,
+    body_a,
+    body_b,
+    row_a,
+    row_b,
+    friction,
+    restitution,
+    rolling_resistance,
+    round_a,
+    round_b,
+    points,
+    surface,
+    found,
+});
 
 /// Where a pair's manifold was found, for reusing it while the pair hardly moves
 /// (see `narrow::reuse_manifolds`).

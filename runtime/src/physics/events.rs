@@ -30,7 +30,7 @@ use crate::collide::shape_distance;
 use crate::jobs::Jobs;
 
 /// A shape began or ended overlapping a sensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SensorEvent {
     /// The sensor's body and the shape's index on it.
     pub sensor: BodyId,
@@ -45,7 +45,7 @@ pub struct SensorEvent {
 /// A contact that struck: shape A of `body_a` hit shape B of `body_b` (`None`: the
 /// terrain) at `point`, approaching along `normal` (from A to B) at
 /// `approach_speed` m/s.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ContactHitEvent {
     pub body_a: BodyId,
     pub shape_a: u32,
@@ -67,7 +67,7 @@ pub(super) struct HitCandidate {
 }
 
 /// One sensor shape and the shapes overlapping it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct Sensor {
     body: BodyId,
     shape: u32,
@@ -84,6 +84,11 @@ pub(super) struct Sensors {
     pub(super) events: Vec<SensorEvent>,
     pub(super) pending: Vec<SensorEvent>,
 }
+
+crate::codec::fields!(SensorEvent { sensor, sensor_shape, visitor, visitor_shape, begin });
+crate::codec::fields!(ContactHitEvent { body_a, shape_a, body_b, shape_b, point, normal, approach_speed });
+crate::codec::fields!(Sensor { body, shape, visitors, next });
+crate::codec::fields!(Sensors { list, events, pending });
 
 impl Sensors {
     /// Registers shape `shape` of `body` as a sensor.

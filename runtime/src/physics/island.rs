@@ -42,6 +42,9 @@ pub(crate) struct Islands {
     pub root_group: Vec<u32>,
 }
 
+crate::codec::fields!(SleepGroup { bodies, constraints });
+crate::codec::fields!(Islands { groups, free, group_of, parent, may_sleep, root_group });
+
 impl Islands {
     pub fn group_of(&self, slot: u32) -> u32 {
         self.group_of.get(slot as usize).copied().unwrap_or(NONE)

@@ -28,6 +28,7 @@ use super::body::{BodyError, BodyId, MotionType, SetKind};
 use super::contact_solver::{Softness, NONE};
 use super::joint_solver::{self, JointSolve};
 use super::world::World;
+use crate::codec::{fields, Codec, Corrupt, Reader, TakeNew, Writer};
 use crate::math::Isometry;
 
 /// Damping ratio of the joints' rigid parts while they push (Box2D v3's default).
@@ -42,7 +43,7 @@ pub(crate) const JOINT_DAMPING_RATIO: f32 = 2.0;
 pub(crate) const JOINT_HERTZ_PER_SUBSTEP_RATE: f32 = 0.25;
 
 /// Handle to a joint: slot index and generation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct JointId {
     pub index: u32,
     pub generation: u32,
@@ -361,16 +362,17 @@ impl JointDef {
 }
 
 /// Why a joint went away.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum JointEventKind {
     /// Its force or torque passed the break threshold in the step.
+    #[default]
     Broke,
     /// One of its bodies was destroyed.
     BodyDestroyed,
 }
 
 /// A joint removed by a step (broken) or with a body (reported with the next step).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct JointEvent {
     pub joint: JointId,
     pub body_a: BodyId,
@@ -409,6 +411,128 @@ struct Joint {
 struct Slot {
     generation: u32,
     joint: Option<Joint>,
+}
+
+impl Default for Joint {
+    fn default() -> Joint {
+        let def = JointDef::new(BodyId::default(), BodyId::default(), JointType::Fixed(FixedJoint::default()));
+        Joint { def, impulses: Impulses::default(), force: Vec3::ZERO, torque: Vec3::ZERO }
+    }
+}
+
+fields!(JointId { index, generation });
+fields!(SphericalJoint {
+    enable_cone_limit,
+    cone_angle,
+    enable_twist_limit,
+    lower_twist,
+    upper_twist,
+    enable_spring,
+    hertz,
+    damping_ratio,
+    enable_motor,
+    motor_velocity,
+    max_motor_torque,
+});
+fields!(RevoluteJoint {
+    enable_limit,
+    lower,
+    upper,
+    enable_motor,
+    motor_speed,
+    max_motor_torque,
+    enable_spring,
+    hertz,
+    damping_ratio,
+    target_angle,
+});
+fields!(PrismaticJoint {
+    enable_limit,
+    lower,
+    upper,
+    enable_motor,
+    motor_speed,
+    max_motor_force,
+    enable_spring,
+    hertz,
+    damping_ratio,
+    target_translation,
+});
+fields!(FixedJoint { linear_hertz, angular_hertz, linear_damping_ratio, angular_damping_ratio });
+fields!(DistanceJoint { length, enable_spring, hertz, damping_ratio, enable_limit, min_length, max_length });
+fields!(SixDofJoint { linear, angular, motor_speed, max_motor_force });
+fields!(JointDef { body_a, body_b, frame_a, frame_b, collide_connected, break_force, break_torque, kind });
+fields!(JointEvent { joint, body_a, body_b, kind });
+fields!(Impulses {
+    linear,
+    angular,
+    perp,
+    spring,
+    motor,
+    lower,
+    upper,
+    swing,
+    spring3,
+    motor3,
+    upper_linear,
+    upper_angular,
+    motors,
+});
+fields!(Joint { def, impulses, force, torque });
+fields!(Slot { generation, joint });
+// `solves` is rebuilt by every step's `gather_joints`.
+fields!(Joints { slots, free, apart, events, pending });
+
+impl Codec for Dof {
+    fn put(&self, w: &mut Writer) {
+        match *self {
+            Dof::Free => 0u8.put(w),
+            Dof::Locked => 1u8.put(w),
+            Dof::Limited { lower, upper } => (2u8, lower, upper).put(w),
+        }
+    }
+    fn take(&mut self, r: &mut Reader) -> Result<(), Corrupt> {
+        *self = match r.tag(3)? {
+            0 => Dof::Free,
+            1 => Dof::Locked,
+            _ => Dof::Limited { lower: f32::take_new(r)?, upper: f32::take_new(r)? },
+        };
+        Ok(())
+    }
+}
+
+impl Codec for JointType {
+    fn put(&self, w: &mut Writer) {
+        match self {
+            JointType::Spherical(j) => (0u8, *j).put(w),
+            JointType::Revolute(j) => (1u8, *j).put(w),
+            JointType::Prismatic(j) => (2u8, *j).put(w),
+            JointType::Fixed(j) => (3u8, *j).put(w),
+            JointType::Distance(j) => (4u8, *j).put(w),
+            JointType::SixDof(j) => (5u8, *j).put(w),
+        }
+    }
+    fn take(&mut self, r: &mut Reader) -> Result<(), Corrupt> {
+        *self = match r.tag(6)? {
+            0 => JointType::Spherical(TakeNew::take_new(r)?),
+            1 => JointType::Revolute(TakeNew::take_new(r)?),
+            2 => JointType::Prismatic(TakeNew::take_new(r)?),
+            3 => JointType::Fixed(TakeNew::take_new(r)?),
+            4 => JointType::Distance(TakeNew::take_new(r)?),
+            _ => JointType::SixDof(TakeNew::take_new(r)?),
+        };
+        Ok(())
+    }
+}
+
+impl Codec for JointEventKind {
+    fn put(&self, w: &mut Writer) {
+        (*self as u8).put(w);
+    }
+    fn take(&mut self, r: &mut Reader) -> Result<(), Corrupt> {
+        *self = [JointEventKind::Broke, JointEventKind::BodyDestroyed][r.tag(2)? as usize];
+        Ok(())
+    }
 }
 
 /// The world's joints.

@@ -49,6 +49,9 @@ mod runs;
 pub mod scenes;
 mod simd;
 mod snapshot;
+mod snapshot_bytes;
+#[cfg(test)]
+mod snapshot_bytes_tests;
 #[cfg(test)]
 mod snapshot_tests;
 mod solver;
@@ -73,6 +76,7 @@ pub use joint::{
 };
 pub use query::{QueryFilter, QueryTarget, RayHit, ShapeCastHit, CAST_TOLERANCE};
 pub use snapshot::WorldSnapshot;
+pub use snapshot_bytes::{library_version, SnapshotError, SNAPSHOT_FORMAT};
 pub use water::{Submerged, WaterEvent};
 pub use world::{
     BodyMoveEvent, ContactEvent, ContactPointInfo, Solver, StepCounters, StepProfile, StepStage, World, WorldDef,

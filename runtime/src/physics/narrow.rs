@@ -122,7 +122,7 @@ pub(crate) struct Gathered {
 type Triangles<'t> = (&'t [[Vec3; 3]], &'t [[bool; 3]], &'t [u32]);
 
 /// The triangles of `chunks` touching `fat` at terrain revision `revision`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 struct GatheredSet {
     proxy: u32,
     revision: u64,
@@ -130,6 +130,9 @@ struct GatheredSet {
     chunks: Range<u32>,
     triangles: Range<u32>,
 }
+
+crate::codec::fields!(GatheredSet { proxy, revision, fat, chunks, triangles });
+crate::codec::fields!(Gathered { sets, chunks, triangles, active, ids });
 
 impl Gathered {
     /// The sets, chunks and triangles it holds.

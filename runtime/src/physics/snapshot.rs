@@ -31,45 +31,46 @@ use super::joint::Joints;
 use super::narrow::{Gathered, NarrowOut};
 use super::store::ConstraintStore;
 use super::water::WaterState;
-use super::world::{BodyMoveEvent, ContactEvent, Extent, StepCounters, StepProfile, World, WorldDef};
+use super::world::{BodyMoveEvent, ContactEvent, Extent, Solver, StepCounters, StepProfile, World, WorldDef};
 use crate::collide::SatCache;
-use crate::spatial::{BroadPhase, ProxyId};
+use crate::spatial::{BroadPhase, ProxyId, TreeConfig};
 use crate::terrain::TerrainContacts;
 
 /// A world's state between two steps ([`World::snapshot`], [`World::restore`]).
 #[derive(Clone, Debug)]
 pub struct WorldSnapshot {
-    def: WorldDef,
-    bodies: Bodies,
-    broadphase: BroadPhase,
-    proxies: Vec<Vec<ProxyId>>,
-    extents: Vec<Extent>,
+    pub(super) def: WorldDef,
+    pub(super) solver: Solver,
+    pub(super) bodies: Bodies,
+    pub(super) broadphase: BroadPhase,
+    pub(super) proxies: Vec<Vec<ProxyId>>,
+    pub(super) extents: Vec<Extent>,
     /// The attached terrain's revision (`None`: no terrain).
-    terrain: Option<u64>,
-    terrain_contacts: TerrainContacts,
-    islands: Islands,
-    joints: Joints,
-    store: ConstraintStore,
+    pub(super) terrain: Option<u64>,
+    pub(super) terrain_contacts: TerrainContacts,
+    pub(super) islands: Islands,
+    pub(super) joints: Joints,
+    pub(super) store: ConstraintStore,
     /// This step's and last step's tables, as slots of `store`.
-    constraints: Vec<u32>,
-    previous: Vec<u32>,
-    cache: Vec<(u64, u64, u32)>,
-    cache_ready: bool,
+    pub(super) constraints: Vec<u32>,
+    pub(super) previous: Vec<u32>,
+    pub(super) cache: Vec<(u64, u64, u32)>,
+    pub(super) cache_ready: bool,
     /// The terrain triangles last step's narrowphase jobs gathered, and their index:
     /// the next step reads them again where a shape stayed inside their region.
-    gathered: Vec<Gathered>,
-    gathered_index: Vec<(u32, u32, u32)>,
-    axes: Vec<(u64, SatCache)>,
-    touching: Vec<u64>,
-    events: Vec<ContactEvent>,
-    pending_events: Vec<ContactEvent>,
-    sensors: Sensors,
-    hit_shapes: usize,
-    hit_events: Vec<ContactHitEvent>,
-    moves: Vec<BodyMoveEvent>,
-    water: WaterState,
-    profile: StepProfile,
-    counters: StepCounters,
+    pub(super) gathered: Vec<Gathered>,
+    pub(super) gathered_index: Vec<(u32, u32, u32)>,
+    pub(super) axes: Vec<(u64, SatCache)>,
+    pub(super) touching: Vec<u64>,
+    pub(super) events: Vec<ContactEvent>,
+    pub(super) pending_events: Vec<ContactEvent>,
+    pub(super) sensors: Sensors,
+    pub(super) hit_shapes: usize,
+    pub(super) hit_events: Vec<ContactHitEvent>,
+    pub(super) moves: Vec<BodyMoveEvent>,
+    pub(super) water: WaterState,
+    pub(super) profile: StepProfile,
+    pub(super) counters: StepCounters,
 }
 
 impl WorldSnapshot {
@@ -77,44 +78,91 @@ impl WorldSnapshot {
     pub fn body_count(&self) -> usize {
         self.bodies.len()
     }
+
+    /// A snapshot of nothing, to be filled ([`World::snapshot_into`] or a decode).
+    pub(super) fn empty() -> WorldSnapshot {
+        WorldSnapshot {
+            def: WorldDef::default(),
+            solver: Solver::default(),
+            bodies: Bodies::default(),
+            broadphase: BroadPhase::new(TreeConfig::default()),
+            proxies: Vec::new(),
+            extents: Vec::new(),
+            terrain: None,
+            terrain_contacts: TerrainContacts::default(),
+            islands: Islands::default(),
+            joints: Joints::default(),
+            store: ConstraintStore::default(),
+            constraints: Vec::new(),
+            previous: Vec::new(),
+            cache: Vec::new(),
+            cache_ready: false,
+            gathered: Vec::new(),
+            gathered_index: Vec::new(),
+            axes: Vec::new(),
+            touching: Vec::new(),
+            events: Vec::new(),
+            pending_events: Vec::new(),
+            sensors: Sensors::default(),
+            hit_shapes: 0,
+            hit_events: Vec::new(),
+            moves: Vec::new(),
+            water: WaterState::default(),
+            profile: StepProfile::default(),
+            counters: StepCounters::default(),
+        }
+    }
 }
 
 impl World {
     /// Saves the world's state (see the module docs). Between steps only: in the
     /// middle of a staged step it is [`BodyError::OutOfOrder`].
     pub fn snapshot(&self) -> Result<WorldSnapshot, BodyError> {
+        let mut s = WorldSnapshot::empty();
+        self.snapshot_into(&mut s)?;
+        Ok(s)
+    }
+
+    /// [`World::snapshot`] into `s`, reusing its buffers: saving into a snapshot of
+    /// the same size allocates nothing.
+    pub fn snapshot_into(&self, s: &mut WorldSnapshot) -> Result<(), BodyError> {
         if self.next_stage != 0 {
             return Err(BodyError::OutOfOrder);
         }
-        Ok(WorldSnapshot {
-            def: self.def,
-            bodies: self.bodies.clone(),
-            broadphase: self.broadphase.clone(),
-            proxies: self.proxies.clone(),
-            extents: self.extents.clone(),
-            terrain: self.terrain.as_ref().map(|t| t.revision()),
-            terrain_contacts: self.terrain_contacts.clone(),
-            islands: self.islands.clone(),
-            joints: self.joints.clone(),
-            store: self.store.clone(),
-            constraints: self.store.slots(&self.constraints),
-            previous: self.store.slots(&self.previous),
-            cache: self.cache.clone(),
-            cache_ready: self.cache_ready,
-            gathered: self.scratch.outs[..self.scratch.joined].iter().map(|o| o.gathered.clone()).collect(),
-            gathered_index: self.scratch.kept_index.clone(),
-            axes: self.axes.clone(),
-            touching: self.touching.clone(),
-            events: self.events.clone(),
-            pending_events: self.pending_events.clone(),
-            sensors: self.sensors.clone(),
-            hit_shapes: self.hit_shapes,
-            hit_events: self.hit_events.clone(),
-            moves: self.moves.clone(),
-            water: self.water.saved(),
-            profile: self.profile,
-            counters: self.counters,
-        })
+        s.def = self.def;
+        s.solver = self.solver;
+        s.bodies.clone_from(&self.bodies);
+        s.broadphase.clone_from(&self.broadphase);
+        s.proxies.clone_from(&self.proxies);
+        s.extents.clone_from(&self.extents);
+        s.terrain = self.terrain.as_ref().map(|t| t.revision());
+        s.terrain_contacts.clone_from(&self.terrain_contacts);
+        s.islands.clone_from(&self.islands);
+        s.joints.clone_from(&self.joints);
+        s.store.clone_from(&self.store);
+        self.store.slots_into(&self.constraints, &mut s.constraints);
+        self.store.slots_into(&self.previous, &mut s.previous);
+        s.cache.clone_from(&self.cache);
+        s.cache_ready = self.cache_ready;
+        let outs = &self.scratch.outs[..self.scratch.joined];
+        s.gathered.truncate(outs.len());
+        s.gathered.resize_with(outs.len(), Gathered::default);
+        for (to, out) in s.gathered.iter_mut().zip(outs) {
+            to.clone_from(&out.gathered);
+        }
+        s.gathered_index.clone_from(&self.scratch.kept_index);
+        s.axes.clone_from(&self.axes);
+        s.touching.clone_from(&self.touching);
+        s.events.clone_from(&self.events);
+        s.pending_events.clone_from(&self.pending_events);
+        s.sensors.clone_from(&self.sensors);
+        s.hit_shapes = self.hit_shapes;
+        s.hit_events.clone_from(&self.hit_events);
+        s.moves.clone_from(&self.moves);
+        self.water.save_into(&mut s.water);
+        s.profile = self.profile;
+        s.counters = self.counters;
+        Ok(())
     }
 
     /// Puts the world back in the state `snapshot` saved (from this world or another
@@ -130,6 +178,7 @@ impl World {
         }
         let s = snapshot;
         self.def = s.def;
+        self.solver = s.solver;
         self.bodies.clone_from(&s.bodies);
         self.broadphase.clone_from(&s.broadphase);
         self.proxies.clone_from(&s.proxies);

@@ -13,9 +13,10 @@ use crate::shapes::Shape;
 use crate::terrain::Material;
 
 /// Ragdolls and a rain of boxes and balls over walled hills (the terrain dug once
-/// before the run), a static sensor box, sensor balls on some bodies and hit events
-/// on others; sleep on.
-fn busy_world(ragdolls: usize, rain: usize) -> World {
+/// before the run), with hulls (five sharing one, one of its own) and a compound of a
+/// box and a hull falling among them when there is rain; a static sensor box, sensor
+/// balls on some bodies and hit events on others; sleep on.
+pub(super) fn busy_world(ragdolls: usize, rain: usize) -> World {
     let mut scene = scenes::ragdolls(ragdolls, 32);
     scene.bodies.extend(scenes::rain_over("rain", 32, rain).bodies);
     let (mut world, ids) = scene.build();
@@ -24,6 +25,31 @@ fn busy_world(ragdolls: usize, rain: usize) -> World {
     let at = Isometry::from_translation(Vec3::new(16.0, 8.0, 16.0));
     let id = world.create_body(&BodyDef { motion: MotionType::Static, transform: at, ..BodyDef::default() }).unwrap();
     world.add_shape(id, Shape::cuboid(Vec3::new(6.0, 6.0, 6.0)).unwrap(), sensor).unwrap();
+    if rain > 0 {
+        let corners = |s: f32| {
+            let mut p: Vec<Vec3> =
+                (0..8).map(|i| Vec3::new((i & 1) as f32, (i >> 1 & 1) as f32, (i >> 2) as f32)).collect();
+            p.iter_mut().for_each(|v| *v = (*v - 0.5) * s);
+            p.push(Vec3::new(0.0, 0.9 * s, 0.0));
+            p
+        };
+        let shared = Shape::hull(&corners(0.8)).unwrap();
+        let own = Shape::hull(&corners(1.1)).unwrap();
+        let part = Shape::hull(&corners(0.6)).unwrap();
+        let compound = Shape::compound([
+            (Isometry::IDENTITY, Shape::cuboid(Vec3::new(0.6, 0.2, 0.3)).unwrap()),
+            (Isometry::from_translation(Vec3::new(0.0, 0.5, 0.0)), part),
+        ])
+        .unwrap();
+        for (k, shape) in [shared.clone(), shared.clone(), shared.clone(), shared.clone(), shared, own, compound]
+            .into_iter()
+            .enumerate()
+        {
+            let at = Isometry::from_translation(Vec3::new(12.0 + 1.5 * k as f32, 30.0, 14.0 + 0.7 * k as f32));
+            let id = world.create_body(&BodyDef { transform: at, ..BodyDef::default() }).unwrap();
+            world.add_shape(id, shape, ShapeDef::default()).unwrap();
+        }
+    }
     for (k, &id) in ids.iter().enumerate() {
         if k % 9 == 0 {
             let ball = Shape::sphere(Vec3::ZERO, 2.0).unwrap();
@@ -38,7 +64,7 @@ fn busy_world(ragdolls: usize, rain: usize) -> World {
 }
 
 /// One step's fingerprint: the state hash and the step's events.
-fn step_print(world: &World) -> (u64, usize, usize, usize, usize, usize) {
+pub(super) fn step_print(world: &World) -> (u64, usize, usize, usize, usize, usize) {
     let hits = world.contact_hit_events().len();
     let sensors = world.sensor_events().len();
     (world.hash(), world.contact_events().len(), sensors, hits, world.move_events().len(), world.awake_count())

@@ -20,6 +20,7 @@ use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
 use super::contact_solver::{Constraint, ConstraintTable};
+use crate::codec::{Codec, Corrupt, Reader, TakeNew, Writer};
 
 /// Constraints per page (384 KiB).
 const PAGE: usize = 1024;
@@ -53,12 +54,90 @@ impl Clone for ConstraintStore {
         bases.sort_unstable();
         ConstraintStore { pages, bases, free: self.free.clone() }
     }
+
+    /// Copies into the pages this store has (new ones only past them), so a
+    /// rollback loop restoring stores of one size allocates nothing.
+    fn clone_from(&mut self, source: &ConstraintStore) {
+        self.set_page_count(source.pages.len());
+        for (page, from) in self.pages.iter_mut().zip(&source.pages) {
+            page.copy_from_slice(from);
+        }
+        self.free.clone_from(&source.free);
+    }
+}
+
+impl ConstraintStore {
+    /// Keeps the first `n` pages and makes new ones past them, re-indexing.
+    fn set_page_count(&mut self, n: usize) {
+        self.pages.truncate(n);
+        while self.pages.len() < n {
+            self.pages.push(Box::new_uninit_slice(PAGE));
+        }
+        self.bases.clear();
+        self.bases.extend(self.pages.iter().enumerate().map(|(page, p)| (p.as_ptr() as usize, page as u32)));
+        self.bases.sort_unstable();
+    }
+
+    /// Writes the store and the slot lists of its two tables: the page count, the
+    /// free list, both lists, then the constraint of every listed slot in list order.
+    /// The free slots' contents are not state.
+    pub fn put_with_tables(&self, tables: [&[u32]; 2], w: &mut Writer) {
+        (self.pages.len() as u32).put(w);
+        self.free.put(w);
+        for list in tables {
+            (list.len() as u32).put(w);
+            list.iter().for_each(|slot| slot.put(w));
+        }
+        for &slot in tables.iter().flat_map(|t| t.iter()) {
+            // SAFETY: a slot a table holds is live, hence written.
+            unsafe { self.pages[slot as usize / PAGE][slot as usize % PAGE].assume_init_ref() }.put(w);
+        }
+    }
+
+    /// Reads what [`ConstraintStore::put_with_tables`] wrote into this store and the
+    /// two lists. Refused unless every free and listed slot is in range, no slot is
+    /// both, and no slot is listed or freed twice (`seen` is scratch).
+    pub fn take_with_tables(
+        &mut self,
+        tables: [&mut Vec<u32>; 2],
+        seen: &mut Vec<u64>,
+        r: &mut Reader,
+    ) -> Result<(), Corrupt> {
+        let pages = u32::take_new(r)? as usize;
+        if pages > r.remaining() {
+            return Err(Corrupt);
+        }
+        let mut free = std::mem::take(&mut self.free);
+        let read = free.take(r);
+        self.free = free;
+        read?;
+        let [a, b] = tables;
+        a.take(r)?;
+        b.take(r)?;
+        let slots = pages * PAGE;
+        seen.clear();
+        seen.resize(slots.div_ceil(64), 0);
+        for &slot in self.free.iter().chain(a.iter()).chain(b.iter()) {
+            let s = slot as usize;
+            if s >= slots || seen[s / 64] & 1 << (s % 64) != 0 {
+                return Err(Corrupt);
+            }
+            seen[s / 64] |= 1 << (s % 64);
+        }
+        self.set_page_count(pages);
+        for &slot in a.iter().chain(b.iter()) {
+            let c = Constraint::take_new(r)?;
+            self.pages[slot as usize / PAGE][slot as usize % PAGE].write(c);
+        }
+        Ok(())
+    }
 }
 
 impl ConstraintStore {
     /// The slots of `table`'s constraints, in table order (each must be this store's).
-    pub fn slots(&self, table: &ConstraintTable) -> Vec<u32> {
-        (0..table.len()).map(|i| self.slot_of(table.at(i)).expect("a constraint of this store")).collect()
+    pub fn slots_into(&self, table: &ConstraintTable, out: &mut Vec<u32>) {
+        out.clear();
+        out.extend((0..table.len()).map(|i| self.slot_of(table.at(i)).expect("a constraint of this store")));
     }
 
     /// The address of slot `slot`, as [`ConstraintStore::insert`] returned it.

@@ -62,7 +62,7 @@ const HEAVE_DAMPING_RATIO: f32 = 0.2;
 const DRAG_FLOOR_SPEED: f32 = 1.0;
 
 /// A body entered (`begin`) or left the water.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WaterEvent {
     pub body: BodyId,
     pub begin: bool,
@@ -153,9 +153,14 @@ pub(super) struct WaterState {
     pending: Vec<WaterEvent>,
 }
 
+crate::codec::fields!(WaterEvent { body, begin });
+crate::codec::fields!(WaterState { inside, events, pending });
+
 impl Water {
-    pub(super) fn saved(&self) -> WaterState {
-        WaterState { inside: self.inside.clone(), events: self.events.clone(), pending: self.pending.clone() }
+    pub(super) fn save_into(&self, to: &mut WaterState) {
+        to.inside.clone_from(&self.inside);
+        to.events.clone_from(&self.events);
+        to.pending.clone_from(&self.pending);
     }
 
     /// Takes `saved`'s state; keeps this one's scratch.

@@ -43,6 +43,7 @@ use super::joint::Joints;
 use super::narrow::{shape_ref, NarrowOut, TerrainItem, TERRAIN};
 use super::store::ConstraintStore;
 use super::water::Water;
+use crate::codec::{fields, Codec, Corrupt, Reader, TakeNew, Writer};
 use crate::collide::SatCache;
 use crate::jobs::Jobs;
 use crate::math::{Aabb, Isometry};
@@ -172,7 +173,7 @@ impl Solver {
 }
 
 /// A contact starting or ending between two shapes (or a shape and the terrain).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ContactEvent {
     pub begin: bool,
     pub body_a: BodyId,
@@ -244,6 +245,64 @@ pub(super) struct Extent {
     pub(super) min: f32,
 }
 
+fields!(WorldDef {
+    gravity,
+    substeps,
+    contact_hertz,
+    contact_damping_ratio,
+    contact_push_out,
+    restitution_threshold,
+    sleep_threshold,
+    time_to_sleep,
+    enable_sleep,
+    enable_continuous,
+    terrain_friction,
+    hit_event_threshold,
+    water_density,
+    water_linear_drag,
+    water_angular_drag,
+});
+fields!(ContactEvent { begin, body_a, shape_a, body_b, shape_b });
+fields!(StepProfile { broadphase, narrowphase, prepare, solve, continuous, sleep, total });
+fields!(StepCounters {
+    awake_bodies,
+    pairs,
+    constraints,
+    contact_points,
+    reused_pairs,
+    reused_terrain,
+    sat_full,
+    sat_cached,
+    sat_skipped,
+    colors,
+    overflow_constraints,
+    sleeping_groups,
+    continuous_hits,
+});
+fields!(Extent { max, min });
+fields!(BodyMoveEvent { body, transform, fell_asleep });
+
+impl Codec for Solver {
+    fn put(&self, w: &mut Writer) {
+        match *self {
+            Solver::SoftStep => 0u8.put(w),
+            Solver::SequentialImpulses { velocity_iterations, position_iterations } => {
+                (1u8, velocity_iterations, position_iterations).put(w)
+            }
+        }
+    }
+    fn take(&mut self, r: &mut Reader) -> Result<(), Corrupt> {
+        *self = match r.tag(2)? {
+            0 => Solver::SoftStep,
+            _ => Solver::SequentialImpulses {
+                velocity_iterations: u32::take_new(r)?,
+                position_iterations: u32::take_new(r)?,
+            },
+        };
+        Ok(())
+    }
+}
+
 /// A rigid-body world.
 #[derive(Debug)]
 pub struct World {
@@ -311,7 +370,7 @@ pub struct World {
 /// A body the last step moved: its handle and new placement; `fell_asleep` when the
 /// step also put it to sleep (it will not move again until woken). An engine syncs
 /// only these bodies' render transforms.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct BodyMoveEvent {
     pub body: BodyId,
     pub transform: Isometry,
@@ -362,6 +421,8 @@ impl StepStage {
 /// Buffers the step reuses.
 #[derive(Debug, Default)]
 pub(super) struct Scratch {
+    /// What snapshots to and from bytes reuse (`snapshot_bytes.rs`).
+    pub(super) snapshot: Option<Box<super::snapshot_bytes::SnapshotScratch>>,
     /// The solve's plan (see `solver::run_plan`).
     pub(super) ops: Vec<Op>,
     pub(super) moving: Vec<(u32, ProxyId, u32)>,

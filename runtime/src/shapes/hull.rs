@@ -15,12 +15,13 @@ use glam::{DVec3, Mat3, Vec3};
 
 use super::polytope::{ArcTable, Plane, PolyEdge, Polytope, MAX_FACE_VERTICES};
 use super::ShapeError;
+use crate::codec::Fingerprint;
 use crate::math::Aabb;
 
 /// The most vertices a hull may keep (indices are 16-bit; SAT cost grows with edges²).
 pub const MAX_HULL_VERTICES: usize = 256;
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct HullEdge {
     v: [u16; 2],
     faces: [u16; 2],
@@ -28,7 +29,7 @@ struct HullEdge {
 
 /// A convex polyhedron: vertices, polygon faces (counter-clockwise loops from
 /// outside) with their planes, and undirected edges with both faces.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ConvexHull {
     vertices: Vec<Vec3>,
     planes: Vec<Plane>,
@@ -61,9 +62,48 @@ pub struct ConvexHull {
     /// Inertia tensor about the centroid at density 1.
     unit_inertia: Mat3,
     bounds: Aabb,
+    fingerprint: Fingerprint,
 }
 
+crate::codec::fields!(HullEdge { v, faces });
+crate::codec::fields!(ConvexHull {
+    vertices,
+    planes,
+    face_start,
+    loops,
+    edges,
+    neighbour_start,
+    neighbours,
+    vertex_face_start,
+    vertex_faces,
+    by_axis,
+    planes_by_axis,
+    arcs,
+    centroid,
+    inner_radius,
+    outer_radius,
+    volume,
+    unit_inertia,
+    bounds,
+});
+
 impl ConvexHull {
+    /// The checksum of the hull's snapshot encoding, by which snapshots name it.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        self.fingerprint.get(self)
+    }
+
+    /// A hull read from its snapshot encoding `bytes`.
+    pub(crate) fn from_snapshot(bytes: &[u8]) -> Result<ConvexHull, crate::codec::Corrupt> {
+        use crate::codec::{Reader, ShapeTables, TakeNew};
+        let mut r = Reader::new(bytes, 0, ShapeTables::default());
+        let hull = ConvexHull::take_new(&mut r)?;
+        if r.remaining() != 0 {
+            return Err(crate::codec::Corrupt);
+        }
+        hull.fingerprint.set_from(bytes);
+        Ok(hull)
+    }
     /// The hull of `points`: at least 4 finite points (coordinates within
     /// [`super::MAX_EXTENT`]) not all in one plane, giving at
     /// most [`MAX_HULL_VERTICES`] hull vertices and at most 64 vertices per face.
@@ -655,6 +695,7 @@ impl Quickhull {
             volume: volume as f32,
             unit_inertia,
             bounds,
+            fingerprint: Fingerprint::default(),
         })
     }
 

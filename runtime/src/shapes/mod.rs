@@ -26,6 +26,7 @@ pub(crate) use polytope::{BOX_EDGE_AXES, BOX_FACES};
 pub use ray::ShapeRayHit;
 pub use submerged::{sphere_below, Prism, SurfaceMesh, VolumeMoments};
 
+use crate::codec::{Codec, Corrupt, Fingerprint, Reader, ShapeTables, TakeNew, Writer};
 use crate::math::{Aabb, Isometry};
 
 /// Largest magnitude (m) of any coordinate, radius or half extent of a shape, and of
@@ -68,7 +69,7 @@ impl fmt::Display for ShapeError {
 impl std::error::Error for ShapeError {}
 
 /// A convex part of a compound, placed by `pose` in the compound's frame.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct CompoundPart {
     pub pose: Isometry,
     pub shape: Shape,
@@ -77,11 +78,15 @@ pub struct CompoundPart {
 }
 
 /// Convex parts with local poses.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Compound {
     parts: Vec<CompoundPart>,
     bounds: Aabb,
+    fingerprint: Fingerprint,
 }
+
+crate::codec::fields!(CompoundPart { pose, shape, bounds });
+crate::codec::fields!(Compound { parts, bounds });
 
 impl Compound {
     pub fn parts(&self) -> &[CompoundPart] {
@@ -90,6 +95,23 @@ impl Compound {
 
     pub fn bounds(&self) -> Aabb {
         self.bounds
+    }
+
+    /// The checksum of the compound's snapshot encoding (its hull parts by their
+    /// fingerprints), by which snapshots name it.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        self.fingerprint.get(self)
+    }
+
+    /// A compound read from its snapshot encoding `bytes`, its hull parts from `hulls`.
+    pub(crate) fn from_snapshot(bytes: &[u8], tables: ShapeTables) -> Result<Compound, Corrupt> {
+        let mut r = Reader::new(bytes, 0, tables);
+        let compound = Compound::take_new(&mut r)?;
+        if r.remaining() != 0 || compound.parts.iter().any(|p| !p.shape.is_convex()) {
+            return Err(Corrupt);
+        }
+        compound.fingerprint.set_from(bytes);
+        Ok(compound)
     }
 }
 
@@ -115,6 +137,47 @@ pub enum Shape {
     /// A one-sided-by-convention triangle (front: counter-clockwise). Triangles have
     /// no volume, so a body made of them can only be static.
     Triangle([Vec3; 3]),
+}
+
+/// A placeholder for a shape about to be read (see `codec`).
+impl Default for Shape {
+    fn default() -> Shape {
+        Shape::Box { half: Vec3::ZERO }
+    }
+}
+
+/// Hulls and compounds are written as their fingerprints and read from the
+/// snapshot's shape tables (`World::restore_bytes`).
+impl Codec for Shape {
+    fn put(&self, w: &mut Writer) {
+        match self {
+            Shape::Sphere { center, radius } => (0u8, *center, *radius).put(w),
+            Shape::Capsule { a, b, radius } => {
+                (1u8, *a, *b).put(w);
+                radius.put(w);
+            }
+            Shape::Box { half } => (2u8, *half).put(w),
+            Shape::Hull(h) => (3u8, h.fingerprint()).put(w),
+            Shape::Compound(c) => (4u8, c.fingerprint()).put(w),
+            Shape::Triangle(t) => (5u8, *t).put(w),
+        }
+    }
+
+    fn take(&mut self, r: &mut Reader) -> Result<(), Corrupt> {
+        fn find<T>(table: &[(u64, Arc<T>)], print: u64) -> Result<Arc<T>, Corrupt> {
+            let at = table.binary_search_by_key(&print, |e| e.0).map_err(|_| Corrupt)?;
+            Ok(table[at].1.clone())
+        }
+        *self = match r.tag(6)? {
+            0 => Shape::Sphere { center: Vec3::take_new(r)?, radius: f32::take_new(r)? },
+            1 => Shape::Capsule { a: Vec3::take_new(r)?, b: Vec3::take_new(r)?, radius: f32::take_new(r)? },
+            2 => Shape::Box { half: Vec3::take_new(r)? },
+            3 => Shape::Hull(find(r.tables.hulls, u64::take_new(r)?)?),
+            4 => Shape::Compound(find(r.tables.compounds, u64::take_new(r)?)?),
+            _ => Shape::Triangle(<[Vec3; 3]>::take_new(r)?),
+        };
+        Ok(())
+    }
 }
 
 impl Shape {
@@ -168,7 +231,7 @@ impl Shape {
         if out.is_empty() {
             return Err(ShapeError::BadCompound);
         }
-        Ok(Shape::Compound(Arc::new(Compound { parts: out, bounds })))
+        Ok(Shape::Compound(Arc::new(Compound { parts: out, bounds, fingerprint: Fingerprint::default() })))
     }
 
     /// Whether the shape is one convex piece (everything but compounds).

@@ -13,7 +13,7 @@
 use glam::Vec3;
 
 /// A face plane: points `p` with `normal · p == offset`; `normal` is unit and outward.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Plane {
     pub normal: Vec3,
     pub offset: f32,
@@ -121,6 +121,9 @@ pub struct ArcTable {
     /// Edges (without the padding).
     count: usize,
 }
+
+crate::codec::fields!(Plane { normal, offset });
+crate::codec::fields!(ArcTable { n0, n1, axis, cos, lift, count });
 
 impl ArcTable {
     /// The arcs from `n0` to `n1` (unit normals, less than a half turn apart), in edge order.

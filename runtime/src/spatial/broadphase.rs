@@ -55,6 +55,10 @@ pub struct BroadPhase {
     moved_bits: Vec<u64>,
 }
 
+// Between updates the chunk lists, the merge buffer and the moved bits are scratch
+// (the bits are clear), so a snapshot holds the rest.
+crate::codec::fields!(BroadPhase { tree, move_buffer, pairs, added, removed });
+
 impl BroadPhase {
     pub fn new(config: TreeConfig) -> BroadPhase {
         BroadPhase {

@@ -60,8 +60,10 @@ pub(crate) const MAX_HEIGHT: u8 = 200;
 pub(crate) const STACK_SIZE: usize = 256;
 
 /// A proxy in a [`DynamicTree`]: its index in the tree's proxy table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ProxyId(pub u32);
+
+crate::codec::fields!(ProxyId { 0 });
 
 impl ProxyId {
     pub fn index(self) -> usize {
@@ -133,6 +135,34 @@ pub(crate) struct Node {
     /// median splits.
     pub(crate) heights: [u8; 2],
     pub(crate) flags: u16,
+}
+
+impl Default for Node {
+    fn default() -> Node {
+        Node::FREE
+    }
+}
+
+impl Default for Proxy {
+    fn default() -> Proxy {
+        Proxy::FREE
+    }
+}
+
+crate::codec::fields!(Node { boxes, children, parent, heights, flags });
+crate::codec::fields!(Proxy { slot, flags, user });
+crate::codec::fields!(TreeConfig { margin, displacement_multiplier, balancing, reinsert_levels });
+// The build scratch is not state.
+crate::codec::fields!(DynamicTree { nodes, proxies, fat, free_nodes, free_proxies, proxy_count, config });
+
+impl crate::codec::Codec for Balancing {
+    fn put(&self, w: &mut crate::codec::Writer) {
+        crate::codec::Codec::put(&(*self as u8), w);
+    }
+    fn take(&mut self, r: &mut crate::codec::Reader) -> Result<(), crate::codec::Corrupt> {
+        *self = [Balancing::Avl, Balancing::SahRotate][r.tag(2)? as usize];
+        Ok(())
+    }
 }
 
 impl Node {

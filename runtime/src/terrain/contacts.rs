@@ -16,6 +16,7 @@
 use glam::IVec3;
 
 use super::Terrain;
+use crate::codec::{Codec, Corrupt, Reader, Writer};
 use crate::jobs::{chunk_count, chunk_range, Jobs};
 use crate::math::Aabb;
 
@@ -25,14 +26,59 @@ const BODY_GRAIN: usize = 32;
 /// "None" in the update's plan.
 const NONE: u32 = u32::MAX;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ContactKind {
+    #[default]
     Solid,
     Water,
 }
 
+impl Codec for ContactKind {
+    fn put(&self, w: &mut Writer) {
+        (*self as u8).put(w);
+    }
+    fn take(&mut self, r: &mut Reader) -> Result<(), Corrupt> {
+        *self = [ContactKind::Solid, ContactKind::Water][r.tag(2)? as usize];
+        Ok(())
+    }
+}
+
+crate::codec::fields!(TerrainContact { body, chunk, kind });
+
+/// The lists and ranges; the rest is the update's scratch. A range's mask stamp is
+/// written as 1 when it is the attached terrain's current stamp and 0 otherwise (a
+/// stamp names masks in one process only), and read back as the restoring world's
+/// current stamp or 0, which no masks have.
+impl Codec for TerrainContacts {
+    fn put(&self, w: &mut Writer) {
+        for list in [&self.contacts, &self.added, &self.kept, &self.removed] {
+            list.put(w);
+        }
+        (self.ranges.len() as u32).put(w);
+        for &(body, range, stamp) in &self.ranges {
+            (body, range, (stamp == w.mask_stamp && stamp != 0) as u64).put(w);
+        }
+        self.reused.put(w);
+    }
+
+    fn take(&mut self, r: &mut Reader) -> Result<(), Corrupt> {
+        for list in [&mut self.contacts, &mut self.added, &mut self.kept, &mut self.removed] {
+            list.take(r)?;
+        }
+        self.ranges.take(r)?;
+        for range in &mut self.ranges {
+            range.2 = match range.2 {
+                0 => 0,
+                1 => r.mask_stamp,
+                _ => return Err(Corrupt),
+            };
+        }
+        self.reused.take(r)
+    }
+}
+
 /// One body-chunk contact.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct TerrainContact {
     pub body: u32,
     pub chunk: IVec3,

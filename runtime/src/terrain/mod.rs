@@ -143,6 +143,12 @@ impl Terrain {
         self.revision
     }
 
+    /// Names the voxels and voxel size: two terrains with the same fingerprint hold
+    /// the same ground (what a snapshot checks a terrain by). Reads every chunk.
+    pub fn fingerprint(&self) -> u64 {
+        self.voxels.fingerprint() ^ (self.voxel_size.to_bits() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+
     /// Names the current broadphase masks: two equal stamps, of this terrain or any
     /// other in the process, mean the same masks and voxel size, so an overlap query
     /// of the same voxel range gives the same answer. [`Terrain::regenerate`] takes a

@@ -109,6 +109,24 @@ impl Voxels {
         Voxels::default()
     }
 
+    /// A checksum of every chunk holding anything (its coordinates and materials),
+    /// independent of the order chunks were made in: two terrains with equal voxels
+    /// have equal fingerprints.
+    pub fn fingerprint(&self) -> u64 {
+        let mut sum = 0u64;
+        let mut bytes = [0u8; 12 + 512];
+        for (coord, chunk) in self.chunks.iter().filter(|(_, c)| c.filled > 0) {
+            for (i, c) in coord.to_array().iter().enumerate() {
+                bytes[4 * i..4 * i + 4].copy_from_slice(&c.to_le_bytes());
+            }
+            for (b, m) in bytes[12..].iter_mut().zip(chunk.voxels.iter()) {
+                *b = m.0;
+            }
+            sum = sum.wrapping_add(crate::codec::checksum(&bytes));
+        }
+        sum
+    }
+
     pub fn chunk(&self, coord: IVec3) -> Option<&Chunk> {
         self.chunks.get(&coord)
     }

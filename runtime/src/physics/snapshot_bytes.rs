@@ -1,0 +1,437 @@
+//! World snapshots as bytes: the state [`WorldSnapshot`] holds, written into a
+//! caller's buffer and read back into a live or fresh world, in this process or
+//! another (the encoding is `codec`'s: little-endian, field by field).
+//!
+//! ```text
+//!  offset  size  field
+//!       0     8  magic "KILNSNAP"
+//!       8     4  format version (SNAPSHOT_FORMAT)
+//!      12     4  library version (major << 16 | minor << 8 | patch)
+//!      16     8  total size in bytes, header included
+//!      24     8  checksum of every byte from offset 32 to the end
+//!      32     4  flags (0)
+//!      36     4  zero
+//!      40     8  terrain revision (u64::MAX: no terrain)
+//!      48     8  terrain fingerprint (voxels and voxel size; 0: no terrain)
+//!      56        hull table: count, then per hull its fingerprint, byte length
+//!                  and encoding, by increasing fingerprint
+//!                compound table: the same (parts name hulls by fingerprint)
+//!                the world's state: settings, bodies and shapes (hulls and
+//!                  compounds by fingerprint), broadphase, terrain contacts,
+//!                  sleeping groups, joints, contact store and tables, warm-start
+//!                  cache, gathered terrain triangles, hull axes, touching pairs,
+//!                  sensors, events, water membership and step counters (not
+//!                  the step's timings)
+//! ```
+//!
+//! Shared shape data is written once per snapshot and named by its fingerprint (the
+//! checksum of its encoding); a restore reuses the hulls and compounds the world or
+//! the last restore already holds, so a rollback loop allocates no shapes. A restore
+//! checks the header, the size, the checksum and the terrain before it decodes, and
+//! decodes into a staging snapshot before it touches the world: a refused snapshot
+//! changes nothing.
+
+use std::sync::Arc;
+
+use super::snapshot::WorldSnapshot;
+use super::world::World;
+use crate::codec::{checksum, Codec, Corrupt, Reader, ShapeTables, TakeNew, Writer};
+use crate::shapes::{Compound, ConvexHull, Shape};
+
+/// The snapshot format's version: any change to what the format holds or how it
+/// is encoded takes the next number.
+pub const SNAPSHOT_FORMAT: u32 = 1;
+
+const MAGIC: [u8; 8] = *b"KILNSNAP";
+const HEADER: usize = 56;
+/// Where the checksummed bytes start.
+const CHECKED: usize = 32;
+const NO_TERRAIN: u64 = u64::MAX;
+
+/// The library's version as one number, `major << 16 | minor << 8 | patch`.
+pub const fn library_version() -> u32 {
+    let v = env!("CARGO_PKG_VERSION").as_bytes();
+    let (mut parts, mut part, mut i) = ([0u32; 3], 0, 0);
+    while i < v.len() && part < 3 {
+        match v[i] {
+            b'.' => part += 1,
+            b'0'..=b'9' => parts[part] = parts[part] * 10 + (v[i] - b'0') as u32,
+            _ => break,
+        }
+        i += 1;
+    }
+    parts[0] << 16 | parts[1] << 8 | parts[2]
+}
+
+/// Why a snapshot was not saved or not restored. A refused restore changes nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SnapshotError {
+    /// In the middle of a staged step (see `World::step_stage`).
+    OutOfOrder,
+    /// The buffer holds fewer bytes than the snapshot needs (that many).
+    BufferTooSmall(usize),
+    /// The bytes do not start with a snapshot header.
+    NotASnapshot,
+    /// Another format or library version wrote it (its format and library version).
+    Version { format: u32, library: u32 },
+    /// Fewer or more bytes than the header says.
+    Truncated,
+    /// The checksum does not match, or the contents do not decode or hang together.
+    Corrupt,
+    /// Saved with another terrain, or with this one at another revision (restore the
+    /// terrain's voxels first).
+    ForeignTerrain,
+}
+
+impl std::fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SnapshotError::OutOfOrder => f.write_str("a snapshot is saved or restored between steps, not inside one"),
+            SnapshotError::BufferTooSmall(n) => write!(f, "the snapshot needs {n} bytes"),
+            SnapshotError::NotASnapshot => f.write_str("the bytes are not a Kiln world snapshot (no header)"),
+            SnapshotError::Version { format, library } => write!(
+                f,
+                "the snapshot is of format {format} from library {}.{}.{}; this library reads format {SNAPSHOT_FORMAT} of {}.{}.{}",
+                library >> 16,
+                library >> 8 & 255,
+                library & 255,
+                library_version() >> 16,
+                library_version() >> 8 & 255,
+                library_version() & 255
+            ),
+            SnapshotError::Truncated => f.write_str("the snapshot is shorter or longer than its header says"),
+            SnapshotError::Corrupt => f.write_str("the snapshot's checksum or contents are damaged"),
+            SnapshotError::ForeignTerrain => f.write_str(
+                "the snapshot was saved with another terrain, or with this one at another revision",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SnapshotError {}
+
+impl From<Corrupt> for SnapshotError {
+    fn from(_: Corrupt) -> SnapshotError {
+        SnapshotError::Corrupt
+    }
+}
+
+/// What saving and restoring reuse from call to call.
+#[derive(Debug)]
+pub(super) struct SnapshotScratch {
+    staging: WorldSnapshot,
+    hulls: Vec<(u64, Arc<ConvexHull>)>,
+    compounds: Vec<(u64, Arc<Compound>)>,
+    known_hulls: Vec<(u64, Arc<ConvexHull>)>,
+    known_compounds: Vec<(u64, Arc<Compound>)>,
+    seen: Vec<u64>,
+    /// The attached terrain's fingerprint and the revision and mask stamp it was
+    /// taken at.
+    terrain_print: Option<(u64, u64, u64)>,
+}
+
+impl World {
+    /// The bytes [`World::save_bytes`] needs now (a pass over the whole state).
+    pub fn snapshot_size(&mut self) -> Result<usize, SnapshotError> {
+        match self.save_bytes(&mut []) {
+            Err(SnapshotError::BufferTooSmall(n)) => Ok(n),
+            other => other,
+        }
+    }
+
+    /// Writes the world's state into `out` (see the module docs) and returns the
+    /// bytes written: [`SnapshotError::BufferTooSmall`] with the size needed when it
+    /// does not fit (then `out`'s contents are unspecified). Between steps only.
+    /// Saving into a buffer of the size needed allocates nothing once a first save
+    /// has sized the world's scratch.
+    pub fn save_bytes(&mut self, out: &mut [u8]) -> Result<usize, SnapshotError> {
+        if self.next_stage != 0 {
+            return Err(SnapshotError::OutOfOrder);
+        }
+        let mut x = self.scratch.snapshot.take().unwrap_or_else(|| Box::new(SnapshotScratch::new()));
+        let result = self.save_with(&mut x, out);
+        x.hulls.clear();
+        x.compounds.clear();
+        self.scratch.snapshot = Some(x);
+        result
+    }
+
+    fn save_with(&self, x: &mut SnapshotScratch, out: &mut [u8]) -> Result<usize, SnapshotError> {
+        self.snapshot_into(&mut x.staging).map_err(|_| SnapshotError::OutOfOrder)?;
+        collect_shapes(&x.staging, &mut x.hulls, &mut x.compounds);
+        let terrain = self.terrain_identity(&mut x.terrain_print);
+        let mask_stamp = self.terrain.as_ref().map_or(0, |t| t.mask_stamp());
+        let mut w = Writer::new(out, mask_stamp);
+        w.bytes(&MAGIC);
+        (SNAPSHOT_FORMAT, library_version()).put(&mut w);
+        (0u64, 0u64).put(&mut w);
+        (0u32, 0u32).put(&mut w);
+        (terrain.0, terrain.1).put(&mut w);
+        debug_assert_eq!(w.len(), HEADER);
+        put_table(&x.hulls, &mut w);
+        put_table(&x.compounds, &mut w);
+        x.staging.put(&mut w);
+        let len = w.len();
+        if !w.fits() {
+            return Err(SnapshotError::BufferTooSmall(len));
+        }
+        w.patch_u64(16, len as u64);
+        let sum = checksum(w.written(CHECKED..len).expect("it fits"));
+        w.patch_u64(24, sum);
+        Ok(len)
+    }
+
+    /// Puts the world back in the state `bytes` (from [`World::save_bytes`]) hold,
+    /// from this world or another with the same terrain, in this process or another.
+    /// Refused, changing nothing, when the bytes are not a snapshot, are of another
+    /// version, truncated or damaged, or were saved with another terrain. Handles
+    /// issued before the save are valid after. Between steps only. Restoring a
+    /// snapshot of the same size as the last allocates nothing.
+    pub fn restore_bytes(&mut self, bytes: &[u8]) -> Result<(), SnapshotError> {
+        if self.next_stage != 0 {
+            return Err(SnapshotError::OutOfOrder);
+        }
+        let header = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        if bytes.len() < HEADER || bytes[..8] != MAGIC {
+            return Err(SnapshotError::NotASnapshot);
+        }
+        let (format, library) = (header(8) as u32, (header(8) >> 32) as u32);
+        if format != SNAPSHOT_FORMAT || library != library_version() {
+            return Err(SnapshotError::Version { format, library });
+        }
+        if header(16) != bytes.len() as u64 {
+            return Err(SnapshotError::Truncated);
+        }
+        if header(24) != checksum(&bytes[CHECKED..]) || header(32) != 0 {
+            return Err(SnapshotError::Corrupt);
+        }
+        let mut x = self.scratch.snapshot.take().unwrap_or_else(|| Box::new(SnapshotScratch::new()));
+        let result = self.restore_with(&mut x, bytes, (header(40), header(48)));
+        for list in [&mut x.hulls, &mut x.known_hulls] {
+            list.clear();
+        }
+        for list in [&mut x.compounds, &mut x.known_compounds] {
+            list.clear();
+        }
+        self.scratch.snapshot = Some(x);
+        result
+    }
+
+    fn restore_with(
+        &mut self,
+        x: &mut SnapshotScratch,
+        bytes: &[u8],
+        terrain: (u64, u64),
+    ) -> Result<(), SnapshotError> {
+        if terrain != self.terrain_identity(&mut x.terrain_print) {
+            return Err(SnapshotError::ForeignTerrain);
+        }
+        // The shapes this world and the last restore hold, to reuse by fingerprint.
+        collect_shapes(&x.staging, &mut x.known_hulls, &mut x.known_compounds);
+        let (mut hulls, mut compounds) = (std::mem::take(&mut x.hulls), std::mem::take(&mut x.compounds));
+        for shape in self.bodies.every_shape() {
+            push_shape(&shape.shape, &mut hulls, &mut compounds);
+        }
+        merge_known(&mut x.known_hulls, &mut hulls);
+        merge_known(&mut x.known_compounds, &mut compounds);
+        (x.hulls, x.compounds) = (hulls, compounds);
+
+        let mask_stamp = self.terrain.as_ref().map_or(0, |t| t.mask_stamp());
+        let mut r = Reader::new(&bytes[HEADER..], mask_stamp, ShapeTables::default());
+        take_table(&mut r, &x.known_hulls, &mut x.hulls, ConvexHull::from_snapshot)?;
+        let at = bytes.len() - r.remaining();
+        let tables = ShapeTables { hulls: &x.hulls, compounds: &[] };
+        let mut r = Reader::new(&bytes[at..], mask_stamp, tables);
+        take_table(&mut r, &x.known_compounds, &mut x.compounds, |b| Compound::from_snapshot(b, tables))?;
+        let at = bytes.len() - r.remaining();
+        let tables = ShapeTables { hulls: &x.hulls, compounds: &x.compounds };
+        let mut r = Reader::new(&bytes[at..], mask_stamp, tables);
+        let s = &mut x.staging;
+        s.take_checked(&mut r, &mut x.seen)?;
+        if r.remaining() != 0 {
+            return Err(SnapshotError::Corrupt);
+        }
+        s.terrain = self.terrain.as_ref().map(|t| t.revision());
+        // Timings are not state (and differ run to run): the world keeps its own.
+        s.profile = self.profile;
+        self.restore(s).map_err(|_| SnapshotError::ForeignTerrain)
+    }
+
+    /// The attached terrain's revision and fingerprint (the fingerprint kept in
+    /// `print` while the terrain's revision and masks stay).
+    fn terrain_identity(&self, print: &mut Option<(u64, u64, u64)>) -> (u64, u64) {
+        let Some(t) = &self.terrain else { return (NO_TERRAIN, 0) };
+        let key = (t.revision(), t.mask_stamp());
+        match *print {
+            Some((revision, stamp, fingerprint)) if (revision, stamp) == key => (revision, fingerprint),
+            _ => {
+                let fingerprint = t.fingerprint();
+                *print = Some((key.0, key.1, fingerprint));
+                (key.0, fingerprint)
+            }
+        }
+    }
+}
+
+impl SnapshotScratch {
+    fn new() -> SnapshotScratch {
+        SnapshotScratch {
+            staging: WorldSnapshot::empty(),
+            hulls: Vec::new(),
+            compounds: Vec::new(),
+            known_hulls: Vec::new(),
+            known_compounds: Vec::new(),
+            seen: Vec::new(),
+            terrain_print: None,
+        }
+    }
+}
+
+impl WorldSnapshot {
+    /// Reads a snapshot's state into `self`, then checks that the bodies and the
+    /// contact store hang together (`seen` is scratch).
+    fn take_checked(&mut self, r: &mut Reader, seen: &mut Vec<u64>) -> Result<(), Corrupt> {
+        self.def.take(r)?;
+        self.solver.take(r)?;
+        self.bodies.take(r)?;
+        self.broadphase.take(r)?;
+        self.proxies.take(r)?;
+        self.extents.take(r)?;
+        self.terrain_contacts.take(r)?;
+        self.islands.take(r)?;
+        self.joints.take(r)?;
+        self.store.take_with_tables([&mut self.constraints, &mut self.previous], seen, r)?;
+        self.cache.take(r)?;
+        self.cache_ready.take(r)?;
+        self.gathered.take(r)?;
+        self.gathered_index.take(r)?;
+        self.axes.take(r)?;
+        self.touching.take(r)?;
+        self.events.take(r)?;
+        self.pending_events.take(r)?;
+        self.sensors.take(r)?;
+        self.hit_shapes.take(r)?;
+        self.hit_events.take(r)?;
+        self.moves.take(r)?;
+        self.water.take(r)?;
+        self.counters.take(r)?;
+        let slots = self.proxies.len();
+        if !self.bodies.is_coherent() || self.extents.len() != slots {
+            return Err(Corrupt);
+        }
+        Ok(())
+    }
+
+    fn put(&self, w: &mut Writer) {
+        self.def.put(w);
+        self.solver.put(w);
+        self.bodies.put(w);
+        self.broadphase.put(w);
+        self.proxies.put(w);
+        self.extents.put(w);
+        self.terrain_contacts.put(w);
+        self.islands.put(w);
+        self.joints.put(w);
+        self.store.put_with_tables([&self.constraints, &self.previous], w);
+        self.cache.put(w);
+        self.cache_ready.put(w);
+        self.gathered.put(w);
+        self.gathered_index.put(w);
+        self.axes.put(w);
+        self.touching.put(w);
+        self.events.put(w);
+        self.pending_events.put(w);
+        self.sensors.put(w);
+        self.hit_shapes.put(w);
+        self.hit_events.put(w);
+        self.moves.put(w);
+        self.water.put(w);
+        self.counters.put(w);
+    }
+}
+
+/// Every distinct hull and compound `s`'s bodies hold (a compound's hulls
+/// included), by increasing fingerprint.
+fn collect_shapes(
+    s: &WorldSnapshot,
+    hulls: &mut Vec<(u64, Arc<ConvexHull>)>,
+    compounds: &mut Vec<(u64, Arc<Compound>)>,
+) {
+    hulls.clear();
+    compounds.clear();
+    for shape in s.bodies.every_shape() {
+        push_shape(&shape.shape, hulls, compounds);
+    }
+    hulls.sort_unstable_by_key(|e| e.0);
+    hulls.dedup_by_key(|e| e.0);
+    compounds.sort_unstable_by_key(|e| e.0);
+    compounds.dedup_by_key(|e| e.0);
+}
+
+fn push_shape(shape: &Shape, hulls: &mut Vec<(u64, Arc<ConvexHull>)>, compounds: &mut Vec<(u64, Arc<Compound>)>) {
+    match shape {
+        Shape::Hull(h) => hulls.push((h.fingerprint(), h.clone())),
+        Shape::Compound(c) => {
+            compounds.push((c.fingerprint(), c.clone()));
+            for part in c.parts() {
+                if let Shape::Hull(h) = &part.shape {
+                    hulls.push((h.fingerprint(), h.clone()));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Adds `more` to the sorted `known`, sorted and without repeats (`more` is left empty).
+fn merge_known<T>(known: &mut Vec<(u64, Arc<T>)>, more: &mut Vec<(u64, Arc<T>)>) {
+    known.append(more);
+    known.sort_unstable_by_key(|e| e.0);
+    known.dedup_by_key(|e| e.0);
+}
+
+/// Writes a shape table: the count, then per shape its fingerprint, its encoding's
+/// length and its encoding.
+fn put_table<T: Codec>(table: &[(u64, Arc<T>)], w: &mut Writer) {
+    (table.len() as u32).put(w);
+    for (print, shape) in table {
+        print.put(w);
+        let at = w.len();
+        0u32.put(w);
+        shape.put(w);
+        let len = w.len() - at - 4;
+        w.patch_u32(at, len as u32);
+    }
+}
+
+/// Reads a shape table into `out`: each entry is taken from `known` when a shape
+/// with its fingerprint is there, else decoded by `make`. Entries must come by
+/// increasing fingerprint, and a decoded one must have the fingerprint it is filed under.
+fn take_table<T>(
+    r: &mut Reader,
+    known: &[(u64, Arc<T>)],
+    out: &mut Vec<(u64, Arc<T>)>,
+    make: impl Fn(&[u8]) -> Result<T, Corrupt>,
+) -> Result<(), Corrupt> {
+    out.clear();
+    let n = r.count()?;
+    for _ in 0..n {
+        let print = u64::take_new(r)?;
+        let len = u32::take_new(r)? as usize;
+        let bytes = r.bytes(len)?;
+        if out.last().is_some_and(|e| e.0 >= print) {
+            return Err(Corrupt);
+        }
+        let shape = match known.binary_search_by_key(&print, |e| e.0) {
+            Ok(i) => known[i].1.clone(),
+            Err(_) => {
+                if checksum(bytes) != print {
+                    return Err(Corrupt);
+                }
+                Arc::new(make(bytes)?)
+            }
+        };
+        out.push((print, shape));
+    }
+    Ok(())
+}

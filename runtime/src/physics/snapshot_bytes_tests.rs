@@ -1,0 +1,184 @@
+//! Snapshots as bytes: a world restored from them steps the same bits as the world
+//! they were saved from, in place or fresh, for any worker count; shared shapes are
+//! written once; bad bytes are refused and change nothing.
+
+use glam::IVec3;
+
+use super::snapshot_tests::{busy_world, step_print};
+use super::*;
+use crate::jobs::ThreadPool;
+use crate::terrain::Material;
+
+const DT: f32 = 1.0 / 60.0;
+
+fn save(world: &mut World) -> Vec<u8> {
+    let n = world.snapshot_size().unwrap();
+    let mut bytes = vec![0u8; n];
+    assert_eq!(world.save_bytes(&mut bytes), Ok(n));
+    bytes
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
+}
+
+/// Save at steps 100 and 300, step on to 400 recording every step; restore each
+/// and step to 400 again: every step equal, at 1, 2 and 8 workers, and equal in a
+/// fresh world (no bodies, the same terrain) restored from the step-100 bytes. A
+/// restored world saves exactly the bytes it was restored from, and the bytes at a
+/// step are the same for every worker count.
+#[test]
+fn a_world_restored_from_bytes_steps_the_same_bits_for_any_worker_count() {
+    let mut runs = Vec::new();
+    let mut first_bytes = Vec::new();
+    for threads in [0, 1, 7] {
+        let pool = ThreadPool::new(threads);
+        let mut world = busy_world(2, 32);
+        let mut prints = Vec::new();
+        let mut saved = Vec::new();
+        for step in 0..400 {
+            if step == 100 || step == 300 {
+                saved.push((step, save(&mut world), world.hash()));
+            }
+            world.step(DT, pool.jobs()).unwrap();
+            prints.push(step_print(&world));
+        }
+        assert!(world.bodies().resting.len() > 10, "islands sleep by the end");
+        for (from, bytes, hash) in &saved {
+            world.restore_bytes(bytes).unwrap();
+            assert_eq!(world.hash(), *hash, "the restore brings back the saved state");
+            assert_eq!(save(&mut world), *bytes, "a restored world saves the bytes it came from");
+            for (step, print) in prints.iter().enumerate().skip(*from) {
+                world.step(DT, pool.jobs()).unwrap();
+                assert_eq!(step_print(&world), *print, "{threads} threads, saved at {from}: step {step}");
+            }
+        }
+        let (from, bytes, _) = &saved[0];
+        let mut fresh = busy_world(0, 0);
+        fresh.restore_bytes(bytes).unwrap();
+        assert_eq!(save(&mut fresh), *bytes, "a fresh world saves the bytes it was restored from");
+        for (step, print) in prints.iter().enumerate().skip(*from) {
+            fresh.step(DT, pool.jobs()).unwrap();
+            assert_eq!(step_print(&fresh), *print, "{threads} threads, a fresh world: step {step}");
+        }
+        runs.push(prints);
+        first_bytes.push(saved.swap_remove(0).1);
+    }
+    assert_eq!(runs[1], runs[0], "2 workers");
+    assert_eq!(runs[2], runs[0], "8 workers");
+    assert!(first_bytes.iter().all(|b| *b == first_bytes[0]), "the same bytes for every worker count");
+}
+
+/// Five bodies share one hull: the hull table holds it once, beside the other hull
+/// and the compound's hull part; the compound table holds the compound.
+#[test]
+fn shared_shapes_are_written_once() {
+    let mut world = busy_world(0, 4);
+    let bytes = save(&mut world);
+    let hulls = u32_at(&bytes, 56) as usize;
+    assert_eq!(hulls, 3);
+    let mut at = 60;
+    for _ in 0..hulls {
+        at += 12 + u32_at(&bytes, at + 8) as usize;
+    }
+    assert_eq!(u32_at(&bytes, at), 1, "one compound");
+}
+
+/// Truncated, lengthened, corrupted, wrong-version, foreign-terrain and mid-step
+/// restores are refused with their reasons and change nothing; a too-small buffer
+/// is refused with the size needed. Bytes with a valid checksum over changed
+/// contents decode or are refused, never panic.
+#[test]
+fn bad_snapshots_are_refused_and_change_nothing() {
+    let pool = ThreadPool::new(0);
+    let mut world = busy_world(1, 16);
+    for _ in 0..60 {
+        world.step(DT, pool.jobs()).unwrap();
+    }
+    let good = save(&mut world);
+    for _ in 0..20 {
+        world.step(DT, pool.jobs()).unwrap();
+    }
+    let now = save(&mut world);
+    let unchanged = |world: &mut World, what: &str| assert!(save(world) == now, "{what}: the world changed");
+
+    for len in [0, 7, 8, 55, 56, 57, 100, good.len() / 2, good.len() - 1] {
+        let e = world.restore_bytes(&good[..len]).unwrap_err();
+        let want = if len < 56 { SnapshotError::NotASnapshot } else { SnapshotError::Truncated };
+        assert_eq!(e, want, "{len} bytes");
+        unchanged(&mut world, "truncated");
+    }
+    let mut longer = good.clone();
+    longer.push(0);
+    assert_eq!(world.restore_bytes(&longer), Err(SnapshotError::Truncated));
+
+    // One flipped byte anywhere: refused by the part of the header it lands in, or by
+    // the checksum.
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for k in 0..400 {
+        let at = if k < 64 { k } else { next(good.len()) };
+        let mut bad = good.clone();
+        bad[at] ^= 1 << (k % 8);
+        let e = world.restore_bytes(&bad).unwrap_err();
+        let fits = match at {
+            0..8 => e == SnapshotError::NotASnapshot,
+            8..16 => matches!(e, SnapshotError::Version { .. }),
+            16..24 => e == SnapshotError::Truncated,
+            _ => e == SnapshotError::Corrupt,
+        };
+        assert!(fits, "byte {at}: {e:?}");
+    }
+    unchanged(&mut world, "corrupted");
+    let noise: Vec<u8> = (0..good.len()).map(|_| next(256) as u8).collect();
+    assert_eq!(world.restore_bytes(&noise), Err(SnapshotError::NotASnapshot));
+    let mut noisy = good[..56].to_vec();
+    noisy.extend_from_slice(&noise[56..]);
+    assert_eq!(world.restore_bytes(&noisy), Err(SnapshotError::Corrupt));
+
+    let mut other = good.clone();
+    other[8] = 9;
+    let e = world.restore_bytes(&other).unwrap_err();
+    assert_eq!(e, SnapshotError::Version { format: 9, library: library_version() });
+    assert!(e.to_string().contains("format 9"));
+    unchanged(&mut world, "wrong version");
+
+    // Changed contents under a checksum that fits them: decoded or refused, no panic.
+    for _ in 0..300 {
+        let mut crafted = good.clone();
+        let at = 56 + next(good.len() - 56);
+        crafted[at] = next(256) as u8;
+        let sum = crate::codec::checksum(&crafted[32..]);
+        crafted[24..32].copy_from_slice(&sum.to_le_bytes());
+        if world.restore_bytes(&crafted).is_err() {
+            unchanged(&mut world, "crafted");
+        } else {
+            world.restore_bytes(&now).unwrap();
+        }
+    }
+
+    // Another terrain, or this one edited since: refused.
+    let mut dug = busy_world(0, 0);
+    dug.terrain_mut().unwrap().fill(IVec3::new(2, 0, 2), IVec3::new(4, 30, 4), Material::AIR);
+    assert_eq!(dug.restore_bytes(&good), Err(SnapshotError::ForeignTerrain));
+    let mut bare = World::new(WorldDef::default());
+    assert_eq!(bare.restore_bytes(&good), Err(SnapshotError::ForeignTerrain));
+    assert_eq!(bare.bodies().len(), 0);
+
+    let mut small = vec![0u8; good.len() / 2];
+    let size = world.snapshot_size().unwrap();
+    assert_eq!(world.save_bytes(&mut small), Err(SnapshotError::BufferTooSmall(size)));
+    world.step_stage(StepStage::Broadphase, DT, pool.jobs()).unwrap();
+    assert_eq!(world.save_bytes(&mut small), Err(SnapshotError::OutOfOrder));
+    assert_eq!(world.restore_bytes(&good), Err(SnapshotError::OutOfOrder));
+    for stage in &StepStage::ALL[1..] {
+        world.step_stage(*stage, DT, pool.jobs()).unwrap();
+    }
+    world.restore_bytes(&good).unwrap();
+    assert_eq!(save(&mut world), good);
+}
