@@ -364,6 +364,13 @@
 #define KILN_CHARACTER_MAX_STATICS (1 << 20)
 
 /**
+ * The version of the world snapshot format this library writes and reads
+ * (`kiln_world_save`). A snapshot of another format, or from another library
+ * version, is refused with `KILN_ERROR_ABI_MISMATCH`.
+ */
+#define KILN_SNAPSHOT_FORMAT 1
+
+/**
  * Most child indices in a cube path (the deepest cube level).
  */
 #define KILN_OCTREE_MAX_DEPTH 16
@@ -4825,6 +4832,69 @@ KilnStatus kiln_character_get_last_move(struct KilnCharacterId character,
  * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_world_hash(struct KilnWorldId world, uint64_t *out_hash);
+
+/**
+ * Writes to `out_size` the bytes `kiln_world_save` needs for the world as it is
+ * now. The size changes as bodies, contacts and joints come and go: size a buffer
+ * with room to spare (the save says when it is short).
+ *
+ * Pointers: `out_size` is NULL or writable.
+ *
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_world_snapshot_size(struct KilnWorldId world, uint64_t *out_size);
+
+/**
+ * Saves everything of the world that decides its next steps into `buffer`, and the
+ * bytes written to `out_size`: bodies and their shapes (hulls and compounds once
+ * each, however many bodies share them), contacts with their warm-start impulses
+ * and cached features, joints, sleeping islands and their timers, sensors and
+ * their visitors, water membership, the last step's events, and the attached
+ * terrain's revision and fingerprint (not its voxels). `kiln_world_restore` puts
+ * any world with the same terrain back in this state, in this process or another;
+ * stepped with the same inputs, it then steps the same bits as this one, for any
+ * worker count.
+ *
+ * The format (docs/physics.md) is versioned (`KILN_SNAPSHOT_FORMAT`, checked with
+ * the library version on restore), little-endian and checksummed. When `capacity`
+ * is smaller than the snapshot the result is `KILN_ERROR_BUFFER_TOO_SMALL`,
+ * `*out_size` gets the size needed and the buffer's contents are unspecified; pass
+ * NULL with `capacity` 0 to ask only the size. Between steps only (in the middle of
+ * a staged step: `KILN_ERROR_INVALID_STATE`). Once the world's scratch is sized by
+ * a first save, saving allocates nothing.
+ *
+ * Pointers: `buffer` is NULL (with `capacity` 0) or writable for `capacity` bytes;
+ * `out_size` is NULL or writable.
+ *
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_world_save(struct KilnWorldId world,
+                           void *buffer,
+                           uint64_t capacity,
+                           uint64_t *out_size);
+
+/**
+ * Puts the world back in the state `snapshot` holds (`size` bytes from
+ * `kiln_world_save`, of this world or another with the same terrain, in this
+ * process or another): rollback is restore, re-apply the inputs, step again.
+ * Handles issued before the save are valid after the restore (a body created since
+ * is stale, one destroyed since is back), and the world then steps the same bits as
+ * the saved world did, for any worker count.
+ *
+ * Refused, changing nothing: bytes that are no snapshot or are truncated or damaged
+ * (`KILN_ERROR_INVALID_ARGUMENT`), a snapshot of another format or library version
+ * (`KILN_ERROR_ABI_MISMATCH`), a snapshot saved with another terrain or with this
+ * one at another revision, or a call in the middle of a staged step
+ * (`KILN_ERROR_INVALID_STATE`). A `size` larger than the snapshot's own is refused
+ * from its header, before anything past the header is read. Restoring allocates
+ * nothing once the world holds state of that size.
+ *
+ * Pointers: `snapshot` is NULL or readable for `size` bytes (or for the snapshot's
+ * own size, when `size` is larger).
+ *
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_world_restore(struct KilnWorldId world, const void *snapshot, uint64_t size);
 
 /**
  * Creates an empty set of octrees and writes its handle to `out_set`.

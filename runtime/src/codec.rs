@@ -29,17 +29,31 @@ use std::ops::Range;
 pub(crate) struct Corrupt;
 
 /// Writes into a caller's buffer while it fits and counts every byte, so one pass
-/// with an empty buffer is the size query.
+/// with an empty buffer is the size query. The buffer is held as a pointer and a
+/// capacity (a C caller's buffer is no Rust slice), and only bytes written are
+/// touched.
 pub(crate) struct Writer<'a> {
-    buf: &'a mut [u8],
+    buf: *mut u8,
+    capacity: usize,
     len: usize,
     /// The attached terrain's current mask stamp (see `TerrainContacts`'s encoding).
     pub mask_stamp: u64,
+    _buf: std::marker::PhantomData<&'a mut [u8]>,
 }
 
 impl<'a> Writer<'a> {
     pub fn new(buf: &'a mut [u8], mask_stamp: u64) -> Writer<'a> {
-        Writer { buf, len: 0, mask_stamp }
+        // SAFETY: a slice is writable for its length.
+        unsafe { Writer::from_raw(buf.as_mut_ptr(), buf.len(), mask_stamp) }
+    }
+
+    /// A writer into `capacity` bytes at `buf`.
+    ///
+    /// # Safety
+    /// `buf` is writable for `capacity` bytes (or `capacity` is 0) for `'a`, and
+    /// nothing else reads or writes them meanwhile.
+    pub unsafe fn from_raw(buf: *mut u8, capacity: usize, mask_stamp: u64) -> Writer<'a> {
+        Writer { buf, capacity, len: 0, mask_stamp, _buf: std::marker::PhantomData }
     }
 
     /// Bytes written (or that would have been).
@@ -49,33 +63,40 @@ impl<'a> Writer<'a> {
 
     /// Whether everything written so far fit.
     pub fn fits(&self) -> bool {
-        self.len <= self.buf.len()
+        self.len <= self.capacity
     }
 
     pub fn bytes(&mut self, b: &[u8]) {
         let end = self.len + b.len();
-        if let Some(dst) = self.buf.get_mut(self.len..end) {
-            dst.copy_from_slice(b);
+        if end <= self.capacity {
+            // SAFETY: in bounds of the buffer (`from_raw`'s contract); `b` is not in it
+            // (nothing else holds the buffer).
+            unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), self.buf.add(self.len), b.len()) };
         }
         self.len = end;
     }
 
-    /// The bytes written at `range` (in bounds only when they fit).
+    /// The bytes written at `range`, when they fit.
     pub fn written(&self, range: Range<usize>) -> Option<&[u8]> {
-        self.buf.get(range)
+        (range.start <= range.end && range.end <= self.len.min(self.capacity))
+            // SAFETY: bytes of the buffer this writer wrote.
+            .then(|| unsafe { std::slice::from_raw_parts(self.buf.add(range.start), range.end - range.start) })
     }
 
     /// Overwrites 8 bytes at `at` (a placeholder written earlier), when they fit.
     pub fn patch_u64(&mut self, at: usize, value: u64) {
-        if let Some(dst) = self.buf.get_mut(at..at + 8) {
-            dst.copy_from_slice(&value.to_le_bytes());
-        }
+        self.patch(at, &value.to_le_bytes());
     }
 
     /// Overwrites 4 bytes at `at`, when they fit.
     pub fn patch_u32(&mut self, at: usize, value: u32) {
-        if let Some(dst) = self.buf.get_mut(at..at + 4) {
-            dst.copy_from_slice(&value.to_le_bytes());
+        self.patch(at, &value.to_le_bytes());
+    }
+
+    fn patch(&mut self, at: usize, b: &[u8]) {
+        if at + b.len() <= self.len.min(self.capacity) {
+            // SAFETY: bytes this writer wrote, in bounds.
+            unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), self.buf.add(at), b.len()) };
         }
     }
 }

@@ -400,6 +400,65 @@ fn add_sensors(world: &mut kiln::physics::World) {
     }
 }
 
+/// Saving into and restoring from pre-sized buffers allocates nothing once warm,
+/// in a rollback loop as a networked game runs it: every frame saves the world
+/// into one of 8 buffers, steps, then restores the snapshot of 7 frames back and
+/// steps those frames again; the rain over hills with sleep on, hull bodies sharing
+/// a hull and one of their own among it. Only the saves and restores are counted:
+/// a re-stepped frame may grow a buffer the restore swapped in (see
+/// `docs/physics.md`, snapshots).
+fn snapshots_allocate_nothing() {
+    use kiln::physics::{scenes, BodyDef, ShapeDef};
+    use kiln::shapes::Shape;
+    let pool = ThreadPool::new(1);
+    let (mut world, _) = scenes::rain(256).build();
+    world.set_sleep_enabled(true);
+    let corners: Vec<glam::Vec3> =
+        (0..8).map(|i| glam::Vec3::new((i & 1) as f32, (i >> 1 & 1) as f32, (i >> 2) as f32) - 0.5).collect();
+    let shared = Shape::hull(&corners).unwrap();
+    let own = Shape::hull(&[&corners[..], &[glam::Vec3::Y]].concat()).unwrap();
+    for (k, shape) in [shared.clone(), shared, own].into_iter().enumerate() {
+        let at = kiln::math::Isometry::from_translation(glam::Vec3::new(10.0 + 2.0 * k as f32, 40.0, 12.0));
+        let id = world.create_body(&BodyDef { transform: at, ..BodyDef::default() }).unwrap();
+        world.add_shape(id, shape, ShapeDef::default()).unwrap();
+    }
+    for _ in 0..300 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+    }
+    let size = world.snapshot_size().unwrap();
+    let mut ring: Vec<(Vec<u8>, usize)> = (0..8).map(|_| (vec![0u8; 2 * size], 0)).collect();
+    let mut counted = 0;
+    let mut frame = |world: &mut kiln::physics::World, f: usize| {
+        let (buffer, len) = &mut ring[f % 8];
+        let before = ALLOCATIONS.load(Ordering::SeqCst);
+        *len = world.save_bytes(buffer).unwrap();
+        counted += ALLOCATIONS.load(Ordering::SeqCst) - before;
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+        if f >= 7 {
+            let back = f - 7;
+            let (buffer, len) = &ring[back % 8];
+            let before = ALLOCATIONS.load(Ordering::SeqCst);
+            world.restore_bytes(&buffer[..*len]).unwrap_or_else(|e| panic!("frame {f}: {e}"));
+            counted += ALLOCATIONS.load(Ordering::SeqCst) - before;
+            for _ in back..=f {
+                world.step(1.0 / 60.0, pool.jobs()).unwrap();
+            }
+        }
+        counted
+    };
+    let mut warm = 0;
+    for f in 0..120 {
+        warm = frame(&mut world, f);
+    }
+    let mut total = warm;
+    for f in 120..180 {
+        total = frame(&mut world, f);
+    }
+    let allocations = total - warm;
+    assert_eq!(allocations, 0, "{allocations} heap allocations in 60 saves and 60 restores of {size} bytes");
+    assert!(warm > 0, "the first save and restore size the world's scratch: the counter works");
+}
+
 /// 16 ragdolls on a floor box instead of the hills: with sleep off, ragdolls on
 /// hills keep creeping into chunks they never touched, whose meshes are built then
 /// (a terrain allocation this check is not about); on a floor the joints' buffers
@@ -425,13 +484,14 @@ fn main() {
         println!("steady_states_allocate_nothing: test");
         return;
     }
-    let checks: [(&str, fn()); 7] = [
+    let checks: [(&str, fn()); 8] = [
         ("steady-state frames", steady_state_frames_allocate_nothing),
         ("steady-state broadphase", steady_state_broadphase_frames_allocate_nothing),
         ("world steps", world_steps_allocate_nothing),
         ("world steps with sleep on", world_steps_with_sleep_allocate_nothing),
         ("world queries", world_queries_allocate_nothing),
         ("characters", characters_allocate_nothing),
+        ("snapshots", snapshots_allocate_nothing),
         ("integrated frames", integrated_frames_allocate_nothing),
     ];
     for (name, check) in checks {

@@ -440,6 +440,46 @@ static KilnStatus tracer_call(Pools *p, const char **what) {
 }
 
 /* The probe volume over the tracer: lighting, albedo, updates, bakes, samples. */
+/* Snapshots: sizes, saves into buffers of any capacity, and restores of the last save
+ * into either world, whole or truncated, oversized or with a byte changed. A refused
+ * restore leaves the world's hash as it was; a damaged snapshot is never taken. */
+static KilnStatus snapshot_call(Pools *p, const char **what) {
+    static uint8_t bytes[1u << 21];
+    static uint64_t saved;
+    KilnWorldId w = any_world(p);
+    uint64_t size = 0;
+    switch (below(3)) {
+    case 0: *what = "kiln_world_snapshot_size"; return kiln_world_snapshot_size(w, below(20) ? &size : NULL);
+    case 1: {
+        *what = "kiln_world_save";
+        uint64_t capacity = below(4) ? sizeof bytes : below(2) ? below(300) : 0;
+        KilnStatus s = kiln_world_save(w, capacity ? bytes : NULL, capacity, below(20) ? &size : NULL);
+        if (s == KILN_OK) saved = size;
+        if (s == KILN_OK || s == KILN_ERROR_BUFFER_TOO_SMALL) CHECK(size > 56);
+        if (s != KILN_OK && capacity) saved = 0; /* the buffer's contents are unspecified */
+        return s;
+    }
+    default: {
+        *what = "kiln_world_restore";
+        uint64_t before = 0, after = 0, length = saved;
+        unsigned damage = below(5);
+        if (damage == 1 && saved) length = below((unsigned)saved);
+        if (damage == 2) length = below(2) ? UINT64_MAX : saved + 1 + below(64);
+        uint64_t at = saved ? below((unsigned)saved) : 0;
+        uint8_t was = bytes[at];
+        if (damage == 3 && saved) bytes[at] ^= (uint8_t)(1 + below(255));
+        int had = kiln_world_hash(w, &before) == KILN_OK;
+        KilnStatus s = kiln_world_restore(w, below(20) ? bytes : NULL, length);
+        bytes[at] = was;
+        if (damage >= 1 && damage <= 3 && saved) CHECK(s != KILN_OK);
+        if (s != KILN_OK && had) {
+            CHECK(kiln_world_hash(w, &after) == KILN_OK && after == before);
+        }
+        return s;
+    }
+    }
+}
+
 static KilnStatus gi_call(Pools *p, const char **what) {
     KilnGiId g = below(12) ? p->gi : (KilnGiId){below(3), below(3)};
     switch (below(7)) {
@@ -509,7 +549,7 @@ static KilnStatus gi_call(Pools *p, const char **what) {
 static void one_call(Pools *p) {
     KilnStatus s = KILN_OK;
     const char *what = "";
-    switch (below(45)) {
+    switch (below(46)) {
     case 0: { /* world create into a free or stale slot */
         unsigned w = below(MAX_WORLDS);
         if (kiln_world_is_valid(p->worlds[w])) break;
@@ -1112,6 +1152,7 @@ static void one_call(Pools *p) {
     case 42: s = octree_call(p, &what); break;
     case 43: s = tracer_call(p, &what); break;
     case 44: s = gi_call(p, &what); break;
+    case 45: s = snapshot_call(p, &what); break;
     default: {
         uint32_t count;
         s = kiln_body_get_shape_count(any_body(p), &count), what = "kiln_body_get_shape_count";

@@ -76,7 +76,7 @@ pub use joint::{
 };
 pub use query::{QueryFilter, QueryTarget, RayHit, ShapeCastHit, CAST_TOLERANCE};
 pub use snapshot::WorldSnapshot;
-pub use snapshot_bytes::{library_version, SnapshotError, SNAPSHOT_FORMAT};
+pub use snapshot_bytes::{library_version, snapshot_checksum, SnapshotError, SNAPSHOT_FORMAT};
 pub use water::{Submerged, WaterEvent};
 pub use world::{
     BodyMoveEvent, ContactEvent, ContactPointInfo, Solver, StepCounters, StepProfile, StepStage, World, WorldDef,

@@ -115,6 +115,19 @@ impl WorldSnapshot {
 }
 
 impl World {
+    /// Points this step's and last step's tables at `constraints` and `previous`, slots
+    /// of the store just restored (distinct, live: checked when decoded).
+    pub(super) fn set_tables(&mut self, constraints: &[u32], previous: &[u32]) {
+        for (table, slots) in [(&mut self.constraints, constraints), (&mut self.previous, previous)] {
+            table.clear();
+            for &slot in slots {
+                // SAFETY: a slot of the store just restored, holding the constraint
+                // the saved table held there; the tables are the only way in.
+                unsafe { table.push(self.store.address(slot)) };
+            }
+        }
+    }
+
     /// Saves the world's state (see the module docs). Between steps only: in the
     /// middle of a staged step it is [`BodyError::OutOfOrder`].
     pub fn snapshot(&self) -> Result<WorldSnapshot, BodyError> {
@@ -187,14 +200,7 @@ impl World {
         self.islands.clone_from(&s.islands);
         self.joints.clone_from(&s.joints);
         self.store.clone_from(&s.store);
-        for (table, slots) in [(&mut self.constraints, &s.constraints), (&mut self.previous, &s.previous)] {
-            table.clear();
-            for &slot in slots {
-                // SAFETY: a slot of the store just restored, holding the constraint
-                // the saved table held there; the tables are the only way in.
-                unsafe { table.push(self.store.address(slot)) };
-            }
-        }
+        self.set_tables(&s.constraints, &s.previous);
         self.cache.clone_from(&s.cache);
         self.cache_ready = s.cache_ready;
         let scratch = &mut self.scratch;

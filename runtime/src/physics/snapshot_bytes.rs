@@ -33,6 +33,8 @@
 
 use std::sync::Arc;
 
+use super::body::Bodies;
+use super::narrow::NarrowOut;
 use super::snapshot::WorldSnapshot;
 use super::world::World;
 use crate::codec::{checksum, Codec, Corrupt, Reader, ShapeTables, TakeNew, Writer};
@@ -47,6 +49,12 @@ const HEADER: usize = 56;
 /// Where the checksummed bytes start.
 const CHECKED: usize = 32;
 const NO_TERRAIN: u64 = u64::MAX;
+
+/// The checksum a snapshot's header holds of its bytes from offset 32 on (for tools
+/// and fuzzers that build snapshots by hand).
+pub fn snapshot_checksum(bytes: &[u8]) -> u64 {
+    checksum(bytes)
+}
 
 /// The library's version as one number, `major << 16 | minor << 8 | patch`.
 pub const fn library_version() -> u32 {
@@ -125,6 +133,7 @@ pub(super) struct SnapshotScratch {
     known_hulls: Vec<(u64, Arc<ConvexHull>)>,
     known_compounds: Vec<(u64, Arc<Compound>)>,
     seen: Vec<u64>,
+    slots: [Vec<u32>; 2],
     /// The attached terrain's fingerprint and the revision and mask stamp it was
     /// taken at.
     terrain_print: Option<(u64, u64, u64)>,
@@ -145,32 +154,42 @@ impl World {
     /// Saving into a buffer of the size needed allocates nothing once a first save
     /// has sized the world's scratch.
     pub fn save_bytes(&mut self, out: &mut [u8]) -> Result<usize, SnapshotError> {
+        // SAFETY: a slice is writable for its length.
+        unsafe { self.save_bytes_raw(out.as_mut_ptr(), out.len()) }
+    }
+
+    /// [`World::save_bytes`] into `capacity` bytes at `out`, of which only the
+    /// snapshot's are written (for a C caller's buffer).
+    ///
+    /// # Safety
+    /// `out` is writable for `capacity` bytes (or `capacity` is 0), and nothing else
+    /// reads or writes them during the call.
+    pub unsafe fn save_bytes_raw(&mut self, out: *mut u8, capacity: usize) -> Result<usize, SnapshotError> {
         if self.next_stage != 0 {
             return Err(SnapshotError::OutOfOrder);
         }
         let mut x = self.scratch.snapshot.take().unwrap_or_else(|| Box::new(SnapshotScratch::new()));
-        let result = self.save_with(&mut x, out);
+        // SAFETY: the caller's contract.
+        let mut w = unsafe { Writer::from_raw(out, capacity, self.terrain.as_ref().map_or(0, |t| t.mask_stamp())) };
+        let result = self.save_with(&mut x, &mut w);
         x.hulls.clear();
         x.compounds.clear();
         self.scratch.snapshot = Some(x);
         result
     }
 
-    fn save_with(&self, x: &mut SnapshotScratch, out: &mut [u8]) -> Result<usize, SnapshotError> {
-        self.snapshot_into(&mut x.staging).map_err(|_| SnapshotError::OutOfOrder)?;
-        collect_shapes(&x.staging, &mut x.hulls, &mut x.compounds);
+    fn save_with(&self, x: &mut SnapshotScratch, w: &mut Writer) -> Result<usize, SnapshotError> {
+        collect_shapes(&self.bodies, &mut x.hulls, &mut x.compounds);
         let terrain = self.terrain_identity(&mut x.terrain_print);
-        let mask_stamp = self.terrain.as_ref().map_or(0, |t| t.mask_stamp());
-        let mut w = Writer::new(out, mask_stamp);
         w.bytes(&MAGIC);
-        (SNAPSHOT_FORMAT, library_version()).put(&mut w);
-        (0u64, 0u64).put(&mut w);
-        (0u32, 0u32).put(&mut w);
-        (terrain.0, terrain.1).put(&mut w);
+        (SNAPSHOT_FORMAT, library_version()).put(w);
+        (0u64, 0u64).put(w);
+        (0u32, 0u32).put(w);
+        (terrain.0, terrain.1).put(w);
         debug_assert_eq!(w.len(), HEADER);
-        put_table(&x.hulls, &mut w);
-        put_table(&x.compounds, &mut w);
-        x.staging.put(&mut w);
+        put_table(&x.hulls, w);
+        put_table(&x.compounds, w);
+        self.put_state(&mut x.slots, w);
         let len = w.len();
         if !w.fits() {
             return Err(SnapshotError::BufferTooSmall(len));
@@ -227,7 +246,7 @@ impl World {
             return Err(SnapshotError::ForeignTerrain);
         }
         // The shapes this world and the last restore hold, to reuse by fingerprint.
-        collect_shapes(&x.staging, &mut x.known_hulls, &mut x.known_compounds);
+        collect_shapes(&x.staging.bodies, &mut x.known_hulls, &mut x.known_compounds);
         let (mut hulls, mut compounds) = (std::mem::take(&mut x.hulls), std::mem::take(&mut x.compounds));
         for shape in self.bodies.every_shape() {
             push_shape(&shape.shape, &mut hulls, &mut compounds);
@@ -251,10 +270,81 @@ impl World {
         if r.remaining() != 0 {
             return Err(SnapshotError::Corrupt);
         }
-        s.terrain = self.terrain.as_ref().map(|t| t.revision());
-        // Timings are not state (and differ run to run): the world keeps its own.
-        s.profile = self.profile;
-        self.restore(s).map_err(|_| SnapshotError::ForeignTerrain)
+        self.swap_state(s);
+        Ok(())
+    }
+
+    /// Writes the world's state; `slots` is scratch for its two tables' slot lists.
+    /// Reads back with [`WorldSnapshot::take_checked`], field for field.
+    fn put_state(&self, slots: &mut [Vec<u32>; 2], w: &mut Writer) {
+        self.def.put(w);
+        self.solver.put(w);
+        self.bodies.put(w);
+        self.broadphase.put(w);
+        self.proxies.put(w);
+        self.extents.put(w);
+        self.terrain_contacts.put(w);
+        self.islands.put(w);
+        self.joints.put(w);
+        self.store.slots_into(&self.constraints, &mut slots[0]);
+        self.store.slots_into(&self.previous, &mut slots[1]);
+        self.store.put_with_tables([&slots[0], &slots[1]], w);
+        self.cache.put(w);
+        self.cache_ready.put(w);
+        let outs = &self.scratch.outs[..self.scratch.joined];
+        (outs.len() as u32).put(w);
+        outs.iter().for_each(|out| out.gathered.put(w));
+        self.scratch.kept_index.put(w);
+        self.axes.put(w);
+        self.touching.put(w);
+        self.events.put(w);
+        self.pending_events.put(w);
+        self.sensors.put(w);
+        self.hit_shapes.put(w);
+        self.hit_events.put(w);
+        self.moves.put(w);
+        self.water.put_saved(w);
+        self.counters.put(w);
+    }
+
+    /// Takes a decoded snapshot's state by swapping it in, so `s` keeps the world's
+    /// former buffers for the next decode (nothing is copied, nothing allocated). The
+    /// step's timings stay the world's: they are not state.
+    fn swap_state(&mut self, s: &mut WorldSnapshot) {
+        use std::mem::swap;
+        self.def = s.def;
+        self.solver = s.solver;
+        swap(&mut self.bodies, &mut s.bodies);
+        swap(&mut self.broadphase, &mut s.broadphase);
+        swap(&mut self.proxies, &mut s.proxies);
+        swap(&mut self.extents, &mut s.extents);
+        swap(&mut self.terrain_contacts, &mut s.terrain_contacts);
+        swap(&mut self.islands, &mut s.islands);
+        swap(&mut self.joints, &mut s.joints);
+        swap(&mut self.store, &mut s.store);
+        self.set_tables(&s.constraints, &s.previous);
+        swap(&mut self.cache, &mut s.cache);
+        self.cache_ready = s.cache_ready;
+        let scratch = &mut self.scratch;
+        if scratch.outs.len() < s.gathered.len() {
+            scratch.outs.resize_with(s.gathered.len(), NarrowOut::default);
+        }
+        for (out, gathered) in scratch.outs.iter_mut().zip(&mut s.gathered) {
+            swap(&mut out.gathered, gathered);
+        }
+        scratch.joined = s.gathered.len();
+        swap(&mut scratch.kept_index, &mut s.gathered_index);
+        swap(&mut self.axes, &mut s.axes);
+        swap(&mut self.touching, &mut s.touching);
+        swap(&mut self.events, &mut s.events);
+        swap(&mut self.pending_events, &mut s.pending_events);
+        swap(&mut self.sensors, &mut s.sensors);
+        self.hit_shapes = s.hit_shapes;
+        swap(&mut self.hit_events, &mut s.hit_events);
+        swap(&mut self.moves, &mut s.moves);
+        self.water.swap_saved(&mut s.water);
+        self.counters = s.counters;
+        self.escaped_fresh = false;
     }
 
     /// The attached terrain's revision and fingerprint (the fingerprint kept in
@@ -282,13 +372,14 @@ impl SnapshotScratch {
             known_hulls: Vec::new(),
             known_compounds: Vec::new(),
             seen: Vec::new(),
+            slots: [Vec::new(), Vec::new()],
             terrain_print: None,
         }
     }
 }
 
 impl WorldSnapshot {
-    /// Reads a snapshot's state into `self`, then checks that the bodies and the
+    /// Reads a snapshot's state (as [`World::put_state`] wrote it) into `self`, then checks that the bodies and the
     /// contact store hang together (`seen` is scratch).
     fn take_checked(&mut self, r: &mut Reader, seen: &mut Vec<u64>) -> Result<(), Corrupt> {
         self.def.take(r)?;
@@ -321,45 +412,14 @@ impl WorldSnapshot {
         }
         Ok(())
     }
-
-    fn put(&self, w: &mut Writer) {
-        self.def.put(w);
-        self.solver.put(w);
-        self.bodies.put(w);
-        self.broadphase.put(w);
-        self.proxies.put(w);
-        self.extents.put(w);
-        self.terrain_contacts.put(w);
-        self.islands.put(w);
-        self.joints.put(w);
-        self.store.put_with_tables([&self.constraints, &self.previous], w);
-        self.cache.put(w);
-        self.cache_ready.put(w);
-        self.gathered.put(w);
-        self.gathered_index.put(w);
-        self.axes.put(w);
-        self.touching.put(w);
-        self.events.put(w);
-        self.pending_events.put(w);
-        self.sensors.put(w);
-        self.hit_shapes.put(w);
-        self.hit_events.put(w);
-        self.moves.put(w);
-        self.water.put(w);
-        self.counters.put(w);
-    }
 }
 
-/// Every distinct hull and compound `s`'s bodies hold (a compound's hulls
-/// included), by increasing fingerprint.
-fn collect_shapes(
-    s: &WorldSnapshot,
-    hulls: &mut Vec<(u64, Arc<ConvexHull>)>,
-    compounds: &mut Vec<(u64, Arc<Compound>)>,
-) {
+/// Every distinct hull and compound `bodies` hold (a compound's hulls included), by
+/// increasing fingerprint.
+fn collect_shapes(bodies: &Bodies, hulls: &mut Vec<(u64, Arc<ConvexHull>)>, compounds: &mut Vec<(u64, Arc<Compound>)>) {
     hulls.clear();
     compounds.clear();
-    for shape in s.bodies.every_shape() {
+    for shape in bodies.every_shape() {
         push_shape(&shape.shape, hulls, compounds);
     }
     hulls.sort_unstable_by_key(|e| e.0);

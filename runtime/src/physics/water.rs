@@ -164,6 +164,20 @@ impl Water {
     }
 
     /// Takes `saved`'s state; keeps this one's scratch.
+    /// Writes what [`WaterState`]'s encoding reads.
+    pub(super) fn put_saved(&self, w: &mut crate::codec::Writer) {
+        use crate::codec::Codec;
+        self.inside.put(w);
+        self.events.put(w);
+        self.pending.put(w);
+    }
+
+    pub(super) fn swap_saved(&mut self, saved: &mut WaterState) {
+        std::mem::swap(&mut self.inside, &mut saved.inside);
+        std::mem::swap(&mut self.events, &mut saved.events);
+        std::mem::swap(&mut self.pending, &mut saved.pending);
+    }
+
     pub(super) fn restore(&mut self, saved: &WaterState) {
         self.inside.clone_from(&saved.inside);
         self.events.clone_from(&saved.events);
