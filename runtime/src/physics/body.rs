@@ -293,6 +293,28 @@ impl BodySet {
         }
     }
 
+    /// Becomes a copy of `other` in the memory it has (a restore's copy, which
+    /// keeps the capacity the world's steps grew).
+    fn copy_from(&mut self, other: &BodySet) {
+        self.id.clone_from(&other.id);
+        self.position.clone_from(&other.position);
+        self.rotation.clone_from(&other.rotation);
+        self.linear_velocity.clone_from(&other.linear_velocity);
+        self.angular_velocity.clone_from(&other.angular_velocity);
+        self.force.clone_from(&other.force);
+        self.torque.clone_from(&other.torque);
+        self.inv_mass.clone_from(&other.inv_mass);
+        self.local_inv_inertia.clone_from(&other.local_inv_inertia);
+        self.world_inv_inertia.clone_from(&other.world_inv_inertia);
+        self.local_center.clone_from(&other.local_center);
+        self.linear_damping.clone_from(&other.linear_damping);
+        self.angular_damping.clone_from(&other.angular_damping);
+        self.gravity_scale.clone_from(&other.gravity_scale);
+        self.sleep_time.clone_from(&other.sleep_time);
+        self.rest_pose.clone_from(&other.rest_pose);
+        self.flags.clone_from(&other.flags);
+    }
+
     /// The body frame's placement of row `i`.
     pub fn transform(&self, i: usize) -> Isometry {
         let q = self.rotation[i];
@@ -662,6 +684,17 @@ impl Bodies {
     }
 
     /// The shapes of the body in slot `slot`.
+    /// Becomes a copy of `other` in the memory it has (see [`BodySet`]'s).
+    pub(super) fn copy_from(&mut self, other: &Bodies) {
+        self.awake.copy_from(&other.awake);
+        self.resting.copy_from(&other.resting);
+        self.slots.clone_from(&other.slots);
+        self.free.clone_from(&other.free);
+        self.shapes.clone_from(&other.shapes);
+        self.motion.clone_from(&other.motion);
+        self.layout = other.layout;
+    }
+
     /// Every shape of every body.
     pub(super) fn every_shape(&self) -> impl Iterator<Item = &BodyShape> {
         self.shapes.iter().flatten()

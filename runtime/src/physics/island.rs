@@ -20,6 +20,7 @@
 
 use super::body::BodyId;
 use super::contact_solver::{Constraint, NONE};
+use crate::codec::{Codec, Corrupt, Reader, Writer};
 
 /// A sleeping island.
 #[derive(Clone, Debug, Default)]
@@ -40,10 +41,37 @@ pub(crate) struct Islands {
     pub may_sleep: Vec<bool>,
     /// Per island root: its group this step (`NONE` before the first body).
     pub root_group: Vec<u32>,
+    /// Emptied groups past the end of `groups`, kept for their memory (not state:
+    /// see [`Islands::copy_from`]).
+    spare: Vec<SleepGroup>,
 }
 
 crate::codec::fields!(SleepGroup { bodies, constraints });
-crate::codec::fields!(Islands { groups, free, group_of, parent, may_sleep, root_group });
+/// Read as [`Islands::copy_from`] copies: groups past the count read go to the spare
+/// list, and new ones come from it, so a decode keeps the groups' memory.
+impl Codec for Islands {
+    fn put(&self, w: &mut Writer) {
+        self.groups.put(w);
+        self.free.put(w);
+        self.group_of.put(w);
+        self.parent.put(w);
+        self.may_sleep.put(w);
+        self.root_group.put(w);
+    }
+
+    fn take(&mut self, r: &mut Reader) -> Result<(), Corrupt> {
+        let n = r.count()?;
+        self.resize_groups(n);
+        for group in &mut self.groups {
+            group.take(r)?;
+        }
+        self.free.take(r)?;
+        self.group_of.take(r)?;
+        self.parent.take(r)?;
+        self.may_sleep.take(r)?;
+        self.root_group.take(r)
+    }
+}
 
 impl Islands {
     pub fn group_of(&self, slot: u32) -> u32 {
@@ -64,10 +92,40 @@ impl Islands {
         match self.free.pop() {
             Some(g) => g,
             None => {
-                self.groups.push(SleepGroup::default());
+                self.groups.push(self.spare.pop().unwrap_or_default());
                 self.groups.len() as u32 - 1
             }
         }
+    }
+
+    /// `n` groups: those past it emptied into the spare list, new ones from it.
+    fn resize_groups(&mut self, n: usize) {
+        while self.groups.len() > n {
+            let mut group = self.groups.pop().expect("a group");
+            group.bodies.clear();
+            group.constraints.clear();
+            self.spare.push(group);
+        }
+        while self.groups.len() < n {
+            self.groups.push(self.spare.pop().unwrap_or_default());
+        }
+    }
+
+    /// Becomes a copy of `other` in the memory it has: each group's lists copied
+    /// into the group of that index, groups past `other`'s kept aside for later
+    /// groups. A rollback that restores islands this way leaves the sleep stage the
+    /// capacity it grew, as a straight run has it.
+    pub fn copy_from(&mut self, other: &Islands) {
+        self.resize_groups(other.groups.len());
+        for (to, from) in self.groups.iter_mut().zip(&other.groups) {
+            to.bodies.clone_from(&from.bodies);
+            to.constraints.clone_from(&from.constraints);
+        }
+        self.free.clone_from(&other.free);
+        self.group_of.clone_from(&other.group_of);
+        self.parent.clone_from(&other.parent);
+        self.may_sleep.clone_from(&other.may_sleep);
+        self.root_group.clone_from(&other.root_group);
     }
 
     pub fn add_body(&mut self, g: u32, id: BodyId) {

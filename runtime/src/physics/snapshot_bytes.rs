@@ -307,19 +307,22 @@ impl World {
         self.counters.put(w);
     }
 
-    /// Takes a decoded snapshot's state by swapping it in, so `s` keeps the world's
-    /// former buffers for the next decode (nothing is copied, nothing allocated). The
+    /// Takes a decoded snapshot's state, swapping most of it in so that `s` keeps the
+    /// world's former buffers for the next decode (nothing allocated once warm). The
     /// step's timings stay the world's: they are not state.
     fn swap_state(&mut self, s: &mut WorldSnapshot) {
         use std::mem::swap;
         self.def = s.def;
         self.solver = s.solver;
-        swap(&mut self.bodies, &mut s.bodies);
+        // Bodies and islands are copied into the world's own memory, not swapped: the
+        // steps after a restore push into their sets and groups, and a swapped-in
+        // buffer would have only the capacity of the state decoded into it.
+        self.bodies.copy_from(&s.bodies);
         swap(&mut self.broadphase, &mut s.broadphase);
         swap(&mut self.proxies, &mut s.proxies);
         swap(&mut self.extents, &mut s.extents);
         swap(&mut self.terrain_contacts, &mut s.terrain_contacts);
-        swap(&mut self.islands, &mut s.islands);
+        self.islands.copy_from(&s.islands);
         swap(&mut self.joints, &mut s.joints);
         swap(&mut self.store, &mut s.store);
         self.set_tables(&s.constraints, &s.previous);
