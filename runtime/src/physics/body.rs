@@ -293,6 +293,28 @@ impl BodySet {
         }
     }
 
+    /// The lengths of every column but the ids (all equal to `len` in a valid set).
+    fn column_lengths(&self) -> [usize; 16] {
+        [
+            self.position.len(),
+            self.rotation.len(),
+            self.linear_velocity.len(),
+            self.angular_velocity.len(),
+            self.force.len(),
+            self.torque.len(),
+            self.inv_mass.len(),
+            self.local_inv_inertia.len(),
+            self.world_inv_inertia.len(),
+            self.local_center.len(),
+            self.linear_damping.len(),
+            self.angular_damping.len(),
+            self.gravity_scale.len(),
+            self.sleep_time.len(),
+            self.rest_pose.len(),
+            self.flags.len(),
+        ]
+    }
+
     /// Becomes a copy of `other` in the memory it has (a restore's copy, which
     /// keeps the capacity the world's steps grew).
     fn copy_from(&mut self, other: &BodySet) {
@@ -387,29 +409,7 @@ impl Bodies {
     /// long as its ids, each live slot's row holding its id, every other row of no
     /// slot, the free list of free slots, and a shape list and motion type per slot.
     pub(super) fn is_coherent(&self) -> bool {
-        let set_ok = |set: &BodySet| {
-            let n = set.len();
-            [
-                set.position.len(),
-                set.rotation.len(),
-                set.linear_velocity.len(),
-                set.angular_velocity.len(),
-                set.force.len(),
-                set.torque.len(),
-                set.inv_mass.len(),
-                set.local_inv_inertia.len(),
-                set.world_inv_inertia.len(),
-                set.local_center.len(),
-                set.linear_damping.len(),
-                set.angular_damping.len(),
-                set.gravity_scale.len(),
-                set.sleep_time.len(),
-                set.rest_pose.len(),
-                set.flags.len(),
-            ]
-            .iter()
-            .all(|&len| len == n)
-        };
+        let set_ok = |set: &BodySet| set.column_lengths().iter().all(|&len| len == set.len());
         let slots = self.slots.len();
         if !set_ok(&self.awake) || !set_ok(&self.resting) || self.shapes.len() != slots || self.motion.len() != slots {
             return false;
@@ -605,24 +605,7 @@ impl Bodies {
     pub fn validate(&self) {
         for (kind, set) in [(SetKind::Awake, &self.awake), (SetKind::Resting, &self.resting)] {
             let n = set.len();
-            let lengths = [
-                set.position.len(),
-                set.rotation.len(),
-                set.linear_velocity.len(),
-                set.angular_velocity.len(),
-                set.force.len(),
-                set.torque.len(),
-                set.inv_mass.len(),
-                set.local_inv_inertia.len(),
-                set.world_inv_inertia.len(),
-                set.local_center.len(),
-                set.linear_damping.len(),
-                set.angular_damping.len(),
-                set.gravity_scale.len(),
-                set.sleep_time.len(),
-                set.rest_pose.len(),
-                set.flags.len(),
-            ];
+            let lengths = set.column_lengths();
             assert!(lengths.iter().all(|&l| l == n), "{kind:?} set columns differ in length: {n} ids, {lengths:?}");
             for row in 0..n {
                 let id = set.id[row];
