@@ -101,12 +101,16 @@ impl<'a> Writer<'a> {
     }
 }
 
-/// Hull and compound tables a body's shapes are read against, by fingerprint
-/// (see `World::restore_bytes`).
+/// Shared data a snapshot names by fingerprint (hulls, compounds), type-erased so
+/// that this module, below the shapes, need not know them.
+pub(crate) type Shared = std::sync::Arc<dyn std::any::Any + Send + Sync>;
+
+/// Hull and compound tables a body's shapes are read against, by fingerprint,
+/// sorted (see `World::restore_bytes`).
 #[derive(Clone, Copy, Default)]
 pub(crate) struct ShapeTables<'a> {
-    pub hulls: &'a [(u64, std::sync::Arc<crate::shapes::ConvexHull>)],
-    pub compounds: &'a [(u64, std::sync::Arc<crate::shapes::Compound>)],
+    pub hulls: &'a [(u64, Shared)],
+    pub compounds: &'a [(u64, Shared)],
 }
 
 /// Reads from a snapshot's bytes.

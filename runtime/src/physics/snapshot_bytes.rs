@@ -37,7 +37,7 @@ use super::body::Bodies;
 use super::narrow::NarrowOut;
 use super::snapshot::WorldSnapshot;
 use super::world::World;
-use crate::codec::{checksum, Codec, Corrupt, Reader, ShapeTables, TakeNew, Writer};
+use crate::codec::{checksum, Codec, Corrupt, Reader, ShapeTables, Shared, TakeNew, Writer};
 use crate::shapes::{Compound, ConvexHull, Shape};
 
 /// The snapshot format's version: any change to what the format holds or how it
@@ -128,10 +128,10 @@ impl From<Corrupt> for SnapshotError {
 #[derive(Debug)]
 pub(super) struct SnapshotScratch {
     staging: WorldSnapshot,
-    hulls: Vec<(u64, Arc<ConvexHull>)>,
-    compounds: Vec<(u64, Arc<Compound>)>,
-    known_hulls: Vec<(u64, Arc<ConvexHull>)>,
-    known_compounds: Vec<(u64, Arc<Compound>)>,
+    hulls: Vec<(u64, Shared)>,
+    compounds: Vec<(u64, Shared)>,
+    known_hulls: Vec<(u64, Shared)>,
+    known_compounds: Vec<(u64, Shared)>,
     seen: Vec<u64>,
     slots: [Vec<u32>; 2],
     /// The attached terrain's fingerprint and the revision and mask stamp it was
@@ -187,8 +187,8 @@ impl World {
         (0u32, 0u32).put(w);
         (terrain.0, terrain.1).put(w);
         debug_assert_eq!(w.len(), HEADER);
-        put_table(&x.hulls, w);
-        put_table(&x.compounds, w);
+        put_table::<ConvexHull>(&x.hulls, w);
+        put_table::<Compound>(&x.compounds, w);
         self.put_state(&mut x.slots, w);
         let len = w.len();
         if !w.fits() {
@@ -419,7 +419,7 @@ impl WorldSnapshot {
 
 /// Every distinct hull and compound `bodies` hold (a compound's hulls included), by
 /// increasing fingerprint.
-fn collect_shapes(bodies: &Bodies, hulls: &mut Vec<(u64, Arc<ConvexHull>)>, compounds: &mut Vec<(u64, Arc<Compound>)>) {
+fn collect_shapes(bodies: &Bodies, hulls: &mut Vec<(u64, Shared)>, compounds: &mut Vec<(u64, Shared)>) {
     hulls.clear();
     compounds.clear();
     for shape in bodies.every_shape() {
@@ -431,7 +431,7 @@ fn collect_shapes(bodies: &Bodies, hulls: &mut Vec<(u64, Arc<ConvexHull>)>, comp
     compounds.dedup_by_key(|e| e.0);
 }
 
-fn push_shape(shape: &Shape, hulls: &mut Vec<(u64, Arc<ConvexHull>)>, compounds: &mut Vec<(u64, Arc<Compound>)>) {
+fn push_shape(shape: &Shape, hulls: &mut Vec<(u64, Shared)>, compounds: &mut Vec<(u64, Shared)>) {
     match shape {
         Shape::Hull(h) => hulls.push((h.fingerprint(), h.clone())),
         Shape::Compound(c) => {
@@ -447,7 +447,7 @@ fn push_shape(shape: &Shape, hulls: &mut Vec<(u64, Arc<ConvexHull>)>, compounds:
 }
 
 /// Adds `more` to the sorted `known`, sorted and without repeats (`more` is left empty).
-fn merge_known<T>(known: &mut Vec<(u64, Arc<T>)>, more: &mut Vec<(u64, Arc<T>)>) {
+fn merge_known(known: &mut Vec<(u64, Shared)>, more: &mut Vec<(u64, Shared)>) {
     known.append(more);
     known.sort_unstable_by_key(|e| e.0);
     known.dedup_by_key(|e| e.0);
@@ -455,13 +455,13 @@ fn merge_known<T>(known: &mut Vec<(u64, Arc<T>)>, more: &mut Vec<(u64, Arc<T>)>)
 
 /// Writes a shape table: the count, then per shape its fingerprint, its encoding's
 /// length and its encoding.
-fn put_table<T: Codec>(table: &[(u64, Arc<T>)], w: &mut Writer) {
+fn put_table<T: Codec + 'static>(table: &[(u64, Shared)], w: &mut Writer) {
     (table.len() as u32).put(w);
     for (print, shape) in table {
         print.put(w);
         let at = w.len();
         0u32.put(w);
-        shape.put(w);
+        shape.downcast_ref::<T>().expect("a table of one kind").put(w);
         let len = w.len() - at - 4;
         w.patch_u32(at, len as u32);
     }
@@ -470,10 +470,10 @@ fn put_table<T: Codec>(table: &[(u64, Arc<T>)], w: &mut Writer) {
 /// Reads a shape table into `out`: each entry is taken from `known` when a shape
 /// with its fingerprint is there, else decoded by `make`. Entries must come by
 /// increasing fingerprint, and a decoded one must have the fingerprint it is filed under.
-fn take_table<T>(
+fn take_table<T: Send + Sync + 'static>(
     r: &mut Reader,
-    known: &[(u64, Arc<T>)],
-    out: &mut Vec<(u64, Arc<T>)>,
+    known: &[(u64, Shared)],
+    out: &mut Vec<(u64, Shared)>,
     make: impl Fn(&[u8]) -> Result<T, Corrupt>,
 ) -> Result<(), Corrupt> {
     out.clear();

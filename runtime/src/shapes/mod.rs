@@ -26,7 +26,7 @@ pub(crate) use polytope::{BOX_EDGE_AXES, BOX_FACES};
 pub use ray::ShapeRayHit;
 pub use submerged::{sphere_below, Prism, SurfaceMesh, VolumeMoments};
 
-use crate::codec::{Codec, Corrupt, Fingerprint, Reader, ShapeTables, TakeNew, Writer};
+use crate::codec::{Codec, Corrupt, Fingerprint, Reader, ShapeTables, Shared, TakeNew, Writer};
 use crate::math::{Aabb, Isometry};
 
 /// Largest magnitude (m) of any coordinate, radius or half extent of a shape, and of
@@ -164,9 +164,9 @@ impl Codec for Shape {
     }
 
     fn take(&mut self, r: &mut Reader) -> Result<(), Corrupt> {
-        fn find<T>(table: &[(u64, Arc<T>)], print: u64) -> Result<Arc<T>, Corrupt> {
+        fn find<T: Send + Sync + 'static>(table: &[(u64, Shared)], print: u64) -> Result<Arc<T>, Corrupt> {
             let at = table.binary_search_by_key(&print, |e| e.0).map_err(|_| Corrupt)?;
-            Ok(table[at].1.clone())
+            table[at].1.clone().downcast::<T>().map_err(|_| Corrupt)
         }
         *self = match r.tag(6)? {
             0 => Shape::Sphere { center: Vec3::take_new(r)?, radius: f32::take_new(r)? },
