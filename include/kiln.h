@@ -368,7 +368,7 @@
  * (`kiln_world_save`). A snapshot of another format, or from another library
  * version, is refused with `KILN_ERROR_ABI_MISMATCH`.
  */
-#define KILN_SNAPSHOT_FORMAT 1
+#define KILN_SNAPSHOT_FORMAT 2
 
 /**
  * Most child indices in a cube path (the deepest cube level).
@@ -3655,7 +3655,8 @@ bool kiln_world_is_valid(struct KilnWorldId world);
  * `kiln_terrain_regenerate` or the next step, whichever comes first). A terrain
  * serves one world at a time (`KILN_ERROR_INVALID_STATE` otherwise), and cannot be
  * destroyed while attached. Replacing or removing a terrain ends its contacts and
- * wakes every island.
+ * wakes every island. The terrain's voxels when attached are the base world
+ * snapshots record its edits against (`kiln_world_save`).
  *
  * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
@@ -4850,8 +4851,11 @@ KilnStatus kiln_world_snapshot_size(struct KilnWorldId world, uint64_t *out_size
  * each, however many bodies share them), contacts with their warm-start impulses
  * and cached features, joints, sleeping islands and their timers, sensors and
  * their visitors, water membership, the last step's events, and the attached
- * terrain's revision and fingerprint (not its voxels). `kiln_world_restore` puts
- * any world with the same terrain back in this state, in this process or another;
+ * terrain's edits: the terrain's voxels as they were when it was attached
+ * (`kiln_world_set_terrain`) are the base, named in the snapshot by a fingerprint,
+ * and the snapshot carries only the chunks (8x8x8 voxels, 512 bytes each) edited
+ * since, as they are now. `kiln_world_restore` puts any world whose terrain had the
+ * same base back in this state, ground included, in this process or another;
  * stepped with the same inputs, it then steps the same bits as this one, for any
  * worker count.
  *
@@ -4879,15 +4883,19 @@ KilnStatus kiln_world_save(struct KilnWorldId world,
  * process or another): rollback is restore, re-apply the inputs, step again.
  * Handles issued before the save are valid after the restore (a body created since
  * is stale, one destroyed since is back), and the world then steps the same bits as
- * the saved world did, for any worker count.
+ * the saved world did, for any worker count. Terrain edits since the save are
+ * undone and those before it redone (a pit dug after the save fills in again):
+ * the chunks that change are re-meshed and their masks rebuilt, which allocates,
+ * and no body wakes for it.
  *
  * Refused, changing nothing: bytes that are no snapshot or are truncated or damaged
  * (`KILN_ERROR_INVALID_ARGUMENT`), a snapshot of another format or library version
- * (`KILN_ERROR_ABI_MISMATCH`), a snapshot saved with another terrain or with this
- * one at another revision, or a call in the middle of a staged step
+ * (`KILN_ERROR_ABI_MISMATCH`), a snapshot saved with another terrain, none, or a
+ * terrain of other voxels when attached, or a call in the middle of a staged step
  * (`KILN_ERROR_INVALID_STATE`). A `size` larger than the snapshot's own is refused
  * from its header, before anything past the header is read. Restoring allocates
- * nothing once the world holds state of that size.
+ * nothing once the world holds state of that size and the terrain's voxels are
+ * already the snapshot's.
  *
  * Pointers: `snapshot` is NULL or readable for `size` bytes (or for the snapshot's
  * own size, when `size` is larger).

@@ -3,13 +3,16 @@
  * that delivers each input DELAY frames late. Each peer steps ahead at once,
  * predicting the other's input as its last known one; when the real input arrives
  * and differs from the prediction, the peer restores the snapshot it saved before
- * that frame and steps again to the present with what it now knows.
+ * that frame and steps again to the present with what it now knows. Now and then a
+ * player digs a pit under their ball: a mispredicted dig is rolled back with the
+ * rest (the snapshot puts the ground back) and dug again where it belongs.
  *
  * Every frame whose inputs are all known is confirmed, and its world hash is kept.
  * At the end both peers' confirmed hashes must equal, frame for frame, those of a
  * reference world stepped straight with every input on time.
  *
  *   rollback [FRAMES]        (default 600) */
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -70,17 +73,29 @@ static KilnWorldId yard(KilnTerrainId *terrain, KilnBodyId ball[2]) {
     return world;
 }
 
-/* Player `p`'s input at `frame`: four direction bits, held for 6 to 25 frames. */
+#define DIG 16
+
+/* Player `p`'s input at `frame`: four direction bits, held for 6 to 25 frames, and
+ * a dig every 90 frames. */
 static uint8_t player_input(int p, int frame) {
     uint32_t x = (uint32_t)(frame / (6 + 19 * p + (frame / 97) % 7)) * 2654435761u + (uint32_t)p * 40503u;
     x ^= x >> 13;
-    return (uint8_t)(x * 2246822519u >> 28);
+    return (uint8_t)(x * 2246822519u >> 28) | (frame % 90 == 45 + 20 * p ? DIG : 0);
 }
 
-/* Steps `world` one frame with the two players' inputs. */
-static void step(KilnWorldId world, KilnRuntimeId rt, const KilnBodyId ball[2], const uint8_t input[2]) {
+/* Steps `world` one frame with the two players' inputs: a push, and a dig of the
+ * 5x3x5 voxels under the ball. */
+static void step(KilnWorldId world, KilnRuntimeId rt, KilnTerrainId terrain, const KilnBodyId ball[2],
+                 const uint8_t input[2]) {
     for (int p = 0; p < 2; p++) {
         uint8_t in = input[p];
+        if (in & DIG) {
+            KilnTransform xf;
+            CHECK_STATUS(kiln_body_get_transform(ball[p], &xf), KILN_OK);
+            int x = (int)floorf(xf.position.x), y = (int)floorf(xf.position.y), z = (int)floorf(xf.position.z);
+            KilnInt3 lo = {x - 2, y - 3, z - 2}, hi = {x + 2, y - 1, z + 2};
+            CHECK_STATUS(kiln_terrain_fill(terrain, lo, hi, 0, NULL), KILN_OK);
+        }
         KilnVec3 push = {(float)((in & 1) - (in >> 1 & 1)) * 4.0f, 0.0f, (float)((in >> 2 & 1) - (in >> 3 & 1)) * 4.0f};
         KilnTransform xf;
         CHECK_STATUS(kiln_body_get_transform(ball[p], &xf), KILN_OK);
@@ -125,7 +140,7 @@ static void advance(Peer *peer, KilnRuntimeId rt) {
         input[other] = peer->known[g][other] ? peer->input[g][other] : 0;
     }
     peer->used[f] = input[other];
-    step(peer->world, rt, peer->ball, input);
+    step(peer->world, rt, peer->terrain, peer->ball, input);
     peer->frame++;
     peer->hash_after[f] = hash_of(peer->world);
 }
@@ -169,7 +184,7 @@ int main(int argc, char **argv) {
     uint64_t *truth = calloc((size_t)frames, sizeof *truth);
     for (int f = 0; f < frames; f++) {
         uint8_t input[2] = {player_input(0, f), player_input(1, f)};
-        step(reference, rt, ref_ball, input);
+        step(reference, rt, ref_terrain, ref_ball, input);
         truth[f] = hash_of(reference);
     }
 

@@ -35,7 +35,7 @@ pub unsafe extern "C" fn kiln_world_hash(world: KilnWorldId, out_hash: *mut u64)
 /// The version of the world snapshot format this library writes and reads
 /// (`kiln_world_save`). A snapshot of another format, or from another library
 /// version, is refused with `KILN_ERROR_ABI_MISMATCH`.
-pub const KILN_SNAPSHOT_FORMAT: u32 = 1;
+pub const KILN_SNAPSHOT_FORMAT: u32 = 2;
 const _: () = assert!(KILN_SNAPSHOT_FORMAT == kiln_core::physics::SNAPSHOT_FORMAT);
 
 fn snapshot_error(error: SnapshotError) -> Error {
@@ -69,8 +69,11 @@ pub unsafe extern "C" fn kiln_world_snapshot_size(world: KilnWorldId, out_size: 
 /// each, however many bodies share them), contacts with their warm-start impulses
 /// and cached features, joints, sleeping islands and their timers, sensors and
 /// their visitors, water membership, the last step's events, and the attached
-/// terrain's revision and fingerprint (not its voxels). `kiln_world_restore` puts
-/// any world with the same terrain back in this state, in this process or another;
+/// terrain's edits: the terrain's voxels as they were when it was attached
+/// (`kiln_world_set_terrain`) are the base, named in the snapshot by a fingerprint,
+/// and the snapshot carries only the chunks (8x8x8 voxels, 512 bytes each) edited
+/// since, as they are now. `kiln_world_restore` puts any world whose terrain had the
+/// same base back in this state, ground included, in this process or another;
 /// stepped with the same inputs, it then steps the same bits as this one, for any
 /// worker count.
 ///
@@ -122,15 +125,19 @@ pub unsafe extern "C" fn kiln_world_save(
 /// process or another): rollback is restore, re-apply the inputs, step again.
 /// Handles issued before the save are valid after the restore (a body created since
 /// is stale, one destroyed since is back), and the world then steps the same bits as
-/// the saved world did, for any worker count.
+/// the saved world did, for any worker count. Terrain edits since the save are
+/// undone and those before it redone (a pit dug after the save fills in again):
+/// the chunks that change are re-meshed and their masks rebuilt, which allocates,
+/// and no body wakes for it.
 ///
 /// Refused, changing nothing: bytes that are no snapshot or are truncated or damaged
 /// (`KILN_ERROR_INVALID_ARGUMENT`), a snapshot of another format or library version
-/// (`KILN_ERROR_ABI_MISMATCH`), a snapshot saved with another terrain or with this
-/// one at another revision, or a call in the middle of a staged step
+/// (`KILN_ERROR_ABI_MISMATCH`), a snapshot saved with another terrain, none, or a
+/// terrain of other voxels when attached, or a call in the middle of a staged step
 /// (`KILN_ERROR_INVALID_STATE`). A `size` larger than the snapshot's own is refused
 /// from its header, before anything past the header is read. Restoring allocates
-/// nothing once the world holds state of that size.
+/// nothing once the world holds state of that size and the terrain's voxels are
+/// already the snapshot's.
 ///
 /// Pointers: `snapshot` is NULL or readable for `size` bytes (or for the snapshot's
 /// own size, when `size` is larger).

@@ -743,7 +743,8 @@ pub extern "C" fn kiln_world_is_valid(world: KilnWorldId) -> bool {
 /// `kiln_terrain_regenerate` or the next step, whichever comes first). A terrain
 /// serves one world at a time (`KILN_ERROR_INVALID_STATE` otherwise), and cannot be
 /// destroyed while attached. Replacing or removing a terrain ends its contacts and
-/// wakes every island.
+/// wakes every island. The terrain's voxels when attached are the base world
+/// snapshots record its edits against (`kiln_world_save`).
 ///
 /// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]

@@ -1,5 +1,6 @@
 //! `World::restore_bytes` on arbitrary bytes, on a world of boxes, balls, hulls, a
-//! compound and a hinge chain on hills that has stepped a while. The first byte picks
+//! compound and a hinge chain on hills with a pit dug in them, that has stepped a
+//! while (the snapshot carries the dug chunks). The first byte picks
 //! how the rest is used: as the whole snapshot; as patches (offset, byte) over a
 //! real snapshot, its checksum left as it was; or as patches with the checksum fixed
 //! up, so the decoder itself meets the changes. A refused snapshot leaves the world
@@ -10,9 +11,10 @@
 use std::sync::Mutex;
 
 use kiln::jobs::ThreadPool;
-use kiln::math::{Isometry, Vec3};
+use kiln::math::{IVec3, Isometry, Vec3};
 use kiln::physics::{scenes, BodyDef, JointDef, JointType, RevoluteJoint, ShapeDef, World};
 use kiln::shapes::Shape;
+use kiln::terrain::Material;
 use libfuzzer_sys::fuzz_target;
 
 struct Fixture {
@@ -43,7 +45,10 @@ fn fixture() -> Fixture {
     let joint = JointDef::new(ids[0], ids[1], JointType::Revolute(RevoluteJoint::default()));
     world.create_joint(&joint).unwrap();
     let pool = ThreadPool::new(0);
-    for _ in 0..40 {
+    for step in 0..40 {
+        if step == 20 {
+            world.terrain_mut().unwrap().fill(IVec3::new(12, 8, 12), IVec3::new(17, 30, 17), Material::AIR);
+        }
         world.step(1.0 / 60.0, pool.jobs()).unwrap();
     }
     let good = save(&mut world);

@@ -38,6 +38,8 @@ pub(crate) struct Writer<'a> {
     len: usize,
     /// The attached terrain's current mask stamp (see `TerrainContacts`'s encoding).
     pub mask_stamp: u64,
+    /// The attached terrain's revision (see the narrowphase's gathered triangles).
+    pub revision: u64,
     _buf: std::marker::PhantomData<&'a mut [u8]>,
 }
 
@@ -53,7 +55,7 @@ impl<'a> Writer<'a> {
     /// `buf` is writable for `capacity` bytes (or `capacity` is 0) for `'a`, and
     /// nothing else reads or writes them meanwhile.
     pub unsafe fn from_raw(buf: *mut u8, capacity: usize, mask_stamp: u64) -> Writer<'a> {
-        Writer { buf, capacity, len: 0, mask_stamp, _buf: std::marker::PhantomData }
+        Writer { buf, capacity, len: 0, mask_stamp, revision: 0, _buf: std::marker::PhantomData }
     }
 
     /// Bytes written (or that would have been).
@@ -118,12 +120,14 @@ pub(crate) struct Reader<'a> {
     buf: &'a [u8],
     at: usize,
     pub mask_stamp: u64,
+    /// What a value written as the writer's terrain revision reads back as.
+    pub revision: u64,
     pub tables: ShapeTables<'a>,
 }
 
 impl<'a> Reader<'a> {
     pub fn new(buf: &'a [u8], mask_stamp: u64, tables: ShapeTables<'a>) -> Reader<'a> {
-        Reader { buf, at: 0, mask_stamp, tables }
+        Reader { buf, at: 0, mask_stamp, revision: 0, tables }
     }
 
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], Corrupt> {

@@ -1,11 +1,14 @@
 /* World snapshots from C.
  *
  * Run with no arguments: a world of boxes, balls and hulls (five sharing one hull)
- * on generated hills, a hinged pendulum chain and a sensor is stepped 90 steps and
- * saved; stepping on, restoring and stepping again gives the same hash at every
- * step. The snapshot is then written to a file with the 150 hashes that follow it,
- * and this program runs itself again as a second process ("load FILE"): a fresh
- * world with the same hills restores the file and must step the same 150 hashes.
+ * on generated hills, a hinged pendulum chain and a sensor is stepped 90 steps, a
+ * pit dug under the rain at step 45, and saved; stepping on (a second pit dug 40
+ * steps after the save), restoring and stepping again (the second pit dug again)
+ * gives the same hash at every step, and the restore fills the second pit in. The
+ * snapshot is then written to a file with the 150 hashes that follow it, and this
+ * program runs itself again as a second process ("load FILE"): a fresh world with
+ * the same hills, never dug, restores the file (the first pit comes with it) and
+ * must step the same 150 hashes.
  * Then every refusal: NULL pointers, stale and null handles, zero and huge sizes, a
  * buffer too small, truncated, corrupted (random bytes), wrong-version and
  * foreign-terrain snapshots — each with its status, nothing written, the world
@@ -99,6 +102,22 @@ static KilnWorldId make_world(uint32_t seed, int populate, KilnTerrainId *out_te
     return world;
 }
 
+/* The terrain edits of the run: the first pit before the save, the second after. */
+static void dig(KilnTerrainId terrain, int second) {
+    KilnInt3 lo = second ? (KilnInt3){16, 4, 8} : (KilnInt3){8, 4, 10};
+    KilnInt3 hi = second ? (KilnInt3){23, 30, 15} : (KilnInt3){14, 30, 17};
+    uint64_t changed = 0;
+    CHECK_STATUS(kiln_terrain_fill(terrain, lo, hi, 0, &changed), KILN_OK);
+    CHECK(changed > 100);
+}
+
+/* The material of a voxel in the second pit: air once dug, ground before. */
+static uint8_t second_pit(KilnTerrainId terrain) {
+    uint8_t m = 99;
+    CHECK_STATUS(kiln_terrain_get_voxel(terrain, (KilnInt3){20, 5, 12}, &m), KILN_OK);
+    return m;
+}
+
 static uint64_t hash_of(KilnWorldId world) {
     uint64_t h = 0;
     CHECK_STATUS(kiln_world_hash(world, &h), KILN_OK);
@@ -134,6 +153,9 @@ static int load(const char *path) {
     CHECK_STATUS(kiln_world_restore(world, bytes, size), KILN_OK);
     int same = 0;
     for (int step = 0; step < AFTER; step++) {
+        if (step == 40) {
+            dig(terrain, 1);
+        }
         CHECK_STATUS(kiln_world_step(world, rt, 1.0f / 60.0f), KILN_OK);
         same += hash_of(world) == hashes[step];
     }
@@ -154,20 +176,33 @@ int main(int argc, char **argv) {
     KilnTerrainId terrain;
     KilnWorldId world = make_world(7, 1, &terrain);
     for (int step = 0; step < 90; step++) {
+        if (step == 45) {
+            dig(terrain, 0);
+        }
         CHECK_STATUS(kiln_world_step(world, rt, 1.0f / 60.0f), KILN_OK);
     }
     uint64_t size = 0;
     uint8_t *saved = save(world, &size);
     uint64_t saved_hash = hash_of(world), hashes[AFTER];
+    uint8_t ground = second_pit(terrain);
+    CHECK(ground >= 2);
     for (int step = 0; step < AFTER; step++) {
+        if (step == 40) {
+            dig(terrain, 1);
+        }
         CHECK_STATUS(kiln_world_step(world, rt, 1.0f / 60.0f), KILN_OK);
         hashes[step] = hash_of(world);
     }
-    /* Rollback in place: the same hashes again. */
+    CHECK(second_pit(terrain) == 0);
+    /* Rollback in place: the ground is back, and the same hashes again. */
     CHECK_STATUS(kiln_world_restore(world, saved, size), KILN_OK);
     CHECK(hash_of(world) == saved_hash);
+    CHECK(second_pit(terrain) == ground);
     int same = 0;
     for (int step = 0; step < AFTER; step++) {
+        if (step == 40) {
+            dig(terrain, 1);
+        }
         CHECK_STATUS(kiln_world_step(world, rt, 1.0f / 60.0f), KILN_OK);
         same += hash_of(world) == hashes[step];
     }

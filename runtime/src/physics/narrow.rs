@@ -39,6 +39,7 @@ use super::body::{flags, Bodies, BodyShape, SetKind};
 use super::constraint_graph::Colorable;
 use super::contact_solver::{Constraint, ConstraintTable, FoundAt, Header, NONE};
 use super::joint::Joints;
+use crate::codec::{Codec, Corrupt, Reader, Writer};
 use crate::collide::{collide_all, collide_coherent, collide_triangles, Manifold, SatCache, SatTest, TriangleSet};
 use crate::jobs::{chunk_count, chunk_range, Column, Jobs};
 use crate::math::{Aabb, Isometry};
@@ -131,10 +132,37 @@ struct GatheredSet {
     triangles: Range<u32>,
 }
 
-crate::codec::fields!(GatheredSet { proxy, revision, fat, chunks, triangles });
+/// A set's revision is written as 1 when it is the attached terrain's revision and 0
+/// otherwise (a restore may put the terrain's voxels back under another revision),
+/// and read back as the restoring terrain's revision or one no terrain reaches.
+impl Codec for GatheredSet {
+    fn put(&self, w: &mut Writer) {
+        self.proxy.put(w);
+        ((self.revision == w.revision) as u8).put(w);
+        self.fat.put(w);
+        self.chunks.put(w);
+        self.triangles.put(w);
+    }
+    fn take(&mut self, r: &mut Reader) -> Result<(), Corrupt> {
+        self.proxy.take(r)?;
+        self.revision = if r.tag(2)? == 1 { r.revision } else { u64::MAX };
+        self.fat.take(r)?;
+        Codec::take(&mut self.chunks, r)?;
+        Codec::take(&mut self.triangles, r)
+    }
+}
 crate::codec::fields!(Gathered { sets, chunks, triangles, active, ids });
 
 impl Gathered {
+    /// Renames terrain revision `from` as `to` (the triangles it named are back).
+    pub fn rename_revision(&mut self, from: u64, to: u64) {
+        for set in &mut self.sets {
+            if set.revision == from {
+                set.revision = to;
+            }
+        }
+    }
+
     /// The sets, chunks and triangles it holds.
     fn lens(&self) -> (usize, usize, usize) {
         (self.sets.len(), self.chunks.len(), self.triangles.len())

@@ -9,11 +9,15 @@
 //!      12     4  library version (major << 16 | minor << 8 | patch)
 //!      16     8  total size in bytes, header included
 //!      24     8  checksum of every byte from offset 32 to the end
-//!      32     4  flags (0)
+//!      32     4  flags: bit 0, a terrain is attached
 //!      36     4  zero
-//!      40     8  terrain revision (u64::MAX: no terrain)
-//!      48     8  terrain fingerprint (voxels and voxel size; 0: no terrain)
-//!      56        hull table: count, then per hull its fingerprint, byte length
+//!      40     8  the terrain's base fingerprint (voxels and voxel size at the
+//!                  base, see `Terrain::rebase`; 0: no terrain)
+//!      48     8  zero
+//!      56        terrain edits (with a terrain only): the chunks edited since the
+//!                  base, by increasing coordinates, each with its 512 voxels or
+//!                  as all air; the chunks waiting for regeneration
+//!                hull table: count, then per hull its fingerprint, byte length
 //!                  and encoding, by increasing fingerprint
 //!                compound table: the same (parts name hulls by fingerprint)
 //!                the world's state: settings, bodies and shapes (hulls and
@@ -29,7 +33,9 @@
 //! the last restore already holds, so a rollback loop allocates no shapes. A restore
 //! checks the header, the size, the checksum and the terrain before it decodes, and
 //! decodes into a staging snapshot before it touches the world: a refused snapshot
-//! changes nothing.
+//! changes nothing. The terrain's voxels travel as edits since its base: a restore
+//! puts the ground back as it was at the save (a dig rolled back fills in again),
+//! rebuilding the masks of the chunks that change without waking anything.
 
 use std::sync::Arc;
 
@@ -39,16 +45,19 @@ use super::snapshot::WorldSnapshot;
 use super::world::World;
 use crate::codec::{checksum, Codec, Corrupt, Reader, ShapeTables, Shared, TakeNew, Writer};
 use crate::shapes::{Compound, ConvexHull, Shape};
+use crate::terrain::TerrainEdits;
+use glam::IVec3;
 
 /// The snapshot format's version: any change to what the format holds or how it
 /// is encoded takes the next number.
-pub const SNAPSHOT_FORMAT: u32 = 1;
+pub const SNAPSHOT_FORMAT: u32 = 2;
 
 const MAGIC: [u8; 8] = *b"KILNSNAP";
 const HEADER: usize = 56;
 /// Where the checksummed bytes start.
 const CHECKED: usize = 32;
-const NO_TERRAIN: u64 = u64::MAX;
+/// Header flag: a terrain is attached (its edits follow the header).
+const HAS_TERRAIN: u64 = 1;
 
 /// The checksum a snapshot's header holds of its bytes from offset 32 on (for tools
 /// and fuzzers that build snapshots by hand).
@@ -86,8 +95,8 @@ pub enum SnapshotError {
     Truncated,
     /// The checksum does not match, or the contents do not decode or hang together.
     Corrupt,
-    /// Saved with another terrain, or with this one at another revision (restore the
-    /// terrain's voxels first).
+    /// Saved with another terrain or none, or against another base of this one (see
+    /// `Terrain::rebase`).
     ForeignTerrain,
 }
 
@@ -110,7 +119,7 @@ impl std::fmt::Display for SnapshotError {
             SnapshotError::Truncated => f.write_str("the snapshot is shorter or longer than its header says"),
             SnapshotError::Corrupt => f.write_str("the snapshot's checksum or contents are damaged"),
             SnapshotError::ForeignTerrain => f.write_str(
-                "the snapshot was saved with another terrain, or with this one at another revision",
+                "the snapshot was saved with another terrain (or none), or against another base of this one",
             ),
         }
     }
@@ -134,9 +143,10 @@ pub(super) struct SnapshotScratch {
     known_compounds: Vec<(u64, Shared)>,
     seen: Vec<u64>,
     slots: [Vec<u32>; 2],
-    /// The attached terrain's fingerprint and the revision and mask stamp it was
-    /// taken at.
-    terrain_print: Option<(u64, u64, u64)>,
+    /// The terrain edits of the snapshot being restored, and the chunk list a save
+    /// sorts.
+    edits: TerrainEdits,
+    chunks: Vec<IVec3>,
 }
 
 impl World {
@@ -171,6 +181,7 @@ impl World {
         let mut x = self.scratch.snapshot.take().unwrap_or_else(|| Box::new(SnapshotScratch::new()));
         // SAFETY: the caller's contract.
         let mut w = unsafe { Writer::from_raw(out, capacity, self.terrain.as_ref().map_or(0, |t| t.mask_stamp())) };
+        w.revision = self.terrain.as_ref().map_or(0, |t| t.revision());
         let result = self.save_with(&mut x, &mut w);
         x.hulls.clear();
         x.compounds.clear();
@@ -178,15 +189,17 @@ impl World {
         result
     }
 
-    fn save_with(&self, x: &mut SnapshotScratch, w: &mut Writer) -> Result<usize, SnapshotError> {
+    fn save_with(&mut self, x: &mut SnapshotScratch, w: &mut Writer) -> Result<usize, SnapshotError> {
         collect_shapes(&self.bodies, &mut x.hulls, &mut x.compounds);
-        let terrain = self.terrain_identity(&mut x.terrain_print);
+        let base = self.terrain_base();
         w.bytes(&MAGIC);
         (SNAPSHOT_FORMAT, library_version()).put(w);
         (0u64, 0u64).put(w);
-        (0u32, 0u32).put(w);
-        (terrain.0, terrain.1).put(w);
+        (base.is_some() as u64, base.unwrap_or(0), 0u64).put(w);
         debug_assert_eq!(w.len(), HEADER);
+        if let Some(terrain) = &self.terrain {
+            terrain.put_edits(&mut x.chunks, w);
+        }
         put_table::<ConvexHull>(&x.hulls, w);
         put_table::<Compound>(&x.compounds, w);
         self.put_state(&mut x.slots, w);
@@ -221,11 +234,12 @@ impl World {
         if header(16) != bytes.len() as u64 {
             return Err(SnapshotError::Truncated);
         }
-        if header(24) != checksum(&bytes[CHECKED..]) || header(32) != 0 {
+        if header(24) != checksum(&bytes[CHECKED..]) || header(32) > HAS_TERRAIN || header(48) != 0 {
             return Err(SnapshotError::Corrupt);
         }
+        let base = (header(32) == HAS_TERRAIN).then(|| header(40));
         let mut x = self.scratch.snapshot.take().unwrap_or_else(|| Box::new(SnapshotScratch::new()));
-        let result = self.restore_with(&mut x, bytes, (header(40), header(48)));
+        let result = self.restore_with(&mut x, bytes, base);
         for list in [&mut x.hulls, &mut x.known_hulls] {
             list.clear();
         }
@@ -236,13 +250,8 @@ impl World {
         result
     }
 
-    fn restore_with(
-        &mut self,
-        x: &mut SnapshotScratch,
-        bytes: &[u8],
-        terrain: (u64, u64),
-    ) -> Result<(), SnapshotError> {
-        if terrain != self.terrain_identity(&mut x.terrain_print) {
+    fn restore_with(&mut self, x: &mut SnapshotScratch, bytes: &[u8], base: Option<u64>) -> Result<(), SnapshotError> {
+        if base != self.terrain_base() {
             return Err(SnapshotError::ForeignTerrain);
         }
         // The shapes this world and the last restore hold, to reuse by fingerprint.
@@ -255,20 +264,40 @@ impl World {
         merge_known(&mut x.known_compounds, &mut compounds);
         (x.hulls, x.compounds) = (hulls, compounds);
 
-        let mask_stamp = self.terrain.as_ref().map_or(0, |t| t.mask_stamp());
-        let mut r = Reader::new(&bytes[HEADER..], mask_stamp, ShapeTables::default());
+        // Values the snapshot names as the terrain's current mask stamp and revision
+        // read back as this terrain's; renamed below when the restore changes them.
+        let (mask_stamp, revision) = self.terrain.as_ref().map_or((0, 0), |t| (t.mask_stamp(), t.revision()));
+        let reader = |at: usize, tables| {
+            let mut r = Reader::new(&bytes[at..], mask_stamp, tables);
+            r.revision = revision;
+            r
+        };
+        let mut r = reader(HEADER, ShapeTables::default());
+        if base.is_some() {
+            x.edits.take(&mut r)?;
+        }
         take_table(&mut r, &x.known_hulls, &mut x.hulls, ConvexHull::from_snapshot)?;
         let at = bytes.len() - r.remaining();
         let tables = ShapeTables { hulls: &x.hulls, compounds: &[] };
-        let mut r = Reader::new(&bytes[at..], mask_stamp, tables);
+        let mut r = reader(at, tables);
         take_table(&mut r, &x.known_compounds, &mut x.compounds, |b| Compound::from_snapshot(b, tables))?;
         let at = bytes.len() - r.remaining();
         let tables = ShapeTables { hulls: &x.hulls, compounds: &x.compounds };
-        let mut r = Reader::new(&bytes[at..], mask_stamp, tables);
+        let mut r = reader(at, tables);
         let s = &mut x.staging;
         s.take_checked(&mut r, &mut x.seen)?;
         if r.remaining() != 0 {
             return Err(SnapshotError::Corrupt);
+        }
+        // Everything decoded: from here the restore cannot fail.
+        if let Some(terrain) = &mut self.terrain {
+            terrain.restore_edits(&mut x.edits);
+            if terrain.mask_stamp() != mask_stamp {
+                s.terrain_contacts.restamp(mask_stamp, terrain.mask_stamp());
+            }
+            if terrain.revision() != revision {
+                s.gathered.iter_mut().for_each(|g| g.rename_revision(revision, terrain.revision()));
+            }
         }
         self.swap_state(s);
         Ok(())
@@ -350,19 +379,14 @@ impl World {
         self.escaped_fresh = false;
     }
 
-    /// The attached terrain's revision and fingerprint (the fingerprint kept in
-    /// `print` while the terrain's revision and masks stay).
-    fn terrain_identity(&self, print: &mut Option<(u64, u64, u64)>) -> (u64, u64) {
-        let Some(t) = &self.terrain else { return (NO_TERRAIN, 0) };
-        let key = (t.revision(), t.mask_stamp());
-        match *print {
-            Some((revision, stamp, fingerprint)) if (revision, stamp) == key => (revision, fingerprint),
-            _ => {
-                let fingerprint = t.fingerprint();
-                *print = Some((key.0, key.1, fingerprint));
-                (key.0, fingerprint)
-            }
+    /// The attached terrain's base fingerprint (a terrain given no base yet takes
+    /// its voxels now as the base).
+    fn terrain_base(&mut self) -> Option<u64> {
+        let terrain = self.terrain.as_mut()?;
+        if terrain.base_fingerprint().is_none() {
+            terrain.rebase();
         }
+        terrain.base_fingerprint()
     }
 }
 
@@ -376,7 +400,8 @@ impl SnapshotScratch {
             known_compounds: Vec::new(),
             seen: Vec::new(),
             slots: [Vec::new(), Vec::new()],
-            terrain_print: None,
+            edits: TerrainEdits::default(),
+            chunks: Vec::new(),
         }
     }
 }

@@ -698,8 +698,11 @@ impl World {
         }
     }
 
-    /// Gives the world a voxel terrain (replacing any previous one).
-    pub fn set_terrain(&mut self, terrain: Terrain) {
+    /// Gives the world a voxel terrain (replacing any previous one). Its voxels now
+    /// become the base that snapshots record terrain edits against
+    /// ([`Terrain::rebase`]).
+    pub fn set_terrain(&mut self, mut terrain: Terrain) {
+        terrain.rebase();
         self.terrain = Some(terrain);
         self.terrain_contacts = TerrainContacts::new();
         // Triangles kept from another terrain must not be reused (revisions restart).

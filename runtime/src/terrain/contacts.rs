@@ -144,6 +144,15 @@ impl TerrainContacts {
         &self.removed
     }
 
+    /// Renames the mask stamp `from` as `to` (the masks it named were rebuilt equal).
+    pub fn restamp(&mut self, from: u64, to: u64) {
+        for range in &mut self.ranges {
+            if range.2 == from {
+                range.2 = to;
+            }
+        }
+    }
+
     /// `body`'s voxel range at its last query and the masks' stamp then. While the
     /// stamp is [`Terrain::mask_stamp`], a box whose [`Terrain::voxel_range`] lies
     /// inside that range touches solid or water only in chunks among its contacts.

@@ -9,6 +9,7 @@
 mod cache;
 mod contacts;
 mod generate;
+mod journal;
 mod masks;
 mod mesher;
 mod raycast;
@@ -20,6 +21,7 @@ use glam::{IVec3, Vec3};
 pub use cache::{build_chunk, CacheStats, MeshCache, CACHE_ENTRY_OVERHEAD, DEFAULT_CACHE_BUDGET};
 pub use contacts::{ContactKind, TerrainContact, TerrainContacts};
 pub use generate::generate_hills;
+pub use journal::TerrainEdits;
 pub use masks::{build_mask, neighbour_index, ChunkMask, Masks, X_RANGE, Z_RANGE};
 pub use mesher::{chunk_mesh_bounds, mesh_chunk};
 pub use raycast::TerrainHit;
@@ -97,6 +99,8 @@ pub struct Terrain {
     revision: u64,
     /// Names the masks as they are (see [`Terrain::mask_stamp`]).
     mask_stamp: u64,
+    /// The edits since the base, for world snapshots (`None` before a base is set).
+    journal: Option<journal::Journal>,
 }
 
 /// A stamp no terrain's masks have had before, in this process.
@@ -126,6 +130,7 @@ impl Terrain {
             batch_needed: Vec::new(),
             revision: 0,
             mask_stamp: fresh_mask_stamp(),
+            journal: None,
         }
     }
 
@@ -167,14 +172,26 @@ impl Terrain {
     /// voxels that changed.
     pub fn fill(&mut self, min: IVec3, max: IVec3, material: Material) -> usize {
         self.revision += 1;
-        let (dirty, surface, meshes, geometry) =
-            (&mut self.dirty, &mut self.surface, &mut self.meshes, &mut self.geometry);
-        self.voxels.fill(min, max, material, |c| {
-            dirty.insert(c, ());
-            surface.set(c, true);
-            meshes.invalidate(c);
-            *geometry = Some(geometry.map_or((c, c), |(lo, hi)| (lo.min(c), hi.max(c))));
-        })
+        let mut journal = self.journal.take();
+        let mut touched = std::mem::take(&mut self.query_chunks);
+        touched.clear();
+        let changed = self.voxels.fill(
+            min,
+            max,
+            material,
+            |c, chunk| {
+                if let Some(j) = &mut journal {
+                    j.record(c, chunk.map(Chunk::materials));
+                }
+            },
+            |c| touched.push(c),
+        );
+        self.journal = journal;
+        for &c in &touched {
+            self.mark_dirty(c);
+        }
+        self.query_chunks = touched;
+        changed
     }
 
     /// Chunks waiting for [`Terrain::regenerate`].

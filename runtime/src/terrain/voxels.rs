@@ -14,6 +14,7 @@ pub const CHUNK: i32 = 8;
 
 /// A voxel's material: 0 is air, 1 water, 2..=255 solid materials.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[repr(transparent)]
 pub struct Material(pub u8);
 
 impl Material {
@@ -64,6 +65,11 @@ impl Chunk {
 
     pub fn occupancy(&self) -> &Occupancy {
         &self.occupancy
+    }
+
+    /// The chunk's materials, index `x + 8 * z + 64 * y`.
+    pub fn materials(&self) -> &[Material; 512] {
+        &self.voxels
     }
 
     fn set(&mut self, local: IVec3, material: Material) {
@@ -144,10 +150,44 @@ impl Voxels {
         self.chunks.get(&chunk_of(voxel)).map_or(Material::AIR, |c| c.get(local_of(voxel)))
     }
 
-    /// Sets every voxel in `min..=max` to `material`; calls `dirty(chunk)` for every
+    /// Puts `materials` (`None`: all air) in chunk `coord`; returns whether a voxel
+    /// changed. The chunk's masks and those of its 26 neighbours are then stale.
+    pub fn set_chunk(&mut self, coord: IVec3, materials: Option<&[Material; 512]>) -> bool {
+        let same = match (self.chunks.get(&coord), materials) {
+            (None, None) => true,
+            (Some(c), Some(m)) => c.voxels[..] == m[..],
+            _ => false,
+        };
+        if same {
+            return false;
+        }
+        match materials.filter(|m| m.iter().any(|&v| v != Material::AIR)) {
+            None => {
+                self.chunks.remove(&coord);
+            }
+            Some(m) => {
+                let chunk = self.chunks.entry(coord).or_insert_with(Chunk::new);
+                for (i, &v) in m.iter().enumerate() {
+                    let local = IVec3::new(i as i32 & 7, i as i32 >> 6, i as i32 >> 3 & 7);
+                    chunk.set(local, v);
+                }
+            }
+        }
+        true
+    }
+
+    /// Sets every voxel in `min..=max` to `material`; calls `before(chunk, voxels)`
+    /// with every chunk it may change before changing it, and `dirty(chunk)` for every
     /// chunk whose masks may change (the edited chunks and their 26 neighbours, as the
     /// masks are dilated by one voxel). Returns the number of voxels that changed.
-    pub fn fill(&mut self, min: IVec3, max: IVec3, material: Material, mut dirty: impl FnMut(IVec3)) -> usize {
+    pub fn fill(
+        &mut self,
+        min: IVec3,
+        max: IVec3,
+        material: Material,
+        mut before: impl FnMut(IVec3, Option<&Chunk>),
+        mut dirty: impl FnMut(IVec3),
+    ) -> usize {
         let mut changed = 0;
         // One map lookup per chunk, not per voxel.
         let (cmin, cmax) = (chunk_of(min), chunk_of(max));
@@ -158,6 +198,11 @@ impl Voxels {
                     let base = coord * CHUNK;
                     let lo = (min - base).max(IVec3::ZERO);
                     let hi = (max - base).min(IVec3::splat(CHUNK - 1));
+                    let existing = self.chunks.get(&coord);
+                    if existing.is_none() && material == Material::AIR {
+                        continue;
+                    }
+                    before(coord, existing);
                     let chunk = match self.chunks.get_mut(&coord) {
                         Some(chunk) => chunk,
                         None if material == Material::AIR => continue,
