@@ -4878,6 +4878,27 @@ KilnStatus kiln_world_save(struct KilnWorldId world,
                            uint64_t *out_size);
 
 /**
+ * Saves the world as `kiln_world_save` does, leaving out the static and sleeping
+ * bodies and the sleeping islands with their contacts: the snapshot names them by
+ * a checksum instead. Once most of a world sleeps it is a fraction of the full
+ * snapshot's size (the broadphase tree, every body's shapes and the awake contacts
+ * are still in it), for a rollback ring that keeps many. `kiln_world_restore`
+ * takes it only while the world's static and sleeping bodies and sleeping islands
+ * are bit for bit those it was saved beside (`KILN_ERROR_INVALID_STATE` otherwise,
+ * nothing changed: restore a full snapshot then). They change when an island falls
+ * asleep or wakes, and when a static body is created, moved or destroyed. Saving
+ * reads the part left out to checksum it: it takes about as long as a full save.
+ *
+ * Sizes, statuses and pointers as `kiln_world_save`.
+ *
+ * Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_world_save_awake(struct KilnWorldId world,
+                                 void *buffer,
+                                 uint64_t capacity,
+                                 uint64_t *out_size);
+
+/**
  * Puts the world back in the state `snapshot` holds (`size` bytes from
  * `kiln_world_save`, of this world or another with the same terrain, in this
  * process or another): rollback is restore, re-apply the inputs, step again.
@@ -4891,7 +4912,9 @@ KilnStatus kiln_world_save(struct KilnWorldId world,
  * Refused, changing nothing: bytes that are no snapshot or are truncated or damaged
  * (`KILN_ERROR_INVALID_ARGUMENT`), a snapshot of another format or library version
  * (`KILN_ERROR_ABI_MISMATCH`), a snapshot saved with another terrain, none, or a
- * terrain of other voxels when attached, or a call in the middle of a staged step
+ * terrain of other voxels when attached, an awake-only snapshot
+ * (`kiln_world_save_awake`) whose static and sleeping bodies or sleeping islands
+ * changed since, or a call in the middle of a staged step
  * (`KILN_ERROR_INVALID_STATE`). A `size` larger than the snapshot's own is refused
  * from its header, before anything past the header is read. Restoring allocates
  * nothing once the world holds state of that size and the terrain's voxels are

@@ -40,7 +40,9 @@ const _: () = assert!(KILN_SNAPSHOT_FORMAT == kiln_core::physics::SNAPSHOT_FORMA
 
 fn snapshot_error(error: SnapshotError) -> Error {
     let status = match error {
-        SnapshotError::OutOfOrder | SnapshotError::ForeignTerrain => KILN_ERROR_INVALID_STATE,
+        SnapshotError::OutOfOrder | SnapshotError::ForeignTerrain | SnapshotError::SleepingChanged => {
+            KILN_ERROR_INVALID_STATE
+        }
         SnapshotError::BufferTooSmall(_) => KILN_ERROR_BUFFER_TOO_SMALL,
         SnapshotError::Version { .. } => KILN_ERROR_ABI_MISMATCH,
         SnapshotError::NotASnapshot | SnapshotError::Truncated | SnapshotError::Corrupt => KILN_ERROR_INVALID_ARGUMENT,
@@ -96,28 +98,72 @@ pub unsafe extern "C" fn kiln_world_save(
     capacity: u64,
     out_size: *mut u64,
 ) -> KilnStatus {
-    ffi_call("kiln_world_save", || {
-        non_null(out_size, "out_size")?;
-        if buffer.is_null() && capacity != 0 {
-            return Err(Error::new(KILN_ERROR_NULL_POINTER, "`buffer` is NULL but `capacity` is not 0"));
-        }
-        let capacity = usize::try_from(capacity).unwrap_or(usize::MAX);
-        let saved = with_world(world, |entry| {
-            // SAFETY: writable for `capacity` bytes per the contract (NULL only with 0).
-            Ok(unsafe { entry.world.save_bytes_raw(buffer.cast(), capacity) })
-        })?;
-        match saved {
-            Ok(size) => write_out(out_size, "out_size", size as u64),
-            Err(SnapshotError::BufferTooSmall(size)) => {
-                write_out(out_size, "out_size", size as u64)?;
-                Err(Error::new(
-                    KILN_ERROR_BUFFER_TOO_SMALL,
-                    format!("the snapshot needs {size} bytes; `capacity` is {capacity}"),
-                ))
+    // SAFETY: the contract above.
+    ffi_call("kiln_world_save", || unsafe { save(world, buffer, capacity, out_size, false) })
+}
+
+/// Saves the world as `kiln_world_save` does, leaving out the static and sleeping
+/// bodies and the sleeping islands with their contacts: the snapshot names them by
+/// a checksum instead. Once most of a world sleeps it is a fraction of the full
+/// snapshot's size (the broadphase tree, every body's shapes and the awake contacts
+/// are still in it), for a rollback ring that keeps many. `kiln_world_restore`
+/// takes it only while the world's static and sleeping bodies and sleeping islands
+/// are bit for bit those it was saved beside (`KILN_ERROR_INVALID_STATE` otherwise,
+/// nothing changed: restore a full snapshot then). They change when an island falls
+/// asleep or wakes, and when a static body is created, moved or destroyed. Saving
+/// reads the part left out to checksum it: it takes about as long as a full save.
+///
+/// Sizes, statuses and pointers as `kiln_world_save`.
+///
+/// Threads: one call at a time per world (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+#[no_mangle]
+pub unsafe extern "C" fn kiln_world_save_awake(
+    world: KilnWorldId,
+    buffer: *mut c_void,
+    capacity: u64,
+    out_size: *mut u64,
+) -> KilnStatus {
+    // SAFETY: the contract above.
+    ffi_call("kiln_world_save_awake", || unsafe { save(world, buffer, capacity, out_size, true) })
+}
+
+/// The body of `kiln_world_save` and `kiln_world_save_awake`.
+///
+/// # Safety
+/// Their pointer contract.
+unsafe fn save(
+    world: KilnWorldId,
+    buffer: *mut c_void,
+    capacity: u64,
+    out_size: *mut u64,
+    awake_only: bool,
+) -> Result<(), Error> {
+    non_null(out_size, "out_size")?;
+    if buffer.is_null() && capacity != 0 {
+        return Err(Error::new(KILN_ERROR_NULL_POINTER, "`buffer` is NULL but `capacity` is not 0"));
+    }
+    let capacity = usize::try_from(capacity).unwrap_or(usize::MAX);
+    let saved = with_world(world, |entry| {
+        // SAFETY: writable for `capacity` bytes per the contract (NULL only with 0).
+        Ok(unsafe {
+            if awake_only {
+                entry.world.save_awake_bytes_raw(buffer.cast(), capacity)
+            } else {
+                entry.world.save_bytes_raw(buffer.cast(), capacity)
             }
-            Err(e) => Err(snapshot_error(e)),
+        })
+    })?;
+    match saved {
+        Ok(size) => write_out(out_size, "out_size", size as u64),
+        Err(SnapshotError::BufferTooSmall(size)) => {
+            write_out(out_size, "out_size", size as u64)?;
+            Err(Error::new(
+                KILN_ERROR_BUFFER_TOO_SMALL,
+                format!("the snapshot needs {size} bytes; `capacity` is {capacity}"),
+            ))
         }
-    })
+        Err(e) => Err(snapshot_error(e)),
+    }
 }
 
 /// Puts the world back in the state `snapshot` holds (`size` bytes from
@@ -133,7 +179,9 @@ pub unsafe extern "C" fn kiln_world_save(
 /// Refused, changing nothing: bytes that are no snapshot or are truncated or damaged
 /// (`KILN_ERROR_INVALID_ARGUMENT`), a snapshot of another format or library version
 /// (`KILN_ERROR_ABI_MISMATCH`), a snapshot saved with another terrain, none, or a
-/// terrain of other voxels when attached, or a call in the middle of a staged step
+/// terrain of other voxels when attached, an awake-only snapshot
+/// (`kiln_world_save_awake`) whose static and sleeping bodies or sleeping islands
+/// changed since, or a call in the middle of a staged step
 /// (`KILN_ERROR_INVALID_STATE`). A `size` larger than the snapshot's own is refused
 /// from its header, before anything past the header is read. Restoring allocates
 /// nothing once the world holds state of that size and the terrain's voxels are

@@ -451,9 +451,11 @@ static KilnStatus snapshot_call(Pools *p, const char **what) {
     switch (below(3)) {
     case 0: *what = "kiln_world_snapshot_size"; return kiln_world_snapshot_size(w, below(20) ? &size : NULL);
     case 1: {
-        *what = "kiln_world_save";
+        int awake = below(3) == 0; /* awake only: restored while the sleeping part is unchanged */
+        *what = awake ? "kiln_world_save_awake" : "kiln_world_save";
         uint64_t capacity = below(4) ? sizeof bytes : below(2) ? below(300) : 0;
-        KilnStatus s = kiln_world_save(w, capacity ? bytes : NULL, capacity, below(20) ? &size : NULL);
+        KilnStatus s = (awake ? kiln_world_save_awake : kiln_world_save)(w, capacity ? bytes : NULL, capacity,
+                                                                          below(20) ? &size : NULL);
         if (s == KILN_OK) saved = size;
         if (s == KILN_OK || s == KILN_ERROR_BUFFER_TOO_SMALL) CHECK(size > 56);
         if (s != KILN_OK && capacity) saved = 0; /* the buffer's contents are unspecified */

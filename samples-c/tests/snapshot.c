@@ -12,7 +12,9 @@
  * Then every refusal: NULL pointers, stale and null handles, zero and huge sizes, a
  * buffer too small, truncated, corrupted (random bytes), wrong-version and
  * foreign-terrain snapshots — each with its status, nothing written, the world
- * unchanged (its hash and the bytes it saves). */
+ * unchanged (its hash and the bytes it saves). Awake-only snapshots
+ * (kiln_world_save_awake): smaller, restored in a rollback, refused once a static
+ * body is added, and the same refusals. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +224,53 @@ int main(int argc, char **argv) {
         remove(path);
     }
 
+    /* Awake only: the chain's anchor, the sensor and the sleeping bodies left out. */
+    uint64_t awake_size = 0, full_size = 0;
+    CHECK_STATUS(kiln_world_save_awake(world, NULL, 0, &awake_size), KILN_ERROR_BUFFER_TOO_SMALL);
+    CHECK_STATUS(kiln_world_snapshot_size(world, &full_size), KILN_OK);
+    CHECK(awake_size > 56 && awake_size < full_size);
+    uint8_t *awake = malloc(awake_size);
+    uint64_t written = 0;
+    CHECK_STATUS(kiln_world_save_awake(world, awake, awake_size, &written), KILN_OK);
+    CHECK(written == awake_size);
+    uint64_t awake_hash = hash_of(world), awake_hashes[8];
+    for (int step = 0; step < 8; step++) {
+        CHECK_STATUS(kiln_world_step(world, rt, 1.0f / 60.0f), KILN_OK);
+        awake_hashes[step] = hash_of(world);
+    }
+    CHECK_STATUS(kiln_world_restore(world, awake, awake_size), KILN_OK);
+    CHECK(hash_of(world) == awake_hash);
+    same = 0;
+    for (int step = 0; step < 8; step++) {
+        CHECK_STATUS(kiln_world_step(world, rt, 1.0f / 60.0f), KILN_OK);
+        same += hash_of(world) == awake_hashes[step];
+    }
+    CHECK(same == 8);
+    /* A static body added since: refused, nothing changed; gone again: restored. */
+    KilnBodyDef post_def = kiln_default_body_def();
+    post_def.motion_type = KILN_MOTION_STATIC;
+    post_def.transform.position = (KilnVec3){2.0f, 40.0f, 2.0f};
+    KilnBodyId post;
+    CHECK_STATUS(kiln_body_create(world, &post_def, &post), KILN_OK);
+    uint64_t with_post = hash_of(world);
+    CHECK_STATUS(kiln_world_restore(world, awake, awake_size), KILN_ERROR_INVALID_STATE);
+    CHECK_MESSAGE("awake bodies only");
+    CHECK(hash_of(world) == with_post);
+    CHECK_STATUS(kiln_body_destroy(post), KILN_OK);
+    CHECK_STATUS(kiln_world_restore(world, awake, awake_size), KILN_OK);
+    CHECK(hash_of(world) == awake_hash);
+    /* Its null, stale and short cases. */
+    uint64_t untouched = 77;
+    CHECK_STATUS(kiln_world_save_awake(world, awake, awake_size, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_world_save_awake(world, NULL, 64, &untouched), KILN_ERROR_NULL_POINTER);
+    CHECK(untouched == 77);
+    CHECK_STATUS(kiln_world_save_awake(world, awake, 100, &untouched), KILN_ERROR_BUFFER_TOO_SMALL);
+    CHECK(untouched == awake_size);
+    CHECK_STATUS(kiln_world_save_awake((KilnWorldId){0, 0}, awake, awake_size, &untouched),
+                 KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_world_restore(world, awake, awake_size - 1), KILN_ERROR_INVALID_ARGUMENT);
+    free(awake);
+
     /* Refusals. The world's state first, to prove each leaves it unchanged. */
     uint64_t now_size = 0;
     uint8_t *now = save(world, &now_size);
@@ -298,6 +347,7 @@ int main(int argc, char **argv) {
     CHECK_STATUS(kiln_world_destroy(other), KILN_OK);
     CHECK_STATUS(kiln_world_snapshot_size(other, &out), KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_world_save(other, now, now_size, &out), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_world_save_awake(other, now, now_size, &out), KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_world_restore(other, saved, size), KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_world_restore(null_world, saved, size), KILN_ERROR_INVALID_HANDLE);
     CHECK(out == now_size);

@@ -405,6 +405,29 @@ impl Codec for SetKind {
 }
 
 impl Bodies {
+    /// Writes everything but the resting set (an awake-only snapshot names it by a
+    /// checksum instead).
+    pub(super) fn put_without_resting(&self, w: &mut Writer) {
+        self.awake.put(w);
+        self.slots.put(w);
+        self.free.put(w);
+        self.shapes.put(w);
+        self.motion.put(w);
+        self.layout.put(w);
+    }
+
+    /// Reads what [`Bodies::put_without_resting`] wrote, the resting set copied from
+    /// `resting`.
+    pub(super) fn take_without_resting(&mut self, r: &mut Reader, resting: &BodySet) -> Result<(), Corrupt> {
+        self.awake.take(r)?;
+        self.resting.copy_from(resting);
+        self.slots.take(r)?;
+        self.free.take(r)?;
+        self.shapes.take(r)?;
+        self.motion.take(r)?;
+        self.layout.take(r)
+    }
+
     /// Whether a decoded snapshot's bodies hang together: every column of a set as
     /// long as its ids, each live slot's row holding its id, every other row of no
     /// slot, the free list of free slots, and a shape list and motion type per slot.

@@ -74,6 +74,36 @@ impl Codec for Islands {
 }
 
 impl Islands {
+    /// Writes everything but the sleeping groups (an awake-only snapshot: see
+    /// [`Islands::put_groups`]).
+    pub fn put_without_groups(&self, w: &mut Writer) {
+        self.free.put(w);
+        self.group_of.put(w);
+        self.parent.put(w);
+        self.may_sleep.put(w);
+        self.root_group.put(w);
+    }
+
+    /// Writes the sleeping groups: with the resting bodies, what an awake-only
+    /// snapshot leaves out and names by a checksum.
+    pub fn put_groups(&self, w: &mut Writer) {
+        self.groups.put(w);
+    }
+
+    /// Reads what [`Islands::put_without_groups`] wrote, the groups copied from `from`.
+    pub fn take_without_groups(&mut self, r: &mut Reader, from: &Islands) -> Result<(), Corrupt> {
+        self.resize_groups(from.groups.len());
+        for (to, from) in self.groups.iter_mut().zip(&from.groups) {
+            to.bodies.clone_from(&from.bodies);
+            to.constraints.clone_from(&from.constraints);
+        }
+        self.free.take(r)?;
+        self.group_of.take(r)?;
+        self.parent.take(r)?;
+        self.may_sleep.take(r)?;
+        self.root_group.take(r)
+    }
+
     pub fn group_of(&self, slot: u32) -> u32 {
         self.group_of.get(slot as usize).copied().unwrap_or(NONE)
     }

@@ -9,11 +9,12 @@
 //!      12     4  library version (major << 16 | minor << 8 | patch)
 //!      16     8  total size in bytes, header included
 //!      24     8  checksum of every byte from offset 32 to the end
-//!      32     4  flags: bit 0, a terrain is attached
+//!      32     4  flags: bit 0, a terrain is attached; bit 1, awake only
 //!      36     4  zero
 //!      40     8  the terrain's base fingerprint (voxels and voxel size at the
 //!                  base, see `Terrain::rebase`; 0: no terrain)
-//!      48     8  zero
+//!      48     8  awake only: the checksum of the resting bodies and sleeping
+//!                  groups left out (0 otherwise)
 //!      56        terrain edits (with a terrain only): the chunks edited since the
 //!                  base, by increasing coordinates, each with its 512 voxels or
 //!                  as all air; the chunks waiting for regeneration
@@ -36,10 +37,18 @@
 //! changes nothing. The terrain's voxels travel as edits since its base: a restore
 //! puts the ground back as it was at the save (a dig rolled back fills in again),
 //! rebuilding the masks of the chunks that change without waking anything.
+//!
+//! An awake-only snapshot leaves out the resting set (static and sleeping bodies)
+//! and the sleeping groups with their contacts, and names them by the checksum of
+//! their encoding: it restores only into a world whose resting bodies and sleeping
+//! groups are still bit for bit those it was saved beside (else
+//! `SnapshotError::SleepingChanged`), which is what a rollback a few frames back
+//! over a mostly sleeping world has.
 
 use std::sync::Arc;
 
 use super::body::Bodies;
+use super::island::Islands;
 use super::narrow::NarrowOut;
 use super::snapshot::WorldSnapshot;
 use super::world::World;
@@ -58,6 +67,8 @@ const HEADER: usize = 56;
 const CHECKED: usize = 32;
 /// Header flag: a terrain is attached (its edits follow the header).
 const HAS_TERRAIN: u64 = 1;
+/// Header flag: the resting bodies and sleeping groups are left out.
+const AWAKE_ONLY: u64 = 2;
 
 /// The checksum a snapshot's header holds of its bytes from offset 32 on (for tools
 /// and fuzzers that build snapshots by hand).
@@ -98,6 +109,9 @@ pub enum SnapshotError {
     /// Saved with another terrain or none, or against another base of this one (see
     /// `Terrain::rebase`).
     ForeignTerrain,
+    /// An awake-only snapshot, and the world's resting bodies or sleeping groups are
+    /// not those it was saved beside (restore a full snapshot).
+    SleepingChanged,
 }
 
 impl std::fmt::Display for SnapshotError {
@@ -120,6 +134,10 @@ impl std::fmt::Display for SnapshotError {
             SnapshotError::Corrupt => f.write_str("the snapshot's checksum or contents are damaged"),
             SnapshotError::ForeignTerrain => f.write_str(
                 "the snapshot was saved with another terrain (or none), or against another base of this one",
+            ),
+            SnapshotError::SleepingChanged => f.write_str(
+                "the snapshot holds the awake bodies only, and the world's resting bodies or sleeping groups \
+                 changed since it was saved (restore a full snapshot)",
             ),
         }
     }
@@ -147,6 +165,8 @@ pub(super) struct SnapshotScratch {
     /// sorts.
     edits: TerrainEdits,
     chunks: Vec<IVec3>,
+    /// The encoding of the resting bodies and sleeping groups, for their checksum.
+    remainder: Vec<u8>,
 }
 
 impl World {
@@ -156,6 +176,25 @@ impl World {
             Err(SnapshotError::BufferTooSmall(n)) => Ok(n),
             other => other,
         }
+    }
+
+    /// [`World::save_bytes`] without the resting bodies and sleeping groups, which
+    /// the snapshot names by a checksum instead (see the module docs): the smaller
+    /// snapshot a rollback over a mostly sleeping world keeps. It restores only while
+    /// those are unchanged ([`SnapshotError::SleepingChanged`] otherwise). Saving
+    /// checksums the part left out: it is smaller, not much faster.
+    pub fn save_awake_bytes(&mut self, out: &mut [u8]) -> Result<usize, SnapshotError> {
+        // SAFETY: a slice is writable for its length.
+        unsafe { self.save_raw(out.as_mut_ptr(), out.len(), true) }
+    }
+
+    /// [`World::save_awake_bytes`] into `capacity` bytes at `out`.
+    ///
+    /// # Safety
+    /// As [`World::save_bytes_raw`].
+    pub unsafe fn save_awake_bytes_raw(&mut self, out: *mut u8, capacity: usize) -> Result<usize, SnapshotError> {
+        // SAFETY: the caller's contract.
+        unsafe { self.save_raw(out, capacity, true) }
     }
 
     /// Writes the world's state into `out` (see the module docs) and returns the
@@ -175,6 +214,13 @@ impl World {
     /// `out` is writable for `capacity` bytes (or `capacity` is 0), and nothing else
     /// reads or writes them during the call.
     pub unsafe fn save_bytes_raw(&mut self, out: *mut u8, capacity: usize) -> Result<usize, SnapshotError> {
+        // SAFETY: the caller's contract.
+        unsafe { self.save_raw(out, capacity, false) }
+    }
+
+    /// # Safety
+    /// As [`World::save_bytes_raw`].
+    unsafe fn save_raw(&mut self, out: *mut u8, capacity: usize, awake_only: bool) -> Result<usize, SnapshotError> {
         if self.next_stage != 0 {
             return Err(SnapshotError::OutOfOrder);
         }
@@ -182,27 +228,29 @@ impl World {
         // SAFETY: the caller's contract.
         let mut w = unsafe { Writer::from_raw(out, capacity, self.terrain.as_ref().map_or(0, |t| t.mask_stamp())) };
         w.revision = self.terrain.as_ref().map_or(0, |t| t.revision());
-        let result = self.save_with(&mut x, &mut w);
+        let result = self.save_with(&mut x, &mut w, awake_only);
         x.hulls.clear();
         x.compounds.clear();
         self.scratch.snapshot = Some(x);
         result
     }
 
-    fn save_with(&mut self, x: &mut SnapshotScratch, w: &mut Writer) -> Result<usize, SnapshotError> {
+    fn save_with(&mut self, x: &mut SnapshotScratch, w: &mut Writer, awake_only: bool) -> Result<usize, SnapshotError> {
         collect_shapes(&self.bodies, &mut x.hulls, &mut x.compounds);
         let base = self.terrain_base();
+        let flags = if base.is_some() { HAS_TERRAIN } else { 0 } | if awake_only { AWAKE_ONLY } else { 0 };
+        let remainder = if awake_only { self.remainder_checksum(&mut x.remainder) } else { 0 };
         w.bytes(&MAGIC);
         (SNAPSHOT_FORMAT, library_version()).put(w);
         (0u64, 0u64).put(w);
-        (base.is_some() as u64, base.unwrap_or(0), 0u64).put(w);
+        (flags, base.unwrap_or(0), remainder).put(w);
         debug_assert_eq!(w.len(), HEADER);
         if let Some(terrain) = &self.terrain {
             terrain.put_edits(&mut x.chunks, w);
         }
         put_table::<ConvexHull>(&x.hulls, w);
         put_table::<Compound>(&x.compounds, w);
-        self.put_state(&mut x.slots, w);
+        self.put_state(&mut x.slots, w, awake_only);
         let len = w.len();
         if !w.fits() {
             return Err(SnapshotError::BufferTooSmall(len));
@@ -234,12 +282,21 @@ impl World {
         if header(16) != bytes.len() as u64 {
             return Err(SnapshotError::Truncated);
         }
-        if header(24) != checksum(&bytes[CHECKED..]) || header(32) > HAS_TERRAIN || header(48) != 0 {
+        let flags = header(32);
+        let awake_only = flags & AWAKE_ONLY != 0;
+        if header(24) != checksum(&bytes[CHECKED..])
+            || flags & !(HAS_TERRAIN | AWAKE_ONLY) != 0
+            || (!awake_only && header(48) != 0)
+        {
             return Err(SnapshotError::Corrupt);
         }
-        let base = (header(32) == HAS_TERRAIN).then(|| header(40));
+        let base = (flags & HAS_TERRAIN != 0).then(|| header(40));
         let mut x = self.scratch.snapshot.take().unwrap_or_else(|| Box::new(SnapshotScratch::new()));
-        let result = self.restore_with(&mut x, bytes, base);
+        let result = if awake_only && header(48) != self.remainder_checksum(&mut x.remainder) {
+            Err(SnapshotError::SleepingChanged)
+        } else {
+            self.restore_with(&mut x, bytes, base, awake_only)
+        };
         for list in [&mut x.hulls, &mut x.known_hulls] {
             list.clear();
         }
@@ -250,7 +307,13 @@ impl World {
         result
     }
 
-    fn restore_with(&mut self, x: &mut SnapshotScratch, bytes: &[u8], base: Option<u64>) -> Result<(), SnapshotError> {
+    fn restore_with(
+        &mut self,
+        x: &mut SnapshotScratch,
+        bytes: &[u8],
+        base: Option<u64>,
+        awake_only: bool,
+    ) -> Result<(), SnapshotError> {
         if base != self.terrain_base() {
             return Err(SnapshotError::ForeignTerrain);
         }
@@ -285,7 +348,8 @@ impl World {
         let tables = ShapeTables { hulls: &x.hulls, compounds: &x.compounds };
         let mut r = reader(at, tables);
         let s = &mut x.staging;
-        s.take_checked(&mut r, &mut x.seen)?;
+        let kept = awake_only.then_some((&self.bodies, &self.islands));
+        s.take_checked(&mut r, &mut x.seen, kept)?;
         if r.remaining() != 0 {
             return Err(SnapshotError::Corrupt);
         }
@@ -305,15 +369,23 @@ impl World {
 
     /// Writes the world's state; `slots` is scratch for its two tables' slot lists.
     /// Reads back with [`WorldSnapshot::take_checked`], field for field.
-    fn put_state(&self, slots: &mut [Vec<u32>; 2], w: &mut Writer) {
+    fn put_state(&self, slots: &mut [Vec<u32>; 2], w: &mut Writer, awake_only: bool) {
         self.def.put(w);
         self.solver.put(w);
-        self.bodies.put(w);
+        if awake_only {
+            self.bodies.put_without_resting(w);
+        } else {
+            self.bodies.put(w);
+        }
         self.broadphase.put(w);
         self.proxies.put(w);
         self.extents.put(w);
         self.terrain_contacts.put(w);
-        self.islands.put(w);
+        if awake_only {
+            self.islands.put_without_groups(w);
+        } else {
+            self.islands.put(w);
+        }
         self.joints.put(w);
         self.store.slots_into(&self.constraints, &mut slots[0]);
         self.store.slots_into(&self.previous, &mut slots[1]);
@@ -379,6 +451,23 @@ impl World {
         self.escaped_fresh = false;
     }
 
+    /// The checksum of the resting bodies' and sleeping groups' encoding (into
+    /// `buf`, grown when short): what an awake-only snapshot names them by.
+    fn remainder_checksum(&self, buf: &mut Vec<u8>) -> u64 {
+        loop {
+            let capacity = buf.capacity();
+            buf.resize(capacity, 0);
+            let mut w = Writer::new(buf, 0);
+            self.bodies.resting.put(&mut w);
+            self.islands.put_groups(&mut w);
+            let len = w.len();
+            if w.fits() {
+                return checksum(&buf[..len]);
+            }
+            buf.reserve(len - buf.len());
+        }
+    }
+
     /// The attached terrain's base fingerprint (a terrain given no base yet takes
     /// its voxels now as the base).
     fn terrain_base(&mut self) -> Option<u64> {
@@ -402,6 +491,7 @@ impl SnapshotScratch {
             slots: [Vec::new(), Vec::new()],
             edits: TerrainEdits::default(),
             chunks: Vec::new(),
+            remainder: Vec::new(),
         }
     }
 }
@@ -409,15 +499,28 @@ impl SnapshotScratch {
 impl WorldSnapshot {
     /// Reads a snapshot's state (as [`World::put_state`] wrote it) into `self`, then checks that the bodies and the
     /// contact store hang together (`seen` is scratch).
-    fn take_checked(&mut self, r: &mut Reader, seen: &mut Vec<u64>) -> Result<(), Corrupt> {
+    /// With `kept` (an awake-only snapshot), the resting set and sleeping groups are
+    /// copied from those bodies and islands instead.
+    fn take_checked(
+        &mut self,
+        r: &mut Reader,
+        seen: &mut Vec<u64>,
+        kept: Option<(&Bodies, &Islands)>,
+    ) -> Result<(), Corrupt> {
         self.def.take(r)?;
         self.solver.take(r)?;
-        self.bodies.take(r)?;
+        match kept {
+            Some((bodies, _)) => self.bodies.take_without_resting(r, &bodies.resting)?,
+            None => self.bodies.take(r)?,
+        }
         self.broadphase.take(r)?;
         self.proxies.take(r)?;
         self.extents.take(r)?;
         self.terrain_contacts.take(r)?;
-        self.islands.take(r)?;
+        match kept {
+            Some((_, islands)) => self.islands.take_without_groups(r, islands)?,
+            None => self.islands.take(r)?,
+        }
         self.joints.take(r)?;
         self.store.take_with_tables([&mut self.constraints, &mut self.previous], seen, r)?;
         self.cache.take(r)?;

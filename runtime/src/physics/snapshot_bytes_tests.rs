@@ -2,11 +2,13 @@
 //! they were saved from, in place or fresh, for any worker count; shared shapes are
 //! written once; bad bytes are refused and change nothing.
 
-use glam::IVec3;
+use glam::{IVec3, Vec3};
 
 use super::snapshot_tests::{busy_world, step_print};
 use super::*;
 use crate::jobs::ThreadPool;
+use crate::math::Isometry;
+use crate::shapes::Shape;
 use crate::terrain::Material;
 
 const DT: f32 = 1.0 / 60.0;
@@ -263,4 +265,105 @@ fn rolling_back_terrain_edits_restores_the_ground() {
         runs.push(prints);
     }
     assert_eq!(runs[1], runs[0], "4 workers");
+}
+
+fn save_awake(world: &mut World) -> Vec<u8> {
+    let n = match world.save_awake_bytes(&mut []) {
+        Err(SnapshotError::BufferTooSmall(n)) => n,
+        other => panic!("{other:?}"),
+    };
+    let mut bytes = vec![0u8; n];
+    assert_eq!(world.save_awake_bytes(&mut bytes), Ok(n));
+    bytes
+}
+
+/// Once most islands sleep, an awake-only snapshot is under half the full one.
+/// A rollback loop keeping both kinds goes back 8 frames every frame for 300 frames,
+/// re-applying its inputs (every 60 frames a push that wakes a sleeping body): it
+/// restores the awake-only snapshot whenever the world's resting bodies and
+/// sleeping groups are those it was saved beside, the full one otherwise (the 8
+/// frames after a push or an island falling asleep), and ends on the straight run's
+/// state. Waking a sleeping body or moving a static one after the save makes the
+/// awake-only snapshot refused, the world unchanged, while the full one restores.
+#[test]
+fn awake_only_snapshots_restore_while_the_sleeping_bodies_are_unchanged() {
+    let pool = ThreadPool::new(1);
+    let (mut world, _) = scenes::rain(400).build();
+    let at = Isometry::from_translation(Vec3::new(4.0, 40.0, 4.0));
+    let statue = world.create_body(&BodyDef { motion: MotionType::Static, transform: at, ..BodyDef::default() });
+    let statue = statue.unwrap();
+    world.add_shape(statue, Shape::cuboid(Vec3::ONE).unwrap(), ShapeDef::default()).unwrap();
+    for _ in 0..1200 {
+        world.step(DT, pool.jobs()).unwrap();
+    }
+    let (awake, resting) = (world.bodies().awake.len(), world.bodies().resting.len());
+    assert!(resting > 2 * awake, "most bodies rest: {awake} awake, {resting} resting");
+    let sleeper = |world: &World| {
+        let b = world.bodies();
+        b.resting
+            .id
+            .iter()
+            .copied()
+            .filter(|&id| b.motion_type(id) == Ok(MotionType::Dynamic))
+            .min_by_key(|id| id.index)
+    };
+    let input = |world: &mut World, frame: usize| {
+        if frame % 60 == 30 {
+            let id = sleeper(world).expect("a sleeping body");
+            let p = world.bodies().transform(id).unwrap().translation;
+            world.apply_impulse(id, Vec3::new(0.0, 3.0, 0.0), p).unwrap();
+        }
+    };
+    let mut straight = scenes::rain(0).build().0;
+    straight.restore_bytes(&save(&mut world)).unwrap();
+    for frame in 0..300 {
+        input(&mut straight, frame);
+        straight.step(DT, pool.jobs()).unwrap();
+    }
+
+    const BACK: usize = 8;
+    let mut ring: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let (mut partial, mut fallback) = (0, 0);
+    for frame in 0..300 {
+        let full = save(&mut world);
+        let only = save_awake(&mut world);
+        assert!(only.len() * 2 < full.len(), "awake only: {} bytes of {}", only.len(), full.len());
+        ring.push((full, only));
+        input(&mut world, frame);
+        world.step(DT, pool.jobs()).unwrap();
+        if frame >= BACK {
+            let from = frame + 1 - BACK;
+            let (full, only) = &ring[from];
+            match world.restore_bytes(only) {
+                Ok(()) => partial += 1,
+                Err(SnapshotError::SleepingChanged) => {
+                    world.restore_bytes(full).unwrap();
+                    fallback += 1;
+                }
+                Err(e) => panic!("frame {frame}: {e}"),
+            }
+            for again in from..=frame {
+                input(&mut world, again);
+                world.step(DT, pool.jobs()).unwrap();
+            }
+        }
+    }
+    assert_eq!(world.hash(), straight.hash(), "{partial} awake-only and {fallback} full restores");
+    assert!(save(&mut world) == save(&mut straight), "the same state");
+    assert!(partial > 2 * fallback && fallback >= 20, "{partial} awake-only and {fallback} full restores");
+
+    // Wake a sleeping body, or move a static one: the awake-only snapshot is refused.
+    let full = save(&mut world);
+    let only = save_awake(&mut world);
+    world.wake(sleeper(&world).expect("a sleeping body")).unwrap();
+    let now = save(&mut world);
+    assert_eq!(world.restore_bytes(&only), Err(SnapshotError::SleepingChanged));
+    assert!(save(&mut world) == now, "a refused restore changed the world");
+    world.restore_bytes(&full).unwrap();
+    world.restore_bytes(&only).unwrap();
+    let at = world.bodies().transform(statue).unwrap();
+    world.set_transform(statue, &Isometry::new(at.translation + Vec3::X, at.rotation)).unwrap();
+    assert_eq!(world.restore_bytes(&only), Err(SnapshotError::SleepingChanged));
+    world.restore_bytes(&full).unwrap();
+    assert!(save(&mut world) == full);
 }
