@@ -3,7 +3,8 @@
 //! while (the snapshot carries the dug chunks). The first byte picks
 //! how the rest is used: as the whole snapshot; as patches (offset, byte) over a
 //! real snapshot, its checksum left as it was; or as patches with the checksum fixed
-//! up, so the decoder itself meets the changes. A refused snapshot leaves the world
+//! up, over the full snapshot or the awake-only one, so the decoder itself meets the
+//! changes. A refused snapshot leaves the world
 //! as it was (the same bytes saved, the same hash); an accepted one saves to bytes
 //! that restore to themselves.
 #![no_main]
@@ -20,6 +21,7 @@ use libfuzzer_sys::fuzz_target;
 struct Fixture {
     world: World,
     good: Vec<u8>,
+    awake: Vec<u8>,
 }
 
 fn save(world: &mut World) -> Vec<u8> {
@@ -52,26 +54,29 @@ fn fixture() -> Fixture {
         world.step(1.0 / 60.0, pool.jobs()).unwrap();
     }
     let good = save(&mut world);
-    Fixture { world, good }
+    let mut awake = vec![0u8; good.len()];
+    let n = world.save_awake_bytes(&mut awake).unwrap();
+    awake.truncate(n);
+    Fixture { world, good, awake }
 }
 
 static FIXTURE: Mutex<Option<Fixture>> = Mutex::new(None);
 
 fuzz_target!(|data: &[u8]| {
     let mut guard = FIXTURE.lock().unwrap();
-    let Fixture { world, good } = guard.get_or_insert_with(fixture);
+    let Fixture { world, good, awake } = guard.get_or_insert_with(fixture);
     world.restore_bytes(good).unwrap();
     let hash = world.hash();
     let Some((&mode, rest)) = data.split_first() else { return };
-    let bytes = match mode % 3 {
+    let bytes = match mode % 4 {
         0 => rest.to_vec(),
         _ => {
-            let mut b = good.clone();
+            let mut b = if mode % 4 == 3 { awake.clone() } else { good.clone() };
             for patch in rest.chunks_exact(3) {
                 let at = u16::from_le_bytes([patch[0], patch[1]]) as usize * 7 % b.len();
                 b[at] = patch[2];
             }
-            if mode % 3 == 2 && b.len() >= 32 {
+            if mode % 4 >= 2 && b.len() >= 32 {
                 let sum = kiln_checksum(&b[32..]);
                 b[24..32].copy_from_slice(&sum.to_le_bytes());
             }

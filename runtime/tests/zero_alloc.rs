@@ -404,7 +404,9 @@ fn add_sensors(world: &mut kiln::physics::World) {
 /// saves the world into one of 8 pre-sized buffers, steps, then restores the
 /// snapshot of 7 frames back and steps those frames again; the rain over hills with
 /// sleep on (islands fall asleep and wake across the restores), hull bodies sharing
-/// a hull and one of their own among it. Saves, restores and steps are all counted;
+/// a hull and one of their own among it. Each frame saves a full and an awake-only
+/// snapshot, and the restore takes the awake-only one when the sleeping bodies are
+/// unchanged, the full one otherwise. Saves, restores and steps are all counted;
 /// the saves and restores are also counted alone.
 fn snapshots_allocate_nothing() {
     use kiln::physics::{scenes, BodyDef, ShapeDef};
@@ -425,19 +427,27 @@ fn snapshots_allocate_nothing() {
         world.step(1.0 / 60.0, pool.jobs()).unwrap();
     }
     let size = world.snapshot_size().unwrap();
-    let mut ring: Vec<(Vec<u8>, usize)> = (0..8).map(|_| (vec![0u8; 2 * size], 0)).collect();
+    // Per frame: the full snapshot and its length, the awake-only one and its length.
+    type Ring = [(Vec<u8>, usize, Vec<u8>, usize)];
+    let mut ring: Vec<_> = (0..8).map(|_| (vec![0u8; 2 * size], 0, vec![0u8; 2 * size], 0)).collect();
     // One rollback frame; returns the allocations its save and restore made.
-    let frame = |world: &mut kiln::physics::World, ring: &mut [(Vec<u8>, usize)], f: usize| {
-        let (buffer, len) = &mut ring[f % 8];
+    let frame = |world: &mut kiln::physics::World, ring: &mut Ring, f: usize| {
+        let (buffer, len, awake, awake_len) = &mut ring[f % 8];
         let before = ALLOCATIONS.load(Ordering::SeqCst);
         *len = world.save_bytes(buffer).unwrap();
+        *awake_len = world.save_awake_bytes(awake).unwrap();
         let mut counted = ALLOCATIONS.load(Ordering::SeqCst) - before;
         world.step(1.0 / 60.0, pool.jobs()).unwrap();
         if f >= 7 {
             let back = f - 7;
-            let (buffer, len) = &ring[back % 8];
+            let (buffer, len, awake, awake_len) = &ring[back % 8];
             let before = ALLOCATIONS.load(Ordering::SeqCst);
-            world.restore_bytes(&buffer[..*len]).unwrap_or_else(|e| panic!("frame {f}: {e}"));
+            match world.restore_bytes(&awake[..*awake_len]) {
+                Err(kiln::physics::SnapshotError::SleepingChanged) => {
+                    world.restore_bytes(&buffer[..*len]).unwrap_or_else(|e| panic!("frame {f}: {e}"))
+                }
+                other => other.unwrap_or_else(|e| panic!("frame {f}: {e}")),
+            }
             counted += ALLOCATIONS.load(Ordering::SeqCst) - before;
             for _ in back..=f {
                 world.step(1.0 / 60.0, pool.jobs()).unwrap();
@@ -458,10 +468,12 @@ fn snapshots_allocate_nothing() {
     let mut mark = vec![0u8; 2 * size];
     let mark_len = world.save_bytes(&mut mark).unwrap();
     let ring_mark = ring.clone();
-    let rewind = |world: &mut kiln::physics::World, ring: &mut [(Vec<u8>, usize)]| {
+    let rewind = |world: &mut kiln::physics::World, ring: &mut Ring| {
         for (to, from) in ring.iter_mut().zip(&ring_mark) {
             to.0.copy_from_slice(&from.0);
             to.1 = from.1;
+            to.2.copy_from_slice(&from.2);
+            to.3 = from.3;
         }
         world.restore_bytes(&mark[..mark_len]).unwrap();
     };
@@ -477,10 +489,10 @@ fn snapshots_allocate_nothing() {
         snapshots += frame(&mut world, &mut ring, f);
     }
     let allocations = ALLOCATIONS.load(Ordering::SeqCst) - before;
-    assert_eq!(snapshots, 0, "{snapshots} allocations in 60 saves and 60 restores of {size} bytes");
+    assert_eq!(snapshots, 0, "{snapshots} allocations in 120 saves and 60 restores of up to {size} bytes");
     assert_eq!(
         allocations, 0,
-        "{allocations} heap allocations in 60 rollback frames (60 saves, 60 restores, 540 steps)"
+        "{allocations} heap allocations in 60 rollback frames (120 saves, 60 restores, 540 steps)"
     );
 }
 
