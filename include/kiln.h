@@ -4296,6 +4296,20 @@ KilnStatus kiln_terrain_fill(struct KilnTerrainId terrain,
                              uint64_t *out_changed);
 
 /**
+ * Makes the terrain's voxels as they are now the base that world snapshots record
+ * its edits against (`kiln_world_save`), and drops the copies it kept of chunks as
+ * they were at the old base. Attaching the terrain to a world does the same. Call
+ * it once no snapshot saved before now will be restored (a rollback game's
+ * confirmed frame): later snapshots then carry only the chunks edited since, and
+ * the terrain keeps a copy only of those. `kiln_world_restore` refuses snapshots
+ * saved against the old base afterwards (`KILN_ERROR_INVALID_STATE`) unless the
+ * voxels are again as they were then. Reads every chunk once.
+ *
+ * Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_terrain_rebase(struct KilnTerrainId terrain);
+
+/**
  * Writes the material of one voxel to `out_material`.
  *
  * Pointers: `out_material` is NULL or valid for writing.

@@ -677,6 +677,7 @@ static void one_call(Pools *p) {
         if (below(20) == 0) lo.x = -2000000000, hi.x = 2000000000;      /* huge range */
         s = kiln_terrain_fill(p->terrain, lo, hi, (uint8_t)below(8), NULL), what = "kiln_terrain_fill";
         if (below(2)) expect_status(p, kiln_terrain_regenerate(p->terrain, p->runtime, NULL), "regenerate");
+        if (below(16) == 0) expect_status(p, kiln_terrain_rebase(p->terrain), "kiln_terrain_rebase");
         break;
     }
     case 20: {

@@ -271,6 +271,23 @@ int main(int argc, char **argv) {
     CHECK_STATUS(kiln_world_restore(world, awake, awake_size - 1), KILN_ERROR_INVALID_ARGUMENT);
     free(awake);
 
+    /* A new terrain base: later snapshots carry no edits; the earlier one, saved
+     * against the old base, is refused. */
+    uint64_t before_rebase = 0, rebased_size = 0;
+    CHECK_STATUS(kiln_world_snapshot_size(world, &before_rebase), KILN_OK);
+    CHECK_STATUS(kiln_terrain_rebase(terrain), KILN_OK);
+    CHECK_STATUS(kiln_world_snapshot_size(world, &rebased_size), KILN_OK);
+    printf("snapshot: %llu bytes with the terrain's edits, %llu after a rebase\n", (unsigned long long)before_rebase,
+           (unsigned long long)rebased_size);
+    CHECK(rebased_size + 512 * 4 < before_rebase);
+    CHECK_STATUS(kiln_world_restore(world, saved, size), KILN_ERROR_INVALID_STATE);
+    CHECK_MESSAGE("another base");
+    CHECK_STATUS(kiln_terrain_rebase((KilnTerrainId){0, 0}), KILN_ERROR_INVALID_HANDLE);
+    uint8_t *rebased = save(world, &rebased_size);
+    free(saved);
+    saved = rebased;
+    size = rebased_size;
+
     /* Refusals. The world's state first, to prove each leaves it unchanged. */
     uint64_t now_size = 0;
     uint8_t *now = save(world, &now_size);
@@ -348,6 +365,7 @@ int main(int argc, char **argv) {
     CHECK_STATUS(kiln_world_snapshot_size(other, &out), KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_world_save(other, now, now_size, &out), KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_world_save_awake(other, now, now_size, &out), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_terrain_rebase(other_terrain), KILN_OK);
     CHECK_STATUS(kiln_world_restore(other, saved, size), KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_world_restore(null_world, saved, size), KILN_ERROR_INVALID_HANDLE);
     CHECK(out == now_size);
@@ -357,6 +375,7 @@ int main(int argc, char **argv) {
     CHECK_STATUS(kiln_world_destroy(bare), KILN_OK);
     CHECK_STATUS(kiln_world_destroy(world), KILN_OK);
     CHECK_STATUS(kiln_terrain_destroy(other_terrain), KILN_OK);
+    CHECK_STATUS(kiln_terrain_rebase(other_terrain), KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_terrain_destroy(terrain), KILN_OK);
     CHECK_STATUS(kiln_runtime_destroy(rt), KILN_OK);
     return check_summary("snapshot");

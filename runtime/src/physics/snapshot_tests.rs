@@ -1,7 +1,7 @@
 //! Snapshots: a restored world steps the same bits as the world it was saved from,
 //! for any worker count, with joints, sensors, hit events, sleeping islands and
-//! terrain contacts; a rollback loop ends where the straight run does; handles and
-//! refusals.
+//! terrain contacts; handles and refusals. (The rollback loop is in
+//! `snapshot_bytes_tests.rs`, over bytes.)
 
 use glam::{IVec3, Vec3};
 
@@ -112,49 +112,6 @@ fn a_restored_world_steps_the_same_bits_for_any_worker_count() {
     }
     assert_eq!(runs[1], runs[0], "2 workers");
     assert_eq!(runs[2], runs[0], "8 workers");
-}
-
-/// Rollback as a networked game does it: every frame saves, steps with that frame's
-/// input, then goes back 7 frames and steps them again with the same inputs. After
-/// 1,000 frames the world is where the straight run is, bit for bit.
-#[test]
-fn a_rollback_loop_ends_where_the_straight_run_does() {
-    let input = |world: &mut World, frame: usize| {
-        if frame.is_multiple_of(25) {
-            let ids: Vec<BodyId> = world.bodies().awake.id.to_vec();
-            if let Some(&id) = ids.get(frame / 25 % ids.len().max(1)) {
-                let at = world.transform(id).unwrap().translation;
-                world.apply_impulse(id, Vec3::new(3.0, 40.0, -2.0), at + Vec3::X * 0.1).unwrap();
-            }
-        }
-    };
-    let pool = ThreadPool::new(1);
-    let mut straight = busy_world(1, 16);
-    let mut hashes = Vec::new();
-    for frame in 0..1000 {
-        input(&mut straight, frame);
-        straight.step(1.0 / 60.0, pool.jobs()).unwrap();
-        hashes.push(straight.hash());
-    }
-    let mut world = busy_world(1, 16);
-    let mut ring: Vec<WorldSnapshot> = Vec::new();
-    for (frame, hash) in hashes.iter().enumerate() {
-        ring.push(world.snapshot().unwrap());
-        input(&mut world, frame);
-        world.step(1.0 / 60.0, pool.jobs()).unwrap();
-        if frame >= 7 {
-            // `ring` holds the snapshots of frames `frame - 7 ..= frame`: back to the
-            // oldest, and forward again. The newer snapshots were saved on the first
-            // pass over their frames; the second pass is the same bits, so they stand.
-            let back = frame - 7;
-            world.restore(&ring.remove(0)).unwrap();
-            for f in back..=frame {
-                input(&mut world, f);
-                world.step(1.0 / 60.0, pool.jobs()).unwrap();
-            }
-        }
-        assert_eq!(world.hash(), *hash, "frame {frame}");
-    }
 }
 
 /// Handles are what they were at the save; refusals change nothing.

@@ -173,10 +173,12 @@ impl TerrainEdits {
     pub(crate) fn take(&mut self, r: &mut Reader) -> Result<(), Corrupt> {
         self.chunks.clear();
         let mut used = 0;
-        let limit = i32::MAX / CHUNK / 2;
+        // Every chunk a voxel inside (i32::MIN, i32::MAX) lies in, and its neighbours.
+        let limit = (i32::MAX >> 3) + 2;
         let coord = |r: &mut Reader| -> Result<IVec3, Corrupt> {
             let c = IVec3::from_array(<[i32; 3]>::take_new(r)?);
-            (c.abs().max_element() <= limit).then_some(c).ok_or(Corrupt)
+            let inside = c.cmpge(IVec3::splat(-limit)).all() && c.cmple(IVec3::splat(limit)).all();
+            inside.then_some(c).ok_or(Corrupt)
         };
         let n = r.count()?;
         for _ in 0..n {
