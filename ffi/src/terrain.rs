@@ -281,7 +281,12 @@ pub unsafe extern "C" fn kiln_terrain_fill(
 /// Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_terrain_rebase(terrain: KilnTerrainId) -> KilnStatus {
-    ffi_call("kiln_terrain_rebase", || with_terrain(terrain, |t| Ok(t.rebase())))
+    ffi_call("kiln_terrain_rebase", || {
+        with_terrain(terrain, |t| {
+            t.rebase();
+            Ok(())
+        })
+    })
 }
 
 /// Writes the material of one voxel to `out_material`.

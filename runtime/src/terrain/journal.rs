@@ -13,7 +13,7 @@
 use glam::IVec3;
 
 use super::voxels::{CoordMap, Material};
-use super::{Terrain, CHUNK};
+use super::Terrain;
 use crate::codec::{Codec, Corrupt, Reader, TakeNew, Writer};
 use crate::jobs::{Jobs, ThreadPool};
 
