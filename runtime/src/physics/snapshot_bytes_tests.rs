@@ -418,3 +418,30 @@ fn awake_only_snapshots_restore_while_the_sleeping_bodies_are_unchanged() {
     world.restore_bytes(&full).unwrap();
     assert!(save(&mut world) == full);
 }
+
+/// The solver is state: a world saved while stepping with sequential impulses and
+/// switched to the soft step since comes back to sequential impulses, and steps the
+/// bits it stepped after the save.
+#[test]
+fn the_solver_comes_back_with_the_snapshot() {
+    let pool = ThreadPool::new(0);
+    let mut world = busy_world(1, 8);
+    world.set_solver(Solver::SEQUENTIAL_IMPULSES);
+    for _ in 0..40 {
+        world.step(DT, pool.jobs()).unwrap();
+    }
+    let bytes = save(&mut world);
+    let mut prints = Vec::new();
+    for _ in 0..30 {
+        world.step(DT, pool.jobs()).unwrap();
+        prints.push(step_print(&world));
+    }
+    world.set_solver(Solver::SoftStep);
+    world.step(DT, pool.jobs()).unwrap();
+    world.restore_bytes(&bytes).unwrap();
+    assert_eq!(world.solver(), Solver::SEQUENTIAL_IMPULSES);
+    for print in &prints {
+        world.step(DT, pool.jobs()).unwrap();
+        assert_eq!(step_print(&world), *print);
+    }
+}
