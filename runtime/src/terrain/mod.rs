@@ -92,6 +92,8 @@ pub struct Terrain {
     needed: Vec<IVec3>,
     /// Scratch of `query_triangles`: the chunks a box touches.
     query_chunks: Vec<IVec3>,
+    /// Scratch of `fill`: the chunks whose masks an edit makes stale.
+    touched: Vec<IVec3>,
     /// Scratch of `ray_cast_batch`: the walks and the chunks they wait for.
     batch_walks: Vec<(raycast::RayWalk, Option<IVec3>)>,
     batch_needed: Vec<IVec3>,
@@ -126,6 +128,7 @@ impl Terrain {
             missing: Vec::new(),
             needed: Vec::new(),
             query_chunks: Vec::new(),
+            touched: Vec::new(),
             batch_walks: Vec::new(),
             batch_needed: Vec::new(),
             revision: 0,
@@ -173,7 +176,7 @@ impl Terrain {
     pub fn fill(&mut self, min: IVec3, max: IVec3, material: Material) -> usize {
         self.revision += 1;
         let mut journal = self.journal.take();
-        let mut touched = std::mem::take(&mut self.query_chunks);
+        let mut touched = std::mem::take(&mut self.touched);
         touched.clear();
         let changed = self.voxels.fill(
             min,
@@ -190,7 +193,7 @@ impl Terrain {
         for &c in &touched {
             self.mark_dirty(c);
         }
-        self.query_chunks = touched;
+        self.touched = touched;
         changed
     }
 

@@ -198,15 +198,16 @@ impl Voxels {
                     let base = coord * CHUNK;
                     let lo = (min - base).max(IVec3::ZERO);
                     let hi = (max - base).min(IVec3::splat(CHUNK - 1));
-                    let existing = self.chunks.get(&coord);
-                    if existing.is_none() && material == Material::AIR {
-                        continue;
-                    }
-                    before(coord, existing);
                     let chunk = match self.chunks.get_mut(&coord) {
-                        Some(chunk) => chunk,
+                        Some(chunk) => {
+                            before(coord, Some(chunk));
+                            chunk
+                        }
                         None if material == Material::AIR => continue,
-                        None => self.chunks.entry(coord).or_insert_with(Chunk::new),
+                        None => {
+                            before(coord, None);
+                            self.chunks.entry(coord).or_insert_with(Chunk::new)
+                        }
                     };
                     for y in lo.y..=hi.y {
                         for z in lo.z..=hi.z {
