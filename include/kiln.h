@@ -368,7 +368,7 @@
  * (`kiln_world_save`). A snapshot of another format, or from another library
  * version, is refused with `KILN_ERROR_ABI_MISMATCH`.
  */
-#define KILN_SNAPSHOT_FORMAT 2
+#define KILN_SNAPSHOT_FORMAT 3
 
 /**
  * Most child indices in a cube path (the deepest cube level).

@@ -589,6 +589,11 @@ impl Joints {
     }
 
     /// The live joints' ids touching body slot `slot`, in slot order.
+    /// Every live joint's definition, in slot order.
+    pub(super) fn live(&self) -> impl Iterator<Item = &JointDef> + '_ {
+        self.slots.iter().filter_map(|s| s.joint.as_ref().map(|j| &j.def))
+    }
+
     fn of_body(&self, slot: u32) -> impl Iterator<Item = JointId> + '_ {
         self.slots.iter().enumerate().filter_map(move |(i, s)| {
             let j = s.joint.as_ref()?;
@@ -616,6 +621,9 @@ impl World {
         }
         self.wake(def.body_a)?;
         self.wake(def.body_b)?;
+        if ta == MotionType::Dynamic && tb == MotionType::Dynamic {
+            self.islands.link(def.body_a.index, def.body_b.index);
+        }
         let joints = &mut self.joints;
         let index = match joints.free.pop() {
             Some(i) => i,
@@ -640,6 +648,7 @@ impl World {
         let _ = self.wake(def.body_a);
         let _ = self.wake(def.body_b);
         self.joints.remove(id.index);
+        self.unlink_joint(&def);
         Ok(())
     }
 
@@ -652,8 +661,17 @@ impl World {
             let other = if def.body_a == body { def.body_b } else { def.body_a };
             let _ = self.wake(other);
             self.joints.remove(id.index);
+            self.unlink_joint(&def);
             let kind = JointEventKind::BodyDestroyed;
             self.joints.pending.push(JointEvent { joint: id, body_a: def.body_a, body_b: def.body_b, kind });
+        }
+    }
+
+    /// A joint between two dynamic bodies went: a removal on their island.
+    fn unlink_joint(&mut self, def: &JointDef) {
+        let dynamic = |id: BodyId| self.bodies.motion_type(id) == Ok(MotionType::Dynamic);
+        if dynamic(def.body_a) && dynamic(def.body_b) {
+            self.islands.count_removal(def.body_a.index);
         }
     }
 
@@ -857,6 +875,10 @@ impl World {
             if j.force.length() > j.def.break_force || j.torque.length() > j.def.break_torque {
                 let id = JointId { index, generation: joints.slots[index as usize].generation };
                 joints.remove(index);
+                let dynamic = |id: BodyId| self.bodies.motion_type(id) == Ok(MotionType::Dynamic);
+                if dynamic(j.def.body_a) && dynamic(j.def.body_b) {
+                    self.islands.count_removal(j.def.body_a.index);
+                }
                 let kind = JointEventKind::Broke;
                 joints.events.push(JointEvent { joint: id, body_a: j.def.body_a, body_b: j.def.body_b, kind });
             }

@@ -19,7 +19,7 @@
 //!   handles; `joint_solver.rs`: their maths, solved in the graph's colours beside
 //!   the contacts.
 //! - `snapshot.rs`: a world's state saved and restored between steps (rollback).
-//! - `island.rs`: islands by union-find, sleeping groups, waking; `runs.rs`: sorted
+//! - `island.rs`: persistent islands, lazy splits, sleeping groups, waking; `runs.rs`: sorted
 //!   runs merged for the contact lists.
 //! - `character.rs`: the capsule character among the bodies (blocked, carried,
 //!   pushing).
@@ -39,6 +39,8 @@ mod continuous;
 pub mod debug;
 mod events;
 mod island;
+#[cfg(test)]
+mod island_tests;
 mod joint;
 mod joint_solver;
 #[cfg(test)]

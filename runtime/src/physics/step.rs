@@ -8,10 +8,11 @@ use std::time::Instant;
 
 use glam::{Mat3, Quat, Vec3};
 
-use super::body::{flags, saturate, Bodies, BodyError, SetKind};
+use super::body::{flags, saturate, Bodies, BodyError, BodyId, SetKind};
 use super::constraint_graph::Colorable;
 use super::constraint_graph::{BodyPass, Op, Pass};
 use super::contact_solver::{BodyState, Constraint, ConstraintTable, Frame, Softness, StepContext, NONE};
+use super::island::Islands;
 use super::joint::{JOINT_DAMPING_RATIO, JOINT_HERTZ_PER_SUBSTEP_RATE};
 use super::narrow::{self, shape_ref, Kept, NarrowInput, NarrowOut, TerrainItem, KEPT, TERRAIN};
 use super::runs;
@@ -108,6 +109,7 @@ impl World {
                 self.counters.awake_bodies = self.bodies.awake.len() as u32;
                 self.counters.pairs = self.broadphase.pair_count() as u32;
                 self.counters.sleeping_groups = self.islands.group_count() as u32;
+                self.counters.awake_islands = self.islands.island_count() as u32;
             }
         }
         self.next_stage = (self.next_stage + 1) % StepStage::ALL.len();
@@ -599,8 +601,32 @@ impl World {
         });
     }
 
-    /// Islands by union-find; quiet islands go to sleep with their constraints.
+    /// This step's contact events into the islands: a touch that began between two
+    /// awake dynamic bodies links their islands, one that ended counts a removal.
+    pub(super) fn update_islands(&mut self) {
+        let bodies = &self.bodies;
+        let dynamic =
+            |id: BodyId| matches!(bodies.locate(id), Ok((SetKind::Awake, row)) if bodies.awake.inv_mass[row] > 0.0);
+        for e in &self.events {
+            match e.body_b {
+                Some(b) if dynamic(e.body_a) && dynamic(b) => {
+                    if e.begin {
+                        self.islands.link(e.body_a.index, b.index);
+                    } else {
+                        self.islands.count_removal(e.body_a.index);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Quiet islands go to sleep with their constraints; a quiet island that counted
+    /// a removal is split first into the parts its contacts and joints still link.
+    #[inline(never)] // (out of line, so that profiles show the island stage)
     pub(super) fn sleep_stage(&mut self, dt: f32) {
+        self.update_islands();
+        self.counters.island_splits = 0;
         let n = self.bodies.awake.len();
         if !self.def.enable_sleep || dt == 0.0 || n == 0 {
             return;
@@ -611,54 +637,90 @@ impl World {
         if !(0..n).any(|i| a.sleep_time[i] >= time) {
             return;
         }
-        self.islands.begin(n);
-        let dynamic = |row: u32| row != NONE && a.inv_mass[row as usize] > 0.0;
-        let moving_kinematic = |row: u32| {
-            row != NONE
-                && a.flags[row as usize] & flags::KINEMATIC != 0
-                && (a.linear_velocity[row as usize] != Vec3::ZERO || a.angular_velocity[row as usize] != Vec3::ZERO)
+        let islands = &mut self.islands;
+        islands.begin_sleep_check();
+        // Each row's island (`NONE`: kinematic), looked up once; and whether any
+        // kinematic body moves.
+        let moving = |i: usize| a.linear_velocity[i] != Vec3::ZERO || a.angular_velocity[i] != Vec3::ZERO;
+        let mut kinematic_moves = false;
+        let rows = &mut self.scratch.row_island;
+        let fill = |rows: &mut Vec<u32>, islands: &Islands, kinematic_moves: &mut bool| {
+            rows.clear();
+            rows.extend((0..n).map(|i| {
+                if a.inv_mass[i] > 0.0 {
+                    islands.island_of(a.id[i].index)
+                } else {
+                    *kinematic_moves |= moving(i);
+                    NONE
+                }
+            }));
         };
-        for c in self.constraints.iter() {
-            if c.count == 0 {
-                continue;
-            }
-            if dynamic(c.row_a) && dynamic(c.row_b) {
-                self.islands.union(c.row_a, c.row_b);
+        fill(rows, islands, &mut kinematic_moves);
+        let touching = || self.constraints.iter().filter(|c| c.count > 0).map(|c| (c.row_a, c.row_b));
+        let joints = || self.joints.solves.iter().map(|j| (j.row_a, j.row_b));
+        // An island with a body ready to sleep that lost a link since it formed is
+        // split first, so its quiet parts may sleep (Box2D's split candidates); in
+        // row order of their first such body (`LISTED` marks them meanwhile).
+        const LISTED: u32 = NONE - 1;
+        let mut split = std::mem::take(&mut self.scratch.split);
+        split.clear();
+        for (i, &k) in rows.iter().enumerate() {
+            if k != NONE
+                && a.sleep_time[i] >= time
+                && islands.island_group[k as usize] == NONE
+                && islands.needs_split(k)
+            {
+                islands.island_group[k as usize] = LISTED;
+                split.push(k);
             }
         }
-        // Jointed bodies sleep and wake together.
-        for j in &self.joints.solves {
-            if dynamic(j.row_a) && dynamic(j.row_b) {
-                self.islands.union(j.row_a, j.row_b);
+        if !split.is_empty() {
+            islands.begin_split(&split);
+            let island = |row: u32| if row == NONE { NONE } else { rows[row as usize] };
+            for (row_a, row_b) in touching().chain(joints()) {
+                let k = island(row_a);
+                if k != NONE && k == island(row_b) && islands.island_group[k as usize] == LISTED {
+                    islands.split_union(a.id[row_a as usize].index, a.id[row_b as usize].index);
+                }
+            }
+            for &k in &split {
+                islands.finish_split(k);
+            }
+            fill(rows, islands, &mut kinematic_moves);
+        }
+        self.counters.island_splits = split.len() as u32;
+        self.scratch.split = split;
+        let island = |row: u32| if row == NONE { NONE } else { rows[row as usize] };
+        // An island sleeps when all its bodies are ready and none touches a moving
+        // kinematic body.
+        for (i, &k) in rows.iter().enumerate() {
+            if k != NONE && a.sleep_time[i] < time {
+                islands.quiet[k as usize] = false;
             }
         }
-        for i in 0..n {
-            let root = self.islands.find(i as u32) as usize;
-            if a.sleep_time[i] < time || a.inv_mass[i] == 0.0 {
-                self.islands.may_sleep[root] = false;
-            }
-        }
-        let touching = self.constraints.iter().filter(|c| c.count > 0).map(|c| (c.row_a, c.row_b));
-        for (row_a, row_b) in touching.chain(self.joints.solves.iter().map(|j| (j.row_a, j.row_b))) {
-            for (me, other) in [(row_a, row_b), (row_b, row_a)] {
-                if dynamic(me) && moving_kinematic(other) {
-                    let root = self.islands.find(me) as usize;
-                    self.islands.may_sleep[root] = false;
+        if kinematic_moves {
+            let moving_kinematic =
+                |row: u32| row != NONE && a.flags[row as usize] & flags::KINEMATIC != 0 && moving(row as usize);
+            for (row_a, row_b) in touching().chain(joints()) {
+                for (me, other) in [(row_a, row_b), (row_b, row_a)] {
+                    let k = island(me);
+                    if k != NONE && moving_kinematic(other) {
+                        islands.quiet[k as usize] = false;
+                    }
                 }
             }
         }
         // Groups in row order of their first body.
         let mut sleepers = std::mem::take(&mut self.scratch.sleepers);
         sleepers.clear();
-        for i in 0..n {
-            let root = self.islands.find(i as u32) as usize;
-            if !self.islands.may_sleep[root] || a.inv_mass[i] == 0.0 {
+        for (i, &k) in rows.iter().enumerate() {
+            if k == NONE || !islands.quiet[k as usize] {
                 continue;
             }
-            if self.islands.root_group[root] == NONE {
-                self.islands.root_group[root] = self.islands.new_group();
+            if islands.island_group[k as usize] == NONE {
+                islands.island_group[k as usize] = islands.new_group();
             }
-            sleepers.push((self.islands.root_group[root], a.id[i]));
+            sleepers.push((islands.island_group[k as usize], a.id[i]));
         }
         if sleepers.is_empty() {
             self.scratch.sleepers = sleepers;
@@ -666,20 +728,17 @@ impl World {
         }
         // Constraints of sleeping islands move into their groups (not those with a
         // kinematic body: that pair is recomputed while the kinematic body is awake).
-        let islands = &mut self.islands;
         let store = &mut self.store;
         self.cache_ready = false;
         self.constraints.retain(
             // SAFETY: a constraint dropped from the table is read nowhere else.
             |c| unsafe { store.release(c) },
             |c| {
-                let row = if dynamic(c.row_a) { c.row_a } else { c.row_b };
-                let group = if dynamic(row) {
-                    let root = islands.find(row) as usize;
-                    islands.root_group[root]
-                } else {
-                    NONE
+                let k = match island(c.row_a) {
+                    NONE => island(c.row_b),
+                    k => k,
                 };
+                let group = if k == NONE { NONE } else { islands.island_group[k as usize] };
                 let kinematic = |r: u32| r != NONE && a.flags[r as usize] & flags::KINEMATIC != 0;
                 if group != NONE && !kinematic(c.row_a) && !kinematic(c.row_b) {
                     islands.add_constraint(group, *c);
@@ -687,6 +746,12 @@ impl World {
                 group == NONE
             },
         );
+        for &(_, id) in &sleepers {
+            let k = self.islands.island_of(id.index);
+            if k != NONE {
+                self.islands.free_island(k);
+            }
+        }
         for &(g, id) in &sleepers {
             self.islands.add_body(g, id);
             self.bodies.move_to(id, SetKind::Resting).expect("live body");

@@ -16,7 +16,7 @@
 //! | solve | soft step: substeps of integrate, warm start, solve, relax | bodies, colours |
 //! | finalize | poses, inertia, sleep timers | bodies |
 //! | continuous | time of impact of fast bodies against static geometry | fast bodies |
-//! | sleep | islands by union-find; quiet islands to sleep | — |
+//! | sleep | islands linked by the contact events; quiet islands split if they lost a link, then to sleep | — |
 //!
 //! [`StepStage`] groups these rows into the six stages a frame graph sees:
 //! `physics.broadphase` (terrain, broadphase), `physics.narrowphase` (narrowphase,
@@ -232,6 +232,10 @@ pub struct StepCounters {
     pub colors: u32,
     pub overflow_constraints: u32,
     pub sleeping_groups: u32,
+    /// Islands of awake bodies after the step, and how many the sleep stage split
+    /// (only a quiet island that lost a link is split).
+    pub awake_islands: u32,
+    pub island_splits: u32,
     pub continuous_hits: u32,
 }
 
@@ -277,6 +281,8 @@ fields!(StepCounters {
     colors,
     overflow_constraints,
     sleeping_groups,
+    awake_islands,
+    island_splits,
     continuous_hits,
 });
 fields!(Extent { max, min });
@@ -459,6 +465,9 @@ pub(super) struct Scratch {
     pub(super) fast: Vec<u32>,
     pub(super) hits: Vec<Option<(Vec3, Quat)>>,
     pub(super) sleepers: Vec<(u32, BodyId)>,
+    /// Islands the sleep stage splits, and each awake row's island.
+    pub(super) split: Vec<u32>,
+    pub(super) row_island: Vec<u32>,
     /// The terrain's hits of a world ray batch (`World::cast_ray_batch`).
     pub(super) terrain_hits: Vec<Option<crate::terrain::TerrainHit>>,
     /// The targets a character's move asks the world for (`World::move_character`).
@@ -569,6 +578,7 @@ impl World {
             }
         }
         assert_eq!(tree.proxy_count(), proxies, "the tree holds proxies of no body");
+        self.validate_islands();
         // Every constraint in the store is in one of the tables, once.
         let tables = self.previous.len() + self.constraints.len();
         assert_eq!(self.store.len(), tables, "constraints in the store and in the tables");
@@ -579,6 +589,33 @@ impl World {
         assert_eq!(slots.len(), tables, "a constraint twice in the tables");
         if let Some(terrain) = &self.terrain {
             terrain.meshes().validate();
+        }
+    }
+
+    /// Every awake dynamic body is in one island, and every touching contact and
+    /// joint between two of them joins bodies of the same island.
+    fn validate_islands(&self) {
+        let bodies = &self.bodies;
+        let awake_dynamic = |slot: u32| {
+            slot != NONE
+                && matches!(bodies.place_of_slot(slot), Some((SetKind::Awake, row)) if bodies.awake.inv_mass[row] > 0.0)
+        };
+        self.islands.validate(awake_dynamic);
+        for (row, id) in bodies.awake.id.iter().enumerate() {
+            let has = self.islands.island_of(id.index) != NONE;
+            assert_eq!(has, bodies.awake.inv_mass[row] > 0.0, "{id:?}: in an island unless kinematic");
+        }
+        // (The table may still hold constraints of bodies destroyed since the step,
+        // whose slots a new body may have taken: only touching keys count.)
+        let touching = |key: u64| self.touching.binary_search(&key).is_ok();
+        let linked = self.previous.iter().filter(|c| c.count > 0 && touching(c.key));
+        let contacts = linked.map(|c| (c.body_a, c.body_b));
+        let joints = self.joints.live().map(|d| (d.body_a.index, d.body_b.index));
+        for (a, b) in contacts.chain(joints) {
+            if awake_dynamic(a) && awake_dynamic(b) {
+                let (ia, ib) = (self.islands.island_of(a), self.islands.island_of(b));
+                assert_eq!(ia, ib, "body slots {a} and {b} are linked but in islands {ia} and {ib}");
+            }
         }
     }
 
@@ -740,6 +777,9 @@ impl World {
     pub fn create_body(&mut self, def: &BodyDef) -> Result<BodyId, BodyError> {
         let id = self.bodies.create(def)?;
         self.escaped_fresh = false;
+        if def.motion == MotionType::Dynamic {
+            self.islands.add_lone_body(id.index);
+        }
         let slot = id.index as usize;
         if self.proxies.len() <= slot {
             self.proxies.resize_with(slot + 1, Vec::new);
@@ -762,6 +802,7 @@ impl World {
         self.hit_shapes -= hit_shapes;
         self.destroy_joints_of(id);
         self.wake_touching(id.index);
+        self.islands.remove_body(id.index);
         let mut proxies = std::mem::take(&mut self.proxies[id.index as usize]);
         for &proxy in &proxies {
             self.forget_proxy(proxy);
