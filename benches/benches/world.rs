@@ -22,10 +22,15 @@
 //!
 //! - `joint_grid`: Box3D's joint benchmark, 100 x 100 spheres tied by 19,701
 //!   spherical joints hanging from the static top row, sleeping off; 100 steps.
-//!   rapier gets the same impulse joints (its multibody joints are not compared).
+//!   rapier gets the same impulse joints. (Its multibody joints need trees: the
+//!   grid's columns as 100 articulations of 99 links, rows as impulse joints, did
+//!   not finish 5 steps in 300 s.)
 //! - `ragdolls`: 300 ragdolls of 14 capsules and 13 joints (cone, twist and hinge
 //!   limits, joint friction) dropped on 128 m voxel hills; the first 300 steps (the
-//!   fall and the landing). rapier's spherical limits are per axis (a square cone).
+//!   fall and the landing). rapier's spherical limits are per axis (a square cone);
+//!   `KILN_WORLD_PASSES=multibody` probes rapier's multibody joints on it (each
+//!   ragdoll one reduced-coordinate articulation): they are not a timed row, since
+//!   they turn NaN within the window.
 //!
 //! `KILN_WORLD_SCENES=hull_pile` (comma-separated names) runs only those scenes,
 //! `KILN_WORLD_PASSES=parity` only those passes after criterion (and not criterion).
@@ -53,7 +58,7 @@ use kiln_benches::{format_ns, prepare_terrain, report_paired, report_ratios};
 
 #[path = "common/rapier_scene.rs"]
 mod rapier_scene;
-use rapier_scene::rapier_world;
+use rapier_scene::{joints_form_trees, rapier_world, rapier_world_with};
 
 const ROUNDS: usize = 5;
 
@@ -267,10 +272,48 @@ fn parity() {
     }
 }
 
+/// rapier's multibody joints (reduced-coordinate articulations) on the joint scenes
+/// whose joints form trees: each step timed and every body checked finite, a panic
+/// inside rapier caught and reported. A probe, not a timed row: on `ragdolls` they
+/// turn NaN within the window (see docs/BENCHMARKS.md).
+fn multibody() {
+    for case in cases() {
+        let scene = &case.scene;
+        if scene.joints.is_empty() {
+            continue;
+        }
+        if !joints_form_trees(scene) {
+            println!("multibody world_{}: the joints form loops; rapier's multibody joints need trees", scene.name);
+            continue;
+        }
+        let mut world = rapier_world_with(scene, true);
+        let (mut elapsed, mut steps, mut failure) = (Duration::ZERO, 0, None);
+        while steps < case.steps && failure.is_none() {
+            let start = Instant::now();
+            let stepped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| world.step()));
+            elapsed += start.elapsed();
+            steps += 1;
+            let finite = world.bodies.iter().all(|(_, b)| b.translation().is_finite());
+            failure = match (stepped, finite) {
+                (Err(_), _) => Some("panicked"),
+                (Ok(()), false) => Some("a body is not finite"),
+                _ => None,
+            };
+        }
+        println!(
+            "multibody world_{}: rapier3d multibody joints {} / step over {steps} steps{}; impulse joints {} / step",
+            scene.name,
+            format_ns(elapsed.as_nanos() as f64 / steps as f64),
+            failure.map_or(String::new(), |f| format!(", then {f} at step {steps}")),
+            format_ns(run_rapier(scene, case.steps).as_nanos() as f64 / case.steps as f64)
+        );
+    }
+}
+
 criterion_group!(benches, bench);
 
-/// `KILN_WORLD_PASSES=parity` (or `scaling`, `paired`, comma-separated) runs only
-/// those passes, without criterion.
+/// `KILN_WORLD_PASSES=parity` (or `scaling`, `paired`, `multibody`, comma-separated)
+/// runs only those passes, without criterion.
 fn main() {
     if let Ok(passes) = std::env::var("KILN_WORLD_PASSES") {
         for pass in passes.split(',') {
@@ -278,7 +321,8 @@ fn main() {
                 "scaling" => scaling(),
                 "paired" => paired(),
                 "parity" => parity(),
-                other => panic!("unknown pass {other:?}: scaling, paired or parity"),
+                "multibody" => multibody(),
+                other => panic!("unknown pass {other:?}: scaling, paired, parity or multibody"),
             }
         }
         return;

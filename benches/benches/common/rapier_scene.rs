@@ -1,5 +1,7 @@
 //! A Kiln scene description built in rapier3d, for the benches that compare against
-//! it: the terrain as one triangle mesh, bodies with the same shapes, impulse joints.
+//! it: the terrain as one triangle mesh, bodies with the same shapes, impulse joints
+//! (or multibody joints, rapier's reduced-coordinate articulations, where the joints
+//! form trees).
 
 use glam::Vec3;
 use kiln::jobs::ThreadPool;
@@ -36,8 +38,34 @@ pub fn terrain_mesh(terrain: &mut Terrain) -> (Vec<Vec3>, Vec<[u32; 3]>) {
     (vertices, triangles)
 }
 
-/// The scene in rapier3d.
+/// The scene in rapier3d, its joints as impulse joints.
 pub fn rapier_world(scene: &Scene) -> PhysicsWorld {
+    rapier_world_with(scene, false)
+}
+
+/// Whether the scene's joints form trees (no loop), so that rapier can take each tree
+/// as one multibody (a ragdoll can; a joint grid cannot).
+#[allow(dead_code)] // (the world bench's; other benches share this file)
+pub fn joints_form_trees(scene: &Scene) -> bool {
+    let mut parent: Vec<usize> = (0..scene.bodies.len()).collect();
+    fn find(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    scene.joints.iter().all(|j| {
+        let (ra, rb) = (find(&mut parent, j.a), find(&mut parent, j.b));
+        parent[rb] = ra;
+        ra != rb
+    })
+}
+
+/// The scene in rapier3d; with `multibody`, its joints as multibody joints, each
+/// tree of joints one reduced-coordinate articulation (the joints must form trees:
+/// [`joints_form_trees`]).
+pub fn rapier_world_with(scene: &Scene, multibody: bool) -> PhysicsWorld {
     let mut world = PhysicsWorld::new();
     world.gravity = scene.gravity;
     if let Some(t) = &scene.terrain {
@@ -77,7 +105,11 @@ pub fn rapier_world(scene: &Scene) -> PhysicsWorld {
     }
     for j in &scene.joints {
         let joint = rapier_joint(j, &scene.bodies[j.a], &scene.bodies[j.b]);
-        world.insert_impulse_joint(handles[j.a], handles[j.b], joint);
+        if multibody {
+            world.insert_multibody_joint(handles[j.a], handles[j.b], joint).expect("the joints form trees");
+        } else {
+            world.insert_impulse_joint(handles[j.a], handles[j.b], joint);
+        }
     }
     world
 }

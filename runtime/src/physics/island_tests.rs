@@ -223,3 +223,38 @@ fn islands_match_the_touching_components_under_random_edits() {
     assert!(stale_steps > 100 && splits > 5 && merged > 50 && slept >= 3);
     assert!(one == run(3), "the same islands and bits for 1 and 3 workers");
 }
+
+/// A body hanging by a joint from a moving kinematic body never sleeps; once the
+/// kinematic body stops, it does, and the kinematic body never joins an island.
+#[test]
+fn a_joint_to_a_moving_kinematic_body_keeps_its_island_awake() {
+    let pool = inline();
+    let mut world = World::new(WorldDef::default());
+    let def = BodyDef {
+        motion: MotionType::Kinematic,
+        transform: Isometry::from_translation(Vec3::new(0.0, 5.0, 0.0)),
+        linear_velocity: Vec3::new(0.02, 0.0, 0.0),
+        ..Default::default()
+    };
+    let carrier = world.create_body(&def).unwrap();
+    let load = cube_at(&mut world, Vec3::new(0.0, 3.0, 0.0), 0.25);
+    let kind = JointType::Distance(DistanceJoint { length: 2.0, ..DistanceJoint::default() });
+    world.create_joint(&JointDef::new(carrier, load, kind)).unwrap();
+    assert_eq!(world.islands.island_of(carrier.index), NONE, "a kinematic body is in no island");
+    for step in 0..240 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+        check_islands(&world);
+        assert!(world.is_awake(load).unwrap(), "step {step}: asleep under a moving carrier");
+    }
+    world.set_velocity(carrier, Vec3::ZERO, Vec3::ZERO).unwrap();
+    let mut slept = false;
+    for _ in 0..600 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+        check_islands(&world);
+        if !world.is_awake(load).unwrap() {
+            slept = true;
+            break;
+        }
+    }
+    assert!(slept, "the load sleeps once its carrier stops");
+}
