@@ -5,7 +5,8 @@
 //! perf record -g target/release/examples/step_scene large_pyramid 60 1
 //! ```
 //!
-//! Arguments: scene (`large_pyramid`, `pyramid` (base 20), `rain`, `hull_pile` or `drum`), steps (60),
+//! Arguments: scene (`large_pyramid`, `pyramid` (base 20), `rain`, `hull_rain` (the rain's cubes
+//! as 32-point hulls), `hull_pile`, `drum`, `joint_grid` or `ragdolls`), steps (60),
 //! workers (1), solver (`soft`, the default, or `si`: sequential impulses, 8 velocity
 //! and 3 position passes, the soft step's pass count).
 //!
@@ -27,12 +28,25 @@ fn main() {
         "large_pyramid" => scenes::large_pyramid(),
         "pyramid" => scenes::pyramid(20),
         "rain" => scenes::rain(4096),
+        // The rain with every cube a convex hull of 32 points (radius 0.6): hulls on
+        // the terrain's triangles.
+        "hull_rain" => {
+            let mut scene = scenes::rain(4096);
+            for (i, b) in scene.bodies.iter_mut().enumerate() {
+                if matches!(b.shape, scenes::SceneShape::Cuboid { .. }) {
+                    b.shape = scenes::SceneShape::Hull { radius: 0.6, points: 32, seed: i as u32 };
+                }
+            }
+            scene
+        }
         "hull_pile" => scenes::hull_pile(8, 80),
         "drum" => scenes::drum(8000),
         "joint_grid" => scenes::joint_grid(100),
         "ragdolls" => scenes::ragdolls(300, 128),
         other => {
-            eprintln!("unknown scene {other:?}: large_pyramid, pyramid, rain, hull_pile, drum, joint_grid or ragdolls");
+            eprintln!(
+                "unknown scene {other:?}: large_pyramid, pyramid, rain, hull_rain, hull_pile, drum, joint_grid or ragdolls"
+            );
             std::process::exit(2);
         }
     };

@@ -20,7 +20,8 @@
 //! (`joint_solver.rs`). Their impulses persist from step to step. A joint past its
 //! break force or torque is removed after the solve and reported in the step's
 //! joint events; destroying a body destroys its joints and reports them. Jointed
-//! bodies sleep and wake together: the islands join them.
+//! bodies sleep and wake together: a joint between two dynamic bodies merges their
+//! islands when it is made, and its removal counts on the island (`island.rs`).
 
 use glam::{Mat3, Vec3};
 
