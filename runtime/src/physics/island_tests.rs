@@ -258,3 +258,24 @@ fn a_joint_to_a_moving_kinematic_body_keeps_its_island_awake() {
     }
     assert!(slept, "the load sleeps once its carrier stops");
 }
+
+/// A joint that breaks counts a removal on its island, as one destroyed does.
+#[test]
+fn a_broken_joint_counts_a_removal() {
+    let pool = inline();
+    let mut world = World::new(WorldDef::default());
+    ground(&mut world);
+    let a = cube_at(&mut world, Vec3::new(-1.0, 0.5, 0.0), 0.5);
+    let b = cube_at(&mut world, Vec3::new(1.0, 0.5, 0.0), 0.5);
+    let kind = JointType::Distance(DistanceJoint { length: 4.0, ..DistanceJoint::default() });
+    let def = JointDef { break_force: 1.0, ..JointDef::new(a, b, kind) };
+    let joint = world.create_joint(&def).unwrap();
+    let island = world.islands.island_of(a.index);
+    assert!(island == world.islands.island_of(b.index) && !world.islands.needs_split(island));
+    world.step(1.0 / 60.0, pool.jobs()).unwrap();
+    assert!(!world.joint_is_valid(joint), "the joint broke");
+    let island = world.islands.island_of(a.index);
+    assert_eq!(island, world.islands.island_of(b.index), "still one island");
+    assert!(world.islands.needs_split(island), "with the removal counted");
+    check_islands(&world);
+}

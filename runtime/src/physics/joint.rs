@@ -25,8 +25,9 @@
 
 use glam::{Mat3, Vec3};
 
-use super::body::{BodyError, BodyId, MotionType, SetKind};
+use super::body::{Bodies, BodyError, BodyId, MotionType, SetKind};
 use super::contact_solver::{Softness, NONE};
+use super::island::Islands;
 use super::joint_solver::{self, JointSolve};
 use super::world::World;
 use crate::codec::{fields, Codec, Corrupt, Reader, TakeNew, Writer};
@@ -589,12 +590,12 @@ impl Joints {
         Some(joint)
     }
 
-    /// The live joints' ids touching body slot `slot`, in slot order.
     /// Every live joint's definition, in slot order.
     pub(super) fn live(&self) -> impl Iterator<Item = &JointDef> + '_ {
         self.slots.iter().filter_map(|s| s.joint.as_ref().map(|j| &j.def))
     }
 
+    /// The live joints' ids touching body slot `slot`, in slot order.
     fn of_body(&self, slot: u32) -> impl Iterator<Item = JointId> + '_ {
         self.slots.iter().enumerate().filter_map(move |(i, s)| {
             let j = s.joint.as_ref()?;
@@ -649,7 +650,7 @@ impl World {
         let _ = self.wake(def.body_a);
         let _ = self.wake(def.body_b);
         self.joints.remove(id.index);
-        self.unlink_joint(&def);
+        unlink_joint(&self.bodies, &mut self.islands, &def);
         Ok(())
     }
 
@@ -662,17 +663,9 @@ impl World {
             let other = if def.body_a == body { def.body_b } else { def.body_a };
             let _ = self.wake(other);
             self.joints.remove(id.index);
-            self.unlink_joint(&def);
+            unlink_joint(&self.bodies, &mut self.islands, &def);
             let kind = JointEventKind::BodyDestroyed;
             self.joints.pending.push(JointEvent { joint: id, body_a: def.body_a, body_b: def.body_b, kind });
-        }
-    }
-
-    /// A joint between two dynamic bodies went: a removal on their island.
-    fn unlink_joint(&mut self, def: &JointDef) {
-        let dynamic = |id: BodyId| self.bodies.motion_type(id) == Ok(MotionType::Dynamic);
-        if dynamic(def.body_a) && dynamic(def.body_b) {
-            self.islands.count_removal(def.body_a.index);
         }
     }
 
@@ -876,13 +869,18 @@ impl World {
             if j.force.length() > j.def.break_force || j.torque.length() > j.def.break_torque {
                 let id = JointId { index, generation: joints.slots[index as usize].generation };
                 joints.remove(index);
-                let dynamic = |id: BodyId| self.bodies.motion_type(id) == Ok(MotionType::Dynamic);
-                if dynamic(j.def.body_a) && dynamic(j.def.body_b) {
-                    self.islands.count_removal(j.def.body_a.index);
-                }
+                unlink_joint(&self.bodies, &mut self.islands, &j.def);
                 let kind = JointEventKind::Broke;
                 joints.events.push(JointEvent { joint: id, body_a: j.def.body_a, body_b: j.def.body_b, kind });
             }
         }
+    }
+}
+
+/// A joint between two dynamic bodies went: a removal on their island.
+fn unlink_joint(bodies: &Bodies, islands: &mut Islands, def: &JointDef) {
+    let dynamic = |id: BodyId| bodies.motion_type(id) == Ok(MotionType::Dynamic);
+    if dynamic(def.body_a) && dynamic(def.body_b) {
+        islands.count_removal(def.body_a.index);
     }
 }

@@ -621,8 +621,9 @@ impl World {
         }
     }
 
-    /// Quiet islands go to sleep with their constraints; a quiet island that counted
-    /// a removal is split first into the parts its contacts and joints still link.
+    /// Quiet islands go to sleep with their constraints; an island that counted a
+    /// removal and has a body ready to sleep is split first into the parts its
+    /// contacts and joints still link.
     #[inline(never)] // (out of line, so that profiles show the island stage)
     pub(super) fn sleep_stage(&mut self, dt: f32) {
         self.update_islands();
