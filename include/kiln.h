@@ -368,7 +368,7 @@
  * (`kiln_world_save`). A snapshot of another format, or from another library
  * version, is refused with `KILN_ERROR_ABI_MISMATCH`.
  */
-#define KILN_SNAPSHOT_FORMAT 3
+#define KILN_SNAPSHOT_FORMAT 4
 
 /**
  * Most child indices in a cube path (the deepest cube level).
@@ -1479,18 +1479,18 @@ typedef struct KilnWorldCounters {
      */
     uint32_t reused_pair_count;
     /**
-     * Pairs of convex hulls (hull with hull or box) given the whole
-     * separating-axis test.
+     * Hull pairs (a hull with a hull, a box or a terrain triangle) given the
+     * whole separating-axis test.
      */
     uint32_t hull_pair_full_count;
     /**
-     * Pairs of convex hulls that the axis which separated them last step still
+     * Hull pairs that the axis which separated them at their last test still
      * kept apart: decided by one or two support searches.
      */
     uint32_t hull_pair_cached_count;
     /**
-     * Pairs of convex hulls kept apart without any search: they were apart along a
-     * face by more than they can have moved since.
+     * Hull pairs kept apart without any search: they were apart along a face by
+     * more than they can have moved since.
      */
     uint32_t hull_pair_skipped_count;
 } KilnWorldCounters;

@@ -258,14 +258,14 @@ pub struct KilnWorldCounters {
     pub continuous_hit_count: u32,
     /// Pairs that kept last step's contact manifold (they had hardly moved).
     pub reused_pair_count: u32,
-    /// Pairs of convex hulls (hull with hull or box) given the whole
-    /// separating-axis test.
+    /// Hull pairs (a hull with a hull, a box or a terrain triangle) given the
+    /// whole separating-axis test.
     pub hull_pair_full_count: u32,
-    /// Pairs of convex hulls that the axis which separated them last step still
+    /// Hull pairs that the axis which separated them at their last test still
     /// kept apart: decided by one or two support searches.
     pub hull_pair_cached_count: u32,
-    /// Pairs of convex hulls kept apart without any search: they were apart along a
-    /// face by more than they can have moved since.
+    /// Hull pairs kept apart without any search: they were apart along a face by
+    /// more than they can have moved since.
     pub hull_pair_skipped_count: u32,
 }
 

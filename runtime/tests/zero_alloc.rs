@@ -102,8 +102,9 @@ fn steady_state_broadphase_frames_allocate_nothing() {
     }
 }
 
-/// Once the buffers have grown to the scene, world steps (contacts, terrain, joints,
-/// solver, islands, sensors, water) allocate nothing, for any worker count.
+/// Once the buffers have grown to the scene, world steps (contacts, terrain with the
+/// hulls' triangle axes, joints, solver, islands, sensors, water) allocate nothing,
+/// for any worker count.
 fn world_steps_allocate_nothing() {
     use kiln::physics::scenes;
     for threads in [0, 1, 3] {
@@ -111,6 +112,7 @@ fn world_steps_allocate_nothing() {
         let scenes = [
             (scenes::pyramid(20), 120),
             (scenes::rain(256), 600),
+            (hull_rain(), 600),
             (scenes::joint_grid(20), 120),
             (ragdolls_on_a_floor(), 600),
             (pool_scene(), 600),
@@ -118,6 +120,11 @@ fn world_steps_allocate_nothing() {
         for (scene, warm_up) in scenes {
             let mut world = if scene.name == "pool" { floating_pool() } else { scene.build().0 };
             world.set_sleep_enabled(false);
+            if scene.name == "hull_rain" {
+                // Hulls roll on for minutes, into chunks never meshed (meshing a
+                // chunk the first time allocates its mesh): mesh them all first.
+                mesh_every_chunk(&mut world, &pool);
+            }
             if scene.name == "rain" {
                 add_sensors(&mut world);
             }
@@ -337,6 +344,34 @@ fn integrated_frames_allocate_nothing() {
 }
 
 /// A stand-in scene named "pool" for [`floating_pool`] (the scenes have no water).
+/// Meshes every chunk of the world's terrain that can have triangles.
+fn mesh_every_chunk(world: &mut kiln::physics::World, pool: &ThreadPool) {
+    let terrain = world.terrain_mut().unwrap();
+    let (lo, hi) = terrain.geometry_bounds().unwrap();
+    let mut coords = Vec::new();
+    for x in lo.x..=hi.x {
+        for y in lo.y..=hi.y {
+            for z in lo.z..=hi.z {
+                coords.push(glam::IVec3::new(x, y, z));
+            }
+        }
+    }
+    terrain.prepare_meshes(&coords, pool.jobs());
+}
+
+/// The rain with every cube a hull of 32 points: hulls on the terrain's triangles.
+fn hull_rain() -> kiln::physics::scenes::Scene {
+    use kiln::physics::scenes::{self, SceneShape};
+    let mut scene = scenes::rain(256);
+    scene.name = "hull_rain";
+    for (i, b) in scene.bodies.iter_mut().enumerate() {
+        if matches!(b.shape, SceneShape::Cuboid { .. }) {
+            b.shape = SceneShape::Hull { radius: 0.6, points: 32, seed: i as u32 };
+        }
+    }
+    scene
+}
+
 fn pool_scene() -> kiln::physics::scenes::Scene {
     let mut scene = kiln::physics::scenes::pyramid(2);
     scene.name = "pool";

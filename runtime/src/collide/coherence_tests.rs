@@ -241,3 +241,73 @@ fn a_hulls_faces_around_a_vertex_are_the_faces_holding_it() {
         }
     }
 }
+
+/// Hulls tumbling and sliding over a bumpy patch of triangles, near the
+/// world's origin and a kilometre from it, each triangle keeping its separating axis
+/// from step to step (`collide_triangles_with`, the terrain's path): every step's
+/// manifolds are those of the plain test to the bit, and most separated triangles
+/// are decided by their cached axis or skipped for the motion since.
+#[test]
+fn shapes_on_triangles_keep_their_axes() {
+    use super::mesh::{collide_triangles, collide_triangles_with, TriangleAxes, TriangleSet};
+    use crate::shapes::Shape;
+    let mut seed = 31;
+    let margin = 0.04;
+    let (mut full, mut cached, mut skipped, mut touching) = (0, 0, 0, 0);
+    for case in 0..12 {
+        let origin = if case % 2 == 0 { Vec3::ZERO } else { Vec3::new(1000.0, 40.0, -700.0) };
+        // A 6 x 6 grid of 1 m cells with random heights, two triangles a cell.
+        let mut heights = [[0.0f32; 7]; 7];
+        for row in heights.iter_mut() {
+            for h in row.iter_mut() {
+                *h = 0.3 * lcg(&mut seed);
+            }
+        }
+        let at = |x: usize, z: usize| origin + Vec3::new(x as f32 - 3.0, heights[x][z], z as f32 - 3.0);
+        let mut set = TriangleSet::new();
+        for x in 0..6 {
+            for z in 0..6 {
+                set.push([at(x, z), at(x, z + 1), at(x + 1, z)]);
+                set.push([at(x + 1, z), at(x, z + 1), at(x + 1, z + 1)]);
+            }
+        }
+        set.finish(false);
+        // A box's corners (large flat faces) or 32 points on an ellipsoid.
+        let shape = if case % 3 == 0 {
+            let corners = BoxPoly { half: Vec3::new(0.4, 0.25, 0.3) };
+            Shape::hull(&(0..8).map(|i| corners.vertex(i)).collect::<Vec<_>>()).unwrap()
+        } else {
+            Shape::Hull(std::sync::Arc::new(hull(&mut seed, 32, Vec3::new(0.5, 0.4, 0.45), Vec3::ZERO)))
+        };
+        let (spin, drift) = (random_rotation(&mut seed), Vec3::new(lcg(&mut seed), 0.0, lcg(&mut seed)));
+        let speed = 0.002 + 0.004 * case as f32;
+        let mut axes = vec![SatCache::default(); set.triangles().len()];
+        for step in 0..400 {
+            let t = step as f32 * speed;
+            // Up and down through the patch's top, sliding across it and turning.
+            let height = 0.55 + 0.3 * (3.0 * t).sin();
+            let xf = Isometry::new(origin + drift * 2.0 * t.sin() + Vec3::Y * height, Quat::IDENTITY.slerp(spin, t));
+            let mut reference = Vec::new();
+            collide_triangles(set.triangles(), set.active(), &shape, &xf, margin, &mut |i, m| {
+                reference.push((i, *m));
+            });
+            let mut found = Vec::new();
+            let mut kept = TriangleAxes::new(&mut axes);
+            let (triangles, active) = (set.triangles(), set.active());
+            collide_triangles_with(triangles, active, &shape, &xf, margin, Some(&mut kept), &mut |i, m| {
+                found.push((i, *m));
+            });
+            let what = format!("case {case}, step {step}");
+            assert_eq!(found.len(), reference.len(), "{what}: manifolds");
+            for ((i, m), (j, r)) in found.iter().zip(&reference) {
+                assert_eq!(i, j, "{what}: triangles");
+                assert_same(m, r, &format!("{what}, triangle {i}"));
+            }
+            (full, cached, skipped) = (full + kept.full, cached + kept.cached, skipped + kept.skipped);
+            touching += found.len();
+        }
+    }
+    assert!(touching > 1000, "{touching} manifolds: the shapes must touch the patch");
+    assert!(skipped > 0 && cached > 0, "{skipped} skipped, {cached} decided by their axis");
+    assert!(skipped + cached > full, "{full} full tests, {cached} cached, {skipped} skipped");
+}

@@ -25,6 +25,6 @@ pub mod toi;
 pub use contact::{collide, collide_all, collide_coherent, for_each_proxy, proxy, shape_distance};
 pub use gjk::{distance, Distance, Proxy};
 pub use manifold::{Manifold, ManifoldPoint};
-pub use mesh::{collide_triangles, TriangleSet};
+pub use mesh::{collide_triangles, collide_triangles_with, TriangleAxes, TriangleSet};
 pub use sat::{SatCache, SatTest, SeparatingAxis};
 pub use toi::{shape_time_of_impact, time_of_impact, Sweep, Toi, ToiState};

@@ -579,6 +579,35 @@ impl SatCache {
         // (Written so that NaN is not apart.)
         self.separation - moved - 4e-5 * scale > margin
     }
+
+    /// [`SatCache::surely_apart`] for a B that never moves and is tested at the
+    /// identity with its vertices `b` in world coordinates (a terrain triangle), A now
+    /// at `xf_a`. The bound of `surely_apart` holds there too but is measured from the
+    /// world's origin, so any turn of A far from it spends the whole gap; this one is
+    /// measured from A's origin. A face of B keeps its plane in the world and A's
+    /// points moved by at most `|Δt| + 2 |Δq| |a|`; a face of A moved its plane
+    /// against B's fixed points, which in A's frame moved by at most `|Δt| + 2 |Δq|
+    /// |p - t|` (`t` A's origin now: `R1ᵀ(p - t1) - R0ᵀ(p - t0) = (R1ᵀ - R0ᵀ)(p - t1) +
+    /// R0ᵀ(t0 - t1)`). Edge axes are never skipped.
+    pub(crate) fn surely_apart_fixed(&self, xf_a: &Isometry, b: &[Vec3], margin: f32) -> bool {
+        // A's placement at the test, from `rel` (A's inverse there); the round-off of
+        // taking it back is far inside the round-off allowance below.
+        let (turn, t0) = (self.rel.rotation.conjugate(), self.rel.rotation.conjugate() * -self.rel.translation);
+        let dq = (xf_a.rotation - turn).length().min((xf_a.rotation + turn).length());
+        let (dt, chord) = ((xf_a.translation - t0).length(), 2.0 * dq);
+        let far_b = b.iter().fold(0.0f32, |m, p| m.max(p.length()));
+        let moved = match self.axis {
+            SeparatingAxis::FaceA(_) => {
+                let reach = b.iter().fold(0.0f32, |m, p| m.max((*p - xf_a.translation).length()));
+                dt + chord * reach
+            }
+            SeparatingAxis::FaceB(_) => dt + chord * self.far[0],
+            _ => return false,
+        };
+        let scale = xf_a.translation.length() + self.far[0] + far_b;
+        // (Written so that NaN is not apart.)
+        self.separation - moved - 4e-5 * scale > margin
+    }
 }
 
 /// How a cached test was decided.

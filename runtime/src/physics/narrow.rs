@@ -40,7 +40,9 @@ use super::constraint_graph::Colorable;
 use super::contact_solver::{Constraint, ConstraintTable, FoundAt, Header, NONE};
 use super::joint::Joints;
 use crate::codec::{Codec, Corrupt, Reader, Writer};
-use crate::collide::{collide_all, collide_coherent, collide_triangles, Manifold, SatCache, SatTest, TriangleSet};
+use crate::collide::{
+    collide_all, collide_coherent, collide_triangles_with, Manifold, SatCache, SatTest, TriangleAxes, TriangleSet,
+};
 use crate::jobs::{chunk_count, chunk_range, Column, Jobs};
 use crate::math::{Aabb, Isometry};
 use crate::shapes::Shape;
@@ -117,6 +119,9 @@ pub(crate) struct Gathered {
     triangles: Vec<[Vec3; 3]>,
     active: Vec<[bool; 3]>,
     ids: Vec<u32>,
+    /// For a shape with hulls, per convex part (a compound's parts in
+    /// order, else one) and triangle, the axis that last separated them.
+    axes: Vec<SatCache>,
 }
 
 /// Triangles, their edge flags and their ids.
@@ -130,6 +135,7 @@ struct GatheredSet {
     fat: Aabb,
     chunks: Range<u32>,
     triangles: Range<u32>,
+    axes: Range<u32>,
 }
 
 /// A set's revision is written as 1 when it is the attached terrain's revision and 0
@@ -142,16 +148,18 @@ impl Codec for GatheredSet {
         self.fat.put(w);
         self.chunks.put(w);
         self.triangles.put(w);
+        self.axes.put(w);
     }
     fn take(&mut self, r: &mut Reader) -> Result<(), Corrupt> {
         self.proxy.take(r)?;
         self.revision = if r.tag(2)? == 1 { r.revision } else { u64::MAX };
         self.fat.take(r)?;
         Codec::take(&mut self.chunks, r)?;
-        Codec::take(&mut self.triangles, r)
+        Codec::take(&mut self.triangles, r)?;
+        Codec::take(&mut self.axes, r)
     }
 }
-crate::codec::fields!(Gathered { sets, chunks, triangles, active, ids });
+crate::codec::fields!(Gathered { sets, chunks, triangles, active, ids, axes });
 
 impl Gathered {
     /// Renames terrain revision `from` as `to` (the triangles it named are back).
@@ -163,9 +171,9 @@ impl Gathered {
         }
     }
 
-    /// The sets, chunks and triangles it holds.
-    fn lens(&self) -> (usize, usize, usize) {
-        (self.sets.len(), self.chunks.len(), self.triangles.len())
+    /// The sets, chunks, triangles and axes it holds.
+    fn lens(&self) -> [usize; 4] {
+        [self.sets.len(), self.chunks.len(), self.triangles.len(), self.axes.len()]
     }
 
     /// Empties it. A job with terrain items this step (`largest`: the most any job's
@@ -175,25 +183,28 @@ impl Gathered {
     /// shift between jobs, and any job may get the densest share: sizing a job by its
     /// own last use (or the same job's a step earlier) still allocated in a scene whose
     /// bodies kept rolling. Jobs without terrain items keep what they have.
-    fn restart(&mut self, largest: Option<(usize, usize, usize)>) {
+    fn restart(&mut self, largest: Option<[usize; 4]>) {
         let own = self.lens();
         self.sets.clear();
         self.chunks.clear();
         self.triangles.clear();
         self.active.clear();
         self.ids.clear();
-        let Some((sets, chunks, triangles)) = largest else { return };
+        self.axes.clear();
+        let Some([sets, chunks, triangles, axes]) = largest else { return };
         let floor = if self.triangles.capacity() > 0 || triangles > 0 { 1 } else { 0 };
-        let (sets, chunks, triangles) = (
-            (2 * sets.max(own.0)).max(floor * GRAIN),
-            (2 * chunks.max(own.1)).max(floor * 4 * GRAIN),
-            (2 * triangles.max(own.2)).max(floor * 16 * GRAIN),
+        let (sets, chunks, triangles, axes) = (
+            (2 * sets.max(own[0])).max(floor * GRAIN),
+            (2 * chunks.max(own[1])).max(floor * 4 * GRAIN),
+            (2 * triangles.max(own[2])).max(floor * 16 * GRAIN),
+            (2 * axes.max(own[3])).max(floor * 16 * GRAIN),
         );
         self.sets.reserve(sets);
         self.chunks.reserve(chunks);
         self.triangles.reserve(triangles);
         self.active.reserve(triangles);
         self.ids.reserve(triangles);
+        self.axes.reserve(axes);
     }
 
     /// How many shapes' sets it holds.
@@ -219,7 +230,40 @@ impl Gathered {
         self.active.extend_from_slice(data.1);
         self.ids.extend_from_slice(data.2);
         let (c1, t1) = (self.chunks.len() as u32, self.triangles.len() as u32);
-        self.sets.push(GatheredSet { proxy, revision, fat, chunks: c0..c1, triangles: t0..t1 });
+        let a = self.axes.len() as u32;
+        self.sets.push(GatheredSet { proxy, revision, fat, chunks: c0..c1, triangles: t0..t1, axes: a..a });
+    }
+
+    /// Gives the last set `parts` axes per triangle, none of them found yet.
+    fn add_axes(&mut self, parts: usize) {
+        let set = self.sets.last_mut().expect("a set");
+        let count = parts * set.triangles.len();
+        self.axes.resize(self.axes.len() + count, SatCache::default());
+        set.axes.end = self.axes.len() as u32;
+    }
+
+    /// Gives the last set's triangles the axes they had in set `i` of `from` (the
+    /// same shape's set a step earlier, `parts` axes per triangle) when both were
+    /// gathered at the same terrain revision, so the same id names the same triangle.
+    /// The ids come in chunk and query order, so regions that overlap list their
+    /// common triangles in much the same order: each search starts past the last find.
+    fn carry_axes(&mut self, from: &Gathered, i: usize, parts: usize) {
+        let (old, new) = (&from.sets[i], self.sets.last().expect("a set"));
+        let (m, n) = (old.triangles.len(), new.triangles.len());
+        if old.revision != new.revision || old.axes.len() != parts * m || m == 0 {
+            return;
+        }
+        let old_ids = Gathered::range(&from.ids, &old.triangles);
+        let old_axes = Gathered::range(&from.axes, &old.axes);
+        let (ids, axes) = (&self.ids[new.triangles.start as usize..], &mut self.axes[new.axes.start as usize..]);
+        let mut at = 0;
+        for (j, id) in ids[..n].iter().enumerate() {
+            let Some(k) = (0..m).map(|step| (at + step) % m).find(|&k| old_ids[k] == *id) else { continue };
+            for p in 0..parts {
+                axes[p * n + j] = old_axes[p * m + k];
+            }
+            at = k + 1;
+        }
     }
 
     /// Copies set `i` of `from`, unchanged.
@@ -229,12 +273,26 @@ impl Gathered {
         let data =
             (Gathered::range(&from.triangles, t), Gathered::range(&from.active, t), Gathered::range(&from.ids, t));
         self.push((set.proxy, set.revision, set.fat), Gathered::range(&from.chunks, &set.chunks), data);
+        self.axes.extend_from_slice(Gathered::range(&from.axes, &set.axes));
+        self.sets.last_mut().expect("just pushed").axes.end = self.axes.len() as u32;
     }
 
     /// The last set's triangles, edge flags and ids.
     fn last(&self) -> Triangles<'_> {
         let t = &self.sets.last().expect("a set").triangles;
         (Gathered::range(&self.triangles, t), Gathered::range(&self.active, t), Gathered::range(&self.ids, t))
+    }
+
+    /// The last set's triangles, edge flags and ids, and its axes for convex part
+    /// `part` (empty when it keeps none).
+    fn last_with_axes(&mut self, part: u32) -> (Triangles<'_>, &mut [SatCache]) {
+        let set = self.sets.last().expect("a set");
+        let (t, a) = (set.triangles.clone(), set.axes.clone());
+        let n = t.len();
+        let axes = &mut self.axes[a.start as usize..a.end as usize];
+        let axes = if axes.is_empty() { axes } else { &mut axes[part as usize * n..(part as usize + 1) * n] };
+        let ids = Gathered::range(&self.ids, &t);
+        ((Gathered::range(&self.triangles, &t), Gathered::range(&self.active, &t), ids), axes)
     }
 }
 
@@ -410,6 +468,16 @@ fn rolling_radius(shape: &Shape) -> f32 {
 }
 
 /// Part `part` of a shape (the shape itself unless it is a compound).
+/// How many convex parts of `shape` a terrain set keeps axes for: every part of a
+/// compound with a hull among them, one for a hull, else none.
+fn hull_parts(shape: &Shape) -> usize {
+    let hull = |s: &Shape| matches!(s, Shape::Hull(_));
+    match shape {
+        Shape::Compound(c) if c.parts().iter().any(|p| hull(&p.shape)) => c.parts().len(),
+        other => hull(other) as usize,
+    }
+}
+
 fn part_of(shape: &Shape, part: u32) -> &Shape {
     match shape {
         Shape::Compound(c) => &c.parts()[part as usize].shape,
@@ -442,12 +510,8 @@ pub(crate) fn run(
     if outs.len() < chunks {
         outs.resize_with(chunks, NarrowOut::default);
     }
-    let largest = input
-        .kept
-        .outs
-        .iter()
-        .map(|o| o.gathered.lens())
-        .fold((0, 0, 0), |m, l| (m.0.max(l.0), m.1.max(l.1), m.2.max(l.2)));
+    let largest =
+        input.kept.outs.iter().map(|o| o.gathered.lens()).fold([0; 4], |m, l| std::array::from_fn(|i| m[i].max(l[i])));
     jobs.for_each_mut(&mut outs[..chunks], |chunk, out, _| {
         out.order.clear();
         out.fresh.clear();
@@ -864,6 +928,11 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
             let fat = if listed { fat } else { Aabb::EMPTY };
             let t = &out.triangles;
             out.gathered.push((proxy.0, revision, fat), chunks, (t.triangles(), t.active(), &out.triangle_ids));
+            let parts = hull_parts(&shape.shape);
+            out.gathered.add_axes(parts);
+            if let Some((old, i)) = input.kept.set_of(proxy.0).filter(|_| parts > 0) {
+                out.gathered.carry_axes(old, i, parts);
+            }
             false
         }
     };
@@ -902,8 +971,10 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
     let (center, radius) = (bounds.center(), 0.5 * (bounds.max - bounds.min).length());
     let part = |index: u32, part: &Shape, part_xf: &Isometry, out: &mut NarrowOut| {
         out.candidates.clear();
-        let ((triangles, active, ids), candidates) = (out.gathered.last(), &mut out.candidates);
-        collide_triangles(triangles, active, part, part_xf, input.margin, &mut |t, m: &Manifold| {
+        let (((triangles, active, ids), axes), candidates) = (out.gathered.last_with_axes(index), &mut out.candidates);
+        let mut axes = TriangleAxes::new(axes);
+        let keep = (!axes.axes.is_empty()).then_some(&mut axes);
+        collide_triangles_with(triangles, active, part, part_xf, input.margin, keep, &mut |t, m: &Manifold| {
             let tid = ids[t as usize].wrapping_mul(0x9e3779b1);
             for p in m.points() {
                 candidates.push(Candidate {
@@ -915,6 +986,8 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
                 });
             }
         });
+        (out.sat_full, out.sat_cached) = (out.sat_full + axes.full, out.sat_cached + axes.cached);
+        out.sat_skipped += axes.skipped;
         if out.candidates.is_empty() {
             return;
         }

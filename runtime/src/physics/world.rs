@@ -223,9 +223,10 @@ pub struct StepCounters {
     pub reused_pairs: u32,
     /// Shapes on terrain whose manifolds were reused, the same way.
     pub reused_terrain: u32,
-    /// Hull pairs (hull–hull, hull–box) given the whole separating-axis test, those
-    /// the axis that separated them last step still proved apart, and those it kept
-    /// apart without a search (they cannot have moved far enough to touch).
+    /// Hull pairs (hull–hull, hull–box, a hull and a terrain triangle) given the
+    /// whole separating-axis test, those the axis that separated them at their last
+    /// test still proved apart, and those it kept apart without a search (they
+    /// cannot have moved far enough to touch).
     pub sat_full: u32,
     pub sat_cached: u32,
     pub sat_skipped: u32,
