@@ -9,6 +9,9 @@
 //!   steps (4 s: the fall and the landing). rapier gets the terrain as one trimesh
 //!   made of Kiln's own chunk meshes (vertices merged, internal edges fixed). Kiln's
 //!   spheres have rolling resistance 0.2, which rapier does not model.
+//! - `hull_rain`: the rain with every cube a convex hull of 32 points (radius 0.6),
+//!   the first 240 steps: hulls on the terrain's triangles. rapier gets each hull
+//!   as its convex polyhedron.
 //! - `hull_pile`: 5,120 convex hulls of 32 points (every one different) dropped from
 //!   a tower 8 x 8 wide and 80 layers high into a walled pen, sleeping off; the first
 //!   500 steps (the fall and the collapse into a pile). rapier gets each hull as its
@@ -72,6 +75,7 @@ fn cases() -> Vec<Case> {
     let all = vec![
         Case { scene: scenes::large_pyramid(), steps: 60 },
         Case { scene: scenes::rain(4096), steps: 240 },
+        Case { scene: scenes::hull_rain(4096), steps: 240 },
         Case { scene: scenes::hull_pile(8, 80), steps: 500 },
         Case { scene: scenes::drum(8000), steps: 300 },
         Case { scene: scenes::joint_grid(100), steps: 100 },

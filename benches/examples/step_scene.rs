@@ -28,17 +28,7 @@ fn main() {
         "large_pyramid" => scenes::large_pyramid(),
         "pyramid" => scenes::pyramid(20),
         "rain" => scenes::rain(4096),
-        // The rain with every cube a convex hull of 32 points (radius 0.6): hulls on
-        // the terrain's triangles.
-        "hull_rain" => {
-            let mut scene = scenes::rain(4096);
-            for (i, b) in scene.bodies.iter_mut().enumerate() {
-                if matches!(b.shape, scenes::SceneShape::Cuboid { .. }) {
-                    b.shape = scenes::SceneShape::Hull { radius: 0.6, points: 32, seed: i as u32 };
-                }
-            }
-            scene
-        }
+        "hull_rain" => scenes::hull_rain(4096),
         "hull_pile" => scenes::hull_pile(8, 80),
         "drum" => scenes::drum(8000),
         "joint_grid" => scenes::joint_grid(100),

@@ -112,7 +112,7 @@ fn world_steps_allocate_nothing() {
         let scenes = [
             (scenes::pyramid(20), 120),
             (scenes::rain(256), 600),
-            (hull_rain(), 600),
+            (scenes::hull_rain(256), 600),
             (scenes::joint_grid(20), 120),
             (ragdolls_on_a_floor(), 600),
             (pool_scene(), 600),
@@ -357,19 +357,6 @@ fn mesh_every_chunk(world: &mut kiln::physics::World, pool: &ThreadPool) {
         }
     }
     terrain.prepare_meshes(&coords, pool.jobs());
-}
-
-/// The rain with every cube a hull of 32 points: hulls on the terrain's triangles.
-fn hull_rain() -> kiln::physics::scenes::Scene {
-    use kiln::physics::scenes::{self, SceneShape};
-    let mut scene = scenes::rain(256);
-    scene.name = "hull_rain";
-    for (i, b) in scene.bodies.iter_mut().enumerate() {
-        if matches!(b.shape, SceneShape::Cuboid { .. }) {
-            b.shape = SceneShape::Hull { radius: 0.6, points: 32, seed: i as u32 };
-        }
-    }
-    scene
 }
 
 fn pool_scene() -> kiln::physics::scenes::Scene {

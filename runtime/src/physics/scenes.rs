@@ -489,6 +489,19 @@ pub fn rain(count: usize) -> Scene {
     rain_over("rain", 256, count)
 }
 
+/// [`rain`] with every cube a convex hull of 32 points on a sphere of radius 0.6
+/// (each its own): hulls on the terrain's triangles.
+pub fn hull_rain(count: usize) -> Scene {
+    let mut scene = rain(count);
+    scene.name = "hull_rain";
+    for (i, b) in scene.bodies.iter_mut().enumerate() {
+        if matches!(b.shape, SceneShape::Cuboid { .. }) {
+            b.shape = SceneShape::Hull { radius: 0.6, points: 32, seed: i as u32 };
+        }
+    }
+    scene
+}
+
 /// [`rain`] over a `size` m terrain (at least 32): the integrated frame's demo scene.
 pub fn rain_over(name: &'static str, size: i32, count: usize) -> Scene {
     let size = size.max(32);
