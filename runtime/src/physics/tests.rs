@@ -646,6 +646,54 @@ fn hulls_on_terrain_keep_their_triangle_axes_and_settle() {
     assert_eq!(run(3), one, "3 workers");
 }
 
+/// A shape that takes a destroyed shape's proxy id does not inherit the separating
+/// axes its predecessor kept against the terrain's triangles: a hull box twice the
+/// size made where a small one floated on a corner (its faces now through triangles
+/// the small one's cached faces kept apart) finds the same contacts as in a world
+/// that never held the small one.
+#[test]
+fn a_reused_proxy_does_not_inherit_triangle_axes() {
+    use crate::shapes::{BoxPoly, Polytope};
+    use crate::terrain::{Material, Terrain};
+    let pool = ThreadPool::new(0);
+    let corners = |h: f32| Shape::hull(&(0..8).map(|i| BoxPoly { half: Vec3::splat(h) }.vertex(i)).collect::<Vec<_>>());
+    let world_with_ground = || {
+        let mut world = World::new(WorldDef::default());
+        let mut terrain = Terrain::new(0.5);
+        terrain.fill(glam::IVec3::new(-16, -8, -16), glam::IVec3::new(16, -1, 16), Material::ROCK);
+        world.set_terrain(terrain);
+        world
+    };
+    let hull_body = |world: &mut World, at: Isometry, half: f32| {
+        let id = world.create_body(&BodyDef { transform: at, gravity_scale: 0.0, ..BodyDef::default() }).unwrap();
+        world.add_shape(id, corners(half).unwrap(), ShapeDef::default()).unwrap();
+        id
+    };
+    let mut world = world_with_ground();
+    // Floating on one corner, tilted: the ground's triangles under its sloping faces
+    // are apart along those faces.
+    let turn = Quat::from_rotation_x(0.6) * Quat::from_rotation_z(0.5);
+    let low = (0..8).map(|i| (turn * BoxPoly { half: Vec3::splat(0.3) }.vertex(i)).y).fold(f32::MAX, f32::min);
+    let small = hull_body(&mut world, Isometry::new(Vec3::new(0.1, 0.005 - low, 0.2), turn), 0.3);
+    let mut tested = 0;
+    for _ in 0..30 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+        tested += world.counters().sat_full;
+    }
+    assert!(tested > world.counters().contact_points, "the small hull kept axes of triangles it was apart from");
+    let (at, proxy) = (world.transform(small).unwrap(), world.proxies[small.index as usize][0]);
+    world.destroy_body(small).unwrap();
+    let large = hull_body(&mut world, at, 0.6);
+    assert_eq!(world.proxies[large.index as usize][0], proxy, "the large hull takes the small one's proxy");
+    let mut fresh = world_with_ground();
+    let alone = hull_body(&mut fresh, at, 0.6);
+    world.step(1.0 / 60.0, pool.jobs()).unwrap();
+    fresh.step(1.0 / 60.0, pool.jobs()).unwrap();
+    let points = |w: &World| (w.counters().constraints, w.counters().contact_points);
+    assert_eq!(points(&world), points(&fresh), "(constraints, points) of the large hull");
+    assert_eq!(world.transform(large).unwrap(), fresh.transform(alone).unwrap());
+}
+
 /// The drum scene over 20 s (500° of turn): a kinematic body of 42 hull pieces turns at
 /// its set rate and keeps the tumbling cubes inside it at every second (none escapes
 /// between segments or through an end), and the continuous stage sweeps none of them

@@ -833,6 +833,9 @@ impl World {
         }
         self.cache.retain(|&(key, _, _)| !involves(key));
         self.axes.retain(|&(key, _)| !involves(key));
+        // The proxy's gathered terrain triangles carry its shape's separating axes,
+        // which must not pass to a shape that takes the proxy's id next.
+        self.scratch.kept_index.retain(|&(p, _, _)| p != proxy.0);
         // Mid-step, the table still holds its constraints: the next step's cache
         // is made from the table again at the step's end.
         self.cache_ready = false;
