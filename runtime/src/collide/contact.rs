@@ -125,25 +125,6 @@ pub fn collide_coherent(
     })
 }
 
-/// A hull (or box) `a` against a triangle `tri` (world coordinates, tested at the
-/// identity) with its edge flags, with the triangle's cache (see
-/// `mesh::collide_triangles_with`). Other shapes take [`collide_convex`].
-pub(crate) fn collide_polytope_triangle(
-    a: &Convex,
-    xf_a: &Isometry,
-    tri: &TrianglePoly,
-    margin: f32,
-    edges: &TriangleEdges,
-    cache: &mut SatCache,
-) -> (Manifold, SatTest) {
-    let at = Isometry::IDENTITY;
-    match a {
-        Convex::Box(pa) => collide_polytopes_cached(pa, xf_a, tri, &at, margin, Some(edges), cache),
-        Convex::Hull(pa) => collide_polytopes_cached(*pa, xf_a, tri, &at, margin, Some(edges), cache),
-        _ => (collide_convex(a, xf_a, &Convex::Triangle(*tri), &at, margin, Some(edges)), SatTest::Full),
-    }
-}
-
 /// Every manifold between `a` and `b`: one per pair of convex parts within `margin`,
 /// reported as `(part of A, part of B, manifold)` in part order (part 0 for a
 /// shape that is not a compound).

@@ -24,10 +24,10 @@ use std::hash::Hasher;
 
 use glam::{Mat3, Vec3};
 
-use super::contact::{collide_convex, collide_polytope_triangle, Convex};
+use super::contact::{collide_convex, Convex};
 use super::manifold::Manifold;
 use super::rounded::{Rounded, TriangleEdges};
-use super::sat::{SatCache, SatTest, SeparatingAxis};
+use super::sat::{collide_polytopes_cached, SatCache, SatTest, SeparatingAxis};
 use crate::math::{Aabb, FastHasher, Isometry};
 use crate::shapes::{Shape, TrianglePoly};
 
@@ -266,7 +266,11 @@ pub fn collide_triangles_with(
                 Convex::Rounded(r) => Some(CoreReach::new(&r, xf, margin)),
                 _ => None,
             };
-            if !matches!(convex, Convex::Hull(_)) {
+            let hull = match convex {
+                Convex::Hull(h) => Some(h),
+                _ => None,
+            };
+            if hull.is_none() {
                 axes = None;
             }
             debug_assert!(axes.as_ref().is_none_or(|a| a.axes.len() == triangles.len()));
@@ -287,16 +291,15 @@ pub fn collide_triangles_with(
                     continue;
                 }
                 let edges = TriangleEdges { triangle: poly, active };
-                let m = match axes.as_deref_mut() {
-                    Some(axes) => {
-                        let (m, test) =
-                            collide_polytope_triangle(&convex, xf, &poly, margin, &edges, &mut axes.axes[i]);
+                let at = Isometry::IDENTITY;
+                let m = match (hull, axes.as_deref_mut()) {
+                    (Some(hull), Some(axes)) => {
+                        let cache = &mut axes.axes[i];
+                        let (m, test) = collide_polytopes_cached(hull, xf, &poly, &at, margin, Some(&edges), cache);
                         axes.count(test);
                         m
                     }
-                    None => {
-                        collide_convex(&convex, xf, &Convex::Triangle(poly), &Isometry::IDENTITY, margin, Some(&edges))
-                    }
+                    _ => collide_convex(&convex, xf, &Convex::Triangle(poly), &at, margin, Some(&edges)),
                 };
                 if !m.is_empty() {
                     out(i as u32, &m);

@@ -595,16 +595,13 @@ impl SatCache {
         let (turn, t0) = (self.rel.rotation.conjugate(), self.rel.rotation.conjugate() * -self.rel.translation);
         let dq = (xf_a.rotation - turn).length().min((xf_a.rotation + turn).length());
         let (dt, chord) = ((xf_a.translation - t0).length(), 2.0 * dq);
-        let far_b = b.iter().fold(0.0f32, |m, p| m.max(p.length()));
+        let farthest = |from: Vec3| b.iter().fold(0.0f32, |m, p| m.max((*p - from).length_squared())).sqrt();
         let moved = match self.axis {
-            SeparatingAxis::FaceA(_) => {
-                let reach = b.iter().fold(0.0f32, |m, p| m.max((*p - xf_a.translation).length()));
-                dt + chord * reach
-            }
+            SeparatingAxis::FaceA(_) => dt + chord * farthest(xf_a.translation),
             SeparatingAxis::FaceB(_) => dt + chord * self.far[0],
             _ => return false,
         };
-        let scale = xf_a.translation.length() + self.far[0] + far_b;
+        let scale = xf_a.translation.length() + self.far[0] + farthest(Vec3::ZERO);
         // (Written so that NaN is not apart.)
         self.separation - moved - 4e-5 * scale > margin
     }

@@ -467,7 +467,6 @@ fn rolling_radius(shape: &Shape) -> f32 {
     }
 }
 
-/// Part `part` of a shape (the shape itself unless it is a compound).
 /// How many convex parts of `shape` a terrain set keeps axes for: every part of a
 /// compound with a hull among them, one for a hull, else none.
 fn hull_parts(shape: &Shape) -> usize {
@@ -478,6 +477,7 @@ fn hull_parts(shape: &Shape) -> usize {
     }
 }
 
+/// Part `part` of a shape (the shape itself unless it is a compound).
 fn part_of(shape: &Shape, part: u32) -> &Shape {
     match shape {
         Shape::Compound(c) => &c.parts()[part as usize].shape,
