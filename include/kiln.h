@@ -42,7 +42,7 @@
  * Version of the binary interface: structs, function signatures, constants. Bumped
  * on every incompatible change; the shared library's SONAME is `libkiln.so.<ABI>`.
  */
-#define KILN_ABI_VERSION 7
+#define KILN_ABI_VERSION 8
 
 /**
  * Library version, major part.
@@ -447,7 +447,8 @@
 #define KILN_DEVICE_OTHER 4
 
 /**
- * `KilnTraceHit::instance` when the ray hit nothing.
+ * The instance a GPU-side hit names when the ray hit nothing (what Kiln's kernels
+ * write; C hits have the null `KilnInstanceId` instead).
  */
 #define KILN_NO_HIT 4294967295
 
@@ -471,7 +472,7 @@
  * Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
  * struct of this header but `KilnAbiInfo` itself.
  */
-#define KILN_ABI_STRUCT_COUNT 87
+#define KILN_ABI_STRUCT_COUNT 89
 
 /**
  * Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
@@ -2630,6 +2631,40 @@ typedef struct KilnTracerDef {
 } KilnTracerDef;
 
 /**
+ * Handle to a ray tracer (a Vulkan device with meshes and instances). `{0, 0}` is
+ * the null handle. Pass by value.
+ */
+typedef struct KilnTracerId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a destroyed tracer's handles no longer match.
+     */
+    uint32_t generation;
+} KilnTracerId;
+
+/**
+ * A mesh of a tracer, from `kiln_tracer_add_mesh`: valid until
+ * `kiln_tracer_remove_mesh` or the tracer's destruction. All zero is the null handle.
+ */
+typedef struct KilnMeshId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a removed mesh's handles no longer match.
+     */
+    uint32_t generation;
+    /**
+     * The tracer the mesh belongs to.
+     */
+    struct KilnTracerId tracer;
+} KilnMeshId;
+
+/**
  * An affine transform: three rows of `[m0, m1, m2, translation]`, so a point `p`
  * maps to `rows[i][0] * p.x + rows[i][1] * p.y + rows[i][2] * p.z + rows[i][3]`.
  */
@@ -2649,9 +2684,9 @@ typedef struct KilnInstanceDef {
      */
     uint32_t struct_size;
     /**
-     * Mesh index from `kiln_tracer_add_mesh`. Default 0.
+     * The mesh, from `kiln_tracer_add_mesh`. Default: the null handle (refused).
      */
-    uint32_t mesh;
+    struct KilnMeshId mesh;
     /**
      * Object-to-world transform; must be invertible and finite. Default identity.
      */
@@ -2707,21 +2742,6 @@ typedef struct KilnSkinnedMeshDef {
 } KilnSkinnedMeshDef;
 
 /**
- * Handle to a ray tracer (a Vulkan device with meshes and instances). `{0, 0}` is
- * the null handle. Pass by value.
- */
-typedef struct KilnTracerId {
-    /**
-     * Slot index plus one (0 means null).
-     */
-    uint32_t index1;
-    /**
-     * Slot generation; a destroyed tracer's handles no longer match.
-     */
-    uint32_t generation;
-} KilnTracerId;
-
-/**
  * The device a tracer runs on, from `kiln_tracer_get_device`.
  */
 typedef struct KilnDeviceInfo {
@@ -2754,6 +2774,27 @@ typedef struct KilnDeviceInfo {
      */
     bool timestamps;
 } KilnDeviceInfo;
+
+/**
+ * An instance of a tracer, from `kiln_tracer_add_instance` or
+ * `kiln_tracer_add_skinned_instance`: valid until `kiln_tracer_remove_instance` or
+ * the tracer's destruction. All zero is the null handle (a miss's
+ * `KilnTraceHit::instance`).
+ */
+typedef struct KilnInstanceId {
+    /**
+     * Slot index plus one (0 means null).
+     */
+    uint32_t index1;
+    /**
+     * Slot generation; a removed instance's handles no longer match.
+     */
+    uint32_t generation;
+    /**
+     * The tracer the instance belongs to.
+     */
+    struct KilnTracerId tracer;
+} KilnInstanceId;
 
 /**
  * One ray of a batch.
@@ -2790,9 +2831,9 @@ typedef struct KilnTraceHit {
      */
     float t;
     /**
-     * Instance index, or `KILN_NO_HIT`.
+     * The instance hit; the null handle (`index1 == 0`) on a miss.
      */
-    uint32_t instance;
+    struct KilnInstanceId instance;
     /**
      * Triangle index in the instance's mesh.
      */
@@ -5213,7 +5254,7 @@ KilnStatus kiln_tracer_get_memory(struct KilnTracerId tracer,
 
 /**
  * Registers a triangle mesh (a BLAS is built over it on the CPU with binned SAH and
- * uploaded before the next trace) and writes its index to `out_mesh`. Positions
+ * uploaded before the next trace) and writes its handle to `out_mesh`. Positions
  * must be finite; indices below `vertex_count`. Instances share one copy.
  *
  * Pointers: `positions` is NULL or readable for `vertex_count` entries, `indices` for
@@ -5226,10 +5267,10 @@ KilnStatus kiln_tracer_add_mesh(struct KilnTracerId tracer,
                                 uint32_t vertex_count,
                                 const uint32_t *indices,
                                 uint32_t triangle_count,
-                                uint32_t *out_mesh);
+                                struct KilnMeshId *out_mesh);
 
 /**
- * Places an instance of a mesh and writes its index (reported in hits) to
+ * Places an instance of a mesh and writes its handle (named in hits) to
  * `out_instance`.
  *
  * Pointers: `def` is NULL or readable; `out_instance` is NULL or writable.
@@ -5238,11 +5279,11 @@ KilnStatus kiln_tracer_add_mesh(struct KilnTracerId tracer,
  */
 KilnStatus kiln_tracer_add_instance(struct KilnTracerId tracer,
                                     const struct KilnInstanceDef *def,
-                                    uint32_t *out_instance);
+                                    struct KilnInstanceId *out_instance);
 
 /**
  * Adds a skinned instance: its own copy of the mesh in `mesh`, placed by
- * `transform`, bones starting as identities. Writes its instance index to
+ * `transform`, bones starting as identities. Writes its handle to
  * `out_instance`.
  *
  * Pointers: `mesh` is NULL or readable, its arrays readable for their counts;
@@ -5255,7 +5296,7 @@ KilnStatus kiln_tracer_add_skinned_instance(struct KilnTracerId tracer,
                                             const struct KilnAffine *transform,
                                             uint32_t mask,
                                             uint32_t user_id,
-                                            uint32_t *out_instance);
+                                            struct KilnInstanceId *out_instance);
 
 /**
  * Moves `count` instances: `instances[i]` gets `transforms[i]`. Every entry is
@@ -5267,7 +5308,7 @@ KilnStatus kiln_tracer_add_skinned_instance(struct KilnTracerId tracer,
  * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_set_transforms(struct KilnTracerId tracer,
-                                      const uint32_t *instances,
+                                      const struct KilnInstanceId *instances,
                                       const struct KilnAffine *transforms,
                                       uint32_t count);
 
@@ -5280,7 +5321,7 @@ KilnStatus kiln_tracer_set_transforms(struct KilnTracerId tracer,
  * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_set_bones(struct KilnTracerId tracer,
-                                 uint32_t instance,
+                                 struct KilnInstanceId instance,
                                  const struct KilnAffine *bones,
                                  uint32_t bone_count);
 
@@ -5295,7 +5336,7 @@ KilnStatus kiln_tracer_set_bones(struct KilnTracerId tracer,
  * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_follow_body(struct KilnTracerId tracer,
-                                   uint32_t instance,
+                                   struct KilnInstanceId instance,
                                    struct KilnBodyId body,
                                    const struct KilnAffine *local);
 
@@ -5304,7 +5345,26 @@ KilnStatus kiln_tracer_follow_body(struct KilnTracerId tracer,
  *
  * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
-KilnStatus kiln_tracer_unfollow(struct KilnTracerId tracer, uint32_t instance);
+KilnStatus kiln_tracer_unfollow(struct KilnTracerId tracer, struct KilnInstanceId instance);
+
+/**
+ * Removes an instance: it leaves the next trace, stops following its body, and a
+ * skinned instance's own copy of its mesh is freed on the device. Its handle (and
+ * every copy of it) is refused from then on. Another instance may take its place
+ * in the GPU's instance array: C hits always name instances by handle.
+ *
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_tracer_remove_instance(struct KilnTracerId tracer, struct KilnInstanceId instance);
+
+/**
+ * Removes a mesh and frees its BLAS on the device (`kiln_tracer_get_memory` goes
+ * down by the next trace or update). Refused with `KILN_ERROR_INVALID_ARGUMENT`
+ * while an instance uses it: remove those first.
+ *
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_tracer_remove_mesh(struct KilnTracerId tracer, struct KilnMeshId mesh);
 
 /**
  * Copies the transform of every followed body of `world` into its instance (call it
@@ -5444,8 +5504,9 @@ KilnStatus kiln_tracer_record_trace(struct KilnTracerId tracer,
  * Writes the hits of the last `kiln_tracer_record_trace` for `frame_slot` to `hits`
  * (`count` must equal the rays recorded). Call it once the engine's submission of
  * that command buffer completed; before, the values are undefined. A miss has
- * `instance == KILN_NO_HIT` and `t = +inf`. The hits stay readable until the slot is
- * recorded again.
+ * the null instance and `t = +inf`; a hit names its instance by the handle it had
+ * when the trace was recorded. The hits stay readable until the slot is recorded
+ * again.
  *
  * Pointers: `hits` is NULL or writable for `count` entries.
  *
@@ -5508,9 +5569,11 @@ bool kiln_gi_is_valid(struct KilnGiId gi);
 KilnStatus kiln_gi_set_lighting(struct KilnGiId gi, const struct KilnGiLighting *lighting);
 
 /**
- * Sets the diffuse albedo of tracer instances 0 to `count` - 1 (instance `i` gets
- * `albedo[i]`, each channel in [0, 1]); later instances use the lighting's
- * default albedo. `count` 0 clears the list.
+ * Sets the diffuse albedo of the tracer's first `count` instances (the `i`-th gets
+ * `albedo[i]`, each channel in [0, 1]); later instances use the lighting's default
+ * albedo. `count` 0 clears the list. Instances count in the order they were added
+ * while none is removed; `kiln_tracer_remove_instance` moves the last instance into
+ * the removed one's place.
  *
  * Pointers: `albedo` is NULL or readable for `count` entries.
  *
@@ -5788,6 +5851,8 @@ static inline KilnStatus kiln_check_linked_abi(void) {
     info.struct_sizes[84] = (uint32_t)sizeof(KilnCharacterBodies);
     info.struct_sizes[85] = (uint32_t)sizeof(KilnWaterEvent);
     info.struct_sizes[86] = (uint32_t)sizeof(KilnSubmerged);
+    info.struct_sizes[87] = (uint32_t)sizeof(KilnMeshId);
+    info.struct_sizes[88] = (uint32_t)sizeof(KilnInstanceId);
     return kiln_check_abi(&info);
 }
 #endif /* KILN_CHECK_LINKED_ABI_DEFINED */

@@ -386,7 +386,7 @@ int main(int argc, char **argv) {
         CHECK(triangles > 0);
         Mesh ball = capsule_mesh(0.5f, 0.0f, 12, 16), capsule = capsule_mesh(0.3f, 0.5f, 10, 12);
         Mesh person = capsule_mesh(cdef.radius, 0.5f * cdef.height, 10, 12);
-        uint32_t meshes[4];
+        KilnMeshId meshes[4];
         CHECK_STATUS(kiln_tracer_add_mesh(tracer, unit_cube_positions, 8, unit_cube_indices, 12, &meshes[0]), KILN_OK);
         const Mesh *own[3] = {&ball, &capsule, &person};
         for (int k = 0; k < 3; k++) {
@@ -412,13 +412,13 @@ int main(int argc, char **argv) {
             def.mesh = character ? meshes[3] : meshes[i % 3];
             def.mask = 2;
             def.user_id = character ? CHARACTER_USER_ID : i;
-            uint32_t instance;
+            KilnInstanceId instance;
             CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &instance), KILN_OK);
             CHECK_STATUS(kiln_tracer_follow_body(tracer, instance, character ? walker.body : bodies[i],
                                                  &locals[character ? 3 : i % 3]),
                          KILN_OK);
             albedo(def.user_id, &up, a);
-            albedos[instance] = (KilnVec3){a[0], a[1], a[2]};
+            albedos[i + 1] = (KilnVec3){a[0], a[1], a[2]}; /* added after the terrain, nothing removed */
         }
         instance_count = count + 2;
 

@@ -174,27 +174,32 @@ static void engine_destroy(struct engine *e) {
     if (e->instance) vkDestroyInstance(e->instance, NULL);
 }
 
-/* The same scene in both tracers: a ground quad and 3x3 boxes. */
-static void build_scene(KilnTracerId tracer) {
+/* The same scene in both tracers: a ground quad and 3x3 boxes. Returns the first
+   box, the one that moves. */
+static KilnInstanceId build_scene(KilnTracerId tracer) {
     const KilnVec3 ground[4] = {{-20, 0, -20}, {20, 0, -20}, {20, 0, 20}, {-20, 0, 20}};
     const uint32_t quad[6] = {0, 2, 1, 0, 3, 2};
     KilnVec3 box[8];
     for (int i = 0; i < 8; i++) box[i] = (KilnVec3){i & 1 ? 1.0f : -1.0f, i & 2 ? 2.0f : 0.0f, i & 4 ? 1.0f : -1.0f};
     const uint32_t faces[36] = {0, 1, 3, 0, 3, 2, 4, 6, 7, 4, 7, 5, 0, 4, 5, 0, 5, 1,
                                 2, 3, 7, 2, 7, 6, 0, 2, 6, 0, 6, 4, 1, 5, 7, 1, 7, 3};
-    uint32_t mesh, instance;
+    KilnMeshId mesh;
+    KilnInstanceId instance;
     CHECK_STATUS(kiln_tracer_add_mesh(tracer, ground, 4, quad, 2, &mesh), KILN_OK);
     KilnInstanceDef def = kiln_default_instance_def();
     def.mesh = mesh;
     CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &instance), KILN_OK);
     CHECK_STATUS(kiln_tracer_add_mesh(tracer, box, 8, faces, 12, &mesh), KILN_OK);
+    KilnInstanceId first = {0};
     for (int i = 0; i < 9; i++) {
         def.mesh = mesh;
         def.user_id = 100 + (uint32_t)i;
         def.transform.rows[0][3] = (float)(i % 3) * 5.0f - 5.0f;
         def.transform.rows[2][3] = (float)(i / 3) * 5.0f - 5.0f;
         CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &instance), KILN_OK);
+        if (i == 0) first = instance;
     }
+    return first;
 }
 
 /* Rays from a camera circling the scene, different every frame. */
@@ -209,7 +214,10 @@ static void frame_rays(int frame, KilnTraceRay *rays) {
 
 static int same_hits(const KilnTraceHit *a, const KilnTraceHit *b, int n) {
     for (int i = 0; i < n; i++)
-        if (a[i].instance != b[i].instance || a[i].primitive != b[i].primitive || a[i].t != b[i].t) return 0;
+        /* The tracers differ, so the handles' tracer fields do; slot and generation agree. */
+        if (a[i].instance.index1 != b[i].instance.index1 || a[i].instance.generation != b[i].instance.generation ||
+            a[i].primitive != b[i].primitive || a[i].t != b[i].t)
+            return 0;
     return 1;
 }
 
@@ -261,8 +269,7 @@ int main(int argc, char **argv) {
     KilnDeviceInfo info;
     CHECK_STATUS(kiln_tracer_get_device(tracer, &info), KILN_OK);
     printf("embedded tracer on the engine's device: %s\n", info.name);
-    build_scene(tracer);
-    build_scene(reference);
+    KilnInstanceId moving = build_scene(tracer), moving_reference = build_scene(reference);
 
     static KilnTraceRay rays[RAYS];
     static KilnTraceHit hits[RAYS], expected[SLOTS][RAYS];
@@ -281,9 +288,8 @@ int main(int argc, char **argv) {
         if (frame >= frames) continue;
         /* Move one box every frame (the TLAS is rebuilt inside the recording). */
         KilnAffine moved = {{{1, 0, 0, (float)frame * 0.5f - 5.0f}, {0, 1, 0, 0}, {0, 0, 1, -5.0f}}};
-        uint32_t index = 1;
-        CHECK_STATUS(kiln_tracer_set_transforms(tracer, &index, &moved, 1), KILN_OK);
-        CHECK_STATUS(kiln_tracer_set_transforms(reference, &index, &moved, 1), KILN_OK);
+        CHECK_STATUS(kiln_tracer_set_transforms(tracer, &moving, &moved, 1), KILN_OK);
+        CHECK_STATUS(kiln_tracer_set_transforms(reference, &moving_reference, &moved, 1), KILN_OK);
         frame_rays(frame, rays);
         vkResetFences(e.device, 1, &e.fence[slot]);
         vkResetCommandBuffer(e.cmd[slot], 0);
@@ -303,7 +309,7 @@ int main(int argc, char **argv) {
            matched, compared);
     CHECK(compared == frames && matched == compared);
     int seen = 0;
-    for (int i = 0; i < RAYS; i++) seen += hits[i].instance != KILN_NO_HIT && hits[i].user_id >= 100;
+    for (int i = 0; i < RAYS; i++) seen += hits[i].instance.index1 != 0 && hits[i].user_id >= 100;
     CHECK(seen > RAYS / 20);
 
     /* Refused after creation, changing nothing. */

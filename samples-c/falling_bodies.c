@@ -148,7 +148,7 @@ int main(int argc, char **argv) {
         printf("GPU scene: %u terrain triangles", triangles);
         /* Boxes: a unit cube scaled per body; spheres and capsules: their own meshes. */
         Mesh shape_meshes[3] = {{0}, capsule_mesh(0.4f, 0.0f, 10, 16), capsule_mesh(0.25f, 0.4f, 10, 12)};
-        uint32_t meshes[3];
+        KilnMeshId meshes[3];
         CHECK_STATUS(kiln_tracer_add_mesh(tracer, unit_cube_positions, 8, unit_cube_indices, 12, &meshes[0]), KILN_OK);
         for (int k = 1; k < 3; k++)
             CHECK_STATUS(kiln_tracer_add_mesh(tracer, shape_meshes[k].positions, shape_meshes[k].vertex_count,
@@ -164,7 +164,7 @@ int main(int argc, char **argv) {
             def.mesh = meshes[i % 3];
             def.mask = BODY_MASK;
             def.user_id = i;
-            uint32_t instance;
+            KilnInstanceId instance;
             CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &instance), KILN_OK);
             CHECK_STATUS(kiln_tracer_follow_body(tracer, instance, bodies[i], &locals[i % 3]), KILN_OK);
         }
@@ -294,7 +294,7 @@ int main(int argc, char **argv) {
         CHECK_STATUS(kiln_tracer_trace(tracer, rays, samples, KILN_TRACE_CLOSEST, hits), KILN_OK);
         for (unsigned i = 0; i < samples; i++) {
             float cpu = ground(terrain, rays[i].origin.x, rays[i].origin.z);
-            agree += hits[i].instance != KILN_NO_HIT && fabsf(200.0f - hits[i].t - cpu) < 1e-3f;
+            agree += hits[i].instance.index1 != 0 && fabsf(200.0f - hits[i].t - cpu) < 1e-3f;
         }
         for (unsigned i = 0; i < count; i++) {
             const Instance *in = &instances[i];
@@ -302,7 +302,7 @@ int main(int argc, char **argv) {
                                      2.0f, BODY_MASK};
         }
         CHECK_STATUS(kiln_tracer_trace(tracer, rays, count, KILN_TRACE_CLOSEST, hits), KILN_OK);
-        for (unsigned i = 0; i < count; i++) found += hits[i].instance != KILN_NO_HIT;
+        for (unsigned i = 0; i < count; i++) found += hits[i].instance.index1 != 0;
         printf("GPU vs CPU: %u of %u terrain heights agree; %u of %u bodies found by a ray down through them\n", agree,
                samples, found, count);
         CHECK(agree == samples);

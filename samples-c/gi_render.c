@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
     KilnTracerId tracer;
     int early = start_gpu_sample("gi_render", &tracer);
     if (early >= 0) return early;
-    uint32_t cube;
+    KilnMeshId cube;
     CHECK_STATUS(kiln_tracer_add_mesh(tracer, unit_cube_positions, 8, unit_cube_indices, 12, &cube), KILN_OK);
     KilnVec3 albedo[BOX_COUNT];
     for (uint32_t i = 0; i < BOX_COUNT; i++) {
@@ -142,7 +142,7 @@ int main(int argc, char **argv) {
             inst.transform.rows[r][r] = 0.5f * (b->hi[r] - b->lo[r]);
             inst.transform.rows[r][3] = 0.5f * (b->hi[r] + b->lo[r]);
         }
-        uint32_t id;
+        KilnInstanceId id;
         CHECK_STATUS(kiln_tracer_add_instance(tracer, &inst, &id), KILN_OK);
         albedo[i] = (KilnVec3){b->albedo[0], b->albedo[1], b->albedo[2]};
     }

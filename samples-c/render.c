@@ -86,7 +86,7 @@ KilnStatus render(KilnTracerId tracer, const Camera *camera, int width, int heig
         const KilnTraceHit *h = &hits[i];
         KilnTraceRay *r = &rays[i];
         float *c = &color[3 * i];
-        if (h->instance == KILN_NO_HIT) {
+        if (h->instance.index1 == 0) {
             float up = r->direction.y > 0.0f ? r->direction.y : 0.0f;
             c[0] = 0.35f + 0.2f * (1.0f - up), c[1] = 0.5f + 0.2f * (1.0f - up), c[2] = 0.9f;
             if (normals_rgb) memset(&normals_rgb[3 * i], 0, 3);
@@ -121,7 +121,7 @@ KilnStatus render(KilnTracerId tracer, const Camera *camera, int width, int heig
         for (uint32_t i = 0; i < n; i++) {
             float *c = &color[3 * i];
             if (cosines[i] >= 0.0f) {
-                int shadowed = hits[i].instance != KILN_NO_HIT;
+                int shadowed = hits[i].instance.index1 != 0;
                 stats->shadowed += shadowed;
                 float light = 0.25f + (shadowed ? 0.0f : 0.9f * cosines[i]);
                 for (int k = 0; k < 3; k++) c[k] *= light;
@@ -230,7 +230,7 @@ KilnStatus shade_gi(KilnTracerId tracer, KilnGiId gi, const KilnGiLighting *ligh
         const KilnTraceRay *r = &rays[i];
         const KilnTraceHit *h = &hits[i];
         shadow[i] = (KilnTraceRay){{0, 0, 0}, {0, 1, 0}, 0.0f, 0.0f, 0u}; /* mask 0: a miss */
-        if (h->instance == KILN_NO_HIT) continue;
+        if (h->instance.index1 == 0) continue;
         KilnVec3 p = {r->origin.x + r->direction.x * h->t, r->origin.y + r->direction.y * h->t,
                       r->origin.z + r->direction.z * h->t};
         shadow[i] = (KilnTraceRay){{p.x + h->normal.x * 1e-3f, p.y + h->normal.y * 1e-3f, p.z + h->normal.z * 1e-3f},
@@ -248,7 +248,7 @@ KilnStatus shade_gi(KilnTracerId tracer, KilnGiId gi, const KilnGiLighting *ligh
     for (uint32_t i = 0; i < n; i++) {
         const KilnTraceHit *h = &hits[i];
         float c[3];
-        if (h->instance == KILN_NO_HIT) {
+        if (h->instance.index1 == 0) {
             for (int k = 0; k < 3; k++) c[k] = sky[k];
         } else {
             float a[3];
@@ -257,7 +257,7 @@ KilnStatus shade_gi(KilnTracerId tracer, KilnGiId gi, const KilnGiLighting *ligh
             const KilnVec3 *nn = &h->normal;
             float cosine = nn->x * light->sun_direction.x + nn->y * light->sun_direction.y +
                            nn->z * light->sun_direction.z;
-            float lit = shadow_hits[i].instance == KILN_NO_HIT && cosine > 0.0f ? cosine : 0.0f;
+            float lit = shadow_hits[i].instance.index1 == 0 && cosine > 0.0f ? cosine : 0.0f;
             for (int k = 0; k < 3; k++) c[k] = a[k] / 3.14159265f * (sun[k] * lit + e[k]);
         }
         for (int k = 0; k < 3; k++) {
@@ -302,7 +302,9 @@ Mesh capsule_mesh(float radius, float half_length, uint32_t rings, uint32_t segm
 
 uint32_t add_terrain_mesh(KilnTracerId tracer, KilnTerrainId terrain, uint32_t mask, uint32_t user_id) {
     KilnAabb all = {{-1e4f, -1e4f, -1e4f}, {1e4f, 1e4f, 1e4f}};
-    uint32_t count = 0, mesh = 0, instance = 0;
+    uint32_t count = 0;
+    KilnMeshId mesh = {0};
+    KilnInstanceId instance = {0};
     KilnStatus s = kiln_terrain_query_triangles(terrain, (KilnRuntimeId){0, 0}, &all, NULL, 0, &count);
     KilnTerrainTriangle *tris = s == KILN_OK ? malloc(sizeof *tris * count) : NULL;
     Mesh m = {malloc(sizeof(KilnVec3) * 3 * count), malloc(sizeof(uint32_t) * 3 * count), 3 * count, count};

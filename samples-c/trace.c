@@ -55,6 +55,12 @@ static KilnAffine translation(float x, float y, float z) {
 }
 
 /* A ray straight down from y = 50 at (x, z). */
+/* Handles are equal when every field is (slot, generation and tracer). */
+static int same_instance(KilnInstanceId a, KilnInstanceId b) {
+    return a.index1 == b.index1 && a.generation == b.generation && a.tracer.index1 == b.tracer.index1 &&
+           a.tracer.generation == b.tracer.generation;
+}
+
 static KilnTraceRay down_ray(float x, float z, uint32_t mask) {
     return (KilnTraceRay){{x, 50.0f, z}, {0.0f, -1.0f, 0.0f}, 0.0f, INFINITY, mask};
 }
@@ -82,7 +88,7 @@ int main(int argc, char **argv) {
             uint32_t quad[6] = {i, i + row, i + 1, i + 1, i + row, i + row + 1}; /* counter-clockwise from +y */
             memcpy(&terrain_idx[t], quad, sizeof quad);
         }
-    uint32_t terrain_mesh, cube_mesh;
+    KilnMeshId terrain_mesh, cube_mesh;
     CHECK_STATUS(kiln_tracer_add_mesh(tracer, terrain, row * row, terrain_idx, 2 * GRID * GRID, &terrain_mesh), KILN_OK);
     CHECK_STATUS(kiln_tracer_add_mesh(tracer, unit_cube_positions, 8, unit_cube_indices, 12, &cube_mesh), KILN_OK);
 
@@ -90,9 +96,9 @@ int main(int argc, char **argv) {
     def.mesh = terrain_mesh;
     def.mask = 1;
     def.user_id = TERRAIN_ID;
-    uint32_t terrain_instance;
+    KilnInstanceId terrain_instance;
     CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &terrain_instance), KILN_OK);
-    uint32_t first_cube = 0;
+    KilnInstanceId first_cube = {0};
     for (uint32_t c = 0; c < CUBES; c++) {
         float x = frand(-26.0f, 26.0f), z = frand(-26.0f, 26.0f), s = frand(0.3f, 1.2f);
         float ax = frand(-1, 1), ay = frand(-1, 1), az = frand(-1, 1), angle = frand(0.0f, 3.14f);
@@ -103,7 +109,7 @@ int main(int argc, char **argv) {
         def.mask = 2;
         def.user_id = CUBE_ID0 + c;
         def.transform = kiln_affine_from_transform(pose, (KilnVec3){s, s, s});
-        uint32_t instance;
+        KilnInstanceId instance;
         CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &instance), KILN_OK);
         if (c == 0) first_cube = instance;
     }
@@ -138,7 +144,7 @@ int main(int argc, char **argv) {
     skinned.triangle_count = 2 * BW * BH;
     skinned.bone_count = BONES;
     KilnAffine place = translation(-8.0f, 6.0f, -6.0f);
-    uint32_t banner_instance;
+    KilnInstanceId banner_instance;
     CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &skinned, &place, 2, BANNER_ID, &banner_instance), KILN_OK);
     /* Bend it: bone b turns by 0.25 rad per bone about y through its own left edge. */
     KilnAffine bones[BONES];
@@ -183,20 +189,20 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 4; i++) probe[i] = down_ray(xs[i], zs[i], 1); /* terrain only */
     CHECK_STATUS(kiln_tracer_trace(tracer, probe, 4, KILN_TRACE_CLOSEST, got), KILN_OK);
     for (int i = 0; i < 4; i++) {
-        CHECK(got[i].instance == terrain_instance && got[i].user_id == TERRAIN_ID);
+        CHECK(same_instance(got[i].instance, terrain_instance) && got[i].user_id == TERRAIN_ID);
         CHECK(fabsf(50.0f - got[i].t - height_at(xs[i], zs[i])) < 1e-3f);
         CHECK(got[i].normal.y > 0.5f && !(got[i].flags & KILN_HIT_BACKFACE));
     }
     /* Masks: a ray that sees only mask 4 sees nothing. */
     probe[0] = down_ray(0.0f, 0.0f, 4);
     CHECK_STATUS(kiln_tracer_trace(tracer, probe, 1, KILN_TRACE_CLOSEST, got), KILN_OK);
-    CHECK(got[0].instance == KILN_NO_HIT && isinf(got[0].t));
+    CHECK(got[0].instance.index1 == 0 && isinf(got[0].t)); /* a miss: the null instance */
     /* Moving the first cube over (0, 20, 0) puts it in the way of a ray down there. */
     KilnAffine moved = translation(0.0f, 20.0f, 0.0f);
     CHECK_STATUS(kiln_tracer_set_transforms(tracer, &first_cube, &moved, 1), KILN_OK);
     probe[0] = down_ray(0.0f, 0.0f, 0xFFFFFFFFu);
     CHECK_STATUS(kiln_tracer_trace(tracer, probe, 1, KILN_TRACE_CLOSEST, got), KILN_OK);
-    CHECK(got[0].instance == first_cube && got[0].user_id == CUBE_ID0 && fabsf(got[0].t - 29.0f) < 1e-4f);
+    CHECK(same_instance(got[0].instance, first_cube) && got[0].user_id == CUBE_ID0 && fabsf(got[0].t - 29.0f) < 1e-4f);
     CHECK(got[0].normal.y > 0.999f);
 
     /* Bad input: a status and a message, nothing changed. */
@@ -210,50 +216,79 @@ int main(int argc, char **argv) {
     CHECK_STATUS(kiln_tracer_trace(tracer, probe, 1, 7, got), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_tracer_trace(tracer, probe, 1, KILN_TRACE_CLOSEST, NULL), KILN_ERROR_NULL_POINTER);
     KilnAffine singular = {{{0}}};
-    uint32_t moves[2] = {first_cube, 99999};
+    KilnInstanceId moves[2] = {first_cube, first_cube};
+    moves[1].index1 = 99999;
     KilnAffine two[2] = {moved, moved};
-    CHECK_STATUS(kiln_tracer_set_transforms(tracer, moves, two, 2), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_set_transforms(tracer, moves, two, 2), KILN_ERROR_INVALID_HANDLE);
     CHECK_MESSAGE("instances[1]");
     CHECK_STATUS(kiln_tracer_set_transforms(tracer, &first_cube, &singular, 1), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_tracer_set_bones(tracer, banner_instance, bones, BONES - 1), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_tracer_set_bones(tracer, terrain_instance, bones, BONES), KILN_ERROR_INVALID_ARGUMENT);
     uint32_t out;
+    KilnMeshId out_mesh;
+    KilnInstanceId out_instance;
     const uint32_t out_of_range[3] = {0, 1, 9999};
-    CHECK_STATUS(kiln_tracer_add_mesh(tracer, unit_cube_positions, 8, out_of_range, 1, &out), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_add_mesh(tracer, unit_cube_positions, 8, out_of_range, 1, &out_mesh), KILN_ERROR_INVALID_ARGUMENT);
     KilnVec3 nan_cube[8];
     memcpy(nan_cube, unit_cube_positions, sizeof nan_cube);
     nan_cube[3].y = INFINITY;
-    CHECK_STATUS(kiln_tracer_add_mesh(tracer, nan_cube, 8, unit_cube_indices, 12, &out), KILN_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(kiln_tracer_add_mesh(tracer, unit_cube_positions, 0, unit_cube_indices, 0, &out), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_add_mesh(tracer, nan_cube, 8, unit_cube_indices, 12, &out_mesh), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_add_mesh(tracer, unit_cube_positions, 0, unit_cube_indices, 0, &out_mesh), KILN_ERROR_INVALID_ARGUMENT);
     uint16_t bad_joints[4 * (BW + 1) * (BH + 1)];
     memcpy(bad_joints, joints, sizeof joints);
     bad_joints[4 * 7] = BONES; /* one past the last bone */
     KilnSkinnedMeshDef bad_skin = skinned;
     bad_skin.joints = bad_joints;
-    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &bad_skin, &place, 2, 0, &out), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &bad_skin, &place, 2, 0, &out_instance), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_MESSAGE("joint");
     bad_skin = skinned;
     bad_skin.weights = NULL;
-    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &bad_skin, &place, 2, 0, &out), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &bad_skin, &place, 2, 0, &out_instance), KILN_ERROR_NULL_POINTER);
     bad_skin = skinned;
     bad_skin.bone_count = 0;
-    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &bad_skin, &place, 2, 0, &out), KILN_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &skinned, &singular, 2, 0, &out),
+    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &bad_skin, &place, 2, 0, &out_instance), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &skinned, &singular, 2, 0, &out_instance),
                  KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_tracer_get_timings(tracer, NULL, 4, &out), KILN_ERROR_NULL_POINTER);
     CHECK_STATUS(kiln_tracer_get_timings(tracer, NULL, 0, NULL), KILN_ERROR_NULL_POINTER);
-    def = kiln_default_instance_def();
-    def.mesh = 77;
-    CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &out), KILN_ERROR_INVALID_ARGUMENT);
+    def = kiln_default_instance_def(); /* the null mesh */
+    CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &out_instance), KILN_ERROR_INVALID_HANDLE);
+    CHECK_MESSAGE("null");
+    def.mesh = cube_mesh;
+    def.mesh.index1 = 77;
+    CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &out_instance), KILN_ERROR_INVALID_HANDLE);
     def.struct_size = 3;
-    CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &out), KILN_ERROR_STRUCT_SIZE);
+    CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &out_instance), KILN_ERROR_STRUCT_SIZE);
     CHECK_STATUS(kiln_tracer_trace(tracer, probe, 1, KILN_TRACE_CLOSEST, got), KILN_OK);
-    CHECK(got[0].instance == first_cube && fabsf(got[0].t - 29.0f) < 1e-4f); /* unchanged */
+    CHECK(same_instance(got[0].instance, first_cube) && fabsf(got[0].t - 29.0f) < 1e-4f); /* unchanged */
+
+    /* Removal: the cube leaves the next trace and its handle is refused from then on;
+       the banner's own mesh copy is freed on the device; a mesh in use stays. */
+    uint64_t held, after;
+    CHECK_STATUS(kiln_tracer_get_memory(tracer, &held, NULL), KILN_OK);
+    CHECK_STATUS(kiln_tracer_remove_instance(tracer, first_cube), KILN_OK);
+    CHECK_STATUS(kiln_tracer_trace(tracer, probe, 1, KILN_TRACE_CLOSEST, got), KILN_OK);
+    CHECK(got[0].instance.index1 != 0 && !same_instance(got[0].instance, first_cube) && got[0].t > 40.0f);
+    CHECK_STATUS(kiln_tracer_remove_instance(tracer, first_cube), KILN_ERROR_INVALID_HANDLE);
+    CHECK_MESSAGE("stale");
+    CHECK_STATUS(kiln_tracer_set_transforms(tracer, &first_cube, &moved, 1), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_tracer_unfollow(tracer, first_cube), KILN_ERROR_INVALID_HANDLE);
+    KilnInstanceId null_instance = {0};
+    CHECK_STATUS(kiln_tracer_remove_instance(tracer, null_instance), KILN_ERROR_INVALID_HANDLE);
+    CHECK_MESSAGE("null");
+    CHECK_STATUS(kiln_tracer_remove_mesh(tracer, cube_mesh), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("remove them first");
+    CHECK_STATUS(kiln_tracer_remove_instance(tracer, banner_instance), KILN_OK);
+    CHECK_STATUS(kiln_tracer_update(tracer), KILN_OK);
+    CHECK_STATUS(kiln_tracer_get_memory(tracer, &after, NULL), KILN_OK);
+    CHECK(after < held); /* the banner's BLAS copy went back */
+    CHECK_STATUS(kiln_tracer_set_bones(tracer, banner_instance, bones, BONES), KILN_ERROR_INVALID_HANDLE);
 
     CHECK(validation_message_count(tracer) == 0);
 
     CHECK_STATUS(kiln_tracer_destroy(tracer), KILN_OK);
     CHECK_STATUS(kiln_tracer_trace(tracer, probe, 1, KILN_TRACE_CLOSEST, got), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_tracer_remove_mesh(tracer, cube_mesh), KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_tracer_destroy(tracer), KILN_ERROR_INVALID_HANDLE);
     CHECK(!kiln_tracer_is_valid(tracer));
     free(terrain), free(terrain_idx), free(rays), free(hits), free(rgb), free(normals), free(depth);

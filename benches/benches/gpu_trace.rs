@@ -73,7 +73,7 @@ fn primary(c: &mut Criterion, gpu: &mut Gpu) {
     let builder = TlasBuilder::new(gpu).unwrap();
     let tracer = Tracer::new(gpu).unwrap();
     gpu.submit("tlas", |rec| {
-        gpu_scene.upload_instances(rec, &scene)?;
+        gpu_scene.upload_instances(rec, &scene, &[], true)?;
         builder.record(rec, &gpu_scene)
     })
     .unwrap();
@@ -140,7 +140,7 @@ fn tlas(c: &mut Criterion, gpu: &mut Gpu) {
         let gpu_scene = GpuScene::new(gpu, &scene).unwrap();
         let builder = TlasBuilder::new(gpu).unwrap();
         gpu.submit("tlas", |rec| {
-            gpu_scene.upload_instances(rec, &scene)?;
+            gpu_scene.upload_instances(rec, &scene, &[], true)?;
             rec.pass("tlas rebuild", |rec| builder.record(rec, &gpu_scene))
         })
         .unwrap();

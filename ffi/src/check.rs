@@ -28,8 +28,8 @@ use crate::shapes::{
 use crate::terrain::{KilnChunkOverlap, KilnTerrainDef, KilnTerrainId, KilnTerrainOverlap, KilnTerrainStats};
 use crate::terrain_query::{KilnMeshCacheStats, KilnRay, KilnTerrainRayHit, KilnTerrainTriangle};
 use crate::tracer::{
-    KilnAffine, KilnDeviceInfo, KilnGpuPassTiming, KilnInstanceDef, KilnSkinnedMeshDef, KilnTraceHit, KilnTraceRay,
-    KilnTracerDef, KilnTracerId,
+    KilnAffine, KilnDeviceInfo, KilnGpuPassTiming, KilnInstanceDef, KilnInstanceId, KilnMeshId, KilnSkinnedMeshDef,
+    KilnTraceHit, KilnTraceRay, KilnTracerDef, KilnTracerId,
 };
 use crate::types::{KilnAabb, KilnInt3, KilnQuat, KilnTransform, KilnVec3};
 use crate::world::{
@@ -40,7 +40,7 @@ use crate::world::{KilnJointDraw, KilnJointId};
 
 /// Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
 /// struct of this header but `KilnAbiInfo` itself.
-pub const KILN_ABI_STRUCT_COUNT: usize = 87;
+pub const KILN_ABI_STRUCT_COUNT: usize = 89;
 
 /// The ABI as the caller's header sees it; filled and checked by
 /// `kiln_check_linked_abi()` at the end of this header.
@@ -165,6 +165,8 @@ abi_structs!(
     KilnCharacterBodies,
     KilnWaterEvent,
     KilnSubmerged,
+    KilnMeshId,
+    KilnInstanceId,
 );
 
 /// Refuses a library whose ABI differs from the caller's header. Prefer the inline

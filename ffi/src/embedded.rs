@@ -26,8 +26,8 @@ use kiln_core::gpu::{EmbeddedDevice, RayTracer};
 
 use crate::abi::{ffi_call, non_null, read_def, write_out, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
 use crate::tracer::{
-    gpu_error, set_rays, trace_mode, with_tracer, write_hits, KilnTraceHit, KilnTraceRay, KilnTracerId, TracerEntry,
-    TRACERS,
+    c_instance, gpu_error, set_rays, trace_mode, with_tracer, write_hits, KilnTraceHit, KilnTraceRay, KilnTracerId,
+    TracerEntry, TRACERS,
 };
 
 /// A Vulkan function pointer as `vkGetInstanceProcAddr` returns it
@@ -226,8 +226,9 @@ pub unsafe extern "C" fn kiln_tracer_record_trace(
 /// Writes the hits of the last `kiln_tracer_record_trace` for `frame_slot` to `hits`
 /// (`count` must equal the rays recorded). Call it once the engine's submission of
 /// that command buffer completed; before, the values are undefined. A miss has
-/// `instance == KILN_NO_HIT` and `t = +inf`. The hits stay readable until the slot is
-/// recorded again.
+/// the null instance and `t = +inf`; a hit names its instance by the handle it had
+/// when the trace was recorded. The hits stay readable until the slot is recorded
+/// again.
 ///
 /// Pointers: `hits` is NULL or writable for `count` entries.
 ///
@@ -260,8 +261,9 @@ pub unsafe extern "C" fn kiln_tracer_read_hits(
             entry.hits.clear();
             entry.hits.resize(count as usize, Default::default());
             pending.read(&mut entry.hits).map_err(gpu_error)?;
+            let id_of = |packed| c_instance(tracer, pending.instance_at(packed));
             // SAFETY: writable for `count` entries per the contract.
-            unsafe { write_hits(&entry.hits, out) };
+            unsafe { write_hits(&entry.hits, out, id_of) };
             Ok(())
         })
     })

@@ -311,9 +311,11 @@ pub unsafe extern "C" fn kiln_gi_set_lighting(gi: KilnGiId, lighting: *const Kil
     })
 }
 
-/// Sets the diffuse albedo of tracer instances 0 to `count` - 1 (instance `i` gets
-/// `albedo[i]`, each channel in [0, 1]); later instances use the lighting's
-/// default albedo. `count` 0 clears the list.
+/// Sets the diffuse albedo of the tracer's first `count` instances (the `i`-th gets
+/// `albedo[i]`, each channel in [0, 1]); later instances use the lighting's default
+/// albedo. `count` 0 clears the list. Instances count in the order they were added
+/// while none is removed; `kiln_tracer_remove_instance` moves the last instance into
+/// the removed one's place.
 ///
 /// Pointers: `albedo` is NULL or readable for `count` entries.
 ///

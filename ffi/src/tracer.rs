@@ -6,24 +6,29 @@
 //! KilnTracerDef def = kiln_default_tracer_def();
 //! KilnTracerId tracer;
 //! if (kiln_tracer_create(&def, &tracer) == KILN_ERROR_NO_DEVICE) { /* CPU only */ }
-//! uint32_t mesh, instance;
+//! KilnMeshId mesh;
+//! KilnInstanceId instance;
 //! kiln_tracer_add_mesh(tracer, positions, vertex_count, indices, triangle_count, &mesh);
 //! KilnInstanceDef inst = kiln_default_instance_def();
 //! inst.mesh = mesh;
 //! kiln_tracer_add_instance(tracer, &inst, &instance);
 //! kiln_tracer_trace(tracer, rays, ray_count, KILN_TRACE_CLOSEST, hits);
+//! kiln_tracer_remove_instance(tracer, instance);
+//! kiln_tracer_remove_mesh(tracer, mesh);
 //! kiln_tracer_destroy(tracer);
 //! ```
 //!
 //! Every call checks all of its input before changing anything: a refused call leaves
-//! the tracer as it was. Instance and mesh indices are dense and never reused.
+//! the tracer as it was. Meshes and instances are generation-checked handles: a
+//! removed one's handle is refused (`KILN_ERROR_INVALID_HANDLE`), never taken for the
+//! mesh or instance that reuses its slot.
 
 use std::ffi::{c_char, CStr};
 use std::mem::size_of;
 
 use kiln_core::gpu::{
-    compose, isometry_affine, Affine, DeviceChoice, DeviceKind, GpuConfig, GpuError, GpuHit, GpuRay, PendingHits,
-    RayTracer, SkinData, TraceMode, HIT_BACKFACE, IDENTITY, NO_HIT,
+    compose, isometry_affine, Affine, DeviceChoice, DeviceKind, GpuConfig, GpuError, GpuHit, GpuRay, InstanceId,
+    MeshId, PendingHits, RayTracer, SkinData, TraceMode, HIT_BACKFACE, IDENTITY, NO_HIT,
 };
 
 use kiln_core::math::{Isometry, Quat, Vec3};
@@ -31,7 +36,8 @@ use kiln_core::physics::BodyId;
 
 use crate::abi::{
     ffi_call, non_null, read_checked, read_def, write_out, CountedOut, Error, KilnStatus, KILN_ERROR_DEVICE_LOST,
-    KILN_ERROR_INTERNAL, KILN_ERROR_INVALID_ARGUMENT, KILN_ERROR_NO_DEVICE, KILN_ERROR_OUT_OF_MEMORY,
+    KILN_ERROR_INTERNAL, KILN_ERROR_INVALID_ARGUMENT, KILN_ERROR_INVALID_HANDLE, KILN_ERROR_NO_DEVICE,
+    KILN_ERROR_OUT_OF_MEMORY,
 };
 use crate::handles::{HandleTable, Lendable};
 use crate::types::{KilnTransform, KilnVec3};
@@ -47,6 +53,34 @@ pub struct KilnTracerId {
     pub index1: u32,
     /// Slot generation; a destroyed tracer's handles no longer match.
     pub generation: u32,
+}
+
+/// A mesh of a tracer, from `kiln_tracer_add_mesh`: valid until
+/// `kiln_tracer_remove_mesh` or the tracer's destruction. All zero is the null handle.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KilnMeshId {
+    /// Slot index plus one (0 means null).
+    pub index1: u32,
+    /// Slot generation; a removed mesh's handles no longer match.
+    pub generation: u32,
+    /// The tracer the mesh belongs to.
+    pub tracer: KilnTracerId,
+}
+
+/// An instance of a tracer, from `kiln_tracer_add_instance` or
+/// `kiln_tracer_add_skinned_instance`: valid until `kiln_tracer_remove_instance` or
+/// the tracer's destruction. All zero is the null handle (a miss's
+/// `KilnTraceHit::instance`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KilnInstanceId {
+    /// Slot index plus one (0 means null).
+    pub index1: u32,
+    /// Slot generation; a removed instance's handles no longer match.
+    pub generation: u32,
+    /// The tracer the instance belongs to.
+    pub tracer: KilnTracerId,
 }
 
 /// How a tracer opens its device. Initialise with `kiln_default_tracer_def()`.
@@ -121,8 +155,8 @@ const KILN_AFFINE_IDENTITY: KilnAffine = KilnAffine { rows: IDENTITY };
 pub struct KilnInstanceDef {
     /// `sizeof(KilnInstanceDef)`, set by `kiln_default_instance_def()`.
     pub struct_size: u32,
-    /// Mesh index from `kiln_tracer_add_mesh`. Default 0.
-    pub mesh: u32,
+    /// The mesh, from `kiln_tracer_add_mesh`. Default: the null handle (refused).
+    pub mesh: KilnMeshId,
     /// Object-to-world transform; must be invertible and finite. Default identity.
     pub transform: KilnAffine,
     /// A ray sees the instance when `ray.mask & instance.mask != 0`. Default all bits.
@@ -171,7 +205,8 @@ pub struct KilnTraceRay {
     pub mask: u32,
 }
 
-/// `KilnTraceHit::instance` when the ray hit nothing.
+/// The instance a GPU-side hit names when the ray hit nothing (what Kiln's kernels
+/// write; C hits have the null `KilnInstanceId` instead).
 pub const KILN_NO_HIT: u32 = 0xFFFF_FFFF;
 /// `KilnTraceHit::flags`: the ray hit the triangle's back face.
 pub const KILN_HIT_BACKFACE: u32 = 1;
@@ -187,8 +222,8 @@ pub const KILN_TRACE_ANY: u32 = 1;
 pub struct KilnTraceHit {
     /// Distance along the ray in direction lengths (+inf on a miss).
     pub t: f32,
-    /// Instance index, or `KILN_NO_HIT`.
-    pub instance: u32,
+    /// The instance hit; the null handle (`index1 == 0`) on a miss.
+    pub instance: KilnInstanceId,
     /// Triangle index in the instance's mesh.
     pub primitive: u32,
     /// The instance's `user_id`.
@@ -250,6 +285,61 @@ pub(crate) fn with_tracer<R>(
     TRACERS.with(id.index1, id.generation, f)
 }
 
+/// A stale, null or foreign mesh handle's error.
+fn bad_handle(
+    kind: &str,
+    what: &str,
+    index1: u32,
+    generation: u32,
+    owner: KilnTracerId,
+    tracer: KilnTracerId,
+) -> Error {
+    let why = if index1 == 0 {
+        "the null handle".to_owned()
+    } else if owner != tracer {
+        format!("a handle of tracer {owner:?}, not of {tracer:?}")
+    } else {
+        "stale (removed) or was never issued".to_owned()
+    };
+    Error::new(KILN_ERROR_INVALID_HANDLE, format!("{what}: {kind} handle {{{index1}, {generation}}} is {why}"))
+}
+
+/// The tracer's id of a live mesh of `tracer`, or `KILN_ERROR_INVALID_HANDLE`.
+pub(crate) fn live_mesh(
+    entry: &TracerEntry,
+    tracer: KilnTracerId,
+    id: KilnMeshId,
+    what: &str,
+) -> Result<MeshId, Error> {
+    let mesh = MeshId { slot: id.index1.wrapping_sub(1), generation: id.generation };
+    if id.index1 != 0 && id.tracer == tracer && entry.tracer.has_mesh(mesh) {
+        return Ok(mesh);
+    }
+    Err(bad_handle("mesh", what, id.index1, id.generation, id.tracer, tracer))
+}
+
+/// The tracer's id of a live instance of `tracer`, or `KILN_ERROR_INVALID_HANDLE`.
+pub(crate) fn live_instance(
+    entry: &TracerEntry,
+    tracer: KilnTracerId,
+    id: KilnInstanceId,
+    what: &str,
+) -> Result<InstanceId, Error> {
+    let instance = InstanceId { slot: id.index1.wrapping_sub(1), generation: id.generation };
+    if id.index1 != 0 && id.tracer == tracer && entry.tracer.instance_index(instance).is_some() {
+        return Ok(instance);
+    }
+    Err(bad_handle("instance", what, id.index1, id.generation, id.tracer, tracer))
+}
+
+fn c_mesh(tracer: KilnTracerId, id: MeshId) -> KilnMeshId {
+    KilnMeshId { index1: id.slot + 1, generation: id.generation, tracer }
+}
+
+pub(crate) fn c_instance(tracer: KilnTracerId, id: Option<InstanceId>) -> KilnInstanceId {
+    id.map_or(KilnInstanceId::default(), |id| KilnInstanceId { index1: id.slot + 1, generation: id.generation, tracer })
+}
+
 /// Maps a GPU failure to its status.
 pub(crate) fn gpu_error(error: GpuError) -> Error {
     let status = match &error {
@@ -301,7 +391,7 @@ pub extern "C" fn kiln_default_tracer_def() -> KilnTracerDef {
 pub extern "C" fn kiln_default_instance_def() -> KilnInstanceDef {
     KilnInstanceDef {
         struct_size: size_of::<KilnInstanceDef>() as u32,
-        mesh: 0,
+        mesh: KilnMeshId::default(),
         transform: KILN_AFFINE_IDENTITY,
         mask: u32::MAX,
         user_id: 0,
@@ -475,7 +565,7 @@ pub unsafe extern "C" fn kiln_tracer_get_memory(
 }
 
 /// Registers a triangle mesh (a BLAS is built over it on the CPU with binned SAH and
-/// uploaded before the next trace) and writes its index to `out_mesh`. Positions
+/// uploaded before the next trace) and writes its handle to `out_mesh`. Positions
 /// must be finite; indices below `vertex_count`. Instances share one copy.
 ///
 /// Pointers: `positions` is NULL or readable for `vertex_count` entries, `indices` for
@@ -489,14 +579,14 @@ pub unsafe extern "C" fn kiln_tracer_add_mesh(
     vertex_count: u32,
     indices: *const u32,
     triangle_count: u32,
-    out_mesh: *mut u32,
+    out_mesh: *mut KilnMeshId,
 ) -> KilnStatus {
     ffi_call("kiln_tracer_add_mesh", || {
         non_null(out_mesh, "out_mesh")?;
         // SAFETY: readable for the counts per the contract.
         let (positions, triangles) = unsafe { read_mesh(positions, vertex_count, indices, triangle_count)? };
         let mesh = with_tracer(tracer, |entry| entry.tracer.add_mesh(&positions, &triangles).map_err(gpu_error))?;
-        write_out(out_mesh, "out_mesh", mesh)
+        write_out(out_mesh, "out_mesh", c_mesh(tracer, mesh))
     })
 }
 
@@ -531,7 +621,7 @@ unsafe fn read_mesh(
     Ok((positions, triangles))
 }
 
-/// Places an instance of a mesh and writes its index (reported in hits) to
+/// Places an instance of a mesh and writes its handle (named in hits) to
 /// `out_instance`.
 ///
 /// Pointers: `def` is NULL or readable; `out_instance` is NULL or writable.
@@ -541,7 +631,7 @@ unsafe fn read_mesh(
 pub unsafe extern "C" fn kiln_tracer_add_instance(
     tracer: KilnTracerId,
     def: *const KilnInstanceDef,
-    out_instance: *mut u32,
+    out_instance: *mut KilnInstanceId,
 ) -> KilnStatus {
     ffi_call("kiln_tracer_add_instance", || {
         let def = non_null(def, "def")?;
@@ -549,14 +639,15 @@ pub unsafe extern "C" fn kiln_tracer_add_instance(
         // SAFETY: non-null; readable per the contract.
         let def = unsafe { read_def(def, "def")? };
         let instance = with_tracer(tracer, |entry| {
-            entry.tracer.add_instance(def.mesh, &affine(&def.transform), def.mask, def.user_id).map_err(gpu_error)
+            let mesh = live_mesh(entry, tracer, def.mesh, "def->mesh")?;
+            entry.tracer.add_instance(mesh, &affine(&def.transform), def.mask, def.user_id).map_err(gpu_error)
         })?;
-        write_out(out_instance, "out_instance", instance)
+        write_out(out_instance, "out_instance", c_instance(tracer, Some(instance)))
     })
 }
 
 /// Adds a skinned instance: its own copy of the mesh in `mesh`, placed by
-/// `transform`, bones starting as identities. Writes its instance index to
+/// `transform`, bones starting as identities. Writes its handle to
 /// `out_instance`.
 ///
 /// Pointers: `mesh` is NULL or readable, its arrays readable for their counts;
@@ -570,7 +661,7 @@ pub unsafe extern "C" fn kiln_tracer_add_skinned_instance(
     transform: *const KilnAffine,
     mask: u32,
     user_id: u32,
-    out_instance: *mut u32,
+    out_instance: *mut KilnInstanceId,
 ) -> KilnStatus {
     ffi_call("kiln_tracer_add_skinned_instance", || {
         let mesh = non_null(mesh, "mesh")?;
@@ -594,7 +685,7 @@ pub unsafe extern "C" fn kiln_tracer_add_skinned_instance(
         let instance = with_tracer(tracer, |entry| {
             entry.tracer.add_skinned_instance(skin, &triangles, &affine(&transform), mask, user_id).map_err(gpu_error)
         })?;
-        write_out(out_instance, "out_instance", instance)
+        write_out(out_instance, "out_instance", c_instance(tracer, Some(instance)))
     })
 }
 
@@ -608,7 +699,7 @@ pub unsafe extern "C" fn kiln_tracer_add_skinned_instance(
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_set_transforms(
     tracer: KilnTracerId,
-    instances: *const u32,
+    instances: *const KilnInstanceId,
     transforms: *const KilnAffine,
     count: u32,
 ) -> KilnStatus {
@@ -617,7 +708,14 @@ pub unsafe extern "C" fn kiln_tracer_set_transforms(
         let instances = unsafe { read_checked(instances, count, "instances", |&i, _| Ok(i))? };
         // SAFETY: as above.
         let transforms = unsafe { read_checked(transforms, count, "transforms", |t, _| Ok(affine(t)))? };
-        with_tracer(tracer, |entry| entry.tracer.set_transforms(&instances, &transforms).map_err(gpu_error))
+        with_tracer(tracer, |entry| {
+            let ids = instances
+                .iter()
+                .enumerate()
+                .map(|(i, &id)| live_instance(entry, tracer, id, &format!("instances[{i}]")))
+                .collect::<Result<Vec<_>, _>>()?;
+            entry.tracer.set_transforms(&ids, &transforms).map_err(gpu_error)
+        })
     })
 }
 
@@ -630,7 +728,7 @@ pub unsafe extern "C" fn kiln_tracer_set_transforms(
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_set_bones(
     tracer: KilnTracerId,
-    instance: u32,
+    instance: KilnInstanceId,
     bones: *const KilnAffine,
     bone_count: u32,
 ) -> KilnStatus {
@@ -638,7 +736,10 @@ pub unsafe extern "C" fn kiln_tracer_set_bones(
         non_null(bones, "bones")?;
         // SAFETY: readable for `bone_count` entries per the contract.
         let bones = unsafe { read_checked(bones, bone_count, "bones", |b, _| Ok(affine(b)))? };
-        with_tracer(tracer, |entry| entry.tracer.set_bones(instance, &bones).map_err(gpu_error))
+        with_tracer(tracer, |entry| {
+            let instance = live_instance(entry, tracer, instance, "instance")?;
+            entry.tracer.set_bones(instance, &bones).map_err(gpu_error)
+        })
     })
 }
 
@@ -653,7 +754,7 @@ pub unsafe extern "C" fn kiln_tracer_set_bones(
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_follow_body(
     tracer: KilnTracerId,
-    instance: u32,
+    instance: KilnInstanceId,
     body: KilnBodyId,
     local: *const KilnAffine,
 ) -> KilnStatus {
@@ -668,6 +769,7 @@ pub unsafe extern "C" fn kiln_tracer_follow_body(
                     format!("the tracer follows bodies of world {world:?}; this body is in {:?}", body.world),
                 ));
             }
+            let instance = live_instance(entry, tracer, instance, "instance")?;
             entry.tracer.follow_body(instance, key.to_bits(), &local).map_err(gpu_error)?;
             entry.world = Some(body.world);
             Ok(())
@@ -679,11 +781,43 @@ pub unsafe extern "C" fn kiln_tracer_follow_body(
 ///
 /// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
-pub extern "C" fn kiln_tracer_unfollow(tracer: KilnTracerId, instance: u32) -> KilnStatus {
+pub extern "C" fn kiln_tracer_unfollow(tracer: KilnTracerId, instance: KilnInstanceId) -> KilnStatus {
     ffi_call("kiln_tracer_unfollow", || {
         with_tracer(tracer, |entry| {
+            let instance = live_instance(entry, tracer, instance, "instance")?;
             entry.tracer.unfollow(instance);
             Ok(())
+        })
+    })
+}
+
+/// Removes an instance: it leaves the next trace, stops following its body, and a
+/// skinned instance's own copy of its mesh is freed on the device. Its handle (and
+/// every copy of it) is refused from then on. Another instance may take its place
+/// in the GPU's instance array: C hits always name instances by handle.
+///
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+#[no_mangle]
+pub extern "C" fn kiln_tracer_remove_instance(tracer: KilnTracerId, instance: KilnInstanceId) -> KilnStatus {
+    ffi_call("kiln_tracer_remove_instance", || {
+        with_tracer(tracer, |entry| {
+            let instance = live_instance(entry, tracer, instance, "instance")?;
+            entry.tracer.remove_instance(instance).map_err(gpu_error)
+        })
+    })
+}
+
+/// Removes a mesh and frees its BLAS on the device (`kiln_tracer_get_memory` goes
+/// down by the next trace or update). Refused with `KILN_ERROR_INVALID_ARGUMENT`
+/// while an instance uses it: remove those first.
+///
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+#[no_mangle]
+pub extern "C" fn kiln_tracer_remove_mesh(tracer: KilnTracerId, mesh: KilnMeshId) -> KilnStatus {
+    ffi_call("kiln_tracer_remove_mesh", || {
+        with_tracer(tracer, |entry| {
+            let mesh = live_mesh(entry, tracer, mesh, "mesh")?;
+            entry.tracer.remove_mesh(mesh).map_err(gpu_error)
         })
     })
 }
@@ -760,8 +894,9 @@ pub unsafe extern "C" fn kiln_tracer_trace(
             entry.hits.clear();
             entry.hits.resize(count as usize, GpuHit::default());
             entry.tracer.trace(&entry.rays, mode, &mut entry.hits).map_err(gpu_error)?;
+            let rt = &entry.tracer;
             // SAFETY: writable for `count` entries per the contract.
-            unsafe { write_hits(&entry.hits, hits) };
+            unsafe { write_hits(&entry.hits, hits, |packed| c_instance(tracer, rt.instance_at(packed))) };
             Ok(())
         })
     })
@@ -792,15 +927,17 @@ pub(crate) fn set_rays(out: &mut Vec<GpuRay>, rays: &[KilnTraceRay]) {
     }));
 }
 
-/// Writes `hits` as C hits (a miss has `t = +inf`).
+/// Writes `hits` as C hits (a miss has `t = +inf` and the null instance), the
+/// instances named by `id_of` from their packed position.
 ///
 /// # Safety
 /// `out` is writable for `hits.len()` entries.
-pub(crate) unsafe fn write_hits(hits: &[GpuHit], out: *mut KilnTraceHit) {
+pub(crate) unsafe fn write_hits(hits: &[GpuHit], out: *mut KilnTraceHit, id_of: impl Fn(u32) -> KilnInstanceId) {
     for (i, h) in hits.iter().enumerate() {
+        let miss = h.instance == NO_HIT;
         let hit = KilnTraceHit {
-            t: if h.instance == NO_HIT { f32::INFINITY } else { h.t },
-            instance: h.instance,
+            t: if miss { f32::INFINITY } else { h.t },
+            instance: if miss { KilnInstanceId::default() } else { id_of(h.instance) },
             primitive: h.primitive,
             user_id: h.user_id,
             normal: KilnVec3 { x: h.normal[0], y: h.normal[1], z: h.normal[2] },

@@ -83,7 +83,7 @@ fn instances_follow_bodies_and_bad_input_changes_nothing() {
     // An empty scene: misses.
     let mut hit = KilnTraceHit::default();
     ok(unsafe { kiln_tracer_trace(tracer, &down(0.0), 1, KILN_TRACE_CLOSEST, &mut hit) });
-    assert_eq!(hit.instance, KILN_NO_HIT);
+    assert_eq!(hit.instance, KilnInstanceId::default());
     assert!(hit.t.is_infinite());
 
     // A unit octahedron mesh stands in for each ball.
@@ -96,7 +96,7 @@ fn instances_follow_bodies_and_bad_input_changes_nothing() {
         v3(0.0, 0.0, -1.0),
     ];
     let idx: [u32; 24] = [0, 2, 4, 2, 1, 4, 1, 3, 4, 3, 0, 4, 2, 0, 5, 1, 2, 5, 3, 1, 5, 0, 3, 5];
-    let mut mesh = 0;
+    let mut mesh = KilnMeshId::default();
     ok(unsafe { kiln_tracer_add_mesh(tracer, verts.as_ptr(), 6, idx.as_ptr(), 8, &mut mesh) });
 
     let w = world();
@@ -104,7 +104,7 @@ fn instances_follow_bodies_and_bad_input_changes_nothing() {
     ok(unsafe { kiln_shape_create_sphere(v3(0.0, 0.0, 0.0), 0.5, &mut shape) });
     let bodies = [ball(w, shape, -3.0, 10.0), ball(w, shape, 0.0, 20.0), ball(w, shape, 3.0, 30.0)];
     let half = KilnAffine { rows: [[0.5, 0.0, 0.0, 0.0], [0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.0]] };
-    let mut instances = [0u32; 3];
+    let mut instances = [KilnInstanceId::default(); 3];
     for (i, (&b, inst)) in bodies.iter().zip(&mut instances).enumerate() {
         let mut def = kiln_default_instance_def();
         def.mesh = mesh;
@@ -137,19 +137,32 @@ fn instances_follow_bodies_and_bad_input_changes_nothing() {
     ok(unsafe { kiln_tracer_sync_world(tracer, w, &mut hidden) });
     assert_eq!(hidden, 1);
     ok(unsafe { kiln_tracer_trace(tracer, rays.as_ptr(), 3, KILN_TRACE_CLOSEST, hits.as_mut_ptr()) });
-    assert_eq!(hits.map(|h| h.instance), [instances[0], KILN_NO_HIT, instances[2]]);
+    assert_eq!(hits.map(|h| h.instance), [instances[0], KilnInstanceId::default(), instances[2]]);
     ok(unsafe { kiln_tracer_sync_world(tracer, w, ptr::null_mut()) });
 
     // One world per tracer; stale bodies, tracers and bad arguments are refused.
     let other = world();
     let stranger = ball(other, shape, 0.0, 5.0);
-    refused(unsafe { kiln_tracer_follow_body(tracer, 0, stranger, ptr::null()) }, KILN_ERROR_INVALID_ARGUMENT, "world");
+    refused(
+        unsafe { kiln_tracer_follow_body(tracer, instances[0], stranger, ptr::null()) },
+        KILN_ERROR_INVALID_ARGUMENT,
+        "world",
+    );
     refused(unsafe { kiln_tracer_sync_world(tracer, other, ptr::null_mut()) }, KILN_ERROR_INVALID_ARGUMENT, "world");
-    refused(unsafe { kiln_tracer_follow_body(tracer, 0, bodies[1], ptr::null()) }, KILN_ERROR_INVALID_HANDLE, "stale");
-    refused(unsafe { kiln_tracer_follow_body(tracer, 99, bodies[0], ptr::null()) }, KILN_ERROR_INVALID_ARGUMENT, "99");
+    refused(
+        unsafe { kiln_tracer_follow_body(tracer, instances[0], bodies[1], ptr::null()) },
+        KILN_ERROR_INVALID_HANDLE,
+        "stale",
+    );
+    let unknown = KilnInstanceId { index1: 99, generation: 1, tracer };
+    refused(
+        unsafe { kiln_tracer_follow_body(tracer, unknown, bodies[0], ptr::null()) },
+        KILN_ERROR_INVALID_HANDLE,
+        "99",
+    );
     let singular = KilnAffine { rows: [[0.0; 4]; 3] };
     refused(
-        unsafe { kiln_tracer_follow_body(tracer, 0, bodies[0], &singular) },
+        unsafe { kiln_tracer_follow_body(tracer, instances[0], bodies[0], &singular) },
         KILN_ERROR_INVALID_ARGUMENT,
         "singular",
     );
@@ -222,12 +235,12 @@ fn a_memory_budget_refuses_with_out_of_memory_and_a_raised_one_recovers() {
             })
         })
         .collect();
-    let mut mesh = 0;
+    let mut mesh = KilnMeshId::default();
     ok(unsafe { kiln_tracer_add_mesh(tracer, verts.as_ptr(), verts.len() as u32, idx.as_ptr(), 2 * n * n, &mut mesh) });
     let mut def = kiln_default_instance_def();
     def.mesh = mesh;
     def.user_id = 7;
-    let mut instance = 0;
+    let mut instance = KilnInstanceId::default();
     ok(unsafe { kiln_tracer_add_instance(tracer, &def, &mut instance) });
     let mut hit = unsafe { std::mem::zeroed::<KilnTraceHit>() };
     refused(
@@ -255,4 +268,72 @@ fn a_memory_budget_refuses_with_out_of_memory_and_a_raised_one_recovers() {
     assert_eq!(messages, 0);
     ok(kiln_tracer_destroy(tracer));
     refused(kiln_tracer_set_memory_budget(tracer, 1), KILN_ERROR_INVALID_HANDLE, "tracer");
+}
+
+/// Removing an instance and its mesh through the C ABI: hits stop naming it, the
+/// device memory goes back down, and the removed handles (or null ones, or another
+/// tracer's) are refused with `KILN_ERROR_INVALID_HANDLE` and change nothing.
+#[test]
+fn removed_instances_and_meshes_give_memory_back_and_their_handles_are_refused() {
+    let (Some(tracer), Some(other)) = (tracer(), tracer()) else { return };
+    let verts = [v3(-1.0, 0.0, -1.0), v3(1.0, 0.0, -1.0), v3(1.0, 0.0, 1.0), v3(-1.0, 0.0, 1.0)];
+    let idx: [u32; 6] = [0, 2, 1, 0, 3, 2];
+    let (mut floor, mut spare) = (KilnMeshId::default(), KilnMeshId::default());
+    ok(unsafe { kiln_tracer_add_mesh(tracer, verts.as_ptr(), 4, idx.as_ptr(), 2, &mut floor) });
+    ok(unsafe { kiln_tracer_add_mesh(tracer, verts.as_ptr(), 4, idx.as_ptr(), 2, &mut spare) });
+    let mut def = kiln_default_instance_def();
+    def.mesh = floor;
+    def.user_id = 1;
+    let mut low = KilnInstanceId::default();
+    ok(unsafe { kiln_tracer_add_instance(tracer, &def, &mut low) });
+    def.mesh = spare;
+    def.user_id = 2;
+    def.transform.rows[1][3] = 5.0;
+    let mut high = KilnInstanceId::default();
+    ok(unsafe { kiln_tracer_add_instance(tracer, &def, &mut high) });
+    let mut hit = KilnTraceHit::default();
+    ok(unsafe { kiln_tracer_trace(tracer, &down(0.0), 1, KILN_TRACE_CLOSEST, &mut hit) });
+    assert_eq!((hit.instance, hit.user_id), (high, 2));
+    let mut before = 0;
+    ok(unsafe { kiln_tracer_get_memory(tracer, &mut before, ptr::null_mut()) });
+
+    // A used mesh is refused; removing its instance first lets it go.
+    refused(kiln_tracer_remove_mesh(tracer, spare), KILN_ERROR_INVALID_ARGUMENT, "used by 1 instances");
+    ok(kiln_tracer_remove_instance(tracer, high));
+    ok(kiln_tracer_remove_mesh(tracer, spare));
+    ok(unsafe { kiln_tracer_trace(tracer, &down(0.0), 1, KILN_TRACE_CLOSEST, &mut hit) });
+    assert_eq!((hit.instance, hit.user_id), (low, 1), "the lower instance, now the only one");
+    let mut after = 0;
+    ok(unsafe { kiln_tracer_get_memory(tracer, &mut after, ptr::null_mut()) });
+    assert!(after < before, "the removed mesh's BLAS is freed: {after} vs {before} bytes");
+
+    // Removed, null and foreign handles are refused wherever a handle is taken.
+    let null = KilnInstanceId::default();
+    let foreign = KilnInstanceId { tracer: other, ..low };
+    for (bad, why) in [(high, "stale"), (null, "null"), (foreign, "tracer")] {
+        refused(kiln_tracer_remove_instance(tracer, bad), KILN_ERROR_INVALID_HANDLE, why);
+        refused(kiln_tracer_unfollow(tracer, bad), KILN_ERROR_INVALID_HANDLE, why);
+        let identity = kiln_affine_from_transform(kiln_transform_identity(), v3(1.0, 1.0, 1.0));
+        refused(unsafe { kiln_tracer_set_transforms(tracer, &bad, &identity, 1) }, KILN_ERROR_INVALID_HANDLE, why);
+        refused(unsafe { kiln_tracer_set_bones(tracer, bad, &identity, 1) }, KILN_ERROR_INVALID_HANDLE, why);
+    }
+    for (bad, why) in
+        [(spare, "stale"), (KilnMeshId::default(), "null"), (KilnMeshId { tracer: other, ..floor }, "tracer")]
+    {
+        refused(kiln_tracer_remove_mesh(tracer, bad), KILN_ERROR_INVALID_HANDLE, why);
+        def.mesh = bad;
+        let mut out = KilnInstanceId::default();
+        refused(unsafe { kiln_tracer_add_instance(tracer, &def, &mut out) }, KILN_ERROR_INVALID_HANDLE, why);
+    }
+    // Nothing changed: the same hit.
+    ok(unsafe { kiln_tracer_trace(tracer, &down(0.0), 1, KILN_TRACE_CLOSEST, &mut hit) });
+    assert_eq!((hit.instance, hit.user_id), (low, 1));
+    // A slot freed by a removal is reused under a new generation.
+    def.mesh = floor;
+    let mut again = KilnInstanceId::default();
+    ok(unsafe { kiln_tracer_add_instance(tracer, &def, &mut again) });
+    assert_eq!(again.index1, high.index1);
+    assert_ne!(again.generation, high.generation);
+    ok(kiln_tracer_destroy(tracer));
+    ok(kiln_tracer_destroy(other));
 }

@@ -58,9 +58,12 @@ static int sequence(unsigned lose_after) {
     }
     CHECK_STATUS(created, KILN_OK);
     int lost = 0, met = 0;
-    uint32_t mesh = 0, instance = 0, updated = 0;
+    KilnMeshId mesh = {0};
+    KilnInstanceId instance = {0};
+    uint32_t updated = 0;
     met += expect(&lost, kiln_tracer_add_mesh(tracer, corners, 8, faces, 12, &mesh), "kiln_tracer_add_mesh");
     KilnInstanceDef inst = kiln_default_instance_def();
+    inst.mesh = mesh;
     met += expect(&lost, kiln_tracer_add_instance(tracer, &inst, &instance), "kiln_tracer_add_instance");
     met += expect(&lost, kiln_tracer_update(tracer), "kiln_tracer_update");
     KilnTraceRay ray = {{0.2f, 5.0f, 0.1f}, {0.0f, -1.0f, 0.0f}, 0.0f, 100.0f, ~0u};
@@ -122,16 +125,19 @@ int main(void) {
     CHECK(losses >= 4 && n < 64);
     /* A tracer made after all that works. */
     KilnTracerId tracer;
-    uint32_t mesh, instance;
+    KilnMeshId mesh;
+    KilnInstanceId instance;
     CHECK_STATUS(kiln_tracer_create(&def, &tracer), KILN_OK);
     CHECK_STATUS(kiln_tracer_add_mesh(tracer, corners, 8, faces, 12, &mesh), KILN_OK);
     KilnInstanceDef inst = kiln_default_instance_def();
+    inst.mesh = mesh;
     CHECK_STATUS(kiln_tracer_add_instance(tracer, &inst, &instance), KILN_OK);
     CHECK_STATUS(kiln_tracer_update(tracer), KILN_OK);
     KilnTraceRay ray = {{0.2f, 5.0f, 0.1f}, {0.0f, -1.0f, 0.0f}, 0.0f, 100.0f, ~0u};
     KilnTraceHit hit;
     CHECK_STATUS(kiln_tracer_trace(tracer, &ray, 1, KILN_TRACE_CLOSEST, &hit), KILN_OK);
-    CHECK(hit.instance == instance && hit.t > 3.9f && hit.t < 4.1f);
+    CHECK(hit.instance.index1 == instance.index1 && hit.instance.generation == instance.generation && hit.t > 3.9f &&
+          hit.t < 4.1f);
     CHECK_STATUS(kiln_tracer_destroy(tracer), KILN_OK);
     return check_summary("device_lost");
 }

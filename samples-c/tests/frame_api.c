@@ -282,7 +282,7 @@ static void check_gpu(KilnTracerId tracer, KilnShapeId box, KilnShapeId ball) {
     scene_create(&s, box, ball);
     scene_create(&other, box, ball);
     CHECK(add_terrain_mesh(tracer, s.terrain, 1, 0xFFFFFFu) > 0);
-    uint32_t cube;
+    KilnMeshId cube;
     CHECK_STATUS(kiln_tracer_add_mesh(tracer, unit_cube_positions, 8, unit_cube_indices, 12, &cube), KILN_OK);
     const KilnAffine half = {{{0.5f, 0, 0, 0}, {0, 0.5f, 0, 0}, {0, 0, 0.5f, 0}}};
     for (int i = 0; i < BODIES; i++) {
@@ -290,7 +290,7 @@ static void check_gpu(KilnTracerId tracer, KilnShapeId box, KilnShapeId ball) {
         def.mesh = cube;
         def.mask = 2;
         def.user_id = (uint32_t)i;
-        uint32_t instance;
+        KilnInstanceId instance;
         CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &instance), KILN_OK);
         CHECK_STATUS(kiln_tracer_follow_body(tracer, instance, s.bodies[i], &half), KILN_OK);
     }
@@ -361,7 +361,7 @@ static void check_gpu(KilnTracerId tracer, KilnShapeId box, KilnShapeId ball) {
         rays[i] = (KilnTraceRay){{shown[i][0], shown[i][1] + 3.0f, shown[i][2]}, {0, -1, 0}, 0.0f, 3.2f, 2};
     CHECK_STATUS(kiln_tracer_trace(tracer, rays, BODIES, KILN_TRACE_CLOSEST, hits), KILN_OK);
     int found = 0;
-    for (int i = 0; i < BODIES; i++) found += hits[i].instance != KILN_NO_HIT && hits[i].user_id == (uint32_t)i;
+    for (int i = 0; i < BODIES; i++) found += hits[i].instance.index1 != 0 && hits[i].user_id == (uint32_t)i;
     CHECK(found == BODIES);
 
     /* Sequential mode: the wait follows the submission at once. */

@@ -112,7 +112,9 @@ typedef struct Pools {
     KilnOctreeId octrees[MAX_OCTREES];
     KilnTracerId tracer; /* zero without a device */
     KilnGiId gi;
-    uint32_t meshes, instances; /* added to the tracer so far */
+    KilnMeshId meshes[MAX_INSTANCES];         /* live, removed or zero */
+    KilnInstanceId instances[MAX_INSTANCES]; /* live, removed or zero */
+    uint32_t mesh_count, instance_count;     /* added to the tracer so far */
     unsigned calls, ok, refused;
 } Pools;
 
@@ -364,49 +366,62 @@ static KilnAffine affine(void) {
     return a;
 }
 
-/* The tracer: meshes, instances, transforms, bodies followed, updates and traces. */
+/* A tracer handle from the pool (live, removed or zero), or now and then a forged one. */
+static KilnMeshId any_mesh(const Pools *p, KilnTracerId t) {
+    if (below(10) == 0) return (KilnMeshId){below(4), below(3), t};
+    return p->meshes[below(MAX_INSTANCES)];
+}
+
+static KilnInstanceId any_instance(const Pools *p, KilnTracerId t) {
+    if (below(10) == 0) return (KilnInstanceId){below(4), below(3), t};
+    return p->instances[below(MAX_INSTANCES)];
+}
+
+/* The tracer: meshes and instances added and removed, transforms, bodies followed,
+   updates and traces. */
 static KilnStatus tracer_call(Pools *p, const char **what) {
     KilnTracerId t = below(12) ? p->tracer : (KilnTracerId){below(3), below(3)};
-    switch (below(9)) {
+    switch (below(11)) {
     case 0: {
         KilnVec3 positions[8];
         uint32_t indices[12 * 3];
         uint32_t v = below(9), n = below(13);
         for (uint32_t i = 0; i < v; i++) positions[i] = below(8) ? sane_vec(1.0f) : vec(1.0f);
         for (uint32_t i = 0; i < 3 * n; i++) indices[i] = below(10) ? below(v ? v : 1) : next();
-        uint32_t mesh;
+        KilnMeshId mesh;
         *what = "kiln_tracer_add_mesh";
         const uint32_t *given = below(20) ? indices : NULL;
         KilnStatus s = kiln_tracer_add_mesh(t, below(20) ? positions : NULL, v, given, huge_unless(given, n),
                                             below(20) ? &mesh : NULL);
-        if (s == KILN_OK) p->meshes++;
+        if (s == KILN_OK) p->meshes[p->mesh_count++ % MAX_INSTANCES] = mesh;
         return s;
     }
     case 1: {
-        if (p->instances >= MAX_INSTANCES && below(10)) break;
         KilnInstanceDef def = kiln_default_instance_def();
-        def.mesh = below(8) ? below(p->meshes + 1) : next();
+        def.mesh = any_mesh(p, t);
         def.transform = affine();
-        uint32_t instance;
+        KilnInstanceId instance;
         *what = "kiln_tracer_add_instance";
         KilnStatus s = kiln_tracer_add_instance(t, below(20) ? &def : NULL, below(20) ? &instance : NULL);
-        if (s == KILN_OK) p->instances++;
+        if (s == KILN_OK) p->instances[p->instance_count++ % MAX_INSTANCES] = instance;
         return s;
     }
+    case 9: *what = "kiln_tracer_remove_instance"; return kiln_tracer_remove_instance(t, any_instance(p, t));
+    case 10: *what = "kiln_tracer_remove_mesh"; return kiln_tracer_remove_mesh(t, any_mesh(p, t));
     case 2: {
-        uint32_t instances[4];
+        KilnInstanceId instances[4];
         KilnAffine transforms[4];
         uint32_t n = below(5);
-        for (uint32_t i = 0; i < n; i++) instances[i] = below(p->instances + 2), transforms[i] = affine();
+        for (uint32_t i = 0; i < n; i++) instances[i] = any_instance(p, t), transforms[i] = affine();
         *what = "kiln_tracer_set_transforms";
         return kiln_tracer_set_transforms(t, below(20) ? instances : NULL, below(20) ? transforms : NULL, n);
     }
     case 3: {
         KilnAffine local = affine();
         *what = "kiln_tracer_follow_body";
-        return kiln_tracer_follow_body(t, below(p->instances + 2), any_body(p), below(20) ? &local : NULL);
+        return kiln_tracer_follow_body(t, any_instance(p, t), any_body(p), below(20) ? &local : NULL);
     }
-    case 4: *what = "kiln_tracer_unfollow"; return kiln_tracer_unfollow(t, below(p->instances + 2));
+    case 4: *what = "kiln_tracer_unfollow"; return kiln_tracer_unfollow(t, any_instance(p, t));
     case 5: {
         uint32_t hidden;
         *what = "kiln_tracer_sync_world";
@@ -1194,11 +1209,11 @@ static void open_gpu(Pools *p) {
         corners[i] = (KilnVec3){i & 1 ? 1.0f : -1.0f, i & 2 ? 1.0f : -1.0f, i & 4 ? 1.0f : -1.0f};
     static const uint32_t faces[36] = {0, 2, 1, 1, 2, 3, 4, 5, 6, 5, 7, 6, 0, 1, 4, 1, 5, 4,
                                        2, 6, 3, 3, 6, 7, 0, 4, 2, 2, 4, 6, 1, 3, 5, 3, 7, 5};
-    uint32_t mesh, instance;
-    CHECK_STATUS(kiln_tracer_add_mesh(p->tracer, corners, 8, faces, 12, &mesh), KILN_OK);
+    CHECK_STATUS(kiln_tracer_add_mesh(p->tracer, corners, 8, faces, 12, &p->meshes[0]), KILN_OK);
     KilnInstanceDef inst = kiln_default_instance_def();
-    CHECK_STATUS(kiln_tracer_add_instance(p->tracer, &inst, &instance), KILN_OK);
-    p->meshes = p->instances = 1;
+    inst.mesh = p->meshes[0];
+    CHECK_STATUS(kiln_tracer_add_instance(p->tracer, &inst, &p->instances[0]), KILN_OK);
+    p->mesh_count = p->instance_count = 1;
     KilnGiDef gdef = kiln_default_gi_def();
     gdef.bounds_min = (KilnVec3){-6.0f, -1.0f, -6.0f};
     gdef.bounds_max = (KilnVec3){6.0f, 4.0f, 6.0f};

@@ -75,7 +75,9 @@ pub use layout::{
     BlasRef, BlasRefitPush, GpuHit, GpuInstance, GpuRay, SkinPush, TlasNode, HIT_BACKFACE, NO_HIT, TLAS_LEAF,
 };
 pub use queue::{Gpu, GpuTiming, GpuWait};
-pub use ray_tracer::{compose, isometry_affine, PendingHits, RayTracer, TraceMode, MAX_TRACE_BATCH};
+pub use ray_tracer::{
+    compose, isometry_affine, InstanceId, MeshId, PendingHits, RayTracer, TraceMode, MAX_TRACE_BATCH,
+};
 pub use recorder::{Download, Recorder, SyncStats, Use};
 pub use scene::GpuScene;
 pub use skin::{GpuSkin, Skin};
@@ -112,5 +114,7 @@ pub(crate) fn assert_validation_clean(gpu: &Gpu) {
 
 #[cfg(test)]
 mod gi_tests;
+#[cfg(test)]
+mod scene_tests;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -2,14 +2,23 @@
 //! following physics bodies), and ray batches traced against them.
 //!
 //! ```text
-//!  add_mesh / add_instance / add_skinned_instance     structure: the device copy
-//!                                                     (GpuScene) is rebuilt lazily
+//!  add_mesh / remove_mesh                             the mesh arrays: uploaded anew
+//!                                                     before the next trace
+//!  add_instance / add_skinned_instance /              the instance array, packed (a
+//!    remove_instance                                  removal moves the last instance
+//!                                                     into the hole); only the blocks
+//!                                                     of 64 that changed are uploaded
 //!  set_transform / set_bones / sync_poses              per-frame inputs, kept on the CPU
 //!  trace(rays, mode, hits):
 //!    one submission:  "upload instances" -> "skin + refit" -> "tlas build" -> "trace"
 //!    (the first three only when their inputs changed since the last trace)
 //!    batches beyond MAX_TRACE_BATCH rays: one more submission of "trace" each
 //! ```
+//!
+//! Meshes and instances are named by [`MeshId`] and [`InstanceId`]: generation-checked
+//! handles that stay valid until their own removal (`raytrace::slots`). A hit names
+//! the instance by its position in the packed array; [`RayTracer::instance_at`] (or
+//! [`PendingHits::instance_at`]) turns that into its id.
 //!
 //! Everything is checked before the device sees it: a refused call changes nothing.
 //! `frame_timings` holds the GPU milliseconds per pass of the last `trace`/`update`.
@@ -21,12 +30,18 @@ use super::error::GpuError;
 use super::layout::{GpuHit, GpuRay, NO_HIT};
 use super::queue::{Gpu, GpuTiming, GpuWait};
 use super::recorder::{Download, Recorder};
-use super::scene::GpuScene;
+use super::scene::{GpuScene, INSTANCE_BLOCK};
 use super::skin::Skin;
 use super::tlas::TlasBuilder;
 use super::trace::Tracer;
 use crate::math::Isometry;
-use crate::raytrace::{invert_affine, Affine, BoneMatrix, Scene, SkinData, IDENTITY};
+use crate::raytrace::{invert_affine, Affine, BoneMatrix, Scene, SkinData, SlotId, Slots, IDENTITY};
+
+/// A mesh of a [`RayTracer`]: valid until [`RayTracer::remove_mesh`].
+pub type MeshId = SlotId;
+
+/// An instance of a [`RayTracer`]: valid until [`RayTracer::remove_instance`].
+pub type InstanceId = SlotId;
 
 /// Rays traced per dispatch (48 MiB of rays and as much of hits).
 pub const MAX_TRACE_BATCH: usize = 1 << 20;
@@ -37,6 +52,8 @@ pub struct PendingHits {
     /// `None`: nothing was recorded (no rays, or an empty scene: all misses).
     download: Option<Download>,
     count: usize,
+    /// The instance ids in packed order when the trace was recorded.
+    ids: std::sync::Arc<Vec<InstanceId>>,
 }
 
 impl PendingHits {
@@ -47,6 +64,12 @@ impl PendingHits {
 
     pub fn is_empty(&self) -> bool {
         self.count == 0
+    }
+
+    /// The id of the instance a hit names (`hit.instance`), as it was when the trace
+    /// was recorded; `None` for a miss.
+    pub fn instance_at(&self, packed: u32) -> Option<InstanceId> {
+        self.ids.get(packed as usize).copied()
     }
 
     /// Copies the hits out; call once the engine's submission completed (before
@@ -75,7 +98,7 @@ pub enum TraceMode {
 /// to the tracer (`integrated`, the C layer) chooses it (`BodyId::to_bits`).
 #[derive(Clone, Copy, Debug)]
 struct Follow {
-    instance: u32,
+    instance: InstanceId,
     body: u64,
     local: Affine,
 }
@@ -87,6 +110,13 @@ struct Kernels {
     trace: Tracer,
 }
 
+/// A skinned instance: its id, its private mesh and its current bones.
+struct Skinned {
+    instance: InstanceId,
+    mesh: MeshId,
+    bones: Vec<BoneMatrix>,
+}
+
 /// A device with its meshes and instances; see the module docs.
 pub struct RayTracer {
     gpu: Gpu,
@@ -94,10 +124,25 @@ pub struct RayTracer {
     scene: Scene,
     /// The device copy of `scene`; `None` after a structural change.
     device_scene: Option<GpuScene>,
-    /// Per skinned slot: its instance and current bones.
-    skinned: Vec<(u32, Vec<BoneMatrix>)>,
+    /// Mesh ids over the scene's meshes (skinned instances' private copies too).
+    meshes: Slots,
+    /// Instance ids over the scene's packed instances.
+    instances: Slots,
+    /// Per skinned slot (the scene's order): its instance, private mesh and bones.
+    skinned: Vec<Skinned>,
     skin_dirty: bool,
+    /// The TLAS must be rebuilt (an instance was added, removed or changed).
     instances_dirty: bool,
+    /// Blocks of [`INSTANCE_BLOCK`] instances changed since the last upload (bit
+    /// `b % 64` of word `b / 64`); `all_dirty`: every block.
+    dirty_blocks: Vec<u64>,
+    all_dirty: bool,
+    /// The mesh arrays changed since the device copy was made.
+    meshes_dirty: bool,
+    /// Instance bytes the last update uploaded.
+    uploaded_instance_bytes: u64,
+    /// `instances.ids()` shared with recorded hits; `None` after a change.
+    ids_snapshot: Option<std::sync::Arc<Vec<InstanceId>>>,
     rays: Option<GpuBuffer>,
     hits: Option<GpuBuffer>,
     follows: Vec<Follow>,
@@ -123,9 +168,16 @@ impl RayTracer {
             kernels,
             scene: Scene::new(),
             device_scene: None,
+            meshes: Slots::default(),
+            instances: Slots::default(),
             skinned: Vec::new(),
             skin_dirty: false,
             instances_dirty: true,
+            dirty_blocks: Vec::new(),
+            all_dirty: true,
+            meshes_dirty: false,
+            uploaded_instance_bytes: 0,
+            ids_snapshot: None,
             rays: None,
             hits: None,
             follows: Vec::new(),
@@ -146,26 +198,75 @@ impl RayTracer {
         &self.scene
     }
 
+    /// Live meshes (skinned instances' private copies included).
     pub fn mesh_count(&self) -> u32 {
         self.scene.mesh_count() as u32
     }
 
+    /// Live instances.
     pub fn instance_count(&self) -> u32 {
         self.scene.instances().len() as u32
     }
 
-    /// Builds a BLAS over the mesh; returns the mesh index.
-    pub fn add_mesh(&mut self, positions: &[[f32; 3]], triangles: &[[u32; 3]]) -> Result<u32, GpuError> {
-        let mesh = self.scene.add_mesh(positions, triangles)?;
-        self.drop_device_scene();
-        Ok(mesh)
+    /// The id of the instance at packed position `packed` (what `GpuHit::instance`
+    /// holds); `None` past the end, e.g. for a miss.
+    pub fn instance_at(&self, packed: u32) -> Option<InstanceId> {
+        self.instances.id(packed)
     }
 
-    /// Adds an instance of `mesh`; returns its index (reported in hits).
-    pub fn add_instance(&mut self, mesh: u32, transform: &Affine, mask: u32, user_id: u32) -> Result<u32, GpuError> {
-        let instance = self.scene.add_instance(mesh, transform, mask, user_id)?;
-        self.drop_device_scene();
-        Ok(instance)
+    /// The packed position of a live instance (its index in [`Scene::instances`]).
+    pub fn instance_index(&self, instance: InstanceId) -> Option<u32> {
+        self.instances.dense(instance)
+    }
+
+    /// Whether `mesh` is live.
+    pub fn has_mesh(&self, mesh: MeshId) -> bool {
+        self.meshes.dense(mesh).is_some()
+    }
+
+    /// Instance bytes the last update, trace or recording uploaded (a whole block of
+    /// [`INSTANCE_BLOCK`] instances per changed one; all of them after the instance
+    /// buffers were resized).
+    pub fn uploaded_instance_bytes(&self) -> u64 {
+        self.uploaded_instance_bytes
+    }
+
+    /// Builds a BLAS over the mesh; returns its id.
+    pub fn add_mesh(&mut self, positions: &[[f32; 3]], triangles: &[[u32; 3]]) -> Result<MeshId, GpuError> {
+        self.scene.add_mesh(positions, triangles)?;
+        self.meshes_dirty = true;
+        Ok(self.meshes.push())
+    }
+
+    /// Removes a mesh and frees its BLAS (the device's mesh arrays shrink before the
+    /// next trace). Refused while an instance uses it; a stale id is refused.
+    pub fn remove_mesh(&mut self, mesh: MeshId) -> Result<(), GpuError> {
+        let dense = self.live_mesh(mesh)?;
+        if self.skinned.iter().any(|s| s.mesh == mesh) {
+            return Err(GpuError::InvalidInput("a skinned instance's own mesh goes with the instance".into()));
+        }
+        self.scene.remove_mesh(dense)?;
+        self.meshes.remove(mesh);
+        // Instances of later meshes now name them one lower.
+        self.meshes_dirty = true;
+        self.all_dirty = true;
+        self.instances_dirty = true;
+        Ok(())
+    }
+
+    /// Adds an instance of `mesh`; returns its id.
+    pub fn add_instance(
+        &mut self,
+        mesh: MeshId,
+        transform: &Affine,
+        mask: u32,
+        user_id: u32,
+    ) -> Result<InstanceId, GpuError> {
+        let dense = self.live_mesh(mesh)?;
+        let packed = self.scene.add_instance(dense, transform, mask, user_id)?;
+        self.mark_instance(packed);
+        self.changed_ids();
+        Ok(self.instances.push())
     }
 
     /// Adds a skinned instance (its own copy of the mesh, skinned and refitted on the
@@ -177,17 +278,46 @@ impl RayTracer {
         transform: &Affine,
         mask: u32,
         user_id: u32,
-    ) -> Result<u32, GpuError> {
+    ) -> Result<InstanceId, GpuError> {
         let bone_count = skin.bone_count as usize;
-        let (instance, slot) = self.scene.add_skinned_instance(skin, triangles, transform, mask, user_id)?;
+        let (packed, slot) = self.scene.add_skinned_instance(skin, triangles, transform, mask, user_id)?;
         debug_assert_eq!(slot as usize, self.skinned.len());
-        self.skinned.push((instance, vec![IDENTITY; bone_count]));
-        self.drop_device_scene();
+        let (mesh, instance) = (self.meshes.push(), self.instances.push());
+        self.skinned.push(Skinned { instance, mesh, bones: vec![IDENTITY; bone_count] });
+        self.meshes_dirty = true;
+        self.mark_instance(packed);
+        self.changed_ids();
         Ok(instance)
     }
 
+    /// Removes an instance: the last instance moves into its place (one block
+    /// uploaded), a skinned instance's private mesh and BLAS are freed, and it stops
+    /// following its body. A stale id is refused.
+    pub fn remove_instance(&mut self, instance: InstanceId) -> Result<(), GpuError> {
+        let packed = self.live_instance(instance)?;
+        self.scene.remove_instance(packed)?;
+        self.instances.swap_remove(instance);
+        self.follows.retain(|f| f.instance != instance);
+        if (packed as usize) < self.scene.instances().len() {
+            self.mark_instance(packed);
+        }
+        self.instances_dirty = true;
+        self.changed_ids();
+        if let Some(slot) = self.skinned.iter().position(|s| s.instance == instance) {
+            let mesh = self.scene.remove_skinned(slot as u32)?;
+            let removed = self.skinned.swap_remove(slot);
+            debug_assert_eq!(self.meshes.dense(removed.mesh), Some(mesh));
+            self.scene.remove_mesh(mesh)?;
+            self.meshes.remove(removed.mesh);
+            self.meshes_dirty = true;
+            self.all_dirty = true;
+            self.skin_dirty = !self.skinned.is_empty();
+        }
+        Ok(())
+    }
+
     /// Moves instances in bulk: all of them are checked before any moves.
-    pub fn set_transforms(&mut self, instances: &[u32], transforms: &[Affine]) -> Result<(), GpuError> {
+    pub fn set_transforms(&mut self, instances: &[InstanceId], transforms: &[Affine]) -> Result<(), GpuError> {
         if instances.len() != transforms.len() {
             return Err(GpuError::InvalidInput(format!(
                 "{} instances but {} transforms",
@@ -195,32 +325,31 @@ impl RayTracer {
                 transforms.len()
             )));
         }
-        let count = self.instance_count();
         for (i, (&instance, transform)) in instances.iter().zip(transforms).enumerate() {
-            if instance >= count {
-                return Err(GpuError::InvalidInput(format!(
-                    "instances[{i}] = {instance} does not exist ({count} instances)"
-                )));
+            if self.instances.dense(instance).is_none() {
+                return Err(GpuError::InvalidInput(format!("instances[{i}] = {instance:?} is stale or unknown")));
             }
             if invert_affine(transform).is_none() {
                 return Err(GpuError::InvalidInput(format!("transforms[{i}] is singular, NaN or infinite")));
             }
         }
         for (&instance, transform) in instances.iter().zip(transforms) {
-            self.scene.set_transform(instance, transform)?;
+            let packed = self.instances.dense(instance).expect("checked above");
+            self.scene.set_transform(packed, transform)?;
+            self.mark_instance(packed);
         }
-        self.instances_dirty = true;
         Ok(())
     }
 
     /// Sets the bones of a skinned instance (exactly its bone count, all finite).
-    pub fn set_bones(&mut self, instance: u32, bones: &[BoneMatrix]) -> Result<(), GpuError> {
-        let Some((_, current)) = self.skinned.iter_mut().find(|(i, _)| *i == instance) else {
-            return Err(GpuError::InvalidInput(format!("instance {instance} is not a skinned instance")));
+    pub fn set_bones(&mut self, instance: InstanceId, bones: &[BoneMatrix]) -> Result<(), GpuError> {
+        let Some(skinned) = self.skinned.iter_mut().find(|s| s.instance == instance) else {
+            return Err(GpuError::InvalidInput(format!("instance {instance:?} is not a live skinned instance")));
         };
+        let current = &mut skinned.bones;
         if bones.len() != current.len() {
             return Err(GpuError::InvalidInput(format!(
-                "instance {instance} has {} bones, {} given",
+                "instance {instance:?} has {} bones, {} given",
                 current.len(),
                 bones.len()
             )));
@@ -236,13 +365,8 @@ impl RayTracer {
     /// Makes `instance` follow the body with key `body`: at each [`RayTracer::sync_poses`] its
     /// transform becomes the body's pose times `local` (e.g. a scale from a unit mesh
     /// to the body's box). Replaces an earlier follow of the same instance.
-    pub fn follow_body(&mut self, instance: u32, body: u64, local: &Affine) -> Result<(), GpuError> {
-        if instance >= self.instance_count() {
-            return Err(GpuError::InvalidInput(format!(
-                "instance {instance} does not exist ({} instances)",
-                self.instance_count()
-            )));
-        }
+    pub fn follow_body(&mut self, instance: InstanceId, body: u64, local: &Affine) -> Result<(), GpuError> {
+        self.live_instance(instance)?;
         if invert_affine(local).is_none() {
             return Err(GpuError::InvalidInput("the local transform is singular, NaN or infinite".into()));
         }
@@ -255,7 +379,7 @@ impl RayTracer {
     }
 
     /// Stops `instance` following a body; it stays where it was.
-    pub fn unfollow(&mut self, instance: u32) {
+    pub fn unfollow(&mut self, instance: InstanceId) {
         self.follows.retain(|f| f.instance != instance);
     }
 
@@ -266,23 +390,60 @@ impl RayTracer {
     /// many were.
     pub fn sync_poses(&mut self, pose_of: impl Fn(u64) -> Option<Isometry>) -> u32 {
         let mut gone = 0;
-        let scene = &mut self.scene;
-        self.follows.retain(|f| match pose_of(f.body) {
-            Some(pose) => {
-                let transform = compose(&isometry_affine(&pose), &f.local);
-                // A body's pose is finite and a rotation; `local` was checked, so the
-                // product is invertible unless it overflows, which leaves it in place.
-                let _ = scene.set_transform(f.instance, &transform);
-                true
-            }
-            None => {
-                scene.instances[f.instance as usize].mask = 0;
-                gone += 1;
-                false
+        let RayTracer { scene, follows, instances, dirty_blocks, instances_dirty, .. } = self;
+        follows.retain(|f| {
+            let packed = instances.dense(f.instance).expect("a removed instance stops following");
+            mark(dirty_blocks, instances_dirty, packed);
+            match pose_of(f.body) {
+                Some(pose) => {
+                    let transform = compose(&isometry_affine(&pose), &f.local);
+                    // A body's pose is finite and a rotation; `local` was checked, so
+                    // the product is invertible unless it overflows, which leaves it
+                    // in place.
+                    let _ = scene.set_transform(packed, &transform);
+                    true
+                }
+                None => {
+                    scene.instances[packed as usize].mask = 0;
+                    gone += 1;
+                    false
+                }
             }
         });
-        self.instances_dirty |= !self.follows.is_empty() || gone > 0;
         gone
+    }
+
+    /// The skinned instances in skinning order (the order of the bone sets a CPU
+    /// reference takes).
+    #[cfg(test)]
+    pub(crate) fn skinned_order(&self) -> Vec<InstanceId> {
+        self.skinned.iter().map(|s| s.instance).collect()
+    }
+
+    fn live_mesh(&self, mesh: MeshId) -> Result<u32, GpuError> {
+        self.meshes.dense(mesh).ok_or_else(|| GpuError::InvalidInput(format!("mesh {mesh:?} is stale or unknown")))
+    }
+
+    fn live_instance(&self, instance: InstanceId) -> Result<u32, GpuError> {
+        self.instances
+            .dense(instance)
+            .ok_or_else(|| GpuError::InvalidInput(format!("instance {instance:?} is stale or unknown")))
+    }
+
+    /// Marks packed instance `packed` for the next upload.
+    fn mark_instance(&mut self, packed: u32) {
+        mark(&mut self.dirty_blocks, &mut self.instances_dirty, packed);
+    }
+
+    /// The packed order changed: recorded hits keep the old ids, later ones the new.
+    fn changed_ids(&mut self) {
+        self.ids_snapshot = None;
+    }
+
+    /// The packed order's ids, shared (made once per change).
+    fn ids_snapshot(&mut self) -> std::sync::Arc<Vec<InstanceId>> {
+        let instances = &self.instances;
+        self.ids_snapshot.get_or_insert_with(|| std::sync::Arc::new(instances.ids().to_vec())).clone()
     }
 
     /// GPU milliseconds per pass of the last [`RayTracer::update`] or
@@ -310,13 +471,14 @@ impl RayTracer {
     pub fn update_async(&mut self) -> Result<(), GpuError> {
         self.finish()?;
         self.timings.clear();
+        self.uploaded_instance_bytes = 0;
         self.ensure_device_scene()?;
         if !self.needs_update() {
             return Ok(());
         }
         let (gpu, parts) = self.split();
-        gpu.submit_async("kiln update", |rec| parts.record_update(rec))?;
-        self.after_update();
+        let uploaded = gpu.submit_async("kiln update", |rec| parts.record_update(rec))?;
+        self.after_update(uploaded);
         Ok(())
     }
 
@@ -339,6 +501,7 @@ impl RayTracer {
         }
         check_rays(rays)?;
         self.timings.clear();
+        self.uploaded_instance_bytes = 0;
         if rays.is_empty() {
             return Ok(());
         }
@@ -353,11 +516,11 @@ impl RayTracer {
         for (rays, hits) in rays.chunks(MAX_TRACE_BATCH).zip(hits.chunks_mut(MAX_TRACE_BATCH)) {
             let update = first && self.needs_update();
             let (gpu, parts) = self.split();
-            let download = gpu.submit("kiln trace", |rec| parts.record_trace(rec, update, rays, mode))?;
+            let (download, uploaded) = gpu.submit("kiln trace", |rec| parts.record_trace(rec, update, rays, mode))?;
             hits.copy_from_slice(bytemuck::cast_slice(download.bytes()));
             merge_timings(&mut self.timings, self.gpu.last_timings());
             if update {
-                self.after_update();
+                self.after_update(uploaded);
             }
             first = false;
         }
@@ -406,20 +569,22 @@ impl RayTracer {
                 rays.len()
             )));
         }
+        let ids = self.ids_snapshot();
         if rays.is_empty() || self.scene.instances().is_empty() {
-            return Ok(PendingHits { download: None, count: rays.len() });
+            return Ok(PendingHits { download: None, count: rays.len(), ids });
         }
         self.ensure_device_scene()?;
         self.ensure_ray_buffers(rays.len() as u64)?;
+        self.uploaded_instance_bytes = 0;
         let update = self.needs_update();
         let (gpu, parts) = self.split();
         // SAFETY: forwarded from the caller.
-        let download =
+        let (download, uploaded) =
             unsafe { gpu.record_into(cmd, slot, "kiln trace", |rec| parts.record_trace(rec, update, rays, mode)) }?;
         if update {
-            self.after_update();
+            self.after_update(uploaded);
         }
-        Ok(PendingHits { download: Some(download), count: rays.len() })
+        Ok(PendingHits { download: Some(download), count: rays.len(), ids })
     }
 
     /// A tracer on an open context holding `scene` (built on the CPU, e.g. by
@@ -433,6 +598,12 @@ impl RayTracer {
             )));
         }
         let mut tracer = RayTracer::with_gpu(gpu)?;
+        for _ in 0..scene.mesh_count() {
+            tracer.meshes.push();
+        }
+        for _ in scene.instances() {
+            tracer.instances.push();
+        }
         tracer.scene = scene;
         Ok(tracer)
     }
@@ -468,60 +639,87 @@ impl RayTracer {
         }
         self.finish()?;
         self.timings.clear();
+        self.uploaded_instance_bytes = 0;
         self.ensure_device_scene()?;
         let update = self.needs_update();
         let (gpu, parts) = self.split();
-        let result = gpu.submit_async(label, |rec| {
-            if update {
-                parts.record_update(rec)?;
-            }
-            record(rec, parts.device_scene, &parts.kernels.trace)
+        let (result, uploaded) = gpu.submit_async(label, |rec| {
+            let uploaded = if update { parts.record_update(rec)? } else { 0 };
+            Ok((record(rec, parts.device_scene, &parts.kernels.trace)?, uploaded))
         })?;
         if update {
-            self.after_update();
+            self.after_update(uploaded);
         }
         Ok(result)
     }
 
     /// The context and, borrowed apart from it, what a recording reads.
     fn split(&mut self) -> (&mut Gpu, Parts<'_>) {
-        let RayTracer { gpu, kernels, scene, device_scene, skinned, skin_dirty, rays, hits, .. } = self;
+        let RayTracer {
+            gpu,
+            kernels,
+            scene,
+            device_scene,
+            skinned,
+            skin_dirty,
+            rays,
+            hits,
+            dirty_blocks,
+            all_dirty,
+            ..
+        } = self;
         let parts = Parts {
             kernels,
             scene,
             device_scene: device_scene.as_ref().expect("the device scene is ensured first"),
             skinned,
             skin_dirty: *skin_dirty,
+            dirty_blocks,
+            all_dirty: *all_dirty,
             rays: rays.as_ref(),
             hits: hits.as_ref(),
         };
         (gpu, parts)
     }
 
-    /// Forgets the device copy of the scene after a structural change (kept alive
-    /// while an engine's command buffer may still use it).
-    fn drop_device_scene(&mut self) {
-        if let Some(old) = self.device_scene.take() {
-            self.gpu.defer_drop(old);
-        }
-    }
-
     fn needs_update(&self) -> bool {
         self.instances_dirty || self.skin_dirty
     }
 
-    fn after_update(&mut self) {
+    fn after_update(&mut self, uploaded: u64) {
         self.instances_dirty = false;
         self.skin_dirty = false;
+        self.all_dirty = false;
+        self.dirty_blocks.fill(0);
+        self.uploaded_instance_bytes = uploaded;
     }
 
+    /// Makes the device copy match the scene's structure: the mesh arrays after
+    /// meshes changed, the per-instance buffers' room after the count changed.
     fn ensure_device_scene(&mut self) -> Result<(), GpuError> {
-        if self.device_scene.is_none() {
-            self.device_scene = Some(GpuScene::new(&mut self.gpu, &self.scene)?);
-            // Fresh buffers hold rest poses and no TLAS: redo everything.
-            self.instances_dirty = true;
-            self.skin_dirty = !self.skinned.is_empty();
+        let count = self.scene.instances().len();
+        match &mut self.device_scene {
+            None => {
+                self.device_scene = Some(GpuScene::new(&mut self.gpu, &self.scene)?);
+                // Fresh buffers hold rest poses and no TLAS: redo everything.
+                self.all_dirty = true;
+                self.instances_dirty = true;
+                self.skin_dirty = !self.skinned.is_empty();
+            }
+            Some(device) => {
+                if self.meshes_dirty {
+                    device.replace_meshes(&mut self.gpu, &self.scene)?;
+                    // Skinned vertices are back at rest, and the TLAS's boxes stale.
+                    self.skin_dirty = !self.skinned.is_empty();
+                    self.instances_dirty = true;
+                }
+                if device.reserve_instances(&mut self.gpu, count)? {
+                    self.all_dirty = true;
+                }
+                self.instances_dirty |= device.instance_count() as usize != count;
+            }
         }
+        self.meshes_dirty = false;
         Ok(())
     }
 
@@ -545,23 +743,29 @@ struct Parts<'t> {
     kernels: &'t Kernels,
     scene: &'t Scene,
     device_scene: &'t GpuScene,
-    skinned: &'t [(u32, Vec<BoneMatrix>)],
+    skinned: &'t [Skinned],
     skin_dirty: bool,
+    dirty_blocks: &'t [u64],
+    all_dirty: bool,
     rays: Option<&'t GpuBuffer>,
     hits: Option<&'t GpuBuffer>,
 }
 
 impl Parts<'_> {
-    /// "upload instances" -> "skin + refit" (when bones changed) -> "tlas build".
-    fn record_update(&self, rec: &mut Recorder<'_>) -> Result<(), GpuError> {
+    /// "upload instances" (the changed blocks) -> "skin + refit" (when bones
+    /// changed) -> "tlas build". Returns the instance bytes uploaded.
+    fn record_update(&self, rec: &mut Recorder<'_>) -> Result<u64, GpuError> {
         let device_scene = self.device_scene;
-        rec.pass("upload instances", |rec| device_scene.upload_instances(rec, self.scene))?;
+        let uploaded = rec.pass("upload instances", |rec| {
+            device_scene.upload_instances(rec, self.scene, self.dirty_blocks, self.all_dirty)
+        })?;
         if self.skin_dirty {
-            let bones: Vec<&[BoneMatrix]> = self.skinned.iter().map(|(_, b)| b.as_slice()).collect();
+            let bones: Vec<&[BoneMatrix]> = self.skinned.iter().map(|s| s.bones.as_slice()).collect();
             let kernels = self.kernels;
             rec.pass("skin + refit", |rec| device_scene.record_skinning(rec, &kernels.skin, &kernels.refit, &bones))?;
         }
-        rec.pass("tlas build", |rec| self.kernels.tlas.record(rec, device_scene))
+        rec.pass("tlas build", |rec| self.kernels.tlas.record(rec, device_scene))?;
+        Ok(uploaded)
     }
 
     /// The update (when `update`), then "trace": upload `rays`, trace, read back the
@@ -572,10 +776,8 @@ impl Parts<'_> {
         update: bool,
         rays: &[GpuRay],
         mode: TraceMode,
-    ) -> Result<Download, GpuError> {
-        if update {
-            self.record_update(rec)?;
-        }
+    ) -> Result<(Download, u64), GpuError> {
+        let uploaded = if update { self.record_update(rec)? } else { 0 };
         let (ray_buffer, hit_buffer) = (self.rays.expect("sized"), self.hits.expect("sized"));
         let count = rays.len() as u32;
         rec.pass("trace", |rec| {
@@ -583,7 +785,19 @@ impl Parts<'_> {
             self.kernels.trace.record(rec, self.device_scene, ray_buffer, hit_buffer, count, mode == TraceMode::Any)?;
             rec.download(hit_buffer, 0, 48 * u64::from(count))
         })
+        .map(|download| (download, uploaded))
     }
+}
+
+/// Marks the block of packed instance `packed` in `blocks` (grown as needed) and the
+/// TLAS as stale.
+fn mark(blocks: &mut Vec<u64>, tlas_stale: &mut bool, packed: u32) {
+    let block = (packed / INSTANCE_BLOCK) as usize;
+    if blocks.len() <= block / 64 {
+        blocks.resize(block / 64 + 1, 0);
+    }
+    blocks[block / 64] |= 1 << (block % 64);
+    *tlas_stale = true;
 }
 
 /// Adds `new` to `into` by pass name (keeping first-seen order).

@@ -22,6 +22,9 @@ use crate::raytrace::blas::BvhNode;
 use crate::raytrace::scene::RefitRange;
 use crate::raytrace::{BoneMatrix, Scene};
 
+/// Instances per dirty block: [`GpuScene::upload_instances`] uploads whole blocks.
+pub const INSTANCE_BLOCK: u32 = 64;
+
 /// The scene's buffers on the device.
 pub struct GpuScene {
     pub(crate) blas_refs: GpuBuffer,
@@ -37,6 +40,13 @@ pub struct GpuScene {
     pub(crate) bounds: GpuBuffer,
     pub(crate) instance_count: u32,
     pub(crate) padded: u32,
+    /// Instances the per-instance buffers hold room for (a power of two).
+    capacity: u32,
+    meshes: MeshBuffers,
+}
+
+/// What the device holds per mesh: replaced whole when the meshes change.
+struct MeshBuffers {
     blas_parents: GpuBuffer,
     blas_leaves: GpuBuffer,
     blas_counters: GpuBuffer,
@@ -44,41 +54,130 @@ pub struct GpuScene {
     refit_ranges: Vec<(RefitRange, BlasRef)>,
 }
 
-impl GpuScene {
-    /// Uploads the meshes and sizes the per-instance buffers for the scene's current
-    /// instance count (call again after adding instances).
-    pub fn new(gpu: &mut Gpu, scene: &Scene) -> Result<GpuScene, GpuError> {
-        let n = scene.instances.len().max(1) as u64;
-        let padded = n.next_power_of_two();
+/// The per-instance buffers for `capacity` instances (a power of two).
+struct InstanceBuffers {
+    instances: GpuBuffer,
+    tlas_nodes: GpuBuffer,
+    parents: GpuBuffer,
+    counters: GpuBuffer,
+    keys: GpuBuffer,
+    leaf_boxes: GpuBuffer,
+}
+
+impl InstanceBuffers {
+    fn new(gpu: &Gpu, capacity: u32) -> Result<InstanceBuffers, GpuError> {
+        let n = u64::from(capacity);
         let nodes = 2 * n - 1;
-        Ok(GpuScene {
-            blas_refs: gpu.buffer_from("scene blas refs", &scene.blas_refs)?,
-            blas_nodes: gpu.buffer_from("scene blas nodes", &scene.nodes)?,
-            triangles: gpu.buffer_from("scene triangles", &scene.triangles)?,
-            positions: gpu.buffer_from("scene positions", &scene.positions)?,
+        Ok(InstanceBuffers {
             instances: gpu.buffer("scene instances", n * 112, BufferMemory::Device)?,
             tlas_nodes: gpu.buffer("tlas nodes", nodes * 32, BufferMemory::Device)?,
             parents: gpu.buffer("tlas parents", nodes * 4, BufferMemory::Device)?,
             counters: gpu.buffer("tlas counters", nodes * 4, BufferMemory::Device)?,
-            keys: gpu.buffer("tlas keys", padded * 8, BufferMemory::Device)?,
+            keys: gpu.buffer("tlas keys", n * 8, BufferMemory::Device)?,
             leaf_boxes: gpu.buffer("tlas instance boxes", n * 32, BufferMemory::Device)?,
-            bounds: gpu.buffer("tlas scene bounds", 6 * 4, BufferMemory::Device)?,
-            instance_count: scene.instances.len() as u32,
-            padded: padded as u32,
-            blas_parents: gpu.buffer_from("scene blas parents", &scene.parents)?,
-            blas_leaves: gpu.buffer_from("scene blas leaves", &scene.leaves)?,
-            blas_counters: gpu.buffer(
-                "scene blas refit counters",
-                4 * u64::from(scene.skinned.iter().map(|s| scene.refit[s.mesh as usize].node_count).max().unwrap_or(1)),
-                BufferMemory::Device,
-            )?,
-            skins: scene
-                .skinned
-                .iter()
-                .map(|s| GpuSkin::upload(gpu, &s.skin).map(|skin| (skin, s.mesh)))
-                .collect::<Result<_, _>>()?,
-            refit_ranges: scene.refit.iter().copied().zip(scene.blas_refs.iter().copied()).collect(),
         })
+    }
+}
+
+/// Room for `count` instances: the next power of two, at least one block.
+fn instance_capacity(count: usize) -> u32 {
+    (count.max(INSTANCE_BLOCK as usize) as u32).next_power_of_two()
+}
+
+impl GpuScene {
+    /// Uploads the meshes and sizes the per-instance buffers with room for the
+    /// scene's instances (uploaded by [`GpuScene::upload_instances`]).
+    pub fn new(gpu: &mut Gpu, scene: &Scene) -> Result<GpuScene, GpuError> {
+        let capacity = instance_capacity(scene.instances.len());
+        let per_instance = InstanceBuffers::new(gpu, capacity)?;
+        let (blas_refs, blas_nodes, triangles, positions, meshes) = GpuScene::upload_meshes(gpu, scene)?;
+        let n = scene.instances.len() as u32;
+        Ok(GpuScene {
+            blas_refs,
+            blas_nodes,
+            triangles,
+            positions,
+            instances: per_instance.instances,
+            tlas_nodes: per_instance.tlas_nodes,
+            parents: per_instance.parents,
+            counters: per_instance.counters,
+            keys: per_instance.keys,
+            leaf_boxes: per_instance.leaf_boxes,
+            bounds: gpu.buffer("tlas scene bounds", 6 * 4, BufferMemory::Device)?,
+            instance_count: n,
+            padded: n.max(1).next_power_of_two(),
+            capacity,
+            meshes,
+        })
+    }
+
+    /// The mesh arrays and what refits and skinning read, uploaded anew.
+    fn upload_meshes(
+        gpu: &mut Gpu,
+        scene: &Scene,
+    ) -> Result<(GpuBuffer, GpuBuffer, GpuBuffer, GpuBuffer, MeshBuffers), GpuError> {
+        let refit_nodes = scene.skinned.iter().map(|s| scene.refit[s.mesh as usize].node_count).max().unwrap_or(1);
+        Ok((
+            gpu.buffer_from("scene blas refs", &scene.blas_refs)?,
+            gpu.buffer_from("scene blas nodes", &scene.nodes)?,
+            gpu.buffer_from("scene triangles", &scene.triangles)?,
+            gpu.buffer_from("scene positions", &scene.positions)?,
+            MeshBuffers {
+                blas_parents: gpu.buffer_from("scene blas parents", &scene.parents)?,
+                blas_leaves: gpu.buffer_from("scene blas leaves", &scene.leaves)?,
+                blas_counters: gpu.buffer(
+                    "scene blas refit counters",
+                    4 * u64::from(refit_nodes),
+                    BufferMemory::Device,
+                )?,
+                skins: scene
+                    .skinned
+                    .iter()
+                    .map(|s| GpuSkin::upload(gpu, &s.skin).map(|skin| (skin, s.mesh)))
+                    .collect::<Result<_, _>>()?,
+                refit_ranges: scene.refit.iter().copied().zip(scene.blas_refs.iter().copied()).collect(),
+            },
+        ))
+    }
+
+    /// Replaces the mesh arrays after meshes were added or removed (the old buffers
+    /// live until the device is done with them). Skinned vertices start at their
+    /// rest pose again: skin them before tracing.
+    pub fn replace_meshes(&mut self, gpu: &mut Gpu, scene: &Scene) -> Result<(), GpuError> {
+        let (blas_refs, blas_nodes, triangles, positions, meshes) = GpuScene::upload_meshes(gpu, scene)?;
+        let old = (
+            std::mem::replace(&mut self.blas_refs, blas_refs),
+            std::mem::replace(&mut self.blas_nodes, blas_nodes),
+            std::mem::replace(&mut self.triangles, triangles),
+            std::mem::replace(&mut self.positions, positions),
+            std::mem::replace(&mut self.meshes, meshes),
+        );
+        gpu.defer_drop(old);
+        Ok(())
+    }
+
+    /// Sizes the per-instance buffers for `count` instances: they grow to the next
+    /// power of two and shrink when a quarter would do. Returns whether they were
+    /// replaced (their contents are then undefined: upload every instance).
+    pub fn reserve_instances(&mut self, gpu: &mut Gpu, count: usize) -> Result<bool, GpuError> {
+        let wanted = instance_capacity(count);
+        let replaced = wanted > self.capacity || (wanted < self.capacity / 4);
+        if replaced {
+            let fresh = InstanceBuffers::new(gpu, wanted)?;
+            let old = (
+                std::mem::replace(&mut self.instances, fresh.instances),
+                std::mem::replace(&mut self.tlas_nodes, fresh.tlas_nodes),
+                std::mem::replace(&mut self.parents, fresh.parents),
+                std::mem::replace(&mut self.counters, fresh.counters),
+                std::mem::replace(&mut self.keys, fresh.keys),
+                std::mem::replace(&mut self.leaf_boxes, fresh.leaf_boxes),
+            );
+            gpu.defer_drop(old);
+            self.capacity = wanted;
+        }
+        self.instance_count = count as u32;
+        self.padded = (count as u32).max(1).next_power_of_two();
+        Ok(replaced)
     }
 
     /// Records skinning and refit of every skinned instance's private BLAS: `bones`
@@ -91,35 +190,35 @@ impl GpuScene {
         refit: &BlasRefit,
         bones: &[&[BoneMatrix]],
     ) -> Result<(), GpuError> {
-        if bones.len() != self.skins.len() {
+        if bones.len() != self.meshes.skins.len() {
             return Err(GpuError::InvalidInput(format!(
                 "{} bone sets for {} skinned slots",
                 bones.len(),
-                self.skins.len()
+                self.meshes.skins.len()
             )));
         }
-        for ((gpu_skin, mesh), bones) in self.skins.iter().zip(bones) {
-            let (range, blas) = self.refit_ranges[*mesh as usize];
+        for ((gpu_skin, mesh), bones) in self.meshes.skins.iter().zip(bones) {
+            let (range, blas) = self.meshes.refit_ranges[*mesh as usize];
             let positions = self.positions.address() + 12 * u64::from(blas.position_base);
             skin.record_at(rec, gpu_skin, bones, &self.positions, positions)?;
-            rec.fill(&self.blas_counters, 0);
+            rec.fill(&self.meshes.blas_counters, 0);
             let push = BlasRefitPush {
                 nodes: self.blas_nodes.address() + 32 * u64::from(range.node_base),
-                parents: self.blas_parents.address() + 4 * u64::from(range.node_base),
-                leaves: self.blas_leaves.address() + 4 * u64::from(range.leaf_base),
+                parents: self.meshes.blas_parents.address() + 4 * u64::from(range.node_base),
+                leaves: self.meshes.blas_leaves.address() + 4 * u64::from(range.leaf_base),
                 triangles: self.triangles.address() + 16 * u64::from(blas.triangle_base),
                 positions,
-                counters: self.blas_counters.address(),
+                counters: self.meshes.blas_counters.address(),
                 leaf_count: range.leaf_count,
                 _pad: 0,
             };
             let uses = [
-                Use::read(&self.blas_parents),
-                Use::read(&self.blas_leaves),
+                Use::read(&self.meshes.blas_parents),
+                Use::read(&self.meshes.blas_leaves),
                 Use::read(&self.triangles),
                 Use::read(&self.positions),
                 Use::write(&self.blas_nodes),
-                Use::write(&self.blas_counters),
+                Use::write(&self.meshes.blas_counters),
             ];
             refit.record_push(rec, &push, &uses)?;
         }
@@ -129,8 +228,8 @@ impl GpuScene {
     /// Reads back the skinned vertices of every slot (for CPU references and tests).
     pub fn read_skinned_positions(&self, gpu: &mut Gpu) -> Result<Vec<Vec<[f32; 3]>>, GpuError> {
         let mut out = Vec::new();
-        for (skin, mesh) in &self.skins {
-            let base = 12 * u64::from(self.refit_ranges[*mesh as usize].1.position_base);
+        for (skin, mesh) in &self.meshes.skins {
+            let base = 12 * u64::from(self.meshes.refit_ranges[*mesh as usize].1.position_base);
             let len = 12 * u64::from(skin.vertex_count);
             let download = gpu.submit("read skinned", |rec| rec.download(&self.positions, base, len))?;
             out.push(download.to_vec());
@@ -140,20 +239,47 @@ impl GpuScene {
 
     /// Reads back the BLAS nodes of every mesh (for CPU references and tests).
     pub fn read_blas_nodes(&self, gpu: &mut Gpu) -> Result<Vec<BvhNode>, GpuError> {
-        let count = self.refit_ranges.last().map_or(0, |(r, _)| (r.node_base + r.node_count) as usize);
+        let count = self.meshes.refit_ranges.last().map_or(0, |(r, _)| (r.node_base + r.node_count) as usize);
         gpu.read(&self.blas_nodes, count)
     }
 
-    /// Records the upload of every instance (transforms, masks, ids).
-    pub fn upload_instances(&self, rec: &mut Recorder<'_>, scene: &Scene) -> Result<(), GpuError> {
+    /// Records the upload of the instances in the blocks of [`INSTANCE_BLOCK`] marked
+    /// in `dirty` (bit `b % 64` of word `b / 64` for block `b`; all of them when
+    /// `all`), a run of consecutive blocks as one copy. Returns the bytes uploaded.
+    pub fn upload_instances(
+        &self,
+        rec: &mut Recorder<'_>,
+        scene: &Scene,
+        dirty: &[u64],
+        all: bool,
+    ) -> Result<u64, GpuError> {
         if scene.instances.len() as u32 != self.instance_count {
             return Err(GpuError::InvalidInput(format!(
-                "the GPU scene was sized for {} instances, the scene has {}: recreate it",
+                "the GPU scene was sized for {} instances, the scene has {}: reserve them first",
                 self.instance_count,
                 scene.instances.len()
             )));
         }
-        rec.upload(&self.instances, 0, bytemuck::cast_slice(&scene.instances))
+        let count = scene.instances.len();
+        let blocks = count.div_ceil(INSTANCE_BLOCK as usize);
+        let is_dirty = |b: usize| all || dirty.get(b / 64).is_some_and(|w| w & (1 << (b % 64)) != 0);
+        let mut uploaded = 0;
+        let mut b = 0;
+        while b < blocks {
+            if !is_dirty(b) {
+                b += 1;
+                continue;
+            }
+            let first = b;
+            while b < blocks && is_dirty(b) {
+                b += 1;
+            }
+            let range = first * INSTANCE_BLOCK as usize..(b * INSTANCE_BLOCK as usize).min(count);
+            let bytes: &[u8] = bytemuck::cast_slice(&scene.instances[range.clone()]);
+            rec.upload(&self.instances, 112 * range.start as u64, bytes)?;
+            uploaded += bytes.len() as u64;
+        }
+        Ok(uploaded)
     }
 
     pub fn instance_count(&self) -> u32 {

@@ -5,7 +5,7 @@ use super::*;
 use crate::spatial::tests::Rng;
 
 /// A wavy grid of `n x n` unit quads (2 triangles each).
-fn grid(n: u32, rng: &mut Rng) -> (Vec<[f32; 3]>, Vec<[u32; 3]>) {
+pub(crate) fn grid(n: u32, rng: &mut Rng) -> (Vec<[f32; 3]>, Vec<[u32; 3]>) {
     grid_mesh(n, 1.0, |_, _| rng.range(-0.5, 0.5))
 }
 
@@ -468,7 +468,7 @@ fn validation_layer_messages_are_collected() {
     assert_eq!(undeclared, 1, "{messages:?}");
 }
 
-fn random_transform(rng: &mut Rng, spread: f32) -> Affine {
+pub(crate) fn random_transform(rng: &mut Rng, spread: f32) -> Affine {
     let axis = rng.vec3(-1.0, 1.0).try_normalize().unwrap_or(glam::Vec3::Y);
     let rotation = glam::Mat3::from_axis_angle(axis, rng.range(0.0, std::f32::consts::TAU));
     let scale = rng.range(0.5, 2.0);
@@ -502,7 +502,7 @@ fn test_scene(rng: &mut Rng, count: usize) -> Scene {
 fn build_and_check_tlas(gpu: &mut Gpu, builder: &TlasBuilder, scene: &Scene, gpu_scene: &GpuScene) -> Vec<TlasNode> {
     let n = scene.instances().len();
     gpu.submit("tlas", |rec| {
-        gpu_scene.upload_instances(rec, scene)?;
+        gpu_scene.upload_instances(rec, scene, &[], true)?;
         rec.pass("tlas build", |rec| builder.record(rec, gpu_scene))
     })
     .unwrap();
@@ -536,7 +536,7 @@ fn build_and_check_tlas(gpu: &mut Gpu, builder: &TlasBuilder, scene: &Scene, gpu
     nodes
 }
 
-fn random_rays(rng: &mut Rng, scene: &Scene, count: usize) -> Vec<GpuRay> {
+pub(crate) fn random_rays(rng: &mut Rng, scene: &Scene, count: usize) -> Vec<GpuRay> {
     let boxes = scene.instance_boxes();
     (0..count)
         .map(|i| {
@@ -1050,21 +1050,27 @@ fn embedded_mode_records_into_the_engines_command_buffers_and_matches_standalone
     let mut tracer = unsafe { RayTracer::embedded(&engine.describe(2)) }.unwrap();
     assert!(tracer.gpu().is_embedded() && !reference.gpu().is_embedded());
     let meshes = [grid(20, &mut rng), box_mesh([1.0, 0.5, 2.0])];
+    let mut ids = Vec::new();
     for (p, t) in &meshes {
-        assert_eq!(tracer.add_mesh(p, t).unwrap(), reference.add_mesh(p, t).unwrap());
+        let id = tracer.add_mesh(p, t).unwrap();
+        assert_eq!(id, reference.add_mesh(p, t).unwrap());
+        ids.push(id);
     }
+    let mut third = None;
     for i in 0..40 {
         let at = random_transform(&mut rng, 20.0);
-        tracer.add_instance(i % 2, &at, 1 << (i % 3), i).unwrap();
-        reference.add_instance(i % 2, &at, 1 << (i % 3), i).unwrap();
+        let id = tracer.add_instance(ids[i as usize % 2], &at, 1 << (i % 3), i).unwrap();
+        assert_eq!(id, reference.add_instance(ids[i as usize % 2], &at, 1 << (i % 3), i).unwrap());
+        third = third.or((i == 3).then_some(id));
     }
+    let third = third.unwrap();
     // Four frames over two slots, each moving one instance first; every frame's
     // hits equal the standalone tracer's for the same scene.
     for frame in 0..4usize {
         let slot = frame % 2;
         let moved = [[1.0, 0.0, 0.0, frame as f32], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]];
-        tracer.set_transforms(&[3], &[moved]).unwrap();
-        reference.set_transforms(&[3], &[moved]).unwrap();
+        tracer.set_transforms(&[third], &[moved]).unwrap();
+        reference.set_transforms(&[third], &[moved]).unwrap();
         let rays: Vec<GpuRay> = (0..5000)
             .map(|_| GpuRay {
                 origin: rng.vec3(-30.0, 30.0).to_array(),
@@ -1086,12 +1092,10 @@ fn embedded_mode_records_into_the_engines_command_buffers_and_matches_standalone
         assert!(hits == want, "frame {frame}: embedded hits differ from standalone");
         assert!(hits.iter().filter(|h| h.instance != NO_HIT).count() > 500);
     }
-    // A structural change while both slots may be in flight: the old device scene
-    // stays until both slots were recorded again, then it is freed.
-    let held = tracer.gpu().memory_in_use();
-    tracer.add_instance(1, &IDENTITY, 1, 99).unwrap();
-    assert_eq!(tracer.gpu().memory_in_use(), held, "the replaced scene is kept for the slots in flight");
-    assert_eq!(tracer.gpu().deferred_count(), 1);
+    // A structural change while both slots may be in flight: the old mesh arrays
+    // stay until both slots were recorded again, then they are freed.
+    tracer.add_mesh(&meshes[1].0, &meshes[1].1).unwrap();
+    assert_eq!(tracer.gpu().deferred_count(), 0, "the mesh arrays are replaced at the next recording");
     let ray = [GpuRay { dir: [0.0, -1.0, 0.0], t_max: 1e30, mask: u32::MAX, ..GpuRay::default() }];
     for (slot, left) in [(0, 1), (1, 0)] {
         let cmd = engine.begin(slot);

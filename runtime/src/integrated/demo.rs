@@ -5,7 +5,7 @@ use glam::Vec3;
 
 use super::{GpuSide, IntegratedFrame};
 use crate::gi::ProbeGrid;
-use crate::gpu::{box_mesh, isometry_affine, sphere_mesh, GiVolume, GpuError, RayTracer, IDENTITY};
+use crate::gpu::{box_mesh, isometry_affine, sphere_mesh, GiVolume, GpuError, MeshId, RayTracer, IDENTITY};
 use crate::physics::scenes::{Scene, SceneShape};
 use crate::spatial::TriMesh;
 use crate::terrain::{mesh_chunk, CHUNK};
@@ -55,7 +55,7 @@ pub fn demo_frame(scene: &Scene, tracer: Option<RayTracer>, gi: Option<DemoGi>) 
             extent = Some(t.size as f32 * t.voxel_size);
         }
     }
-    let mut meshes: Vec<(SceneShape, u32)> = Vec::new();
+    let mut meshes: Vec<(SceneShape, MeshId)> = Vec::new();
     for (body, &id) in scene.bodies.iter().zip(&ids) {
         let mesh = match meshes.iter().find(|(s, _)| *s == body.shape) {
             Some(&(_, mesh)) => mesh,

@@ -403,7 +403,7 @@ mod follow_tests {
             // The instances followed their bodies.
             for &(body, instance) in &bodies[1..] {
                 let pose = world.transform(body).unwrap();
-                let t = tracer.scene().instances()[instance as usize].object_to_world;
+                let t = tracer.scene().instances()[tracer.instance_index(instance).unwrap() as usize].object_to_world;
                 assert!((t[1][3] - pose.translation.y).abs() < 1e-6);
             }
         }
@@ -428,17 +428,19 @@ mod follow_tests {
         }
         assert!(tracer.trace(&[good, good], TraceMode::Closest, &mut hit).is_err());
         let singular = [[0.0f32; 4]; 3];
-        assert!(tracer.set_transforms(&[1, 999], &[IDENTITY, IDENTITY]).is_err());
-        assert!(tracer.set_transforms(&[1, 2], &[IDENTITY, singular]).is_err());
-        assert!(tracer.set_transforms(&[1], &[]).is_err());
+        let (first, second) = (bodies[1].1, bodies[2].1);
+        let stale = crate::raytrace::SlotId { slot: 999, generation: 1 };
+        assert!(tracer.set_transforms(&[first, stale], &[IDENTITY, IDENTITY]).is_err());
+        assert!(tracer.set_transforms(&[first, second], &[IDENTITY, singular]).is_err());
+        assert!(tracer.set_transforms(&[first], &[]).is_err());
         assert!(tracer.set_bones(sheet, &bones[0][..3]).is_err());
-        assert!(tracer.set_bones(0, &bones[0]).is_err(), "instance 0 is not skinned");
+        assert!(tracer.set_bones(first, &bones[0]).is_err(), "a body's instance is not skinned");
         let mut nan_bones = bones[0].clone();
         nan_bones[2][1][1] = f32::NAN;
         assert!(tracer.set_bones(sheet, &nan_bones).is_err());
-        assert!(tracer.follow_body(999, bodies[1].0.to_bits(), &IDENTITY).is_err());
-        assert!(tracer.follow_body(1, bodies[1].0.to_bits(), &singular).is_err());
-        assert!(tracer.add_instance(99, &IDENTITY, 1, 0).is_err());
+        assert!(tracer.follow_body(stale, bodies[1].0.to_bits(), &IDENTITY).is_err());
+        assert!(tracer.follow_body(first, bodies[1].0.to_bits(), &singular).is_err());
+        assert!(tracer.add_instance(stale, &IDENTITY, 1, 0).is_err());
         tracer.trace(&[good], TraceMode::Closest, &mut hit).unwrap();
         assert_eq!(hit[0], reference_hits(&tracer, &bones, &[good], false)[0]);
         assert_eq!(tracer.instance_count(), 22, "refused adds added nothing");

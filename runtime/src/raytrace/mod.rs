@@ -8,6 +8,7 @@ pub mod blas;
 pub mod layout;
 pub mod scene;
 pub mod skin;
+pub mod slots;
 pub mod tlas;
 pub mod trace;
 
@@ -17,6 +18,7 @@ pub use blas::{
 pub use layout::{BlasRef, GpuHit, GpuInstance, GpuRay, TlasNode, HIT_BACKFACE, NO_HIT, TLAS_LEAF};
 pub use scene::{box_mesh, grid_mesh, invert_affine, sphere_mesh, Affine, Scene, IDENTITY};
 pub use skin::{BoneMatrix, SkinData};
+pub use slots::{SlotId, Slots};
 pub use tlas::{instance_box, internal_children, morton, sorted_keys, CpuTlas, BOX_PADDING, TLAS_STACK};
 pub use trace::{trace_cpu, TraceScene};
 

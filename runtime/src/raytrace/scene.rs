@@ -272,6 +272,82 @@ impl Scene {
         Ok(())
     }
 
+    /// Removes instance `index` as `swap_remove` does: the last instance takes its
+    /// index. A skinned instance's private mesh stays until
+    /// [`Scene::remove_skinned`] and [`Scene::remove_mesh`].
+    pub fn remove_instance(&mut self, index: u32) -> Result<(), SceneError> {
+        let count = self.instances.len();
+        if index as usize >= count {
+            return Err(SceneError(format!("instance {index} does not exist ({count} instances)")));
+        }
+        self.instances.swap_remove(index as usize);
+        Ok(())
+    }
+
+    /// Forgets skinned slot `slot` as `swap_remove` does (the last slot takes its
+    /// number); returns its private mesh, which no instance uses once the skinned
+    /// instance is removed.
+    pub fn remove_skinned(&mut self, slot: u32) -> Result<u32, SceneError> {
+        let count = self.skinned.len();
+        if slot as usize >= count {
+            return Err(SceneError(format!("skinned slot {slot} does not exist ({count} slots)")));
+        }
+        Ok(self.skinned.swap_remove(slot as usize).mesh)
+    }
+
+    /// Removes mesh `mesh` and its BLAS: its ranges leave the shared arrays, later
+    /// meshes move down by one index and their ranges by its sizes, so the arrays
+    /// hold only live meshes. Refused while an instance or skinned slot uses it.
+    pub fn remove_mesh(&mut self, mesh: u32) -> Result<(), SceneError> {
+        let count = self.blas_refs.len();
+        if mesh as usize >= count {
+            return Err(SceneError(format!("mesh {mesh} does not exist ({count} meshes)")));
+        }
+        let users = self.instances.iter().filter(|i| i.blas == mesh).count();
+        if users > 0 || self.skinned.iter().any(|s| s.mesh == mesh) {
+            return Err(SceneError(format!("mesh {mesh} is used by {users} instances: remove them first")));
+        }
+        let m = mesh as usize;
+        let (blas, range) = (self.blas_refs[m], self.refit[m]);
+        let position_end = self.blas_refs.get(m + 1).map_or(self.positions.len() as u32, |next| next.position_base);
+        let vertex_count = position_end - blas.position_base;
+        let nodes = range.node_base as usize..(range.node_base + range.node_count) as usize;
+        self.nodes.drain(nodes.clone());
+        self.parents.drain(nodes);
+        self.leaves.drain(range.leaf_base as usize..(range.leaf_base + range.leaf_count) as usize);
+        self.triangles.drain(blas.triangle_base as usize..(blas.triangle_base + blas.triangle_count) as usize);
+        self.positions.drain(blas.position_base as usize..position_end as usize);
+        self.blas_refs.remove(m);
+        self.refit.remove(m);
+        self.roots.remove(m);
+        for (later, refit) in self.blas_refs[m..].iter_mut().zip(&mut self.refit[m..]) {
+            later.node_base -= range.node_count;
+            later.triangle_base -= blas.triangle_count;
+            later.position_base -= vertex_count;
+            refit.node_base -= range.node_count;
+            refit.leaf_base -= range.leaf_count;
+        }
+        for instance in self.instances.iter_mut().filter(|i| i.blas > mesh) {
+            instance.blas -= 1;
+        }
+        for slot in self.skinned.iter_mut().filter(|s| s.mesh > mesh) {
+            slot.mesh -= 1;
+        }
+        Ok(())
+    }
+
+    /// Bytes of the mesh arrays (BLAS nodes, triangles, vertices, refit data): what
+    /// the device holds for the meshes.
+    pub fn mesh_bytes(&self) -> usize {
+        use std::mem::size_of_val;
+        size_of_val(self.blas_refs.as_slice())
+            + size_of_val(self.nodes.as_slice())
+            + size_of_val(self.triangles.as_slice())
+            + size_of_val(self.positions.as_slice())
+            + size_of_val(self.parents.as_slice())
+            + size_of_val(self.leaves.as_slice())
+    }
+
     pub fn skinned_count(&self) -> usize {
         self.skinned.len()
     }

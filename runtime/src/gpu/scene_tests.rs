@@ -1,0 +1,240 @@
+//! A tracer's scene that changes: meshes and instances added and removed through
+//! their ids, checked against a tracer built from scratch over what is left, the
+//! bytes each change uploads, and the device memory that removals give back.
+use std::collections::HashMap;
+
+use super::scene::INSTANCE_BLOCK;
+use super::tests::{compare_hits, grid, random_rays, random_transform, reference_hits};
+use super::*;
+use crate::raytrace::SlotId;
+use crate::spatial::tests::Rng;
+
+/// Each live mesh's vertices and triangles.
+type Geometry = HashMap<MeshId, (Vec<[f32; 3]>, Vec<[u32; 3]>)>;
+
+/// What the test knows of a live instance, to rebuild it elsewhere.
+#[derive(Clone)]
+struct Placed {
+    mesh: Option<MeshId>,
+    transform: Affine,
+    mask: u32,
+    user_id: u32,
+    /// A skinned instance's skin, triangles and bones.
+    skinned: Option<(SkinData, Vec<[u32; 3]>, Vec<BoneMatrix>)>,
+}
+
+/// A two-bone skin over a box: vertices above y = 0 follow bone 1.
+fn skinned_box(rng: &mut Rng) -> (SkinData, Vec<[u32; 3]>, Vec<BoneMatrix>) {
+    let (positions, triangles) = box_mesh([1.0, 2.0, 0.5]);
+    let joints = positions.iter().map(|p| if p[1] > 0.0 { [1, 0, 0, 0] } else { [0, 0, 0, 0] }).collect();
+    let weights = vec![[1.0, 0.0, 0.0, 0.0]; positions.len()];
+    let skin = SkinData::new(positions, joints, weights, 2).unwrap();
+    let shift = rng.range(-1.0, 1.0);
+    let bones = vec![IDENTITY, [[1.0, 0.0, 0.0, shift], [0.0, 1.0, 0.0, 0.5], [0.0, 0.0, 1.0, 0.0]]];
+    (skin, triangles, bones)
+}
+
+/// A tracer holding the same meshes and instances, added in the packed order of
+/// `tracer`'s instances, so both build the same TLAS over the same instance array.
+fn rebuilt(gpu: Gpu, tracer: &RayTracer, meshes: &Geometry, placed: &HashMap<InstanceId, Placed>) -> RayTracer {
+    let mut fresh = RayTracer::with_gpu(gpu).unwrap();
+    let mut ids = HashMap::new();
+    for packed in 0..tracer.instance_count() {
+        let p = &placed[&tracer.instance_at(packed).unwrap()];
+        match (&p.mesh, &p.skinned) {
+            (Some(mesh), None) => {
+                let (positions, triangles) = &meshes[mesh];
+                let id = *ids.entry(*mesh).or_insert_with(|| fresh.add_mesh(positions, triangles).unwrap());
+                fresh.add_instance(id, &p.transform, p.mask, p.user_id).unwrap();
+            }
+            (None, Some((skin, triangles, bones))) => {
+                let id = fresh.add_skinned_instance(skin.clone(), triangles, &p.transform, p.mask, p.user_id).unwrap();
+                fresh.set_bones(id, bones).unwrap();
+            }
+            _ => unreachable!(),
+        }
+    }
+    fresh
+}
+
+/// Random adds, removals and moves of meshes, instances and skinned instances;
+/// after each round the tracer's hits equal those of a tracer built from scratch
+/// over what is left (bit for bit: same instance array, same TLAS), and both equal
+/// the CPU reference. Stale ids are refused and change nothing.
+#[test]
+fn a_changing_scene_traces_as_one_built_from_scratch() {
+    let Some(gpu) = test_gpu("a_changing_scene_traces_as_one_built_from_scratch") else { return };
+    let mut rng = Rng(94);
+    let mut tracer = RayTracer::with_gpu(gpu).unwrap();
+    let mut meshes = Geometry::new();
+    let mut mesh_order: Vec<MeshId> = Vec::new();
+    let mut placed: HashMap<InstanceId, Placed> = HashMap::new();
+    let mut live: Vec<InstanceId> = Vec::new();
+    let mut removed_instances = Vec::new();
+    let mut removed_meshes = Vec::new();
+    let mut next_user = 0;
+    for round in 0..12 {
+        // Meshes come and go (a used one is refused, the scene unchanged).
+        for _ in 0..2 {
+            let geometry = match rng.below(3) {
+                0 => grid(4 + rng.below(8) as u32, &mut rng),
+                1 => box_mesh([rng.range(0.5, 2.0), rng.range(0.5, 2.0), rng.range(0.5, 2.0)]),
+                _ => sphere_mesh(rng.range(0.5, 2.0), 6, 8),
+            };
+            let id = tracer.add_mesh(&geometry.0, &geometry.1).unwrap();
+            meshes.insert(id, geometry);
+            mesh_order.push(id);
+        }
+        if round % 3 == 2 {
+            let victim = mesh_order[rng.below(mesh_order.len())];
+            let used = placed.values().any(|p| p.mesh == Some(victim));
+            let before = tracer.scene().mesh_bytes();
+            assert_eq!(tracer.remove_mesh(victim).is_ok(), !used, "a used mesh is refused, an unused one removed");
+            if used {
+                assert_eq!(tracer.scene().mesh_bytes(), before, "a refused removal changes nothing");
+            } else {
+                assert!(tracer.scene().mesh_bytes() < before);
+                mesh_order.retain(|m| *m != victim);
+                removed_meshes.push(victim);
+            }
+        }
+        // Instances: adds of live meshes, a skinned one now and then, removals.
+        for _ in 0..20 {
+            let mesh = mesh_order[rng.below(mesh_order.len())];
+            let transform = random_transform(&mut rng, 40.0);
+            let (mask, user_id) = (1 + rng.below(3) as u32, next_user);
+            next_user += 1;
+            let id = tracer.add_instance(mesh, &transform, mask, user_id).unwrap();
+            placed.insert(id, Placed { mesh: Some(mesh), transform, mask, user_id, skinned: None });
+            live.push(id);
+        }
+        if round % 2 == 0 {
+            let (skin, triangles, bones) = skinned_box(&mut rng);
+            let transform = random_transform(&mut rng, 40.0);
+            let id = tracer.add_skinned_instance(skin.clone(), &triangles, &transform, 1, next_user).unwrap();
+            tracer.set_bones(id, &bones).unwrap();
+            placed.insert(
+                id,
+                Placed { mesh: None, transform, mask: 1, user_id: next_user, skinned: Some((skin, triangles, bones)) },
+            );
+            next_user += 1;
+            live.push(id);
+        }
+        for _ in 0..(8 + rng.below(8)) {
+            let id = live.swap_remove(rng.below(live.len()));
+            tracer.remove_instance(id).unwrap();
+            placed.remove(&id);
+            removed_instances.push(id);
+        }
+        for _ in 0..5 {
+            let id = live[rng.below(live.len())];
+            let transform = random_transform(&mut rng, 40.0);
+            tracer.set_transforms(&[id], &[transform]).unwrap();
+            placed.get_mut(&id).unwrap().transform = transform;
+        }
+        // Stale ids are refused and change nothing.
+        let count = tracer.instance_count();
+        for &stale in &removed_instances {
+            assert!(tracer.remove_instance(stale).is_err());
+            assert!(tracer.set_transforms(&[stale], &[IDENTITY]).is_err());
+            assert!(tracer.follow_body(stale, 1, &IDENTITY).is_err());
+            assert!(tracer.set_bones(stale, &[IDENTITY; 2]).is_err());
+        }
+        for &stale in &removed_meshes {
+            assert!(tracer.add_instance(stale, &IDENTITY, 1, 0).is_err());
+            assert!(tracer.remove_mesh(stale).is_err());
+        }
+        assert!(tracer.add_instance(SlotId { slot: 9999, generation: 1 }, &IDENTITY, 1, 0).is_err());
+        assert_eq!(tracer.instance_count(), count);
+
+        let rays = random_rays(&mut rng, tracer.scene(), 3000);
+        let mut hits = vec![GpuHit::default(); rays.len()];
+        tracer.trace(&rays, TraceMode::Closest, &mut hits).unwrap();
+        let fresh_gpu = test_gpu("a_changing_scene_traces_as_one_built_from_scratch").unwrap();
+        let mut fresh = rebuilt(fresh_gpu, &tracer, &meshes, &placed);
+        let mut want = vec![GpuHit::default(); rays.len()];
+        fresh.trace(&rays, TraceMode::Closest, &mut want).unwrap();
+        let differ = hits.iter().zip(&want).filter(|(a, b)| a != b).count();
+        assert_eq!(differ, 0, "round {round}: {differ} hits differ from a tracer built from scratch");
+        // The hits name live instances by their ids.
+        for hit in hits.iter().filter(|h| h.instance != NO_HIT) {
+            let id = tracer.instance_at(hit.instance).unwrap();
+            assert_eq!(placed[&id].user_id, hit.user_id);
+        }
+        let bones: Vec<Vec<BoneMatrix>> =
+            tracer.skinned_order().iter().map(|id| placed[id].skinned.as_ref().unwrap().2.clone()).collect();
+        let cpu = reference_hits(&tracer, &bones, &rays, false);
+        compare_hits(None, &rays, &hits, &cpu, false);
+        assert_validation_clean(tracer.gpu());
+        assert_validation_clean(fresh.gpu());
+    }
+}
+
+/// Moving, adding or removing one instance among 1,000 uploads one block of
+/// [`INSTANCE_BLOCK`] instances, not the array; removing a skinned instance frees
+/// its mesh copy on the device; 10,000 add/remove cycles of instances and meshes
+/// leave the device memory where it was.
+#[test]
+fn changes_upload_their_blocks_and_removals_give_memory_back() {
+    let Some(gpu) = test_gpu("changes_upload_their_blocks_and_removals_give_memory_back") else { return };
+    let mut rng = Rng(95);
+    let mut tracer = RayTracer::with_gpu(gpu).unwrap();
+    let (p, t) = box_mesh([0.5, 0.5, 0.5]);
+    let cube = tracer.add_mesh(&p, &t).unwrap();
+    let ids: Vec<InstanceId> =
+        (0..1000).map(|i| tracer.add_instance(cube, &random_transform(&mut rng, 50.0), 1, i).unwrap()).collect();
+    tracer.update().unwrap();
+    assert_eq!(tracer.uploaded_instance_bytes(), 1000 * 112, "the first update uploads every instance");
+    let block = u64::from(INSTANCE_BLOCK) * 112;
+    tracer.set_transforms(&[ids[500]], &[IDENTITY]).unwrap();
+    tracer.update().unwrap();
+    assert_eq!(tracer.uploaded_instance_bytes(), block, "one moved instance: its block");
+    tracer.set_transforms(&[ids[3], ids[900]], &[IDENTITY, IDENTITY]).unwrap();
+    tracer.update().unwrap();
+    assert_eq!(tracer.uploaded_instance_bytes(), 2 * block, "two far apart: two blocks");
+    tracer.remove_instance(ids[10]).unwrap();
+    tracer.update().unwrap();
+    assert_eq!(tracer.uploaded_instance_bytes(), block, "a removal: the block the last instance moved into");
+    let added = tracer.add_instance(cube, &IDENTITY, 1, 5000).unwrap();
+    tracer.update().unwrap();
+    assert!(tracer.uploaded_instance_bytes() <= block, "an add within the buffers' room: its block");
+    assert_eq!(tracer.instance_index(added), Some(999));
+    tracer.update().unwrap();
+    assert_eq!(tracer.uploaded_instance_bytes(), 0, "nothing changed: nothing uploaded");
+
+    // A skinned instance's mesh copy is freed with it (the ray buffers are made
+    // before the count starts).
+    let ray = [GpuRay { origin: [0.0, 100.0, 0.0], dir: [0.0, -1.0, 0.0], t_max: 1e30, mask: 1, ..GpuRay::default() }];
+    let mut hit = [GpuHit::default()];
+    tracer.trace(&ray, TraceMode::Closest, &mut hit).unwrap();
+    let base = tracer.gpu().memory_in_use();
+    let (positions, triangles) = grid(64, &mut rng);
+    let joints = vec![[0u16; 4]; positions.len()];
+    let weights = vec![[1.0, 0.0, 0.0, 0.0]; positions.len()];
+    let skin = SkinData::new(positions, joints, weights, 1).unwrap();
+    let skinned = tracer.add_skinned_instance(skin, &triangles, &IDENTITY, 1, 6000).unwrap();
+    tracer.update().unwrap();
+    let with_skinned = tracer.gpu().memory_in_use();
+    assert!(with_skinned > base, "the copy holds memory: {with_skinned} vs {base}");
+    tracer.remove_instance(skinned).unwrap();
+    tracer.update().unwrap();
+    assert_eq!(tracer.gpu().memory_in_use(), base, "removing the skinned instance gives its copy back");
+
+    // Add/remove cycles, an update after each tenth; a mesh comes and goes too.
+    for cycle in 0..10_000u32 {
+        let id = tracer.add_instance(cube, &random_transform(&mut rng, 50.0), 1, 7000).unwrap();
+        if cycle % 10 == 0 {
+            let (p, t) = sphere_mesh(1.0, 8, 12);
+            let mesh = tracer.add_mesh(&p, &t).unwrap();
+            let on = tracer.add_instance(mesh, &IDENTITY, 1, 8000).unwrap();
+            tracer.trace(&ray, TraceMode::Closest, &mut hit).unwrap();
+            tracer.remove_instance(on).unwrap();
+            tracer.remove_mesh(mesh).unwrap();
+        }
+        tracer.remove_instance(id).unwrap();
+    }
+    tracer.update().unwrap();
+    assert_eq!(tracer.gpu().memory_in_use(), base, "10,000 cycles leave the device memory flat");
+    assert_eq!(tracer.instance_count(), 1000);
+    assert_validation_clean(tracer.gpu());
+}
