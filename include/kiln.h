@@ -5349,7 +5349,8 @@ KilnStatus kiln_tracer_unfollow(struct KilnTracerId tracer, struct KilnInstanceI
 
 /**
  * Removes an instance: it leaves the next trace, stops following its body, and a
- * skinned instance's own copy of its mesh is freed on the device. Its handle (and
+ * skinned instance's skin and own mesh copy go with it (the copy as
+ * `kiln_tracer_remove_mesh` describes). Its handle (and
  * every copy of it) is refused from then on. Another instance may take its place
  * in the GPU's instance array: C hits always name instances by handle.
  *
@@ -5358,9 +5359,11 @@ KilnStatus kiln_tracer_unfollow(struct KilnTracerId tracer, struct KilnInstanceI
 KilnStatus kiln_tracer_remove_instance(struct KilnTracerId tracer, struct KilnInstanceId instance);
 
 /**
- * Removes a mesh and frees its BLAS on the device (`kiln_tracer_get_memory` goes
- * down by the next trace or update). Refused with `KILN_ERROR_INVALID_ARGUMENT`
- * while an instance uses it: remove those first.
+ * Removes a mesh and its BLAS. Its place in the device's mesh arrays is a hole
+ * until holes outgrow the live meshes; then the arrays are compacted and sized
+ * anew before the next trace or update, and `kiln_tracer_get_memory` goes down.
+ * Refused with `KILN_ERROR_INVALID_ARGUMENT` while an instance uses it: remove
+ * those first.
  *
  * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
@@ -5378,6 +5381,39 @@ KilnStatus kiln_tracer_remove_mesh(struct KilnTracerId tracer, struct KilnMeshId
 KilnStatus kiln_tracer_sync_world(struct KilnTracerId tracer,
                                   struct KilnWorldId world,
                                   uint32_t *out_hidden);
+
+/**
+ * Mirrors a voxel terrain in the tracer: one mesh and instance per chunk with
+ * triangles (the surface physics and terrain queries use), seen by rays whose mask
+ * shares a bit with `mask`, reported with `user_id`. Replaces a terrain added
+ * before. Writes the triangle count to `out_triangles` (NULL allowed). After
+ * editing the terrain, `kiln_tracer_sync_terrain` re-meshes only what the edits
+ * touched.
+ *
+ * Pointers: `out_triangles` is NULL or writable.
+ *
+ * Threads: one call at a time per tracer and terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_tracer_add_terrain(struct KilnTracerId tracer,
+                                   struct KilnTerrainId terrain,
+                                   uint32_t mask,
+                                   uint32_t user_id,
+                                   uint32_t *out_triangles);
+
+/**
+ * Brings the terrain added by `kiln_tracer_add_terrain` up to date with its edits
+ * since the last add or sync: only the chunks they re-shaped are meshed again and
+ * uploaded before the next trace (bytes in proportion to those chunks). Without an
+ * edit it does nothing. Writes the number of chunks meshed again to `out_chunks`
+ * (NULL allowed). Refused for another terrain or a tracer with none.
+ *
+ * Pointers: `out_chunks` is NULL or writable.
+ *
+ * Threads: one call at a time per tracer and terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_tracer_sync_terrain(struct KilnTracerId tracer,
+                                    struct KilnTerrainId terrain,
+                                    uint32_t *out_chunks);
 
 /**
  * Brings the device up to date (instances, skinning + refit, TLAS rebuild) without

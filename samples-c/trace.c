@@ -284,6 +284,40 @@ int main(int argc, char **argv) {
     CHECK(after < held); /* the banner's BLAS copy went back */
     CHECK_STATUS(kiln_tracer_set_bones(tracer, banner_instance, bones, BONES), KILN_ERROR_INVALID_HANDLE);
 
+    /* A voxel terrain mirrored chunk by chunk (mask 8): a ray down meets a hill's top;
+       the hill dug away and the terrain synced, the next trace passes where it was. */
+    KilnTerrainDef tdef = kiln_default_terrain_def();
+    tdef.voxel_size = 0.5f;
+    KilnTerrainId land, other_land;
+    CHECK_STATUS(kiln_terrain_create(&tdef, &land), KILN_OK);
+    CHECK_STATUS(kiln_terrain_create(&tdef, &other_land), KILN_OK);
+    CHECK_STATUS(kiln_terrain_fill(land, (KilnInt3){0, 0, 0}, (KilnInt3){63, 3, 63}, KILN_MATERIAL_ROCK, NULL), KILN_OK);
+    CHECK_STATUS(kiln_terrain_fill(land, (KilnInt3){20, 4, 20}, (KilnInt3){27, 19, 27}, KILN_MATERIAL_ROCK, NULL), KILN_OK);
+    uint32_t land_triangles = 0, remeshed = 99;
+    CHECK_STATUS(kiln_tracer_add_terrain(tracer, land, 8, 555, &land_triangles), KILN_OK);
+    CHECK(land_triangles > 0);
+    KilnTraceRay onto_hill = {{12.0f, 50.0f, 12.0f}, {0, -1, 0}, 0.0f, INFINITY, 8};
+    CHECK_STATUS(kiln_tracer_trace(tracer, &onto_hill, 1, KILN_TRACE_CLOSEST, got), KILN_OK);
+    CHECK(got[0].user_id == 555 && fabsf(got[0].t - 40.0f) < 1e-3f); /* the hill's top, y = 10 */
+    CHECK_STATUS(kiln_tracer_sync_terrain(tracer, land, &remeshed), KILN_OK);
+    CHECK(remeshed == 0); /* no edit, nothing meshed */
+    CHECK_STATUS(kiln_terrain_fill(land, (KilnInt3){20, 4, 20}, (KilnInt3){27, 19, 27}, KILN_MATERIAL_AIR, NULL), KILN_OK);
+    CHECK_STATUS(kiln_tracer_sync_terrain(tracer, land, &remeshed), KILN_OK);
+    CHECK(remeshed > 0 && remeshed <= 81);
+    CHECK_STATUS(kiln_tracer_trace(tracer, &onto_hill, 1, KILN_TRACE_CLOSEST, got), KILN_OK);
+    CHECK(got[0].user_id == 555 && fabsf(got[0].t - 48.0f) < 1e-3f); /* the ground below, y = 2 */
+    CHECK_STATUS(kiln_tracer_sync_terrain(tracer, other_land, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("mirrors terrain");
+    KilnTerrainId no_land = {0, 0};
+    CHECK_STATUS(kiln_tracer_sync_terrain(tracer, no_land, NULL), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_tracer_add_terrain(tracer, no_land, 8, 0, NULL), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_terrain_destroy(other_land), KILN_OK);
+    CHECK_STATUS(kiln_tracer_add_terrain(tracer, other_land, 8, 0, NULL), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_terrain_destroy(land), KILN_OK);
+    CHECK_STATUS(kiln_tracer_sync_terrain(tracer, land, NULL), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_tracer_trace(tracer, &onto_hill, 1, KILN_TRACE_CLOSEST, got), KILN_OK);
+    CHECK(got[0].user_id == 555); /* the mirror stays until replaced or the tracer goes */
+
     CHECK(validation_message_count(tracer) == 0);
 
     CHECK_STATUS(kiln_tracer_destroy(tracer), KILN_OK);

@@ -40,6 +40,7 @@ use crate::abi::{
     KILN_ERROR_OUT_OF_MEMORY,
 };
 use crate::handles::{HandleTable, Lendable};
+use crate::terrain::{with_terrain, KilnTerrainId};
 use crate::types::{KilnTransform, KilnVec3};
 
 use crate::world::{live_body, with_world_state, KilnBodyId, KilnWorldId};
@@ -255,6 +256,8 @@ pub(crate) struct TracerEntry {
     pub(crate) tracer: Lendable<RayTracer>,
     /// The world whose bodies instances follow (set by the first follow).
     pub(crate) world: Option<KilnWorldId>,
+    /// The terrain mirrored by `kiln_tracer_add_terrain`.
+    pub(crate) terrain: Option<KilnTerrainId>,
     pub(crate) rays: Vec<GpuRay>,
     pub(crate) hits: Vec<GpuHit>,
     /// Embedded mode: the hits recorded per frame slot (`kiln_tracer_record_trace`).
@@ -267,6 +270,7 @@ impl TracerEntry {
         TracerEntry {
             tracer: Lendable::new(tracer),
             world: None,
+            terrain: None,
             rays: Vec::new(),
             hits: Vec::new(),
             pending: (0..slots).map(|_| None).collect(),
@@ -792,7 +796,8 @@ pub extern "C" fn kiln_tracer_unfollow(tracer: KilnTracerId, instance: KilnInsta
 }
 
 /// Removes an instance: it leaves the next trace, stops following its body, and a
-/// skinned instance's own copy of its mesh is freed on the device. Its handle (and
+/// skinned instance's skin and own mesh copy go with it (the copy as
+/// `kiln_tracer_remove_mesh` describes). Its handle (and
 /// every copy of it) is refused from then on. Another instance may take its place
 /// in the GPU's instance array: C hits always name instances by handle.
 ///
@@ -807,9 +812,11 @@ pub extern "C" fn kiln_tracer_remove_instance(tracer: KilnTracerId, instance: Ki
     })
 }
 
-/// Removes a mesh and frees its BLAS on the device (`kiln_tracer_get_memory` goes
-/// down by the next trace or update). Refused with `KILN_ERROR_INVALID_ARGUMENT`
-/// while an instance uses it: remove those first.
+/// Removes a mesh and its BLAS. Its place in the device's mesh arrays is a hole
+/// until holes outgrow the live meshes; then the arrays are compacted and sized
+/// anew before the next trace or update, and `kiln_tracer_get_memory` goes down.
+/// Refused with `KILN_ERROR_INVALID_ARGUMENT` while an instance uses it: remove
+/// those first.
 ///
 /// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
@@ -848,6 +855,73 @@ pub unsafe extern "C" fn kiln_tracer_sync_world(
         })?;
         if !out_hidden.is_null() {
             write_out(out_hidden, "out_hidden", hidden)?;
+        }
+        Ok(())
+    })
+}
+
+/// Mirrors a voxel terrain in the tracer: one mesh and instance per chunk with
+/// triangles (the surface physics and terrain queries use), seen by rays whose mask
+/// shares a bit with `mask`, reported with `user_id`. Replaces a terrain added
+/// before. Writes the triangle count to `out_triangles` (NULL allowed). After
+/// editing the terrain, `kiln_tracer_sync_terrain` re-meshes only what the edits
+/// touched.
+///
+/// Pointers: `out_triangles` is NULL or writable.
+///
+/// Threads: one call at a time per tracer and terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_add_terrain(
+    tracer: KilnTracerId,
+    terrain: KilnTerrainId,
+    mask: u32,
+    user_id: u32,
+    out_triangles: *mut u32,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_add_terrain", || {
+        // Lock order: terrain (and its world), then tracer.
+        let done = with_terrain(terrain, |t| {
+            with_tracer(tracer, |entry| {
+                let done = entry.tracer.add_terrain(t, mask, user_id).map_err(gpu_error)?;
+                entry.terrain = Some(terrain);
+                Ok(done)
+            })
+        })?;
+        if !out_triangles.is_null() {
+            write_out(out_triangles, "out_triangles", done.triangles)?;
+        }
+        Ok(())
+    })
+}
+
+/// Brings the terrain added by `kiln_tracer_add_terrain` up to date with its edits
+/// since the last add or sync: only the chunks they re-shaped are meshed again and
+/// uploaded before the next trace (bytes in proportion to those chunks). Without an
+/// edit it does nothing. Writes the number of chunks meshed again to `out_chunks`
+/// (NULL allowed). Refused for another terrain or a tracer with none.
+///
+/// Pointers: `out_chunks` is NULL or writable.
+///
+/// Threads: one call at a time per tracer and terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_sync_terrain(
+    tracer: KilnTracerId,
+    terrain: KilnTerrainId,
+    out_chunks: *mut u32,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_sync_terrain", || {
+        let done = with_terrain(terrain, |t| {
+            with_tracer(tracer, |entry| match entry.terrain {
+                Some(added) if added == terrain => entry.tracer.sync_terrain(t).map_err(gpu_error),
+                Some(added) => Err(Error::new(
+                    KILN_ERROR_INVALID_ARGUMENT,
+                    format!("the tracer mirrors terrain {added:?}, not {terrain:?}"),
+                )),
+                None => Err(Error::new(KILN_ERROR_INVALID_ARGUMENT, "no terrain was added to this tracer".to_owned())),
+            })
+        })?;
+        if !out_chunks.is_null() {
+            write_out(out_chunks, "out_chunks", done.chunks)?;
         }
         Ok(())
     })

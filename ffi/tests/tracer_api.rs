@@ -278,9 +278,24 @@ fn removed_instances_and_meshes_give_memory_back_and_their_handles_are_refused()
     let (Some(tracer), Some(other)) = (tracer(), tracer()) else { return };
     let verts = [v3(-1.0, 0.0, -1.0), v3(1.0, 0.0, -1.0), v3(1.0, 0.0, 1.0), v3(-1.0, 0.0, 1.0)];
     let idx: [u32; 6] = [0, 2, 1, 0, 3, 2];
+    // The spare is the larger mesh (a 32 x 32 grid), so its removal leaves more holes
+    // than live data and the mesh arrays are compacted.
+    let n = 32u32;
+    let grid: Vec<KilnVec3> =
+        (0..=n).flat_map(|z| (0..=n).map(move |x| v3(x as f32 / 16.0 - 1.0, 0.0, z as f32 / 16.0 - 1.0))).collect();
+    let grid_idx: Vec<u32> = (0..n)
+        .flat_map(|z| {
+            (0..n).flat_map(move |x| {
+                let v = z * (n + 1) + x;
+                [v, v + n + 1, v + 1, v + 1, v + n + 1, v + n + 2]
+            })
+        })
+        .collect();
     let (mut floor, mut spare) = (KilnMeshId::default(), KilnMeshId::default());
     ok(unsafe { kiln_tracer_add_mesh(tracer, verts.as_ptr(), 4, idx.as_ptr(), 2, &mut floor) });
-    ok(unsafe { kiln_tracer_add_mesh(tracer, verts.as_ptr(), 4, idx.as_ptr(), 2, &mut spare) });
+    ok(unsafe {
+        kiln_tracer_add_mesh(tracer, grid.as_ptr(), grid.len() as u32, grid_idx.as_ptr(), 2 * n * n, &mut spare)
+    });
     let mut def = kiln_default_instance_def();
     def.mesh = floor;
     def.user_id = 1;

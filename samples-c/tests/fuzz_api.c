@@ -381,7 +381,7 @@ static KilnInstanceId any_instance(const Pools *p, KilnTracerId t) {
    updates and traces. */
 static KilnStatus tracer_call(Pools *p, const char **what) {
     KilnTracerId t = below(12) ? p->tracer : (KilnTracerId){below(3), below(3)};
-    switch (below(11)) {
+    switch (below(13)) {
     case 0: {
         KilnVec3 positions[8];
         uint32_t indices[12 * 3];
@@ -408,6 +408,16 @@ static KilnStatus tracer_call(Pools *p, const char **what) {
     }
     case 9: *what = "kiln_tracer_remove_instance"; return kiln_tracer_remove_instance(t, any_instance(p, t));
     case 10: *what = "kiln_tracer_remove_mesh"; return kiln_tracer_remove_mesh(t, any_mesh(p, t));
+    case 11: {
+        uint32_t triangles;
+        *what = "kiln_tracer_add_terrain";
+        return kiln_tracer_add_terrain(t, any_terrain(p), next(), next(), below(2) ? &triangles : NULL);
+    }
+    case 12: {
+        uint32_t chunks;
+        *what = "kiln_tracer_sync_terrain";
+        return kiln_tracer_sync_terrain(t, any_terrain(p), below(2) ? &chunks : NULL);
+    }
     case 2: {
         KilnInstanceId instances[4];
         KilnAffine transforms[4];

@@ -53,6 +53,7 @@ mod shaders;
 mod skin;
 mod tlas;
 mod trace;
+mod tracer_terrain;
 
 /// The CPU ray-tracing reference, which the GPU passes mirror (`crate::raytrace`).
 pub use crate::raytrace::{
@@ -83,6 +84,7 @@ pub use scene::GpuScene;
 pub use skin::{GpuSkin, Skin};
 pub use tlas::TlasBuilder;
 pub use trace::Tracer;
+pub use tracer_terrain::TerrainSync;
 
 /// Whether `KILN_REQUIRE_GPU=1` is set: GPU tests then fail instead of skipping
 /// when no device is available.

@@ -30,7 +30,7 @@ use super::error::GpuError;
 use super::layout::{GpuHit, GpuRay, NO_HIT};
 use super::queue::{Gpu, GpuTiming, GpuWait};
 use super::recorder::{Download, Recorder};
-use super::scene::{GpuScene, INSTANCE_BLOCK};
+use super::scene::{GpuScene, MeshLens, INSTANCE_BLOCK};
 use super::skin::Skin;
 use super::tlas::TlasBuilder;
 use super::trace::Tracer;
@@ -110,6 +110,17 @@ struct Kernels {
     trace: Tracer,
 }
 
+/// Bytes an update uploaded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Uploads {
+    /// Instance records: the changed blocks of [`INSTANCE_BLOCK`].
+    pub instances: u64,
+    /// Mesh data: what the arrays gained and the mesh table, or all of it when the
+    /// device copy was made anew (arrays compacted or out of room, skinned slots
+    /// changed).
+    pub meshes: u64,
+}
+
 /// A skinned instance: its id, its private mesh and its current bones.
 struct Skinned {
     instance: InstanceId,
@@ -139,10 +150,17 @@ pub struct RayTracer {
     all_dirty: bool,
     /// The mesh arrays changed since the device copy was made.
     meshes_dirty: bool,
-    /// Instance bytes the last update uploaded.
-    uploaded_instance_bytes: u64,
+    /// The skinned slots changed since the device copy of the meshes was made.
+    skins_changed: bool,
+    /// The mesh arrays' lengths on the device before the appends the next update
+    /// uploads (`None`: nothing to append).
+    mesh_appends: Option<MeshLens>,
+    /// Bytes the last update uploaded.
+    uploaded: Uploads,
     /// `instances.ids()` shared with recorded hits; `None` after a change.
     ids_snapshot: Option<std::sync::Arc<Vec<InstanceId>>>,
+    /// A terrain mirrored chunk by chunk (`gpu::tracer_terrain`).
+    pub(crate) terrain: Option<super::tracer_terrain::TerrainBinding>,
     rays: Option<GpuBuffer>,
     hits: Option<GpuBuffer>,
     follows: Vec<Follow>,
@@ -176,8 +194,11 @@ impl RayTracer {
             dirty_blocks: Vec::new(),
             all_dirty: true,
             meshes_dirty: false,
-            uploaded_instance_bytes: 0,
+            skins_changed: false,
+            mesh_appends: None,
+            uploaded: Uploads::default(),
             ids_snapshot: None,
+            terrain: None,
             rays: None,
             hits: None,
             follows: Vec::new(),
@@ -228,7 +249,12 @@ impl RayTracer {
     /// [`INSTANCE_BLOCK`] instances per changed one; all of them after the instance
     /// buffers were resized).
     pub fn uploaded_instance_bytes(&self) -> u64 {
-        self.uploaded_instance_bytes
+        self.uploaded.instances
+    }
+
+    /// What the last update, trace or recording uploaded.
+    pub fn uploads(&self) -> Uploads {
+        self.uploaded
     }
 
     /// Builds a BLAS over the mesh; returns its id.
@@ -245,12 +271,9 @@ impl RayTracer {
         if self.skinned.iter().any(|s| s.mesh == mesh) {
             return Err(GpuError::InvalidInput("a skinned instance's own mesh goes with the instance".into()));
         }
-        self.scene.remove_mesh(dense)?;
-        self.meshes.remove(mesh);
-        // Instances of later meshes now name them one lower.
-        self.meshes_dirty = true;
-        self.all_dirty = true;
-        self.instances_dirty = true;
+        let moved = self.scene.remove_mesh(dense)?;
+        self.meshes.swap_remove(mesh);
+        self.mesh_moved(dense, moved);
         Ok(())
     }
 
@@ -285,6 +308,7 @@ impl RayTracer {
         let (mesh, instance) = (self.meshes.push(), self.instances.push());
         self.skinned.push(Skinned { instance, mesh, bones: vec![IDENTITY; bone_count] });
         self.meshes_dirty = true;
+        self.skins_changed = true;
         self.mark_instance(packed);
         self.changed_ids();
         Ok(instance)
@@ -307,11 +331,10 @@ impl RayTracer {
             let mesh = self.scene.remove_skinned(slot as u32)?;
             let removed = self.skinned.swap_remove(slot);
             debug_assert_eq!(self.meshes.dense(removed.mesh), Some(mesh));
-            self.scene.remove_mesh(mesh)?;
-            self.meshes.remove(removed.mesh);
-            self.meshes_dirty = true;
-            self.all_dirty = true;
-            self.skin_dirty = !self.skinned.is_empty();
+            let moved = self.scene.remove_mesh(mesh)?;
+            self.meshes.swap_remove(removed.mesh);
+            self.mesh_moved(mesh, moved);
+            self.skins_changed = true;
         }
         Ok(())
     }
@@ -420,6 +443,20 @@ impl RayTracer {
         self.skinned.iter().map(|s| s.instance).collect()
     }
 
+    /// After mesh `dense` was removed: the instances of the mesh that took its
+    /// number (if one did) are marked for upload, and the mesh arrays for the device.
+    fn mesh_moved(&mut self, dense: u32, moved: Option<u32>) {
+        if moved.is_some() {
+            for packed in 0..self.scene.instances().len() as u32 {
+                if self.scene.instances()[packed as usize].blas == dense {
+                    mark(&mut self.dirty_blocks, &mut self.instances_dirty, packed);
+                }
+            }
+        }
+        self.meshes_dirty = true;
+        self.instances_dirty = true;
+    }
+
     fn live_mesh(&self, mesh: MeshId) -> Result<u32, GpuError> {
         self.meshes.dense(mesh).ok_or_else(|| GpuError::InvalidInput(format!("mesh {mesh:?} is stale or unknown")))
     }
@@ -471,13 +508,14 @@ impl RayTracer {
     pub fn update_async(&mut self) -> Result<(), GpuError> {
         self.finish()?;
         self.timings.clear();
-        self.uploaded_instance_bytes = 0;
+        self.uploaded = Uploads::default();
         self.ensure_device_scene()?;
         if !self.needs_update() {
             return Ok(());
         }
         let (gpu, parts) = self.split();
-        let uploaded = gpu.submit_async("kiln update", |rec| parts.record_update(rec))?;
+        let submitted = gpu.submit_async("kiln update", |rec| parts.record_update(rec));
+        let uploaded = self.after_failure(submitted)?;
         self.after_update(uploaded);
         Ok(())
     }
@@ -501,7 +539,7 @@ impl RayTracer {
         }
         check_rays(rays)?;
         self.timings.clear();
-        self.uploaded_instance_bytes = 0;
+        self.uploaded = Uploads::default();
         if rays.is_empty() {
             return Ok(());
         }
@@ -516,7 +554,8 @@ impl RayTracer {
         for (rays, hits) in rays.chunks(MAX_TRACE_BATCH).zip(hits.chunks_mut(MAX_TRACE_BATCH)) {
             let update = first && self.needs_update();
             let (gpu, parts) = self.split();
-            let (download, uploaded) = gpu.submit("kiln trace", |rec| parts.record_trace(rec, update, rays, mode))?;
+            let traced = gpu.submit("kiln trace", |rec| parts.record_trace(rec, update, rays, mode));
+            let (download, uploaded) = self.after_failure(traced)?;
             hits.copy_from_slice(bytemuck::cast_slice(download.bytes()));
             merge_timings(&mut self.timings, self.gpu.last_timings());
             if update {
@@ -575,12 +614,13 @@ impl RayTracer {
         }
         self.ensure_device_scene()?;
         self.ensure_ray_buffers(rays.len() as u64)?;
-        self.uploaded_instance_bytes = 0;
+        self.uploaded = Uploads::default();
         let update = self.needs_update();
         let (gpu, parts) = self.split();
         // SAFETY: forwarded from the caller.
-        let (download, uploaded) =
-            unsafe { gpu.record_into(cmd, slot, "kiln trace", |rec| parts.record_trace(rec, update, rays, mode)) }?;
+        let recorded =
+            unsafe { gpu.record_into(cmd, slot, "kiln trace", |rec| parts.record_trace(rec, update, rays, mode)) };
+        let (download, uploaded) = self.after_failure(recorded)?;
         if update {
             self.after_update(uploaded);
         }
@@ -639,14 +679,15 @@ impl RayTracer {
         }
         self.finish()?;
         self.timings.clear();
-        self.uploaded_instance_bytes = 0;
+        self.uploaded = Uploads::default();
         self.ensure_device_scene()?;
         let update = self.needs_update();
         let (gpu, parts) = self.split();
-        let (result, uploaded) = gpu.submit_async(label, |rec| {
-            let uploaded = if update { parts.record_update(rec)? } else { 0 };
+        let submitted = gpu.submit_async(label, |rec| {
+            let uploaded = if update { parts.record_update(rec)? } else { Uploads::default() };
             Ok((record(rec, parts.device_scene, &parts.kernels.trace)?, uploaded))
-        })?;
+        });
+        let (result, uploaded) = self.after_failure(submitted)?;
         if update {
             self.after_update(uploaded);
         }
@@ -666,6 +707,7 @@ impl RayTracer {
             hits,
             dirty_blocks,
             all_dirty,
+            mesh_appends,
             ..
         } = self;
         let parts = Parts {
@@ -676,6 +718,7 @@ impl RayTracer {
             skin_dirty: *skin_dirty,
             dirty_blocks,
             all_dirty: *all_dirty,
+            mesh_appends: *mesh_appends,
             rays: rays.as_ref(),
             hits: hits.as_ref(),
         };
@@ -683,15 +726,29 @@ impl RayTracer {
     }
 
     fn needs_update(&self) -> bool {
-        self.instances_dirty || self.skin_dirty
+        self.instances_dirty || self.skin_dirty || self.mesh_appends.is_some()
     }
 
-    fn after_update(&mut self, uploaded: u64) {
+    fn after_update(&mut self, uploaded: Uploads) {
         self.instances_dirty = false;
         self.skin_dirty = false;
         self.all_dirty = false;
         self.dirty_blocks.fill(0);
-        self.uploaded_instance_bytes = uploaded;
+        self.mesh_appends = None;
+        self.uploaded.instances = uploaded.instances;
+        self.uploaded.meshes += uploaded.meshes;
+    }
+
+    /// A submission or recording that failed may have left appended mesh data off
+    /// the device: the device copy is made anew next time.
+    fn after_failure<R>(&mut self, result: Result<R, GpuError>) -> Result<R, GpuError> {
+        if result.is_err() && self.mesh_appends.is_some() {
+            self.mesh_appends = None;
+            if let Some(old) = self.device_scene.take() {
+                self.gpu.defer_drop(old);
+            }
+        }
+        result
     }
 
     /// Makes the device copy match the scene's structure: the mesh arrays after
@@ -701,6 +758,8 @@ impl RayTracer {
         match &mut self.device_scene {
             None => {
                 self.device_scene = Some(GpuScene::new(&mut self.gpu, &self.scene)?);
+                self.uploaded.meshes += self.scene.mesh_array_bytes() as u64;
+                self.mesh_appends = None;
                 // Fresh buffers hold rest poses and no TLAS: redo everything.
                 self.all_dirty = true;
                 self.instances_dirty = true;
@@ -708,9 +767,18 @@ impl RayTracer {
             }
             Some(device) => {
                 if self.meshes_dirty {
-                    device.replace_meshes(&mut self.gpu, &self.scene)?;
-                    // Skinned vertices are back at rest, and the TLAS's boxes stale.
-                    self.skin_dirty = !self.skinned.is_empty();
+                    match device.follow_meshes(&self.scene, !self.skins_changed) {
+                        Some(had) => {
+                            self.mesh_appends.get_or_insert(had);
+                        }
+                        None => {
+                            device.replace_meshes(&mut self.gpu, &self.scene)?;
+                            self.uploaded.meshes += self.scene.mesh_array_bytes() as u64;
+                            self.mesh_appends = None;
+                            // Skinned vertices are back at rest.
+                            self.skin_dirty = !self.skinned.is_empty();
+                        }
+                    }
                     self.instances_dirty = true;
                 }
                 if device.reserve_instances(&mut self.gpu, count)? {
@@ -720,6 +788,7 @@ impl RayTracer {
             }
         }
         self.meshes_dirty = false;
+        self.skins_changed = false;
         Ok(())
     }
 
@@ -747,16 +816,23 @@ struct Parts<'t> {
     skin_dirty: bool,
     dirty_blocks: &'t [u64],
     all_dirty: bool,
+    mesh_appends: Option<MeshLens>,
     rays: Option<&'t GpuBuffer>,
     hits: Option<&'t GpuBuffer>,
 }
 
 impl Parts<'_> {
-    /// "upload instances" (the changed blocks) -> "skin + refit" (when bones
-    /// changed) -> "tlas build". Returns the instance bytes uploaded.
-    fn record_update(&self, rec: &mut Recorder<'_>) -> Result<u64, GpuError> {
+    /// "upload meshes" (what the mesh arrays gained, when they did) -> "upload
+    /// instances" (the changed blocks) -> "skin + refit" (when bones changed) ->
+    /// "tlas build". Returns the bytes uploaded.
+    fn record_update(&self, rec: &mut Recorder<'_>) -> Result<Uploads, GpuError> {
         let device_scene = self.device_scene;
-        let uploaded = rec.pass("upload instances", |rec| {
+        let mut uploaded = Uploads::default();
+        if let Some(had) = self.mesh_appends {
+            uploaded.meshes =
+                rec.pass("upload meshes", |rec| device_scene.record_mesh_appends(rec, self.scene, had))?;
+        }
+        uploaded.instances = rec.pass("upload instances", |rec| {
             device_scene.upload_instances(rec, self.scene, self.dirty_blocks, self.all_dirty)
         })?;
         if self.skin_dirty {
@@ -776,8 +852,8 @@ impl Parts<'_> {
         update: bool,
         rays: &[GpuRay],
         mode: TraceMode,
-    ) -> Result<(Download, u64), GpuError> {
-        let uploaded = if update { self.record_update(rec)? } else { 0 };
+    ) -> Result<(Download, Uploads), GpuError> {
+        let uploaded = if update { self.record_update(rec)? } else { Uploads::default() };
         let (ray_buffer, hit_buffer) = (self.rays.expect("sized"), self.hits.expect("sized"));
         let count = rays.len() as u32;
         rec.pass("trace", |rec| {

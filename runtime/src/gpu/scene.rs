@@ -45,13 +45,60 @@ pub struct GpuScene {
     meshes: MeshBuffers,
 }
 
-/// What the device holds per mesh: replaced whole when the meshes change.
+/// What the device holds per mesh besides the four arrays traversal reads.
 struct MeshBuffers {
     blas_parents: GpuBuffer,
     blas_leaves: GpuBuffer,
     blas_counters: GpuBuffer,
     skins: Vec<(GpuSkin, u32)>,
     refit_ranges: Vec<(RefitRange, BlasRef)>,
+    /// Entries each array has room for, and holds on the device.
+    room: MeshLens,
+    uploaded: MeshLens,
+    /// The scene's [`Scene::layout`] the device copy was made from.
+    layout: u64,
+}
+
+/// Entries of the shared mesh arrays (parents are as many as nodes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MeshLens {
+    blas_refs: usize,
+    nodes: usize,
+    triangles: usize,
+    positions: usize,
+    leaves: usize,
+}
+
+impl MeshLens {
+    fn of(scene: &Scene) -> MeshLens {
+        MeshLens {
+            blas_refs: scene.blas_refs.len(),
+            nodes: scene.nodes.len(),
+            triangles: scene.triangles.len(),
+            positions: scene.positions.len(),
+            leaves: scene.leaves.len(),
+        }
+    }
+
+    /// Room for these lengths: each the next power of two, at least 64.
+    fn room(self) -> MeshLens {
+        let room = |n: usize| n.max(64).next_power_of_two();
+        MeshLens {
+            blas_refs: room(self.blas_refs),
+            nodes: room(self.nodes),
+            triangles: room(self.triangles),
+            positions: room(self.positions),
+            leaves: room(self.leaves),
+        }
+    }
+
+    fn fits(self, room: MeshLens) -> bool {
+        self.blas_refs <= room.blas_refs
+            && self.nodes <= room.nodes
+            && self.triangles <= room.triangles
+            && self.positions <= room.positions
+            && self.leaves <= room.leaves
+    }
 }
 
 /// The per-instance buffers for `capacity` instances (a power of two).
@@ -111,20 +158,30 @@ impl GpuScene {
         })
     }
 
-    /// The mesh arrays and what refits and skinning read, uploaded anew.
+    /// The mesh arrays and what refits and skinning read, uploaded anew into
+    /// buffers with room to grow ([`MeshLens::room`]).
     fn upload_meshes(
         gpu: &mut Gpu,
         scene: &Scene,
     ) -> Result<(GpuBuffer, GpuBuffer, GpuBuffer, GpuBuffer, MeshBuffers), GpuError> {
         let refit_nodes = scene.skinned.iter().map(|s| scene.refit[s.mesh as usize].node_count).max().unwrap_or(1);
+        let lens = MeshLens::of(scene);
+        let room = lens.room();
+        let roomy = |gpu: &mut Gpu, name: &str, bytes: &[u8], entries: usize, size: usize| {
+            let buffer = gpu.buffer(name, (entries * size) as u64, BufferMemory::Device)?;
+            if !bytes.is_empty() {
+                gpu.submit("upload", |rec| rec.upload(&buffer, 0, bytes))?;
+            }
+            Ok::<_, GpuError>(buffer)
+        };
         Ok((
-            gpu.buffer_from("scene blas refs", &scene.blas_refs)?,
-            gpu.buffer_from("scene blas nodes", &scene.nodes)?,
-            gpu.buffer_from("scene triangles", &scene.triangles)?,
-            gpu.buffer_from("scene positions", &scene.positions)?,
+            roomy(gpu, "scene blas refs", bytemuck::cast_slice(&scene.blas_refs), room.blas_refs, 16)?,
+            roomy(gpu, "scene blas nodes", bytemuck::cast_slice(&scene.nodes), room.nodes, 32)?,
+            roomy(gpu, "scene triangles", bytemuck::cast_slice(&scene.triangles), room.triangles, 16)?,
+            roomy(gpu, "scene positions", bytemuck::cast_slice(&scene.positions), room.positions, 12)?,
             MeshBuffers {
-                blas_parents: gpu.buffer_from("scene blas parents", &scene.parents)?,
-                blas_leaves: gpu.buffer_from("scene blas leaves", &scene.leaves)?,
+                blas_parents: roomy(gpu, "scene blas parents", bytemuck::cast_slice(&scene.parents), room.nodes, 4)?,
+                blas_leaves: roomy(gpu, "scene blas leaves", bytemuck::cast_slice(&scene.leaves), room.leaves, 4)?,
                 blas_counters: gpu.buffer(
                     "scene blas refit counters",
                     4 * u64::from(refit_nodes),
@@ -136,13 +193,16 @@ impl GpuScene {
                     .map(|s| GpuSkin::upload(gpu, &s.skin).map(|skin| (skin, s.mesh)))
                     .collect::<Result<_, _>>()?,
                 refit_ranges: scene.refit.iter().copied().zip(scene.blas_refs.iter().copied()).collect(),
+                room,
+                uploaded: lens,
+                layout: scene.layout(),
             },
         ))
     }
 
-    /// Replaces the mesh arrays after meshes were added or removed (the old buffers
-    /// live until the device is done with them). Skinned vertices start at their
-    /// rest pose again: skin them before tracing.
+    /// Replaces the mesh arrays (the old buffers live until the device is done with
+    /// them). Skinned vertices start at their rest pose again: skin them before
+    /// tracing.
     pub fn replace_meshes(&mut self, gpu: &mut Gpu, scene: &Scene) -> Result<(), GpuError> {
         let (blas_refs, blas_nodes, triangles, positions, meshes) = GpuScene::upload_meshes(gpu, scene)?;
         let old = (
@@ -154,6 +214,47 @@ impl GpuScene {
         );
         gpu.defer_drop(old);
         Ok(())
+    }
+
+    /// After meshes were added or removed: whether the device copy can follow by
+    /// appending (the arrays were not compacted, the skinned slots are the same and
+    /// the new lengths fit the buffers' room). When it can, the refit ranges and the
+    /// skinned slots' mesh numbers are brought up to date and the lengths the device
+    /// had are returned: [`GpuScene::record_mesh_appends`] uploads the rest.
+    pub fn follow_meshes(&mut self, scene: &Scene, same_skins: bool) -> Option<MeshLens> {
+        let lens = MeshLens::of(scene);
+        let meshes = &mut self.meshes;
+        if scene.layout() != meshes.layout || !same_skins || !lens.fits(meshes.room) {
+            return None;
+        }
+        meshes.refit_ranges.clear();
+        meshes.refit_ranges.extend(scene.refit.iter().copied().zip(scene.blas_refs.iter().copied()));
+        for ((_, mesh), slot) in meshes.skins.iter_mut().zip(&scene.skinned) {
+            *mesh = slot.mesh;
+        }
+        Some(std::mem::replace(&mut meshes.uploaded, lens))
+    }
+
+    /// Records the upload of what the mesh arrays gained since lengths `had` (from
+    /// [`GpuScene::follow_meshes`]) and of the mesh table (16 bytes a mesh, as
+    /// removals move entries in it). Returns the bytes uploaded.
+    pub fn record_mesh_appends(&self, rec: &mut Recorder<'_>, scene: &Scene, had: MeshLens) -> Result<u64, GpuError> {
+        fn tail<T: bytemuck::Pod>(
+            rec: &mut Recorder<'_>,
+            buffer: &GpuBuffer,
+            all: &[T],
+            from: usize,
+        ) -> Result<u64, GpuError> {
+            let bytes: &[u8] = bytemuck::cast_slice(&all[from.min(all.len())..]);
+            rec.upload(buffer, (from * std::mem::size_of::<T>()) as u64, bytes)?;
+            Ok(bytes.len() as u64)
+        }
+        Ok(tail(rec, &self.blas_refs, &scene.blas_refs, 0)?
+            + tail(rec, &self.blas_nodes, &scene.nodes, had.nodes)?
+            + tail(rec, &self.meshes.blas_parents, &scene.parents, had.nodes)?
+            + tail(rec, &self.triangles, &scene.triangles, had.triangles)?
+            + tail(rec, &self.positions, &scene.positions, had.positions)?
+            + tail(rec, &self.meshes.blas_leaves, &scene.leaves, had.leaves)?)
     }
 
     /// Sizes the per-instance buffers for `count` instances: they grow to the next
@@ -237,10 +338,10 @@ impl GpuScene {
         Ok(out)
     }
 
-    /// Reads back the BLAS nodes of every mesh (for CPU references and tests).
+    /// Reads back the BLAS node array as the device holds it, holes of removed
+    /// meshes included (for CPU references and tests).
     pub fn read_blas_nodes(&self, gpu: &mut Gpu) -> Result<Vec<BvhNode>, GpuError> {
-        let count = self.meshes.refit_ranges.last().map_or(0, |(r, _)| (r.node_base + r.node_count) as usize);
-        gpu.read(&self.blas_nodes, count)
+        gpu.read(&self.blas_nodes, self.meshes.uploaded.nodes)
     }
 
     /// Records the upload of the instances in the blocks of [`INSTANCE_BLOCK`] marked

@@ -3,6 +3,7 @@
 //! bytes each change uploads, and the device memory that removals give back.
 use std::collections::HashMap;
 
+use super::ray_tracer::Uploads;
 use super::scene::INSTANCE_BLOCK;
 use super::tests::{compare_hits, grid, random_rays, random_transform, reference_hits};
 use super::*;
@@ -236,5 +237,71 @@ fn changes_upload_their_blocks_and_removals_give_memory_back() {
     tracer.update().unwrap();
     assert_eq!(tracer.gpu().memory_in_use(), base, "10,000 cycles leave the device memory flat");
     assert_eq!(tracer.instance_count(), 1000);
+    assert_validation_clean(tracer.gpu());
+}
+
+/// A terrain mirrored chunk by chunk: a ray down onto a hill hits its top; the hill
+/// dug away, the next trace's ray passes where it was and hits the ground below;
+/// the edit re-meshes only the chunks around it and uploads about their size (the
+/// mesh arrays grow at their ends), not the terrain's; a sync without an edit
+/// does nothing.
+#[test]
+fn terrain_edits_reach_the_gpu_at_the_cost_of_the_chunks_they_touch() {
+    use crate::terrain::{Material, Terrain};
+    use glam::IVec3;
+    let Some(gpu) = test_gpu("terrain_edits_reach_the_gpu_at_the_cost_of_the_chunks_they_touch") else { return };
+    let mut terrain = Terrain::new(0.5);
+    // Ground 4 voxels deep over 128 x 128 voxels (8 x 8 chunks), a hill on it.
+    terrain.fill(IVec3::new(0, 0, 0), IVec3::new(127, 3, 127), Material::ROCK);
+    terrain.fill(IVec3::new(40, 4, 40), IVec3::new(47, 19, 47), Material::GRASS);
+    let mut tracer = RayTracer::with_gpu(gpu).unwrap();
+    let added = tracer.add_terrain(&terrain, 1, 77).unwrap();
+    assert!(added.triangles > 0 && tracer.terrain_chunk_count() >= 64, "{added:?}");
+    let down = |x: f32, z: f32| GpuRay {
+        origin: [x, 50.0, z],
+        dir: [0.0, -1.0, 0.0],
+        t_max: 1e30,
+        mask: 1,
+        ..GpuRay::default()
+    };
+    let rays = [down(22.0, 22.0), down(50.0, 50.0)];
+    let mut hits = [GpuHit::default(); 2];
+    tracer.trace(&rays, TraceMode::Closest, &mut hits).unwrap();
+    let full = tracer.uploads().meshes;
+    assert!((hits[0].t - 40.0).abs() < 1e-3, "the hill's top (y 10): {:?}", hits[0]);
+    assert!((hits[1].t - 48.0).abs() < 1e-3, "the ground (y 2): {:?}", hits[1]);
+    assert_eq!(hits[0].user_id, 77);
+
+    // Nothing edited: nothing meshed, nothing uploaded.
+    assert_eq!(tracer.sync_terrain(&terrain).unwrap(), TerrainSync::default());
+    tracer.trace(&rays, TraceMode::Closest, &mut hits).unwrap();
+    assert_eq!(tracer.uploads(), Uploads::default());
+
+    // Dig the hill away.
+    terrain.fill(IVec3::new(40, 4, 40), IVec3::new(47, 19, 47), Material::AIR);
+    let synced = tracer.sync_terrain(&terrain).unwrap();
+    assert!(synced.chunks > 0 && synced.chunks <= 27 * 3, "{synced:?}");
+    tracer.trace(&rays, TraceMode::Closest, &mut hits).unwrap();
+    assert!((hits[0].t - 48.0).abs() < 1e-3, "the ray passes where the hill was: {:?}", hits[0]);
+    assert!((hits[1].t - 48.0).abs() < 1e-3);
+    let edit = tracer.uploads().meshes;
+    println!(
+        "terrain on the GPU: {} chunks meshed, {full} mesh bytes uploaded; the dug hill: {} chunks, {} triangles, {edit} bytes",
+        tracer.terrain_chunk_count(),
+        synced.chunks,
+        synced.triangles
+    );
+    let per_triangle = 16 + 12 * 3 + 2 * (32 + 4) + 4; // triangle, vertices, nodes and parents, leaves: bounds
+    let table = 16 * tracer.mesh_count() as u64;
+    assert!(
+        edit <= table + u64::from(synced.triangles) * per_triangle as u64,
+        "the edit uploaded {edit} bytes for {} triangles (the whole terrain was {full})",
+        synced.triangles
+    );
+    assert!(edit * 4 < full, "an edit of a few chunks uploads a fraction of the terrain: {edit} vs {full}");
+    // The chunk meshes agree with the terrain's own ray cast.
+    let ray = crate::math::Ray::new(glam::Vec3::new(22.0, 50.0, 22.0), glam::Vec3::NEG_Y);
+    let cpu = terrain.ray_cast(&ray, 100.0);
+    assert!(cpu.is_some_and(|hit| (hit.t - hits[0].t).abs() < 1e-3), "{cpu:?}");
     assert_validation_clean(tracer.gpu());
 }

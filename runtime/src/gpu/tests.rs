@@ -1092,9 +1092,11 @@ fn embedded_mode_records_into_the_engines_command_buffers_and_matches_standalone
         assert!(hits == want, "frame {frame}: embedded hits differ from standalone");
         assert!(hits.iter().filter(|h| h.instance != NO_HIT).count() > 500);
     }
-    // A structural change while both slots may be in flight: the old mesh arrays
-    // stay until both slots were recorded again, then they are freed.
-    tracer.add_mesh(&meshes[1].0, &meshes[1].1).unwrap();
+    // A mesh that outgrows the mesh arrays' room while both slots may be in flight:
+    // the arrays are replaced at the next recording, and the old ones stay until
+    // both slots were recorded again, then they are freed.
+    let (p, t) = grid(40, &mut rng);
+    tracer.add_mesh(&p, &t).unwrap();
     assert_eq!(tracer.gpu().deferred_count(), 0, "the mesh arrays are replaced at the next recording");
     let ray = [GpuRay { dir: [0.0, -1.0, 0.0], t_max: 1e30, mask: u32::MAX, ..GpuRay::default() }];
     for (slot, left) in [(0, 1), (1, 0)] {

@@ -133,6 +133,19 @@ pub struct Scene {
     pub(crate) leaves: Vec<u32>,
     /// Skinned instances: their private mesh copy and skin inputs.
     pub(crate) skinned: Vec<SkinnedInstance>,
+    /// Entries of the shared arrays that removed meshes left behind.
+    pub(crate) dead: Dead,
+    /// Bumped whenever the shared arrays are compacted (every range may have moved).
+    pub(crate) layout: u64,
+}
+
+/// Entries of the shared arrays no live mesh uses (see [`Scene::remove_mesh`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Dead {
+    nodes: usize,
+    triangles: usize,
+    positions: usize,
+    leaves: usize,
 }
 
 /// Where a mesh's refit data lives in the scene's arrays (node-local indices).
@@ -142,6 +155,7 @@ pub(crate) struct RefitRange {
     pub(crate) node_count: u32,
     pub(crate) leaf_base: u32,
     pub(crate) leaf_count: u32,
+    pub(crate) position_count: u32,
 }
 
 /// A skinned instance owns a private copy of its mesh (the transient segment),
@@ -176,6 +190,7 @@ impl Scene {
             node_count: blas.nodes.len() as u32,
             leaf_base: self.leaves.len() as u32,
             leaf_count: blas.leaves.len() as u32,
+            position_count: positions.len() as u32,
         });
         self.parents.extend_from_slice(&blas.parents);
         self.leaves.extend_from_slice(&blas.leaves);
@@ -295,10 +310,12 @@ impl Scene {
         Ok(self.skinned.swap_remove(slot as usize).mesh)
     }
 
-    /// Removes mesh `mesh` and its BLAS: its ranges leave the shared arrays, later
-    /// meshes move down by one index and their ranges by its sizes, so the arrays
-    /// hold only live meshes. Refused while an instance or skinned slot uses it.
-    pub fn remove_mesh(&mut self, mesh: u32) -> Result<(), SceneError> {
+    /// Removes mesh `mesh` and its BLAS as `swap_remove` does: the last mesh takes
+    /// its index (its instances and skinned slots follow), and its entries of the
+    /// shared arrays become holes. Once holes are more than half of an array, the
+    /// arrays are compacted ([`Scene::layout`] changes). Returns the index the moved
+    /// mesh had, if one moved. Refused while an instance or skinned slot uses it.
+    pub fn remove_mesh(&mut self, mesh: u32) -> Result<Option<u32>, SceneError> {
         let count = self.blas_refs.len();
         if mesh as usize >= count {
             return Err(SceneError(format!("mesh {mesh} does not exist ({count} meshes)")));
@@ -309,36 +326,70 @@ impl Scene {
         }
         let m = mesh as usize;
         let (blas, range) = (self.blas_refs[m], self.refit[m]);
-        let position_end = self.blas_refs.get(m + 1).map_or(self.positions.len() as u32, |next| next.position_base);
-        let vertex_count = position_end - blas.position_base;
-        let nodes = range.node_base as usize..(range.node_base + range.node_count) as usize;
-        self.nodes.drain(nodes.clone());
-        self.parents.drain(nodes);
-        self.leaves.drain(range.leaf_base as usize..(range.leaf_base + range.leaf_count) as usize);
-        self.triangles.drain(blas.triangle_base as usize..(blas.triangle_base + blas.triangle_count) as usize);
-        self.positions.drain(blas.position_base as usize..position_end as usize);
-        self.blas_refs.remove(m);
-        self.refit.remove(m);
-        self.roots.remove(m);
-        for (later, refit) in self.blas_refs[m..].iter_mut().zip(&mut self.refit[m..]) {
-            later.node_base -= range.node_count;
-            later.triangle_base -= blas.triangle_count;
-            later.position_base -= vertex_count;
-            refit.node_base -= range.node_count;
-            refit.leaf_base -= range.leaf_count;
+        self.dead.nodes += range.node_count as usize;
+        self.dead.triangles += blas.triangle_count as usize;
+        self.dead.positions += range.position_count as usize;
+        self.dead.leaves += range.leaf_count as usize;
+        self.blas_refs.swap_remove(m);
+        self.refit.swap_remove(m);
+        self.roots.swap_remove(m);
+        let moved = (m < self.blas_refs.len()).then_some(self.blas_refs.len() as u32);
+        if let Some(from) = moved {
+            for instance in self.instances.iter_mut().filter(|i| i.blas == from) {
+                instance.blas = mesh;
+            }
+            for slot in self.skinned.iter_mut().filter(|s| s.mesh == from) {
+                slot.mesh = mesh;
+            }
         }
-        for instance in self.instances.iter_mut().filter(|i| i.blas > mesh) {
-            instance.blas -= 1;
+        let d = self.dead;
+        if 2 * d.nodes > self.nodes.len()
+            || 2 * d.positions > self.positions.len()
+            || 2 * d.triangles > self.triangles.len()
+        {
+            self.compact();
         }
-        for slot in self.skinned.iter_mut().filter(|s| s.mesh > mesh) {
-            slot.mesh -= 1;
-        }
-        Ok(())
+        Ok(moved)
     }
 
-    /// Bytes of the mesh arrays (BLAS nodes, triangles, vertices, refit data): what
-    /// the device holds for the meshes.
+    /// Rewrites the shared arrays with the live meshes only, in mesh order.
+    fn compact(&mut self) {
+        let (mut nodes, mut triangles, mut positions, mut parents, mut leaves) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (blas, range) in self.blas_refs.iter_mut().zip(&mut self.refit) {
+            let node_range = range.node_base as usize..(range.node_base + range.node_count) as usize;
+            let leaf_range = range.leaf_base as usize..(range.leaf_base + range.leaf_count) as usize;
+            let triangle_range = blas.triangle_base as usize..(blas.triangle_base + blas.triangle_count) as usize;
+            let position_range = blas.position_base as usize..(blas.position_base + range.position_count) as usize;
+            (range.node_base, range.leaf_base) = (nodes.len() as u32, leaves.len() as u32);
+            (blas.node_base, blas.triangle_base, blas.position_base) =
+                (nodes.len() as u32, triangles.len() as u32, positions.len() as u32);
+            nodes.extend_from_slice(&self.nodes[node_range.clone()]);
+            parents.extend_from_slice(&self.parents[node_range]);
+            leaves.extend_from_slice(&self.leaves[leaf_range]);
+            triangles.extend_from_slice(&self.triangles[triangle_range]);
+            positions.extend_from_slice(&self.positions[position_range]);
+        }
+        (self.nodes, self.triangles, self.positions, self.parents, self.leaves) =
+            (nodes, triangles, positions, parents, leaves);
+        self.dead = Dead::default();
+        self.layout += 1;
+    }
+
+    /// Bytes the live meshes take in the shared arrays (BLAS nodes, triangles,
+    /// vertices, refit data), holes left by removed meshes not counted.
     pub fn mesh_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let d = self.dead;
+        size_of::<BlasRef>() * self.blas_refs.len()
+            + (size_of::<BvhNode>() + 4) * (self.nodes.len() - d.nodes)
+            + size_of::<[u32; 4]>() * (self.triangles.len() - d.triangles)
+            + size_of::<[f32; 3]>() * (self.positions.len() - d.positions)
+            + 4 * (self.leaves.len() - d.leaves)
+    }
+
+    /// Bytes of the shared mesh arrays, holes included: what a device copy uploads.
+    pub fn mesh_array_bytes(&self) -> usize {
         use std::mem::size_of_val;
         size_of_val(self.blas_refs.as_slice())
             + size_of_val(self.nodes.as_slice())
@@ -346,6 +397,12 @@ impl Scene {
             + size_of_val(self.positions.as_slice())
             + size_of_val(self.parents.as_slice())
             + size_of_val(self.leaves.as_slice())
+    }
+
+    /// Bumped whenever the shared mesh arrays are compacted: a device copy made
+    /// before must be made anew; otherwise the arrays only grew at their ends.
+    pub fn layout(&self) -> u64 {
+        self.layout
     }
 
     pub fn skinned_count(&self) -> usize {

@@ -155,6 +155,8 @@ impl Terrain {
     /// Marks chunk `coord` for regeneration: it may have triangles until then, and its
     /// cached mesh is stale.
     pub(super) fn mark_dirty(&mut self, coord: IVec3) {
+        self.edit_stamp += 1;
+        self.chunk_stamps.insert(coord, self.edit_stamp);
         self.dirty.insert(coord, ());
         self.surface.set(coord, true);
         self.meshes.invalidate(coord);

@@ -99,6 +99,10 @@ pub struct Terrain {
     batch_needed: Vec<IVec3>,
     /// Bumped by every change of the triangles a query can return (edits, mesh mode).
     revision: u64,
+    /// Per chunk whose geometry an edit may have changed: the [`Terrain::edit_stamp`]
+    /// of its last such edit (for copies of the geometry elsewhere, e.g. on a GPU).
+    chunk_stamps: CoordMap<u64>,
+    edit_stamp: u64,
     /// Names the masks as they are (see [`Terrain::mask_stamp`]).
     mask_stamp: u64,
     /// The edits since the base, for world snapshots (`None` before a base is set).
@@ -132,6 +136,8 @@ impl Terrain {
             batch_walks: Vec::new(),
             batch_needed: Vec::new(),
             revision: 0,
+            chunk_stamps: CoordMap::default(),
+            edit_stamp: 0,
             mask_stamp: fresh_mask_stamp(),
             journal: None,
         }
@@ -240,6 +246,22 @@ impl Terrain {
             matches!(self.masks.get(&coord), Some(ChunkMask::Mixed(_))) || self.dirty.contains_key(&coord)
         );
         may
+    }
+
+    /// A counter bumped by every chunk an edit (or a snapshot restore) may have
+    /// re-shaped: a copy of the terrain's geometry made at stamp `s` is current
+    /// except for [`Terrain::chunks_changed_since`]`(s)`.
+    pub fn edit_stamp(&self) -> u64 {
+        self.edit_stamp
+    }
+
+    /// Appends to `out`, sorted, every chunk re-shaped after stamp `since` (an
+    /// earlier [`Terrain::edit_stamp`]); the chunks around an edited voxel count,
+    /// since a chunk's mesh reads one voxel beyond it.
+    pub fn chunks_changed_since(&self, since: u64, out: &mut Vec<IVec3>) {
+        let start = out.len();
+        out.extend(self.chunk_stamps.iter().filter(|(_, &stamp)| stamp > since).map(|(&c, _)| c));
+        out[start..].sort_unstable_by_key(|c| c.to_array());
     }
 
     /// The inclusive chunk range that holds every chunk with geometry (`None` for a
