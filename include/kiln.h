@@ -2916,10 +2916,12 @@ typedef struct KilnEmbeddedDef {
      */
     void *device;
     /**
-     * A queue family with compute. Kiln's own submissions (the upload after a new
-     * mesh or instance) go to queue `queue_index` of it, from the calling thread,
-     * inside the call that needs them; the engine must not use that queue from
-     * another thread meanwhile. Default 0.
+     * A queue family with compute. The tracer's scene changes and traces never
+     * submit work of their own (they are recorded into the engine's command
+     * buffers); Kiln's other GPU work on an embedded device (the DDGI volume, the
+     * integrated frame) still goes to queue `queue_index` of this family, from the
+     * calling thread, inside the call that needs it; the engine must not use that
+     * queue from another thread meanwhile. Default 0.
      */
     uint32_t queue_family;
     /**
@@ -5503,8 +5505,9 @@ KilnStatus kiln_tracer_create_embedded(const struct KilnEmbeddedDef *def,
  * followed bodies changed (instances upload, skinning + refit, TLAS rebuild), and
  * the tracing of `count` rays (at most 1,048,576; checked as `kiln_tracer_trace`
  * checks them). The hits are read with `kiln_tracer_read_hits` once the engine's
- * submission completed. After a new mesh or instance the scene is first uploaded
- * with one submission of Kiln's own (see `KilnEmbeddedDef::queue_family`).
+ * submission completed. Scene changes (meshes and instances added or removed,
+ * terrain synced) are uploaded inside the same recording: the tracer calls no
+ * `vkQueueSubmit` of its own.
  *
  * The contract:
  * - **Slots.** `frame_slot` is below `frames_in_flight`; the command buffer

@@ -56,10 +56,12 @@ pub struct KilnEmbeddedDef {
     pub physical_device: *mut c_void,
     /// `VkDevice`. Required.
     pub device: *mut c_void,
-    /// A queue family with compute. Kiln's own submissions (the upload after a new
-    /// mesh or instance) go to queue `queue_index` of it, from the calling thread,
-    /// inside the call that needs them; the engine must not use that queue from
-    /// another thread meanwhile. Default 0.
+    /// A queue family with compute. The tracer's scene changes and traces never
+    /// submit work of their own (they are recorded into the engine's command
+    /// buffers); Kiln's other GPU work on an embedded device (the DDGI volume, the
+    /// integrated frame) still goes to queue `queue_index` of this family, from the
+    /// calling thread, inside the call that needs it; the engine must not use that
+    /// queue from another thread meanwhile. Default 0.
     pub queue_family: u32,
     /// Default 0.
     pub queue_index: u32,
@@ -156,8 +158,9 @@ pub unsafe extern "C" fn kiln_tracer_create_embedded(
 /// followed bodies changed (instances upload, skinning + refit, TLAS rebuild), and
 /// the tracing of `count` rays (at most 1,048,576; checked as `kiln_tracer_trace`
 /// checks them). The hits are read with `kiln_tracer_read_hits` once the engine's
-/// submission completed. After a new mesh or instance the scene is first uploaded
-/// with one submission of Kiln's own (see `KilnEmbeddedDef::queue_family`).
+/// submission completed. Scene changes (meshes and instances added or removed,
+/// terrain synced) are uploaded inside the same recording: the tracer calls no
+/// `vkQueueSubmit` of its own.
 ///
 /// The contract:
 /// - **Slots.** `frame_slot` is below `frames_in_flight`; the command buffer

@@ -222,8 +222,9 @@ pub struct EmbeddedDevice {
     pub instance: vk::Instance,
     pub physical_device: vk::PhysicalDevice,
     pub device: vk::Device,
-    /// A queue family with compute; Kiln's own submissions (uploads at structural
-    /// changes, read-backs) go to queue `queue_index` of it, and the engine submits
+    /// A queue family with compute; Kiln's own submissions (DDGI, the integrated
+    /// frame, explicit reads; never the tracer's scene changes or traces) go to queue
+    /// `queue_index` of it, and the engine submits
     /// the command buffers Kiln records into to a queue of this family.
     pub queue_family: u32,
     pub queue_index: u32,

@@ -579,9 +579,9 @@ impl RayTracer {
     /// tracing of `rays` into the engine's `cmd` for frame slot `slot` (see
     /// [`Gpu::record_into`]). The hits are readable from the returned
     /// [`PendingHits`] once the engine's submission completed. At most
-    /// [`MAX_TRACE_BATCH`] rays; they are checked like [`RayTracer::trace`]'s. After
-    /// a structural change (a new mesh or instance) the scene is first uploaded by
-    /// one submission of Kiln's own on the queue given at creation.
+    /// [`MAX_TRACE_BATCH`] rays; they are checked like [`RayTracer::trace`]'s. Scene
+    /// changes (mesh data, instances, skins) are uploaded inside the same recording:
+    /// nothing is submitted on Kiln's own queue.
     ///
     /// # Safety
     /// As [`Gpu::record_into`].
@@ -757,9 +757,10 @@ impl RayTracer {
         let count = self.scene.instances().len();
         match &mut self.device_scene {
             None => {
-                self.device_scene = Some(GpuScene::new(&mut self.gpu, &self.scene)?);
-                self.uploaded.meshes += self.scene.mesh_array_bytes() as u64;
-                self.mesh_appends = None;
+                // Sized only: the data goes up inside the next recording, so a
+                // tracer on an engine's device never submits work of its own.
+                self.device_scene = Some(GpuScene::sized(&mut self.gpu, &self.scene)?);
+                self.mesh_appends = Some(MeshLens::default());
                 // Fresh buffers hold rest poses and no TLAS: redo everything.
                 self.all_dirty = true;
                 self.instances_dirty = true;
@@ -773,8 +774,7 @@ impl RayTracer {
                         }
                         None => {
                             device.replace_meshes(&mut self.gpu, &self.scene)?;
-                            self.uploaded.meshes += self.scene.mesh_array_bytes() as u64;
-                            self.mesh_appends = None;
+                            self.mesh_appends = Some(MeshLens::default());
                             // Skinned vertices are back at rest.
                             self.skin_dirty = !self.skinned.is_empty();
                         }

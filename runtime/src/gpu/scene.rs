@@ -57,6 +57,8 @@ struct MeshBuffers {
     uploaded: MeshLens,
     /// The scene's [`Scene::layout`] the device copy was made from.
     layout: u64,
+    /// Skinned slots whose rest pose, joints and weights a full upload records.
+    skin_data: usize,
 }
 
 /// Entries of the shared mesh arrays (parents are as many as nodes).
@@ -135,6 +137,15 @@ impl GpuScene {
     /// Uploads the meshes and sizes the per-instance buffers with room for the
     /// scene's instances (uploaded by [`GpuScene::upload_instances`]).
     pub fn new(gpu: &mut Gpu, scene: &Scene) -> Result<GpuScene, GpuError> {
+        let device = GpuScene::sized(gpu, scene)?;
+        gpu.submit("upload meshes", |rec| device.record_mesh_appends(rec, scene, MeshLens::default()))?;
+        Ok(device)
+    }
+
+    /// As [`GpuScene::new`], but the mesh data is left to a recording: pass
+    /// `MeshLens::default()` to [`GpuScene::record_mesh_appends`] (what a tracer on
+    /// an engine's device does, so that it never submits work of its own).
+    pub fn sized(gpu: &mut Gpu, scene: &Scene) -> Result<GpuScene, GpuError> {
         let capacity = instance_capacity(scene.instances.len());
         let per_instance = InstanceBuffers::new(gpu, capacity)?;
         let (blas_refs, blas_nodes, triangles, positions, meshes) = GpuScene::upload_meshes(gpu, scene)?;
@@ -158,8 +169,9 @@ impl GpuScene {
         })
     }
 
-    /// The mesh arrays and what refits and skinning read, uploaded anew into
-    /// buffers with room to grow ([`MeshLens::room`]).
+    /// Buffers for the mesh arrays and what refits and skinning read, with room to
+    /// grow ([`MeshLens::room`]); their data comes from
+    /// [`GpuScene::record_mesh_appends`] with `MeshLens::default()`.
     fn upload_meshes(
         gpu: &mut Gpu,
         scene: &Scene,
@@ -167,21 +179,17 @@ impl GpuScene {
         let refit_nodes = scene.skinned.iter().map(|s| scene.refit[s.mesh as usize].node_count).max().unwrap_or(1);
         let lens = MeshLens::of(scene);
         let room = lens.room();
-        let roomy = |gpu: &mut Gpu, name: &str, bytes: &[u8], entries: usize, size: usize| {
-            let buffer = gpu.buffer(name, (entries * size) as u64, BufferMemory::Device)?;
-            if !bytes.is_empty() {
-                gpu.submit("upload", |rec| rec.upload(&buffer, 0, bytes))?;
-            }
-            Ok::<_, GpuError>(buffer)
+        let roomy = |gpu: &mut Gpu, name: &str, entries: usize, size: usize| {
+            gpu.buffer(name, (entries * size) as u64, BufferMemory::Device)
         };
         Ok((
-            roomy(gpu, "scene blas refs", bytemuck::cast_slice(&scene.blas_refs), room.blas_refs, 16)?,
-            roomy(gpu, "scene blas nodes", bytemuck::cast_slice(&scene.nodes), room.nodes, 32)?,
-            roomy(gpu, "scene triangles", bytemuck::cast_slice(&scene.triangles), room.triangles, 16)?,
-            roomy(gpu, "scene positions", bytemuck::cast_slice(&scene.positions), room.positions, 12)?,
+            roomy(gpu, "scene blas refs", room.blas_refs, 16)?,
+            roomy(gpu, "scene blas nodes", room.nodes, 32)?,
+            roomy(gpu, "scene triangles", room.triangles, 16)?,
+            roomy(gpu, "scene positions", room.positions, 12)?,
             MeshBuffers {
-                blas_parents: roomy(gpu, "scene blas parents", bytemuck::cast_slice(&scene.parents), room.nodes, 4)?,
-                blas_leaves: roomy(gpu, "scene blas leaves", bytemuck::cast_slice(&scene.leaves), room.leaves, 4)?,
+                blas_parents: roomy(gpu, "scene blas parents", room.nodes, 4)?,
+                blas_leaves: roomy(gpu, "scene blas leaves", room.leaves, 4)?,
                 blas_counters: gpu.buffer(
                     "scene blas refit counters",
                     4 * u64::from(refit_nodes),
@@ -190,19 +198,20 @@ impl GpuScene {
                 skins: scene
                     .skinned
                     .iter()
-                    .map(|s| GpuSkin::upload(gpu, &s.skin).map(|skin| (skin, s.mesh)))
+                    .map(|s| GpuSkin::empty(gpu, &s.skin).map(|skin| (skin, s.mesh)))
                     .collect::<Result<_, _>>()?,
                 refit_ranges: scene.refit.iter().copied().zip(scene.blas_refs.iter().copied()).collect(),
                 room,
                 uploaded: lens,
                 layout: scene.layout(),
+                skin_data: scene.skinned.len(),
             },
         ))
     }
 
     /// Replaces the mesh arrays (the old buffers live until the device is done with
-    /// them). Skinned vertices start at their rest pose again: skin them before
-    /// tracing.
+    /// them), empty: record their data with [`GpuScene::record_mesh_appends`] and
+    /// `MeshLens::default()`, then skin the skinned copies before tracing.
     pub fn replace_meshes(&mut self, gpu: &mut Gpu, scene: &Scene) -> Result<(), GpuError> {
         let (blas_refs, blas_nodes, triangles, positions, meshes) = GpuScene::upload_meshes(gpu, scene)?;
         let old = (
@@ -237,7 +246,9 @@ impl GpuScene {
 
     /// Records the upload of what the mesh arrays gained since lengths `had` (from
     /// [`GpuScene::follow_meshes`]) and of the mesh table (16 bytes a mesh, as
-    /// removals move entries in it). Returns the bytes uploaded.
+    /// removals move entries in it); with `MeshLens::default()`, of everything,
+    /// skins included (after [`GpuScene::sized`] or [`GpuScene::replace_meshes`]).
+    /// Returns the bytes uploaded.
     pub fn record_mesh_appends(&self, rec: &mut Recorder<'_>, scene: &Scene, had: MeshLens) -> Result<u64, GpuError> {
         fn tail<T: bytemuck::Pod>(
             rec: &mut Recorder<'_>,
@@ -249,7 +260,17 @@ impl GpuScene {
             rec.upload(buffer, (from * std::mem::size_of::<T>()) as u64, bytes)?;
             Ok(bytes.len() as u64)
         }
-        Ok(tail(rec, &self.blas_refs, &scene.blas_refs, 0)?
+        let mut skins = 0;
+        if had == MeshLens::default() {
+            if scene.skinned.len() != self.meshes.skin_data {
+                return Err(GpuError::InvalidInput("the skinned slots changed: replace the meshes".into()));
+            }
+            for ((skin, _), slot) in self.meshes.skins.iter().zip(&scene.skinned) {
+                skins += skin.record_upload(rec, &slot.skin)?;
+            }
+        }
+        Ok(skins
+            + tail(rec, &self.blas_refs, &scene.blas_refs, 0)?
             + tail(rec, &self.blas_nodes, &scene.nodes, had.nodes)?
             + tail(rec, &self.meshes.blas_parents, &scene.parents, had.nodes)?
             + tail(rec, &self.triangles, &scene.triangles, had.triangles)?

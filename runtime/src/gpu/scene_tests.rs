@@ -305,3 +305,191 @@ fn terrain_edits_reach_the_gpu_at_the_cost_of_the_chunks_they_touch() {
     assert!(cpu.is_some_and(|hit| (hit.t - hits[0].t).abs() < 1e-3), "{cpu:?}");
     assert_validation_clean(tracer.gpu());
 }
+
+/// The engine-side wrapper that counts `vkQueueSubmit` calls made through the
+/// function pointers Kiln loads from the engine's `vkGetInstanceProcAddr`.
+mod submit_counter {
+    use std::ffi::{c_char, CStr};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::OnceLock;
+
+    use ash::vk;
+
+    pub static SUBMITS: AtomicU32 = AtomicU32::new(0);
+    static GET_INSTANCE: OnceLock<vk::PFN_vkGetInstanceProcAddr> = OnceLock::new();
+    static GET_DEVICE: OnceLock<vk::PFN_vkGetDeviceProcAddr> = OnceLock::new();
+    static SUBMIT: OnceLock<vk::PFN_vkQueueSubmit> = OnceLock::new();
+    static SUBMIT2: OnceLock<vk::PFN_vkQueueSubmit2> = OnceLock::new();
+
+    /// The wrapper to hand Kiln in place of `real`.
+    pub fn wrap(real: vk::PFN_vkGetInstanceProcAddr) -> vk::PFN_vkGetInstanceProcAddr {
+        GET_INSTANCE.get_or_init(|| real);
+        get_instance_proc_addr
+    }
+
+    unsafe extern "system" fn queue_submit(
+        queue: vk::Queue,
+        count: u32,
+        submits: *const vk::SubmitInfo<'_>,
+        fence: vk::Fence,
+    ) -> vk::Result {
+        SUBMITS.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: forwarded unchanged to the driver's function.
+        unsafe { SUBMIT.get().unwrap()(queue, count, submits, fence) }
+    }
+
+    unsafe extern "system" fn queue_submit2(
+        queue: vk::Queue,
+        count: u32,
+        submits: *const vk::SubmitInfo2<'_>,
+        fence: vk::Fence,
+    ) -> vk::Result {
+        SUBMITS.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: forwarded unchanged to the driver's function.
+        unsafe { SUBMIT2.get().unwrap()(queue, count, submits, fence) }
+    }
+
+    /// Swaps the submit functions for the counting ones.
+    ///
+    /// # Safety
+    /// `real` is the driver's pointer for `name` (or null).
+    unsafe fn intercept(name: &CStr, real: vk::PFN_vkVoidFunction) -> vk::PFN_vkVoidFunction {
+        let real = real?;
+        // SAFETY: (transmutes) Vulkan returns every function as `PFN_vkVoidFunction`;
+        // the pointer for `name` has the signature of `name`.
+        unsafe {
+            match name.to_bytes() {
+                b"vkQueueSubmit" => {
+                    SUBMIT.get_or_init(|| std::mem::transmute::<_, vk::PFN_vkQueueSubmit>(real));
+                    Some(std::mem::transmute::<vk::PFN_vkQueueSubmit, unsafe extern "system" fn()>(queue_submit))
+                }
+                b"vkQueueSubmit2" | b"vkQueueSubmit2KHR" => {
+                    SUBMIT2.get_or_init(|| std::mem::transmute::<_, vk::PFN_vkQueueSubmit2>(real));
+                    Some(std::mem::transmute::<vk::PFN_vkQueueSubmit2, unsafe extern "system" fn()>(queue_submit2))
+                }
+                b"vkGetDeviceProcAddr" => {
+                    GET_DEVICE.get_or_init(|| std::mem::transmute::<_, vk::PFN_vkGetDeviceProcAddr>(real));
+                    Some(std::mem::transmute::<vk::PFN_vkGetDeviceProcAddr, unsafe extern "system" fn()>(
+                        get_device_proc_addr,
+                    ))
+                }
+                _ => Some(real),
+            }
+        }
+    }
+
+    unsafe extern "system" fn get_instance_proc_addr(
+        instance: vk::Instance,
+        name: *const c_char,
+    ) -> vk::PFN_vkVoidFunction {
+        // SAFETY: the loader's function with the caller's arguments; `name` is a
+        // NUL-terminated string per Vulkan.
+        unsafe { intercept(CStr::from_ptr(name), GET_INSTANCE.get().unwrap()(instance, name)) }
+    }
+
+    unsafe extern "system" fn get_device_proc_addr(device: vk::Device, name: *const c_char) -> vk::PFN_vkVoidFunction {
+        // SAFETY: as above.
+        unsafe { intercept(CStr::from_ptr(name), GET_DEVICE.get().unwrap()(device, name)) }
+    }
+}
+
+/// Embedded mode submits nothing of its own: a tracer on the engine's device, whose
+/// `vkQueueSubmit` the engine counts, takes meshes (one that outgrows the arrays'
+/// room), instances, a skinned instance, moves, removals and a terrain edit, and
+/// every frame goes into the engine's command buffers; its hits equal a standalone
+/// tracer's over the same changes, and both validation layers stay silent.
+#[test]
+fn embedded_mode_submits_nothing_of_its_own() {
+    use super::tests::EngineDevice;
+    use crate::terrain::{Material, Terrain};
+    use glam::IVec3;
+    let Some(standalone) = test_gpu("embedded_mode_submits_nothing_of_its_own") else { return };
+    let engine = EngineDevice::new(2).expect("the engine's own device on the same driver");
+    let mut described = engine.describe(2);
+    described.get_instance_proc_addr = submit_counter::wrap(described.get_instance_proc_addr);
+    // SAFETY: the engine's handles are live and outlive the tracer (dropped first).
+    let mut tracer = unsafe { RayTracer::embedded(&described) }.unwrap();
+    let mut reference = RayTracer::with_gpu(standalone).unwrap();
+    let mut rng = Rng(96);
+    let mut terrain = Terrain::new(0.5);
+    terrain.fill(IVec3::new(-40, -4, -40), IVec3::new(39, -1, 39), Material::ROCK);
+    terrain.fill(IVec3::new(0, 0, 0), IVec3::new(7, 11, 7), Material::ROCK);
+    let (cube, big) = (box_mesh([0.5, 0.5, 0.5]), grid(48, &mut rng));
+    let mut placed: Vec<(InstanceId, InstanceId)> = Vec::new();
+    let (mut meshes, mut skinned) = (Vec::new(), None);
+    for frame in 0..8usize {
+        for t in [&mut tracer, &mut reference] {
+            match frame {
+                0 => {
+                    t.add_terrain(&terrain, 1, 5).unwrap();
+                }
+                1 | 5 => {
+                    let (p, tris) = if frame == 1 { &cube } else { &big };
+                    let id = t.add_mesh(p, tris).unwrap();
+                    if t.gpu().is_embedded() {
+                        meshes.push(id);
+                    }
+                }
+                3 => {
+                    let (skin, triangles, bones) = skinned_box(&mut Rng(7));
+                    let id = t.add_skinned_instance(skin, &triangles, &IDENTITY, 1, 900).unwrap();
+                    t.set_bones(id, &bones).unwrap();
+                    if t.gpu().is_embedded() {
+                        skinned = Some(id);
+                    }
+                }
+                _ => {}
+            }
+            if frame == 4 {
+                t.sync_terrain(&terrain).unwrap();
+            }
+        }
+        if frame == 4 {
+            terrain.fill(IVec3::new(0, 0, 0), IVec3::new(7, 11, 7), Material::AIR);
+            tracer.sync_terrain(&terrain).unwrap();
+            reference.sync_terrain(&terrain).unwrap();
+        }
+        if frame >= 1 {
+            for _ in 0..6 {
+                let at = random_transform(&mut rng, 15.0);
+                let user = placed.len() as u32 + 10;
+                let mesh = meshes[rng.below(meshes.len())];
+                placed.push((
+                    tracer.add_instance(mesh, &at, 1, user).unwrap(),
+                    reference.add_instance(mesh, &at, 1, user).unwrap(),
+                ));
+            }
+            let (a, b) = placed.swap_remove(rng.below(placed.len()));
+            tracer.remove_instance(a).unwrap();
+            reference.remove_instance(b).unwrap();
+            let (a, b) = placed[rng.below(placed.len())];
+            let at = random_transform(&mut rng, 15.0);
+            tracer.set_transforms(&[a], &[at]).unwrap();
+            reference.set_transforms(&[b], &[at]).unwrap();
+        }
+        if frame == 6 {
+            let id = skinned.take().unwrap();
+            tracer.remove_instance(id).unwrap();
+            reference.remove_instance(id).unwrap();
+        }
+        let rays = random_rays(&mut rng, tracer.scene(), 2000);
+        let slot = frame % 2;
+        let cmd = engine.begin(slot);
+        // SAFETY: `cmd` is recording; the slot's previous submission was waited on.
+        let pending = unsafe { tracer.record_trace(cmd, slot as u32, &rays, TraceMode::Closest) }.unwrap();
+        engine.submit(slot);
+        engine.wait_all();
+        let mut hits = vec![GpuHit::default(); rays.len()];
+        pending.read(&mut hits).unwrap();
+        let mut want = vec![GpuHit::default(); rays.len()];
+        reference.trace(&rays, TraceMode::Closest, &mut want).unwrap();
+        assert!(hits == want, "frame {frame}: embedded hits differ from standalone");
+        assert_eq!(submit_counter::SUBMITS.load(std::sync::atomic::Ordering::SeqCst), 0, "frame {frame}");
+    }
+    // The counter sees Kiln's own submissions: a direct one counts.
+    tracer.gpu_mut().submit("counted", |_| Ok(())).unwrap();
+    assert_eq!(submit_counter::SUBMITS.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_validation_clean(tracer.gpu());
+    drop(tracer);
+    assert_eq!(engine.messages(), Vec::<String>::new(), "the engine's validation layer saw nothing wrong");
+}

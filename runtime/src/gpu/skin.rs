@@ -21,6 +21,28 @@ pub struct GpuSkin {
 }
 
 impl GpuSkin {
+    /// Buffers sized for `data`, left empty: [`GpuSkin::record_upload`] fills them
+    /// inside a recording (an embedded device's command buffer).
+    pub fn empty(gpu: &Gpu, data: &SkinData) -> Result<GpuSkin, GpuError> {
+        let buffer = |name: &str, bytes: usize| gpu.buffer(name, bytes.max(4) as u64, super::BufferMemory::Device);
+        Ok(GpuSkin {
+            rest: buffer("skin rest positions", 12 * data.rest.len())?,
+            joints: buffer("skin joints", 8 * data.joints.len())?,
+            weights: buffer("skin weights", 16 * data.weights.len())?,
+            bones: gpu.buffer("skin bones", 48 * u64::from(data.bone_count), super::BufferMemory::Device)?,
+            vertex_count: data.rest.len() as u32,
+            bone_count: data.bone_count,
+        })
+    }
+
+    /// Records the upload of `data` into buffers from [`GpuSkin::empty`].
+    pub fn record_upload(&self, rec: &mut Recorder<'_>, data: &SkinData) -> Result<u64, GpuError> {
+        rec.upload(&self.rest, 0, bytemuck::cast_slice(&data.rest))?;
+        rec.upload(&self.joints, 0, bytemuck::cast_slice(&data.joints))?;
+        rec.upload(&self.weights, 0, bytemuck::cast_slice(&data.weights))?;
+        Ok((12 * data.rest.len() + 8 * data.joints.len() + 16 * data.weights.len()) as u64)
+    }
+
     pub fn upload(gpu: &mut Gpu, data: &SkinData) -> Result<GpuSkin, GpuError> {
         Ok(GpuSkin {
             rest: gpu.buffer_from("skin rest positions", &data.rest)?,

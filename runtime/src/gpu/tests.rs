@@ -870,7 +870,7 @@ fn a_memory_budget_reports_out_of_memory_and_loses_nothing() {
 /// An engine's own Vulkan objects, made the way an engine would: instance with the
 /// validation layer and its own messenger, device with the features Kiln needs, a
 /// command pool and one command buffer + fence per frame in flight.
-struct EngineDevice {
+pub(crate) struct EngineDevice {
     entry: ash::Entry,
     instance: ash::Instance,
     messenger: (ash::ext::debug_utils::Instance, ash::vk::DebugUtilsMessengerEXT),
@@ -900,7 +900,7 @@ unsafe extern "system" fn engine_messages(
 impl EngineDevice {
     /// `None` without a loader or a usable device (the caller decides whether that
     /// skips or fails).
-    fn new(frames: u32) -> Option<EngineDevice> {
+    pub(crate) fn new(frames: u32) -> Option<EngineDevice> {
         use ash::vk;
         // SAFETY: (whole function) plain Vulkan object creation with create infos
         // pointing at locals that outlive each call.
@@ -971,7 +971,7 @@ impl EngineDevice {
         }
     }
 
-    fn describe(&self, frames_in_flight: u32) -> EmbeddedDevice {
+    pub(crate) fn describe(&self, frames_in_flight: u32) -> EmbeddedDevice {
         use ash::vk::Handle;
         assert!(!self.device.handle().is_null());
         EmbeddedDevice {
@@ -989,7 +989,7 @@ impl EngineDevice {
     }
 
     /// Waits for slot `slot`'s previous work, then begins its command buffer.
-    fn begin(&self, slot: usize) -> ash::vk::CommandBuffer {
+    pub(crate) fn begin(&self, slot: usize) -> ash::vk::CommandBuffer {
         let (cmd, fence) = self.frames[slot];
         // SAFETY: objects of this device; the fence guards the command buffer.
         unsafe {
@@ -1002,7 +1002,7 @@ impl EngineDevice {
     }
 
     /// Ends and submits slot `slot`'s command buffer.
-    fn submit(&self, slot: usize) {
+    pub(crate) fn submit(&self, slot: usize) {
         let (cmd, fence) = self.frames[slot];
         let cmds = [cmd];
         // SAFETY: a recorded command buffer; the fence was reset in `begin`.
@@ -1013,13 +1013,13 @@ impl EngineDevice {
         }
     }
 
-    fn wait_all(&self) {
+    pub(crate) fn wait_all(&self) {
         let fences: Vec<_> = self.frames.iter().map(|f| f.1).collect();
         // SAFETY: fences of this device.
         unsafe { self.device.wait_for_fences(&fences, true, u64::MAX).unwrap() };
     }
 
-    fn messages(&self) -> Vec<String> {
+    pub(crate) fn messages(&self) -> Vec<String> {
         self.messages.lock().unwrap().clone()
     }
 }

@@ -388,17 +388,6 @@ impl Scene {
             + 4 * (self.leaves.len() - d.leaves)
     }
 
-    /// Bytes of the shared mesh arrays, holes included: what a device copy uploads.
-    pub fn mesh_array_bytes(&self) -> usize {
-        use std::mem::size_of_val;
-        size_of_val(self.blas_refs.as_slice())
-            + size_of_val(self.nodes.as_slice())
-            + size_of_val(self.triangles.as_slice())
-            + size_of_val(self.positions.as_slice())
-            + size_of_val(self.parents.as_slice())
-            + size_of_val(self.leaves.as_slice())
-    }
-
     /// Bumped whenever the shared mesh arrays are compacted: a device copy made
     /// before must be made anew; otherwise the arrays only grew at their ends.
     pub fn layout(&self) -> u64 {
