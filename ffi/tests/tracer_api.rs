@@ -59,6 +59,20 @@ fn down(x: f32) -> KilnTraceRay {
     }
 }
 
+/// A flat `n x n` grid of quads of side `cell` centred on the origin (y = 0),
+/// counter-clockwise from +y: vertices and indices.
+fn grid(n: u32, cell: f32) -> (Vec<KilnVec3>, Vec<u32>) {
+    let half = n as f32 * cell / 2.0;
+    let verts = (0..=n).flat_map(|z| (0..=n).map(move |x| v3(x as f32 * cell - half, 0.0, z as f32 * cell - half)));
+    let idx = (0..n).flat_map(|z| {
+        (0..n).flat_map(move |x| {
+            let v = z * (n + 1) + x;
+            [v, v + n + 1, v + 1, v + 1, v + n + 1, v + n + 2]
+        })
+    });
+    (verts.collect(), idx.collect())
+}
+
 fn tracer() -> Option<KilnTracerId> {
     let mut def = kiln_default_tracer_def();
     def.validation = true;
@@ -225,16 +239,7 @@ fn a_memory_budget_refuses_with_out_of_memory_and_a_raised_one_recovers() {
     ok(kiln_tracer_set_memory_budget(tracer, 64 << 10));
     // A 100x100 grid (20,000 triangles) needs more than 64 KiB on the device.
     let n = 100u32;
-    let verts: Vec<KilnVec3> =
-        (0..=n).flat_map(|z| (0..=n).map(move |x| v3(x as f32 * 0.1 - 5.0, 0.0, z as f32 * 0.1 - 5.0))).collect();
-    let idx: Vec<u32> = (0..n)
-        .flat_map(|z| {
-            (0..n).flat_map(move |x| {
-                let v = z * (n + 1) + x;
-                [v, v + n + 1, v + 1, v + 1, v + n + 1, v + n + 2]
-            })
-        })
-        .collect();
+    let (verts, idx) = grid(n, 0.1);
     let mut mesh = KilnMeshId::default();
     ok(unsafe { kiln_tracer_add_mesh(tracer, verts.as_ptr(), verts.len() as u32, idx.as_ptr(), 2 * n * n, &mut mesh) });
     let mut def = kiln_default_instance_def();
@@ -281,16 +286,7 @@ fn removed_instances_and_meshes_give_memory_back_and_their_handles_are_refused()
     // The spare is the larger mesh (a 32 x 32 grid), so its removal leaves more holes
     // than live data and the mesh arrays are compacted.
     let n = 32u32;
-    let grid: Vec<KilnVec3> =
-        (0..=n).flat_map(|z| (0..=n).map(move |x| v3(x as f32 / 16.0 - 1.0, 0.0, z as f32 / 16.0 - 1.0))).collect();
-    let grid_idx: Vec<u32> = (0..n)
-        .flat_map(|z| {
-            (0..n).flat_map(move |x| {
-                let v = z * (n + 1) + x;
-                [v, v + n + 1, v + 1, v + 1, v + n + 1, v + n + 2]
-            })
-        })
-        .collect();
+    let (grid, grid_idx) = grid(n, 1.0 / 16.0);
     let (mut floor, mut spare) = (KilnMeshId::default(), KilnMeshId::default());
     ok(unsafe { kiln_tracer_add_mesh(tracer, verts.as_ptr(), 4, idx.as_ptr(), 2, &mut floor) });
     ok(unsafe {

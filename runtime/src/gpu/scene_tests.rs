@@ -473,17 +473,7 @@ fn embedded_mode_submits_nothing_of_its_own() {
             reference.remove_instance(id).unwrap();
         }
         let rays = random_rays(&mut rng, tracer.scene(), 2000);
-        let slot = frame % 2;
-        let cmd = engine.begin(slot);
-        // SAFETY: `cmd` is recording; the slot's previous submission was waited on.
-        let pending = unsafe { tracer.record_trace(cmd, slot as u32, &rays, TraceMode::Closest) }.unwrap();
-        engine.submit(slot);
-        engine.wait_all();
-        let mut hits = vec![GpuHit::default(); rays.len()];
-        pending.read(&mut hits).unwrap();
-        let mut want = vec![GpuHit::default(); rays.len()];
-        reference.trace(&rays, TraceMode::Closest, &mut want).unwrap();
-        assert!(hits == want, "frame {frame}: embedded hits differ from standalone");
+        engine.trace_as(&mut tracer, &mut reference, frame % 2, &rays, frame);
         assert_eq!(submit_counter::SUBMITS.load(std::sync::atomic::Ordering::SeqCst), 0, "frame {frame}");
     }
     // The counter sees Kiln's own submissions: a direct one counts.

@@ -1013,6 +1013,30 @@ impl EngineDevice {
         }
     }
 
+    /// Records `rays` with the embedded `tracer` into slot `slot`'s command buffer,
+    /// submits and waits, and asserts that the hits equal those `reference` (a
+    /// standalone tracer over the same scene) traces; returns them.
+    pub(crate) fn trace_as(
+        &self,
+        tracer: &mut RayTracer,
+        reference: &mut RayTracer,
+        slot: usize,
+        rays: &[GpuRay],
+        frame: usize,
+    ) -> Vec<GpuHit> {
+        let cmd = self.begin(slot);
+        // SAFETY: `cmd` is recording; the slot's previous submission was waited on.
+        let pending = unsafe { tracer.record_trace(cmd, slot as u32, rays, TraceMode::Closest) }.unwrap();
+        self.submit(slot);
+        self.wait_all();
+        let mut hits = vec![GpuHit::default(); rays.len()];
+        pending.read(&mut hits).unwrap();
+        let mut want = vec![GpuHit::default(); rays.len()];
+        reference.trace(rays, TraceMode::Closest, &mut want).unwrap();
+        assert!(hits == want, "frame {frame}: embedded hits differ from standalone");
+        hits
+    }
+
     pub(crate) fn wait_all(&self) {
         let fences: Vec<_> = self.frames.iter().map(|f| f.1).collect();
         // SAFETY: fences of this device.
@@ -1080,16 +1104,7 @@ fn embedded_mode_records_into_the_engines_command_buffers_and_matches_standalone
                 ..GpuRay::default()
             })
             .collect();
-        let cmd = engine.begin(slot);
-        // SAFETY: `cmd` is recording; the slot's previous submission was waited on.
-        let pending = unsafe { tracer.record_trace(cmd, slot as u32, &rays, TraceMode::Closest) }.unwrap();
-        engine.submit(slot);
-        engine.wait_all();
-        let mut hits = vec![GpuHit::default(); rays.len()];
-        pending.read(&mut hits).unwrap();
-        let mut want = vec![GpuHit::default(); rays.len()];
-        reference.trace(&rays, TraceMode::Closest, &mut want).unwrap();
-        assert!(hits == want, "frame {frame}: embedded hits differ from standalone");
+        let hits = engine.trace_as(&mut tracer, &mut reference, slot, &rays, frame);
         assert!(hits.iter().filter(|h| h.instance != NO_HIT).count() > 500);
     }
     // A mesh that outgrows the mesh arrays' room while both slots may be in flight:
