@@ -472,7 +472,7 @@
  * Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
  * struct of this header but `KilnAbiInfo` itself.
  */
-#define KILN_ABI_STRUCT_COUNT 89
+#define KILN_ABI_STRUCT_COUNT 91
 
 /**
  * Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
@@ -2948,6 +2948,76 @@ typedef struct KilnEmbeddedDef {
      */
     uint64_t memory_budget_bytes;
 } KilnEmbeddedDef;
+
+/**
+ * One buffer of the tracer's device scene, for the engine's own shaders and
+ * descriptors.
+ */
+typedef struct KilnGpuBuffer {
+    /**
+     * The `VkBuffer` (a non-dispatchable handle: `(VkBuffer)(uintptr_t)buffer` on
+     * 64-bit targets). Created with storage, transfer and device-address usage.
+     */
+    uint64_t buffer;
+    /**
+     * Bytes of the buffer from offset 0 (its capacity; the scene may use less).
+     */
+    uint64_t size;
+    /**
+     * Its `VkDeviceAddress` (`vkGetBufferDeviceAddress`), what `kiln_trace.glsl`
+     * takes.
+     */
+    uint64_t device_address;
+} KilnGpuBuffer;
+
+/**
+ * The device scene of an embedded tracer, from `kiln_tracer_get_trace_buffers`: what
+ * an engine's shader needs to trace rays with `kiln_trace()` from the installed
+ * `kiln_trace.glsl` (`share/kiln/glsl`, `pkg-config --variable=glsldir kiln`). Pass
+ * the six device addresses, in this order, as the `KilnTraceScene` of the shader
+ * (six `uvec2`, 48 bytes: a `uint64_t` each in little-endian order).
+ */
+typedef struct KilnTraceBuffers {
+    /**
+     * TLAS nodes (`KilnTlasNode`, 32 bytes each, the root first).
+     */
+    struct KilnGpuBuffer tlas;
+    /**
+     * Instances (`KilnInstance`, 112 bytes each) in packed order: a shader hit's
+     * `instance` indexes them.
+     */
+    struct KilnGpuBuffer instances;
+    /**
+     * One `KilnBlasRef` (16 bytes) per mesh.
+     */
+    struct KilnGpuBuffer blas_refs;
+    /**
+     * Every mesh's BVH nodes (`KilnBvhNode`, 32 bytes each).
+     */
+    struct KilnGpuBuffer blas_nodes;
+    /**
+     * Every mesh's triangles (`uvec4`: three vertex indices and the primitive).
+     */
+    struct KilnGpuBuffer triangles;
+    /**
+     * Every mesh's vertex positions (three floats each).
+     */
+    struct KilnGpuBuffer positions;
+    /**
+     * Instances in the TLAS.
+     */
+    uint32_t instance_count;
+    /**
+     * Zero.
+     */
+    uint32_t reserved;
+    /**
+     * Changes whenever any buffer above is made anew (the scene outgrew its room,
+     * removed meshes were compacted): descriptors holding the handles must then be
+     * rewritten. Addresses pushed every frame need nothing.
+     */
+    uint64_t version;
+} KilnTraceBuffers;
 
 /**
  * How a probe volume is laid out and updated. Initialise with
@@ -5557,6 +5627,46 @@ KilnStatus kiln_tracer_read_hits(struct KilnTracerId tracer,
                                  uint32_t count);
 
 /**
+ * Records the scene update into the engine's `command_buffer` for `frame_slot`,
+ * without tracing anything: what `kiln_tracer_record_trace` records before its rays
+ * (uploads of what changed, skinning + refit, TLAS rebuild), or nothing when the
+ * scene is unchanged or has no instances. Commands the engine records after it
+ * may trace the scene from their own shaders (`kiln_tracer_get_trace_buffers`,
+ * `kiln_trace.glsl`): the exit barrier makes Kiln's writes visible to every later
+ * stage. The contract (slots, order, entry and exit barriers, queue family) is
+ * `kiln_tracer_record_trace`'s; the buffers are used by the queue family of the
+ * embedded definition only, so no ownership transfer is needed on that family.
+ *
+ * Pointers: `command_buffer` is a recording `VkCommandBuffer` of the device,
+ * outside a render pass.
+ *
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_tracer_record_update(struct KilnTracerId tracer,
+                                     void *command_buffer,
+                                     uint32_t frame_slot);
+
+/**
+ * Writes the embedded tracer's device scene to `out_buffers`: the buffers an
+ * engine's shader reads to trace rays with `kiln_trace()` (see `KilnTraceBuffers`).
+ * They are those of the last recorded update (`kiln_tracer_record_update` or
+ * `kiln_tracer_record_trace`) and valid for command buffers recorded after it,
+ * until a later update reports a new `version`; Kiln keeps replaced buffers alive
+ * until every frame slot has been recorded again. The engine only reads them.
+ *
+ * Refused (`KILN_ERROR_INVALID_STATE`) when the scene has no instances or changed
+ * since the last recorded update (record the update first), and
+ * (`KILN_ERROR_INVALID_ARGUMENT`) for a tracer that is not embedded: its buffers
+ * live on Kiln's own device.
+ *
+ * Pointers: `out_buffers` is writable.
+ *
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_tracer_get_trace_buffers(struct KilnTracerId tracer,
+                                         struct KilnTraceBuffers *out_buffers);
+
+/**
  * A `KilnGiDef` with the defaults documented on its fields.
  *
  * Threads: any thread, at any time.
@@ -5892,6 +6002,8 @@ static inline KilnStatus kiln_check_linked_abi(void) {
     info.struct_sizes[86] = (uint32_t)sizeof(KilnSubmerged);
     info.struct_sizes[87] = (uint32_t)sizeof(KilnMeshId);
     info.struct_sizes[88] = (uint32_t)sizeof(KilnInstanceId);
+    info.struct_sizes[89] = (uint32_t)sizeof(KilnGpuBuffer);
+    info.struct_sizes[90] = (uint32_t)sizeof(KilnTraceBuffers);
     return kiln_check_abi(&info);
 }
 #endif /* KILN_CHECK_LINKED_ABI_DEFINED */

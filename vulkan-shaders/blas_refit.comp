@@ -18,7 +18,7 @@ void main() {
     Nodes nodes = Nodes(pc.nodes);
     Uints parents = Uints(pc.parents);
     Uints triangles = Uints(pc.triangles);
-    Floats positions = Floats(pc.positions);
+    KilnFloats positions = KilnFloats(pc.positions);
     Counters counters = Counters(pc.counters);
 
     uint node = Uints(pc.leaves).v[k];
@@ -28,7 +28,7 @@ void main() {
     vec3 hi = -lo;
     for (uint t = first; t < first + count; ++t) {
         for (uint c = 0u; c < 3u; ++c) {
-            vec3 p = load_vec3(positions, triangles.v[4u * t + c]);
+            vec3 p = kiln_load_vec3(positions, triangles.v[4u * t + c]);
             lo = min(lo, p);
             hi = max(hi, p);
         }
@@ -37,7 +37,7 @@ void main() {
     nodes.v[node].hi = hi;
 
     node = parents.v[node];
-    while (node != NO_PARENT) {
+    while (node != KILN_NO_PARENT) {
         uint arrived = atomicAdd(counters.v[node], 1u, gl_ScopeQueueFamily, gl_StorageSemanticsBuffer,
                                  gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible);
         if (arrived == 0u) {

@@ -11,7 +11,7 @@
 KILN_PUSH_GI_UPDATE;
 
 void main() {
-    GiUpdateParams P = GiParamsRef(pc.params).p;
+    KilnGiUpdateParams P = GiParamsRef(pc.params).p;
     uint s = gl_GlobalInvocationID.x;
     if (s >= P.count) {
         return;

@@ -9,17 +9,17 @@
 
 KILN_PUSH_GI_UPDATE;
 
-layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer RaysOut { Ray v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer RaysOut { KilnRay v[]; };
 
 void main() {
-    GiUpdateParams P = GiParamsRef(pc.params).p;
+    KilnGiUpdateParams P = GiParamsRef(pc.params).p;
     uint i = gl_GlobalInvocationID.x;
     if (i >= P.count * P.rays_per_probe) {
         return;
     }
     uint probe = gi_slot_probe(P, i / P.rays_per_probe);
     uint linear = gi_probe_linear(P, probe);
-    Ray ray;
+    KilnRay ray;
     ray.origin = gi_grid_position(linear, vec3(P.origin_x, P.origin_y, P.origin_z), P.spacing, P.dims_x, P.dims_z);
     ray.t_min = 0.0;
     ray.dir = Vec4s(P.dirs).v[i % P.rays_per_probe].xyz;

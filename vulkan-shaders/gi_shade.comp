@@ -9,28 +9,28 @@
 
 KILN_PUSH_GI_UPDATE;
 
-layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer RaysIn { Ray v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer HitsIn { Hit v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer RaysIn { KilnRay v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer HitsIn { KilnHit v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer Vec4sOut { vec4 v[]; };
 
 void main() {
-    GiUpdateParams P = GiParamsRef(pc.params).p;
+    KilnGiUpdateParams P = GiParamsRef(pc.params).p;
     uint i = gl_GlobalInvocationID.x;
     if (i >= P.count * P.rays_per_probe) {
         return;
     }
-    Hit hit = HitsIn(P.hits).v[i];
+    KilnHit hit = HitsIn(P.hits).v[i];
     vec3 radiance;
-    if (hit.instance == NO_HIT) {
+    if (hit.instance == KILN_NO_HIT) {
         radiance = vec3(P.sky_r, P.sky_g, P.sky_b);
-    } else if ((hit.flags & HIT_BACKFACE) != 0u) {
+    } else if ((hit.flags & KILN_HIT_BACKFACE) != 0u) {
         radiance = vec3(0.0);
     } else {
-        Ray ray = RaysIn(P.rays).v[i];
-        Hit shadow = HitsIn(P.shadow_hits).v[i];
+        KilnRay ray = RaysIn(P.rays).v[i];
+        KilnHit shadow = HitsIn(P.shadow_hits).v[i];
         vec3 sun = vec3(P.sun_x, P.sun_y, P.sun_z);
         vec3 p = ray.origin + ray.dir * hit.t;
-        float lit = shadow.instance == NO_HIT ? max(dot(hit.normal, sun), 0.0) : 0.0;
+        float lit = shadow.instance == KILN_NO_HIT ? max(dot(hit.normal, sun), 0.0) : 0.0;
         vec3 bounce = gi_sample(P, p, hit.normal, -ray.dir);
         vec3 albedo = hit.instance < P.albedo_count ? Vec4s(P.albedo).v[hit.instance].xyz
                                                     : vec3(P.albedo_r, P.albedo_g, P.albedo_b);

@@ -8,24 +8,24 @@
 
 KILN_PUSH_GI_UPDATE;
 
-layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer RaysIn { Ray v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer HitsIn { Hit v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer RaysOut { Ray v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer RaysIn { KilnRay v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer HitsIn { KilnHit v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer RaysOut { KilnRay v[]; };
 
 void main() {
-    GiUpdateParams P = GiParamsRef(pc.params).p;
+    KilnGiUpdateParams P = GiParamsRef(pc.params).p;
     uint i = gl_GlobalInvocationID.x;
     if (i >= P.count * P.rays_per_probe) {
         return;
     }
-    Ray ray = RaysIn(P.rays).v[i];
-    Hit hit = HitsIn(P.hits).v[i];
-    Ray shadow;
+    KilnRay ray = RaysIn(P.rays).v[i];
+    KilnHit hit = HitsIn(P.hits).v[i];
+    KilnRay shadow;
     shadow.t_min = 0.0;
     shadow._pad0 = 0u;
     shadow._pad1 = 0u;
     shadow._pad2 = 0u;
-    if (hit.instance == NO_HIT || (hit.flags & HIT_BACKFACE) != 0u) {
+    if (hit.instance == KILN_NO_HIT || (hit.flags & KILN_HIT_BACKFACE) != 0u) {
         shadow.origin = vec3(0.0);
         shadow.dir = vec3(0.0, 0.0, 1.0);
         shadow.t_max = 1.0;

@@ -8,7 +8,7 @@
 
 KILN_PUSH_GI_BAKE;
 
-layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer RaysOut { Ray v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer RaysOut { KilnRay v[]; };
 
 void main() {
     uint i = gl_GlobalInvocationID.x;
@@ -26,7 +26,7 @@ void main() {
     vec3 dir = gi_oct_decode(vec2((float(sx) + 0.5) * step_uv - 1.0, (float(sy) + 0.5) * step_uv - 1.0));
     uint linear = Uints(pc.probes).v[probe];
     vec3 origin = gi_grid_position(linear, vec3(pc.origin_x, pc.origin_y, pc.origin_z), pc.spacing, pc.dims_x, pc.dims_z);
-    Ray ray;
+    KilnRay ray;
     ray.origin = origin;
     ray.t_min = 0.0;
     ray.dir = dir;

@@ -8,7 +8,7 @@
 
 KILN_PUSH_GI_BAKE;
 
-layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer HitsIn { Hit v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer HitsIn { KilnHit v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer Vec2sOut { vec2 v[]; };
 
 void main() {
@@ -20,11 +20,11 @@ void main() {
     HitsIn hits = HitsIn(pc.hits);
     vec2 sum = vec2(0.0);
     for (uint k = 0u; k < per_texel; ++k) {
-        Hit hit = hits.v[i * per_texel + k];
+        KilnHit hit = hits.v[i * per_texel + k];
         float depth;
-        if (hit.instance == NO_HIT) {
+        if (hit.instance == KILN_NO_HIT) {
             depth = 1.0;
-        } else if ((hit.flags & HIT_BACKFACE) != 0u) {
+        } else if ((hit.flags & KILN_HIT_BACKFACE) != 0u) {
             depth = 0.0;
         } else {
             depth = min(hit.t / pc.clip, 1.0);

@@ -13,7 +13,7 @@ KILN_PUSH_GI_UPDATE;
 layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer Vec4sOut { vec4 v[]; };
 
 void main() {
-    GiUpdateParams P = GiParamsRef(pc.params).p;
+    KilnGiUpdateParams P = GiParamsRef(pc.params).p;
     uint s = gl_GlobalInvocationID.x;
     uint n = P.rays_per_probe;
     if (s >= P.count * n) {

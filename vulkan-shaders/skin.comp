@@ -16,7 +16,7 @@ void main() {
     if (v >= pc.vertex_count) {
         return;
     }
-    vec3 rest = load_vec3(Floats(pc.rest), v);
+    vec3 rest = kiln_load_vec3(KilnFloats(pc.rest), v);
     Uints joints = Uints(pc.joints);
     uint packed[2] = uint[2](joints.v[2u * v], joints.v[2u * v + 1u]);
     vec4 w = Vec4s(pc.weights).v[v];

@@ -14,22 +14,22 @@ void main() {
     if (i >= pc.count) {
         return;
     }
-    Instance inst = Instances(pc.instances).v[i];
-    BlasRef blas = BlasRefs(pc.blas_refs).v[inst.blas];
-    BvhNode root = BvhNodes(pc.blas_nodes).v[blas.node_base];
+    KilnInstance inst = KilnInstances(pc.instances).v[i];
+    KilnBlasRef blas = KilnBlasRefs(pc.blas_refs).v[inst.blas];
+    KilnBvhNode root = KilnBvhNodes(pc.blas_nodes).v[blas.node_base];
     vec3 center = 0.5 * (root.lo + root.hi);
     vec3 half_extent = 0.5 * (root.hi - root.lo);
-    vec3 c = transform_point(inst.object_to_world, center);
+    vec3 c = kiln_transform_point(inst.object_to_world, center);
     vec4 m[3] = inst.object_to_world;
     vec3 e = vec3(abs(m[0].x) * half_extent.x + abs(m[0].y) * half_extent.y + abs(m[0].z) * half_extent.z,
                   abs(m[1].x) * half_extent.x + abs(m[1].y) * half_extent.y + abs(m[1].z) * half_extent.z,
                   abs(m[2].x) * half_extent.x + abs(m[2].y) * half_extent.y + abs(m[2].z) * half_extent.z);
     vec3 pad = BOX_PADDING * (abs(c) + e);
-    TlasNode leaf;
+    KilnTlasNode leaf;
     leaf.lo = c - e - pad;
     leaf.hi = c + e + pad;
     leaf.left = i;
-    leaf.right = TLAS_LEAF;
+    leaf.right = KILN_TLAS_LEAF;
     TlasNodes(pc.boxes).v[i] = leaf;
     vec3 mid = 0.5 * (leaf.lo + leaf.hi);
     Words scene = Words(pc.scene);

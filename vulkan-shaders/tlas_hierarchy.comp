@@ -23,7 +23,7 @@ void main() {
     uint gid = gl_GlobalInvocationID.x;
     Words parents = Words(pc.parents);
     if (gid == 0u) {
-        parents.v[0] = NO_PARENT;
+        parents.v[0] = KILN_NO_PARENT;
     }
     if (pc.count < 2u || gid >= pc.count - 1u) {
         return;

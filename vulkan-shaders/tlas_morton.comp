@@ -29,7 +29,7 @@ void main() {
     Words scene = Words(pc.scene);
     vec3 lo = vec3(ordered_to_float(scene.v[0]), ordered_to_float(scene.v[1]), ordered_to_float(scene.v[2]));
     vec3 hi = -vec3(ordered_to_float(scene.v[3]), ordered_to_float(scene.v[4]), ordered_to_float(scene.v[5]));
-    TlasNode leaf = TlasNodes(pc.boxes).v[i];
+    KilnTlasNode leaf = TlasNodes(pc.boxes).v[i];
     vec3 c = 0.5 * (leaf.lo + leaf.hi);
     vec3 scale = vec3(1024.0) / max(hi - lo, vec3(1e-20));
     vec3 q = min(max((c - lo) * scale, vec3(0.0)), vec3(1023.0));

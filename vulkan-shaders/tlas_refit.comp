@@ -19,13 +19,13 @@ void main() {
     Counters counters = Counters(pc.counters);
     uint instance = Keys(pc.keys).v[i].y;
     uint node = pc.count - 1u + i;
-    TlasNode leaf = TlasNodes(pc.boxes).v[instance];
+    KilnTlasNode leaf = TlasNodes(pc.boxes).v[instance];
     nodes.v[node].lo = leaf.lo;
     nodes.v[node].hi = leaf.hi;
     nodes.v[node].left = instance;
-    nodes.v[node].right = TLAS_LEAF;
+    nodes.v[node].right = KILN_TLAS_LEAF;
     node = parents.v[node];
-    while (node != NO_PARENT) {
+    while (node != KILN_NO_PARENT) {
         uint arrived = atomicAdd(counters.v[node], 1u, gl_ScopeQueueFamily, gl_StorageSemanticsBuffer,
                                  gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible);
         if (arrived == 0u) {

@@ -7,7 +7,7 @@ use std::mem::size_of;
 use crate::abi::{ffi_call, non_null, Error, KilnStatus, KILN_ABI_VERSION, KILN_ERROR_ABI_MISMATCH};
 use crate::alloc::KilnAllocator;
 use crate::character::{KilnCharacterBodies, KilnCharacterDef, KilnCharacterId, KilnMoveResult, KilnShapeInstance};
-use crate::embedded::KilnEmbeddedDef;
+use crate::embedded::{KilnEmbeddedDef, KilnGpuBuffer, KilnTraceBuffers};
 use crate::events::{KilnBodyMoveEvent, KilnContactHitEvent, KilnSensorEvent, KilnSubmerged, KilnWaterEvent};
 use crate::frame::{KilnFrameDef, KilnFrameId, KilnFrameTiming};
 use crate::gi::{KilnGiDef, KilnGiId, KilnGiLighting, KilnGiStats};
@@ -40,7 +40,7 @@ use crate::world::{KilnJointDraw, KilnJointId};
 
 /// Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
 /// struct of this header but `KilnAbiInfo` itself.
-pub const KILN_ABI_STRUCT_COUNT: usize = 89;
+pub const KILN_ABI_STRUCT_COUNT: usize = 91;
 
 /// The ABI as the caller's header sees it; filled and checked by
 /// `kiln_check_linked_abi()` at the end of this header.
@@ -167,6 +167,8 @@ abi_structs!(
     KilnSubmerged,
     KilnMeshId,
     KilnInstanceId,
+    KilnGpuBuffer,
+    KilnTraceBuffers,
 );
 
 /// Refuses a library whose ABI differs from the caller's header. Prefer the inline

@@ -24,7 +24,9 @@ use std::mem::size_of;
 use kiln_core::gpu::vk::{self, Handle};
 use kiln_core::gpu::{EmbeddedDevice, RayTracer};
 
-use crate::abi::{ffi_call, non_null, read_def, write_out, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
+use crate::abi::{
+    ffi_call, non_null, read_def, write_out, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT, KILN_ERROR_INVALID_STATE,
+};
 use crate::tracer::{
     c_instance, gpu_error, set_rays, trace_mode, with_tracer, write_hits, KilnTraceHit, KilnTraceRay, KilnTracerId,
     TracerEntry, TRACERS,
@@ -203,18 +205,7 @@ pub unsafe extern "C" fn kiln_tracer_record_trace(
             unsafe { std::slice::from_raw_parts(non_null(rays, "rays")?, count as usize) }
         };
         with_tracer(tracer, |entry| {
-            let slots = entry.pending.len();
-            if frame_slot as usize >= slots {
-                return Err(Error::new(
-                    KILN_ERROR_INVALID_ARGUMENT,
-                    match slots {
-                        0 => {
-                            "the tracer is not embedded (kiln_tracer_create_embedded); use kiln_tracer_trace".to_owned()
-                        }
-                        _ => format!("frame_slot {frame_slot} of {slots}"),
-                    },
-                ));
-            }
+            check_embedded_slot(entry, frame_slot)?;
             set_rays(&mut entry.rays, rays);
             let cmd = vk::CommandBuffer::from_raw(command_buffer as u64);
             // SAFETY: per the contract above.
@@ -270,4 +261,155 @@ pub unsafe extern "C" fn kiln_tracer_read_hits(
             Ok(())
         })
     })
+}
+
+/// One buffer of the tracer's device scene, for the engine's own shaders and
+/// descriptors.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KilnGpuBuffer {
+    /// The `VkBuffer` (a non-dispatchable handle: `(VkBuffer)(uintptr_t)buffer` on
+    /// 64-bit targets). Created with storage, transfer and device-address usage.
+    pub buffer: u64,
+    /// Bytes of the buffer from offset 0 (its capacity; the scene may use less).
+    pub size: u64,
+    /// Its `VkDeviceAddress` (`vkGetBufferDeviceAddress`), what `kiln_trace.glsl`
+    /// takes.
+    pub device_address: u64,
+}
+
+/// The device scene of an embedded tracer, from `kiln_tracer_get_trace_buffers`: what
+/// an engine's shader needs to trace rays with `kiln_trace()` from the installed
+/// `kiln_trace.glsl` (`share/kiln/glsl`, `pkg-config --variable=glsldir kiln`). Pass
+/// the six device addresses, in this order, as the `KilnTraceScene` of the shader
+/// (six `uvec2`, 48 bytes: a `uint64_t` each in little-endian order).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KilnTraceBuffers {
+    /// TLAS nodes (`KilnTlasNode`, 32 bytes each, the root first).
+    pub tlas: KilnGpuBuffer,
+    /// Instances (`KilnInstance`, 112 bytes each) in packed order: a shader hit's
+    /// `instance` indexes them.
+    pub instances: KilnGpuBuffer,
+    /// One `KilnBlasRef` (16 bytes) per mesh.
+    pub blas_refs: KilnGpuBuffer,
+    /// Every mesh's BVH nodes (`KilnBvhNode`, 32 bytes each).
+    pub blas_nodes: KilnGpuBuffer,
+    /// Every mesh's triangles (`uvec4`: three vertex indices and the primitive).
+    pub triangles: KilnGpuBuffer,
+    /// Every mesh's vertex positions (three floats each).
+    pub positions: KilnGpuBuffer,
+    /// Instances in the TLAS.
+    pub instance_count: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// Changes whenever any buffer above is made anew (the scene outgrew its room,
+    /// removed meshes were compacted): descriptors holding the handles must then be
+    /// rewritten. Addresses pushed every frame need nothing.
+    pub version: u64,
+}
+
+/// Records the scene update into the engine's `command_buffer` for `frame_slot`,
+/// without tracing anything: what `kiln_tracer_record_trace` records before its rays
+/// (uploads of what changed, skinning + refit, TLAS rebuild), or nothing when the
+/// scene is unchanged or has no instances. Commands the engine records after it
+/// may trace the scene from their own shaders (`kiln_tracer_get_trace_buffers`,
+/// `kiln_trace.glsl`): the exit barrier makes Kiln's writes visible to every later
+/// stage. The contract (slots, order, entry and exit barriers, queue family) is
+/// `kiln_tracer_record_trace`'s; the buffers are used by the queue family of the
+/// embedded definition only, so no ownership transfer is needed on that family.
+///
+/// Pointers: `command_buffer` is a recording `VkCommandBuffer` of the device,
+/// outside a render pass.
+///
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_record_update(
+    tracer: KilnTracerId,
+    command_buffer: *mut c_void,
+    frame_slot: u32,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_record_update", || {
+        non_null(command_buffer.cast_const(), "command_buffer")?;
+        with_tracer(tracer, |entry| {
+            check_embedded_slot(entry, frame_slot)?;
+            let cmd = vk::CommandBuffer::from_raw(command_buffer as u64);
+            // SAFETY: per the contract of kiln_tracer_record_trace.
+            unsafe { entry.tracer.record_update(cmd, frame_slot) }.map_err(gpu_error)
+        })
+    })
+}
+
+/// Writes the embedded tracer's device scene to `out_buffers`: the buffers an
+/// engine's shader reads to trace rays with `kiln_trace()` (see `KilnTraceBuffers`).
+/// They are those of the last recorded update (`kiln_tracer_record_update` or
+/// `kiln_tracer_record_trace`) and valid for command buffers recorded after it,
+/// until a later update reports a new `version`; Kiln keeps replaced buffers alive
+/// until every frame slot has been recorded again. The engine only reads them.
+///
+/// Refused (`KILN_ERROR_INVALID_STATE`) when the scene has no instances or changed
+/// since the last recorded update (record the update first), and
+/// (`KILN_ERROR_INVALID_ARGUMENT`) for a tracer that is not embedded: its buffers
+/// live on Kiln's own device.
+///
+/// Pointers: `out_buffers` is writable.
+///
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_get_trace_buffers(
+    tracer: KilnTracerId,
+    out_buffers: *mut KilnTraceBuffers,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_get_trace_buffers", || {
+        non_null(out_buffers, "out_buffers")?;
+        let buffers = with_tracer(tracer, |entry| {
+            if entry.pending.is_empty() {
+                return Err(not_embedded("kiln_tracer_get_trace_buffers"));
+            }
+            entry.tracer.trace_buffers().map_err(|err| Error::new(KILN_ERROR_INVALID_STATE, err.to_string()))
+        })?;
+        let view = |b: &kiln_core::gpu::BufferView| KilnGpuBuffer {
+            buffer: b.buffer.as_raw(),
+            size: b.size,
+            device_address: b.address,
+        };
+        let [tlas, instances, blas_refs, blas_nodes, triangles, positions] = buffers.buffers.each_ref().map(view);
+        write_out(
+            out_buffers,
+            "out_buffers",
+            KilnTraceBuffers {
+                tlas,
+                instances,
+                blas_refs,
+                blas_nodes,
+                triangles,
+                positions,
+                instance_count: buffers.instance_count,
+                reserved: 0,
+                version: buffers.version,
+            },
+        )
+    })
+}
+
+fn not_embedded(function: &str) -> Error {
+    Error::new(
+        KILN_ERROR_INVALID_ARGUMENT,
+        format!("{function}: the tracer is not embedded (kiln_tracer_create_embedded); its buffers live on Kiln's own device"),
+    )
+}
+
+/// Refuses a frame slot the embedded tracer does not have (or any, standalone).
+fn check_embedded_slot(entry: &TracerEntry, frame_slot: u32) -> Result<(), Error> {
+    let slots = entry.pending.len();
+    if frame_slot as usize >= slots {
+        return Err(Error::new(
+            KILN_ERROR_INVALID_ARGUMENT,
+            match slots {
+                0 => "the tracer is not embedded (kiln_tracer_create_embedded); use kiln_tracer_trace".to_owned(),
+                _ => format!("frame_slot {frame_slot} of {slots}"),
+            },
+        ));
+    }
+    Ok(())
 }

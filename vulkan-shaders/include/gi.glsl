@@ -293,7 +293,7 @@ uvec2 gi_border_source(uint bx, uint by) {
     return uvec2(bx - 1u, by - 1u);
 }
 
-layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer GiParamsRef { GiUpdateParams p; };
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer GiParamsRef { KilnGiUpdateParams p; };
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer GiMaskWords { uvec2 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer GiIrradiance { uvec4 v[]; };
 
@@ -377,7 +377,7 @@ struct GiBlock {
 // two-word mask from table_layout[1]: a bit per texel stored; a clear one is the
 // clip value), then the stored texels in order, 7 + w bits each (the depth code,
 // the spread code above it; w is 0, 1, 2 or 4 by class).
-GiBlock gi_table_block(GiUpdateParams P, uint b) {
+GiBlock gi_table_block(KilnGiUpdateParams P, uint b) {
     Uints words = Uints(P.blocks);
     uint lo = 0u;
     uint hi = P.table_layout[0];
@@ -411,7 +411,7 @@ GiBlock gi_table_block(GiUpdateParams P, uint b) {
 // table.rs BlockTable::codes: texel i of a found block as [depth, depth^2]: the
 // clip value where its mask bit is clear, else the stored texel whose rank is the
 // number of mask bits set below i.
-vec2 gi_block_value(GiUpdateParams P, GiBlock block, uint i) {
+vec2 gi_block_value(KilnGiUpdateParams P, GiBlock block, uint i) {
     uint rank;
     if (i < 32u) {
         if ((block.lo_mask & (1u << i)) == 0u) return gi_decode_texel(uvec2(GI_DEPTH_MAX, 0u));
@@ -429,7 +429,7 @@ vec2 gi_block_value(GiUpdateParams P, GiBlock block, uint i) {
 // (block, transpose bit on top), or dead: a dead probe has no entries; a live one
 // reads entry q of its signature (its own, at its rank, or the one its number
 // names), 2 * block + transpose bit, all ones for a dead quadrant.
-uint gi_block_entry(GiUpdateParams P, uint probe, uint q) {
+uint gi_block_entry(KilnGiUpdateParams P, uint probe, uint q) {
     int live = gi_rank(P.live_mask, P.live_rank, probe);
     if (live < 0) {
         return DEAD_QUADRANT;
@@ -449,7 +449,7 @@ uint gi_block_entry(GiUpdateParams P, uint probe, uint q) {
 // compress.rs CompressedVisibility::texel: a dead quadrant sees the clip value, a
 // live one reads its block, transposed when the entry's top bit says so. `block`
 // holds the quadrant the last texel read; another one is looked up.
-vec2 gi_texel(GiUpdateParams P, uint probe, uint x, uint y, inout GiBlock block) {
+vec2 gi_texel(KilnGiUpdateParams P, uint probe, uint x, uint y, inout GiBlock block) {
     uvec2 qi = gi_quadrant_texel(x, y);
     if (qi.x != block.quadrant) {
         uint entry = gi_block_entry(P, probe, qi.x);
@@ -470,7 +470,7 @@ vec2 gi_texel(GiUpdateParams P, uint probe, uint x, uint y, inout GiBlock block)
 // octahedral.rs sample_bordered: bilinear [depth, depth^2] toward d, the border
 // read through gi_border_source; a quadrant's block is found once for the texels
 // in it.
-vec2 gi_visibility(GiUpdateParams P, uint probe, vec3 d) {
+vec2 gi_visibility(KilnGiUpdateParams P, uint probe, vec3 d) {
     vec2 uv = gi_oct_encode(d);
     vec2 pos = clamp((uv * 0.5 + 0.5) * 16.0 + 0.5, vec2(0.5), vec2(16.5));
     uvec2 p0 = uvec2(floor(pos));
@@ -493,19 +493,19 @@ vec2 gi_visibility(GiUpdateParams P, uint probe, vec3 d) {
 
 // volume.rs ProbeVolume::probe_coords: the linear grid index of probe `probe`,
 // from the placement mask (no per-probe list on the device).
-uint gi_probe_linear(GiUpdateParams P, uint probe) {
+uint gi_probe_linear(KilnGiUpdateParams P, uint probe) {
     uint words = (P.dims_x * P.dims_y * P.dims_z + 63u) / 64u;
     return gi_select(P.mask, P.rank, words, probe);
 }
 
 // field.rs ProbeField::irradiance_slot: where probe `probe` keeps its irradiance
 // (its rank among the live probes), or -1 for a dead probe.
-int gi_irradiance_slot(GiUpdateParams P, uint probe) {
+int gi_irradiance_slot(KilnGiUpdateParams P, uint probe) {
     return gi_rank(P.live_mask, P.live_rank, probe);
 }
 
 // volume.rs ProbeVolume::probe_at: the probe at grid point c, or -1.
-int gi_probe_at(GiUpdateParams P, uvec3 c) {
+int gi_probe_at(KilnGiUpdateParams P, uvec3 c) {
     if (c.x >= P.dims_x || c.y >= P.dims_y || c.z >= P.dims_z) {
         return -1;
     }
@@ -515,7 +515,7 @@ int gi_probe_at(GiUpdateParams P, uvec3 c) {
 // field.rs ProbeField::sample: irradiance at surface point p, unit normal n, seen
 // from unit direction v (DDGI weights; see that file's docs). Missing and dead
 // probes weigh 0; 0 where no probe weighs in.
-vec3 gi_sample(GiUpdateParams P, vec3 p, vec3 n, vec3 v) {
+vec3 gi_sample(KilnGiUpdateParams P, vec3 p, vec3 n, vec3 v) {
     vec3 origin = vec3(P.origin_x, P.origin_y, P.origin_z);
     uvec3 dims = uvec3(P.dims_x, P.dims_y, P.dims_z);
     vec3 biased = p + (n * 0.2 + v * 0.8) * P.bias;
@@ -574,7 +574,7 @@ const float GI_SHADOW_OFFSET = 1.0e-3;
 
 // The probe of update slot s (uploaded with the update: the next live probes,
 // round robin).
-uint gi_slot_probe(GiUpdateParams P, uint s) {
+uint gi_slot_probe(KilnGiUpdateParams P, uint s) {
     return Uints(P.slots).v[s];
 }
 

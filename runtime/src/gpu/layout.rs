@@ -1,5 +1,7 @@
 //! Structs shared with the shaders. The Rust definitions are the only ones written
-//! by hand: `vulkan-shaders/include/layout.glsl` is generated from the table below,
+//! by hand: `vulkan-shaders/include/kiln_layout.glsl` is generated from the table
+//! below (it is installed with the package, so the structs an engine's shader sees
+//! carry the `Kiln` prefix and the constants `KILN_`),
 //! and a test checks that every field's std430 offset in GLSL equals its Rust
 //! `offset_of!` and that the file on disk is fresh (`KILN_BLESS=1` rewrites it).
 //!
@@ -105,18 +107,34 @@ pub struct TlasBuildPush {
     pub _pad: u32,
 }
 
+/// What traversal reads (`kiln_trace.glsl`'s `KilnTraceScene`): the device
+/// addresses of the scene's TLAS and BLAS arrays. An engine's shader gets them from
+/// `kiln_tracer_get_trace_buffers`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct TraceAddresses {
+    /// `TlasNode[2n - 1]`, the root first.
+    pub tlas: u64,
+    /// `GpuInstance[n]`, in packed order.
+    pub instances: u64,
+    /// `BlasRef[]`, one per mesh.
+    pub blas_refs: u64,
+    /// `BvhNode[]`: every BLAS's nodes.
+    pub blas_nodes: u64,
+    /// `uvec4[]`: every BLAS's reordered triangles (three vertices + primitive id).
+    pub triangles: u64,
+    /// `float[3 * v]`: every mesh's vertex positions.
+    pub positions: u64,
+}
+const _: () = assert!(size_of::<TraceAddresses>() == 48);
+
 /// Push constants of `trace.comp`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub struct TracePush {
     pub rays: u64,
     pub hits: u64,
-    pub tlas: u64,
-    pub instances: u64,
-    pub blas_refs: u64,
-    pub blas_nodes: u64,
-    pub triangles: u64,
-    pub positions: u64,
+    pub scene: TraceAddresses,
     pub ray_count: u32,
     /// 0: closest hit; 1: any hit (shadow rays stop at the first hit).
     pub any_hit: u32,
@@ -303,7 +321,7 @@ mod glsl {
     }
 
     const STRUCTS: &[GlslStruct] = &[
-        glsl_struct!(BvhNode, "BvhNode", None, { lo: "vec3", a: "uint", hi: "vec3", b: "uint" }),
+        glsl_struct!(BvhNode, "KilnBvhNode", None, { lo: "vec3", a: "uint", hi: "vec3", b: "uint" }),
         glsl_struct!(BlasRefitPush, "BlasRefitPush", Some("KILN_PUSH_BLAS_REFIT"), {
             nodes: "uvec2", parents: "uvec2", leaves: "uvec2", triangles: "uvec2", positions: "uvec2",
             counters: "uvec2", leaf_count: "uint", _pad: "uint",
@@ -312,19 +330,19 @@ mod glsl {
             rest: "uvec2", joints: "uvec2", weights: "uvec2", bones: "uvec2", skinned: "uvec2",
             vertex_count: "uint", bone_count: "uint",
         }),
-        glsl_struct!(GpuInstance, "Instance", None, {
+        glsl_struct!(GpuInstance, "KilnInstance", None, {
             object_to_world: "vec4[3]", world_to_object: "vec4[3]", blas: "uint", mask: "uint", user_id: "uint",
             _pad: "uint",
         }),
-        glsl_struct!(BlasRef, "BlasRef", None, {
+        glsl_struct!(BlasRef, "KilnBlasRef", None, {
             node_base: "uint", triangle_base: "uint", position_base: "uint", triangle_count: "uint",
         }),
-        glsl_struct!(TlasNode, "TlasNode", None, { lo: "vec3", left: "uint", hi: "vec3", right: "uint" }),
-        glsl_struct!(GpuRay, "Ray", None, {
+        glsl_struct!(TlasNode, "KilnTlasNode", None, { lo: "vec3", left: "uint", hi: "vec3", right: "uint" }),
+        glsl_struct!(GpuRay, "KilnRay", None, {
             origin: "vec3", t_min: "float", dir: "vec3", t_max: "float", mask: "uint", _pad0: "uint", _pad1: "uint",
             _pad2: "uint",
         }),
-        glsl_struct!(GpuHit, "Hit", None, {
+        glsl_struct!(GpuHit, "KilnHit", None, {
             t: "float", instance: "uint", primitive: "uint", flags: "uint", normal: "vec3", u: "float", v: "float",
             user_id: "uint", _pad0: "uint", _pad1: "uint",
         }),
@@ -342,9 +360,12 @@ mod glsl {
             keys: "uvec2", nodes: "uvec2", parents: "uvec2", boxes: "uvec2", counters: "uvec2", count: "uint",
             _pad: "uint",
         }),
+        glsl_struct!(TraceAddresses, "KilnTraceScene", None, {
+            tlas: "uvec2", instances: "uvec2", blas_refs: "uvec2", blas_nodes: "uvec2", triangles: "uvec2",
+            positions: "uvec2",
+        }),
         glsl_struct!(TracePush, "TracePush", Some("KILN_PUSH_TRACE"), {
-            rays: "uvec2", hits: "uvec2", tlas: "uvec2", instances: "uvec2", blas_refs: "uvec2", blas_nodes: "uvec2",
-            triangles: "uvec2", positions: "uvec2", ray_count: "uint", any_hit: "uint",
+            rays: "uvec2", hits: "uvec2", scene: "KilnTraceScene", ray_count: "uint", any_hit: "uint",
         }),
         glsl_struct!(GiCompressPush, "GiCompressPush", Some("KILN_PUSH_GI_COMPRESS"), {
             maps: "uvec2", order: "uvec2", block_index: "uvec2", blocks: "uvec2", means: "uvec2", state: "uvec2",
@@ -355,7 +376,7 @@ mod glsl {
             origin_z: "float", spacing: "float", dims_x: "uint", dims_z: "uint", clip: "float", first: "uint",
             count: "uint", _pad: "uint",
         }),
-        glsl_struct!(GiUpdateParams, "GiUpdateParams", None, {
+        glsl_struct!(GiUpdateParams, "KilnGiUpdateParams", None, {
             rays: "uvec2", hits: "uvec2", shadow_rays: "uvec2", shadow_hits: "uvec2", radiance: "uvec2",
             dirs: "uvec2", slots: "uvec2", mask: "uvec2", rank: "uvec2", irradiance: "uvec2",
             live_mask: "uvec2", live_rank: "uvec2", numbers: "uvec2", entries: "uvec2", blocks: "uvec2",
@@ -381,6 +402,7 @@ mod glsl {
             "uint[2]" => (8, 4),
             "uint[3]" => (12, 4),
             "uint[4]" => (16, 4),
+            "KilnTraceScene" => (48, 8),
             other => panic!("layout.rs: add std430 rules for GLSL type {other}"),
         }
     }
@@ -415,19 +437,20 @@ mod glsl {
         Ok(())
     }
 
-    /// The text of `vulkan-shaders/include/layout.glsl`.
+    /// The text of `vulkan-shaders/include/kiln_layout.glsl`.
     fn glsl_source() -> String {
         let mut out = String::from(
             "// Generated from runtime/src/gpu/layout.rs by `KILN_BLESS=1 cargo test -p kiln --lib gpu::layout`.\n\
-             // Do not edit: change the Rust structs and regenerate.\n\
+             // Do not edit: change the Rust structs and regenerate. Installed with the\n\
+             // package (share/kiln/glsl); included by kiln_buffers.glsl.\n\
              #ifndef KILN_LAYOUT_GLSL\n#define KILN_LAYOUT_GLSL\n\n",
         );
         let constants = [
-            ("NO_PARENT", crate::raytrace::blas::NO_PARENT),
-            ("BLAS_MAX_DEPTH", crate::raytrace::blas::MAX_DEPTH),
-            ("TLAS_LEAF", TLAS_LEAF),
-            ("NO_HIT", NO_HIT),
-            ("HIT_BACKFACE", HIT_BACKFACE),
+            ("KILN_NO_PARENT", crate::raytrace::blas::NO_PARENT),
+            ("KILN_BLAS_MAX_DEPTH", crate::raytrace::blas::MAX_DEPTH),
+            ("KILN_TLAS_LEAF", TLAS_LEAF),
+            ("KILN_NO_HIT", NO_HIT),
+            ("KILN_HIT_BACKFACE", HIT_BACKFACE),
         ];
         for (name, value) in constants {
             out.push_str(&format!("const uint {name} = {value}u;\n"));
@@ -451,7 +474,7 @@ mod glsl {
     #[test]
     fn glsl_layout_matches_rust_and_is_fresh() {
         check().unwrap();
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../vulkan-shaders/include/layout.glsl");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../vulkan-shaders/include/kiln_layout.glsl");
         let text = glsl_source();
         if std::env::var("KILN_BLESS").is_ok_and(|v| v == "1") {
             std::fs::write(path, &text).unwrap();

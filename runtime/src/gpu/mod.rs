@@ -8,7 +8,7 @@
 //!  buffer.rs     GpuBuffer: device-local or host-visible, with a device address
 //!  kernel.rs     Kernel: a compute pipeline fed only by push constants
 //!  shaders.rs    committed SPIR-V (scripts/shaders.sh compiles vulkan-shaders/)
-//!  layout.rs     #[repr(C)] structs shared with GLSL; layout.glsl is generated
+//!  layout.rs     #[repr(C)] structs shared with GLSL; kiln_layout.glsl is generated
 //!  blas.rs       CPU BLAS build (binned SAH), node layout, CPU refit reference
 //!  blas_refit.rs GPU refit: one invocation per leaf, atomic climb to the root
 //!  skin.rs       GPU linear blend skinning and its CPU reference
@@ -73,11 +73,13 @@ pub use gi_update::{DeviceVisibility, GiUpdater, GpuProbeField, MAX_RAYS_PER_PRO
 pub use gi_volume::{GiStats, GiVolume, MAX_VOLUME_PROBES};
 pub use kernel::Kernel;
 pub use layout::{
-    BlasRef, BlasRefitPush, GpuHit, GpuInstance, GpuRay, SkinPush, TlasNode, HIT_BACKFACE, NO_HIT, TLAS_LEAF,
+    BlasRef, BlasRefitPush, GpuHit, GpuInstance, GpuRay, SkinPush, TlasNode, TraceAddresses, HIT_BACKFACE, NO_HIT,
+    TLAS_LEAF,
 };
 pub use queue::{Gpu, GpuTiming, GpuWait};
 pub use ray_tracer::{
-    compose, isometry_affine, InstanceId, MeshId, PendingHits, RayTracer, TraceMode, MAX_TRACE_BATCH,
+    compose, isometry_affine, BufferView, InstanceId, MeshId, PendingHits, RayTracer, TraceBuffers, TraceMode,
+    MAX_TRACE_BATCH,
 };
 pub use recorder::{Download, Recorder, SyncStats, Use};
 pub use scene::GpuScene;

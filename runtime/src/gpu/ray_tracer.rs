@@ -27,7 +27,7 @@ use super::blas_refit::BlasRefit;
 use super::buffer::{BufferMemory, GpuBuffer};
 use super::context::{DeviceInfo, EmbeddedDevice, GpuConfig};
 use super::error::GpuError;
-use super::layout::{GpuHit, GpuRay, NO_HIT};
+use super::layout::{GpuHit, GpuRay, TraceAddresses, NO_HIT};
 use super::queue::{Gpu, GpuTiming, GpuWait};
 use super::recorder::{Download, Recorder};
 use super::scene::{GpuScene, MeshLens, INSTANCE_BLOCK};
@@ -121,6 +121,33 @@ pub struct Uploads {
     pub meshes: u64,
 }
 
+/// One buffer of the device scene as an engine's shader reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufferView {
+    pub buffer: ash::vk::Buffer,
+    /// Bytes of the buffer (its capacity; the scene may use less).
+    pub size: u64,
+    /// Its device address (`vkGetBufferDeviceAddress`).
+    pub address: u64,
+}
+
+/// The device scene an engine's shaders trace through `kiln_trace.glsl`
+/// ([`RayTracer::trace_buffers`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceBuffers {
+    /// The addresses `kiln_trace` takes.
+    pub scene: TraceAddresses,
+    /// The buffers behind them, in [`TraceAddresses`]'s field order: TLAS nodes,
+    /// instances, BLAS refs, BLAS nodes, triangles, positions.
+    pub buffers: [BufferView; 6],
+    /// Instances in the TLAS (packed order: a hit's `instance`).
+    pub instance_count: u32,
+    /// Changes whenever any of the buffers is made anew (the scene outgrew its
+    /// room, meshes were compacted): descriptors holding the handles must be
+    /// rewritten; addresses pushed per frame need nothing.
+    pub version: u64,
+}
+
 /// A skinned instance: its id, its private mesh and its current bones.
 struct Skinned {
     instance: InstanceId,
@@ -165,6 +192,8 @@ pub struct RayTracer {
     hits: Option<GpuBuffer>,
     follows: Vec<Follow>,
     timings: Vec<GpuTiming>,
+    /// [`TraceBuffers::version`]: device scene buffers made so far.
+    buffers_version: u64,
 }
 
 impl RayTracer {
@@ -203,6 +232,7 @@ impl RayTracer {
             hits: None,
             follows: Vec::new(),
             timings: Vec::new(),
+            buffers_version: 0,
         })
     }
 
@@ -627,6 +657,73 @@ impl RayTracer {
         Ok(PendingHits { download: Some(download), count: rays.len(), ids })
     }
 
+    /// Embedded mode: records the scene update (uploads, skinning, TLAS build; only
+    /// what changed, nothing when nothing did) into the engine's `cmd` for frame
+    /// slot `slot`, so that commands the engine records after it trace the current
+    /// scene through [`RayTracer::trace_buffers`]. An empty scene records nothing.
+    ///
+    /// # Safety
+    /// As [`Gpu::record_into`].
+    pub unsafe fn record_update(&mut self, cmd: ash::vk::CommandBuffer, slot: u32) -> Result<(), GpuError> {
+        if !self.gpu.is_embedded() {
+            return Err(GpuError::InvalidInput("record_update: the tracer is not embedded; use update".into()));
+        }
+        if slot >= self.gpu.frames_in_flight() {
+            return Err(GpuError::InvalidInput(format!(
+                "record_update: frame slot {slot} of {}",
+                self.gpu.frames_in_flight()
+            )));
+        }
+        if cmd == ash::vk::CommandBuffer::null() {
+            return Err(GpuError::InvalidInput("record_update: the command buffer is null".into()));
+        }
+        if self.scene.instances().is_empty() {
+            return Ok(());
+        }
+        self.ensure_device_scene()?;
+        self.uploaded = Uploads::default();
+        if !self.needs_update() {
+            return Ok(());
+        }
+        let (gpu, parts) = self.split();
+        // SAFETY: forwarded from the caller.
+        let recorded = unsafe { gpu.record_into(cmd, slot, "kiln update", |rec| parts.record_update(rec)) };
+        let uploaded = self.after_failure(recorded)?;
+        self.after_update(uploaded);
+        Ok(())
+    }
+
+    /// The device scene's buffers, for an engine's own shaders (`kiln_trace.glsl`),
+    /// as of the last update ([`RayTracer::update`], [`RayTracer::record_update`] or
+    /// a trace). Refused while the scene has changes no update has taken yet, and
+    /// for a scene without instances.
+    pub fn trace_buffers(&self) -> Result<TraceBuffers, GpuError> {
+        let device = match &self.device_scene {
+            Some(device) if !self.scene.instances().is_empty() => device,
+            _ => {
+                return Err(GpuError::InvalidInput(
+                    "trace_buffers: no scene on the device yet: add instances and update first".into(),
+                ))
+            }
+        };
+        let pending = self.needs_update()
+            || self.meshes_dirty
+            || self.skins_changed
+            || device.instance_count() as usize != self.scene.instances().len();
+        if pending {
+            return Err(GpuError::InvalidInput(
+                "trace_buffers: the scene changed since the last update; record the update first".into(),
+            ));
+        }
+        let view = |b: &GpuBuffer| BufferView { buffer: b.raw(), size: b.size(), address: b.address() };
+        Ok(TraceBuffers {
+            scene: device.trace_scene(),
+            buffers: device.trace_buffers().map(view),
+            instance_count: device.instance_count(),
+            version: self.buffers_version,
+        })
+    }
+
     /// A tracer on an open context holding `scene` (built on the CPU, e.g. by
     /// `gi::scenes`). Skinned instances need their bones from
     /// [`RayTracer::add_skinned_instance`], so a scene with any is refused.
@@ -760,6 +857,7 @@ impl RayTracer {
                 // Sized only: the data goes up inside the next recording, so a
                 // tracer on an engine's device never submits work of its own.
                 self.device_scene = Some(GpuScene::sized(&mut self.gpu, &self.scene)?);
+                self.buffers_version += 1;
                 self.mesh_appends = Some(MeshLens::default());
                 // Fresh buffers hold rest poses and no TLAS: redo everything.
                 self.all_dirty = true;
@@ -774,6 +872,7 @@ impl RayTracer {
                         }
                         None => {
                             device.replace_meshes(&mut self.gpu, &self.scene)?;
+                            self.buffers_version += 1;
                             self.mesh_appends = Some(MeshLens::default());
                             // Skinned vertices are back at rest.
                             self.skin_dirty = !self.skinned.is_empty();
@@ -782,6 +881,7 @@ impl RayTracer {
                     self.instances_dirty = true;
                 }
                 if device.reserve_instances(&mut self.gpu, count)? {
+                    self.buffers_version += 1;
                     self.all_dirty = true;
                 }
                 self.instances_dirty |= device.instance_count() as usize != count;

@@ -14,7 +14,7 @@ use super::blas_refit::BlasRefit;
 use super::buffer::{BufferMemory, GpuBuffer};
 use super::error::GpuError;
 use super::layout::BlasRef;
-use super::layout::BlasRefitPush;
+use super::layout::{BlasRefitPush, TraceAddresses};
 use super::queue::Gpu;
 use super::recorder::{Recorder, Use};
 use super::skin::{GpuSkin, Skin};
@@ -406,6 +406,23 @@ impl GpuScene {
 
     pub fn instance_count(&self) -> u32 {
         self.instance_count
+    }
+
+    /// The addresses traversal reads (`kiln_trace.glsl`'s `KilnTraceScene`).
+    pub fn trace_scene(&self) -> TraceAddresses {
+        TraceAddresses {
+            tlas: self.tlas_nodes.address(),
+            instances: self.instances.address(),
+            blas_refs: self.blas_refs.address(),
+            blas_nodes: self.blas_nodes.address(),
+            triangles: self.triangles.address(),
+            positions: self.positions.address(),
+        }
+    }
+
+    /// The buffers behind [`GpuScene::trace_scene`], in its field order.
+    pub fn trace_buffers(&self) -> [&GpuBuffer; 6] {
+        [&self.tlas_nodes, &self.instances, &self.blas_refs, &self.blas_nodes, &self.triangles, &self.positions]
     }
 
     /// The TLAS nodes buffer (`2n - 1` nodes once built).

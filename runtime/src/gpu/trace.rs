@@ -39,12 +39,7 @@ impl Tracer {
         let push = TracePush {
             rays: rays.address(),
             hits: hits.address(),
-            tlas: scene.tlas_nodes.address(),
-            instances: scene.instances.address(),
-            blas_refs: scene.blas_refs.address(),
-            blas_nodes: scene.blas_nodes.address(),
-            triangles: scene.triangles.address(),
-            positions: scene.positions.address(),
+            scene: scene.trace_scene(),
             ray_count: count,
             any_hit: u32::from(any_hit),
         };

@@ -2,7 +2,7 @@
 //! once on the CPU with binned SAH and laid out for GPU traversal and refit.
 //!
 //! ```text
-//!  BvhNode, 32 bytes (GLSL `BvhNode` in vulkan-shaders/include/layout.glsl):
+//!  BvhNode, 32 bytes (GLSL `KilnBvhNode`, include/kiln_layout.glsl):
 //!    lo: vec3  a: uint     internal: a = left child, right child = a + 1, b = 0
 //!    hi: vec3  b: uint     leaf:     a = first triangle, b = count (1..=4)
 //!
