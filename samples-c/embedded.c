@@ -14,165 +14,12 @@
 #include <string.h>
 #include <vulkan/vulkan.h>
 
+#include "engine.h"
 #include "kiln.h"
 #include "render.h"
 #include "tests/check.h"
 
-#define SLOTS 2
 #define RAYS 4096
-
-/* The engine's side: what any Vulkan renderer already has. */
-struct engine {
-    VkInstance instance;
-    VkDebugUtilsMessengerEXT messenger;
-    VkPhysicalDevice physical;
-    VkDevice device;
-    uint32_t family;
-    VkQueue queue;
-    VkCommandPool pool;
-    VkCommandBuffer cmd[SLOTS];
-    VkFence fence[SLOTS];
-    int messages;
-    int debug_utils;
-};
-
-static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-                                                 VkDebugUtilsMessageTypeFlagsEXT types,
-                                                 const VkDebugUtilsMessengerCallbackDataEXT *data, void *user) {
-    (void)severity, (void)types;
-    struct engine *e = user;
-    e->messages++;
-    fprintf(stderr, "engine validation: %s\n", data->pMessage);
-    return VK_FALSE;
-}
-
-static int has_layer(const char *name) {
-    uint32_t count = 0;
-    vkEnumerateInstanceLayerProperties(&count, NULL);
-    VkLayerProperties *layers = calloc(count ? count : 1, sizeof *layers);
-    vkEnumerateInstanceLayerProperties(&count, layers);
-    int found = 0;
-    for (uint32_t i = 0; i < count; i++) found |= strcmp(layers[i].layerName, name) == 0;
-    free(layers);
-    return found;
-}
-
-/* Kiln's own preference: discrete, integrated, virtual, then CPU (lavapipe). */
-static int rank(VkPhysicalDeviceType type) {
-    switch (type) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
-    default: return 0;
-    }
-}
-
-/* Instance (1.2, validation layer + debug utils when installed), the best device
- * with a compute queue, and the features Kiln's embedded mode documents. 0 on
- * success. */
-static int engine_create(struct engine *e) {
-    memset(e, 0, sizeof *e);
-    int validation = has_layer("VK_LAYER_KHRONOS_validation");
-    const char *layers[] = {"VK_LAYER_KHRONOS_validation"};
-    const char *extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
-    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .apiVersion = VK_API_VERSION_1_2};
-    VkInstanceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-                                 .pApplicationInfo = &app,
-                                 .enabledLayerCount = validation ? 1 : 0,
-                                 .ppEnabledLayerNames = layers,
-                                 .enabledExtensionCount = 1,
-                                 .ppEnabledExtensionNames = extensions};
-    if (vkCreateInstance(&info, NULL, &e->instance) != VK_SUCCESS) {
-        info.enabledExtensionCount = 0; /* no debug utils: go on without labels */
-        if (vkCreateInstance(&info, NULL, &e->instance) != VK_SUCCESS) return 1;
-    } else {
-        e->debug_utils = 1;
-        PFN_vkCreateDebugUtilsMessengerEXT create =
-            (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(e->instance, "vkCreateDebugUtilsMessengerEXT");
-        VkDebugUtilsMessengerCreateInfoEXT m = {
-            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
-            .messageSeverity =
-                VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
-            .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                           VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
-            .pfnUserCallback = on_message,
-            .pUserData = e};
-        if (create) create(e->instance, &m, NULL, &e->messenger);
-    }
-    printf("engine instance: validation layer %s, debug utils %s\n", validation ? "on" : "not installed",
-           e->debug_utils ? "on" : "off");
-
-    uint32_t count = 0;
-    vkEnumeratePhysicalDevices(e->instance, &count, NULL);
-    VkPhysicalDevice *devices = calloc(count ? count : 1, sizeof *devices);
-    vkEnumeratePhysicalDevices(e->instance, &count, devices);
-    int best = -1;
-    for (uint32_t i = 0; i < count; i++) {
-        VkPhysicalDeviceProperties props;
-        vkGetPhysicalDeviceProperties(devices[i], &props);
-        if (props.apiVersion < VK_API_VERSION_1_2) continue;
-        if (best < 0 || rank(props.deviceType) > best) best = rank(props.deviceType), e->physical = devices[i];
-    }
-    free(devices);
-    if (best < 0) return 1;
-
-    uint32_t families = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(e->physical, &families, NULL);
-    VkQueueFamilyProperties *props = calloc(families ? families : 1, sizeof *props);
-    vkGetPhysicalDeviceQueueFamilyProperties(e->physical, &families, props);
-    e->family = UINT32_MAX;
-    for (uint32_t i = 0; i < families && e->family == UINT32_MAX; i++)
-        if (props[i].queueFlags & VK_QUEUE_COMPUTE_BIT) e->family = i;
-    free(props);
-    if (e->family == UINT32_MAX) return 1;
-
-    float priority = 1.0f;
-    VkDeviceQueueCreateInfo queue = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
-                                     .queueFamilyIndex = e->family,
-                                     .queueCount = 1,
-                                     .pQueuePriorities = &priority};
-    /* What KilnEmbeddedDef documents: these three Vulkan 1.2 features enabled. */
-    VkPhysicalDeviceVulkan12Features v12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-                                            .bufferDeviceAddress = VK_TRUE,
-                                            .vulkanMemoryModel = VK_TRUE,
-                                            .vulkanMemoryModelDeviceScope = VK_TRUE};
-    VkDeviceCreateInfo device = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-                                 .pNext = &v12,
-                                 .queueCreateInfoCount = 1,
-                                 .pQueueCreateInfos = &queue};
-    if (vkCreateDevice(e->physical, &device, NULL, &e->device) != VK_SUCCESS) return 1;
-    vkGetDeviceQueue(e->device, e->family, 0, &e->queue);
-    VkCommandPoolCreateInfo pool = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-                                    .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
-                                    .queueFamilyIndex = e->family};
-    if (vkCreateCommandPool(e->device, &pool, NULL, &e->pool) != VK_SUCCESS) return 1;
-    VkCommandBufferAllocateInfo alloc = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                                         .commandPool = e->pool,
-                                         .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                         .commandBufferCount = SLOTS};
-    if (vkAllocateCommandBuffers(e->device, &alloc, e->cmd) != VK_SUCCESS) return 1;
-    VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO, .flags = VK_FENCE_CREATE_SIGNALED_BIT};
-    for (int i = 0; i < SLOTS; i++)
-        if (vkCreateFence(e->device, &fence, NULL, &e->fence[i]) != VK_SUCCESS) return 1;
-    return 0;
-}
-
-static void engine_destroy(struct engine *e) {
-    if (e->device) {
-        vkDeviceWaitIdle(e->device);
-        for (int i = 0; i < SLOTS; i++)
-            if (e->fence[i]) vkDestroyFence(e->device, e->fence[i], NULL);
-        if (e->pool) vkDestroyCommandPool(e->device, e->pool, NULL);
-        vkDestroyDevice(e->device, NULL);
-    }
-    if (e->messenger) {
-        PFN_vkDestroyDebugUtilsMessengerEXT destroy =
-            (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(e->instance, "vkDestroyDebugUtilsMessengerEXT");
-        if (destroy) destroy(e->instance, e->messenger, NULL);
-    }
-    if (e->instance) vkDestroyInstance(e->instance, NULL);
-}
 
 /* The same scene in both tracers: a ground quad and 3x3 boxes. Returns the first
    box, the one that moves. */
@@ -235,17 +82,7 @@ int main(int argc, char **argv) {
         return gpu_required() ? 1 : 0;
     }
 
-    KilnEmbeddedDef def = kiln_default_embedded_def();
-    /* The double cast keeps -Wcast-function-type quiet: Vulkan's handle types are
-     * opaque pointers, Kiln's are void pointers. */
-    def.get_instance_proc_addr = (KilnGetInstanceProcAddr)(void (*)(void))vkGetInstanceProcAddr;
-    def.instance = e.instance;
-    def.physical_device = e.physical;
-    def.device = e.device;
-    def.queue_family = e.family;
-    def.frames_in_flight = SLOTS;
-    def.debug_utils = e.debug_utils != 0;
-    def.validation = true;
+    KilnEmbeddedDef def = engine_embedded_def(&e);
 
     /* Refused before anything is created. */
     KilnTracerId tracer = {0, 0};

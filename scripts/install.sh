@@ -5,6 +5,7 @@
 #   PREFIX/lib/libkiln.a, libkiln.so.<ABI>, libkiln.so -> libkiln.so.<ABI>
 #   PREFIX/lib/pkgconfig/kiln.pc
 #   PREFIX/lib/cmake/kiln/kilnConfig.cmake, kilnConfigVersion.cmake
+#   PREFIX/share/kiln/glsl/kiln_trace.glsl (+ the two files it includes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix=${1:?usage: scripts/install.sh PREFIX}
@@ -16,8 +17,10 @@ version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 cargo build --release -p kiln-ffi --locked
 target=${CARGO_TARGET_DIR:-target}/release
 
-install -d "$prefix/include" "$prefix/lib/pkgconfig" "$prefix/lib/cmake/kiln"
+install -d "$prefix/include" "$prefix/lib/pkgconfig" "$prefix/lib/cmake/kiln" "$prefix/share/kiln/glsl"
 install -m 644 include/kiln.h "$prefix/include/kiln.h"
+install -m 644 vulkan-shaders/include/kiln_layout.glsl vulkan-shaders/include/kiln_buffers.glsl \
+    vulkan-shaders/include/kiln_trace.glsl "$prefix/share/kiln/glsl/"
 install -m 644 "$target/libkiln.a" "$prefix/lib/libkiln.a"
 install -m 755 "$target/libkiln.so" "$prefix/lib/libkiln.so.$abi"
 ln -sfn "libkiln.so.$abi" "$prefix/lib/libkiln.so"

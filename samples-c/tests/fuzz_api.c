@@ -381,7 +381,7 @@ static KilnInstanceId any_instance(const Pools *p, KilnTracerId t) {
    updates and traces. */
 static KilnStatus tracer_call(Pools *p, const char **what) {
     KilnTracerId t = below(12) ? p->tracer : (KilnTracerId){below(3), below(3)};
-    switch (below(13)) {
+    switch (below(15)) {
     case 0: {
         KilnVec3 positions[8];
         uint32_t indices[12 * 3];
@@ -438,6 +438,18 @@ static KilnStatus tracer_call(Pools *p, const char **what) {
         return kiln_tracer_sync_world(t, any_world(p), below(20) ? &hidden : NULL);
     }
     case 6: *what = "kiln_tracer_update"; return kiln_tracer_update(t);
+    case 13: {
+        /* The pool's tracer is standalone: refused before the command buffer is
+           touched, so a stand-in pointer is safe. */
+        int stand_in = 0;
+        *what = "kiln_tracer_record_update";
+        return kiln_tracer_record_update(t, below(2) ? (void *)&stand_in : NULL, below(4) ? below(3) : next());
+    }
+    case 14: {
+        KilnTraceBuffers buffers;
+        *what = "kiln_tracer_get_trace_buffers";
+        return kiln_tracer_get_trace_buffers(t, below(20) ? &buffers : NULL);
+    }
     case 7: {
         uint64_t in_use, budget;
         if (below(4) == 0) {

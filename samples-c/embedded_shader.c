@@ -1,0 +1,323 @@
+/* Embedded mode, GPU side: the engine's own compute shader traces Kiln's scene.
+ *
+ * This program plays an engine (engine.h) that hands its Vulkan device to Kiln. Each
+ * frame it records, into one command buffer of its own, Kiln's scene update
+ * (kiln_tracer_record_update) and then its own dispatch of shaders/engine_trace.comp,
+ * which includes the installed kiln_trace.glsl and traces one ray per pixel with
+ * kiln_trace() through the buffers of kiln_tracer_get_trace_buffers. No hit is read
+ * back through Kiln: the engine reads its own buffer after its own fence.
+ *
+ * Checks: every pixel's hit equals kiln_tracer_trace's on a standalone tracer holding
+ * the same scene (same instance, same triangle, same distance within 1e-5), in
+ * closest-hit and any-hit mode, after an instance moved, and after the scene outgrew
+ * its buffers (the buffers' version changes); the engine's validation messenger stays
+ * silent; bad input is refused with a status. Writes embedded_shader.png (the
+ * engine's hits, lit by their normals) to OUTDIR.
+ *
+ *   embedded_shader [SPIRV] [OUTDIR]   (defaults: the build's engine_trace.spv, $TMPDIR or /tmp)
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vulkan/vulkan.h>
+
+#include "engine.h"
+#include "kiln.h"
+#include "render.h"
+#include "tests/check.h"
+
+#ifndef ENGINE_TRACE_SPV
+#define ENGINE_TRACE_SPV "engine_trace.spv"
+#endif
+
+#define WIDTH 160
+#define HEIGHT 120
+#define PIXELS (WIDTH * HEIGHT)
+
+/* kiln_layout.glsl's KilnRay and KilnHit (std430), as the engine's buffers hold them. */
+struct shader_ray {
+    float origin[3], t_min, dir[3], t_max;
+    uint32_t mask, pad[3];
+};
+struct shader_hit {
+    float t;
+    uint32_t instance, primitive, flags;
+    float normal[3], u, v;
+    uint32_t user_id, pad[2];
+};
+_Static_assert(sizeof(struct shader_ray) == 48 && sizeof(struct shader_hit) == 48, "std430 sizes");
+
+/* engine_trace.comp's push constants: KilnTraceScene (six addresses), then the engine's. */
+struct push {
+    uint64_t scene[6];
+    uint64_t rays, hits;
+    uint32_t count, any_hit;
+};
+_Static_assert(sizeof(struct push) == 72, "push constant size");
+
+static const uint32_t NO_HIT = 0xffffffffu; /* KILN_NO_HIT */
+
+/* A ground quad, 4 x 4 boxes of different heights and a capsule (the instance that
+ * moves), user ids 1, 100.., 200. Returns the capsule. */
+static KilnInstanceId build_scene(KilnTracerId tracer, KilnMeshId *box_mesh) {
+    const KilnVec3 ground[4] = {{-30, 0, -30}, {30, 0, -30}, {30, 0, 30}, {-30, 0, 30}};
+    const uint32_t quad[6] = {0, 2, 1, 0, 3, 2};
+    KilnMeshId mesh;
+    KilnInstanceId instance;
+    CHECK_STATUS(kiln_tracer_add_mesh(tracer, ground, 4, quad, 2, &mesh), KILN_OK);
+    KilnInstanceDef def = kiln_default_instance_def();
+    def.mesh = mesh;
+    def.user_id = 1;
+    CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &instance), KILN_OK);
+    CHECK_STATUS(kiln_tracer_add_mesh(tracer, unit_cube_positions, 8, unit_cube_indices, 12, box_mesh), KILN_OK);
+    for (int i = 0; i < 16; i++) {
+        float height = 0.5f + (float)((i * 7) % 5) * 0.6f;
+        def = kiln_default_instance_def();
+        def.mesh = *box_mesh;
+        def.user_id = 100 + (uint32_t)i;
+        def.transform = (KilnAffine){{{1.2f, 0, 0, (float)(i % 4) * 6.0f - 9.0f},
+                                      {0, height, 0, height},
+                                      {0, 0, 1.2f, (float)(i / 4) * 6.0f - 9.0f}}};
+        CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &instance), KILN_OK);
+    }
+    Mesh capsule = capsule_mesh(1.0f, 1.5f, 8, 16);
+    CHECK_STATUS(kiln_tracer_add_mesh(tracer, capsule.positions, capsule.vertex_count, capsule.indices,
+                                      capsule.triangle_count, &mesh),
+                 KILN_OK);
+    free(capsule.positions);
+    free(capsule.indices);
+    def = kiln_default_instance_def();
+    def.mesh = mesh;
+    def.user_id = 200;
+    def.transform = (KilnAffine){{{1, 0, 0, -2.0f}, {0, 1, 0, 1.5f}, {0, 0, 1, -13.0f}}};
+    CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &instance), KILN_OK);
+    return instance;
+}
+
+/* Many small boxes in a row: past the 64 instances the buffers first had room for. */
+static void add_row(KilnTracerId tracer, KilnMeshId box_mesh) {
+    for (int i = 0; i < 80; i++) {
+        KilnInstanceDef def = kiln_default_instance_def();
+        def.mesh = box_mesh;
+        def.user_id = 300 + (uint32_t)i;
+        def.transform = (KilnAffine){{{0.2f, 0, 0, (float)i * 0.45f - 18.0f}, {0, 0.2f, 0, 0.2f}, {0, 0, 0.2f, 12.0f}}};
+        KilnInstanceId instance;
+        CHECK_STATUS(kiln_tracer_add_instance(tracer, &def, &instance), KILN_OK);
+    }
+}
+
+/* One engine frame: Kiln's update and the engine's dispatch in one command buffer,
+ * submitted and waited for by the engine. Fills `buffers` with what was traced. */
+static void engine_frame(struct engine *e, KilnTracerId tracer, VkPipelineLayout layout, VkPipeline pipeline,
+                         const struct engine_buffer *rays, const struct engine_buffer *hits, uint32_t any_hit,
+                         KilnTraceBuffers *buffers) {
+    VkCommandBuffer cmd = e->cmd[0];
+    vkWaitForFences(e->device, 1, &e->fence[0], VK_TRUE, UINT64_MAX);
+    vkResetFences(e->device, 1, &e->fence[0]);
+    vkResetCommandBuffer(cmd, 0);
+    VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vkBeginCommandBuffer(cmd, &begin);
+    CHECK_STATUS(kiln_tracer_record_update(tracer, cmd, 0), KILN_OK);
+    CHECK_STATUS(kiln_tracer_get_trace_buffers(tracer, buffers), KILN_OK);
+    struct push push = {{buffers->tlas.device_address, buffers->instances.device_address,
+                         buffers->blas_refs.device_address, buffers->blas_nodes.device_address,
+                         buffers->triangles.device_address, buffers->positions.device_address},
+                        rays->address,
+                        hits->address,
+                        PIXELS,
+                        any_hit};
+    /* Kiln's exit barrier made its writes visible to every later stage; Kiln bound
+     * its own pipeline, so the engine binds its own. */
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
+    vkCmdDispatch(cmd, (PIXELS + 63) / 64, 1, 1);
+    VkMemoryBarrier to_host = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                               .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                               .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0,
+                         NULL, 0, NULL);
+    vkEndCommandBuffer(cmd);
+    VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
+    CHECK(vkQueueSubmit(e->queue, 1, &submit, e->fence[0]) == VK_SUCCESS);
+    vkWaitForFences(e->device, 1, &e->fence[0], VK_TRUE, UINT64_MAX);
+}
+
+/* Pixels whose engine-side hit differs from the standalone tracer's. Any-hit mode
+ * compares only whether something was hit (which one is the first found). */
+static int mismatches(const struct shader_hit *got, const KilnTraceHit *want, int any_hit, int *hit_count) {
+    int bad = 0;
+    *hit_count = 0;
+    for (int i = 0; i < PIXELS; i++) {
+        int hit = got[i].instance != NO_HIT, want_hit = want[i].instance.index1 != 0;
+        *hit_count += hit;
+        if (hit != want_hit) {
+            bad++;
+        } else if (hit && !any_hit) {
+            float tolerance = 1e-5f * fmaxf(1.0f, want[i].t);
+            bad += got[i].user_id != want[i].user_id || got[i].primitive != want[i].primitive ||
+                   fabsf(got[i].t - want[i].t) > tolerance;
+        }
+    }
+    return bad;
+}
+
+/* Traces the same rays on the standalone tracer and compares them with the engine's. */
+static void compare(KilnTracerId reference, const KilnTraceRay *rays, const struct engine_buffer *hits,
+                    KilnTraceHit *expected, int any_hit, const char *what) {
+    CHECK_STATUS(kiln_tracer_trace(reference, rays, PIXELS, any_hit ? KILN_TRACE_ANY : KILN_TRACE_CLOSEST,
+                                   expected),
+                 KILN_OK);
+    int hit_count;
+    int bad = mismatches(hits->mapped, expected, any_hit, &hit_count);
+    printf("%-34s %d of %d pixels as kiln_tracer_trace (%d hits)\n", what, PIXELS - bad, PIXELS, hit_count);
+    CHECK(bad == 0);
+    CHECK(hit_count > PIXELS / 2);
+}
+
+/* Pixels whose engine-side hit has a user id in [lo, hi]. */
+static int pixels_of(const struct shader_hit *hits, uint32_t lo, uint32_t hi) {
+    int n = 0;
+    for (int i = 0; i < PIXELS; i++) n += hits[i].instance != NO_HIT && hits[i].user_id >= lo && hits[i].user_id <= hi;
+    return n;
+}
+
+/* Lights the engine's hits by their normals and user ids into `rgb`. */
+static void shade(const struct shader_hit *hits, uint8_t *rgb) {
+    const float sun[3] = {0.40f, 0.82f, 0.41f};
+    for (int i = 0; i < PIXELS; i++) {
+        float c[3] = {0.55f, 0.70f, 0.95f};
+        if (hits[i].instance != NO_HIT) {
+            float lit = fmaxf(0.0f, hits[i].normal[0] * sun[0] + hits[i].normal[1] * sun[1] +
+                                        hits[i].normal[2] * sun[2]);
+            uint32_t id = hits[i].user_id;
+            float base[3] = {id == 1 ? 0.6f : 0.3f + 0.05f * (float)(id % 10), id >= 200 ? 0.3f : 0.6f,
+                             id >= 100 && id < 200 ? 0.8f : 0.35f};
+            for (int k = 0; k < 3; k++) c[k] = base[k] * (0.25f + 0.75f * lit);
+        }
+        for (int k = 0; k < 3; k++) rgb[3 * i + k] = (uint8_t)(fminf(1.0f, c[k]) * 255.0f + 0.5f);
+    }
+}
+
+int main(int argc, char **argv) {
+    const char *spirv = argc > 1 ? argv[1] : ENGINE_TRACE_SPV;
+    const char *outdir = argc > 2 ? argv[2] : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    KilnTracerId reference;
+    int done = start_gpu_sample("embedded_shader", &reference);
+    if (done >= 0) return done;
+    struct engine e;
+    if (engine_create(&e) != 0) {
+        engine_destroy(&e);
+        kiln_tracer_destroy(reference);
+        fprintf(stderr, "embedded_shader: the engine could not create its Vulkan device\n");
+        return gpu_required() ? 1 : 0;
+    }
+    VkPipelineLayout layout;
+    VkPipeline pipeline;
+    CHECK(engine_pipeline_create(&e, spirv, sizeof(struct push), &layout, &pipeline) == 0);
+    struct engine_buffer rays, hits;
+    CHECK(engine_buffer_create(&e, PIXELS * sizeof(struct shader_ray), &rays) == 0);
+    CHECK(engine_buffer_create(&e, PIXELS * sizeof(struct shader_hit), &hits) == 0);
+    if (checks_failed) {
+        engine_destroy(&e);
+        kiln_tracer_destroy(reference);
+        return check_summary("embedded_shader");
+    }
+
+    KilnEmbeddedDef def = engine_embedded_def(&e);
+    KilnTracerId tracer;
+    CHECK_STATUS(kiln_tracer_create_embedded(&def, &tracer), KILN_OK);
+    KilnTraceBuffers buffers;
+    /* Nothing on the device yet: refused, not zeros. An empty scene records nothing. */
+    CHECK_STATUS(kiln_tracer_get_trace_buffers(tracer, &buffers), KILN_ERROR_INVALID_STATE);
+    CHECK_MESSAGE("no scene on the device");
+    CHECK_STATUS(kiln_tracer_record_update(tracer, e.cmd[1], 0), KILN_OK);
+
+    KilnMeshId box_mesh, box_mesh_reference;
+    KilnInstanceId capsule = build_scene(tracer, &box_mesh);
+    KilnInstanceId capsule_reference = build_scene(reference, &box_mesh_reference);
+    const float eye[3] = {14.0f, 9.0f, -18.0f}, target[3] = {0.0f, 1.0f, 0.0f};
+    Camera camera = camera_look_at(eye, target, 55.0f);
+    static KilnTraceRay pixel_rays[PIXELS];
+    static KilnTraceHit expected[PIXELS];
+    camera_rays(&camera, WIDTH, HEIGHT, pixel_rays);
+    struct shader_ray *shader_rays = rays.mapped;
+    for (int i = 0; i < PIXELS; i++) {
+        const KilnTraceRay *r = &pixel_rays[i];
+        shader_rays[i] = (struct shader_ray){{r->origin.x, r->origin.y, r->origin.z}, r->t_min,
+                                             {r->direction.x, r->direction.y, r->direction.z}, r->t_max, r->mask,
+                                             {0, 0, 0}};
+    }
+
+    engine_frame(&e, tracer, layout, pipeline, &rays, &hits, 0, &buffers);
+    printf("engine shader over %u instances: TLAS %llu B, BLAS nodes %llu B, version %llu\n", buffers.instance_count,
+           (unsigned long long)buffers.tlas.size, (unsigned long long)buffers.blas_nodes.size,
+           (unsigned long long)buffers.version);
+    CHECK(buffers.instance_count == 18 && buffers.tlas.buffer != 0 && buffers.reserved == 0);
+    CHECK(buffers.tlas.size >= (2 * 18 - 1) * 32 && buffers.instances.size >= 18 * 112);
+    compare(reference, pixel_rays, &hits, expected, 0, "closest hit:");
+    static uint8_t rgb[PIXELS * 3];
+    shade(hits.mapped, rgb);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/embedded_shader.png", outdir);
+    CHECK(write_png(path, WIDTH, HEIGHT, 3, rgb) == 0);
+    printf("wrote %s\n", path);
+
+    int capsule_before = pixels_of(hits.mapped, 200, 200);
+    engine_frame(&e, tracer, layout, pipeline, &rays, &hits, 1, &buffers);
+    compare(reference, pixel_rays, &hits, expected, 1, "any hit:");
+
+    /* A moved instance: until the update is recorded, the buffers are refused. */
+    KilnAffine moved = {{{1, 0, 0, 2.0f}, {0, 1, 0, 1.5f}, {0, 0, 1, -6.0f}}};
+    CHECK_STATUS(kiln_tracer_set_transforms(tracer, &capsule, &moved, 1), KILN_OK);
+    CHECK_STATUS(kiln_tracer_set_transforms(reference, &capsule_reference, &moved, 1), KILN_OK);
+    CHECK_STATUS(kiln_tracer_get_trace_buffers(tracer, &buffers), KILN_ERROR_INVALID_STATE);
+    CHECK_MESSAGE("record the update first");
+    uint64_t version = buffers.version;
+    engine_frame(&e, tracer, layout, pipeline, &rays, &hits, 0, &buffers);
+    CHECK(buffers.version == version);
+    compare(reference, pixel_rays, &hits, expected, 0, "after a move:");
+    int capsule_after = pixels_of(hits.mapped, 200, 200);
+    printf("the capsule covers %d pixels, then %d after its move\n", capsule_before, capsule_after);
+    CHECK(capsule_after > 0 && capsule_after != capsule_before);
+
+    /* Past the room of the instance buffers: new buffers, a new version. */
+    add_row(tracer, box_mesh);
+    add_row(reference, box_mesh_reference);
+    engine_frame(&e, tracer, layout, pipeline, &rays, &hits, 0, &buffers);
+    printf("98 instances: version %llu (was %llu)\n", (unsigned long long)buffers.version,
+           (unsigned long long)version);
+    CHECK(buffers.instance_count == 98 && buffers.version != version);
+    compare(reference, pixel_rays, &hits, expected, 0, "after the scene grew:");
+    CHECK(pixels_of(hits.mapped, 300, 379) > 0);
+
+    /* Bad input: refused with a status, nothing changed. */
+    CHECK_STATUS(kiln_tracer_record_update(tracer, NULL, 0), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_tracer_record_update(tracer, e.cmd[1], SLOTS), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("frame_slot");
+    CHECK_STATUS(kiln_tracer_record_update(tracer, e.cmd[1], UINT32_MAX), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_record_update(reference, e.cmd[1], 0), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("not embedded");
+    CHECK_STATUS(kiln_tracer_get_trace_buffers(tracer, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_tracer_get_trace_buffers(reference, &buffers), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("not embedded");
+    KilnTraceBuffers again;
+    CHECK_STATUS(kiln_tracer_get_trace_buffers(tracer, &again), KILN_OK);
+    CHECK(memcmp(&again, &buffers, sizeof again) == 0);
+
+    CHECK(validation_message_count(tracer) == 0);
+    CHECK(validation_message_count(reference) == 0);
+    CHECK_STATUS(kiln_tracer_destroy(tracer), KILN_OK);
+    CHECK_STATUS(kiln_tracer_record_update(tracer, e.cmd[1], 0), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_tracer_get_trace_buffers(tracer, &buffers), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_tracer_destroy(reference), KILN_OK);
+    engine_buffer_destroy(&e, &rays);
+    engine_buffer_destroy(&e, &hits);
+    vkDestroyPipeline(e.device, pipeline, NULL);
+    vkDestroyPipelineLayout(e.device, layout, NULL);
+    engine_destroy(&e);
+    printf("the engine's validation messenger reported %d messages\n", e.messages);
+    CHECK(e.messages == 0);
+    return check_summary("embedded_shader");
+}
