@@ -14,6 +14,11 @@
 //! ... the engine's own commands, which may read Kiln's results ...
 //! vkEndCommandBuffer(cmd); vkQueueSubmit(queue, cmd, frame fence);
 //! ... later, after that fence: kiln_tracer_read_hits(tracer, slot, hits, n);
+//!
+//! /* Or trace from the engine's own shader (kiln_trace.glsl): */
+//! kiln_tracer_record_update(tracer, cmd, slot);
+//! kiln_tracer_get_trace_buffers(tracer, &buffers);   /* device addresses */
+//! ... vkCmdPushConstants(six addresses) + vkCmdDispatch(engine pipeline) ...
 //! ```
 //!
 //! The contract, in full, is on `kiln_tracer_record_trace`.

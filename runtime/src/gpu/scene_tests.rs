@@ -483,3 +483,72 @@ fn embedded_mode_submits_nothing_of_its_own() {
     drop(tracer);
     assert_eq!(engine.messages(), Vec::<String>::new(), "the engine's validation layer saw nothing wrong");
 }
+
+/// The buffers an engine's shaders trace through follow the recorded update: refused
+/// before one and while changes wait for one, the same buffers (same version) after
+/// a move, new ones (a new version) once the scene outgrew its room; an update with
+/// nothing changed records nothing.
+#[test]
+fn trace_buffers_follow_the_recorded_update() {
+    use super::tests::EngineDevice;
+    if test_gpu("trace_buffers_follow_the_recorded_update").is_none() {
+        return;
+    }
+    let engine = EngineDevice::new(2).expect("the engine's own device on the same driver");
+    // SAFETY: the engine's handles are live and outlive the tracer (dropped first).
+    let mut tracer = unsafe { RayTracer::embedded(&engine.describe(2)) }.unwrap();
+    let record = |tracer: &mut RayTracer, slot: usize| {
+        let cmd = engine.begin(slot);
+        // SAFETY: a recording command buffer of the engine's device for `slot`.
+        unsafe { tracer.record_update(cmd, slot as u32) }.unwrap();
+        engine.submit(slot);
+        engine.wait_all();
+    };
+    assert!(tracer.trace_buffers().is_err(), "nothing on the device yet");
+    record(&mut tracer, 0);
+    let (positions, triangles) = box_mesh([0.5, 0.5, 0.5]);
+    let mesh = tracer.add_mesh(&positions, &triangles).unwrap();
+    let mut rng = Rng(5);
+    let mut ids = Vec::new();
+    for user in 0..40 {
+        ids.push(tracer.add_instance(mesh, &random_transform(&mut rng, 10.0), 1, user).unwrap());
+    }
+    assert!(tracer.trace_buffers().is_err(), "changes wait for an update");
+    record(&mut tracer, 1);
+    let first = tracer.trace_buffers().unwrap();
+    assert_eq!(first.instance_count, 40);
+    let addresses = [
+        first.scene.tlas,
+        first.scene.instances,
+        first.scene.blas_refs,
+        first.scene.blas_nodes,
+        first.scene.triangles,
+        first.scene.positions,
+    ];
+    for (view, address) in first.buffers.iter().zip(addresses) {
+        assert_eq!(view.address, address);
+        assert!(view.address != 0 && view.size > 0 && view.buffer != ash::vk::Buffer::null());
+    }
+    assert!(first.buffers[0].size >= 79 * 32 && first.buffers[1].size >= 40 * 112);
+
+    tracer.set_transforms(&[ids[3]], &[random_transform(&mut rng, 10.0)]).unwrap();
+    assert!(tracer.trace_buffers().is_err());
+    record(&mut tracer, 0);
+    assert_eq!(tracer.trace_buffers().unwrap(), first, "a move keeps every buffer");
+    let moved = tracer.uploads().instances;
+    assert!(moved > 0 && moved <= u64::from(INSTANCE_BLOCK) * 112, "one block of instances: {moved} B");
+    record(&mut tracer, 1);
+    assert_eq!(tracer.uploads(), Uploads::default(), "nothing changed, nothing recorded");
+
+    for user in 40..100 {
+        tracer.add_instance(mesh, &random_transform(&mut rng, 10.0), 1, user).unwrap();
+    }
+    record(&mut tracer, 0);
+    let grown = tracer.trace_buffers().unwrap();
+    assert_eq!(grown.instance_count, 100);
+    assert!(grown.version != first.version && grown.scene.instances != first.scene.instances);
+    assert_eq!(grown.scene.blas_nodes, first.scene.blas_nodes, "the mesh arrays did not move");
+    assert_validation_clean(tracer.gpu());
+    drop(tracer);
+    assert_eq!(engine.messages(), Vec::<String>::new(), "the engine's validation layer saw nothing wrong");
+}
