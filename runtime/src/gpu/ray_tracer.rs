@@ -622,15 +622,7 @@ impl RayTracer {
         rays: &[GpuRay],
         mode: TraceMode,
     ) -> Result<PendingHits, GpuError> {
-        if !self.gpu.is_embedded() {
-            return Err(GpuError::InvalidInput("record_trace: the tracer is not embedded; use trace".into()));
-        }
-        if slot >= self.gpu.frames_in_flight() {
-            return Err(GpuError::InvalidInput(format!(
-                "record_trace: frame slot {slot} of {}",
-                self.gpu.frames_in_flight()
-            )));
-        }
+        self.check_slot("record_trace", "trace", slot)?;
         check_rays(rays)?;
         if rays.len() > MAX_TRACE_BATCH {
             return Err(GpuError::InvalidInput(format!(
@@ -665,15 +657,7 @@ impl RayTracer {
     /// # Safety
     /// As [`Gpu::record_into`].
     pub unsafe fn record_update(&mut self, cmd: ash::vk::CommandBuffer, slot: u32) -> Result<(), GpuError> {
-        if !self.gpu.is_embedded() {
-            return Err(GpuError::InvalidInput("record_update: the tracer is not embedded; use update".into()));
-        }
-        if slot >= self.gpu.frames_in_flight() {
-            return Err(GpuError::InvalidInput(format!(
-                "record_update: frame slot {slot} of {}",
-                self.gpu.frames_in_flight()
-            )));
-        }
+        self.check_slot("record_update", "update", slot)?;
         if cmd == ash::vk::CommandBuffer::null() {
             return Err(GpuError::InvalidInput("record_update: the command buffer is null".into()));
         }
@@ -690,6 +674,21 @@ impl RayTracer {
         let recorded = unsafe { gpu.record_into(cmd, slot, "kiln update", |rec| parts.record_update(rec)) };
         let uploaded = self.after_failure(recorded)?;
         self.after_update(uploaded);
+        Ok(())
+    }
+
+    /// Refuses a recording (`what`) on a tracer that is not embedded (it should
+    /// call `instead`) or for a frame slot it does not have.
+    fn check_slot(&self, what: &str, instead: &str, slot: u32) -> Result<(), GpuError> {
+        if !self.gpu.is_embedded() {
+            return Err(GpuError::InvalidInput(format!("{what}: the tracer is not embedded; use {instead}")));
+        }
+        if slot >= self.gpu.frames_in_flight() {
+            return Err(GpuError::InvalidInput(format!(
+                "{what}: frame slot {slot} of {}",
+                self.gpu.frames_in_flight()
+            )));
+        }
         Ok(())
     }
 
