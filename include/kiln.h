@@ -472,7 +472,7 @@
  * Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
  * struct of this header but `KilnAbiInfo` itself.
  */
-#define KILN_ABI_STRUCT_COUNT 91
+#define KILN_ABI_STRUCT_COUNT 92
 
 /**
  * Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
@@ -3169,6 +3169,34 @@ typedef struct KilnGiStats {
 } KilnGiStats;
 
 /**
+ * A probe volume's device data, from `kiln_gi_get_gpu_buffers`: what an engine's
+ * shader needs to sample irradiance with `kiln_gi_irradiance()` from the installed
+ * `kiln_ddgi.glsl` (`share/kiln/glsl`).
+ */
+typedef struct KilnGiBuffers {
+    /**
+     * The sampling parameters (`KilnGiUpdateParams`, 272 bytes): the grid, the
+     * bias and the addresses of the data below. Pass its `device_address` to
+     * `kiln_gi_irradiance` (a `uvec2`).
+     */
+    struct KilnGpuBuffer params;
+    /**
+     * Packed irradiance (16 bytes per live probe).
+     */
+    struct KilnGpuBuffer irradiance;
+    /**
+     * The compressed visibility's block table.
+     */
+    struct KilnGpuBuffer visibility_blocks;
+    /**
+     * Changes whenever any buffer the parameters point at is made anew (a bake)
+     * or the parameters changed: descriptors holding the handles must then be
+     * rewritten. Addresses pushed every frame need nothing.
+     */
+    uint64_t version;
+} KilnGiBuffers;
+
+/**
  * What an integrated frame runs. Initialise with `kiln_default_frame_def()`.
  */
 typedef struct KilnFrameDef {
@@ -5785,6 +5813,26 @@ KilnStatus kiln_gi_sample(struct KilnGiId gi,
 KilnStatus kiln_gi_get_stats(struct KilnGiId gi, struct KilnGiStats *out_stats);
 
 /**
+ * Writes the device data of a probe volume on an embedded tracer's device to
+ * `out_buffers` (see `KilnGiBuffers`), so that the engine's shaders sample the
+ * probes' irradiance, weighted by visibility, with `kiln_gi_irradiance()` from
+ * `kiln_ddgi.glsl`: the values `kiln_gi_sample` returns with `visibility` true,
+ * within float rounding. The data is the volume's as of the last bake or update;
+ * an update (`kiln_gi_update`) changes the irradiance in place, a bake makes new
+ * buffers (a new `version`). Call it again after either. The engine only reads them; commands
+ * recorded after the call see Kiln's earlier work (`kiln_gi_update` completes it
+ * before returning).
+ *
+ * Refused (`KILN_ERROR_INVALID_ARGUMENT`) for a volume whose tracer is not embedded:
+ * its buffers live on Kiln's own device.
+ *
+ * Pointers: `out_buffers` is writable.
+ *
+ * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_gi_get_gpu_buffers(struct KilnGiId gi, struct KilnGiBuffers *out_buffers);
+
+/**
  * A `KilnFrameDef` with the defaults documented on its fields.
  *
  * Threads: any thread, at any time.
@@ -6004,6 +6052,7 @@ static inline KilnStatus kiln_check_linked_abi(void) {
     info.struct_sizes[88] = (uint32_t)sizeof(KilnInstanceId);
     info.struct_sizes[89] = (uint32_t)sizeof(KilnGpuBuffer);
     info.struct_sizes[90] = (uint32_t)sizeof(KilnTraceBuffers);
+    info.struct_sizes[91] = (uint32_t)sizeof(KilnGiBuffers);
     return kiln_check_abi(&info);
 }
 #endif /* KILN_CHECK_LINKED_ABI_DEFINED */

@@ -1,20 +1,27 @@
-/* Embedded mode, GPU side: the engine's own compute shader traces Kiln's scene.
+/* Embedded mode, GPU side: the engine's own compute shaders trace Kiln's scene and
+ * sample Kiln's probes.
  *
  * This program plays an engine (engine.h) that hands its Vulkan device to Kiln. Each
  * frame it records, into one command buffer of its own, Kiln's scene update
  * (kiln_tracer_record_update) and then its own dispatch of shaders/engine_trace.comp,
  * which includes the installed kiln_trace.glsl and traces one ray per pixel with
- * kiln_trace() through the buffers of kiln_tracer_get_trace_buffers. No hit is read
- * back through Kiln: the engine reads its own buffer after its own fence.
+ * kiln_trace() through the buffers of kiln_tracer_get_trace_buffers. Then Kiln bakes
+ * and updates DDGI probes over the scene, and shaders/engine_gi.comp (including
+ * kiln_ddgi.glsl) samples their irradiance at every pixel's hit with
+ * kiln_gi_irradiance() through kiln_gi_get_gpu_buffers. No result is read back
+ * through Kiln: the engine reads its own buffers after its own fence.
  *
  * Checks: every pixel's hit equals kiln_tracer_trace's on a standalone tracer holding
  * the same scene (same instance, same triangle, same distance within 1e-5), in
  * closest-hit and any-hit mode, after an instance moved, and after the scene outgrew
- * its buffers (the buffers' version changes); the engine's validation messenger stays
- * silent; bad input is refused with a status. Writes embedded_shader.png (the
- * engine's hits, lit by their normals) to OUTDIR.
+ * its buffers (the buffers' version changes); the irradiance at the 10,000 and more
+ * hit points equals kiln_gi_sample's within 1e-3; the engine's validation messenger
+ * stays silent; bad input is refused with a status. Writes embedded_shader.png (the
+ * engine's hits, lit by their normals) and embedded_shader_gi.png (lit by the
+ * engine-side irradiance) to OUTDIR.
  *
- *   embedded_shader [SPIRV] [OUTDIR]   (defaults: the build's engine_trace.spv, $TMPDIR or /tmp)
+ *   embedded_shader [TRACE_SPIRV GI_SPIRV] [OUTDIR]
+ *   (defaults: the build's engine_trace.spv and engine_gi.spv, $TMPDIR or /tmp)
  */
 #include <math.h>
 #include <stdint.h>
@@ -30,6 +37,9 @@
 
 #ifndef ENGINE_TRACE_SPV
 #define ENGINE_TRACE_SPV "engine_trace.spv"
+#endif
+#ifndef ENGINE_GI_SPV
+#define ENGINE_GI_SPV "engine_gi.spv"
 #endif
 
 #define WIDTH 160
@@ -56,6 +66,13 @@ struct push {
     uint32_t count, any_hit;
 };
 _Static_assert(sizeof(struct push) == 72, "push constant size");
+
+/* engine_gi.comp's push constants. */
+struct gi_push {
+    uint64_t gi, queries, irradiance;
+    uint32_t count, pad;
+};
+_Static_assert(sizeof(struct gi_push) == 32, "push constant size");
 
 static const uint32_t NO_HIT = 0xffffffffu; /* KILN_NO_HIT */
 
@@ -113,12 +130,7 @@ static void add_row(KilnTracerId tracer, KilnMeshId box_mesh) {
 static void engine_frame(struct engine *e, KilnTracerId tracer, VkPipelineLayout layout, VkPipeline pipeline,
                          const struct engine_buffer *rays, const struct engine_buffer *hits, uint32_t any_hit,
                          KilnTraceBuffers *buffers) {
-    VkCommandBuffer cmd = e->cmd[0];
-    vkWaitForFences(e->device, 1, &e->fence[0], VK_TRUE, UINT64_MAX);
-    vkResetFences(e->device, 1, &e->fence[0]);
-    vkResetCommandBuffer(cmd, 0);
-    VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    vkBeginCommandBuffer(cmd, &begin);
+    VkCommandBuffer cmd = engine_begin(e);
     CHECK_STATUS(kiln_tracer_record_update(tracer, cmd, 0), KILN_OK);
     CHECK_STATUS(kiln_tracer_get_trace_buffers(tracer, buffers), KILN_OK);
     struct push push = {{buffers->tlas.device_address, buffers->instances.device_address,
@@ -130,18 +142,8 @@ static void engine_frame(struct engine *e, KilnTracerId tracer, VkPipelineLayout
                         any_hit};
     /* Kiln's exit barrier made its writes visible to every later stage; Kiln bound
      * its own pipeline, so the engine binds its own. */
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-    vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
-    vkCmdDispatch(cmd, (PIXELS + 63) / 64, 1, 1);
-    VkMemoryBarrier to_host = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                               .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
-                               .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
-    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0,
-                         NULL, 0, NULL);
-    vkEndCommandBuffer(cmd);
-    VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
-    CHECK(vkQueueSubmit(e->queue, 1, &submit, e->fence[0]) == VK_SUCCESS);
-    vkWaitForFences(e->device, 1, &e->fence[0], VK_TRUE, UINT64_MAX);
+    engine_dispatch(cmd, pipeline, layout, &push, sizeof push, PIXELS);
+    CHECK(engine_submit_and_wait(e) == 0);
 }
 
 /* Pixels whose engine-side hit differs from the standalone tracer's. Any-hit mode
@@ -200,9 +202,111 @@ static void shade(const struct shader_hit *hits, uint8_t *rgb) {
     }
 }
 
+/* Probes over the embedded tracer's scene, baked and updated by Kiln; the engine's
+ * shader (engine_gi.comp) samples their irradiance at every pixel's hit (at least
+ * 10,000 points), which must equal kiln_gi_sample within 1e-3 (relative above 1),
+ * and lights the picture with it. */
+static void sample_probes(struct engine *e, KilnTracerId tracer, KilnTracerId reference, const char *spirv,
+                          const struct shader_hit *hits, const KilnTraceRay *rays, const char *outdir) {
+    VkPipelineLayout layout;
+    VkPipeline pipeline;
+    struct engine_buffer queries, irradiance;
+    CHECK(engine_pipeline_create(e, spirv, sizeof(struct gi_push), &layout, &pipeline) == 0);
+    CHECK(engine_buffer_create(e, PIXELS * 3 * 4 * sizeof(float), &queries) == 0);
+    CHECK(engine_buffer_create(e, PIXELS * 4 * sizeof(float), &irradiance) == 0);
+    KilnGiDef def = kiln_default_gi_def();
+    def.bounds_min = (KilnVec3){-13.0f, 0.5f, -15.0f};
+    def.bounds_max = (KilnVec3){13.0f, 6.5f, 14.0f};
+    def.spacing = 1.5f;
+    def.dilation = 2.0f;
+    def.hysteresis = 0.5f;
+    def.probes_per_frame = 4096;
+    KilnGiId gi;
+    CHECK_STATUS(kiln_gi_create(tracer, &def, &gi), KILN_OK);
+    KilnGiLighting light = kiln_default_gi_lighting();
+    light.sun_direction = (KilnVec3){0.40f, 0.82f, 0.41f};
+    CHECK_STATUS(kiln_gi_set_lighting(gi, &light), KILN_OK);
+    CHECK_STATUS(kiln_gi_bake(gi), KILN_OK);
+    for (int i = 0; i < 4; i++) CHECK_STATUS(kiln_gi_update(gi, NULL), KILN_OK);
+    KilnGiBuffers buffers;
+    CHECK_STATUS(kiln_gi_get_gpu_buffers(gi, &buffers), KILN_OK);
+    CHECK(buffers.params.size >= 272 && buffers.params.device_address != 0 && buffers.irradiance.buffer != 0);
+
+    /* Every pixel that hit: its point, normal and view, on the CPU and in the engine's buffer. */
+    static KilnVec3 points[PIXELS], normals[PIXELS], views[PIXELS], expected[PIXELS];
+    static int pixel_of[PIXELS];
+    uint32_t count = 0;
+    float *q = queries.mapped;
+    for (int i = 0; i < PIXELS; i++) {
+        if (hits[i].instance == NO_HIT) continue;
+        const KilnTraceRay *r = &rays[i];
+        float t = hits[i].t;
+        points[count] = (KilnVec3){r->origin.x + t * r->direction.x, r->origin.y + t * r->direction.y,
+                                   r->origin.z + t * r->direction.z};
+        normals[count] = (KilnVec3){hits[i].normal[0], hits[i].normal[1], hits[i].normal[2]};
+        views[count] = (KilnVec3){-r->direction.x, -r->direction.y, -r->direction.z};
+        const KilnVec3 *v[3] = {&points[count], &normals[count], &views[count]};
+        for (int k = 0; k < 3; k++) {
+            float *w = q + 12 * count + 4 * k;
+            w[0] = v[k]->x, w[1] = v[k]->y, w[2] = v[k]->z, w[3] = 0.0f;
+        }
+        pixel_of[count++] = i;
+    }
+    CHECK_STATUS(kiln_gi_sample(gi, points, normals, views, count, true, expected), KILN_OK);
+    struct gi_push push = {buffers.params.device_address, queries.address, irradiance.address, count, 0};
+    engine_dispatch(engine_begin(e), pipeline, layout, &push, sizeof push, count);
+    CHECK(engine_submit_and_wait(e) == 0);
+
+    const float *got = irradiance.mapped;
+    float worst = 0.0f, brightest = 0.0f;
+    int bad = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        const float want[3] = {expected[i].x, expected[i].y, expected[i].z};
+        for (int k = 0; k < 3; k++) {
+            float error = fabsf(got[4 * i + k] - want[k]) / fmaxf(1.0f, fabsf(want[k]));
+            worst = fmaxf(worst, error);
+            brightest = fmaxf(brightest, want[k]);
+            bad += !(error <= 1e-3f);
+        }
+    }
+    printf("engine shader irradiance at %u points: largest difference to kiln_gi_sample %.2e (values up to %.2f)\n",
+           count, (double)worst, (double)brightest);
+    CHECK(count >= 10000 && bad == 0 && brightest > 0.1f);
+
+    static uint8_t rgb[PIXELS * 3];
+    for (int i = 0; i < PIXELS; i++) rgb[3 * i] = 140, rgb[3 * i + 1] = 180, rgb[3 * i + 2] = 240;
+    for (uint32_t i = 0; i < count; i++)
+        for (int k = 0; k < 3; k++) {
+            float c = 1.0f - expf(-0.6f * 0.7f / 3.14159265f * got[4 * i + k]);
+            rgb[3 * pixel_of[i] + k] = (uint8_t)(fminf(1.0f, sqrtf(c)) * 255.0f + 0.5f);
+        }
+    char path[1024];
+    snprintf(path, sizeof path, "%s/embedded_shader_gi.png", outdir);
+    CHECK(write_png(path, WIDTH, HEIGHT, 3, rgb) == 0);
+    printf("wrote %s\n", path);
+
+    /* Bad input: refused with a status. */
+    CHECK_STATUS(kiln_gi_get_gpu_buffers(gi, NULL), KILN_ERROR_NULL_POINTER);
+    KilnGiBuffers again;
+    CHECK_STATUS(kiln_gi_get_gpu_buffers(gi, &again), KILN_OK);
+    CHECK(memcmp(&again, &buffers, sizeof again) == 0);
+    KilnGiId standalone;
+    CHECK_STATUS(kiln_gi_create(reference, &def, &standalone), KILN_OK);
+    CHECK_STATUS(kiln_gi_get_gpu_buffers(standalone, &again), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("not embedded");
+    CHECK_STATUS(kiln_gi_destroy(standalone), KILN_OK);
+    CHECK_STATUS(kiln_gi_destroy(gi), KILN_OK);
+    CHECK_STATUS(kiln_gi_get_gpu_buffers(gi, &again), KILN_ERROR_INVALID_HANDLE);
+    engine_buffer_destroy(e, &queries);
+    engine_buffer_destroy(e, &irradiance);
+    vkDestroyPipeline(e->device, pipeline, NULL);
+    vkDestroyPipelineLayout(e->device, layout, NULL);
+}
+
 int main(int argc, char **argv) {
     const char *spirv = argc > 1 ? argv[1] : ENGINE_TRACE_SPV;
-    const char *outdir = argc > 2 ? argv[2] : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    const char *spirv_gi = argc > 2 ? argv[2] : ENGINE_GI_SPV;
+    const char *outdir = argc > 3 ? argv[3] : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     KilnTracerId reference;
     int done = start_gpu_sample("embedded_shader", &reference);
     if (done >= 0) return done;
@@ -291,6 +395,7 @@ int main(int argc, char **argv) {
     CHECK(buffers.instance_count == 98 && buffers.version != version);
     compare(reference, pixel_rays, &hits, expected, 0, "after the scene grew:");
     CHECK(pixels_of(hits.mapped, 300, 379) > 0);
+    sample_probes(&e, tracer, reference, spirv_gi, hits.mapped, pixel_rays, outdir);
 
     /* Bad input: refused with a status, nothing changed. */
     CHECK_STATUS(kiln_tracer_record_update(tracer, NULL, 0), KILN_ERROR_NULL_POINTER);

@@ -206,6 +206,35 @@ void engine_buffer_destroy(struct engine *e, struct engine_buffer *b) {
     memset(b, 0, sizeof *b);
 }
 
+VkCommandBuffer engine_begin(struct engine *e) {
+    vkWaitForFences(e->device, 1, &e->fence[0], VK_TRUE, UINT64_MAX);
+    vkResetFences(e->device, 1, &e->fence[0]);
+    vkResetCommandBuffer(e->cmd[0], 0);
+    VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vkBeginCommandBuffer(e->cmd[0], &begin);
+    return e->cmd[0];
+}
+
+void engine_dispatch(VkCommandBuffer cmd, VkPipeline pipeline, VkPipelineLayout layout, const void *push,
+                     uint32_t push_bytes, uint32_t count) {
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
+    vkCmdDispatch(cmd, (count + 63) / 64, 1, 1);
+    VkMemoryBarrier to_host = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                               .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                               .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0,
+                         NULL, 0, NULL);
+}
+
+int engine_submit_and_wait(struct engine *e) {
+    vkEndCommandBuffer(e->cmd[0]);
+    VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
+                           .pCommandBuffers = &e->cmd[0]};
+    if (vkQueueSubmit(e->queue, 1, &submit, e->fence[0]) != VK_SUCCESS) return 1;
+    return vkWaitForFences(e->device, 1, &e->fence[0], VK_TRUE, UINT64_MAX) != VK_SUCCESS;
+}
+
 int engine_pipeline_create(struct engine *e, const char *path, uint32_t push_bytes, VkPipelineLayout *layout,
                            VkPipeline *pipeline) {
     *layout = VK_NULL_HANDLE, *pipeline = VK_NULL_HANDLE;

@@ -51,6 +51,18 @@ struct engine_buffer {
 int engine_buffer_create(struct engine *e, VkDeviceSize size, struct engine_buffer *out);
 void engine_buffer_destroy(struct engine *e, struct engine_buffer *b);
 
+/* Waits for slot 0's previous submission and begins its command buffer. */
+VkCommandBuffer engine_begin(struct engine *e);
+
+/* Records a dispatch of `pipeline` over `count` invocations (workgroups of 64) with
+ * `push_bytes` of push constants, then a barrier that makes its writes visible to
+ * the host. */
+void engine_dispatch(VkCommandBuffer cmd, VkPipeline pipeline, VkPipelineLayout layout, const void *push,
+                     uint32_t push_bytes, uint32_t count);
+
+/* Ends slot 0's command buffer, submits it and waits for it. 0 on success. */
+int engine_submit_and_wait(struct engine *e);
+
 /* A compute pipeline from the SPIR-V file at `path` (entry point "main") with
  * `push_bytes` of push constants and no descriptor sets. 0 on success. */
 int engine_pipeline_create(struct engine *e, const char *path, uint32_t push_bytes, VkPipelineLayout *layout,

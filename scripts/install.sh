@@ -5,7 +5,7 @@
 #   PREFIX/lib/libkiln.a, libkiln.so.<ABI>, libkiln.so -> libkiln.so.<ABI>
 #   PREFIX/lib/pkgconfig/kiln.pc
 #   PREFIX/lib/cmake/kiln/kilnConfig.cmake, kilnConfigVersion.cmake
-#   PREFIX/share/kiln/glsl/kiln_trace.glsl (+ the two files it includes)
+#   PREFIX/share/kiln/glsl/kiln_trace.glsl, kiln_ddgi.glsl (+ the two files they include)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix=${1:?usage: scripts/install.sh PREFIX}
@@ -20,7 +20,7 @@ target=${CARGO_TARGET_DIR:-target}/release
 install -d "$prefix/include" "$prefix/lib/pkgconfig" "$prefix/lib/cmake/kiln" "$prefix/share/kiln/glsl"
 install -m 644 include/kiln.h "$prefix/include/kiln.h"
 install -m 644 vulkan-shaders/include/kiln_layout.glsl vulkan-shaders/include/kiln_buffers.glsl \
-    vulkan-shaders/include/kiln_trace.glsl "$prefix/share/kiln/glsl/"
+    vulkan-shaders/include/kiln_trace.glsl vulkan-shaders/include/kiln_ddgi.glsl "$prefix/share/kiln/glsl/"
 install -m 644 "$target/libkiln.a" "$prefix/lib/libkiln.a"
 install -m 755 "$target/libkiln.so" "$prefix/lib/libkiln.so.$abi"
 ln -sfn "libkiln.so.$abi" "$prefix/lib/libkiln.so"

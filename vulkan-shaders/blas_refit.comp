@@ -16,12 +16,12 @@ void main() {
         return;
     }
     Nodes nodes = Nodes(pc.nodes);
-    Uints parents = Uints(pc.parents);
-    Uints triangles = Uints(pc.triangles);
+    KilnUints parents = KilnUints(pc.parents);
+    KilnUints triangles = KilnUints(pc.triangles);
     KilnFloats positions = KilnFloats(pc.positions);
     Counters counters = Counters(pc.counters);
 
-    uint node = Uints(pc.leaves).v[k];
+    uint node = KilnUints(pc.leaves).v[k];
     uint first = nodes.v[node].a;
     uint count = nodes.v[node].b;
     vec3 lo = vec3(uintBitsToFloat(0x7f800000u));

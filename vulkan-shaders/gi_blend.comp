@@ -6,23 +6,23 @@
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "include/common.glsl"
-#include "include/gi.glsl"
+#include "include/kiln_ddgi.glsl"
 
 KILN_PUSH_GI_UPDATE;
 
 void main() {
-    KilnGiUpdateParams P = GiParamsRef(pc.params).p;
+    KilnGiUpdateParams P = KilnGiParamsRef(pc.params).p;
     uint s = gl_GlobalInvocationID.x;
     if (s >= P.count) {
         return;
     }
     uint n = P.rays_per_probe;
-    GiSh target;
+    KilnGiSh target;
     for (uint k = 0u; k < 4u; ++k) {
         target.c[k] = vec3(0.0);
     }
     for (uint j = 0u; j < n; ++j) {
-        vec4 y = gi_sh_basis(Vec4s(P.dirs).v[j].xyz);
+        vec4 y = kiln_gi_sh_basis(Vec4s(P.dirs).v[j].xyz);
         vec3 l = Vec4s(P.radiance).v[s * n + j].xyz;
         for (uint k = 0u; k < 4u; ++k) {
             target.c[k] += y[k] * l;
@@ -32,25 +32,25 @@ void main() {
     for (uint k = 0u; k < 4u; ++k) {
         target.c[k] *= w;
     }
-    int slot = gi_irradiance_slot(P, gi_slot_probe(P, s));
+    int slot = kiln_gi_irradiance_slot(P, kiln_gi_slot_probe(P, s));
     if (slot < 0 || uint(slot) >= P.live_count) {
         return;
     }
-    GiIrradiance store = GiIrradiance(P.irradiance);
+    KilnGiIrradiance store = KilnGiIrradiance(P.irradiance);
     uvec4 old = store.v[slot];
     uvec4 packed;
     if (old == uvec4(0u)) {
         for (uint k = 0u; k < 4u; ++k) {
-            packed[k] = gi_pack_word(gi_sh_field(target, k), k == 0u);
+            packed[k] = kiln_gi_pack_word(kiln_gi_sh_field(target, k), k == 0u);
         }
     } else {
-        GiSh prev = gi_unpack_sh(old);
-        GiSh value;
+        KilnGiSh prev = kiln_gi_unpack_sh(old);
+        KilnGiSh value;
         for (uint k = 0u; k < 4u; ++k) {
             value.c[k] = target.c[k] + (prev.c[k] - target.c[k]) * P.hysteresis;
         }
         for (uint k = 0u; k < 4u; ++k) {
-            packed[k] = gi_pack_toward(gi_sh_field(value, k), gi_sh_field(target, k), old[k], k == 0u);
+            packed[k] = kiln_gi_pack_toward(kiln_gi_sh_field(value, k), kiln_gi_sh_field(target, k), old[k], k == 0u);
         }
     }
     store.v[slot] = packed;

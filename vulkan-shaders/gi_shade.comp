@@ -5,7 +5,7 @@
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "include/common.glsl"
-#include "include/gi.glsl"
+#include "include/kiln_ddgi.glsl"
 
 KILN_PUSH_GI_UPDATE;
 
@@ -14,7 +14,7 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Hi
 layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer Vec4sOut { vec4 v[]; };
 
 void main() {
-    KilnGiUpdateParams P = GiParamsRef(pc.params).p;
+    KilnGiUpdateParams P = KilnGiParamsRef(pc.params).p;
     uint i = gl_GlobalInvocationID.x;
     if (i >= P.count * P.rays_per_probe) {
         return;
@@ -31,7 +31,7 @@ void main() {
         vec3 sun = vec3(P.sun_x, P.sun_y, P.sun_z);
         vec3 p = ray.origin + ray.dir * hit.t;
         float lit = shadow.instance == KILN_NO_HIT ? max(dot(hit.normal, sun), 0.0) : 0.0;
-        vec3 bounce = gi_sample(P, p, hit.normal, -ray.dir);
+        vec3 bounce = kiln_gi_sample(P, p, hit.normal, -ray.dir);
         vec3 albedo = hit.instance < P.albedo_count ? Vec4s(P.albedo).v[hit.instance].xyz
                                                     : vec3(P.albedo_r, P.albedo_g, P.albedo_b);
         radiance = albedo * 0.318309886 * (vec3(P.sun_r, P.sun_g, P.sun_b) * lit + bounce);

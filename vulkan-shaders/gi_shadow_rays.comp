@@ -4,7 +4,7 @@
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "include/common.glsl"
-#include "include/gi.glsl"
+#include "include/kiln_ddgi.glsl"
 
 KILN_PUSH_GI_UPDATE;
 
@@ -13,7 +13,7 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Hi
 layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer RaysOut { KilnRay v[]; };
 
 void main() {
-    KilnGiUpdateParams P = GiParamsRef(pc.params).p;
+    KilnGiUpdateParams P = KilnGiParamsRef(pc.params).p;
     uint i = gl_GlobalInvocationID.x;
     if (i >= P.count * P.rays_per_probe) {
         return;
@@ -31,9 +31,9 @@ void main() {
         shadow.t_max = 1.0;
         shadow.mask = 0u;
     } else {
-        shadow.origin = ray.origin + ray.dir * hit.t + hit.normal * GI_SHADOW_OFFSET;
+        shadow.origin = ray.origin + ray.dir * hit.t + hit.normal * KILN_GI_SHADOW_OFFSET;
         shadow.dir = vec3(P.sun_x, P.sun_y, P.sun_z);
-        shadow.t_max = GI_PROBE_RAY_MAX;
+        shadow.t_max = KILN_GI_PROBE_RAY_MAX;
         shadow.mask = 0xffffffffu;
     }
     RaysOut(P.shadow_rays).v[i] = shadow;

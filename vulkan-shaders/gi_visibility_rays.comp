@@ -4,7 +4,7 @@
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "include/common.glsl"
-#include "include/gi.glsl"
+#include "include/kiln_ddgi.glsl"
 
 KILN_PUSH_GI_BAKE;
 
@@ -12,20 +12,20 @@ layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer R
 
 void main() {
     uint i = gl_GlobalInvocationID.x;
-    if (i >= pc.count * GI_BAKE_RAYS) {
+    if (i >= pc.count * KILN_GI_BAKE_RAYS) {
         return;
     }
-    uint probe = pc.first + i / GI_BAKE_RAYS;
-    uint r = i % GI_BAKE_RAYS;
-    uint per_texel = GI_BAKE_SUBSAMPLES * GI_BAKE_SUBSAMPLES;
+    uint probe = pc.first + i / KILN_GI_BAKE_RAYS;
+    uint r = i % KILN_GI_BAKE_RAYS;
+    uint per_texel = KILN_GI_BAKE_SUBSAMPLES * KILN_GI_BAKE_SUBSAMPLES;
     uint t = r / per_texel;
     uint k = r % per_texel;
-    uint sx = (t % 16u) * GI_BAKE_SUBSAMPLES + k % GI_BAKE_SUBSAMPLES;
-    uint sy = (t / 16u) * GI_BAKE_SUBSAMPLES + k / GI_BAKE_SUBSAMPLES;
-    float step_uv = 2.0 / float(16u * GI_BAKE_SUBSAMPLES);
-    vec3 dir = gi_oct_decode(vec2((float(sx) + 0.5) * step_uv - 1.0, (float(sy) + 0.5) * step_uv - 1.0));
-    uint linear = Uints(pc.probes).v[probe];
-    vec3 origin = gi_grid_position(linear, vec3(pc.origin_x, pc.origin_y, pc.origin_z), pc.spacing, pc.dims_x, pc.dims_z);
+    uint sx = (t % 16u) * KILN_GI_BAKE_SUBSAMPLES + k % KILN_GI_BAKE_SUBSAMPLES;
+    uint sy = (t / 16u) * KILN_GI_BAKE_SUBSAMPLES + k / KILN_GI_BAKE_SUBSAMPLES;
+    float step_uv = 2.0 / float(16u * KILN_GI_BAKE_SUBSAMPLES);
+    vec3 dir = kiln_gi_oct_decode(vec2((float(sx) + 0.5) * step_uv - 1.0, (float(sy) + 0.5) * step_uv - 1.0));
+    uint linear = KilnUints(pc.probes).v[probe];
+    vec3 origin = kiln_gi_grid_position(linear, vec3(pc.origin_x, pc.origin_y, pc.origin_z), pc.spacing, pc.dims_x, pc.dims_z);
     KilnRay ray;
     ray.origin = origin;
     ray.t_min = 0.0;

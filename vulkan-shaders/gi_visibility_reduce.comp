@@ -4,7 +4,7 @@
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "include/common.glsl"
-#include "include/gi.glsl"
+#include "include/kiln_ddgi.glsl"
 
 KILN_PUSH_GI_BAKE;
 
@@ -13,10 +13,10 @@ layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer Ve
 
 void main() {
     uint i = gl_GlobalInvocationID.x;
-    if (i >= pc.count * GI_TEXELS) {
+    if (i >= pc.count * KILN_GI_TEXELS) {
         return;
     }
-    uint per_texel = GI_BAKE_SUBSAMPLES * GI_BAKE_SUBSAMPLES;
+    uint per_texel = KILN_GI_BAKE_SUBSAMPLES * KILN_GI_BAKE_SUBSAMPLES;
     HitsIn hits = HitsIn(pc.hits);
     vec2 sum = vec2(0.0);
     for (uint k = 0u; k < per_texel; ++k) {
@@ -32,5 +32,5 @@ void main() {
         sum.x += depth;
         sum.y += depth * depth;
     }
-    Vec2sOut(pc.maps).v[pc.first * GI_TEXELS + i] = sum / float(per_texel);
+    Vec2sOut(pc.maps).v[pc.first * KILN_GI_TEXELS + i] = sum / float(per_texel);
 }

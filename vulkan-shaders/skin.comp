@@ -17,7 +17,7 @@ void main() {
         return;
     }
     vec3 rest = kiln_load_vec3(KilnFloats(pc.rest), v);
-    Uints joints = Uints(pc.joints);
+    KilnUints joints = KilnUints(pc.joints);
     uint packed[2] = uint[2](joints.v[2u * v], joints.v[2u * v + 1u]);
     vec4 w = Vec4s(pc.weights).v[v];
     Vec4s bones = Vec4s(pc.bones);

@@ -33,7 +33,9 @@ use crate::abi::{ffi_call, non_null, read_def, write_out, Error, KilnStatus, KIL
 use crate::handles::{HandleTable, Lendable};
 use crate::types::KilnVec3;
 
+use crate::embedded::KilnGpuBuffer;
 use crate::tracer::{gpu_error, with_tracer, KilnTracerId};
+use kiln_core::gpu::vk;
 
 /// Handle to a DDGI probe volume. `{0, 0}` is the null handle. Pass by value.
 #[repr(C)]
@@ -456,6 +458,73 @@ pub unsafe extern "C" fn kiln_gi_get_stats(gi: KilnGiId, out_stats: *mut KilnGiS
                 bytes: s.bytes,
                 visibility_bytes: s.visibility_bytes,
                 visibility_bytes_uncompressed: s.visibility_bytes_uncompressed,
+            },
+        )
+    })
+}
+
+/// A probe volume's device data, from `kiln_gi_get_gpu_buffers`: what an engine's
+/// shader needs to sample irradiance with `kiln_gi_irradiance()` from the installed
+/// `kiln_ddgi.glsl` (`share/kiln/glsl`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KilnGiBuffers {
+    /// The sampling parameters (`KilnGiUpdateParams`, 272 bytes): the grid, the
+    /// bias and the addresses of the data below. Pass its `device_address` to
+    /// `kiln_gi_irradiance` (a `uvec2`).
+    pub params: KilnGpuBuffer,
+    /// Packed irradiance (16 bytes per live probe).
+    pub irradiance: KilnGpuBuffer,
+    /// The compressed visibility's block table.
+    pub visibility_blocks: KilnGpuBuffer,
+    /// Changes whenever any buffer the parameters point at is made anew (a bake)
+    /// or the parameters changed: descriptors holding the handles must then be
+    /// rewritten. Addresses pushed every frame need nothing.
+    pub version: u64,
+}
+
+/// Writes the device data of a probe volume on an embedded tracer's device to
+/// `out_buffers` (see `KilnGiBuffers`), so that the engine's shaders sample the
+/// probes' irradiance, weighted by visibility, with `kiln_gi_irradiance()` from
+/// `kiln_ddgi.glsl`: the values `kiln_gi_sample` returns with `visibility` true,
+/// within float rounding. The data is the volume's as of the last bake or update;
+/// an update (`kiln_gi_update`) changes the irradiance in place, a bake makes new
+/// buffers (a new `version`). Call it again after either. The engine only reads them; commands
+/// recorded after the call see Kiln's earlier work (`kiln_gi_update` completes it
+/// before returning).
+///
+/// Refused (`KILN_ERROR_INVALID_ARGUMENT`) for a volume whose tracer is not embedded:
+/// its buffers live on Kiln's own device.
+///
+/// Pointers: `out_buffers` is writable.
+///
+/// Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+#[no_mangle]
+pub unsafe extern "C" fn kiln_gi_get_gpu_buffers(gi: KilnGiId, out_buffers: *mut KilnGiBuffers) -> KilnStatus {
+    ffi_call("kiln_gi_get_gpu_buffers", || {
+        non_null(out_buffers, "out_buffers")?;
+        let buffers = with_gi(gi, |volume, tracer| {
+            if !tracer.gpu().is_embedded() {
+                return Err(Error::new(
+                    KILN_ERROR_INVALID_ARGUMENT,
+                    "the volume's tracer is not embedded (kiln_tracer_create_embedded); its buffers live on Kiln's own device",
+                ));
+            }
+            volume.gpu_buffers(tracer).map_err(gpu_error)
+        })?;
+        let view = |b: kiln_core::gpu::BufferView| KilnGpuBuffer {
+            buffer: vk::Handle::as_raw(b.buffer),
+            size: b.size,
+            device_address: b.address,
+        };
+        write_out(
+            out_buffers,
+            "out_buffers",
+            KilnGiBuffers {
+                params: view(buffers.params),
+                irradiance: view(buffers.irradiance),
+                visibility_blocks: view(buffers.visibility_blocks),
+                version: buffers.version,
             },
         )
     })

@@ -521,7 +521,7 @@ static KilnStatus snapshot_call(Pools *p, const char **what) {
 
 static KilnStatus gi_call(Pools *p, const char **what) {
     KilnGiId g = below(12) ? p->gi : (KilnGiId){below(3), below(3)};
-    switch (below(7)) {
+    switch (below(8)) {
     case 0: {
         if (kiln_gi_is_valid(p->gi)) {
             if (below(10)) break;
@@ -565,6 +565,11 @@ static KilnStatus gi_call(Pools *p, const char **what) {
         KilnGiStats stats;
         *what = "kiln_gi_get_stats";
         return kiln_gi_get_stats(g, below(20) ? &stats : NULL);
+    }
+    case 7: {
+        KilnGiBuffers buffers; /* the pool's tracer is standalone: refused */
+        *what = "kiln_gi_get_gpu_buffers";
+        return kiln_gi_get_gpu_buffers(g, below(20) ? &buffers : NULL);
     }
     default: {
         KilnVec3 points[8], normals[8], views[8], out[8];

@@ -12,7 +12,6 @@
 // so the Rust side is the only place it is written.
 layout(local_size_x_id = 0) in;
 
-layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Uints { uint v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer FloatsOut { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Vec4s { vec4 v[]; };
 // Coherent: written by one invocation and read by another after an atomic handshake.

@@ -1,6 +1,6 @@
 // Buffer-reference types and helpers shared by Kiln's kernels and an engine's own
 // shaders (installed with the package as share/kiln/glsl/kiln_buffers.glsl; included
-// by kiln_trace.glsl). Buffers are reached through device addresses held as uvec2
+// by kiln_trace.glsl and kiln_ddgi.glsl). Buffers are reached through device addresses held as uvec2
 // (GL_EXT_buffer_reference_uvec2), so no shader needs 64-bit integers. Every name
 // starts with Kiln / kiln_ / KILN_, so the file can join any shader.
 #ifndef KILN_BUFFERS_GLSL
@@ -11,6 +11,7 @@
 
 #include "kiln_layout.glsl"
 
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer KilnUints { uint v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer KilnFloats { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer KilnInstances { KilnInstance v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer KilnBlasRefs { KilnBlasRef v[]; };

@@ -326,7 +326,7 @@ impl GiUpdater {
             count,
             rays_per_probe: n,
             hysteresis: params.hysteresis,
-            ..field_params(field, s)
+            ..field_params(field, s.slots.address())
         };
         let (dirs, albedo) = (&mut self.dirs, &mut self.albedo);
         dirs.clear();
@@ -421,7 +421,7 @@ impl GiUpdater {
             dirs: s.dirs.address(),
             count,
             rays_per_probe: n,
-            ..field_params(field, s)
+            ..field_params(field, s.slots.address())
         };
         let dirs: Vec<[f32; 4]> = dirs.iter().map(|d| [d[0], d[1], d[2], 0.0]).collect();
         let push = GiUpdatePush { params: s.params.address() };
@@ -474,10 +474,10 @@ impl GiUpdater {
 /// The parameters that say where `field` lies on the device (its grid, placement,
 /// irradiance and compressed visibility) and the update's probe slots; the rest
 /// zero.
-fn field_params(field: &GpuProbeField, scratch: &Scratch) -> GiUpdateParams {
+fn field_params(field: &GpuProbeField, slots: u64) -> GiUpdateParams {
     let (grid, vis) = (field.grid, &field.visibility);
     GiUpdateParams {
-        slots: scratch.slots.address(),
+        slots,
         mask: field.mask.address(),
         rank: field.rank.address(),
         irradiance: field.irradiance.address(),
@@ -500,6 +500,12 @@ fn field_params(field: &GpuProbeField, scratch: &Scratch) -> GiUpdateParams {
         table_layout: vis.table_layout,
         ..GiUpdateParams::default()
     }
+}
+
+/// What `kiln_ddgi.glsl`'s `kiln_gi_irradiance` reads: where `field` lies, the
+/// sampling bias, visibility weighting on.
+pub(crate) fn sample_params(field: &GpuProbeField, bias: f32) -> GiUpdateParams {
+    GiUpdateParams { bias, visibility: 1, ..field_params(field, 0) }
 }
 
 /// Refuses an update the kernels cannot run or that would store garbage.

@@ -14,11 +14,13 @@
 //! update. Dead probes (a bake found nothing within their clip distance) keep no
 //! irradiance, are not updated and are not sampled (`gi/field.rs`).
 
+use super::buffer::GpuBuffer;
 use super::error::GpuError;
 use super::gi_bake::GiBaker;
 use super::gi_compress::{GiCompressor, GpuVisibility, MAX_COMPRESS_BATCH};
-use super::gi_update::{GiUpdater, GpuProbeField, MAX_RAYS_PER_PROBE};
-use super::ray_tracer::RayTracer;
+use super::gi_update::{sample_params, GiUpdater, GpuProbeField, MAX_RAYS_PER_PROBE};
+use super::layout::GiUpdateParams;
+use super::ray_tracer::{BufferView, RayTracer};
 use crate::gi::compress::{CompressParams, ProbeOrder};
 use crate::gi::update::{GiLighting, UpdateParams};
 use crate::gi::{ProbeField, ProbeGrid, ProbeVolume, SampleParams, OCT_TEXELS};
@@ -50,6 +52,22 @@ pub struct GiStats {
     pub baked: bool,
 }
 
+/// The device data an engine's shader samples irradiance from
+/// (`kiln_ddgi.glsl`, [`GiVolume::gpu_buffers`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GiBuffers {
+    /// One `GiUpdateParams` (`KilnGiUpdateParams`): the grid, the sampling bias
+    /// and the addresses of everything below; `kiln_gi_irradiance` takes its address.
+    pub params: BufferView,
+    /// Packed SH per live probe.
+    pub irradiance: BufferView,
+    /// The compressed visibility's block table.
+    pub visibility_blocks: BufferView,
+    /// Changes whenever any buffer the parameters point at is made anew (a bake)
+    /// or the parameters change.
+    pub version: u64,
+}
+
 /// Most probes in one volume: the bake holds every probe's uncompressed map (2 KiB
 /// of f32 pairs) on the device while it runs, 1 GiB at this count.
 pub const MAX_VOLUME_PROBES: u32 = 1 << 19;
@@ -74,6 +92,10 @@ pub struct GiVolume {
     last_update_probes: u32,
     irradiance_stale: bool,
     baked: bool,
+    /// The sampling parameters on the device and what they hold
+    /// ([`GiVolume::gpu_buffers`]), made on first use.
+    gpu_params: Option<(GpuBuffer, GiUpdateParams)>,
+    gpu_version: u64,
 }
 
 impl GiVolume {
@@ -109,6 +131,8 @@ impl GiVolume {
             last_update_probes: 0,
             irradiance_stale: false,
             baked: false,
+            gpu_params: None,
+            gpu_version: 0,
             field,
         })
     }
@@ -198,6 +222,30 @@ impl GiVolume {
     ) -> Result<Vec<[f32; 3]>, GpuError> {
         let field = self.field(tracer)?;
         Ok(points.iter().map(|&(p, n, v)| field.sample(p, n, v, params)).collect())
+    }
+
+    /// The device data an engine's shaders sample irradiance from: the parameters
+    /// block (written anew, and the version bumped, when the field's buffers or
+    /// the sampling bias changed), the irradiance and the visibility blocks.
+    pub fn gpu_buffers(&mut self, tracer: &mut RayTracer) -> Result<GiBuffers, GpuError> {
+        let want = sample_params(&self.device, self.params.sample.bias);
+        let fresh =
+            self.gpu_params.as_ref().is_some_and(|(_, had)| bytemuck::bytes_of(had) == bytemuck::bytes_of(&want));
+        if !fresh {
+            let buffer = tracer.gpu_mut().buffer_from("gi sample params", &[want])?;
+            if let Some((old, _)) = self.gpu_params.replace((buffer, want)) {
+                tracer.gpu_mut().defer_drop(old);
+            }
+            self.gpu_version += 1;
+        }
+        let view = |b: &GpuBuffer| BufferView { buffer: b.raw(), size: b.size(), address: b.address() };
+        let (params, _) = self.gpu_params.as_ref().expect("made above");
+        Ok(GiBuffers {
+            params: view(params),
+            irradiance: view(&self.device.irradiance),
+            visibility_blocks: view(&self.device.visibility.blocks),
+            version: self.gpu_version,
+        })
     }
 
     pub fn stats(&self) -> GiStats {
