@@ -2916,12 +2916,13 @@ typedef struct KilnEmbeddedDef {
      */
     void *device;
     /**
-     * A queue family with compute. The tracer's scene changes and traces never
-     * submit work of their own (they are recorded into the engine's command
-     * buffers); Kiln's other GPU work on an embedded device (the DDGI volume, the
-     * integrated frame) still goes to queue `queue_index` of this family, from the
-     * calling thread, inside the call that needs it; the engine must not use that
-     * queue from another thread meanwhile. Default 0.
+     * A queue family with compute. The tracer's scene changes and traces, and
+     * `kiln_gi_record_update`, never submit work of their own (they are recorded
+     * into the engine's command buffers); Kiln's other GPU work on an embedded
+     * device (`kiln_gi_bake`, `kiln_gi_update`, the first `kiln_gi_get_gpu_buffers`
+     * after a bake, the integrated frame) still goes to queue `queue_index` of this
+     * family, from the calling thread, inside the call that needs it; the engine
+     * must not use that queue from another thread meanwhile. Default 0.
      */
     uint32_t queue_family;
     /**
@@ -5780,6 +5781,30 @@ KilnStatus kiln_gi_bake(struct KilnGiId gi);
  * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_gi_update(struct KilnGiId gi, uint32_t *out_updated);
+
+/**
+ * Embedded mode: records one update (as `kiln_gi_update`: the next probes, round
+ * robin, after the tracer's scene update when the scene changed) into the engine's
+ * `command_buffer` for `frame_slot`, followed by a read-back of the probes'
+ * irradiance; nothing is submitted on the engine's queue. Writes the number of
+ * probes the update refreshes to `out_updated` (when not NULL).
+ *
+ * The contract is `kiln_tracer_record_trace`'s (slots, order, entry and exit
+ * barriers: an engine's shader recorded after this call may sample the new
+ * irradiance, see `kiln_gi_get_gpu_buffers`). `kiln_gi_sample` and
+ * `kiln_gi_get_stats` read the recorded irradiance: call them once the engine's
+ * submission completed and before the slot is recorded again. A volume on a
+ * standalone tracer is refused (`KILN_ERROR_INVALID_ARGUMENT`): use `kiln_gi_update`.
+ *
+ * Pointers: `command_buffer` is a recording `VkCommandBuffer` of the tracer's
+ * device, outside a render pass; `out_updated` is NULL or writable.
+ *
+ * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_gi_record_update(struct KilnGiId gi,
+                                 void *command_buffer,
+                                 uint32_t frame_slot,
+                                 uint32_t *out_updated);
 
 /**
  * Irradiance at `count` surface points: `points[i]` with unit-length normal

@@ -35,7 +35,8 @@ use crate::types::KilnVec3;
 
 use crate::embedded::KilnGpuBuffer;
 use crate::tracer::{gpu_error, with_tracer, KilnTracerId};
-use kiln_core::gpu::vk;
+use kiln_core::gpu::vk::{self, Handle};
+use std::ffi::c_void;
 
 /// Handle to a DDGI probe volume. `{0, 0}` is the null handle. Pass by value.
 #[repr(C)]
@@ -367,6 +368,50 @@ pub unsafe extern "C" fn kiln_gi_update(gi: KilnGiId, out_updated: *mut u32) -> 
     })
 }
 
+/// Embedded mode: records one update (as `kiln_gi_update`: the next probes, round
+/// robin, after the tracer's scene update when the scene changed) into the engine's
+/// `command_buffer` for `frame_slot`, followed by a read-back of the probes'
+/// irradiance; nothing is submitted on the engine's queue. Writes the number of
+/// probes the update refreshes to `out_updated` (when not NULL).
+///
+/// The contract is `kiln_tracer_record_trace`'s (slots, order, entry and exit
+/// barriers: an engine's shader recorded after this call may sample the new
+/// irradiance, see `kiln_gi_get_gpu_buffers`). `kiln_gi_sample` and
+/// `kiln_gi_get_stats` read the recorded irradiance: call them once the engine's
+/// submission completed and before the slot is recorded again. A volume on a
+/// standalone tracer is refused (`KILN_ERROR_INVALID_ARGUMENT`): use `kiln_gi_update`.
+///
+/// Pointers: `command_buffer` is a recording `VkCommandBuffer` of the tracer's
+/// device, outside a render pass; `out_updated` is NULL or writable.
+///
+/// Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+#[no_mangle]
+pub unsafe extern "C" fn kiln_gi_record_update(
+    gi: KilnGiId,
+    command_buffer: *mut c_void,
+    frame_slot: u32,
+    out_updated: *mut u32,
+) -> KilnStatus {
+    ffi_call("kiln_gi_record_update", || {
+        non_null(command_buffer.cast_const(), "command_buffer")?;
+        let cmd = vk::CommandBuffer::from_raw(command_buffer as u64);
+        let updated = with_gi(gi, |volume, tracer| {
+            if !tracer.gpu().is_embedded() {
+                return Err(Error::new(
+                    KILN_ERROR_INVALID_ARGUMENT,
+                    "the volume's tracer is not embedded (kiln_tracer_create_embedded); use kiln_gi_update",
+                ));
+            }
+            // SAFETY: per the contract above.
+            unsafe { volume.record_update(tracer, cmd, frame_slot) }.map_err(gpu_error)
+        })?;
+        if !out_updated.is_null() {
+            write_out(out_updated, "out_updated", updated)?;
+        }
+        Ok(())
+    })
+}
+
 /// Irradiance at `count` surface points: `points[i]` with unit-length normal
 /// `normals[i]`, seen from unit direction `views[i]` (surface toward the eye; NULL:
 /// the normals). With `visibility` false the probes' depth maps are ignored, which
@@ -513,7 +558,7 @@ pub unsafe extern "C" fn kiln_gi_get_gpu_buffers(gi: KilnGiId, out_buffers: *mut
             volume.gpu_buffers(tracer).map_err(gpu_error)
         })?;
         let view = |b: kiln_core::gpu::BufferView| KilnGpuBuffer {
-            buffer: vk::Handle::as_raw(b.buffer),
+            buffer: b.buffer.as_raw(),
             size: b.size,
             device_address: b.address,
         };

@@ -521,7 +521,7 @@ static KilnStatus snapshot_call(Pools *p, const char **what) {
 
 static KilnStatus gi_call(Pools *p, const char **what) {
     KilnGiId g = below(12) ? p->gi : (KilnGiId){below(3), below(3)};
-    switch (below(8)) {
+    switch (below(9)) {
     case 0: {
         if (kiln_gi_is_valid(p->gi)) {
             if (below(10)) break;
@@ -570,6 +570,14 @@ static KilnStatus gi_call(Pools *p, const char **what) {
         KilnGiBuffers buffers; /* the pool's tracer is standalone: refused */
         *what = "kiln_gi_get_gpu_buffers";
         return kiln_gi_get_gpu_buffers(g, below(20) ? &buffers : NULL);
+    }
+    case 8: {
+        /* Standalone: refused before the command buffer is touched (a stand-in). */
+        int stand_in = 0;
+        uint32_t updated;
+        *what = "kiln_gi_record_update";
+        return kiln_gi_record_update(g, below(2) ? (void *)&stand_in : NULL, below(4) ? below(3) : next(),
+                                     below(2) ? &updated : NULL);
     }
     default: {
         KilnVec3 points[8], normals[8], views[8], out[8];

@@ -562,3 +562,55 @@ fn gi_volume_updates_its_budget_round_robin_and_handles_an_empty_volume() {
     assert_eq!(volume.device.read_irradiance(tracer.gpu_mut()).unwrap(), kept);
     assert_validation_clean(tracer.gpu());
 }
+
+/// On an engine's device, an update recorded into the engine's command buffer (with
+/// its irradiance read-back) submits nothing and leaves the probes exactly as the
+/// same update submitted on a standalone device does.
+#[test]
+fn gi_update_recorded_into_the_engines_command_buffer_matches_a_submitted_one() {
+    use super::tests::EngineDevice;
+    use crate::gi::ProbeGrid;
+    let Some(gpu) = test_gpu("gi_update_recorded_into_the_engines_command_buffer_matches_a_submitted_one") else {
+        return;
+    };
+    let engine = EngineDevice::new(2).expect("the engine's own device on the same driver");
+    // SAFETY: the engine's handles are live and outlive the tracer (dropped first).
+    let mut embedded = unsafe { RayTracer::embedded(&engine.describe(2)) }.unwrap();
+    let mut standalone = RayTracer::with_gpu(gpu).unwrap();
+    add_walled_room(&mut embedded);
+    add_walled_room(&mut standalone);
+    let grid = ProbeGrid::covering(glam::Vec3::new(-3.0, 0.0, -3.0), glam::Vec3::new(7.0, 4.0, 7.0), 1.0).unwrap();
+    let mut recorded = GiVolume::new(&mut embedded, grid, Some(1.5)).unwrap();
+    let mut submitted = GiVolume::new(&mut standalone, grid, Some(1.5)).unwrap();
+    for volume in [&mut recorded, &mut submitted] {
+        volume.params.rays_per_probe = 32;
+        volume.probes_per_frame = 64;
+    }
+    recorded.bake(&mut embedded).unwrap();
+    submitted.bake(&mut standalone).unwrap();
+    let before = embedded.gpu().submissions();
+    for frame in 0..4 {
+        let slot = frame % 2;
+        let cmd = engine.begin(slot);
+        // SAFETY: a recording command buffer of the engine's device for `slot`.
+        let count = unsafe { recorded.record_update(&mut embedded, cmd, slot as u32) }.unwrap();
+        engine.submit(slot);
+        engine.wait_all();
+        assert_eq!(count, submitted.update(&mut standalone).unwrap());
+        let want = submitted.field(&mut standalone).unwrap().irradiance.clone();
+        assert!(want.iter().any(|w| *w != crate::gi::UNLIT));
+        assert!(recorded.field(&mut embedded).unwrap().irradiance == want, "frame {frame}");
+    }
+    assert_eq!(embedded.gpu().submissions(), before, "recorded updates and their read-backs submit nothing");
+    // A volume on a standalone tracer is refused, before the command buffer is used.
+    let cmd = engine.begin(0);
+    // SAFETY: refused before `cmd` is touched.
+    assert!(unsafe { submitted.record_update(&mut standalone, cmd, 0) }.is_err());
+    // SAFETY: as above; slot 2 of 2.
+    assert!(unsafe { recorded.record_update(&mut embedded, cmd, 2) }.is_err());
+    engine.submit(0);
+    engine.wait_all();
+    assert_validation_clean(embedded.gpu());
+    drop(embedded);
+    assert_eq!(engine.messages(), Vec::<String>::new(), "the engine's validation layer saw nothing wrong");
+}

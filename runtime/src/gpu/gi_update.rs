@@ -27,8 +27,10 @@ use super::kernel::Kernel;
 use super::layout::{GiUpdateParams, GiUpdatePush};
 use super::queue::Gpu;
 use super::ray_tracer::{RayTracer, MAX_TRACE_BATCH};
-use super::recorder::Use;
+use super::recorder::{Download, Recorder, Use};
+use super::scene::GpuScene;
 use super::shaders;
+use super::trace::Tracer;
 use crate::gi::bits::PackedInts;
 use crate::gi::bits::RankedBits;
 use crate::gi::compress::{CompressedVisibility, ProbeIndex, QUADRANTS};
@@ -290,10 +292,54 @@ impl GiUpdater {
         frame: u32,
         probes: &[u32],
     ) -> Result<(), GpuError> {
+        // SAFETY: a submission of Kiln's own puts no obligation on the caller.
+        unsafe { self.run(tracer, field, lighting, params, frame, probes, None) }.map(|_| ())
+    }
+
+    /// Embedded mode: records the update (with the scene's, when it changed) into
+    /// the engine's `cmd` for frame slot `slot`, followed by a read-back of every
+    /// live probe's irradiance (16 bytes each), readable from the returned download
+    /// once the engine's submission completed. `None` when there was nothing to
+    /// update.
+    ///
+    /// # Safety
+    /// As [`super::Gpu::record_into`].
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn record_update(
+        &mut self,
+        tracer: &mut RayTracer,
+        field: &GpuProbeField,
+        lighting: &GiLighting,
+        params: &UpdateParams,
+        frame: u32,
+        probes: &[u32],
+        cmd: ash::vk::CommandBuffer,
+        slot: u32,
+    ) -> Result<Option<Download>, GpuError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.run(tracer, field, lighting, params, frame, probes, Some((cmd, slot))) }
+    }
+
+    /// The update, submitted or (`into`) recorded into an engine's command buffer
+    /// with the irradiance read-back.
+    ///
+    /// # Safety
+    /// With `into`, as [`super::Gpu::record_into`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn run(
+        &mut self,
+        tracer: &mut RayTracer,
+        field: &GpuProbeField,
+        lighting: &GiLighting,
+        params: &UpdateParams,
+        frame: u32,
+        probes: &[u32],
+        into: Option<(ash::vk::CommandBuffer, u32)>,
+    ) -> Result<Option<Download>, GpuError> {
         check_update(field, lighting, params, probes)?;
         let count = probes.len() as u32;
         if count == 0 {
-            return Ok(());
+            return Ok(None);
         }
         let n = params.rays_per_probe;
         let rays = count * n;
@@ -366,7 +412,8 @@ impl GiUpdater {
             read(&s.radiance),
             write(&field.irradiance),
         ];
-        tracer.submit_with_scene_async("kiln gi update", |rec, scene, trace| {
+        let live_bytes = 16 * u64::from(field.live_count());
+        let passes = |rec: &mut Recorder<'_>, scene: &GpuScene, trace: &Tracer| {
             rec.pass("gi probe rays", |rec| {
                 rec.upload(&s.params, 0, bytemuck::bytes_of(&p))?;
                 rec.upload(&s.dirs, 0, bytemuck::cast_slice(dirs))?;
@@ -378,8 +425,19 @@ impl GiUpdater {
             rec.pass("gi shadow rays", |rec| rec.dispatch_threads(kernels.1, &push, rays, &shadow_rays))?;
             rec.pass("gi trace shadows", |rec| trace.record(rec, scene, &s.shadow_rays, &s.shadow_hits, rays, true))?;
             rec.pass("gi shade", |rec| rec.dispatch_threads(kernels.2, &push, rays, &shade))?;
-            rec.pass("gi blend", |rec| rec.dispatch_threads(kernels.3, &push, count, &blend))
-        })
+            rec.pass("gi blend", |rec| rec.dispatch_threads(kernels.3, &push, count, &blend))?;
+            match into {
+                Some(_) if live_bytes > 0 => {
+                    rec.pass("gi read irradiance", |rec| rec.download(&field.irradiance, 0, live_bytes)).map(Some)
+                }
+                _ => Ok(None),
+            }
+        };
+        match into {
+            None => tracer.submit_with_scene_async("kiln gi update", passes),
+            // SAFETY: forwarded from the caller.
+            Some((cmd, slot)) => unsafe { tracer.record_with_scene(cmd, slot, "kiln gi update", passes) },
+        }
     }
 
     /// The device's visibility from each of `probes` toward each of `dirs`:

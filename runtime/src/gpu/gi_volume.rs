@@ -21,6 +21,7 @@ use super::gi_compress::{GiCompressor, GpuVisibility, MAX_COMPRESS_BATCH};
 use super::gi_update::{sample_params, GiUpdater, GpuProbeField, MAX_RAYS_PER_PROBE};
 use super::layout::GiUpdateParams;
 use super::ray_tracer::{BufferView, RayTracer};
+use super::recorder::Download;
 use crate::gi::compress::{CompressParams, ProbeOrder};
 use crate::gi::update::{GiLighting, UpdateParams};
 use crate::gi::{ProbeField, ProbeGrid, ProbeVolume, SampleParams, OCT_TEXELS};
@@ -96,6 +97,9 @@ pub struct GiVolume {
     /// ([`GiVolume::gpu_buffers`]), made on first use.
     gpu_params: Option<(GpuBuffer, GiUpdateParams)>,
     gpu_version: u64,
+    /// The irradiance read-back of the last update recorded into an engine's
+    /// command buffer ([`GiVolume::record_update`]).
+    recorded_irradiance: Option<Download>,
 }
 
 impl GiVolume {
@@ -133,6 +137,7 @@ impl GiVolume {
             baked: false,
             gpu_params: None,
             gpu_version: 0,
+            recorded_irradiance: None,
             field,
         })
     }
@@ -186,28 +191,70 @@ impl GiVolume {
     /// changed, then the probes') is submitted; [`RayTracer::finish`] completes it.
     /// Reading the irradiance ([`GiVolume::field`], [`GiVolume::sample`]) waits.
     pub fn update_async(&mut self, tracer: &mut RayTracer) -> Result<u32, GpuError> {
-        let n = self.probe_count();
+        let Some(last) = self.next_probes() else { return Ok(0) };
+        self.updater.update_async(tracer, &self.device, &self.lighting, &self.params, self.frame, &self.probes)?;
+        self.recorded_irradiance = None;
+        Ok(self.after_update(last))
+    }
+
+    /// Embedded mode: as [`GiVolume::update`], but recorded into the engine's `cmd`
+    /// for frame slot `slot` (with the scene's update when it changed, and a
+    /// read-back of the irradiance): nothing is submitted. [`GiVolume::field`] and
+    /// [`GiVolume::sample`] read that irradiance, so call them only once the
+    /// engine's submission completed, and before the slot is recorded again.
+    ///
+    /// # Safety
+    /// As [`super::Gpu::record_into`].
+    pub unsafe fn record_update(
+        &mut self,
+        tracer: &mut RayTracer,
+        cmd: ash::vk::CommandBuffer,
+        slot: u32,
+    ) -> Result<u32, GpuError> {
+        tracer.check_slot("record_update", "update", slot)?;
+        let Some(last) = self.next_probes() else { return Ok(0) };
+        let (updater, device, probes) = (&mut self.updater, &self.device, &self.probes);
+        // SAFETY: forwarded from the caller.
+        let download = unsafe {
+            updater.record_update(tracer, device, &self.lighting, &self.params, self.frame, probes, cmd, slot)
+        }?;
+        self.recorded_irradiance = download;
+        Ok(self.after_update(last))
+    }
+
+    /// Picks the next live probes of an update into `self.probes`; `None` when there
+    /// are none, else the last of them.
+    fn next_probes(&mut self) -> Option<u32> {
         let rays = self.params.rays_per_probe.clamp(1, MAX_RAYS_PER_PROBE);
         let count = self.probes_per_frame.min(GiUpdater::max_probes_per_update(rays));
-        let probes = &mut self.probes;
-        self.field.live_round_robin_into(self.cursor, count, probes);
-        let Some(&last) = probes.last() else {
+        self.field.live_round_robin_into(self.cursor, count, &mut self.probes);
+        let last = self.probes.last().copied();
+        if last.is_none() {
             self.last_update_probes = 0;
-            return Ok(0);
-        };
-        self.updater.update_async(tracer, &self.device, &self.lighting, &self.params, self.frame, probes)?;
-        self.cursor = (last + 1) % n;
+        }
+        last
+    }
+
+    /// Advances the round robin past `last`; returns the probes updated.
+    fn after_update(&mut self, last: u32) -> u32 {
+        self.cursor = (last + 1) % self.probe_count();
         self.frame = self.frame.wrapping_add(1);
-        self.last_update_probes = probes.len() as u32;
+        self.last_update_probes = self.probes.len() as u32;
         self.irradiance_stale = true;
-        Ok(self.last_update_probes)
+        self.last_update_probes
     }
 
     /// The probe field with the device's latest irradiance.
     pub fn field(&mut self, tracer: &mut RayTracer) -> Result<&ProbeField, GpuError> {
         if self.irradiance_stale {
-            tracer.finish()?;
-            self.field.irradiance = self.device.read_irradiance(tracer.gpu_mut())?;
+            self.field.irradiance = match self.recorded_irradiance.take() {
+                // Recorded into an engine's command buffer, which completed.
+                Some(download) => download.to_vec(),
+                None => {
+                    tracer.finish()?;
+                    self.device.read_irradiance(tracer.gpu_mut())?
+                }
+            };
             self.irradiance_stale = false;
         }
         Ok(&self.field)

@@ -72,6 +72,8 @@ pub struct Gpu {
     memory: RecorderMemory,
     /// Timestamp read-back scratch.
     ticks: Vec<u64>,
+    /// `vkQueueSubmit` calls so far ([`Gpu::submissions`]).
+    submissions: u64,
 }
 
 /// How [`Gpu::wait`] found the submission in flight.
@@ -220,6 +222,7 @@ impl Gpu {
             retired: Vec::new(),
             memory: RecorderMemory::default(),
             ticks: Vec::new(),
+            submissions: 0,
         };
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(pool)
@@ -358,8 +361,15 @@ impl Gpu {
         if let Err(err) = submitted {
             return Err(self.failed(err));
         }
+        self.submissions += 1;
         self.pending = true;
         Ok(value)
+    }
+
+    /// The command buffers this context submitted on its queue so far: on an
+    /// engine's device, what the engine did not record itself.
+    pub fn submissions(&self) -> u64 {
+        self.submissions
     }
 
     /// Waits for the submission in flight, if any, releases what it kept alive and

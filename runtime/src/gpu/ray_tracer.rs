@@ -679,7 +679,7 @@ impl RayTracer {
 
     /// Refuses a recording (`what`) on a tracer that is not embedded (it should
     /// call `instead`) or for a frame slot it does not have.
-    fn check_slot(&self, what: &str, instead: &str, slot: u32) -> Result<(), GpuError> {
+    pub(crate) fn check_slot(&self, what: &str, instead: &str, slot: u32) -> Result<(), GpuError> {
         if !self.gpu.is_embedded() {
             return Err(GpuError::InvalidInput(format!("{what}: the tracer is not embedded; use {instead}")));
         }
@@ -770,6 +770,42 @@ impl RayTracer {
         label: &'static str,
         record: impl FnOnce(&mut Recorder<'_>, &GpuScene, &Tracer) -> Result<R, GpuError>,
     ) -> Result<R, GpuError> {
+        // SAFETY: a submission of Kiln's own puts no obligation on the caller.
+        unsafe { self.run_with_scene(None, label, record) }
+    }
+
+    /// Embedded mode: as [`RayTracer::submit_with_scene`], but recorded into the
+    /// engine's `cmd` for frame slot `slot` (see [`RayTracer::record_trace`]); the
+    /// DDGI passes of an engine's frame.
+    ///
+    /// # Safety
+    /// As [`Gpu::record_into`].
+    pub unsafe fn record_with_scene<R>(
+        &mut self,
+        cmd: ash::vk::CommandBuffer,
+        slot: u32,
+        label: &'static str,
+        record: impl FnOnce(&mut Recorder<'_>, &GpuScene, &Tracer) -> Result<R, GpuError>,
+    ) -> Result<R, GpuError> {
+        self.check_slot(label, "a submission", slot)?;
+        if cmd == ash::vk::CommandBuffer::null() {
+            return Err(GpuError::InvalidInput(format!("{label}: the command buffer is null")));
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.run_with_scene(Some((cmd, slot)), label, record) }
+    }
+
+    /// The scene update when something changed, then `record`: submitted
+    /// (`into` is `None`) or recorded into an engine's command buffer and slot.
+    ///
+    /// # Safety
+    /// With `into`, as [`Gpu::record_into`].
+    unsafe fn run_with_scene<R>(
+        &mut self,
+        into: Option<(ash::vk::CommandBuffer, u32)>,
+        label: &'static str,
+        record: impl FnOnce(&mut Recorder<'_>, &GpuScene, &Tracer) -> Result<R, GpuError>,
+    ) -> Result<R, GpuError> {
         if self.scene.instances().is_empty() {
             return Err(GpuError::InvalidInput(format!("{label}: the scene has no instances")));
         }
@@ -779,11 +815,16 @@ impl RayTracer {
         self.ensure_device_scene()?;
         let update = self.needs_update();
         let (gpu, parts) = self.split();
-        let submitted = gpu.submit_async(label, |rec| {
+        let body = |rec: &mut Recorder<'_>| {
             let uploaded = if update { parts.record_update(rec)? } else { Uploads::default() };
             Ok((record(rec, parts.device_scene, &parts.kernels.trace)?, uploaded))
-        });
-        let (result, uploaded) = self.after_failure(submitted)?;
+        };
+        let done = match into {
+            None => gpu.submit_async(label, body),
+            // SAFETY: forwarded from the caller.
+            Some((cmd, slot)) => unsafe { gpu.record_into(cmd, slot, label, body) },
+        };
+        let (result, uploaded) = self.after_failure(done)?;
         if update {
             self.after_update(uploaded);
         }
