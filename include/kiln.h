@@ -2916,13 +2916,14 @@ typedef struct KilnEmbeddedDef {
      */
     void *device;
     /**
-     * A queue family with compute. The tracer's scene changes and traces, and
-     * `kiln_gi_record_update`, never submit work of their own (they are recorded
-     * into the engine's command buffers); Kiln's other GPU work on an embedded
-     * device (`kiln_gi_bake`, `kiln_gi_update`, the first `kiln_gi_get_gpu_buffers`
-     * after a bake, the integrated frame) still goes to queue `queue_index` of this
-     * family, from the calling thread, inside the call that needs it; the engine
-     * must not use that queue from another thread meanwhile. Default 0.
+     * A queue family with compute. The tracer's scene changes and traces,
+     * `kiln_gi_record_update` and `kiln_frame_run_into` never submit work of their
+     * own (they are recorded into the engine's command buffers); Kiln's other GPU
+     * work on an embedded device (`kiln_gi_bake`, `kiln_gi_update`,
+     * `kiln_frame_run`, the first `kiln_gi_get_gpu_buffers` after a bake) still goes
+     * to queue `queue_index` of this family, from the calling thread (or a worker
+     * of the call), inside the call that needs it; the engine must not use that
+     * queue from another thread meanwhile. Default 0.
      */
     uint32_t queue_family;
     /**
@@ -5908,6 +5909,34 @@ bool kiln_frame_is_valid(struct KilnFrameId frame);
  * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */
 KilnStatus kiln_frame_run(struct KilnFrameId frame, struct KilnRuntimeId runtime, float dt);
+
+/**
+ * Embedded mode: runs one frame as `kiln_frame_run`, but `gpu.submit` records the
+ * GPU work (the instances' upload, refit and TLAS rebuild, the volume's probe
+ * update with its irradiance read-back) into the engine's `command_buffer` for
+ * `frame_slot` instead of submitting it, and `gpu.wait` waits for nothing: the
+ * engine submits the command buffer with its own frame. Kiln calls no
+ * `vkQueueSubmit`. The frame's tracer must be embedded (`kiln_tracer_create_embedded`);
+ * the contract of the recording is `kiln_tracer_record_trace`'s (slots, order,
+ * entry and exit barriers), so the engine's commands recorded after this call may
+ * read the TLAS (`kiln_tracer_get_trace_buffers`) and the probes
+ * (`kiln_gi_get_gpu_buffers`). No GPU time is measured (`gpu_ms` is 0). The
+ * recording happens on one of `runtime`'s workers while the call runs.
+ *
+ * Refused (`KILN_ERROR_INVALID_ARGUMENT`, nothing run) for a frame without a tracer,
+ * a tracer that is not embedded, or a `frame_slot` it does not have.
+ *
+ * Pointers: `command_buffer` is a recording `VkCommandBuffer` of the tracer's
+ * device, outside a render pass, that the engine does not record into during the
+ * call.
+ *
+ * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
+ */
+KilnStatus kiln_frame_run_into(struct KilnFrameId frame,
+                               struct KilnRuntimeId runtime,
+                               float dt,
+                               void *command_buffer,
+                               uint32_t frame_slot);
 
 /**
  * Writes the last run's timing to `out_timing`. `KILN_ERROR_INVALID_STATE` before

@@ -63,13 +63,14 @@ pub struct KilnEmbeddedDef {
     pub physical_device: *mut c_void,
     /// `VkDevice`. Required.
     pub device: *mut c_void,
-    /// A queue family with compute. The tracer's scene changes and traces, and
-    /// `kiln_gi_record_update`, never submit work of their own (they are recorded
-    /// into the engine's command buffers); Kiln's other GPU work on an embedded
-    /// device (`kiln_gi_bake`, `kiln_gi_update`, the first `kiln_gi_get_gpu_buffers`
-    /// after a bake, the integrated frame) still goes to queue `queue_index` of this
-    /// family, from the calling thread, inside the call that needs it; the engine
-    /// must not use that queue from another thread meanwhile. Default 0.
+    /// A queue family with compute. The tracer's scene changes and traces,
+    /// `kiln_gi_record_update` and `kiln_frame_run_into` never submit work of their
+    /// own (they are recorded into the engine's command buffers); Kiln's other GPU
+    /// work on an embedded device (`kiln_gi_bake`, `kiln_gi_update`,
+    /// `kiln_frame_run`, the first `kiln_gi_get_gpu_buffers` after a bake) still goes
+    /// to queue `queue_index` of this family, from the calling thread (or a worker
+    /// of the call), inside the call that needs it; the engine must not use that
+    /// queue from another thread meanwhile. Default 0.
     pub queue_family: u32,
     /// Default 0.
     pub queue_index: u32,

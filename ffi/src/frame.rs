@@ -30,9 +30,10 @@
 //! or a probe sample sees) lags the world by one step. `kiln_frame_get_passes` and
 //! `kiln_frame_get_gpu_passes` break a run down by pass.
 
-use std::ffi::CString;
+use std::ffi::{c_void, CString};
 use std::mem::size_of;
 
+use kiln_core::gpu::vk::{self, Handle};
 use kiln_core::integrated::{GpuFrameTiming, GpuSide, IntegratedFrame};
 use kiln_core::physics::{World, WorldDef};
 
@@ -45,7 +46,7 @@ use crate::handles::HandleTable;
 use crate::runtime::on_executor;
 use crate::runtime::{KilnPassId, KilnPassProfile, KilnProfile, KilnRuntimeId};
 
-use crate::tracer::{fixed_text, KilnGpuPassTiming, KilnTracerId, TRACERS};
+use crate::tracer::{fixed_text, KilnGpuPassTiming, KilnTracerId, TracerEntry, TRACERS};
 use crate::world::{with_world, KilnWorldId, KILN_WORLD_MAX_STEP};
 
 /// Handle to an integrated frame. `{0, 0}` is the null handle. Pass by value.
@@ -237,18 +238,64 @@ pub extern "C" fn kiln_frame_run(frame: KilnFrameId, runtime: KilnRuntimeId, dt:
         if !(dt.is_finite() && (0.0..=KILN_WORLD_MAX_STEP).contains(&dt)) {
             return Err(invalid(format!("dt is {dt}, must be finite and within 0..=KILN_WORLD_MAX_STEP")));
         }
-        FRAMES.with(frame.index1, frame.generation, |f| run(f, runtime, dt))
+        FRAMES.with(frame.index1, frame.generation, |f| run(f, runtime, dt, None))
+    })
+}
+
+/// Embedded mode: runs one frame as `kiln_frame_run`, but `gpu.submit` records the
+/// GPU work (the instances' upload, refit and TLAS rebuild, the volume's probe
+/// update with its irradiance read-back) into the engine's `command_buffer` for
+/// `frame_slot` instead of submitting it, and `gpu.wait` waits for nothing: the
+/// engine submits the command buffer with its own frame. Kiln calls no
+/// `vkQueueSubmit`. The frame's tracer must be embedded (`kiln_tracer_create_embedded`);
+/// the contract of the recording is `kiln_tracer_record_trace`'s (slots, order,
+/// entry and exit barriers), so the engine's commands recorded after this call may
+/// read the TLAS (`kiln_tracer_get_trace_buffers`) and the probes
+/// (`kiln_gi_get_gpu_buffers`). No GPU time is measured (`gpu_ms` is 0). The
+/// recording happens on one of `runtime`'s workers while the call runs.
+///
+/// Refused (`KILN_ERROR_INVALID_ARGUMENT`, nothing run) for a frame without a tracer,
+/// a tracer that is not embedded, or a `frame_slot` it does not have.
+///
+/// Pointers: `command_buffer` is a recording `VkCommandBuffer` of the tracer's
+/// device, outside a render pass, that the engine does not record into during the
+/// call.
+///
+/// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
+#[no_mangle]
+pub unsafe extern "C" fn kiln_frame_run_into(
+    frame: KilnFrameId,
+    runtime: KilnRuntimeId,
+    dt: f32,
+    command_buffer: *mut c_void,
+    frame_slot: u32,
+) -> KilnStatus {
+    ffi_call("kiln_frame_run_into", || {
+        if !(dt.is_finite() && (0.0..=KILN_WORLD_MAX_STEP).contains(&dt)) {
+            return Err(invalid(format!("dt is {dt}, must be finite and within 0..=KILN_WORLD_MAX_STEP")));
+        }
+        non_null(command_buffer.cast_const(), "command_buffer")?;
+        let cmd = vk::CommandBuffer::from_raw(command_buffer as u64);
+        FRAMES.with(frame.index1, frame.generation, |f| run(f, runtime, dt, Some((cmd, frame_slot))))
     })
 }
 
 /// Lock order: frame, world, volume, tracer (the world before the tracer as in
 /// `kiln_tracer_sync_world`, the volume before its tracer as in `kiln_gi_update`).
-fn run(f: &mut FrameEntry, runtime: KilnRuntimeId, dt: f32) -> Result<(), Error> {
+fn run(
+    f: &mut FrameEntry,
+    runtime: KilnRuntimeId,
+    dt: f32,
+    into: Option<(vk::CommandBuffer, u32)>,
+) -> Result<(), Error> {
     with_world(f.world, |w| {
         with_optional(&VOLUMES, f.gi.map(|g| (g.index1, g.generation)), |mut gi| {
             with_optional(&TRACERS, f.tracer.map(|t| (t.index1, t.generation)), |mut tracer| {
                 if let Some(t) = tracer.as_deref() {
                     check_follows(t.world, f.world)?;
+                }
+                if let Some((_, slot)) = into {
+                    check_recording(tracer.as_deref(), slot)?;
                 }
                 if let (Some(g), Some(t)) = (gi.as_deref(), f.tracer) {
                     if g.tracer != t {
@@ -263,7 +310,12 @@ fn run(f: &mut FrameEntry, runtime: KilnRuntimeId, dt: f32) -> Result<(), Error>
                         side.overlap = f.overlap;
                         f.frame.replace_gpu(Some(side));
                     }
-                    let result = f.frame.run(executor, dt);
+                    let result = match into {
+                        None => f.frame.run(executor, dt),
+                        // SAFETY: per kiln_frame_run_into's contract; the tracer is
+                        // embedded and has the slot (checked above).
+                        Some((cmd, slot)) => unsafe { f.frame.run_into(executor, dt, cmd, slot) },
+                    };
                     // ... and back, whatever happened.
                     let side = f.frame.replace_gpu(None);
                     let gpu = side.as_ref().map_or_else(GpuFrameTiming::default, |s| s.timing());
@@ -309,6 +361,23 @@ fn run(f: &mut FrameEntry, runtime: KilnRuntimeId, dt: f32) -> Result<(), Error>
             })
         })
     })
+}
+
+/// Refuses a recorded run without an embedded tracer that has `slot`.
+fn check_recording(tracer: Option<&TracerEntry>, slot: u32) -> Result<(), Error> {
+    let Some(t) = tracer else {
+        return Err(invalid("the frame has no tracer, so nothing to record: use kiln_frame_run".to_owned()));
+    };
+    let gpu = t.tracer.gpu();
+    if !gpu.is_embedded() {
+        return Err(invalid(
+            "the frame's tracer is not embedded (kiln_tracer_create_embedded): use kiln_frame_run".to_owned(),
+        ));
+    }
+    if slot >= gpu.frames_in_flight() {
+        return Err(invalid(format!("frame_slot {slot} of {}", gpu.frames_in_flight())));
+    }
+    Ok(())
 }
 
 /// Runs `f` with the entry behind an optional handle locked (`None` for no handle).

@@ -846,7 +846,16 @@ static void one_call(Pools *p) {
     case 31:
     case 32: { /* a frame run steps its world (or refuses: world gone, bad dt, stale runtime) */
         float dt = below(6) == 0 ? number(2.0f) : 1.0f / 60.0f;
-        s = kiln_frame_run(any_frame(p), any_runtime(p), dt), what = "kiln_frame_run";
+        if (below(8)) {
+            s = kiln_frame_run(any_frame(p), any_runtime(p), dt), what = "kiln_frame_run";
+        } else {
+            /* No pool tracer is embedded: refused before the command buffer is
+               touched, so a stand-in pointer is safe. */
+            int stand_in = 0;
+            s = kiln_frame_run_into(any_frame(p), any_runtime(p), dt, below(4) ? (void *)&stand_in : NULL,
+                                    below(4) ? below(3) : next()),
+            what = "kiln_frame_run_into";
+        }
         break;
     }
     case 33: { /* frame queries and destroy */

@@ -20,6 +20,10 @@
 //! overlaps simulation and drawing does. [`GpuFrameTiming`] says how much of the
 //! GPU's time the step hid: the wait blocks only for what the CPU did not cover.
 //!
+//! On an engine's device ([`IntegratedFrame::run_into`]) `gpu.submit` records the
+//! same work into the engine's command buffer instead, and `gpu.wait` waits for
+//! nothing: the engine submits it with its own frame.
+//!
 //! The physics side is the world's own step (the same passes as
 //! [`World::add_step_passes`]), so it is deterministic for any worker count; the GPU
 //! side reads only the snapshot, so it is too.
@@ -105,6 +109,9 @@ pub struct GpuSide {
     timing: GpuFrameTiming,
     timings: Vec<GpuTiming>,
     submitted_at: Option<Instant>,
+    /// Embedded mode, for one run ([`IntegratedFrame::run_into`]): the engine's
+    /// command buffer and frame slot the GPU work is recorded into.
+    record_into: Option<(ash::vk::CommandBuffer, u32)>,
 }
 
 impl GpuSide {
@@ -116,6 +123,7 @@ impl GpuSide {
             timing: GpuFrameTiming::default(),
             timings: Vec::new(),
             submitted_at: None,
+            record_into: None,
         }
     }
 
@@ -135,11 +143,27 @@ impl GpuSide {
         &self.timings
     }
 
-    /// Instances follow `poses`; the scene update and the probe update are submitted.
+    /// Instances follow `poses`; the scene update and the probe update are submitted
+    /// (or recorded into the engine's command buffer: nothing to wait for then).
     fn submit(&mut self, poses: &Poses) -> Result<(), GpuError> {
         self.timing = GpuFrameTiming::default();
+        self.timings.clear();
         if poses.frame.is_some() {
             self.tracer.sync_poses(|key| poses.get(BodyId::from_bits(key)));
+        }
+        if let Some((cmd, slot)) = self.record_into {
+            // SAFETY: the caller of `IntegratedFrame::run_into` vouched for `cmd`
+            // and `slot` (`Gpu::record_into`'s contract) for this run.
+            unsafe {
+                self.timing.probes_updated = match self.gi.as_mut() {
+                    Some(gi) => gi.record_update(&mut self.tracer, cmd, slot)?,
+                    None => 0,
+                };
+                if self.timing.probes_updated == 0 {
+                    self.tracer.record_update(cmd, slot)?;
+                }
+            }
+            return Ok(());
         }
         self.timing.probes_updated = match self.gi.as_mut() {
             Some(gi) => gi.update_async(&mut self.tracer)?,
@@ -220,6 +244,33 @@ impl IntegratedFrame {
     /// Runs one frame of `dt` seconds on `executor`.
     pub fn run(&mut self, executor: &dyn Executor, dt: f32) -> Result<(), GraphError> {
         self.graph.execute(executor, dt)
+    }
+
+    /// Embedded mode: runs one frame as [`IntegratedFrame::run`], but `gpu.submit`
+    /// records the GPU side's work (scene update, probe update with its irradiance
+    /// read-back) into the engine's `cmd` for frame slot `slot` instead of
+    /// submitting it, and `gpu.wait` has nothing to wait for: the engine submits.
+    /// No GPU timings are measured. The recording happens on one of the executor's
+    /// threads while this call runs.
+    ///
+    /// # Safety
+    /// As [`crate::gpu::Gpu::record_into`], and `cmd` may be recorded from another
+    /// thread during the call (the engine records nothing into it meanwhile).
+    pub unsafe fn run_into(
+        &mut self,
+        executor: &dyn Executor,
+        dt: f32,
+        cmd: ash::vk::CommandBuffer,
+        slot: u32,
+    ) -> Result<(), GraphError> {
+        if let Some(side) = self.gpu_mut() {
+            side.record_into = Some((cmd, slot));
+        }
+        let result = self.graph.execute(executor, dt);
+        if let Some(side) = self.gpu_mut() {
+            side.record_into = None;
+        }
+        result
     }
 
     pub fn world(&self) -> &World {
@@ -623,5 +674,65 @@ mod tests {
             assert_eq!(h, hashes, "physics bits with {threads} threads");
             assert!(irr == irradiance, "probe irradiance with {threads} threads");
         }
+    }
+
+    /// On an engine's device the frame records its GPU work into the engine's
+    /// command buffer: no submission of Kiln's own across 30 frames two slots in
+    /// flight, the same physics bits, the same probe irradiance and the same TLAS
+    /// (hit for hit) as the frame that submits on a standalone device.
+    #[test]
+    fn an_embedded_frame_records_into_the_engine_and_matches_the_submitting_one() {
+        use crate::gpu::tests::EngineDevice;
+        let test = "an_embedded_frame_records_into_the_engine_and_matches_the_submitting_one";
+        let Some(gpu) = test_gpu(test) else { return };
+        let engine = EngineDevice::new(2).expect("the engine's own device on the same driver");
+        let scene = scenes::rain_over("demo", 48, 36);
+        let gi = DemoGi { spacing: 8.0, layers: 2, probes_per_frame: 40, rays_per_probe: 32 };
+        let mut submitting = demo_frame(&scene, Some(RayTracer::with_gpu(gpu).unwrap()), Some(gi)).unwrap();
+        // SAFETY: the engine's handles are live and outlive the tracer (dropped first).
+        let embedded = unsafe { RayTracer::embedded(&engine.describe(2)) }.unwrap();
+        let mut recording = demo_frame(&scene, Some(embedded), Some(gi)).unwrap();
+        let submitted_before = recording.gpu_mut().unwrap().tracer.gpu().submissions();
+        let pool = ThreadPool::new(2);
+        let ids = body_ids(submitting.world());
+        for frame in 0..30 {
+            let slot = frame % 2;
+            submitting.run(&pool, 1.0 / 60.0).unwrap();
+            let cmd = engine.begin(slot);
+            // SAFETY: a recording command buffer of the engine's device for `slot`,
+            // untouched by the engine until the run returns.
+            unsafe { recording.run_into(&pool, 1.0 / 60.0, cmd, slot as u32) }.unwrap();
+            engine.submit(slot);
+            assert_eq!(pose_hash(recording.world(), &ids), pose_hash(submitting.world(), &ids), "frame {frame}");
+            assert_eq!(recording.gpu_timing().probes_updated, submitting.gpu_timing().probes_updated);
+        }
+        engine.wait_all();
+        let side = recording.gpu_mut().unwrap();
+        assert_eq!(side.tracer.gpu().submissions(), submitted_before, "the engine submitted every frame's GPU work");
+        let recorded = {
+            let GpuSide { tracer, gi, .. } = side;
+            gi.as_mut().unwrap().field(tracer).unwrap().irradiance.clone()
+        };
+        let reference = submitting.gpu_mut().unwrap();
+        let submitted = {
+            let GpuSide { tracer, gi, .. } = reference;
+            gi.as_mut().unwrap().field(tracer).unwrap().irradiance.clone()
+        };
+        assert!(submitted.iter().any(|sh| *sh != Default::default()), "the probes saw light");
+        assert!(recorded == submitted, "probe irradiance");
+        // The TLAS the engine's frames built traces like the submitting frame's.
+        let rays: Vec<GpuRay> = ids
+            .iter()
+            .map(|&id| {
+                let p = recording.poses().get(id).unwrap().translation;
+                let origin = (p + Vec3::Y * 60.0).to_array();
+                GpuRay { origin, dir: [0.0, -1.0, 0.0], t_max: f32::INFINITY, mask: u32::MAX, ..GpuRay::default() }
+            })
+            .collect();
+        let (a, b) = (recording.gpu_mut().unwrap(), submitting.gpu_mut().unwrap());
+        engine.trace_as(&mut a.tracer, &mut b.tracer, 0, &rays, 30);
+        assert_validation_clean(a.tracer.gpu());
+        drop(recording);
+        assert_eq!(engine.messages(), Vec::<String>::new(), "the engine's validation layer saw nothing wrong");
     }
 }
