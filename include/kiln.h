@@ -2917,10 +2917,11 @@ typedef struct KilnEmbeddedDef {
     void *device;
     /**
      * A queue family with compute. The tracer's scene changes and traces,
-     * `kiln_gi_record_update` and `kiln_frame_run_into` never submit work of their
-     * own (they are recorded into the engine's command buffers); Kiln's other GPU
-     * work on an embedded device (`kiln_gi_bake`, `kiln_gi_update`,
-     * `kiln_frame_run`, the first `kiln_gi_get_gpu_buffers` after a bake) still goes
+     * `kiln_gi_record_bake`, `kiln_gi_record_update` and `kiln_frame_run_into` never
+     * submit work of their own (they are recorded into the engine's command
+     * buffers); Kiln's other GPU work on an embedded device (`kiln_gi_create`,
+     * `kiln_gi_bake`, `kiln_gi_update`, `kiln_frame_run`, the first
+     * `kiln_gi_get_gpu_buffers` after a bake) still goes
      * to queue `queue_index` of this family, from the calling thread (or a worker
      * of the call), inside the call that needs it; the engine must not use that
      * queue from another thread meanwhile. Default 0.
@@ -5782,6 +5783,30 @@ KilnStatus kiln_gi_bake(struct KilnGiId gi);
  * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_gi_update(struct KilnGiId gi, uint32_t *out_updated);
+
+/**
+ * Embedded mode: the bake (as `kiln_gi_bake`) in two recordings into the engine's
+ * command buffers, nothing submitted on the engine's queue. The first call
+ * records the visibility bake, its compression and a read-back of the result into
+ * `command_buffer` for `frame_slot` and writes false to `out_done`; the next call,
+ * made once the engine's submission of the first completed, builds the volume's
+ * visibility from the read-back, records its upload into `command_buffer` and
+ * writes true: the volume is baked. Updates recorded between the two use the
+ * previous visibility. `kiln_gi_bake` meanwhile drops the pending half.
+ *
+ * The contract is `kiln_tracer_record_trace`'s (slots, order, entry and exit
+ * barriers). A volume on a standalone tracer is refused
+ * (`KILN_ERROR_INVALID_ARGUMENT`): use `kiln_gi_bake`.
+ *
+ * Pointers: `command_buffer` is a recording `VkCommandBuffer` of the tracer's
+ * device, outside a render pass; `out_done` is NULL or writable.
+ *
+ * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_gi_record_bake(struct KilnGiId gi,
+                               void *command_buffer,
+                               uint32_t frame_slot,
+                               bool *out_done);
 
 /**
  * Embedded mode: records one update (as `kiln_gi_update`: the next probes, round

@@ -226,7 +226,18 @@ static void sample_probes(struct engine *e, KilnTracerId tracer, KilnTracerId re
     KilnGiLighting light = kiln_default_gi_lighting();
     light.sun_direction = (KilnVec3){0.40f, 0.82f, 0.41f};
     CHECK_STATUS(kiln_gi_set_lighting(gi, &light), KILN_OK);
-    CHECK_STATUS(kiln_gi_bake(gi), KILN_OK);
+    /* The bake the engine's way: two recordings into its command buffers. */
+    for (int half = 0; half < 2; half++) {
+        bool done = half == 0;
+        CHECK_STATUS(kiln_gi_record_bake(gi, engine_begin(e), 0, &done), KILN_OK);
+        CHECK(done == (half == 1));
+        CHECK(engine_submit_and_wait(e) == 0);
+    }
+    KilnGiStats stats;
+    CHECK_STATUS(kiln_gi_get_stats(gi, &stats), KILN_OK);
+    printf("bake recorded in two engine frames: %u probes, %u dead, %u blocks\n", stats.probe_count,
+           stats.dead_probes, stats.blocks);
+    CHECK(stats.baked && stats.blocks > 0);
     for (int i = 0; i < 2; i++) CHECK_STATUS(kiln_gi_update(gi, NULL), KILN_OK);
     KilnGiBuffers buffers;
     CHECK_STATUS(kiln_gi_get_gpu_buffers(gi, &buffers), KILN_OK);
@@ -307,12 +318,17 @@ static void sample_probes(struct engine *e, KilnTracerId tracer, KilnTracerId re
     CHECK_STATUS(kiln_gi_record_update(standalone, e->cmd[1], 0, NULL), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_MESSAGE("kiln_gi_update");
     CHECK_STATUS(kiln_gi_record_update(gi, NULL, 0, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_gi_record_bake(standalone, e->cmd[1], 0, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("kiln_gi_bake");
+    CHECK_STATUS(kiln_gi_record_bake(gi, NULL, 0, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_gi_record_bake(gi, e->cmd[1], UINT32_MAX, NULL), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_gi_record_update(gi, e->cmd[1], SLOTS, NULL), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_gi_record_update(gi, e->cmd[1], UINT32_MAX, NULL), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_gi_destroy(standalone), KILN_OK);
     CHECK_STATUS(kiln_gi_destroy(gi), KILN_OK);
     CHECK_STATUS(kiln_gi_get_gpu_buffers(gi, &again), KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_gi_record_update(gi, e->cmd[1], 0, NULL), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_gi_record_bake(gi, e->cmd[1], 0, NULL), KILN_ERROR_INVALID_HANDLE);
     engine_buffer_destroy(e, &queries);
     engine_buffer_destroy(e, &irradiance);
     vkDestroyPipeline(e->device, pipeline, NULL);

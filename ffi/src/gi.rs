@@ -368,6 +368,50 @@ pub unsafe extern "C" fn kiln_gi_update(gi: KilnGiId, out_updated: *mut u32) -> 
     })
 }
 
+/// Embedded mode: the bake (as `kiln_gi_bake`) in two recordings into the engine's
+/// command buffers, nothing submitted on the engine's queue. The first call
+/// records the visibility bake, its compression and a read-back of the result into
+/// `command_buffer` for `frame_slot` and writes false to `out_done`; the next call,
+/// made once the engine's submission of the first completed, builds the volume's
+/// visibility from the read-back, records its upload into `command_buffer` and
+/// writes true: the volume is baked. Updates recorded between the two use the
+/// previous visibility. `kiln_gi_bake` meanwhile drops the pending half.
+///
+/// The contract is `kiln_tracer_record_trace`'s (slots, order, entry and exit
+/// barriers). A volume on a standalone tracer is refused
+/// (`KILN_ERROR_INVALID_ARGUMENT`): use `kiln_gi_bake`.
+///
+/// Pointers: `command_buffer` is a recording `VkCommandBuffer` of the tracer's
+/// device, outside a render pass; `out_done` is NULL or writable.
+///
+/// Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+#[no_mangle]
+pub unsafe extern "C" fn kiln_gi_record_bake(
+    gi: KilnGiId,
+    command_buffer: *mut c_void,
+    frame_slot: u32,
+    out_done: *mut bool,
+) -> KilnStatus {
+    ffi_call("kiln_gi_record_bake", || {
+        non_null(command_buffer.cast_const(), "command_buffer")?;
+        let cmd = vk::CommandBuffer::from_raw(command_buffer as u64);
+        let done = with_gi(gi, |volume, tracer| {
+            if !tracer.gpu().is_embedded() {
+                return Err(Error::new(
+                    KILN_ERROR_INVALID_ARGUMENT,
+                    "the volume's tracer is not embedded (kiln_tracer_create_embedded); use kiln_gi_bake",
+                ));
+            }
+            // SAFETY: per the contract above.
+            unsafe { volume.record_bake(tracer, cmd, frame_slot) }.map_err(gpu_error)
+        })?;
+        if !out_done.is_null() {
+            write_out(out_done, "out_done", done)?;
+        }
+        Ok(())
+    })
+}
+
 /// Embedded mode: records one update (as `kiln_gi_update`: the next probes, round
 /// robin, after the tracer's scene update when the scene changed) into the engine's
 /// `command_buffer` for `frame_slot`, followed by a read-back of the probes'

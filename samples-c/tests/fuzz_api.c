@@ -575,6 +575,12 @@ static KilnStatus gi_call(Pools *p, const char **what) {
         /* Standalone: refused before the command buffer is touched (a stand-in). */
         int stand_in = 0;
         uint32_t updated;
+        bool done;
+        if (below(2)) {
+            *what = "kiln_gi_record_bake";
+            return kiln_gi_record_bake(g, below(2) ? (void *)&stand_in : NULL, below(4) ? below(3) : next(),
+                                       below(2) ? &done : NULL);
+        }
         *what = "kiln_gi_record_update";
         return kiln_gi_record_update(g, below(2) ? (void *)&stand_in : NULL, below(4) ? below(3) : next(),
                                      below(2) ? &updated : NULL);

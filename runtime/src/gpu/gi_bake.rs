@@ -11,8 +11,10 @@ use super::gi_compress::GpuVisibility;
 use super::kernel::Kernel;
 use super::layout::GiBakePush;
 use super::ray_tracer::RayTracer;
-use super::recorder::Use;
+use super::recorder::{Recorder, Use};
+use super::scene::GpuScene;
 use super::shaders;
+use super::trace::Tracer;
 use crate::gi::update::BAKE_RAYS;
 use crate::gi::{ProbeVolume, OCT_TEXELS};
 
@@ -36,9 +38,52 @@ impl GiBaker {
         })
     }
 
-    /// Bakes the visibility map of every probe of `volume` into `vis.maps` against
-    /// the tracer's scene.
-    pub fn bake(&mut self, tracer: &mut RayTracer, volume: &ProbeVolume, vis: &GpuVisibility) -> Result<(), GpuError> {
+    /// Embedded mode: records the bake of every probe of `volume` into `vis.maps`
+    /// (all batches), then `after` (the compression and its read-back), into the
+    /// engine's `cmd` for frame slot `slot`, with the scene's update when it
+    /// changed. The probe list goes up inside the recording: nothing is submitted.
+    ///
+    /// # Safety
+    /// As [`super::Gpu::record_into`].
+    pub unsafe fn record<R>(
+        &mut self,
+        tracer: &mut RayTracer,
+        volume: &ProbeVolume,
+        vis: &GpuVisibility,
+        cmd: ash::vk::CommandBuffer,
+        slot: u32,
+        after: impl FnOnce(&mut Recorder<'_>) -> Result<R, GpuError>,
+    ) -> Result<R, GpuError> {
+        let n = volume.probe_count() as u32;
+        let linear: Vec<u32> = (0..n as usize).map(|p| volume.grid.linear(volume.probe_coords(p)) as u32).collect();
+        let probes = tracer.gpu().buffer("gi bake probes", 4 * u64::from(n.max(1)), BufferMemory::Device)?;
+        let push = self.prepare(tracer, volume, vis, &probes)?;
+        let this = &*self;
+        let (rays, hits) = this.scratch.as_ref().expect("sized by prepare");
+        // SAFETY: forwarded from the caller.
+        let result = unsafe {
+            tracer.record_with_scene(cmd, slot, "kiln gi bake", |rec, scene, trace| {
+                rec.upload(&probes, 0, bytemuck::cast_slice(&linear))?;
+                for first in (0..n).step_by(BAKE_BATCH_PROBES as usize) {
+                    let push = GiBakePush { first, count: BAKE_BATCH_PROBES.min(n - first), ..push };
+                    this.record_batch(rec, scene, trace, &push, &probes, rays, hits, vis)?;
+                }
+                after(rec)
+            })
+        };
+        tracer.gpu_mut().defer_drop(probes);
+        result
+    }
+
+    /// Checks the buffers, sizes the ray scratch for a batch and returns the push
+    /// constants of the whole bake (`first`, `count` to set per batch).
+    fn prepare(
+        &mut self,
+        tracer: &mut RayTracer,
+        volume: &ProbeVolume,
+        vis: &GpuVisibility,
+        probes: &GpuBuffer,
+    ) -> Result<GiBakePush, GpuError> {
         let n = volume.probe_count() as u32;
         if vis.probe_count != n {
             return Err(GpuError::InvalidInput(format!(
@@ -46,14 +91,8 @@ impl GiBaker {
                 vis.probe_count
             )));
         }
-        if n == 0 {
-            return Ok(());
-        }
-        let batch = n.min(BAKE_BATCH_PROBES);
-        let ray_bytes = 48 * BAKE_RAYS as u64 * u64::from(batch);
-        let linear: Vec<u32> = (0..n as usize).map(|p| volume.grid.linear(volume.probe_coords(p)) as u32).collect();
+        let ray_bytes = 48 * BAKE_RAYS as u64 * u64::from(n.clamp(1, BAKE_BATCH_PROBES));
         let gpu = tracer.gpu_mut();
-        let probes = gpu.buffer_from("gi bake probes", &linear)?;
         if self.scratch.as_ref().is_none_or(|(rays, _)| rays.size() < ray_bytes) {
             self.scratch = None;
             self.scratch = Some((
@@ -63,7 +102,7 @@ impl GiBaker {
         }
         let (rays, hits) = self.scratch.as_ref().expect("sized above");
         let grid = volume.grid;
-        let mut push = GiBakePush {
+        Ok(GiBakePush {
             rays: rays.address(),
             hits: hits.address(),
             probes: probes.address(),
@@ -78,24 +117,54 @@ impl GiBaker {
             first: 0,
             count: 0,
             _pad: 0,
-        };
-        let mut first = 0;
-        while first < n {
-            push.first = first;
-            push.count = batch.min(n - first);
-            let ray_count = push.count * BAKE_RAYS as u32;
+        })
+    }
+
+    /// One batch: rays, trace, reduce into the maps.
+    #[allow(clippy::too_many_arguments)]
+    fn record_batch(
+        &self,
+        rec: &mut Recorder<'_>,
+        scene: &GpuScene,
+        trace: &Tracer,
+        push: &GiBakePush,
+        probes: &GpuBuffer,
+        rays: &GpuBuffer,
+        hits: &GpuBuffer,
+        vis: &GpuVisibility,
+    ) -> Result<(), GpuError> {
+        let ray_count = push.count * BAKE_RAYS as u32;
+        rec.pass("gi visibility bake", |rec| {
+            // One push block for both kernels: each declares the buffers it is
+            // handed but does not touch as reads.
+            let uses = [Use::read(probes), Use::read(hits), Use::read(&vis.maps), Use::write(rays)];
+            rec.dispatch_threads(&self.rays, push, ray_count, &uses)?;
+            trace.record(rec, scene, rays, hits, ray_count, false)?;
+            let uses = [Use::read(probes), Use::read(rays), Use::read(hits), Use::write(&vis.maps)];
+            rec.dispatch_threads(&self.reduce, push, push.count * OCT_TEXELS as u32, &uses)
+        })
+    }
+
+    /// Bakes the visibility map of every probe of `volume` into `vis.maps` against
+    /// the tracer's scene.
+    pub fn bake(&mut self, tracer: &mut RayTracer, volume: &ProbeVolume, vis: &GpuVisibility) -> Result<(), GpuError> {
+        let n = volume.probe_count() as u32;
+        if n == 0 {
+            return if vis.probe_count == 0 {
+                Ok(())
+            } else {
+                Err(GpuError::InvalidInput(format!("bake: the volume has no probes, the buffers {}", vis.probe_count)))
+            };
+        }
+        let linear: Vec<u32> = (0..n as usize).map(|p| volume.grid.linear(volume.probe_coords(p)) as u32).collect();
+        let probes = tracer.gpu_mut().buffer_from("gi bake probes", &linear)?;
+        let push = self.prepare(tracer, volume, vis, &probes)?;
+        let (rays, hits) = self.scratch.as_ref().expect("sized by prepare");
+        for first in (0..n).step_by(BAKE_BATCH_PROBES as usize) {
+            let push = GiBakePush { first, count: BAKE_BATCH_PROBES.min(n - first), ..push };
             tracer.submit_with_scene("kiln gi bake", |rec, scene, trace| {
-                rec.pass("gi visibility bake", |rec| {
-                    // One push block for both kernels: each declares the buffers it
-                    // is handed but does not touch as reads.
-                    let uses = [Use::read(&probes), Use::read(hits), Use::read(&vis.maps), Use::write(rays)];
-                    rec.dispatch_threads(&self.rays, &push, ray_count, &uses)?;
-                    trace.record(rec, scene, rays, hits, ray_count, false)?;
-                    let uses = [Use::read(&probes), Use::read(rays), Use::read(hits), Use::write(&vis.maps)];
-                    rec.dispatch_threads(&self.reduce, &push, push.count * OCT_TEXELS as u32, &uses)
-                })
+                self.record_batch(rec, scene, trace, &push, &probes, rays, hits, vis)
             })?;
-            first += push.count;
         }
         Ok(())
     }

@@ -19,7 +19,7 @@ use super::error::GpuError;
 use super::kernel::Kernel;
 use super::layout::GiCompressPush;
 use super::queue::Gpu;
-use super::recorder::{Recorder, Use};
+use super::recorder::{Download, Recorder, Use};
 use super::shaders;
 use crate::gi::compress::{
     blocks_from_words, Block, CompressParams, CompressedVisibility, ProbeOrder, BLOCK_WORDS, QUADRANTS,
@@ -94,6 +94,41 @@ impl GpuVisibility {
         let words = gpu.read::<u32>(&self.blocks, count * BLOCK_WORDS)?;
         let blocks = blocks_from_words(&words);
         Ok(CompressedVisibility::from_entries(&block_index, blocks))
+    }
+}
+
+/// A compression's result read back inside a recording ([`GpuVisibility::record_read`]).
+pub struct VisibilityDownload {
+    state: Download,
+    block_index: Download,
+    blocks: Download,
+    quadrants: usize,
+}
+
+impl VisibilityDownload {
+    /// The result, once the recording's submission completed: as
+    /// [`GpuVisibility::read`] returns it.
+    pub fn finish(&self) -> CompressedVisibility {
+        let count = (self.state.to_vec::<u32>()[0] as usize).min(self.quadrants);
+        let block_index = self.block_index.to_vec::<u32>();
+        let words = self.blocks.to_vec::<u32>();
+        CompressedVisibility::from_entries(&block_index, blocks_from_words(&words[..count * BLOCK_WORDS]))
+    }
+}
+
+impl GpuVisibility {
+    /// Records the read-back of the result (after the compression in the same
+    /// recording): the block count, the entries and room for every block (the
+    /// count is not known while recording).
+    pub fn record_read(&self, rec: &mut Recorder<'_>) -> Result<VisibilityDownload, GpuError> {
+        let quadrants = self.probe_count as usize * QUADRANTS;
+        let block_bytes = std::mem::size_of::<Block>() as u64;
+        Ok(VisibilityDownload {
+            state: rec.download(&self.state, 0, 4)?,
+            block_index: rec.download(&self.block_index, 0, 4 * quadrants.max(1) as u64)?,
+            blocks: rec.download(&self.blocks, 0, block_bytes * quadrants.max(1) as u64)?,
+            quadrants,
+        })
     }
 }
 

@@ -563,14 +563,15 @@ fn gi_volume_updates_its_budget_round_robin_and_handles_an_empty_volume() {
     assert_validation_clean(tracer.gpu());
 }
 
-/// On an engine's device, an update recorded into the engine's command buffer (with
-/// its irradiance read-back) submits nothing and leaves the probes exactly as the
-/// same update submitted on a standalone device does.
+/// On an engine's device, a bake (two recordings) and updates recorded into the
+/// engine's command buffers (with their read-backs) submit nothing and leave the
+/// probes exactly as the same bake and updates submitted on a standalone device do.
 #[test]
-fn gi_update_recorded_into_the_engines_command_buffer_matches_a_submitted_one() {
+fn gi_bake_and_update_recorded_into_the_engines_command_buffers_match_submitted_ones() {
     use super::tests::EngineDevice;
     use crate::gi::ProbeGrid;
-    let Some(gpu) = test_gpu("gi_update_recorded_into_the_engines_command_buffer_matches_a_submitted_one") else {
+    let Some(gpu) = test_gpu("gi_bake_and_update_recorded_into_the_engines_command_buffers_match_submitted_ones")
+    else {
         return;
     };
     let engine = EngineDevice::new(2).expect("the engine's own device on the same driver");
@@ -586,9 +587,19 @@ fn gi_update_recorded_into_the_engines_command_buffer_matches_a_submitted_one() 
         volume.params.rays_per_probe = 32;
         volume.probes_per_frame = 64;
     }
-    recorded.bake(&mut embedded).unwrap();
-    submitted.bake(&mut standalone).unwrap();
     let before = embedded.gpu().submissions();
+    for (slot, done) in [(0, false), (1, true)] {
+        let cmd = engine.begin(slot);
+        // SAFETY: a recording command buffer of the engine's device for `slot`;
+        // the second call comes after the first one's submission completed.
+        assert_eq!(unsafe { recorded.record_bake(&mut embedded, cmd, slot as u32) }.unwrap(), done);
+        engine.submit(slot);
+        engine.wait_all();
+    }
+    submitted.bake(&mut standalone).unwrap();
+    assert_eq!(recorded.stats(), submitted.stats());
+    assert!(recorded.stats().baked && recorded.stats().blocks > 0);
+    assert!(recorded.field(&mut embedded).unwrap().visibility == submitted.field(&mut standalone).unwrap().visibility);
     for frame in 0..4 {
         let slot = frame % 2;
         let cmd = engine.begin(slot);
@@ -601,7 +612,9 @@ fn gi_update_recorded_into_the_engines_command_buffer_matches_a_submitted_one() 
         assert!(want.iter().any(|w| *w != crate::gi::UNLIT));
         assert!(recorded.field(&mut embedded).unwrap().irradiance == want, "frame {frame}");
     }
-    assert_eq!(embedded.gpu().submissions(), before, "recorded updates and their read-backs submit nothing");
+    assert_eq!(embedded.gpu().submissions(), before, "recorded bakes, updates and read-backs submit nothing");
+    let device = recorded.device.read_visibility(embedded.gpu_mut()).unwrap();
+    assert!(device == submitted.device.read_visibility(standalone.gpu_mut()).unwrap(), "the device's visibility");
     // A volume on a standalone tracer is refused, before the command buffer is used.
     let cmd = engine.begin(0);
     // SAFETY: refused before `cmd` is touched.

@@ -114,26 +114,50 @@ impl GpuProbeField {
         vis: &CompressedVisibility,
         irradiance: &[PackedSh],
     ) -> Result<(), GpuError> {
-        if vis.probe_count() != self.probe_count as usize {
-            return Err(GpuError::InvalidInput(format!(
-                "visibility of {} probes for a field of {}",
-                vis.probe_count(),
-                self.probe_count
-            )));
-        }
-        vis.check().map_err(|why| GpuError::InvalidInput(format!("visibility: {why}")))?;
-        if irradiance.len() != vis.live.count() {
-            return Err(GpuError::InvalidInput(format!(
-                "irradiance of {} probes for {} live ones",
-                irradiance.len(),
-                vis.live.count()
-            )));
-        }
+        self.check_upload(vis, irradiance)?;
         gpu.wait()?;
         let visibility = DeviceVisibility::new(gpu, vis)?;
         let irradiance = gpu.buffer_from("gi irradiance", irradiance)?;
         gpu.defer_drop(std::mem::replace(&mut self.visibility, visibility));
         gpu.defer_drop(std::mem::replace(&mut self.irradiance, irradiance));
+        Ok(())
+    }
+
+    /// Embedded mode: as [`GpuProbeField::upload`], but the new buffers are created
+    /// empty and their data is recorded into the engine's `cmd` for frame slot
+    /// `slot`: nothing is submitted.
+    ///
+    /// # Safety
+    /// As [`Gpu::record_into`].
+    pub unsafe fn record_upload(
+        &mut self,
+        gpu: &mut Gpu,
+        cmd: ash::vk::CommandBuffer,
+        slot: u32,
+        vis: &CompressedVisibility,
+        irradiance: &[PackedSh],
+    ) -> Result<(), GpuError> {
+        self.check_upload(vis, irradiance)?;
+        let data = VisibilityWords::of(vis);
+        let visibility = DeviceVisibility::sized(gpu, vis, &data)?;
+        let bytes = (std::mem::size_of_val(irradiance) as u64).max(4);
+        let device_irradiance = gpu.buffer("gi irradiance", bytes, BufferMemory::Device)?;
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            gpu.record_into(cmd, slot, "kiln gi upload", |rec| {
+                for (buffer, words) in visibility.buffers().into_iter().zip(data.words()) {
+                    if !words.is_empty() {
+                        rec.upload(buffer, 0, bytemuck::cast_slice(words))?;
+                    }
+                }
+                if !irradiance.is_empty() {
+                    rec.upload(&device_irradiance, 0, bytemuck::cast_slice(irradiance))?;
+                }
+                Ok(())
+            })
+        }?;
+        gpu.defer_drop(std::mem::replace(&mut self.visibility, visibility));
+        gpu.defer_drop(std::mem::replace(&mut self.irradiance, device_irradiance));
         Ok(())
     }
 
@@ -194,7 +218,81 @@ impl GpuProbeField {
     }
 }
 
+impl GpuProbeField {
+    /// Refuses visibility of another probe count, inconsistent visibility and
+    /// irradiance that is not a word per live probe.
+    fn check_upload(&self, vis: &CompressedVisibility, irradiance: &[PackedSh]) -> Result<(), GpuError> {
+        if vis.probe_count() != self.probe_count as usize {
+            return Err(GpuError::InvalidInput(format!(
+                "visibility of {} probes for a field of {}",
+                vis.probe_count(),
+                self.probe_count
+            )));
+        }
+        vis.check().map_err(|why| GpuError::InvalidInput(format!("visibility: {why}")))?;
+        if irradiance.len() != vis.live.count() {
+            return Err(GpuError::InvalidInput(format!(
+                "irradiance of {} probes for {} live ones",
+                irradiance.len(),
+                vis.live.count()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The words of the five buffers of a [`DeviceVisibility`], in
+/// [`DeviceVisibility::buffers`] order.
+struct VisibilityWords<'v> {
+    mask: Vec<u32>,
+    rank: Vec<u32>,
+    numbers: &'v [u32],
+    entries: &'v [u32],
+    blocks: &'v [u32],
+}
+
+impl<'v> VisibilityWords<'v> {
+    fn of(vis: &'v CompressedVisibility) -> VisibilityWords<'v> {
+        let (mask, rank) = vis.live.words();
+        VisibilityWords {
+            mask: bytemuck::cast_slice(mask).to_vec(),
+            rank: bytemuck::cast_slice(rank).to_vec(),
+            numbers: vis.index.numbers.as_ref().map_or(&[], |n| n.words()),
+            entries: vis.index.entries.words(),
+            blocks: vis.blocks.words(),
+        }
+    }
+
+    fn words(&self) -> [&[u32]; 5] {
+        [&self.mask, &self.rank, self.numbers, self.entries, self.blocks]
+    }
+}
+
 impl DeviceVisibility {
+    /// Buffers sized to `vis`, empty (their data is recorded by the caller).
+    fn sized(gpu: &Gpu, vis: &CompressedVisibility, data: &VisibilityWords<'_>) -> Result<DeviceVisibility, GpuError> {
+        let [mask, rank, numbers, entries, blocks] = data.words();
+        let buffer =
+            |name: &str, words: &[u32]| gpu.buffer(name, (4 * words.len() as u64).max(4), BufferMemory::Device);
+        Ok(DeviceVisibility {
+            live_mask: buffer("gi live mask", mask)?,
+            live_rank: buffer("gi live rank", rank)?,
+            numbers: buffer("gi signature numbers", numbers)?,
+            entries: buffer("gi entries", entries)?,
+            blocks: buffer("gi blocks", blocks)?,
+            index_layout: vis.index.layout(),
+            signature_count: vis.index.signature_count() as u32,
+            block_count: vis.blocks.len() as u32,
+            table_layout: vis.blocks.layout(),
+            block_words: vis.blocks.words().len() as u32,
+            live_count: vis.live.count() as u32,
+        })
+    }
+
+    fn buffers(&self) -> [&GpuBuffer; 5] {
+        [&self.live_mask, &self.live_rank, &self.numbers, &self.entries, &self.blocks]
+    }
+
     fn new(gpu: &mut Gpu, vis: &CompressedVisibility) -> Result<DeviceVisibility, GpuError> {
         let (mask, rank) = vis.live.words();
         Ok(DeviceVisibility {

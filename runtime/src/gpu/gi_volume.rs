@@ -17,7 +17,7 @@
 use super::buffer::GpuBuffer;
 use super::error::GpuError;
 use super::gi_bake::GiBaker;
-use super::gi_compress::{GiCompressor, GpuVisibility, MAX_COMPRESS_BATCH};
+use super::gi_compress::{GiCompressor, GpuVisibility, VisibilityDownload, MAX_COMPRESS_BATCH};
 use super::gi_update::{sample_params, GiUpdater, GpuProbeField, MAX_RAYS_PER_PROBE};
 use super::layout::GiUpdateParams;
 use super::ray_tracer::{BufferView, RayTracer};
@@ -100,6 +100,9 @@ pub struct GiVolume {
     /// The irradiance read-back of the last update recorded into an engine's
     /// command buffer ([`GiVolume::record_update`]).
     recorded_irradiance: Option<Download>,
+    /// The first half of a bake recorded into an engine's command buffer: the
+    /// compression's buffers and its read-back ([`GiVolume::record_bake`]).
+    pending_bake: Option<(GpuVisibility, VisibilityDownload)>,
 }
 
 impl GiVolume {
@@ -138,6 +141,7 @@ impl GiVolume {
             gpu_params: None,
             gpu_version: 0,
             recorded_irradiance: None,
+            pending_bake: None,
             field,
         })
     }
@@ -153,6 +157,9 @@ impl GiVolume {
     /// Bakes and compresses every probe's visibility against the tracer's scene
     /// (call again when static geometry changed).
     pub fn bake(&mut self, tracer: &mut RayTracer) -> Result<(), GpuError> {
+        if let Some((work, _)) = self.pending_bake.take() {
+            tracer.gpu_mut().defer_drop(work);
+        }
         let n = self.probe_count();
         if n == 0 {
             self.baked = true;
@@ -177,6 +184,52 @@ impl GiVolume {
         self.field = field;
         self.baked = true;
         Ok(())
+    }
+
+    /// Embedded mode: the bake in two recordings into the engine's command
+    /// buffers, nothing submitted. The first call records the bake, the
+    /// compression and its read-back into `cmd` and returns `false`; the next call,
+    /// once the engine's submission of that one completed, builds the field from
+    /// what was read back, records the upload of its compact visibility into `cmd`
+    /// and returns `true`: the volume is baked (as [`GiVolume::bake`] bakes it).
+    ///
+    /// # Safety
+    /// As [`super::Gpu::record_into`]; and the second call comes after the first
+    /// call's command buffer completed.
+    pub unsafe fn record_bake(
+        &mut self,
+        tracer: &mut RayTracer,
+        cmd: ash::vk::CommandBuffer,
+        slot: u32,
+    ) -> Result<bool, GpuError> {
+        tracer.check_slot("record_bake", "bake", slot)?;
+        if let Some((work, download)) = self.pending_bake.take() {
+            let mut field = self.field(tracer)?.clone();
+            field.set_visibility(download.finish());
+            // SAFETY: forwarded from the caller.
+            unsafe { self.device.record_upload(tracer.gpu_mut(), cmd, slot, &field.visibility, &field.irradiance) }?;
+            tracer.gpu_mut().defer_drop(work);
+            self.field = field;
+            self.baked = true;
+            return Ok(true);
+        }
+        let n = self.probe_count();
+        if n == 0 {
+            self.baked = true;
+            return Ok(true);
+        }
+        let order = ProbeOrder::swizzled(n, MAX_COMPRESS_BATCH as u32);
+        let work = GpuVisibility::new(tracer.gpu(), n)?;
+        let (compressor, params) = (&self.compressor, &self.compress);
+        // SAFETY: forwarded from the caller.
+        let download = unsafe {
+            self.baker.record(tracer, &self.field.volume, &work, cmd, slot, |rec| {
+                rec.pass("gi compress", |rec| compressor.record(rec, &work, &order, params))?;
+                rec.pass("gi read visibility", |rec| work.record_read(rec))
+            })
+        }?;
+        self.pending_bake = Some((work, download));
+        Ok(false)
     }
 
     /// One frame's update: the next [`GiVolume::probes_per_frame`] live probes.
