@@ -5614,7 +5614,11 @@ KilnStatus kiln_tracer_create_embedded(const struct KilnEmbeddedDef *def,
  * - **Slots.** `frame_slot` is below `frames_in_flight`; the command buffer
  *   recorded for the same slot the previous time has completed (wait on its fence
  *   first): Kiln reuses that slot's staging memory. Buffers Kiln replaces are kept
- *   until every slot has been recorded again.
+ *   until every slot has been recorded again. To record more than once into one
+ *   frame (a scene update, traces, `kiln_gi_record_update`, in one command buffer
+ *   or several), call `kiln_tracer_begin_frame` for the slot first, after its
+ *   fence: the recordings then share the slot's staging memory without
+ *   overwriting each other until the next `kiln_tracer_begin_frame`.
  * - **Order.** The engine submits the command buffers Kiln recorded into, in
  *   recording order, to queues of `queue_family`.
  * - **Entry barrier.** Kiln's commands start with a memory barrier from compute and
@@ -5656,6 +5660,23 @@ KilnStatus kiln_tracer_read_hits(struct KilnTracerId tracer,
                                  uint32_t frame_slot,
                                  struct KilnTraceHit *hits,
                                  uint32_t count);
+
+/**
+ * Embedded mode: opens a frame for `frame_slot`. Call it once per frame, after
+ * waiting for the fence of the slot's previous submission and before recording
+ * into the slot: what that submission used may then be reused, and every
+ * recording for the slot until the next call (`kiln_tracer_record_update`,
+ * `kiln_tracer_record_trace`, `kiln_gi_record_update`, `kiln_gi_record_bake`,
+ * `kiln_frame_run_into`) keeps what the earlier ones staged, so a frame may hold
+ * several. Without it each recording assumes the slot's previous one completed,
+ * so only one recording per slot and frame is allowed.
+ *
+ * Refused (`KILN_ERROR_INVALID_ARGUMENT`) for a tracer that is not embedded or a
+ * slot it does not have.
+ *
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_tracer_begin_frame(struct KilnTracerId tracer, uint32_t frame_slot);
 
 /**
  * Records the scene update into the engine's `command_buffer` for `frame_slot`,

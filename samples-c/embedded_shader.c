@@ -268,13 +268,24 @@ static void sample_probes(struct engine *e, KilnTracerId tracer, KilnTracerId re
      * buffer, the engine's sampling right after it in the same one. */
     const float *got = irradiance.mapped;
     for (int frame = 0; frame < 2; frame++) {
+        /* Several recordings in one frame: a trace with read-back, then the probes. */
         VkCommandBuffer cmd = engine_begin(e);
+        CHECK_STATUS(kiln_tracer_begin_frame(tracer, 0), KILN_OK);
+        CHECK_STATUS(kiln_tracer_record_trace(tracer, cmd, 0, rays, 4096, KILN_TRACE_CLOSEST), KILN_OK);
         uint32_t updated = 0;
         CHECK_STATUS(kiln_gi_record_update(gi, cmd, 0, &updated), KILN_OK);
         CHECK_STATUS(kiln_gi_get_gpu_buffers(gi, &buffers), KILN_OK);
         struct gi_push push = {buffers.params.device_address, queries.address, irradiance.address, count, 0};
         engine_dispatch(cmd, pipeline, layout, &push, sizeof push, count);
         CHECK(engine_submit_and_wait(e) == 0);
+        static KilnTraceHit traced[4096], want_hits[4096];
+        CHECK_STATUS(kiln_tracer_read_hits(tracer, 0, traced, 4096), KILN_OK);
+        CHECK_STATUS(kiln_tracer_trace(reference, rays, 4096, KILN_TRACE_CLOSEST, want_hits), KILN_OK);
+        int same = 0;
+        for (int i = 0; i < 4096; i++)
+            same += traced[i].primitive == want_hits[i].primitive && traced[i].t == want_hits[i].t &&
+                    traced[i].user_id == want_hits[i].user_id;
+        CHECK(same == 4096);
         /* After the engine's fence: kiln_gi_sample reads what the recording read back. */
         CHECK_STATUS(kiln_gi_sample(gi, points, normals, views, count, true, expected), KILN_OK);
         float worst = 0.0f, brightest = 0.0f;
@@ -539,6 +550,10 @@ int main(int argc, char **argv) {
     CHECK_STATUS(kiln_tracer_record_update(tracer, e.cmd[1], UINT32_MAX), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_tracer_record_update(reference, e.cmd[1], 0), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_MESSAGE("not embedded");
+    CHECK_STATUS(kiln_tracer_begin_frame(tracer, SLOTS), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_begin_frame(tracer, UINT32_MAX), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_begin_frame(reference, 0), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("not embedded");
     CHECK_STATUS(kiln_tracer_get_trace_buffers(tracer, NULL), KILN_ERROR_NULL_POINTER);
     CHECK_STATUS(kiln_tracer_get_trace_buffers(reference, &buffers), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_MESSAGE("not embedded");
@@ -551,6 +566,7 @@ int main(int argc, char **argv) {
     CHECK_STATUS(kiln_tracer_destroy(tracer), KILN_OK);
     CHECK_STATUS(kiln_tracer_record_update(tracer, e.cmd[1], 0), KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_tracer_get_trace_buffers(tracer, &buffers), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_tracer_begin_frame(tracer, 0), KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_tracer_destroy(reference), KILN_OK);
     engine_buffer_destroy(&e, &rays);
     engine_buffer_destroy(&e, &hits);

@@ -442,6 +442,10 @@ static KilnStatus tracer_call(Pools *p, const char **what) {
         /* The pool's tracer is standalone: refused before the command buffer is
            touched, so a stand-in pointer is safe. */
         int stand_in = 0;
+        if (below(3) == 0) {
+            *what = "kiln_tracer_begin_frame";
+            return kiln_tracer_begin_frame(t, below(4) ? below(3) : next());
+        }
         *what = "kiln_tracer_record_update";
         return kiln_tracer_record_update(t, below(2) ? (void *)&stand_in : NULL, below(4) ? below(3) : next());
     }

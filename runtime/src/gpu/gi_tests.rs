@@ -600,13 +600,26 @@ fn gi_bake_and_update_recorded_into_the_engines_command_buffers_match_submitted_
     assert_eq!(recorded.stats(), submitted.stats());
     assert!(recorded.stats().baked && recorded.stats().blocks > 0);
     assert!(recorded.field(&mut embedded).unwrap().visibility == submitted.field(&mut standalone).unwrap().visibility);
+    let mut rng = crate::spatial::tests::Rng(17);
     for frame in 0..4 {
         let slot = frame % 2;
+        // One frame, several recordings into one command buffer: a trace (its rays
+        // staged) and then the probes' update (its parameters staged after them).
+        embedded.begin_frame(slot as u32).unwrap();
+        let rays = super::tests::random_rays(&mut rng, embedded.scene(), 500);
         let cmd = engine.begin(slot);
-        // SAFETY: a recording command buffer of the engine's device for `slot`.
+        // SAFETY: a recording command buffer of the engine's device for `slot`,
+        // whose previous submission completed (begin waited for it).
+        let hits = unsafe { embedded.record_trace(cmd, slot as u32, &rays, TraceMode::Closest) }.unwrap();
+        // SAFETY: as above; the frame is open, so the trace's staging is kept.
         let count = unsafe { recorded.record_update(&mut embedded, cmd, slot as u32) }.unwrap();
         engine.submit(slot);
         engine.wait_all();
+        let mut got = vec![GpuHit::default(); rays.len()];
+        hits.read(&mut got).unwrap();
+        let mut want = vec![GpuHit::default(); rays.len()];
+        standalone.trace(&rays, TraceMode::Closest, &mut want).unwrap();
+        assert!(got == want, "frame {frame}: the trace recorded before the update");
         assert_eq!(count, submitted.update(&mut standalone).unwrap());
         let want = submitted.field(&mut standalone).unwrap().irradiance.clone();
         assert!(want.iter().any(|w| *w != crate::gi::UNLIT));

@@ -90,9 +90,21 @@ pub struct GpuWait {
 #[derive(Default)]
 struct FrameSlot {
     staging: Option<GpuBuffer>,
+    /// Bytes of `staging` the recordings of the open frame need ([`Gpu::begin_frame`]).
+    staging_used: u64,
     retired: Vec<Arc<GpuBuffer>>,
     /// Recorded at least once (so a command buffer may still be running).
     used: bool,
+    /// Opened by [`Gpu::begin_frame`]: recordings accumulate until the next one.
+    open: bool,
+}
+
+/// Slot `slot`'s earlier work completed: values deferred for it no longer wait on it.
+fn release_slot(graveyard: &mut Vec<(Box<dyn Send>, u32)>, slot: u32) {
+    graveyard.retain_mut(|(_, pending)| {
+        *pending &= !(1 << slot);
+        *pending != 0
+    });
 }
 
 impl Gpu {
@@ -165,20 +177,56 @@ impl Gpu {
                 "record_into: frame slot {slot} of {slots} (only an embedded context has slots)"
             )));
         };
-        // The previous recording for this slot completed: what it kept alive may go.
-        frame.retired.clear();
+        if !frame.open {
+            // The previous recording for this slot completed: what it kept alive may go.
+            frame.retired.clear();
+            frame.staging_used = 0;
+            release_slot(&mut self.graveyard, slot);
+        }
         frame.used = true;
-        self.graveyard.retain_mut(|(_, pending)| {
-            *pending &= !(1 << slot);
-            *pending != 0
-        });
-        let mut rec = Recorder::new(&self.shared, false, &mut frame.staging, &mut frame.retired, &mut self.memory);
+        let mut rec = Recorder::new(
+            &self.shared,
+            false,
+            &mut frame.staging,
+            frame.staging_used,
+            &mut frame.retired,
+            &mut self.memory,
+        );
         rec.begin_label(label);
-        let value = record(&mut rec)?;
-        rec.end_label();
-        self.sync = rec.replay(cmd, vk::QueryPool::null(), vk::PipelineStageFlags::ALL_COMMANDS)?;
+        let value = record(&mut rec);
+        let used = rec.staging_used();
+        let replayed = value.and_then(|value| {
+            rec.end_label();
+            rec.replay(cmd, vk::QueryPool::null(), vk::PipelineStageFlags::ALL_COMMANDS).map(|sync| (value, sync))
+        });
+        if frame.open {
+            // Later recordings of this frame must not overwrite what this one staged.
+            frame.staging_used = used;
+        }
+        let (value, sync) = replayed?;
+        self.sync = sync;
         self.timings.clear();
         Ok(value)
+    }
+
+    /// Embedded mode: opens a frame for slot `slot`, whose previous command buffer
+    /// has completed: what it kept alive may go, and every recording into the slot
+    /// until the next `begin_frame` shares its staging memory without overwriting
+    /// an earlier one's, so several recordings (a scene update, traces, the probes'
+    /// update) may go into one frame's command buffers. Without it, each recording
+    /// for a slot assumes the slot's previous recording completed.
+    pub fn begin_frame(&mut self, slot: u32) -> Result<(), GpuError> {
+        let slots = self.slots.len();
+        let Some(frame) = self.slots.get_mut(slot as usize) else {
+            return Err(GpuError::InvalidInput(format!(
+                "begin_frame: frame slot {slot} of {slots} (only an embedded context has slots)"
+            )));
+        };
+        frame.retired.clear();
+        frame.staging_used = 0;
+        frame.open = true;
+        release_slot(&mut self.graveyard, slot);
+        Ok(())
     }
 
     /// Drops `value` (buffers) once no command buffer recorded so far can use it:
@@ -334,7 +382,8 @@ impl Gpu {
             return Err(GpuError::DeviceLost);
         }
         let timestamps = self.queries != vk::QueryPool::null();
-        let mut rec = Recorder::new(&self.shared, timestamps, &mut self.staging, &mut self.retired, &mut self.memory);
+        let mut rec =
+            Recorder::new(&self.shared, timestamps, &mut self.staging, 0, &mut self.retired, &mut self.memory);
         rec.begin_label(label);
         let value = record(&mut rec)?;
         rec.end_label();

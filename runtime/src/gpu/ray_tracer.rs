@@ -677,6 +677,14 @@ impl RayTracer {
         Ok(())
     }
 
+    /// Embedded mode: opens a frame for slot `slot` (see [`Gpu::begin_frame`]): the
+    /// slot's previous command buffer completed, and any number of recordings
+    /// (updates, traces, probe updates) may go into this frame's command buffers.
+    pub fn begin_frame(&mut self, slot: u32) -> Result<(), GpuError> {
+        self.check_slot("begin_frame", "nothing: a standalone tracer has no frames", slot)?;
+        self.gpu.begin_frame(slot)
+    }
+
     /// Refuses a recording (`what`) on a tracer that is not embedded (it should
     /// call `instead`) or for a frame slot it does not have.
     pub(crate) fn check_slot(&self, what: &str, instead: &str, slot: u32) -> Result<(), GpuError> {

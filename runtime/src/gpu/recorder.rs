@@ -221,10 +221,13 @@ pub struct Recorder<'a> {
 impl<'a> Recorder<'a> {
     /// A recorder that writes into `memory` (its last recording is forgotten) and
     /// keeps what must outlive the command buffer in `retired`.
+    /// `staging_used`: bytes of the staging ring earlier recordings of the same
+    /// command buffer (or frame) still need.
     pub(crate) fn new(
         shared: &'a SharedRef,
         timestamps: bool,
         staging: &'a mut Option<GpuBuffer>,
+        staging_used: u64,
         retired: &'a mut Vec<Arc<GpuBuffer>>,
         memory: &'a mut RecorderMemory,
     ) -> Recorder<'a> {
@@ -233,7 +236,12 @@ impl<'a> Recorder<'a> {
         memory.commands.clear();
         memory.push.clear();
         memory.shape.clear();
-        Recorder { shared, timestamps, staging, staging_used: 0, retired, memory, downloads: false }
+        Recorder { shared, timestamps, staging, staging_used, retired, memory, downloads: false }
+    }
+
+    /// Bytes of the staging ring in use, this recording's included.
+    pub(crate) fn staging_used(&self) -> u64 {
+        self.staging_used
     }
 
     /// Copies `bytes` into `dst` at `offset` through the staging ring.
