@@ -621,6 +621,9 @@ fn gi_bake_and_update_recorded_into_the_engines_command_buffers_match_submitted_
         standalone.trace(&rays, TraceMode::Closest, &mut want).unwrap();
         assert!(got == want, "frame {frame}: the trace recorded before the update");
         assert_eq!(count, submitted.update(&mut standalone).unwrap());
+        // The sampling block for an engine's shaders is written without a submission.
+        let buffers = recorded.gpu_buffers(&mut embedded).unwrap();
+        assert!(buffers.params.address != 0 && buffers.irradiance.address != 0);
         let want = submitted.field(&mut standalone).unwrap().irradiance.clone();
         assert!(want.iter().any(|w| *w != crate::gi::UNLIT));
         assert!(recorded.field(&mut embedded).unwrap().irradiance == want, "frame {frame}");

@@ -14,7 +14,7 @@
 //! update. Dead probes (a bake found nothing within their clip distance) keep no
 //! irradiance, are not updated and are not sampled (`gi/field.rs`).
 
-use super::buffer::GpuBuffer;
+use super::buffer::{BufferMemory, GpuBuffer};
 use super::error::GpuError;
 use super::gi_bake::GiBaker;
 use super::gi_compress::{GiCompressor, GpuVisibility, VisibilityDownload, MAX_COMPRESS_BATCH};
@@ -326,13 +326,25 @@ impl GiVolume {
 
     /// The device data an engine's shaders sample irradiance from: the parameters
     /// block (written anew, and the version bumped, when the field's buffers or
-    /// the sampling bias changed), the irradiance and the visibility blocks.
+    /// the sampling bias changed; host-visible, so nothing is submitted), the
+    /// irradiance and the visibility blocks.
     pub fn gpu_buffers(&mut self, tracer: &mut RayTracer) -> Result<GiBuffers, GpuError> {
         let want = sample_params(&self.device, self.params.sample.bias);
         let fresh =
             self.gpu_params.as_ref().is_some_and(|(_, had)| bytemuck::bytes_of(had) == bytemuck::bytes_of(&want));
         if !fresh {
-            let buffer = tracer.gpu_mut().buffer_from("gi sample params", &[want])?;
+            // 272 bytes every sampling invocation reads: host-visible and written
+            // here, so no submission is needed (on an engine's device either). A
+            // new buffer each time, as a frame in flight may read the old one.
+            let mut buffer = tracer.gpu().buffer(
+                "gi sample params",
+                std::mem::size_of::<GiUpdateParams>() as u64,
+                BufferMemory::Upload,
+            )?;
+            let Some(mapped) = buffer.mapped_mut() else {
+                return Err(GpuError::InvalidInput("gi sample params: the buffer is not host-visible".into()));
+            };
+            mapped.copy_from_slice(bytemuck::bytes_of(&want));
             if let Some((old, _)) = self.gpu_params.replace((buffer, want)) {
                 tracer.gpu_mut().defer_drop(old);
             }
