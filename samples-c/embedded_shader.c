@@ -226,6 +226,9 @@ static void sample_probes(struct engine *e, KilnTracerId tracer, KilnTracerId re
     KilnGiLighting light = kiln_default_gi_lighting();
     light.sun_direction = (KilnVec3){0.40f, 0.82f, 0.41f};
     CHECK_STATUS(kiln_gi_set_lighting(gi, &light), KILN_OK);
+    KilnGiBuffers buffers;
+    CHECK_STATUS(kiln_gi_get_gpu_buffers(gi, &buffers), KILN_ERROR_INVALID_STATE); /* nothing on the device yet */
+    CHECK_MESSAGE("record a bake or an update first");
     /* The bake the engine's way: two recordings into its command buffers. */
     for (int half = 0; half < 2; half++) {
         bool done = half == 0;
@@ -239,7 +242,6 @@ static void sample_probes(struct engine *e, KilnTracerId tracer, KilnTracerId re
            stats.dead_probes, stats.blocks);
     CHECK(stats.baked && stats.blocks > 0);
     for (int i = 0; i < 2; i++) CHECK_STATUS(kiln_gi_update(gi, NULL), KILN_OK);
-    KilnGiBuffers buffers;
     CHECK_STATUS(kiln_gi_get_gpu_buffers(gi, &buffers), KILN_OK);
     CHECK(buffers.params.size >= 272 && buffers.params.device_address != 0 && buffers.irradiance.buffer != 0);
 

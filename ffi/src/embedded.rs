@@ -66,8 +66,8 @@ pub struct KilnEmbeddedDef {
     /// A queue family with compute. The tracer's scene changes and traces,
     /// `kiln_gi_record_bake`, `kiln_gi_record_update` and `kiln_frame_run_into` never
     /// submit work of their own (they are recorded into the engine's command
-    /// buffers); Kiln's other GPU work on an embedded device (`kiln_gi_create`,
-    /// `kiln_gi_bake`, `kiln_gi_update`, `kiln_frame_run`) still goes
+    /// buffers); Kiln's other GPU work on an embedded device (`kiln_gi_bake`,
+    /// `kiln_gi_update`, `kiln_frame_run`) still goes
     /// to queue `queue_index` of this family, from the calling thread (or a worker
     /// of the call), inside the call that needs it; the engine must not use that
     /// queue from another thread meanwhile. Default 0.

@@ -29,7 +29,9 @@ use kiln_core::gi::SampleParams;
 use kiln_core::gpu::{GiVolume, MAX_RAYS_PER_PROBE};
 use kiln_core::math::Vec3;
 
-use crate::abi::{ffi_call, non_null, read_def, write_out, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
+use crate::abi::{
+    ffi_call, non_null, read_def, write_out, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT, KILN_ERROR_INVALID_STATE,
+};
 use crate::handles::{HandleTable, Lendable};
 use crate::types::KilnVec3;
 
@@ -583,7 +585,8 @@ pub struct KilnGiBuffers {
 /// before returning).
 ///
 /// Refused (`KILN_ERROR_INVALID_ARGUMENT`) for a volume whose tracer is not embedded:
-/// its buffers live on Kiln's own device.
+/// its buffers live on Kiln's own device; (`KILN_ERROR_INVALID_STATE`) before the
+/// volume's first recorded bake or update put its data on the device.
 ///
 /// Pointers: `out_buffers` is writable.
 ///
@@ -597,6 +600,13 @@ pub unsafe extern "C" fn kiln_gi_get_gpu_buffers(gi: KilnGiId, out_buffers: *mut
                 return Err(Error::new(
                     KILN_ERROR_INVALID_ARGUMENT,
                     "the volume's tracer is not embedded (kiln_tracer_create_embedded); its buffers live on Kiln's own device",
+                ));
+            }
+            if !volume.on_device() {
+                return Err(Error::new(
+                    KILN_ERROR_INVALID_STATE,
+                    "the volume's data is not on the device yet: record a bake or an update first \
+                     (kiln_gi_record_bake, kiln_gi_record_update)",
                 ));
             }
             volume.gpu_buffers(tracer).map_err(gpu_error)

@@ -581,13 +581,14 @@ fn gi_bake_and_update_recorded_into_the_engines_command_buffers_match_submitted_
     add_walled_room(&mut embedded);
     add_walled_room(&mut standalone);
     let grid = ProbeGrid::covering(glam::Vec3::new(-3.0, 0.0, -3.0), glam::Vec3::new(7.0, 4.0, 7.0), 1.0).unwrap();
+    let before = embedded.gpu().submissions();
     let mut recorded = GiVolume::new(&mut embedded, grid, Some(1.5)).unwrap();
+    assert!(!recorded.on_device() && recorded.gpu_buffers(&mut embedded).is_err(), "its data waits for a recording");
     let mut submitted = GiVolume::new(&mut standalone, grid, Some(1.5)).unwrap();
     for volume in [&mut recorded, &mut submitted] {
         volume.params.rays_per_probe = 32;
         volume.probes_per_frame = 64;
     }
-    let before = embedded.gpu().submissions();
     for (slot, done) in [(0, false), (1, true)] {
         let cmd = engine.begin(slot);
         // SAFETY: a recording command buffer of the engine's device for `slot`;
@@ -628,7 +629,7 @@ fn gi_bake_and_update_recorded_into_the_engines_command_buffers_match_submitted_
         assert!(want.iter().any(|w| *w != crate::gi::UNLIT));
         assert!(recorded.field(&mut embedded).unwrap().irradiance == want, "frame {frame}");
     }
-    assert_eq!(embedded.gpu().submissions(), before, "recorded bakes, updates and read-backs submit nothing");
+    assert_eq!(embedded.gpu().submissions(), before, "a volume created, baked, updated and read back submits nothing");
     let device = recorded.device.read_visibility(embedded.gpu_mut()).unwrap();
     assert!(device == submitted.device.read_visibility(standalone.gpu_mut()).unwrap(), "the device's visibility");
     // A volume on a standalone tracer is refused, before the command buffer is used.

@@ -123,6 +123,28 @@ impl GpuProbeField {
         Ok(())
     }
 
+    /// Embedded mode: buffers sized for `field`, created empty; the returned upload
+    /// records their data into a later recording (nothing is submitted).
+    pub fn sized(gpu: &mut Gpu, field: &ProbeField) -> Result<(GpuProbeField, InitialUpload), GpuError> {
+        let volume = &field.volume;
+        let (mask, rank) = volume.mask_words();
+        let mask: Vec<u32> = bytemuck::cast_slice(mask).to_vec();
+        let rank: Vec<u32> = bytemuck::cast_slice(rank).to_vec();
+        let vis = &field.visibility;
+        let data = VisibilityWords::of(vis);
+        let buffer = |name: &str, bytes: u64| gpu.buffer(name, bytes.max(4), BufferMemory::Device);
+        let gpu_field = GpuProbeField {
+            grid: volume.grid,
+            probe_count: volume.probe_count() as u32,
+            mask: buffer("gi mask", 4 * mask.len() as u64)?,
+            rank: buffer("gi rank", 4 * rank.len() as u64)?,
+            irradiance: buffer("gi irradiance", std::mem::size_of_val(field.irradiance.as_slice()) as u64)?,
+            visibility: DeviceVisibility::sized(gpu, vis, &data)?,
+        };
+        let visibility = data.words().map(|w| w.to_vec());
+        Ok((gpu_field, InitialUpload { mask, rank, visibility, irradiance: field.irradiance.clone() }))
+    }
+
     /// Embedded mode: as [`GpuProbeField::upload`], but the new buffers are created
     /// empty and their data is recorded into the engine's `cmd` for frame slot
     /// `slot`: nothing is submitted.
@@ -311,6 +333,40 @@ impl DeviceVisibility {
     }
 }
 
+/// Where an update is recorded: the engine's command buffer and frame slot, and
+/// what to record before the update's passes.
+pub struct Recording<'p> {
+    pub cmd: ash::vk::CommandBuffer,
+    pub slot: u32,
+    pub prelude: &'p dyn Fn(&mut Recorder<'_>) -> Result<(), GpuError>,
+}
+
+/// A probe field's data not yet on the device ([`GpuProbeField::sized`]): what its
+/// first recording uploads.
+pub struct InitialUpload {
+    mask: Vec<u32>,
+    rank: Vec<u32>,
+    visibility: [Vec<u32>; 5],
+    irradiance: Vec<PackedSh>,
+}
+
+impl InitialUpload {
+    /// Records the uploads into `field`'s buffers.
+    pub fn record(&self, rec: &mut Recorder<'_>, field: &GpuProbeField) -> Result<(), GpuError> {
+        let words = [&self.mask, &self.rank].into_iter().chain(&self.visibility);
+        let buffers = [&field.mask, &field.rank].into_iter().chain(field.visibility.buffers());
+        for (buffer, words) in buffers.zip(words) {
+            if !words.is_empty() {
+                rec.upload(buffer, 0, bytemuck::cast_slice(words))?;
+            }
+        }
+        if !self.irradiance.is_empty() {
+            rec.upload(&field.irradiance, 0, bytemuck::cast_slice(&self.irradiance))?;
+        }
+        Ok(())
+    }
+}
+
 /// Scratch buffers of one update, kept between updates and grown on demand.
 struct Scratch {
     rays: GpuBuffer,
@@ -394,11 +450,11 @@ impl GiUpdater {
         unsafe { self.run(tracer, field, lighting, params, frame, probes, None) }.map(|_| ())
     }
 
-    /// Embedded mode: records the update (with the scene's, when it changed) into
-    /// the engine's `cmd` for frame slot `slot`, followed by a read-back of every
-    /// live probe's irradiance (16 bytes each), readable from the returned download
-    /// once the engine's submission completed. `None` when there was nothing to
-    /// update.
+    /// Embedded mode: records the update (with the scene's, when it changed, and
+    /// `into.prelude` first) into the engine's command buffer, followed by a
+    /// read-back of every live probe's irradiance (16 bytes each), readable from
+    /// the returned download once the engine's submission completed. `None` when
+    /// there was nothing to update.
     ///
     /// # Safety
     /// As [`super::Gpu::record_into`].
@@ -411,11 +467,10 @@ impl GiUpdater {
         params: &UpdateParams,
         frame: u32,
         probes: &[u32],
-        cmd: ash::vk::CommandBuffer,
-        slot: u32,
+        into: Recording<'_>,
     ) -> Result<Option<Download>, GpuError> {
         // SAFETY: forwarded from the caller.
-        unsafe { self.run(tracer, field, lighting, params, frame, probes, Some((cmd, slot))) }
+        unsafe { self.run(tracer, field, lighting, params, frame, probes, Some(into)) }
     }
 
     /// The update, submitted or (`into`) recorded into an engine's command buffer
@@ -432,7 +487,7 @@ impl GiUpdater {
         params: &UpdateParams,
         frame: u32,
         probes: &[u32],
-        into: Option<(ash::vk::CommandBuffer, u32)>,
+        into: Option<Recording<'_>>,
     ) -> Result<Option<Download>, GpuError> {
         check_update(field, lighting, params, probes)?;
         let count = probes.len() as u32;
@@ -512,6 +567,9 @@ impl GiUpdater {
         ];
         let live_bytes = 16 * u64::from(field.live_count());
         let passes = |rec: &mut Recorder<'_>, scene: &GpuScene, trace: &Tracer| {
+            if let Some(into) = &into {
+                (into.prelude)(rec)?;
+            }
             rec.pass("gi probe rays", |rec| {
                 rec.upload(&s.params, 0, bytemuck::bytes_of(&p))?;
                 rec.upload(&s.dirs, 0, bytemuck::cast_slice(dirs))?;
@@ -531,7 +589,7 @@ impl GiUpdater {
                 _ => Ok(None),
             }
         };
-        match into {
+        match into.as_ref().map(|r| (r.cmd, r.slot)) {
             None => tracer.submit_with_scene_async("kiln gi update", passes),
             // SAFETY: forwarded from the caller.
             Some((cmd, slot)) => unsafe { tracer.record_with_scene(cmd, slot, "kiln gi update", passes) },

@@ -18,10 +18,10 @@ use super::buffer::{BufferMemory, GpuBuffer};
 use super::error::GpuError;
 use super::gi_bake::GiBaker;
 use super::gi_compress::{GiCompressor, GpuVisibility, VisibilityDownload, MAX_COMPRESS_BATCH};
-use super::gi_update::{sample_params, GiUpdater, GpuProbeField, MAX_RAYS_PER_PROBE};
+use super::gi_update::{sample_params, GiUpdater, GpuProbeField, InitialUpload, Recording, MAX_RAYS_PER_PROBE};
 use super::layout::GiUpdateParams;
 use super::ray_tracer::{BufferView, RayTracer};
-use super::recorder::Download;
+use super::recorder::{Download, Recorder};
 use crate::gi::compress::{CompressParams, ProbeOrder};
 use crate::gi::update::{GiLighting, UpdateParams};
 use crate::gi::{ProbeField, ProbeGrid, ProbeVolume, SampleParams, OCT_TEXELS};
@@ -103,6 +103,8 @@ pub struct GiVolume {
     /// The first half of a bake recorded into an engine's command buffer: the
     /// compression's buffers and its read-back ([`GiVolume::record_bake`]).
     pending_bake: Option<(GpuVisibility, VisibilityDownload)>,
+    /// Embedded mode: the field's data until a recording uploaded it.
+    initial: Option<InitialUpload>,
 }
 
 impl GiVolume {
@@ -122,7 +124,13 @@ impl GiVolume {
             )));
         }
         let field = ProbeField::new(volume);
-        let device = GpuProbeField::new(tracer.gpu_mut(), &field)?;
+        // On an engine's device the data goes up inside the first recording.
+        let (device, initial) = if tracer.gpu().is_embedded() {
+            let (device, initial) = GpuProbeField::sized(tracer.gpu_mut(), &field)?;
+            (device, Some(initial))
+        } else {
+            (GpuProbeField::new(tracer.gpu_mut(), &field)?, None)
+        };
         Ok(GiVolume {
             device,
             updater: GiUpdater::new(tracer)?,
@@ -142,6 +150,7 @@ impl GiVolume {
             gpu_version: 0,
             recorded_irradiance: None,
             pending_bake: None,
+            initial,
             field,
         })
     }
@@ -160,6 +169,7 @@ impl GiVolume {
         if let Some((work, _)) = self.pending_bake.take() {
             tracer.gpu_mut().defer_drop(work);
         }
+        self.flush_initial(tracer)?;
         let n = self.probe_count();
         if n == 0 {
             self.baked = true;
@@ -215,19 +225,25 @@ impl GiVolume {
         }
         let n = self.probe_count();
         if n == 0 {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.record_initial(tracer, cmd, slot) }?;
             self.baked = true;
             return Ok(true);
         }
         let order = ProbeOrder::swizzled(n, MAX_COMPRESS_BATCH as u32);
         let work = GpuVisibility::new(tracer.gpu(), n)?;
-        let (compressor, params) = (&self.compressor, &self.compress);
+        let (compressor, params, initial, device) = (&self.compressor, &self.compress, &self.initial, &self.device);
         // SAFETY: forwarded from the caller.
         let download = unsafe {
             self.baker.record(tracer, &self.field.volume, &work, cmd, slot, |rec| {
+                if let Some(initial) = initial {
+                    initial.record(rec, device)?;
+                }
                 rec.pass("gi compress", |rec| compressor.record(rec, &work, &order, params))?;
                 rec.pass("gi read visibility", |rec| work.record_read(rec))
             })
         }?;
+        self.initial = None;
         self.pending_bake = Some((work, download));
         Ok(false)
     }
@@ -244,6 +260,7 @@ impl GiVolume {
     /// changed, then the probes') is submitted; [`RayTracer::finish`] completes it.
     /// Reading the irradiance ([`GiVolume::field`], [`GiVolume::sample`]) waits.
     pub fn update_async(&mut self, tracer: &mut RayTracer) -> Result<u32, GpuError> {
+        self.flush_initial(tracer)?;
         let Some(last) = self.next_probes() else { return Ok(0) };
         self.updater.update_async(tracer, &self.device, &self.lighting, &self.params, self.frame, &self.probes)?;
         self.recorded_irradiance = None;
@@ -265,14 +282,56 @@ impl GiVolume {
         slot: u32,
     ) -> Result<u32, GpuError> {
         tracer.check_slot("record_update", "update", slot)?;
-        let Some(last) = self.next_probes() else { return Ok(0) };
-        let (updater, device, probes) = (&mut self.updater, &self.device, &self.probes);
+        let Some(last) = self.next_probes() else {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.record_initial(tracer, cmd, slot) }?;
+            return Ok(0);
+        };
+        let (updater, device, probes, initial) = (&mut self.updater, &self.device, &self.probes, &self.initial);
+        let prelude = |rec: &mut Recorder<'_>| initial.as_ref().map_or(Ok(()), |i| i.record(rec, device));
+        let into = Recording { cmd, slot, prelude: &prelude };
         // SAFETY: forwarded from the caller.
-        let download = unsafe {
-            updater.record_update(tracer, device, &self.lighting, &self.params, self.frame, probes, cmd, slot)
-        }?;
+        let download =
+            unsafe { updater.record_update(tracer, device, &self.lighting, &self.params, self.frame, probes, into) }?;
+        self.initial = None;
         self.recorded_irradiance = download;
         Ok(self.after_update(last))
+    }
+
+    /// Whether the volume's data is on the device (or recorded to be): on an
+    /// engine's device, only after a recorded bake or update.
+    pub fn on_device(&self) -> bool {
+        self.initial.is_none()
+    }
+
+    /// Records the field's first upload alone, if no recording took it yet.
+    ///
+    /// # Safety
+    /// As [`super::Gpu::record_into`].
+    unsafe fn record_initial(
+        &mut self,
+        tracer: &mut RayTracer,
+        cmd: ash::vk::CommandBuffer,
+        slot: u32,
+    ) -> Result<(), GpuError> {
+        if let Some(initial) = &self.initial {
+            let device = &self.device;
+            // SAFETY: forwarded from the caller.
+            unsafe { tracer.gpu_mut().record_into(cmd, slot, "kiln gi upload", |rec| initial.record(rec, device)) }?;
+            self.initial = None;
+        }
+        Ok(())
+    }
+
+    /// Submits the field's first upload if no recording took it yet (an engine
+    /// that calls the submitting functions on its device).
+    fn flush_initial(&mut self, tracer: &mut RayTracer) -> Result<(), GpuError> {
+        if let Some(initial) = &self.initial {
+            let device = &self.device;
+            tracer.gpu_mut().submit("kiln gi upload", |rec| initial.record(rec, device))?;
+            self.initial = None;
+        }
+        Ok(())
     }
 
     /// Picks the next live probes of an update into `self.probes`; `None` when there
@@ -329,6 +388,11 @@ impl GiVolume {
     /// the sampling bias changed; host-visible, so nothing is submitted), the
     /// irradiance and the visibility blocks.
     pub fn gpu_buffers(&mut self, tracer: &mut RayTracer) -> Result<GiBuffers, GpuError> {
+        if self.initial.is_some() {
+            return Err(GpuError::InvalidInput(
+                "gpu_buffers: the volume's data is not on the device yet: record a bake or an update first".into(),
+            ));
+        }
         let want = sample_params(&self.device, self.params.sample.bias);
         let fresh =
             self.gpu_params.as_ref().is_some_and(|(_, had)| bytemuck::bytes_of(had) == bytemuck::bytes_of(&want));
