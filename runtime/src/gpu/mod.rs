@@ -97,8 +97,27 @@ pub fn gpu_required() -> bool {
 /// Opens a validating context for a test. Without a device: panics when
 /// [`gpu_required`], otherwise prints why and returns `None` (the test then skips,
 /// visibly).
+///
+/// GPU tests run one at a time: the Vulkan loader's debug-utils terminator walks
+/// its global instance list while another test's thread may be creating or
+/// destroying an instance (seen as a crash inside `vkSetDebugUtilsObjectNameEXT`
+/// under AddressSanitizer). The lock is taken here and held by the test's thread
+/// until it ends (libtest gives each test a thread); a second call on the same
+/// thread keeps it.
 #[cfg(test)]
 pub(crate) fn test_gpu(test: &str) -> Option<Gpu> {
+    use std::cell::RefCell;
+    use std::sync::{Mutex, MutexGuard};
+    static GPU_TESTS: Mutex<()> = Mutex::new(());
+    thread_local! {
+        static HELD: RefCell<Option<MutexGuard<'static, ()>>> = const { RefCell::new(None) };
+    }
+    HELD.with(|held| {
+        let mut held = held.borrow_mut();
+        if held.is_none() {
+            *held = Some(GPU_TESTS.lock().unwrap_or_else(|p| p.into_inner()));
+        }
+    });
     match Gpu::new(&GpuConfig { validation: true, ..GpuConfig::from_env() }) {
         Ok(gpu) => Some(gpu),
         Err(err) if gpu_required() => panic!("{test}: KILN_REQUIRE_GPU=1 but no GPU: {err}"),
