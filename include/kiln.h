@@ -42,7 +42,7 @@
  * Version of the binary interface: structs, function signatures, constants. Bumped
  * on every incompatible change; the shared library's SONAME is `libkiln.so.<ABI>`.
  */
-#define KILN_ABI_VERSION 8
+#define KILN_ABI_VERSION 9
 
 /**
  * Library version, major part.
@@ -2702,9 +2702,9 @@ typedef struct KilnInstanceDef {
 } KilnInstanceDef;
 
 /**
- * A skinned mesh: rest positions, up to four joints and weights per vertex,
- * triangles. The tracer keeps its own copy, skinned on the GPU whenever its bones
- * change (`kiln_tracer_set_bones`).
+ * A skinned mesh (`kiln_tracer_add_skinned_mesh`): rest positions, up to four joints
+ * and weights per vertex, triangles. Each skinned instance of it is skinned on the
+ * GPU whenever its bones change (`kiln_tracer_set_bones`).
  */
 typedef struct KilnSkinnedMeshDef {
     /**
@@ -5384,20 +5384,34 @@ KilnStatus kiln_tracer_add_instance(struct KilnTracerId tracer,
                                     struct KilnInstanceId *out_instance);
 
 /**
- * Adds a skinned instance: its own copy of the mesh in `mesh`, placed by
- * `transform`, bones starting as identities. Writes its handle to
- * `out_instance`.
+ * Adds a skinned mesh and writes its handle to `out_mesh`. Its BLAS is built once,
+ * over the rest pose, and is the mold every skinned instance of it is copied from
+ * and refitted to on the GPU each frame; `kiln_tracer_add_instance` of it places the
+ * rest pose, rigid. Removed like any mesh, once no instance uses it.
  *
- * Pointers: `mesh` is NULL or readable, its arrays readable for their counts;
- * `transform` is NULL or readable; `out_instance` is NULL or writable.
+ * Pointers: `def` is NULL or readable, its arrays readable for their counts;
+ * `out_mesh` is NULL or writable.
+ *
+ * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_tracer_add_skinned_mesh(struct KilnTracerId tracer,
+                                        const struct KilnSkinnedMeshDef *def,
+                                        struct KilnMeshId *out_mesh);
+
+/**
+ * Adds a skinned instance of the skinned mesh `def->mesh` (from
+ * `kiln_tracer_add_skinned_mesh`; any other mesh is `KILN_ERROR_INVALID_ARGUMENT`),
+ * placed by `def->transform`, bones starting as identities, and writes its handle
+ * to `out_instance`. Nothing is built on the CPU: the instance is a region of the
+ * GPU's transient segment, reset from the mold, skinned and refitted whenever bones
+ * changed (`kiln_tracer_set_bones`).
+ *
+ * Pointers: `def` is NULL or readable; `out_instance` is NULL or writable.
  *
  * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
 KilnStatus kiln_tracer_add_skinned_instance(struct KilnTracerId tracer,
-                                            const struct KilnSkinnedMeshDef *mesh,
-                                            const struct KilnAffine *transform,
-                                            uint32_t mask,
-                                            uint32_t user_id,
+                                            const struct KilnInstanceDef *def,
                                             struct KilnInstanceId *out_instance);
 
 /**

@@ -144,8 +144,15 @@ int main(int argc, char **argv) {
     skinned.triangle_count = 2 * BW * BH;
     skinned.bone_count = BONES;
     KilnAffine place = translation(-8.0f, 6.0f, -6.0f);
+    KilnMeshId banner_mesh;
+    CHECK_STATUS(kiln_tracer_add_skinned_mesh(tracer, &skinned, &banner_mesh), KILN_OK);
+    KilnInstanceDef banner_def = kiln_default_instance_def();
+    banner_def.mesh = banner_mesh;
+    banner_def.transform = place;
+    banner_def.mask = 2;
+    banner_def.user_id = BANNER_ID;
     KilnInstanceId banner_instance;
-    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &skinned, &place, 2, BANNER_ID, &banner_instance), KILN_OK);
+    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &banner_def, &banner_instance), KILN_OK);
     /* Bend it: bone b turns by 0.25 rad per bone about y through its own left edge. */
     KilnAffine bones[BONES];
     for (int b = 0; b < BONES; b++) {
@@ -224,6 +231,13 @@ int main(int argc, char **argv) {
     CHECK_STATUS(kiln_tracer_set_transforms(tracer, &first_cube, &singular, 1), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_tracer_set_bones(tracer, banner_instance, bones, BONES - 1), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_tracer_set_bones(tracer, terrain_instance, bones, BONES), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_set_bones(tracer, banner_instance, bones, UINT32_MAX), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("bone_count");
+    CHECK_STATUS(kiln_tracer_set_bones(tracer, banner_instance, NULL, BONES), KILN_ERROR_NULL_POINTER);
+    KilnAffine nan_bones[BONES];
+    memcpy(nan_bones, bones, sizeof bones);
+    nan_bones[2].rows[0][3] = NAN;
+    CHECK_STATUS(kiln_tracer_set_bones(tracer, banner_instance, nan_bones, BONES), KILN_ERROR_INVALID_ARGUMENT);
     uint32_t out;
     KilnMeshId out_mesh;
     KilnInstanceId out_instance;
@@ -239,16 +253,39 @@ int main(int argc, char **argv) {
     bad_joints[4 * 7] = BONES; /* one past the last bone */
     KilnSkinnedMeshDef bad_skin = skinned;
     bad_skin.joints = bad_joints;
-    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &bad_skin, &place, 2, 0, &out_instance), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_add_skinned_mesh(tracer, &bad_skin, &out_mesh), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_MESSAGE("joint");
     bad_skin = skinned;
     bad_skin.weights = NULL;
-    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &bad_skin, &place, 2, 0, &out_instance), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_tracer_add_skinned_mesh(tracer, &bad_skin, &out_mesh), KILN_ERROR_NULL_POINTER);
     bad_skin = skinned;
     bad_skin.bone_count = 0;
-    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &bad_skin, &place, 2, 0, &out_instance), KILN_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &skinned, &singular, 2, 0, &out_instance),
-                 KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_tracer_add_skinned_mesh(tracer, &bad_skin, &out_mesh), KILN_ERROR_INVALID_ARGUMENT);
+    bad_skin = skinned;
+    bad_skin.vertex_count = UINT32_MAX; /* huge: refused before any array is read */
+    CHECK_STATUS(kiln_tracer_add_skinned_mesh(tracer, &bad_skin, &out_mesh), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("too large");
+    banner[0].x = NAN;
+    CHECK_STATUS(kiln_tracer_add_skinned_mesh(tracer, &skinned, &out_mesh), KILN_ERROR_INVALID_ARGUMENT);
+    banner[0].x = 0.0f;
+    CHECK_STATUS(kiln_tracer_add_skinned_mesh(tracer, NULL, &out_mesh), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_tracer_add_skinned_mesh(tracer, &skinned, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_tracer_add_skinned_mesh((KilnTracerId){0}, &skinned, &out_mesh), KILN_ERROR_INVALID_HANDLE);
+    KilnInstanceDef bad_place = banner_def;
+    bad_place.transform = singular;
+    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &bad_place, &out_instance), KILN_ERROR_INVALID_ARGUMENT);
+    bad_place.transform.rows[1][3] = NAN;
+    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &bad_place, &out_instance), KILN_ERROR_INVALID_ARGUMENT);
+    bad_place = banner_def;
+    bad_place.mesh = cube_mesh; /* a rigid mesh has no skin */
+    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &bad_place, &out_instance), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("not a skinned mesh");
+    bad_place.mesh = (KilnMeshId){0};
+    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &bad_place, &out_instance), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, NULL, &out_instance), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &banner_def, NULL), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_tracer_add_skinned_instance((KilnTracerId){0}, &banner_def, &out_instance),
+                 KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_tracer_get_timings(tracer, NULL, 4, &out), KILN_ERROR_NULL_POINTER);
     CHECK_STATUS(kiln_tracer_get_timings(tracer, NULL, 0, NULL), KILN_ERROR_NULL_POINTER);
     def = kiln_default_instance_def(); /* the null mesh */
@@ -278,10 +315,13 @@ int main(int argc, char **argv) {
     CHECK_MESSAGE("null");
     CHECK_STATUS(kiln_tracer_remove_mesh(tracer, cube_mesh), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_MESSAGE("remove them first");
+    CHECK_STATUS(kiln_tracer_remove_mesh(tracer, banner_mesh), KILN_ERROR_INVALID_ARGUMENT); /* in use */
     CHECK_STATUS(kiln_tracer_remove_instance(tracer, banner_instance), KILN_OK);
+    CHECK_STATUS(kiln_tracer_remove_mesh(tracer, banner_mesh), KILN_OK);
+    CHECK_STATUS(kiln_tracer_add_skinned_instance(tracer, &banner_def, &out_instance), KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_tracer_update(tracer), KILN_OK);
     CHECK_STATUS(kiln_tracer_get_memory(tracer, &after, NULL), KILN_OK);
-    CHECK(after < held); /* the banner's BLAS copy went back */
+    CHECK(after < held); /* the banner's mold, skin and transient segment went back */
     CHECK_STATUS(kiln_tracer_set_bones(tracer, banner_instance, bones, BONES), KILN_ERROR_INVALID_HANDLE);
 
     /* A voxel terrain mirrored chunk by chunk (mask 8): a ray down meets a hill's top;

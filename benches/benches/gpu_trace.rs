@@ -15,7 +15,7 @@
 use criterion::{criterion_group, Criterion, Throughput};
 use kiln::gpu::{
     grid_mesh, trace_cpu, Blas, BlasRefit, BufferMemory, CpuTlas, Gpu, GpuBlas, GpuConfig, GpuHit, GpuRay, GpuScene,
-    Scene, TlasBuilder, Tracer, NO_HIT,
+    Scene, TlasBuilder, Tracer, TransientLens, NO_HIT,
 };
 use kiln_benches::{report_ratios, SplitMix};
 use rayon::prelude::*;
@@ -69,7 +69,7 @@ fn primary(c: &mut Criterion, gpu: &mut Gpu) {
             }
         })
         .collect();
-    let gpu_scene = GpuScene::new(gpu, &scene).unwrap();
+    let gpu_scene = GpuScene::new(gpu, &scene, TransientLens::default()).unwrap();
     let builder = TlasBuilder::new(gpu).unwrap();
     let tracer = Tracer::new(gpu).unwrap();
     gpu.submit("tlas", |rec| {
@@ -137,7 +137,7 @@ fn tlas(c: &mut Criterion, gpu: &mut Gpu) {
             let transform = [[1.0, 0.0, 0.0, t[0]], [0.0, 1.0, 0.0, t[1]], [0.0, 0.0, 1.0, t[2]]];
             scene.add_instance(mesh, &transform, 1, i).unwrap();
         }
-        let gpu_scene = GpuScene::new(gpu, &scene).unwrap();
+        let gpu_scene = GpuScene::new(gpu, &scene, TransientLens::default()).unwrap();
         let builder = TlasBuilder::new(gpu).unwrap();
         gpu.submit("tlas", |rec| {
             gpu_scene.upload_instances(rec, &scene, &[], true)?;

@@ -166,9 +166,9 @@ pub struct KilnInstanceDef {
     pub user_id: u32,
 }
 
-/// A skinned mesh: rest positions, up to four joints and weights per vertex,
-/// triangles. The tracer keeps its own copy, skinned on the GPU whenever its bones
-/// change (`kiln_tracer_set_bones`).
+/// A skinned mesh (`kiln_tracer_add_skinned_mesh`): rest positions, up to four joints
+/// and weights per vertex, triangles. Each skinned instance of it is skinned on the
+/// GPU whenever its bones change (`kiln_tracer_set_bones`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct KilnSkinnedMeshDef {
@@ -650,44 +650,67 @@ pub unsafe extern "C" fn kiln_tracer_add_instance(
     })
 }
 
-/// Adds a skinned instance: its own copy of the mesh in `mesh`, placed by
-/// `transform`, bones starting as identities. Writes its handle to
-/// `out_instance`.
+/// Adds a skinned mesh and writes its handle to `out_mesh`. Its BLAS is built once,
+/// over the rest pose, and is the mold every skinned instance of it is copied from
+/// and refitted to on the GPU each frame; `kiln_tracer_add_instance` of it places the
+/// rest pose, rigid. Removed like any mesh, once no instance uses it.
 ///
-/// Pointers: `mesh` is NULL or readable, its arrays readable for their counts;
-/// `transform` is NULL or readable; `out_instance` is NULL or writable.
+/// Pointers: `def` is NULL or readable, its arrays readable for their counts;
+/// `out_mesh` is NULL or writable.
+///
+/// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+#[no_mangle]
+pub unsafe extern "C" fn kiln_tracer_add_skinned_mesh(
+    tracer: KilnTracerId,
+    def: *const KilnSkinnedMeshDef,
+    out_mesh: *mut KilnMeshId,
+) -> KilnStatus {
+    ffi_call("kiln_tracer_add_skinned_mesh", || {
+        let def = non_null(def, "def")?;
+        non_null(out_mesh, "out_mesh")?;
+        // SAFETY: non-null; readable per the contract.
+        let def = unsafe { read_def(def, "def")? };
+        let per_vertex = def.vertex_count.checked_mul(4).ok_or_else(|| {
+            Error::new(KILN_ERROR_INVALID_ARGUMENT, format!("vertex_count {} is too large", def.vertex_count))
+        })?;
+        // SAFETY: the arrays are readable for their counts per the contract.
+        let (rest, triangles) = unsafe { read_mesh(def.positions, def.vertex_count, def.indices, def.triangle_count)? };
+        // SAFETY: readable for `4 * vertex_count` entries per the contract.
+        let joints = unsafe { read_checked(def.joints, per_vertex, "def->joints", |&j, _| Ok(j))? };
+        // SAFETY: as above.
+        let weights = unsafe { read_checked(def.weights, per_vertex, "def->weights", |&w, _| Ok(w))? };
+        let joints = joints.chunks_exact(4).map(|j| [j[0], j[1], j[2], j[3]]).collect();
+        let weights = weights.chunks_exact(4).map(|w| [w[0], w[1], w[2], w[3]]).collect();
+        let skin = SkinData::new(rest, joints, weights, def.bone_count).map_err(|e| gpu_error(e.into()))?;
+        let mesh = with_tracer(tracer, |entry| entry.tracer.add_skinned_mesh(skin, &triangles).map_err(gpu_error))?;
+        write_out(out_mesh, "out_mesh", c_mesh(tracer, mesh))
+    })
+}
+
+/// Adds a skinned instance of the skinned mesh `def->mesh` (from
+/// `kiln_tracer_add_skinned_mesh`; any other mesh is `KILN_ERROR_INVALID_ARGUMENT`),
+/// placed by `def->transform`, bones starting as identities, and writes its handle
+/// to `out_instance`. Nothing is built on the CPU: the instance is a region of the
+/// GPU's transient segment, reset from the mold, skinned and refitted whenever bones
+/// changed (`kiln_tracer_set_bones`).
+///
+/// Pointers: `def` is NULL or readable; `out_instance` is NULL or writable.
 ///
 /// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn kiln_tracer_add_skinned_instance(
     tracer: KilnTracerId,
-    mesh: *const KilnSkinnedMeshDef,
-    transform: *const KilnAffine,
-    mask: u32,
-    user_id: u32,
+    def: *const KilnInstanceDef,
     out_instance: *mut KilnInstanceId,
 ) -> KilnStatus {
     ffi_call("kiln_tracer_add_skinned_instance", || {
-        let mesh = non_null(mesh, "mesh")?;
-        let transform = non_null(transform, "transform")?;
+        let def = non_null(def, "def")?;
         non_null(out_instance, "out_instance")?;
         // SAFETY: non-null; readable per the contract.
-        let (mesh, transform) = unsafe { (read_def(mesh, "mesh")?, transform.read()) };
-        // SAFETY: the arrays are readable for their counts per the contract.
-        let (rest, triangles) =
-            unsafe { read_mesh(mesh.positions, mesh.vertex_count, mesh.indices, mesh.triangle_count)? };
-        let per_vertex = mesh.vertex_count.checked_mul(4).ok_or_else(|| {
-            Error::new(KILN_ERROR_INVALID_ARGUMENT, format!("vertex_count {} is too large", mesh.vertex_count))
-        })?;
-        // SAFETY: readable for `4 * vertex_count` entries per the contract.
-        let joints = unsafe { read_checked(mesh.joints, per_vertex, "mesh->joints", |&j, _| Ok(j))? };
-        // SAFETY: as above.
-        let weights = unsafe { read_checked(mesh.weights, per_vertex, "mesh->weights", |&w, _| Ok(w))? };
-        let joints = joints.chunks_exact(4).map(|j| [j[0], j[1], j[2], j[3]]).collect();
-        let weights = weights.chunks_exact(4).map(|w| [w[0], w[1], w[2], w[3]]).collect();
-        let skin = SkinData::new(rest, joints, weights, mesh.bone_count).map_err(|e| gpu_error(e.into()))?;
+        let def = unsafe { read_def(def, "def")? };
         let instance = with_tracer(tracer, |entry| {
-            entry.tracer.add_skinned_instance(skin, &triangles, &affine(&transform), mask, user_id).map_err(gpu_error)
+            let mesh = live_mesh(entry, tracer, def.mesh, "def->mesh")?;
+            entry.tracer.add_skinned_instance(mesh, &affine(&def.transform), def.mask, def.user_id).map_err(gpu_error)
         })?;
         write_out(out_instance, "out_instance", c_instance(tracer, Some(instance)))
     })
@@ -738,10 +761,18 @@ pub unsafe extern "C" fn kiln_tracer_set_bones(
 ) -> KilnStatus {
     ffi_call("kiln_tracer_set_bones", || {
         non_null(bones, "bones")?;
-        // SAFETY: readable for `bone_count` entries per the contract.
-        let bones = unsafe { read_checked(bones, bone_count, "bones", |b, _| Ok(affine(b)))? };
         with_tracer(tracer, |entry| {
             let instance = live_instance(entry, tracer, instance, "instance")?;
+            // The count is checked before the array is read (a huge one reads nothing).
+            let want = entry.tracer.bone_count(instance).map_err(gpu_error)?;
+            if bone_count != want {
+                return Err(Error::new(
+                    KILN_ERROR_INVALID_ARGUMENT,
+                    format!("instance has {want} bones, bone_count is {bone_count}"),
+                ));
+            }
+            // SAFETY: readable for `bone_count` entries per the contract.
+            let bones = unsafe { read_checked(bones, bone_count, "bones", |b, _| Ok(affine(b)))? };
             entry.tracer.set_bones(instance, &bones).map_err(gpu_error)
         })
     })

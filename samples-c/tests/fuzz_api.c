@@ -389,6 +389,26 @@ static KilnStatus tracer_call(Pools *p, const char **what) {
         for (uint32_t i = 0; i < v; i++) positions[i] = below(8) ? sane_vec(1.0f) : vec(1.0f);
         for (uint32_t i = 0; i < 3 * n; i++) indices[i] = below(10) ? below(v ? v : 1) : next();
         KilnMeshId mesh;
+        if (below(4) == 0) {
+            /* A skinned mesh: joints sometimes past the bones, weights sometimes bad. */
+            uint16_t joints[4 * 8];
+            float weights[4 * 8];
+            for (uint32_t i = 0; i < 4 * 8; i++) joints[i] = (uint16_t)below(below(10) ? 3 : 70000);
+            for (uint32_t i = 0; i < 4 * 8; i++) weights[i] = below(10) ? 0.25f : number(1.0f);
+            KilnSkinnedMeshDef def = kiln_default_skinned_mesh_def();
+            def.positions = below(20) ? positions : NULL;
+            def.joints = below(20) ? joints : NULL;
+            def.weights = weights;
+            def.indices = below(20) ? indices : NULL;
+            def.vertex_count = huge_unless(def.positions, v);
+            def.triangle_count = huge_unless(def.indices, n);
+            def.bone_count = below(10) ? 3 : next();
+            if (below(30) == 0) def.struct_size = next();
+            *what = "kiln_tracer_add_skinned_mesh";
+            KilnStatus s = kiln_tracer_add_skinned_mesh(t, below(20) ? &def : NULL, below(20) ? &mesh : NULL);
+            if (s == KILN_OK) p->meshes[p->mesh_count++ % MAX_INSTANCES] = mesh;
+            return s;
+        }
         *what = "kiln_tracer_add_mesh";
         const uint32_t *given = below(20) ? indices : NULL;
         KilnStatus s = kiln_tracer_add_mesh(t, below(20) ? positions : NULL, v, given, huge_unless(given, n),
@@ -401,8 +421,14 @@ static KilnStatus tracer_call(Pools *p, const char **what) {
         def.mesh = any_mesh(p, t);
         def.transform = affine();
         KilnInstanceId instance;
-        *what = "kiln_tracer_add_instance";
-        KilnStatus s = kiln_tracer_add_instance(t, below(20) ? &def : NULL, below(20) ? &instance : NULL);
+        KilnStatus s;
+        if (below(3) == 0) {
+            *what = "kiln_tracer_add_skinned_instance";
+            s = kiln_tracer_add_skinned_instance(t, below(20) ? &def : NULL, below(20) ? &instance : NULL);
+        } else {
+            *what = "kiln_tracer_add_instance";
+            s = kiln_tracer_add_instance(t, below(20) ? &def : NULL, below(20) ? &instance : NULL);
+        }
         if (s == KILN_OK) p->instances[p->instance_count++ % MAX_INSTANCES] = instance;
         return s;
     }
@@ -431,7 +457,17 @@ static KilnStatus tracer_call(Pools *p, const char **what) {
         *what = "kiln_tracer_follow_body";
         return kiln_tracer_follow_body(t, any_instance(p, t), any_body(p), below(20) ? &local : NULL);
     }
-    case 4: *what = "kiln_tracer_unfollow"; return kiln_tracer_unfollow(t, any_instance(p, t));
+    case 4: {
+        if (below(2) == 0) {
+            KilnAffine bones[4];
+            uint32_t n = below(5);
+            for (uint32_t i = 0; i < n; i++) bones[i] = affine();
+            *what = "kiln_tracer_set_bones";
+            return kiln_tracer_set_bones(t, any_instance(p, t), below(20) ? bones : NULL, below(20) ? n : next());
+        }
+        *what = "kiln_tracer_unfollow";
+        return kiln_tracer_unfollow(t, any_instance(p, t));
+    }
     case 5: {
         uint32_t hidden;
         *what = "kiln_tracer_sync_world";

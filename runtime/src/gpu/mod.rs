@@ -82,7 +82,7 @@ pub use ray_tracer::{
     MAX_TRACE_BATCH,
 };
 pub use recorder::{Download, Recorder, SyncStats, Use};
-pub use scene::GpuScene;
+pub use scene::{GpuScene, TransientLens, TransientSlot};
 pub use skin::{GpuSkin, Skin};
 pub use tlas::TlasBuilder;
 pub use trace::Tracer;

@@ -2,12 +2,14 @@
 //! following physics bodies), and ray batches traced against them.
 //!
 //! ```text
-//!  add_mesh / remove_mesh                             the mesh arrays: uploaded anew
-//!                                                     before the next trace
+//!  add_mesh / add_skinned_mesh / remove_mesh          the mesh arrays: what they gained
+//!                                                     is uploaded before the next trace
 //!  add_instance / add_skinned_instance /              the instance array, packed (a
 //!    remove_instance                                  removal moves the last instance
 //!                                                     into the hole); only the blocks
-//!                                                     of 64 that changed are uploaded
+//!                                                     of 64 that changed are uploaded;
+//!                                                     a skinned instance is a region of
+//!                                                     the transient segment (`gpu::scene`)
 //!  set_transform / set_bones / sync_poses              per-frame inputs, kept on the CPU
 //!  trace(rays, mode, hits):
 //!    one submission:  "upload instances" -> "skin + refit" -> "tlas build" -> "trace"
@@ -30,7 +32,7 @@ use super::error::GpuError;
 use super::layout::{GpuHit, GpuRay, TraceAddresses, NO_HIT};
 use super::queue::{Gpu, GpuTiming, GpuWait};
 use super::recorder::{Download, Recorder};
-use super::scene::{GpuScene, MeshLens, INSTANCE_BLOCK};
+use super::scene::{GpuScene, MeshLens, TransientLens, TransientSlot, INSTANCE_BLOCK};
 use super::skin::Skin;
 use super::tlas::TlasBuilder;
 use super::trace::Tracer;
@@ -116,7 +118,7 @@ pub struct Uploads {
     /// Instance records: the changed blocks of [`INSTANCE_BLOCK`].
     pub instances: u64,
     /// Mesh data: what the arrays gained and the mesh table, or all of it when the
-    /// device copy was made anew (arrays compacted or out of room, skinned slots
+    /// device copy was made anew (arrays compacted or out of room, skinned meshes
     /// changed).
     pub meshes: u64,
 }
@@ -148,7 +150,7 @@ pub struct TraceBuffers {
     pub version: u64,
 }
 
-/// A skinned instance: its id, its private mesh and its current bones.
+/// A skinned instance: its id, its skinned mesh (the mold) and its current bones.
 struct Skinned {
     instance: InstanceId,
     mesh: MeshId,
@@ -162,11 +164,11 @@ pub struct RayTracer {
     scene: Scene,
     /// The device copy of `scene`; `None` after a structural change.
     device_scene: Option<GpuScene>,
-    /// Mesh ids over the scene's meshes (skinned instances' private copies too).
+    /// Mesh ids over the scene's meshes.
     meshes: Slots,
     /// Instance ids over the scene's packed instances.
     instances: Slots,
-    /// Per skinned slot (the scene's order): its instance, private mesh and bones.
+    /// The skinned instances, in transient-segment order.
     skinned: Vec<Skinned>,
     skin_dirty: bool,
     /// The TLAS must be rebuilt (an instance was added, removed or changed).
@@ -177,7 +179,7 @@ pub struct RayTracer {
     all_dirty: bool,
     /// The mesh arrays changed since the device copy was made.
     meshes_dirty: bool,
-    /// The skinned slots changed since the device copy of the meshes was made.
+    /// The skinned meshes changed since the device copy of the meshes was made.
     skins_changed: bool,
     /// The mesh arrays' lengths on the device before the appends the next update
     /// uploads (`None`: nothing to append).
@@ -249,7 +251,7 @@ impl RayTracer {
         &self.scene
     }
 
-    /// Live meshes (skinned instances' private copies included).
+    /// Live meshes (skinned meshes included).
     pub fn mesh_count(&self) -> u32 {
         self.scene.mesh_count() as u32
     }
@@ -298,12 +300,11 @@ impl RayTracer {
     /// next trace). Refused while an instance uses it; a stale id is refused.
     pub fn remove_mesh(&mut self, mesh: MeshId) -> Result<(), GpuError> {
         let dense = self.live_mesh(mesh)?;
-        if self.skinned.iter().any(|s| s.mesh == mesh) {
-            return Err(GpuError::InvalidInput("a skinned instance's own mesh goes with the instance".into()));
-        }
+        let skinned = self.scene.skin_index(dense).is_some();
         let moved = self.scene.remove_mesh(dense)?;
         self.meshes.swap_remove(mesh);
         self.mesh_moved(dense, moved);
+        self.skins_changed |= skinned;
         Ok(())
     }
 
@@ -322,31 +323,43 @@ impl RayTracer {
         Ok(self.instances.push())
     }
 
-    /// Adds a skinned instance (its own copy of the mesh, skinned and refitted on the
-    /// device whenever its bones change); its bones start as identities.
+    /// Adds a skinned mesh: its BLAS is built once over the rest pose and is the
+    /// mold of every skinned instance of it; its skin goes to the device once.
+    pub fn add_skinned_mesh(&mut self, skin: SkinData, triangles: &[[u32; 3]]) -> Result<MeshId, GpuError> {
+        self.scene.add_skinned_mesh(skin, triangles)?;
+        self.meshes_dirty = true;
+        self.skins_changed = true;
+        Ok(self.meshes.push())
+    }
+
+    /// Adds a skinned instance of skinned mesh `mesh`: a region of the transient
+    /// segment, copied from the mold, skinned and refitted on the device whenever
+    /// bones change. Nothing is built on the CPU; its bones start as identities.
+    /// (`add_instance` of a skinned mesh places its rest pose, rigid.)
     pub fn add_skinned_instance(
         &mut self,
-        skin: SkinData,
-        triangles: &[[u32; 3]],
+        mesh: MeshId,
         transform: &Affine,
         mask: u32,
         user_id: u32,
     ) -> Result<InstanceId, GpuError> {
-        let bone_count = skin.bone_count as usize;
-        let (packed, slot) = self.scene.add_skinned_instance(skin, triangles, transform, mask, user_id)?;
-        debug_assert_eq!(slot as usize, self.skinned.len());
-        let (mesh, instance) = (self.meshes.push(), self.instances.push());
+        let dense = self.live_mesh(mesh)?;
+        let Some(skin) = self.scene.skin_index(dense) else {
+            return Err(GpuError::InvalidInput(format!("mesh {mesh:?} is not a skinned mesh")));
+        };
+        let bone_count = self.scene.skinned[skin as usize].skin.bone_count as usize;
+        let packed = self.scene.add_instance(dense, transform, mask, user_id)?;
+        let instance = self.instances.push();
         self.skinned.push(Skinned { instance, mesh, bones: vec![IDENTITY; bone_count] });
-        self.meshes_dirty = true;
-        self.skins_changed = true;
+        self.skin_dirty = true;
         self.mark_instance(packed);
         self.changed_ids();
         Ok(instance)
     }
 
     /// Removes an instance: the last instance moves into its place (one block
-    /// uploaded), a skinned instance's private mesh and BLAS are freed, and it stops
-    /// following its body. A stale id is refused.
+    /// uploaded), a skinned instance's region of the transient segment is freed, and
+    /// it stops following its body. A stale id is refused.
     pub fn remove_instance(&mut self, instance: InstanceId) -> Result<(), GpuError> {
         let packed = self.live_instance(instance)?;
         self.scene.remove_instance(packed)?;
@@ -358,13 +371,9 @@ impl RayTracer {
         self.instances_dirty = true;
         self.changed_ids();
         if let Some(slot) = self.skinned.iter().position(|s| s.instance == instance) {
-            let mesh = self.scene.remove_skinned(slot as u32)?;
-            let removed = self.skinned.swap_remove(slot);
-            debug_assert_eq!(self.meshes.dense(removed.mesh), Some(mesh));
-            let moved = self.scene.remove_mesh(mesh)?;
-            self.meshes.swap_remove(removed.mesh);
-            self.mesh_moved(mesh, moved);
-            self.skins_changed = true;
+            // The slots after it move down a region: they are skinned anew.
+            self.skinned.remove(slot);
+            self.skin_dirty = true;
         }
         Ok(())
     }
@@ -392,6 +401,14 @@ impl RayTracer {
             self.mark_instance(packed);
         }
         Ok(())
+    }
+
+    /// The bone count of a skinned instance (its skinned mesh's).
+    pub fn bone_count(&self, instance: InstanceId) -> Result<u32, GpuError> {
+        match self.skinned.iter().find(|s| s.instance == instance) {
+            Some(skinned) => Ok(skinned.bones.len() as u32),
+            None => Err(GpuError::InvalidInput(format!("instance {instance:?} is not a live skinned instance"))),
+        }
     }
 
     /// Sets the bones of a skinned instance (exactly its bone count, all finite).
@@ -732,15 +749,9 @@ impl RayTracer {
     }
 
     /// A tracer on an open context holding `scene` (built on the CPU, e.g. by
-    /// `gi::scenes`). Skinned instances need their bones from
-    /// [`RayTracer::add_skinned_instance`], so a scene with any is refused.
+    /// `gi::scenes`); its instances are rigid (instances of a skinned mesh show its
+    /// rest pose until [`RayTracer::add_skinned_instance`] adds skinned ones).
     pub fn with_scene(gpu: Gpu, scene: Scene) -> Result<RayTracer, GpuError> {
-        if scene.skinned_count() > 0 {
-            return Err(GpuError::InvalidInput(format!(
-                "with_scene: {} skinned instances; add them with add_skinned_instance",
-                scene.skinned_count()
-            )));
-        }
         let mut tracer = RayTracer::with_gpu(gpu)?;
         for _ in 0..scene.mesh_count() {
             tracer.meshes.push();
@@ -841,12 +852,12 @@ impl RayTracer {
 
     /// The context and, borrowed apart from it, what a recording reads.
     fn split(&mut self) -> (&mut Gpu, Parts<'_>) {
+        let slots = transient_slots(&self.skinned, &self.instances, &self.meshes);
         let RayTracer {
             gpu,
             kernels,
             scene,
             device_scene,
-            skinned,
             skin_dirty,
             rays,
             hits,
@@ -859,7 +870,7 @@ impl RayTracer {
             kernels,
             scene,
             device_scene: device_scene.as_ref().expect("the device scene is ensured first"),
-            skinned,
+            slots,
             skin_dirty: *skin_dirty,
             dirty_blocks,
             all_dirty: *all_dirty,
@@ -900,11 +911,12 @@ impl RayTracer {
     /// meshes changed, the per-instance buffers' room after the count changed.
     fn ensure_device_scene(&mut self) -> Result<(), GpuError> {
         let count = self.scene.instances().len();
+        let transient = TransientLens::of(&self.scene, &transient_slots(&self.skinned, &self.instances, &self.meshes))?;
         match &mut self.device_scene {
             None => {
                 // Sized only: the data goes up inside the next recording, so a
                 // tracer on an engine's device never submits work of its own.
-                self.device_scene = Some(GpuScene::sized(&mut self.gpu, &self.scene)?);
+                self.device_scene = Some(GpuScene::sized(&mut self.gpu, &self.scene, transient)?);
                 self.buffers_version += 1;
                 self.mesh_appends = Some(MeshLens::default());
                 // Fresh buffers hold rest poses and no TLAS: redo everything.
@@ -913,13 +925,13 @@ impl RayTracer {
                 self.skin_dirty = !self.skinned.is_empty();
             }
             Some(device) => {
-                if self.meshes_dirty {
-                    match device.follow_meshes(&self.scene, !self.skins_changed) {
+                if self.meshes_dirty || !device.transient_fits(transient) {
+                    match device.follow_meshes(&self.scene, !self.skins_changed, transient) {
                         Some(had) => {
                             self.mesh_appends.get_or_insert(had);
                         }
                         None => {
-                            device.replace_meshes(&mut self.gpu, &self.scene)?;
+                            device.replace_meshes(&mut self.gpu, &self.scene, transient)?;
                             self.buffers_version += 1;
                             self.mesh_appends = Some(MeshLens::default());
                             // Skinned vertices are back at rest.
@@ -960,7 +972,7 @@ struct Parts<'t> {
     kernels: &'t Kernels,
     scene: &'t Scene,
     device_scene: &'t GpuScene,
-    skinned: &'t [Skinned],
+    slots: Vec<TransientSlot<'t>>,
     skin_dirty: bool,
     dirty_blocks: &'t [u64],
     all_dirty: bool,
@@ -981,12 +993,14 @@ impl Parts<'_> {
                 rec.pass("upload meshes", |rec| device_scene.record_mesh_appends(rec, self.scene, had))?;
         }
         uploaded.instances = rec.pass("upload instances", |rec| {
-            device_scene.upload_instances(rec, self.scene, self.dirty_blocks, self.all_dirty)
+            let blocks = device_scene.upload_instances(rec, self.scene, self.dirty_blocks, self.all_dirty)?;
+            Ok(blocks + device_scene.record_transient_refs(rec, self.scene, &self.slots)?)
         })?;
-        if self.skin_dirty {
-            let bones: Vec<&[BoneMatrix]> = self.skinned.iter().map(|s| s.bones.as_slice()).collect();
+        if self.skin_dirty && !self.slots.is_empty() {
             let kernels = self.kernels;
-            rec.pass("skin + refit", |rec| device_scene.record_skinning(rec, &kernels.skin, &kernels.refit, &bones))?;
+            rec.pass("skin + refit", |rec| {
+                device_scene.record_transient(rec, self.scene, &kernels.skin, &kernels.refit, &self.slots)
+            })?;
         }
         rec.pass("tlas build", |rec| self.kernels.tlas.record(rec, device_scene))?;
         Ok(uploaded)
@@ -1011,6 +1025,18 @@ impl Parts<'_> {
         })
         .map(|download| (download, uploaded))
     }
+}
+
+/// The skinned instances as the transient segment's recordings see them.
+fn transient_slots<'a>(skinned: &'a [Skinned], instances: &Slots, meshes: &Slots) -> Vec<TransientSlot<'a>> {
+    skinned
+        .iter()
+        .map(|s| TransientSlot {
+            instance: instances.dense(s.instance).expect("a skinned instance is live"),
+            mesh: meshes.dense(s.mesh).expect("a skinned instance's mesh is live"),
+            bones: &s.bones,
+        })
+        .collect()
 }
 
 /// Marks the block of packed instance `packed` in `blocks` (grown as needed) and the

@@ -16,13 +16,16 @@ type Geometry = HashMap<MeshId, (Vec<[f32; 3]>, Vec<[u32; 3]>)>;
 /// What the test knows of a live instance, to rebuild it elsewhere.
 #[derive(Clone)]
 struct Placed {
-    mesh: Option<MeshId>,
+    mesh: MeshId,
     transform: Affine,
     mask: u32,
     user_id: u32,
-    /// A skinned instance's skin, triangles and bones.
-    skinned: Option<(SkinData, Vec<[u32; 3]>, Vec<BoneMatrix>)>,
+    /// A skinned instance's bones.
+    bones: Option<Vec<BoneMatrix>>,
 }
+
+/// The skinned meshes' inputs, by id.
+type Skins = HashMap<MeshId, (SkinData, Vec<[u32; 3]>)>;
 
 /// A two-bone skin over a box: vertices above y = 0 follow bone 1.
 fn skinned_box(rng: &mut Rng) -> (SkinData, Vec<[u32; 3]>, Vec<BoneMatrix>) {
@@ -37,22 +40,30 @@ fn skinned_box(rng: &mut Rng) -> (SkinData, Vec<[u32; 3]>, Vec<BoneMatrix>) {
 
 /// A tracer holding the same meshes and instances, added in the packed order of
 /// `tracer`'s instances, so both build the same TLAS over the same instance array.
-fn rebuilt(gpu: Gpu, tracer: &RayTracer, meshes: &Geometry, placed: &HashMap<InstanceId, Placed>) -> RayTracer {
+fn rebuilt(
+    gpu: Gpu,
+    tracer: &RayTracer,
+    meshes: &Geometry,
+    skins: &Skins,
+    placed: &HashMap<InstanceId, Placed>,
+) -> RayTracer {
     let mut fresh = RayTracer::with_gpu(gpu).unwrap();
     let mut ids = HashMap::new();
     for packed in 0..tracer.instance_count() {
         let p = &placed[&tracer.instance_at(packed).unwrap()];
-        match (&p.mesh, &p.skinned) {
-            (Some(mesh), None) => {
-                let (positions, triangles) = &meshes[mesh];
-                let id = *ids.entry(*mesh).or_insert_with(|| fresh.add_mesh(positions, triangles).unwrap());
+        match &p.bones {
+            None => {
+                let (positions, triangles) = &meshes[&p.mesh];
+                let id = *ids.entry(p.mesh).or_insert_with(|| fresh.add_mesh(positions, triangles).unwrap());
                 fresh.add_instance(id, &p.transform, p.mask, p.user_id).unwrap();
             }
-            (None, Some((skin, triangles, bones))) => {
-                let id = fresh.add_skinned_instance(skin.clone(), triangles, &p.transform, p.mask, p.user_id).unwrap();
+            Some(bones) => {
+                let (skin, triangles) = &skins[&p.mesh];
+                let mesh =
+                    *ids.entry(p.mesh).or_insert_with(|| fresh.add_skinned_mesh(skin.clone(), triangles).unwrap());
+                let id = fresh.add_skinned_instance(mesh, &p.transform, p.mask, p.user_id).unwrap();
                 fresh.set_bones(id, bones).unwrap();
             }
-            _ => unreachable!(),
         }
     }
     fresh
@@ -68,6 +79,8 @@ fn a_changing_scene_traces_as_one_built_from_scratch() {
     let mut rng = Rng(94);
     let mut tracer = RayTracer::with_gpu(gpu).unwrap();
     let mut meshes = Geometry::new();
+    let mut skins = Skins::new();
+    let mut skinned_meshes: Vec<MeshId> = Vec::new();
     let mut mesh_order: Vec<MeshId> = Vec::new();
     let mut placed: HashMap<InstanceId, Placed> = HashMap::new();
     let mut live: Vec<InstanceId> = Vec::new();
@@ -88,7 +101,7 @@ fn a_changing_scene_traces_as_one_built_from_scratch() {
         }
         if round % 3 == 2 {
             let victim = mesh_order[rng.below(mesh_order.len())];
-            let used = placed.values().any(|p| p.mesh == Some(victim));
+            let used = placed.values().any(|p| p.mesh == victim);
             let before = tracer.scene().mesh_bytes();
             assert_eq!(tracer.remove_mesh(victim).is_ok(), !used, "a used mesh is refused, an unused one removed");
             if used {
@@ -106,21 +119,28 @@ fn a_changing_scene_traces_as_one_built_from_scratch() {
             let (mask, user_id) = (1 + rng.below(3) as u32, next_user);
             next_user += 1;
             let id = tracer.add_instance(mesh, &transform, mask, user_id).unwrap();
-            placed.insert(id, Placed { mesh: Some(mesh), transform, mask, user_id, skinned: None });
+            placed.insert(id, Placed { mesh, transform, mask, user_id, bones: None });
             live.push(id);
         }
-        if round % 2 == 0 {
-            let (skin, triangles, bones) = skinned_box(&mut rng);
+        // Skinned meshes now and then; skinned instances of them, each posed its own
+        // way (two of a mesh share its mold, not their copies).
+        if round % 4 == 0 {
+            let (skin, triangles, _) = skinned_box(&mut rng);
+            let mesh = tracer.add_skinned_mesh(skin.clone(), &triangles).unwrap();
+            skins.insert(mesh, (skin, triangles));
+            skinned_meshes.push(mesh);
+        }
+        for _ in 0..2 {
+            let mesh = skinned_meshes[rng.below(skinned_meshes.len())];
+            let bones = skinned_box(&mut rng).2;
             let transform = random_transform(&mut rng, 40.0);
-            let id = tracer.add_skinned_instance(skin.clone(), &triangles, &transform, 1, next_user).unwrap();
+            let id = tracer.add_skinned_instance(mesh, &transform, 1, next_user).unwrap();
             tracer.set_bones(id, &bones).unwrap();
-            placed.insert(
-                id,
-                Placed { mesh: None, transform, mask: 1, user_id: next_user, skinned: Some((skin, triangles, bones)) },
-            );
+            placed.insert(id, Placed { mesh, transform, mask: 1, user_id: next_user, bones: Some(bones) });
             next_user += 1;
             live.push(id);
         }
+        assert!(tracer.add_skinned_instance(mesh_order[0], &IDENTITY, 1, 0).is_err(), "a rigid mesh has no skin");
         for _ in 0..(8 + rng.below(8)) {
             let id = live.swap_remove(rng.below(live.len()));
             tracer.remove_instance(id).unwrap();
@@ -152,7 +172,7 @@ fn a_changing_scene_traces_as_one_built_from_scratch() {
         let mut hits = vec![GpuHit::default(); rays.len()];
         tracer.trace(&rays, TraceMode::Closest, &mut hits).unwrap();
         let fresh_gpu = test_gpu("a_changing_scene_traces_as_one_built_from_scratch").unwrap();
-        let mut fresh = rebuilt(fresh_gpu, &tracer, &meshes, &placed);
+        let mut fresh = rebuilt(fresh_gpu, &tracer, &meshes, &skins, &placed);
         let mut want = vec![GpuHit::default(); rays.len()];
         fresh.trace(&rays, TraceMode::Closest, &mut want).unwrap();
         let differ = hits.iter().zip(&want).filter(|(a, b)| a != b).count();
@@ -163,7 +183,7 @@ fn a_changing_scene_traces_as_one_built_from_scratch() {
             assert_eq!(placed[&id].user_id, hit.user_id);
         }
         let bones: Vec<Vec<BoneMatrix>> =
-            tracer.skinned_order().iter().map(|id| placed[id].skinned.as_ref().unwrap().2.clone()).collect();
+            tracer.skinned_order().iter().map(|id| placed[id].bones.clone().unwrap()).collect();
         let cpu = reference_hits(&tracer, &bones, &rays, false);
         compare_hits(None, &rays, &hits, &cpu, false);
         assert_validation_clean(tracer.gpu());
@@ -203,7 +223,10 @@ fn changes_upload_their_blocks_and_removals_give_memory_back() {
     tracer.update().unwrap();
     assert_eq!(tracer.uploaded_instance_bytes(), 0, "nothing changed: nothing uploaded");
 
-    // A skinned instance's mesh copy is freed with it (the ray buffers are made
+    // Skinned instances are regions of the transient segment: adding one builds and
+    // uploads no mesh data (its bones and 20 bytes of table), removing one frees its
+    // region, 1,000 add/remove cycles leave the device memory flat, and removing the
+    // skinned mesh gives back its mold, skin and segment (the ray buffers are made
     // before the count starts).
     let ray = [GpuRay { origin: [0.0, 100.0, 0.0], dir: [0.0, -1.0, 0.0], t_max: 1e30, mask: 1, ..GpuRay::default() }];
     let mut hit = [GpuHit::default()];
@@ -213,13 +236,45 @@ fn changes_upload_their_blocks_and_removals_give_memory_back() {
     let joints = vec![[0u16; 4]; positions.len()];
     let weights = vec![[1.0, 0.0, 0.0, 0.0]; positions.len()];
     let skin = SkinData::new(positions, joints, weights, 1).unwrap();
-    let skinned = tracer.add_skinned_instance(skin, &triangles, &IDENTITY, 1, 6000).unwrap();
+    let flag = tracer.add_skinned_mesh(skin, &triangles).unwrap();
+    let flags: Vec<InstanceId> =
+        (0..4).map(|i| tracer.add_skinned_instance(flag, &IDENTITY, 1, 6000 + i).unwrap()).collect();
     tracer.update().unwrap();
     let with_skinned = tracer.gpu().memory_in_use();
-    assert!(with_skinned > base, "the copy holds memory: {with_skinned} vs {base}");
-    tracer.remove_instance(skinned).unwrap();
+    assert!(with_skinned > base, "the mold and segment hold memory: {with_skinned} vs {base}");
+    let mold_bytes = tracer.scene().mesh_bytes();
+    for &id in &flags[1..] {
+        tracer.remove_instance(id).unwrap();
+    }
     tracer.update().unwrap();
-    assert_eq!(tracer.gpu().memory_in_use(), base, "removing the skinned instance gives its copy back");
+    let flags: Vec<InstanceId> = [flags[0]]
+        .into_iter()
+        .chain((0..3).map(|i| tracer.add_skinned_instance(flag, &IDENTITY, 1, 6100 + i).unwrap()))
+        .collect();
+    tracer.update().unwrap();
+    assert_eq!(tracer.scene().mesh_bytes(), mold_bytes, "adding skinned instances builds nothing");
+    assert_eq!(tracer.uploads().meshes, 0, "and uploads no mesh data");
+    assert!(tracer.uploads().instances <= block + 4 * 20, "their block, and the segment's table");
+    assert_eq!(tracer.gpu().memory_in_use(), with_skinned, "the segment's room was kept");
+    let mut steady = 0;
+    for cycle in 0..1000u32 {
+        let id = tracer.add_skinned_instance(flag, &random_transform(&mut rng, 50.0), 1, 9000 + cycle).unwrap();
+        if cycle % 100 == 0 {
+            tracer.trace(&ray, TraceMode::Closest, &mut hit).unwrap();
+            if cycle == 100 {
+                steady = tracer.gpu().memory_in_use();
+            } else if cycle > 100 {
+                assert_eq!(tracer.gpu().memory_in_use(), steady, "skinned add/remove cycles leave memory flat");
+            }
+        }
+        tracer.remove_instance(id).unwrap();
+    }
+    for id in flags {
+        tracer.remove_instance(id).unwrap();
+    }
+    tracer.remove_mesh(flag).unwrap();
+    tracer.update().unwrap();
+    assert_eq!(tracer.gpu().memory_in_use(), base, "removing the skinned mesh gives its memory back");
 
     // Add/remove cycles, an update after each tenth; a mesh comes and goes too.
     for cycle in 0..10_000u32 {
@@ -432,7 +487,8 @@ fn embedded_mode_submits_nothing_of_its_own() {
                 }
                 3 => {
                     let (skin, triangles, bones) = skinned_box(&mut Rng(7));
-                    let id = t.add_skinned_instance(skin, &triangles, &IDENTITY, 1, 900).unwrap();
+                    let mesh = t.add_skinned_mesh(skin, &triangles).unwrap();
+                    let id = t.add_skinned_instance(mesh, &IDENTITY, 1, 900).unwrap();
                     t.set_bones(id, &bones).unwrap();
                     if t.gpu().is_embedded() {
                         skinned = Some(id);

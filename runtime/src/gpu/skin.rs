@@ -96,14 +96,29 @@ impl Skin {
         if bones.iter().flatten().flatten().any(|c| !c.is_finite()) {
             return Err(GpuError::InvalidInput("skin: a bone matrix has a NaN or infinite entry".into()));
         }
+        rec.upload(&skin.bones, 0, bytemuck::cast_slice(bones))?;
+        self.record_posed(rec, skin, &skin.bones, 0, out, address)
+    }
+
+    /// Records the skinning of `skin` with the bones already in `bones` at byte
+    /// `bone_offset`, writing at `address`, which must lie inside `out`.
+    pub(crate) fn record_posed(
+        &self,
+        rec: &mut Recorder<'_>,
+        skin: &GpuSkin,
+        bones: &GpuBuffer,
+        bone_offset: u64,
+        out: &GpuBuffer,
+        address: u64,
+    ) -> Result<(), GpuError> {
         let offset = address.checked_sub(out.address()).unwrap_or(u64::MAX);
         out.check_range("skin output", offset, 12 * u64::from(skin.vertex_count))?;
-        rec.upload(&skin.bones, 0, bytemuck::cast_slice(bones))?;
+        bones.check_range("skin bones", bone_offset, 48 * u64::from(skin.bone_count))?;
         let push = SkinPush {
             rest: skin.rest.address(),
             joints: skin.joints.address(),
             weights: skin.weights.address(),
-            bones: skin.bones.address(),
+            bones: bones.address() + bone_offset,
             skinned: address,
             vertex_count: skin.vertex_count,
             bone_count: skin.bone_count,
@@ -112,7 +127,7 @@ impl Skin {
             Use::read(&skin.rest),
             Use::read(&skin.joints),
             Use::read(&skin.weights),
-            Use::read(&skin.bones),
+            Use::read(bones),
             Use::write(out),
         ];
         rec.dispatch_threads(&self.kernel, &push, skin.vertex_count, &uses)

@@ -645,19 +645,33 @@ fn gpu_skinning_refit_tlas_and_traversal_match_cpu_references_for_100k_rays() {
     let tracer = Tracer::new(&gpu).unwrap();
     let mut rng = Rng(2024);
     let mut scene = test_scene(&mut rng, 300);
-    // Three skinned instances, each with its own copy of a 30x30 grid and 8 bones.
+    // Two skinned meshes (30x30 grids, 8 bones) and five skinned instances of them:
+    // each instance is a region of the transient segment, copied from its mesh's
+    // mold and refitted; nothing is built on the CPU when one is added.
     let bone_count = 8u32;
-    for i in 0..3 {
+    let mut molds = Vec::new();
+    for _ in 0..2 {
         let (rest, triangles) = grid(30, &mut rng);
         let rest: Vec<[f32; 3]> = rest.iter().map(|p| [p[0] - 15.0, p[1], p[2] - 15.0]).collect();
         let joints = rest.iter().map(|p| [((p[0] + 15.0) / 4.0) as u16 % bone_count as u16, 0, 0, 0]).collect();
         let weights = vec![[1.0, 0.0, 0.0, 0.0]; rest.len()];
         let data = SkinData::new(rest, joints, weights, bone_count).unwrap();
-        scene.add_skinned_instance(data, &triangles, &random_transform(&mut rng, 60.0), u32::MAX, 9000 + i).unwrap();
+        molds.push(scene.add_skinned_mesh(data, &triangles).unwrap());
     }
+    let built_nodes = scene.nodes.len();
+    let skinned: Vec<(u32, u32)> = (0..5u32)
+        .map(|i| {
+            let mesh = molds[i as usize % 2];
+            (scene.add_instance(mesh, &random_transform(&mut rng, 60.0), u32::MAX, 9000 + i).unwrap(), mesh)
+        })
+        .collect();
+    assert_eq!(scene.nodes.len(), built_nodes, "adding skinned instances builds nothing");
     let skin = Skin::new(&gpu).unwrap();
     let refit = BlasRefit::new(&gpu).unwrap();
-    let gpu_scene = GpuScene::new(&mut gpu, &scene).unwrap();
+    let no_bones = vec![IDENTITY; bone_count as usize];
+    let unposed: Vec<TransientSlot> =
+        skinned.iter().map(|&(instance, mesh)| TransientSlot { instance, mesh, bones: &no_bones }).collect();
+    let gpu_scene = GpuScene::new(&mut gpu, &scene, TransientLens::of(&scene, &unposed).unwrap()).unwrap();
     let rays = random_rays(&mut rng, &scene, 100_000);
     let ray_buffer = gpu.buffer_from("rays", &rays).unwrap();
     let hit_buffer = gpu.buffer("hits", 48 * rays.len() as u64, BufferMemory::Device).unwrap();
@@ -668,9 +682,9 @@ fn gpu_skinning_refit_tlas_and_traversal_match_cpu_references_for_100k_rays() {
                 scene.set_transform(i, &random_transform(&mut rng, 100.0)).unwrap();
             }
         }
-        // Skin + refit every skinned copy on the GPU; the CPU reference takes the GPU's
-        // vertices (checked against CPU skinning) and refits its own copy of the BLAS.
-        let poses: Vec<Vec<BoneMatrix>> = (0..scene.skinned_count())
+        // Skin + refit every skinned instance on the GPU; the CPU reference takes the
+        // GPU's vertices (checked against CPU skinning) and refits its own copies.
+        let poses: Vec<Vec<BoneMatrix>> = (0..skinned.len())
             .map(|slot| {
                 (0..bone_count)
                     .map(|b| {
@@ -680,21 +694,38 @@ fn gpu_skinning_refit_tlas_and_traversal_match_cpu_references_for_100k_rays() {
                     .collect()
             })
             .collect();
-        let bones: Vec<&[BoneMatrix]> = poses.iter().map(Vec::as_slice).collect();
-        gpu.submit("skin", |rec| rec.pass("skin + refit", |rec| gpu_scene.record_skinning(rec, &skin, &refit, &bones)))
-            .unwrap();
-        let skinned = gpu_scene.read_skinned_positions(&mut gpu).unwrap();
-        for (slot, positions) in skinned.iter().enumerate() {
-            let expected = scene.skinned[slot].skin.skin(&poses[slot]);
-            for (got, want) in positions.iter().zip(&expected) {
+        let slots: Vec<TransientSlot> = skinned
+            .iter()
+            .zip(&poses)
+            .map(|(&(instance, mesh), bones)| TransientSlot { instance, mesh, bones })
+            .collect();
+        gpu.submit("skin", |rec| {
+            gpu_scene.upload_instances(rec, &scene, &[], true)?;
+            gpu_scene.record_transient_refs(rec, &scene, &slots)?;
+            rec.pass("skin + refit", |rec| gpu_scene.record_transient(rec, &scene, &skin, &refit, &slots))
+        })
+        .unwrap();
+        let positions = gpu_scene.read_transient_positions(&mut gpu, &scene, &slots).unwrap();
+        for ((&(_, mesh), bones), got) in skinned.iter().zip(&poses).zip(&positions) {
+            let expected = scene.skinned[scene.skin_index(mesh).unwrap() as usize].skin.skin(bones);
+            for (got, want) in got.iter().zip(&expected) {
                 assert!(
                     (0..3).all(|k| (got[k] - want[k]).abs() <= 1e-4 * (1.0 + want[k].abs())),
                     "{got:?} vs {want:?}"
                 );
             }
         }
-        scene.apply_skinned_positions(&skinned).unwrap();
-        assert_eq!(gpu_scene.read_blas_nodes(&mut gpu).unwrap(), scene.nodes, "refitted BLAS ranges equal the CPU's");
+        let poses: Vec<(u32, Vec<[f32; 3]>)> = skinned.iter().map(|s| s.0).zip(positions).collect();
+        let posed = scene.posed(&poses).unwrap();
+        assert_eq!(gpu_scene.read_blas_nodes(&mut gpu).unwrap(), scene.nodes, "the molds are untouched");
+        let transient = posed.nodes.len() - scene.nodes.len();
+        assert_eq!(
+            gpu_scene.read_transient_nodes(&mut gpu, transient).unwrap(),
+            posed.nodes[scene.nodes.len()..],
+            "the transient segment equals the CPU's refitted copies"
+        );
+        // The posed scene's instances point at the copies exactly as the device's.
+        let scene = posed;
         let tlas = build_and_check_tlas(&mut gpu, &builder, &scene, &gpu_scene);
         for any_hit in [false, true] {
             let count = if any_hit { 20_000 } else { rays.len() };
@@ -761,17 +792,27 @@ fn scene_refuses_bad_instances_and_keeps_state() {
     assert!(inv.iter().flatten().all(|c| c.is_finite()));
 }
 
-/// The CPU reference of what a [`RayTracer`] should see: its scene with the skinned
-/// copies skinned on the CPU, under a CPU-built TLAS.
+/// The CPU reference of what a [`RayTracer`] should see: its scene with each skinned
+/// instance (`bones` in [`RayTracer::skinned_order`]) skinned on the CPU into its own
+/// copy of its mold, under a CPU-built TLAS.
 pub(crate) fn reference_hits(
     tracer: &RayTracer,
     bones: &[Vec<BoneMatrix>],
     rays: &[GpuRay],
     any_hit: bool,
 ) -> Vec<GpuHit> {
-    let mut scene = tracer.scene().clone();
-    let skinned: Vec<Vec<[f32; 3]>> = scene.skinned.iter().zip(bones).map(|(s, b)| s.skin.skin(b)).collect();
-    scene.apply_skinned_positions(&skinned).unwrap();
+    let base = tracer.scene();
+    let poses: Vec<(u32, Vec<[f32; 3]>)> = tracer
+        .skinned_order()
+        .iter()
+        .zip(bones)
+        .map(|(&id, bones)| {
+            let packed = tracer.instance_index(id).unwrap();
+            let mesh = base.instances()[packed as usize].blas;
+            (packed, base.skinned[base.skin_index(mesh).unwrap() as usize].skin.skin(bones))
+        })
+        .collect();
+    let scene = base.posed(&poses).unwrap();
     let boxes = scene.instance_boxes();
     let tlas = CpuTlas::build(&sorted_keys(&boxes), &boxes);
     let view = scene.trace_scene(&tlas.nodes);

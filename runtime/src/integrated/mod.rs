@@ -366,7 +366,8 @@ mod follow_tests {
         let joints = rest.iter().map(|p| [(p[0] / 3.0) as u16 % 4, 0, 0, 0]).collect();
         let weights = vec![[1.0, 0.0, 0.0, 0.0]; rest.len()];
         let skin = SkinData::new(rest, joints, weights, 4).unwrap();
-        let sheet = tracer.add_skinned_instance(skin, &sheet_tris, &IDENTITY, 2, 7).unwrap();
+        let sheet_mesh = tracer.add_skinned_mesh(skin, &sheet_tris).unwrap();
+        let sheet = tracer.add_skinned_instance(sheet_mesh, &IDENTITY, 2, 7).unwrap();
 
         // 20 boxes falling onto a static floor, each mirrored by a cube instance scaled to
         // the box's half extents.

@@ -131,8 +131,8 @@ pub struct Scene {
     pub(crate) refit: Vec<RefitRange>,
     pub(crate) parents: Vec<u32>,
     pub(crate) leaves: Vec<u32>,
-    /// Skinned instances: their private mesh copy and skin inputs.
-    pub(crate) skinned: Vec<SkinnedInstance>,
+    /// Skinned meshes: their mold mesh and skin inputs, in the order they were added.
+    pub(crate) skinned: Vec<SkinnedMesh>,
     /// Entries of the shared arrays that removed meshes left behind.
     pub(crate) dead: Dead,
     /// Bumped whenever the shared arrays are compacted (every range may have moved).
@@ -158,10 +158,9 @@ pub(crate) struct RefitRange {
     pub(crate) position_count: u32,
 }
 
-/// A skinned instance owns a private copy of its mesh (the transient segment),
-/// rewritten by skinning and refit every frame.
+/// A skinned mesh: its mold (an ordinary mesh over the rest pose) and its skin.
 #[derive(Clone)]
-pub(crate) struct SkinnedInstance {
+pub(crate) struct SkinnedMesh {
     pub(crate) mesh: u32,
     pub(crate) skin: SkinData,
 }
@@ -174,6 +173,11 @@ impl Scene {
     /// Builds a BLAS over the mesh and appends it; returns the mesh index.
     pub fn add_mesh(&mut self, positions: &[[f32; 3]], triangles: &[[u32; 3]]) -> Result<u32, SceneError> {
         let blas = Blas::build(positions, triangles).map_err(|err| SceneError(err.to_string()))?;
+        self.push_blas(&blas, positions)
+    }
+
+    /// Appends a built BLAS and the vertices it was built over as a new mesh.
+    fn push_blas(&mut self, blas: &Blas, positions: &[[f32; 3]]) -> Result<u32, SceneError> {
         let total = self.nodes.len() + blas.nodes.len();
         if total > i32::MAX as usize || self.positions.len() + positions.len() > i32::MAX as usize {
             return Err(SceneError(format!("the scene would hold {total} BLAS nodes (limit 2^31)")));
@@ -198,6 +202,55 @@ impl Scene {
         self.triangles.extend_from_slice(&blas.triangles);
         self.positions.extend_from_slice(positions);
         Ok(self.blas_refs.len() as u32 - 1)
+    }
+
+    /// Adds a skinned mesh: its BLAS, built once over the rest pose `skin.rest`, is
+    /// the mold every instance of it is copied from and refitted to each frame on
+    /// the GPU (the transient segment, `gpu::scene`). Returns the mesh index.
+    pub fn add_skinned_mesh(&mut self, skin: SkinData, triangles: &[[u32; 3]]) -> Result<u32, SceneError> {
+        let mesh = self.add_mesh(&skin.rest, triangles)?;
+        self.skinned.push(SkinnedMesh { mesh, skin });
+        Ok(mesh)
+    }
+
+    /// The skinned-mesh number of mesh `mesh` (its place among the skinned meshes),
+    /// or `None` for a rigid mesh.
+    pub fn skin_index(&self, mesh: u32) -> Option<u32> {
+        self.skinned.iter().position(|s| s.mesh == mesh).map(|i| i as u32)
+    }
+
+    /// CPU reference of the transient segment: a copy of this scene in which each
+    /// `(instance, positions)` of `poses` (an instance of a skinned mesh and that
+    /// mesh's skinned vertices, e.g. read back from the GPU) gets its own copy of the
+    /// mold's BLAS over `positions`, refitted as the GPU does.
+    pub fn posed(&self, poses: &[(u32, Vec<[f32; 3]>)]) -> Result<Scene, SceneError> {
+        let mut out = self.clone();
+        for (instance, moved) in poses {
+            let Some(mold) = self.instances.get(*instance as usize).map(|i| i.blas) else {
+                return Err(SceneError(format!("instance {instance} does not exist")));
+            };
+            if self.skin_index(mold).is_none() {
+                return Err(SceneError(format!("instance {instance} is not an instance of a skinned mesh")));
+            }
+            let (blas_ref, range) = (self.blas_refs[mold as usize], self.refit[mold as usize]);
+            if moved.len() != range.position_count as usize {
+                return Err(SceneError("skinned position count differs from the mesh".into()));
+            }
+            let nodes = range.node_base as usize..(range.node_base + range.node_count) as usize;
+            let mut blas = Blas {
+                nodes: self.nodes[nodes.clone()].to_vec(),
+                parents: self.parents[nodes].to_vec(),
+                leaves: self.leaves[range.leaf_base as usize..(range.leaf_base + range.leaf_count) as usize].to_vec(),
+                triangles: self.triangles
+                    [blas_ref.triangle_base as usize..(blas_ref.triangle_base + blas_ref.triangle_count) as usize]
+                    .to_vec(),
+                vertex_count: moved.len(),
+                depth: 0,
+            };
+            blas.refit(moved).map_err(|err| SceneError(err.to_string()))?;
+            out.instances[*instance as usize].blas = out.push_blas(&blas, moved)?;
+        }
+        Ok(out)
     }
 
     /// Adds an instance of `mesh`; returns its index (reported in hits).
@@ -232,64 +285,8 @@ impl Scene {
         Ok(())
     }
 
-    /// Adds a skinned instance: a private copy of the mesh given by `skin.rest` and
-    /// `triangles` (its BLAS is the mold; skinning rewrites the copy's vertices and
-    /// a refit its boxes every frame). Returns (instance index, skinned slot).
-    pub fn add_skinned_instance(
-        &mut self,
-        skin: SkinData,
-        triangles: &[[u32; 3]],
-        transform: &Affine,
-        mask: u32,
-        user_id: u32,
-    ) -> Result<(u32, u32), SceneError> {
-        invert_affine(transform).ok_or_else(|| SceneError("instance transform is singular, NaN or infinite".into()))?;
-        let mesh = self.add_mesh(&skin.rest, triangles)?;
-        let instance = self.add_instance(mesh, transform, mask, user_id)?;
-        self.skinned.push(SkinnedInstance { mesh, skin });
-        Ok((instance, self.skinned.len() as u32 - 1))
-    }
-
-    /// CPU reference of one frame of skinning + refit: new positions for every
-    /// skinned slot (`positions[slot]`, e.g. read back from the GPU) replace the
-    /// copy's vertices and its boxes are refitted.
-    pub fn apply_skinned_positions(&mut self, positions: &[Vec<[f32; 3]>]) -> Result<(), SceneError> {
-        if positions.len() != self.skinned.len() {
-            return Err(SceneError(format!(
-                "{} position sets for {} skinned slots",
-                positions.len(),
-                self.skinned.len()
-            )));
-        }
-        for (slot, moved) in self.skinned.iter().zip(positions) {
-            let blas_ref = self.blas_refs[slot.mesh as usize];
-            let range = self.refit[slot.mesh as usize];
-            let base = blas_ref.position_base as usize;
-            if moved.len() != slot.skin.rest.len() {
-                return Err(SceneError("skinned position count differs from the mesh".into()));
-            }
-            self.positions[base..base + moved.len()].copy_from_slice(moved);
-            let nodes = range.node_base as usize..(range.node_base + range.node_count) as usize;
-            let mut blas = Blas {
-                nodes: self.nodes[nodes.clone()].to_vec(),
-                parents: Vec::new(),
-                leaves: Vec::new(),
-                triangles: self.triangles
-                    [blas_ref.triangle_base as usize..(blas_ref.triangle_base + blas_ref.triangle_count) as usize]
-                    .to_vec(),
-                vertex_count: moved.len(),
-                depth: 0,
-            };
-            blas.refit(moved).map_err(|err| SceneError(err.to_string()))?;
-            self.nodes[nodes].copy_from_slice(&blas.nodes);
-            self.roots[slot.mesh as usize] = blas.nodes[0];
-        }
-        Ok(())
-    }
-
     /// Removes instance `index` as `swap_remove` does: the last instance takes its
-    /// index. A skinned instance's private mesh stays until
-    /// [`Scene::remove_skinned`] and [`Scene::remove_mesh`].
+    /// index.
     pub fn remove_instance(&mut self, index: u32) -> Result<(), SceneError> {
         let count = self.instances.len();
         if index as usize >= count {
@@ -299,29 +296,18 @@ impl Scene {
         Ok(())
     }
 
-    /// Forgets skinned slot `slot` as `swap_remove` does (the last slot takes its
-    /// number); returns its private mesh, which no instance uses once the skinned
-    /// instance is removed.
-    pub fn remove_skinned(&mut self, slot: u32) -> Result<u32, SceneError> {
-        let count = self.skinned.len();
-        if slot as usize >= count {
-            return Err(SceneError(format!("skinned slot {slot} does not exist ({count} slots)")));
-        }
-        Ok(self.skinned.swap_remove(slot as usize).mesh)
-    }
-
     /// Removes mesh `mesh` and its BLAS as `swap_remove` does: the last mesh takes
-    /// its index (its instances and skinned slots follow), and its entries of the
-    /// shared arrays become holes. Once holes are more than half of an array, the
-    /// arrays are compacted ([`Scene::layout`] changes). Returns the index the moved
-    /// mesh had, if one moved. Refused while an instance or skinned slot uses it.
+    /// its index (its instances follow), and its entries of the shared arrays become
+    /// holes; a skinned mesh's skin goes with it. Once holes are more than half of an
+    /// array, the arrays are compacted ([`Scene::layout`] changes). Returns the index
+    /// the moved mesh had, if one moved. Refused while an instance uses it.
     pub fn remove_mesh(&mut self, mesh: u32) -> Result<Option<u32>, SceneError> {
         let count = self.blas_refs.len();
         if mesh as usize >= count {
             return Err(SceneError(format!("mesh {mesh} does not exist ({count} meshes)")));
         }
         let users = self.instances.iter().filter(|i| i.blas == mesh).count();
-        if users > 0 || self.skinned.iter().any(|s| s.mesh == mesh) {
+        if users > 0 {
             return Err(SceneError(format!("mesh {mesh} is used by {users} instances: remove them first")));
         }
         let m = mesh as usize;
@@ -333,13 +319,14 @@ impl Scene {
         self.blas_refs.swap_remove(m);
         self.refit.swap_remove(m);
         self.roots.swap_remove(m);
+        self.skinned.retain(|s| s.mesh != mesh);
         let moved = (m < self.blas_refs.len()).then_some(self.blas_refs.len() as u32);
         if let Some(from) = moved {
             for instance in self.instances.iter_mut().filter(|i| i.blas == from) {
                 instance.blas = mesh;
             }
-            for slot in self.skinned.iter_mut().filter(|s| s.mesh == from) {
-                slot.mesh = mesh;
+            for skinned in self.skinned.iter_mut().filter(|s| s.mesh == from) {
+                skinned.mesh = mesh;
             }
         }
         let d = self.dead;
