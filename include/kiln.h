@@ -5533,7 +5533,9 @@ KilnStatus kiln_tracer_sync_terrain(struct KilnTracerId tracer,
 
 /**
  * Brings the device up to date (instances, skinning + refit, TLAS rebuild) without
- * tracing; `kiln_tracer_trace` does this itself.
+ * tracing; `kiln_tracer_trace` does this itself. Submits and waits: on an embedded
+ * tracer it is refused with `KILN_ERROR_INVALID_STATE` (record with
+ * `kiln_tracer_record_update`).
  *
  * Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
@@ -5544,7 +5546,9 @@ KilnStatus kiln_tracer_update(struct KilnTracerId tracer);
  * `mode` is `KILN_TRACE_CLOSEST` or `KILN_TRACE_ANY`. Every ray is checked first
  * (finite origin, finite non-zero direction, `0 <= t_min <= t_max`); a bad one
  * fails the call, naming its index, and nothing is written. The scene is updated
- * first when transforms, bones or followed bodies changed.
+ * first when transforms, bones or followed bodies changed. Submits and waits: on an
+ * embedded tracer it is refused with `KILN_ERROR_INVALID_STATE` (record with
+ * `kiln_tracer_record_trace`).
  *
  * Pointers: `rays` is NULL or readable and `hits` NULL or writable for `count`
  * entries.
@@ -5798,7 +5802,9 @@ KilnStatus kiln_gi_set_albedo(struct KilnGiId gi, const struct KilnVec3 *albedo,
 /**
  * Bakes every probe's visibility (16 x 16 octahedral depth maps) against the
  * tracer's scene and compresses it on the GPU. Call it once static geometry is in
- * place, and again when it changes. Needs at least one instance.
+ * place, and again when it changes. Needs at least one instance. Submits and
+ * waits: on an embedded tracer it is refused with `KILN_ERROR_INVALID_STATE`
+ * (record with `kiln_gi_record_bake`).
  *
  * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
@@ -5810,7 +5816,8 @@ KilnStatus kiln_gi_bake(struct KilnGiId gi);
  * sun, sky and the probes' own irradiance (multi-bounce) and blends the result in.
  * Dead probes (a bake found nothing near them) keep no irradiance and are skipped.
  * Writes the number of probes updated to `out_updated` (NULL allowed). Needs at
- * least one instance.
+ * least one instance. Submits and waits: on an embedded tracer it is refused with
+ * `KILN_ERROR_INVALID_STATE` (record with `kiln_gi_record_update`).
  *
  * Pointers: `out_updated` is NULL or writable.
  *
@@ -5964,7 +5971,9 @@ bool kiln_frame_is_valid(struct KilnFrameId frame);
  * 4. `gpu.wait`: waits for the submission and reads its timings.
  *
  * A failing stage gives `KILN_ERROR_PASS_FAILED` with its message; the world,
- * tracer and volume are given back in every case.
+ * tracer and volume are given back in every case. A frame whose tracer is embedded
+ * is refused with `KILN_ERROR_INVALID_STATE`, nothing run: Kiln submits nothing on
+ * an engine's device (use `kiln_frame_run_into`).
  *
  * Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
  */

@@ -241,7 +241,23 @@ static void sample_probes(struct engine *e, KilnTracerId tracer, KilnTracerId re
     printf("bake recorded in two engine frames: %u probes, %u dead, %u blocks\n", stats.probe_count,
            stats.dead_probes, stats.blocks);
     CHECK(stats.baked && stats.blocks > 0);
-    for (int i = 0; i < 2; i++) CHECK_STATUS(kiln_gi_update(gi, NULL), KILN_OK);
+    /* Kiln submits nothing on the engine's device: the submitting calls are refused,
+       nothing changed, and their recording twins do the work. */
+    CHECK_STATUS(kiln_gi_update(gi, NULL), KILN_ERROR_INVALID_STATE);
+    CHECK_MESSAGE("kiln_gi_record_update");
+    CHECK_STATUS(kiln_gi_bake(gi), KILN_ERROR_INVALID_STATE);
+    CHECK_MESSAGE("kiln_gi_record_bake");
+    CHECK_STATUS(kiln_tracer_update(tracer), KILN_ERROR_INVALID_STATE);
+    CHECK_MESSAGE("kiln_tracer_record_update");
+    KilnTraceRay down = {{0.0f, 50.0f, 0.0f}, {0.0f, -1.0f, 0.0f}, 0.0f, INFINITY, ~0u};
+    KilnTraceHit down_hit;
+    CHECK_STATUS(kiln_tracer_trace(tracer, &down, 1, KILN_TRACE_CLOSEST, &down_hit), KILN_ERROR_INVALID_STATE);
+    CHECK_MESSAGE("kiln_tracer_record_trace");
+    for (int i = 0; i < 2; i++) {
+        uint32_t updated = 0;
+        CHECK_STATUS(kiln_gi_record_update(gi, engine_begin(e), 0, &updated), KILN_OK);
+        CHECK(engine_submit_and_wait(e) == 0 && updated > 0);
+    }
     CHECK_STATUS(kiln_gi_get_gpu_buffers(gi, &buffers), KILN_OK);
     CHECK(buffers.params.size >= 272 && buffers.params.device_address != 0 && buffers.irradiance.buffer != 0);
 
@@ -441,6 +457,8 @@ static void run_frames(struct engine *e, const KilnEmbeddedDef *def, KilnTracerI
     CHECK_STATUS(kiln_frame_run_into(bare, inline_jobs, 1.0f / 60.0f, cmd, 0), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_MESSAGE("not embedded");
     CHECK_STATUS(kiln_frame_destroy(bare), KILN_OK);
+    CHECK_STATUS(kiln_frame_run(frame, inline_jobs, 1.0f / 60.0f), KILN_ERROR_INVALID_STATE); /* would submit */
+    CHECK_MESSAGE("kiln_frame_run_into");
     CHECK_STATUS(kiln_frame_get_timing(frame, &timing), KILN_OK);
     CHECK(timing.frame_index == 29);
     CHECK_STATUS(kiln_frame_destroy(frame), KILN_OK);

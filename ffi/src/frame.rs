@@ -46,7 +46,7 @@ use crate::handles::HandleTable;
 use crate::runtime::on_executor;
 use crate::runtime::{KilnPassId, KilnPassProfile, KilnProfile, KilnRuntimeId};
 
-use crate::tracer::{fixed_text, KilnGpuPassTiming, KilnTracerId, TracerEntry, TRACERS};
+use crate::tracer::{fixed_text, refuse_embedded, KilnGpuPassTiming, KilnTracerId, TracerEntry, TRACERS};
 use crate::world::{with_world, KilnWorldId, KILN_WORLD_MAX_STEP};
 
 /// Handle to an integrated frame. `{0, 0}` is the null handle. Pass by value.
@@ -229,7 +229,9 @@ pub extern "C" fn kiln_frame_is_valid(frame: KilnFrameId) -> bool {
 /// 4. `gpu.wait`: waits for the submission and reads its timings.
 ///
 /// A failing stage gives `KILN_ERROR_PASS_FAILED` with its message; the world,
-/// tracer and volume are given back in every case.
+/// tracer and volume are given back in every case. A frame whose tracer is embedded
+/// is refused with `KILN_ERROR_INVALID_STATE`, nothing run: Kiln submits nothing on
+/// an engine's device (use `kiln_frame_run_into`).
 ///
 /// Threads: one call at a time per world, its bodies and joints (busy: `KILN_ERROR_INVALID_STATE`).
 #[no_mangle]
@@ -294,8 +296,10 @@ fn run(
                 if let Some(t) = tracer.as_deref() {
                     check_follows(t.world, f.world)?;
                 }
-                if let Some((_, slot)) = into {
-                    check_recording(tracer.as_deref(), slot)?;
+                match (into, tracer.as_deref()) {
+                    (Some((_, slot)), _) => check_recording(tracer.as_deref(), slot)?,
+                    (None, Some(t)) => refuse_embedded(&t.tracer, "kiln_frame_run", "kiln_frame_run_into")?,
+                    (None, None) => {}
                 }
                 if let (Some(g), Some(t)) = (gi.as_deref(), f.tracer) {
                     if g.tracer != t {

@@ -36,7 +36,7 @@ use crate::handles::{HandleTable, Lendable};
 use crate::types::KilnVec3;
 
 use crate::embedded::KilnGpuBuffer;
-use crate::tracer::{gpu_error, with_tracer, KilnTracerId};
+use crate::tracer::{gpu_error, refuse_embedded, with_tracer, KilnTracerId};
 use kiln_core::gpu::vk::{self, Handle};
 use std::ffi::c_void;
 
@@ -341,12 +341,19 @@ pub unsafe extern "C" fn kiln_gi_set_albedo(gi: KilnGiId, albedo: *const KilnVec
 
 /// Bakes every probe's visibility (16 x 16 octahedral depth maps) against the
 /// tracer's scene and compresses it on the GPU. Call it once static geometry is in
-/// place, and again when it changes. Needs at least one instance.
+/// place, and again when it changes. Needs at least one instance. Submits and
+/// waits: on an embedded tracer it is refused with `KILN_ERROR_INVALID_STATE`
+/// (record with `kiln_gi_record_bake`).
 ///
 /// Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_gi_bake(gi: KilnGiId) -> KilnStatus {
-    ffi_call("kiln_gi_bake", || with_gi(gi, |volume, tracer| volume.bake(tracer).map_err(gpu_error)))
+    ffi_call("kiln_gi_bake", || {
+        with_gi(gi, |volume, tracer| {
+            refuse_embedded(tracer, "kiln_gi_bake", "kiln_gi_record_bake")?;
+            volume.bake(tracer).map_err(gpu_error)
+        })
+    })
 }
 
 /// One frame's update: traces the next `probes_per_frame` live probes' rays
@@ -354,7 +361,8 @@ pub extern "C" fn kiln_gi_bake(gi: KilnGiId) -> KilnStatus {
 /// sun, sky and the probes' own irradiance (multi-bounce) and blends the result in.
 /// Dead probes (a bake found nothing near them) keep no irradiance and are skipped.
 /// Writes the number of probes updated to `out_updated` (NULL allowed). Needs at
-/// least one instance.
+/// least one instance. Submits and waits: on an embedded tracer it is refused with
+/// `KILN_ERROR_INVALID_STATE` (record with `kiln_gi_record_update`).
 ///
 /// Pointers: `out_updated` is NULL or writable.
 ///
@@ -362,7 +370,10 @@ pub extern "C" fn kiln_gi_bake(gi: KilnGiId) -> KilnStatus {
 #[no_mangle]
 pub unsafe extern "C" fn kiln_gi_update(gi: KilnGiId, out_updated: *mut u32) -> KilnStatus {
     ffi_call("kiln_gi_update", || {
-        let updated = with_gi(gi, |volume, tracer| volume.update(tracer).map_err(gpu_error))?;
+        let updated = with_gi(gi, |volume, tracer| {
+            refuse_embedded(tracer, "kiln_gi_update", "kiln_gi_record_update")?;
+            volume.update(tracer).map_err(gpu_error)
+        })?;
         if !out_updated.is_null() {
             write_out(out_updated, "out_updated", updated)?;
         }

@@ -36,8 +36,8 @@ use kiln_core::physics::BodyId;
 
 use crate::abi::{
     ffi_call, non_null, read_checked, read_def, write_out, CountedOut, Error, KilnStatus, KILN_ERROR_DEVICE_LOST,
-    KILN_ERROR_INTERNAL, KILN_ERROR_INVALID_ARGUMENT, KILN_ERROR_INVALID_HANDLE, KILN_ERROR_NO_DEVICE,
-    KILN_ERROR_OUT_OF_MEMORY,
+    KILN_ERROR_INTERNAL, KILN_ERROR_INVALID_ARGUMENT, KILN_ERROR_INVALID_HANDLE, KILN_ERROR_INVALID_STATE,
+    KILN_ERROR_NO_DEVICE, KILN_ERROR_OUT_OF_MEMORY,
 };
 use crate::handles::{HandleTable, Lendable};
 use crate::terrain::{with_terrain, KilnTerrainId};
@@ -959,19 +959,28 @@ pub unsafe extern "C" fn kiln_tracer_sync_terrain(
 }
 
 /// Brings the device up to date (instances, skinning + refit, TLAS rebuild) without
-/// tracing; `kiln_tracer_trace` does this itself.
+/// tracing; `kiln_tracer_trace` does this itself. Submits and waits: on an embedded
+/// tracer it is refused with `KILN_ERROR_INVALID_STATE` (record with
+/// `kiln_tracer_record_update`).
 ///
 /// Threads: one call at a time per tracer (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
 pub extern "C" fn kiln_tracer_update(tracer: KilnTracerId) -> KilnStatus {
-    ffi_call("kiln_tracer_update", || with_tracer(tracer, |entry| entry.tracer.update().map_err(gpu_error)))
+    ffi_call("kiln_tracer_update", || {
+        with_tracer(tracer, |entry| {
+            refuse_embedded(&entry.tracer, "kiln_tracer_update", "kiln_tracer_record_update")?;
+            entry.tracer.update().map_err(gpu_error)
+        })
+    })
 }
 
 /// Traces `count` rays on the GPU and writes one hit per ray to `hits`.
 /// `mode` is `KILN_TRACE_CLOSEST` or `KILN_TRACE_ANY`. Every ray is checked first
 /// (finite origin, finite non-zero direction, `0 <= t_min <= t_max`); a bad one
 /// fails the call, naming its index, and nothing is written. The scene is updated
-/// first when transforms, bones or followed bodies changed.
+/// first when transforms, bones or followed bodies changed. Submits and waits: on an
+/// embedded tracer it is refused with `KILN_ERROR_INVALID_STATE` (record with
+/// `kiln_tracer_record_trace`).
 ///
 /// Pointers: `rays` is NULL or readable and `hits` NULL or writable for `count`
 /// entries.
@@ -987,8 +996,9 @@ pub unsafe extern "C" fn kiln_tracer_trace(
 ) -> KilnStatus {
     ffi_call("kiln_tracer_trace", || {
         let mode = trace_mode(mode)?;
+        with_tracer(tracer, |entry| refuse_embedded(&entry.tracer, "kiln_tracer_trace", "kiln_tracer_record_trace"))?;
         if count == 0 {
-            return with_tracer(tracer, |_| Ok(()));
+            return Ok(());
         }
         let rays = non_null(rays, "rays")?;
         non_null(hits, "hits")?;
@@ -1005,6 +1015,21 @@ pub unsafe extern "C" fn kiln_tracer_trace(
             Ok(())
         })
     })
+}
+
+/// Refuses a call that would submit on an embedded tracer's device (the engine's
+/// queue, which only the engine submits to), naming the call that records instead.
+pub(crate) fn refuse_embedded(tracer: &RayTracer, call: &str, twin: &str) -> Result<(), Error> {
+    if tracer.gpu().is_embedded() {
+        return Err(Error::new(
+            KILN_ERROR_INVALID_STATE,
+            format!(
+                "{call} would submit to the engine's queue; on a tracer from kiln_tracer_create_embedded Kiln only \
+                 records into the engine's command buffers: use {twin}"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `KILN_TRACE_CLOSEST` or `KILN_TRACE_ANY` as a mode.

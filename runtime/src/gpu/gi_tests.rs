@@ -630,7 +630,22 @@ fn gi_bake_and_update_recorded_into_the_engines_command_buffers_match_submitted_
         assert!(recorded.field(&mut embedded).unwrap().irradiance == want, "frame {frame}");
     }
     assert_eq!(embedded.gpu().submissions(), before, "a volume created, baked, updated and read back submits nothing");
-    let device = recorded.device.read_visibility(embedded.gpu_mut()).unwrap();
+    // Kiln submits nothing on the engine's device, so its tables are read back
+    // through downloads recorded into the engine's command buffer.
+    let gpu = embedded.gpu_mut();
+    let device = recorded
+        .device
+        .read_visibility_with(|buffer, count| {
+            let cmd = engine.begin(0);
+            // SAFETY: a recording command buffer of the engine's device for slot 0,
+            // whose previous submission completed (the engine waited for all).
+            let download = unsafe { gpu.record_into(cmd, 0, "read", |rec| rec.download(buffer, 0, 4 * count as u64)) }?;
+            engine.submit(0);
+            engine.wait_all();
+            Ok(download.to_vec())
+        })
+        .unwrap();
+    assert!(embedded.gpu_mut().submit("refused", |_| Ok(())).is_err(), "Kiln never submits on an engine's device");
     assert!(device == submitted.device.read_visibility(standalone.gpu_mut()).unwrap(), "the device's visibility");
     // A volume on a standalone tracer is refused, before the command buffer is used.
     let cmd = engine.begin(0);

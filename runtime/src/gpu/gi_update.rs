@@ -215,26 +215,36 @@ impl GpuProbeField {
 
     /// Reads the compressed visibility back.
     pub fn read_visibility(&self, gpu: &mut Gpu) -> Result<CompressedVisibility, GpuError> {
+        self.read_visibility_with(|buffer, count| gpu.read::<u32>(buffer, count))
+    }
+
+    /// As [`DeviceVisibility::read_visibility`], each buffer's first `count` words
+    /// read by `read` (on an engine's device: a download recorded into its command
+    /// buffer).
+    pub fn read_visibility_with(
+        &self,
+        mut read: impl FnMut(&GpuBuffer, usize) -> Result<Vec<u32>, GpuError>,
+    ) -> Result<CompressedVisibility, GpuError> {
         let v = &self.visibility;
         let n = self.probe_count as usize;
-        let read_u32 = |gpu: &mut Gpu, buffer: &GpuBuffer, count: usize| match count {
+        let mut read_u32 = |buffer: &GpuBuffer, count: usize| match count {
             0 => Ok(Vec::new()),
-            _ => gpu.read::<u32>(buffer, count),
+            _ => read(buffer, count),
         };
-        let words = read_u32(gpu, &v.live_mask, 2 * n.div_ceil(64))?;
+        let words = read_u32(&v.live_mask, 2 * n.div_ceil(64))?;
         let live = RankedBits::from_fn(n, |p| words[p / 32] >> (p % 32) & 1 == 1);
         let [numbered, number_width, entry_width] = v.index_layout;
-        let packed = |gpu: &mut Gpu, buffer: &GpuBuffer, len: usize, width: u32| {
-            let words = read_u32(gpu, buffer, PackedInts::words_for(len, width))?;
+        let mut packed = |buffer: &GpuBuffer, len: usize, width: u32| {
+            let words = read_u32(buffer, PackedInts::words_for(len, width))?;
             PackedInts::from_words(len, width, words).map_err(GpuError::InvalidInput)
         };
         let numbers = match numbered {
             0 => None,
-            _ => Some(packed(gpu, &v.numbers, v.live_count as usize, number_width)?),
+            _ => Some(packed(&v.numbers, v.live_count as usize, number_width)?),
         };
-        let entries = packed(gpu, &v.entries, v.signature_count as usize * QUADRANTS, entry_width)?;
+        let entries = packed(&v.entries, v.signature_count as usize * QUADRANTS, entry_width)?;
         let index = ProbeIndex { numbers, entries };
-        let words = read_u32(gpu, &v.blocks, v.block_words as usize)?;
+        let words = read_u32(&v.blocks, v.block_words as usize)?;
         let blocks = BlockTable::from_parts(v.block_count, v.table_layout, words).map_err(GpuError::InvalidInput)?;
         Ok(CompressedVisibility { live, index, blocks })
     }

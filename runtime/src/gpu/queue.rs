@@ -316,6 +316,11 @@ impl Gpu {
         &self.shared.device
     }
 
+    /// The queue Kiln records for (on an engine's device, the engine's).
+    pub fn queue(&self) -> vk::Queue {
+        self.shared.queue
+    }
+
     /// Validation-layer and driver warnings and errors collected since creation
     /// (empty unless [`GpuConfig::validation`] was set).
     pub fn validation_messages(&self) -> Vec<String> {
@@ -372,11 +377,22 @@ impl Gpu {
     /// while the caller goes on. [`Gpu::wait`] completes it (and collects the pass
     /// timings); downloads in `R` are readable only after that. A submission still
     /// in flight is waited for first.
+    ///
+    /// Refused on an engine's device ([`Gpu::embedded`]): the queue is the engine's,
+    /// which alone submits to it (Vulkan requires a queue's submissions to be
+    /// externally synchronised), so everything Kiln does there is recorded into the
+    /// engine's command buffers ([`Gpu::record_into`]).
     pub fn submit_async<R>(
         &mut self,
         label: &'static str,
         record: impl FnOnce(&mut Recorder<'_>) -> Result<R, GpuError>,
     ) -> Result<R, GpuError> {
+        if self.is_embedded() {
+            return Err(GpuError::InvalidInput(format!(
+                "\"{label}\" would submit to the engine's queue: on an engine's device Kiln only records into \
+                 the engine's command buffers (use the record_* calls)"
+            )));
+        }
         self.wait()?;
         if self.lost {
             return Err(GpuError::DeviceLost);

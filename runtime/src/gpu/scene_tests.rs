@@ -532,8 +532,16 @@ fn embedded_mode_submits_nothing_of_its_own() {
         engine.trace_as(&mut tracer, &mut reference, frame % 2, &rays, frame);
         assert_eq!(submit_counter::SUBMITS.load(std::sync::atomic::Ordering::SeqCst), 0, "frame {frame}");
     }
-    // The counter sees Kiln's own submissions: a direct one counts.
-    tracer.gpu_mut().submit("counted", |_| Ok(())).unwrap();
+    // A submission of Kiln's own is refused on an engine's device; the counter sees
+    // the queue functions Kiln loaded: a call through them counts.
+    assert!(tracer.gpu_mut().submit("refused", |_| Ok(())).is_err());
+    let moved = tracer.instance_at(0).unwrap();
+    tracer.set_transforms(&[moved], &[IDENTITY]).unwrap();
+    assert!(tracer.update().is_err(), "the submitting update is refused: record it");
+    assert_eq!(submit_counter::SUBMITS.load(std::sync::atomic::Ordering::SeqCst), 0);
+    let (device, queue) = (tracer.gpu().device(), tracer.gpu().queue());
+    // SAFETY: an empty submission on the engine's idle queue, which nothing else uses now.
+    unsafe { device.queue_submit(queue, &[], vk::Fence::null()) }.unwrap();
     assert_eq!(submit_counter::SUBMITS.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert_validation_clean(tracer.gpu());
     drop(tracer);

@@ -30,7 +30,8 @@ impl Default for DemoGi {
 /// The integrated frame of a physics scene with voxel terrain: the terrain's mesh
 /// and one mesh per body shape in a tracer on `tracer`, each body followed by its
 /// instance, and (with `gi`) a probe volume over the terrain, baked before the first
-/// frame. Spheres are meshed with 16 x 24 quads. Test and bench scaffolding: only
+/// frame (on an engine's device left unbaked, for the engine to record the bake).
+/// Spheres are meshed with 16 x 24 quads. Test and bench scaffolding: only
 /// with the `demo` feature (the benches turn it on) or in the crate's tests.
 pub fn demo_frame(scene: &Scene, tracer: Option<RayTracer>, gi: Option<DemoGi>) -> Result<IntegratedFrame, GpuError> {
     let (world, ids) = scene.build();
@@ -83,7 +84,11 @@ pub fn demo_frame(scene: &Scene, tracer: Option<RayTracer>, gi: Option<DemoGi>) 
             let mut volume = GiVolume::new(&mut tracer, grid, None)?;
             volume.probes_per_frame = setup.probes_per_frame;
             volume.params.rays_per_probe = setup.rays_per_probe;
-            volume.bake(&mut tracer)?;
+            // On an engine's device Kiln submits nothing: the engine records the
+            // bake (`GiVolume::record_bake`).
+            if !tracer.gpu().is_embedded() {
+                volume.bake(&mut tracer)?;
+            }
             Some(volume)
         }
         _ => None,

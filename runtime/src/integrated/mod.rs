@@ -694,6 +694,16 @@ mod tests {
         let embedded = unsafe { RayTracer::embedded(&engine.describe(2)) }.unwrap();
         let mut recording = demo_frame(&scene, Some(embedded), Some(gi)).unwrap();
         let submitted_before = recording.gpu_mut().unwrap().tracer.gpu().submissions();
+        // The engine records the probes' bake: two halves, its fence between them.
+        for (slot, done) in [(0, false), (1, true)] {
+            let GpuSide { tracer, gi, .. } = recording.gpu_mut().unwrap();
+            let cmd = engine.begin(slot);
+            // SAFETY: a recording command buffer of the engine's device for `slot`;
+            // the second call comes after the first one's submission completed.
+            assert_eq!(unsafe { gi.as_mut().unwrap().record_bake(tracer, cmd, slot as u32) }.unwrap(), done);
+            engine.submit(slot);
+            engine.wait_all();
+        }
         let pool = ThreadPool::new(2);
         let ids = body_ids(submitting.world());
         for frame in 0..30 {
