@@ -610,7 +610,9 @@ fn scope(point: AccessPoint) -> (vk::PipelineStageFlags, vk::AccessFlags) {
     use vk::{AccessFlags as A, PipelineStageFlags as S};
     match (point.usage, point.mode) {
         (Usage::Transfer, Mode::Read) => (S::TRANSFER, A::TRANSFER_READ),
-        (Usage::Transfer, Mode::Write) => (S::TRANSFER, A::TRANSFER_WRITE),
+        // A copy may read the buffer it writes (one region into another: the
+        // transient segment's reset from its molds), so a write waits as a read too.
+        (Usage::Transfer, Mode::Write) => (S::TRANSFER, A::TRANSFER_WRITE | A::TRANSFER_READ),
         (Usage::Storage, Mode::Read) => (S::COMPUTE_SHADER, A::SHADER_READ),
         // A storage write may also read (atomics); as a source only the write counts.
         (Usage::Storage, Mode::Write) => (S::COMPUTE_SHADER, A::SHADER_WRITE | A::SHADER_READ),
