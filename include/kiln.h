@@ -5787,17 +5787,22 @@ bool kiln_gi_is_valid(struct KilnGiId gi);
 KilnStatus kiln_gi_set_lighting(struct KilnGiId gi, const struct KilnGiLighting *lighting);
 
 /**
- * Sets the diffuse albedo of the tracer's first `count` instances (the `i`-th gets
- * `albedo[i]`, each channel in [0, 1]); later instances use the lighting's default
- * albedo. `count` 0 clears the list. Instances count in the order they were added
- * while none is removed; `kiln_tracer_remove_instance` moves the last instance into
- * the removed one's place.
+ * Sets the diffuse albedo of `count` instances of the volume's tracer: `instances[i]`
+ * gets `albedo[i]`, each channel in [0, 1]. An instance keeps its albedo, wherever
+ * removals of others move it, until it is removed itself; instances never given
+ * one use the lighting's `default_albedo`. Every entry is checked first: a stale
+ * handle or one of another tracer (`KILN_ERROR_INVALID_HANDLE`) or a bad colour
+ * (`KILN_ERROR_INVALID_ARGUMENT`) fails the call, naming its index, and nothing
+ * changes. `count` 0 clears every instance's albedo.
  *
- * Pointers: `albedo` is NULL or readable for `count` entries.
+ * Pointers: `instances` and `albedo` are NULL or readable for `count` entries.
  *
  * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
  */
-KilnStatus kiln_gi_set_albedo(struct KilnGiId gi, const struct KilnVec3 *albedo, uint32_t count);
+KilnStatus kiln_gi_set_albedo(struct KilnGiId gi,
+                              const struct KilnInstanceId *instances,
+                              const struct KilnVec3 *albedo,
+                              uint32_t count);
 
 /**
  * Bakes every probe's visibility (16 x 16 octahedral depth maps) against the

@@ -400,12 +400,13 @@ int main(int argc, char **argv) {
                                       {{{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}}},
                                       {{{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}}},
                                       {{{0, -1, 0, 0}, {1, 0, 0, 0}, {0, 0, 1, 0}}}}; /* x axis up */
-        KilnVec3 *albedos = malloc(sizeof *albedos * (count + 2));
-        if (!albedos) return 1;
+        KilnVec3 *albedos = malloc(sizeof *albedos * (count + 1));
+        KilnInstanceId *albedo_of = malloc(sizeof *albedo_of * (count + 1));
+        if (!albedos || !albedo_of) return 1;
         float a[3];
         KilnVec3 up = {0, 1, 0};
         albedo(TERRAIN_USER_ID, &up, a);
-        albedos[0] = (KilnVec3){a[0], a[1], a[2]};
+        light.default_albedo = (KilnVec3){a[0], a[1], a[2]}; /* the terrain: the one instance without its own */
         for (unsigned i = 0; i <= count; i++) {
             int character = i == count;
             KilnInstanceDef def = kiln_default_instance_def();
@@ -418,7 +419,8 @@ int main(int argc, char **argv) {
                                                  &locals[character ? 3 : i % 3]),
                          KILN_OK);
             albedo(def.user_id, &up, a);
-            albedos[i + 1] = (KilnVec3){a[0], a[1], a[2]}; /* added after the terrain, nothing removed */
+            albedos[i] = (KilnVec3){a[0], a[1], a[2]};
+            albedo_of[i] = instance;
         }
         instance_count = count + 2;
 
@@ -434,8 +436,8 @@ int main(int argc, char **argv) {
         def.probes_per_frame = probe_budget;
         CHECK_STATUS(kiln_gi_create(tracer, &def, &gi), KILN_OK);
         CHECK_STATUS(kiln_gi_set_lighting(gi, &light), KILN_OK);
-        CHECK_STATUS(kiln_gi_set_albedo(gi, albedos, instance_count), KILN_OK);
-        free(albedos);
+        CHECK_STATUS(kiln_gi_set_albedo(gi, albedo_of, albedos, count + 1), KILN_OK);
+        free(albedos), free(albedo_of);
         CHECK_STATUS(kiln_gi_bake(gi), KILN_OK);
         KilnGiStats stats;
         CHECK_STATUS(kiln_gi_get_stats(gi, &stats), KILN_OK);

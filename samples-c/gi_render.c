@@ -64,7 +64,7 @@ static float mean_irradiance(KilnGiId gi, const KilnVec3 *points, int count, Kil
 }
 
 /* Bad input: every call refused with its status, nothing changed. */
-static void check_bad_input(KilnTracerId tracer, KilnGiId gi) {
+static void check_bad_input(KilnTracerId tracer, KilnGiId gi, const KilnInstanceId *instances) {
     KilnGiId out = {77, 77};
     KilnGiDef def = kiln_default_gi_def();
     CHECK_STATUS(kiln_gi_create(tracer, NULL, &out), KILN_ERROR_NULL_POINTER);
@@ -105,9 +105,23 @@ static void check_bad_input(KilnTracerId tracer, KilnGiId gi) {
     light.struct_size = 0;
     CHECK_STATUS(kiln_gi_set_lighting(gi, &light), KILN_ERROR_STRUCT_SIZE);
     KilnVec3 albedo[2] = {{0.5f, 0.5f, 0.5f}, {0.5f, NAN, 0.5f}};
-    CHECK_STATUS(kiln_gi_set_albedo(gi, albedo, 2), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_gi_set_albedo(gi, instances, albedo, 2), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_MESSAGE("albedo[1]");
-    CHECK_STATUS(kiln_gi_set_albedo(gi, NULL, 2), KILN_ERROR_NULL_POINTER);
+    albedo[1].y = 1.5f;
+    CHECK_STATUS(kiln_gi_set_albedo(gi, instances, albedo, 2), KILN_ERROR_INVALID_ARGUMENT);
+    albedo[1].y = 0.5f;
+    CHECK_STATUS(kiln_gi_set_albedo(gi, NULL, albedo, 2), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_gi_set_albedo(gi, instances, NULL, 2), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_gi_set_albedo(gi, NULL, NULL, UINT32_MAX), KILN_ERROR_NULL_POINTER); /* huge, nothing read */
+    KilnInstanceId forged[2] = {instances[0], instances[1]};
+    forged[1].generation += 7; /* stale */
+    CHECK_STATUS(kiln_gi_set_albedo(gi, forged, albedo, 2), KILN_ERROR_INVALID_HANDLE);
+    CHECK_MESSAGE("instances[1]");
+    forged[1] = (KilnInstanceId){0}; /* null */
+    CHECK_STATUS(kiln_gi_set_albedo(gi, forged, albedo, 2), KILN_ERROR_INVALID_HANDLE);
+    KilnGiId no_gi = {0, 0};
+    CHECK_STATUS(kiln_gi_set_albedo(no_gi, instances, albedo, 2), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_gi_set_albedo(gi, NULL, NULL, 0), KILN_OK); /* clears */
 
     KilnVec3 p[2] = {{1, 1, 1}, {2, 1, 2}}, nrm[2] = {{0, 1, 0}, {0, 1, 0}};
     KilnVec3 e[2] = {{-7, -7, -7}, {-7, -7, -7}};
@@ -133,6 +147,7 @@ int main(int argc, char **argv) {
     KilnMeshId cube;
     CHECK_STATUS(kiln_tracer_add_mesh(tracer, unit_cube_positions, 8, unit_cube_indices, 12, &cube), KILN_OK);
     KilnVec3 albedo[BOX_COUNT];
+    KilnInstanceId box_instances[BOX_COUNT];
     for (uint32_t i = 0; i < BOX_COUNT; i++) {
         const Box *b = &boxes[i];
         KilnInstanceDef inst = kiln_default_instance_def();
@@ -142,8 +157,7 @@ int main(int argc, char **argv) {
             inst.transform.rows[r][r] = 0.5f * (b->hi[r] - b->lo[r]);
             inst.transform.rows[r][3] = 0.5f * (b->hi[r] + b->lo[r]);
         }
-        KilnInstanceId id;
-        CHECK_STATUS(kiln_tracer_add_instance(tracer, &inst, &id), KILN_OK);
+        CHECK_STATUS(kiln_tracer_add_instance(tracer, &inst, &box_instances[i]), KILN_OK);
         albedo[i] = (KilnVec3){b->albedo[0], b->albedo[1], b->albedo[2]};
     }
 
@@ -157,13 +171,13 @@ int main(int argc, char **argv) {
     def.probes_per_frame = 256;
     KilnGiId gi;
     CHECK_STATUS(kiln_gi_create(tracer, &def, &gi), KILN_OK);
-    check_bad_input(tracer, gi);
+    check_bad_input(tracer, gi, box_instances);
 
     KilnGiLighting light = kiln_default_gi_lighting();
     float len = sqrtf(sun_dir[0] * sun_dir[0] + sun_dir[1] * sun_dir[1] + sun_dir[2] * sun_dir[2]);
     light.sun_direction = (KilnVec3){sun_dir[0] / len, sun_dir[1] / len, sun_dir[2] / len};
     CHECK_STATUS(kiln_gi_set_lighting(gi, &light), KILN_OK);
-    CHECK_STATUS(kiln_gi_set_albedo(gi, albedo, BOX_COUNT), KILN_OK);
+    CHECK_STATUS(kiln_gi_set_albedo(gi, box_instances, albedo, BOX_COUNT), KILN_OK);
 
     CHECK_STATUS(kiln_gi_bake(gi), KILN_OK);
     printf("bake:\n");

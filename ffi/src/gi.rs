@@ -36,7 +36,7 @@ use crate::handles::{HandleTable, Lendable};
 use crate::types::KilnVec3;
 
 use crate::embedded::KilnGpuBuffer;
-use crate::tracer::{gpu_error, refuse_embedded, with_tracer, KilnTracerId};
+use crate::tracer::{gpu_error, live_instance, refuse_embedded, with_tracer, KilnInstanceId, KilnTracerId};
 use kiln_core::gpu::vk::{self, Handle};
 use std::ffi::c_void;
 
@@ -316,25 +316,40 @@ pub unsafe extern "C" fn kiln_gi_set_lighting(gi: KilnGiId, lighting: *const Kil
     })
 }
 
-/// Sets the diffuse albedo of the tracer's first `count` instances (the `i`-th gets
-/// `albedo[i]`, each channel in [0, 1]); later instances use the lighting's default
-/// albedo. `count` 0 clears the list. Instances count in the order they were added
-/// while none is removed; `kiln_tracer_remove_instance` moves the last instance into
-/// the removed one's place.
+/// Sets the diffuse albedo of `count` instances of the volume's tracer: `instances[i]`
+/// gets `albedo[i]`, each channel in [0, 1]. An instance keeps its albedo, wherever
+/// removals of others move it, until it is removed itself; instances never given
+/// one use the lighting's `default_albedo`. Every entry is checked first: a stale
+/// handle or one of another tracer (`KILN_ERROR_INVALID_HANDLE`) or a bad colour
+/// (`KILN_ERROR_INVALID_ARGUMENT`) fails the call, naming its index, and nothing
+/// changes. `count` 0 clears every instance's albedo.
 ///
-/// Pointers: `albedo` is NULL or readable for `count` entries.
+/// Pointers: `instances` and `albedo` are NULL or readable for `count` entries.
 ///
 /// Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
 #[no_mangle]
-pub unsafe extern "C" fn kiln_gi_set_albedo(gi: KilnGiId, albedo: *const KilnVec3, count: u32) -> KilnStatus {
+pub unsafe extern "C" fn kiln_gi_set_albedo(
+    gi: KilnGiId,
+    instances: *const KilnInstanceId,
+    albedo: *const KilnVec3,
+    count: u32,
+) -> KilnStatus {
     ffi_call("kiln_gi_set_albedo", || {
         // SAFETY: readable for `count` entries per the contract.
-        let list = unsafe {
+        let colours = unsafe {
             crate::abi::read_checked(albedo, count, "albedo", |a: &KilnVec3, name: &str| colour(*a, name, 1.0))?
         };
-        with_gi(gi, |volume, _| {
-            volume.lighting.albedo = list;
-            Ok(())
+        // SAFETY: as above.
+        let handles = unsafe { crate::abi::read_checked(instances, count, "instances", |&h, _| Ok(h))? };
+        VOLUMES.with(gi.index1, gi.generation, |entry| {
+            let tracer = entry.tracer;
+            with_tracer(tracer, |t| {
+                let mut list = Vec::with_capacity(handles.len());
+                for (i, (&handle, &colour)) in handles.iter().zip(&colours).enumerate() {
+                    list.push((live_instance(t, tracer, handle, &format!("instances[{i}]"))?, colour));
+                }
+                entry.volume.set_instance_albedo(&t.tracer, &list).map_err(gpu_error)
+            })
         })
     })
 }

@@ -588,9 +588,11 @@ static KilnStatus gi_call(Pools *p, const char **what) {
         KilnVec3 albedo[4];
         uint32_t n = below(5);
         for (uint32_t i = 0; i < n; i++) albedo[i] = below(5) ? (KilnVec3){0.5f, 0.5f, 0.5f} : vec(1.0f);
+        KilnInstanceId instances[4];
+        for (uint32_t i = 0; i < n; i++) instances[i] = any_instance(p, p->tracer);
         *what = "kiln_gi_set_albedo";
         const KilnVec3 *given = below(20) ? albedo : NULL;
-        return kiln_gi_set_albedo(g, given, huge_unless(given, n));
+        return kiln_gi_set_albedo(g, below(20) ? instances : NULL, given, huge_unless(given, n));
     }
     case 3: {
         uint32_t updated;

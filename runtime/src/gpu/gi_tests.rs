@@ -659,3 +659,58 @@ fn gi_bake_and_update_recorded_into_the_engines_command_buffers_match_submitted_
     drop(embedded);
     assert_eq!(engine.messages(), Vec::<String>::new(), "the engine's validation layer saw nothing wrong");
 }
+
+/// Albedo given by instance handle follows its instance when removals of others move
+/// it in the packed order, and goes with its own removal (a new instance in its slot
+/// does not inherit it); stale handles and bad colours are refused, nothing changed.
+#[test]
+fn albedo_by_instance_handle_follows_its_instance() {
+    use crate::gi::ProbeGrid;
+    let Some(gpu) = test_gpu("albedo_by_instance_handle_follows_its_instance") else { return };
+    let mut tracer = RayTracer::with_gpu(gpu).unwrap();
+    add_walled_room(&mut tracer);
+    let (p, t) = box_mesh([0.2, 0.2, 0.2]);
+    let cube = tracer.add_mesh(&p, &t).unwrap();
+    let at = |x: f32| [[1.0, 0.0, 0.0, x], [0.0, 1.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0]];
+    let cubes: Vec<InstanceId> =
+        (0..3).map(|i| tracer.add_instance(cube, &at(i as f32), 1, 100 + i).unwrap()).collect();
+    let grid = ProbeGrid::covering(glam::Vec3::new(-3.0, 0.0, -3.0), glam::Vec3::new(7.0, 4.0, 7.0), 2.0).unwrap();
+    let mut volume = GiVolume::new(&mut tracer, grid, None).unwrap();
+    let (red, blue, grey) = ([0.9, 0.1, 0.1], [0.1, 0.1, 0.9], volume.lighting.default_albedo);
+    volume.set_instance_albedo(&tracer, &[(cubes[0], red), (cubes[2], blue)]).unwrap();
+    let expected = |tracer: &RayTracer, given: &[(InstanceId, [f32; 3])]| -> Vec<[f32; 3]> {
+        (0..tracer.instance_count())
+            .map(|p| {
+                let id = tracer.instance_at(p).unwrap();
+                given.iter().find(|(g, _)| *g == id).map_or(grey, |(_, c)| *c)
+            })
+            .collect()
+    };
+    // The last instance (blue) moves into the removed one's place.
+    let blue_before = tracer.instance_index(cubes[2]).unwrap();
+    tracer.remove_instance(cubes[1]).unwrap();
+    assert_ne!(tracer.instance_index(cubes[2]).unwrap(), blue_before, "the packed order changed");
+    volume.lay_out_albedo(&tracer);
+    let want = expected(&tracer, &[(cubes[0], red), (cubes[2], blue)]);
+    assert_eq!(volume.lighting.albedo, want);
+    assert_eq!(want[tracer.instance_index(cubes[2]).unwrap() as usize], blue);
+    // Refused, nothing changed: a stale handle, a channel above 1, a NaN.
+    assert!(volume.set_instance_albedo(&tracer, &[(cubes[0], blue), (cubes[1], red)]).is_err());
+    assert!(volume.set_instance_albedo(&tracer, &[(cubes[0], [1.5, 0.0, 0.0])]).is_err());
+    assert!(volume.set_instance_albedo(&tracer, &[(cubes[0], [f32::NAN, 0.0, 0.0])]).is_err());
+    volume.lay_out_albedo(&tracer);
+    assert_eq!(volume.lighting.albedo, want);
+    // Blue goes with its instance; the instances that reuse the freed slots are grey.
+    tracer.remove_instance(cubes[2]).unwrap();
+    let fresh: Vec<InstanceId> =
+        (0..2).map(|i| tracer.add_instance(cube, &at(5.0 + i as f32), 1, 200).unwrap()).collect();
+    assert!(fresh.iter().any(|f| f.slot == cubes[2].slot), "a slot reused with a new generation");
+    volume.lay_out_albedo(&tracer);
+    assert_eq!(volume.lighting.albedo, expected(&tracer, &[(cubes[0], red)]));
+    // The update shades with them; an empty list clears them all.
+    volume.update(&mut tracer).unwrap();
+    volume.set_instance_albedo(&tracer, &[]).unwrap();
+    volume.lay_out_albedo(&tracer);
+    assert!(volume.lighting.albedo.is_empty());
+    assert_validation_clean(tracer.gpu());
+}

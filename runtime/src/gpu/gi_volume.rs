@@ -20,7 +20,7 @@ use super::gi_bake::GiBaker;
 use super::gi_compress::{GiCompressor, GpuVisibility, VisibilityDownload, MAX_COMPRESS_BATCH};
 use super::gi_update::{sample_params, GiUpdater, GpuProbeField, InitialUpload, Recording, MAX_RAYS_PER_PROBE};
 use super::layout::GiUpdateParams;
-use super::ray_tracer::{BufferView, RayTracer};
+use super::ray_tracer::{BufferView, InstanceId, RayTracer};
 use super::recorder::{Download, Recorder};
 use crate::gi::compress::{CompressParams, ProbeOrder};
 use crate::gi::update::{GiLighting, UpdateParams};
@@ -105,6 +105,9 @@ pub struct GiVolume {
     pending_bake: Option<(GpuVisibility, VisibilityDownload)>,
     /// Embedded mode: the field's data until a recording uploaded it.
     initial: Option<InitialUpload>,
+    /// Albedo given by instance handle ([`GiVolume::set_instance_albedo`]), by the
+    /// handle's slot; laid out in packed order into `lighting.albedo` by each update.
+    instance_albedo: Vec<Option<(InstanceId, [f32; 3])>>,
 }
 
 impl GiVolume {
@@ -152,7 +155,57 @@ impl GiVolume {
             pending_bake: None,
             initial,
             field,
+            instance_albedo: Vec::new(),
         })
+    }
+
+    /// Sets the diffuse albedo of instances of `tracer` by handle, each channel in
+    /// [0, 1]: it follows the instance, wherever removals of others move it in the
+    /// packed order, until the instance is removed. Instances without one use
+    /// `lighting.default_albedo`. Every entry is checked first (a stale handle or a
+    /// bad colour changes nothing); an empty list clears every instance's albedo.
+    pub fn set_instance_albedo(
+        &mut self,
+        tracer: &RayTracer,
+        albedo: &[(InstanceId, [f32; 3])],
+    ) -> Result<(), GpuError> {
+        for (i, (id, colour)) in albedo.iter().enumerate() {
+            if tracer.instance_index(*id).is_none() {
+                return Err(GpuError::InvalidInput(format!("albedo[{i}]: instance {id:?} is stale or unknown")));
+            }
+            if !colour.iter().all(|c| c.is_finite() && (0.0..=1.0).contains(c)) {
+                return Err(GpuError::InvalidInput(format!(
+                    "albedo[{i}] is {colour:?}: every channel must be finite and in [0, 1]"
+                )));
+            }
+        }
+        if albedo.is_empty() {
+            self.instance_albedo.clear();
+            self.lighting.albedo.clear();
+        }
+        for &(id, colour) in albedo {
+            let slot = id.slot as usize;
+            if self.instance_albedo.len() <= slot {
+                self.instance_albedo.resize(slot + 1, None);
+            }
+            self.instance_albedo[slot] = Some((id, colour));
+        }
+        Ok(())
+    }
+
+    /// Lays the albedo given by handle out in the tracer's packed instance order,
+    /// as the update reads it (`lighting.albedo`; left alone when none was given).
+    pub(crate) fn lay_out_albedo(&mut self, tracer: &RayTracer) {
+        if self.instance_albedo.is_empty() {
+            return;
+        }
+        let (table, default) = (&self.instance_albedo, self.lighting.default_albedo);
+        let of = |packed: u32| {
+            let id = tracer.instance_at(packed)?;
+            table.get(id.slot as usize).copied().flatten().filter(|(given, _)| *given == id).map(|(_, c)| c)
+        };
+        self.lighting.albedo.clear();
+        self.lighting.albedo.extend((0..tracer.instance_count()).map(|p| of(p).unwrap_or(default)));
     }
 
     pub fn probe_count(&self) -> u32 {
@@ -262,6 +315,7 @@ impl GiVolume {
     pub fn update_async(&mut self, tracer: &mut RayTracer) -> Result<u32, GpuError> {
         self.flush_initial(tracer)?;
         let Some(last) = self.next_probes() else { return Ok(0) };
+        self.lay_out_albedo(tracer);
         self.updater.update_async(tracer, &self.device, &self.lighting, &self.params, self.frame, &self.probes)?;
         self.recorded_irradiance = None;
         Ok(self.after_update(last))
@@ -287,6 +341,7 @@ impl GiVolume {
             unsafe { self.record_initial(tracer, cmd, slot) }?;
             return Ok(0);
         };
+        self.lay_out_albedo(tracer);
         let (updater, device, probes, initial) = (&mut self.updater, &self.device, &self.probes, &self.initial);
         let prelude = |rec: &mut Recorder<'_>| initial.as_ref().map_or(Ok(()), |i| i.record(rec, device));
         let into = Recording { cmd, slot, prelude: &prelude };
