@@ -689,20 +689,14 @@ fn compress_with(
     maps: &[VisibilityMap],
     order: &ProbeOrder,
     params: &CompressParams,
-    mut cells: MeanCells,
+    cells: MeanCells,
 ) -> CompressedVisibility {
     assert_eq!(order.order.len(), maps.len(), "the order must visit every map once");
     let mut entries = vec![DEAD_QUADRANT; maps.len() * QUADRANTS];
-    let mut blocks: Vec<Block> = Vec::new();
-    // Mean depths of each stored block: |mean(a) - mean(b)| <= max |a - b|, so a
-    // block whose means are further than the tolerance cannot match.
-    let reach = params.tolerance + MEAN_SLACK;
-    let mut means: Vec<[f32; 2]> = Vec::new();
-    // The blocks unpacked, for the comparisons.
-    let mut unpacked: Vec<Quadrant> = Vec::new();
+    let mut dictionary = Dictionary::new(params, cells);
     let mut fresh: Vec<(usize, Quadrant)> = Vec::new();
     for b in 0..order.batch_count() {
-        let window_start = blocks.len().saturating_sub(params.window as usize);
+        let window_start = dictionary.blocks.len().saturating_sub(params.window as usize);
         fresh.clear();
         for &p in order.batch(b) {
             for (q, places) in QUADRANT_MAP.iter().enumerate() {
@@ -710,40 +704,146 @@ fn compress_with(
                 if is_dead(&quadrant, params.tolerance) {
                     continue;
                 }
-                let mean = invariant_means(|i| quadrant[i][0]);
-                let found = cells.find_map(mean[0], window_start, |j| {
-                    if (means[j][0] - mean[0]).abs() > reach || (means[j][1] - mean[1]).abs() > reach {
-                        return None;
-                    }
-                    [false, true]
-                        .into_iter()
-                        .find(|&t| matches(&quadrant, &unpacked[j], t, params.tolerance))
-                        .map(|t| (j, t))
-                });
                 let slot = p as usize * QUADRANTS + q;
-                match found {
-                    Some((j, transposed)) => entries[slot] = BlockEntry::new(j as u32, transposed).0,
+                match dictionary.find(&quadrant, window_start) {
+                    Some(entry) => entries[slot] = entry.0,
                     None => fresh.push((slot, quadrant)),
                 }
             }
         }
         assert!(
-            blocks.len() + fresh.len() <= BlockEntry::MAX_BLOCKS,
+            dictionary.blocks.len() + fresh.len() <= BlockEntry::MAX_BLOCKS,
             "more than {} visibility blocks",
             BlockEntry::MAX_BLOCKS
         );
         for (slot, quadrant) in &fresh {
-            let block = pack_block(quadrant);
-            let texels: Quadrant = std::array::from_fn(|i| block_value(&block, i));
-            let block_means = invariant_means(|i| texels[i][0]);
-            cells.push(block_means[0], blocks.len() as u32);
-            means.push(block_means);
-            unpacked.push(texels);
-            entries[*slot] = blocks.len() as u32;
-            blocks.push(block);
+            entries[*slot] = dictionary.push(pack_block(quadrant));
         }
     }
-    CompressedVisibility::from_entries(&entries, blocks)
+    CompressedVisibility::from_entries(&entries, dictionary.blocks)
+}
+
+/// Stored blocks and what a search needs of them: their mean depths, unpacked
+/// copies and the mean cells.
+struct Dictionary {
+    blocks: Vec<Block>,
+    /// Mean depths of each stored block: |mean(a) - mean(b)| <= max |a - b|, so a
+    /// block whose means are further than the tolerance cannot match.
+    means: Vec<[f32; 2]>,
+    /// The blocks unpacked, for the comparisons.
+    unpacked: Vec<Quadrant>,
+    cells: MeanCells,
+    tolerance: f32,
+}
+
+impl Dictionary {
+    fn new(params: &CompressParams, cells: MeanCells) -> Dictionary {
+        Dictionary { blocks: Vec::new(), means: Vec::new(), unpacked: Vec::new(), cells, tolerance: params.tolerance }
+    }
+
+    /// The newest block from `start` on that `quadrant` matches, as is or transposed.
+    fn find(&self, quadrant: &Quadrant, start: usize) -> Option<BlockEntry> {
+        let reach = self.tolerance + MEAN_SLACK;
+        let mean = invariant_means(|i| quadrant[i][0]);
+        self.cells.find_map(mean[0], start, |j| {
+            let m = self.means[j];
+            if (m[0] - mean[0]).abs() > reach || (m[1] - mean[1]).abs() > reach {
+                return None;
+            }
+            [false, true]
+                .into_iter()
+                .find(|&t| matches(quadrant, &self.unpacked[j], t, self.tolerance))
+                .map(|t| BlockEntry::new(j as u32, t))
+        })
+    }
+
+    /// Stores `block`; returns its number.
+    fn push(&mut self, block: Block) -> u32 {
+        let texels: Quadrant = std::array::from_fn(|i| block_value(&block, i));
+        let means = invariant_means(|i| texels[i][0]);
+        let number = self.blocks.len() as u32;
+        self.cells.push(means[0], number);
+        self.means.push(means);
+        self.unpacked.push(texels);
+        self.blocks.push(block);
+        number
+    }
+}
+
+/// What [`recompress`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Recompression {
+    /// Quadrants of the new maps that matched a block already stored.
+    pub matched: u32,
+    /// Blocks the new maps added.
+    pub added: u32,
+    /// Blocks no probe reads any more, dropped.
+    pub reclaimed: u32,
+}
+
+/// `vis` with the maps of `probes` replaced by `maps`, without a full rebuild:
+/// only the new maps are matched, against the whole stored dictionary (newest
+/// first) and the blocks they add, one at a time; blocks no probe reads any more
+/// are reclaimed and the rest keep their order; then the table and the index are
+/// packed again (linear in their size, no search). Every other probe decodes as
+/// before, and every new map within the tolerance.
+pub fn recompress(
+    vis: &CompressedVisibility,
+    probes: &[u32],
+    maps: &[VisibilityMap],
+    params: &CompressParams,
+) -> (CompressedVisibility, Recompression) {
+    assert_eq!(probes.len(), maps.len(), "a map per probe");
+    let mut entries = vis.entries();
+    let mut dictionary = Dictionary::new(params, MeanCells::new(params.tolerance + MEAN_SLACK));
+    for block in vis.blocks.blocks() {
+        dictionary.push(block);
+    }
+    let stored = dictionary.blocks.len();
+    let mut report = Recompression::default();
+    for (&p, map) in probes.iter().zip(maps) {
+        for (q, places) in QUADRANT_MAP.iter().enumerate() {
+            let quadrant: Quadrant = std::array::from_fn(|i| map.0[places[i] as usize]);
+            let slot = p as usize * QUADRANTS + q;
+            entries[slot] = if is_dead(&quadrant, params.tolerance) {
+                DEAD_QUADRANT
+            } else if let Some(entry) = dictionary.find(&quadrant, 0) {
+                report.matched += 1;
+                entry.0
+            } else {
+                assert!(
+                    dictionary.blocks.len() < BlockEntry::MAX_BLOCKS,
+                    "more than {} blocks",
+                    BlockEntry::MAX_BLOCKS
+                );
+                report.added += 1;
+                dictionary.push(pack_block(&quadrant))
+            };
+        }
+    }
+    // Reclaim: keep the blocks some entry reads, in order, and renumber.
+    let mut used = vec![false; dictionary.blocks.len()];
+    for &e in &entries {
+        if !BlockEntry(e).is_dead() {
+            used[BlockEntry(e).block() as usize] = true;
+        }
+    }
+    let mut number = vec![u32::MAX; used.len()];
+    let mut kept = Vec::with_capacity(used.len());
+    for (b, block) in dictionary.blocks.into_iter().enumerate() {
+        if used[b] {
+            number[b] = kept.len() as u32;
+            kept.push(block);
+        }
+    }
+    report.reclaimed = (stored + report.added as usize - kept.len()) as u32;
+    for e in &mut entries {
+        let entry = BlockEntry(*e);
+        if !entry.is_dead() {
+            *e = BlockEntry::new(number[entry.block() as usize], entry.transposed()).0;
+        }
+    }
+    (CompressedVisibility::from_entries(&entries, kept), report)
 }
 
 #[cfg(test)]

@@ -39,6 +39,7 @@
 use super::compress::CompressedVisibility;
 use super::octahedral::{sample_bordered, OCT_RES};
 use super::pack::PackedSh;
+use super::relocate::ProbeOffsets;
 use super::sh::ShRgb;
 use super::volume::ProbeVolume;
 use crate::math::Vec3;
@@ -71,6 +72,9 @@ pub struct ProbeField {
     /// two in step.
     pub irradiance: Vec<PackedSh>,
     pub visibility: CompressedVisibility,
+    /// Each probe's offset from its grid point (`relocate.rs`); updates and
+    /// sampling use the moved position.
+    pub offsets: ProbeOffsets,
 }
 
 impl ProbeField {
@@ -78,7 +82,24 @@ impl ProbeField {
     /// clipped), until updated and baked.
     pub fn new(volume: ProbeVolume) -> ProbeField {
         let n = volume.probe_count();
-        ProbeField { volume, irradiance: vec![UNLIT; n], visibility: CompressedVisibility::unbaked(n) }
+        ProbeField {
+            volume,
+            irradiance: vec![UNLIT; n],
+            visibility: CompressedVisibility::unbaked(n),
+            offsets: ProbeOffsets::none(),
+        }
+    }
+
+    /// Where probe `p` sits: its grid point moved by its offset.
+    #[inline]
+    pub fn probe_position(&self, p: usize) -> Vec3 {
+        self.volume.probe_position(p) + self.offsets.offset(p, self.volume.grid.spacing)
+    }
+
+    /// Whether probe `p` is active: live (it sees something, and is not in solid)
+    /// and so updated and sampled.
+    pub fn is_active(&self, p: usize) -> bool {
+        !self.visibility.is_dead(p)
     }
 
     /// Where probe `p`'s irradiance is kept: its rank among the live probes; `None`
@@ -150,7 +171,7 @@ impl ProbeField {
             let c: [u32; 3] = std::array::from_fn(|a| base[a] + offset[a]);
             let Some(probe) = self.volume.probe_at(c) else { continue };
             let Some(slot) = self.irradiance_slot(probe as usize) else { continue };
-            let probe_pos = grid.position(c);
+            let probe_pos = grid.position(c) + self.offsets.offset(probe as usize, grid.spacing);
             let trilinear: f32 = (0..3).map(|a| if offset[a] == 1 { alpha[a] } else { 1.0 - alpha[a] }).product();
             let to_probe = (probe_pos - p).normalize_or_zero();
             let wrap = (to_probe.dot(n) + 1.0) * 0.5;
@@ -189,9 +210,12 @@ impl ProbeField {
         sample_bordered(|x, y| self.visibility.texel(p, y * OCT_RES + x), dir)
     }
 
-    /// Bytes of all probe data: placement, irradiance (16 bytes per live probe)
-    /// and compressed visibility.
+    /// Bytes of all probe data: placement, irradiance (16 bytes per live probe),
+    /// compressed visibility and offsets.
     pub fn bytes(&self) -> usize {
-        self.volume.bytes() + self.irradiance.len() * std::mem::size_of::<PackedSh>() + self.visibility.bytes()
+        self.volume.bytes()
+            + self.irradiance.len() * std::mem::size_of::<PackedSh>()
+            + self.visibility.bytes()
+            + self.offsets.bytes()
     }
 }

@@ -16,6 +16,8 @@
 //!  table.rs       the stored dictionary: blocks in tables by spread width
 //!  field.rs       ProbeField: per-probe data; irradiance sampling with visibility
 //!  update.rs      irradiance update (rays, shading, blend) and the visibility bake
+//!  relocate.rs    probe relocation off surfaces and out of solid; classification
+//!  refresh.rs     visibility re-baked where geometry changed, recompressed in place
 //!  scenes.rs      scenes tests, benches and samples share
 //! ```
 //!
@@ -35,6 +37,8 @@ pub mod compress;
 pub mod field;
 pub mod octahedral;
 pub mod pack;
+pub mod refresh;
+pub mod relocate;
 pub mod scenes;
 pub mod sh;
 pub mod table;
@@ -42,16 +46,20 @@ pub mod update;
 pub mod volume;
 
 #[cfg(test)]
+mod follow_tests;
+#[cfg(test)]
 mod tests;
 
 pub use compress::{
-    compress, BlockEntry, CompressParams, CompressedVisibility, IndexForm, ProbeIndex, ProbeOrder, DEAD_QUADRANT,
-    QUADRANTS,
+    compress, recompress, BlockEntry, CompressParams, CompressedVisibility, IndexForm, ProbeIndex, ProbeOrder,
+    DEAD_QUADRANT, QUADRANTS,
 };
 pub use field::{ProbeField, SampleParams, UNLIT};
 pub use octahedral::{oct_decode, oct_encode, symmetric_texel, VisibilityMap, OCT_RES, OCT_TEXELS};
 pub use pack::PackedSh;
+pub use refresh::{refresh_visibility, RefreshReport};
+pub use relocate::{ProbeOffsets, ProbeRules};
 pub use sh::ShRgb;
 pub use table::BlockTable;
-pub use update::{bake_visibility, update_irradiance, GiLighting, UpdateParams};
+pub use update::{bake_visibility, bake_visibility_with, update_irradiance, GiLighting, UpdateParams};
 pub use volume::{ProbeGrid, ProbeVolume};

@@ -17,6 +17,49 @@ fn add_box(scene: &mut Scene, lo: Vec3, hi: Vec3) {
     scene.add_instance(mesh, &box_transform(lo, hi), u32::MAX, index).expect("a translation is invertible");
 }
 
+/// A scene of axis-aligned boxes given by `(lo, hi)` corners, instance `i` the
+/// box `i` (user id `i`, every mask bit).
+pub fn boxes_scene(boxes: &[(Vec3, Vec3)]) -> Scene {
+    let mut scene = Scene::new();
+    for &(lo, hi) in boxes {
+        add_box(&mut scene, lo, hi);
+    }
+    scene
+}
+
+/// The boxes of [`walled_room`] with its east wall (x = 3.5) open: the room is lit
+/// through it. [`room_wall`] closes it.
+pub fn open_room_boxes() -> Vec<(Vec3, Vec3)> {
+    let mut boxes = walled_room_boxes();
+    boxes.remove(2);
+    boxes
+}
+
+/// A 0.2 m wall closing the opening of [`open_room_boxes`], as `(lo, hi)`.
+pub fn room_wall() -> (Vec3, Vec3) {
+    (Vec3::new(3.4, -0.5, 0.5 - ROOM_WALL), Vec3::new(3.6, 2.5 + ROOM_WALL, 3.5 + ROOM_WALL))
+}
+
+/// The voxel terrain's mesh of the chunks `lo..=hi` (chunk coordinates) as one
+/// mesh instance: what the probes see of a terrain.
+pub fn terrain_scene(terrain: &Terrain, lo: IVec3, hi: IVec3) -> Scene {
+    let mut mesh = TriMesh::new();
+    for cy in lo.y..=hi.y {
+        for cz in lo.z..=hi.z {
+            for cx in lo.x..=hi.x {
+                mesh_chunk(terrain.voxels(), IVec3::new(cx, cy, cz), terrain.voxel_size(), &mut mesh);
+            }
+        }
+    }
+    let positions: Vec<[f32; 3]> = mesh.vertices.iter().map(|v| (*v).into()).collect();
+    let mut scene = Scene::new();
+    if !mesh.triangles.is_empty() {
+        let id = scene.add_mesh(&positions, &mesh.triangles).expect("the mesher's triangles are a valid mesh");
+        scene.add_instance(id, &translation(Vec3::ZERO), u32::MAX, 0).expect("identity");
+    }
+    scene
+}
+
 /// The CPU TLAS of `scene` (what `TlasBuilder` builds on the GPU).
 pub fn cpu_tlas(scene: &Scene) -> Vec<TlasNode> {
     let boxes = scene.instance_boxes();

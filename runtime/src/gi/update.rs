@@ -31,6 +31,7 @@ use super::compress::{compress, CompressParams, ProbeOrder};
 use super::field::{ProbeField, SampleParams, UNLIT};
 use super::octahedral::{oct_decode, VisibilityMap, OCT_RES, OCT_TEXELS};
 use super::pack::PackedSh;
+use super::relocate::{bake_probe, ProbeBake, ProbeOffsets, ProbeRules};
 use super::sh::{fibonacci_directions, random_rotation, ShRgb};
 use crate::math::Vec3;
 use crate::raytrace::{trace_cpu, GpuHit, GpuRay, TraceScene, HIT_BACKFACE, NO_HIT};
@@ -98,7 +99,7 @@ pub fn probe_rays(field: &ProbeField, probes: &[u32], frame: u32, n: u32) -> Vec
 fn rays_from_probes(field: &ProbeField, probes: &[u32], dirs: &[Vec3], t_max: f32) -> Vec<GpuRay> {
     let mut rays = Vec::with_capacity(probes.len() * dirs.len());
     for &p in probes {
-        let origin = field.volume.probe_position(p as usize);
+        let origin = field.probe_position(p as usize);
         rays.extend(dirs.iter().map(|d| GpuRay {
             origin: origin.into(),
             t_min: 0.0,
@@ -207,12 +208,11 @@ pub const BAKE_SUBSAMPLES: usize = 2;
 /// Visibility rays per probe.
 pub const BAKE_RAYS: usize = OCT_TEXELS * BAKE_SUBSAMPLES * BAKE_SUBSAMPLES;
 
-/// The [`BAKE_RAYS`] rays of each probe: texel-major, subsamples row by row.
-pub fn visibility_rays(field: &ProbeField, probes: &[u32]) -> Vec<GpuRay> {
-    let clip = field.volume.grid.clip_distance();
+/// The directions of the [`BAKE_RAYS`] bake rays: texel-major, subsamples row by row.
+pub fn bake_directions() -> Vec<Vec3> {
     let s = BAKE_SUBSAMPLES;
     let step = 2.0 / (OCT_RES * s) as f32;
-    let dirs: Vec<Vec3> = (0..OCT_TEXELS)
+    (0..OCT_TEXELS)
         .flat_map(|t| {
             let (x, y) = (t % OCT_RES, t / OCT_RES);
             (0..s * s).map(move |k| {
@@ -220,8 +220,13 @@ pub fn visibility_rays(field: &ProbeField, probes: &[u32]) -> Vec<GpuRay> {
                 oct_decode([(sx as f32 + 0.5) * step - 1.0, (sy as f32 + 0.5) * step - 1.0])
             })
         })
-        .collect();
-    rays_from_probes(field, probes, &dirs, clip)
+        .collect()
+}
+
+/// The [`BAKE_RAYS`] rays of each probe, from where it sits, reaching the clip
+/// distance.
+pub fn visibility_rays(field: &ProbeField, probes: &[u32]) -> Vec<GpuRay> {
+    rays_from_probes(field, probes, &bake_directions(), field.volume.grid.clip_distance())
 }
 
 /// Reduces one probe's [`BAKE_RAYS`] hits to its map.
@@ -245,17 +250,57 @@ pub fn visibility_map(hits: &[GpuHit], clip: f32) -> VisibilityMap {
     }))
 }
 
-/// Bakes and compresses every probe's visibility on the CPU. `batch` is the
-/// compressor's batch size (the GPU's dispatch width).
+/// Bakes and compresses every probe's visibility on the CPU, probes on their grid
+/// points and only the dead ones inactive (the bake as the GPU runs it). `batch`
+/// is the compressor's batch size (the GPU's dispatch width).
 pub fn bake_visibility(field: &mut ProbeField, scene: &TraceScene<'_>, compress_params: &CompressParams, batch: u32) {
+    bake_visibility_with(field, scene, compress_params, batch, &ProbeRules::FIXED);
+}
+
+/// [`bake_visibility`] under `rules`: probes relocated and classified
+/// (`relocate.rs`), the bake's rays masked to the occluders.
+pub fn bake_visibility_with(
+    field: &mut ProbeField,
+    scene: &TraceScene<'_>,
+    compress_params: &CompressParams,
+    batch: u32,
+    rules: &ProbeRules,
+) {
     let n = field.volume.probe_count();
-    let clip = field.volume.grid.clip_distance();
-    let maps: Vec<VisibilityMap> = (0..n as u32)
-        .map(|p| {
-            let rays = visibility_rays(field, &[p]);
-            let hits: Vec<GpuHit> = rays.iter().map(|r| trace_cpu(scene, r, false)).collect();
-            visibility_map(&hits, clip)
-        })
-        .collect();
+    let all: Vec<u32> = (0..n as u32).collect();
+    let bakes = bake_probes(field, scene, &all, rules);
+    field.offsets = ProbeOffsets::from_codes(&bakes.iter().map(|b| b.offset).collect::<Vec<_>>());
+    let maps: Vec<VisibilityMap> = bakes.into_iter().map(|b| b.map).collect();
     field.set_visibility(compress(&maps, &ProbeOrder::swizzled(n as u32, batch), compress_params));
+}
+
+/// Relocates, classifies and bakes `probes` against `scene` from their current
+/// offsets (the field is left alone).
+pub fn bake_probes(field: &ProbeField, scene: &TraceScene<'_>, probes: &[u32], rules: &ProbeRules) -> Vec<ProbeBake> {
+    let grid = &field.volume.grid;
+    let clip = grid.clip_distance();
+    let dirs = bake_directions();
+    probes
+        .iter()
+        .map(|&p| {
+            let trace = |origin: Vec3| {
+                let rays: Vec<GpuRay> = dirs
+                    .iter()
+                    .map(|d| GpuRay {
+                        origin: origin.into(),
+                        t_min: 0.0,
+                        dir: (*d).into(),
+                        t_max: clip,
+                        mask: rules.occluders,
+                        ..GpuRay::default()
+                    })
+                    .collect();
+                let hits = rays.iter().map(|r| trace_cpu(scene, r, false)).collect();
+                (rays, hits)
+            };
+            let point = field.volume.probe_position(p as usize);
+            let start = field.offsets.code(p as usize);
+            bake_probe(grid, point, start, rules, trace, |hits| visibility_map(hits, clip))
+        })
+        .collect()
 }
