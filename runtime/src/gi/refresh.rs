@@ -18,6 +18,7 @@
 
 use super::compress::{recompress, CompressParams, Recompression};
 use super::field::ProbeField;
+use super::octahedral::VisibilityMap;
 use super::relocate::{ProbeOffsets, ProbeRules};
 use super::update::bake_probes;
 use super::volume::ProbeVolume;
@@ -94,15 +95,28 @@ pub fn refresh_probes(
     rules: &ProbeRules,
 ) -> RefreshReport {
     let bakes = bake_probes(field, scene, probes, rules);
+    let offsets: Vec<[i32; 3]> = bakes.iter().map(|b| b.offset).collect();
+    let maps: Vec<VisibilityMap> = bakes.into_iter().map(|b| b.map).collect();
+    fold_probes(field, probes, &offsets, &maps, compress_params)
+}
+
+/// Folds new offsets and maps of `probes` (ascending, each once) into `field`: the
+/// visibility recompressed, the irradiance of probes active before and after kept.
+pub fn fold_probes(
+    field: &mut ProbeField,
+    probes: &[u32],
+    offsets: &[[i32; 3]],
+    maps: &[VisibilityMap],
+    compress_params: &CompressParams,
+) -> RefreshReport {
     let n = field.volume.probe_count();
     let mut codes = field.offsets.codes(n);
     let mut report = RefreshReport { probes: probes.len() as u32, ..RefreshReport::default() };
-    for (&p, bake) in probes.iter().zip(&bakes) {
-        report.moved += u32::from(codes[p as usize] != bake.offset);
-        codes[p as usize] = bake.offset;
+    for (&p, &offset) in probes.iter().zip(offsets) {
+        report.moved += u32::from(codes[p as usize] != offset);
+        codes[p as usize] = offset;
     }
-    let maps: Vec<_> = bakes.into_iter().map(|b| b.map).collect();
-    let (visibility, blocks) = recompress(&field.visibility, probes, &maps, compress_params);
+    let (visibility, blocks) = recompress(&field.visibility, probes, maps, compress_params);
     for &p in probes {
         let (before, after) = (field.is_active(p as usize), !visibility.is_dead(p as usize));
         report.activated += u32::from(!before && after);

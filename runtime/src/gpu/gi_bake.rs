@@ -16,7 +16,7 @@ use super::scene::GpuScene;
 use super::shaders;
 use super::trace::Tracer;
 use crate::gi::update::BAKE_RAYS;
-use crate::gi::{ProbeVolume, OCT_TEXELS};
+use crate::gi::{ProbeGrid, ProbeVolume, OCT_TEXELS};
 
 /// Probes per bake submission.
 pub const BAKE_BATCH_PROBES: u32 = 1024;
@@ -57,7 +57,8 @@ impl GiBaker {
         let n = volume.probe_count() as u32;
         let linear: Vec<u32> = (0..n as usize).map(|p| volume.grid.linear(volume.probe_coords(p)) as u32).collect();
         let probes = tracer.gpu().buffer("gi bake probes", 4 * u64::from(n.max(1)), BufferMemory::Device)?;
-        let push = self.prepare(tracer, volume, vis, &probes)?;
+        check_buffers(n, vis)?;
+        let push = self.prepare(tracer, &volume.grid, n, &vis.maps, &probes)?;
         let this = &*self;
         let (rays, hits) = this.scratch.as_ref().expect("sized by prepare");
         // SAFETY: forwarded from the caller.
@@ -66,7 +67,7 @@ impl GiBaker {
                 rec.upload(&probes, 0, bytemuck::cast_slice(&linear))?;
                 for first in (0..n).step_by(BAKE_BATCH_PROBES as usize) {
                     let push = GiBakePush { first, count: BAKE_BATCH_PROBES.min(n - first), ..push };
-                    this.record_batch(rec, scene, trace, &push, &probes, rays, hits, vis)?;
+                    this.record_batch(rec, scene, trace, &push, &probes, rays, hits, &vis.maps)?;
                 }
                 after(rec)
             })
@@ -75,22 +76,16 @@ impl GiBaker {
         result
     }
 
-    /// Checks the buffers, sizes the ray scratch for a batch and returns the push
-    /// constants of the whole bake (`first`, `count` to set per batch).
+    /// Sizes the ray scratch for a batch and returns the push constants of the
+    /// bake of `n` probes of `grid` into `maps` (`first`, `count` to set per batch).
     fn prepare(
         &mut self,
         tracer: &mut RayTracer,
-        volume: &ProbeVolume,
-        vis: &GpuVisibility,
+        grid: &ProbeGrid,
+        n: u32,
+        maps: &GpuBuffer,
         probes: &GpuBuffer,
     ) -> Result<GiBakePush, GpuError> {
-        let n = volume.probe_count() as u32;
-        if vis.probe_count != n {
-            return Err(GpuError::InvalidInput(format!(
-                "bake: the volume has {n} probes, the buffers {}",
-                vis.probe_count
-            )));
-        }
         let ray_bytes = 48 * BAKE_RAYS as u64 * u64::from(n.clamp(1, BAKE_BATCH_PROBES));
         let gpu = tracer.gpu_mut();
         if self.scratch.as_ref().is_none_or(|(rays, _)| rays.size() < ray_bytes) {
@@ -101,12 +96,11 @@ impl GiBaker {
             ));
         }
         let (rays, hits) = self.scratch.as_ref().expect("sized above");
-        let grid = volume.grid;
         Ok(GiBakePush {
             rays: rays.address(),
             hits: hits.address(),
             probes: probes.address(),
-            maps: vis.maps.address(),
+            maps: maps.address(),
             origin_x: grid.origin.x,
             origin_y: grid.origin.y,
             origin_z: grid.origin.z,
@@ -131,16 +125,16 @@ impl GiBaker {
         probes: &GpuBuffer,
         rays: &GpuBuffer,
         hits: &GpuBuffer,
-        vis: &GpuVisibility,
+        maps: &GpuBuffer,
     ) -> Result<(), GpuError> {
         let ray_count = push.count * BAKE_RAYS as u32;
         rec.pass("gi visibility bake", |rec| {
             // One push block for both kernels: each declares the buffers it is
             // handed but does not touch as reads.
-            let uses = [Use::read(probes), Use::read(hits), Use::read(&vis.maps), Use::write(rays)];
+            let uses = [Use::read(probes), Use::read(hits), Use::read(maps), Use::write(rays)];
             rec.dispatch_threads(&self.rays, push, ray_count, &uses)?;
             trace.record(rec, scene, rays, hits, ray_count, false)?;
-            let uses = [Use::read(probes), Use::read(rays), Use::read(hits), Use::write(&vis.maps)];
+            let uses = [Use::read(probes), Use::read(rays), Use::read(hits), Use::write(maps)];
             rec.dispatch_threads(&self.reduce, push, push.count * OCT_TEXELS as u32, &uses)
         })
     }
@@ -149,23 +143,45 @@ impl GiBaker {
     /// the tracer's scene.
     pub fn bake(&mut self, tracer: &mut RayTracer, volume: &ProbeVolume, vis: &GpuVisibility) -> Result<(), GpuError> {
         let n = volume.probe_count() as u32;
-        if n == 0 {
-            return if vis.probe_count == 0 {
-                Ok(())
-            } else {
-                Err(GpuError::InvalidInput(format!("bake: the volume has no probes, the buffers {}", vis.probe_count)))
-            };
-        }
+        check_buffers(n, vis)?;
         let linear: Vec<u32> = (0..n as usize).map(|p| volume.grid.linear(volume.probe_coords(p)) as u32).collect();
-        let probes = tracer.gpu_mut().buffer_from("gi bake probes", &linear)?;
-        let push = self.prepare(tracer, volume, vis, &probes)?;
+        self.bake_points(tracer, &volume.grid, &linear, &vis.maps)
+    }
+
+    /// Bakes the maps of the probes at grid points `linear` (linear grid indices)
+    /// into `maps` (`vec2[256]` per point, in the list's order) against the
+    /// tracer's scene: a refresh's probes.
+    pub fn bake_points(
+        &mut self,
+        tracer: &mut RayTracer,
+        grid: &ProbeGrid,
+        linear: &[u32],
+        maps: &GpuBuffer,
+    ) -> Result<(), GpuError> {
+        let n = linear.len() as u32;
+        if n == 0 {
+            return Ok(());
+        }
+        if maps.size() < u64::from(n) * OCT_TEXELS as u64 * 8 {
+            return Err(GpuError::InvalidInput(format!("bake: {} bytes of maps for {n} probes", maps.size())));
+        }
+        let probes = tracer.gpu_mut().buffer_from("gi bake probes", linear)?;
+        let push = self.prepare(tracer, grid, n, maps, &probes)?;
         let (rays, hits) = self.scratch.as_ref().expect("sized by prepare");
         for first in (0..n).step_by(BAKE_BATCH_PROBES as usize) {
             let push = GiBakePush { first, count: BAKE_BATCH_PROBES.min(n - first), ..push };
             tracer.submit_with_scene("kiln gi bake", |rec, scene, trace| {
-                self.record_batch(rec, scene, trace, &push, &probes, rays, hits, vis)
+                self.record_batch(rec, scene, trace, &push, &probes, rays, hits, maps)
             })?;
         }
         Ok(())
     }
+}
+
+/// The compression buffers must be sized for the volume's probes.
+fn check_buffers(n: u32, vis: &GpuVisibility) -> Result<(), GpuError> {
+    if vis.probe_count != n {
+        return Err(GpuError::InvalidInput(format!("bake: the volume has {n} probes, the buffers {}", vis.probe_count)));
+    }
+    Ok(())
 }

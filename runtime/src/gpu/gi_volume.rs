@@ -4,6 +4,8 @@
 //!  GiVolume::new     probe placement around the tracer's triangles (or dense)
 //!  GiVolume::bake    visibility: bake (gi_bake.rs) + compression (gi_compress.rs)
 //!                    on the GPU, result copied back for CPU sampling
+//!  GiVolume::refresh visibility re-baked where geometry changed, recompressed
+//!                    into the standing dictionary (gi/refresh.rs)
 //!  GiVolume::update  one frame: the next `probes_per_frame` live probes, round
 //!                    robin, through the update passes (gi_update.rs)
 //!  GiVolume::sample  irradiance at surface points, on the CPU copy
@@ -24,7 +26,8 @@ use super::ray_tracer::{BufferView, InstanceId, RayTracer};
 use super::recorder::{Download, Recorder};
 use crate::gi::compress::{CompressParams, ProbeOrder};
 use crate::gi::update::{GiLighting, UpdateParams};
-use crate::gi::{ProbeField, ProbeGrid, ProbeVolume, SampleParams, OCT_TEXELS};
+use crate::gi::refresh::{fold_probes, probes_near, RefreshReport};
+use crate::gi::{ProbeField, ProbeGrid, ProbeVolume, SampleParams, VisibilityMap, OCT_TEXELS};
 use crate::math::Vec3;
 
 /// Figures of a volume, for tests, benches and the C API.
@@ -247,6 +250,45 @@ impl GiVolume {
         self.field = field;
         self.baked = true;
         Ok(())
+    }
+
+    /// Re-bakes, on the GPU, the visibility of the probes that could see into the
+    /// box `[lo, hi]`, where static geometry changed (a terrain edit, a door, an
+    /// occluding instance moved), and recompresses it into the volume's dictionary
+    /// (`gi/refresh.rs`): no other probe is traced or matched again, blocks no
+    /// probe reads any more are reclaimed, and the irradiance of probes live before
+    /// and after is kept. Probes stay on their grid points. The volume must be
+    /// baked; a box that is not finite or has `lo > hi` is refused.
+    pub fn refresh(&mut self, tracer: &mut RayTracer, lo: Vec3, hi: Vec3) -> Result<RefreshReport, GpuError> {
+        if !(lo.is_finite() && hi.is_finite()) || hi.cmplt(lo).any() {
+            return Err(GpuError::InvalidInput(format!(
+                "refresh: the box {lo}..{hi} must be finite with lo <= hi on every axis"
+            )));
+        }
+        if !self.baked {
+            return Err(GpuError::InvalidInput("refresh: the volume is not baked yet: bake it first".into()));
+        }
+        let grid = self.field.volume.grid;
+        let probes = probes_near(&self.field.volume, lo, hi, grid.clip_distance());
+        if probes.is_empty() {
+            return Ok(RefreshReport::default());
+        }
+        let volume = &self.field.volume;
+        let linear: Vec<u32> = probes.iter().map(|&p| grid.linear(volume.probe_coords(p as usize)) as u32).collect();
+        let bytes = probes.len() as u64 * OCT_TEXELS as u64 * 8;
+        let buffer = tracer.gpu().buffer("gi refresh maps", bytes, BufferMemory::Device)?;
+        let baked = self.baker.bake_points(tracer, &grid, &linear, &buffer);
+        let texels = baked.and_then(|()| tracer.gpu_mut().read::<[f32; 2]>(&buffer, probes.len() * OCT_TEXELS));
+        tracer.gpu_mut().defer_drop(buffer);
+        let maps: Vec<VisibilityMap> = texels?
+            .chunks_exact(OCT_TEXELS)
+            .map(|c| VisibilityMap(<[[f32; 2]; OCT_TEXELS]>::try_from(c).expect("chunks of one map")))
+            .collect();
+        let mut field = self.field(tracer)?.clone();
+        let report = fold_probes(&mut field, &probes, &vec![[0; 3]; probes.len()], &maps, &self.compress);
+        self.device.upload(tracer.gpu_mut(), &field.visibility, &field.irradiance)?;
+        self.field = field;
+        Ok(report)
     }
 
     /// Embedded mode: the bake in two recordings into the engine's command

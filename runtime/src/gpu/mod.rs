@@ -136,6 +136,8 @@ pub(crate) fn assert_validation_clean(gpu: &Gpu) {
 }
 
 #[cfg(test)]
+mod gi_follow_tests;
+#[cfg(test)]
 mod gi_tests;
 #[cfg(test)]
 mod scene_tests;
