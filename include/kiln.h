@@ -472,7 +472,7 @@
  * Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
  * struct of this header but `KilnAbiInfo` itself.
  */
-#define KILN_ABI_STRUCT_COUNT 92
+#define KILN_ABI_STRUCT_COUNT 93
 
 /**
  * Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
@@ -3072,6 +3072,14 @@ typedef struct KilnGiDef {
      * least 1). Default 40000: the reference's window of 10,000 whole maps.
      */
     uint32_t compress_window;
+    /**
+     * Instance mask bits of the geometry that occludes the probes' visibility:
+     * the bake's rays carry this mask, so an instance whose mask shares no bit
+     * with it (a moving body marked dynamic) is lit and lights others but casts
+     * no visibility, and moving it needs no `kiln_gi_refresh`. Not 0. Default
+     * all bits: everything occludes.
+     */
+    uint32_t occluder_mask;
 } KilnGiDef;
 
 /**
@@ -3116,6 +3124,36 @@ typedef struct KilnGiId {
      */
     uint32_t generation;
 } KilnGiId;
+
+/**
+ * What `kiln_gi_refresh` did.
+ */
+typedef struct KilnGiRefresh {
+    /**
+     * Probes re-baked: those whose visibility reaches into the box.
+     */
+    uint32_t probes;
+    /**
+     * Of them, probes that were dead and now see something (unlit until updated).
+     */
+    uint32_t activated;
+    /**
+     * Of them, probes that saw something and now see nothing (dead).
+     */
+    uint32_t deactivated;
+    /**
+     * Quadrants of the new maps that matched a block already stored.
+     */
+    uint32_t blocks_matched;
+    /**
+     * Blocks the new maps added to the dictionary.
+     */
+    uint32_t blocks_added;
+    /**
+     * Blocks no probe reads any more, dropped from the dictionary.
+     */
+    uint32_t blocks_reclaimed;
+} KilnGiRefresh;
 
 /**
  * Figures of a probe volume, from `kiln_gi_get_stats`.
@@ -5816,6 +5854,32 @@ KilnStatus kiln_gi_set_albedo(struct KilnGiId gi,
 KilnStatus kiln_gi_bake(struct KilnGiId gi);
 
 /**
+ * Re-bakes the visibility of the probes whose maps reach into the box
+ * `[box_min, box_max]`, where static geometry changed (a terrain edit, a door, an
+ * instance added, moved or removed), against the tracer's scene as it is now, and
+ * recompresses it into the volume's dictionary: no other probe is traced or
+ * matched again, and blocks no probe reads any more are reclaimed. Without it,
+ * light leaks through geometry added after the bake (the old maps see through
+ * it) until the next full `kiln_gi_bake`. Probes that now see something come
+ * alive, unlit until updated; probes that see nothing any more die; the others
+ * keep their irradiance. Writes what it did to `out_report` (NULL allowed).
+ *
+ * The box must be finite with `box_min <= box_max` on every axis
+ * (`KILN_ERROR_INVALID_ARGUMENT`); the volume must be baked
+ * (`KILN_ERROR_INVALID_STATE`). A box near no probe re-bakes nothing. Submits and
+ * waits: on an embedded tracer it is refused with `KILN_ERROR_INVALID_STATE`
+ * (bake again with `kiln_gi_record_bake`).
+ *
+ * Pointers: `out_report` is NULL or writable.
+ *
+ * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_gi_refresh(struct KilnGiId gi,
+                           struct KilnVec3 box_min,
+                           struct KilnVec3 box_max,
+                           struct KilnGiRefresh *out_report);
+
+/**
  * One frame's update: traces the next `probes_per_frame` live probes' rays
  * against the tracer's scene (updated first when it changed), shades them with the
  * sun, sky and the probes' own irradiance (multi-bounce) and blends the result in.
@@ -6181,6 +6245,7 @@ static inline KilnStatus kiln_check_linked_abi(void) {
     info.struct_sizes[89] = (uint32_t)sizeof(KilnGpuBuffer);
     info.struct_sizes[90] = (uint32_t)sizeof(KilnTraceBuffers);
     info.struct_sizes[91] = (uint32_t)sizeof(KilnGiBuffers);
+    info.struct_sizes[92] = (uint32_t)sizeof(KilnGiRefresh);
     return kiln_check_abi(&info);
 }
 #endif /* KILN_CHECK_LINKED_ABI_DEFINED */

@@ -8,9 +8,14 @@
  * Then the room is rendered from inside: direct sun with shadow rays plus the
  * probes' irradiance, once with their visibility maps and once without. Without,
  * the sunlit roof and walls leak through the 10 cm into the room.
- * Writes gi_visibility.png and gi_no_visibility.png to OUTDIR (when given), prints
- * the probe figures and the GPU time of each update pass, and checks what it can
- * know for certain: the leak is there without visibility and gone with it, bad
+ * Then the door closes (a 20 cm slab): the room is dark, but the probes' maps were
+ * baked with the doorway open and see through the new door, so light leaks in
+ * until kiln_gi_refresh re-bakes the probes near it.
+ * Writes gi_visibility.png, gi_no_visibility.png, gi_door_stale.png and
+ * gi_door_refreshed.png to OUTDIR (when given), prints the probe figures and the
+ * GPU time of each update pass, and checks what it can know for certain: the leak
+ * is there without visibility and gone with it, the closed door leaks until the
+ * refresh and not after, bad
  * input is refused with the documented status and changes nothing, stale handles
  * are refused, and the validation layer stayed silent. Exits non-zero on a failed
  * check (or on a missing device when KILN_REQUIRE_GPU=1).
@@ -71,8 +76,8 @@ static void check_bad_input(KilnTracerId tracer, KilnGiId gi, const KilnInstance
     CHECK_STATUS(kiln_gi_create(tracer, &def, NULL), KILN_ERROR_NULL_POINTER);
     def.struct_size = 5;
     CHECK_STATUS(kiln_gi_create(tracer, &def, &out), KILN_ERROR_STRUCT_SIZE);
-    KilnGiDef bad[9];
-    for (int i = 0; i < 9; i++) bad[i] = kiln_default_gi_def();
+    KilnGiDef bad[10];
+    for (int i = 0; i < 10; i++) bad[i] = kiln_default_gi_def();
     bad[0].bounds_min = (KilnVec3){1, 0, 0}; /* min > max */
     bad[1].spacing = NAN;
     bad[2].spacing = 0.0f;
@@ -82,10 +87,11 @@ static void check_bad_input(KilnTracerId tracer, KilnGiId gi, const KilnInstance
     bad[6].hysteresis = 1.5f;
     bad[7].probes_per_frame = 0;
     bad[8].dilation = INFINITY;
-    for (int i = 0; i < 9; i++) {
+    bad[9].occluder_mask = 0;
+    for (int i = 0; i < 10; i++) {
         CHECK_STATUS(kiln_gi_create(tracer, &bad[i], &out), KILN_ERROR_INVALID_ARGUMENT);
     }
-    CHECK_MESSAGE("dilation");
+    CHECK_MESSAGE("occluder_mask");
     CHECK(out.index1 == 77 && out.generation == 77); /* untouched */
     CHECK_STATUS(kiln_gi_create((KilnTracerId){0, 0}, &def, &out), KILN_ERROR_STRUCT_SIZE);
     def = kiln_default_gi_def();
@@ -135,6 +141,29 @@ static void check_bad_input(KilnTracerId tracer, KilnGiId gi, const KilnInstance
     CHECK(e[0].x == -7.0f && e[1].z == -7.0f); /* untouched */
     CHECK_STATUS(kiln_gi_sample(gi, NULL, NULL, NULL, 0, true, NULL), KILN_OK);
     CHECK_STATUS(kiln_gi_get_stats(gi, NULL), KILN_ERROR_NULL_POINTER);
+
+    KilnGiRefresh report = {77, 77, 77, 77, 77, 77};
+    KilnVec3 lo = {6.9f, 0.0f, 2.5f}, hi = {7.1f, 2.2f, 4.5f};
+    CHECK_STATUS(kiln_gi_refresh(gi, lo, hi, &report), KILN_ERROR_INVALID_STATE); /* not baked */
+    CHECK_MESSAGE("kiln_gi_bake");
+    CHECK_STATUS(kiln_gi_refresh(gi, hi, lo, &report), KILN_ERROR_INVALID_ARGUMENT); /* inverted */
+    CHECK_MESSAGE("box_min");
+    CHECK_STATUS(kiln_gi_refresh(gi, (KilnVec3){NAN, 0, 0}, hi, &report), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_gi_refresh(gi, lo, (KilnVec3){8, INFINITY, 5}, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_gi_refresh(no_gi, lo, hi, &report), KILN_ERROR_INVALID_HANDLE);
+    CHECK(report.probes == 77 && report.blocks_reclaimed == 77); /* untouched */
+}
+
+/* The light on the door's inner face (facing into the room) and its outer face. */
+static void door_light(KilnGiId gi, float *inner, float *outer) {
+    KilnVec3 in[8], out[8];
+    for (int i = 0; i < 8; i++) {
+        float y = 0.3f + 0.5f * (float)(i % 4), z = 2.9f + 0.4f * (float)(i / 4) * 3.0f;
+        in[i] = (KilnVec3){6.9f, y, z};
+        out[i] = (KilnVec3){7.1f, y, z};
+    }
+    *inner = mean_irradiance(gi, in, 8, (KilnVec3){-1, 0, 0}, true);
+    *outer = mean_irradiance(gi, out, 8, (KilnVec3){1, 0, 0}, true);
 }
 
 int main(int argc, char **argv) {
@@ -248,6 +277,57 @@ int main(int argc, char **argv) {
         }
     }
 
+    /* The door closes. The probes go on updating against the closed room, first with
+     * the maps baked while the doorway was open, then refreshed where the door is. */
+    KilnInstanceDef door = kiln_default_instance_def();
+    door.mesh = cube;
+    door.user_id = 2; /* grey, as the north wall */
+    const float door_lo[3] = {6.9f, 0.0f, 2.5f}, door_hi[3] = {7.1f, 2.2f, 4.5f};
+    for (int r = 0; r < 3; r++) {
+        door.transform.rows[r][r] = 0.5f * (door_hi[r] - door_lo[r]);
+        door.transform.rows[r][3] = 0.5f * (door_hi[r] + door_lo[r]);
+    }
+    KilnInstanceId door_id;
+    CHECK_STATUS(kiln_tracer_add_instance(tracer, &door, &door_id), KILN_OK);
+    float stale_in, stale_out, fresh_in, fresh_out;
+    for (uint32_t f = 0; f < frames; f++) CHECK_STATUS(kiln_gi_update(gi, NULL), KILN_OK);
+    door_light(gi, &stale_in, &stale_out);
+    const char *door_names[2] = {"gi_door_stale.png", "gi_door_refreshed.png"};
+    KilnGiRefresh report = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            KilnVec3 lo = {door_lo[0], door_lo[1], door_lo[2]}, hi = {door_hi[0], door_hi[1], door_hi[2]};
+            CHECK_STATUS(kiln_gi_refresh(gi, lo, hi, &report), KILN_OK);
+            printf("refresh: %u probes re-baked, %u came alive, %u died; blocks %u matched, %u added, %u "
+                   "reclaimed\n",
+                   report.probes, report.activated, report.deactivated, report.blocks_matched, report.blocks_added,
+                   report.blocks_reclaimed);
+            print_gpu_timings(tracer, "  ");
+            for (uint32_t f = 0; f < frames; f++) CHECK_STATUS(kiln_gi_update(gi, NULL), KILN_OK);
+            door_light(gi, &fresh_in, &fresh_out);
+        }
+        GiScratch scratch = {rays, hits, shadow, shadow_hits, points, points + n, points + 2 * n, points + 3 * n};
+        CHECK_STATUS(shade_gi(tracer, gi, &light, true, (uint32_t)n, box_albedo, 2.0f, &scratch, rgb), KILN_OK);
+        if (outdir) {
+            char path[1024];
+            snprintf(path, sizeof path, "%s/%s", outdir, door_names[pass]);
+            CHECK(write_png(path, width, height, 3, rgb) == 0);
+            printf("wrote %s\n", path);
+        }
+    }
+    printf("door, inner face (luminance): %.4f stale, %.4f refreshed; outer face %.3f\n", stale_in, fresh_in,
+           fresh_out);
+    CHECK(report.probes > 0 && report.probes < stats.probe_count / 2);
+    CHECK(fresh_in <= 0.05f * fresh_out);
+    CHECK(stale_in > 2.0f * fresh_in);
+    KilnGiStats after;
+    CHECK_STATUS(kiln_gi_get_stats(gi, &after), KILN_OK);
+    CHECK(after.blocks == stats.blocks + report.blocks_added - report.blocks_reclaimed);
+    /* A box around everything re-bakes every probe. */
+    CHECK_STATUS(kiln_gi_refresh(gi, (KilnVec3){-1e30f, -1e30f, -1e30f}, (KilnVec3){1e30f, 1e30f, 1e30f}, &report),
+                 KILN_OK);
+    CHECK(report.probes == stats.probe_count);
+
     CHECK(validation_message_count(tracer) == 0);
 
     /* The volume outlives nothing: a destroyed tracer leaves it unusable, not broken. */
@@ -258,6 +338,7 @@ int main(int argc, char **argv) {
     CHECK_STATUS(kiln_gi_destroy(gi), KILN_OK);
     CHECK_STATUS(kiln_gi_destroy(gi), KILN_ERROR_INVALID_HANDLE);
     CHECK_STATUS(kiln_gi_bake(gi), KILN_ERROR_INVALID_HANDLE);
+    CHECK_STATUS(kiln_gi_refresh(gi, (KilnVec3){0, 0, 0}, (KilnVec3){1, 1, 1}, NULL), KILN_ERROR_INVALID_HANDLE);
     CHECK(!kiln_gi_is_valid(gi));
     free(rays), free(shadow), free(hits), free(shadow_hits), free(points), free(rgb);
     return check_summary("gi_render");

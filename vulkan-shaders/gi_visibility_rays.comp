@@ -1,6 +1,7 @@
 // Visibility bake, step 1 (gpu/gi_bake.rs; CPU reference gi/update.rs
 // visibility_rays): one invocation per ray, 1024 per probe, texel-major with the
-// 2 x 2 subsamples of a texel row by row, t_max = the clip distance.
+// 2 x 2 subsamples of a texel row by row, t_max = the clip distance, the
+// occluders' instance mask.
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "include/common.glsl"
@@ -31,7 +32,7 @@ void main() {
     ray.t_min = 0.0;
     ray.dir = dir;
     ray.t_max = pc.clip;
-    ray.mask = 0xffffffffu;
+    ray.mask = pc.mask;
     ray._pad0 = 0u;
     ray._pad1 = 0u;
     ray._pad2 = 0u;

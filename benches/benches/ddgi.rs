@@ -18,17 +18,29 @@
 //!   reference notes' single-threaded compressor, on the CPU);
 //! - `ddgi_update/1000_probes_*`: one irradiance update of 1,000 live probes x 128 rays
 //!   (trace, shadow rays, shading with the bounce, SH projection, blend): `cpu`
-//!   (CPU reference, one thread) vs `cpu_rayon` (rays traced on all cores) and `gpu`
-//!   (the update passes, one submission, `GiUpdater`).
+//!   (CPU reference, one thread) vs `cpu_rayon` (rays traced on all cores), `gpu`
+//!   (the update passes, one submission, `GiUpdater`) and `cpu_relocated` (the
+//!   probes relocated and classified, `ProbeRules::default`);
+//! - `ddgi_refresh_1.0m` (voxel hills): the visibility refreshed after an edit of one
+//!   8 m chunk (`refresh_visibility`: the probes within reach re-baked, relocated
+//!   and classified, and recompressed into the standing dictionary) vs `full_bake`
+//!   (every probe baked and compressed again), on the CPU; `gpu_chunk`
+//!   (`GiVolume::refresh`) vs `gpu_full_bake` (`GiVolume::bake`) on the device.
+//!
+//! The figures are printed twice per scene: probes on their grid points (the GPU's
+//! bake), and relocated and classified (`ProbeRules::default`, the CPU reference).
 
 use criterion::{criterion_group, Criterion};
+use kiln::gi::relocate::ProbeOffsets;
 use kiln::gi::scenes::{cpu_tlas, low_poly_town, probe_terrain, voxel_hills};
-use kiln::gi::update::{blend, probe_rays, shade, shadow_rays, visibility_map, visibility_rays};
+use kiln::gi::update::{bake_probes, blend, probe_rays, shade, shadow_rays, visibility_map, visibility_rays};
 use kiln::gi::{
-    compress, CompressParams, GiLighting, ProbeField, ProbeGrid, ProbeOrder, ProbeVolume, UpdateParams, VisibilityMap,
+    bake_visibility_with, compress, refresh_visibility, CompressParams, GiLighting, ProbeField, ProbeGrid, ProbeOrder,
+    ProbeRules, ProbeVolume, UpdateParams, VisibilityMap,
 };
 use kiln::gpu::{
-    trace_cpu, GiCompressor, GiUpdater, Gpu, GpuConfig, GpuHit, GpuProbeField, GpuVisibility, RayTracer, Scene,
+    trace_cpu, GiCompressor, GiUpdater, GiVolume, Gpu, GpuConfig, GpuHit, GpuProbeField, GpuVisibility, RayTracer,
+    Scene,
 };
 use kiln_benches::report_ratios;
 use rayon::prelude::*;
@@ -114,6 +126,83 @@ fn figures(s: &mut Setup) {
     );
 }
 
+/// The figures with the probes relocated and classified: probes moved, inactive
+/// (dead or in solid), and the bytes with the offsets included.
+fn relocated_figures(s: &Setup) -> ProbeField {
+    let tlas = cpu_tlas(&s.scene);
+    let view = s.scene.trace_scene(&tlas);
+    let rules = ProbeRules::default();
+    let n = s.maps.len() as u32;
+    let start = Instant::now();
+    let bakes: Vec<_> = (0..n).into_par_iter().map(|p| bake_probes(&s.field, &view, &[p], &rules).remove(0)).collect();
+    let seconds = start.elapsed().as_secs_f64();
+    let mut field = s.field.clone();
+    field.offsets = ProbeOffsets::from_codes(&bakes.iter().map(|b| b.offset).collect::<Vec<_>>());
+    let in_solid = bakes.iter().filter(|b| b.inactive && b.map == VisibilityMap::clipped()).count();
+    let maps: Vec<VisibilityMap> = bakes.into_iter().map(|b| b.map).collect();
+    field.set_visibility(compress(&maps, &ProbeOrder::swizzled(n, BATCH), &CompressParams::default()));
+    let live = field.visibility.live.count();
+    println!(
+        "ddgi {} relocated and classified: {} moved, {} inactive ({} classified, the rest dead), {} blocks; visibility {:.2}% of raw; {:.1} B per live probe ({} live; offsets {} B); baked in {:.1} s",
+        s.label,
+        field.offsets.moved_count(),
+        field.visibility.dead_count(),
+        in_solid,
+        field.visibility.blocks.len(),
+        100.0 * field.visibility.bytes() as f64 / (s.maps.len() * 1024) as f64,
+        field.bytes() as f64 / live.max(1) as f64,
+        live,
+        field.offsets.bytes(),
+        seconds,
+    );
+    field
+}
+
+fn bench_refresh(c: &mut Criterion, s: &Setup, relocated: &ProbeField) {
+    let tlas = cpu_tlas(&s.scene);
+    let view = s.scene.trace_scene(&tlas);
+    let rules = ProbeRules::default();
+    let params = CompressParams::default();
+    // The 8 m chunk of the hills that holds the most surface (triangle centres).
+    let mut counts = std::collections::HashMap::new();
+    for t in s.scene.world_triangles() {
+        let c = (t[0] + t[1] + t[2]) / 3.0 / 8.0;
+        *counts.entry([c.x.floor() as i32, c.y.floor() as i32, c.z.floor() as i32]).or_insert(0u32) += 1;
+    }
+    let (chunk, _) = counts.into_iter().max_by_key(|&(c, n)| (n, std::cmp::Reverse(c))).expect("a surface");
+    let lo = glam::Vec3::new(chunk[0] as f32, chunk[1] as f32, chunk[2] as f32) * 8.0;
+    let hi = lo + glam::Vec3::splat(8.0);
+    let mut field = relocated.clone();
+    let report = refresh_visibility(&mut field, &view, lo, hi, &params, &rules);
+    println!("ddgi_refresh {}: the chunk {lo}..{hi} re-bakes {report:?}", s.label);
+    let mut group = c.benchmark_group(format!("ddgi_refresh_{}", s.label));
+    group.sample_size(10);
+    group.bench_function("chunk", |b| {
+        b.iter(|| {
+            let mut field = relocated.clone();
+            refresh_visibility(&mut field, &view, lo, hi, &params, &rules)
+        })
+    });
+    group.bench_function("full_bake", |b| {
+        b.iter(|| {
+            let mut field = relocated.clone();
+            bake_visibility_with(&mut field, &view, &params, BATCH, &rules);
+            field
+        })
+    });
+    if let Ok(gpu) = Gpu::new(&GpuConfig::from_env()) {
+        let mut tracer = RayTracer::with_scene(gpu, s.scene.clone()).expect("tracer");
+        let grid = s.field.volume.grid;
+        let mut volume = GiVolume::new(&mut tracer, grid, Some(1.5)).expect("volume");
+        volume.bake(&mut tracer).expect("bake");
+        let report = volume.refresh(&mut tracer, lo, hi).expect("refresh");
+        println!("ddgi_refresh {}: on the device the chunk re-bakes {report:?}", s.label);
+        group.bench_function("gpu_chunk", |b| b.iter(|| volume.refresh(&mut tracer, lo, hi).expect("refresh")));
+        group.bench_function("gpu_full_bake", |b| b.iter(|| volume.bake(&mut tracer).expect("bake")));
+    }
+    group.finish();
+}
+
 fn bench_compress(c: &mut Criterion, s: &Setup, gpu: Option<&mut Gpu>) {
     let params = CompressParams::default();
     let n = s.maps.len() as u32;
@@ -139,7 +228,7 @@ fn bench_compress(c: &mut Criterion, s: &Setup, gpu: Option<&mut Gpu>) {
     group.finish();
 }
 
-fn bench_update(c: &mut Criterion, s: &mut Setup, gpu: Option<Gpu>) {
+fn bench_update(c: &mut Criterion, s: &mut Setup, relocated: &mut ProbeField, gpu: Option<Gpu>) {
     let tlas = cpu_tlas(&s.scene);
     let view = s.scene.trace_scene(&tlas);
     let lighting = GiLighting::default();
@@ -166,6 +255,13 @@ fn bench_update(c: &mut Criterion, s: &mut Setup, gpu: Option<Gpu>) {
             frame += 1;
         })
     });
+    let moved = relocated.live_round_robin(0, 1000);
+    group.bench_function("1000_probes_cpu_relocated", |b| {
+        b.iter(|| {
+            kiln::gi::update_irradiance(relocated, &view, &lighting, &params, frame, &moved);
+            frame += 1;
+        })
+    });
     if let Some(gpu) = gpu {
         let mut tracer = RayTracer::with_scene(gpu, s.scene.clone()).expect("tracer");
         let field = GpuProbeField::new(tracer.gpu_mut(), &s.field).expect("probe buffers");
@@ -185,15 +281,22 @@ fn bench_update(c: &mut Criterion, s: &mut Setup, gpu: Option<Gpu>) {
 
 fn ddgi(c: &mut Criterion) {
     for (label, spacing, dilation) in [("smooth 1.0m", 1.0, 1.5), ("smooth 0.5m", 0.5, 3.0)] {
-        figures(&mut setup(label, probe_terrain(32, 1), spacing, dilation));
+        let mut s = setup(label, probe_terrain(32, 1), spacing, dilation);
+        figures(&mut s);
+        relocated_figures(&s);
     }
     for (label, spacing, dilation) in [("town 1.0m", 1.0, 1.5), ("town 0.5m", 0.5, 3.0)] {
-        figures(&mut setup(label, low_poly_town(48, 1), spacing, dilation));
+        let mut s = setup(label, low_poly_town(48, 1), spacing, dilation);
+        figures(&mut s);
+        relocated_figures(&s);
     }
     let mut coarse = setup("1.0m", voxel_hills(32, 1), 1.0, 1.5);
     figures(&mut coarse);
+    let mut relocated = relocated_figures(&coarse);
     let mut fine = setup("0.5m", voxel_hills(32, 1), 0.5, 3.0);
     figures(&mut fine);
+    relocated_figures(&fine);
+    bench_refresh(c, &coarse, &relocated);
     let mut gpu = match Gpu::new(&GpuConfig::from_env()) {
         Ok(gpu) => {
             println!("ddgi: device {} ({:?})", gpu.info().name, gpu.info().kind);
@@ -206,7 +309,7 @@ fn ddgi(c: &mut Criterion) {
     };
     bench_compress(c, &coarse, gpu.as_mut());
     bench_compress(c, &fine, gpu.as_mut());
-    bench_update(c, &mut coarse, gpu);
+    bench_update(c, &mut coarse, &mut relocated, gpu);
 }
 
 criterion_group!(benches, ddgi);
@@ -219,6 +322,11 @@ fn main() {
     }
     report_ratios(
         "ddgi_update",
-        &[("1000_probes_cpu_rayon", "1000_probes_cpu"), ("1000_probes_gpu", "1000_probes_cpu")],
+        &[
+            ("1000_probes_cpu_rayon", "1000_probes_cpu"),
+            ("1000_probes_gpu", "1000_probes_cpu"),
+            ("1000_probes_cpu_relocated", "1000_probes_cpu"),
+        ],
     );
+    report_ratios("ddgi_refresh_1.0m", &[("chunk", "full_bake"), ("gpu_chunk", "gpu_full_bake")]);
 }

@@ -9,6 +9,7 @@
 //! KilnGiId gi;
 //! kiln_gi_create(tracer, &def, &gi);      // probes around the tracer's triangles
 //! kiln_gi_bake(gi);                        // visibility, once static geometry is in
+//! kiln_gi_refresh(gi, lo, hi, NULL);       // again where geometry changed, later
 //! for (;;) {                               // every frame
 //!     kiln_gi_update(gi, NULL);            // the next def.probes_per_frame live probes
 //!     kiln_gi_sample(gi, points, normals, NULL, n, true, irradiance);
@@ -81,6 +82,12 @@ pub struct KilnGiDef {
     /// Quadrant blocks (8 x 8 texels) back the compressor searches for a match (at
     /// least 1). Default 40000: the reference's window of 10,000 whole maps.
     pub compress_window: u32,
+    /// Instance mask bits of the geometry that occludes the probes' visibility:
+    /// the bake's rays carry this mask, so an instance whose mask shares no bit
+    /// with it (a moving body marked dynamic) is lit and lights others but casts
+    /// no visibility, and moving it needs no `kiln_gi_refresh`. Not 0. Default
+    /// all bits: everything occludes.
+    pub occluder_mask: u32,
 }
 
 /// The light a volume's probes gather. Initialise with `kiln_default_gi_lighting()`.
@@ -135,6 +142,24 @@ pub struct KilnGiStats {
     pub visibility_bytes_uncompressed: u64,
 }
 
+/// What `kiln_gi_refresh` did.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KilnGiRefresh {
+    /// Probes re-baked: those whose visibility reaches into the box.
+    pub probes: u32,
+    /// Of them, probes that were dead and now see something (unlit until updated).
+    pub activated: u32,
+    /// Of them, probes that saw something and now see nothing (dead).
+    pub deactivated: u32,
+    /// Quadrants of the new maps that matched a block already stored.
+    pub blocks_matched: u32,
+    /// Blocks the new maps added to the dictionary.
+    pub blocks_added: u32,
+    /// Blocks no probe reads any more, dropped from the dictionary.
+    pub blocks_reclaimed: u32,
+}
+
 /// A volume behind a handle, with the tracer it traces.
 pub(crate) struct GiEntry {
     pub(crate) volume: Lendable<GiVolume>,
@@ -187,6 +212,7 @@ pub extern "C" fn kiln_default_gi_def() -> KilnGiDef {
         probes_per_frame: 1024,
         compress_tolerance: 0.01,
         compress_window: 40_000,
+        occluder_mask: u32::MAX,
     }
 }
 
@@ -250,6 +276,12 @@ pub unsafe extern "C" fn kiln_gi_create(
         if def.compress_window == 0 {
             return Err(invalid("def->compress_window is 0".to_owned()));
         }
+        if def.occluder_mask == 0 {
+            return Err(invalid(
+                "def->occluder_mask is 0: nothing would occlude and every probe would see nothing; use ~0u for every instance"
+                    .to_owned(),
+            ));
+        }
         if def.dilation.is_nan() || def.dilation.is_infinite() {
             return Err(invalid(format!(
                 "def->dilation is {}: use a finite value (negative: every grid point)",
@@ -264,6 +296,7 @@ pub unsafe extern "C" fn kiln_gi_create(
             volume.probes_per_frame = def.probes_per_frame;
             volume.compress.tolerance = def.compress_tolerance;
             volume.compress.window = def.compress_window;
+            volume.set_occluders(def.occluder_mask);
             Ok(volume)
         })?;
         let (index1, generation) = VOLUMES.insert(GiEntry { volume: Lendable::new(volume), tracer });
@@ -368,6 +401,64 @@ pub extern "C" fn kiln_gi_bake(gi: KilnGiId) -> KilnStatus {
             refuse_embedded(tracer, "kiln_gi_bake", "kiln_gi_record_bake")?;
             volume.bake(tracer).map_err(gpu_error)
         })
+    })
+}
+
+/// Re-bakes the visibility of the probes whose maps reach into the box
+/// `[box_min, box_max]`, where static geometry changed (a terrain edit, a door, an
+/// instance added, moved or removed), against the tracer's scene as it is now, and
+/// recompresses it into the volume's dictionary: no other probe is traced or
+/// matched again, and blocks no probe reads any more are reclaimed. Without it,
+/// light leaks through geometry added after the bake (the old maps see through
+/// it) until the next full `kiln_gi_bake`. Probes that now see something come
+/// alive, unlit until updated; probes that see nothing any more die; the others
+/// keep their irradiance. Writes what it did to `out_report` (NULL allowed).
+///
+/// The box must be finite with `box_min <= box_max` on every axis
+/// (`KILN_ERROR_INVALID_ARGUMENT`); the volume must be baked
+/// (`KILN_ERROR_INVALID_STATE`). A box near no probe re-bakes nothing. Submits and
+/// waits: on an embedded tracer it is refused with `KILN_ERROR_INVALID_STATE`
+/// (bake again with `kiln_gi_record_bake`).
+///
+/// Pointers: `out_report` is NULL or writable.
+///
+/// Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+#[no_mangle]
+pub unsafe extern "C" fn kiln_gi_refresh(
+    gi: KilnGiId,
+    box_min: KilnVec3,
+    box_max: KilnVec3,
+    out_report: *mut KilnGiRefresh,
+) -> KilnStatus {
+    ffi_call("kiln_gi_refresh", || {
+        let (lo, hi) = (vec3(box_min), vec3(box_max));
+        if !(lo.is_finite() && hi.is_finite()) || hi.cmplt(lo).any() {
+            return Err(invalid(format!(
+                "box_min {lo} and box_max {hi}: both must be finite, with box_min <= box_max on every axis"
+            )));
+        }
+        let report = with_gi(gi, |volume, tracer| {
+            refuse_embedded(tracer, "kiln_gi_refresh", "kiln_gi_record_bake")?;
+            if !volume.stats().baked {
+                return Err(Error::new(
+                    KILN_ERROR_INVALID_STATE,
+                    "the volume is not baked yet: call kiln_gi_bake first",
+                ));
+            }
+            volume.refresh(tracer, lo, hi).map_err(gpu_error)
+        })?;
+        if !out_report.is_null() {
+            let out = KilnGiRefresh {
+                probes: report.probes,
+                activated: report.activated,
+                deactivated: report.deactivated,
+                blocks_matched: report.blocks.matched,
+                blocks_added: report.blocks.added,
+                blocks_reclaimed: report.blocks.reclaimed,
+            };
+            write_out(out_report, "out_report", out)?;
+        }
+        Ok(())
     })
 }
 

@@ -561,7 +561,7 @@ static KilnStatus snapshot_call(Pools *p, const char **what) {
 
 static KilnStatus gi_call(Pools *p, const char **what) {
     KilnGiId g = below(12) ? p->gi : (KilnGiId){below(3), below(3)};
-    switch (below(9)) {
+    switch (below(10)) {
     case 0: {
         if (kiln_gi_is_valid(p->gi)) {
             if (below(10)) break;
@@ -626,6 +626,15 @@ static KilnStatus gi_call(Pools *p, const char **what) {
         *what = "kiln_gi_record_update";
         return kiln_gi_record_update(g, below(2) ? (void *)&stand_in : NULL, below(4) ? below(3) : next(),
                                      below(2) ? &updated : NULL);
+    }
+    case 9: {
+        if (below(3)) break; /* re-bakes the probes near the box */
+        KilnVec3 lo = below(6) ? sane_vec(6.0f) : vec(6.0f), hi = lo;
+        hi.x += below(4) ? 1.0f : -1.0f; /* sometimes inverted */
+        hi.y += 1.0f, hi.z += 1.0f;
+        KilnGiRefresh report;
+        *what = "kiln_gi_refresh";
+        return kiln_gi_refresh(g, lo, hi, below(4) ? &report : NULL);
     }
     default: {
         KilnVec3 points[8], normals[8], views[8], out[8];

@@ -24,6 +24,9 @@ pub const BAKE_BATCH_PROBES: u32 = 1024;
 /// The bake kernels and their ray and hit buffers (kept between bakes, grown on
 /// demand).
 pub struct GiBaker {
+    /// Instance mask of the bake's rays: only instances sharing a bit occlude the
+    /// probes' visibility (`gi::ProbeRules::occluders`). All bits by default.
+    pub occluders: u32,
     rays: Kernel,
     reduce: Kernel,
     scratch: Option<(GpuBuffer, GpuBuffer)>,
@@ -32,6 +35,7 @@ pub struct GiBaker {
 impl GiBaker {
     pub fn new(tracer: &RayTracer) -> Result<GiBaker, GpuError> {
         Ok(GiBaker {
+            occluders: u32::MAX,
             rays: tracer.gpu().kernel(&shaders::GI_VISIBILITY_RAYS)?,
             reduce: tracer.gpu().kernel(&shaders::GI_VISIBILITY_REDUCE)?,
             scratch: None,
@@ -110,7 +114,7 @@ impl GiBaker {
             clip: grid.clip_distance(),
             first: 0,
             count: 0,
-            _pad: 0,
+            mask: self.occluders,
         })
     }
 
@@ -181,7 +185,10 @@ impl GiBaker {
 /// The compression buffers must be sized for the volume's probes.
 fn check_buffers(n: u32, vis: &GpuVisibility) -> Result<(), GpuError> {
     if vis.probe_count != n {
-        return Err(GpuError::InvalidInput(format!("bake: the volume has {n} probes, the buffers {}", vis.probe_count)));
+        return Err(GpuError::InvalidInput(format!(
+            "bake: the volume has {n} probes, the buffers {}",
+            vis.probe_count
+        )));
     }
     Ok(())
 }

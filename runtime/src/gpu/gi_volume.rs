@@ -25,8 +25,8 @@ use super::layout::GiUpdateParams;
 use super::ray_tracer::{BufferView, InstanceId, RayTracer};
 use super::recorder::{Download, Recorder};
 use crate::gi::compress::{CompressParams, ProbeOrder};
-use crate::gi::update::{GiLighting, UpdateParams};
 use crate::gi::refresh::{fold_probes, probes_near, RefreshReport};
+use crate::gi::update::{GiLighting, UpdateParams};
 use crate::gi::{ProbeField, ProbeGrid, ProbeVolume, SampleParams, VisibilityMap, OCT_TEXELS};
 use crate::math::Vec3;
 
@@ -209,6 +209,19 @@ impl GiVolume {
         };
         self.lighting.albedo.clear();
         self.lighting.albedo.extend((0..tracer.instance_count()).map(|p| of(p).unwrap_or(default)));
+    }
+
+    /// Instance mask bits of the geometry that occludes the probes' visibility
+    /// (the bake's rays carry it; all bits by default). An instance whose mask
+    /// shares no bit with it (a moving body marked dynamic) is lit and lights
+    /// others through the update, but casts no visibility, so moving it needs no
+    /// [`GiVolume::refresh`]. Takes effect at the next bake or refresh.
+    pub fn set_occluders(&mut self, mask: u32) {
+        self.baker.occluders = mask;
+    }
+
+    pub fn occluders(&self) -> u32 {
+        self.baker.occluders
     }
 
     pub fn probe_count(&self) -> u32 {

@@ -191,7 +191,8 @@ pub struct GiBakePush {
     pub clip: f32,
     pub first: u32,
     pub count: u32,
-    pub _pad: u32,
+    /// Instance mask of the bake's rays: the geometry that occludes visibility.
+    pub mask: u32,
 }
 const _: () = assert!(size_of::<GiBakePush>() == 72);
 
@@ -374,7 +375,7 @@ mod glsl {
         glsl_struct!(GiBakePush, "GiBakePush", Some("KILN_PUSH_GI_BAKE"), {
             rays: "uvec2", hits: "uvec2", probes: "uvec2", maps: "uvec2", origin_x: "float", origin_y: "float",
             origin_z: "float", spacing: "float", dims_x: "uint", dims_z: "uint", clip: "float", first: "uint",
-            count: "uint", _pad: "uint",
+            count: "uint", mask: "uint",
         }),
         glsl_struct!(GiUpdateParams, "KilnGiUpdateParams", None, {
             rays: "uvec2", hits: "uvec2", shadow_rays: "uvec2", shadow_hits: "uvec2", radiance: "uvec2",
