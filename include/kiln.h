@@ -42,7 +42,7 @@
  * Version of the binary interface: structs, function signatures, constants. Bumped
  * on every incompatible change; the shared library's SONAME is `libkiln.so.<ABI>`.
  */
-#define KILN_ABI_VERSION 9
+#define KILN_ABI_VERSION 10
 
 /**
  * Library version, major part.
@@ -3080,6 +3080,20 @@ typedef struct KilnGiDef {
      * all bits: everything occludes.
      */
     uint32_t occluder_mask;
+    /**
+     * Bakes and refreshes move each probe off nearby surfaces and out of solid,
+     * by at most 0.45 of the spacing (RTXGI's relocation), and the update and
+     * sampling use the moved position. Default false. A bake recorded into an
+     * engine's command buffers (`kiln_gi_record_bake`) keeps probes where they are.
+     */
+    bool relocate_probes;
+    /**
+     * Bakes and refreshes mark probes still in solid, or seeing no front face
+     * within reach, inactive: they keep nothing and are neither updated nor
+     * sampled (counted in `KilnGiStats::dead_probes`). Default false; the recorded
+     * bake leaves it out as it does relocation.
+     */
+    bool classify_probes;
 } KilnGiDef;
 
 /**
@@ -3169,9 +3183,14 @@ typedef struct KilnGiStats {
     uint32_t probe_count;
     /**
      * Probes that see no surface within the clip distance, after a bake: they keep
-     * no visibility and no irradiance, and are neither updated nor sampled.
+     * no visibility and no irradiance, and are neither updated nor sampled. With
+     * `classify_probes`, probes in solid count here too.
      */
     uint32_t dead_probes;
+    /**
+     * Probes off their grid points (`relocate_probes`).
+     */
+    uint32_t moved_probes;
     /**
      * Distinct visibility blocks after compression: each block is a quadrant of a
      * map (8 x 8 texels) that any number of probes share, stored as the number of

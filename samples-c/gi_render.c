@@ -197,6 +197,8 @@ int main(int argc, char **argv) {
     def.spacing = 1.0f;
     def.dilation = 1.5f;
     def.hysteresis = 0.5f; /* converge in few frames for a sample; 0.97 is the default */
+    def.relocate_probes = true; /* off the walls, out of the crate */
+    def.classify_probes = true; /* probes left in solid: inactive */
     def.probes_per_frame = 256;
     KilnGiId gi;
     CHECK_STATUS(kiln_gi_create(tracer, &def, &gi), KILN_OK);
@@ -222,9 +224,9 @@ int main(int argc, char **argv) {
     printf("update of %u probes (last frame):\n", updated);
     print_gpu_timings(tracer, "  ");
     CHECK_STATUS(kiln_gi_get_stats(gi, &stats), KILN_OK);
-    printf("probes: %u of %llu grid points, %u dead, %u visibility blocks; %llu bytes in all (%.1f per live "
+    printf("probes: %u of %llu grid points, %u moved, %u dead or inactive, %u visibility blocks; %llu bytes in all (%.1f per live "
            "probe), visibility %llu of %llu bytes (%.1f%%); %u frames\n",
-           stats.probe_count, (unsigned long long)stats.grid_points, stats.dead_probes, stats.blocks,
+           stats.probe_count, (unsigned long long)stats.grid_points, stats.moved_probes, stats.dead_probes, stats.blocks,
            (unsigned long long)stats.bytes, (double)stats.bytes / (double)(live ? live : 1),
            (unsigned long long)stats.visibility_bytes, (unsigned long long)stats.visibility_bytes_uncompressed,
            100.0 * (double)stats.visibility_bytes / (double)stats.visibility_bytes_uncompressed, stats.frames);

@@ -20,7 +20,8 @@ void main() {
     uint probe = kiln_gi_slot_probe(P, i / P.rays_per_probe);
     uint linear = kiln_gi_probe_linear(P, probe);
     KilnRay ray;
-    ray.origin = kiln_gi_grid_position(linear, vec3(P.origin_x, P.origin_y, P.origin_z), P.spacing, P.dims_x, P.dims_z);
+    ray.origin = kiln_gi_grid_position(linear, vec3(P.origin_x, P.origin_y, P.origin_z), P.spacing, P.dims_x, P.dims_z)
+        + kiln_gi_probe_offset(P, probe);
     ray.t_min = 0.0;
     ray.dir = Vec4s(P.dirs).v[i % P.rays_per_probe].xyz;
     ray.t_max = KILN_GI_PROBE_RAY_MAX;

@@ -1,7 +1,8 @@
 // Visibility bake, step 1 (gpu/gi_bake.rs; CPU reference gi/update.rs
 // visibility_rays): one invocation per ray, 1024 per probe, texel-major with the
 // 2 x 2 subsamples of a texel row by row, t_max = the clip distance, the
-// occluders' instance mask.
+// occluders' instance mask; from each probe's relocated position when offsets
+// are given.
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "include/common.glsl"
@@ -27,6 +28,9 @@ void main() {
     vec3 dir = kiln_gi_oct_decode(vec2((float(sx) + 0.5) * step_uv - 1.0, (float(sy) + 0.5) * step_uv - 1.0));
     uint linear = KilnUints(pc.probes).v[probe];
     vec3 origin = kiln_gi_grid_position(linear, vec3(pc.origin_x, pc.origin_y, pc.origin_z), pc.spacing, pc.dims_x, pc.dims_z);
+    if (pc.offsets != uvec2(0u)) {
+        origin += kiln_gi_decode_offset(KilnUints(pc.offsets).v[probe], pc.spacing);
+    }
     KilnRay ray;
     ray.origin = origin;
     ray.t_min = 0.0;

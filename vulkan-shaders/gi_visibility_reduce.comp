@@ -1,6 +1,8 @@
 // Visibility bake, step 2 (gpu/gi_bake.rs; CPU reference gi/update.rs
 // visibility_map): one invocation per texel; the mean of depth and depth^2 over the
-// texel's 4 rays, depth = t / clip (at most 1), 0 on a back face, 1 on a miss.
+// texel's 4 rays, depth = t / clip (at most 1), 0 on a back face, 1 on a miss;
+// the clip value everywhere for a probe classified inactive (bit 31 of its
+// offset word, gpu/gi_bake.rs INACTIVE_BIT).
 #version 460
 #extension GL_GOOGLE_include_directive : require
 #include "include/common.glsl"
@@ -32,5 +34,9 @@ void main() {
         sum.x += depth;
         sum.y += depth * depth;
     }
-    Vec2sOut(pc.maps).v[pc.first * KILN_GI_TEXELS + i] = sum / float(per_texel);
+    vec2 texel = sum / float(per_texel);
+    if (pc.offsets != uvec2(0u) && (KilnUints(pc.offsets).v[pc.first + i / KILN_GI_TEXELS] >> 31u) != 0u) {
+        texel = vec2(1.0);
+    }
+    Vec2sOut(pc.maps).v[pc.first * KILN_GI_TEXELS + i] = texel;
 }

@@ -42,7 +42,7 @@ pub const KILN_ERROR_DEVICE_LOST: KilnStatus = 13;
 
 /// Version of the binary interface: structs, function signatures, constants. Bumped
 /// on every incompatible change; the shared library's SONAME is `libkiln.so.<ABI>`.
-pub const KILN_ABI_VERSION: u32 = 9;
+pub const KILN_ABI_VERSION: u32 = 10;
 /// Library version, major part.
 pub const KILN_VERSION_MAJOR: u32 = 0;
 /// Library version, minor part.

@@ -25,8 +25,8 @@
 
 use std::mem::size_of;
 
-use kiln_core::gi::ProbeGrid;
 use kiln_core::gi::SampleParams;
+use kiln_core::gi::{ProbeGrid, ProbeRules};
 use kiln_core::gpu::{GiVolume, MAX_RAYS_PER_PROBE};
 use kiln_core::math::Vec3;
 
@@ -88,6 +88,16 @@ pub struct KilnGiDef {
     /// no visibility, and moving it needs no `kiln_gi_refresh`. Not 0. Default
     /// all bits: everything occludes.
     pub occluder_mask: u32,
+    /// Bakes and refreshes move each probe off nearby surfaces and out of solid,
+    /// by at most 0.45 of the spacing (RTXGI's relocation), and the update and
+    /// sampling use the moved position. Default false. A bake recorded into an
+    /// engine's command buffers (`kiln_gi_record_bake`) keeps probes where they are.
+    pub relocate_probes: bool,
+    /// Bakes and refreshes mark probes still in solid, or seeing no front face
+    /// within reach, inactive: they keep nothing and are neither updated nor
+    /// sampled (counted in `KilnGiStats::dead_probes`). Default false; the recorded
+    /// bake leaves it out as it does relocation.
+    pub classify_probes: bool,
 }
 
 /// The light a volume's probes gather. Initialise with `kiln_default_gi_lighting()`.
@@ -118,8 +128,11 @@ pub struct KilnGiStats {
     /// Probes placed (grid points near geometry).
     pub probe_count: u32,
     /// Probes that see no surface within the clip distance, after a bake: they keep
-    /// no visibility and no irradiance, and are neither updated nor sampled.
+    /// no visibility and no irradiance, and are neither updated nor sampled. With
+    /// `classify_probes`, probes in solid count here too.
     pub dead_probes: u32,
+    /// Probes off their grid points (`relocate_probes`).
+    pub moved_probes: u32,
     /// Distinct visibility blocks after compression: each block is a quadrant of a
     /// map (8 x 8 texels) that any number of probes share, stored as the number of
     /// a mask (shared among blocks) of the texels that see something, and 7 to 11
@@ -213,6 +226,8 @@ pub extern "C" fn kiln_default_gi_def() -> KilnGiDef {
         compress_tolerance: 0.01,
         compress_window: 40_000,
         occluder_mask: u32::MAX,
+        relocate_probes: false,
+        classify_probes: false,
     }
 }
 
@@ -297,6 +312,9 @@ pub unsafe extern "C" fn kiln_gi_create(
             volume.compress.tolerance = def.compress_tolerance;
             volume.compress.window = def.compress_window;
             volume.set_occluders(def.occluder_mask);
+            volume.rules.relocate = def.relocate_probes;
+            volume.rules.classify = def.classify_probes;
+            volume.rules.iterations = ProbeRules::default().iterations;
             Ok(volume)
         })?;
         let (index1, generation) = VOLUMES.insert(GiEntry { volume: Lendable::new(volume), tracer });
@@ -659,6 +677,7 @@ pub unsafe extern "C" fn kiln_gi_get_stats(gi: KilnGiId, out_stats: *mut KilnGiS
                 grid_points: s.grid_points,
                 probe_count: s.probe_count,
                 dead_probes: s.dead_probes,
+                moved_probes: s.moved_probes,
                 blocks: s.blocks,
                 frames: s.frames,
                 last_update_probes: s.last_update_probes,

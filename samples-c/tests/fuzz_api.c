@@ -574,6 +574,8 @@ static KilnStatus gi_call(Pools *p, const char **what) {
         def.spacing = usually(3.0f, 3.0f);
         def.rays_per_probe = below(5) ? 32 : next();
         if (below(5) == 0) def.bounds_max = vec(10.0f);
+        def.relocate_probes = below(2), def.classify_probes = below(2);
+        if (below(8) == 0) def.occluder_mask = next(); /* sometimes 0: refused */
         *what = "kiln_gi_create";
         return kiln_gi_create(below(12) ? p->tracer : (KilnTracerId){below(3), below(3)}, below(20) ? &def : NULL,
                               &p->gi);

@@ -305,6 +305,13 @@ uvec2 kiln_gi_border_source(uint bx, uint by) {
 }
 
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer KilnGiParamsRef { KilnGiUpdateParams p; };
+
+// relocate.rs decode_offset(unpack_offset(word)): three signed 10-bit codes of
+// 1/1024 of the spacing.
+vec3 kiln_gi_decode_offset(uint word, float spacing) {
+    ivec3 code = ivec3(int(word << 22u) >> 22, int(word << 12u) >> 22, int(word << 2u) >> 22);
+    return vec3(code) * (spacing / 1024.0);
+}
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer KilnGiMaskWords { uvec2 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer KilnGiIrradiance { uvec4 v[]; };
 
@@ -509,6 +516,19 @@ uint kiln_gi_probe_linear(KilnGiUpdateParams P, uint probe) {
     return kiln_gi_select(P.mask, P.rank, words, probe);
 }
 
+// relocate.rs ProbeOffsets::offset: probe `probe`'s offset from its grid point
+// (zero where it did not move, and when no probe moved: offset_codes is 0).
+vec3 kiln_gi_probe_offset(KilnGiUpdateParams P, uint probe) {
+    if (P.offset_codes == uvec2(0u)) {
+        return vec3(0.0);
+    }
+    int r = kiln_gi_rank(P.offset_mask, P.offset_rank, probe);
+    if (r < 0) {
+        return vec3(0.0);
+    }
+    return kiln_gi_decode_offset(KilnUints(P.offset_codes).v[uint(r)], P.spacing);
+}
+
 // field.rs ProbeField::irradiance_slot: where probe `probe` keeps its irradiance
 // (its rank among the live probes), or -1 for a dead probe.
 int kiln_gi_irradiance_slot(KilnGiUpdateParams P, uint probe) {
@@ -547,7 +567,7 @@ vec3 kiln_gi_sample(KilnGiUpdateParams P, vec3 p, vec3 n, vec3 v) {
         if (slot < 0) {
             continue;
         }
-        vec3 probe_pos = origin + vec3(c) * P.spacing;
+        vec3 probe_pos = origin + vec3(c) * P.spacing + kiln_gi_probe_offset(P, uint(probe));
         vec3 t3 = mix(vec3(1.0) - alpha, alpha, vec3(offset));
         float trilinear = t3.x * t3.y * t3.z;
         vec3 to = probe_pos - p;

@@ -7,9 +7,9 @@
 //! baked and compressed, so it is refreshed where the world changed instead.
 //!
 //! ```text
-//!  reach     a probe's bake rays start within `max_offset` of its grid point and
-//!            reach the clip distance: a grid point within clip + max offset of the
-//!            box may see a change (and one in solid may find its way out)
+//!  reach     a probe's bake rays start within `max_offset` of its grid point (when
+//!            probes relocate) and reach the clip distance: a grid point within
+//!            clip + max offset of the box may see a change
 //!  bake      relocate, classify, bake from the probe's current offset (relocate.rs)
 //!  fold      offsets of the refreshed probes replaced; visibility recompressed;
 //!            the irradiance of probes active before and after kept, newly active
@@ -21,7 +21,7 @@ use super::field::ProbeField;
 use super::octahedral::VisibilityMap;
 use super::relocate::{ProbeOffsets, ProbeRules};
 use super::update::bake_probes;
-use super::volume::ProbeVolume;
+use super::volume::{ProbeGrid, ProbeVolume};
 use crate::math::Vec3;
 use crate::raytrace::TraceScene;
 
@@ -66,6 +66,12 @@ pub fn probes_near(volume: &ProbeVolume, lo: Vec3, hi: Vec3, reach: f32) -> Vec<
     probes
 }
 
+/// How far from a changed box a probe's grid point may lie and still see into
+/// it: the clip distance, and the largest offset when probes relocate.
+pub fn refresh_reach(grid: &ProbeGrid, rules: &ProbeRules) -> f32 {
+    grid.clip_distance() + if rules.relocate { rules.max_offset * grid.spacing } else { 0.0 }
+}
+
 /// Re-bakes the probes that could see into the box `[lo, hi]` (where geometry
 /// changed) against `scene` as it is now, and folds them into `field` (see the
 /// module docs). Non-finite or inverted boxes refresh nothing.
@@ -80,9 +86,7 @@ pub fn refresh_visibility(
     if !(lo.is_finite() && hi.is_finite()) || hi.cmplt(lo).any() {
         return RefreshReport::default();
     }
-    let grid = field.volume.grid;
-    let reach = grid.clip_distance() + rules.max_offset * grid.spacing;
-    let probes = probes_near(&field.volume, lo, hi, reach);
+    let probes = probes_near(&field.volume, lo, hi, refresh_reach(&field.volume.grid, rules));
     refresh_probes(field, scene, &probes, compress_params, rules)
 }
 

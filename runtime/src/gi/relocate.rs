@@ -10,8 +10,11 @@
 //!              back faces hit, the closest back face, the closest and the
 //!              farthest front face (a miss counts as a front face at the clip)
 //!  relocate    more than `backface_fraction` of the hits back faces: inside
-//!                geometry; move through the closest back face, to half the
-//!                minimum clearance beyond it
+//!                geometry; move out through the back face hit first, along its
+//!                normal, to half the minimum clearance beyond its plane (RTXGI
+//!                moves along the ray; the normal is the shortest way out, and
+//!                rays at equal angles to it cannot pick different directions
+//!                on the CPU and the GPU)
 //!              else a front face nearer than `min_frontface`: move toward the
 //!                farthest front face (when it lies away from the closest one)
 //!              else: move back toward the grid point as far as the clearance allows
@@ -179,7 +182,8 @@ impl ProbeOffsets {
 pub struct RayCensus {
     pub rays: u32,
     pub backfaces: u32,
-    /// Distance and direction of the closest back face, if any was hit.
+    /// Of the back face hit first (the smallest ray distance), if any: the
+    /// probe's distance to its plane and its normal (pointing out of the solid).
     pub closest_back: Option<(f32, Vec3)>,
     /// Of the closest front face (a miss counts as one at the ray's end).
     pub closest_front: (f32, Vec3),
@@ -201,13 +205,16 @@ impl RayCensus {
             farthest_front: (f32::NEG_INFINITY, Vec3::ZERO),
             fronts: 0,
         };
+        let mut closest_back_t = f32::INFINITY;
         for (ray, hit) in rays.iter().zip(hits) {
             let dir = Vec3::from(ray.dir);
             c.fronts += u32::from(hit.instance != NO_HIT && hit.flags & HIT_BACKFACE == 0);
             if hit.instance != NO_HIT && hit.flags & HIT_BACKFACE != 0 {
                 c.backfaces += 1;
-                if c.closest_back.is_none_or(|(t, _)| hit.t < t) {
-                    c.closest_back = Some((hit.t, dir));
+                if hit.t < closest_back_t {
+                    closest_back_t = hit.t;
+                    let normal = Vec3::from(hit.normal);
+                    c.closest_back = Some((hit.t * dir.dot(normal).max(0.0), normal));
                 }
                 continue;
             }

@@ -134,3 +134,92 @@ fn instances_outside_the_occluder_mask_cast_no_visibility() {
     assert_eq!((report.blocks.added, report.activated, report.deactivated), (0, 0, 0), "{report:?}");
     assert_validation_clean(tracer.gpu());
 }
+
+/// A ground slab 2.5 m thick and a 0.4 m wall from x = 1.85 to 2.25: probes of
+/// column x = 2 start inside the wall, nearer its west face; probes below
+/// y = -0.5 inside the ground.
+fn wall_and_ground() -> Vec<(Vec3, Vec3)> {
+    vec![
+        (Vec3::new(-6.0, -3.0, -6.0), Vec3::new(10.0, -0.5, 10.0)),
+        (Vec3::new(1.85, -0.5, -3.0), Vec3::new(2.25, 3.0, 7.0)),
+    ]
+}
+
+#[test]
+fn gpu_relocation_and_classification_match_the_cpu_reference() {
+    use crate::gi::scenes::{boxes_scene, cpu_tlas};
+    use crate::gi::{bake_visibility_with, update_irradiance, ProbeField, ProbeRules, ProbeVolume};
+    let Some(gpu) = test_gpu("gpu_relocation_and_classification_match_the_cpu_reference") else {
+        return;
+    };
+    let mut tracer = RayTracer::with_gpu(gpu).unwrap();
+    for (i, (lo, hi)) in wall_and_ground().into_iter().enumerate() {
+        add_box(&mut tracer, lo, hi, i as u32);
+    }
+    let scene = boxes_scene(&wall_and_ground());
+    let tlas = cpu_tlas(&scene);
+    let view = scene.trace_scene(&tlas);
+    let grid = ProbeGrid::covering(Vec3::new(0.0, -2.0, 0.0), Vec3::new(4.0, 2.0, 4.0), 1.0).unwrap();
+    let rules = ProbeRules::default();
+    let mut cpu = ProbeField::new(ProbeVolume::dense(grid));
+    bake_visibility_with(&mut cpu, &view, &CompressParams::default(), MAX_COMPRESS_BATCH as u32, &rules);
+    let mut gi = GiVolume::new(&mut tracer, grid, None).unwrap();
+    gi.rules = rules;
+    gi.bake(&mut tracer).unwrap();
+    let got = gi.field(&mut tracer).unwrap().clone();
+    let n = cpu.volume.probe_count();
+    let (mut moved, mut inactive) = (0, 0);
+    for p in 0..n {
+        let (a, b) = (cpu.probe_position(p), got.probe_position(p));
+        assert!((a - b).length() <= 1e-3, "probe {p}: {a} on the CPU, {b} on the GPU");
+        assert_eq!(cpu.is_active(p), got.is_active(p), "probe {p} at {a}");
+        moved += usize::from(cpu.offsets.code(p) != [0; 3]);
+        inactive += usize::from(!cpu.is_active(p));
+    }
+    eprintln!("{n} probes: {moved} moved, {inactive} inactive");
+    // The wall's column above the ground moved out and is active; the probes in
+    // the ground are inactive.
+    for p in 0..n {
+        let (grid_point, at) = (cpu.volume.probe_position(p), cpu.probe_position(p));
+        if grid_point.x == 2.0 && grid_point.y >= 0.0 {
+            assert!(at.x < 1.85 && cpu.is_active(p), "probe {p} at {at}");
+        }
+        if grid_point.y < -0.5 {
+            assert!(!cpu.is_active(p), "probe {p} in the ground at {at}");
+        }
+    }
+    assert!(moved >= 15 && inactive >= 50, "{moved} moved, {inactive} inactive");
+    assert_eq!(got.offsets.moved_count(), moved);
+
+    // The update traces from the moved positions and shades its bounce by sampling
+    // the moved probes: the GPU's irradiance equals the CPU's.
+    let probes = cpu.live_round_robin(0, u32::MAX);
+    let mut params = crate::gi::UpdateParams::for_spacing(1.0);
+    params.hysteresis = 0.5;
+    let lighting = crate::gi::GiLighting::default();
+    let mut field = GpuProbeField::new(tracer.gpu_mut(), &cpu).unwrap();
+    field.upload_offsets(tracer.gpu_mut(), &cpu.offsets).unwrap();
+    let mut updater = GiUpdater::new(&tracer).unwrap();
+    for frame in 0..4 {
+        update_irradiance(&mut cpu, &view, &lighting, &params, frame, &probes);
+        updater.update(&mut tracer, &field, &lighting, &params, frame, &probes).unwrap();
+    }
+    let irradiance = field.read_irradiance(tracer.gpu_mut()).unwrap();
+    let on_gpu = crate::gi::ProbeField { irradiance, ..cpu.clone() };
+    let (mut worst, mut sum, mut count) = (0.0f32, 0.0f64, 0);
+    for &p in &probes {
+        for d in [Vec3::X, Vec3::NEG_X, Vec3::Y, Vec3::NEG_Y, Vec3::Z, Vec3::NEG_Z] {
+            let (a, b) = (cpu.probe_sh(p as usize).irradiance(d), on_gpu.probe_sh(p as usize).irradiance(d));
+            for ch in 0..3 {
+                let rel = (a[ch] - b[ch]).abs() / a[ch].abs().max(0.05);
+                worst = worst.max(rel);
+                sum += f64::from(rel);
+                count += 1;
+            }
+        }
+    }
+    let mean = sum / count as f64;
+    eprintln!("irradiance of {} relocated probes: mean difference {mean:.2e}, worst {worst:.2e}", probes.len());
+    assert!(mean <= 1e-3 && worst <= 0.05, "mean {mean}, worst {worst}");
+    assert_validation_clean(tracer.gpu());
+}

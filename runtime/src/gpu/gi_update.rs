@@ -37,7 +37,7 @@ use crate::gi::compress::{CompressedVisibility, ProbeIndex, QUADRANTS};
 use crate::gi::sh::{random_rotation, rotated_fibonacci_directions};
 use crate::gi::table::BlockTable;
 use crate::gi::update::{GiLighting, UpdateParams};
-use crate::gi::{PackedSh, ProbeField, ProbeGrid};
+use crate::gi::{PackedSh, ProbeField, ProbeGrid, ProbeOffsets};
 
 /// Most rays per probe and update.
 pub const MAX_RAYS_PER_PROBE: u32 = 1024;
@@ -55,6 +55,9 @@ pub struct GpuProbeField {
     pub irradiance: GpuBuffer,
     /// The compressed visibility, sized to it.
     pub visibility: DeviceVisibility,
+    /// The moved probes' offsets (`ProbeOffsets::parts`: mask, ranks, codes);
+    /// `None` while every probe sits on its grid point.
+    pub(crate) offsets: Option<[GpuBuffer; 3]>,
 }
 
 /// A probe field's compressed visibility on the device, sized to the data: the
@@ -98,6 +101,7 @@ impl GpuProbeField {
             rank: gpu.buffer_from("gi rank", rank)?,
             irradiance: gpu.buffer_from::<PackedSh>("gi irradiance", &[])?,
             visibility: DeviceVisibility::new(gpu, &CompressedVisibility::dead(volume.probe_count()))?,
+            offsets: None,
         };
         gpu_field.upload(gpu, &field.visibility, &field.irradiance)?;
         Ok(gpu_field)
@@ -123,6 +127,30 @@ impl GpuProbeField {
         Ok(())
     }
 
+    /// Replaces the probes' offsets on the device (none stored while no probe
+    /// moved). Work in flight is waited for; the old buffers are dropped once no
+    /// recorded command can use them.
+    pub fn upload_offsets(&mut self, gpu: &mut Gpu, offsets: &ProbeOffsets) -> Result<(), GpuError> {
+        if offsets.moved_count() == 0 && self.offsets.is_none() {
+            return Ok(());
+        }
+        gpu.wait()?;
+        let fresh = if offsets.moved_count() == 0 {
+            None
+        } else {
+            let (mask, rank, codes) = offsets.parts();
+            Some([
+                gpu.buffer_from("gi offset mask", mask)?,
+                gpu.buffer_from("gi offset rank", rank)?,
+                gpu.buffer_from("gi offset codes", codes)?,
+            ])
+        };
+        for old in std::mem::replace(&mut self.offsets, fresh).into_iter().flatten() {
+            gpu.defer_drop(old);
+        }
+        Ok(())
+    }
+
     /// Embedded mode: buffers sized for `field`, created empty; the returned upload
     /// records their data into a later recording (nothing is submitted).
     pub fn sized(gpu: &mut Gpu, field: &ProbeField) -> Result<(GpuProbeField, InitialUpload), GpuError> {
@@ -140,6 +168,7 @@ impl GpuProbeField {
             rank: buffer("gi rank", 4 * rank.len() as u64)?,
             irradiance: buffer("gi irradiance", std::mem::size_of_val(field.irradiance.as_slice()) as u64)?,
             visibility: DeviceVisibility::sized(gpu, vis, &data)?,
+            offsets: None,
         };
         let visibility = data.words().map(|w| w.to_vec());
         Ok((gpu_field, InitialUpload { mask, rank, visibility, irradiance: field.irradiance.clone() }))
@@ -700,8 +729,12 @@ impl GiUpdater {
 /// zero.
 fn field_params(field: &GpuProbeField, slots: u64) -> GiUpdateParams {
     let (grid, vis) = (field.grid, &field.visibility);
+    let offset = |i: usize| field.offsets.as_ref().map_or(0, |b| b[i].address());
     GiUpdateParams {
         slots,
+        offset_mask: offset(0),
+        offset_rank: offset(1),
+        offset_codes: offset(2),
         mask: field.mask.address(),
         rank: field.rank.address(),
         irradiance: field.irradiance.address(),

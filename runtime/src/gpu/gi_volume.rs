@@ -25,7 +25,8 @@ use super::layout::GiUpdateParams;
 use super::ray_tracer::{BufferView, InstanceId, RayTracer};
 use super::recorder::{Download, Recorder};
 use crate::gi::compress::{CompressParams, ProbeOrder};
-use crate::gi::refresh::{fold_probes, probes_near, RefreshReport};
+use crate::gi::refresh::{fold_probes, probes_near, refresh_reach, RefreshReport};
+use crate::gi::relocate::{ProbeOffsets, ProbeRules};
 use crate::gi::update::{GiLighting, UpdateParams};
 use crate::gi::{ProbeField, ProbeGrid, ProbeVolume, SampleParams, VisibilityMap, OCT_TEXELS};
 use crate::math::Vec3;
@@ -38,6 +39,8 @@ pub struct GiStats {
     /// Probes whose visibility map is all clip value (no block), after a bake: they
     /// keep no irradiance and are neither updated nor sampled.
     pub dead_probes: u32,
+    /// Probes off their grid points (relocated).
+    pub moved_probes: u32,
     /// Distinct visibility blocks after compression.
     pub blocks: u32,
     /// Bytes of the probe data: placement mask, irradiance (16 per live probe),
@@ -86,6 +89,11 @@ pub struct GiVolume {
     pub lighting: GiLighting,
     pub params: UpdateParams,
     pub compress: CompressParams,
+    /// How bakes and refreshes place and classify probes (`gi/relocate.rs`); on
+    /// their grid points by default. A bake recorded into an engine's command
+    /// buffers ([`GiVolume::record_bake`]) keeps probes where they are: the
+    /// relocation reads each pass's hits back before the next.
+    pub rules: ProbeRules,
     /// Probes updated per [`GiVolume::update`] (capped at the probe count and at
     /// what one update traces).
     pub probes_per_frame: u32,
@@ -145,6 +153,7 @@ impl GiVolume {
             lighting: GiLighting::default(),
             params: UpdateParams::for_spacing(grid.spacing),
             compress: CompressParams::default(),
+            rules: ProbeRules::FIXED,
             probes_per_frame: 1024,
             cursor: 0,
             probes: Vec::new(),
@@ -217,11 +226,11 @@ impl GiVolume {
     /// others through the update, but casts no visibility, so moving it needs no
     /// [`GiVolume::refresh`]. Takes effect at the next bake or refresh.
     pub fn set_occluders(&mut self, mask: u32) {
-        self.baker.occluders = mask;
+        self.rules.occluders = mask;
     }
 
     pub fn occluders(&self) -> u32 {
-        self.baker.occluders
+        self.rules.occluders
     }
 
     pub fn probe_count(&self) -> u32 {
@@ -248,7 +257,18 @@ impl GiVolume {
         // The maps and the compressor's buffers live for this call only: the field
         // keeps the compact result.
         let work = GpuVisibility::new(tracer.gpu(), n)?;
-        self.baker.bake(tracer, &self.field.volume, &work)?;
+        let volume = &self.field.volume;
+        let linear: Vec<u32> = (0..n as usize).map(|p| volume.grid.linear(volume.probe_coords(p)) as u32).collect();
+        let start = self.field.offsets.codes(n as usize);
+        self.baker.occluders = self.rules.occluders;
+        let places = self.baker.bake_relocated(tracer, &volume.grid, &linear, &start, &self.rules, &work.maps);
+        let places = match places {
+            Ok(places) => places,
+            Err(err) => {
+                tracer.gpu_mut().defer_drop(work);
+                return Err(err);
+            }
+        };
         let (compressor, params) = (&self.compressor, &self.compress);
         tracer.gpu_mut().submit("kiln gi compress", |rec| {
             rec.pass("gi compress", |rec| compressor.record(rec, &work, &order, params))
@@ -259,7 +279,9 @@ impl GiVolume {
         // new ranks.
         let mut field = self.field(tracer)?.clone();
         field.set_visibility(visibility);
+        field.offsets = ProbeOffsets::from_codes(&places.iter().map(|(c, _)| *c).collect::<Vec<_>>());
         self.device.upload(tracer.gpu_mut(), &field.visibility, &field.irradiance)?;
+        self.device.upload_offsets(tracer.gpu_mut(), &field.offsets)?;
         self.field = field;
         self.baked = true;
         Ok(())
@@ -282,24 +304,30 @@ impl GiVolume {
             return Err(GpuError::InvalidInput("refresh: the volume is not baked yet: bake it first".into()));
         }
         let grid = self.field.volume.grid;
-        let probes = probes_near(&self.field.volume, lo, hi, grid.clip_distance());
+        let probes = probes_near(&self.field.volume, lo, hi, refresh_reach(&grid, &self.rules));
         if probes.is_empty() {
             return Ok(RefreshReport::default());
         }
         let volume = &self.field.volume;
         let linear: Vec<u32> = probes.iter().map(|&p| grid.linear(volume.probe_coords(p as usize)) as u32).collect();
+        let start: Vec<[i32; 3]> = probes.iter().map(|&p| self.field.offsets.code(p as usize)).collect();
         let bytes = probes.len() as u64 * OCT_TEXELS as u64 * 8;
         let buffer = tracer.gpu().buffer("gi refresh maps", bytes, BufferMemory::Device)?;
-        let baked = self.baker.bake_points(tracer, &grid, &linear, &buffer);
-        let texels = baked.and_then(|()| tracer.gpu_mut().read::<[f32; 2]>(&buffer, probes.len() * OCT_TEXELS));
+        self.baker.occluders = self.rules.occluders;
+        let places = self.baker.bake_relocated(tracer, &grid, &linear, &start, &self.rules, &buffer);
+        let texels = places
+            .and_then(|places| Ok((places, tracer.gpu_mut().read::<[f32; 2]>(&buffer, probes.len() * OCT_TEXELS)?)));
         tracer.gpu_mut().defer_drop(buffer);
-        let maps: Vec<VisibilityMap> = texels?
+        let (places, texels) = texels?;
+        let maps: Vec<VisibilityMap> = texels
             .chunks_exact(OCT_TEXELS)
             .map(|c| VisibilityMap(<[[f32; 2]; OCT_TEXELS]>::try_from(c).expect("chunks of one map")))
             .collect();
+        let codes: Vec<[i32; 3]> = places.iter().map(|(c, _)| *c).collect();
         let mut field = self.field(tracer)?.clone();
-        let report = fold_probes(&mut field, &probes, &vec![[0; 3]; probes.len()], &maps, &self.compress);
+        let report = fold_probes(&mut field, &probes, &codes, &maps, &self.compress);
         self.device.upload(tracer.gpu_mut(), &field.visibility, &field.irradiance)?;
+        self.device.upload_offsets(tracer.gpu_mut(), &field.offsets)?;
         self.field = field;
         Ok(report)
     }
@@ -340,6 +368,7 @@ impl GiVolume {
         }
         let order = ProbeOrder::swizzled(n, MAX_COMPRESS_BATCH as u32);
         let work = GpuVisibility::new(tracer.gpu(), n)?;
+        self.baker.occluders = self.rules.occluders;
         let (compressor, params, initial, device) = (&self.compressor, &self.compress, &self.initial, &self.device);
         // SAFETY: forwarded from the caller.
         let download = unsafe {
@@ -541,6 +570,7 @@ impl GiVolume {
             grid_points: f.volume.grid.point_count() as u64,
             probe_count: n,
             dead_probes: f.visibility.dead_count() as u32,
+            moved_probes: f.offsets.moved_count() as u32,
             blocks: f.visibility.blocks.len() as u32,
             bytes: f.bytes() as u64,
             visibility_bytes_uncompressed: u64::from(n) * OCT_TEXELS as u64 * 4,

@@ -182,6 +182,9 @@ pub struct GiBakePush {
     pub probes: u64,
     /// `vec2[256 * probes]`: out, `[depth, depth^2]` over the clip distance.
     pub maps: u64,
+    /// `uint[probes]`: each probe's offset codes (`gi::relocate::pack_offset`), or 0:
+    /// every probe on its grid point.
+    pub offsets: u64,
     pub origin_x: f32,
     pub origin_y: f32,
     pub origin_z: f32,
@@ -194,7 +197,7 @@ pub struct GiBakePush {
     /// Instance mask of the bake's rays: the geometry that occludes visibility.
     pub mask: u32,
 }
-const _: () = assert!(size_of::<GiBakePush>() == 72);
+const _: () = assert!(size_of::<GiBakePush>() == 80);
 
 /// Everything the irradiance update kernels (`gi_probe_rays`, `gi_shadow_rays`,
 /// `gi_shade`, `gi_blend`) read, in one buffer written per update: more than the
@@ -242,6 +245,13 @@ pub struct GiUpdateParams {
     pub blocks: u64,
     /// `vec4[albedo_count]`: diffuse albedo per TLAS instance.
     pub albedo: u64,
+    /// `uvec2[]`: a bit per probe, set where it moved off its grid point
+    /// (`gi::ProbeOffsets`); 0 with the two below when no probe moved.
+    pub offset_mask: u64,
+    /// `uint[]`: moved probes before each `offset_mask` word.
+    pub offset_rank: u64,
+    /// `uint[]`: per moved probe, its offset codes, 10 bits per axis.
+    pub offset_codes: u64,
     pub origin_x: f32,
     pub origin_y: f32,
     pub origin_z: f32,
@@ -282,7 +292,7 @@ pub struct GiUpdateParams {
     pub table_layout: [u32; 4],
     pub _pad: u32,
 }
-const _: () = assert!(size_of::<GiUpdateParams>() == 272);
+const _: () = assert!(size_of::<GiUpdateParams>() == 296);
 
 /// Push constants of the irradiance update kernels: where their parameters are.
 #[repr(C)]
@@ -373,7 +383,8 @@ mod glsl {
             fresh: "uvec2", first: "uint", count: "uint", window: "uint", tolerance: "float",
         }),
         glsl_struct!(GiBakePush, "GiBakePush", Some("KILN_PUSH_GI_BAKE"), {
-            rays: "uvec2", hits: "uvec2", probes: "uvec2", maps: "uvec2", origin_x: "float", origin_y: "float",
+            rays: "uvec2", hits: "uvec2", probes: "uvec2", maps: "uvec2", offsets: "uvec2", origin_x: "float",
+            origin_y: "float",
             origin_z: "float", spacing: "float", dims_x: "uint", dims_z: "uint", clip: "float", first: "uint",
             count: "uint", mask: "uint",
         }),
@@ -381,8 +392,9 @@ mod glsl {
             rays: "uvec2", hits: "uvec2", shadow_rays: "uvec2", shadow_hits: "uvec2", radiance: "uvec2",
             dirs: "uvec2", slots: "uvec2", mask: "uvec2", rank: "uvec2", irradiance: "uvec2",
             live_mask: "uvec2", live_rank: "uvec2", numbers: "uvec2", entries: "uvec2", blocks: "uvec2",
-            albedo: "uvec2", origin_x: "float", origin_y: "float",
-            origin_z: "float", spacing: "float", dims_x: "uint", dims_y: "uint", dims_z: "uint", clip: "float",
+            albedo: "uvec2", offset_mask: "uvec2", offset_rank: "uvec2", offset_codes: "uvec2", origin_x: "float",
+            origin_y: "float", origin_z: "float", spacing: "float", dims_x: "uint", dims_y: "uint", dims_z: "uint",
+            clip: "float",
             bias: "float", visibility: "uint", sun_x: "float", sun_y: "float", sun_z: "float", sun_r: "float",
             sun_g: "float", sun_b: "float", sky_r: "float", sky_g: "float", sky_b: "float", albedo_r: "float",
             albedo_g: "float", albedo_b: "float", albedo_count: "uint", probe_count: "uint", live_count: "uint",
