@@ -138,16 +138,14 @@ fn relocated_figures(s: &Setup) -> ProbeField {
     let seconds = start.elapsed().as_secs_f64();
     let mut field = s.field.clone();
     field.offsets = ProbeOffsets::from_codes(&bakes.iter().map(|b| b.offset).collect::<Vec<_>>());
-    let in_solid = bakes.iter().filter(|b| b.inactive && b.map == VisibilityMap::clipped()).count();
     let maps: Vec<VisibilityMap> = bakes.into_iter().map(|b| b.map).collect();
     field.set_visibility(compress(&maps, &ProbeOrder::swizzled(n, BATCH), &CompressParams::default()));
     let live = field.visibility.live.count();
     println!(
-        "ddgi {} relocated and classified: {} moved, {} inactive ({} classified, the rest dead), {} blocks; visibility {:.2}% of raw; {:.1} B per live probe ({} live; offsets {} B); baked in {:.1} s",
+        "ddgi {} relocated and classified: {} moved, {} inactive (in solid, or seeing no front face), {} blocks; visibility {:.2}% of raw; {:.1} B per live probe ({} live; offsets {} B); baked in {:.1} s",
         s.label,
         field.offsets.moved_count(),
         field.visibility.dead_count(),
-        in_solid,
         field.visibility.blocks.len(),
         100.0 * field.visibility.bytes() as f64 / (s.maps.len() * 1024) as f64,
         field.bytes() as f64 / live.max(1) as f64,

@@ -28,7 +28,9 @@
 //! transpose bit), shared with the probes of the same signature, and the shared
 //! visibility blocks divided among the quadrants that use them. For a dead one, a
 //! bit: it is neither sampled nor updated (`field.rs`, "Dead probes are not
-//! sampled"). About 1.5 bits of placement mask per grid point. The device holds
+//! sampled"); a probe classified inactive (in solid) is stored as a dead one.
+//! About 1.5 bits of placement mask per grid point, and with relocation about
+//! 1.5 bits per probe plus 4 bytes per moved probe (`relocate.rs`). The device holds
 //! the same, sized to the data, and nothing else per probe. RTXGI stores 256 B of
 //! irradiance and 1 KiB of distance per probe.
 
