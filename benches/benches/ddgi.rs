@@ -25,7 +25,10 @@
 //!   8 m chunk (`refresh_visibility`: the probes within reach re-baked, relocated
 //!   and classified, and recompressed into the standing dictionary) vs `full_bake`
 //!   (every probe baked and compressed again), on the CPU; `gpu_chunk`
-//!   (`GiVolume::refresh`) vs `gpu_full_bake` (`GiVolume::bake`) on the device.
+//!   (`GiVolume::refresh`) vs `gpu_full_bake` (`GiVolume::bake`) on the device;
+//! - `ddgi_scroll_1.0m` (town): a dense 24 x 12 x 24 volume scrolled by one plane
+//!   (`gi::scroll::scroll_by`, the 288 probes that enter baked) vs `full_bake`
+//!   (the whole volume baked at its new place), on the CPU.
 //!
 //! The figures are printed twice per scene: probes on their grid points (the GPU's
 //! bake), and relocated and classified (`ProbeRules::default`, the CPU reference).
@@ -33,6 +36,7 @@
 use criterion::{criterion_group, Criterion};
 use kiln::gi::relocate::ProbeOffsets;
 use kiln::gi::scenes::{cpu_tlas, low_poly_town, probe_terrain, voxel_hills};
+use kiln::gi::scroll::scroll_by;
 use kiln::gi::update::{bake_probes, blend, probe_rays, shade, shadow_rays, visibility_map, visibility_rays};
 use kiln::gi::{
     bake_visibility_with, compress, refresh_visibility, CompressParams, GiLighting, ProbeField, ProbeGrid, ProbeOrder,
@@ -201,6 +205,40 @@ fn bench_refresh(c: &mut Criterion, s: &Setup, relocated: &ProbeField) {
     group.finish();
 }
 
+/// A dense 24 x 12 x 24 volume at 1.0 m over the town scrolled by one plane
+/// (288 probes baked), against baking the whole volume (6,912 probes).
+fn bench_scroll(c: &mut Criterion) {
+    let (scene, _, _) = low_poly_town(48, 1);
+    let tlas = cpu_tlas(&scene);
+    let view = scene.trace_scene(&tlas);
+    let grid = ProbeGrid::covering(glam::Vec3::new(8.25, 0.25, 8.25), glam::Vec3::new(31.25, 11.25, 31.25), 1.0)
+        .expect("a grid");
+    let rules = ProbeRules::default();
+    let params = CompressParams::default();
+    let mut field = ProbeField::new(ProbeVolume::dense(grid));
+    bake_visibility_with(&mut field, &view, &params, BATCH, &rules);
+    let report = scroll_by(&mut field, &view, [1, 0, 0], &params, &rules);
+    println!("ddgi_scroll: one plane of {:?} bakes {} probes: {:?}", grid.dims, report.probes.len(), report.bake);
+    let mut group = c.benchmark_group("ddgi_scroll_1.0m");
+    group.sample_size(10);
+    let mut step = -1;
+    group.bench_function("plane", |b| {
+        b.iter(|| {
+            let report = scroll_by(&mut field, &view, [step, 0, 0], &params, &rules);
+            step = -step;
+            report
+        })
+    });
+    group.bench_function("full_bake", |b| {
+        b.iter(|| {
+            let mut fresh = ProbeField::new(ProbeVolume::dense(grid));
+            bake_visibility_with(&mut fresh, &view, &params, BATCH, &rules);
+            fresh
+        })
+    });
+    group.finish();
+}
+
 fn bench_compress(c: &mut Criterion, s: &Setup, gpu: Option<&mut Gpu>) {
     let params = CompressParams::default();
     let n = s.maps.len() as u32;
@@ -295,6 +333,7 @@ fn ddgi(c: &mut Criterion) {
     figures(&mut fine);
     relocated_figures(&fine);
     bench_refresh(c, &coarse, &relocated);
+    bench_scroll(c);
     let mut gpu = match Gpu::new(&GpuConfig::from_env()) {
         Ok(gpu) => {
             println!("ddgi: device {} ({:?})", gpu.info().name, gpu.info().kind);
@@ -327,4 +366,5 @@ fn main() {
         ],
     );
     report_ratios("ddgi_refresh_1.0m", &[("chunk", "full_bake"), ("gpu_chunk", "gpu_full_bake")]);
+    report_ratios("ddgi_scroll_1.0m", &[("plane", "full_bake")]);
 }

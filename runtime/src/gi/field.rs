@@ -75,6 +75,11 @@ pub struct ProbeField {
     /// Each probe's offset from its grid point (`relocate.rs`); updates and
     /// sampling use the moved position.
     pub offsets: ProbeOffsets,
+    /// Modulo addressing of a scrolling volume (`scroll.rs`): the slot, per axis,
+    /// of the probe at the grid's origin; the probe `r` grid steps from the
+    /// origin lives in slot `(ring + r) mod dims`. Zero for a volume that does
+    /// not scroll: slots are grid points.
+    pub ring: [u32; 3],
 }
 
 impl ProbeField {
@@ -87,13 +92,38 @@ impl ProbeField {
             irradiance: vec![UNLIT; n],
             visibility: CompressedVisibility::unbaked(n),
             offsets: ProbeOffsets::none(),
+            ring: [0; 3],
         }
+    }
+
+    /// The grid steps from the origin of the probe in slot `slot` (its grid
+    /// coordinates in the volume's storage), through the ring.
+    #[inline]
+    pub fn steps_of_slot(&self, slot: [u32; 3]) -> [u32; 3] {
+        let dims = self.volume.grid.dims;
+        std::array::from_fn(|a| (slot[a] + dims[a] - self.ring[a] % dims[a]) % dims[a])
+    }
+
+    /// The probe `steps` grid steps from the origin, if one is placed there.
+    #[inline]
+    pub fn probe_at_steps(&self, steps: [u32; 3]) -> Option<u32> {
+        let dims = self.volume.grid.dims;
+        if (0..3).any(|a| steps[a] >= dims[a]) {
+            return None;
+        }
+        self.volume.probe_at(std::array::from_fn(|a| (steps[a] + self.ring[a]) % dims[a]))
+    }
+
+    /// Probe `p`'s grid point, through the ring.
+    #[inline]
+    pub fn grid_point(&self, p: usize) -> Vec3 {
+        self.volume.grid.position(self.steps_of_slot(self.volume.probe_coords(p)))
     }
 
     /// Where probe `p` sits: its grid point moved by its offset.
     #[inline]
     pub fn probe_position(&self, p: usize) -> Vec3 {
-        self.volume.probe_position(p) + self.offsets.offset(p, self.volume.grid.spacing)
+        self.grid_point(p) + self.offsets.offset(p, self.volume.grid.spacing)
     }
 
     /// Whether probe `p` is active: live (it sees something, and is not in solid)
@@ -169,7 +199,7 @@ impl ProbeField {
         for corner in 0..8u32 {
             let offset = [corner & 1, (corner >> 1) & 1, (corner >> 2) & 1];
             let c: [u32; 3] = std::array::from_fn(|a| base[a] + offset[a]);
-            let Some(probe) = self.volume.probe_at(c) else { continue };
+            let Some(probe) = self.probe_at_steps(c) else { continue };
             let Some(slot) = self.irradiance_slot(probe as usize) else { continue };
             let probe_pos = grid.position(c) + self.offsets.offset(probe as usize, grid.spacing);
             let trilinear: f32 = (0..3).map(|a| if offset[a] == 1 { alpha[a] } else { 1.0 - alpha[a] }).product();

@@ -5,7 +5,7 @@ use super::compress::{compress, recompress, CompressParams, ProbeOrder};
 use super::octahedral::{VisibilityMap, OCT_TEXELS};
 use super::refresh::{refresh_visibility, RefreshReport};
 use super::relocate::ProbeRules;
-use super::scenes::{boxes_scene, cpu_tlas, open_room_boxes, room_wall, terrain_scene};
+use super::scenes::{self, boxes_scene, cpu_tlas, open_room_boxes, room_wall, terrain_scene};
 use super::update::{bake_probes, bake_visibility_with, update_irradiance, GiLighting, UpdateParams};
 use super::*;
 use crate::math::{IVec3, Vec3};
@@ -310,4 +310,123 @@ fn recompression_matches_new_maps_into_the_dictionary_and_reclaims_what_nobody_r
         assert!(again.blocks.len() <= next.blocks.len());
         vis = next;
     }
+}
+
+/// A dense field over `[origin, origin + (dims - 1) * spacing]` of the town,
+/// baked with relocation and classification and updated twice.
+fn town_field(scene: &Scene, origin: Vec3, dims: [u32; 3], spacing: f32) -> ProbeField {
+    let hi = origin + Vec3::new(dims[0] as f32 - 1.0, dims[1] as f32 - 1.0, dims[2] as f32 - 1.0) * spacing;
+    let grid = ProbeGrid::covering(origin, hi, spacing).unwrap();
+    assert_eq!(grid.dims, dims);
+    let mut field = ProbeField::new(ProbeVolume::dense(grid));
+    let tlas = cpu_tlas(scene);
+    bake_visibility_with(&mut field, &scene.trace_scene(&tlas), &CompressParams::default(), 64, &ProbeRules::default());
+    field
+}
+
+#[test]
+fn a_scroll_bakes_only_the_planes_that_enter_and_samples_continue_across_it() {
+    use super::scroll::{centre_shift, scroll_by, scroll_to};
+    let (scene, _, _) = scenes::low_poly_town(24, 3);
+    let tlas = cpu_tlas(&scene);
+    let view = scene.trace_scene(&tlas);
+    let rules = ProbeRules::default();
+    let params = CompressParams::default();
+    let dims = [8, 4, 8];
+    let mut field = town_field(&scene, Vec3::new(2.25, 0.25, 2.25), dims, 1.0);
+    let mut update = UpdateParams::for_spacing(1.0);
+    update.hysteresis = 0.5;
+    update_all(&mut field, &scene, &update, 0..2);
+    let points: Vec<(Vec3, Vec3)> = [(5.3, 0.5, 4.2), (6.1, 1.0, 7.7), (4.8, 2.2, 5.5)]
+        .iter()
+        .map(|&(x, y, z)| (Vec3::new(x, y, z), Vec3::Y))
+        .collect();
+    let sample = |f: &ProbeField| -> Vec<[f32; 3]> {
+        let s = SampleParams::for_spacing(1.0);
+        points.iter().map(|&(p, n)| f.sample(p, n, n, &s)).collect()
+    };
+    let before = sample(&field);
+
+    // Two probes along +x and one along -z: 2 + 1 planes enter.
+    let report = scroll_by(&mut field, &view, [2, 0, -1], &params, &rules);
+    let new_probes = 2 * 4 * 8 + 8 * 4 - 2 * 4;
+    assert_eq!((report.planes, report.probes.len()), (3, new_probes), "{report:?}");
+    assert_eq!(report.bake.probes as usize, new_probes, "only the planes that entered are baked");
+    assert_eq!(field.volume.grid.origin, Vec3::new(4.25, 0.25, 1.25));
+    // The points lie inside the volume before and after, away from the new
+    // planes: they sample the same probes with the same data.
+    assert_eq!(sample(&field), before, "sampling continues across the scroll");
+
+    // The scrolled field is the one a bake at the new place gives, slot by slot
+    // through the ring: the same positions, activity and maps (each within the
+    // compressor's tolerance of the same map).
+    let fresh = town_field(&scene, field.volume.grid.origin, dims, 1.0);
+    let tolerance = params.tolerance;
+    for j in 0..dims[1] {
+        for k in 0..dims[2] {
+            for i in 0..dims[0] {
+                let steps = [i, j, k];
+                let (a, b) =
+                    (field.probe_at_steps(steps).unwrap() as usize, fresh.probe_at_steps(steps).unwrap() as usize);
+                assert_eq!(field.probe_position(a), fresh.probe_position(b), "{steps:?}");
+                assert_eq!(field.is_active(a), fresh.is_active(b), "{steps:?}");
+                let (ma, mb) = (field.visibility.decode(a), fresh.visibility.decode(b));
+                for t in 0..OCT_TEXELS {
+                    for ch in 0..2 {
+                        assert!((ma.0[t][ch] - mb.0[t][ch]).abs() <= 2.0 * tolerance + 1e-6, "{steps:?} texel {t}");
+                    }
+                }
+            }
+        }
+    }
+    // The new probes start unlit; updating them first lights them.
+    let live_new: Vec<u32> = report.probes.iter().copied().filter(|&p| field.is_active(p as usize)).collect();
+    assert!(live_new.iter().all(|&p| field.probe_sh(p as usize) == ShRgb::default()));
+    update_irradiance(&mut field, &view, &GiLighting::default(), &update, 2, &live_new);
+    assert!(live_new.iter().all(|&p| field.probe_sh(p as usize) != ShRgb::default()));
+
+    // Following a point: back to where it started, the same shift undone.
+    let back = centre_shift(&field, Vec3::new(2.25 + 3.5, 1.75, 2.25 + 3.5));
+    assert_eq!(back, [-2, 0, 1]);
+    let report = scroll_to(&mut field, &view, Vec3::new(5.75, 1.75, 5.75), &params, &rules);
+    assert_eq!(report.probes.len(), new_probes);
+    assert_eq!(field.volume.grid.origin, Vec3::new(2.25, 0.25, 2.25));
+    assert_eq!(field.ring, [0; 3]);
+    // Scrolling a whole volume or more replaces every probe.
+    let report = scroll_by(&mut field, &view, [40, 0, 0], &params, &rules);
+    assert_eq!(report.probes.len(), field.volume.probe_count());
+    field.visibility.check().unwrap();
+}
+
+#[test]
+fn cascades_take_the_finest_volume_and_blend_into_the_next_at_its_edge() {
+    use super::scroll::{cascade_weight, sample_cascades};
+    let (scene, _, _) = scenes::low_poly_town(24, 3);
+    let mut fine = town_field(&scene, Vec3::new(6.25, 0.25, 6.25), [13, 7, 13], 0.5);
+    let mut coarse = town_field(&scene, Vec3::new(2.25, 0.25, 2.25), [14, 5, 14], 1.0);
+    let mut update = UpdateParams::for_spacing(0.5);
+    update.hysteresis = 0.5;
+    update_all(&mut fine, &scene, &update, 0..2);
+    update_all(&mut coarse, &scene, &UpdateParams { sample: SampleParams::for_spacing(1.0), ..update }, 0..2);
+    let cascades = [fine.clone(), coarse.clone()];
+    let (n, s_fine, s_coarse) = (Vec3::Y, SampleParams::for_spacing(0.5), SampleParams::for_spacing(1.0));
+    // Deep inside the fine volume: the fine sample alone.
+    let deep = Vec3::new(9.3, 1.1, 9.6);
+    assert_eq!(cascade_weight(&fine, deep), 1.0);
+    assert_eq!(sample_cascades(&cascades, deep, n, n), fine.sample(deep, n, n, &s_fine));
+    // Outside it: the coarse one alone.
+    let out = Vec3::new(4.0, 1.1, 4.0);
+    assert_eq!(cascade_weight(&fine, out), 0.0);
+    assert_eq!(sample_cascades(&cascades, out, n, n), coarse.sample(out, n, n, &s_coarse));
+    // In the last half metre before the fine volume's edge: between the two, in
+    // proportion to the depth.
+    let edge = Vec3::new(6.5, 1.1, 9.0);
+    let w = cascade_weight(&fine, edge);
+    assert!((w - 0.5).abs() < 1e-5, "{w}");
+    let (a, b) = (fine.sample(edge, n, n, &s_fine), coarse.sample(edge, n, n, &s_coarse));
+    let got = sample_cascades(&cascades, edge, n, n);
+    for ch in 0..3 {
+        assert!((got[ch] - (0.5 * a[ch] + 0.5 * b[ch])).abs() <= 1e-5, "{got:?} from {a:?} and {b:?}");
+    }
+    assert_eq!(sample_cascades(&[], edge, n, n), [0.0; 3]);
 }

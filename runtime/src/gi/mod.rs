@@ -18,6 +18,7 @@
 //!  update.rs      irradiance update (rays, shading, blend) and the visibility bake
 //!  relocate.rs    probe relocation off surfaces and out of solid; classification
 //!  refresh.rs     visibility re-baked where geometry changed, recompressed in place
+//!  scroll.rs      volumes that follow a point by whole probes (modulo slots); cascades
 //!  scenes.rs      scenes tests, benches and samples share
 //! ```
 //!
@@ -42,6 +43,7 @@ pub mod pack;
 pub mod refresh;
 pub mod relocate;
 pub mod scenes;
+pub mod scroll;
 pub mod sh;
 pub mod table;
 pub mod update;

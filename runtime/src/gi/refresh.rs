@@ -21,7 +21,7 @@ use super::field::ProbeField;
 use super::octahedral::VisibilityMap;
 use super::relocate::{ProbeOffsets, ProbeRules};
 use super::update::bake_probes;
-use super::volume::{ProbeGrid, ProbeVolume};
+use super::volume::ProbeGrid;
 use crate::math::Vec3;
 use crate::raytrace::TraceScene;
 
@@ -39,10 +39,10 @@ pub struct RefreshReport {
     pub blocks: Recompression,
 }
 
-/// The probes of `volume` whose grid point lies within `reach` of the box
+/// The probes of `field` whose grid point lies within `reach` of the box
 /// `[lo, hi]`, ascending.
-pub fn probes_near(volume: &ProbeVolume, lo: Vec3, hi: Vec3, reach: f32) -> Vec<u32> {
-    let grid = &volume.grid;
+pub fn probes_near(field: &ProbeField, lo: Vec3, hi: Vec3, reach: f32) -> Vec<u32> {
+    let grid = &field.volume.grid;
     let (wide_lo, wide_hi) = (lo - Vec3::splat(reach), hi + Vec3::splat(reach));
     let first: [u32; 3] = std::array::from_fn(|a| {
         ((wide_lo[a] - grid.origin[a]) / grid.spacing).ceil().clamp(0.0, grid.dims[a] as f32) as u32
@@ -57,7 +57,7 @@ pub fn probes_near(volume: &ProbeVolume, lo: Vec3, hi: Vec3, reach: f32) -> Vec<
                 let c = [i, j, k];
                 let p = grid.position(c);
                 if (lo - p).max(p - hi).max(Vec3::ZERO).length() <= reach {
-                    probes.extend(volume.probe_at(c));
+                    probes.extend(field.probe_at_steps(c));
                 }
             }
         }
@@ -86,7 +86,7 @@ pub fn refresh_visibility(
     if !(lo.is_finite() && hi.is_finite()) || hi.cmplt(lo).any() {
         return RefreshReport::default();
     }
-    let probes = probes_near(&field.volume, lo, hi, refresh_reach(&field.volume.grid, rules));
+    let probes = probes_near(field, lo, hi, refresh_reach(&field.volume.grid, rules));
     refresh_probes(field, scene, &probes, compress_params, rules)
 }
 

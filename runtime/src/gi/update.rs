@@ -298,7 +298,7 @@ pub fn bake_probes(field: &ProbeField, scene: &TraceScene<'_>, probes: &[u32], r
                 let hits = rays.iter().map(|r| trace_cpu(scene, r, false)).collect();
                 (rays, hits)
             };
-            let point = field.volume.probe_position(p as usize);
+            let point = field.grid_point(p as usize);
             let start = field.offsets.code(p as usize);
             bake_probe(grid, point, start, rules, trace, |hits| visibility_map(hits, clip))
         })

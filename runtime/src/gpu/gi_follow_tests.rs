@@ -22,16 +22,24 @@ fn mean_sample(gi: &mut GiVolume, tracer: &mut RayTracer, points: &[(Vec3, Vec3)
     got.into_iter().map(luminance).sum::<f32>() / points.len() as f32
 }
 
-#[test]
-fn gpu_refresh_stops_the_leak_through_a_new_wall_and_matches_a_fresh_bake() {
-    let Some(gpu) = test_gpu("gpu_refresh_stops_the_leak_through_a_new_wall_and_matches_a_fresh_bake") else {
-        return;
-    };
-    let mut tracer = RayTracer::with_gpu(gpu).unwrap();
+/// A tracer over the open room (instance i = box i) and the dense grid around it,
+/// or `None` without a device (see `test_gpu`).
+fn open_room_tracer(test: &str) -> Option<(RayTracer, ProbeGrid)> {
+    let mut tracer = RayTracer::with_gpu(test_gpu(test)?).unwrap();
     for (i, (lo, hi)) in open_room_boxes().into_iter().enumerate() {
         add_box(&mut tracer, lo, hi, i as u32);
     }
     let grid = ProbeGrid::covering(Vec3::new(-1.0, 0.0, -1.0), Vec3::new(6.0, 4.0, 5.0), 1.0).unwrap();
+    Some((tracer, grid))
+}
+
+#[test]
+fn gpu_refresh_stops_the_leak_through_a_new_wall_and_matches_a_fresh_bake() {
+    let Some((mut tracer, grid)) =
+        open_room_tracer("gpu_refresh_stops_the_leak_through_a_new_wall_and_matches_a_fresh_bake")
+    else {
+        return;
+    };
     let mut volumes: Vec<GiVolume> = (0..2).map(|_| GiVolume::new(&mut tracer, grid, None).unwrap()).collect();
     // Refused before a bake.
     assert!(matches!(volumes[0].refresh(&mut tracer, Vec3::ZERO, Vec3::ONE), Err(GpuError::InvalidInput(_))));
@@ -98,14 +106,9 @@ fn gpu_refresh_stops_the_leak_through_a_new_wall_and_matches_a_fresh_bake() {
 
 #[test]
 fn instances_outside_the_occluder_mask_cast_no_visibility() {
-    let Some(gpu) = test_gpu("instances_outside_the_occluder_mask_cast_no_visibility") else {
+    let Some((mut tracer, grid)) = open_room_tracer("instances_outside_the_occluder_mask_cast_no_visibility") else {
         return;
     };
-    let mut tracer = RayTracer::with_gpu(gpu).unwrap();
-    for (i, (lo, hi)) in open_room_boxes().into_iter().enumerate() {
-        add_box(&mut tracer, lo, hi, i as u32);
-    }
-    let grid = ProbeGrid::covering(Vec3::new(-1.0, 0.0, -1.0), Vec3::new(6.0, 4.0, 5.0), 1.0).unwrap();
     let mut without = GiVolume::new(&mut tracer, grid, None).unwrap();
     without.bake(&mut tracer).unwrap();
     // A crate marked dynamic (mask bit 1) in the middle of the room.

@@ -304,7 +304,7 @@ impl GiVolume {
             return Err(GpuError::InvalidInput("refresh: the volume is not baked yet: bake it first".into()));
         }
         let grid = self.field.volume.grid;
-        let probes = probes_near(&self.field.volume, lo, hi, refresh_reach(&grid, &self.rules));
+        let probes = probes_near(&self.field, lo, hi, refresh_reach(&grid, &self.rules));
         if probes.is_empty() {
             return Ok(RefreshReport::default());
         }
