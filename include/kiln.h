@@ -472,7 +472,7 @@
  * Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
  * struct of this header but `KilnAbiInfo` itself.
  */
-#define KILN_ABI_STRUCT_COUNT 93
+#define KILN_ABI_STRUCT_COUNT 94
 
 /**
  * Result of every fallible Kiln function. `KILN_OK` (0) is success; any other value
@@ -3168,6 +3168,25 @@ typedef struct KilnGiRefresh {
      */
     uint32_t blocks_reclaimed;
 } KilnGiRefresh;
+
+/**
+ * What `kiln_gi_scroll_to` did.
+ */
+typedef struct KilnGiScroll {
+    /**
+     * Whole probes the volume moved along x, y and z.
+     */
+    int32_t shift[3];
+    /**
+     * Planes of probes that entered, over all axes.
+     */
+    uint32_t planes;
+    /**
+     * Probes that entered (baked, unlit until the next updates, which take them
+     * first).
+     */
+    uint32_t probes;
+} KilnGiScroll;
 
 /**
  * Figures of a probe volume, from `kiln_gi_get_stats`.
@@ -5899,6 +5918,32 @@ KilnStatus kiln_gi_refresh(struct KilnGiId gi,
                            struct KilnGiRefresh *out_report);
 
 /**
+ * Moves a volume created with a probe at every grid point (`def->dilation`
+ * negative) by whole probes so that `centre` (the camera, say) lies in its
+ * middle cell: the volume follows a point across a world larger than itself.
+ * The probes of the planes that enter take the slots of those that leave
+ * (modulo addressing: nothing else moves in memory), are baked on the GPU and
+ * recompressed into the volume's dictionary, start unlit, and the next
+ * `kiln_gi_update` calls take them first. Every other probe keeps its data, so a
+ * point inside the volume before and after samples the same irradiance.
+ * `kiln_gi_get_gpu_buffers` then describes the moved volume (its version
+ * changes). Writes what it did to `out_report` (NULL allowed); a centre within
+ * half a spacing of the middle moves nothing.
+ *
+ * `centre` must be finite (`KILN_ERROR_INVALID_ARGUMENT`); a volume placed
+ * around geometry (a dilation of 0 or more) or not baked yet is refused with
+ * `KILN_ERROR_INVALID_STATE`. Submits and waits: on an embedded tracer it is
+ * refused with `KILN_ERROR_INVALID_STATE`.
+ *
+ * Pointers: `out_report` is NULL or writable.
+ *
+ * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_gi_scroll_to(struct KilnGiId gi,
+                             struct KilnVec3 centre,
+                             struct KilnGiScroll *out_report);
+
+/**
  * One frame's update: traces the next `probes_per_frame` live probes' rays
  * against the tracer's scene (updated first when it changed), shades them with the
  * sun, sky and the probes' own irradiance (multi-bounce) and blends the result in.
@@ -6265,6 +6310,7 @@ static inline KilnStatus kiln_check_linked_abi(void) {
     info.struct_sizes[90] = (uint32_t)sizeof(KilnTraceBuffers);
     info.struct_sizes[91] = (uint32_t)sizeof(KilnGiBuffers);
     info.struct_sizes[92] = (uint32_t)sizeof(KilnGiRefresh);
+    info.struct_sizes[93] = (uint32_t)sizeof(KilnGiScroll);
     return kiln_check_abi(&info);
 }
 #endif /* KILN_CHECK_LINKED_ABI_DEFINED */

@@ -15,7 +15,7 @@
  * gi_door_refreshed.png to OUTDIR (when given), prints the probe figures and the
  * GPU time of each update pass, and checks what it can know for certain: the leak
  * is there without visibility and gone with it, the closed door leaks until the
- * refresh and not after, bad
+ * refresh and not after, a dense volume scrolls without a jump in its light, bad
  * input is refused with the documented status and changes nothing, stale handles
  * are refused, and the validation layer stayed silent. Exits non-zero on a failed
  * check (or on a missing device when KILN_REQUIRE_GPU=1).
@@ -325,6 +325,42 @@ int main(int argc, char **argv) {
     KilnGiStats after;
     CHECK_STATUS(kiln_gi_get_stats(gi, &after), KILN_OK);
     CHECK(after.blocks == stats.blocks + report.blocks_added - report.blocks_reclaimed);
+    /* A volume placed around geometry does not scroll; one with a probe at every
+     * grid point follows a point: 2 m along x brings in 2 planes, and a point
+     * inside the volume before and after samples the same light. */
+    KilnGiScroll scroll = {{77, 77, 77}, 77, 77};
+    CHECK_STATUS(kiln_gi_scroll_to(gi, (KilnVec3){5, 1, 5}, &scroll), KILN_ERROR_INVALID_STATE);
+    CHECK_MESSAGE("dilation");
+    KilnGiDef dense_def = def;
+    dense_def.dilation = -1.0f;
+    dense_def.bounds_min = (KilnVec3){-2.5f, 0.5f, -2.5f};
+    dense_def.bounds_max = (KilnVec3){9.5f, 4.5f, 9.5f};
+    dense_def.probes_per_frame = 1024;
+    dense_def.relocate_probes = dense_def.classify_probes = false;
+    KilnGiId dense;
+    CHECK_STATUS(kiln_gi_create(tracer, &dense_def, &dense), KILN_OK);
+    CHECK_STATUS(kiln_gi_scroll_to(dense, (KilnVec3){5.5f, 2.5f, 3.5f}, &scroll), KILN_ERROR_INVALID_STATE);
+    CHECK_MESSAGE("kiln_gi_bake");
+    CHECK_STATUS(kiln_gi_bake(dense), KILN_OK);
+    CHECK_STATUS(kiln_gi_set_lighting(dense, &light), KILN_OK);
+    CHECK_STATUS(kiln_gi_scroll_to(dense, (KilnVec3){NAN, 2.5f, 3.5f}, &scroll), KILN_ERROR_INVALID_ARGUMENT);
+    CHECK(scroll.planes == 77 && scroll.probes == 77); /* untouched */
+    for (int f = 0; f < 2; f++) CHECK_STATUS(kiln_gi_update(dense, NULL), KILN_OK);
+    KilnVec3 fixed_point[2] = {{8.3f, 0.0f, 1.2f}, {8.8f, 0.0f, 5.7f}}; /* on the ground, east of the room */
+    float light_before = mean_irradiance(dense, fixed_point, 2, (KilnVec3){0, 1, 0}, true);
+    CHECK_STATUS(kiln_gi_scroll_to(dense, (KilnVec3){3.6f, 2.5f, 3.4f}, &scroll), KILN_OK); /* the middle already */
+    CHECK(scroll.probes == 0 && scroll.shift[0] == 0);
+    CHECK_STATUS(kiln_gi_scroll_to(dense, (KilnVec3){5.5f, 2.5f, 3.5f}, &scroll), KILN_OK);
+    float light_after = mean_irradiance(dense, fixed_point, 2, (KilnVec3){0, 1, 0}, true);
+    printf("scroll: shift {%d, %d, %d}, %u planes, %u probes baked; light at a fixed point %.6f before, %.6f after\n",
+           scroll.shift[0], scroll.shift[1], scroll.shift[2], scroll.planes, scroll.probes, light_before, light_after);
+    CHECK(scroll.shift[0] == 2 && scroll.shift[1] == 0 && scroll.shift[2] == 0);
+    CHECK(scroll.planes == 2 && scroll.probes == 2 * 5 * 13);
+    CHECK(light_before > 0.1f && fabsf(light_after - light_before) <= 1e-5f * light_before);
+    CHECK_STATUS(kiln_gi_scroll_to(dense, (KilnVec3){1e30f, 2.5f, 3.5f}, NULL), KILN_OK); /* huge: every probe */
+    CHECK_STATUS(kiln_gi_destroy(dense), KILN_OK);
+    CHECK_STATUS(kiln_gi_scroll_to(dense, (KilnVec3){0, 0, 0}, NULL), KILN_ERROR_INVALID_HANDLE);
+
     /* A box around everything re-bakes every probe. */
     CHECK_STATUS(kiln_gi_refresh(gi, (KilnVec3){-1e30f, -1e30f, -1e30f}, (KilnVec3){1e30f, 1e30f, 1e30f}, &report),
                  KILN_OK);

@@ -18,7 +18,7 @@ void main() {
         return;
     }
     uint probe = kiln_gi_slot_probe(P, i / P.rays_per_probe);
-    uint linear = kiln_gi_probe_linear(P, probe);
+    uint linear = kiln_gi_slot_steps(P, kiln_gi_probe_linear(P, probe));
     KilnRay ray;
     ray.origin = kiln_gi_grid_position(linear, vec3(P.origin_x, P.origin_y, P.origin_z), P.spacing, P.dims_x, P.dims_z)
         + kiln_gi_probe_offset(P, probe);

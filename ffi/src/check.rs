@@ -10,7 +10,7 @@ use crate::character::{KilnCharacterBodies, KilnCharacterDef, KilnCharacterId, K
 use crate::embedded::{KilnEmbeddedDef, KilnGpuBuffer, KilnTraceBuffers};
 use crate::events::{KilnBodyMoveEvent, KilnContactHitEvent, KilnSensorEvent, KilnSubmerged, KilnWaterEvent};
 use crate::frame::{KilnFrameDef, KilnFrameId, KilnFrameTiming};
-use crate::gi::{KilnGiBuffers, KilnGiDef, KilnGiId, KilnGiLighting, KilnGiRefresh, KilnGiStats};
+use crate::gi::{KilnGiBuffers, KilnGiDef, KilnGiId, KilnGiLighting, KilnGiRefresh, KilnGiScroll, KilnGiStats};
 use crate::joint::{
     KilnDistanceJointDef, KilnFixedJointDef, KilnJointBase, KilnJointEvent, KilnPrismaticJointDef,
     KilnRevoluteJointDef, KilnSixDofJointDef, KilnSphericalJointDef,
@@ -40,7 +40,7 @@ use crate::world::{KilnJointDraw, KilnJointId};
 
 /// Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
 /// struct of this header but `KilnAbiInfo` itself.
-pub const KILN_ABI_STRUCT_COUNT: usize = 93;
+pub const KILN_ABI_STRUCT_COUNT: usize = 94;
 
 /// The ABI as the caller's header sees it; filled and checked by
 /// `kiln_check_linked_abi()` at the end of this header.
@@ -171,6 +171,7 @@ abi_structs!(
     KilnTraceBuffers,
     KilnGiBuffers,
     KilnGiRefresh,
+    KilnGiScroll,
 );
 
 /// Refuses a library whose ABI differs from the caller's header. Prefer the inline

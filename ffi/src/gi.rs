@@ -173,6 +173,19 @@ pub struct KilnGiRefresh {
     pub blocks_reclaimed: u32,
 }
 
+/// What `kiln_gi_scroll_to` did.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KilnGiScroll {
+    /// Whole probes the volume moved along x, y and z.
+    pub shift: [i32; 3],
+    /// Planes of probes that entered, over all axes.
+    pub planes: u32,
+    /// Probes that entered (baked, unlit until the next updates, which take them
+    /// first).
+    pub probes: u32,
+}
+
 /// A volume behind a handle, with the tracer it traces.
 pub(crate) struct GiEntry {
     pub(crate) volume: Lendable<GiVolume>,
@@ -474,6 +487,62 @@ pub unsafe extern "C" fn kiln_gi_refresh(
                 blocks_added: report.blocks.added,
                 blocks_reclaimed: report.blocks.reclaimed,
             };
+            write_out(out_report, "out_report", out)?;
+        }
+        Ok(())
+    })
+}
+
+/// Moves a volume created with a probe at every grid point (`def->dilation`
+/// negative) by whole probes so that `centre` (the camera, say) lies in its
+/// middle cell: the volume follows a point across a world larger than itself.
+/// The probes of the planes that enter take the slots of those that leave
+/// (modulo addressing: nothing else moves in memory), are baked on the GPU and
+/// recompressed into the volume's dictionary, start unlit, and the next
+/// `kiln_gi_update` calls take them first. Every other probe keeps its data, so a
+/// point inside the volume before and after samples the same irradiance.
+/// `kiln_gi_get_gpu_buffers` then describes the moved volume (its version
+/// changes). Writes what it did to `out_report` (NULL allowed); a centre within
+/// half a spacing of the middle moves nothing.
+///
+/// `centre` must be finite (`KILN_ERROR_INVALID_ARGUMENT`); a volume placed
+/// around geometry (a dilation of 0 or more) or not baked yet is refused with
+/// `KILN_ERROR_INVALID_STATE`. Submits and waits: on an embedded tracer it is
+/// refused with `KILN_ERROR_INVALID_STATE`.
+///
+/// Pointers: `out_report` is NULL or writable.
+///
+/// Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+#[no_mangle]
+pub unsafe extern "C" fn kiln_gi_scroll_to(
+    gi: KilnGiId,
+    centre: KilnVec3,
+    out_report: *mut KilnGiScroll,
+) -> KilnStatus {
+    ffi_call("kiln_gi_scroll_to", || {
+        let centre = vec3(centre);
+        if !centre.is_finite() {
+            return Err(invalid(format!("centre {centre} is not finite")));
+        }
+        let report = with_gi(gi, |volume, tracer| {
+            refuse_embedded(tracer, "kiln_gi_scroll_to", "kiln_gi_record_bake")?;
+            let stats = volume.stats();
+            if u64::from(stats.probe_count) != stats.grid_points {
+                return Err(Error::new(
+                    KILN_ERROR_INVALID_STATE,
+                    "only a volume with a probe at every grid point scrolls: create it with a negative def->dilation",
+                ));
+            }
+            if !stats.baked {
+                return Err(Error::new(
+                    KILN_ERROR_INVALID_STATE,
+                    "the volume is not baked yet: call kiln_gi_bake first",
+                ));
+            }
+            volume.scroll_to(tracer, centre).map_err(gpu_error)
+        })?;
+        if !out_report.is_null() {
+            let out = KilnGiScroll { shift: report.shift, planes: report.planes, probes: report.probes.len() as u32 };
             write_out(out_report, "out_report", out)?;
         }
         Ok(())

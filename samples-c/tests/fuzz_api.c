@@ -561,7 +561,7 @@ static KilnStatus snapshot_call(Pools *p, const char **what) {
 
 static KilnStatus gi_call(Pools *p, const char **what) {
     KilnGiId g = below(12) ? p->gi : (KilnGiId){below(3), below(3)};
-    switch (below(10)) {
+    switch (below(11)) {
     case 0: {
         if (kiln_gi_is_valid(p->gi)) {
             if (below(10)) break;
@@ -628,6 +628,12 @@ static KilnStatus gi_call(Pools *p, const char **what) {
         *what = "kiln_gi_record_update";
         return kiln_gi_record_update(g, below(2) ? (void *)&stand_in : NULL, below(4) ? below(3) : next(),
                                      below(2) ? &updated : NULL);
+    }
+    case 10: {
+        if (below(3)) break; /* bakes the planes that enter */
+        KilnGiScroll report;
+        *what = "kiln_gi_scroll_to";
+        return kiln_gi_scroll_to(g, below(6) ? sane_vec(8.0f) : vec(8.0f), below(4) ? &report : NULL);
     }
     case 9: {
         if (below(3)) break; /* re-bakes the probes near the box */

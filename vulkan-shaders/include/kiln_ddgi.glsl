@@ -535,12 +535,24 @@ int kiln_gi_irradiance_slot(KilnGiUpdateParams P, uint probe) {
     return kiln_gi_rank(P.live_mask, P.live_rank, probe);
 }
 
-// volume.rs ProbeVolume::probe_at: the probe at grid point c, or -1.
+// field.rs ProbeField::probe_at_steps: the probe c grid steps from the origin
+// (in slot (c + ring) mod dims of a scrolling volume), or -1.
 int kiln_gi_probe_at(KilnGiUpdateParams P, uvec3 c) {
-    if (c.x >= P.dims_x || c.y >= P.dims_y || c.z >= P.dims_z) {
+    uvec3 dims = uvec3(P.dims_x, P.dims_y, P.dims_z);
+    if (any(greaterThanEqual(c, dims))) {
         return -1;
     }
-    return kiln_gi_rank(P.mask, P.rank, (c.y * P.dims_z + c.z) * P.dims_x + c.x);
+    uvec3 slot = (c + uvec3(P.ring[0], P.ring[1], P.ring[2])) % dims;
+    return kiln_gi_rank(P.mask, P.rank, (slot.y * P.dims_z + slot.z) * P.dims_x + slot.x);
+}
+
+// field.rs ProbeField::steps_of_slot: the grid steps from the origin of the probe
+// in slot `slot` (a linear grid index), as a linear grid index.
+uint kiln_gi_slot_steps(KilnGiUpdateParams P, uint slot) {
+    uvec3 dims = uvec3(P.dims_x, P.dims_y, P.dims_z);
+    uvec3 s = uvec3(slot % P.dims_x, slot / (P.dims_x * P.dims_z), (slot / P.dims_x) % P.dims_z);
+    uvec3 r = (s + dims - uvec3(P.ring[0], P.ring[1], P.ring[2]) % dims) % dims;
+    return (r.y * P.dims_z + r.z) * P.dims_x + r.x;
 }
 
 // field.rs ProbeField::sample: irradiance at surface point p, unit normal n, seen

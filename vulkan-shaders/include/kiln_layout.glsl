@@ -58,8 +58,8 @@ struct KilnTraceScene { uvec2 tlas; uvec2 instances; uvec2 blas_refs; uvec2 blas
 // 80 bytes of push constants
 #define KILN_PUSH_GI_BAKE layout(push_constant, std430) uniform GiBakePush { uvec2 rays; uvec2 hits; uvec2 probes; uvec2 maps; uvec2 offsets; float origin_x; float origin_y; float origin_z; float spacing; uint dims_x; uint dims_z; float clip; uint first; uint count; uint mask; } pc
 
-// 296 bytes
-struct KilnGiUpdateParams { uvec2 rays; uvec2 hits; uvec2 shadow_rays; uvec2 shadow_hits; uvec2 radiance; uvec2 dirs; uvec2 slots; uvec2 mask; uvec2 rank; uvec2 irradiance; uvec2 live_mask; uvec2 live_rank; uvec2 numbers; uvec2 entries; uvec2 blocks; uvec2 albedo; uvec2 offset_mask; uvec2 offset_rank; uvec2 offset_codes; float origin_x; float origin_y; float origin_z; float spacing; uint dims_x; uint dims_y; uint dims_z; float clip; float bias; uint visibility; float sun_x; float sun_y; float sun_z; float sun_r; float sun_g; float sun_b; float sky_r; float sky_g; float sky_b; float albedo_r; float albedo_g; float albedo_b; uint albedo_count; uint probe_count; uint live_count; uint count; uint rays_per_probe; float hysteresis; uint index_layout[3]; uint table_layout[4]; uint _pad; };
+// 312 bytes
+struct KilnGiUpdateParams { uvec2 rays; uvec2 hits; uvec2 shadow_rays; uvec2 shadow_hits; uvec2 radiance; uvec2 dirs; uvec2 slots; uvec2 mask; uvec2 rank; uvec2 irradiance; uvec2 live_mask; uvec2 live_rank; uvec2 numbers; uvec2 entries; uvec2 blocks; uvec2 albedo; uvec2 offset_mask; uvec2 offset_rank; uvec2 offset_codes; float origin_x; float origin_y; float origin_z; float spacing; uint dims_x; uint dims_y; uint dims_z; float clip; float bias; uint visibility; float sun_x; float sun_y; float sun_z; float sun_r; float sun_g; float sun_b; float sky_r; float sky_g; float sky_b; float albedo_r; float albedo_g; float albedo_b; uint albedo_count; uint probe_count; uint live_count; uint count; uint rays_per_probe; float hysteresis; uint index_layout[3]; uint table_layout[4]; uint ring[3]; uint _pad[2]; };
 
 // 8 bytes of push constants
 #define KILN_PUSH_GI_UPDATE layout(push_constant, std430) uniform GiUpdatePush { uvec2 params; } pc

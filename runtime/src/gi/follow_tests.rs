@@ -354,8 +354,11 @@ fn a_scroll_bakes_only_the_planes_that_enter_and_samples_continue_across_it() {
     assert_eq!(report.bake.probes as usize, new_probes, "only the planes that entered are baked");
     assert_eq!(field.volume.grid.origin, Vec3::new(4.25, 0.25, 1.25));
     // The points lie inside the volume before and after, away from the new
-    // planes: they sample the same probes with the same data.
-    assert_eq!(sample(&field), before, "sampling continues across the scroll");
+    // planes: they sample the same probes with the same data (only the cell
+    // coordinates, measured from the moved origin, may round differently).
+    for (a, b) in sample(&field).iter().flatten().zip(before.iter().flatten()) {
+        assert!((a - b).abs() <= 1e-5 * b.abs().max(1e-3), "sampling continues across the scroll: {a} vs {b}");
+    }
 
     // The scrolled field is the one a bake at the new place gives, slot by slot
     // through the ring: the same positions, activity and maps (each within the

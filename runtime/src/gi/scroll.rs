@@ -82,12 +82,27 @@ pub fn scroll_by(
     compress_params: &CompressParams,
     rules: &ProbeRules,
 ) -> ScrollReport {
+    let (probes, planes) = advance(field, shift);
+    let mut report = ScrollReport { shift, planes, ..ScrollReport::default() };
+    if probes.is_empty() {
+        return report;
+    }
+    report.bake = refresh_probes(field, scene, &probes, compress_params, rules);
+    unlight(field, &probes);
+    report.probes = probes;
+    report
+}
+
+/// The first half of a scroll: moves the grid's origin and the ring, puts the
+/// probes that enter on their grid points and returns them (ascending) with the
+/// number of planes that entered. Their maps and irradiance are still those of
+/// the probes that left: bake them, then [`unlight`] them.
+pub fn advance(field: &mut ProbeField, shift: [i32; 3]) -> (Vec<u32>, u32) {
     let grid = field.volume.grid;
     assert_eq!(field.volume.probe_count(), grid.point_count(), "only a dense volume scrolls");
     let dims = grid.dims;
-    let mut report = ScrollReport { shift, ..ScrollReport::default() };
     if shift == [0; 3] {
-        return report;
+        return (Vec::new(), 0);
     }
     // The steps (from the new origin) of the planes that enter, per axis.
     let entering: [std::ops::Range<u32>; 3] = std::array::from_fn(|a| {
@@ -98,12 +113,13 @@ pub fn scroll_by(
             0..k
         }
     });
+    let mut planes = 0;
     for a in 0..3 {
         let k = shift[a];
         field.volume.grid.origin[a] = grid.origin[a] + k as f32 * grid.spacing;
         let turn = (k.rem_euclid(dims[a] as i32)) as u32;
         field.ring[a] = (field.ring[a] + turn) % dims[a];
-        report.planes += shift[a].unsigned_abs().min(dims[a]);
+        planes += shift[a].unsigned_abs().min(dims[a]);
     }
     let mut probes = Vec::new();
     for j in 0..dims[1] {
@@ -117,21 +133,23 @@ pub fn scroll_by(
         }
     }
     probes.sort_unstable();
-    // The new probes start on their grid points, unlit.
     let n = field.volume.probe_count();
     let mut codes = field.offsets.codes(n);
     for &p in &probes {
         codes[p as usize] = [0; 3];
     }
     field.offsets = ProbeOffsets::from_codes(&codes);
-    report.bake = refresh_probes(field, scene, &probes, compress_params, rules);
-    for &p in &probes {
+    (probes, planes)
+}
+
+/// Leaves `probes` unlit (those that keep irradiance): the probes that entered a
+/// scroll carry no light of the probes whose slots they took.
+pub fn unlight(field: &mut ProbeField, probes: &[u32]) {
+    for &p in probes {
         if let Some(slot) = field.irradiance_slot(p as usize) {
             field.irradiance[slot] = UNLIT;
         }
     }
-    report.probes = probes;
-    report
 }
 
 /// How much of a sample at `p` the field takes before the next coarser one: 1

@@ -226,3 +226,76 @@ fn gpu_relocation_and_classification_match_the_cpu_reference() {
     assert!(mean <= 1e-3 && worst <= 0.05, "mean {mean}, worst {worst}");
     assert_validation_clean(tracer.gpu());
 }
+
+#[test]
+fn a_gpu_volume_scrolls_with_the_cpu_reference_and_updates_through_its_ring() {
+    use crate::gi::scroll::scroll_by;
+    use crate::gi::{update_irradiance, GiLighting, ProbeRules, UpdateParams};
+    let Some((mut tracer, _)) =
+        open_room_tracer("a_gpu_volume_scrolls_with_the_cpu_reference_and_updates_through_its_ring")
+    else {
+        return;
+    };
+    let grid = ProbeGrid::covering(Vec3::new(-1.5, 0.5, -1.5), Vec3::new(3.5, 2.5, 2.5), 1.0).unwrap();
+    let mut placed = GiVolume::new(&mut tracer, grid, Some(1.5)).unwrap();
+    placed.bake(&mut tracer).unwrap();
+    assert!(matches!(placed.scroll_by(&mut tracer, [1, 0, 0]), Err(GpuError::InvalidInput(_))), "placed: refused");
+    let mut gi = GiVolume::new(&mut tracer, grid, None).unwrap();
+    assert!(matches!(gi.scroll_by(&mut tracer, [1, 0, 0]), Err(GpuError::InvalidInput(_))), "unbaked: refused");
+    gi.rules = ProbeRules::default();
+    gi.params.hysteresis = 0.5;
+    gi.probes_per_frame = gi.probe_count();
+    gi.bake(&mut tracer).unwrap();
+    for _ in 0..2 {
+        gi.update(&mut tracer).unwrap();
+    }
+    let points = [Vec3::new(1.3, 1.2, 0.7), Vec3::new(0.6, 0.9, 1.4)];
+    let at: Vec<(Vec3, Vec3, Vec3)> = points.iter().map(|&p| (p, Vec3::Y, Vec3::Y)).collect();
+    let params = SampleParams::for_spacing(1.0);
+    let before = gi.sample(&mut tracer, &at, &params).unwrap();
+    let mut cpu = gi.field(&mut tracer).unwrap().clone();
+    assert!(matches!(gi.scroll_to(&mut tracer, Vec3::splat(f32::NAN)), Err(GpuError::InvalidInput(_))));
+
+    let report = gi.scroll_by(&mut tracer, [1, 0, -1]).unwrap();
+    let [nx, ny, nz] = grid.dims;
+    assert_eq!(report.probes.len() as u32, ny * nz + nx * ny - ny, "{report:?}");
+    // The same probes with the same data; only the cell coordinates, measured
+    // from the moved origin, round differently in the last bit.
+    let after = gi.sample(&mut tracer, &at, &params).unwrap();
+    for (a, b) in after.iter().flatten().zip(before.iter().flatten()) {
+        assert!((a - b).abs() <= 1e-5 * b.abs().max(1e-3), "sampling continues across the scroll: {a} vs {b}");
+    }
+    // The CPU reference scrolls the same way: the same slots enter, at the same
+    // places, active alike.
+    let scene = tracer.scene().clone();
+    let tlas = crate::gi::scenes::cpu_tlas(&scene);
+    let view = scene.trace_scene(&tlas);
+    let cpu_report = scroll_by(&mut cpu, &view, [1, 0, -1], &CompressParams::default(), &ProbeRules::default());
+    assert_eq!(cpu_report.probes, report.probes);
+    let got = gi.field(&mut tracer).unwrap().clone();
+    assert_eq!((got.ring, got.volume.grid.origin), (cpu.ring, cpu.volume.grid.origin));
+    for p in 0..got.volume.probe_count() {
+        assert!((got.probe_position(p) - cpu.probe_position(p)).length() <= 1e-3, "probe {p}");
+        assert_eq!(got.is_active(p), cpu.is_active(p), "probe {p}");
+    }
+    // The next update takes the probes that entered first; its rays and its
+    // bounce go through the ring on the device as on the CPU.
+    let entered: Vec<u32> = report.probes.iter().copied().filter(|&p| got.is_active(p as usize)).collect();
+    assert_eq!(gi.update(&mut tracer).unwrap(), entered.len() as u32);
+    let mut reference = got.clone();
+    let lighting = GiLighting::default();
+    let update = UpdateParams { hysteresis: 0.5, ..UpdateParams::for_spacing(1.0) };
+    update_irradiance(&mut reference, &view, &lighting, &update, 2, &entered);
+    let field = &gi.field(&mut tracer).unwrap().clone();
+    let mut worst = 0.0f32;
+    for &p in &entered {
+        for d in [Vec3::X, Vec3::NEG_X, Vec3::Y, Vec3::NEG_Y, Vec3::Z, Vec3::NEG_Z] {
+            let (a, b) = (reference.probe_sh(p as usize).irradiance(d), field.probe_sh(p as usize).irradiance(d));
+            for ch in 0..3 {
+                worst = worst.max((a[ch] - b[ch]).abs() / a[ch].abs().max(0.05));
+            }
+        }
+    }
+    assert!(worst <= 1e-3, "the entered probes' irradiance differs by {worst}");
+    assert_validation_clean(tracer.gpu());
+}

@@ -58,6 +58,8 @@ pub struct GpuProbeField {
     /// The moved probes' offsets (`ProbeOffsets::parts`: mask, ranks, codes);
     /// `None` while every probe sits on its grid point.
     pub(crate) offsets: Option<[GpuBuffer; 3]>,
+    /// A scrolling volume's ring (`ProbeField::ring`).
+    pub ring: [u32; 3],
 }
 
 /// A probe field's compressed visibility on the device, sized to the data: the
@@ -102,6 +104,7 @@ impl GpuProbeField {
             irradiance: gpu.buffer_from::<PackedSh>("gi irradiance", &[])?,
             visibility: DeviceVisibility::new(gpu, &CompressedVisibility::dead(volume.probe_count()))?,
             offsets: None,
+            ring: field.ring,
         };
         gpu_field.upload(gpu, &field.visibility, &field.irradiance)?;
         Ok(gpu_field)
@@ -169,6 +172,7 @@ impl GpuProbeField {
             irradiance: buffer("gi irradiance", std::mem::size_of_val(field.irradiance.as_slice()) as u64)?,
             visibility: DeviceVisibility::sized(gpu, vis, &data)?,
             offsets: None,
+            ring: field.ring,
         };
         let visibility = data.words().map(|w| w.to_vec());
         Ok((gpu_field, InitialUpload { mask, rank, visibility, irradiance: field.irradiance.clone() }))
@@ -755,6 +759,7 @@ fn field_params(field: &GpuProbeField, slots: u64) -> GiUpdateParams {
         live_count: vis.live_count,
         index_layout: vis.index_layout,
         table_layout: vis.table_layout,
+        ring: field.ring,
         ..GiUpdateParams::default()
     }
 }

@@ -27,6 +27,7 @@ use super::recorder::{Download, Recorder};
 use crate::gi::compress::{CompressParams, ProbeOrder};
 use crate::gi::refresh::{fold_probes, probes_near, refresh_reach, RefreshReport};
 use crate::gi::relocate::{ProbeOffsets, ProbeRules};
+use crate::gi::scroll::{advance, centre_shift, unlight, ScrollReport};
 use crate::gi::update::{GiLighting, UpdateParams};
 use crate::gi::{ProbeField, ProbeGrid, ProbeVolume, SampleParams, VisibilityMap, OCT_TEXELS};
 use crate::math::Vec3;
@@ -101,6 +102,11 @@ pub struct GiVolume {
     frame: u32,
     /// The probes of the last update (kept so an update allocates nothing).
     probes: Vec<u32>,
+    /// Probes that entered with a scroll and were not updated yet: the next
+    /// updates take them before the round robin goes on.
+    entered: Vec<u32>,
+    /// Whether the probes of the update in progress came from `entered`.
+    serving_entered: bool,
     last_update_probes: u32,
     irradiance_stale: bool,
     baked: bool,
@@ -157,6 +163,8 @@ impl GiVolume {
             probes_per_frame: 1024,
             cursor: 0,
             probes: Vec::new(),
+            entered: Vec::new(),
+            serving_entered: false,
             frame: 0,
             last_update_probes: 0,
             irradiance_stale: false,
@@ -257,8 +265,9 @@ impl GiVolume {
         // The maps and the compressor's buffers live for this call only: the field
         // keeps the compact result.
         let work = GpuVisibility::new(tracer.gpu(), n)?;
-        let volume = &self.field.volume;
-        let linear: Vec<u32> = (0..n as usize).map(|p| volume.grid.linear(volume.probe_coords(p)) as u32).collect();
+        let (field, volume) = (&self.field, &self.field.volume);
+        let linear: Vec<u32> =
+            (0..n as usize).map(|p| volume.grid.linear(field.steps_of_slot(volume.probe_coords(p))) as u32).collect();
         let start = self.field.offsets.codes(n as usize);
         self.baker.occluders = self.rules.occluders;
         let places = self.baker.bake_relocated(tracer, &volume.grid, &linear, &start, &self.rules, &work.maps);
@@ -308,28 +317,100 @@ impl GiVolume {
         if probes.is_empty() {
             return Ok(RefreshReport::default());
         }
-        let volume = &self.field.volume;
-        let linear: Vec<u32> = probes.iter().map(|&p| grid.linear(volume.probe_coords(p as usize)) as u32).collect();
-        let start: Vec<[i32; 3]> = probes.iter().map(|&p| self.field.offsets.code(p as usize)).collect();
-        let bytes = probes.len() as u64 * OCT_TEXELS as u64 * 8;
-        let buffer = tracer.gpu().buffer("gi refresh maps", bytes, BufferMemory::Device)?;
-        self.baker.occluders = self.rules.occluders;
-        let places = self.baker.bake_relocated(tracer, &grid, &linear, &start, &self.rules, &buffer);
-        let texels = places
-            .and_then(|places| Ok((places, tracer.gpu_mut().read::<[f32; 2]>(&buffer, probes.len() * OCT_TEXELS)?)));
-        tracer.gpu_mut().defer_drop(buffer);
-        let (places, texels) = texels?;
-        let maps: Vec<VisibilityMap> = texels
-            .chunks_exact(OCT_TEXELS)
-            .map(|c| VisibilityMap(<[[f32; 2]; OCT_TEXELS]>::try_from(c).expect("chunks of one map")))
+        let field = &self.field;
+        let linear: Vec<u32> = probes
+            .iter()
+            .map(|&p| grid.linear(field.steps_of_slot(field.volume.probe_coords(p as usize))) as u32)
             .collect();
-        let codes: Vec<[i32; 3]> = places.iter().map(|(c, _)| *c).collect();
+        let start: Vec<[i32; 3]> = probes.iter().map(|&p| field.offsets.code(p as usize)).collect();
+        let baked = self.bake_maps(tracer, &grid, &linear, &start)?;
+        let codes: Vec<[i32; 3]> = baked.iter().map(|(c, _)| *c).collect();
+        let maps: Vec<VisibilityMap> = baked.into_iter().map(|(_, m)| m).collect();
         let mut field = self.field(tracer)?.clone();
         let report = fold_probes(&mut field, &probes, &codes, &maps, &self.compress);
         self.device.upload(tracer.gpu_mut(), &field.visibility, &field.irradiance)?;
         self.device.upload_offsets(tracer.gpu_mut(), &field.offsets)?;
         self.field = field;
         Ok(report)
+    }
+
+    /// Scrolls a volume with a probe at every grid point (created without a
+    /// dilation) `shift` whole probes along each axis (`gi/scroll.rs`): the grid's
+    /// origin moves, the probes of the planes that enter take the slots of those
+    /// that leave (modulo addressing on the CPU and the device), and only they are
+    /// baked, on the GPU, and recompressed into the dictionary; they start unlit
+    /// and the next updates take them first. Every other probe keeps its data, so
+    /// a point inside the volume before and after samples the same irradiance.
+    /// The volume must be baked.
+    pub fn scroll_by(&mut self, tracer: &mut RayTracer, shift: [i32; 3]) -> Result<ScrollReport, GpuError> {
+        let grid = self.field.volume.grid;
+        if self.field.volume.probe_count() != grid.point_count() {
+            return Err(GpuError::InvalidInput(
+                "scroll: only a volume with a probe at every grid point (created without a dilation) scrolls".into(),
+            ));
+        }
+        if !self.baked {
+            return Err(GpuError::InvalidInput("scroll: the volume is not baked yet: bake it first".into()));
+        }
+        let mut field = self.field(tracer)?.clone();
+        let (probes, planes) = advance(&mut field, shift);
+        let mut report = ScrollReport { shift, planes, ..ScrollReport::default() };
+        if probes.is_empty() {
+            return Ok(report);
+        }
+        let grid = field.volume.grid;
+        let linear: Vec<u32> = probes
+            .iter()
+            .map(|&p| grid.linear(field.steps_of_slot(field.volume.probe_coords(p as usize))) as u32)
+            .collect();
+        let maps = self.bake_maps(tracer, &grid, &linear, &vec![[0; 3]; probes.len()])?;
+        let codes: Vec<[i32; 3]> = maps.iter().map(|(c, _)| *c).collect();
+        let maps: Vec<VisibilityMap> = maps.into_iter().map(|(_, m)| m).collect();
+        report.bake = fold_probes(&mut field, &probes, &codes, &maps, &self.compress);
+        unlight(&mut field, &probes);
+        self.device.grid = field.volume.grid;
+        self.device.ring = field.ring;
+        self.device.upload(tracer.gpu_mut(), &field.visibility, &field.irradiance)?;
+        self.device.upload_offsets(tracer.gpu_mut(), &field.offsets)?;
+        self.entered = probes.iter().copied().filter(|&p| field.is_active(p as usize)).collect();
+        self.field = field;
+        report.probes = probes;
+        Ok(report)
+    }
+
+    /// [`GiVolume::scroll_by`] the whole probes that put `centre` in the volume's
+    /// middle cell.
+    pub fn scroll_to(&mut self, tracer: &mut RayTracer, centre: Vec3) -> Result<ScrollReport, GpuError> {
+        if !centre.is_finite() {
+            return Err(GpuError::InvalidInput(format!("scroll: the centre {centre} is not finite")));
+        }
+        let shift = centre_shift(&self.field, centre);
+        self.scroll_by(tracer, shift)
+    }
+
+    /// Bakes the probes at grid points `linear` (from `start` offset codes, under
+    /// the volume's rules) on the GPU and reads their maps back, each with its
+    /// final codes.
+    fn bake_maps(
+        &mut self,
+        tracer: &mut RayTracer,
+        grid: &ProbeGrid,
+        linear: &[u32],
+        start: &[[i32; 3]],
+    ) -> Result<Vec<([i32; 3], VisibilityMap)>, GpuError> {
+        let bytes = linear.len() as u64 * OCT_TEXELS as u64 * 8;
+        let buffer = tracer.gpu().buffer("gi bake maps", bytes, BufferMemory::Device)?;
+        self.baker.occluders = self.rules.occluders;
+        let places = self.baker.bake_relocated(tracer, grid, linear, start, &self.rules, &buffer);
+        let texels =
+            places.and_then(|p| Ok((p, tracer.gpu_mut().read::<[f32; 2]>(&buffer, linear.len() * OCT_TEXELS)?)));
+        tracer.gpu_mut().defer_drop(buffer);
+        let (places, texels) = texels?;
+        Ok(places
+            .into_iter()
+            .zip(texels.chunks_exact(OCT_TEXELS))
+            .map(|((code, _), c)| (code, VisibilityMap(<[[f32; 2]; OCT_TEXELS]>::try_from(c).expect("a map"))))
+            .collect())
     }
 
     /// Embedded mode: the bake in two recordings into the engine's command
@@ -478,6 +559,13 @@ impl GiVolume {
     fn next_probes(&mut self) -> Option<u32> {
         let rays = self.params.rays_per_probe.clamp(1, MAX_RAYS_PER_PROBE);
         let count = self.probes_per_frame.min(GiUpdater::max_probes_per_update(rays));
+        self.serving_entered = !self.entered.is_empty();
+        if self.serving_entered {
+            let take = self.entered.len().min(count as usize);
+            self.probes.clear();
+            self.probes.extend(self.entered.drain(..take));
+            return self.probes.last().copied();
+        }
         self.field.live_round_robin_into(self.cursor, count, &mut self.probes);
         let last = self.probes.last().copied();
         if last.is_none() {
@@ -488,7 +576,9 @@ impl GiVolume {
 
     /// Advances the round robin past `last`; returns the probes updated.
     fn after_update(&mut self, last: u32) -> u32 {
-        self.cursor = (last + 1) % self.probe_count();
+        if !self.serving_entered {
+            self.cursor = (last + 1) % self.probe_count();
+        }
         self.frame = self.frame.wrapping_add(1);
         self.last_update_probes = self.probes.len() as u32;
         self.irradiance_stale = true;

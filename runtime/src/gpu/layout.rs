@@ -290,9 +290,12 @@ pub struct GiUpdateParams {
     /// The block table's group count, masks' first word, data's first word and
     /// bits per mask number (`gi::BlockTable::layout`).
     pub table_layout: [u32; 4],
-    pub _pad: u32,
+    /// A scrolling volume's ring (`ProbeField::ring`): per axis, the slot of the
+    /// probe at the grid's origin; zero for a volume that does not scroll.
+    pub ring: [u32; 3],
+    pub _pad: [u32; 2],
 }
-const _: () = assert!(size_of::<GiUpdateParams>() == 296);
+const _: () = assert!(size_of::<GiUpdateParams>() == 312);
 
 /// Push constants of the irradiance update kernels: where their parameters are.
 #[repr(C)]
@@ -399,7 +402,7 @@ mod glsl {
             sun_g: "float", sun_b: "float", sky_r: "float", sky_g: "float", sky_b: "float", albedo_r: "float",
             albedo_g: "float", albedo_b: "float", albedo_count: "uint", probe_count: "uint", live_count: "uint",
             count: "uint", rays_per_probe: "uint", hysteresis: "float", index_layout: "uint[3]", table_layout: "uint[4]",
-            _pad: "uint",
+            ring: "uint[3]", _pad: "uint[2]",
         }),
         glsl_struct!(GiUpdatePush, "GiUpdatePush", Some("KILN_PUSH_GI_UPDATE"), { params: "uvec2" }),
     ];
