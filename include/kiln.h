@@ -469,6 +469,12 @@
 #define KILN_TRACE_ANY 1
 
 /**
+ * Most volumes `kiln_gi_sample_cascades` (and `kiln_ddgi.glsl`'s
+ * `kiln_gi_irradiance_cascades`) blend.
+ */
+#define KILN_GI_MAX_CASCADES 8
+
+/**
  * Number of public structs whose sizes `kiln_check_linked_abi()` compares: every
  * struct of this header but `KilnAbiInfo` itself.
  */
@@ -6027,6 +6033,36 @@ KilnStatus kiln_gi_sample(struct KilnGiId gi,
                           uint32_t count,
                           bool visibility,
                           struct KilnVec3 *out_irradiance);
+
+/**
+ * Irradiance at `count` surface points (as `kiln_gi_sample`) from cascades:
+ * volumes of growing spacing around the same place (the camera's, with
+ * `kiln_gi_scroll_to` on each), ordered finest first. A point takes the finest
+ * volume that holds it; within one probe spacing of that volume's edge it blends
+ * into the next coarser one (1 deeper inside, 0 at the edge), so the light has no
+ * seam where a cascade ends; the coarsest takes whatever the finer ones left.
+ * Each volume samples with its own bias. `kiln_gi_irradiance_cascades` from
+ * `kiln_ddgi.glsl` computes the same on an engine's device.
+ *
+ * `cascade_count` is 1 to `KILN_GI_MAX_CASCADES`; the volumes are distinct,
+ * valid, and their spacings do not shrink along the list
+ * (`KILN_ERROR_INVALID_ARGUMENT` naming the first that does). The points are
+ * checked as by `kiln_gi_sample`.
+ *
+ * Pointers: `cascades` is NULL or readable for `cascade_count` entries;
+ * `points`, `normals` (and `views` unless NULL) are NULL or readable and
+ * `out_irradiance` NULL or writable for `count` entries.
+ *
+ * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_gi_sample_cascades(const struct KilnGiId *cascades,
+                                   uint32_t cascade_count,
+                                   const struct KilnVec3 *points,
+                                   const struct KilnVec3 *normals,
+                                   const struct KilnVec3 *views,
+                                   uint32_t count,
+                                   bool visibility,
+                                   struct KilnVec3 *out_irradiance);
 
 /**
  * Writes the volume's figures (probe counts, compression, memory) to `out_stats`.

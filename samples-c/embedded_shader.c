@@ -15,7 +15,8 @@
  * the same scene (same instance, same triangle, same distance within 1e-5), in
  * closest-hit and any-hit mode, after an instance moved, and after the scene outgrew
  * its buffers (the buffers' version changes); the irradiance at the 10,000 and more
- * hit points equals kiln_gi_sample's within 1e-3; the engine's validation messenger
+ * hit points equals kiln_gi_sample's within 1e-3, and that of a fine volume blended
+ * into a coarse one kiln_gi_sample_cascades'; the engine's validation messenger
  * stays silent; bad input is refused with a status. Writes embedded_shader.png (the
  * engine's hits, lit by their normals) and embedded_shader_gi.png (lit by the
  * engine-side irradiance) to OUTDIR.
@@ -69,10 +70,10 @@ _Static_assert(sizeof(struct push) == 72, "push constant size");
 
 /* engine_gi.comp's push constants. */
 struct gi_push {
-    uint64_t gi, queries, irradiance;
-    uint32_t count, pad;
+    uint64_t gi, coarse, queries, irradiance;
+    uint32_t count, cascades;
 };
-_Static_assert(sizeof(struct gi_push) == 32, "push constant size");
+_Static_assert(sizeof(struct gi_push) == 40, "push constant size");
 
 static const uint32_t NO_HIT = 0xffffffffu; /* KILN_NO_HIT */
 
@@ -202,6 +203,110 @@ static void shade(const struct shader_hit *hits, uint8_t *rgb) {
     }
 }
 
+/* Cascades: a coarser volume (3 m) around the fine one (`fine`, 1.5 m, which ends
+ * above the ground): the engine's shader blends them with
+ * kiln_gi_irradiance_cascades, which must equal kiln_gi_sample_cascades within
+ * 1e-3; some points take the fine volume alone, some the coarse one alone (the
+ * ground, outside the fine volume) and some a blend of both. Then the call's bad
+ * input. */
+static void blend_cascades(struct engine *e, KilnTracerId tracer, KilnGiId fine, const KilnGiDef *fine_def,
+                           VkPipelineLayout layout, VkPipeline pipeline, const struct engine_buffer *queries,
+                           const struct engine_buffer *irradiance, const KilnVec3 *points, const KilnVec3 *normals,
+                           const KilnVec3 *views, uint32_t count) {
+    KilnGiDef def = *fine_def;
+    def.bounds_min = (KilnVec3){-19.0f, -4.0f, -19.0f};
+    def.bounds_max = (KilnVec3){19.0f, 11.0f, 20.0f};
+    def.spacing = 3.0f;
+    def.dilation = 4.0f;
+    KilnGiId coarse;
+    CHECK_STATUS(kiln_gi_create(tracer, &def, &coarse), KILN_OK);
+    for (int half = 0; half < 2; half++) {
+        bool done = false;
+        CHECK_STATUS(kiln_gi_record_bake(coarse, engine_begin(e), 0, &done), KILN_OK);
+        CHECK(engine_submit_and_wait(e) == 0 && done == (half == 1));
+    }
+    for (int i = 0; i < 2; i++) {
+        CHECK_STATUS(kiln_gi_record_update(coarse, engine_begin(e), 0, NULL), KILN_OK);
+        CHECK(engine_submit_and_wait(e) == 0);
+    }
+    KilnGiBuffers fine_buffers, coarse_buffers;
+    CHECK_STATUS(kiln_gi_get_gpu_buffers(fine, &fine_buffers), KILN_OK);
+    CHECK_STATUS(kiln_gi_get_gpu_buffers(coarse, &coarse_buffers), KILN_OK);
+    struct gi_push push = {fine_buffers.params.device_address, coarse_buffers.params.device_address, queries->address,
+                           irradiance->address, count, 2};
+    VkCommandBuffer cmd = engine_begin(e);
+    engine_dispatch(cmd, pipeline, layout, &push, sizeof push, count);
+    CHECK(engine_submit_and_wait(e) == 0);
+
+    static KilnVec3 blended[PIXELS], alone_fine[PIXELS], alone_coarse[PIXELS];
+    const KilnGiId cascades[2] = {fine, coarse};
+    CHECK_STATUS(kiln_gi_sample_cascades(cascades, 2, points, normals, views, count, true, blended), KILN_OK);
+    CHECK_STATUS(kiln_gi_sample(fine, points, normals, views, count, true, alone_fine), KILN_OK);
+    CHECK_STATUS(kiln_gi_sample(coarse, points, normals, views, count, true, alone_coarse), KILN_OK);
+    const float *got = irradiance->mapped;
+    float worst = 0.0f;
+    int bad = 0, fine_only = 0, coarse_only = 0, mixed = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        const float want[3] = {blended[i].x, blended[i].y, blended[i].z};
+        for (int k = 0; k < 3; k++) {
+            float error = fabsf(got[4 * i + k] - want[k]) / fmaxf(1.0f, fabsf(want[k]));
+            worst = fmaxf(worst, error);
+            bad += !(error <= 1e-3f);
+        }
+        bool is_fine = memcmp(&blended[i], &alone_fine[i], sizeof blended[i]) == 0;
+        bool is_coarse = memcmp(&blended[i], &alone_coarse[i], sizeof blended[i]) == 0;
+        fine_only += is_fine && !is_coarse;
+        coarse_only += is_coarse && !is_fine;
+        mixed += !is_fine && !is_coarse;
+    }
+    printf("cascades 1.5 m into 3 m, engine shader at %u points: largest difference to kiln_gi_sample_cascades "
+           "%.2e; %d fine alone, %d coarse alone, %d blended\n",
+           count, (double)worst, fine_only, coarse_only, mixed);
+    CHECK(bad == 0 && fine_only > 100 && coarse_only > 100 && mixed > 100);
+
+    /* Bad input: a status, a message, nothing written. */
+    KilnVec3 untouched = {-7.0f, -7.0f, -7.0f}, out = untouched;
+    const KilnGiId reversed[2] = {coarse, fine}, twice[2] = {fine, fine};
+    CHECK_STATUS(kiln_gi_sample_cascades(reversed, 2, points, normals, views, 1, true, &out),
+                 KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("finest first");
+    CHECK_STATUS(kiln_gi_sample_cascades(twice, 2, points, normals, views, 1, true, &out),
+                 KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE("repeats");
+    CHECK_STATUS(kiln_gi_sample_cascades(cascades, 0, points, normals, views, 1, true, &out),
+                 KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_gi_sample_cascades(cascades, 9, points, normals, views, 1, true, &out),
+                 KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_gi_sample_cascades(cascades, UINT32_MAX, points, normals, views, 1, true, &out),
+                 KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_gi_sample_cascades(NULL, 2, points, normals, views, 1, true, &out), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_gi_sample_cascades(cascades, 2, NULL, normals, views, 1, true, &out), KILN_ERROR_NULL_POINTER);
+    CHECK_STATUS(kiln_gi_sample_cascades(cascades, 2, points, normals, views, 1, true, NULL), KILN_ERROR_NULL_POINTER);
+    const KilnVec3 nan_point = {NAN, 0.0f, 0.0f}, long_normal = {0.0f, 2.0f, 0.0f};
+    CHECK_STATUS(kiln_gi_sample_cascades(cascades, 2, &nan_point, normals, NULL, 1, true, &out),
+                 KILN_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_gi_sample_cascades(cascades, 2, points, &long_normal, NULL, 1, true, &out),
+                 KILN_ERROR_INVALID_ARGUMENT);
+    CHECK(memcmp(&out, &untouched, sizeof out) == 0);
+    CHECK_STATUS(kiln_gi_sample_cascades(cascades, 2, NULL, NULL, NULL, 0, true, NULL), KILN_OK); /* nothing to do */
+    CHECK_STATUS(kiln_gi_sample_cascades(cascades, 1, points, normals, NULL, 1, true, &out), KILN_OK);
+    CHECK_STATUS(kiln_gi_sample(fine, points, normals, NULL, 1, true, &untouched), KILN_OK);
+    CHECK(memcmp(&out, &untouched, sizeof out) == 0); /* one cascade is the volume alone */
+    /* Embedded volumes are baked by recording: refreshing and scrolling submit, so they are refused. */
+    KilnGiRefresh refresh;
+    CHECK_STATUS(kiln_gi_refresh(fine, (KilnVec3){0, 0, 0}, (KilnVec3){1, 1, 1}, &refresh), KILN_ERROR_INVALID_STATE);
+    CHECK_MESSAGE("kiln_gi_record_bake");
+    KilnGiScroll scroll;
+    CHECK_STATUS(kiln_gi_scroll_to(fine, (KilnVec3){0, 0, 0}, &scroll), KILN_ERROR_INVALID_STATE);
+    CHECK_MESSAGE("kiln_gi_record_bake");
+    CHECK_STATUS(kiln_gi_destroy(coarse), KILN_OK);
+    CHECK_STATUS(kiln_gi_sample_cascades(cascades, 2, points, normals, views, 1, true, &out),
+                 KILN_ERROR_INVALID_HANDLE); /* stale */
+    const KilnGiId null_cascade[1] = {{0, 0}};
+    CHECK_STATUS(kiln_gi_sample_cascades(null_cascade, 1, points, normals, views, 1, true, &out),
+                 KILN_ERROR_INVALID_HANDLE);
+}
+
 /* Probes over the embedded tracer's scene, baked and updated by Kiln; the engine's
  * shader (engine_gi.comp) samples their irradiance at every pixel's hit (at least
  * 10,000 points), which must equal kiln_gi_sample within 1e-3 (relative above 1),
@@ -293,7 +398,7 @@ static void sample_probes(struct engine *e, KilnTracerId tracer, KilnTracerId re
         uint32_t updated = 0;
         CHECK_STATUS(kiln_gi_record_update(gi, cmd, 0, &updated), KILN_OK);
         CHECK_STATUS(kiln_gi_get_gpu_buffers(gi, &buffers), KILN_OK);
-        struct gi_push push = {buffers.params.device_address, queries.address, irradiance.address, count, 0};
+        struct gi_push push = {buffers.params.device_address, 0, queries.address, irradiance.address, count, 0};
         engine_dispatch(cmd, pipeline, layout, &push, sizeof push, count);
         CHECK(engine_submit_and_wait(e) == 0);
         static KilnTraceHit traced[4096], want_hits[4096];
@@ -334,6 +439,8 @@ static void sample_probes(struct engine *e, KilnTracerId tracer, KilnTracerId re
     snprintf(path, sizeof path, "%s/embedded_shader_gi.png", outdir);
     CHECK(write_png(path, WIDTH, HEIGHT, 3, rgb) == 0);
     printf("wrote %s\n", path);
+
+    blend_cascades(e, tracer, gi, &def, layout, pipeline, &queries, &irradiance, points, normals, views, count);
 
     /* Bad input: refused with a status. */
     CHECK_STATUS(kiln_gi_get_gpu_buffers(gi, NULL), KILN_ERROR_NULL_POINTER);

@@ -25,6 +25,7 @@
 
 use std::mem::size_of;
 
+use kiln_core::gi::scroll::CascadeBlend;
 use kiln_core::gi::SampleParams;
 use kiln_core::gi::{ProbeGrid, ProbeRules};
 use kiln_core::gpu::{GiVolume, MAX_RAYS_PER_PROBE};
@@ -688,43 +689,151 @@ pub unsafe extern "C" fn kiln_gi_sample(
         if count == 0 {
             return with_gi(gi, |_, _| Ok(()));
         }
-        let unit = |v: &KilnVec3, name: &str| {
-            let v = vec3(*v);
-            if v.is_finite() && (v.length() - 1.0).abs() <= 1e-3 {
-                Ok(v)
-            } else {
-                Err(invalid(format!("{name} is {v}: use a finite unit vector")))
-            }
-        };
-        // SAFETY: readable for `count` entries per the contract.
-        let p = unsafe {
-            crate::abi::read_checked(points, count, "points", |v: &KilnVec3, name: &str| {
-                let v = vec3(*v);
-                if v.is_finite() {
-                    Ok(v)
-                } else {
-                    Err(invalid(format!("{name} is {v}: use a finite point")))
-                }
-            })?
-        };
-        // SAFETY: as above.
-        let n = unsafe { crate::abi::read_checked(normals, count, "normals", unit)? };
-        let v = if views.is_null() {
-            n.clone()
-        } else {
-            // SAFETY: as above.
-            unsafe { crate::abi::read_checked(views, count, "views", unit)? }
-        };
+        // SAFETY: per the contract above.
+        let queries = unsafe { read_queries(points, normals, views, count)? };
         non_null(out_irradiance, "out_irradiance")?;
-        let queries: Vec<(Vec3, Vec3, Vec3)> = (0..count as usize).map(|i| (p[i], n[i], v[i])).collect();
         let values = with_gi(gi, |volume, tracer| {
             let params = SampleParams { visibility, ..volume.params.sample };
             volume.sample(tracer, &queries, &params).map_err(gpu_error)
         })?;
-        for (i, e) in values.iter().enumerate() {
-            // SAFETY: writable for `count` entries per the contract; `i < count`.
-            unsafe { out_irradiance.add(i).write(KilnVec3 { x: e[0], y: e[1], z: e[2] }) };
+        // SAFETY: writable for `count` entries per the contract.
+        unsafe { write_irradiance(out_irradiance, &values) };
+        Ok(())
+    })
+}
+
+/// Reads and checks `count` sampling queries: finite points, unit normals and
+/// views (the normals where `views` is NULL).
+///
+/// # Safety
+/// `points`, `normals` (and `views` unless NULL) are NULL or readable for `count` entries.
+unsafe fn read_queries(
+    points: *const KilnVec3,
+    normals: *const KilnVec3,
+    views: *const KilnVec3,
+    count: u32,
+) -> Result<Vec<(Vec3, Vec3, Vec3)>, Error> {
+    let unit = |v: &KilnVec3, name: &str| {
+        let v = vec3(*v);
+        if v.is_finite() && (v.length() - 1.0).abs() <= 1e-3 {
+            Ok(v)
+        } else {
+            Err(invalid(format!("{name} is {v}: use a finite unit vector")))
         }
+    };
+    // SAFETY: readable for `count` entries per the contract.
+    let p = unsafe {
+        crate::abi::read_checked(points, count, "points", |v: &KilnVec3, name: &str| {
+            let v = vec3(*v);
+            if v.is_finite() {
+                Ok(v)
+            } else {
+                Err(invalid(format!("{name} is {v}: use a finite point")))
+            }
+        })?
+    };
+    // SAFETY: as above.
+    let n = unsafe { crate::abi::read_checked(normals, count, "normals", unit)? };
+    let v = if views.is_null() {
+        n.clone()
+    } else {
+        // SAFETY: as above.
+        unsafe { crate::abi::read_checked(views, count, "views", unit)? }
+    };
+    Ok((0..count as usize).map(|i| (p[i], n[i], v[i])).collect())
+}
+
+/// Writes `values` to `out`.
+///
+/// # Safety
+/// `out` is writable for `values.len()` entries.
+unsafe fn write_irradiance(out: *mut KilnVec3, values: &[[f32; 3]]) {
+    for (i, e) in values.iter().enumerate() {
+        // SAFETY: writable for `values.len()` entries per the contract; `i` is below it.
+        unsafe { out.add(i).write(KilnVec3 { x: e[0], y: e[1], z: e[2] }) };
+    }
+}
+
+/// Most volumes `kiln_gi_sample_cascades` (and `kiln_ddgi.glsl`'s
+/// `kiln_gi_irradiance_cascades`) blend.
+pub const KILN_GI_MAX_CASCADES: u32 = 8;
+
+/// Irradiance at `count` surface points (as `kiln_gi_sample`) from cascades:
+/// volumes of growing spacing around the same place (the camera's, with
+/// `kiln_gi_scroll_to` on each), ordered finest first. A point takes the finest
+/// volume that holds it; within one probe spacing of that volume's edge it blends
+/// into the next coarser one (1 deeper inside, 0 at the edge), so the light has no
+/// seam where a cascade ends; the coarsest takes whatever the finer ones left.
+/// Each volume samples with its own bias. `kiln_gi_irradiance_cascades` from
+/// `kiln_ddgi.glsl` computes the same on an engine's device.
+///
+/// `cascade_count` is 1 to `KILN_GI_MAX_CASCADES`; the volumes are distinct,
+/// valid, and their spacings do not shrink along the list
+/// (`KILN_ERROR_INVALID_ARGUMENT` naming the first that does). The points are
+/// checked as by `kiln_gi_sample`.
+///
+/// Pointers: `cascades` is NULL or readable for `cascade_count` entries;
+/// `points`, `normals` (and `views` unless NULL) are NULL or readable and
+/// `out_irradiance` NULL or writable for `count` entries.
+///
+/// Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+#[no_mangle]
+pub unsafe extern "C" fn kiln_gi_sample_cascades(
+    cascades: *const KilnGiId,
+    cascade_count: u32,
+    points: *const KilnVec3,
+    normals: *const KilnVec3,
+    views: *const KilnVec3,
+    count: u32,
+    visibility: bool,
+    out_irradiance: *mut KilnVec3,
+) -> KilnStatus {
+    ffi_call("kiln_gi_sample_cascades", || {
+        if cascade_count == 0 || cascade_count > KILN_GI_MAX_CASCADES {
+            return Err(invalid(format!(
+                "cascade_count is {cascade_count}: blend 1 to {KILN_GI_MAX_CASCADES} volumes"
+            )));
+        }
+        // SAFETY: readable for `cascade_count` entries per the contract.
+        let ids = unsafe { crate::abi::read_checked(cascades, cascade_count, "cascades", |id: &KilnGiId, _| Ok(*id))? };
+        let mut spacing = 0.0f32;
+        for (i, id) in ids.iter().enumerate() {
+            if ids[..i].contains(id) {
+                return Err(invalid(format!("cascades[{i}] repeats an earlier volume: pass each once")));
+            }
+            let s = VOLUMES.with(id.index1, id.generation, |entry| Ok(entry.volume.grid().spacing))?;
+            if s < spacing {
+                return Err(invalid(format!(
+                    "cascades[{i}] has spacing {s}, finer than the {spacing} before it: order the volumes finest first"
+                )));
+            }
+            spacing = s;
+        }
+        if count == 0 {
+            return Ok(());
+        }
+        // SAFETY: per the contract above.
+        let queries = unsafe { read_queries(points, normals, views, count)? };
+        non_null(out_irradiance, "out_irradiance")?;
+        // One volume at a time (one lock at a time), each adding its share.
+        let mut blends = vec![CascadeBlend::default(); queries.len()];
+        for (i, id) in ids.iter().enumerate() {
+            let coarsest = i + 1 == ids.len();
+            with_gi(*id, |volume, tracer| {
+                let params = SampleParams { visibility, ..volume.params.sample };
+                let field = volume.field(tracer).map_err(gpu_error)?;
+                for (blend, &(p, n, v)) in blends.iter_mut().zip(&queries) {
+                    let w = blend.weight(field, p, coarsest);
+                    if w > 0.0 {
+                        blend.add(w, field.sample(p, n, v, &params));
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        let values: Vec<[f32; 3]> = blends.iter().map(|b| b.sum).collect();
+        // SAFETY: writable for `count` entries per the contract.
+        unsafe { write_irradiance(out_irradiance, &values) };
         Ok(())
     })
 }

@@ -652,10 +652,19 @@ static KilnStatus gi_call(Pools *p, const char **what) {
             normals[i] = below(8) ? (KilnVec3){0.0f, 1.0f, 0.0f} : vec(1.0f);
             views[i] = below(8) ? (KilnVec3){0.0f, -1.0f, 0.0f} : vec(1.0f);
         }
-        *what = "kiln_gi_sample";
         const KilnVec3 *given = below(20) ? points : NULL;
-        KilnStatus s = kiln_gi_sample(g, given, normals, views, huge_unless(given, n),
-                                      below(2), below(20) ? out : NULL);
+        KilnStatus s;
+        if (below(3) == 0) { /* cascades: often the pool's volume twice or a junk handle, refused */
+            KilnGiId cascades[8];
+            for (int i = 0; i < 8; i++) cascades[i] = below(2) ? g : (KilnGiId){below(3), below(3)};
+            uint32_t c = below(8) ? below(9) : next();
+            *what = "kiln_gi_sample_cascades";
+            s = kiln_gi_sample_cascades(below(20) ? cascades : NULL, c, given, normals, views,
+                                        huge_unless(given, n), below(2), below(20) ? out : NULL);
+        } else {
+            *what = "kiln_gi_sample";
+            s = kiln_gi_sample(g, given, normals, views, huge_unless(given, n), below(2), below(20) ? out : NULL);
+        }
         for (uint32_t i = 0; s == KILN_OK && i < n; i++) CHECK(isfinite(out[i].x + out[i].y + out[i].z));
         return s;
     }

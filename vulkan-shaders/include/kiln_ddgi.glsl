@@ -9,7 +9,8 @@
 //     layout(push_constant) uniform Push { uvec2 gi; ... } pc;  // KilnGiBuffers.params
 //     vec3 e = kiln_gi_irradiance(pc.gi, p, n, v);  // point, unit normal, unit view
 // (or kiln_gi_sample(KilnGiParamsRef(pc.gi).p, ...) with the parameters changed,
-// e.g. visibility = 0u). Every name starts with Kiln, kiln_ or KILN_.
+// e.g. visibility = 0u); cascades of volumes blend with
+// kiln_gi_irradiance_cascades. Every name starts with Kiln, kiln_ or KILN_.
 #ifndef KILN_DDGI_GLSL
 #define KILN_DDGI_GLSL
 
@@ -617,6 +618,39 @@ vec3 kiln_gi_sample(KilnGiUpdateParams P, vec3 p, vec3 n, vec3 v) {
 // visibility: what kiln_gi_sample returns with visibility true.
 vec3 kiln_gi_irradiance(uvec2 params, vec3 p, vec3 n, vec3 v) {
     return kiln_gi_sample(KilnGiParamsRef(params).p, p, n, v);
+}
+
+// scroll.rs cascade_weight: how much of a sample at p the volume takes before the
+// next coarser one: 1 deeper than one probe spacing inside its grid's box,
+// falling to 0 at its edge, 0 outside.
+float kiln_gi_cascade_weight(KilnGiUpdateParams P, vec3 p) {
+    vec3 origin = vec3(P.origin_x, P.origin_y, P.origin_z);
+    vec3 hi = origin + vec3(P.dims_x, P.dims_y, P.dims_z) * P.spacing - vec3(P.spacing);
+    vec3 inside = min(p - origin, hi - p);
+    float depth = min(min(inside.x, inside.y), inside.z);
+    return clamp(depth / P.spacing, 0.0, 1.0);
+}
+
+// gi.rs KILN_GI_MAX_CASCADES.
+const uint KILN_GI_MAX_CASCADES = 8u;
+
+// scroll.rs sample_cascades (kiln_gi_sample_cascades): irradiance at p from
+// `count` volumes of growing spacing, finest first (each a
+// KilnGiBuffers.params.device_address): each takes kiln_gi_cascade_weight of
+// what the finer ones left, the coarsest all that is left.
+vec3 kiln_gi_irradiance_cascades(uvec2 params[KILN_GI_MAX_CASCADES], uint count, vec3 p, vec3 n, vec3 v) {
+    vec3 sum = vec3(0.0);
+    float left = 1.0;
+    uint last = min(count, KILN_GI_MAX_CASCADES);
+    for (uint i = 0u; i < last && left > 0.0; ++i) {
+        KilnGiUpdateParams P = KilnGiParamsRef(params[i]).p;
+        float w = i + 1u == last ? left : left * kiln_gi_cascade_weight(P, p);
+        if (w > 0.0) {
+            sum += w * kiln_gi_sample(P, p, n, v);
+            left -= w;
+        }
+    }
+    return sum;
 }
 
 // update.rs PROBE_RAY_MAX and SHADOW_OFFSET.

@@ -164,25 +164,65 @@ pub fn cascade_weight(field: &ProbeField, p: Vec3) -> f32 {
     (depth / grid.spacing).clamp(0.0, 1.0)
 }
 
-/// Irradiance at surface point `p` from cascades ordered finest first: each
-/// takes [`cascade_weight`] of the sample and leaves the rest to the coarser
-/// ones; the coarsest takes what is left. Zero without cascades.
-pub fn sample_cascades(cascades: &[ProbeField], p: Vec3, n: Vec3, v: Vec3) -> [f32; 3] {
-    let mut sum = [0.0f32; 3];
-    let mut left = 1.0f32;
-    for (i, field) in cascades.iter().enumerate() {
-        let w = if i + 1 == cascades.len() { left } else { left * cascade_weight(field, p) };
-        if w > 0.0 {
-            let params = SampleParams::for_spacing(field.volume.grid.spacing);
-            let e = field.sample(p, n, v, &params);
-            for ch in 0..3 {
-                sum[ch] += w * e[ch];
-            }
-        }
-        left -= w;
-        if left <= 0.0 {
-            break;
+/// Blends the samples of cascades at one point, finest first: each cascade
+/// takes [`cascade_weight`] of what the finer ones left, the coarsest all that is
+/// left. [`sample_cascades`] drives it; a caller holding its cascades apart (one
+/// lock each) feeds it one cascade at a time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CascadeBlend {
+    /// Irradiance gathered so far.
+    pub sum: [f32; 3],
+    /// Weight the finer cascades left.
+    pub left: f32,
+}
+
+impl Default for CascadeBlend {
+    fn default() -> CascadeBlend {
+        CascadeBlend { sum: [0.0; 3], left: 1.0 }
+    }
+}
+
+impl CascadeBlend {
+    /// The weight `field` takes at `p`: 0 once nothing is left (skip its sample).
+    pub fn weight(&self, field: &ProbeField, p: Vec3, coarsest: bool) -> f32 {
+        if self.left <= 0.0 {
+            0.0
+        } else if coarsest {
+            self.left
+        } else {
+            self.left * cascade_weight(field, p)
         }
     }
-    sum
+
+    /// Adds a cascade's sample `e` at weight `w` (from [`CascadeBlend::weight`]).
+    pub fn add(&mut self, w: f32, e: [f32; 3]) {
+        for (s, e) in self.sum.iter_mut().zip(e) {
+            *s += w * e;
+        }
+        self.left -= w;
+    }
+}
+
+/// Irradiance at surface point `p` from cascades ordered finest first, each
+/// sampled with `params(field)` (see [`CascadeBlend`]). Zero without cascades.
+pub fn sample_cascades_with(
+    cascades: &[ProbeField],
+    p: Vec3,
+    n: Vec3,
+    v: Vec3,
+    params: impl Fn(&ProbeField) -> SampleParams,
+) -> [f32; 3] {
+    let mut blend = CascadeBlend::default();
+    for (i, field) in cascades.iter().enumerate() {
+        let w = blend.weight(field, p, i + 1 == cascades.len());
+        if w > 0.0 {
+            blend.add(w, field.sample(p, n, v, &params(field)));
+        }
+    }
+    blend.sum
+}
+
+/// [`sample_cascades_with`] at each cascade's default sampling for its spacing.
+pub fn sample_cascades(cascades: &[ProbeField], p: Vec3, n: Vec3, v: Vec3) -> [f32; 3] {
+    sample_cascades_with(cascades, p, n, v, |f| SampleParams::for_spacing(f.volume.grid.spacing))
 }
