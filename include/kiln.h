@@ -3089,15 +3089,16 @@ typedef struct KilnGiDef {
     /**
      * Bakes and refreshes move each probe off nearby surfaces and out of solid,
      * by at most 0.45 of the spacing (RTXGI's relocation), and the update and
-     * sampling use the moved position. Default false. A bake recorded into an
-     * engine's command buffers (`kiln_gi_record_bake`) keeps probes where they are.
+     * sampling use the moved position. Default false. Bakes, refreshes and
+     * scrolls recorded into an engine's command buffers (`kiln_gi_record_bake`,
+     * `kiln_gi_record_refresh`, `kiln_gi_record_scroll_to`) keep probes where they are.
      */
     bool relocate_probes;
     /**
      * Bakes and refreshes mark probes still in solid, or seeing no front face
      * within reach, inactive: they keep nothing and are neither updated nor
      * sampled (counted in `KilnGiStats::dead_probes`). Default false; the recorded
-     * bake leaves it out as it does relocation.
+     * bake, refresh and scroll leave it out as they do relocation.
      */
     bool classify_probes;
 } KilnGiDef;
@@ -5912,7 +5913,7 @@ KilnStatus kiln_gi_bake(struct KilnGiId gi);
  * (`KILN_ERROR_INVALID_ARGUMENT`); the volume must be baked
  * (`KILN_ERROR_INVALID_STATE`). A box near no probe re-bakes nothing. Submits and
  * waits: on an embedded tracer it is refused with `KILN_ERROR_INVALID_STATE`
- * (bake again with `kiln_gi_record_bake`).
+ * (record it with `kiln_gi_record_refresh`).
  *
  * Pointers: `out_report` is NULL or writable.
  *
@@ -5939,7 +5940,7 @@ KilnStatus kiln_gi_refresh(struct KilnGiId gi,
  * `centre` must be finite (`KILN_ERROR_INVALID_ARGUMENT`); a volume placed
  * around geometry (a dilation of 0 or more) or not baked yet is refused with
  * `KILN_ERROR_INVALID_STATE`. Submits and waits: on an embedded tracer it is
- * refused with `KILN_ERROR_INVALID_STATE`.
+ * refused with `KILN_ERROR_INVALID_STATE` (record it with `kiln_gi_record_scroll_to`).
  *
  * Pointers: `out_report` is NULL or writable.
  *
@@ -5948,6 +5949,73 @@ KilnStatus kiln_gi_refresh(struct KilnGiId gi,
 KilnStatus kiln_gi_scroll_to(struct KilnGiId gi,
                              struct KilnVec3 centre,
                              struct KilnGiScroll *out_report);
+
+/**
+ * Embedded mode: `kiln_gi_refresh` in two recordings into the engine's command
+ * buffers, nothing submitted on the engine's queue. The first call records the
+ * bake of the probes whose maps reach into `[box_min, box_max]` and the
+ * read-back of their maps into `command_buffer` for `frame_slot` and writes
+ * false to `out_done` (true, and the report, when no probe is within reach);
+ * the next call, made once the engine's submissions so far completed, finishes
+ * that refresh whatever its box: it recompresses the maps into the volume's
+ * dictionary, records their upload into `command_buffer` and writes true to
+ * `out_done` and what it did to `out_report`. Probes stay on their grid points
+ * (as `kiln_gi_record_bake` leaves them). Updates recorded between the two
+ * use the previous visibility; `kiln_gi_record_bake` drops a pending refresh.
+ *
+ * The box is checked as by `kiln_gi_refresh` (`KILN_ERROR_INVALID_ARGUMENT`).
+ * Refused with `KILN_ERROR_INVALID_STATE` before the volume's recorded bake
+ * finished, and while a recorded bake or scroll is half done; with
+ * `KILN_ERROR_INVALID_ARGUMENT` for a volume on a standalone tracer (use
+ * `kiln_gi_refresh`). The contract is `kiln_tracer_record_trace`'s (slots,
+ * order, entry and exit barriers).
+ *
+ * Pointers: `command_buffer` is a recording `VkCommandBuffer` of the tracer's
+ * device, outside a render pass; `out_done` and `out_report` are NULL or
+ * writable (`out_report` is written only when the refresh is done).
+ *
+ * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_gi_record_refresh(struct KilnGiId gi,
+                                  struct KilnVec3 box_min,
+                                  struct KilnVec3 box_max,
+                                  void *command_buffer,
+                                  uint32_t frame_slot,
+                                  bool *out_done,
+                                  struct KilnGiRefresh *out_report);
+
+/**
+ * Embedded mode: `kiln_gi_scroll_to` in two recordings, as
+ * `kiln_gi_record_refresh` makes a refresh. The first call records the bake of
+ * the planes of probes that would enter for `centre` and writes false to
+ * `out_done` (true, and the report, when the volume need not move); the next
+ * call, once the engine's submissions so far completed, finishes that scroll
+ * whatever its centre (scroll again to follow a point that moved on):
+ * recompresses the new maps, records their upload, moves the volume and writes
+ * true to `out_done` and what it did to `out_report`. Until then the volume,
+ * its updates and `kiln_gi_get_gpu_buffers` stay where they were; after it,
+ * call `kiln_gi_get_gpu_buffers` again (its version changes), and the next
+ * recorded updates take the new probes first.
+ *
+ * `centre` must be finite (`KILN_ERROR_INVALID_ARGUMENT`). Refused with
+ * `KILN_ERROR_INVALID_STATE` for a volume placed around geometry (a dilation of
+ * 0 or more), before its recorded bake finished, and while a recorded bake or
+ * refresh is half done; with `KILN_ERROR_INVALID_ARGUMENT` for a volume on a
+ * standalone tracer (use `kiln_gi_scroll_to`). The contract is
+ * `kiln_tracer_record_trace`'s.
+ *
+ * Pointers: `command_buffer` is a recording `VkCommandBuffer` of the tracer's
+ * device, outside a render pass; `out_done` and `out_report` are NULL or
+ * writable (`out_report` is written only when the scroll is done).
+ *
+ * Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_gi_record_scroll_to(struct KilnGiId gi,
+                                    struct KilnVec3 centre,
+                                    void *command_buffer,
+                                    uint32_t frame_slot,
+                                    bool *out_done,
+                                    struct KilnGiScroll *out_report);
 
 /**
  * One frame's update: traces the next `probes_per_frame` live probes' rays

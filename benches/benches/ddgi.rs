@@ -20,7 +20,8 @@
 //!   (trace, shadow rays, shading with the bounce, SH projection, blend): `cpu`
 //!   (CPU reference, one thread) vs `cpu_rayon` (rays traced on all cores), `gpu`
 //!   (the update passes, one submission, `GiUpdater`) and `cpu_relocated` (the
-//!   probes relocated and classified, `ProbeRules::default`);
+//!   probes relocated and classified, `ProbeRules::default`); `gpu_relocated` (the
+//!   same field on the device, its offsets uploaded) vs `gpu`;
 //! - `ddgi_refresh_1.0m` (voxel hills): the visibility refreshed after an edit of one
 //!   8 m chunk (`refresh_visibility`: the probes within reach re-baked, relocated
 //!   and classified, and recompressed into the standing dictionary) vs `full_bake`
@@ -28,7 +29,8 @@
 //!   (`GiVolume::refresh`) vs `gpu_full_bake` (`GiVolume::bake`) on the device;
 //! - `ddgi_scroll_1.0m` (town): a dense 24 x 12 x 24 volume scrolled by one plane
 //!   (`gi::scroll::scroll_by`, the 288 probes that enter baked) vs `full_bake`
-//!   (the whole volume baked at its new place), on the CPU.
+//!   (the whole volume baked at its new place), on the CPU; `gpu_plane`
+//!   (`GiVolume::scroll_by`) vs `gpu_full_bake` (`GiVolume::bake`) on the device.
 //!
 //! The figures are printed twice per scene: probes on their grid points (the GPU's
 //! bake), and relocated and classified (`ProbeRules::default`, the CPU reference).
@@ -236,6 +238,22 @@ fn bench_scroll(c: &mut Criterion) {
             fresh
         })
     });
+    if let Ok(gpu) = Gpu::new(&GpuConfig::from_env()) {
+        let mut tracer = RayTracer::with_scene(gpu, scene.clone()).expect("tracer");
+        let mut volume = GiVolume::new(&mut tracer, grid, None).expect("volume");
+        volume.bake(&mut tracer).expect("bake");
+        let report = volume.scroll_by(&mut tracer, [1, 0, 0]).expect("scroll");
+        println!("ddgi_scroll: on the device one plane bakes {} probes: {:?}", report.probes.len(), report.bake);
+        let mut step = -1;
+        group.bench_function("gpu_plane", |b| {
+            b.iter(|| {
+                let report = volume.scroll_by(&mut tracer, [step, 0, 0]).expect("scroll");
+                step = -step;
+                report
+            })
+        });
+        group.bench_function("gpu_full_bake", |b| b.iter(|| volume.bake(&mut tracer).expect("bake")));
+    }
     group.finish();
 }
 
@@ -311,6 +329,14 @@ fn bench_update(c: &mut Criterion, s: &mut Setup, relocated: &mut ProbeField, gp
         let passes: Vec<String> =
             tracer.frame_timings().iter().map(|t| format!("{} {:.2} ms", t.name, t.milliseconds)).collect();
         println!("ddgi_update gpu passes (last update): {}", passes.join(", "));
+        let mut moved_field = GpuProbeField::new(tracer.gpu_mut(), relocated).expect("probe buffers");
+        moved_field.upload_offsets(tracer.gpu_mut(), &relocated.offsets).expect("offsets");
+        group.bench_function("1000_probes_gpu_relocated", |b| {
+            b.iter(|| {
+                updater.update(&mut tracer, &moved_field, &lighting, &params, frame, &moved).expect("update");
+                frame += 1;
+            })
+        });
     }
     group.finish();
 }
@@ -363,8 +389,9 @@ fn main() {
             ("1000_probes_cpu_rayon", "1000_probes_cpu"),
             ("1000_probes_gpu", "1000_probes_cpu"),
             ("1000_probes_cpu_relocated", "1000_probes_cpu"),
+            ("1000_probes_gpu_relocated", "1000_probes_gpu"),
         ],
     );
     report_ratios("ddgi_refresh_1.0m", &[("chunk", "full_bake"), ("gpu_chunk", "gpu_full_bake")]);
-    report_ratios("ddgi_scroll_1.0m", &[("plane", "full_bake")]);
+    report_ratios("ddgi_scroll_1.0m", &[("plane", "full_bake"), ("gpu_plane", "gpu_full_bake")]);
 }

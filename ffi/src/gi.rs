@@ -25,10 +25,11 @@
 
 use std::mem::size_of;
 
-use kiln_core::gi::scroll::CascadeBlend;
+use kiln_core::gi::refresh::RefreshReport;
+use kiln_core::gi::scroll::{CascadeBlend, ScrollReport};
 use kiln_core::gi::SampleParams;
 use kiln_core::gi::{ProbeGrid, ProbeRules};
-use kiln_core::gpu::{GiVolume, MAX_RAYS_PER_PROBE};
+use kiln_core::gpu::{GiVolume, Rebake, MAX_RAYS_PER_PROBE};
 use kiln_core::math::Vec3;
 
 use crate::abi::{
@@ -91,13 +92,14 @@ pub struct KilnGiDef {
     pub occluder_mask: u32,
     /// Bakes and refreshes move each probe off nearby surfaces and out of solid,
     /// by at most 0.45 of the spacing (RTXGI's relocation), and the update and
-    /// sampling use the moved position. Default false. A bake recorded into an
-    /// engine's command buffers (`kiln_gi_record_bake`) keeps probes where they are.
+    /// sampling use the moved position. Default false. Bakes, refreshes and
+    /// scrolls recorded into an engine's command buffers (`kiln_gi_record_bake`,
+    /// `kiln_gi_record_refresh`, `kiln_gi_record_scroll_to`) keep probes where they are.
     pub relocate_probes: bool,
     /// Bakes and refreshes mark probes still in solid, or seeing no front face
     /// within reach, inactive: they keep nothing and are neither updated nor
     /// sampled (counted in `KilnGiStats::dead_probes`). Default false; the recorded
-    /// bake leaves it out as it does relocation.
+    /// bake, refresh and scroll leave it out as they do relocation.
     pub classify_probes: bool,
 }
 
@@ -450,7 +452,7 @@ pub extern "C" fn kiln_gi_bake(gi: KilnGiId) -> KilnStatus {
 /// (`KILN_ERROR_INVALID_ARGUMENT`); the volume must be baked
 /// (`KILN_ERROR_INVALID_STATE`). A box near no probe re-bakes nothing. Submits and
 /// waits: on an embedded tracer it is refused with `KILN_ERROR_INVALID_STATE`
-/// (bake again with `kiln_gi_record_bake`).
+/// (record it with `kiln_gi_record_refresh`).
 ///
 /// Pointers: `out_report` is NULL or writable.
 ///
@@ -463,14 +465,9 @@ pub unsafe extern "C" fn kiln_gi_refresh(
     out_report: *mut KilnGiRefresh,
 ) -> KilnStatus {
     ffi_call("kiln_gi_refresh", || {
-        let (lo, hi) = (vec3(box_min), vec3(box_max));
-        if !(lo.is_finite() && hi.is_finite()) || hi.cmplt(lo).any() {
-            return Err(invalid(format!(
-                "box_min {lo} and box_max {hi}: both must be finite, with box_min <= box_max on every axis"
-            )));
-        }
+        let (lo, hi) = refresh_box(box_min, box_max)?;
         let report = with_gi(gi, |volume, tracer| {
-            refuse_embedded(tracer, "kiln_gi_refresh", "kiln_gi_record_bake")?;
+            refuse_embedded(tracer, "kiln_gi_refresh", "kiln_gi_record_refresh")?;
             if !volume.stats().baked {
                 return Err(Error::new(
                     KILN_ERROR_INVALID_STATE,
@@ -480,15 +477,7 @@ pub unsafe extern "C" fn kiln_gi_refresh(
             volume.refresh(tracer, lo, hi).map_err(gpu_error)
         })?;
         if !out_report.is_null() {
-            let out = KilnGiRefresh {
-                probes: report.probes,
-                activated: report.activated,
-                deactivated: report.deactivated,
-                blocks_matched: report.blocks.matched,
-                blocks_added: report.blocks.added,
-                blocks_reclaimed: report.blocks.reclaimed,
-            };
-            write_out(out_report, "out_report", out)?;
+            write_out(out_report, "out_report", refresh_report(&report))?;
         }
         Ok(())
     })
@@ -509,7 +498,7 @@ pub unsafe extern "C" fn kiln_gi_refresh(
 /// `centre` must be finite (`KILN_ERROR_INVALID_ARGUMENT`); a volume placed
 /// around geometry (a dilation of 0 or more) or not baked yet is refused with
 /// `KILN_ERROR_INVALID_STATE`. Submits and waits: on an embedded tracer it is
-/// refused with `KILN_ERROR_INVALID_STATE`.
+/// refused with `KILN_ERROR_INVALID_STATE` (record it with `kiln_gi_record_scroll_to`).
 ///
 /// Pointers: `out_report` is NULL or writable.
 ///
@@ -526,15 +515,9 @@ pub unsafe extern "C" fn kiln_gi_scroll_to(
             return Err(invalid(format!("centre {centre} is not finite")));
         }
         let report = with_gi(gi, |volume, tracer| {
-            refuse_embedded(tracer, "kiln_gi_scroll_to", "kiln_gi_record_bake")?;
-            let stats = volume.stats();
-            if u64::from(stats.probe_count) != stats.grid_points {
-                return Err(Error::new(
-                    KILN_ERROR_INVALID_STATE,
-                    "only a volume with a probe at every grid point scrolls: create it with a negative def->dilation",
-                ));
-            }
-            if !stats.baked {
+            refuse_embedded(tracer, "kiln_gi_scroll_to", "kiln_gi_record_scroll_to")?;
+            check_dense(volume)?;
+            if !volume.stats().baked {
                 return Err(Error::new(
                     KILN_ERROR_INVALID_STATE,
                     "the volume is not baked yet: call kiln_gi_bake first",
@@ -543,8 +526,203 @@ pub unsafe extern "C" fn kiln_gi_scroll_to(
             volume.scroll_to(tracer, centre).map_err(gpu_error)
         })?;
         if !out_report.is_null() {
-            let out = KilnGiScroll { shift: report.shift, planes: report.planes, probes: report.probes.len() as u32 };
-            write_out(out_report, "out_report", out)?;
+            write_out(out_report, "out_report", scroll_report(&report))?;
+        }
+        Ok(())
+    })
+}
+
+fn refresh_box(box_min: KilnVec3, box_max: KilnVec3) -> Result<(Vec3, Vec3), Error> {
+    let (lo, hi) = (vec3(box_min), vec3(box_max));
+    if !(lo.is_finite() && hi.is_finite()) || hi.cmplt(lo).any() {
+        return Err(invalid(format!(
+            "box_min {lo} and box_max {hi}: both must be finite, with box_min <= box_max on every axis"
+        )));
+    }
+    Ok((lo, hi))
+}
+
+fn refresh_report(report: &RefreshReport) -> KilnGiRefresh {
+    KilnGiRefresh {
+        probes: report.probes,
+        activated: report.activated,
+        deactivated: report.deactivated,
+        blocks_matched: report.blocks.matched,
+        blocks_added: report.blocks.added,
+        blocks_reclaimed: report.blocks.reclaimed,
+    }
+}
+
+fn scroll_report(report: &ScrollReport) -> KilnGiScroll {
+    KilnGiScroll { shift: report.shift, planes: report.planes, probes: report.probes.len() as u32 }
+}
+
+/// Only a volume with a probe at every grid point scrolls.
+fn check_dense(volume: &GiVolume) -> Result<(), Error> {
+    let stats = volume.stats();
+    if u64::from(stats.probe_count) != stats.grid_points {
+        return Err(Error::new(
+            KILN_ERROR_INVALID_STATE,
+            "only a volume with a probe at every grid point scrolls: create it with a negative def->dilation",
+        ));
+    }
+    Ok(())
+}
+
+/// The volume is on an embedded tracer, dense when it is to `scroll`, baked, and
+/// no recorded bake or re-bake of another kind (one `same` does not accept) is
+/// half done.
+fn check_recorded(
+    volume: &GiVolume,
+    tracer: &kiln_core::gpu::RayTracer,
+    what: &str,
+    instead: &str,
+    scroll: bool,
+    same: impl Fn(&Rebake) -> bool,
+) -> Result<(), Error> {
+    if !tracer.gpu().is_embedded() {
+        return Err(Error::new(
+            KILN_ERROR_INVALID_ARGUMENT,
+            format!("the volume's tracer is not embedded (kiln_tracer_create_embedded); use {instead}"),
+        ));
+    }
+    if scroll {
+        check_dense(volume)?;
+    }
+    if volume.bake_pending() {
+        return Err(Error::new(
+            KILN_ERROR_INVALID_STATE,
+            "a recorded bake is half done: finish it with kiln_gi_record_bake first",
+        ));
+    }
+    if !volume.stats().baked {
+        return Err(Error::new(
+            KILN_ERROR_INVALID_STATE,
+            "the volume is not baked yet: call kiln_gi_record_bake first",
+        ));
+    }
+    match volume.pending_rebake() {
+        Some(pending) if !same(&pending) => {
+            let (name, call) = match pending {
+                Rebake::Refresh { .. } => ("refresh", "kiln_gi_record_refresh"),
+                Rebake::Scroll { .. } => ("scroll", "kiln_gi_record_scroll_to"),
+            };
+            Err(Error::new(
+                KILN_ERROR_INVALID_STATE,
+                format!("{what}: a recorded {name} is half done: finish it with {call} first"),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Embedded mode: `kiln_gi_refresh` in two recordings into the engine's command
+/// buffers, nothing submitted on the engine's queue. The first call records the
+/// bake of the probes whose maps reach into `[box_min, box_max]` and the
+/// read-back of their maps into `command_buffer` for `frame_slot` and writes
+/// false to `out_done` (true, and the report, when no probe is within reach);
+/// the next call, made once the engine's submissions so far completed, finishes
+/// that refresh whatever its box: it recompresses the maps into the volume's
+/// dictionary, records their upload into `command_buffer` and writes true to
+/// `out_done` and what it did to `out_report`. Probes stay on their grid points
+/// (as `kiln_gi_record_bake` leaves them). Updates recorded between the two
+/// use the previous visibility; `kiln_gi_record_bake` drops a pending refresh.
+///
+/// The box is checked as by `kiln_gi_refresh` (`KILN_ERROR_INVALID_ARGUMENT`).
+/// Refused with `KILN_ERROR_INVALID_STATE` before the volume's recorded bake
+/// finished, and while a recorded bake or scroll is half done; with
+/// `KILN_ERROR_INVALID_ARGUMENT` for a volume on a standalone tracer (use
+/// `kiln_gi_refresh`). The contract is `kiln_tracer_record_trace`'s (slots,
+/// order, entry and exit barriers).
+///
+/// Pointers: `command_buffer` is a recording `VkCommandBuffer` of the tracer's
+/// device, outside a render pass; `out_done` and `out_report` are NULL or
+/// writable (`out_report` is written only when the refresh is done).
+///
+/// Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+#[no_mangle]
+pub unsafe extern "C" fn kiln_gi_record_refresh(
+    gi: KilnGiId,
+    box_min: KilnVec3,
+    box_max: KilnVec3,
+    command_buffer: *mut c_void,
+    frame_slot: u32,
+    out_done: *mut bool,
+    out_report: *mut KilnGiRefresh,
+) -> KilnStatus {
+    ffi_call("kiln_gi_record_refresh", || {
+        non_null(command_buffer.cast_const(), "command_buffer")?;
+        let (lo, hi) = refresh_box(box_min, box_max)?;
+        let cmd = vk::CommandBuffer::from_raw(command_buffer as u64);
+        let report = with_gi(gi, |volume, tracer| {
+            check_recorded(volume, tracer, "kiln_gi_record_refresh", "kiln_gi_refresh", false, |r| {
+                matches!(r, Rebake::Refresh { .. })
+            })?;
+            // SAFETY: per the contract above.
+            unsafe { volume.record_refresh(tracer, lo, hi, cmd, frame_slot) }.map_err(gpu_error)
+        })?;
+        if !out_done.is_null() {
+            write_out(out_done, "out_done", report.is_some())?;
+        }
+        if let (Some(report), false) = (report, out_report.is_null()) {
+            write_out(out_report, "out_report", refresh_report(&report))?;
+        }
+        Ok(())
+    })
+}
+
+/// Embedded mode: `kiln_gi_scroll_to` in two recordings, as
+/// `kiln_gi_record_refresh` makes a refresh. The first call records the bake of
+/// the planes of probes that would enter for `centre` and writes false to
+/// `out_done` (true, and the report, when the volume need not move); the next
+/// call, once the engine's submissions so far completed, finishes that scroll
+/// whatever its centre (scroll again to follow a point that moved on):
+/// recompresses the new maps, records their upload, moves the volume and writes
+/// true to `out_done` and what it did to `out_report`. Until then the volume,
+/// its updates and `kiln_gi_get_gpu_buffers` stay where they were; after it,
+/// call `kiln_gi_get_gpu_buffers` again (its version changes), and the next
+/// recorded updates take the new probes first.
+///
+/// `centre` must be finite (`KILN_ERROR_INVALID_ARGUMENT`). Refused with
+/// `KILN_ERROR_INVALID_STATE` for a volume placed around geometry (a dilation of
+/// 0 or more), before its recorded bake finished, and while a recorded bake or
+/// refresh is half done; with `KILN_ERROR_INVALID_ARGUMENT` for a volume on a
+/// standalone tracer (use `kiln_gi_scroll_to`). The contract is
+/// `kiln_tracer_record_trace`'s.
+///
+/// Pointers: `command_buffer` is a recording `VkCommandBuffer` of the tracer's
+/// device, outside a render pass; `out_done` and `out_report` are NULL or
+/// writable (`out_report` is written only when the scroll is done).
+///
+/// Threads: one call at a time per GI volume (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+#[no_mangle]
+pub unsafe extern "C" fn kiln_gi_record_scroll_to(
+    gi: KilnGiId,
+    centre: KilnVec3,
+    command_buffer: *mut c_void,
+    frame_slot: u32,
+    out_done: *mut bool,
+    out_report: *mut KilnGiScroll,
+) -> KilnStatus {
+    ffi_call("kiln_gi_record_scroll_to", || {
+        non_null(command_buffer.cast_const(), "command_buffer")?;
+        let centre = vec3(centre);
+        if !centre.is_finite() {
+            return Err(invalid(format!("centre {centre} is not finite")));
+        }
+        let cmd = vk::CommandBuffer::from_raw(command_buffer as u64);
+        let report = with_gi(gi, |volume, tracer| {
+            check_recorded(volume, tracer, "kiln_gi_record_scroll_to", "kiln_gi_scroll_to", true, |r| {
+                matches!(r, Rebake::Scroll { .. })
+            })?;
+            // SAFETY: per the contract above.
+            unsafe { volume.record_scroll_to(tracer, centre, cmd, frame_slot) }.map_err(gpu_error)
+        })?;
+        if !out_done.is_null() {
+            write_out(out_done, "out_done", report.is_some())?;
+        }
+        if let (Some(report), false) = (report, out_report.is_null()) {
+            write_out(out_report, "out_report", scroll_report(&report))?;
         }
         Ok(())
     })

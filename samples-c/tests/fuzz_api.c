@@ -620,6 +620,21 @@ static KilnStatus gi_call(Pools *p, const char **what) {
         int stand_in = 0;
         uint32_t updated;
         bool done;
+        KilnGiRefresh refresh;
+        KilnGiScroll scroll;
+        void *cmd = below(2) ? (void *)&stand_in : NULL;
+        uint32_t slot = below(4) ? below(3) : next();
+        switch (below(4)) {
+        case 0:
+            *what = "kiln_gi_record_refresh";
+            return kiln_gi_record_refresh(g, below(6) ? sane_vec(6.0f) : vec(6.0f), sane_vec(6.0f), cmd, slot,
+                                          below(2) ? &done : NULL, below(2) ? &refresh : NULL);
+        case 1:
+            *what = "kiln_gi_record_scroll_to";
+            return kiln_gi_record_scroll_to(g, below(6) ? sane_vec(8.0f) : vec(8.0f), cmd, slot,
+                                            below(2) ? &done : NULL, below(2) ? &scroll : NULL);
+        default: break;
+        }
         if (below(2)) {
             *what = "kiln_gi_record_bake";
             return kiln_gi_record_bake(g, below(2) ? (void *)&stand_in : NULL, below(4) ? below(3) : next(),

@@ -44,41 +44,67 @@ impl GiBaker {
         })
     }
 
-    /// Embedded mode: records the bake of every probe of `volume` into `vis.maps`
-    /// (all batches), then `after` (the compression and its read-back), into the
-    /// engine's `cmd` for frame slot `slot`, with the scene's update when it
-    /// changed. The probe list goes up inside the recording: nothing is submitted.
+    /// Embedded mode: records the bake of the probes at grid points `linear`
+    /// (with offset `words`, as [`GiBaker::bake_points`]) into `maps` (all
+    /// batches), then `after` (the compression, a read-back), into the engine's
+    /// `cmd` for frame slot `slot`, with the scene's update when it changed. The
+    /// probe list goes up inside the recording: nothing is submitted.
     ///
     /// # Safety
     /// As [`super::Gpu::record_into`].
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn record<R>(
         &mut self,
         tracer: &mut RayTracer,
-        volume: &ProbeVolume,
-        vis: &GpuVisibility,
+        grid: &ProbeGrid,
+        linear: &[u32],
+        words: Option<&[u32]>,
+        maps: &GpuBuffer,
         cmd: ash::vk::CommandBuffer,
         slot: u32,
         after: impl FnOnce(&mut Recorder<'_>) -> Result<R, GpuError>,
     ) -> Result<R, GpuError> {
-        let n = volume.probe_count() as u32;
-        let linear: Vec<u32> = (0..n as usize).map(|p| volume.grid.linear(volume.probe_coords(p)) as u32).collect();
-        let probes = tracer.gpu().buffer("gi bake probes", 4 * u64::from(n.max(1)), BufferMemory::Device)?;
-        check_buffers(n, vis)?;
-        let push = self.prepare(tracer, &volume.grid, n, &vis.maps, &probes, 0)?;
-        let this = &*self;
-        let (rays, hits) = this.scratch.as_ref().expect("sized by prepare");
-        // SAFETY: forwarded from the caller.
-        let result = unsafe {
-            tracer.record_with_scene(cmd, slot, "kiln gi bake", |rec, scene, trace| {
-                rec.upload(&probes, 0, bytemuck::cast_slice(&linear))?;
-                for first in (0..n).step_by(BAKE_BATCH_PROBES as usize) {
-                    let push = GiBakePush { first, count: BAKE_BATCH_PROBES.min(n - first), ..push };
-                    this.record_batch(rec, scene, trace, &push, &probes, rays, hits, &vis.maps)?;
-                }
-                after(rec)
-            })
+        let n = linear.len() as u32;
+        if maps.size() < u64::from(n) * OCT_TEXELS as u64 * 8 {
+            return Err(GpuError::InvalidInput(format!("bake: {} bytes of maps for {n} probes", maps.size())));
+        }
+        if words.is_some_and(|w| w.len() != linear.len()) {
+            return Err(GpuError::InvalidInput("bake: an offset word per probe".into()));
+        }
+        let gpu = tracer.gpu();
+        let probes = gpu.buffer("gi bake probes", 4 * u64::from(n.max(1)), BufferMemory::Device)?;
+        let offsets = words.map(|w| gpu.buffer("gi bake offsets", 4 * w.len().max(1) as u64, BufferMemory::Device));
+        let offsets = match offsets.transpose() {
+            Ok(offsets) => offsets,
+            Err(err) => {
+                tracer.gpu_mut().defer_drop(probes);
+                return Err(err);
+            }
         };
+        let address = offsets.as_ref().map_or(0, GpuBuffer::address);
+        let result = self.prepare(tracer, grid, n, maps, &probes, address).and_then(|push| {
+            let this = &*self;
+            let (rays, hits) = this.scratch.as_ref().expect("sized by prepare");
+            // SAFETY: forwarded from the caller.
+            unsafe {
+                tracer.record_with_scene(cmd, slot, "kiln gi bake", |rec, scene, trace| {
+                    rec.upload(&probes, 0, bytemuck::cast_slice(linear))?;
+                    if let (Some(buffer), Some(words)) = (&offsets, words) {
+                        rec.upload(buffer, 0, bytemuck::cast_slice(words))?;
+                    }
+                    for first in (0..n).step_by(BAKE_BATCH_PROBES as usize) {
+                        let push = GiBakePush { first, count: BAKE_BATCH_PROBES.min(n - first), ..push };
+                        let buffers = [&probes, rays, hits, maps];
+                        this.record_rays(rec, scene, trace, &push, buffers, offsets.as_ref(), true)?;
+                    }
+                    after(rec)
+                })
+            }
+        });
         tracer.gpu_mut().defer_drop(probes);
+        if let Some(offsets) = offsets {
+            tracer.gpu_mut().defer_drop(offsets);
+        }
         result
     }
 
@@ -120,22 +146,6 @@ impl GiBaker {
             count: 0,
             mask: self.occluders,
         })
-    }
-
-    /// One batch: rays, trace, reduce into the maps.
-    #[allow(clippy::too_many_arguments)]
-    fn record_batch(
-        &self,
-        rec: &mut Recorder<'_>,
-        scene: &GpuScene,
-        trace: &Tracer,
-        push: &GiBakePush,
-        probes: &GpuBuffer,
-        rays: &GpuBuffer,
-        hits: &GpuBuffer,
-        maps: &GpuBuffer,
-    ) -> Result<(), GpuError> {
-        self.record_rays(rec, scene, trace, push, [probes, rays, hits, maps], None, true)
     }
 
     /// One batch: rays and trace, then the reduce into the maps when `reduce`.

@@ -6,8 +6,13 @@
 //!                    on the GPU, result copied back for CPU sampling
 //!  GiVolume::refresh visibility re-baked where geometry changed, recompressed
 //!                    into the standing dictionary (gi/refresh.rs)
+//!  GiVolume::scroll_by  a dense volume moved by whole probes, the entering
+//!                    planes baked (gi/scroll.rs)
 //!  GiVolume::update  one frame: the next `probes_per_frame` live probes, round
 //!                    robin, through the update passes (gi_update.rs)
+//!  record_*          embedded mode: the same recorded into an engine's command
+//!                    buffers; bake, refresh and scroll in two halves around a
+//!                    read-back
 //!  GiVolume::sample  irradiance at surface points, on the CPU copy
 //! ```
 //!
@@ -26,7 +31,7 @@ use super::ray_tracer::{BufferView, InstanceId, RayTracer};
 use super::recorder::{Download, Recorder};
 use crate::gi::compress::{CompressParams, ProbeOrder};
 use crate::gi::refresh::{fold_probes, probes_near, refresh_reach, RefreshReport};
-use crate::gi::relocate::{ProbeOffsets, ProbeRules};
+use crate::gi::relocate::{pack_offset, ProbeOffsets, ProbeRules};
 use crate::gi::scroll::{advance, centre_shift, unlight, ScrollReport};
 use crate::gi::update::{GiLighting, UpdateParams};
 use crate::gi::{ProbeField, ProbeGrid, ProbeVolume, SampleParams, VisibilityMap, OCT_TEXELS};
@@ -120,11 +125,63 @@ pub struct GiVolume {
     /// The first half of a bake recorded into an engine's command buffer: the
     /// compression's buffers and its read-back ([`GiVolume::record_bake`]).
     pending_bake: Option<(GpuVisibility, VisibilityDownload)>,
+    /// The first half of a refresh or scroll recorded into an engine's command
+    /// buffer ([`GiVolume::record_refresh`], [`GiVolume::record_scroll_by`]).
+    pending_rebake: Option<PendingRebake>,
     /// Embedded mode: the field's data until a recording uploaded it.
     initial: Option<InitialUpload>,
     /// Albedo given by instance handle ([`GiVolume::set_instance_albedo`]), by the
     /// handle's slot; laid out in packed order into `lighting.albedo` by each update.
     instance_albedo: Vec<Option<(InstanceId, [f32; 3])>>,
+}
+
+/// What a recorded refresh or scroll re-bakes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Rebake {
+    /// The probes within reach of a box.
+    Refresh { lo: Vec3, hi: Vec3 },
+    /// The planes that enter a scroll by whole probes.
+    Scroll { shift: [i32; 3] },
+}
+
+/// The first half of a recorded refresh or scroll: the probes it re-bakes (slots
+/// after the scroll), their offset codes, and the maps' buffer and read-back.
+struct PendingRebake {
+    rebake: Rebake,
+    probes: Vec<u32>,
+    codes: Vec<[i32; 3]>,
+    maps: GpuBuffer,
+    download: Download,
+}
+
+/// The linear grid index of each of `probes`' grid points (through the ring of
+/// a scrolled volume).
+fn grid_points(field: &ProbeField, probes: &[u32]) -> Vec<u32> {
+    let grid = &field.volume.grid;
+    probes.iter().map(|&p| grid.linear(field.steps_of_slot(field.volume.probe_coords(p as usize))) as u32).collect()
+}
+
+/// The maps a recorded re-bake read back (its submission completed).
+fn pending_maps(pending: &PendingRebake) -> Vec<VisibilityMap> {
+    let texels: Vec<[f32; 2]> = pending.download.to_vec();
+    texels
+        .chunks_exact(OCT_TEXELS)
+        .map(|c| VisibilityMap(<[[f32; 2]; OCT_TEXELS]>::try_from(c).expect("a map")))
+        .collect()
+}
+
+/// Folds the maps of the probes that entered a scroll into `field` (advanced
+/// already) and leaves them unlit.
+fn enter(
+    field: &mut ProbeField,
+    probes: &[u32],
+    codes: &[[i32; 3]],
+    maps: &[VisibilityMap],
+    compress: &CompressParams,
+) -> RefreshReport {
+    let report = fold_probes(field, probes, codes, maps, compress);
+    unlight(field, probes);
+    report
 }
 
 impl GiVolume {
@@ -173,6 +230,7 @@ impl GiVolume {
             gpu_version: 0,
             recorded_irradiance: None,
             pending_bake: None,
+            pending_rebake: None,
             initial,
             field,
             instance_albedo: Vec::new(),
@@ -317,12 +375,8 @@ impl GiVolume {
         if probes.is_empty() {
             return Ok(RefreshReport::default());
         }
-        let field = &self.field;
-        let linear: Vec<u32> = probes
-            .iter()
-            .map(|&p| grid.linear(field.steps_of_slot(field.volume.probe_coords(p as usize))) as u32)
-            .collect();
-        let start: Vec<[i32; 3]> = probes.iter().map(|&p| field.offsets.code(p as usize)).collect();
+        let linear = grid_points(&self.field, &probes);
+        let start: Vec<[i32; 3]> = probes.iter().map(|&p| self.field.offsets.code(p as usize)).collect();
         let baked = self.bake_maps(tracer, &grid, &linear, &start)?;
         let codes: Vec<[i32; 3]> = baked.iter().map(|(c, _)| *c).collect();
         let maps: Vec<VisibilityMap> = baked.into_iter().map(|(_, m)| m).collect();
@@ -343,15 +397,7 @@ impl GiVolume {
     /// a point inside the volume before and after samples the same irradiance.
     /// The volume must be baked.
     pub fn scroll_by(&mut self, tracer: &mut RayTracer, shift: [i32; 3]) -> Result<ScrollReport, GpuError> {
-        let grid = self.field.volume.grid;
-        if self.field.volume.probe_count() != grid.point_count() {
-            return Err(GpuError::InvalidInput(
-                "scroll: only a volume with a probe at every grid point (created without a dilation) scrolls".into(),
-            ));
-        }
-        if !self.baked {
-            return Err(GpuError::InvalidInput("scroll: the volume is not baked yet: bake it first".into()));
-        }
+        self.check_scroll()?;
         let mut field = self.field(tracer)?.clone();
         let (probes, planes) = advance(&mut field, shift);
         let mut report = ScrollReport { shift, planes, ..ScrollReport::default() };
@@ -359,23 +405,39 @@ impl GiVolume {
             return Ok(report);
         }
         let grid = field.volume.grid;
-        let linear: Vec<u32> = probes
-            .iter()
-            .map(|&p| grid.linear(field.steps_of_slot(field.volume.probe_coords(p as usize))) as u32)
-            .collect();
+        let linear = grid_points(&field, &probes);
         let maps = self.bake_maps(tracer, &grid, &linear, &vec![[0; 3]; probes.len()])?;
         let codes: Vec<[i32; 3]> = maps.iter().map(|(c, _)| *c).collect();
         let maps: Vec<VisibilityMap> = maps.into_iter().map(|(_, m)| m).collect();
-        report.bake = fold_probes(&mut field, &probes, &codes, &maps, &self.compress);
-        unlight(&mut field, &probes);
-        self.device.grid = field.volume.grid;
-        self.device.ring = field.ring;
+        report.bake = enter(&mut field, &probes, &codes, &maps, &self.compress);
         self.device.upload(tracer.gpu_mut(), &field.visibility, &field.irradiance)?;
         self.device.upload_offsets(tracer.gpu_mut(), &field.offsets)?;
-        self.entered = probes.iter().copied().filter(|&p| field.is_active(p as usize)).collect();
-        self.field = field;
+        self.scrolled_to(field, &probes);
         report.probes = probes;
         Ok(report)
+    }
+
+    /// Only a baked volume with a probe at every grid point scrolls.
+    fn check_scroll(&self) -> Result<(), GpuError> {
+        if self.field.volume.probe_count() != self.field.volume.grid.point_count() {
+            return Err(GpuError::InvalidInput(
+                "scroll: only a volume with a probe at every grid point (created without a dilation) scrolls".into(),
+            ));
+        }
+        if !self.baked {
+            return Err(GpuError::InvalidInput("scroll: the volume is not baked yet: bake it first".into()));
+        }
+        Ok(())
+    }
+
+    /// Takes `field` (scrolled, its entered probes folded in by [`enter`]) as the
+    /// volume's: the device's grid and ring follow, and the next updates take the
+    /// live probes that entered first.
+    fn scrolled_to(&mut self, field: ProbeField, probes: &[u32]) {
+        self.device.grid = field.volume.grid;
+        self.device.ring = field.ring;
+        self.entered = probes.iter().copied().filter(|&p| field.is_active(p as usize)).collect();
+        self.field = field;
     }
 
     /// [`GiVolume::scroll_by`] the whole probes that put `centre` in the volume's
@@ -430,6 +492,9 @@ impl GiVolume {
         slot: u32,
     ) -> Result<bool, GpuError> {
         tracer.check_slot("record_bake", "bake", slot)?;
+        if let Some(pending) = self.pending_rebake.take() {
+            tracer.gpu_mut().defer_drop(pending.maps);
+        }
         if let Some((work, download)) = self.pending_bake.take() {
             let mut field = self.field(tracer)?.clone();
             field.set_visibility(download.finish());
@@ -450,10 +515,12 @@ impl GiVolume {
         let order = ProbeOrder::swizzled(n, MAX_COMPRESS_BATCH as u32);
         let work = GpuVisibility::new(tracer.gpu(), n)?;
         self.baker.occluders = self.rules.occluders;
+        let linear = grid_points(&self.field, &(0..n).collect::<Vec<u32>>());
+        let grid = self.field.volume.grid;
         let (compressor, params, initial, device) = (&self.compressor, &self.compress, &self.initial, &self.device);
         // SAFETY: forwarded from the caller.
         let download = unsafe {
-            self.baker.record(tracer, &self.field.volume, &work, cmd, slot, |rec| {
+            self.baker.record(tracer, &grid, &linear, None, &work.maps, cmd, slot, |rec| {
                 if let Some(initial) = initial {
                     initial.record(rec, device)?;
                 }
@@ -464,6 +531,207 @@ impl GiVolume {
         self.initial = None;
         self.pending_bake = Some((work, download));
         Ok(false)
+    }
+
+    /// Embedded mode: [`GiVolume::refresh`] in two recordings into the engine's
+    /// command buffers, nothing submitted. The first call records the bake of
+    /// the probes within reach of `[lo, hi]` and the read-back of their maps into
+    /// `cmd` and returns `None` (or the report at once when no probe is within
+    /// reach); the next call finishes that refresh (its box is not used): it
+    /// recompresses the maps into the dictionary, records their upload into
+    /// `cmd` and returns the report. Probes stay where they are, as a recorded
+    /// bake leaves them. Updates recorded between the two use the previous
+    /// visibility. A pending scroll or bake must be finished first; a recorded
+    /// bake drops a pending refresh.
+    ///
+    /// # Safety
+    /// As [`super::Gpu::record_into`]; and the second call comes after the
+    /// engine's submissions of the earlier recordings completed.
+    pub unsafe fn record_refresh(
+        &mut self,
+        tracer: &mut RayTracer,
+        lo: Vec3,
+        hi: Vec3,
+        cmd: ash::vk::CommandBuffer,
+        slot: u32,
+    ) -> Result<Option<RefreshReport>, GpuError> {
+        tracer.check_slot("record_refresh", "refresh", slot)?;
+        self.check_rebake("refresh", |r| matches!(r, Rebake::Refresh { .. }))?;
+        if let Some(pending) = self.pending_rebake.take() {
+            let maps = pending_maps(&pending);
+            let mut field = self.field(tracer)?.clone();
+            let report = fold_probes(&mut field, &pending.probes, &pending.codes, &maps, &self.compress);
+            // SAFETY: forwarded from the caller.
+            let upload =
+                unsafe { self.device.record_upload(tracer.gpu_mut(), cmd, slot, &field.visibility, &field.irradiance) };
+            if let Err(err) = upload {
+                self.pending_rebake = Some(pending);
+                return Err(err);
+            }
+            tracer.gpu_mut().defer_drop(pending.maps);
+            self.field = field;
+            return Ok(Some(report));
+        }
+        if !(lo.is_finite() && hi.is_finite()) || hi.cmplt(lo).any() {
+            return Err(GpuError::InvalidInput(format!(
+                "refresh: the box {lo}..{hi} must be finite with lo <= hi on every axis"
+            )));
+        }
+        let grid = self.field.volume.grid;
+        let probes = probes_near(&self.field, lo, hi, refresh_reach(&grid, &self.rules));
+        if probes.is_empty() {
+            return Ok(Some(RefreshReport::default()));
+        }
+        let codes: Vec<[i32; 3]> = probes.iter().map(|&p| self.field.offsets.code(p as usize)).collect();
+        let linear = grid_points(&self.field, &probes);
+        // SAFETY: forwarded from the caller.
+        unsafe { self.start_rebake(tracer, Rebake::Refresh { lo, hi }, &grid, &linear, probes, codes, cmd, slot) }?;
+        Ok(None)
+    }
+
+    /// Embedded mode: [`GiVolume::scroll_by`] in two recordings, as
+    /// [`GiVolume::record_refresh`] makes a refresh: the first call records the
+    /// bake of the planes that would enter and returns `None` (or the report at
+    /// once when nothing enters); the next call finishes that scroll (its shift
+    /// is not used: scroll again to follow a point that moved on), recompresses
+    /// the new maps, records their upload and returns the report. Only then does
+    /// the volume move: updates recorded between the two, and the engine's
+    /// sampling, see it where it was.
+    ///
+    /// # Safety
+    /// As [`GiVolume::record_refresh`].
+    pub unsafe fn record_scroll_by(
+        &mut self,
+        tracer: &mut RayTracer,
+        shift: [i32; 3],
+        cmd: ash::vk::CommandBuffer,
+        slot: u32,
+    ) -> Result<Option<ScrollReport>, GpuError> {
+        tracer.check_slot("record_scroll", "scroll", slot)?;
+        self.check_scroll()?;
+        self.check_rebake("scroll", |r| matches!(r, Rebake::Scroll { .. }))?;
+        if let Some(pending) = self.pending_rebake.take() {
+            let Rebake::Scroll { shift } = pending.rebake else { unreachable!("checked above") };
+            let maps = pending_maps(&pending);
+            let mut field = self.field(tracer)?.clone();
+            let (probes, planes) = advance(&mut field, shift);
+            debug_assert_eq!(probes, pending.probes, "the same planes enter");
+            let bake = enter(&mut field, &probes, &pending.codes, &maps, &self.compress);
+            // SAFETY: forwarded from the caller.
+            let upload =
+                unsafe { self.device.record_upload(tracer.gpu_mut(), cmd, slot, &field.visibility, &field.irradiance) };
+            if let Err(err) = upload {
+                self.pending_rebake = Some(pending);
+                return Err(err);
+            }
+            tracer.gpu_mut().defer_drop(pending.maps);
+            self.scrolled_to(field, &probes);
+            return Ok(Some(ScrollReport { shift, planes, probes, bake }));
+        }
+        let mut field = self.field.clone();
+        let (probes, planes) = advance(&mut field, shift);
+        if probes.is_empty() {
+            return Ok(Some(ScrollReport { shift, planes, ..ScrollReport::default() }));
+        }
+        let linear = grid_points(&field, &probes);
+        let codes = vec![[0; 3]; probes.len()];
+        let grid = field.volume.grid;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.start_rebake(tracer, Rebake::Scroll { shift }, &grid, &linear, probes, codes, cmd, slot) }?;
+        Ok(None)
+    }
+
+    /// [`GiVolume::record_scroll_by`] the whole probes that put `centre` in the
+    /// volume's middle cell (the finishing call does not use it).
+    ///
+    /// # Safety
+    /// As [`GiVolume::record_refresh`].
+    pub unsafe fn record_scroll_to(
+        &mut self,
+        tracer: &mut RayTracer,
+        centre: Vec3,
+        cmd: ash::vk::CommandBuffer,
+        slot: u32,
+    ) -> Result<Option<ScrollReport>, GpuError> {
+        if !centre.is_finite() {
+            return Err(GpuError::InvalidInput(format!("scroll: the centre {centre} is not finite")));
+        }
+        let shift = centre_shift(&self.field, centre);
+        // SAFETY: forwarded from the caller.
+        unsafe { self.record_scroll_by(tracer, shift, cmd, slot) }
+    }
+
+    /// Whether a recorded bake's first half awaits its second.
+    pub fn bake_pending(&self) -> bool {
+        self.pending_bake.is_some()
+    }
+
+    /// The recorded refresh or scroll in progress, if any.
+    pub fn pending_rebake(&self) -> Option<Rebake> {
+        self.pending_rebake.as_ref().map(|p| p.rebake)
+    }
+
+    /// A recorded refresh or scroll (`what`, pending ones matching `same`) may
+    /// start or finish: the volume is baked, no recorded bake is half done, and
+    /// no re-bake of the other kind is pending.
+    fn check_rebake(&self, what: &str, same: impl Fn(&Rebake) -> bool) -> Result<(), GpuError> {
+        if self.pending_bake.is_some() {
+            return Err(GpuError::InvalidInput(format!(
+                "{what}: a recorded bake is half done: finish it with record_bake first"
+            )));
+        }
+        if !self.baked {
+            return Err(GpuError::InvalidInput(format!("{what}: the volume is not baked yet: record a bake first")));
+        }
+        match &self.pending_rebake {
+            Some(pending) if !same(&pending.rebake) => Err(GpuError::InvalidInput(format!(
+                "{what}: a recorded {} is half done: finish it first",
+                match pending.rebake {
+                    Rebake::Refresh { .. } => "refresh",
+                    Rebake::Scroll { .. } => "scroll",
+                }
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Records the bake of the probes at grid points `linear` (from offset
+    /// `codes`) and the read-back of their maps, and keeps them pending.
+    ///
+    /// # Safety
+    /// As [`super::Gpu::record_into`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn start_rebake(
+        &mut self,
+        tracer: &mut RayTracer,
+        rebake: Rebake,
+        grid: &ProbeGrid,
+        linear: &[u32],
+        probes: Vec<u32>,
+        codes: Vec<[i32; 3]>,
+        cmd: ash::vk::CommandBuffer,
+        slot: u32,
+    ) -> Result<(), GpuError> {
+        let bytes = linear.len() as u64 * OCT_TEXELS as u64 * 8;
+        let maps = tracer.gpu().buffer("gi rebake maps", bytes, BufferMemory::Device)?;
+        let words: Vec<u32> = codes.iter().map(|&c| pack_offset(c)).collect();
+        self.baker.occluders = self.rules.occluders;
+        // SAFETY: forwarded from the caller.
+        let download = unsafe {
+            self.baker.record(tracer, grid, linear, Some(&words), &maps, cmd, slot, |rec| {
+                rec.pass("gi read maps", |rec| rec.download(&maps, 0, bytes))
+            })
+        };
+        match download {
+            Ok(download) => {
+                self.pending_rebake = Some(PendingRebake { rebake, probes, codes, maps, download });
+                Ok(())
+            }
+            Err(err) => {
+                tracer.gpu_mut().defer_drop(maps);
+                Err(err)
+            }
+        }
     }
 
     /// One frame's update: the next [`GiVolume::probes_per_frame`] live probes.

@@ -70,7 +70,7 @@ pub use error::GpuError;
 pub use gi_bake::{GiBaker, BAKE_BATCH_PROBES};
 pub use gi_compress::{GiCompressor, GpuVisibility, MAX_COMPRESS_BATCH};
 pub use gi_update::{DeviceVisibility, GiUpdater, GpuProbeField, MAX_RAYS_PER_PROBE};
-pub use gi_volume::{GiBuffers, GiStats, GiVolume, MAX_VOLUME_PROBES};
+pub use gi_volume::{GiBuffers, GiStats, GiVolume, Rebake, MAX_VOLUME_PROBES};
 pub use kernel::Kernel;
 pub use layout::{
     BlasRef, BlasRefitPush, GpuHit, GpuInstance, GpuRay, SkinPush, TlasNode, TraceAddresses, HIT_BACKFACE, NO_HIT,
