@@ -92,14 +92,13 @@ pub struct KilnGiDef {
     pub occluder_mask: u32,
     /// Bakes and refreshes move each probe off nearby surfaces and out of solid,
     /// by at most 0.45 of the spacing (RTXGI's relocation), and the update and
-    /// sampling use the moved position. Default false. Bakes, refreshes and
-    /// scrolls recorded into an engine's command buffers (`kiln_gi_record_bake`,
-    /// `kiln_gi_record_refresh`, `kiln_gi_record_scroll_to`) keep probes where they are.
+    /// sampling use the moved position. Default false. Recorded into an
+    /// engine's command buffers (`kiln_gi_record_bake`, `kiln_gi_record_refresh`,
+    /// `kiln_gi_record_scroll_to`), each relocation step is one more recording.
     pub relocate_probes: bool,
     /// Bakes and refreshes mark probes still in solid, or seeing no front face
     /// within reach, inactive: they keep nothing and are neither updated nor
-    /// sampled (counted in `KilnGiStats::dead_probes`). Default false; the recorded
-    /// bake, refresh and scroll leave it out as they do relocation.
+    /// sampled (counted in `KilnGiStats::dead_probes`). Default false.
     pub classify_probes: bool,
 }
 
@@ -571,7 +570,7 @@ fn check_dense(volume: &GiVolume) -> Result<(), Error> {
 
 /// The volume is on an embedded tracer, dense when it is to `scroll`, baked, and
 /// no recorded bake or re-bake of another kind (one `same` does not accept) is
-/// half done.
+/// in progress.
 fn check_recorded(
     volume: &GiVolume,
     tracer: &kiln_core::gpu::RayTracer,
@@ -592,7 +591,7 @@ fn check_recorded(
     if volume.bake_pending() {
         return Err(Error::new(
             KILN_ERROR_INVALID_STATE,
-            "a recorded bake is half done: finish it with kiln_gi_record_bake first",
+            "a recorded bake is in progress: finish it with kiln_gi_record_bake first",
         ));
     }
     if !volume.stats().baked {
@@ -609,28 +608,29 @@ fn check_recorded(
             };
             Err(Error::new(
                 KILN_ERROR_INVALID_STATE,
-                format!("{what}: a recorded {name} is half done: finish it with {call} first"),
+                format!("{what}: a recorded {name} is in progress: finish it with {call} first"),
             ))
         }
         _ => Ok(()),
     }
 }
 
-/// Embedded mode: `kiln_gi_refresh` in two recordings into the engine's command
-/// buffers, nothing submitted on the engine's queue. The first call records the
-/// bake of the probes whose maps reach into `[box_min, box_max]` and the
-/// read-back of their maps into `command_buffer` for `frame_slot` and writes
-/// false to `out_done` (true, and the report, when no probe is within reach);
-/// the next call, made once the engine's submissions so far completed, finishes
-/// that refresh whatever its box: it recompresses the maps into the volume's
-/// dictionary, records their upload into `command_buffer` and writes true to
-/// `out_done` and what it did to `out_report`. Probes stay on their grid points
-/// (as `kiln_gi_record_bake` leaves them). Updates recorded between the two
-/// use the previous visibility; `kiln_gi_record_bake` drops a pending refresh.
+/// Embedded mode: `kiln_gi_refresh` as calls that each record one step into the
+/// engine's command buffers, nothing submitted on the engine's queue (see
+/// `kiln_gi_record_bake`). The first call starts the refresh of the probes whose
+/// maps reach into `[box_min, box_max]`: it records their bake (or, with
+/// `relocate_probes` or `classify_probes`, the first pass of their relocation)
+/// and the read-back into `command_buffer` for `frame_slot` and writes false to
+/// `out_done` (true, and the report, when no probe is within reach). Each next
+/// call, made once the engine's submissions so far completed, takes that
+/// refresh on whatever its box, and the one that finishes it recompresses the
+/// maps into the volume's dictionary, records their upload and writes true to
+/// `out_done` and what it did to `out_report`. Updates recorded before then use
+/// the previous visibility; `kiln_gi_record_bake` drops a pending refresh.
 ///
 /// The box is checked as by `kiln_gi_refresh` (`KILN_ERROR_INVALID_ARGUMENT`).
 /// Refused with `KILN_ERROR_INVALID_STATE` before the volume's recorded bake
-/// finished, and while a recorded bake or scroll is half done; with
+/// finished, and while a recorded bake or scroll is in progress; with
 /// `KILN_ERROR_INVALID_ARGUMENT` for a volume on a standalone tracer (use
 /// `kiln_gi_refresh`). The contract is `kiln_tracer_record_trace`'s (slots,
 /// order, entry and exit barriers).
@@ -671,14 +671,15 @@ pub unsafe extern "C" fn kiln_gi_record_refresh(
     })
 }
 
-/// Embedded mode: `kiln_gi_scroll_to` in two recordings, as
-/// `kiln_gi_record_refresh` makes a refresh. The first call records the bake of
-/// the planes of probes that would enter for `centre` and writes false to
-/// `out_done` (true, and the report, when the volume need not move); the next
-/// call, once the engine's submissions so far completed, finishes that scroll
-/// whatever its centre (scroll again to follow a point that moved on):
-/// recompresses the new maps, records their upload, moves the volume and writes
-/// true to `out_done` and what it did to `out_report`. Until then the volume,
+/// Embedded mode: `kiln_gi_scroll_to` as calls that each record one step, as
+/// `kiln_gi_record_refresh` makes a refresh. The first call starts baking the
+/// planes of probes that would enter for `centre` and writes false to
+/// `out_done` (true, and the report, when the volume need not move); each next
+/// call, once the engine's submissions so far completed, takes that scroll on
+/// whatever its centre (scroll again to follow a point that moved on), and the
+/// one that finishes it recompresses the new maps, records their upload, moves
+/// the volume and writes true to `out_done` and what it did to `out_report`.
+/// Until then the volume,
 /// its updates and `kiln_gi_get_gpu_buffers` stay where they were; after it,
 /// call `kiln_gi_get_gpu_buffers` again (its version changes), and the next
 /// recorded updates take the new probes first.
@@ -686,7 +687,7 @@ pub unsafe extern "C" fn kiln_gi_record_refresh(
 /// `centre` must be finite (`KILN_ERROR_INVALID_ARGUMENT`). Refused with
 /// `KILN_ERROR_INVALID_STATE` for a volume placed around geometry (a dilation of
 /// 0 or more), before its recorded bake finished, and while a recorded bake or
-/// refresh is half done; with `KILN_ERROR_INVALID_ARGUMENT` for a volume on a
+/// refresh is in progress; with `KILN_ERROR_INVALID_ARGUMENT` for a volume on a
 /// standalone tracer (use `kiln_gi_scroll_to`). The contract is
 /// `kiln_tracer_record_trace`'s.
 ///
@@ -753,14 +754,18 @@ pub unsafe extern "C" fn kiln_gi_update(gi: KilnGiId, out_updated: *mut u32) -> 
     })
 }
 
-/// Embedded mode: the bake (as `kiln_gi_bake`) in two recordings into the engine's
-/// command buffers, nothing submitted on the engine's queue. The first call
-/// records the visibility bake, its compression and a read-back of the result into
-/// `command_buffer` for `frame_slot` and writes false to `out_done`; the next call,
-/// made once the engine's submission of the first completed, builds the volume's
-/// visibility from the read-back, records its upload into `command_buffer` and
-/// writes true: the volume is baked. Updates recorded between the two use the
-/// previous visibility. `kiln_gi_bake` meanwhile drops the pending half.
+/// Embedded mode: the bake (as `kiln_gi_bake`) as calls that each record one
+/// step into the engine's command buffers, nothing submitted on the engine's
+/// queue; call it until it writes true to `out_done`, each call once the
+/// engine's submission of the previous one completed. The first call records
+/// the visibility bake, its compression and a read-back of the result into
+/// `command_buffer` for `frame_slot` and writes false; the next builds the
+/// volume's visibility from the read-back, records its upload and writes true:
+/// the volume is baked. With `relocate_probes` or `classify_probes` the bake
+/// starts with a pass per relocation step (the probes' rays traced and their
+/// hits read back, then moved and classified on the CPU as `kiln_gi_bake` does),
+/// up to 4 more calls. Updates recorded in between use the previous visibility.
+/// A recorded refresh or scroll in progress is dropped.
 ///
 /// The contract is `kiln_tracer_record_trace`'s (slots, order, entry and exit
 /// barriers). A volume on a standalone tracer is refused

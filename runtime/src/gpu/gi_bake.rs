@@ -11,7 +11,7 @@ use super::gi_compress::GpuVisibility;
 use super::kernel::Kernel;
 use super::layout::GiBakePush;
 use super::ray_tracer::RayTracer;
-use super::recorder::{Recorder, Use};
+use super::recorder::{Download, Recorder, Use};
 use super::scene::GpuScene;
 use super::shaders;
 use super::trace::Tracer;
@@ -48,7 +48,9 @@ impl GiBaker {
     /// (with offset `words`, as [`GiBaker::bake_points`]) into `maps` (all
     /// batches), then `after` (the compression, a read-back), into the engine's
     /// `cmd` for frame slot `slot`, with the scene's update when it changed. The
-    /// probe list goes up inside the recording: nothing is submitted.
+    /// probe list goes up inside the recording: nothing is submitted. With
+    /// `census` the rays are only traced, `maps` is left alone, and each batch's
+    /// hits are read back (returned, in order, for [`GiBaker::censuses`]).
     ///
     /// # Safety
     /// As [`super::Gpu::record_into`].
@@ -59,13 +61,13 @@ impl GiBaker {
         grid: &ProbeGrid,
         linear: &[u32],
         words: Option<&[u32]>,
-        maps: &GpuBuffer,
+        (maps, census): (&GpuBuffer, bool),
         cmd: ash::vk::CommandBuffer,
         slot: u32,
         after: impl FnOnce(&mut Recorder<'_>) -> Result<R, GpuError>,
-    ) -> Result<R, GpuError> {
+    ) -> Result<(R, Vec<Download>), GpuError> {
         let n = linear.len() as u32;
-        if maps.size() < u64::from(n) * OCT_TEXELS as u64 * 8 {
+        if !census && maps.size() < u64::from(n) * OCT_TEXELS as u64 * 8 {
             return Err(GpuError::InvalidInput(format!("bake: {} bytes of maps for {n} probes", maps.size())));
         }
         if words.is_some_and(|w| w.len() != linear.len()) {
@@ -92,12 +94,16 @@ impl GiBaker {
                     if let (Some(buffer), Some(words)) = (&offsets, words) {
                         rec.upload(buffer, 0, bytemuck::cast_slice(words))?;
                     }
+                    let mut downloads = Vec::new();
                     for first in (0..n).step_by(BAKE_BATCH_PROBES as usize) {
                         let push = GiBakePush { first, count: BAKE_BATCH_PROBES.min(n - first), ..push };
                         let buffers = [&probes, rays, hits, maps];
-                        this.record_rays(rec, scene, trace, &push, buffers, offsets.as_ref(), true)?;
+                        this.record_rays(rec, scene, trace, &push, buffers, offsets.as_ref(), !census)?;
+                        if census {
+                            downloads.push(rec.download(hits, 0, hit_bytes(push.count))?);
+                        }
                     }
-                    after(rec)
+                    Ok((after(rec)?, downloads))
                 })
             }
         });
@@ -106,6 +112,18 @@ impl GiBaker {
             tracer.gpu_mut().defer_drop(offsets);
         }
         result
+    }
+
+    /// The census of each probe's bake rays from their hits (a pass's read-back,
+    /// `BAKE_RAYS` per probe): the rays as the CPU makes them, as only their
+    /// directions and reach matter to it.
+    pub fn censuses(&self, grid: &ProbeGrid, hits: &[GpuHit]) -> Vec<RayCensus> {
+        let clip = grid.clip_distance();
+        let rays: Vec<GpuRay> = bake_directions()
+            .iter()
+            .map(|d| GpuRay { dir: (*d).into(), t_max: clip, mask: self.occluders, ..GpuRay::default() })
+            .collect();
+        hits.chunks_exact(BAKE_RAYS).map(|h| RayCensus::of(&rays, h)).collect()
     }
 
     /// Sizes the ray scratch for a batch and returns the push constants of the
@@ -226,25 +244,15 @@ impl GiBaker {
         let push = self.prepare(tracer, grid, n, maps, &probes, offsets.as_ref().map_or(0, GpuBuffer::address))?;
         let (rays, hits) = self.scratch.as_ref().expect("sized by prepare");
         let mut found = Vec::new();
-        // The census reads the rays as the CPU makes them: only their directions
-        // and reach matter to it.
-        let dirs = if census { bake_directions() } else { Vec::new() };
-        let clip = grid.clip_distance();
         for first in (0..n).step_by(BAKE_BATCH_PROBES as usize) {
             let push = GiBakePush { first, count: BAKE_BATCH_PROBES.min(n - first), ..push };
             let download = tracer.submit_with_scene("kiln gi bake", |rec, scene, trace| {
                 let buffers = [&probes, rays, hits, maps];
                 self.record_rays(rec, scene, trace, &push, buffers, offsets.as_ref(), !census)?;
-                let bytes = u64::from(push.count) * BAKE_RAYS as u64 * std::mem::size_of::<GpuHit>() as u64;
-                census.then(|| rec.download(hits, 0, bytes)).transpose()
+                census.then(|| rec.download(hits, 0, hit_bytes(push.count))).transpose()
             })?;
             if let Some(download) = download {
-                let hits: Vec<GpuHit> = download.to_vec();
-                let rays: Vec<GpuRay> = dirs
-                    .iter()
-                    .map(|d| GpuRay { dir: (*d).into(), t_max: clip, mask: self.occluders, ..GpuRay::default() })
-                    .collect();
-                found.extend(hits.chunks_exact(BAKE_RAYS).map(|h| RayCensus::of(&rays, h)));
+                found.extend(self.censuses(grid, &download.to_vec::<GpuHit>()));
             }
         }
         tracer.gpu_mut().defer_drop(probes);
@@ -270,38 +278,86 @@ impl GiBaker {
         maps: &GpuBuffer,
     ) -> Result<Vec<([i32; 3], bool)>, GpuError> {
         assert_eq!(linear.len(), start.len(), "a start per probe");
-        let spacing = grid.spacing;
-        let mut codes = start.to_vec();
-        let mut inactive = vec![false; linear.len()];
-        if rules.relocate || rules.classify {
-            let iterations = if rules.relocate { rules.iterations } else { 0 };
-            let mut pending: Vec<usize> = (0..linear.len()).collect();
-            for iteration in 0..=iterations {
-                let list: Vec<u32> = pending.iter().map(|&i| linear[i]).collect();
-                let words: Vec<u32> = pending.iter().map(|&i| pack_offset(codes[i])).collect();
-                let found = self.run(tracer, grid, &list, Some(&words), maps, true)?;
-                let mut moved = Vec::new();
-                for (&i, census) in pending.iter().zip(&found) {
-                    inactive[i] = rules.classify && census.inactive(rules);
-                    if iteration < iterations {
-                        let at = decode_offset(codes[i], spacing);
-                        let next = encode_offset(relocate(census, at, spacing, rules), spacing);
-                        if next != codes[i] {
-                            codes[i] = next;
-                            moved.push(i);
-                        }
-                    }
+        let mut relocation = Relocation::new(start, rules);
+        while !relocation.pending.is_empty() {
+            let (list, words) = relocation.pending_points(linear);
+            let found = self.run(tracer, grid, &list, Some(&words), maps, true)?;
+            relocation.step(&found, grid.spacing, rules);
+        }
+        self.bake_points(tracer, grid, linear, Some(&relocation.words()), maps)?;
+        Ok(relocation.codes.into_iter().zip(relocation.inactive).collect())
+    }
+}
+
+/// Bytes of the hits of `probes` probes' bake rays.
+fn hit_bytes(probes: u32) -> u64 {
+    u64::from(probes) * BAKE_RAYS as u64 * std::mem::size_of::<GpuHit>() as u64
+}
+
+/// Where the relocation and classification of a bake's probes stand between
+/// census passes (`gi/relocate.rs`): each pass traces the probes still moving,
+/// classifies them and moves them; after the last, the bake traces every probe
+/// once more from where it ended.
+#[derive(Clone, Debug)]
+pub struct Relocation {
+    /// Each probe's offset code.
+    pub codes: Vec<[i32; 3]>,
+    /// Each probe's class: inactive probes bake to the clip value.
+    pub inactive: Vec<bool>,
+    /// The probes (indices into the bake's list) the next census pass traces;
+    /// none once the relocation is done (at once under rules that neither
+    /// relocate nor classify).
+    pub pending: Vec<usize>,
+    iteration: u32,
+    iterations: u32,
+}
+
+impl Relocation {
+    pub fn new(start: &[[i32; 3]], rules: &ProbeRules) -> Relocation {
+        let census = rules.relocate || rules.classify;
+        Relocation {
+            codes: start.to_vec(),
+            inactive: vec![false; start.len()],
+            pending: if census { (0..start.len()).collect() } else { Vec::new() },
+            iteration: 0,
+            iterations: if rules.relocate { rules.iterations } else { 0 },
+        }
+    }
+
+    /// The grid points and offset words of the pending probes.
+    pub fn pending_points(&self, linear: &[u32]) -> (Vec<u32>, Vec<u32>) {
+        let list = self.pending.iter().map(|&i| linear[i]).collect();
+        let words = self.pending.iter().map(|&i| pack_offset(self.codes[i])).collect();
+        (list, words)
+    }
+
+    /// Takes the census of the pending probes (in their order): classifies
+    /// them, and before the last pass moves them; the probes that moved are
+    /// traced again.
+    pub fn step(&mut self, found: &[RayCensus], spacing: f32, rules: &ProbeRules) {
+        let mut moved = Vec::new();
+        for (&i, census) in self.pending.iter().zip(found) {
+            self.inactive[i] = rules.classify && census.inactive(rules);
+            if self.iteration < self.iterations {
+                let at = decode_offset(self.codes[i], spacing);
+                let next = encode_offset(relocate(census, at, spacing, rules), spacing);
+                if next != self.codes[i] {
+                    self.codes[i] = next;
+                    moved.push(i);
                 }
-                if moved.is_empty() {
-                    break;
-                }
-                pending = moved;
             }
         }
-        let words: Vec<u32> =
-            codes.iter().zip(&inactive).map(|(&c, &off)| pack_offset(c) | if off { INACTIVE_BIT } else { 0 }).collect();
-        self.bake_points(tracer, grid, linear, Some(&words), maps)?;
-        Ok(codes.into_iter().zip(inactive).collect())
+        self.iteration += 1;
+        self.pending = moved;
+    }
+
+    /// The final bake's offset word of each probe ([`INACTIVE_BIT`] for inactive ones).
+    pub fn words(&self) -> Vec<u32> {
+        self.codes
+            .iter()
+            .zip(&self.inactive)
+            .map(|(&c, &off)| pack_offset(c) | if off { INACTIVE_BIT } else { 0 })
+            .collect()
     }
 }
 

@@ -299,3 +299,82 @@ fn a_gpu_volume_scrolls_with_the_cpu_reference_and_updates_through_its_ring() {
     assert!(worst <= 1e-3, "the entered probes' irradiance differs by {worst}");
     assert_validation_clean(tracer.gpu());
 }
+
+/// On an engine's device, a relocating and classifying dense volume baked,
+/// refreshed after a wall appeared and scrolled, each as recordings into the
+/// engine's command buffers until done, submits nothing and ends exactly as the
+/// same volume baked, refreshed and scrolled on a standalone device: the same
+/// offsets, the same compressed visibility.
+#[test]
+fn recorded_bake_refresh_and_scroll_with_relocation_match_submitted_ones() {
+    use super::tests::EngineDevice;
+    use crate::gi::ProbeRules;
+    let test = "recorded_bake_refresh_and_scroll_with_relocation_match_submitted_ones";
+    let Some((mut standalone, _)) = open_room_tracer(test) else { return };
+    // Half a spacing off the room's grid: a plane of probes inside the new wall.
+    let grid = ProbeGrid::covering(Vec3::new(-0.5, 0.0, -1.0), Vec3::new(6.5, 4.0, 5.0), 1.0).unwrap();
+    let engine = EngineDevice::new(2).expect("the engine's own device on the same driver");
+    // SAFETY: the engine's handles are live and outlive the tracer (dropped first).
+    let mut embedded = unsafe { RayTracer::embedded(&engine.describe(2)) }.unwrap();
+    for (i, (lo, hi)) in open_room_boxes().into_iter().enumerate() {
+        add_box(&mut embedded, lo, hi, i as u32);
+    }
+    let before = embedded.gpu().submissions();
+    let mut recorded = GiVolume::new(&mut embedded, grid, None).unwrap();
+    let mut submitted = GiVolume::new(&mut standalone, grid, None).unwrap();
+    for volume in [&mut recorded, &mut submitted] {
+        volume.rules = ProbeRules::default();
+    }
+    // Each call records one step into a frame; the next comes after it completed.
+    let mut frame = 0usize;
+    let mut record = |step: &mut dyn FnMut(ash::vk::CommandBuffer, u32) -> bool| -> u32 {
+        let mut calls = 0;
+        loop {
+            let slot = frame % 2;
+            frame += 1;
+            calls += 1;
+            let cmd = engine.begin(slot);
+            let done = step(cmd, slot as u32);
+            engine.submit(slot);
+            engine.wait_all();
+            if done || calls == 10 {
+                return calls;
+            }
+        }
+    };
+    let calls = record(&mut |cmd, slot| {
+        // SAFETY: a recording command buffer of the engine's device for `slot`,
+        // each call after the previous one's submission completed.
+        unsafe { recorded.record_bake(&mut embedded, cmd, slot) }.unwrap()
+    });
+    submitted.bake(&mut standalone).unwrap();
+    assert!(calls > 2, "census passes before the bake: {calls} calls");
+    let stats = recorded.stats();
+    assert!(stats.moved_probes > 0 && stats.dead_probes > 0, "{stats:?}");
+    assert_eq!(recorded.stats(), submitted.stats());
+
+    let (lo, hi) = room_wall();
+    add_box(&mut embedded, lo, hi, 99);
+    add_box(&mut standalone, lo, hi, 99);
+    let mut report = None;
+    record(&mut |cmd, slot| {
+        // SAFETY: as above.
+        report = unsafe { recorded.record_refresh(&mut embedded, lo, hi, cmd, slot) }.unwrap();
+        report.is_some()
+    });
+    assert_eq!(report.unwrap(), submitted.refresh(&mut standalone, lo, hi).unwrap());
+    let mut scrolled = None;
+    record(&mut |cmd, slot| {
+        // SAFETY: as above.
+        scrolled = unsafe { recorded.record_scroll_by(&mut embedded, [1, 0, -1], cmd, slot) }.unwrap();
+        scrolled.is_some()
+    });
+    let scrolled = scrolled.unwrap();
+    assert_eq!(scrolled, submitted.scroll_by(&mut standalone, [1, 0, -1]).unwrap());
+    assert!(scrolled.planes == 2 && !scrolled.probes.is_empty());
+    let (got, want) = (recorded.field(&mut embedded).unwrap(), submitted.field(&mut standalone).unwrap());
+    assert!(got.visibility == want.visibility && got.offsets == want.offsets && got.ring == want.ring);
+    assert_eq!(embedded.gpu().submissions(), before, "recorded jobs submit nothing");
+    assert_validation_clean(standalone.gpu());
+    assert!(engine.messages().is_empty(), "{:?}", engine.messages());
+}

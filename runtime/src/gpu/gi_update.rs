@@ -191,12 +191,25 @@ impl GpuProbeField {
         slot: u32,
         vis: &CompressedVisibility,
         irradiance: &[PackedSh],
+        offsets: &ProbeOffsets,
     ) -> Result<(), GpuError> {
         self.check_upload(vis, irradiance)?;
         let data = VisibilityWords::of(vis);
         let visibility = DeviceVisibility::sized(gpu, vis, &data)?;
         let bytes = (std::mem::size_of_val(irradiance) as u64).max(4);
         let device_irradiance = gpu.buffer("gi irradiance", bytes, BufferMemory::Device)?;
+        let (mask, rank, codes) = offsets.parts();
+        let offset_words: [&[u32]; 3] = [bytemuck::cast_slice(mask), bytemuck::cast_slice(rank), codes];
+        let sized = |name, words: &[u32]| gpu.buffer(name, 4 * words.len().max(1) as u64, BufferMemory::Device);
+        let device_offsets = if offsets.moved_count() == 0 {
+            None
+        } else {
+            Some([
+                sized("gi offset mask", offset_words[0])?,
+                sized("gi offset rank", offset_words[1])?,
+                sized("gi offset codes", offset_words[2])?,
+            ])
+        };
         // SAFETY: forwarded from the caller.
         unsafe {
             gpu.record_into(cmd, slot, "kiln gi upload", |rec| {
@@ -208,11 +221,19 @@ impl GpuProbeField {
                 if !irradiance.is_empty() {
                     rec.upload(&device_irradiance, 0, bytemuck::cast_slice(irradiance))?;
                 }
+                for (buffer, words) in device_offsets.iter().flatten().zip(offset_words) {
+                    if !words.is_empty() {
+                        rec.upload(buffer, 0, bytemuck::cast_slice(words))?;
+                    }
+                }
                 Ok(())
             })
         }?;
         gpu.defer_drop(std::mem::replace(&mut self.visibility, visibility));
         gpu.defer_drop(std::mem::replace(&mut self.irradiance, device_irradiance));
+        for old in std::mem::replace(&mut self.offsets, device_offsets).into_iter().flatten() {
+            gpu.defer_drop(old);
+        }
         Ok(())
     }
 

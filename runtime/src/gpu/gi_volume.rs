@@ -24,14 +24,15 @@
 use super::buffer::{BufferMemory, GpuBuffer};
 use super::error::GpuError;
 use super::gi_bake::GiBaker;
-use super::gi_compress::{GiCompressor, GpuVisibility, VisibilityDownload, MAX_COMPRESS_BATCH};
+use super::gi_compress::{GiCompressor, GpuVisibility, MAX_COMPRESS_BATCH};
+use super::gi_recorded::{release, Job, Stage};
 use super::gi_update::{sample_params, GiUpdater, GpuProbeField, InitialUpload, Recording, MAX_RAYS_PER_PROBE};
 use super::layout::GiUpdateParams;
 use super::ray_tracer::{BufferView, InstanceId, RayTracer};
 use super::recorder::{Download, Recorder};
 use crate::gi::compress::{CompressParams, ProbeOrder};
 use crate::gi::refresh::{fold_probes, probes_near, refresh_reach, RefreshReport};
-use crate::gi::relocate::{pack_offset, ProbeOffsets, ProbeRules};
+use crate::gi::relocate::{ProbeOffsets, ProbeRules};
 use crate::gi::scroll::{advance, centre_shift, unlight, ScrollReport};
 use crate::gi::update::{GiLighting, UpdateParams};
 use crate::gi::{ProbeField, ProbeGrid, ProbeVolume, SampleParams, VisibilityMap, OCT_TEXELS};
@@ -87,11 +88,11 @@ pub const MAX_VOLUME_PROBES: u32 = 1 << 19;
 
 /// A probe volume, its device data and the update state.
 pub struct GiVolume {
-    field: ProbeField,
+    pub(super) field: ProbeField,
     pub(crate) device: GpuProbeField,
-    updater: GiUpdater,
-    baker: GiBaker,
-    compressor: GiCompressor,
+    pub(super) updater: GiUpdater,
+    pub(super) baker: GiBaker,
+    pub(super) compressor: GiCompressor,
     pub lighting: GiLighting,
     pub params: UpdateParams,
     pub compress: CompressParams,
@@ -109,12 +110,12 @@ pub struct GiVolume {
     probes: Vec<u32>,
     /// Probes that entered with a scroll and were not updated yet: the next
     /// updates take them before the round robin goes on.
-    entered: Vec<u32>,
+    pub(super) entered: Vec<u32>,
     /// Whether the probes of the update in progress came from `entered`.
     serving_entered: bool,
     last_update_probes: u32,
     irradiance_stale: bool,
-    baked: bool,
+    pub(super) baked: bool,
     /// The sampling parameters on the device and what they hold
     /// ([`GiVolume::gpu_buffers`]), made on first use.
     gpu_params: Option<(GpuBuffer, GiUpdateParams)>,
@@ -122,57 +123,27 @@ pub struct GiVolume {
     /// The irradiance read-back of the last update recorded into an engine's
     /// command buffer ([`GiVolume::record_update`]).
     recorded_irradiance: Option<Download>,
-    /// The first half of a bake recorded into an engine's command buffer: the
-    /// compression's buffers and its read-back ([`GiVolume::record_bake`]).
-    pending_bake: Option<(GpuVisibility, VisibilityDownload)>,
-    /// The first half of a refresh or scroll recorded into an engine's command
-    /// buffer ([`GiVolume::record_refresh`], [`GiVolume::record_scroll_by`]).
-    pending_rebake: Option<PendingRebake>,
+    /// A bake, refresh or scroll recorded into an engine's command buffers and
+    /// not finished: the job and what its last recording reads back
+    /// (`gi_recorded.rs`).
+    pub(super) recorded: Option<(Job, Stage)>,
     /// Embedded mode: the field's data until a recording uploaded it.
-    initial: Option<InitialUpload>,
+    pub(super) initial: Option<InitialUpload>,
     /// Albedo given by instance handle ([`GiVolume::set_instance_albedo`]), by the
     /// handle's slot; laid out in packed order into `lighting.albedo` by each update.
     instance_albedo: Vec<Option<(InstanceId, [f32; 3])>>,
 }
 
-/// What a recorded refresh or scroll re-bakes.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Rebake {
-    /// The probes within reach of a box.
-    Refresh { lo: Vec3, hi: Vec3 },
-    /// The planes that enter a scroll by whole probes.
-    Scroll { shift: [i32; 3] },
-}
-
-/// The first half of a recorded refresh or scroll: the probes it re-bakes (slots
-/// after the scroll), their offset codes, and the maps' buffer and read-back.
-struct PendingRebake {
-    rebake: Rebake,
-    probes: Vec<u32>,
-    codes: Vec<[i32; 3]>,
-    maps: GpuBuffer,
-    download: Download,
-}
-
 /// The linear grid index of each of `probes`' grid points (through the ring of
 /// a scrolled volume).
-fn grid_points(field: &ProbeField, probes: &[u32]) -> Vec<u32> {
+pub(super) fn grid_points(field: &ProbeField, probes: &[u32]) -> Vec<u32> {
     let grid = &field.volume.grid;
     probes.iter().map(|&p| grid.linear(field.steps_of_slot(field.volume.probe_coords(p as usize))) as u32).collect()
 }
 
-/// The maps a recorded re-bake read back (its submission completed).
-fn pending_maps(pending: &PendingRebake) -> Vec<VisibilityMap> {
-    let texels: Vec<[f32; 2]> = pending.download.to_vec();
-    texels
-        .chunks_exact(OCT_TEXELS)
-        .map(|c| VisibilityMap(<[[f32; 2]; OCT_TEXELS]>::try_from(c).expect("a map")))
-        .collect()
-}
-
 /// Folds the maps of the probes that entered a scroll into `field` (advanced
 /// already) and leaves them unlit.
-fn enter(
+pub(super) fn enter(
     field: &mut ProbeField,
     probes: &[u32],
     codes: &[[i32; 3]],
@@ -229,8 +200,7 @@ impl GiVolume {
             gpu_params: None,
             gpu_version: 0,
             recorded_irradiance: None,
-            pending_bake: None,
-            pending_rebake: None,
+            recorded: None,
             initial,
             field,
             instance_albedo: Vec::new(),
@@ -310,8 +280,8 @@ impl GiVolume {
     /// Bakes and compresses every probe's visibility against the tracer's scene
     /// (call again when static geometry changed).
     pub fn bake(&mut self, tracer: &mut RayTracer) -> Result<(), GpuError> {
-        if let Some((work, _)) = self.pending_bake.take() {
-            tracer.gpu_mut().defer_drop(work);
+        if let Some((_, stage)) = self.recorded.take() {
+            release(tracer, stage);
         }
         self.flush_initial(tracer)?;
         let n = self.probe_count();
@@ -418,7 +388,7 @@ impl GiVolume {
     }
 
     /// Only a baked volume with a probe at every grid point scrolls.
-    fn check_scroll(&self) -> Result<(), GpuError> {
+    pub(super) fn check_scroll(&self) -> Result<(), GpuError> {
         if self.field.volume.probe_count() != self.field.volume.grid.point_count() {
             return Err(GpuError::InvalidInput(
                 "scroll: only a volume with a probe at every grid point (created without a dilation) scrolls".into(),
@@ -433,7 +403,7 @@ impl GiVolume {
     /// Takes `field` (scrolled, its entered probes folded in by [`enter`]) as the
     /// volume's: the device's grid and ring follow, and the next updates take the
     /// live probes that entered first.
-    fn scrolled_to(&mut self, field: ProbeField, probes: &[u32]) {
+    pub(super) fn scrolled_to(&mut self, field: ProbeField, probes: &[u32]) {
         self.device.grid = field.volume.grid;
         self.device.ring = field.ring;
         self.entered = probes.iter().copied().filter(|&p| field.is_active(p as usize)).collect();
@@ -473,265 +443,6 @@ impl GiVolume {
             .zip(texels.chunks_exact(OCT_TEXELS))
             .map(|((code, _), c)| (code, VisibilityMap(<[[f32; 2]; OCT_TEXELS]>::try_from(c).expect("a map"))))
             .collect())
-    }
-
-    /// Embedded mode: the bake in two recordings into the engine's command
-    /// buffers, nothing submitted. The first call records the bake, the
-    /// compression and its read-back into `cmd` and returns `false`; the next call,
-    /// once the engine's submission of that one completed, builds the field from
-    /// what was read back, records the upload of its compact visibility into `cmd`
-    /// and returns `true`: the volume is baked (as [`GiVolume::bake`] bakes it).
-    ///
-    /// # Safety
-    /// As [`super::Gpu::record_into`]; and the second call comes after the first
-    /// call's command buffer completed.
-    pub unsafe fn record_bake(
-        &mut self,
-        tracer: &mut RayTracer,
-        cmd: ash::vk::CommandBuffer,
-        slot: u32,
-    ) -> Result<bool, GpuError> {
-        tracer.check_slot("record_bake", "bake", slot)?;
-        if let Some(pending) = self.pending_rebake.take() {
-            tracer.gpu_mut().defer_drop(pending.maps);
-        }
-        if let Some((work, download)) = self.pending_bake.take() {
-            let mut field = self.field(tracer)?.clone();
-            field.set_visibility(download.finish());
-            // SAFETY: forwarded from the caller.
-            unsafe { self.device.record_upload(tracer.gpu_mut(), cmd, slot, &field.visibility, &field.irradiance) }?;
-            tracer.gpu_mut().defer_drop(work);
-            self.field = field;
-            self.baked = true;
-            return Ok(true);
-        }
-        let n = self.probe_count();
-        if n == 0 {
-            // SAFETY: forwarded from the caller.
-            unsafe { self.record_initial(tracer, cmd, slot) }?;
-            self.baked = true;
-            return Ok(true);
-        }
-        let order = ProbeOrder::swizzled(n, MAX_COMPRESS_BATCH as u32);
-        let work = GpuVisibility::new(tracer.gpu(), n)?;
-        self.baker.occluders = self.rules.occluders;
-        let linear = grid_points(&self.field, &(0..n).collect::<Vec<u32>>());
-        let grid = self.field.volume.grid;
-        let (compressor, params, initial, device) = (&self.compressor, &self.compress, &self.initial, &self.device);
-        // SAFETY: forwarded from the caller.
-        let download = unsafe {
-            self.baker.record(tracer, &grid, &linear, None, &work.maps, cmd, slot, |rec| {
-                if let Some(initial) = initial {
-                    initial.record(rec, device)?;
-                }
-                rec.pass("gi compress", |rec| compressor.record(rec, &work, &order, params))?;
-                rec.pass("gi read visibility", |rec| work.record_read(rec))
-            })
-        }?;
-        self.initial = None;
-        self.pending_bake = Some((work, download));
-        Ok(false)
-    }
-
-    /// Embedded mode: [`GiVolume::refresh`] in two recordings into the engine's
-    /// command buffers, nothing submitted. The first call records the bake of
-    /// the probes within reach of `[lo, hi]` and the read-back of their maps into
-    /// `cmd` and returns `None` (or the report at once when no probe is within
-    /// reach); the next call finishes that refresh (its box is not used): it
-    /// recompresses the maps into the dictionary, records their upload into
-    /// `cmd` and returns the report. Probes stay where they are, as a recorded
-    /// bake leaves them. Updates recorded between the two use the previous
-    /// visibility. A pending scroll or bake must be finished first; a recorded
-    /// bake drops a pending refresh.
-    ///
-    /// # Safety
-    /// As [`super::Gpu::record_into`]; and the second call comes after the
-    /// engine's submissions of the earlier recordings completed.
-    pub unsafe fn record_refresh(
-        &mut self,
-        tracer: &mut RayTracer,
-        lo: Vec3,
-        hi: Vec3,
-        cmd: ash::vk::CommandBuffer,
-        slot: u32,
-    ) -> Result<Option<RefreshReport>, GpuError> {
-        tracer.check_slot("record_refresh", "refresh", slot)?;
-        self.check_rebake("refresh", |r| matches!(r, Rebake::Refresh { .. }))?;
-        if let Some(pending) = self.pending_rebake.take() {
-            let maps = pending_maps(&pending);
-            let mut field = self.field(tracer)?.clone();
-            let report = fold_probes(&mut field, &pending.probes, &pending.codes, &maps, &self.compress);
-            // SAFETY: forwarded from the caller.
-            let upload =
-                unsafe { self.device.record_upload(tracer.gpu_mut(), cmd, slot, &field.visibility, &field.irradiance) };
-            if let Err(err) = upload {
-                self.pending_rebake = Some(pending);
-                return Err(err);
-            }
-            tracer.gpu_mut().defer_drop(pending.maps);
-            self.field = field;
-            return Ok(Some(report));
-        }
-        if !(lo.is_finite() && hi.is_finite()) || hi.cmplt(lo).any() {
-            return Err(GpuError::InvalidInput(format!(
-                "refresh: the box {lo}..{hi} must be finite with lo <= hi on every axis"
-            )));
-        }
-        let grid = self.field.volume.grid;
-        let probes = probes_near(&self.field, lo, hi, refresh_reach(&grid, &self.rules));
-        if probes.is_empty() {
-            return Ok(Some(RefreshReport::default()));
-        }
-        let codes: Vec<[i32; 3]> = probes.iter().map(|&p| self.field.offsets.code(p as usize)).collect();
-        let linear = grid_points(&self.field, &probes);
-        // SAFETY: forwarded from the caller.
-        unsafe { self.start_rebake(tracer, Rebake::Refresh { lo, hi }, &grid, &linear, probes, codes, cmd, slot) }?;
-        Ok(None)
-    }
-
-    /// Embedded mode: [`GiVolume::scroll_by`] in two recordings, as
-    /// [`GiVolume::record_refresh`] makes a refresh: the first call records the
-    /// bake of the planes that would enter and returns `None` (or the report at
-    /// once when nothing enters); the next call finishes that scroll (its shift
-    /// is not used: scroll again to follow a point that moved on), recompresses
-    /// the new maps, records their upload and returns the report. Only then does
-    /// the volume move: updates recorded between the two, and the engine's
-    /// sampling, see it where it was.
-    ///
-    /// # Safety
-    /// As [`GiVolume::record_refresh`].
-    pub unsafe fn record_scroll_by(
-        &mut self,
-        tracer: &mut RayTracer,
-        shift: [i32; 3],
-        cmd: ash::vk::CommandBuffer,
-        slot: u32,
-    ) -> Result<Option<ScrollReport>, GpuError> {
-        tracer.check_slot("record_scroll", "scroll", slot)?;
-        self.check_scroll()?;
-        self.check_rebake("scroll", |r| matches!(r, Rebake::Scroll { .. }))?;
-        if let Some(pending) = self.pending_rebake.take() {
-            let Rebake::Scroll { shift } = pending.rebake else { unreachable!("checked above") };
-            let maps = pending_maps(&pending);
-            let mut field = self.field(tracer)?.clone();
-            let (probes, planes) = advance(&mut field, shift);
-            debug_assert_eq!(probes, pending.probes, "the same planes enter");
-            let bake = enter(&mut field, &probes, &pending.codes, &maps, &self.compress);
-            // SAFETY: forwarded from the caller.
-            let upload =
-                unsafe { self.device.record_upload(tracer.gpu_mut(), cmd, slot, &field.visibility, &field.irradiance) };
-            if let Err(err) = upload {
-                self.pending_rebake = Some(pending);
-                return Err(err);
-            }
-            tracer.gpu_mut().defer_drop(pending.maps);
-            self.scrolled_to(field, &probes);
-            return Ok(Some(ScrollReport { shift, planes, probes, bake }));
-        }
-        let mut field = self.field.clone();
-        let (probes, planes) = advance(&mut field, shift);
-        if probes.is_empty() {
-            return Ok(Some(ScrollReport { shift, planes, ..ScrollReport::default() }));
-        }
-        let linear = grid_points(&field, &probes);
-        let codes = vec![[0; 3]; probes.len()];
-        let grid = field.volume.grid;
-        // SAFETY: forwarded from the caller.
-        unsafe { self.start_rebake(tracer, Rebake::Scroll { shift }, &grid, &linear, probes, codes, cmd, slot) }?;
-        Ok(None)
-    }
-
-    /// [`GiVolume::record_scroll_by`] the whole probes that put `centre` in the
-    /// volume's middle cell (the finishing call does not use it).
-    ///
-    /// # Safety
-    /// As [`GiVolume::record_refresh`].
-    pub unsafe fn record_scroll_to(
-        &mut self,
-        tracer: &mut RayTracer,
-        centre: Vec3,
-        cmd: ash::vk::CommandBuffer,
-        slot: u32,
-    ) -> Result<Option<ScrollReport>, GpuError> {
-        if !centre.is_finite() {
-            return Err(GpuError::InvalidInput(format!("scroll: the centre {centre} is not finite")));
-        }
-        let shift = centre_shift(&self.field, centre);
-        // SAFETY: forwarded from the caller.
-        unsafe { self.record_scroll_by(tracer, shift, cmd, slot) }
-    }
-
-    /// Whether a recorded bake's first half awaits its second.
-    pub fn bake_pending(&self) -> bool {
-        self.pending_bake.is_some()
-    }
-
-    /// The recorded refresh or scroll in progress, if any.
-    pub fn pending_rebake(&self) -> Option<Rebake> {
-        self.pending_rebake.as_ref().map(|p| p.rebake)
-    }
-
-    /// A recorded refresh or scroll (`what`, pending ones matching `same`) may
-    /// start or finish: the volume is baked, no recorded bake is half done, and
-    /// no re-bake of the other kind is pending.
-    fn check_rebake(&self, what: &str, same: impl Fn(&Rebake) -> bool) -> Result<(), GpuError> {
-        if self.pending_bake.is_some() {
-            return Err(GpuError::InvalidInput(format!(
-                "{what}: a recorded bake is half done: finish it with record_bake first"
-            )));
-        }
-        if !self.baked {
-            return Err(GpuError::InvalidInput(format!("{what}: the volume is not baked yet: record a bake first")));
-        }
-        match &self.pending_rebake {
-            Some(pending) if !same(&pending.rebake) => Err(GpuError::InvalidInput(format!(
-                "{what}: a recorded {} is half done: finish it first",
-                match pending.rebake {
-                    Rebake::Refresh { .. } => "refresh",
-                    Rebake::Scroll { .. } => "scroll",
-                }
-            ))),
-            _ => Ok(()),
-        }
-    }
-
-    /// Records the bake of the probes at grid points `linear` (from offset
-    /// `codes`) and the read-back of their maps, and keeps them pending.
-    ///
-    /// # Safety
-    /// As [`super::Gpu::record_into`].
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn start_rebake(
-        &mut self,
-        tracer: &mut RayTracer,
-        rebake: Rebake,
-        grid: &ProbeGrid,
-        linear: &[u32],
-        probes: Vec<u32>,
-        codes: Vec<[i32; 3]>,
-        cmd: ash::vk::CommandBuffer,
-        slot: u32,
-    ) -> Result<(), GpuError> {
-        let bytes = linear.len() as u64 * OCT_TEXELS as u64 * 8;
-        let maps = tracer.gpu().buffer("gi rebake maps", bytes, BufferMemory::Device)?;
-        let words: Vec<u32> = codes.iter().map(|&c| pack_offset(c)).collect();
-        self.baker.occluders = self.rules.occluders;
-        // SAFETY: forwarded from the caller.
-        let download = unsafe {
-            self.baker.record(tracer, grid, linear, Some(&words), &maps, cmd, slot, |rec| {
-                rec.pass("gi read maps", |rec| rec.download(&maps, 0, bytes))
-            })
-        };
-        match download {
-            Ok(download) => {
-                self.pending_rebake = Some(PendingRebake { rebake, probes, codes, maps, download });
-                Ok(())
-            }
-            Err(err) => {
-                tracer.gpu_mut().defer_drop(maps);
-                Err(err)
-            }
-        }
     }
 
     /// One frame's update: the next [`GiVolume::probes_per_frame`] live probes.
@@ -796,7 +507,7 @@ impl GiVolume {
     ///
     /// # Safety
     /// As [`super::Gpu::record_into`].
-    unsafe fn record_initial(
+    pub(super) unsafe fn record_initial(
         &mut self,
         tracer: &mut RayTracer,
         cmd: ash::vk::CommandBuffer,

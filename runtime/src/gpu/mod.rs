@@ -20,6 +20,8 @@
 //!  gi_compress.rs DDGI visibility compression (dictionary, batches chained on the GPU)
 //!  gi_update.rs  DDGI irradiance update: probe rays, trace, shadow rays, shade, blend
 //!  gi_volume.rs  GiVolume: placement, bake, per-frame probe budget, sampling
+//!  gi_recorded.rs  GiVolume's bake, refresh and scroll recorded into an engine's
+//!                command buffers (embedded mode)
 //! ```
 //!
 //! Vulkan is optional at run time: without a loader or a device, [`Gpu::new`]
@@ -41,6 +43,7 @@ mod context;
 mod error;
 mod gi_bake;
 mod gi_compress;
+mod gi_recorded;
 mod gi_update;
 mod gi_volume;
 mod kernel;
@@ -69,8 +72,9 @@ pub use context::{teardown_messages, DeviceChoice, DeviceInfo, DeviceKind, Embed
 pub use error::GpuError;
 pub use gi_bake::{GiBaker, BAKE_BATCH_PROBES};
 pub use gi_compress::{GiCompressor, GpuVisibility, MAX_COMPRESS_BATCH};
+pub use gi_recorded::Rebake;
 pub use gi_update::{DeviceVisibility, GiUpdater, GpuProbeField, MAX_RAYS_PER_PROBE};
-pub use gi_volume::{GiBuffers, GiStats, GiVolume, Rebake, MAX_VOLUME_PROBES};
+pub use gi_volume::{GiBuffers, GiStats, GiVolume, MAX_VOLUME_PROBES};
 pub use kernel::Kernel;
 pub use layout::{
     BlasRef, BlasRefitPush, GpuHit, GpuInstance, GpuRay, SkinPush, TlasNode, TraceAddresses, HIT_BACKFACE, NO_HIT,
