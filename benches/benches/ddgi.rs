@@ -32,8 +32,9 @@
 //!   (the whole volume baked at its new place), on the CPU; `gpu_plane`
 //!   (`GiVolume::scroll_by`) vs `gpu_full_bake` (`GiVolume::bake`) on the device.
 //!
-//! The figures are printed twice per scene: probes on their grid points (the GPU's
-//! bake), and relocated and classified (`ProbeRules::default`, the CPU reference).
+//! The figures are printed four times per scene: probes on their grid points (the
+//! default bake), relocated and classified (`ProbeRules::default`, the CPU
+//! reference), and relocated only and classified only.
 
 use criterion::{criterion_group, Criterion};
 use kiln::gi::relocate::ProbeOffsets;
@@ -133,11 +134,21 @@ fn figures(s: &mut Setup) {
 }
 
 /// The figures with the probes relocated and classified: probes moved, inactive
-/// (dead or in solid), and the bytes with the offsets included.
+/// (dead or in solid), and the bytes with the offsets included; then the bytes
+/// with each of the two alone.
 fn relocated_figures(s: &Setup) -> ProbeField {
+    let field = rules_figures(s, &ProbeRules::default(), "relocated and classified");
+    let alone = [("relocated only", false), ("classified only", true)];
+    for (what, classify) in alone {
+        rules_figures(s, &ProbeRules { relocate: !classify, classify, ..ProbeRules::default() }, what);
+    }
+    field
+}
+
+fn rules_figures(s: &Setup, rules: &ProbeRules, what: &str) -> ProbeField {
     let tlas = cpu_tlas(&s.scene);
     let view = s.scene.trace_scene(&tlas);
-    let rules = ProbeRules::default();
+    let rules = *rules;
     let n = s.maps.len() as u32;
     let start = Instant::now();
     let bakes: Vec<_> = (0..n).into_par_iter().map(|p| bake_probes(&s.field, &view, &[p], &rules).remove(0)).collect();
@@ -148,7 +159,7 @@ fn relocated_figures(s: &Setup) -> ProbeField {
     field.set_visibility(compress(&maps, &ProbeOrder::swizzled(n, BATCH), &CompressParams::default()));
     let live = field.visibility.live.count();
     println!(
-        "ddgi {} relocated and classified: {} moved, {} inactive (in solid, or seeing no front face), {} blocks; visibility {:.2}% of raw; {:.1} B per live probe ({} live; offsets {} B); baked in {:.1} s",
+        "ddgi {} {what}: {} moved, {} inactive (in solid, or seeing no front face), {} blocks; visibility {:.2}% of raw; {:.1} B per live probe ({} live; offsets {} B); baked in {:.1} s",
         s.label,
         field.offsets.moved_count(),
         field.visibility.dead_count(),
