@@ -1,6 +1,10 @@
 //! The DDGI visibility bake on the GPU (`gi_visibility_rays.comp` → trace →
 //! `gi_visibility_reduce.comp`), the kernels of `gi::update::{visibility_rays,
 //! visibility_map}`; the maps it writes feed [`GiCompressor`](super::GiCompressor).
+//! With relocation or classification, census passes come first (trace →
+//! `gi_visibility_census.comp`, the kernel of `gi::relocate::RayCensus::of`):
+//! a 48-byte record per probe comes back, and the CPU moves and classifies the
+//! probes ([`Relocation`]) before the next pass.
 //!
 //! Probes go in batches of [`BAKE_BATCH_PROBES`] (1,024 rays each, so a batch is
 //! 1M rays, the tracer's batch size), one submission per batch.
@@ -18,7 +22,7 @@ use super::trace::Tracer;
 use crate::gi::relocate::{decode_offset, encode_offset, pack_offset, relocate, ProbeRules, RayCensus};
 use crate::gi::update::{bake_directions, BAKE_RAYS};
 use crate::gi::{ProbeGrid, ProbeVolume, OCT_TEXELS};
-use crate::raytrace::{GpuHit, GpuRay};
+use crate::math::Vec3;
 
 /// Probes per bake submission.
 pub const BAKE_BATCH_PROBES: u32 = 1024;
@@ -31,6 +35,7 @@ pub struct GiBaker {
     pub occluders: u32,
     rays: Kernel,
     reduce: Kernel,
+    census: Kernel,
     scratch: Option<(GpuBuffer, GpuBuffer)>,
 }
 
@@ -40,6 +45,7 @@ impl GiBaker {
             occluders: u32::MAX,
             rays: tracer.gpu().kernel(&shaders::GI_VISIBILITY_RAYS)?,
             reduce: tracer.gpu().kernel(&shaders::GI_VISIBILITY_REDUCE)?,
+            census: tracer.gpu().kernel(&shaders::GI_VISIBILITY_CENSUS)?,
             scratch: None,
         })
     }
@@ -49,8 +55,9 @@ impl GiBaker {
     /// batches), then `after` (the compression, a read-back), into the engine's
     /// `cmd` for frame slot `slot`, with the scene's update when it changed. The
     /// probe list goes up inside the recording: nothing is submitted. With
-    /// `census` the rays are only traced, `maps` is left alone, and each batch's
-    /// hits are read back (returned, in order, for [`GiBaker::censuses`]).
+    /// `census` the hits of each probe's rays are reduced to a census record
+    /// ([`CENSUS_WORDS`] words) in `maps` instead of a map, and the records are
+    /// read back (returned, for [`GiBaker::censuses`]).
     ///
     /// # Safety
     /// As [`super::Gpu::record_into`].
@@ -65,10 +72,10 @@ impl GiBaker {
         cmd: ash::vk::CommandBuffer,
         slot: u32,
         after: impl FnOnce(&mut Recorder<'_>) -> Result<R, GpuError>,
-    ) -> Result<(R, Vec<Download>), GpuError> {
+    ) -> Result<(R, Option<Download>), GpuError> {
         let n = linear.len() as u32;
-        if !census && maps.size() < u64::from(n) * OCT_TEXELS as u64 * 8 {
-            return Err(GpuError::InvalidInput(format!("bake: {} bytes of maps for {n} probes", maps.size())));
+        if maps.size() < out_bytes(n, census) {
+            return Err(GpuError::InvalidInput(format!("bake: {} bytes of output for {n} probes", maps.size())));
         }
         if words.is_some_and(|w| w.len() != linear.len()) {
             return Err(GpuError::InvalidInput("bake: an offset word per probe".into()));
@@ -94,16 +101,13 @@ impl GiBaker {
                     if let (Some(buffer), Some(words)) = (&offsets, words) {
                         rec.upload(buffer, 0, bytemuck::cast_slice(words))?;
                     }
-                    let mut downloads = Vec::new();
                     for first in (0..n).step_by(BAKE_BATCH_PROBES as usize) {
                         let push = GiBakePush { first, count: BAKE_BATCH_PROBES.min(n - first), ..push };
                         let buffers = [&probes, rays, hits, maps];
-                        this.record_rays(rec, scene, trace, &push, buffers, offsets.as_ref(), !census)?;
-                        if census {
-                            downloads.push(rec.download(hits, 0, hit_bytes(push.count))?);
-                        }
+                        this.record_rays(rec, scene, trace, &push, buffers, offsets.as_ref(), census)?;
                     }
-                    Ok((after(rec)?, downloads))
+                    let records = census.then(|| rec.download(maps, 0, out_bytes(n, true))).transpose()?;
+                    Ok((after(rec)?, records))
                 })
             }
         });
@@ -114,16 +118,28 @@ impl GiBaker {
         result
     }
 
-    /// The census of each probe's bake rays from their hits (a pass's read-back,
-    /// `BAKE_RAYS` per probe): the rays as the CPU makes them, as only their
-    /// directions and reach matter to it.
-    pub fn censuses(&self, grid: &ProbeGrid, hits: &[GpuHit]) -> Vec<RayCensus> {
-        let clip = grid.clip_distance();
-        let rays: Vec<GpuRay> = bake_directions()
-            .iter()
-            .map(|d| GpuRay { dir: (*d).into(), t_max: clip, mask: self.occluders, ..GpuRay::default() })
-            .collect();
-        hits.chunks_exact(BAKE_RAYS).map(|h| RayCensus::of(&rays, h)).collect()
+    /// The census of each probe's bake rays from its record (a census pass's
+    /// read-back, [`CENSUS_WORDS`] per probe, `gi_visibility_census.comp`): what
+    /// [`RayCensus::of`] makes of the rays and hits, to the bit, the directions
+    /// being the CPU's own.
+    pub fn censuses(records: &[u32]) -> Vec<RayCensus> {
+        let dirs = bake_directions();
+        let dir = |ray: u32| dirs.get(ray as usize).copied();
+        records
+            .chunks_exact(CENSUS_WORDS)
+            .map(|w| {
+                let t = |k: usize| f32::from_bits(w[5 + k]);
+                let normal = Vec3::new(f32::from_bits(w[8]), f32::from_bits(w[9]), f32::from_bits(w[10]));
+                RayCensus {
+                    rays: BAKE_RAYS as u32,
+                    backfaces: w[0],
+                    fronts: w[1],
+                    closest_back: dir(w[2]).map(|d| (t(0) * d.dot(normal).max(0.0), normal)),
+                    closest_front: dir(w[3]).map_or((f32::INFINITY, Vec3::ZERO), |d| (t(1), d)),
+                    farthest_front: dir(w[4]).map_or((f32::NEG_INFINITY, Vec3::ZERO), |d| (t(2), d)),
+                }
+            })
+            .collect()
     }
 
     /// Sizes the ray scratch for a batch and returns the push constants of the
@@ -166,7 +182,8 @@ impl GiBaker {
         })
     }
 
-    /// One batch: rays and trace, then the reduce into the maps when `reduce`.
+    /// One batch: rays and trace, then the reduce into the maps (into census
+    /// records with `census`).
     #[allow(clippy::too_many_arguments)]
     fn record_rays(
         &self,
@@ -176,7 +193,7 @@ impl GiBaker {
         push: &GiBakePush,
         [probes, rays, hits, maps]: [&GpuBuffer; 4],
         offsets: Option<&GpuBuffer>,
-        reduce: bool,
+        census: bool,
     ) -> Result<(), GpuError> {
         let ray_count = push.count * BAKE_RAYS as u32;
         rec.pass("gi visibility bake", |rec| {
@@ -186,12 +203,13 @@ impl GiBaker {
             uses.extend(offsets.map(Use::read));
             rec.dispatch_threads(&self.rays, push, ray_count, &uses)?;
             trace.record(rec, scene, rays, hits, ray_count, false)?;
-            if !reduce {
-                return Ok(());
-            }
             let mut uses = vec![Use::read(probes), Use::read(rays), Use::read(hits), Use::write(maps)];
             uses.extend(offsets.map(Use::read));
-            rec.dispatch_threads(&self.reduce, push, push.count * OCT_TEXELS as u32, &uses)
+            if census {
+                rec.dispatch(&self.census, push, [push.count, 1, 1], &uses)
+            } else {
+                rec.dispatch_threads(&self.reduce, push, push.count * OCT_TEXELS as u32, &uses)
+            }
         })
     }
 
@@ -236,30 +254,53 @@ impl GiBaker {
         if n == 0 {
             return Ok(Vec::new());
         }
-        if maps.size() < u64::from(n) * OCT_TEXELS as u64 * 8 {
+        if !census && maps.size() < out_bytes(n, false) {
             return Err(GpuError::InvalidInput(format!("bake: {} bytes of maps for {n} probes", maps.size())));
         }
+        let records = census.then(|| tracer.gpu().buffer("gi census", out_bytes(n, true), BufferMemory::Device));
+        let records = records.transpose()?;
+        let out = records.as_ref().unwrap_or(maps);
         let probes = tracer.gpu_mut().buffer_from("gi bake probes", linear)?;
         let offsets = words.map(|w| tracer.gpu_mut().buffer_from("gi bake offsets", w)).transpose()?;
-        let push = self.prepare(tracer, grid, n, maps, &probes, offsets.as_ref().map_or(0, GpuBuffer::address))?;
+        let push = self.prepare(tracer, grid, n, out, &probes, offsets.as_ref().map_or(0, GpuBuffer::address))?;
         let (rays, hits) = self.scratch.as_ref().expect("sized by prepare");
-        let mut found = Vec::new();
+        let mut result = Ok(());
         for first in (0..n).step_by(BAKE_BATCH_PROBES as usize) {
             let push = GiBakePush { first, count: BAKE_BATCH_PROBES.min(n - first), ..push };
-            let download = tracer.submit_with_scene("kiln gi bake", |rec, scene, trace| {
-                let buffers = [&probes, rays, hits, maps];
-                self.record_rays(rec, scene, trace, &push, buffers, offsets.as_ref(), !census)?;
-                census.then(|| rec.download(hits, 0, hit_bytes(push.count))).transpose()
-            })?;
-            if let Some(download) = download {
-                found.extend(self.censuses(grid, &download.to_vec::<GpuHit>()));
+            result = tracer.submit_with_scene("kiln gi bake", |rec, scene, trace| {
+                self.record_rays(rec, scene, trace, &push, [&probes, rays, hits, out], offsets.as_ref(), census)
+            });
+            if result.is_err() {
+                break;
             }
         }
+        let found = match (&records, result) {
+            (Some(records), Ok(())) => {
+                tracer.gpu_mut().read::<u32>(records, n as usize * CENSUS_WORDS).map(|w| Self::censuses(&w))
+            }
+            (None, Ok(())) => Ok(Vec::new()),
+            (_, Err(err)) => Err(err),
+        };
         tracer.gpu_mut().defer_drop(probes);
-        if let Some(offsets) = offsets {
-            tracer.gpu_mut().defer_drop(offsets);
+        for buffer in offsets.into_iter().chain(records) {
+            tracer.gpu_mut().defer_drop(buffer);
         }
-        Ok(found)
+        found
+    }
+
+    /// The census of the bake rays of the probes at grid points `linear` (from
+    /// offset `words`), reduced on the device (`gi_visibility_census.comp`).
+    pub fn census(
+        &mut self,
+        tracer: &mut RayTracer,
+        grid: &ProbeGrid,
+        linear: &[u32],
+        words: Option<&[u32]>,
+    ) -> Result<Vec<RayCensus>, GpuError> {
+        let unused = tracer.gpu().buffer("gi census maps", 4, BufferMemory::Device)?;
+        let found = self.run(tracer, grid, linear, words, &unused, true);
+        tracer.gpu_mut().defer_drop(unused);
+        found
     }
 
     /// Bakes the probes at grid points `linear` from offset codes `start` under
@@ -289,9 +330,14 @@ impl GiBaker {
     }
 }
 
-/// Bytes of the hits of `probes` probes' bake rays.
-fn hit_bytes(probes: u32) -> u64 {
-    u64::from(probes) * BAKE_RAYS as u64 * std::mem::size_of::<GpuHit>() as u64
+/// Words of a probe's census record (`gi_visibility_census.comp`): back and front
+/// faces, the rays of the closest back, closest front and farthest front face,
+/// their distances, the closest back face's normal, a pad.
+pub const CENSUS_WORDS: usize = 12;
+
+/// Bytes of the bake's output for `probes` probes: census records or maps.
+fn out_bytes(probes: u32, census: bool) -> u64 {
+    u64::from(probes) * if census { CENSUS_WORDS as u64 * 4 } else { OCT_TEXELS as u64 * 8 }
 }
 
 /// Where the relocation and classification of a bake's probes stand between

@@ -378,3 +378,61 @@ fn recorded_bake_refresh_and_scroll_with_relocation_match_submitted_ones() {
     assert_validation_clean(standalone.gpu());
     assert!(engine.messages().is_empty(), "{:?}", engine.messages());
 }
+
+/// The census the device reduces from each probe's 1,024 bake rays
+/// (`gi_visibility_census.comp`) is the CPU's `RayCensus::of` over the same rays
+/// traced on the CPU: the same counts and the same closest and farthest faces,
+/// within the two traversals' rounding, for probes in the open, near the wall and
+/// inside it or the ground, over more than one batch.
+#[test]
+fn gpu_census_matches_the_cpu_census() {
+    use crate::gi::relocate::RayCensus;
+    use crate::gi::scenes::{boxes_scene, cpu_tlas};
+    use crate::gi::update::{visibility_rays, BAKE_RAYS};
+    use crate::gi::{ProbeField, ProbeVolume};
+    use crate::raytrace::trace_cpu;
+    let Some(gpu) = test_gpu("gpu_census_matches_the_cpu_census") else { return };
+    let mut tracer = RayTracer::with_gpu(gpu).unwrap();
+    // The wall sunk into the ground: no coplanar faces, whose hits are a
+    // traversal's choice.
+    let boxes = [
+        (Vec3::new(-6.0, -3.0, -6.0), Vec3::new(10.0, -0.5, 10.0)),
+        (Vec3::new(1.85, -1.0, -3.0), Vec3::new(2.25, 3.0, 7.0)),
+    ];
+    for (i, (lo, hi)) in boxes.into_iter().enumerate() {
+        add_box(&mut tracer, lo, hi, i as u32);
+    }
+    let scene = boxes_scene(&boxes);
+    let tlas = cpu_tlas(&scene);
+    let view = scene.trace_scene(&tlas);
+    // 1,100 probes: two batches; a fifth of them in the ground or the wall.
+    // Off the boxes' faces: a probe on a face makes grazing rays flip between traversals.
+    let grid = ProbeGrid::covering(Vec3::new(-1.03, -1.97, -0.91), Vec3::new(5.5, 2.5, 9.0), 0.5).unwrap();
+    let field = ProbeField::new(ProbeVolume::dense(grid));
+    let n = field.volume.probe_count().min(1100) as u32;
+    let linear: Vec<u32> = (0..n).map(|p| grid.linear(field.volume.probe_coords(p as usize)) as u32).collect();
+    let mut baker = GiBaker::new(&tracer).unwrap();
+    let got = baker.census(&mut tracer, &grid, &linear, None).unwrap();
+    assert_eq!(got.len(), n as usize);
+    let probes: Vec<u32> = (0..n).collect();
+    let rays = visibility_rays(&field, &probes);
+    let (mut backs, mut fronts) = (0, 0);
+    for (p, census) in got.iter().enumerate() {
+        let rays = &rays[p * BAKE_RAYS..(p + 1) * BAKE_RAYS];
+        let hits: Vec<_> = rays.iter().map(|r| trace_cpu(&view, r, false)).collect();
+        let want = RayCensus::of(rays, &hits);
+        let counts = census.backfaces.abs_diff(want.backfaces) <= 2 && census.fronts.abs_diff(want.fronts) <= 2;
+        assert!(counts, "{p}: {census:?} {want:?}");
+        assert!((census.closest_front.0 - want.closest_front.0).abs() <= 1e-4, "{p}: {census:?} {want:?}");
+        assert!((census.farthest_front.0 - want.farthest_front.0).abs() <= 1e-4, "{p}: {census:?} {want:?}");
+        match (census.closest_back, want.closest_back) {
+            (Some((t, n)), Some((u, m))) => assert!((t - u).abs() <= 1e-4 && n.dot(m) > 0.999, "{p}"),
+            (None, None) => {}
+            _ => panic!("probe {p}: back faces {census:?} vs {want:?}"),
+        }
+        backs += usize::from(want.backfaces > 0);
+        fronts += usize::from(want.fronts > 0);
+    }
+    assert!(backs > n as usize / 10 && fronts > n as usize / 10, "{backs} see back faces, {fronts} front faces");
+    assert_validation_clean(tracer.gpu());
+}

@@ -5,10 +5,11 @@
 //!
 //! ```text
 //!  census passes   with relocation or classification (gi/relocate.rs): the
-//!                  bake rays of the probes still moving are traced and their
-//!                  hits read back; the next call takes their census on the
-//!                  CPU, moves and classifies them (GiBaker's Relocation, the
-//!                  standalone bake's own steps) and records the next pass
+//!                  bake rays of the probes still moving are traced, reduced
+//!                  to a census record each on the device and read back (48 B
+//!                  a probe); the next call moves and classifies them on the
+//!                  CPU (GiBaker's Relocation, the standalone bake's own
+//!                  steps) and records the next pass
 //!  final bake      every probe of the job from where it ended (inactive ones
 //!                  to the clip value); a bake compresses the maps on the
 //!                  device and reads the result back, a refresh or scroll
@@ -27,7 +28,7 @@
 
 use super::buffer::{BufferMemory, GpuBuffer};
 use super::error::GpuError;
-use super::gi_bake::Relocation;
+use super::gi_bake::{GiBaker, Relocation, CENSUS_WORDS};
 use super::gi_compress::{GpuVisibility, VisibilityDownload, MAX_COMPRESS_BATCH};
 use super::gi_volume::{enter, grid_points, GiVolume};
 use super::ray_tracer::RayTracer;
@@ -38,7 +39,6 @@ use crate::gi::relocate::ProbeOffsets;
 use crate::gi::scroll::{advance, centre_shift, ScrollReport};
 use crate::gi::{ProbeGrid, VisibilityMap, OCT_TEXELS};
 use crate::math::Vec3;
-use crate::raytrace::GpuHit;
 
 /// What a recorded refresh or scroll re-bakes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -62,8 +62,8 @@ pub(super) struct Job {
 
 /// What the job's last recording left to read once it completed.
 pub(super) enum Stage {
-    /// The hits of a census pass, a read-back per batch.
-    Census(Vec<Download>),
+    /// The census records of a census pass and their read-back.
+    Census { records: GpuBuffer, download: Download },
     /// A refresh's or scroll's final maps.
     Maps { maps: GpuBuffer, download: Download },
     /// A bake's compressed visibility (boxed: the largest by far).
@@ -80,7 +80,7 @@ enum Finished {
 /// Drops a job's buffers once no recorded command can use them.
 pub(super) fn release(tracer: &mut RayTracer, stage: Stage) {
     match stage {
-        Stage::Census(_) => {}
+        Stage::Census { records, .. } => tracer.gpu_mut().defer_drop(records),
         Stage::Maps { maps, .. } => tracer.gpu_mut().defer_drop(maps),
         Stage::Compressed { work, .. } => tracer.gpu_mut().defer_drop(*work),
     }
@@ -317,15 +317,15 @@ impl GiVolume {
         slot: u32,
     ) -> Result<Option<Finished>, GpuError> {
         let result = match &stage {
-            Stage::Census(downloads) => {
-                let hits: Vec<GpuHit> = downloads.iter().flat_map(|d| d.to_vec::<GpuHit>()).collect();
-                let found = self.baker.censuses(&job.grid, &hits);
+            Stage::Census { download, .. } => {
+                let found = GiBaker::censuses(&download.to_vec::<u32>());
                 let mut relocation = job.relocation.clone();
                 relocation.step(&found, job.grid.spacing, &self.rules);
                 let next = Job { relocation, probes: job.probes.clone(), linear: job.linear.clone(), ..job };
                 // SAFETY: forwarded from the caller.
                 match unsafe { self.record_job(tracer, &next, cmd, slot) } {
                     Ok(next_stage) => {
+                        release(tracer, stage);
                         self.recorded = Some((next, next_stage));
                         return Ok(None);
                     }
@@ -366,14 +366,20 @@ impl GiVolume {
         let prelude = |rec: &mut Recorder<'_>| initial.as_ref().map_or(Ok(()), |i| i.record(rec, device));
         let stage = if !job.relocation.pending.is_empty() {
             let (list, words) = job.relocation.pending_points(&job.linear);
-            // The census writes no maps: a stand-in for the kernels' bindings.
-            let stand_in = tracer.gpu().buffer("gi census maps", 4, BufferMemory::Device)?;
+            let bytes = (list.len() * CENSUS_WORDS * 4) as u64;
+            let records = tracer.gpu().buffer("gi census", bytes, BufferMemory::Device)?;
             // SAFETY: forwarded from the caller.
             let recorded = unsafe {
-                self.baker.record(tracer, &job.grid, &list, Some(&words), (&stand_in, true), cmd, slot, prelude)
+                self.baker.record(tracer, &job.grid, &list, Some(&words), (&records, true), cmd, slot, prelude)
             };
-            tracer.gpu_mut().defer_drop(stand_in);
-            Stage::Census(recorded?.1)
+            match recorded {
+                Ok((_, Some(download))) => Stage::Census { records, download },
+                Ok((_, None)) => unreachable!("a census pass reads its records back"),
+                Err(err) => {
+                    tracer.gpu_mut().defer_drop(records);
+                    return Err(err);
+                }
+            }
         } else if job.rebake.is_none() {
             let n = job.linear.len() as u32;
             let order = ProbeOrder::swizzled(n, MAX_COMPRESS_BATCH as u32);

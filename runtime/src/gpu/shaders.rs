@@ -72,6 +72,9 @@ kernel!(
     GI_COMPRESS_APPEND, "gi_compress_append", GiCompressPush, 256);
 kernel!(GI_VISIBILITY_RAYS, "gi_visibility_rays", GiBakePush);
 kernel!(GI_VISIBILITY_REDUCE, "gi_visibility_reduce", GiBakePush);
+kernel!(
+    /// One workgroup of 256 per probe.
+    GI_VISIBILITY_CENSUS, "gi_visibility_census", GiBakePush, 256);
 kernel!(GI_PROBE_RAYS, "gi_probe_rays", GiUpdatePush);
 kernel!(GI_SHADOW_RAYS, "gi_shadow_rays", GiUpdatePush);
 kernel!(GI_SHADE, "gi_shade", GiUpdatePush);
