@@ -5993,10 +5993,9 @@ KilnStatus kiln_gi_record_refresh(struct KilnGiId gi,
  * whatever its centre (scroll again to follow a point that moved on), and the
  * one that finishes it recompresses the new maps, records their upload, moves
  * the volume and writes true to `out_done` and what it did to `out_report`.
- * Until then the volume,
- * its updates and `kiln_gi_get_gpu_buffers` stay where they were; after it,
- * call `kiln_gi_get_gpu_buffers` again (its version changes), and the next
- * recorded updates take the new probes first.
+ * Until then the volume, its updates and `kiln_gi_get_gpu_buffers` stay where
+ * they were; after it, call `kiln_gi_get_gpu_buffers` again (its version
+ * changes), and the next recorded updates take the new probes first.
  *
  * `centre` must be finite (`KILN_ERROR_INVALID_ARGUMENT`). Refused with
  * `KILN_ERROR_INVALID_STATE` for a volume placed around geometry (a dilation of

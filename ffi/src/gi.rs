@@ -615,6 +615,18 @@ fn check_recorded(
     }
 }
 
+/// Writes whether a recorded job is done to `out_done` and, once it is, its
+/// report to `out_report` (each unless NULL).
+fn write_job<T: Copy>(out_done: *mut bool, out_report: *mut T, report: Option<T>) -> Result<(), Error> {
+    if !out_done.is_null() {
+        write_out(out_done, "out_done", report.is_some())?;
+    }
+    match report {
+        Some(report) if !out_report.is_null() => write_out(out_report, "out_report", report),
+        _ => Ok(()),
+    }
+}
+
 /// Embedded mode: `kiln_gi_refresh` as calls that each record one step into the
 /// engine's command buffers, nothing submitted on the engine's queue (see
 /// `kiln_gi_record_bake`). The first call starts the refresh of the probes whose
@@ -661,13 +673,7 @@ pub unsafe extern "C" fn kiln_gi_record_refresh(
             // SAFETY: per the contract above.
             unsafe { volume.record_refresh(tracer, lo, hi, cmd, frame_slot) }.map_err(gpu_error)
         })?;
-        if !out_done.is_null() {
-            write_out(out_done, "out_done", report.is_some())?;
-        }
-        if let (Some(report), false) = (report, out_report.is_null()) {
-            write_out(out_report, "out_report", refresh_report(&report))?;
-        }
-        Ok(())
+        write_job(out_done, out_report, report.as_ref().map(refresh_report))
     })
 }
 
@@ -679,10 +685,9 @@ pub unsafe extern "C" fn kiln_gi_record_refresh(
 /// whatever its centre (scroll again to follow a point that moved on), and the
 /// one that finishes it recompresses the new maps, records their upload, moves
 /// the volume and writes true to `out_done` and what it did to `out_report`.
-/// Until then the volume,
-/// its updates and `kiln_gi_get_gpu_buffers` stay where they were; after it,
-/// call `kiln_gi_get_gpu_buffers` again (its version changes), and the next
-/// recorded updates take the new probes first.
+/// Until then the volume, its updates and `kiln_gi_get_gpu_buffers` stay where
+/// they were; after it, call `kiln_gi_get_gpu_buffers` again (its version
+/// changes), and the next recorded updates take the new probes first.
 ///
 /// `centre` must be finite (`KILN_ERROR_INVALID_ARGUMENT`). Refused with
 /// `KILN_ERROR_INVALID_STATE` for a volume placed around geometry (a dilation of
@@ -719,13 +724,7 @@ pub unsafe extern "C" fn kiln_gi_record_scroll_to(
             // SAFETY: per the contract above.
             unsafe { volume.record_scroll_to(tracer, centre, cmd, frame_slot) }.map_err(gpu_error)
         })?;
-        if !out_done.is_null() {
-            write_out(out_done, "out_done", report.is_some())?;
-        }
-        if let (Some(report), false) = (report, out_report.is_null()) {
-            write_out(out_report, "out_report", scroll_report(&report))?;
-        }
-        Ok(())
+        write_job(out_done, out_report, report.as_ref().map(scroll_report))
     })
 }
 
