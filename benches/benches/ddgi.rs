@@ -26,7 +26,9 @@
 //!   8 m chunk (`refresh_visibility`: the probes within reach re-baked, relocated
 //!   and classified, and recompressed into the standing dictionary) vs `full_bake`
 //!   (every probe baked and compressed again), on the CPU; `gpu_chunk`
-//!   (`GiVolume::refresh`) vs `gpu_full_bake` (`GiVolume::bake`) on the device;
+//!   (`GiVolume::refresh`) and `gpu_full_bake_relocated` (the bake with
+//!   relocation and classification: census passes on the device first) vs
+//!   `gpu_full_bake` (`GiVolume::bake`) on the device;
 //! - `ddgi_scroll_1.0m` (town): a dense 24 x 12 x 24 volume scrolled by one plane
 //!   (`gi::scroll::scroll_by`, the 288 probes that enter baked) vs `full_bake`
 //!   (the whole volume baked at its new place), on the CPU; `gpu_plane`
@@ -214,6 +216,8 @@ fn bench_refresh(c: &mut Criterion, s: &Setup, relocated: &ProbeField) {
         println!("ddgi_refresh {}: on the device the chunk re-bakes {report:?}", s.label);
         group.bench_function("gpu_chunk", |b| b.iter(|| volume.refresh(&mut tracer, lo, hi).expect("refresh")));
         group.bench_function("gpu_full_bake", |b| b.iter(|| volume.bake(&mut tracer).expect("bake")));
+        volume.rules = ProbeRules::default();
+        group.bench_function("gpu_full_bake_relocated", |b| b.iter(|| volume.bake(&mut tracer).expect("bake")));
     }
     group.finish();
 }
@@ -403,6 +407,9 @@ fn main() {
             ("1000_probes_gpu_relocated", "1000_probes_gpu"),
         ],
     );
-    report_ratios("ddgi_refresh_1.0m", &[("chunk", "full_bake"), ("gpu_chunk", "gpu_full_bake")]);
+    report_ratios(
+        "ddgi_refresh_1.0m",
+        &[("chunk", "full_bake"), ("gpu_chunk", "gpu_full_bake"), ("gpu_full_bake_relocated", "gpu_full_bake")],
+    );
     report_ratios("ddgi_scroll_1.0m", &[("plane", "full_bake"), ("gpu_plane", "gpu_full_bake")]);
 }
