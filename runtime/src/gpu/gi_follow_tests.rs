@@ -374,6 +374,21 @@ fn recorded_bake_refresh_and_scroll_with_relocation_match_submitted_ones() {
     assert!(scrolled.planes == 2 && !scrolled.probes.is_empty());
     let (got, want) = (recorded.field(&mut embedded).unwrap(), submitted.field(&mut standalone).unwrap());
     assert!(got.visibility == want.visibility && got.offsets == want.offsets && got.ring == want.ring);
+    // A scroll started and then superseded by a bake never happens: the bake
+    // drops it, and the volume stays where it was.
+    let ring = got.ring;
+    let cmd = engine.begin(0);
+    // SAFETY: as above.
+    assert!(unsafe { recorded.record_scroll_by(&mut embedded, [1, 0, 0], cmd, 0) }.unwrap().is_none());
+    engine.submit(0);
+    engine.wait_all();
+    assert!(recorded.pending_rebake().is_some());
+    record(&mut |cmd, slot| {
+        // SAFETY: as above.
+        unsafe { recorded.record_bake(&mut embedded, cmd, slot) }.unwrap()
+    });
+    assert!(recorded.pending_rebake().is_none() && !recorded.bake_pending());
+    assert_eq!(recorded.field(&mut embedded).unwrap().ring, ring);
     assert_eq!(embedded.gpu().submissions(), before, "recorded jobs submit nothing");
     assert_validation_clean(standalone.gpu());
     assert!(engine.messages().is_empty(), "{:?}", engine.messages());
