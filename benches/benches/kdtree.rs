@@ -15,6 +15,11 @@
 //!   that whole mesh (`kiln_whole`, `kiln_whole_batch`): how much of the terrain's
 //!   cost is its chunk walk, and how the tree alone compares at this size.
 //!
+//! The same rays also go through [`RayBvh`] (`kiln_bvh`, `kiln_bvh_batch` on the 1M
+//! mesh; `kiln_bvh_whole`, `kiln_bvh_whole_batch` over the whole chunk set), the
+//! four-wide BVH Kiln keeps for rays beside the kD tree that serves collision; its
+//! build of the 1M mesh is timed too (`kdtree_build_1m/kiln_bvh`).
+//!
 //! Both builds also run on a pool sized to the machine (`kiln_parallel`: the 1M
 //! mesh through `KdMesh::from_mesh_parallel`, the chunk set one job per chunk, as
 //! the terrain's cache builds the chunks first touched in a frame), against parry's
@@ -30,7 +35,7 @@ use criterion::{criterion_group, BatchSize, BenchmarkGroup, Criterion, Throughpu
 use glam::{IVec3, Vec3};
 use kiln::jobs::ThreadPool;
 use kiln::math::Ray;
-use kiln::spatial::{KdMesh, MeshHit, MeshMode, TriMesh};
+use kiln::spatial::{KdMesh, MeshHit, MeshMode, RayBvh, TriMesh};
 use kiln::terrain::{generate_hills, mesh_chunk, Terrain};
 use kiln_benches::{report_paired, report_ratios, terrain_rays};
 use rapier3d::parry::query::{Ray as ParryRay, RayCast};
@@ -113,6 +118,7 @@ fn one_mesh(c: &mut Criterion) {
             BatchSize::LargeInput,
         )
     });
+    group.bench_function("kiln_bvh", |b| b.iter(|| RayBvh::build(&mesh).unwrap()));
     group.bench_function("parry3d", |b| {
         b.iter_batched(
             || (mesh.vertices.clone(), mesh.triangles.clone()),
@@ -138,9 +144,21 @@ fn one_mesh(c: &mut Criterion) {
         ground_hits.iter().flatten().count(),
         ground.meshes().stats()
     );
+    let bvh = RayBvh::build(&mesh).unwrap();
+    let mut bvh_hits = vec![None; RAYS];
+    bvh.ray_closest_batch(&rays, f32::INFINITY, &mut bvh_hits);
+    println!(
+        "kdtree_rays_1m (kiln_bvh): {:.2} bytes per triangle, depth {}; hits {} of {RAYS}, t sums kiln {:.3}, bvh {:.3}",
+        bytes_per_triangle(bvh.bytes(), n),
+        bvh.depth(),
+        bvh_hits.iter().flatten().count(),
+        batch.iter().flatten().map(|h| h.t as f64).sum::<f64>(),
+        bvh_hits.iter().flatten().map(|h| h.t as f64).sum::<f64>()
+    );
     let mut group = c.benchmark_group("kdtree_rays_1m");
     group.throughput(Throughput::Elements(RAYS as u64)).sample_size(10);
     mesh_rays(&mut group, ("kiln", "kiln_batch"), &kiln, &rays, &mut batch);
+    bvh_rays(&mut group, ("kiln_bvh", "kiln_bvh_batch"), &bvh, &rays, &mut bvh_hits);
     group.bench_function("kiln_terrain", |b| {
         b.iter(|| rays.iter().filter_map(|r| ground.ray_cast(r, f32::INFINITY)).map(|h| h.t).sum::<f32>())
     });
@@ -169,6 +187,25 @@ fn mesh_rays(
     group.bench_function(batch, |b| {
         b.iter(|| {
             kd.ray_closest_batch(rays, f32::INFINITY, hits);
+            hits.iter().flatten().map(|h| h.t).sum::<f32>()
+        })
+    });
+}
+
+/// [`mesh_rays`] through a [`RayBvh`].
+fn bvh_rays(
+    group: &mut BenchmarkGroup<WallTime>,
+    (single, batch): (&str, &str),
+    bvh: &RayBvh,
+    rays: &[Ray],
+    hits: &mut [Option<MeshHit>],
+) {
+    group.bench_function(single, |b| {
+        b.iter(|| rays.iter().filter_map(|r| bvh.ray_closest(r, f32::INFINITY)).map(|h| h.t).sum::<f32>())
+    });
+    group.bench_function(batch, |b| {
+        b.iter(|| {
+            bvh.ray_closest_batch(rays, f32::INFINITY, hits);
             hits.iter().flatten().map(|h| h.t).sum::<f32>()
         })
     });
@@ -258,6 +295,15 @@ fn chunk_set(c: &mut Criterion) {
         whole_hits.iter().flatten().count()
     );
     mesh_rays(&mut group, ("kiln_whole", "kiln_whole_batch"), &whole_kiln, &rays, &mut whole_hits);
+    let whole_bvh = RayBvh::build(&whole_mesh).unwrap();
+    let mut bvh_hits = vec![None; RAYS];
+    whole_bvh.ray_closest_batch(&rays, f32::INFINITY, &mut bvh_hits);
+    println!(
+        "kdtree_rays_chunks (kiln_bvh_whole): one BVH over the whole set, {:.2} bytes per triangle; hits {} of {RAYS}",
+        bytes_per_triangle(whole_bvh.bytes(), whole_bvh.triangle_count()),
+        bvh_hits.iter().flatten().count()
+    );
+    bvh_rays(&mut group, ("kiln_bvh_whole", "kiln_bvh_whole_batch"), &whole_bvh, &rays, &mut bvh_hits);
     group.bench_function("parry3d", |b| b.iter(|| rays.iter().filter_map(|r| parry_cast(&whole, r)).sum::<f32>()));
     group.finish();
 }
@@ -362,6 +408,21 @@ fn paired() {
         || timed(|| kiln_1m.ray_closest_batch(&rays_1m, f32::INFINITY, &mut hits)),
         || parry_rays(&parry_1m, &rays_1m),
     );
+    let bvh_1m = RayBvh::build(&mesh).unwrap();
+    report_paired(
+        "kdtree_rays_1m_paired",
+        ("kiln_bvh", "parry3d"),
+        ROUNDS,
+        || timed(|| rays_1m.iter().filter_map(|r| bvh_1m.ray_closest(r, f32::INFINITY)).map(|h| h.t).sum::<f32>()),
+        || parry_rays(&parry_1m, &rays_1m),
+    );
+    report_paired(
+        "kdtree_rays_1m_paired",
+        ("kiln_bvh_batch", "parry3d"),
+        ROUNDS,
+        || timed(|| bvh_1m.ray_closest_batch(&rays_1m, f32::INFINITY, &mut hits)),
+        || parry_rays(&parry_1m, &rays_1m),
+    );
     let (mut ground, small) = terrain(120);
     let whole = concat(&small);
     let (kiln_whole, parry_whole) = (KdMesh::build(&whole, MeshMode::Full).unwrap(), parry_mesh(&whole));
@@ -384,12 +445,27 @@ fn paired() {
         || timed(|| kiln_whole.ray_closest_batch(&rays, f32::INFINITY, &mut hits)),
         || parry_rays(&parry_whole, &rays),
     );
+    let bvh_whole = RayBvh::build(&whole).unwrap();
+    report_paired(
+        "kdtree_rays_chunks_paired",
+        ("kiln_bvh_whole", "parry3d"),
+        ROUNDS,
+        || timed(|| rays.iter().filter_map(|r| bvh_whole.ray_closest(r, f32::INFINITY)).map(|h| h.t).sum::<f32>()),
+        || parry_rays(&parry_whole, &rays),
+    );
+    report_paired(
+        "kdtree_rays_chunks_paired",
+        ("kiln_bvh_whole_batch", "parry3d"),
+        ROUNDS,
+        || timed(|| bvh_whole.ray_closest_batch(&rays, f32::INFINITY, &mut hits)),
+        || parry_rays(&parry_whole, &rays),
+    );
 }
 
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
-    report_ratios("kdtree_build_1m", &[("kiln", "parry3d"), ("kiln_parallel", "parry3d")]);
+    report_ratios("kdtree_build_1m", &[("kiln", "parry3d"), ("kiln_parallel", "parry3d"), ("kiln_bvh", "parry3d")]);
     report_ratios(
         "kdtree_rays_1m",
         &[
@@ -397,6 +473,8 @@ fn main() {
             ("kiln_batch", "parry3d"),
             ("kiln_terrain", "parry3d"),
             ("kiln_terrain_batch", "parry3d"),
+            ("kiln_bvh", "parry3d"),
+            ("kiln_bvh_batch", "parry3d"),
         ],
     );
     report_ratios(
@@ -411,6 +489,8 @@ fn main() {
             ("kiln_batch", "parry3d"),
             ("kiln_whole", "parry3d"),
             ("kiln_whole_batch", "parry3d"),
+            ("kiln_bvh_whole", "parry3d"),
+            ("kiln_bvh_whole_batch", "parry3d"),
         ],
     );
     // Only under `cargo bench` (not in `cargo test`'s quick pass over the benches).

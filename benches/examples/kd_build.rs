@@ -25,7 +25,7 @@ use std::time::Instant;
 use glam::Vec3;
 use kiln::jobs::ThreadPool;
 use kiln::math::Ray;
-use kiln::spatial::{KdMesh, MeshMode, TriMesh};
+use kiln::spatial::{KdMesh, MeshMode, RayBvh, TriMesh};
 use kiln::terrain::{generate_hills, mesh_chunk, Terrain};
 use kiln_benches::{geometry_chunks, terrain_rays, SplitMix};
 
@@ -43,17 +43,7 @@ fn main() {
     let mut t = Terrain::new(0.5);
     generate_hills(&mut t, hills_size(), 1);
     t.regenerate(pool.jobs());
-    // The chunk meshes joined in the bench's order (x, then z, then y).
-    let mut mesh = TriMesh::new();
-    for c in geometry_chunks(&t).into_iter().filter(|&c| t.may_have_triangles(c)) {
-        let mut chunk = TriMesh::new();
-        mesh_chunk(t.voxels(), c, t.voxel_size(), &mut chunk);
-        let base = mesh.vertices.len() as u32;
-        mesh.vertices.extend_from_slice(&chunk.vertices);
-        for (tri, &m) in chunk.triangles.iter().zip(&chunk.materials) {
-            mesh.push(tri.map(|v| v + base), m);
-        }
-    }
+    let mesh = joined_chunks(&t);
     if std::env::args().nth(2).as_deref() == Some("rays") {
         return rays(builds, mesh);
     }
@@ -89,6 +79,21 @@ fn main() {
     );
 }
 
+/// The terrain's chunk meshes joined in the bench's order (x, then z, then y).
+fn joined_chunks(t: &Terrain) -> TriMesh {
+    let mut mesh = TriMesh::new();
+    for c in geometry_chunks(t).into_iter().filter(|&c| t.may_have_triangles(c)) {
+        let mut chunk = TriMesh::new();
+        mesh_chunk(t.voxels(), c, t.voxel_size(), &mut chunk);
+        let base = mesh.vertices.len() as u32;
+        mesh.vertices.extend_from_slice(&chunk.vertices);
+        for (tri, &m) in chunk.triangles.iter().zip(&chunk.materials) {
+            mesh.push(tri.map(|v| v + base), m);
+        }
+    }
+    mesh
+}
+
 /// The hills' width in voxels: 400 (the bench's 1M-triangle mesh) unless `KD_SIZE`
 /// says otherwise.
 fn hills_size() -> i32 {
@@ -98,12 +103,22 @@ fn hills_size() -> i32 {
 /// `rounds` timings of the `kdtree` bench's 10,000 rays on the 1M mesh, one at a time
 /// and as one batch.
 fn rays(rounds: usize, mesh: TriMesh) {
+    let start = Instant::now();
+    let bvh = RayBvh::build(&mesh).expect("valid mesh");
+    let bvh_build = start.elapsed().as_secs_f64() * 1e3;
     let kd = KdMesh::from_mesh(mesh, MeshMode::Full).expect("valid mesh");
     let rays = terrain_rays(10_000, hills_size() as f32 * 0.5, 1);
     let mut hits = vec![None; rays.len()];
-    let (mut single, mut batch) = (Vec::new(), Vec::new());
-    let mut sum = 0.0f64;
+    let (mut single, mut batch, mut wide) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut sum, mut wide_sum) = (0.0f64, 0.0f64);
+    let (mut wide_hits, mut wide_batch) = (vec![None; rays.len()], Vec::new());
     for _ in 0..rounds {
+        let start = Instant::now();
+        wide_sum = rays.iter().filter_map(|r| bvh.ray_closest(r, f32::INFINITY)).map(|h| h.t as f64).sum();
+        wide.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
+        let start = Instant::now();
+        bvh.ray_closest_batch(&rays, f32::INFINITY, &mut wide_hits);
+        wide_batch.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
         let start = Instant::now();
         sum = rays.iter().filter_map(|r| kd.ray_closest(r, f32::INFINITY)).map(|h| h.t as f64).sum();
         single.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
@@ -113,6 +128,21 @@ fn rays(rounds: usize, mesh: TriMesh) {
     }
     let batch_sum: f64 = hits.iter().flatten().map(|h| h.t as f64).sum();
     assert_eq!(sum, batch_sum, "the batch finds the same hits");
+    assert_eq!(sum, wide_sum, "the wide BVH finds the same hits");
+    assert_eq!(sum, wide_hits.iter().flatten().map(|h| h.t as f64).sum::<f64>(), "so does its batch");
+    wide.sort_by(f64::total_cmp);
+    wide_batch.sort_by(f64::total_cmp);
+    println!(
+        "wide BVH: built in {bvh_build:.1} ms, {} nodes, depth {}, {:.1} bytes per triangle; one at a time min {:.3} us, median {:.3}; \
+         batch min {:.3} us, median {:.3}",
+        bvh.node_count(),
+        bvh.depth(),
+        bvh.bytes() as f64 / bvh.triangle_count() as f64,
+        wide[0],
+        wide[rounds / 2],
+        wide_batch[0],
+        wide_batch[rounds / 2]
+    );
     single.sort_by(f64::total_cmp);
     batch.sort_by(f64::total_cmp);
     println!(
@@ -138,9 +168,19 @@ fn terrain_rays_chunk_set(rounds: usize) {
     let rays = terrain_rays(10_000, size as f32 * 0.5, if size == 120 { 2 } else { 1 });
     let mut hits = vec![None; rays.len()];
     t.ray_cast_batch(&rays, f32::INFINITY, &mut hits, pool.jobs());
-    let (mut single, mut batch) = (Vec::new(), Vec::new());
-    let mut sum = 0.0f64;
+    let start = Instant::now();
+    let bvh = RayBvh::build(&joined_chunks(&t)).expect("valid mesh");
+    let bvh_build = start.elapsed().as_secs_f64() * 1e3;
+    let (mut single, mut batch, mut wide) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut sum, mut wide_sum) = (0.0f64, 0.0f64);
+    let (mut wide_hits, mut wide_batch) = (vec![None; rays.len()], Vec::new());
     for _ in 0..rounds {
+        let start = Instant::now();
+        wide_sum = rays.iter().filter_map(|r| bvh.ray_closest(r, f32::INFINITY)).map(|h| h.t as f64).sum();
+        wide.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
+        let start = Instant::now();
+        bvh.ray_closest_batch(&rays, f32::INFINITY, &mut wide_hits);
+        wide_batch.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
         let start = Instant::now();
         sum = rays.iter().filter_map(|r| t.ray_cast(r, f32::INFINITY)).map(|h| h.t as f64).sum();
         single.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
@@ -150,6 +190,21 @@ fn terrain_rays_chunk_set(rounds: usize) {
     }
     let batch_sum: f64 = hits.iter().flatten().map(|h| h.t as f64).sum();
     assert_eq!(sum, batch_sum, "the batch finds the same hits");
+    assert_eq!(sum, wide_sum, "the wide BVH finds the same hits");
+    assert_eq!(sum, wide_hits.iter().flatten().map(|h| h.t as f64).sum::<f64>(), "so does its batch");
+    wide.sort_by(f64::total_cmp);
+    wide_batch.sort_by(f64::total_cmp);
+    println!(
+        "wide BVH: built in {bvh_build:.1} ms, {} nodes, depth {}, {:.1} bytes per triangle; one at a time min {:.3} us, median {:.3}; \
+         batch min {:.3} us, median {:.3}",
+        bvh.node_count(),
+        bvh.depth(),
+        bvh.bytes() as f64 / bvh.triangle_count() as f64,
+        wide[0],
+        wide[rounds / 2],
+        wide_batch[0],
+        wide_batch[rounds / 2]
+    );
     single.sort_by(f64::total_cmp);
     batch.sort_by(f64::total_cmp);
     println!(

@@ -94,7 +94,7 @@ use crate::math::{triangle_overlaps_aabb, Aabb, Ray, RayShear};
 mod build;
 mod query;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod wide;
 
 use build::*;

@@ -7,7 +7,7 @@ use crate::math::{ray_triangle, triangle_overlaps_aabb, Aabb, Ray};
 use crate::spatial::tests::Rng;
 
 /// `count` random triangles (sizes from slivers to 2 m) in a 20 m box.
-fn soup(seed: u64, count: usize) -> TriMesh {
+pub(crate) fn soup(seed: u64, count: usize) -> TriMesh {
     let mut rng = Rng(seed);
     let mut mesh = TriMesh::new();
     for i in 0..count {
@@ -24,7 +24,7 @@ fn soup(seed: u64, count: usize) -> TriMesh {
 
 /// A `n x n` heightfield of shared vertices (rays through its vertices and edges hit
 /// several triangles at once).
-fn heightfield(seed: u64, n: usize) -> TriMesh {
+pub(crate) fn heightfield(seed: u64, n: usize) -> TriMesh {
     let mut rng = Rng(seed);
     let mut mesh = TriMesh::new();
     for z in 0..=n {
@@ -62,7 +62,7 @@ fn brute_all(tree: &KdMesh, ray: &Ray, max_t: f32) -> Vec<u32> {
 
 /// Random rays of every kind the issue names: random, along axes, through vertices
 /// and edge midpoints, starting inside the mesh box.
-fn rays(rng: &mut Rng, mesh: &KdMesh, count: usize) -> Vec<Ray> {
+pub(crate) fn rays(rng: &mut Rng, mesh: &KdMesh, count: usize) -> Vec<Ray> {
     let b = mesh.bounds();
     let (lo, hi) = (b.min - Vec3::splat(3.0), b.max + Vec3::splat(3.0));
     let point = |rng: &mut Rng, lo: Vec3, hi: Vec3| {

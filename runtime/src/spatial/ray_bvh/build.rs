@@ -1,0 +1,258 @@
+//! The build of [`RayBvh`]: binned surface-area splits, four children a node.
+//!
+//! A node takes its triangles and splits them in two by the binned surface area
+//! heuristic (16 bins on the triangles' centroids, every axis), then splits the
+//! larger of the parts that are still too big for a leaf, until it has four parts or
+//! every part fits a leaf ([`LEAF_MAX`] triangles). Parts that fit become leaves, the
+//! others nodes of their own, built depth first so a node's first child follows it.
+//! Below [`MEDIAN_DEPTH`] levels the splits are at the median instead, which bounds
+//! the depth (and the walk's stack) on any input. Everything is serial and uses no
+//! randomness: one mesh, one tree.
+
+use glam::Vec3;
+
+use super::{LeafBlock, Node, RayBvh, EMPTY, LEAF, LEAF_MAX, MAX_TRIANGLES};
+use crate::math::Aabb;
+use crate::spatial::{KdError, TriMesh};
+
+/// Bins per axis of the surface-area split.
+const BINS: usize = 16;
+/// Levels after which splits are at the median: each then at least halves its
+/// part, so 2^28 triangles in leaves of one or more are at most `MEDIAN_DEPTH + 28`
+/// levels deep.
+pub(super) const MEDIAN_DEPTH: usize = 24;
+
+/// A triangle while the tree is built: its padded box, its centroid and its index.
+#[derive(Clone, Copy)]
+struct Item {
+    lo: Vec3,
+    hi: Vec3,
+    centroid: Vec3,
+    triangle: u32,
+}
+
+fn area(lo: Vec3, hi: Vec3) -> f32 {
+    let d = (hi - lo).max(Vec3::ZERO);
+    d.x * d.y + d.y * d.z + d.z * d.x
+}
+
+fn bounds(items: &[Item]) -> (Vec3, Vec3) {
+    items.iter().fold((Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)), |(lo, hi), it| {
+        (lo.min(it.lo), hi.max(it.hi))
+    })
+}
+
+struct Builder<'a> {
+    mesh: &'a TriMesh,
+    nodes: Vec<Node>,
+    leaves: Vec<LeafBlock>,
+    source: Vec<u32>,
+    depth: usize,
+}
+
+pub(super) fn build(mesh: &TriMesh) -> Result<RayBvh, KdError> {
+    if mesh.triangles.len() > MAX_TRIANGLES {
+        return Err(KdError::TooManyTriangles);
+    }
+    if mesh.vertices.iter().any(|v| !v.is_finite()) {
+        return Err(KdError::NonFiniteVertex);
+    }
+    let count = mesh.vertices.len();
+    if mesh.triangles.iter().flatten().any(|&i| i as usize >= count) {
+        return Err(KdError::IndexOutOfRange);
+    }
+    // Boxes are padded so that a hit the triangle test accepts by a rounding
+    // margin lies inside its box: a few ulps of the mesh's largest coordinate.
+    let largest = mesh.vertices.iter().fold(0.0f32, |m, v| m.max(v.abs().max_element()));
+    let pad = Vec3::splat((largest * (1.0 / 262_144.0)).max(f32::MIN_POSITIVE));
+    let mut items: Vec<Item> = mesh
+        .triangles
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let [a, b, c] = t.map(|v| mesh.vertices[v as usize]);
+            let (lo, hi) = (a.min(b).min(c) - pad, a.max(b).max(c) + pad);
+            Item { lo, hi, centroid: (lo + hi) * 0.5, triangle: i as u32 }
+        })
+        .collect();
+    let mut b = Builder {
+        mesh,
+        nodes: Vec::with_capacity(mesh.triangles.len() / 8 + 1),
+        leaves: Vec::with_capacity(mesh.triangles.len() / 3 + 1),
+        source: Vec::with_capacity(mesh.triangles.len() * 4 / 3 + 4),
+        depth: 0,
+    };
+    let bounds = if items.is_empty() {
+        Aabb::default()
+    } else {
+        b.node(&mut items, 1);
+        let (lo, hi) = self::bounds(&items);
+        Aabb { min: lo, max: hi }
+    };
+    Ok(RayBvh {
+        nodes: b.nodes,
+        leaves: b.leaves,
+        source: b.source,
+        triangle_count: mesh.triangles.len(),
+        bounds,
+        depth: b.depth,
+    })
+}
+
+impl Builder<'_> {
+    /// Builds the node over `items` (not empty) at `depth` and returns its index.
+    fn node(&mut self, items: &mut [Item], depth: usize) -> u32 {
+        self.depth = self.depth.max(depth);
+        let index = self.nodes.len();
+        self.nodes.push(Node::EMPTY);
+        // Up to four parts, as ranges of `items`.
+        let mut parts = [(0usize, items.len()); 4];
+        let mut count = 1;
+        while count < 4 {
+            let widest = (0..count).filter(|&p| parts[p].1 - parts[p].0 > LEAF_MAX).max_by(|&p, &q| {
+                let size = |r: (usize, usize)| {
+                    let (lo, hi) = bounds(&items[r.0..r.1]);
+                    area(lo, hi) * (r.1 - r.0) as f32
+                };
+                size(parts[p]).total_cmp(&size(parts[q])).then(q.cmp(&p))
+            });
+            let Some(p) = widest else { break };
+            let (start, end) = parts[p];
+            let mid = start + split(&mut items[start..end], depth >= MEDIAN_DEPTH);
+            parts[p] = (start, mid);
+            parts[count] = (mid, end);
+            count += 1;
+        }
+        let mut children = [EMPTY; 4];
+        let mut boxes = [(Vec3::ZERO, Vec3::ZERO); 4];
+        for (p, &(start, end)) in parts[..count].iter().enumerate() {
+            let part = &mut items[start..end];
+            boxes[p] = bounds(part);
+            children[p] = if part.len() <= LEAF_MAX { self.leaf(part) } else { self.node(part, depth + 1) };
+        }
+        self.nodes[index] = Node::new(&boxes[..count], children);
+        index as u32
+    }
+
+    /// Appends a leaf of `items`' triangles; its child reference.
+    fn leaf(&mut self, items: &[Item]) -> u32 {
+        let index = self.leaves.len() as u32;
+        let mut block = LeafBlock::default();
+        for lane in 0..4 {
+            match items.get(lane) {
+                Some(it) => {
+                    let tri = self.mesh.triangles[it.triangle as usize].map(|v| self.mesh.vertices[v as usize]);
+                    for (k, p) in tri.iter().enumerate() {
+                        for axis in 0..3 {
+                            block.rows[3 * k + axis][lane] = p[axis];
+                        }
+                    }
+                    self.source.push(it.triangle);
+                }
+                None => self.source.push(EMPTY),
+            }
+        }
+        self.leaves.push(block);
+        LEAF | index << 3 | (items.len() as u32 - 1)
+    }
+}
+
+/// Splits `items` (more than one) in two non-empty parts in place; the first part's
+/// length. By the binned surface-area heuristic, or at the median of the widest
+/// centroid axis when `median` is set or no bin boundary separates the centroids.
+fn split(items: &mut [Item], median: bool) -> usize {
+    let (clo, chi) = items.iter().fold((Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)), |(lo, hi), it| {
+        (lo.min(it.centroid), hi.max(it.centroid))
+    });
+    let extent = chi - clo;
+    if !median {
+        let mut best: Option<(f32, usize, usize)> = None; // cost, axis, bins on the left
+        for axis in 0..3 {
+            if extent[axis] <= 0.0 {
+                continue;
+            }
+            let scale = BINS as f32 / extent[axis];
+            let bin = |it: &Item| (((it.centroid[axis] - clo[axis]) * scale) as usize).min(BINS - 1);
+            let mut counts = [0u32; BINS];
+            let mut boxes = [(Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)); BINS];
+            for it in items.iter() {
+                let b = bin(it);
+                counts[b] += 1;
+                boxes[b] = (boxes[b].0.min(it.lo), boxes[b].1.max(it.hi));
+            }
+            // Areas and counts of every prefix from the right.
+            let mut right = [(0.0f32, 0u32); BINS];
+            let (mut lo, mut hi, mut n) = (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY), 0);
+            for b in (1..BINS).rev() {
+                (lo, hi, n) = (lo.min(boxes[b].0), hi.max(boxes[b].1), n + counts[b]);
+                right[b] = (area(lo, hi), n);
+            }
+            let (mut lo, mut hi, mut n) = (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY), 0);
+            for b in 0..BINS - 1 {
+                (lo, hi, n) = (lo.min(boxes[b].0), hi.max(boxes[b].1), n + counts[b]);
+                let (right_area, right_n) = right[b + 1];
+                if n == 0 || right_n == 0 {
+                    continue;
+                }
+                let cost = area(lo, hi) * n as f32 + right_area * right_n as f32;
+                if best.is_none_or(|(c, _, _)| cost < c) {
+                    best = Some((cost, axis, b + 1));
+                }
+            }
+        }
+        if let Some((_, axis, left_bins)) = best {
+            let scale = BINS as f32 / extent[axis];
+            let left = |it: &Item| ((((it.centroid[axis] - clo[axis]) * scale) as usize).min(BINS - 1)) < left_bins;
+            // A stable-enough in-place partition: the same input, the same order.
+            let mut mid = 0;
+            for i in 0..items.len() {
+                if left(&items[i]) {
+                    items.swap(i, mid);
+                    mid += 1;
+                }
+            }
+            return mid;
+        }
+    }
+    let axis = extent.max_position();
+    let mid = items.len() / 2;
+    items.select_nth_unstable_by(mid, |a, b| {
+        a.centroid[axis].total_cmp(&b.centroid[axis]).then(a.triangle.cmp(&b.triangle))
+    });
+    mid
+}
+
+impl Node {
+    /// A node over the child boxes `boxes` (one to four) with references `children`:
+    /// the boxes quantised to 8 bits per bound on their union, rounded outwards.
+    fn new(boxes: &[(Vec3, Vec3)], children: [u32; 4]) -> Node {
+        let (lo, hi) = boxes
+            .iter()
+            .fold((Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)), |(l, h), b| (l.min(b.0), h.max(b.1)));
+        let mut node = Node { origin: lo.to_array(), scale: [0.0; 3], lo: [[255; 4]; 3], hi: [[0; 4]; 3], children };
+        for axis in 0..3 {
+            let origin = lo[axis];
+            let mut scale = (hi[axis] - origin) / 255.0;
+            while 255.0 * scale + origin < hi[axis] {
+                scale = f32::from_bits(scale.to_bits() + 1);
+            }
+            node.scale[axis] = scale;
+            // What the walk computes for a quantised bound.
+            let decode = |q: u8| q as f32 * scale + origin;
+            let quantise = |x: f32| if scale > 0.0 { ((x - origin) / scale).clamp(0.0, 255.0) } else { 0.0 };
+            for (c, b) in boxes.iter().enumerate() {
+                let mut q = quantise(b.0[axis]).floor() as u8;
+                while q > 0 && decode(q) > b.0[axis] {
+                    q -= 1;
+                }
+                node.lo[axis][c] = q;
+                let mut q = quantise(b.1[axis]).ceil() as u8;
+                while q < 255 && decode(q) < b.1[axis] {
+                    q += 1;
+                }
+                node.hi[axis][c] = q;
+            }
+        }
+        node
+    }
+}
