@@ -236,11 +236,12 @@ impl RayBvh {
             self.test_leaf(child, &lane.shear, &mut lane.best);
         } else {
             let (order, count) = lane.walk.node(&self.nodes[child as usize], lane.best.t);
-            for &entry in order[..count].iter().rev() {
+            for i in (0..count).rev() {
+                let entry = order[i];
                 self.prefetch(entry.0);
-                lane.stack[lane.top].write(entry);
-                lane.top += 1;
+                lane.stack[lane.top + count - 1 - i].write(entry);
             }
+            lane.top += count;
         }
         while lane.top > 0 {
             lane.top -= 1;
