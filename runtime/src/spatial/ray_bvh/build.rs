@@ -9,7 +9,7 @@
 //! the depth (and the walk's stack) on any input. Everything is serial and uses no
 //! randomness: one mesh, one tree.
 
-use glam::Vec3;
+use glam::Vec3A;
 
 use super::{LeafBlock, Node, RayBvh, EMPTY, LEAF, LEAF_MAX, MAX_TRIANGLES};
 use crate::math::Aabb;
@@ -25,21 +25,19 @@ pub(super) const MEDIAN_DEPTH: usize = 24;
 /// A triangle while the tree is built: its padded box, its centroid and its index.
 #[derive(Clone, Copy)]
 struct Item {
-    lo: Vec3,
-    hi: Vec3,
-    centroid: Vec3,
+    lo: Vec3A,
+    hi: Vec3A,
+    centroid: Vec3A,
     triangle: u32,
 }
 
-fn area(lo: Vec3, hi: Vec3) -> f32 {
-    let d = (hi - lo).max(Vec3::ZERO);
+fn area(lo: Vec3A, hi: Vec3A) -> f32 {
+    let d = (hi - lo).max(Vec3A::ZERO);
     d.x * d.y + d.y * d.z + d.z * d.x
 }
 
-fn bounds(items: &[Item]) -> (Vec3, Vec3) {
-    items.iter().fold((Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)), |(lo, hi), it| {
-        (lo.min(it.lo), hi.max(it.hi))
-    })
+fn bounds(items: &[Item]) -> (Vec3A, Vec3A) {
+    items.iter().fold(NO_BOX, |(lo, hi), it| (lo.min(it.lo), hi.max(it.hi)))
 }
 
 struct Builder<'a> {
@@ -64,13 +62,13 @@ pub(super) fn build(mesh: &TriMesh) -> Result<RayBvh, KdError> {
     // Boxes are padded so that a hit the triangle test accepts by a rounding
     // margin lies inside its box: a few ulps of the mesh's largest coordinate.
     let largest = mesh.vertices.iter().fold(0.0f32, |m, v| m.max(v.abs().max_element()));
-    let pad = Vec3::splat((largest * (1.0 / 262_144.0)).max(f32::MIN_POSITIVE));
+    let pad = Vec3A::splat((largest * (1.0 / 262_144.0)).max(f32::MIN_POSITIVE));
     let mut items: Vec<Item> = mesh
         .triangles
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let [a, b, c] = t.map(|v| mesh.vertices[v as usize]);
+            let [a, b, c] = t.map(|v| Vec3A::from(mesh.vertices[v as usize]));
             let (lo, hi) = (a.min(b).min(c) - pad, a.max(b).max(c) + pad);
             Item { lo, hi, centroid: (lo + hi) * 0.5, triangle: i as u32 }
         })
@@ -85,9 +83,9 @@ pub(super) fn build(mesh: &TriMesh) -> Result<RayBvh, KdError> {
     let bounds = if items.is_empty() {
         Aabb::default()
     } else {
-        b.node(&mut items, 1);
         let (lo, hi) = self::bounds(&items);
-        Aabb { min: lo, max: hi }
+        b.node(&mut items, (lo, hi), 1);
+        Aabb { min: lo.into(), max: hi.into() }
     };
     Ok(RayBvh {
         nodes: b.nodes,
@@ -100,35 +98,33 @@ pub(super) fn build(mesh: &TriMesh) -> Result<RayBvh, KdError> {
 }
 
 impl Builder<'_> {
-    /// Builds the node over `items` (not empty) at `depth` and returns its index.
-    fn node(&mut self, items: &mut [Item], depth: usize) -> u32 {
+    /// Builds the node over `items` (not empty, with bounds `(lo, hi)`) at `depth`
+    /// and returns its index.
+    fn node(&mut self, items: &mut [Item], (lo, hi): (Vec3A, Vec3A), depth: usize) -> u32 {
         self.depth = self.depth.max(depth);
         let index = self.nodes.len();
         self.nodes.push(Node::EMPTY);
-        // Up to four parts, as ranges of `items`.
-        let mut parts = [(0usize, items.len()); 4];
+        // Up to four parts: ranges of `items` and their bounds.
+        let mut parts = [(0usize, items.len(), lo, hi); 4];
         let mut count = 1;
         while count < 4 {
-            let widest = (0..count).filter(|&p| parts[p].1 - parts[p].0 > LEAF_MAX).max_by(|&p, &q| {
-                let size = |r: (usize, usize)| {
-                    let (lo, hi) = bounds(&items[r.0..r.1]);
-                    area(lo, hi) * (r.1 - r.0) as f32
-                };
-                size(parts[p]).total_cmp(&size(parts[q])).then(q.cmp(&p))
-            });
+            let size = |p: &(usize, usize, Vec3A, Vec3A)| area(p.2, p.3) * (p.1 - p.0) as f32;
+            let widest = (0..count)
+                .filter(|&p| parts[p].1 - parts[p].0 > LEAF_MAX)
+                .max_by(|&p, &q| size(&parts[p]).total_cmp(&size(&parts[q])).then(q.cmp(&p)));
             let Some(p) = widest else { break };
-            let (start, end) = parts[p];
-            let mid = start + split(&mut items[start..end], depth >= MEDIAN_DEPTH);
-            parts[p] = (start, mid);
-            parts[count] = (mid, end);
+            let (start, end, _, _) = parts[p];
+            let (mid, left, right) = split(&mut items[start..end], depth >= MEDIAN_DEPTH);
+            parts[p] = (start, start + mid, left.0, left.1);
+            parts[count] = (start + mid, end, right.0, right.1);
             count += 1;
         }
         let mut children = [EMPTY; 4];
-        let mut boxes = [(Vec3::ZERO, Vec3::ZERO); 4];
-        for (p, &(start, end)) in parts[..count].iter().enumerate() {
+        let mut boxes = [(Vec3A::ZERO, Vec3A::ZERO); 4];
+        for (p, &(start, end, lo, hi)) in parts[..count].iter().enumerate() {
             let part = &mut items[start..end];
-            boxes[p] = bounds(part);
-            children[p] = if part.len() <= LEAF_MAX { self.leaf(part) } else { self.node(part, depth + 1) };
+            boxes[p] = (lo, hi);
+            children[p] = if part.len() <= LEAF_MAX { self.leaf(part) } else { self.node(part, (lo, hi), depth + 1) };
         }
         self.nodes[index] = Node::new(&boxes[..count], children);
         index as u32
@@ -157,61 +153,66 @@ impl Builder<'_> {
     }
 }
 
-/// Splits `items` (more than one) in two non-empty parts in place; the first part's
-/// length. By the binned surface-area heuristic, or at the median of the widest
-/// centroid axis when `median` is set or no bin boundary separates the centroids.
-fn split(items: &mut [Item], median: bool) -> usize {
-    let (clo, chi) = items.iter().fold((Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)), |(lo, hi), it| {
-        (lo.min(it.centroid), hi.max(it.centroid))
-    });
+/// An empty box, to grow.
+const NO_BOX: (Vec3A, Vec3A) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+
+/// Splits `items` (more than one) in two non-empty parts in place: the first
+/// part's length and both parts' bounds. By the binned surface-area heuristic, or
+/// at the median of the widest centroid axis when `median` is set or no bin boundary
+/// separates the centroids.
+fn split(items: &mut [Item], median: bool) -> (usize, (Vec3A, Vec3A), (Vec3A, Vec3A)) {
+    let (clo, chi) = items.iter().fold(NO_BOX, |(lo, hi), it| (lo.min(it.centroid), hi.max(it.centroid)));
     let extent = chi - clo;
-    if !median {
-        let mut best: Option<(f32, usize, usize)> = None; // cost, axis, bins on the left
+    if !median && extent.max_element() > 0.0 {
+        // Every axis binned in one pass (an axis without extent puts all in bin 0).
+        let scale = Vec3A::select(extent.cmpgt(Vec3A::ZERO), Vec3A::splat(BINS as f32) / extent, Vec3A::ZERO);
+        let bin = |it: &Item, axis: usize| (((it.centroid[axis] - clo[axis]) * scale[axis]) as usize).min(BINS - 1);
+        let mut counts = [[0u32; BINS]; 3];
+        let mut boxes = [[NO_BOX; BINS]; 3];
+        for it in items.iter() {
+            for axis in 0..3 {
+                let b = bin(it, axis);
+                counts[axis][b] += 1;
+                boxes[axis][b] = (boxes[axis][b].0.min(it.lo), boxes[axis][b].1.max(it.hi));
+            }
+        }
+        // cost, axis, bins on the left, left box, right box
+        let mut best: Option<(f32, usize, usize, (Vec3A, Vec3A), (Vec3A, Vec3A))> = None;
         for axis in 0..3 {
             if extent[axis] <= 0.0 {
                 continue;
             }
-            let scale = BINS as f32 / extent[axis];
-            let bin = |it: &Item| (((it.centroid[axis] - clo[axis]) * scale) as usize).min(BINS - 1);
-            let mut counts = [0u32; BINS];
-            let mut boxes = [(Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)); BINS];
-            for it in items.iter() {
-                let b = bin(it);
-                counts[b] += 1;
-                boxes[b] = (boxes[b].0.min(it.lo), boxes[b].1.max(it.hi));
-            }
-            // Areas and counts of every prefix from the right.
-            let mut right = [(0.0f32, 0u32); BINS];
-            let (mut lo, mut hi, mut n) = (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY), 0);
+            let (counts, boxes) = (&counts[axis], &boxes[axis]);
+            // Boxes and counts of every suffix of bins.
+            let mut right = [(NO_BOX, 0u32); BINS];
+            let (mut r, mut n) = (NO_BOX, 0);
             for b in (1..BINS).rev() {
-                (lo, hi, n) = (lo.min(boxes[b].0), hi.max(boxes[b].1), n + counts[b]);
-                right[b] = (area(lo, hi), n);
+                (r, n) = ((r.0.min(boxes[b].0), r.1.max(boxes[b].1)), n + counts[b]);
+                right[b] = (r, n);
             }
-            let (mut lo, mut hi, mut n) = (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY), 0);
+            let (mut l, mut n) = (NO_BOX, 0);
             for b in 0..BINS - 1 {
-                (lo, hi, n) = (lo.min(boxes[b].0), hi.max(boxes[b].1), n + counts[b]);
-                let (right_area, right_n) = right[b + 1];
+                (l, n) = ((l.0.min(boxes[b].0), l.1.max(boxes[b].1)), n + counts[b]);
+                let (r, right_n) = right[b + 1];
                 if n == 0 || right_n == 0 {
                     continue;
                 }
-                let cost = area(lo, hi) * n as f32 + right_area * right_n as f32;
-                if best.is_none_or(|(c, _, _)| cost < c) {
-                    best = Some((cost, axis, b + 1));
+                let cost = area(l.0, l.1) * n as f32 + area(r.0, r.1) * right_n as f32;
+                if best.is_none_or(|c| cost < c.0) {
+                    best = Some((cost, axis, b + 1, l, r));
                 }
             }
         }
-        if let Some((_, axis, left_bins)) = best {
-            let scale = BINS as f32 / extent[axis];
-            let left = |it: &Item| ((((it.centroid[axis] - clo[axis]) * scale) as usize).min(BINS - 1)) < left_bins;
-            // A stable-enough in-place partition: the same input, the same order.
+        if let Some((_, axis, left_bins, left, right)) = best {
+            // The same input, the same order.
             let mut mid = 0;
             for i in 0..items.len() {
-                if left(&items[i]) {
+                if bin(&items[i], axis) < left_bins {
                     items.swap(i, mid);
                     mid += 1;
                 }
             }
-            return mid;
+            return (mid, left, right);
         }
     }
     let axis = extent.max_position();
@@ -219,16 +220,16 @@ fn split(items: &mut [Item], median: bool) -> usize {
     items.select_nth_unstable_by(mid, |a, b| {
         a.centroid[axis].total_cmp(&b.centroid[axis]).then(a.triangle.cmp(&b.triangle))
     });
-    mid
+    (mid, bounds(&items[..mid]), bounds(&items[mid..]))
 }
 
 impl Node {
     /// A node over the child boxes `boxes` (one to four) with references `children`:
     /// the boxes quantised to 8 bits per bound on their union, rounded outwards.
-    fn new(boxes: &[(Vec3, Vec3)], children: [u32; 4]) -> Node {
+    fn new(boxes: &[(Vec3A, Vec3A)], children: [u32; 4]) -> Node {
         let (lo, hi) = boxes
             .iter()
-            .fold((Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)), |(l, h), b| (l.min(b.0), h.max(b.1)));
+            .fold((Vec3A::splat(f32::INFINITY), Vec3A::splat(f32::NEG_INFINITY)), |(l, h), b| (l.min(b.0), h.max(b.1)));
         let mut node = Node { origin: lo.to_array(), scale: [0.0; 3], lo: [[255; 4]; 3], hi: [[0; 4]; 3], children };
         for axis in 0..3 {
             let origin = lo[axis];
