@@ -36,7 +36,7 @@ fn area(lo: Vec3A, hi: Vec3A) -> f32 {
     d.x * d.y + d.y * d.z + d.z * d.x
 }
 
-fn bounds(items: &[Item]) -> (Vec3A, Vec3A) {
+fn bounds(items: &[Item]) -> Bounds {
     items.iter().fold(NO_BOX, |(lo, hi), it| (lo.min(it.lo), hi.max(it.hi)))
 }
 
@@ -153,14 +153,17 @@ impl Builder<'_> {
     }
 }
 
+/// A box as its minimum and maximum.
+type Bounds = (Vec3A, Vec3A);
+
 /// An empty box, to grow.
-const NO_BOX: (Vec3A, Vec3A) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+const NO_BOX: Bounds = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
 
 /// Splits `items` (more than one) in two non-empty parts in place: the first
 /// part's length and both parts' bounds. By the binned surface-area heuristic, or
 /// at the median of the widest centroid axis when `median` is set or no bin boundary
 /// separates the centroids.
-fn split(items: &mut [Item], median: bool) -> (usize, (Vec3A, Vec3A), (Vec3A, Vec3A)) {
+fn split(items: &mut [Item], median: bool) -> (usize, Bounds, Bounds) {
     let (clo, chi) = items.iter().fold(NO_BOX, |(lo, hi), it| (lo.min(it.centroid), hi.max(it.centroid)));
     let extent = chi - clo;
     if !median && extent.max_element() > 0.0 {
@@ -177,7 +180,7 @@ fn split(items: &mut [Item], median: bool) -> (usize, (Vec3A, Vec3A), (Vec3A, Ve
             }
         }
         // cost, axis, bins on the left, left box, right box
-        let mut best: Option<(f32, usize, usize, (Vec3A, Vec3A), (Vec3A, Vec3A))> = None;
+        let mut best: Option<(f32, usize, usize, Bounds, Bounds)> = None;
         for axis in 0..3 {
             if extent[axis] <= 0.0 {
                 continue;
