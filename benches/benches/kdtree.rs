@@ -18,7 +18,8 @@
 //! The same rays also go through [`RayBvh`] (`kiln_bvh`, `kiln_bvh_batch` on the 1M
 //! mesh; `kiln_bvh_whole`, `kiln_bvh_whole_batch` over the whole chunk set), the
 //! four-wide BVH Kiln keeps for rays beside the kD tree that serves collision; its
-//! build of the 1M mesh is timed too (`kdtree_build_1m/kiln_bvh`).
+//! build of the 1M mesh is timed too (`kdtree_build_1m/kiln_bvh`, and on the pool
+//! `kiln_bvh_parallel`).
 //!
 //! Both builds also run on a pool sized to the machine (`kiln_parallel`: the 1M
 //! mesh through `KdMesh::from_mesh_parallel`, the chunk set one job per chunk, as
@@ -119,6 +120,7 @@ fn one_mesh(c: &mut Criterion) {
         )
     });
     group.bench_function("kiln_bvh", |b| b.iter(|| RayBvh::build(&mesh).unwrap()));
+    group.bench_function("kiln_bvh_parallel", |b| b.iter(|| RayBvh::build_parallel(&mesh, pool.jobs()).unwrap()));
     group.bench_function("parry3d", |b| {
         b.iter_batched(
             || (mesh.vertices.clone(), mesh.triangles.clone()),
@@ -465,7 +467,10 @@ fn paired() {
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
-    report_ratios("kdtree_build_1m", &[("kiln", "parry3d"), ("kiln_parallel", "parry3d"), ("kiln_bvh", "parry3d")]);
+    report_ratios(
+        "kdtree_build_1m",
+        &[("kiln", "parry3d"), ("kiln_parallel", "parry3d"), ("kiln_bvh", "parry3d"), ("kiln_bvh_parallel", "parry3d")],
+    );
     report_ratios(
         "kdtree_rays_1m",
         &[

@@ -106,6 +106,15 @@ fn rays(rounds: usize, mesh: TriMesh) {
     let start = Instant::now();
     let bvh = RayBvh::build(&mesh).expect("valid mesh");
     let bvh_build = start.elapsed().as_secs_f64() * 1e3;
+    let pool = ThreadPool::with_default_threads();
+    let start = Instant::now();
+    let parallel = RayBvh::build_parallel(&mesh, pool.jobs()).expect("valid mesh");
+    println!(
+        "wide BVH parallel build on {} workers: {:.1} ms ({} nodes)",
+        pool.worker_count(),
+        start.elapsed().as_secs_f64() * 1e3,
+        parallel.node_count()
+    );
     let kd = KdMesh::from_mesh(mesh, MeshMode::Full).expect("valid mesh");
     let rays = terrain_rays(10_000, hills_size() as f32 * 0.5, 1);
     let mut hits = vec![None; rays.len()];

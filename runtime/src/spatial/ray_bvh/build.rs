@@ -12,9 +12,12 @@
 use glam::Vec3A;
 
 use super::{LeafBlock, Node, RayBvh, EMPTY, LEAF, LEAF_MAX, MAX_TRIANGLES};
+use crate::jobs::Jobs;
 use crate::math::Aabb;
 use crate::spatial::{KdError, TriMesh};
 
+/// Parts larger than this build their children as jobs (in a parallel build).
+const PARALLEL_ITEMS: usize = 16_384;
 /// Bins per axis of the surface-area split.
 const BINS: usize = 16;
 /// Levels after which splits are at the median: each then at least halves its
@@ -46,9 +49,24 @@ struct Builder<'a> {
     leaves: Vec<LeafBlock>,
     source: Vec<u32>,
     depth: usize,
+    /// Where parts of more than [`PARALLEL_ITEMS`] triangles are built as jobs.
+    jobs: Option<Jobs<'a>>,
 }
 
-pub(super) fn build(mesh: &TriMesh) -> Result<RayBvh, KdError> {
+impl<'a> Builder<'a> {
+    fn new(mesh: &'a TriMesh, jobs: Option<Jobs<'a>>, triangles: usize) -> Builder<'a> {
+        Builder {
+            mesh,
+            nodes: Vec::with_capacity(triangles / 6 + 1),
+            leaves: Vec::with_capacity(triangles / 3 + 1),
+            source: Vec::with_capacity(triangles * 4 / 3 + 4),
+            depth: 0,
+            jobs,
+        }
+    }
+}
+
+pub(super) fn build(mesh: &TriMesh, jobs: Option<Jobs>) -> Result<RayBvh, KdError> {
     if mesh.triangles.len() > MAX_TRIANGLES {
         return Err(KdError::TooManyTriangles);
     }
@@ -73,13 +91,7 @@ pub(super) fn build(mesh: &TriMesh) -> Result<RayBvh, KdError> {
             Item { lo, hi, centroid: (lo + hi) * 0.5, triangle: i as u32 }
         })
         .collect();
-    let mut b = Builder {
-        mesh,
-        nodes: Vec::with_capacity(mesh.triangles.len() / 8 + 1),
-        leaves: Vec::with_capacity(mesh.triangles.len() / 3 + 1),
-        source: Vec::with_capacity(mesh.triangles.len() * 4 / 3 + 4),
-        depth: 0,
-    };
+    let mut b = Builder::new(mesh, jobs, mesh.triangles.len());
     let bounds = if items.is_empty() {
         Aabb::default()
     } else {
@@ -120,14 +132,67 @@ impl Builder<'_> {
             count += 1;
         }
         let mut children = [EMPTY; 4];
-        let mut boxes = [(Vec3A::ZERO, Vec3A::ZERO); 4];
-        for (p, &(start, end, lo, hi)) in parts[..count].iter().enumerate() {
-            let part = &mut items[start..end];
-            boxes[p] = (lo, hi);
-            children[p] = if part.len() <= LEAF_MAX { self.leaf(part) } else { self.node(part, (lo, hi), depth + 1) };
+        let boxes: [Bounds; 4] = std::array::from_fn(|p| (parts[p].2, parts[p].3));
+        match self.jobs {
+            Some(jobs) if items.len() > PARALLEL_ITEMS => {
+                // Each part into a builder of its own, as jobs; then appended in part
+                // order with their references moved past what is already built: the
+                // serial build's layout, bit for bit.
+                let mut rest = &mut *items;
+                let mut work: [(Option<&mut [Item]>, Builder, u32); 4] =
+                    std::array::from_fn(|_| (None, Builder::new(self.mesh, Some(jobs), 0), EMPTY));
+                // Parts are ranges of `items` in any order: carved in item order.
+                let mut by_start = [0, 1, 2, 3];
+                by_start[..count].sort_unstable_by_key(|&p| parts[p].0);
+                for &p in &by_start[..count] {
+                    let (part, tail) = std::mem::take(&mut rest).split_at_mut(parts[p].1 - parts[p].0);
+                    (work[p].0, rest) = (Some(part), tail);
+                }
+                jobs.for_each_mut(&mut work[..count], |p, (part, builder, child), _| {
+                    let part = part.take().expect("one build per part");
+                    *child = builder.part(part, boxes[p], depth);
+                });
+                for (p, (_, builder, child)) in work.into_iter().take(count).enumerate() {
+                    children[p] = self.append(builder, child);
+                }
+            }
+            _ => {
+                for (p, &(start, end, _, _)) in parts[..count].iter().enumerate() {
+                    children[p] = self.part(&mut items[start..end], boxes[p], depth);
+                }
+            }
         }
         self.nodes[index] = Node::new(&boxes[..count], children);
         index as u32
+    }
+
+    /// The child of a node at `depth` over `items` with bounds `bounds`: a leaf or a
+    /// node of its own.
+    fn part(&mut self, items: &mut [Item], bounds: Bounds, depth: usize) -> u32 {
+        if items.len() <= LEAF_MAX {
+            self.leaf(items)
+        } else {
+            self.node(items, bounds, depth + 1)
+        }
+    }
+
+    /// Appends what `other` built (a part whose reference is `child` there); the
+    /// reference here.
+    fn append(&mut self, other: Builder, child: u32) -> u32 {
+        let (node_base, leaf_base) = (self.nodes.len() as u32, self.leaves.len() as u32);
+        let moved = |c: u32| match c {
+            EMPTY => EMPTY,
+            c if c & LEAF != 0 => c + (leaf_base << 3),
+            c => c + node_base,
+        };
+        self.nodes.extend(other.nodes.into_iter().map(|mut n| {
+            n.children = n.children.map(moved);
+            n
+        }));
+        self.leaves.extend(other.leaves);
+        self.source.extend(other.source);
+        self.depth = self.depth.max(other.depth);
+        moved(child)
     }
 
     /// Appends a leaf of `items`' triangles; its child reference.

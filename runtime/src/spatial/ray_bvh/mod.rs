@@ -15,7 +15,8 @@
 //!   three vertices (36 bytes, next to each other), so a leaf costs one or two lines
 //!   and no index lookups. The mesh's own triangle numbers are kept aside and read
 //!   only for the closest hit.
-//! - **Build** (`build.rs`): binned surface-area splits, four parts a node.
+//! - **Build** (`build.rs`): binned surface-area splits, four parts a node; large
+//!   parts build as jobs, the same tree for any worker count.
 //!
 //! **Same hits as brute force.** Triangles are tested with [`RayShear::hit`], the
 //! watertight test every triangle structure in Kiln uses. Boxes are padded by a few
@@ -32,6 +33,7 @@ use std::mem::MaybeUninit;
 use glam::Vec3;
 
 use super::{KdError, MeshHit, TriMesh};
+use crate::jobs::Jobs;
 use crate::math::{Aabb, Ray, RayShear};
 
 mod build;
@@ -57,7 +59,7 @@ const EXIT_SCALE: f32 = 1.0 + 2.0 * (3.0 * f32::EPSILON * 0.5) / (1.0 - 3.0 * f3
 
 /// One node: four child boxes, 8 bits per bound on the node's box, and four child
 /// references (a node index, a leaf, or [`EMPTY`]). One cache line.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C, align(64))]
 struct Node {
     /// The node's box minimum; a bound `q` decodes to `q * scale + origin`.
@@ -92,7 +94,14 @@ impl RayBvh {
     /// The tree over `mesh` (its materials are not kept). Fails on non-finite
     /// vertices, indices past the vertices, or more than 2^28 triangles.
     pub fn build(mesh: &TriMesh) -> Result<RayBvh, KdError> {
-        build::build(mesh)
+        build::build(mesh, None)
+    }
+
+    /// [`RayBvh::build`] on the job pool: parts of more than 16,384 triangles build
+    /// their children as jobs, each into arrays of its own, appended in order
+    /// afterwards. The tree is the serial build's, bit for bit, for any worker count.
+    pub fn build_parallel(mesh: &TriMesh, jobs: Jobs) -> Result<RayBvh, KdError> {
+        build::build(mesh, Some(jobs))
     }
 
     /// Triangles in the tree.
@@ -126,6 +135,19 @@ impl RayBvh {
     /// is the mesh's triangle number. `None` for a non-finite origin or a zero or
     /// non-finite direction.
     pub fn ray_closest(&self, ray: &Ray, max_t: f32) -> Option<MeshHit> {
+        self.walk::<false>(ray, max_t)
+    }
+
+    /// Whether `ray` hits any triangle with `t` in `[0, max_t]` (an occlusion or
+    /// line-of-sight test): the first hit the walk finds, which need not be the
+    /// closest; the walk stops there. `None` exactly when
+    /// [`RayBvh::ray_closest`] finds nothing.
+    pub fn ray_any(&self, ray: &Ray, max_t: f32) -> Option<MeshHit> {
+        self.walk::<true>(ray, max_t)
+    }
+
+    /// The single walk: to the end for the closest hit, or (`ANY`) to the first.
+    fn walk<const ANY: bool>(&self, ray: &Ray, max_t: f32) -> Option<MeshHit> {
         if self.nodes.is_empty() || !ray.origin.is_finite() || max_t.is_nan() || max_t < 0.0 {
             return None;
         }
@@ -156,6 +178,9 @@ impl RayBvh {
             for &(child, t_enter) in &order[..count] {
                 if child & LEAF != 0 && t_enter <= best.t * EXIT_SCALE {
                     self.test_leaf(child, &shear, &mut best);
+                    if ANY && best.triangle != EMPTY {
+                        return best.hit();
+                    }
                 }
             }
             node = match next {
@@ -366,7 +391,7 @@ impl RayBvh {
 
 /// The triangles of one leaf, by lane: rows `a.x, a.y, a.z, b.x, ..., c.z`, each
 /// one value per triangle. Lanes past the leaf's count are zero.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[repr(C, align(16))]
 struct LeafBlock {
     rows: [[f32; 4]; 9],

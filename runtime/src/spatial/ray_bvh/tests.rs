@@ -4,6 +4,7 @@
 use glam::Vec3;
 
 use super::{RayBvh, LEAF, LEAF_MAX, STACK};
+use crate::jobs::ThreadPool;
 use crate::math::{ray_triangle, Ray};
 use crate::spatial::kdtree::tests::{heightfield, rays, soup};
 use crate::spatial::tests::Rng;
@@ -98,6 +99,14 @@ fn check(mesh: &TriMesh, seed: u64, count: usize) {
         for max_t in [f32::INFINITY, 1.5] {
             let expected = brute_closest(mesh, &ray, max_t);
             assert_eq!(bvh.ray_closest(&ray, max_t), expected, "closest hit of {ray:?} up to {max_t}");
+            // Any hit: one exactly when there is a closest, a real one within reach.
+            let any = bvh.ray_any(&ray, max_t);
+            assert_eq!(any.is_some(), expected.is_some(), "any hit of {ray:?} up to {max_t}");
+            if let Some(h) = any {
+                let tri = mesh.triangles[h.triangle as usize].map(|v| mesh.vertices[v as usize]);
+                let again = ray_triangle(&ray, tri, 0.0, max_t).map(|g| (g.t, g.u, g.v));
+                assert_eq!(again, Some((h.t, h.u, h.v)), "any hit of {ray:?} is triangle {}'s", h.triangle);
+            }
             let tree = kd.ray_closest(&ray, max_t).map(|h| h.t);
             assert_eq!(tree, expected.map(|h| h.t), "the kD tree's distance for {ray:?}");
         }
@@ -203,4 +212,26 @@ fn bad_meshes_are_refused_and_bad_rays_miss() {
     }
     let empty = RayBvh::build(&TriMesh::new()).unwrap();
     assert_eq!((empty.node_count(), empty.ray_closest(&aim, f32::INFINITY)), (0, None));
+}
+
+#[test]
+fn the_parallel_build_is_the_serial_tree_for_any_worker_count() {
+    // Large enough that parts build as jobs several levels down.
+    let mut mesh = heightfield(41, 200);
+    mesh.vertices.extend(soup(42, 3000).vertices);
+    let base = (mesh.vertices.len() - 9000) as u32;
+    for i in 0..3000 {
+        mesh.push([base + 3 * i, base + 3 * i + 1, base + 3 * i + 2], 0);
+    }
+    let serial = RayBvh::build(&mesh).unwrap();
+    for workers in [1, 2, 8] {
+        let pool = ThreadPool::new(workers - 1);
+        let parallel = RayBvh::build_parallel(&mesh, pool.jobs()).unwrap();
+        assert!(parallel.nodes == serial.nodes, "nodes at {workers} workers");
+        assert!(parallel.leaves == serial.leaves, "leaves at {workers} workers");
+        assert_eq!(parallel.source, serial.source, "triangle numbers at {workers} workers");
+        assert_eq!((parallel.depth(), parallel.bounds()), (serial.depth(), serial.bounds()));
+    }
+    validate(&serial, &mesh);
+    check(&mesh, 43, 200);
 }
