@@ -261,12 +261,18 @@ impl RayBvh {
             self.test_leaf(child, &lane.shear, &mut lane.best);
         } else {
             let (order, count) = lane.walk.node(&self.nodes[child as usize], lane.best.t);
-            for i in (0..count).rev() {
-                let entry = order[i];
-                self.prefetch(entry.0);
-                lane.stack[lane.top + count - 1 - i].write(entry);
+            if count > 0 {
+                // The nearest child next; the others on the stack, farthest first.
+                for i in (1..count).rev() {
+                    let entry = order[i];
+                    self.prefetch(entry.0);
+                    lane.stack[lane.top + count - 1 - i].write(entry);
+                }
+                lane.top += count - 1;
+                self.prefetch(order[0].0);
+                lane.next = order[0].0;
+                return true;
             }
-            lane.top += count;
         }
         while lane.top > 0 {
             lane.top -= 1;
@@ -456,9 +462,11 @@ impl Best {
 /// A ray set up for node tests: origin and reciprocal direction per axis, and per
 /// axis where in a node the near and far bounds lie (byte offsets of its `lo` or
 /// `hi` row: the near bound is the maximum where the ray runs towards minus).
+#[repr(C, align(16))]
 struct Walk {
-    origin: [f32; 3],
-    inv: [f32; 3],
+    /// Per axis, in all four lanes (loaded as they are by the box tests).
+    origin: [[f32; 4]; 3],
+    inv: [[f32; 4]; 3],
     near: [usize; 3],
     far: [usize; 3],
 }
@@ -480,8 +488,8 @@ impl Walk {
         let (lo, hi) = (std::mem::offset_of!(Node, lo), std::mem::offset_of!(Node, hi));
         let row = |axis: usize, max: bool| if max { hi } else { lo } + 4 * axis;
         Walk {
-            origin: ray.origin.to_array(),
-            inv,
+            origin: ray.origin.to_array().map(|o| [o; 4]),
+            inv: inv.map(|r| [r; 4]),
             near: std::array::from_fn(|a| row(a, negative[a])),
             far: std::array::from_fn(|a| row(a, !negative[a])),
         }
@@ -530,8 +538,8 @@ impl Walk {
             let mut enter = _mm_setzero_ps();
             let mut exit_box = _mm_set1_ps(f32::INFINITY);
             for axis in 0..3 {
-                let o = _mm_set1_ps(self.origin[axis]);
-                let inv = _mm_set1_ps(self.inv[axis]);
+                let o = _mm_load_ps(self.origin[axis].as_ptr());
+                let inv = _mm_load_ps(self.inv[axis].as_ptr());
                 // `max` and `min` return their second operand on a NaN or equal
                 // zeros: the entry stays a non-negative number.
                 enter = _mm_max_ps(_mm_mul_ps(_mm_sub_ps(decode(self.near[axis], axis), o), inv), enter);
@@ -564,8 +572,8 @@ impl Walk {
             let (near, far) = (row(self.near[axis]), row(self.far[axis]));
             for c in 0..4 {
                 let decode = |q: u8| q as f32 * node.scale[axis] + node.origin[axis];
-                let n = (decode(near[c]) - self.origin[axis]) * self.inv[axis];
-                let f = (decode(far[c]) - self.origin[axis]) * self.inv[axis];
+                let n = (decode(near[c]) - self.origin[axis][c]) * self.inv[axis][c];
+                let f = (decode(far[c]) - self.origin[axis][c]) * self.inv[axis][c];
                 enter[c] = if n > enter[c] { n } else { enter[c] };
                 exit_box[c] = if f < exit_box[c] { f } else { exit_box[c] };
             }
