@@ -160,7 +160,7 @@ fn one_mesh(c: &mut Criterion) {
     let mut group = c.benchmark_group("kdtree_rays_1m");
     group.throughput(Throughput::Elements(RAYS as u64)).sample_size(10);
     mesh_rays(&mut group, ("kiln", "kiln_batch"), &kiln, &rays, &mut batch);
-    bvh_rays(&mut group, ("kiln_bvh", "kiln_bvh_batch"), &bvh, &rays, &mut bvh_hits);
+    mesh_rays(&mut group, ("kiln_bvh", "kiln_bvh_batch"), &bvh, &rays, &mut bvh_hits);
     group.bench_function("kiln_terrain", |b| {
         b.iter(|| rays.iter().filter_map(|r| ground.ray_cast(r, f32::INFINITY)).map(|h| h.t).sum::<f32>())
     });
@@ -174,40 +174,43 @@ fn one_mesh(c: &mut Criterion) {
     group.finish();
 }
 
-/// Closest-hit casts of `rays` through `kd`, one at a time and as one batch (into
+/// A structure that casts closest-hit rays one at a time and as a batch.
+trait Caster {
+    fn closest(&self, ray: &Ray) -> Option<MeshHit>;
+    fn batch(&self, rays: &[Ray], hits: &mut [Option<MeshHit>]);
+}
+
+impl Caster for KdMesh {
+    fn closest(&self, ray: &Ray) -> Option<MeshHit> {
+        self.ray_closest(ray, f32::INFINITY)
+    }
+    fn batch(&self, rays: &[Ray], hits: &mut [Option<MeshHit>]) {
+        self.ray_closest_batch(rays, f32::INFINITY, hits)
+    }
+}
+
+impl Caster for RayBvh {
+    fn closest(&self, ray: &Ray) -> Option<MeshHit> {
+        self.ray_closest(ray, f32::INFINITY)
+    }
+    fn batch(&self, rays: &[Ray], hits: &mut [Option<MeshHit>]) {
+        self.ray_closest_batch(rays, f32::INFINITY, hits)
+    }
+}
+
+/// Closest-hit casts of `rays` through `mesh`, one at a time and as one batch (into
 /// `hits`), as the two benches `names`.
 fn mesh_rays(
     group: &mut BenchmarkGroup<WallTime>,
     (single, batch): (&str, &str),
-    kd: &KdMesh,
+    mesh: &impl Caster,
     rays: &[Ray],
     hits: &mut [Option<MeshHit>],
 ) {
-    group.bench_function(single, |b| {
-        b.iter(|| rays.iter().filter_map(|r| kd.ray_closest(r, f32::INFINITY)).map(|h| h.t).sum::<f32>())
-    });
+    group.bench_function(single, |b| b.iter(|| rays.iter().filter_map(|r| mesh.closest(r)).map(|h| h.t).sum::<f32>()));
     group.bench_function(batch, |b| {
         b.iter(|| {
-            kd.ray_closest_batch(rays, f32::INFINITY, hits);
-            hits.iter().flatten().map(|h| h.t).sum::<f32>()
-        })
-    });
-}
-
-/// [`mesh_rays`] through a [`RayBvh`].
-fn bvh_rays(
-    group: &mut BenchmarkGroup<WallTime>,
-    (single, batch): (&str, &str),
-    bvh: &RayBvh,
-    rays: &[Ray],
-    hits: &mut [Option<MeshHit>],
-) {
-    group.bench_function(single, |b| {
-        b.iter(|| rays.iter().filter_map(|r| bvh.ray_closest(r, f32::INFINITY)).map(|h| h.t).sum::<f32>())
-    });
-    group.bench_function(batch, |b| {
-        b.iter(|| {
-            bvh.ray_closest_batch(rays, f32::INFINITY, hits);
+            mesh.batch(rays, hits);
             hits.iter().flatten().map(|h| h.t).sum::<f32>()
         })
     });
@@ -305,7 +308,7 @@ fn chunk_set(c: &mut Criterion) {
         bytes_per_triangle(whole_bvh.bytes(), whole_bvh.triangle_count()),
         bvh_hits.iter().flatten().count()
     );
-    bvh_rays(&mut group, ("kiln_bvh_whole", "kiln_bvh_whole_batch"), &whole_bvh, &rays, &mut bvh_hits);
+    mesh_rays(&mut group, ("kiln_bvh_whole", "kiln_bvh_whole_batch"), &whole_bvh, &rays, &mut bvh_hits);
     group.bench_function("parry3d", |b| b.iter(|| rays.iter().filter_map(|r| parry_cast(&whole, r)).sum::<f32>()));
     group.finish();
 }
@@ -410,21 +413,19 @@ fn paired() {
         || timed(|| kiln_1m.ray_closest_batch(&rays_1m, f32::INFINITY, &mut hits)),
         || parry_rays(&parry_1m, &rays_1m),
     );
+    /// The rays through `bvh` one at a time and as a batch (rows `names`), each
+    /// against parry on `parry`, in alternating rounds.
+    fn bvh_paired(group: &str, names: (&str, &str), bvh: &RayBvh, parry: &ParryMesh, rays: &[Ray]) {
+        let parry_rays = || timed(|| rays.iter().filter_map(|r| parry_cast(parry, r)).sum::<f32>());
+        let single =
+            || timed(|| rays.iter().filter_map(|r| bvh.ray_closest(r, f32::INFINITY)).map(|h| h.t).sum::<f32>());
+        report_paired(group, (names.0, "parry3d"), ROUNDS, single, parry_rays);
+        let mut hits = vec![None; rays.len()];
+        let batch = || timed(|| bvh.ray_closest_batch(rays, f32::INFINITY, &mut hits));
+        report_paired(group, (names.1, "parry3d"), ROUNDS, batch, parry_rays);
+    }
     let bvh_1m = RayBvh::build(&mesh).unwrap();
-    report_paired(
-        "kdtree_rays_1m_paired",
-        ("kiln_bvh", "parry3d"),
-        ROUNDS,
-        || timed(|| rays_1m.iter().filter_map(|r| bvh_1m.ray_closest(r, f32::INFINITY)).map(|h| h.t).sum::<f32>()),
-        || parry_rays(&parry_1m, &rays_1m),
-    );
-    report_paired(
-        "kdtree_rays_1m_paired",
-        ("kiln_bvh_batch", "parry3d"),
-        ROUNDS,
-        || timed(|| bvh_1m.ray_closest_batch(&rays_1m, f32::INFINITY, &mut hits)),
-        || parry_rays(&parry_1m, &rays_1m),
-    );
+    bvh_paired("kdtree_rays_1m_paired", ("kiln_bvh", "kiln_bvh_batch"), &bvh_1m, &parry_1m, &rays_1m);
     let (mut ground, small) = terrain(120);
     let whole = concat(&small);
     let (kiln_whole, parry_whole) = (KdMesh::build(&whole, MeshMode::Full).unwrap(), parry_mesh(&whole));
@@ -448,20 +449,8 @@ fn paired() {
         || parry_rays(&parry_whole, &rays),
     );
     let bvh_whole = RayBvh::build(&whole).unwrap();
-    report_paired(
-        "kdtree_rays_chunks_paired",
-        ("kiln_bvh_whole", "parry3d"),
-        ROUNDS,
-        || timed(|| rays.iter().filter_map(|r| bvh_whole.ray_closest(r, f32::INFINITY)).map(|h| h.t).sum::<f32>()),
-        || parry_rays(&parry_whole, &rays),
-    );
-    report_paired(
-        "kdtree_rays_chunks_paired",
-        ("kiln_bvh_whole_batch", "parry3d"),
-        ROUNDS,
-        || timed(|| bvh_whole.ray_closest_batch(&rays, f32::INFINITY, &mut hits)),
-        || parry_rays(&parry_whole, &rays),
-    );
+    let names = ("kiln_bvh_whole", "kiln_bvh_whole_batch");
+    bvh_paired("kdtree_rays_chunks_paired", names, &bvh_whole, &parry_whole, &rays);
 }
 
 fn main() {

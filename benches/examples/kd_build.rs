@@ -12,7 +12,9 @@
 //! time the bench's 10,000 closest-hit rays instead, one at a time and as one batch,
 //! in each of the rounds; or `terrain` to time the bench's chunk-set rays (10,000
 //! casts through the 120 x 120 hills, cache warm, one at a time and as one batch;
-//! `KD_SIZE=400` for the bench's 1M-triangle terrain). The fingerprint
+//! `KD_SIZE=400` for the bench's 1M-triangle terrain). Both also time the same rays
+//! through a `RayBvh` over the same triangles (the 1M mesh; the chunk set as one
+//! mesh), and `rays` its parallel build. The fingerprint
 //! (node count, depth and the hits of 2,000 rays) must stay the same across changes
 //! meant to keep the tree.
 //!
@@ -100,6 +102,36 @@ fn hills_size() -> i32 {
     std::env::var("KD_SIZE").ok().and_then(|s| s.parse().ok()).unwrap_or(400)
 }
 
+/// `rounds` timings of `rays` through `bvh` (built in `build_ms`), one at a time and
+/// as one batch, printed; the sum of the hits' `t` (the batch must find the same).
+fn wide_bvh_rounds(bvh: &RayBvh, rays: &[Ray], rounds: usize, build_ms: f64) -> f64 {
+    let (mut single, mut batch, mut sum) = (Vec::new(), Vec::new(), 0.0f64);
+    let mut hits = vec![None; rays.len()];
+    for _ in 0..rounds {
+        let start = Instant::now();
+        sum = rays.iter().filter_map(|r| bvh.ray_closest(r, f32::INFINITY)).map(|h| h.t as f64).sum();
+        single.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
+        let start = Instant::now();
+        bvh.ray_closest_batch(rays, f32::INFINITY, &mut hits);
+        batch.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
+    }
+    assert_eq!(sum, hits.iter().flatten().map(|h| h.t as f64).sum::<f64>(), "the BVH's batch finds the same hits");
+    single.sort_by(f64::total_cmp);
+    batch.sort_by(f64::total_cmp);
+    println!(
+        "wide BVH: built in {build_ms:.1} ms, {} nodes, depth {}, {:.1} bytes per triangle; \
+         one at a time min {:.3} us, median {:.3}; batch min {:.3} us, median {:.3}",
+        bvh.node_count(),
+        bvh.depth(),
+        bvh.bytes() as f64 / bvh.triangle_count() as f64,
+        single[0],
+        single[rounds / 2],
+        batch[0],
+        batch[rounds / 2]
+    );
+    sum
+}
+
 /// `rounds` timings of the `kdtree` bench's 10,000 rays on the 1M mesh, one at a time
 /// and as one batch.
 fn rays(rounds: usize, mesh: TriMesh) {
@@ -118,16 +150,10 @@ fn rays(rounds: usize, mesh: TriMesh) {
     let kd = KdMesh::from_mesh(mesh, MeshMode::Full).expect("valid mesh");
     let rays = terrain_rays(10_000, hills_size() as f32 * 0.5, 1);
     let mut hits = vec![None; rays.len()];
-    let (mut single, mut batch, mut wide) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut sum, mut wide_sum) = (0.0f64, 0.0f64);
-    let (mut wide_hits, mut wide_batch) = (vec![None; rays.len()], Vec::new());
+    let wide_sum = wide_bvh_rounds(&bvh, &rays, rounds, bvh_build);
+    let (mut single, mut batch) = (Vec::new(), Vec::new());
+    let mut sum = 0.0f64;
     for _ in 0..rounds {
-        let start = Instant::now();
-        wide_sum = rays.iter().filter_map(|r| bvh.ray_closest(r, f32::INFINITY)).map(|h| h.t as f64).sum();
-        wide.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
-        let start = Instant::now();
-        bvh.ray_closest_batch(&rays, f32::INFINITY, &mut wide_hits);
-        wide_batch.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
         let start = Instant::now();
         sum = rays.iter().filter_map(|r| kd.ray_closest(r, f32::INFINITY)).map(|h| h.t as f64).sum();
         single.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
@@ -138,20 +164,6 @@ fn rays(rounds: usize, mesh: TriMesh) {
     let batch_sum: f64 = hits.iter().flatten().map(|h| h.t as f64).sum();
     assert_eq!(sum, batch_sum, "the batch finds the same hits");
     assert_eq!(sum, wide_sum, "the wide BVH finds the same hits");
-    assert_eq!(sum, wide_hits.iter().flatten().map(|h| h.t as f64).sum::<f64>(), "so does its batch");
-    wide.sort_by(f64::total_cmp);
-    wide_batch.sort_by(f64::total_cmp);
-    println!(
-        "wide BVH: built in {bvh_build:.1} ms, {} nodes, depth {}, {:.1} bytes per triangle; one at a time min {:.3} us, median {:.3}; \
-         batch min {:.3} us, median {:.3}",
-        bvh.node_count(),
-        bvh.depth(),
-        bvh.bytes() as f64 / bvh.triangle_count() as f64,
-        wide[0],
-        wide[rounds / 2],
-        wide_batch[0],
-        wide_batch[rounds / 2]
-    );
     single.sort_by(f64::total_cmp);
     batch.sort_by(f64::total_cmp);
     println!(
@@ -180,16 +192,10 @@ fn terrain_rays_chunk_set(rounds: usize) {
     let start = Instant::now();
     let bvh = RayBvh::build(&joined_chunks(&t)).expect("valid mesh");
     let bvh_build = start.elapsed().as_secs_f64() * 1e3;
-    let (mut single, mut batch, mut wide) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut sum, mut wide_sum) = (0.0f64, 0.0f64);
-    let (mut wide_hits, mut wide_batch) = (vec![None; rays.len()], Vec::new());
+    let wide_sum = wide_bvh_rounds(&bvh, &rays, rounds, bvh_build);
+    let (mut single, mut batch) = (Vec::new(), Vec::new());
+    let mut sum = 0.0f64;
     for _ in 0..rounds {
-        let start = Instant::now();
-        wide_sum = rays.iter().filter_map(|r| bvh.ray_closest(r, f32::INFINITY)).map(|h| h.t as f64).sum();
-        wide.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
-        let start = Instant::now();
-        bvh.ray_closest_batch(&rays, f32::INFINITY, &mut wide_hits);
-        wide_batch.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
         let start = Instant::now();
         sum = rays.iter().filter_map(|r| t.ray_cast(r, f32::INFINITY)).map(|h| h.t as f64).sum();
         single.push(start.elapsed().as_secs_f64() * 1e6 / rays.len() as f64);
@@ -200,20 +206,6 @@ fn terrain_rays_chunk_set(rounds: usize) {
     let batch_sum: f64 = hits.iter().flatten().map(|h| h.t as f64).sum();
     assert_eq!(sum, batch_sum, "the batch finds the same hits");
     assert_eq!(sum, wide_sum, "the wide BVH finds the same hits");
-    assert_eq!(sum, wide_hits.iter().flatten().map(|h| h.t as f64).sum::<f64>(), "so does its batch");
-    wide.sort_by(f64::total_cmp);
-    wide_batch.sort_by(f64::total_cmp);
-    println!(
-        "wide BVH: built in {bvh_build:.1} ms, {} nodes, depth {}, {:.1} bytes per triangle; one at a time min {:.3} us, median {:.3}; \
-         batch min {:.3} us, median {:.3}",
-        bvh.node_count(),
-        bvh.depth(),
-        bvh.bytes() as f64 / bvh.triangle_count() as f64,
-        wide[0],
-        wide[rounds / 2],
-        wide_batch[0],
-        wide_batch[rounds / 2]
-    );
     single.sort_by(f64::total_cmp);
     batch.sort_by(f64::total_cmp);
     println!(
