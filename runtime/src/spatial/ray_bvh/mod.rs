@@ -148,10 +148,7 @@ impl RayBvh {
 
     /// The single walk: to the end for the closest hit, or (`ANY`) to the first.
     fn walk<const ANY: bool>(&self, ray: &Ray, max_t: f32) -> Option<MeshHit> {
-        if self.nodes.is_empty() || !ray.origin.is_finite() || max_t.is_nan() || max_t < 0.0 {
-            return None;
-        }
-        let shear = RayShear::new(ray)?;
+        let shear = self.aim(ray, max_t)?;
         let walk = Walk::new(ray);
         let mut best = Best { t: max_t, triangle: EMPTY, u: 0.0, v: 0.0 };
         // Not initialised: a walk reads only entries it wrote.
@@ -200,6 +197,14 @@ impl RayBvh {
         }
     }
 
+    /// The triangle test's set-up for `ray`, or `None` when no triangle can be hit:
+    /// an empty tree, a non-finite origin, a zero or non-finite direction, or a
+    /// `max_t` that is NaN or negative.
+    fn aim(&self, ray: &Ray, max_t: f32) -> Option<RayShear> {
+        let usable = !self.nodes.is_empty() && ray.origin.is_finite() && !max_t.is_nan() && max_t >= 0.0;
+        RayShear::new(ray).filter(|_| usable)
+    }
+
     /// [`RayBvh::ray_closest`] for every ray on the calling thread: `hits[i]` is ray
     /// `i`'s closest hit, bit for bit. [`BATCH_LANES`] walks are in flight and step
     /// in turn, one child reference each (a node's four boxes, or a leaf's
@@ -236,8 +241,7 @@ impl RayBvh {
         while *next < rays.len() {
             let (i, ray) = (*next, &rays[*next]);
             *next += 1;
-            let usable = !self.nodes.is_empty() && ray.origin.is_finite() && !max_t.is_nan() && max_t >= 0.0;
-            match RayShear::new(ray).filter(|_| usable) {
+            match self.aim(ray, max_t) {
                 Some(shear) => {
                     (lane.ray, lane.shear, lane.walk) = (i, shear, Walk::new(ray));
                     lane.best = Best { t: max_t, triangle: EMPTY, u: 0.0, v: 0.0 };

@@ -210,6 +210,13 @@ fn bad_meshes_are_refused_and_bad_rays_miss() {
     for max_t in [f32::NAN, -1.0] {
         assert_eq!(bvh.ray_closest(&aim, max_t), None);
     }
+    // The batch answers the same rays the same way, beside a good one.
+    let bad = Ray::new(Vec3::ZERO, Vec3::ZERO);
+    let mut hits = vec![Some(MeshHit { t: -1.0, triangle: 0, u: 0.0, v: 0.0 }); 3];
+    bvh.ray_closest_batch(&[bad, aim, bad], f32::INFINITY, &mut hits);
+    assert_eq!(hits, vec![None, bvh.ray_closest(&aim, f32::INFINITY), None]);
+    bvh.ray_closest_batch(&[aim], -1.0, &mut hits[..1]);
+    assert_eq!(hits[0], None);
     let empty = RayBvh::build(&TriMesh::new()).unwrap();
     assert_eq!((empty.node_count(), empty.ray_closest(&aim, f32::INFINITY)), (0, None));
 }
