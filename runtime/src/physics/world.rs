@@ -589,7 +589,7 @@ impl World {
         slots.dedup();
         assert_eq!(slots.len(), tables, "a constraint twice in the tables");
         if let Some(terrain) = &self.terrain {
-            terrain.meshes().validate();
+            terrain.validate_caches();
         }
     }
 

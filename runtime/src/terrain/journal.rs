@@ -160,6 +160,7 @@ impl Terrain {
         self.dirty.insert(coord, ());
         self.surface.set(coord, true);
         self.meshes.invalidate(coord);
+        self.regions.invalidate(coord);
         self.geometry = Some(self.geometry.map_or((coord, coord), |(lo, hi)| (lo.min(coord), hi.max(coord))));
     }
 }

@@ -13,6 +13,7 @@ mod journal;
 mod masks;
 mod mesher;
 mod raycast;
+mod regions;
 mod surface;
 mod voxels;
 
@@ -25,6 +26,7 @@ pub use journal::TerrainEdits;
 pub use masks::{build_mask, neighbour_index, ChunkMask, Masks, X_RANGE, Z_RANGE};
 pub use mesher::{chunk_mesh_bounds, mesh_chunk};
 pub use raycast::TerrainHit;
+pub use regions::{region_of, RegionStats, BATCH_REGION_BUILDS, REGION_CHUNKS, REGION_COOLDOWN, REGION_HEAT};
 pub use voxels::{chunk_of, local_of, Chunk, CoordMap, Material, Occupancy, Voxels, CHUNK};
 
 use crate::jobs::{chunk_count, Jobs};
@@ -81,6 +83,8 @@ pub struct Terrain {
     /// The chunks [`Terrain::may_have_triangles`] names, for ray walks.
     surface: SurfaceChunks,
     meshes: MeshCache,
+    /// Ray BVHs over cubes of chunks, for ray casts.
+    regions: regions::RayRegions,
     /// Chunk range of every chunk ever dirtied: all chunks with geometry lie inside.
     geometry: Option<(IVec3, IVec3)>,
     /// Scratch of `regenerate`: the dirty list (sorted) and its results.
@@ -95,8 +99,9 @@ pub struct Terrain {
     /// Scratch of `fill`: the chunks whose masks an edit makes stale.
     touched: Vec<IVec3>,
     /// Scratch of `ray_cast_batch`: the walks and the chunks they wait for.
-    batch_walks: Vec<(raycast::RayWalk, Option<IVec3>)>,
+    batch_walks: Vec<(raycast::RayWalk, Option<IVec3>, usize)>,
     batch_needed: Vec<IVec3>,
+    batch_passes: Vec<regions::RegionPass>,
     /// Bumped by every change of the triangles a query can return (edits, mesh mode).
     revision: u64,
     /// Per chunk whose geometry an edit may have changed: the [`Terrain::edit_stamp`]
@@ -126,6 +131,7 @@ impl Terrain {
             dirty: CoordMap::default(),
             surface: SurfaceChunks::default(),
             meshes: MeshCache::new(MeshMode::Full, DEFAULT_CACHE_BUDGET),
+            regions: regions::RayRegions::new(DEFAULT_CACHE_BUDGET),
             geometry: None,
             dirty_list: Vec::new(),
             results: Vec::new(),
@@ -135,6 +141,7 @@ impl Terrain {
             touched: Vec::new(),
             batch_walks: Vec::new(),
             batch_needed: Vec::new(),
+            batch_passes: Vec::new(),
             revision: 0,
             chunk_stamps: CoordMap::default(),
             edit_stamp: 0,
@@ -212,6 +219,7 @@ impl Terrain {
     /// the regenerated chunk coordinates (sorted), so contacts near them can be
     /// refreshed. Results are applied in sorted order: deterministic.
     pub fn regenerate(&mut self, jobs: Jobs) -> &[IVec3] {
+        self.regions.tick();
         self.dirty_list.clear();
         self.dirty_list.extend(self.dirty.drain().map(|(c, ())| c));
         self.dirty_list.sort_unstable_by_key(|c| c.to_array());
@@ -296,19 +304,44 @@ impl Terrain {
 
     // ---- chunk meshes ------------------------------------------------------------
 
+    /// The ray regions' trees: counts, bytes and budget (see
+    /// [`Terrain::ray_cast`]).
+    pub fn region_stats(&self) -> RegionStats {
+        self.regions.stats()
+    }
+
+    /// Checks the mesh cache's and the ray regions' totals (tests, debug builds).
+    pub fn validate_caches(&self) {
+        self.meshes.validate();
+        self.regions.validate();
+    }
+
+    /// Whether ray casts build and walk region trees (on by default); off drops
+    /// them and casts walk chunk by chunk. The hits are the same either way.
+    pub fn set_ray_regions(&mut self, on: bool) {
+        self.regions.set_enabled(on);
+    }
+
     /// The mesh cache: statistics, budget and mode.
     pub fn meshes(&self) -> &MeshCache {
         &self.meshes
     }
 
     /// Sets the cache's byte budget, evicting least recently used meshes to fit.
+    /// The ray regions' trees get a budget of the same size (see
+    /// [`Terrain::region_stats`]).
     pub fn set_mesh_budget(&mut self, bytes: usize) {
         self.meshes.set_budget(bytes);
+        self.regions.set_budget(bytes);
     }
 
-    /// Full or compact (16-bit) chunk meshes; switching drops the cache.
+    /// Full or compact (16-bit) chunk meshes; switching drops the cache and the ray
+    /// regions' trees.
     pub fn set_mesh_mode(&mut self, mode: MeshMode) {
         self.revision += 1;
+        if mode != self.meshes.mode() {
+            self.regions.clear();
+        }
         self.meshes.set_mode(mode);
     }
 
@@ -558,5 +591,7 @@ pub fn neighbourhood(voxels: &Voxels, coord: IVec3) -> [Option<&Occupancy>; 27] 
 mod mesher_tests;
 #[cfg(test)]
 mod raycast_tests;
+#[cfg(test)]
+mod regions_tests;
 #[cfg(test)]
 mod tests;

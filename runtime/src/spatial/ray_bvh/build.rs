@@ -99,10 +99,18 @@ pub(super) fn build(mesh: &TriMesh, jobs: Option<Jobs>) -> Result<RayBvh, KdErro
         b.node(&mut items, (lo, hi), 1);
         Aabb { min: lo.into(), max: hi.into() }
     };
+    // Where each mesh triangle went: its leaf lane.
+    let mut slot = vec![EMPTY; mesh.triangles.len()];
+    for (k, &t) in b.source.iter().enumerate() {
+        if t != EMPTY {
+            slot[t as usize] = k as u32;
+        }
+    }
     Ok(RayBvh {
         nodes: b.nodes,
         leaves: b.leaves,
         source: b.source,
+        slot,
         triangle_count: mesh.triangles.len(),
         bounds,
         depth: b.depth,

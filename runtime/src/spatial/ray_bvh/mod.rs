@@ -85,6 +85,8 @@ pub struct RayBvh {
     leaves: Vec<LeafBlock>,
     /// The mesh triangle of each leaf's lanes ([`EMPTY`] past its count).
     source: Vec<u32>,
+    /// Per mesh triangle, its lane in `source`.
+    slot: Vec<u32>,
     triangle_count: usize,
     bounds: Aabb,
     depth: usize,
@@ -121,7 +123,14 @@ impl RayBvh {
 
     /// Bytes held: nodes, leaves and their triangles' mesh numbers.
     pub fn bytes(&self) -> usize {
-        self.nodes.len() * size_of::<Node>() + self.leaves.len() * (size_of::<LeafBlock>() + 16)
+        self.nodes.len() * size_of::<Node>() + self.leaves.len() * (size_of::<LeafBlock>() + 16) + self.slot.len() * 4
+    }
+
+    /// The vertices of mesh triangle `index`, as the tree holds them (the mesh's own
+    /// bits). Panics if `index` is not below [`RayBvh::triangle_count`].
+    pub fn triangle(&self, index: u32) -> [Vec3; 3] {
+        let slot = self.slot[index as usize] as usize;
+        self.leaves[slot / LEAF_MAX].triangle(slot % LEAF_MAX)
     }
 
     /// The mesh's bounds (padded as the boxes are); empty for an empty mesh.
@@ -477,17 +486,12 @@ struct Walk {
 
 impl Walk {
     fn new(ray: &Ray) -> Walk {
-        // An infinite reciprocal (a zero component) becomes a huge finite one, so
-        // that a bound through the origin gives 0 rather than NaN: the slab then
-        // holds the whole ray, or none of it, as the exact test would.
-        let inv = ray.dir.to_array().map(|d| {
-            let r = 1.0 / d;
-            if r.is_finite() {
-                r
-            } else {
-                1e30f32.copysign(d)
-            }
-        });
+        // A zero component's reciprocal is infinite: a bound through the origin
+        // then gives NaN, which the slab test's `max` and `min` pass over (the slab
+        // holds the whole ray), and any other bound an infinity (all of it or none).
+        // A huge finite stand-in would cull boxes whose entry lies beyond it divided
+        // by the bound's distance: a ray from 1e30 m back to a mesh.
+        let inv = ray.dir.to_array().map(|d| 1.0 / d);
         let negative = inv.map(|r| r < 0.0);
         let (lo, hi) = (std::mem::offset_of!(Node, lo), std::mem::offset_of!(Node, hi));
         let row = |axis: usize, max: bool| if max { hi } else { lo } + 4 * axis;

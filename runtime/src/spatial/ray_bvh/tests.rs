@@ -156,6 +156,22 @@ fn far_from_the_origin_grazing_rays_keep_their_hits() {
             assert_eq!(bvh.ray_closest(&ray, 50.0), brute_closest(&mesh, &ray, 50.0), "vertex {i} along {dir}");
         }
     }
+    // Rays from very far away, along an axis and not: entry distances near 1e30
+    // must not be culled by a zero direction component's slab.
+    for (i, v) in mesh.vertices.iter().enumerate().step_by(11) {
+        for (origin, dir) in [(Vec3::Y * 1e30, Vec3::NEG_Y), (Vec3::new(-1e25, 0.0, 0.0), Vec3::X)] {
+            let ray = Ray::new(*v + origin + Vec3::new(0.01, 0.0, 0.02), dir);
+            let want = brute_closest(&mesh, &ray, f32::INFINITY);
+            assert_eq!(bvh.ray_closest(&ray, f32::INFINITY), want, "vertex {i} from {origin}");
+            let mut batch = [None];
+            bvh.ray_closest_batch(&[ray], f32::INFINITY, &mut batch);
+            assert_eq!(batch[0], want);
+        }
+    }
+    // Every triangle's vertices as the tree holds them.
+    for i in 0..mesh.triangles.len() as u32 {
+        assert_eq!(bvh.triangle(i), mesh.triangle(i as usize));
+    }
 }
 
 #[test]
