@@ -5,12 +5,13 @@
 //!   in one mesh): tree build, and closest-hit casts of 10,000 random rays, one
 //!   at a time and as one batch (`KdMesh::ray_closest_batch`: interleaved walks on
 //!   the calling thread) against parry's one at a time; and the same rays through
-//!   the terrain itself (chunk walk + chunk trees, cache warm, the calling thread
-//!   only), one at a time and as one `Terrain::ray_cast_batch`;
+//!   the terrain itself (its region trees, every region built: see `warm_regions`;
+//!   the calling thread only), one at a time and as one `Terrain::ray_cast_batch`;
 //! - a ~100k-triangle chunk set (the chunk meshes of a 120 x 120-voxel terrain): build
 //!   of every chunk tree (Kiln full and compact, parry one `TriMesh` per chunk), and
-//!   10,000 rays cast through Kiln's terrain (chunk walk + chunk trees, cache warm),
-//!   one at a time and as one batch on the calling thread, against parry on one
+//!   10,000 rays cast through Kiln's terrain (region trees built), one at a time and
+//!   as one batch on the calling thread, and as a batch through the chunk walk alone
+//!   (`kiln_walk_batch`: chunk kD trees, no region trees), against parry on one
 //!   `TriMesh` of the same triangles; and the same rays through one Kiln tree over
 //!   that whole mesh (`kiln_whole`, `kiln_whole_batch`): how much of the terrain's
 //!   cost is its chunk walk, and how the tree alone compares at this size.
@@ -34,10 +35,10 @@
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, BatchSize, BenchmarkGroup, Criterion, Throughput};
 use glam::{IVec3, Vec3};
-use kiln::jobs::ThreadPool;
+use kiln::jobs::{Jobs, ThreadPool};
 use kiln::math::Ray;
 use kiln::spatial::{KdMesh, MeshHit, MeshMode, RayBvh, TriMesh};
-use kiln::terrain::{generate_hills, mesh_chunk, Terrain};
+use kiln::terrain::{generate_hills, mesh_chunk, Terrain, TerrainHit};
 use kiln_benches::{report_paired, report_ratios, terrain_rays};
 use rapier3d::parry::query::{Ray as ParryRay, RayCast};
 use rapier3d::parry::shape::TriMesh as ParryMesh;
@@ -140,11 +141,12 @@ fn one_mesh(c: &mut Criterion) {
     let pool = ThreadPool::new(0);
     ground.set_mesh_budget(usize::MAX);
     let mut ground_hits = vec![None; RAYS];
-    ground.ray_cast_batch(&rays, f32::INFINITY, &mut ground_hits, pool.jobs());
+    warm_regions(&mut ground, &rays, &mut ground_hits, pool.jobs());
     println!(
-        "kdtree_rays_1m (terrain): hits {} of {RAYS}; cache {:?}",
+        "kdtree_rays_1m (terrain): hits {} of {RAYS}; cache {:?}; regions {:?}",
         ground_hits.iter().flatten().count(),
-        ground.meshes().stats()
+        ground.meshes().stats(),
+        ground.region_stats()
     );
     let bvh = RayBvh::build(&mesh).unwrap();
     let mut bvh_hits = vec![None; RAYS];
@@ -273,7 +275,7 @@ fn chunk_set(c: &mut Criterion) {
     group.throughput(Throughput::Elements(RAYS as u64)).sample_size(10);
     for (name, mode) in [("kiln", MeshMode::Full), ("kiln_compact", MeshMode::Compact)] {
         t.set_mesh_mode(mode);
-        t.ray_cast_batch(&rays, f32::INFINITY, &mut hits, pool.jobs());
+        warm_regions(&mut t, &rays, &mut hits, pool.jobs());
         let parry_hits = rays.iter().filter(|r| parry_cast(&whole, r).is_some()).count();
         println!(
             "kdtree_rays_chunks ({name}): hits: kiln {}, parry {parry_hits} of {RAYS}; cache {:?}",
@@ -285,13 +287,22 @@ fn chunk_set(c: &mut Criterion) {
         });
     }
     t.set_mesh_mode(MeshMode::Full);
-    t.ray_cast_batch(&rays, f32::INFINITY, &mut hits, pool.jobs());
+    warm_regions(&mut t, &rays, &mut hits, pool.jobs());
     group.bench_function("kiln_batch", |b| {
         b.iter(|| {
             t.ray_cast_batch(&rays, f32::INFINITY, &mut hits, pool.jobs());
             hits.iter().flatten().map(|h| h.t).sum::<f32>()
         })
     });
+    // The chunk walk alone (no region trees): what the trees save.
+    t.set_ray_regions(false);
+    group.bench_function("kiln_walk_batch", |b| {
+        b.iter(|| {
+            t.ray_cast_batch(&rays, f32::INFINITY, &mut hits, pool.jobs());
+            hits.iter().flatten().map(|h| h.t).sum::<f32>()
+        })
+    });
+    t.set_ray_regions(true);
     let mut whole_hits = vec![None; RAYS];
     whole_kiln.ray_closest_batch(&rays, f32::INFINITY, &mut whole_hits);
     println!(
@@ -433,7 +444,7 @@ fn paired() {
     let one_thread = ThreadPool::new(0);
     ground.set_mesh_budget(usize::MAX);
     let mut ground_hits = vec![None; RAYS];
-    ground.ray_cast_batch(&rays, f32::INFINITY, &mut ground_hits, one_thread.jobs());
+    warm_regions(&mut ground, &rays, &mut ground_hits, one_thread.jobs());
     report_paired(
         "kdtree_rays_chunks_paired",
         ("kiln_batch", "parry3d"),
@@ -451,6 +462,18 @@ fn paired() {
     let bvh_whole = RayBvh::build(&whole).unwrap();
     let names = ("kiln_bvh_whole", "kiln_bvh_whole_batch");
     bvh_paired("kdtree_rays_chunks_paired", names, &bvh_whole, &parry_whole, &rays);
+}
+
+/// Casts `rays` as batches until the terrain builds no more region trees (a batch
+/// builds a bounded number), so the rows time a terrain whose regions all have one.
+fn warm_regions(t: &mut Terrain, rays: &[Ray], hits: &mut [Option<TerrainHit>], jobs: Jobs) {
+    loop {
+        let before = t.region_stats().builds;
+        t.ray_cast_batch(rays, f32::INFINITY, hits, jobs);
+        if t.region_stats().builds == before {
+            break;
+        }
+    }
 }
 
 fn main() {
@@ -481,6 +504,7 @@ fn main() {
             ("kiln", "parry3d"),
             ("kiln_compact", "parry3d"),
             ("kiln_batch", "parry3d"),
+            ("kiln_walk_batch", "parry3d"),
             ("kiln_whole", "parry3d"),
             ("kiln_whole_batch", "parry3d"),
             ("kiln_bvh_whole", "parry3d"),

@@ -178,7 +178,8 @@ fn rays(rounds: usize, mesh: TriMesh) {
 
 /// `rounds` timings of the `kdtree` bench's chunk-set rays: terrain casts through the
 /// 120 x 120 hills (`KD_SIZE` voxels if set: 400 is the bench's 1M-triangle terrain),
-/// cache warm, one at a time and as one batch on the calling thread.
+/// cache warm and every region's tree built (`KD_WALK` set: the chunk walk alone),
+/// one at a time and as one batch on the calling thread.
 fn terrain_rays_chunk_set(rounds: usize) {
     let size = std::env::var("KD_SIZE").ok().and_then(|s| s.parse().ok()).unwrap_or(120);
     let pool = ThreadPool::new(0);
@@ -188,7 +189,18 @@ fn terrain_rays_chunk_set(rounds: usize) {
     t.set_mesh_budget(usize::MAX);
     let rays = terrain_rays(10_000, size as f32 * 0.5, if size == 120 { 2 } else { 1 });
     let mut hits = vec![None; rays.len()];
-    t.ray_cast_batch(&rays, f32::INFINITY, &mut hits, pool.jobs());
+    // Batches until every region the rays reach has its tree.
+    loop {
+        let before = t.region_stats().builds;
+        t.ray_cast_batch(&rays, f32::INFINITY, &mut hits, pool.jobs());
+        if t.region_stats().builds == before {
+            break;
+        }
+    }
+    if std::env::var_os("KD_WALK").is_some() {
+        t.set_ray_regions(false);
+    }
+    println!("regions {:?}", t.region_stats());
     let start = Instant::now();
     let bvh = RayBvh::build(&joined_chunks(&t)).expect("valid mesh");
     let bvh_build = start.elapsed().as_secs_f64() * 1e3;

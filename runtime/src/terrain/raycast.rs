@@ -199,13 +199,21 @@ impl GridWalk {
     /// The neighbours the current cell's segment comes within the spill of, less
     /// those the previous cell covered (`seen`).
     fn enter(&mut self, seen: u32) -> u32 {
-        let t_out = self.t_next.min_element().min(self.t_end);
+        self.covered = self.near_until(f32::INFINITY);
+        self.covered & !seen
+    }
+
+    /// The neighbours the current cell's segment, cut at `t`, comes within the
+    /// spill of: once a hit is known, the neighbours that can no longer matter drop
+    /// out. (A walk goes on to the next cell only when its start is before the hit,
+    /// so the cut segment is then the whole one.)
+    pub(super) fn near_until(&self, t: f32) -> u32 {
+        let t_out = self.t_next.min_element().min(self.t_end).min(t);
         let (a, b) = (self.origin + self.dir * self.t_in, self.origin + self.dir * t_out);
         let (lo, hi) = (a.min(b) - self.cell.as_vec3(), a.max(b) - self.cell.as_vec3());
         let spill = self.spill;
         let pick = |a: usize| (lo[a] < spill) as u32 | 2 | ((hi[a] > 1.0 - spill) as u32) << 2;
-        self.covered = block(pick(0), pick(1), pick(2));
-        self.covered & !seen
+        block(pick(0), pick(1), pick(2))
     }
 }
 

@@ -1,10 +1,10 @@
-//! Ray regions: a four-wide ray BVH ([`RayBvh`]) over each cube of 8^3 chunks that
+//! Ray regions: a four-wide ray BVH ([`RayBvh`]) over each cube of 16^3 chunks that
 //! rays keep reaching, walked instead of the chunks' kD trees.
 //!
 //! The chunk walk (`raycast.rs`) steps through every chunk cell along a ray and walks
 //! a binary kD tree per chunk; its cost is the cells and the tree's many small nodes.
 //! A region's tree holds the triangles of all its chunks, so a ray crosses a few
-//! region cells (the same DDA, 64 voxels to a cell) and walks a shallow tree per
+//! region cells (the same DDA, 128 voxels to a cell) and walks a shallow tree per
 //! region, as a ray tracer walks a TLAS of instances and their BLASes.
 //!
 //! - **Same hits.** A region's triangles are its chunks' mesh triangles (the same
@@ -35,10 +35,11 @@ use super::raycast::{GridWalk, TerrainHit, SPILL};
 use super::voxels::{CoordMap, Material, CHUNK};
 use super::Terrain;
 use crate::math::{triangle_normal, Ray};
-use crate::spatial::{RayBvh, TriMesh};
+use crate::spatial::{RayAim, RayBvh, TriMesh};
 
-/// Chunks per region edge.
-pub const REGION_CHUNKS: i32 = 8;
+/// Chunks per region edge: the surface set's regions, so whether a region may have
+/// triangles is whether the set has its block.
+pub const REGION_CHUNKS: i32 = 1 << super::surface::REGION_SHIFT;
 /// Ray walks that must reach a region without a tree before it gets one.
 pub const REGION_HEAT: u32 = 64;
 /// Regenerations ([`Terrain::regenerate`], once per world step) a region waits
@@ -46,10 +47,12 @@ pub const REGION_HEAT: u32 = 64;
 pub const REGION_COOLDOWN: u64 = 30;
 /// Region trees a batch of rays builds at most.
 pub const BATCH_REGION_BUILDS: usize = 16;
+/// The offset bit of a cell's own neighbour (`(0, 0, 0)`: 1 + 3 + 9).
+const OWN: u32 = 13;
 /// Bytes charged per region on top of its tree and tables.
 const REGION_OVERHEAD: usize = 128;
 
-/// The region (cube of 8^3 chunks) of chunk `c`.
+/// The region (cube of 16^3 chunks) of chunk `c`.
 pub fn region_of(c: IVec3) -> IVec3 {
     c.div_euclid(IVec3::splat(REGION_CHUNKS))
 }
@@ -106,18 +109,23 @@ impl Region {
         Region { bvh, chunks: firsts, materials: mesh.materials, bytes, last_used: AtomicU64::new(round) }
     }
 
-    /// The terrain hit of the tree's hit on triangle `index` at `t`.
-    fn hit(&self, ray: &Ray, t: f32, index: u32) -> TerrainHit {
+    /// Takes the tree's hit on triangle `index` at `t` into `best` if it beats it
+    /// (closer, or as close on a lower chunk and triangle).
+    fn offer(&self, ray: &Ray, t: f32, index: u32, best: &mut Option<TerrainHit>) {
         let k = self.chunks.partition_point(|&(_, first)| first <= index) - 1;
         let (chunk, first) = self.chunks[k];
-        TerrainHit {
+        let key = (t, chunk.to_array(), index - first);
+        if best.is_some_and(|b| key >= (b.t, b.chunk.to_array(), b.triangle)) {
+            return;
+        }
+        *best = Some(TerrainHit {
             t,
             point: ray.at(t),
             normal: triangle_normal(self.bvh.triangle(index)),
             material: Material(self.materials[index as usize]),
             chunk,
             triangle: index - first,
-        }
+        });
     }
 }
 
@@ -308,10 +316,15 @@ impl Terrain {
         let Some((mut grid, mut fresh)) = GridWalk::new(ray, max_t, edge, range, SPILL / REGION_CHUNKS as f32) else {
             return pass;
         };
+        let Some(aim) = RayAim::new(ray) else { return pass };
         let regions = &self.regions;
         loop {
+            // The cell's own region first: its hit bounds the walks of the
+            // neighbours whose spill the ray comes near, which it usually prunes at
+            // their root.
+            fresh = fresh.rotate_right(OWN);
             while fresh != 0 {
-                let bit = fresh.trailing_zeros();
+                let bit = (fresh.trailing_zeros() + OWN) % 32;
                 fresh &= fresh - 1;
                 let coord = grid.cell() + super::raycast::offset(bit);
                 if let Some(region) = regions.ready.get(&coord) {
@@ -319,13 +332,14 @@ impl Terrain {
                         region.last_used.store(regions.round, Ordering::Relaxed);
                     }
                     let limit = pass.best.map_or(max_t, |b| b.t);
-                    if let Some(h) = region.bvh.ray_closest(ray, limit) {
-                        let hit = region.hit(ray, h.t, h.triangle);
-                        if pass.best.is_none_or(|b| hit.beats(&b)) {
-                            pass.best = Some(hit);
-                        }
+                    if let Some(h) = region.bvh.ray_closest_aimed(&aim, limit) {
+                        region.offer(ray, h.t, h.triangle, &mut pass.best);
+                        // Neighbours the segment up to the hit does not come near
+                        // cannot hold a closer one.
+                        let near = grid.near_until(pass.best.map_or(limit, |b| b.t));
+                        fresh &= near.rotate_right(OWN);
                     }
-                } else if pass.missing.is_none() && self.surface.any_in_cube(coord) {
+                } else if pass.missing.is_none() && self.surface.any_in_region(coord) {
                     pass.missing = Some(coord);
                 }
             }

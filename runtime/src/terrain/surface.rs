@@ -12,7 +12,7 @@ use glam::IVec3;
 use super::voxels::CoordMap;
 
 /// Chunks per region edge, as a shift.
-const REGION_SHIFT: i32 = 4;
+pub(crate) const REGION_SHIFT: i32 = 4;
 const REGION_MASK: i32 = (1 << REGION_SHIFT) - 1;
 const WORDS: usize = 1 << (3 * REGION_SHIFT - 6);
 
@@ -58,18 +58,10 @@ impl SurfaceChunks {
         }
     }
 
-    /// Whether any chunk of the cube of 8^3 chunks `cube` (chunks `8 cube` to
-    /// `8 cube + 7` on each axis) is in the set: an octant of one region's block.
-    pub(crate) fn any_in_cube(&self, cube: IVec3) -> bool {
-        const _: () = assert!(REGION_SHIFT == 4, "a cube is an octant of a region");
-        let Some(block) = self.regions.get(&(cube >> 1)) else { return false };
-        let o = cube & IVec3::ONE;
-        // A word holds four rows of 16 chunks along x (four z, one y).
-        let mask = 0x00FF_00FF_00FF_00FFu64 << (8 * o.x);
-        (0..8).any(|y| {
-            let w = (2 * o.z + 4 * (8 * o.y + y)) as usize;
-            (block[w] | block[w + 1]) & mask != 0
-        })
+    /// Whether any chunk of region `region` (chunks `16 region` to `16 region + 15`
+    /// on each axis) is in the set: whether the region has a block.
+    pub(crate) fn any_in_region(&self, region: IVec3) -> bool {
+        self.regions.contains_key(&region)
     }
 
     /// Bit `(dx + 1) + 3 (dz + 1) + 9 (dy + 1)` set for every neighbour `cell + d`

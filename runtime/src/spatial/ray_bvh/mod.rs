@@ -155,10 +155,25 @@ impl RayBvh {
         self.walk::<true>(ray, max_t)
     }
 
+    /// [`RayBvh::ray_closest`] for a ray set up once ([`RayAim::new`]) and cast
+    /// through several trees, as the terrain casts a ray through its regions' trees:
+    /// the same hit, without the set-up per tree.
+    pub fn ray_closest_aimed(&self, aim: &RayAim, max_t: f32) -> Option<MeshHit> {
+        if self.nodes.is_empty() || max_t.is_nan() || max_t < 0.0 {
+            return None;
+        }
+        self.walk_aimed::<false>(&aim.shear, &aim.walk, max_t)
+    }
+
     /// The single walk: to the end for the closest hit, or (`ANY`) to the first.
     fn walk<const ANY: bool>(&self, ray: &Ray, max_t: f32) -> Option<MeshHit> {
         let shear = self.aim(ray, max_t)?;
-        let walk = Walk::new(ray);
+        self.walk_aimed::<ANY>(&shear, &Walk::new(ray), max_t)
+    }
+
+    /// [`RayBvh::walk`] with the ray set up.
+    #[inline(always)]
+    fn walk_aimed<const ANY: bool>(&self, shear: &RayShear, walk: &Walk, max_t: f32) -> Option<MeshHit> {
         let mut best = Best { t: max_t, triangle: EMPTY, u: 0.0, v: 0.0 };
         // Not initialised: a walk reads only entries it wrote.
         let mut stack = [MaybeUninit::<(u32, f32)>::uninit(); STACK];
@@ -183,7 +198,7 @@ impl RayBvh {
             }
             for &(child, t_enter) in &order[..count] {
                 if child & LEAF != 0 && t_enter <= best.t * EXIT_SCALE {
-                    self.test_leaf(child, &shear, &mut best);
+                    self.test_leaf(child, shear, &mut best);
                     if ANY && best.triangle != EMPTY {
                         return best.hit();
                     }
@@ -446,6 +461,22 @@ impl Lane {
             top: 0,
             stack: [MaybeUninit::uninit(); STACK],
         }
+    }
+}
+
+/// A ray set up for the walks of several trees: the triangle test's shear and the
+/// box tests' reciprocals, made once.
+pub struct RayAim {
+    shear: RayShear,
+    walk: Walk,
+}
+
+impl RayAim {
+    /// `None` for a non-finite origin or a zero or non-finite direction (no tree
+    /// hits such a ray).
+    pub fn new(ray: &Ray) -> Option<RayAim> {
+        let shear = RayShear::new(ray).filter(|_| ray.origin.is_finite())?;
+        Some(RayAim { shear, walk: Walk::new(ray) })
     }
 }
 

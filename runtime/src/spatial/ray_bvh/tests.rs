@@ -3,7 +3,7 @@
 
 use glam::Vec3;
 
-use super::{RayBvh, LEAF, LEAF_MAX, STACK};
+use super::{RayAim, RayBvh, LEAF, LEAF_MAX, STACK};
 use crate::jobs::ThreadPool;
 use crate::math::{ray_triangle, Ray};
 use crate::spatial::kdtree::tests::{heightfield, rays, soup};
@@ -99,6 +99,8 @@ fn check(mesh: &TriMesh, seed: u64, count: usize) {
         for max_t in [f32::INFINITY, 1.5] {
             let expected = brute_closest(mesh, &ray, max_t);
             assert_eq!(bvh.ray_closest(&ray, max_t), expected, "closest hit of {ray:?} up to {max_t}");
+            let aimed = RayAim::new(&ray).and_then(|aim| bvh.ray_closest_aimed(&aim, max_t));
+            assert_eq!(aimed, expected, "aimed hit of {ray:?} up to {max_t}");
             // Any hit: one exactly when there is a closest, a real one within reach.
             let any = bvh.ray_any(&ray, max_t);
             assert_eq!(any.is_some(), expected.is_some(), "any hit of {ray:?} up to {max_t}");
@@ -166,6 +168,8 @@ fn far_from_the_origin_grazing_rays_keep_their_hits() {
             let mut batch = [None];
             bvh.ray_closest_batch(&[ray], f32::INFINITY, &mut batch);
             assert_eq!(batch[0], want);
+            let aim = RayAim::new(&ray).expect("a usable ray");
+            assert_eq!(bvh.ray_closest_aimed(&aim, f32::INFINITY), want);
         }
     }
     // Every triangle's vertices as the tree holds them.
