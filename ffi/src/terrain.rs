@@ -60,6 +60,8 @@ pub struct KilnTerrainDef {
     pub mesh_mode: u32,
     /// Byte budget of the chunk mesh cache (default 64 MiB). Least recently used
     /// chunk meshes are dropped after a query to fit; 0 keeps none between queries.
+    /// Ray casts' region trees (four-wide BVHs over 16^3 chunks that rays keep
+    /// reaching) have a budget of the same size of their own; 0 builds none.
     pub mesh_cache_bytes: u64,
 }
 

@@ -2,7 +2,7 @@
 //! fixed stack (the tree's height is bounded, see `MAX_HEIGHT`): no recursion, no
 //! heap, callable from many jobs at once.
 
-use glam::Vec4;
+use glam::{BVec3A, Vec3A, Vec4};
 
 use super::tree::{is_leaf, slot, DynamicTree, ProxyId, LEAF, NULL, ROOT_SLOT, STACK_SIZE};
 use crate::math::{Aabb, Ray};
@@ -190,7 +190,8 @@ impl DynamicTree {
         }
         let mut max_t = max_t;
         let mut stack = [(0u32, 0f32); STACK_SIZE];
-        let Some(t_root) = ray.intersect_aabb(self.box_at(ROOT_SLOT), max_t) else {
+        let slab = RaySlab::new(ray);
+        let Some(t_root) = slab.enter(self.box_at(ROOT_SLOT), max_t) else {
             return;
         };
         stack[0] = (root, t_root);
@@ -211,8 +212,8 @@ impl DynamicTree {
             }
             let node = &self.nodes[child as usize];
             let [c1, c2] = node.children;
-            let t1 = ray.intersect_aabb(&node.boxes[0], max_t);
-            let t2 = ray.intersect_aabb(&node.boxes[1], max_t);
+            let t1 = slab.enter(&node.boxes[0], max_t);
+            let t2 = slab.enter(&node.boxes[1], max_t);
             let mut push = |entry: Option<(u32, f32)>| {
                 if let Some(e) = entry {
                     stack[top] = e;
@@ -317,5 +318,79 @@ impl BoxTest {
         let first = Vec4::new(a.min.x, a.min.y, a.min.z, a.max.x);
         let second = Vec4::new(a.min.z, a.max.x, a.max.y, a.max.z);
         (first.cmple(self.high) & second.cmpge(self.low)).all()
+    }
+}
+
+/// A ray set up for the slab tests of many boxes: its origin, its reciprocal
+/// direction (infinite on an axis it is parallel to), and per axis which of a box's
+/// bounds it meets first.
+///
+/// The entry distance is [`Ray::intersect_aabb`]'s (zeros aside, of either sign): on each axis the
+/// same `(bound - origin) * inverse` products; an axis the ray is parallel to gives
+/// infinities that keep or reject the whole ray (origin inside or outside the slab),
+/// and a NaN (a bound through the origin) is passed over by `f32::max`/`min`, which
+/// keeps the slab, boundary included, as `clip` does.
+#[derive(Clone, Copy)]
+struct RaySlab {
+    origin: Vec3A,
+    inv: Vec3A,
+    /// Lanes where the direction is negative: the near bound is the box's maximum.
+    negative: BVec3A,
+}
+
+impl RaySlab {
+    fn new(ray: &Ray) -> RaySlab {
+        let inv = Vec3A::from(ray.inv_dir);
+        RaySlab { origin: ray.origin.into(), inv, negative: inv.cmplt(Vec3A::ZERO) }
+    }
+
+    /// Where the ray enters `b` within `[0, max_t]`, if it does.
+    #[inline(always)]
+    fn enter(&self, b: &Aabb, max_t: f32) -> Option<f32> {
+        let (lo, hi) = (Vec3A::from(b.min), Vec3A::from(b.max));
+        let near = (Vec3A::select(self.negative, hi, lo) - self.origin) * self.inv;
+        let far = (Vec3A::select(self.negative, lo, hi) - self.origin) * self.inv;
+        let t_in = 0f32.max(near.x).max(near.y).max(near.z);
+        let t_out = max_t.min(far.x).min(far.y).min(far.z);
+        (t_in <= t_out).then_some(t_in)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::Vec3;
+
+    use super::RaySlab;
+    use crate::math::{Aabb, Ray};
+    use crate::spatial::tests::Rng;
+
+    /// The tree walk's slab test enters every box where `Ray::intersect_aabb` does,
+    /// at the same distance: random rays, rays along axes with origins on and off the box
+    /// faces, negative zeros, short limits.
+    #[test]
+    fn slab_entries_equal_the_rays_own() {
+        let mut rng = Rng(17);
+        let axes = [Vec3::X, Vec3::NEG_X, Vec3::Y, Vec3::NEG_Y, Vec3::Z, Vec3::NEG_Z, Vec3::new(-0.0, 1.0, -0.0)];
+        let mut hits = 0;
+        for i in 0..20_000 {
+            let lo = rng.vec3(-4.0, 4.0);
+            let b = Aabb::new(lo, lo + rng.vec3(0.0, 3.0));
+            let origin = match i % 3 {
+                0 => rng.vec3(-8.0, 8.0),
+                // On a face or an edge of the box.
+                1 => Vec3::new(b.min.x, rng.range(b.min.y, b.max.y), b.max.z),
+                _ => Vec3::new(rng.range(-8.0, 8.0), b.max.y, b.min.z),
+            };
+            let dir = if i % 2 == 0 { axes[rng.below(axes.len())] } else { rng.vec3(-1.0, 1.0) };
+            let ray = Ray::new(origin, dir);
+            for max_t in [f32::INFINITY, 2.0, 0.0] {
+                let want = ray.intersect_aabb(&b, max_t);
+                let got = RaySlab::new(&ray).enter(&b, max_t);
+                // Equal values (a zero entry may come out as either zero).
+                assert_eq!(got, want, "{ray:?} {b:?} {max_t}");
+                hits += usize::from(got.is_some());
+            }
+        }
+        assert!(hits > 5_000, "{hits}");
     }
 }
