@@ -199,19 +199,13 @@ impl MeshCache {
         if self.bytes <= self.budget {
             return;
         }
-        self.order.clear();
-        self.order.extend(self.entries.iter().map(|(c, e)| (e.last_used.load(Ordering::Relaxed), c.to_array())));
-        self.order.sort_unstable();
-        for i in 0..self.order.len() {
-            if self.bytes <= self.budget {
-                break;
-            }
-            let coord = IVec3::from_array(self.order[i].1);
-            if let Some(entry) = self.entries.remove(&coord) {
-                self.forget(&entry);
-                self.evictions += 1;
-            }
-        }
+        let used = |e: &Entry| e.last_used.load(Ordering::Relaxed);
+        evict_lru(&mut self.entries, &mut self.order, used, |_, entry| {
+            self.bytes -= entry.bytes;
+            self.triangles -= entry.mesh.as_ref().map_or(0, KdMesh::triangle_count);
+            self.evictions += 1;
+            self.bytes > self.budget
+        });
     }
 
     fn forget(&mut self, entry: &Entry) {
@@ -227,6 +221,28 @@ impl MeshCache {
         assert_eq!(triangles, self.triangles, "cache triangle total");
         for e in self.entries.values().filter_map(|e| e.mesh.as_ref()) {
             e.validate();
+        }
+    }
+}
+
+/// Removes the entries of `map` least recently used first (`used`: the round that
+/// last read one; ties by chunk coordinate, so the choice is deterministic), handing
+/// each to `removed`, until it answers that the rest fit. `order` is scratch.
+pub(super) fn evict_lru<E>(
+    map: &mut CoordMap<E>,
+    order: &mut Vec<(u64, [i32; 3])>,
+    used: impl Fn(&E) -> u64,
+    mut removed: impl FnMut(IVec3, E) -> bool,
+) {
+    order.clear();
+    order.extend(map.iter().map(|(c, e)| (used(e), c.to_array())));
+    order.sort_unstable();
+    for &(_, coord) in order.iter() {
+        let coord = IVec3::from_array(coord);
+        if let Some(entry) = map.remove(&coord) {
+            if !removed(coord, entry) {
+                return;
+            }
         }
     }
 }

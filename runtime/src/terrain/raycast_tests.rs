@@ -11,7 +11,7 @@ use crate::spatial::tests::Rng;
 use crate::spatial::MeshMode;
 
 /// The closest hit over all triangles: lowest `t`, then chunk, then triangle.
-fn brute_ray(meshes: &[(IVec3, KdMesh)], ray: &Ray, max_t: f32) -> Option<(f32, IVec3, u32)> {
+pub(super) fn brute_ray(meshes: &[(IVec3, KdMesh)], ray: &Ray, max_t: f32) -> Option<(f32, IVec3, u32)> {
     let mut best: Option<(f32, IVec3, u32)> = None;
     for (c, mesh) in meshes {
         for i in 0..mesh.triangle_count() as u32 {

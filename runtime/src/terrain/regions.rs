@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use glam::IVec3;
 
-use super::cache::MeshCache;
+use super::cache::{evict_lru, MeshCache};
 use super::raycast::{GridWalk, TerrainHit, SPILL};
 use super::voxels::{CoordMap, Material, CHUNK};
 use super::Terrain;
@@ -268,20 +268,14 @@ impl RayRegions {
         if self.bytes <= self.budget {
             return;
         }
-        self.order.clear();
-        self.order.extend(self.ready.iter().map(|(c, r)| (r.last_used.load(Ordering::Relaxed), c.to_array())));
-        self.order.sort_unstable();
-        for i in 0..self.order.len() {
-            if self.bytes <= self.budget {
-                break;
-            }
-            let coord = IVec3::from_array(self.order[i].1);
-            if let Some(r) = self.ready.remove(&coord) {
-                self.forget(&r);
-                self.evictions += 1;
-                self.waiting.insert(coord, Waiting { heat: 0, not_before: self.tick + REGION_COOLDOWN });
-            }
-        }
+        let used = |r: &Region| r.last_used.load(Ordering::Relaxed);
+        evict_lru(&mut self.ready, &mut self.order, used, |coord, r| {
+            self.bytes -= r.bytes;
+            self.triangles -= r.bvh.triangle_count();
+            self.evictions += 1;
+            self.waiting.insert(coord, Waiting { heat: 0, not_before: self.tick + REGION_COOLDOWN });
+            self.bytes > self.budget
+        });
     }
 
     /// Checks the byte and triangle totals against the trees.

@@ -3,10 +3,11 @@
 
 use glam::{IVec3, Vec3};
 
+use super::raycast_tests::brute_ray;
 use super::tests::random_world;
 use super::*;
 use crate::jobs::ThreadPool;
-use crate::math::{ray_triangle, Ray};
+use crate::math::Ray;
 use crate::spatial::tests::Rng;
 use crate::spatial::MeshMode;
 
@@ -112,18 +113,8 @@ fn batches_build_regions_and_match_brute_force() {
         assert!(t.region_stats().builds >= 2, "{:?}", t.region_stats());
         t.ray_cast_batch(&rays, 50.0, &mut hits, pool.jobs());
         for (ray, hit) in rays.iter().zip(&hits) {
-            let mut best: Option<(f32, [i32; 3], u32)> = None;
-            for (c, mesh) in &meshes {
-                for i in 0..mesh.triangle_count() as u32 {
-                    if let Some(h) = ray_triangle(ray, mesh.triangle(i), 0.0, 50.0) {
-                        let key = (h.t, c.to_array(), i);
-                        if best.is_none_or(|b| key < b) {
-                            best = Some(key);
-                        }
-                    }
-                }
-            }
-            assert_eq!(hit.map(|h| (h.t, h.chunk.to_array(), h.triangle)), best, "seed {seed}: {ray:?}");
+            let want = brute_ray(&meshes, ray, 50.0);
+            assert_eq!(hit.map(|h| (h.t, h.chunk, h.triangle)), want, "seed {seed}: {ray:?}");
             if let Some(h) = hit {
                 assert_eq!(h.point, ray.at(h.t));
                 assert!(h.material.is_solid());
@@ -251,16 +242,6 @@ fn bad_rays_find_nothing_through_regions() {
     // the closest triangle a loop over all of them finds.
     let far = Ray::new(Vec3::new(30.0, 1e30, 30.0), Vec3::NEG_Y);
     let hit = t.ray_cast(&far, f32::INFINITY).expect("the hills from 1e30 m");
-    let mut best: Option<(f32, [i32; 3], u32)> = None;
-    for (c, mesh) in t.all_chunk_meshes() {
-        for i in 0..mesh.triangle_count() as u32 {
-            if let Some(h) = ray_triangle(&far, mesh.triangle(i), 0.0, f32::INFINITY) {
-                let key = (h.t, c.to_array(), i);
-                if best.is_none_or(|b| key < b) {
-                    best = Some(key);
-                }
-            }
-        }
-    }
-    assert_eq!(Some((hit.t, hit.chunk.to_array(), hit.triangle)), best);
+    let best = brute_ray(&t.all_chunk_meshes(), &far, f32::INFINITY);
+    assert_eq!(Some((hit.t, hit.chunk, hit.triangle)), best);
 }
