@@ -26,7 +26,7 @@ pub use journal::TerrainEdits;
 pub use masks::{build_mask, neighbour_index, ChunkMask, Masks, X_RANGE, Z_RANGE};
 pub use mesher::{chunk_mesh_bounds, mesh_chunk};
 pub use raycast::TerrainHit;
-pub use regions::{region_of, RegionStats, BATCH_REGION_BUILDS, REGION_CHUNKS, REGION_COOLDOWN, REGION_HEAT};
+pub use regions::{region_of, BATCH_REGION_BUILDS, REGION_CHUNKS, REGION_COOLDOWN, REGION_HEAT};
 pub use voxels::{chunk_of, local_of, Chunk, CoordMap, Material, Occupancy, Voxels, CHUNK};
 
 use crate::jobs::{chunk_count, Jobs};
@@ -304,9 +304,9 @@ impl Terrain {
 
     // ---- chunk meshes ------------------------------------------------------------
 
-    /// The ray regions' trees: counts, bytes and budget (see
-    /// [`Terrain::ray_cast`]).
-    pub fn region_stats(&self) -> RegionStats {
+    /// The ray regions' trees (see [`Terrain::ray_cast`]): `entries` counts the
+    /// regions with a tree, `invalidations` the trees edits dropped.
+    pub fn region_stats(&self) -> CacheStats {
         self.regions.stats()
     }
 

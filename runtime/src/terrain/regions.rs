@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use glam::IVec3;
 
-use super::cache::{evict_lru, MeshCache};
+use super::cache::{evict_lru, CacheStats, MeshCache};
 use super::raycast::{GridWalk, TerrainHit, SPILL};
 use super::voxels::{CoordMap, Material, CHUNK};
 use super::Terrain;
@@ -55,23 +55,6 @@ const REGION_OVERHEAD: usize = 128;
 /// The region (cube of 16^3 chunks) of chunk `c`.
 pub fn region_of(c: IVec3) -> IVec3 {
     c.div_euclid(IVec3::splat(REGION_CHUNKS))
-}
-
-/// Counters and sizes of the ray regions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RegionStats {
-    /// Regions with a tree.
-    pub regions: usize,
-    /// Bytes held by their trees and tables.
-    pub bytes: usize,
-    pub budget: usize,
-    pub triangles: usize,
-    /// Trees built since creation.
-    pub builds: u64,
-    /// Trees dropped to fit the budget.
-    pub evictions: u64,
-    /// Trees dropped because an edit re-shaped their chunks.
-    pub invalidations: u64,
 }
 
 /// One region's tree and the tables that name its triangles.
@@ -174,9 +157,10 @@ impl RayRegions {
         }
     }
 
-    pub(super) fn stats(&self) -> RegionStats {
-        RegionStats {
-            regions: self.ready.len(),
+    /// The trees' counters, as the mesh cache's: an entry is a region's tree.
+    pub(super) fn stats(&self) -> CacheStats {
+        CacheStats {
+            entries: self.ready.len(),
             bytes: self.bytes,
             budget: self.budget,
             triangles: self.triangles,

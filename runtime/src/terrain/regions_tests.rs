@@ -71,7 +71,7 @@ fn region_trees_give_the_chunk_walks_hits_bit_for_bit() {
             builds = stats.builds;
         }
         let stats = treed.region_stats();
-        assert!(stats.regions >= 4, "{stats:?}");
+        assert!(stats.entries >= 4, "{stats:?}");
         assert!(stats.triangles > 20_000, "{stats:?}");
         treed.validate_caches();
         // Every cast again, through the trees alone, one at a time and as a batch.
@@ -136,12 +136,12 @@ fn edits_drop_region_trees_which_return_after_the_cool_down() {
     let mut hits = vec![None; rays.len()];
     t.ray_cast_batch(&rays, 100.0, &mut hits, pool.jobs());
     let built = t.region_stats();
-    assert!(built.regions >= 1 && built.invalidations == 0, "{built:?}");
+    assert!(built.entries >= 1 && built.invalidations == 0, "{built:?}");
     // Dig a shaft: the regions around it lose their trees and every cast sees the
     // new floor at once.
     t.fill(IVec3::new(-2, -6, -2), IVec3::new(1, 3, 1), Material::AIR);
     let dug = t.region_stats();
-    assert!(dug.invalidations >= 1 && dug.regions < built.regions, "{dug:?}");
+    assert!(dug.invalidations >= 1 && dug.entries < built.entries, "{dug:?}");
     let down = Ray::new(Vec3::new(0.5, 20.0, 0.5), Vec3::NEG_Y);
     assert_eq!(t.ray_cast(&down, 100.0).unwrap().point.y, -6.0);
     // Many rays, no regeneration: the edited regions stay on the chunk walk.
@@ -156,13 +156,13 @@ fn edits_drop_region_trees_which_return_after_the_cool_down() {
     let mut again = vec![None; rays.len()];
     t.ray_cast_batch(&rays, 100.0, &mut again, pool.jobs());
     let rebuilt = t.region_stats();
-    assert_eq!(rebuilt.regions, built.regions, "{rebuilt:?}");
+    assert_eq!(rebuilt.entries, built.entries, "{rebuilt:?}");
     assert_eq!(again, hits);
     t.set_ray_regions(false);
     let mut walked = vec![None; rays.len()];
     t.ray_cast_batch(&rays, 100.0, &mut walked, pool.jobs());
     assert_eq!(walked, hits);
-    assert_eq!(t.region_stats().regions, 0);
+    assert_eq!(t.region_stats().entries, 0);
 }
 
 #[test]
@@ -174,9 +174,9 @@ fn region_trees_keep_to_their_budget() {
     let mut free = vec![None; rays.len()];
     t.ray_cast_batch(&rays, 200.0, &mut free, pool.jobs());
     let all = t.region_stats();
-    assert!(all.regions >= 6, "{all:?}");
+    assert!(all.entries >= 6, "{all:?}");
     // A budget for about two regions' trees: the rest walk chunks, same hits.
-    let budget = all.bytes / all.regions * 2;
+    let budget = all.bytes / all.entries * 2;
     t.set_mesh_budget(budget);
     let trimmed = t.region_stats();
     assert!(trimmed.bytes <= budget && trimmed.evictions > 0, "{trimmed:?}");
@@ -192,9 +192,9 @@ fn region_trees_keep_to_their_budget() {
     }
     // No budget: no trees, the same hits.
     t.set_mesh_budget(0);
-    assert_eq!(t.region_stats().regions, 0);
+    assert_eq!(t.region_stats().entries, 0);
     assert_eq!(singles(&mut t, &rays[..300], 200.0), free[..300]);
-    assert_eq!(t.region_stats().regions, 0);
+    assert_eq!(t.region_stats().entries, 0);
 }
 
 #[test]
@@ -223,7 +223,7 @@ fn bad_rays_find_nothing_through_regions() {
     let rays = rays_over(&t, &mut rng, 500);
     let mut hits = vec![None; rays.len()];
     t.ray_cast_batch(&rays, 100.0, &mut hits, pool.jobs());
-    assert!(t.region_stats().regions > 0);
+    assert!(t.region_stats().entries > 0);
     let o = Vec3::new(10.0, 20.0, 10.0);
     let bad = [
         (Ray::new(o, Vec3::ZERO), 10.0),
