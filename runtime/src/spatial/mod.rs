@@ -13,7 +13,7 @@ mod tree_query;
 pub use broadphase::{BroadPhase, Pair};
 pub(crate) use kdtree::TreeWalk;
 pub use kdtree::{KdError, KdMesh, MeshHit, MeshMode, TriMesh, KD_MAX_DEPTH, RAY_LANES};
-pub use ray_bvh::{RayAim, RayBvh};
+pub use ray_bvh::{RayAim, RayBvh, StepWalk};
 pub use tree::{Balancing, DynamicTree, ProxyId, TreeConfig, TreeQuality};
 
 #[cfg(test)]

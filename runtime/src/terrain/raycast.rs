@@ -464,18 +464,15 @@ impl Terrain {
         (self.batch_walks, self.batch_needed, self.batch_passes) = (walks, needed, passes);
     }
 
-    /// The region pass of every ray (valid, `max_t` usable) as parallel jobs, or
+    /// The region pass of every valid ray (`max_t` usable) as parallel jobs, or
     /// (`again`) of those whose pass met a region without a tree.
     fn region_passes(&self, rays: &[Ray], max_t: f32, passes: &mut [RegionPass], jobs: crate::jobs::Jobs, again: bool) {
         let blocks = Column::new(passes);
         jobs.parallel_for(0..rays.len(), BATCH_BLOCK, |range, _| {
             // SAFETY: `parallel_for` hands each chunk of the range to one job.
             let passes = unsafe { blocks.rows(range.clone()) };
-            for (pass, ray) in passes.iter_mut().zip(&rays[range]) {
-                if ray.is_valid() && (!again || pass.missing.is_some()) {
-                    *pass = self.region_pass(ray, max_t);
-                }
-            }
+            let pick = |ray: &Ray, pass: &RegionPass| ray.is_valid() && (!again || pass.missing.is_some());
+            self.region_passes_interleaved(&rays[range], max_t, passes, pick);
         });
     }
 }

@@ -35,7 +35,7 @@ use super::raycast::{GridWalk, TerrainHit, SPILL};
 use super::voxels::{CoordMap, Material, CHUNK};
 use super::Terrain;
 use crate::math::{triangle_normal, Ray};
-use crate::spatial::{RayAim, RayBvh, TriMesh};
+use crate::spatial::{MeshHit, RayAim, RayBvh, StepWalk, TriMesh};
 
 /// Chunks per region edge: the surface set's regions, so whether a region may have
 /// triangles is whether the set has its block.
@@ -283,47 +283,154 @@ pub(super) struct RegionPass {
     pub missing: Option<IVec3>,
 }
 
-impl Terrain {
-    /// Walks `ray` (valid; `max_t` neither NaN nor negative) over the region grid,
-    /// walking the trees of the regions it reaches.
-    pub(super) fn region_pass(&self, ray: &Ray, max_t: f32) -> RegionPass {
-        let mut pass = RegionPass::default();
-        let Some((lo, hi)) = self.geometry_bounds() else { return pass };
+/// One ray's walk over the region grid: where it is, the regions of the current
+/// cell still to walk, and what it found.
+struct RegionWalk {
+    ray: Ray,
+    max_t: f32,
+    aim: RayAim,
+    grid: GridWalk,
+    /// The current cell's neighbour bits still to walk, rotated so that the cell's
+    /// own region comes first (see [`RegionWalk::next_region`]).
+    fresh: u32,
+    pass: RegionPass,
+}
+
+impl RegionWalk {
+    /// The walk of `ray` (valid; `max_t` neither NaN nor negative); `None` when it
+    /// meets no region.
+    fn new(terrain: &Terrain, ray: &Ray, max_t: f32) -> Option<RegionWalk> {
+        let (lo, hi) = terrain.geometry_bounds()?;
         let range = (region_of(lo - IVec3::ONE), region_of(hi + IVec3::ONE));
-        let edge = (CHUNK * REGION_CHUNKS) as f32 * self.voxel_size();
-        let Some((mut grid, mut fresh)) = GridWalk::new(ray, max_t, edge, range, SPILL / REGION_CHUNKS as f32) else {
-            return pass;
-        };
-        let Some(aim) = RayAim::new(ray) else { return pass };
-        let regions = &self.regions;
+        let edge = (CHUNK * REGION_CHUNKS) as f32 * terrain.voxel_size();
+        let (grid, fresh) = GridWalk::new(ray, max_t, edge, range, SPILL / REGION_CHUNKS as f32)?;
+        let aim = RayAim::new(ray)?;
+        let pass = RegionPass::default();
+        Some(RegionWalk { ray: *ray, max_t, aim, grid, fresh: fresh.rotate_right(OWN), pass })
+    }
+
+    /// The largest `t` a hit may still have.
+    fn limit(&self) -> f32 {
+        self.pass.best.map_or(self.max_t, |b| b.t)
+    }
+
+    /// The next region whose tree the ray must walk, or `None` when the walk is
+    /// over. The cell's own region comes first: its hit bounds the walks of the
+    /// neighbours whose spill the ray comes near, which it usually prunes at their
+    /// root. Regions without a tree that may have triangles are noted in `missing`.
+    fn next_region<'t>(&mut self, terrain: &'t Terrain) -> Option<&'t Region> {
+        let regions = &terrain.regions;
         loop {
-            // The cell's own region first: its hit bounds the walks of the
-            // neighbours whose spill the ray comes near, which it usually prunes at
-            // their root.
-            fresh = fresh.rotate_right(OWN);
-            while fresh != 0 {
-                let bit = (fresh.trailing_zeros() + OWN) % 32;
-                fresh &= fresh - 1;
-                let coord = grid.cell() + super::raycast::offset(bit);
+            while self.fresh != 0 {
+                let bit = (self.fresh.trailing_zeros() + OWN) % 32;
+                self.fresh &= self.fresh - 1;
+                let coord = self.grid.cell() + super::raycast::offset(bit);
                 if let Some(region) = regions.ready.get(&coord) {
                     if region.last_used.load(Ordering::Relaxed) != regions.round {
                         region.last_used.store(regions.round, Ordering::Relaxed);
                     }
-                    let limit = pass.best.map_or(max_t, |b| b.t);
-                    if let Some(h) = region.bvh.ray_closest_aimed(&aim, limit) {
-                        region.offer(ray, h.t, h.triangle, &mut pass.best);
-                        // Neighbours the segment up to the hit does not come near
-                        // cannot hold a closer one.
-                        let near = grid.near_until(pass.best.map_or(limit, |b| b.t));
-                        fresh &= near.rotate_right(OWN);
-                    }
-                } else if pass.missing.is_none() && self.surface.any_in_region(coord) {
-                    pass.missing = Some(coord);
+                    return Some(region);
+                }
+                if self.pass.missing.is_none() && terrain.surface.any_in_region(coord) {
+                    self.pass.missing = Some(coord);
                 }
             }
-            match grid.next(pass.best.map_or(f32::INFINITY, |b| b.t)) {
-                Some(f) => fresh = f,
-                None => return pass,
+            self.fresh = self.grid.next(self.pass.best.map_or(f32::INFINITY, |b| b.t))?.rotate_right(OWN);
+        }
+    }
+
+    /// Takes `region`'s closest hit (found under [`RegionWalk::limit`]).
+    fn take(&mut self, region: &Region, hit: MeshHit) {
+        region.offer(&self.ray, hit.t, hit.triangle, &mut self.pass.best);
+        // Neighbours the segment up to the hit does not come near cannot hold a
+        // closer one.
+        self.fresh &= self.grid.near_until(self.limit()).rotate_right(OWN);
+    }
+}
+
+/// Region walks in flight per job of a batch.
+const REGION_LANES: usize = 16;
+
+impl Terrain {
+    /// Walks `ray` (valid; `max_t` neither NaN nor negative) over the region grid,
+    /// walking the trees of the regions it reaches.
+    pub(super) fn region_pass(&self, ray: &Ray, max_t: f32) -> RegionPass {
+        let Some(mut walk) = RegionWalk::new(self, ray, max_t) else { return RegionPass::default() };
+        while let Some(region) = walk.next_region(self) {
+            if let Some(hit) = region.bvh.ray_closest_aimed(&walk.aim, walk.limit()) {
+                walk.take(region, hit);
+            }
+        }
+        walk.pass
+    }
+
+    /// [`Terrain::region_pass`] of `rays[i]` into `passes[i]` for every `i` whose
+    /// ray and pass so far `pick` takes, with [`REGION_LANES`] walks in flight on
+    /// this thread, each
+    /// stepping its current tree a node at a time, so that the misses of one
+    /// overlap the others' work (the 1M-triangle terrain's trees outgrow the
+    /// caches). The same passes as one at a time.
+    pub(super) fn region_passes_interleaved(
+        &self,
+        rays: &[Ray],
+        max_t: f32,
+        passes: &mut [RegionPass],
+        pick: impl Fn(&Ray, &RegionPass) -> bool,
+    ) {
+        struct Lane<'t> {
+            index: usize,
+            walk: Option<RegionWalk>,
+            region: Option<&'t Region>,
+            tree: StepWalk,
+        }
+        let mut lanes: [Lane; REGION_LANES] =
+            std::array::from_fn(|_| Lane { index: 0, walk: None, region: None, tree: StepWalk::default() });
+        let mut next = 0;
+        let mut busy = true;
+        while busy {
+            busy = false;
+            for lane in &mut lanes {
+                if let Some(region) = lane.region {
+                    if region.bvh.step_walk(&mut lane.tree) {
+                        busy = true;
+                        continue;
+                    }
+                    let walk = lane.walk.as_mut().expect("a lane in a tree has a walk");
+                    if let Some(hit) = lane.tree.hit() {
+                        walk.take(region, hit);
+                    }
+                    lane.region = None;
+                }
+                // Between trees: the walk's next region, or the next ray once this
+                // one's walk is over.
+                loop {
+                    let Some(walk) = &mut lane.walk else {
+                        while next < rays.len() && !pick(&rays[next], &passes[next]) {
+                            next += 1;
+                        }
+                        if next == rays.len() {
+                            break;
+                        }
+                        let i = next;
+                        next += 1;
+                        passes[i] = RegionPass::default();
+                        (lane.index, lane.walk) = (i, RegionWalk::new(self, &rays[i], max_t));
+                        continue;
+                    };
+                    match walk.next_region(self) {
+                        Some(region) => {
+                            if region.bvh.start_walk(&mut lane.tree, &walk.aim, walk.limit()) {
+                                lane.region = Some(region);
+                                busy = true;
+                                break;
+                            }
+                        }
+                        None => {
+                            passes[lane.index] = walk.pass;
+                            lane.walk = None;
+                        }
+                    }
+                }
             }
         }
     }

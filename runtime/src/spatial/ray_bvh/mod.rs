@@ -464,6 +464,52 @@ impl Lane {
     }
 }
 
+/// One ray's walk through one tree, advanced a step at a time
+/// ([`RayBvh::start_walk`], [`RayBvh::step_walk`]), so that a caller can keep many
+/// in flight, each perhaps through another tree, as [`RayBvh::ray_closest_batch`]
+/// keeps its walks: while one waits for memory the others step.
+pub struct StepWalk {
+    lane: Lane,
+}
+
+impl Default for StepWalk {
+    fn default() -> StepWalk {
+        StepWalk { lane: Lane::idle() }
+    }
+}
+
+impl StepWalk {
+    /// The closest hit so far: the walk's answer once [`RayBvh::step_walk`] has
+    /// returned false.
+    pub fn hit(&self) -> Option<MeshHit> {
+        self.lane.best.hit()
+    }
+}
+
+impl RayBvh {
+    /// Starts `walk` on the ray of `aim` up to `max_t`, asking for the root's memory;
+    /// false when there is nothing to walk (an empty tree, a `max_t` NaN or
+    /// negative). Stepped to the end, the walk finds [`RayBvh::ray_closest`]'s hit.
+    pub fn start_walk(&self, walk: &mut StepWalk, aim: &RayAim, max_t: f32) -> bool {
+        if self.nodes.is_empty() || max_t.is_nan() || max_t < 0.0 {
+            return false;
+        }
+        let lane = &mut walk.lane;
+        (lane.ray, lane.shear, lane.walk) = (0, aim.shear, aim.walk);
+        lane.best = Best { t: max_t, triangle: EMPTY, u: 0.0, v: 0.0 };
+        (lane.next, lane.top) = (0, 0);
+        self.prefetch(0);
+        true
+    }
+
+    /// One step of `walk` (started on this tree): a node's four boxes or a leaf's
+    /// triangles. False when the walk is over.
+    #[inline]
+    pub fn step_walk(&self, walk: &mut StepWalk) -> bool {
+        self.step(&mut walk.lane)
+    }
+}
+
 /// A ray set up for the walks of several trees: the triangle test's shear and the
 /// box tests' reciprocals, made once.
 pub struct RayAim {
@@ -506,6 +552,7 @@ impl Best {
 /// A ray set up for node tests: origin and reciprocal direction per axis, and per
 /// axis where in a node the near and far bounds lie (byte offsets of its `lo` or
 /// `hi` row: the near bound is the maximum where the ray runs towards minus).
+#[derive(Clone, Copy)]
 #[repr(C, align(16))]
 struct Walk {
     /// Per axis, in all four lanes (loaded as they are by the box tests).

@@ -3,7 +3,7 @@
 
 use glam::Vec3;
 
-use super::{RayAim, RayBvh, LEAF, LEAF_MAX, STACK};
+use super::{RayAim, RayBvh, StepWalk, LEAF, LEAF_MAX, STACK};
 use crate::jobs::ThreadPool;
 use crate::math::{ray_triangle, Ray};
 use crate::spatial::kdtree::tests::{heightfield, rays, soup};
@@ -95,12 +95,22 @@ fn check(mesh: &TriMesh, seed: u64, count: usize) {
             assert_eq!(bits(got), bits(&bvh.ray_closest(ray, max_t)), "batch hit of {ray:?} up to {max_t}");
         }
     }
+    let mut walk = StepWalk::default();
     for ray in rays {
         for max_t in [f32::INFINITY, 1.5] {
             let expected = brute_closest(mesh, &ray, max_t);
             assert_eq!(bvh.ray_closest(&ray, max_t), expected, "closest hit of {ray:?} up to {max_t}");
             let aimed = RayAim::new(&ray).and_then(|aim| bvh.ray_closest_aimed(&aim, max_t));
             assert_eq!(aimed, expected, "aimed hit of {ray:?} up to {max_t}");
+            // A walk stepped to its end, reusing one walk for every ray.
+            let stepped = RayAim::new(&ray).and_then(|aim| {
+                if !bvh.start_walk(&mut walk, &aim, max_t) {
+                    return None;
+                }
+                while bvh.step_walk(&mut walk) {}
+                walk.hit()
+            });
+            assert_eq!(stepped, expected, "stepped hit of {ray:?} up to {max_t}");
             // Any hit: one exactly when there is a closest, a real one within reach.
             let any = bvh.ray_any(&ray, max_t);
             assert_eq!(any.is_some(), expected.is_some(), "any hit of {ray:?} up to {max_t}");
