@@ -385,7 +385,8 @@ impl Terrain {
     }
 
     /// [`Terrain::ray_cast`] for every ray, as parallel jobs: `hits[i]` is ray `i`'s
-    /// closest hit. First every ray walks the region trees; the regions rays reached
+    /// closest hit. First every ray walks the region trees (16 walks in flight per
+    /// job, each stepping its tree a node at a time); the regions rays reached
     /// without a tree warm up, and those now due (at most
     /// [`BATCH_REGION_BUILDS`](super::BATCH_REGION_BUILDS), lowest first) are built as
     /// jobs and their rays walked again. The rays that still reached a region without
