@@ -4689,6 +4689,32 @@ KilnStatus kiln_terrain_get_mesh_cache_stats(struct KilnTerrainId terrain,
                                              struct KilnMeshCacheStats *out_stats);
 
 /**
+ * Turns the ray casts' region trees on (the default) or off. Off drops every tree
+ * at once and rays walk the terrain chunk by chunk; on, trees are built again as
+ * rays reach regions (see `kiln_terrain_ray_cast`). The hits are the same bit for
+ * bit either way: this trades memory (up to the mesh cache's budget again) for ray
+ * speed.
+ *
+ * Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_terrain_set_ray_regions(struct KilnTerrainId terrain, bool enabled);
+
+/**
+ * Writes the ray casts' region trees' figures to `out_stats`, in the mesh cache's
+ * struct: `chunks` counts the regions (16^3 chunks each) that hold a tree, `bytes`
+ * and `triangles` what those trees hold, `budget` their byte budget (the mesh
+ * cache's), `builds` the trees built since creation, `evictions` the trees dropped
+ * to fit the budget, `invalidations` the trees dropped because an edit re-shaped
+ * their region; `mesh_mode` is the terrain's mesh mode.
+ *
+ * Pointers: `out_stats` is NULL or valid for writing.
+ *
+ * Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+ */
+KilnStatus kiln_terrain_get_ray_region_stats(struct KilnTerrainId terrain,
+                                             struct KilnMeshCacheStats *out_stats);
+
+/**
  * The default query filter: category 1, every category, every body and the terrain,
  * no body left out.
  *

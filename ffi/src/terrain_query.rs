@@ -1,8 +1,10 @@
 //! Terrain narrowphase queries through the C ABI: ray casts (single and batch),
-//! triangle box queries, and the chunk mesh cache's budget and statistics.
+//! triangle box queries, the chunk mesh cache's budget and statistics, and the ray
+//! casts' region trees (on or off, statistics).
 
 use kiln_core::math::{Ray, Vec3};
-use kiln_core::terrain::TerrainHit;
+use kiln_core::spatial::MeshMode;
+use kiln_core::terrain::{CacheStats, Terrain, TerrainHit};
 
 use crate::abi::{ffi_call, non_null, read_checked, CountedOut, Error, KilnStatus, KILN_ERROR_INVALID_ARGUMENT};
 use crate::runtime::on_runtime;
@@ -272,24 +274,66 @@ pub unsafe extern "C" fn kiln_terrain_get_mesh_cache_stats(
 ) -> KilnStatus {
     ffi_call("kiln_terrain_get_mesh_cache_stats", || {
         let out = non_null(out_stats, "out_stats")?;
-        let stats = with_terrain(terrain, |t| {
-            let s = t.meshes().stats();
-            Ok(KilnMeshCacheStats {
-                bytes: s.bytes as u64,
-                budget: s.budget as u64,
-                chunks: s.entries as u32,
-                mesh_mode: match t.meshes().mode() {
-                    kiln_core::spatial::MeshMode::Full => crate::terrain::KILN_MESH_MODE_FULL,
-                    kiln_core::spatial::MeshMode::Compact => crate::terrain::KILN_MESH_MODE_COMPACT,
-                },
-                triangles: s.triangles as u64,
-                builds: s.builds,
-                evictions: s.evictions,
-                invalidations: s.invalidations,
-            })
-        })?;
+        let stats = with_terrain(terrain, |t| Ok(to_c_stats(t, t.meshes().stats())))?;
         // SAFETY: non-null and writable per the contract.
         unsafe { out.cast_mut().write(stats) };
         Ok(())
     })
+}
+
+/// Turns the ray casts' region trees on (the default) or off. Off drops every tree
+/// at once and rays walk the terrain chunk by chunk; on, trees are built again as
+/// rays reach regions (see `kiln_terrain_ray_cast`). The hits are the same bit for
+/// bit either way: this trades memory (up to the mesh cache's budget again) for ray
+/// speed.
+///
+/// Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+#[no_mangle]
+pub extern "C" fn kiln_terrain_set_ray_regions(terrain: KilnTerrainId, enabled: bool) -> KilnStatus {
+    ffi_call("kiln_terrain_set_ray_regions", || {
+        with_terrain(terrain, |t| {
+            t.set_ray_regions(enabled);
+            Ok(())
+        })
+    })
+}
+
+/// Writes the ray casts' region trees' figures to `out_stats`, in the mesh cache's
+/// struct: `chunks` counts the regions (16^3 chunks each) that hold a tree, `bytes`
+/// and `triangles` what those trees hold, `budget` their byte budget (the mesh
+/// cache's), `builds` the trees built since creation, `evictions` the trees dropped
+/// to fit the budget, `invalidations` the trees dropped because an edit re-shaped
+/// their region; `mesh_mode` is the terrain's mesh mode.
+///
+/// Pointers: `out_stats` is NULL or valid for writing.
+///
+/// Threads: one call at a time per terrain (busy: `KILN_ERROR_INVALID_STATE`, nothing changed).
+#[no_mangle]
+pub unsafe extern "C" fn kiln_terrain_get_ray_region_stats(
+    terrain: KilnTerrainId,
+    out_stats: *mut KilnMeshCacheStats,
+) -> KilnStatus {
+    ffi_call("kiln_terrain_get_ray_region_stats", || {
+        let out = non_null(out_stats, "out_stats")?;
+        let stats = with_terrain(terrain, |t| Ok(to_c_stats(t, t.region_stats())))?;
+        // SAFETY: non-null and writable per the contract.
+        unsafe { out.cast_mut().write(stats) };
+        Ok(())
+    })
+}
+
+fn to_c_stats(t: &Terrain, s: CacheStats) -> KilnMeshCacheStats {
+    KilnMeshCacheStats {
+        bytes: s.bytes as u64,
+        budget: s.budget as u64,
+        chunks: s.entries as u32,
+        mesh_mode: match t.meshes().mode() {
+            MeshMode::Full => crate::terrain::KILN_MESH_MODE_FULL,
+            MeshMode::Compact => crate::terrain::KILN_MESH_MODE_COMPACT,
+        },
+        triangles: s.triangles as u64,
+        builds: s.builds,
+        evictions: s.evictions,
+        invalidations: s.invalidations,
+    }
 }

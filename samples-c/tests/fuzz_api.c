@@ -1056,14 +1056,21 @@ static void one_call(Pools *p) {
         }
         case 5: {
             uint64_t bytes = below(3) == 0 ? 0u : below(3) == 0 ? UINT64_MAX : (uint64_t)below(1u << 20);
-            s = kiln_terrain_set_mesh_cache_budget(t, bytes), what = "kiln_terrain_set_mesh_cache_budget";
+            if (below(3) == 0)
+                s = kiln_terrain_set_ray_regions(t, below(4) != 0), what = "kiln_terrain_set_ray_regions";
+            else
+                s = kiln_terrain_set_mesh_cache_budget(t, bytes), what = "kiln_terrain_set_mesh_cache_budget";
             break;
         }
         default: {
             KilnMeshCacheStats cache;
             KilnTerrainStats stats;
             expect_status(p, kiln_terrain_get_stats(t, below(10) ? &stats : NULL), "kiln_terrain_get_stats");
-            s = kiln_terrain_get_mesh_cache_stats(t, &cache), what = "kiln_terrain_get_mesh_cache_stats";
+            if (below(2))
+                s = kiln_terrain_get_mesh_cache_stats(t, &cache), what = "kiln_terrain_get_mesh_cache_stats";
+            else
+                s = kiln_terrain_get_ray_region_stats(t, below(10) ? &cache : NULL),
+                what = "kiln_terrain_get_ray_region_stats";
             if (s == KILN_OK) CHECK(cache.bytes <= cache.budget);
             break;
         }
