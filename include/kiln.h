@@ -333,6 +333,14 @@
 #define KILN_QUERY_SENSORS 16
 
 /**
+ * Query flag for overlaps: the terrain is listed once, by the first triangle
+ * touched (lowest chunk, then index), and the search stops there, as other engines
+ * list a mesh collider once ("which objects are here"). Without it every triangle
+ * touched is listed. Rays and shape casts report one target either way.
+ */
+#define KILN_QUERY_TERRAIN_ONCE 32
+
+/**
  * A query result is a body's shape.
  */
 #define KILN_QUERY_TARGET_BODY 1
@@ -2118,7 +2126,8 @@ typedef struct KilnQueryFilter {
     uint32_t mask_bits;
     /**
      * `KILN_QUERY_*` flags: which motion types, whether the terrain, whether
-     * sensors. Default `KILN_QUERY_ALL` (no sensors).
+     * sensors, whether overlaps list the terrain once. Default `KILN_QUERY_ALL`
+     * (no sensors, every terrain triangle).
      */
     uint32_t flags;
     /**

@@ -10,9 +10,11 @@
 //!   was hit (Kiln also the normal and point; rapier's `cast_ray` does not compute a
 //!   normal, which favours rapier).
 //! - `overlaps`: 10,000 cubes of half-extent 0.5–2 m at random poses near the
-//!   ground: Kiln `World::overlap_shape` against rapier `intersect_shape`. Kiln lists
-//!   every terrain triangle touched, rapier the terrain collider once: Kiln does more
-//!   work per query on the terrain. `overlaps_bodies` leaves the terrain out of both.
+//!   ground: Kiln `World::overlap_shape` against rapier `intersect_shape`, both
+//!   listing each body and the terrain once (Kiln's `terrain_once`: its first
+//!   touching triangle; rapier's trimesh collider). `kiln_triangles` lists every
+//!   terrain triangle touched, more work than rapier does. `overlaps_bodies` leaves
+//!   the terrain out of both.
 //!
 //! Before timing, a parity pass compares every ray's answer (same body or both the
 //! terrain, distances within 1 mm) and every overlap's body set, prints the
@@ -138,14 +140,27 @@ fn rapier_answer(w: &Worlds, hit: Option<(ColliderHandle, f32)>) -> Option<(Opti
     hit.map(|(h, t)| (w.rapier_bodies.iter().position(|c| *c == h), t))
 }
 
+/// Which terrain a Kiln overlap lists.
+#[derive(Clone, Copy, PartialEq)]
+enum Terrain {
+    None,
+    Once,
+    Triangles,
+}
+
 fn kiln_overlap(
     kiln: &mut World,
-    terrain: bool,
+    terrain: Terrain,
     pool: &ThreadPool,
     out: &mut Vec<QueryTarget>,
     probe: &(Shape, Isometry, Cuboid),
 ) {
-    kiln.overlap_shape(&probe.0, &probe.1, &QueryFilter { terrain, ..QueryFilter::default() }, pool.jobs(), out);
+    let filter = QueryFilter {
+        terrain: terrain != Terrain::None,
+        terrain_once: terrain == Terrain::Once,
+        ..QueryFilter::default()
+    };
+    kiln.overlap_shape(&probe.0, &probe.1, &filter, pool.jobs(), out);
 }
 
 fn rapier_overlap(rapier: &PhysicsWorld, terrain: Option<ColliderHandle>, probe: &(Shape, Isometry, Cuboid)) -> usize {
@@ -199,9 +214,14 @@ fn parity(w: &mut Worlds, scene: &Scene, rays: &[Ray], probes: &[(Shape, Isometr
         }
     }
     let pool = ThreadPool::new(0);
-    let (mut same_sets, mut found, mut out) = (0, 0, Vec::new());
+    let (mut same_sets, mut found, mut out, mut all) = (0, 0, Vec::new(), Vec::new());
     for probe in probes {
-        kiln_overlap(&mut w.kiln, true, &pool, &mut out, probe);
+        // Once and every triangle: the same set of objects.
+        kiln_overlap(&mut w.kiln, Terrain::Triangles, &pool, &mut all, probe);
+        kiln_overlap(&mut w.kiln, Terrain::Once, &pool, &mut out, probe);
+        let terrain = all.iter().position(|t| matches!(t, QueryTarget::Terrain { .. })).unwrap_or(all.len());
+        all.truncate(terrain + 1);
+        assert_eq!(out, all, "terrain once lists the first triangle of the full listing");
         let ours: BTreeSet<Option<usize>> = out
             .iter()
             .map(|t| match t {
@@ -259,20 +279,26 @@ fn bench(c: &mut Criterion, w: &mut Worlds, rays: &[Ray], probes: &[(Shape, Isom
     let pool = ThreadPool::new(0);
     let mut out = Vec::new();
     // With the terrain, and the bodies alone (rapier's terrain collider excluded).
-    for (group_name, terrain) in [("world_queries_overlaps", true), ("world_queries_overlaps_bodies", false)] {
+    let groups: [(&str, &[(&str, Terrain)]); 2] = [
+        ("world_queries_overlaps", &[("kiln", Terrain::Once), ("kiln_triangles", Terrain::Triangles)]),
+        ("world_queries_overlaps_bodies", &[("kiln", Terrain::None)]),
+    ];
+    for (group_name, rows) in groups {
         let mut group = c.benchmark_group(group_name);
         group.sample_size(10);
-        group.bench_function(BenchmarkId::new("kiln", 1), |b| {
-            b.iter(|| {
-                let mut found = 0;
-                for p in probes {
-                    kiln_overlap(kiln, terrain, &pool, &mut out, p);
-                    found += out.len();
-                }
-                found
-            })
-        });
-        let exclude = (!terrain).then_some(*rapier_terrain);
+        for &(row, terrain) in rows {
+            group.bench_function(BenchmarkId::new(row, 1), |b| {
+                b.iter(|| {
+                    let mut found = 0;
+                    for p in probes {
+                        kiln_overlap(kiln, terrain, &pool, &mut out, p);
+                        found += out.len();
+                    }
+                    found
+                })
+            });
+        }
+        let exclude = (rows[0].1 == Terrain::None).then_some(*rapier_terrain);
         group.bench_function(BenchmarkId::new("rapier3d", 1), |b| {
             b.iter(|| probes.iter().map(|p| rapier_overlap(rapier, exclude, p)).sum::<usize>())
         });
@@ -312,7 +338,7 @@ fn paired(w: &mut Worlds, rays: &[Ray], probes: &[(Shape, Isometry, Cuboid)]) {
         || {
             time_ns(|| {
                 for p in probes {
-                    kiln_overlap(&mut kiln.borrow_mut(), true, &pool, &mut out, p);
+                    kiln_overlap(&mut kiln.borrow_mut(), Terrain::Once, &pool, &mut out, p);
                     black_box(out.len());
                 }
             })
@@ -339,7 +365,7 @@ fn main() {
         "world_queries_rays",
         &[("kiln_single/1", "rapier3d/1"), ("kiln_batch/1", "rapier3d/1"), ("kiln_batch/2", "kiln_batch/1")],
     );
-    report_ratios("world_queries_overlaps", &[("kiln/1", "rapier3d/1")]);
+    report_ratios("world_queries_overlaps", &[("kiln/1", "rapier3d/1"), ("kiln_triangles/1", "rapier3d/1")]);
     report_ratios("world_queries_overlaps_bodies", &[("kiln/1", "rapier3d/1")]);
     c.final_summary();
 }

@@ -37,6 +37,13 @@ pub const KILN_QUERY_TERRAIN: u32 = 8;
 pub const KILN_QUERY_ALL: u32 = 15;
 /// Query flag: sensor shapes are seen too (add it to `KILN_QUERY_ALL`).
 pub const KILN_QUERY_SENSORS: u32 = 16;
+/// Query flag for overlaps: the terrain is listed once, by the first triangle
+/// touched (lowest chunk, then index), and the search stops there, as other engines
+/// list a mesh collider once ("which objects are here"). Without it every triangle
+/// touched is listed. Rays and shape casts report one target either way.
+pub const KILN_QUERY_TERRAIN_ONCE: u32 = 32;
+/// Every flag a filter may carry.
+const KNOWN_FLAGS: u32 = KILN_QUERY_ALL | KILN_QUERY_SENSORS | KILN_QUERY_TERRAIN_ONCE;
 
 /// Which shapes a world query sees. Initialise with `kiln_default_query_filter()`.
 /// A body shape is seen when `(shape category & mask_bits) != 0` and
@@ -53,7 +60,8 @@ pub struct KilnQueryFilter {
     /// The shape categories the query sees. Default all (0xFFFFFFFF).
     pub mask_bits: u32,
     /// `KILN_QUERY_*` flags: which motion types, whether the terrain, whether
-    /// sensors. Default `KILN_QUERY_ALL` (no sensors).
+    /// sensors, whether overlaps list the terrain once. Default `KILN_QUERY_ALL`
+    /// (no sensors, every terrain triangle).
     pub flags: u32,
     /// A body to leave out (the caster itself), or the null handle for none. It must
     /// be a live body of the queried world.
@@ -163,10 +171,13 @@ pub(crate) fn check_filter(
             ),
         ));
     }
-    if f.flags & !(KILN_QUERY_ALL | KILN_QUERY_SENSORS) != 0 {
+    if f.flags & !KNOWN_FLAGS != 0 {
         return Err(Error::new(
             KILN_ERROR_INVALID_ARGUMENT,
-            format!("{name}->flags {:#x} has bits beyond KILN_QUERY_ALL | KILN_QUERY_SENSORS", f.flags),
+            format!(
+                "{name}->flags {:#x} has bits beyond KILN_QUERY_ALL | KILN_QUERY_SENSORS | KILN_QUERY_TERRAIN_ONCE",
+                f.flags
+            ),
         ));
     }
     let ignore = if f.ignore_body == KilnBodyId::default() {
@@ -193,6 +204,7 @@ pub(crate) fn check_filter(
         dynamic_bodies: f.flags & KILN_QUERY_DYNAMIC != 0,
         terrain: f.flags & KILN_QUERY_TERRAIN != 0,
         sensors: f.flags & KILN_QUERY_SENSORS != 0,
+        terrain_once: f.flags & KILN_QUERY_TERRAIN_ONCE != 0,
     })
 }
 

@@ -888,7 +888,7 @@ static void one_call(Pools *p) {
         if (below(2)) { /* among a world's bodies, riding and pushing them */
             KilnCharacterBodies bodies = kiln_default_character_bodies();
             if (below(6) == 0) bodies.strength = number(1000.0f);
-            if (below(6) == 0) bodies.filter.flags = below(32);
+            if (below(6) == 0) bodies.filter.flags = below(64);
             if (below(6) == 0) bodies.filter.ignore_body = any_body(p);
             if (below(12) == 0) bodies.struct_size = 3;
             float dt = below(6) == 0 ? number(1.0f) : 1.0f / 60.0f;
@@ -1222,7 +1222,7 @@ static void one_call(Pools *p) {
         KilnQueryFilter filter = kiln_default_query_filter();
         filter.category_bits = below(3) ? 1u : next();
         filter.mask_bits = below(3) ? 0xFFFFFFFFu : next();
-        filter.flags = below(8) ? below(32) : next();
+        filter.flags = below(8) ? below(64) : next();
         if (below(4) == 0) filter.ignore_body = any_body(p);
         if (below(12) == 0) filter.struct_size = below(2) ? 3u : 100000u;
         const KilnQueryFilter *f = below(6) ? &filter : NULL;

@@ -141,6 +141,15 @@ static void overlaps_and_casts(Scene *s, KilnRuntimeId rt) {
     CHECK(count > 1);
     CHECK_STATUS(kiln_world_overlap_aabb(s->world, rt, &column, NULL, targets, 8, &count), KILN_OK);
     CHECK(same_body(targets[0].body, s->block) && targets[1].kind == KILN_QUERY_TARGET_TERRAIN);
+    /* The terrain once: the block and the first of those triangles. */
+    KilnQueryTarget all[8];
+    memcpy(all, targets, sizeof all);
+    filter = kiln_default_query_filter();
+    filter.flags = KILN_QUERY_ALL | KILN_QUERY_TERRAIN_ONCE;
+    CHECK_STATUS(kiln_world_overlap_aabb(s->world, rt, &column, &filter, targets, 8, &count), KILN_OK);
+    CHECK(count == 2 && same_body(targets[0].body, s->block) && targets[1].kind == KILN_QUERY_TARGET_TERRAIN);
+    CHECK(targets[1].triangle == all[1].triangle && targets[1].chunk.x == all[1].chunk.x &&
+          targets[1].chunk.y == all[1].chunk.y && targets[1].chunk.z == all[1].chunk.z);
 
     /* A 0.5 m cube probe touching the block's side counts; a millimetre off does not. */
     KilnShapeId probe;
@@ -468,7 +477,7 @@ static void sensors_and_moves(KilnRuntimeId rt) {
         CHECK_STATUS(kiln_world_create(&bad, &never), KILN_ERROR_INVALID_ARGUMENT);
         CHECK(never.index1 == 0);
     }
-    with_sensors.flags = 32;
+    with_sensors.flags = 64;
     CHECK_STATUS(kiln_world_cast_ray(world, &down, 10.0f, &with_sensors, &hit), KILN_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_world_destroy(world), KILN_OK);
     CHECK_STATUS(kiln_world_get_sensor_events(world, NULL, 0, &count), KILN_ERROR_INVALID_HANDLE);

@@ -38,6 +38,12 @@ pub struct QueryFilter {
     pub terrain: bool,
     /// Whether sensor shapes are seen (a shot passes through triggers by default).
     pub sensors: bool,
+    /// Overlaps list the terrain once, by the first triangle touched in
+    /// [`QueryTarget::key`] order, and stop looking there: "which objects are
+    /// here", as other engines list a mesh collider once. Off (the default), every
+    /// triangle touched is listed (decals, digging). Rays and casts report one
+    /// target either way.
+    pub terrain_once: bool,
 }
 
 impl Default for QueryFilter {
@@ -53,6 +59,7 @@ impl Default for QueryFilter {
             dynamic_bodies: true,
             terrain: true,
             sensors: false,
+            terrain_once: false,
         }
     }
 }
@@ -427,7 +434,8 @@ impl World {
     }
 
     /// Every body shape whose bounds overlap `aabb` and every terrain triangle
-    /// touching it (exact triangle/box test), into `out` (cleared first), ordered by
+    /// touching it (exact triangle/box test; only the first with
+    /// [`QueryFilter::terrain_once`]), into `out` (cleared first), ordered by
     /// [`QueryTarget::key`]. `jobs` mesh chunks not yet meshed.
     pub fn overlap_aabb(&mut self, aabb: &Aabb, filter: &QueryFilter, jobs: Jobs, out: &mut Vec<QueryTarget>) {
         out.clear();
@@ -446,13 +454,14 @@ impl World {
         if let (Some(t), true) = (&mut self.terrain, filter.terrain) {
             t.query_triangles(aabb, jobs, |tri| {
                 out.push(QueryTarget::Terrain { chunk: tri.chunk, triangle: tri.index });
-                true
+                !filter.terrain_once
             });
         }
     }
 
     /// Every body shape and terrain triangle that `shape` placed at `xf` overlaps or
-    /// touches (GJK distance ≤ 0), into `out` (cleared first), ordered by
+    /// touches (GJK distance ≤ 0; only the first triangle with
+    /// [`QueryFilter::terrain_once`]), into `out` (cleared first), ordered by
     /// [`QueryTarget::key`].
     pub fn overlap_shape(
         &mut self,
@@ -483,6 +492,7 @@ impl World {
             t.query_triangle_candidates(&bounds, jobs, |tri| {
                 if touches_triangle(shape, xf, tri.vertices) {
                     out.push(QueryTarget::Terrain { chunk: tri.chunk, triangle: tri.index });
+                    return !filter.terrain_once;
                 }
                 true
             });

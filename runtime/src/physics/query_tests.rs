@@ -141,6 +141,17 @@ fn random_filter(rng: &mut Rng, bodies: &[BodyId]) -> QueryFilter {
         dynamic_bodies,
         terrain,
         sensors,
+        terrain_once: rng.below(3) == 0,
+    }
+}
+
+/// A full listing (bodies, then triangles) as [`QueryFilter::terrain_once`] cuts it:
+/// the triangles sorted by key, and only the first kept when the filter asks so.
+fn cut_terrain(filter: &QueryFilter, expected: &mut Vec<QueryTarget>) {
+    let first = expected.iter().position(|t| matches!(t, QueryTarget::Terrain { .. })).unwrap_or(expected.len());
+    expected[first..].sort_unstable_by_key(QueryTarget::key);
+    if filter.terrain_once {
+        expected.truncate(first + 1);
     }
 }
 
@@ -224,9 +235,39 @@ fn box_overlaps_equal_brute_force() {
                 true
             });
         }
+        cut_terrain(&filter, &mut expected);
         assert_eq!(out, expected, "{aabb:?} {filter:?}");
     }
     assert!(found_bodies > 100 && found_triangles > 1000, "{found_bodies} {found_triangles}");
+}
+
+#[test]
+fn terrain_once_lists_the_first_triangle_of_the_full_listing() {
+    let mut s = scene(33, 20);
+    let pool = ThreadPool::new(1);
+    let mut rng = Rng(34);
+    let (mut all, mut once, mut cut) = (Vec::new(), Vec::new(), 0);
+    let full = QueryFilter::default();
+    let first = QueryFilter { terrain_once: true, ..full };
+    for i in 0..200 {
+        let at = Vec3::new(rng.range(0.0, 32.0), rng.range(2.0, 12.0), rng.range(0.0, 32.0));
+        if i % 2 == 0 {
+            let aabb = Aabb::from_center_half_extents(at, rng.vec3(0.2, 2.0));
+            s.world.overlap_aabb(&aabb, &full, pool.jobs(), &mut all);
+            s.world.overlap_aabb(&aabb, &first, pool.jobs(), &mut once);
+        } else {
+            let (shape, xf) =
+                (random_shape(&mut rng, i % 5), Isometry::new(at, Quat::from_rotation_x(rng.range(0.0, 6.0))));
+            s.world.overlap_shape(&shape, &xf, &full, pool.jobs(), &mut all);
+            s.world.overlap_shape(&shape, &xf, &first, pool.jobs(), &mut once);
+        }
+        let terrain = all.iter().position(|t| matches!(t, QueryTarget::Terrain { .. })).unwrap_or(all.len());
+        assert!(all.windows(2).all(|w| w[0].key() < w[1].key()), "listed by key");
+        cut += (all.len() > terrain + 1) as usize;
+        all.truncate(terrain + 1);
+        assert_eq!(once, all, "query {i}");
+    }
+    assert!(cut > 40, "{cut} queries touched more than one triangle");
 }
 
 /// Whether two shapes touch, by GJK (the overlap's own test: this checks the
@@ -264,6 +305,7 @@ fn shape_overlaps_equal_brute_force_and_touching_counts() {
                 true
             });
         }
+        cut_terrain(&filter, &mut expected);
         found += expected.len();
         assert_eq!(out, expected, "{shape:?} at {xf:?}, {filter:?}");
     }
