@@ -376,7 +376,7 @@
  * (`kiln_world_save`). A snapshot of another format, or from another library
  * version, is refused with `KILN_ERROR_ABI_MISMATCH`.
  */
-#define KILN_SNAPSHOT_FORMAT 4
+#define KILN_SNAPSHOT_FORMAT 5
 
 /**
  * Most child indices in a cube path (the deepest cube level).

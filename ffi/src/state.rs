@@ -35,7 +35,7 @@ pub unsafe extern "C" fn kiln_world_hash(world: KilnWorldId, out_hash: *mut u64)
 /// The version of the world snapshot format this library writes and reads
 /// (`kiln_world_save`). A snapshot of another format, or from another library
 /// version, is refused with `KILN_ERROR_ABI_MISMATCH`.
-pub const KILN_SNAPSHOT_FORMAT: u32 = 4;
+pub const KILN_SNAPSHOT_FORMAT: u32 = 5;
 const _: () = assert!(KILN_SNAPSHOT_FORMAT == kiln_core::physics::SNAPSHOT_FORMAT);
 
 fn snapshot_error(error: SnapshotError) -> Error {

@@ -59,7 +59,7 @@ use glam::IVec3;
 
 /// The snapshot format's version: any change to what the format holds or how it
 /// is encoded takes the next number.
-pub const SNAPSHOT_FORMAT: u32 = 4;
+pub const SNAPSHOT_FORMAT: u32 = 5;
 
 const MAGIC: [u8; 8] = *b"KILNSNAP";
 const HEADER: usize = 56;

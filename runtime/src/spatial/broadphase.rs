@@ -129,9 +129,12 @@ impl BroadPhase {
         }
     }
 
-    /// Rebuilds the tree (see [`BroadPhase::rebuild_tree`]), then updates pairs.
+    /// Rebuilds the tree (see [`BroadPhase::rebuild_tree`]; all of it after a bulk
+    /// load, see [`DynamicTree::rebuild_if_bulk_loaded`]), then updates pairs.
     pub fn update(&mut self, jobs: Jobs) {
-        self.rebuild_tree();
+        if !self.tree.rebuild_if_bulk_loaded() {
+            self.rebuild_tree();
+        }
         self.update_pairs(jobs);
     }
 

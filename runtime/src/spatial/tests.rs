@@ -318,6 +318,54 @@ fn full_rebuild_improves_quality_and_keeps_proxies() {
 }
 
 #[test]
+fn a_bulk_load_is_rebuilt_once_and_moves_keep_the_tree_valid() {
+    for mode in MODES {
+        let (mut tree, ids) = build_tree(mode, 4000, 5);
+        let loaded = tree.quality();
+        assert!(tree.rebuild_if_bulk_loaded(), "{mode:?}: 4,000 proxies inserted one by one");
+        tree.validate();
+        let built = tree.quality();
+        // Random boxes in a cube: AVL insertion leaves a worse tree than SAH
+        // rotations do (on bodies lying on hills, both leave worse trees).
+        let gain = if mode == Balancing::Avl { 0.9 } else { 1.0 };
+        assert!(built.area_ratio < gain * loaded.area_ratio, "{mode:?}: {loaded:?} -> {built:?}");
+        assert!(!tree.rebuild_if_bulk_loaded(), "{mode:?}: nothing created since");
+        // 1,333 more are short of a quarter of the 5,333; the 1,334th reaches it.
+        let mut rng = Rng(6);
+        let mut more: Vec<ProxyId> = (0..1333).map(|i| tree.create_proxy(&random_box(&mut rng, 30.0), i)).collect();
+        assert!(!tree.rebuild_if_bulk_loaded());
+        more.push(tree.create_proxy(&random_box(&mut rng, 30.0), 1333));
+        assert!(tree.rebuild_if_bulk_loaded());
+        tree.validate();
+        // Moves (AVL reinsertion or SAH enlargement) on the rebuilt tree.
+        for &p in ids.iter().step_by(7).chain(&more) {
+            let moved = random_box(&mut rng, 30.0);
+            tree.move_proxy(p, &moved, Vec3::X);
+            if mode == Balancing::SahRotate {
+                tree.rebuild();
+            }
+            assert!(tree.fat_aabb(p).contains(&moved));
+        }
+        tree.validate();
+        let q = Aabb::from_center_half_extents(Vec3::ZERO, Vec3::splat(6.0));
+        let mut got = Vec::new();
+        tree.query(&q, |p| {
+            got.push(p);
+            true
+        });
+        got.sort();
+        let want: Vec<ProxyId> =
+            ids.iter().chain(&more).copied().filter(|&p| tree.fat_aabb(p).overlaps(&q)).collect::<Vec<_>>();
+        let mut want = want;
+        want.sort();
+        assert_eq!(got, want, "{mode:?}");
+        // Below the minimum nothing is rebuilt.
+        let (mut small, _) = build_tree(mode, 63, 8);
+        assert!(!small.rebuild_if_bulk_loaded());
+    }
+}
+
+#[test]
 fn partial_rebuild_only_touches_the_enlarged_part() {
     let (mut tree, ids) = build_tree(Balancing::SahRotate, 1000, 21);
     tree.rebuild_full();

