@@ -2,6 +2,8 @@
 //! fixed stack (the tree's height is bounded, see `MAX_HEIGHT`): no recursion, no
 //! heap, callable from many jobs at once.
 
+use std::mem::MaybeUninit;
+
 use glam::{BVec3A, Vec3A, Vec4};
 
 use super::tree::{is_leaf, slot, DynamicTree, ProxyId, LEAF, NULL, ROOT_SLOT, STACK_SIZE};
@@ -24,12 +26,15 @@ impl DynamicTree {
             visit(ProxyId(root & !LEAF));
             return;
         }
-        let mut stack = [0u32; STACK_SIZE];
-        stack[0] = root;
+        // Entries below `top` are written; the rest are not read. Uninitialised, so
+        // a query does not first clear a kilobyte (a tenth of a small box query).
+        let mut stack = [MaybeUninit::<u32>::uninit(); STACK_SIZE];
+        stack[0] = MaybeUninit::new(root);
         let mut top = 1;
         while top > 0 {
             top -= 1;
-            let node = &self.nodes[stack[top] as usize];
+            // SAFETY: every entry below `top` was written.
+            let node = &self.nodes[unsafe { stack[top].assume_init() } as usize];
             for (child, b) in node.children.into_iter().zip(&node.boxes) {
                 let hit = test.overlaps(b);
                 if is_leaf(child) {
@@ -39,7 +44,7 @@ impl DynamicTree {
                 } else {
                     // Write, keep if it overlaps. The stack holds at most height
                     // entries (see `MAX_HEIGHT`).
-                    stack[top] = child;
+                    stack[top] = MaybeUninit::new(child);
                     top += hit as usize;
                 }
             }
@@ -189,16 +194,18 @@ impl DynamicTree {
             return;
         }
         let mut max_t = max_t;
-        let mut stack = [(0u32, 0f32); STACK_SIZE];
+        // Uninitialised as in `query`: a cast does not first clear 2 KB.
+        let mut stack = [MaybeUninit::<(u32, f32)>::uninit(); STACK_SIZE];
         let slab = RaySlab::new(ray);
         let Some(t_root) = slab.enter(self.box_at(ROOT_SLOT), max_t) else {
             return;
         };
-        stack[0] = (root, t_root);
+        stack[0] = MaybeUninit::new((root, t_root));
         let mut top = 1;
         while top > 0 {
             top -= 1;
-            let (child, t_entry) = stack[top];
+            // SAFETY: every entry below `top` was written.
+            let (child, t_entry) = unsafe { stack[top].assume_init() };
             if t_entry > max_t {
                 continue;
             }
@@ -216,7 +223,7 @@ impl DynamicTree {
             let t2 = slab.enter(&node.boxes[1], max_t);
             let mut push = |entry: Option<(u32, f32)>| {
                 if let Some(e) = entry {
-                    stack[top] = e;
+                    stack[top] = MaybeUninit::new(e);
                     top += 1;
                 }
             };

@@ -435,13 +435,21 @@ impl Terrain {
     fn triangles_in(&mut self, aabb: &Aabb, exact: bool, jobs: Jobs, mut visit: impl FnMut(&TerrainTriangle) -> bool) {
         let mut chunks = std::mem::take(&mut self.query_chunks);
         chunks.clear();
-        self.for_each_overlap(aabb, |c, o| {
-            if o.solid {
-                chunks.push(c);
-            }
-            true
-        });
-        if let Some((vmin, vmax)) = self.voxel_range(aabb) {
+        let range = self.voxel_range(aabb);
+        if let Some(range) = range {
+            // Chunks whose neighbourhood is all solid have no triangles (the surface
+            // set holds only mixed and edited chunks): skipped here, they cost no
+            // mesh cache lookups (half of the chunks a box near the ground meets).
+            self.overlap_walk(range, |c, mask, o| {
+                if o.solid && matches!(mask, ChunkMask::Mixed(_)) {
+                    chunks.push(c);
+                }
+                true
+            });
+        }
+        // In key order already, unless edited chunks are merged in.
+        let merge = !self.dirty.is_empty();
+        if let (Some((vmin, vmax)), true) = (range, merge) {
             let (cmin, cmax) = (chunk_of(vmin), chunk_of(vmax));
             // The smaller of the box's chunks and the dirty map: a freshly filled
             // terrain has every chunk dirty until its first regeneration, and a
@@ -462,8 +470,11 @@ impl Terrain {
                 chunks.extend(self.dirty.keys().filter(|c| c.cmpge(cmin).all() && c.cmple(cmax).all()));
             }
         }
-        chunks.sort_unstable_by_key(|c| [c.y, c.z, c.x]);
-        chunks.dedup();
+        if merge {
+            chunks.sort_unstable_by_key(|c| [c.y, c.z, c.x]);
+            chunks.dedup();
+        }
+        debug_assert!(chunks.windows(2).all(|w| [w[0].y, w[0].z, w[0].x] < [w[1].y, w[1].z, w[1].x]));
         self.prepare_meshes(&chunks, jobs);
         'chunks: for &chunk in &chunks {
             let Some(mesh) = self.chunk_mesh(chunk) else { continue };
@@ -508,12 +519,18 @@ impl Terrain {
             return None;
         }
         let s = self.voxel_size;
-        let lo = ((aabb.min - Vec3::splat(s)) / s).floor();
-        let hi = ((aabb.max + Vec3::splat(s)) / s).ceil() - Vec3::ONE;
-        // Clamp to the i32 grid (with room for the chunk arithmetic).
-        let limit = (i32::MAX / 2) as f32;
-        let clamp = |v: Vec3| v.clamp(Vec3::splat(-limit), Vec3::splat(limit)).as_ivec3();
-        Some((clamp(lo), clamp(hi.max(lo))))
+        // Rounded by truncation (`floor`/`ceil` are library calls on baseline x86-64,
+        // and a box query asked this twice: a tenth of a terrain overlap's work),
+        // within i32 range, then clamped to the grid with room for the chunk
+        // arithmetic.
+        let room = Vec3::splat(2_147_483_392.0); // 2^31 - 256: truncates and steps in i32
+        let lo = ((aabb.min - Vec3::splat(s)) / s).clamp(-room, room);
+        let hi = ((aabb.max + Vec3::splat(s)) / s).clamp(-room, room);
+        let (lo_t, hi_t) = (lo.as_ivec3(), hi.as_ivec3());
+        let lo = IVec3::select(lo.cmplt(lo_t.as_vec3()), lo_t - IVec3::ONE, lo_t);
+        let hi = IVec3::select(hi.cmpgt(hi_t.as_vec3()), hi_t + IVec3::ONE, hi_t) - IVec3::ONE;
+        let limit = IVec3::splat(1 << 30);
+        Some((lo.clamp(-limit, limit), hi.max(lo).clamp(-limit, limit)))
     }
 
     /// What `aabb` touches: the solid and water masks over the covered voxels.
@@ -530,8 +547,19 @@ impl Terrain {
     /// Calls `visit(chunk, overlap)` for every chunk where `aabb` touches solid or
     /// water bits, in ascending (y, z, x) chunk order; `visit` returns `false` to stop.
     /// Per chunk: an XZ mask from the two lookup tables, one AND per covered Y slice.
-    pub fn for_each_overlap(&self, aabb: &Aabb, mut visit: impl FnMut(IVec3, Overlap) -> bool) {
-        let Some((vmin, vmax)) = self.voxel_range(aabb) else { return };
+    pub fn for_each_overlap(&self, aabb: &Aabb, visit: impl FnMut(IVec3, Overlap) -> bool) {
+        if let Some(range) = self.voxel_range(aabb) {
+            self.for_each_overlap_in(range, visit);
+        }
+    }
+
+    /// [`Terrain::for_each_overlap`] over the voxel range [`Terrain::voxel_range`] gave.
+    fn for_each_overlap_in(&self, range: (IVec3, IVec3), mut visit: impl FnMut(IVec3, Overlap) -> bool) {
+        self.overlap_walk(range, |c, _, o| visit(c, o));
+    }
+
+    /// [`Terrain::for_each_overlap_in`], with each chunk's mask.
+    fn overlap_walk(&self, (vmin, vmax): (IVec3, IVec3), mut visit: impl FnMut(IVec3, &ChunkMask, Overlap) -> bool) {
         let (cmin, cmax) = (chunk_of(vmin), chunk_of(vmax));
         let span = (cmax - cmin + IVec3::ONE).as_i64vec3();
         let chunk_span = span.x.saturating_mul(span.y).saturating_mul(span.z);
@@ -542,7 +570,7 @@ impl Terrain {
             let xz = X_RANGE[lo.x as usize][hi.x as usize] & Z_RANGE[lo.z as usize][hi.z as usize];
             let (solid, water) = mask.test(lo.y as usize, hi.y as usize, xz);
             if solid || water {
-                return visit(coord, Overlap { solid, water });
+                return visit(coord, mask, Overlap { solid, water });
             }
             true
         };

@@ -218,6 +218,39 @@ fn bad_and_huge_query_boxes() {
     assert_eq!(chunks, 1, "the 2^3 block and its dilation lie in chunk (0, 0, 0)");
 }
 
+/// `voxel_range` rounds by truncation; the library's `floor`/`ceil` in f64 (where
+/// `ceil(q) - 1` is exact) are the reference, on integers, halves, values just off
+/// integers, negatives, huge and clamped ones.
+#[test]
+fn voxel_ranges_equal_floor_and_ceil() {
+    let reference = |t: &Terrain, b: &Aabb| {
+        let s = t.voxel_size();
+        let (lo, hi) = ((b.min - Vec3::splat(s)) / s, (b.max + Vec3::splat(s)) / s);
+        let limit = f64::from(1 << 30);
+        let lo = lo.as_dvec3().floor().clamp(glam::DVec3::splat(-limit), glam::DVec3::splat(limit));
+        let hi = (hi.as_dvec3().ceil() - glam::DVec3::ONE).clamp(glam::DVec3::splat(-limit), glam::DVec3::splat(limit));
+        (lo.as_ivec3(), hi.max(lo).as_ivec3())
+    };
+    let mut rng = crate::spatial::tests::Rng(77);
+    let specials = [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.999_999_8, -2.999_999_8, 1e-7, -1e-7, 8e6, -8e6, 3e9, -3e9];
+    for voxel in [1.0, 0.5, 0.3, 2.0] {
+        let t = Terrain::new(voxel);
+        for i in 0..20_000 {
+            let pick = |rng: &mut crate::spatial::tests::Rng| {
+                if i % 3 == 0 {
+                    specials[rng.below(specials.len())]
+                } else {
+                    rng.range(-1e3, 1e3)
+                }
+            };
+            let a = Vec3::new(pick(&mut rng), pick(&mut rng), pick(&mut rng));
+            let b = Vec3::new(pick(&mut rng), pick(&mut rng), pick(&mut rng));
+            let aabb = Aabb::new(a.min(b), a.max(b));
+            assert_eq!(t.voxel_range(&aabb), Some(reference(&t, &aabb)), "{aabb:?} at {voxel} m");
+        }
+    }
+}
+
 #[test]
 fn regeneration_is_identical_for_any_worker_count() {
     let build = |threads| {

@@ -13,22 +13,26 @@ pub(super) fn query_aabb<S: Storage>(
     if !bounds.is_valid() || !aabb.is_valid() || !bounds.overlaps(aabb) {
         return;
     }
-    let mut stack = [0u32; STACK_SIZE];
+    // Entries below `top` are written; the rest are not read. Uninitialised, so a
+    // query of a small chunk tree does not first clear 392 bytes.
+    let mut stack = [MaybeUninit::<u32>::uninit(); STACK_SIZE];
+    stack[0] = MaybeUninit::new(0);
     let mut top = 1;
     // The box per axis as arrays indexed by `axis & 3`: no bounds checks or branches
     // for the axis in the loop (glam indexes a vector by matching on the index).
     let (lo, hi) = (aabb.min.extend(0.0).to_array(), aabb.max.extend(0.0).to_array());
     while top > 0 {
         top -= 1;
-        match s.node(stack[top]) {
+        // SAFETY: every entry below `top` was written.
+        let index = unsafe { stack[top].assume_init() };
+        match s.node(index) {
             Node::Branch { axis, split0, split1, child } => {
-                let left = stack[top] + 1;
                 if split1 <= hi[axis & 3] {
-                    stack[top] = child;
+                    stack[top] = MaybeUninit::new(child);
                     top += 1;
                 }
                 if split0 >= lo[axis & 3] {
-                    stack[top] = left;
+                    stack[top] = MaybeUninit::new(index + 1);
                     top += 1;
                 }
             }
