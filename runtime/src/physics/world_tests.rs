@@ -1094,3 +1094,38 @@ fn narrowphase_jobs_hold_terrain_room_only_with_terrain_items() {
     assert!(ran > 0);
     assert!(rooms[..ran].iter().all(|&r| r >= narrow::TERRAIN_ROOM), "jobs that ran: {:?}", &rooms[..ran]);
 }
+
+/// A level loaded body by body: the step rebuilds the broadphase tree with binned
+/// SAH once (a quarter of its proxies were created since the last build), and a few
+/// bodies added later are inserted without a rebuild.
+#[test]
+fn the_step_rebuilds_a_bulk_loaded_tree_once() {
+    let mut world = World::new(WorldDef::default());
+    let mut state = 5u64;
+    for i in 0..1500 {
+        // Static cubes along a line, then scattered: an insertion order that leaves
+        // a poor tree.
+        let p = if i < 750 {
+            Vec3::new(i as f32 * 0.7, 0.0, 0.0)
+        } else {
+            Vec3::new(lcg(&mut state) * 500.0, lcg(&mut state) * 20.0, lcg(&mut state) * 500.0)
+        };
+        let def =
+            BodyDef { motion: MotionType::Static, transform: Isometry::from_translation(p), ..BodyDef::default() };
+        let id = world.create_body(&def).unwrap();
+        world.add_shape(id, Shape::cuboid(Vec3::splat(0.3)).unwrap(), ShapeDef::default()).unwrap();
+    }
+    let pool = ThreadPool::new(1);
+    let loaded = world.broadphase().tree().quality();
+    assert_eq!(world.broadphase().tree().inserted, 1500);
+    world.step(1.0 / 60.0, pool.jobs()).unwrap();
+    let tree = world.broadphase().tree();
+    assert_eq!(tree.inserted, 0, "rebuilt at the step");
+    assert!(tree.quality().area_ratio < 0.9 * loaded.area_ratio, "{loaded:?} -> {:?}", tree.quality());
+    tree.validate();
+    let ids: Vec<BodyId> = (0..100).map(|i| cube_at(&mut world, Vec3::new(i as f32, 5.0, 3.0), 0.3)).collect();
+    world.step(1.0 / 60.0, pool.jobs()).unwrap();
+    assert_eq!(world.broadphase().tree().inserted, 100, "short of a quarter: inserted, not rebuilt");
+    world.broadphase().tree().validate();
+    assert!(ids.iter().all(|&id| world.transform(id).is_ok()));
+}
