@@ -384,6 +384,7 @@ pub struct JointEvent {
 
 /// The impulses a joint accumulates, kept from step to step for the warm start.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
 pub(crate) struct Impulses {
     pub linear: Vec3,
     pub angular: Vec3,
@@ -815,6 +816,8 @@ impl World {
                 spring: Softness::new(0.0, 0.0, 1.0),
                 angular_spring: Softness::new(0.0, 0.0, 1.0),
                 point_mass: Mat3::ZERO,
+                spare: [0.0; 2],
+                ball: JointSolve::ball_kind(&j.def.kind),
                 impulses: j.impulses,
             });
         }

@@ -26,41 +26,82 @@ use glam::{Mat3, Quat, Vec3};
 
 use super::contact_solver::{read, BodyState, Softness, StepContext, NONE};
 use super::joint::{Dof, Impulses, JointType};
+use super::simd::ball;
 use super::MAX_LINEAR_SPEED;
 use crate::jobs::Column;
 use crate::math::atan2;
 
 /// A joint as one step's solve sees it: its bodies' rows and masses, its frames at the
 /// step's start, its settings, and the impulses it accumulates.
+///
+/// What the point part reads comes first, in C order, as five rows of eight `f32`s
+/// ([`JointSolve::POINT_ROWS`]): the ball joints' lanes (`simd/ball.rs`) gather
+/// them with a transpose instead of 38 loads and stores a joint, and touch three of
+/// the joint's cache lines instead of its whole 400-odd bytes.
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 pub(crate) struct JointSolve {
-    /// The joint's slot in the store.
-    pub slot: u32,
-    /// Awake rows (`NONE` for a body outside the awake set: it does not move).
-    pub row_a: u32,
-    pub row_b: u32,
     pub inv_mass_a: f32,
     pub inv_mass_b: f32,
     pub inv_inertia_a: Mat3,
     pub inv_inertia_b: Mat3,
-    /// The joint frames' rotations in the world at the step's start.
-    pub frame_a: Quat,
-    pub frame_b: Quat,
     /// The anchors from each body's centre of mass, in world axes, at the step's start.
     pub anchor_a: Vec3,
     pub anchor_b: Vec3,
     /// Centre of B minus centre of A at the step's start.
     pub delta_center: Vec3,
+    /// The point part's effective mass (the inverse of its 3x3 `K`): found at the
+    /// step's start, then again in each substep's pass with a bias; zero where no
+    /// body can respond.
+    pub point_mass: Mat3,
+    /// Unused: completes the point part's fifth row.
+    pub spare: [f32; 2],
+    /// Awake rows (`NONE` for a body outside the awake set: it does not move).
+    pub row_a: u32,
+    pub row_b: u32,
+    /// Whether `kind` is a ball and socket alone ([`JointSolve::is_ball`]).
+    pub ball: bool,
+    /// The impulses, in the same cache lines as the point part's rows.
+    pub impulses: Impulses,
+    /// The joint's slot in the store.
+    pub slot: u32,
+    /// The joint frames' rotations in the world at the step's start.
+    pub frame_a: Quat,
+    pub frame_b: Quat,
     pub kind: JointType,
     /// The spring of the kind's spring (or of a soft weld's position part).
     pub spring: Softness,
     /// A soft weld's rotation part.
     pub angular_spring: Softness,
-    /// The point part's effective mass (the inverse of its 3x3 `K`): found at the
-    /// step's start, then again in each substep's pass with a bias; zero where no
-    /// body can respond.
-    pub point_mass: Mat3,
-    pub impulses: Impulses,
+}
+
+const _: () = {
+    use std::mem::offset_of;
+    assert!(offset_of!(JointSolve, inv_mass_a) == 0 && offset_of!(JointSolve, inv_mass_b) == 4);
+    assert!(offset_of!(JointSolve, inv_inertia_a) == 8 && offset_of!(JointSolve, inv_inertia_b) == 44);
+    assert!(offset_of!(JointSolve, anchor_a) == 80 && offset_of!(JointSolve, anchor_b) == 92);
+    assert!(offset_of!(JointSolve, delta_center) == 104 && offset_of!(JointSolve, point_mass) == 116);
+    assert!(offset_of!(JointSolve, spare) + 8 == 4 * 8 * JointSolve::POINT_ROWS);
+    // Everything a ball joint reads in its first three cache lines.
+    assert!(offset_of!(JointSolve, impulses) + offset_of!(Impulses, linear) + 12 <= 192);
+};
+
+impl JointSolve {
+    /// Rows of eight `f32`s at the start of the joint that hold what the point part
+    /// reads: the masses, inertias, anchors, centres' offset and effective mass.
+    pub const POINT_ROWS: usize = 5;
+
+    /// Whether the joint is a ball and socket alone (no limit, spring or motor): its
+    /// point part is all it solves, which [`ball`] runs in SIMD lanes.
+    pub fn is_ball(&self) -> bool {
+        self.ball
+    }
+
+    /// Whether a joint of `kind` is a ball and socket alone (see [`JointSolve::ball`]).
+    pub fn ball_kind(kind: &JointType) -> bool {
+        matches!(kind, JointType::Spherical(s)
+            if !(s.enable_spring || s.enable_motor || s.enable_cone_limit || s.enable_twist_limit))
+    }
 }
 
 /// What a part does this time: apply the stored impulse (warm start) or solve.
@@ -124,7 +165,7 @@ impl Row {
 }
 
 /// The soft terms `(bias, mass scale, impulse scale)` of an equality with error `c`.
-fn terms(c: f32, soft: &Softness, use_bias: bool) -> (f32, f32, f32) {
+pub(crate) fn terms(c: f32, soft: &Softness, use_bias: bool) -> (f32, f32, f32) {
     if use_bias {
         (c * soft.bias_rate, soft.mass_scale, soft.impulse_scale)
     } else {
@@ -172,50 +213,14 @@ fn solve3(k: Mat3, rhs: Vec3) -> Vec3 {
     }
 }
 
-/// The anchors coincide: `C = d` (anchor B minus anchor A), one 3x3 block.
-/// The point part's effective mass for anchors `ra`, `rb` (see [`JointSolve::point_mass`]):
-/// the inverse of `K = (ma + mb) 1 + [ra]ᵀ Ia [ra] + [rb]ᵀ Ib [rb]`, zero where `K`
-/// is singular. `K` is symmetric, so its six distinct entries are built (from the
-/// skew matrices' zeros, not three full matrix products a body) and inverted by
-/// their six cofactors: a third of the work of the plain products and inverse,
-/// which the joint grid paid in every solve pass of every joint.
+/// The point part's effective mass for anchors `ra`, `rb` (see
+/// [`JointSolve::point_mass`] and [`ball::point_mass`]).
 pub(crate) fn point_mass(ra: Vec3, rb: Vec3, ma: f32, mb: f32, ia: Mat3, ib: Mat3) -> Mat3 {
-    let [k00, k01, k02, k11, k12, k22] = arm_mass(ra, ia);
-    let [l00, l01, l02, l11, l12, l22] = arm_mass(rb, ib);
-    let m = ma + mb;
-    let (k00, k11, k22) = (m + k00 + l00, m + k11 + l11, m + k22 + l22);
-    let (k01, k02, k12) = (k01 + l01, k02 + l02, k12 + l12);
-    // Cofactors (the adjugate is symmetric too) and the determinant along row 0.
-    let c00 = k11 * k22 - k12 * k12;
-    let c01 = k02 * k12 - k01 * k22;
-    let c02 = k01 * k12 - k02 * k11;
-    let c11 = k00 * k22 - k02 * k02;
-    let c12 = k01 * k02 - k00 * k12;
-    let c22 = k00 * k11 - k01 * k01;
-    let det = k00 * c00 + k01 * c01 + k02 * c02;
-    if det.abs() > f32::MIN_POSITIVE * 1000.0 && det.is_finite() {
-        let inv = 1.0 / det;
-        let (c01, c02, c12) = (c01 * inv, c02 * inv, c12 * inv);
-        Mat3::from_cols(Vec3::new(c00 * inv, c01, c02), Vec3::new(c01, c11 * inv, c12), Vec3::new(c02, c12, c22 * inv))
-    } else {
-        Mat3::ZERO
-    }
+    ball::point_mass(ra.into(), rb.into(), ma, mb, &ia.into(), &ib.into()).into()
 }
 
-/// `[r]ᵀ I [r]` (`[r]` the cross-product matrix of `r`, `I` symmetric) as its six
-/// distinct entries `00, 01, 02, 11, 12, 22`: `T = I [r]` column by column, each
-/// column of `[r]` having a zero, then row `i` of `[r]ᵀ` against column `j` of `T`.
-fn arm_mass(r: Vec3, i: Mat3) -> [f32; 6] {
-    // The columns of [r] are (0, z, -y), (-z, 0, x) and (y, -x, 0).
-    let (t0, t1, t2) =
-        (i.y_axis * r.z - i.z_axis * r.y, i.z_axis * r.x - i.x_axis * r.z, i.x_axis * r.y - i.y_axis * r.x);
-    // [r]ᵀ's row i is [r]'s column i, without its zero.
-    let d0 = |t: Vec3| r.z * t.y - r.y * t.z;
-    let d1 = |t: Vec3| r.x * t.z - r.z * t.x;
-    let d2 = |t: Vec3| r.y * t.x - r.x * t.y;
-    [d0(t0), d0(t1), d0(t2), d1(t1), d1(t2), d2(t2)]
-}
-
+/// The anchors coincide: `C = d` (anchor B minus anchor A), one 3x3 block
+/// ([`ball::point_part`], which the ball joints' lanes run too).
 #[allow(clippy::too_many_arguments)]
 fn point(
     (ra, rb): (Vec3, Vec3),
@@ -227,23 +232,24 @@ fn point(
     acc: &mut Vec3,
     mode: Mode,
 ) {
-    let impulse = match mode {
-        Mode::WarmStart => *acc,
-        Mode::Solve { .. } => {
-            let cdot = b.vb + b.wb.cross(rb) - b.va - b.wa.cross(ra);
-            let (bias_rate, mass_scale, impulse_scale) = terms(1.0, soft, use_bias);
-            if refresh {
-                *mass = point_mass(ra, rb, b.ma, b.mb, b.ia, b.ib);
-            }
-            let impulse = -(*mass * (cdot + d * bias_rate)) * mass_scale - *acc * impulse_scale;
-            *acc += impulse;
-            impulse
-        }
+    let terms = match mode {
+        Mode::WarmStart => None,
+        Mode::Solve { .. } => Some(terms(1.0, soft, use_bias)),
     };
-    b.va -= impulse * b.ma;
-    b.wa -= b.ia * ra.cross(impulse);
-    b.vb += impulse * b.mb;
-    b.wb += b.ib * rb.cross(impulse);
+    let mut pair = ball::Pair {
+        va: b.va.into(),
+        wa: b.wa.into(),
+        vb: b.vb.into(),
+        wb: b.wb.into(),
+        ma: b.ma,
+        mb: b.mb,
+        ia: b.ia.into(),
+        ib: b.ib.into(),
+    };
+    let (mut m, mut a) = ((*mass).into(), (*acc).into());
+    ball::point_part((ra.into(), rb.into()), d.into(), (&mut m, refresh), terms, &mut pair, &mut a);
+    (*mass, *acc) = (m.into(), a.into());
+    (b.va, b.wa, b.vb, b.wb) = (pair.va.into(), pair.wa.into(), pair.vb.into(), pair.wb.into());
 }
 
 /// The relative rotation of frame B from frame A as a rotation vector's small-angle
@@ -344,17 +350,14 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
     };
     // The frames' rotations now (a plain ball and socket needs none).
     let frames = || (sa.dq * j.frame_a, sb.dq * j.frame_b);
-    let (ra, rb) = (sa.dq * j.anchor_a, sb.dq * j.anchor_b);
-    let d = j.delta_center + (sb.dp - sa.dp) + rb - ra;
-    // The point part's mass is found again each substep where the anchors now are
-    // (in the pass with a bias, kept for the relax pass): a small body turning fast,
-    // a ragdoll's hand, moves its anchor enough in a step that a mass found at the
-    // step's start keeps it jittering.
-    let refresh = matches!(mode, Mode::Solve { use_bias: true }) || ctx.joint_bias_in_relax;
-    let use_bias = match mode {
-        Mode::Solve { use_bias } => use_bias || ctx.joint_bias_in_relax,
-        Mode::WarmStart => false,
-    };
+    let turn = |q: Quat| (ball::V { x: q.x, y: q.y, z: q.z }, q.w);
+    let (ra, rb, d) = ball::anchors(
+        (j.anchor_a.into(), j.anchor_b.into(), j.delta_center.into()),
+        (sa.dp.into(), turn(sa.dq)),
+        (sb.dp.into(), turn(sb.dq)),
+    );
+    let (ra, rb, d): (Vec3, Vec3, Vec3) = (ra.into(), rb.into(), d.into());
+    let (refresh, use_bias) = soft_terms(mode, ctx);
     let (soft, h) = (ctx.joint_soft, 1.0 / ctx.inv_h);
     let imp = &mut j.impulses;
     match j.kind {
@@ -529,16 +532,44 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
             }
         }
     }
-    if !(b.va + b.wa + b.vb + b.wb).is_finite() {
+    // SAFETY: forwarded from the caller.
+    unsafe { finish_joint(j, states, (b.va, b.wa, b.vb, b.wb)) };
+}
+
+/// Whether the point part finds its effective mass again (`refresh`) and pushes with
+/// a bias (`use_bias`) in this pass. The mass is found again each substep where the
+/// anchors now are (in the pass with a bias, kept for the relax pass): a small body
+/// turning fast, a ragdoll's hand, moves its anchor enough in a step that a mass
+/// found at the step's start keeps it jittering.
+pub(crate) fn soft_terms(mode: Mode, ctx: &StepContext) -> (bool, bool) {
+    let refresh = matches!(mode, Mode::Solve { use_bias: true }) || ctx.joint_bias_in_relax;
+    let use_bias = match mode {
+        Mode::Solve { use_bias } => use_bias || ctx.joint_bias_in_relax,
+        Mode::WarmStart => false,
+    };
+    (refresh, use_bias)
+}
+
+/// Writes a joint's bodies' new velocities `(va, wa, vb, wb)` back, or, where they
+/// overflowed, lets go of the joint for this pass.
+///
+/// # Safety
+/// `j`'s dynamic bodies are touched by no other thread meanwhile.
+pub(crate) unsafe fn finish_joint(
+    j: &mut JointSolve,
+    states: &Column<BodyState>,
+    (va, wa, vb, wb): (Vec3, Vec3, Vec3, Vec3),
+) {
+    if !(va + wa + vb + wb).is_finite() {
         // Absurd but valid settings overflowed (a speed of 1e30 against a torque of
         // 1e30): the joint lets go this time rather than poison its bodies.
-        *imp = Impulses::default();
+        j.impulses = Impulses::default();
         return;
     }
     // A motor of absurd but finite speed and force: bodies saturate as the integrator
     // saturates them, so a rotation's update never overflows.
     let limit = |v: Vec3| v.clamp_length_max(MAX_LINEAR_SPEED);
-    for (row, moves, v, w) in [(j.row_a, j.inv_mass_a > 0.0, b.va, b.wa), (j.row_b, j.inv_mass_b > 0.0, b.vb, b.wb)] {
+    for (row, moves, v, w) in [(j.row_a, j.inv_mass_a > 0.0, va, wa), (j.row_b, j.inv_mass_b > 0.0, vb, wb)] {
         if row != NONE && moves {
             // SAFETY: forwarded from the caller.
             let state = unsafe { states.get(row as usize) };

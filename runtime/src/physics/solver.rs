@@ -11,12 +11,14 @@ use std::ops::Range;
 use super::constraint_graph::{BodyPass, Coloring, Op, Pass, Work, COLORS};
 use super::contact_solver::{correct_positions, restitute, solve, warm_start, BodyState, ConstraintTable, StepContext};
 use super::joint_solver::{solve_joint, JointSolve, Mode};
-use super::simd::lanes::Lanes;
+use super::simd::ball::BallWidth;
+use super::simd::lanes::{Lanes, MAX_LANES};
 use super::simd::wide::{self, Bundle, Bundles, Width};
 use crate::jobs::{Column, Jobs, Stages};
 
 /// Runs the stages `coloring.plan` made in one parallel region
-/// ([`Jobs::run_stages`]): `scalar(pass, i)` for the constraints solved one by one,
+/// ([`Jobs::run_stages`]): `scalar(pass, indices)` for the constraints solved one by
+/// one (a run of one colour's, or one of the overflow's at a time),
 /// `wide(pass, bundle)` for the bundles, `bodies(loop, rows)` for the body loops.
 fn execute<L, F, G, H>(
     coloring: &Coloring,
@@ -26,7 +28,7 @@ fn execute<L, F, G, H>(
     run: (F, G, H),
 ) where
     L: Lanes,
-    F: Fn(Pass, usize) + Sync,
+    F: Fn(Pass, &[u32]) + Sync,
     G: Fn(Pass, &mut Bundle<L>, &mut wide::Extras<L>) + Sync,
     H: Fn(BodyPass, Range<usize>) + Sync,
 {
@@ -38,22 +40,20 @@ fn execute<L, F, G, H>(
     jobs.run_stages(stages, |stage, items, _| match work[stage] {
         Work::Bodies(body) => bodies(body, items),
         Work::Overflow(pass) => {
-            for &i in &order[overflow.clone()] {
-                scalar(pass, i as usize);
+            for k in overflow.clone() {
+                scalar(pass, &order[k..k + 1]);
             }
         }
         Work::Colour { pass, first_bundle, packed, first_scalar } => {
             let (first_bundle, packed, first_scalar) = (first_bundle as usize, packed as usize, first_scalar as usize);
-            for i in items {
+            for i in items.start..items.end.min(packed) {
                 // SAFETY: one colour's bundles and constraints share no dynamic body,
                 // and `run_stages` hands each item of a stage to exactly one job.
-                unsafe {
-                    if i < packed {
-                        wide(pass, bundle_column.get(first_bundle + i), extras_column.get(first_bundle + i));
-                    } else {
-                        scalar(pass, order[first_scalar + i - packed] as usize);
-                    }
-                }
+                unsafe { wide(pass, bundle_column.get(first_bundle + i), extras_column.get(first_bundle + i)) };
+            }
+            let scalars = items.start.max(packed)..items.end;
+            if !scalars.is_empty() {
+                scalar(pass, &order[first_scalar + scalars.start - packed..first_scalar + scalars.end - packed]);
             }
         }
     });
@@ -114,7 +114,7 @@ pub(crate) fn run_pass(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run_plan_on<L: Width, B>(
+fn run_plan_on<L: Width + BallWidth, B>(
     ops: &[Op],
     coloring: &mut Coloring,
     all_bundles: &mut Bundles<L>,
@@ -137,7 +137,7 @@ fn run_plan_on<L: Width, B>(
     // no two constraints or bundles share a dynamic body, stages run one after
     // another, and only dynamic bodies' states are written (static and kinematic
     // ones are read). Each constraint index comes once per pass (see `execute`).
-    let scalar = |pass: Pass, i: usize| {
+    let one = |pass: Pass, i: usize| {
         // SAFETY: as above.
         unsafe {
             if i >= contacts {
@@ -158,6 +158,46 @@ fn run_plan_on<L: Width, B>(
                 Pass::Restitute => restitute(c, s, &states, ctx),
                 Pass::CorrectPositions => correct_positions(c, s, &states),
             }
+        }
+    };
+    // A run of one colour's constraints: the ball joints among them go `L::N` at a
+    // time ([`BallWidth::solve_balls`], the same bits as one by one), the rest one by
+    // one. A run of one is the overflow's (or a lone constraint): in order.
+    let balls = coloring.wide;
+    let scalar = |pass: Pass, indices: &[u32]| {
+        let mode = match pass {
+            Pass::WarmStart => Mode::WarmStart,
+            Pass::Solve => Mode::Solve { use_bias: true },
+            Pass::Relax => Mode::Solve { use_bias: false },
+            Pass::Restitute | Pass::CorrectPositions => Mode::WarmStart,
+        };
+        let joint_pass = matches!(pass, Pass::WarmStart | Pass::Solve | Pass::Relax);
+        if !balls || !joint_pass || indices.len() < 2 {
+            indices.iter().for_each(|&i| one(pass, i as usize));
+            return;
+        }
+        let mut group = [0u32; MAX_LANES];
+        let mut n = 0;
+        for &i in indices {
+            let i = i as usize;
+            // SAFETY: as above (the joint is only read here, then solved below).
+            if i >= contacts && unsafe { joints.get(i - contacts) }.is_ball() {
+                group[n] = (i - contacts) as u32;
+                n += 1;
+                if n == L::N {
+                    // SAFETY: as above: one colour's joints share no dynamic body.
+                    unsafe { L::solve_balls(&joints, &group[..n], &states, ctx, mode) };
+                    n = 0;
+                }
+            } else {
+                one(pass, i);
+            }
+        }
+        match n {
+            0 => {}
+            1 => one(pass, group[0] as usize + contacts),
+            // SAFETY: as above.
+            _ => unsafe { L::solve_balls(&joints, &group[..n], &states, ctx, mode) },
         }
     };
     let wide = |pass: Pass, b: &mut Bundle<L>, e: &mut wide::Extras<L>| {
@@ -207,9 +247,9 @@ mod tests {
             let seen = std::sync::Mutex::new(Vec::new());
             let mut bundles = Bundles::<Vec4>::default();
             let wide = |_: Pass, _: &mut Bundle<Vec4>, _: &mut wide::Extras<Vec4>| unreachable!("no bundles");
-            let scalar = |pass: Pass, i: usize| {
+            let scalar = |pass: Pass, indices: &[u32]| {
                 assert_eq!(pass, Pass::Relax);
-                seen.lock().unwrap().push(i)
+                seen.lock().unwrap().extend(indices.iter().map(|&i| i as usize))
             };
             let bodies = |_: BodyPass, _: Range<usize>| unreachable!("no body loop");
             let mut stages = std::mem::take(&mut coloring.stages);
