@@ -37,10 +37,12 @@ pub(crate) struct Colorable {
     /// Whether it has points and restitution: without any, the restitution pass
     /// (which would read every constraint to find out) is skipped.
     pub bouncy: bool,
+    /// Whether it is a ball joint, solved with others in SIMD lanes (`simd/ball.rs`).
+    pub ball: bool,
 }
 
 impl Colorable {
-    pub const NONE: Colorable = Colorable { a: NONE, b: NONE, bundles: false, bouncy: false };
+    pub const NONE: Colorable = Colorable { a: NONE, b: NONE, bundles: false, bouncy: false, ball: false };
 
     /// From a constraint with its rows set, whose bodies have the inverse masses
     /// `ma` and `mb`.
@@ -50,6 +52,7 @@ impl Colorable {
             b: if mb > 0.0 { c.row_b } else { NONE },
             bundles: wide::accepts(c),
             bouncy: c.count > 0 && c.restitution != 0.0,
+            ball: false,
         }
     }
 }
@@ -88,6 +91,9 @@ pub(crate) struct Coloring {
     pub(super) scalar: Vec<u32>,
     /// Whether any constraint is [`Colorable::bouncy`].
     pub(super) bouncy: bool,
+    /// [`Colorable::ball`] by constraint index: the solve picks the ball joints out of
+    /// a colour's run without reading the joints (a cache miss each).
+    pub(super) balls: Vec<bool>,
     /// What [`prepare`] derived, by constraint index: written for the scalar
     /// constraints and the bundled ones that the passes on constraints read
     /// (restitution, position correction), stale elsewhere. It only grows.
@@ -135,6 +141,7 @@ impl Default for Coloring {
             bundle_ranges: Vec::new(),
             scalar: Vec::new(),
             bouncy: false,
+            balls: Vec::new(),
             prepared: Vec::new(),
             sweeps: 0,
             alternate: true,
@@ -159,6 +166,8 @@ impl Coloring {
         self.counts = [0; COLORS + 1];
         let mut keys = [0usize; 2 * COLORS + 1];
         self.bouncy = constraints.iter().any(|c| c.bouncy);
+        self.balls.clear();
+        self.balls.extend(constraints.iter().map(|c| c.ball));
         for c in constraints {
             let a = (c.a != NONE).then_some(c.a as usize);
             let b = (c.b != NONE).then_some(c.b as usize);

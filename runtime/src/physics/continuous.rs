@@ -7,7 +7,7 @@
 use glam::{Quat, Vec3};
 
 use super::body::{flags, Bodies};
-use super::joint::Joints;
+use super::joint::Apart;
 use super::narrow::{shape_ref, Kept};
 use super::world::*;
 use crate::collide::{shape_time_of_impact, Sweep, ToiState};
@@ -115,7 +115,7 @@ pub(super) struct Against<'a> {
     pub tree: Option<&'a crate::spatial::DynamicTree>,
     pub terrain: Option<&'a NearTerrain<'a>>,
     pub bodies: bool,
-    pub apart: &'a [(u32, u32)],
+    pub apart: &'a Apart,
 }
 
 /// The terrain with what the step learnt of it near each shape: the shapes' terrain
@@ -236,7 +236,7 @@ pub(super) fn sweep_body(
                 let fixed = f & flags::STATIC != 0;
                 // Bullets: every other body but bullets, where it stands now.
                 let moving = against.bodies && other != slot && f & flags::BULLET == 0;
-                if (fixed || moving) && Joints::may_collide(against.apart, slot, other) {
+                if (fixed || moving) && against.apart.may_collide(slot, other) {
                     let s = &bodies.shapes_of_slot(other)[k as usize];
                     if shape.def.collides_with(&s.def) && !s.def.sensor {
                         test(&s.shape, bodies.set(set).transform(r).mul(&s.def.pose));

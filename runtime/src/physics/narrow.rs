@@ -38,7 +38,7 @@ use glam::{IVec3, Vec3};
 use super::body::{flags, Bodies, BodyShape, SetKind};
 use super::constraint_graph::Colorable;
 use super::contact_solver::{Constraint, ConstraintTable, FoundAt, Header, NONE};
-use super::joint::Joints;
+use super::joint::Apart;
 use crate::codec::{Codec, Corrupt, Reader, Writer};
 use crate::collide::{
     collide_all, collide_coherent, collide_triangles_with, Manifold, SatCache, SatTest, TriangleAxes, TriangleSet,
@@ -436,8 +436,8 @@ pub(crate) struct NarrowInput<'a> {
     pub terrain_contacts: &'a [TerrainContact],
     pub terrain_friction: f32,
     pub margin: f32,
-    /// Body slot pairs kept apart by their joints (see `Joints::may_collide`).
-    pub apart: &'a [(u32, u32)],
+    /// Body slot pairs kept apart by their joints.
+    pub apart: &'a Apart,
     /// Last step's constraints and their sorted `(key, sub, index)` lookup: for the
     /// warm start, for reusing a still pair's manifolds, and for terrain point
     /// reduction, which keeps last step's points where it can.
@@ -605,7 +605,7 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
     if slot_a == slot_b
         || (set_a != SetKind::Awake && set_b != SetKind::Awake)
         || (!dynamic(set_a, row_a) && !dynamic(set_b, row_b))
-        || !Joints::may_collide(input.apart, slot_a, slot_b)
+        || !input.apart.may_collide(slot_a, slot_b)
     {
         return;
     }

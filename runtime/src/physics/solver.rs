@@ -15,6 +15,7 @@ use super::simd::ball::BallWidth;
 use super::simd::lanes::{Lanes, MAX_LANES};
 use super::simd::wide::{self, Bundle, Bundles, Width};
 use crate::jobs::{Column, Jobs, Stages};
+use crate::math::prefetch;
 
 /// Runs the stages `coloring.plan` made in one parallel region
 /// ([`Jobs::run_stages`]): `scalar(pass, indices)` for the constraints solved one by
@@ -163,7 +164,7 @@ fn run_plan_on<L: Width + BallWidth, B>(
     // A run of one colour's constraints: the ball joints among them go `L::N` at a
     // time ([`BallWidth::solve_balls`], the same bits as one by one), the rest one by
     // one. A run of one is the overflow's (or a lone constraint): in order.
-    let balls = coloring.wide;
+    let (balls, ball) = (coloring.wide, &coloring.balls);
     let scalar = |pass: Pass, indices: &[u32]| {
         let mode = match pass {
             Pass::WarmStart => Mode::WarmStart,
@@ -178,10 +179,14 @@ fn run_plan_on<L: Width + BallWidth, B>(
         }
         let mut group = [0u32; MAX_LANES];
         let mut n = 0;
-        for &i in indices {
+        for (p, &i) in indices.iter().enumerate() {
             let i = i as usize;
-            // SAFETY: as above (the joint is only read here, then solved below).
-            if i >= contacts && unsafe { joints.get(i - contacts) }.is_ball() {
+            if ball[i] {
+                // The joint a group ahead: its point part's lines arrive while this
+                // group is solved (they were the solve's misses).
+                if let Some(&ahead) = indices.get(p + L::N).filter(|&&k| ball[k as usize]) {
+                    prefetch(joints.ptr(ahead as usize - contacts).cast::<[u8; 192]>());
+                }
                 group[n] = (i - contacts) as u32;
                 n += 1;
                 if n == L::N {
@@ -232,7 +237,7 @@ mod tests {
         // A chain: constraint i joins bodies i and i + 1, so colours alternate.
         let n = 9;
         let colorables: Vec<Colorable> =
-            (0..n).map(|i| Colorable { a: i, b: i + 1, bundles: false, bouncy: false }).collect();
+            (0..n).map(|i| Colorable { a: i, b: i + 1, bundles: false, bouncy: false, ball: false }).collect();
         let mut coloring = Coloring::default();
         coloring.color(&colorables, n as usize + 1);
         assert!(coloring.color_count() >= 2);

@@ -233,6 +233,7 @@ impl World {
     /// Manifolds for every pair with an awake body and every awake shape on terrain;
     /// wakes the sleeping groups they touch.
     pub(super) fn narrowphase_stage(&mut self, dt: f32, jobs: Jobs) {
+        self.joints.apart.index();
         // Last step's table already moved to `previous` (see `remember_constraints`).
         self.constraints.clear();
         let s = &mut self.scratch;
@@ -370,6 +371,7 @@ impl World {
             b: dynamic(j.row_b),
             bundles: false,
             bouncy: false,
+            ball: j.is_ball(),
         }));
     }
 
