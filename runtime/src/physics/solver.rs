@@ -15,7 +15,6 @@ use super::simd::ball::BallWidth;
 use super::simd::lanes::{Lanes, MAX_LANES};
 use super::simd::wide::{self, Bundle, Bundles, Width};
 use crate::jobs::{Column, Jobs, Stages};
-use crate::math::prefetch;
 
 /// Runs the stages `coloring.plan` made in one parallel region
 /// ([`Jobs::run_stages`]): `scalar(pass, indices)` for the constraints solved one by
@@ -179,14 +178,9 @@ fn run_plan_on<L: Width + BallWidth, B>(
         }
         let mut group = [0u32; MAX_LANES];
         let mut n = 0;
-        for (p, &i) in indices.iter().enumerate() {
+        for &i in indices {
             let i = i as usize;
             if ball[i] {
-                // The joint a group ahead: its point part's lines arrive while this
-                // group is solved (they were the solve's misses).
-                if let Some(&ahead) = indices.get(p + L::N).filter(|&&k| ball[k as usize]) {
-                    prefetch(joints.ptr(ahead as usize - contacts).cast::<[u8; 192]>());
-                }
                 group[n] = (i - contacts) as u32;
                 n += 1;
                 if n == L::N {
