@@ -1037,7 +1037,8 @@ fn the_wide_solver_steps_the_same_states_as_the_scalar_solver() {
     let mut widths = vec![1, 4];
     widths.extend(super::simd::lanes::eight_available().then_some(8));
     widths.extend(super::simd::lanes::sixteen_available().then_some(16));
-    for (scene, steps) in [(scenes::pyramid(20), 240), (scenes::rain(600), 240)] {
+    // The joint grid's ball joints ride the lanes too (`simd/ball.rs`).
+    for (scene, steps) in [(scenes::pyramid(20), 240), (scenes::rain(600), 240), (scenes::joint_grid(24), 120)] {
         let run = |lanes: usize| {
             let (mut world, ids) = scene.build();
             world.set_solver_lanes(lanes);
