@@ -885,8 +885,7 @@ impl World {
         }
     }
 
-    /// The springs' coefficients for substeps of `h` seconds, and the point parts'
-    /// effective masses, in parallel.
+    /// The springs' coefficients for substeps of `h` seconds, in parallel.
     pub(super) fn prepare_joints(&mut self, h: f32, jobs: crate::jobs::Jobs) {
         jobs.for_each_mut(&mut self.joints.solves, |_, j, _| prepare_joint(j, h));
     }
@@ -906,10 +905,8 @@ fn prepare_joint(j: &mut JointSolve, h: f32) {
         JointType::SixDof(_) => (j.spring, j.angular_spring),
     };
     (j.spring, j.angular_spring) = (spring, angular);
-    if !matches!(j.kind, JointType::Prismatic(_) | JointType::Distance(_)) {
-        let (ma, mb, ia, ib) = (j.inv_mass_a, j.inv_mass_b, j.inv_inertia_a, j.inv_inertia_b);
-        j.point_mass = joint_solver::point_mass(j.anchor_a, j.anchor_b, ma, mb, ia, ib);
-    }
+    // The point part's mass is not found here: every substep's pass with a bias finds
+    // it before any pass reads it (`joint_solver::soft_terms`).
 }
 
 impl World {

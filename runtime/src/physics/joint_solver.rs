@@ -50,9 +50,9 @@ pub(crate) struct JointSolve {
     pub anchor_b: Vec3,
     /// Centre of B minus centre of A at the step's start.
     pub delta_center: Vec3,
-    /// The point part's effective mass (the inverse of its 3x3 `K`): found at the
-    /// step's start, then again in each substep's pass with a bias; zero where no
-    /// body can respond.
+    /// The point part's effective mass (the inverse of its 3x3 `K`): found in each
+    /// substep's pass with a bias (the first pass that reads it), kept for the relax
+    /// pass; zero where no body can respond.
     pub point_mass: Mat3,
     /// Unused: completes the point part's fifth row.
     pub spare: [f32; 2],
@@ -214,7 +214,8 @@ fn solve3(k: Mat3, rhs: Vec3) -> Vec3 {
 }
 
 /// The point part's effective mass for anchors `ra`, `rb` (see
-/// [`JointSolve::point_mass`] and [`ball::point_mass`]).
+/// [`JointSolve::point_mass`] and [`ball::point_mass`]), on glam types.
+#[cfg(test)]
 pub(crate) fn point_mass(ra: Vec3, rb: Vec3, ma: f32, mb: f32, ia: Mat3, ib: Mat3) -> Mat3 {
     ball::point_mass(ra.into(), rb.into(), ma, mb, &ia.into(), &ib.into()).into()
 }
