@@ -1504,7 +1504,8 @@ typedef struct KilnWorldCounters {
      */
     uint32_t hull_pair_cached_count;
     /**
-     * Hull pairs kept apart without any search: they were apart along a face by
+     * Hull pairs kept apart without any search: their bounding spheres or boxes
+     * lie farther apart than the contact margin, or they were apart along a face by
      * more than they can have moved since.
      */
     uint32_t hull_pair_skipped_count;

@@ -264,7 +264,8 @@ pub struct KilnWorldCounters {
     /// Hull pairs that the axis which separated them at their last test still
     /// kept apart: decided by one or two support searches.
     pub hull_pair_cached_count: u32,
-    /// Hull pairs kept apart without any search: they were apart along a face by
+    /// Hull pairs kept apart without any search: their bounding spheres or boxes
+    /// lie farther apart than the contact margin, or they were apart along a face by
     /// more than they can have moved since.
     pub hull_pair_skipped_count: u32,
 }

@@ -309,5 +309,7 @@ fn shapes_on_triangles_keep_their_axes() {
     }
     assert!(touching > 1000, "{touching} manifolds: the shapes must touch the patch");
     assert!(skipped > 0 && cached > 0, "{skipped} skipped, {cached} decided by their axis");
-    assert!(skipped + cached > full, "{full} full tests, {cached} cached, {skipped} skipped");
+    // The hull's exact box culls the far triangles before any test, so the ones
+    // tested lie near it: about half of those still go by their axis.
+    assert!(2 * (skipped + cached) > full, "{full} full tests, {cached} cached, {skipped} skipped");
 }

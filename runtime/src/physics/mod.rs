@@ -46,6 +46,7 @@ mod joint_solver;
 #[cfg(test)]
 mod joint_tests;
 mod narrow;
+mod near;
 pub mod query;
 mod runs;
 pub mod scenes;

@@ -39,6 +39,7 @@ use super::body::{flags, Bodies, BodyShape, SetKind};
 use super::constraint_graph::Colorable;
 use super::contact_solver::{Constraint, ConstraintTable, FoundAt, Header, NONE};
 use super::joint::Apart;
+use super::near::{Kind, Near};
 use crate::codec::{Codec, Corrupt, Reader, Writer};
 use crate::collide::{
     collide_all, collide_coherent, collide_triangles_with, Manifold, SatCache, SatTest, TriangleAxes, TriangleSet,
@@ -438,6 +439,8 @@ pub(crate) struct NarrowInput<'a> {
     pub margin: f32,
     /// Body slot pairs kept apart by their joints.
     pub apart: &'a Apart,
+    /// Where the awake bodies' shapes are this step.
+    pub near: &'a Near,
     /// Last step's constraints and their sorted `(key, sub, index)` lookup: for the
     /// warm start, for reusing a still pair's manifolds, and for terrain point
     /// reduction, which keeps last step's points where it can.
@@ -596,6 +599,23 @@ pub(crate) fn set_rows(bodies: &Bodies, c: &mut Constraint) -> Colorable {
 /// dynamic, they are one body, their filters or a joint keep them apart, or one is
 /// a sensor.
 fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
+    if input.near.apart(a, b, input.tree, input.margin) {
+        // Too far apart to touch: most of a dense scene's pairs end here (the
+        // broadphase's boxes are fattened), before any body is read. A hull pair
+        // keeps the axis that last separated it for when it comes near again.
+        let key = pair_key(a, b);
+        if let Some(e) = gallop(input.axes, key, |e| e.0, &mut out.axis_cursor).first() {
+            out.axes.push(*e);
+        }
+        let kind = |p: ProxyId| {
+            input.near.kind(p).unwrap_or_else(|| {
+                let (slot, shape) = shape_ref(input.tree.user_data(p));
+                Kind::of(&input.bodies.shapes_of_slot(slot)[shape as usize].shape)
+            })
+        };
+        out.sat_skipped += Kind::coherent(kind(a), kind(b)) as u32;
+        return;
+    }
     let bodies = input.bodies;
     let (slot_a, shape_a) = shape_ref(input.tree.user_data(a));
     let (slot_b, shape_b) = shape_ref(input.tree.user_data(b));

@@ -15,12 +15,13 @@ use super::contact_solver::{BodyState, Constraint, ConstraintTable, Frame, Softn
 use super::island::Islands;
 use super::joint::{JOINT_DAMPING_RATIO, JOINT_HERTZ_PER_SUBSTEP_RATE};
 use super::narrow::{self, shape_ref, Kept, NarrowInput, NarrowOut, TerrainItem, KEPT, TERRAIN};
+use super::near::NearRecord;
 use super::runs;
 use super::solver;
 use super::world::*;
 use crate::frame::{FrameGraph, GraphError, PassId, Res};
 use crate::jobs::{Column, Jobs};
-use crate::math::{world_inertia, Aabb};
+use crate::math::{world_inertia, Aabb, Isometry};
 use crate::spatial::{DynamicTree, ProxyId};
 use crate::terrain::{ContactKind, Terrain};
 
@@ -245,6 +246,28 @@ impl World {
         s.items.clear();
         let tree = self.broadphase.tree();
         let bodies = &self.bodies;
+        // The awake shapes' spheres and boxes, by proxy, in parallel (the list as
+        // the broadphase made it, again: bodies may have changed between stages).
+        s.moving.clear();
+        for row in 0..bodies.awake.len() {
+            let slot = bodies.awake.id[row].index;
+            for (k, &proxy) in self.proxies[slot as usize].iter().enumerate() {
+                s.moving.push((row as u32, proxy, k as u32));
+            }
+        }
+        let (records, stamp) = s.near.restart(tree.proxy_capacity());
+        let moving = &s.moving;
+        jobs.parallel_for(0..moving.len(), 256, |range, _| {
+            for &(row, proxy, shape) in &moving[range] {
+                let a = &bodies.awake;
+                let xf = a.transform(row as usize);
+                let s = &bodies.shapes_of_slot(a.id[row as usize].index)[shape as usize];
+                let xf = if s.def.pose == Isometry::IDENTITY { xf } else { xf.mul(&s.def.pose) };
+                // SAFETY: a proxy belongs to one shape of one body: each record is
+                // written by one job.
+                unsafe { *records.get(proxy.index()) = NearRecord::of(&s.shape, &xf, stamp) };
+            }
+        });
         let place = |p: ProxyId| {
             let (slot, _) = shape_ref(tree.user_data(p));
             bodies.place_of_slot(slot).expect("live body")
@@ -272,6 +295,7 @@ impl World {
             terrain_friction: self.def.terrain_friction,
             margin: SPECULATIVE_DISTANCE,
             apart: &self.joints.apart,
+            near: &s.near,
             previous: &self.previous,
             cache: &self.cache,
             axes: &self.axes,

@@ -225,8 +225,9 @@ pub struct StepCounters {
     pub reused_terrain: u32,
     /// Hull pairs (hull–hull, hull–box, a hull and a terrain triangle) given the
     /// whole separating-axis test, those the axis that separated them at their last
-    /// test still proved apart, and those it kept apart without a search (they
-    /// cannot have moved far enough to touch).
+    /// test still proved apart, and those kept apart without a search (their
+    /// bounding spheres or boxes lie farther apart than the margin, or they cannot
+    /// have moved far enough along that axis to touch).
     pub sat_full: u32,
     pub sat_cached: u32,
     pub sat_skipped: u32,
@@ -437,6 +438,8 @@ pub(super) struct Scratch {
     /// the proxy's fat box (a finite box only).
     pub(super) boxes: Vec<(Aabb, Vec3, bool)>,
     pub(super) terrain_query: Vec<(u32, Aabb)>,
+    /// The awake shapes' places for the narrowphase's first test (`near::Near`).
+    pub(super) near: super::near::Near,
     pub(super) chunks: Vec<IVec3>,
     pub(super) items: Vec<TerrainItem>,
     /// This step's narrowphase outputs (fresh constraints, until they are copied into

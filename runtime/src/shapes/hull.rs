@@ -16,7 +16,7 @@ use glam::{DVec3, Mat3, Vec3};
 use super::polytope::{ArcTable, Plane, PolyEdge, Polytope, MAX_FACE_VERTICES};
 use super::ShapeError;
 use crate::codec::Fingerprint;
-use crate::math::Aabb;
+use crate::math::{Aabb, Isometry};
 
 /// The most vertices a hull may keep (indices are 16-bit; SAT cost grows with edges²).
 pub const MAX_HULL_VERTICES: usize = 256;
@@ -128,6 +128,39 @@ impl ConvexHull {
     /// Local bounds.
     pub fn bounds(&self) -> Aabb {
         self.bounds
+    }
+
+    /// The hull's exact box when placed by `xf`: every vertex turned, eight at a
+    /// time in loops the compiler vectorizes (the local box turned instead holds up
+    /// to √3 times the extent, and a pile's broadphase pairs grow with its volume).
+    pub fn placed_bounds(&self, xf: &Isometry) -> Aabb {
+        let m = Mat3::from_quat(xf.rotation);
+        let count = self.vertices.len();
+        let (xs, ys, zs) = (&self.by_axis[0][..count], &self.by_axis[1][..count], &self.by_axis[2][..count]);
+        let mut low = [[f32::INFINITY; 8]; 3];
+        let mut high = [[f32::NEG_INFINITY; 8]; 3];
+        let whole = count / 8 * 8;
+        for k in 0..3 {
+            let (rx, ry, rz) = (m.x_axis[k], m.y_axis[k], m.z_axis[k]);
+            for ((x, y), z) in
+                xs[..whole].chunks_exact(8).zip(ys[..whole].chunks_exact(8)).zip(zs[..whole].chunks_exact(8))
+            {
+                for l in 0..8 {
+                    let w = rx * x[l] + ry * y[l] + rz * z[l];
+                    low[k][l] = if w < low[k][l] { w } else { low[k][l] };
+                    high[k][l] = if w > high[k][l] { w } else { high[k][l] };
+                }
+            }
+            for i in whole..count {
+                let w = rx * xs[i] + ry * ys[i] + rz * zs[i];
+                low[k][0] = low[k][0].min(w);
+                high[k][0] = high[k][0].max(w);
+            }
+        }
+        let fold = |lanes: &[f32; 8], f: fn(f32, f32) -> f32| lanes.iter().copied().reduce(f).unwrap_or(0.0);
+        let min = Vec3::new(fold(&low[0], f32::min), fold(&low[1], f32::min), fold(&low[2], f32::min));
+        let max = Vec3::new(fold(&high[0], f32::max), fold(&high[1], f32::max), fold(&high[2], f32::max));
+        Aabb::new(min + xf.translation, max + xf.translation)
     }
 
     /// The inertia tensor about the centroid at density 1.

@@ -253,7 +253,25 @@ impl Shape {
         }
     }
 
-    /// Bounds of the shape placed by `xf` (hulls: their local box, rotated).
+    /// A sphere holding the shape in its own frame, as its centre and radius: exact
+    /// for a sphere, capsule and box, around the centroid for a hull, around the box
+    /// for a compound or a triangle. Two shapes whose spheres are farther apart than a
+    /// margin are farther apart than it themselves (the narrowphase's first test).
+    pub fn bounding_sphere(&self) -> (Vec3, f32) {
+        match self {
+            Shape::Sphere { center, radius } => (*center, *radius),
+            Shape::Capsule { a, b, radius } => (0.5 * (*a + *b), 0.5 * (*b - *a).length() + radius),
+            Shape::Box { half } => (Vec3::ZERO, half.length()),
+            Shape::Hull(hull) => (Polytope::centroid(hull.as_ref()), Polytope::outer_radius(hull.as_ref())),
+            Shape::Compound(_) | Shape::Triangle(_) => {
+                let b = self.local_aabb();
+                (b.center(), 0.5 * (b.max - b.min).length())
+            }
+        }
+    }
+
+    /// Bounds of the shape placed by `xf` (exact but for a compound's, the union of
+    /// its parts').
     pub fn aabb(&self, xf: &Isometry) -> Aabb {
         match self {
             Shape::Sphere { center, radius } => {
@@ -264,10 +282,7 @@ impl Shape {
                 Aabb::new(a.min(b), a.max(b)).expanded(*radius)
             }
             Shape::Box { half } => rotated_box(xf, Vec3::ZERO, *half),
-            Shape::Hull(hull) => {
-                let b = hull.bounds();
-                rotated_box(xf, b.center(), b.extents() * 0.5)
-            }
+            Shape::Hull(hull) => hull.placed_bounds(xf),
             Shape::Compound(c) => c.parts.iter().fold(Aabb::EMPTY, |acc, p| acc.union(&p.shape.aabb(&xf.mul(&p.pose)))),
             Shape::Triangle(v) => {
                 let w = v.map(|p| xf.transform_point(p));
