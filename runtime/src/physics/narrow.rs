@@ -497,6 +497,8 @@ fn shape_transform(bodies: &Bodies, slot: u32, shape: &BodyShape) -> Isometry {
 /// How many pairs ahead [`run`] prefetches a pair's shapes and last step's
 /// constraints.
 const PREFETCH_PAIRS: usize = 4;
+/// The ring of [`run`]'s far-apart flags: a power of two above `PREFETCH_PAIRS`.
+const FAR_RING: usize = 8;
 
 /// Runs every item in parallel: the broadphase pairs (sorted keys, see
 /// [`BroadPhase::pair_keys`](crate::spatial::BroadPhase::pair_keys)), then the
@@ -535,12 +537,26 @@ pub(crate) fn run(
         let range = chunk_range(&(0..items), GRAIN, chunk);
         out.gathered.restart((range.end > pairs.len()).then_some(largest));
         let mut ahead = 0;
+        // Whether each pair up to `PREFETCH_PAIRS` ahead is too far apart to touch
+        // (`Near::apart`), by index modulo `FAR_RING`: only the others are fetched.
+        let far = |i: usize| {
+            pairs.get(i).is_some_and(|&key| {
+                let Pair { a, b } = Pair::from_key(key);
+                input.near.apart(a, b, input.tree, input.margin)
+            })
+        };
+        let mut apart = [false; FAR_RING];
+        for i in range.start..range.start + PREFETCH_PAIRS {
+            apart[i % FAR_RING] = far(i);
+        }
         for i in range {
             // The shapes and last step's constraints of the pair a few ahead: each
             // is behind loads that depend on each other (a shape behind the slot's
             // list, a constraint behind the cache and the table), and the pairs are
             // known.
-            if let Some(&key) = pairs.get(i + PREFETCH_PAIRS) {
+            let next = i + PREFETCH_PAIRS;
+            apart[next % FAR_RING] = far(next);
+            if let Some(&key) = pairs.get(next).filter(|_| !apart[next % FAR_RING]) {
                 let Pair { a, b } = Pair::from_key(key);
                 for proxy in [a, b] {
                     let (slot, shape) = shape_ref(input.tree.user_data(proxy));
@@ -554,6 +570,7 @@ pub(crate) fn run(
             }
             let before = out.order.len();
             match pairs.get(i) {
+                Some(&key) if apart[i % FAR_RING] => rule_out(input, key, out),
                 Some(&key) => collide_pair(input, Pair::from_key(key), out),
                 None => {
                     let t = terrain[i - pairs.len()];
@@ -595,27 +612,27 @@ pub(crate) fn set_rows(bodies: &Bodies, c: &mut Constraint) -> Colorable {
     Colorable::of(c, (mass(c.row_a), mass(c.row_b)))
 }
 
+/// A pair too far apart to touch (`Near::apart`): most of a dense scene's pairs end
+/// here (the broadphase's boxes are fattened), before any body is read. A hull pair
+/// keeps the axis that last separated it for when it comes near again.
+fn rule_out(input: &NarrowInput, key: u64, out: &mut NarrowOut) {
+    if let Some(e) = gallop(input.axes, key, |e| e.0, &mut out.axis_cursor).first() {
+        out.axes.push(*e);
+    }
+    let kind = |p: ProxyId| {
+        input.near.kind(p).unwrap_or_else(|| {
+            let (slot, shape) = shape_ref(input.tree.user_data(p));
+            Kind::of(&input.bodies.shapes_of_slot(slot)[shape as usize].shape)
+        })
+    };
+    let Pair { a, b } = Pair::from_key(key);
+    out.sat_skipped += Kind::coherent(kind(a), kind(b)) as u32;
+}
+
 /// The contacts of a broadphase pair, unless both bodies sleep or neither is
 /// dynamic, they are one body, their filters or a joint keep them apart, or one is
 /// a sensor.
 fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
-    if input.near.apart(a, b, input.tree, input.margin) {
-        // Too far apart to touch: most of a dense scene's pairs end here (the
-        // broadphase's boxes are fattened), before any body is read. A hull pair
-        // keeps the axis that last separated it for when it comes near again.
-        let key = pair_key(a, b);
-        if let Some(e) = gallop(input.axes, key, |e| e.0, &mut out.axis_cursor).first() {
-            out.axes.push(*e);
-        }
-        let kind = |p: ProxyId| {
-            input.near.kind(p).unwrap_or_else(|| {
-                let (slot, shape) = shape_ref(input.tree.user_data(p));
-                Kind::of(&input.bodies.shapes_of_slot(slot)[shape as usize].shape)
-            })
-        };
-        out.sat_skipped += Kind::coherent(kind(a), kind(b)) as u32;
-        return;
-    }
     let bodies = input.bodies;
     let (slot_a, shape_a) = shape_ref(input.tree.user_data(a));
     let (slot_b, shape_b) = shape_ref(input.tree.user_data(b));
