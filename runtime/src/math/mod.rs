@@ -166,6 +166,22 @@ pub(crate) fn world_inertia(q: Quat, local: Mat3) -> Mat3 {
     Mat3::from_cols(x, Vec3::new(x.y, y.y, y.z), Vec3::new(x.z, y.z, z.z))
 }
 
+/// [`prefetch`] of every cache line of `values`.
+#[inline]
+pub(crate) fn prefetch_slice<T>(values: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let base = values.as_ptr().cast::<i8>();
+        for offset in (0..std::mem::size_of_val(values)).step_by(64) {
+            // SAFETY: as in `prefetch` (the address stays inside `values`).
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(offset)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = values;
+}
+
 /// Asks for `value`'s cache lines ahead of use (x86-64 only; a hint elsewhere
 /// ignored). The solver's colour order visits constraints scattered over the whole
 /// step's array, and a ray's far child in a tree lies far from its near one:

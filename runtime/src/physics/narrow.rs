@@ -536,7 +536,7 @@ pub(crate) fn run(
         }
         let range = chunk_range(&(0..items), GRAIN, chunk);
         out.gathered.restart((range.end > pairs.len()).then_some(largest));
-        let mut ahead = 0;
+        let (mut ahead, mut axes_ahead) = (0, 0);
         // Whether each pair up to `PREFETCH_PAIRS` ahead is too far apart to touch
         // (`Near::apart`), by index modulo `FAR_RING`: only the others are fetched.
         let far = |i: usize| {
@@ -566,6 +566,22 @@ pub(crate) fn run(
                 }
                 for e in last_step(input.cache, key, &mut ahead) {
                     crate::math::prefetch(input.previous.ptr(e.2 as usize));
+                }
+            }
+            // The hulls of the pair half as far ahead, where it has no separating
+            // axis from last step (its whole test runs): its shapes are in by now.
+            let near = i + PREFETCH_PAIRS / 2;
+            if let Some(&key) = pairs.get(near).filter(|_| !apart[near % FAR_RING]) {
+                if gallop(input.axes, key, |e| e.0, &mut axes_ahead).is_empty() {
+                    let Pair { a, b } = Pair::from_key(key);
+                    for proxy in [a, b] {
+                        let (slot, shape) = shape_ref(input.tree.user_data(proxy));
+                        if let Some(Shape::Hull(h)) =
+                            input.bodies.shapes_of_slot(slot).get(shape as usize).map(|s| &s.shape)
+                        {
+                            h.prefetch();
+                        }
+                    }
                 }
             }
             let before = out.order.len();

@@ -130,6 +130,20 @@ impl ConvexHull {
         self.bounds
     }
 
+    /// Asks the cache for what a separating-axis test reads of the hull (vertices,
+    /// planes, edges and their arcs, by coordinate): in a pile of hulls that are all
+    /// different, a test otherwise waits on a few kilobytes of them from memory.
+    pub(crate) fn prefetch(&self) {
+        use crate::math::prefetch_slice;
+        prefetch_slice(&self.vertices);
+        prefetch_slice(&self.planes);
+        prefetch_slice(&self.edges);
+        for column in self.by_axis.iter().chain(&self.planes_by_axis) {
+            prefetch_slice(column);
+        }
+        self.arcs.prefetch();
+    }
+
     /// The hull's exact box when placed by `xf`: every vertex turned, eight at a
     /// time in loops the compiler vectorizes (the local box turned instead holds up
     /// to √3 times the extent, and a pile's broadphase pairs grow with its volume).

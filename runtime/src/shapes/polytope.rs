@@ -187,6 +187,13 @@ impl ArcTable {
         }
     }
 
+    /// Asks the cache for every column (see `ConvexHull::prefetch`).
+    pub(crate) fn prefetch(&self) {
+        for column in self.n0.iter().chain(&self.n1).chain(&self.axis).chain([&self.cos, &self.lift]) {
+            crate::math::prefetch_slice(column);
+        }
+    }
+
     /// Edges held (without the padding).
     pub fn len(&self) -> usize {
         self.count
