@@ -632,9 +632,6 @@ pub(crate) fn set_rows(bodies: &Bodies, c: &mut Constraint) -> Colorable {
 /// here (the broadphase's boxes are fattened), before any body is read. A hull pair
 /// keeps the axis that last separated it for when it comes near again.
 fn rule_out(input: &NarrowInput, key: u64, out: &mut NarrowOut) {
-    if let Some(e) = gallop(input.axes, key, |e| e.0, &mut out.axis_cursor).first() {
-        out.axes.push(*e);
-    }
     let kind = |p: ProxyId| {
         input.near.kind(p).unwrap_or_else(|| {
             let (slot, shape) = shape_ref(input.tree.user_data(p));
@@ -642,7 +639,13 @@ fn rule_out(input: &NarrowInput, key: u64, out: &mut NarrowOut) {
         })
     };
     let Pair { a, b } = Pair::from_key(key);
-    out.sat_skipped += Kind::coherent(kind(a), kind(b)) as u32;
+    // (Only such pairs keep axes.)
+    if Kind::coherent(kind(a), kind(b)) {
+        out.sat_skipped += 1;
+        if let Some(e) = gallop(input.axes, key, |e| e.0, &mut out.axis_cursor).first() {
+            out.axes.push(*e);
+        }
+    }
 }
 
 /// The contacts of a broadphase pair, unless both bodies sleep or neither is
