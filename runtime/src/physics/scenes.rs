@@ -399,20 +399,24 @@ pub fn brick_wall(rows: usize, per_row: usize) -> Scene {
 
 /// `side` x `side` x `layers` convex hulls (each of 32 points on a sphere of radius
 /// 2, every one different) in a grid 4.5 m apart, dropped onto a static ground box
-/// inside four static walls 40 m high (rounded hulls roll, and the collapse throws
-/// some far: without the pen, the pile spreads past any ground's edge); sleep off. `hull_pile(8, 80)`: 5,120 hulls, a
+/// inside four static walls as high as the tower (rounded hulls roll, and the
+/// collapse throws some far: without the pen, the pile spreads past any ground's
+/// edge); sleep off. `hull_pile(8, 80)`: 5,120 hulls, a
 /// tower 360 m high that collapses into a pile.
 pub fn hull_pile(side: usize, layers: usize) -> Scene {
     let spacing = 4.5;
     let half = 0.5 * spacing * side as f32 + 20.0;
     let mut bodies = vec![ground(half + 1.0)];
+    // Walls as high as the tower: lower ones (40 m) let the collapse throw a hull or
+    // two over them in both engines, to fall forever past the ground's edge.
+    let high = 0.5 * spacing * layers as f32 + 10.0;
     for (x, z, wall) in [
-        (half, 0.0, Vec3::new(0.5, 20.0, half)),
-        (-half, 0.0, Vec3::new(0.5, 20.0, half)),
-        (0.0, half, Vec3::new(half, 20.0, 0.5)),
-        (0.0, -half, Vec3::new(half, 20.0, 0.5)),
+        (half, 0.0, Vec3::new(0.5, high, half)),
+        (-half, 0.0, Vec3::new(0.5, high, half)),
+        (0.0, half, Vec3::new(half, high, 0.5)),
+        (0.0, -half, Vec3::new(half, high, 0.5)),
     ] {
-        bodies.push(body(MotionType::Static, Vec3::new(x, 20.0, z), SceneShape::Cuboid { half: wall }));
+        bodies.push(body(MotionType::Static, Vec3::new(x, high, z), SceneShape::Cuboid { half: wall }));
     }
     let corner = -0.5 * spacing * (side as f32 - 1.0);
     for layer in 0..layers {
