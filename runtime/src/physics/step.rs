@@ -163,14 +163,7 @@ impl World {
         /// How many shapes ahead the box pass prefetches.
         const PREFETCH_SHAPES: usize = 4;
         let s = &mut self.scratch;
-        s.moving.clear();
-        let awake = &self.bodies.awake;
-        for row in 0..awake.len() {
-            let slot = awake.id[row].index;
-            for (k, &proxy) in self.proxies[slot as usize].iter().enumerate() {
-                s.moving.push((row as u32, proxy, k as u32));
-            }
-        }
+        list_awake_proxies(&self.bodies, &self.proxies, &mut s.moving);
         s.boxes.clear();
         s.boxes.resize(s.moving.len(), (Aabb::EMPTY, Vec3::ZERO, false));
         let (moving, bodies, tree) = (&s.moving, &self.bodies, self.broadphase.tree());
@@ -248,13 +241,7 @@ impl World {
         let bodies = &self.bodies;
         // The awake shapes' spheres and boxes, by proxy, in parallel (the list as
         // the broadphase made it, again: bodies may have changed between stages).
-        s.moving.clear();
-        for row in 0..bodies.awake.len() {
-            let slot = bodies.awake.id[row].index;
-            for (k, &proxy) in self.proxies[slot as usize].iter().enumerate() {
-                s.moving.push((row as u32, proxy, k as u32));
-            }
-        }
+        list_awake_proxies(bodies, &self.proxies, &mut s.moving);
         let (records, stamp) = s.near.restart(tree.proxy_capacity());
         let moving = &s.moving;
         jobs.parallel_for(0..moving.len(), 256, |range, _| {
@@ -919,5 +906,17 @@ pub(super) fn integrate_positions(states: &mut [BodyState], h: f32) {
         let spin = st.w * (0.5 * h);
         let dq = Quat::from_xyzw(spin.x, spin.y, spin.z, 0.0) * st.dq;
         st.dq = (st.dq + dq).normalize();
+    }
+}
+
+/// Every awake body's proxies as `(awake row, proxy, shape index)`, in row order.
+fn list_awake_proxies(bodies: &Bodies, proxies: &[Vec<ProxyId>], out: &mut Vec<(u32, ProxyId, u32)>) {
+    out.clear();
+    let awake = &bodies.awake;
+    for row in 0..awake.len() {
+        let slot = awake.id[row].index;
+        for (k, &proxy) in proxies[slot as usize].iter().enumerate() {
+            out.push((row as u32, proxy, k as u32));
+        }
     }
 }
