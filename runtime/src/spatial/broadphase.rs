@@ -46,6 +46,11 @@ pub struct BroadPhase {
     move_buffer: Vec<u32>,
     /// Sorted pair keys (`a << 32 | b`).
     pairs: Vec<u64>,
+    /// Where each proxy's pairs as the smaller id begin: the keys with `a == p` are
+    /// `pairs[first[p]..first[p + 1]]`. Scratch, rebuilt at the start of each update,
+    /// so that the pair-finding jobs look a key up in a run of a few keys instead of
+    /// binary-searching all of them (each search missed the cache several times).
+    first: Vec<u32>,
     added: Vec<u64>,
     removed: Vec<u64>,
     chunk_pairs: Vec<Vec<u64>>,
@@ -65,6 +70,7 @@ impl BroadPhase {
             tree: DynamicTree::new(config),
             move_buffer: Vec::new(),
             pairs: Vec::new(),
+            first: Vec::new(),
             added: Vec::new(),
             removed: Vec::new(),
             chunk_pairs: Vec::new(),
@@ -154,12 +160,13 @@ impl BroadPhase {
             return;
         }
 
+        index_pairs(&self.pairs, self.tree.proxy_capacity(), &mut self.first);
         // New pairs, one buffer per chunk of the move buffer.
         let chunks = chunk_count(self.move_buffer.len(), PAIR_GRAIN);
         if self.chunk_pairs.len() < chunks {
             self.chunk_pairs.resize_with(chunks, Vec::new);
         }
-        let (moves, pairs) = (&self.move_buffer, &self.pairs);
+        let (moves, pairs) = (&self.move_buffer, Indexed { keys: &self.pairs, first: &self.first });
         jobs.for_each_mut(&mut self.chunk_pairs[..chunks], |chunk, out, _| {
             out.clear();
             let queries = &moves[chunk_range(&(0..moves.len()), PAIR_GRAIN, chunk)];
@@ -250,9 +257,40 @@ impl BroadPhase {
     }
 }
 
+/// Fills `first` (see [`BroadPhase`]) for the sorted `keys` of proxies below
+/// `capacity`.
+fn index_pairs(keys: &[u64], capacity: usize, first: &mut Vec<u32>) {
+    first.clear();
+    first.resize(capacity + 1, keys.len() as u32);
+    let mut at = 0;
+    for (p, start) in first.iter_mut().enumerate() {
+        while at < keys.len() && ((keys[at] >> 32) as usize) < p {
+            at += 1;
+        }
+        *start = at as u32;
+    }
+}
+
+/// The sorted pair keys and their index by smaller id.
+#[derive(Clone, Copy)]
+struct Indexed<'a> {
+    keys: &'a [u64],
+    first: &'a [u32],
+}
+
+impl Indexed<'_> {
+    fn contains(&self, key: u64) -> bool {
+        let lo = (key >> 32) as usize;
+        match (self.first.get(lo), self.first.get(lo + 1)) {
+            (Some(&start), Some(&end)) => self.keys[start as usize..end as usize].contains(&key),
+            _ => false,
+        }
+    }
+}
+
 /// Appends the pairs of the moved proxies `queries` that are new and that their
 /// query owns.
-fn find_new_pairs(tree: &DynamicTree, pairs: &[u64], queries: &[u32], out: &mut Vec<u64>) {
+fn find_new_pairs(tree: &DynamicTree, pairs: Indexed, queries: &[u32], out: &mut Vec<u64>) {
     tree.query_each(
         queries.len(),
         |i| tree.fat_aabb(ProxyId(queries[i])),
@@ -267,7 +305,7 @@ fn find_new_pairs(tree: &DynamicTree, pairs: &[u64], queries: &[u32], out: &mut 
                 return;
             }
             let key = Pair::key(p.0, q);
-            if pairs.binary_search(&key).is_err() {
+            if !pairs.contains(key) {
                 out.push(key);
             }
         },
