@@ -85,7 +85,7 @@ impl WorldSnapshot {
             def: WorldDef::default(),
             solver: Solver::default(),
             bodies: Bodies::default(),
-            broadphase: BroadPhase::new(TreeConfig::default()),
+            broadphase: BroadPhase::new(TreeConfig { margin: super::world::FAT_MARGIN, ..TreeConfig::default() }),
             proxies: Vec::new(),
             extents: Vec::new(),
             terrain: None,

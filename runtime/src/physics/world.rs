@@ -53,6 +53,15 @@ use crate::terrain::{Terrain, TerrainContacts};
 
 /// Contacts are reported this far before the shapes touch (speculative contacts).
 pub const SPECULATIVE_DISTANCE: f32 = 4.0 * LINEAR_SLOP;
+/// How far a body shape's fat box in the broadphase reaches past its tight box on
+/// every side (m), before the motion's share. Half of Box2D's 0.1 m: a pile of
+/// small shapes (the drum's 0.4 m cubes) then holds a third fewer broadphase
+/// pairs, none of which could touch, while the shapes escape their fat boxes
+/// hardly more often (`step_scene drum 500 1`: 124k pairs and 20.9 ms a step with
+/// 0.1 m, 86k and 18.8 ms with 0.05 m, the same state bits). It stays above half
+/// the speculative distance, so every pair that can touch is found.
+pub const FAT_MARGIN: f32 = 0.05;
+const _: () = assert!(2.0 * FAT_MARGIN > SPECULATIVE_DISTANCE);
 /// Penetration the solver tolerates (m).
 pub const LINEAR_SLOP: f32 = 0.005;
 /// Largest linear speed a body reaches (m/s): faster ones are slowed to it.
@@ -503,7 +512,7 @@ impl World {
         World {
             def,
             bodies: Bodies::default(),
-            broadphase: BroadPhase::new(TreeConfig::default()),
+            broadphase: BroadPhase::new(TreeConfig { margin: FAT_MARGIN, ..TreeConfig::default() }),
             proxies: Vec::new(),
             extents: Vec::new(),
             terrain: None,
