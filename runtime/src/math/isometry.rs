@@ -27,6 +27,13 @@ impl Isometry {
         Isometry { rotation: Quat::IDENTITY, translation }
     }
 
+    /// The seven components' bits: equal exactly when anything computed from the
+    /// two placements is (`==` takes -0 for 0 and never a NaN for itself).
+    pub fn bits(&self) -> [u32; 7] {
+        let (q, t) = (self.rotation, self.translation);
+        [q.x, q.y, q.z, q.w, t.x, t.y, t.z].map(f32::to_bits)
+    }
+
     /// Finite translation and a finite rotation within 1e-3 of unit length.
     pub fn is_valid(&self) -> bool {
         self.translation.is_finite() && self.rotation.is_finite() && (self.rotation.length_squared() - 1.0).abs() < 2e-3

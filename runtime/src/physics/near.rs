@@ -117,6 +117,16 @@ impl Near {
 }
 
 impl NearRecord {
+    /// The shape's box in the world.
+    pub(crate) fn bounds(&self) -> Aabb {
+        Aabb::new(self.min, self.max)
+    }
+
+    /// The record stamped `stamp`.
+    pub(crate) fn stamped(self, stamp: u32) -> NearRecord {
+        NearRecord { stamp, ..self }
+    }
+
     /// The record of `shape` placed at `xf`, stamped `stamp`.
     pub(crate) fn of(shape: &Shape, xf: &Isometry, stamp: u32) -> NearRecord {
         let (center, radius) = shape.bounding_sphere();

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use glam::{Mat3, Quat, Vec3};
 
-use super::body::{flags, saturate, Bodies, BodyError, BodyId, SetKind};
+use super::body::{flags, saturate, Bodies, BodyError, BodyId, BodyShape, SetKind};
 use super::constraint_graph::Colorable;
 use super::constraint_graph::{BodyPass, Op, Pass};
 use super::contact_solver::{BodyState, Constraint, ConstraintTable, Frame, Softness, StepContext, NONE};
@@ -21,7 +21,7 @@ use super::solver;
 use super::world::*;
 use crate::frame::{FrameGraph, GraphError, PassId, Res};
 use crate::jobs::{Column, Jobs};
-use crate::math::{world_inertia, Aabb, Isometry};
+use crate::math::{world_inertia, Isometry};
 use crate::spatial::{DynamicTree, ProxyId};
 use crate::terrain::{ContactKind, Terrain};
 
@@ -165,7 +165,8 @@ impl World {
         let s = &mut self.scratch;
         list_awake_proxies(&self.bodies, &self.proxies, &mut s.moving);
         s.boxes.clear();
-        s.boxes.resize(s.moving.len(), (Aabb::EMPTY, Vec3::ZERO, false));
+        s.boxes.resize(s.moving.len(), Placed::default());
+        s.boxes_layout = self.bodies.layout();
         let (moving, bodies, tree) = (&s.moving, &self.bodies, self.broadphase.tree());
         let boxes = Column::new(&mut s.boxes);
         jobs.parallel_for(0..moving.len(), 128, |range, _| {
@@ -181,15 +182,16 @@ impl World {
                 }
                 let (row, proxy, shape) = moving[i];
                 let a = &bodies.awake;
-                let xf = a.transform(row as usize);
                 let s = &bodies.shapes_of_slot(a.id[row as usize].index)[shape as usize];
-                let tight = s.shape.aabb(&xf.mul(&s.def.pose));
+                let xf = shape_placement(a.transform(row as usize), s);
+                let near = NearRecord::of(&s.shape, &xf, 0);
+                let tight = near.bounds();
                 // The containment test here, in parallel: the serial tree moves below
                 // then visit only the boxes that left their fat boxes (a move changes
                 // only its own proxy's fat box).
                 let finite = tight.is_valid() && tight.min.is_finite() && tight.max.is_finite();
                 let escaped = finite && !tree.fat_aabb(proxy).contains(&tight);
-                out[k] = (tight, a.linear_velocity[row as usize] * dt, escaped);
+                out[k] = Placed { xf, near, motion: a.linear_velocity[row as usize] * dt, escaped };
             }
         });
         // The tree's moves are serial, and the terrain contacts do not read the tree:
@@ -197,8 +199,8 @@ impl World {
         let (moving, boxes) = (&s.moving, &s.boxes);
         let broadphase = &mut self.broadphase;
         let mut move_proxies = move || {
-            for (&(_, proxy, _), (tight, d, _)) in moving.iter().zip(boxes).filter(|(_, b)| b.2) {
-                broadphase.move_proxy(proxy, tight, *d);
+            for (&(_, proxy, _), b) in moving.iter().zip(boxes).filter(|(_, b)| b.escaped) {
+                broadphase.move_proxy(proxy, &b.near.bounds(), b.motion);
             }
             broadphase.update(jobs);
         };
@@ -207,10 +209,10 @@ impl World {
             return;
         };
         s.terrain_query.clear();
-        for (&(_, proxy, _), (tight, d, _)) in moving.iter().zip(boxes) {
-            let mut swept = *tight;
-            swept.min += d.min(Vec3::ZERO);
-            swept.max += d.max(Vec3::ZERO);
+        for (&(_, proxy, _), b) in moving.iter().zip(boxes) {
+            let mut swept = b.near.bounds();
+            swept.min += b.motion.min(Vec3::ZERO);
+            swept.max += b.motion.max(Vec3::ZERO);
             s.terrain_query.push((proxy.0, swept.expanded(SPECULATIVE_DISTANCE)));
         }
         let (contacts, query, shared): (_, _, &Terrain) = (&mut self.terrain_contacts, &s.terrain_query, terrain);
@@ -239,20 +241,28 @@ impl World {
         s.items.clear();
         let tree = self.broadphase.tree();
         let bodies = &self.bodies;
-        // The awake shapes' spheres and boxes, by proxy, in parallel (the list as
-        // the broadphase made it, again: bodies may have changed between stages).
-        list_awake_proxies(bodies, &self.proxies, &mut s.moving);
+        // The awake shapes' spheres and boxes, by proxy, in parallel: the
+        // broadphase's, where the shape is where the broadphase placed it (the list
+        // is made again, since bodies may have changed between the stages; a hull's
+        // exact box costs a pass over its vertices).
+        list_awake_proxies(bodies, &self.proxies, &mut s.near_moving);
+        let same = s.near_moving == s.moving && s.boxes_layout == bodies.layout();
+        let placed: &[Placed] = if same { &s.boxes } else { &[] };
         let (records, stamp) = s.near.restart(tree.proxy_capacity());
-        let moving = &s.moving;
+        let moving = &s.near_moving;
         jobs.parallel_for(0..moving.len(), 256, |range, _| {
-            for &(row, proxy, shape) in &moving[range] {
+            for k in range {
+                let (row, proxy, shape) = moving[k];
                 let a = &bodies.awake;
-                let xf = a.transform(row as usize);
                 let s = &bodies.shapes_of_slot(a.id[row as usize].index)[shape as usize];
-                let xf = if s.def.pose == Isometry::IDENTITY { xf } else { xf.mul(&s.def.pose) };
+                let xf = shape_placement(a.transform(row as usize), s);
+                let record = match placed.get(k) {
+                    Some(p) if p.xf.bits() == xf.bits() => p.near.stamped(stamp),
+                    _ => NearRecord::of(&s.shape, &xf, stamp),
+                };
                 // SAFETY: a proxy belongs to one shape of one body: each record is
                 // written by one job.
-                unsafe { *records.get(proxy.index()) = NearRecord::of(&s.shape, &xf, stamp) };
+                unsafe { *records.get(proxy.index()) = record };
             }
         });
         let place = |p: ProxyId| {
@@ -906,6 +916,27 @@ pub(super) fn integrate_positions(states: &mut [BodyState], h: f32) {
         let spin = st.w * (0.5 * h);
         let dq = Quat::from_xyzw(spin.x, spin.y, spin.z, 0.0) * st.dq;
         st.dq = (st.dq + dq).normalize();
+    }
+}
+
+/// What the broadphase stage found of an awake shape: where it placed it, its
+/// record for the narrowphase's first test (its tight box among it), its motion this
+/// step and whether its box left the proxy's fat box (a finite box only).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Placed {
+    xf: Isometry,
+    near: NearRecord,
+    motion: Vec3,
+    escaped: bool,
+}
+
+/// A body shape's placement in the world for the body at `body`.
+fn shape_placement(body: Isometry, s: &BodyShape) -> Isometry {
+    // (Most shapes sit at their body's origin: no product then.)
+    if s.def.pose == Isometry::IDENTITY {
+        body
+    } else {
+        body.mul(&s.def.pose)
     }
 }
 

@@ -442,10 +442,13 @@ pub(super) struct Scratch {
     pub(super) snapshot: Option<Box<super::snapshot_bytes::SnapshotScratch>>,
     /// The solve's plan (see `solver::run_plan`).
     pub(super) ops: Vec<Op>,
+    /// The awake shapes' proxies as the broadphase stage listed them, and what it
+    /// found of each, under [`Bodies::layout`] `boxes_layout`.
     pub(super) moving: Vec<(u32, ProxyId, u32)>,
-    /// Each moving proxy's tight box, its motion this step, and whether the box left
-    /// the proxy's fat box (a finite box only).
-    pub(super) boxes: Vec<(Aabb, Vec3, bool)>,
+    pub(super) boxes: Vec<super::step::Placed>,
+    pub(super) boxes_layout: u64,
+    /// The list again, as the narrowphase stage makes it.
+    pub(super) near_moving: Vec<(u32, ProxyId, u32)>,
     pub(super) terrain_query: Vec<(u32, Aabb)>,
     /// The awake shapes' places for the narrowphase's first test (`near::Near`).
     pub(super) near: super::near::Near,

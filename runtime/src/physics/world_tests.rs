@@ -967,6 +967,27 @@ fn rows_changed_between_stages_are_set_again() {
     between.validate();
 }
 
+/// A body moved between the broadphase and the narrowphase stages is tested where it
+/// is now: the narrowphase's first test takes the broadphase's box of a shape only
+/// while the shape has not moved since. A cube 8.5 cm above the ground (its pair in
+/// the broadphase, as the fat boxes overlap, but too far apart to touch, even from
+/// the ground's fat box) set down on it between the stages touches it in that same
+/// step.
+#[test]
+fn a_body_moved_between_stages_is_tested_where_it_is() {
+    let pool = inline();
+    let mut world = World::new(WorldDef::default());
+    ground(&mut world);
+    let cube = cube_at(&mut world, Vec3::new(0.0, 0.585, 0.0), 0.5);
+    world.step_stage(StepStage::Broadphase, 1.0 / 60.0, pool.jobs()).unwrap();
+    world.set_transform(cube, &Isometry::from_translation(Vec3::new(0.0, 0.5, 0.0))).unwrap();
+    for stage in &StepStage::ALL[1..] {
+        world.step_stage(*stage, 1.0 / 60.0, pool.jobs()).unwrap();
+    }
+    assert_eq!(world.counters().constraints, 1, "the cube set down touches the ground");
+    assert!(world.transform(cube).unwrap().translation.y > 0.49, "and stands on it");
+}
+
 /// Every stage of a step is a frame-graph pass. A world stepped by a compiled
 /// graph on the pool ends in the same bits as one stepped directly; the graph's profile
 /// times each physics pass; stages out of order, or a bad `dt`, are refused and change
