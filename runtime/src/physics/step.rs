@@ -22,6 +22,7 @@ use super::world::*;
 use crate::frame::{FrameGraph, GraphError, PassId, Res};
 use crate::jobs::{Column, Jobs};
 use crate::math::{world_inertia, Isometry};
+use crate::shapes::Shape;
 use crate::spatial::{DynamicTree, ProxyId};
 use crate::terrain::{ContactKind, Terrain};
 
@@ -172,13 +173,23 @@ impl World {
         jobs.parallel_for(0..moving.len(), 128, |range, _| {
             // SAFETY: `parallel_for` hands each chunk range to exactly one job.
             let out = unsafe { boxes.rows(range.clone()) };
+            let shape_at = |i: usize| {
+                let &(row, _, shape) = moving.get(i)?;
+                bodies.shapes_of_slot(bodies.awake.id[row as usize].index).get(shape as usize)
+            };
             for (k, i) in range.enumerate() {
-                // The shape a few entries ahead: it sits behind the slot's own list.
-                if let Some(&(row, _, shape)) = moving.get(i + PREFETCH_SHAPES) {
-                    let slot = bodies.awake.id[row as usize].index;
-                    if let Some(s) = bodies.shapes_of_slot(slot).get(shape as usize) {
-                        crate::math::prefetch(s);
-                    }
+                // The shape a few entries ahead: it sits behind the slot's own list,
+                // and a hull's vertices behind the hull (in a pile of hulls that are
+                // all different, both come from memory), so each is asked for once
+                // the one before it is in.
+                if let Some(s) = shape_at(i + 2 * PREFETCH_SHAPES) {
+                    crate::math::prefetch(s);
+                }
+                if let Some(Shape::Hull(h)) = shape_at(i + PREFETCH_SHAPES).map(|s| &s.shape) {
+                    h.prefetch_fields();
+                }
+                if let Some(Shape::Hull(h)) = shape_at(i + PREFETCH_SHAPES / 2).map(|s| &s.shape) {
+                    h.prefetch_vertices();
                 }
                 let (row, proxy, shape) = moving[i];
                 let a = &bodies.awake;

@@ -144,6 +144,23 @@ impl ConvexHull {
         self.arcs.prefetch();
     }
 
+    /// Asks the cache for the fields [`ConvexHull::placed_bounds`] and the bounding
+    /// sphere read (not the whole struct: ten cache lines).
+    pub(crate) fn prefetch_fields(&self) {
+        use crate::math::prefetch;
+        prefetch(&self.vertices);
+        prefetch(&self.by_axis);
+        prefetch(&self.centroid);
+        prefetch(&self.outer_radius);
+    }
+
+    /// Asks the cache for what [`ConvexHull::placed_bounds`] reads.
+    pub(crate) fn prefetch_vertices(&self) {
+        for column in &self.by_axis {
+            crate::math::prefetch_slice(&column[..self.vertices.len()]);
+        }
+    }
+
     /// The hull's exact box when placed by `xf`: every vertex turned, eight at a
     /// time in loops the compiler vectorizes (the local box turned instead holds up
     /// to √3 times the extent, and a pile's broadphase pairs grow with its volume).
