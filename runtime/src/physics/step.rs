@@ -177,23 +177,31 @@ impl World {
                 let &(row, _, shape) = moving.get(i)?;
                 bodies.shapes_of_slot(bodies.awake.id[row as usize].index).get(shape as usize)
             };
+            // The shapes up to `AHEAD` entries ahead, by index modulo `AHEAD`.
+            const AHEAD: usize = 2 * PREFETCH_SHAPES;
+            let mut ahead: [Option<&BodyShape>; AHEAD] = [None; AHEAD];
+            for i in range.start..range.start + AHEAD {
+                ahead[i % AHEAD] = shape_at(i);
+            }
             for (k, i) in range.enumerate() {
                 // The shape a few entries ahead: it sits behind the slot's own list,
                 // and a hull's vertices behind the hull (in a pile of hulls that are
                 // all different, both come from memory), so each is asked for once
                 // the one before it is in.
-                if let Some(s) = shape_at(i + 2 * PREFETCH_SHAPES) {
+                let far = shape_at(i + AHEAD);
+                if let Some(s) = far {
                     crate::math::prefetch(s);
                 }
-                if let Some(Shape::Hull(h)) = shape_at(i + PREFETCH_SHAPES).map(|s| &s.shape) {
+                if let Some(Shape::Hull(h)) = ahead[(i + PREFETCH_SHAPES) % AHEAD].map(|s| &s.shape) {
                     h.prefetch_fields();
                 }
-                if let Some(Shape::Hull(h)) = shape_at(i + PREFETCH_SHAPES / 2).map(|s| &s.shape) {
+                if let Some(Shape::Hull(h)) = ahead[(i + PREFETCH_SHAPES / 2) % AHEAD].map(|s| &s.shape) {
                     h.prefetch_vertices();
                 }
-                let (row, proxy, shape) = moving[i];
+                let s = ahead[i % AHEAD].expect("a listed shape");
+                ahead[i % AHEAD] = far;
+                let (row, proxy, _) = moving[i];
                 let a = &bodies.awake;
-                let s = &bodies.shapes_of_slot(a.id[row as usize].index)[shape as usize];
                 let xf = shape_placement(a.transform(row as usize), s);
                 let near = NearRecord::of(&s.shape, &xf, 0);
                 let tight = near.bounds();
