@@ -165,9 +165,9 @@ impl Prepared {
 /// count and every accumulated impulse, all that [`Coloring::unpack`] writes back
 /// after the solve, so its scattered writes (the constraints in colour order) dirty
 /// one line per constraint instead of five. What the solver reads ends with the
-/// points, in the fourth line ([`Constraint::SOLVER_BYTES`]); the last two hold what
-/// only the narrowphase reads (where the points were found), so the bundles' prepare
-/// fetches four lines of each constraint instead of six.
+/// points and the found offset, in the fourth line ([`Constraint::SOLVER_BYTES`]);
+/// the last two hold what only the narrowphase reads (where the points were found),
+/// so the bundles' prepare fetches four lines of each constraint instead of six.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[repr(C, align(64))]
 pub(crate) struct Constraint {
@@ -199,6 +199,11 @@ pub(crate) struct Constraint {
     pub round_a: f32,
     pub round_b: f32,
     pub points: [ContactPoint; 4],
+    /// Body A's origin minus body B's when the manifold was found: B's lever arm of
+    /// each point is A's plus this while the manifold is reused (zero for terrain).
+    /// Part of where the points were found ([`FoundAt`]), but the bundles' prepare
+    /// reads it, so it sits in the solver's lines.
+    pub found_offset: Vec3,
     /// Each point's surface points (see [`SurfacePoints`]).
     pub surface: [SurfacePoints; 4],
     /// Pairs: where the points were found.
@@ -207,7 +212,7 @@ pub(crate) struct Constraint {
 
 crate::codec::fields!(ContactPoint { point, normal, separation, id });
 crate::codec::fields!(SurfacePoints { a, b });
-crate::codec::fields!(FoundAt { frame, normal, center, radius, turn, offset });
+crate::codec::fields!(FoundAt { frame, normal, center, radius, turn });
 crate::codec::fields!(Constraint {
     key,
     sub,
@@ -228,6 +233,8 @@ crate::codec::fields!(Constraint {
     points,
     surface,
     found,
+    // (After `found`, whose field it was: the encoding is the same.)
+    found_offset,
 });
 
 /// Where a pair's manifold was found, for reusing it while the pair hardly moves
@@ -246,9 +253,6 @@ pub(crate) struct FoundAt {
     /// manifold keeps the normal and lever arms it had then, turned by this and not
     /// by the bodies' turns since (see `narrow::reuse_manifolds`).
     pub turn: Quat,
-    /// Body A's origin minus body B's when the manifold was found: B's lever arm of
-    /// each point is A's plus this while the manifold is reused. Zero for terrain.
-    pub offset: Vec3,
 }
 
 /// What the narrowphase sets on each of its constraints, anew every step: the
@@ -304,6 +308,7 @@ impl Constraint {
             normal_impulse: [0.0; 4],
             count: 0,
             points: [ContactPoint::default(); 4],
+            found_offset: Vec3::ZERO,
             surface: [SurfacePoints::default(); 4],
             found: FoundAt::default(),
         }
@@ -1059,7 +1064,7 @@ mod tests {
     fn constraints_leave_what_the_solve_derives_to_the_solver() {
         assert_eq!(std::mem::size_of::<ContactPoint>(), 32);
         assert_eq!(std::mem::size_of::<Constraint>(), 448);
-        assert_eq!(Constraint::SOLVER_BYTES, 224, "the solver's part ends in the fourth line");
+        assert_eq!(Constraint::SOLVER_BYTES, 236, "the solver's part ends in the fourth line");
         assert_eq!(std::mem::align_of::<Constraint>(), 64);
         assert_eq!(std::mem::size_of::<Prepared>(), 328);
         let end = std::mem::offset_of!(Constraint, rolling_impulse) + std::mem::size_of::<Vec3>();

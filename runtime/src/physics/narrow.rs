@@ -705,7 +705,7 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
         let (a, b) = (sa.shape.local_aabb(), sb.shape.local_aabb());
         let (ra, rb) = (0.5 * (a.max - a.min).length(), 0.5 * (b.max - b.min).length());
         let (center, radius) = if ra <= rb { (a.center(), ra) } else { (frame.transform_point(b.center()), rb) };
-        FoundAt { frame: *frame, normal, center, radius, turn: xa.rotation, offset: centers.0 - centers.1 }
+        FoundAt { frame: *frame, normal, center, radius, turn: xa.rotation }
     };
     let old = last_step(input.cache, key, &mut out.cursor);
     if reuse_manifolds(input, old, (&xa, &frame), centers, Normals::OfA, &manifold, &mut out.order) {
@@ -716,6 +716,7 @@ fn collide_pair(input: &NarrowInput, Pair { a, b }: Pair, out: &mut NarrowOut) {
             // Made in its place in the job's list (a constraint is six cache lines).
             let c = out.push_fresh(Constraint::with_header(manifold(sub)));
             c.found = found(&frame, xa.inverse_transform_vector(m.normal));
+            c.found_offset = centers.0 - centers.1;
             for p in m.points() {
                 let half = 0.5 * p.separation * m.normal;
                 let local = (xa.inverse_transform_point(p.point - half), xb.inverse_transform_point(p.point + half));
@@ -1076,7 +1077,8 @@ fn collide_terrain(input: &NarrowInput, proxy: ProxyId, contacts: std::ops::Rang
             // Surface points in the shape's frame and in the world's, as a pair's
             // (see `collide_pair`), for later steps to reuse.
             let normal = xf.inverse_transform_vector(normals[group as usize]);
-            c.found = FoundAt { frame, normal, center, radius, turn: xf.rotation, offset: Vec3::ZERO };
+            c.found = FoundAt { frame, normal, center, radius, turn: xf.rotation };
+            c.found_offset = Vec3::ZERO;
             let count = c.count as usize;
             for (p, s) in c.points[..count].iter().zip(&mut c.surface[..count]) {
                 let half = 0.5 * p.separation * p.normal;

@@ -518,7 +518,7 @@ impl World {
             // A pair's lever arms are frozen where its manifold was found (see
             // `narrow::reuse_manifolds`): B's arms are A's plus the found offset.
             let center_b = if c.body_b != NONE {
-                center_a - c.found.offset
+                center_a - c.found_offset
             } else if c.row_b == NONE {
                 static_center(bodies, c.body_b, c)
             } else {
