@@ -73,6 +73,10 @@ pub(crate) struct JointSolve {
     pub spring: Softness,
     /// A soft weld's rotation part.
     pub angular_spring: Softness,
+    /// The inverse of `inv_inertia_a + inv_inertia_b`, the rotation lock's and the
+    /// spherical motor's effective mass (the inertias hold for the step: found once
+    /// in the prepare, not in every substep's pass); `None` where it is singular.
+    pub angular_mass: Option<Mat3>,
 }
 
 const _: () = {
@@ -184,11 +188,25 @@ fn equality(row: Row, c: f32, soft: &Softness, use_bias: bool, b: &mut Bodies, a
 
 /// A one-sided row keeping `c >= 0`: speculative while apart (it may close this
 /// substep, no further), soft while pushing back, rigid in the relax pass.
+///
+/// A limit that holds nothing and is not closing past its bias (most of a ragdoll's
+/// limits, most of the time) stays at zero: its impulse, `-m (cdot + bias)` with `m`
+/// not negative, is clamped away, so its mass is not found nor anything applied.
 fn limit(row: Row, c: f32, ctx: &StepContext, b: &mut Bodies, acc: &mut f32, mode: Mode) {
-    let Mode::Solve { use_bias } = mode else { return row.apply(b, *acc) };
+    let Mode::Solve { use_bias } = mode else {
+        if *acc != 0.0 {
+            row.apply(b, *acc);
+        }
+        return;
+    };
     let (bias, mass_scale, impulse_scale) =
         if c > 0.0 { (c * ctx.inv_h, 1.0, 0.0) } else { terms(c, &ctx.joint_soft, use_bias) };
-    let impulse = -row.mass(b) * mass_scale * (row.cdot(b) + bias) - impulse_scale * *acc;
+    let cdot = row.cdot(b);
+    // (Written so that NaN is solved.)
+    if *acc == 0.0 && cdot + bias >= 0.0 {
+        return;
+    }
+    let impulse = -row.mass(b) * mass_scale * (cdot + bias) - impulse_scale * *acc;
     let total = (*acc + impulse).max(0.0);
     row.apply(b, total - *acc);
     *acc = total;
@@ -203,14 +221,15 @@ fn motor(row: Row, speed: f32, max_impulse: f32, b: &mut Bodies, acc: &mut f32, 
     *acc = total;
 }
 
-/// `k⁻¹ rhs`, or zero where `k` is singular (no body can respond).
-fn solve3(k: Mat3, rhs: Vec3) -> Vec3 {
+/// `k⁻¹`, or `None` where `k` is singular (no body can respond).
+pub(crate) fn inverse3(k: Mat3) -> Option<Mat3> {
     let det = k.determinant();
-    if det.abs() > f32::MIN_POSITIVE * 1000.0 && det.is_finite() {
-        k.inverse() * rhs
-    } else {
-        Vec3::ZERO
-    }
+    (det.abs() > f32::MIN_POSITIVE * 1000.0 && det.is_finite()).then(|| k.inverse())
+}
+
+/// `mass rhs`, zero without a mass (see [`inverse3`]).
+fn solve3(mass: Option<Mat3>, rhs: Vec3) -> Vec3 {
+    mass.map_or(Vec3::ZERO, |m| m * rhs)
 }
 
 /// The point part's effective mass for anchors `ra`, `rb` (see
@@ -262,13 +281,23 @@ fn rotation_error(qa: Quat, qb: Quat) -> Vec3 {
 }
 
 /// The frames turn together: `C = rotation_error`, `Cdot = wb - wa`, one 3x3 block.
-fn lock_rotation(qa: Quat, qb: Quat, soft: &Softness, use_bias: bool, b: &mut Bodies, acc: &mut Vec3, mode: Mode) {
+#[allow(clippy::too_many_arguments)]
+fn lock_rotation(
+    qa: Quat,
+    qb: Quat,
+    mass: Option<Mat3>,
+    soft: &Softness,
+    use_bias: bool,
+    b: &mut Bodies,
+    acc: &mut Vec3,
+    mode: Mode,
+) {
     let impulse = match mode {
         Mode::WarmStart => *acc,
         Mode::Solve { .. } => {
             let (bias_rate, mass_scale, impulse_scale) = terms(1.0, soft, use_bias);
             let rhs = b.wb - b.wa + rotation_error(qa, qb) * bias_rate;
-            let impulse = -solve3(b.ia + b.ib, rhs) * mass_scale - *acc * impulse_scale;
+            let impulse = -solve3(mass, rhs) * mass_scale - *acc * impulse_scale;
             *acc += impulse;
             impulse
         }
@@ -360,6 +389,7 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
     let (ra, rb, d): (Vec3, Vec3, Vec3) = (ra.into(), rb.into(), d.into());
     let (refresh, use_bias) = soft_terms(mode, ctx);
     let (soft, h) = (ctx.joint_soft, 1.0 / ctx.inv_h);
+    let angular_mass = j.angular_mass;
     let imp = &mut j.impulses;
     match j.kind {
         JointType::Spherical(s) => {
@@ -368,7 +398,7 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
             if s.enable_spring {
                 let spring = j.spring;
                 // The rotation lock, soft with the spring's own frequency in both passes.
-                lock_rotation(qa, qb, &spring, true, &mut b, &mut imp.spring3, mode);
+                lock_rotation(qa, qb, angular_mass, &spring, true, &mut b, &mut imp.spring3, mode);
             }
             if s.enable_motor {
                 let target = qa * s.motor_velocity;
@@ -376,7 +406,7 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
                 let impulse = match mode {
                     Mode::WarmStart => imp.motor3,
                     Mode::Solve { .. } => {
-                        let want = -solve3(b.ia + b.ib, b.wb - b.wa - target);
+                        let want = -solve3(angular_mass, b.wb - b.wa - target);
                         let total = (imp.motor3 + want).clamp_length_max(max);
                         let impulse = total - imp.motor3;
                         imp.motor3 = total;
@@ -386,7 +416,9 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
                 b.wa -= b.ia * impulse;
                 b.wb += b.ib * impulse;
             }
-            if s.enable_cone_limit {
+            // A warm start applies nothing for a limit that holds nothing (see `limit`).
+            let warm = mode == Mode::WarmStart;
+            if s.enable_cone_limit && !(warm && imp.swing == 0.0) {
                 let (c, t) = (qa * Vec3::Z, qb * Vec3::Z);
                 let cross = c.cross(t);
                 let sin = cross.length();
@@ -396,7 +428,7 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
                     limit(Row::angular(-axis), s.cone_angle - swing, ctx, &mut b, &mut imp.swing, mode);
                 }
             }
-            if s.enable_twist_limit {
+            if s.enable_twist_limit && !(warm && imp.lower == 0.0 && imp.upper == 0.0) {
                 let q = relative(qa, qb);
                 let angle = twist_angle(q);
                 // The twist's rate about A's z axis leaned toward B's by the swing
@@ -453,7 +485,7 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
                 let back = Row::linear(-z, arm_a, rb);
                 limit(back, p.upper - translation, ctx, &mut b, &mut imp.upper, mode);
             }
-            lock_rotation(qa, qb, &soft, use_bias, &mut b, &mut imp.angular, mode);
+            lock_rotation(qa, qb, angular_mass, &soft, use_bias, &mut b, &mut imp.angular, mode);
             let [px, py] = &mut imp.perp;
             equality(Row::linear(x, arm_a, rb), x.dot(d), &soft, use_bias, &mut b, px, mode);
             equality(Row::linear(y, arm_a, rb), y.dot(d), &soft, use_bias, &mut b, py, mode);
@@ -463,7 +495,7 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
             let (linear, angular) = (j.spring, j.angular_spring);
             let (linear, linear_bias) = if f.linear_hertz > 0.0 { (linear, true) } else { (soft, use_bias) };
             let (angular, angular_bias) = if f.angular_hertz > 0.0 { (angular, true) } else { (soft, use_bias) };
-            lock_rotation(qa, qb, &angular, angular_bias, &mut b, &mut imp.angular, mode);
+            lock_rotation(qa, qb, angular_mass, &angular, angular_bias, &mut b, &mut imp.angular, mode);
             point((ra, rb), d, (&mut j.point_mass, refresh), &linear, linear_bias, &mut b, &mut imp.linear, mode);
         }
         JointType::SixDof(x) => {
@@ -478,7 +510,7 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
                 }
             }
             if x.angular == [Dof::Locked; 3] {
-                lock_rotation(qa, qb, &soft, use_bias, &mut b, &mut imp.angular, mode);
+                lock_rotation(qa, qb, angular_mass, &soft, use_bias, &mut b, &mut imp.angular, mode);
             } else {
                 let q = relative(qa, qb);
                 let parts = [q.x, q.y, q.z];

@@ -78,6 +78,7 @@ fn scene(count: usize) -> (Vec<JointSolve>, Vec<BodyState>) {
             kind: JointType::Spherical(SphericalJoint::default()),
             spring: Softness::new(0.0, 0.0, 1.0),
             angular_spring: Softness::new(0.0, 0.0, 1.0),
+            angular_mass: None,
             point_mass: scalar_point_mass(anchor_a, anchor_b, ma, mb, ia, ib),
             spare: [0.0; 2],
             ball: true,
