@@ -28,7 +28,7 @@ use glam::{Mat3, Vec3};
 use super::body::{Bodies, BodyError, BodyId, MotionType, SetKind};
 use super::contact_solver::{Softness, NONE};
 use super::island::Islands;
-use super::joint_solver::{self, JointSolve};
+use super::joint_solver::{self, JointSolve, OpenLimits};
 use super::world::World;
 use crate::codec::{fields, Codec, Corrupt, Reader, TakeNew, Writer};
 use crate::math::Isometry;
@@ -878,6 +878,7 @@ impl World {
                 spring: Softness::new(0.0, 0.0, 1.0),
                 angular_spring: Softness::new(0.0, 0.0, 1.0),
                 angular_mass: None,
+                open: OpenLimits::UNSET,
                 point_mass: Mat3::ZERO,
                 spare: [0.0; 2],
                 ball: JointSolve::ball_kind(&j.def.kind),
@@ -907,6 +908,7 @@ fn prepare_joint(j: &mut JointSolve, h: f32) {
     };
     (j.spring, j.angular_spring) = (spring, angular);
     j.angular_mass = super::joint_solver::inverse3(j.inv_inertia_a + j.inv_inertia_b);
+    j.open = OpenLimits::of(&j.kind);
     // The point part's mass is not found here: every substep's pass with a bias finds
     // it before any pass reads it (`joint_solver::soft_terms`).
 }

@@ -77,6 +77,31 @@ pub(crate) struct JointSolve {
     /// spherical motor's effective mass (the inertias hold for the step: found once
     /// in the prepare, not in every substep's pass); `None` where it is singular.
     pub angular_mass: Option<Mat3>,
+    /// What tells a spherical joint's limits far open without their angles.
+    pub open: OpenLimits,
+}
+
+/// A spherical joint's cone's cosine and the cosine and sine of half of each twist
+/// limit (see [`far_open`]); NaN, never open, until the prepare sets them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct OpenLimits {
+    pub cone_cos: f32,
+    pub lower: [f32; 2],
+    pub upper: [f32; 2],
+}
+
+impl OpenLimits {
+    pub const UNSET: OpenLimits = OpenLimits { cone_cos: f32::NAN, lower: [f32::NAN; 2], upper: [f32::NAN; 2] };
+
+    /// For a spherical joint's settings (see [`far_open`]).
+    pub fn of(kind: &JointType) -> OpenLimits {
+        let JointType::Spherical(s) = kind else { return OpenLimits::UNSET };
+        let half = |angle: f32| {
+            let (sin, cos) = (0.5 * angle).sin_cos();
+            [cos, sin]
+        };
+        OpenLimits { cone_cos: s.cone_angle.cos(), lower: half(s.lower_twist), upper: half(s.upper_twist) }
+    }
 }
 
 const _: () = {
@@ -219,6 +244,21 @@ fn motor(row: Row, speed: f32, max_impulse: f32, b: &mut Bodies, acc: &mut f32, 
     let total = (*acc + impulse).clamp(-max_impulse, max_impulse);
     row.apply(b, total - *acc);
     *acc = total;
+}
+
+/// Whether a limit row that holds nothing, `gap` (rad) or more from its edge (a lower
+/// bound of the row's `c`) with an axis of squared length at most `axis_sq`, surely
+/// stays at zero in this solve pass: its speculative bias `c / h` outweighs any
+/// relative spin of the bodies along the axis, so `cdot + bias >= 0` in [`limit`],
+/// which would clamp the row's impulse away. The row's angle and axis are then not
+/// found. A ragdoll's limits are far open most of the time. The allowances (1e-4
+/// rad on the gap, a hundredth on the spin) cover the round-off of the angles and
+/// the dot products.
+fn far_open(gap: f32, axis_sq: f32, b: &Bodies, inv_h: f32) -> bool {
+    let bias = (gap - 1e-4) * inv_h;
+    let spin = b.wa.length() + b.wb.length();
+    // (Written so that NaN is not open.)
+    bias > 0.0 && bias * bias > 1.01 * axis_sq * (spin * spin)
 }
 
 /// `k⁻¹`, or `None` where `k` is singular (no body can respond).
@@ -416,20 +456,33 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
                 b.wa -= b.ia * impulse;
                 b.wb += b.ib * impulse;
             }
-            // A warm start applies nothing for a limit that holds nothing (see `limit`).
+            // A limit that holds nothing is applied by no warm start (see `limit`), nor
+            // solved while far open (see `far_open`).
             let warm = mode == Mode::WarmStart;
-            if s.enable_cone_limit && !(warm && imp.swing == 0.0) {
+            let open = j.open;
+            if s.enable_cone_limit && (imp.swing != 0.0 || !warm) {
                 let (c, t) = (qa * Vec3::Z, qb * Vec3::Z);
                 let cross = c.cross(t);
                 let sin = cross.length();
-                if sin > 1e-6 {
+                // The cone's gap is at least the cosines' difference (the cosine is
+                // 1-Lipschitz).
+                if sin > 1e-6 && (imp.swing != 0.0 || !far_open(c.dot(t) - open.cone_cos, 1.0, &b, ctx.inv_h)) {
                     let swing = atan2(sin, c.dot(t));
                     let axis = cross / sin;
                     limit(Row::angular(-axis), s.cone_angle - swing, ctx, &mut b, &mut imp.swing, mode);
                 }
             }
-            if s.enable_twist_limit && !(warm && imp.lower == 0.0 && imp.upper == 0.0) {
-                let q = relative(qa, qb);
+            let held = imp.lower != 0.0 || imp.upper != 0.0;
+            let twist = (s.enable_twist_limit && (held || !warm)).then(|| relative(qa, qb));
+            // Half the twist is `atan2(q.z, q.w)`; its gap to a half limit `l` is at
+            // least the sine of it, `(q.z cos l - q.w sin l) / r` with `r = |(q.z, q.w)|`
+            // at most 1. The axis below is `√(1 + tan_half²)` long.
+            let twist = twist.filter(|q| {
+                let (zw, [cl, sl], [cu, su]) = (q.z * q.z + q.w * q.w, open.lower, open.upper);
+                let gap = 2.0 * (q.z * cl - q.w * sl).min(q.w * su - q.z * cu);
+                held || !far_open(gap, 1.0 + (q.x * q.x + q.y * q.y) / zw, &b, ctx.inv_h)
+            });
+            if let Some(q) = twist {
                 let angle = twist_angle(q);
                 // The twist's rate about A's z axis leaned toward B's by the swing
                 // (Box3D's twist Jacobian).
@@ -693,5 +746,141 @@ mod tests {
             assert!(error < 1e-4, "case {case}: M K is off the identity by {error}");
         }
         assert_eq!(point_mass(Vec3::X, Vec3::Y, 0.0, 0.0, Mat3::ZERO, Mat3::ZERO), Mat3::ZERO);
+    }
+
+    /// Limits found far open skip their rows (`far_open`) and give the bits of the
+    /// full rows: random spherical joints with cone and twist limits and joint
+    /// friction, some bent past their limits, some near, most well inside, their
+    /// bodies spinning at up to 30 rad/s, solved with the prepare's bounds and without
+    /// any (`OpenLimits::UNSET`: every row found), over three rounds of the passes.
+    #[test]
+    fn limits_found_far_open_give_the_bits_of_the_full_rows() {
+        use crate::physics::joint::{Impulses, SphericalJoint};
+        let mut seed = 0x2545_f491_u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        };
+        let v = |next: &mut dyn FnMut() -> f32| Vec3::new(next(), next(), next());
+        let count = 400;
+        let (mut joints, mut states) = (Vec::new(), Vec::new());
+        for k in 0..count {
+            let (spin_a, spin_b, axis, turn_a) = (v(&mut next), v(&mut next), v(&mut next), v(&mut next));
+            let scale = if k % 3 == 0 { 30.0 } else { 2.0 };
+            for spin in [spin_a, spin_b] {
+                let dq = Quat::from_scaled_axis(v(&mut next) * 0.05);
+                states.push(BodyState {
+                    v: v(&mut next),
+                    w: spin * scale,
+                    dp: v(&mut next) * 0.01,
+                    spare: [0.0; 3],
+                    dq,
+                });
+            }
+            let cone = 0.2 + 0.5 * (next() + 1.0);
+            let (lower, upper) = (-0.2 - 0.5 * (next() + 1.0), 0.2 + 0.5 * (next() + 1.0));
+            let kind = JointType::Spherical(SphericalJoint {
+                enable_cone_limit: true,
+                cone_angle: cone,
+                enable_twist_limit: true,
+                lower_twist: lower,
+                upper_twist: upper,
+                enable_motor: k % 2 == 0,
+                max_motor_torque: 0.5,
+                ..SphericalJoint::default()
+            });
+            // Bent by up to 1.3 times the cone, twisted by up to 1.3 times a limit.
+            let swing =
+                Quat::from_axis_angle(Vec3::new(axis.x, axis.y, 0.0).normalize_or(Vec3::X), 1.3 * cone * next());
+            let twist = Quat::from_rotation_z(1.3 * if next() > 0.0 { upper } else { lower } * next().abs());
+            let frame_a = Quat::from_scaled_axis(turn_a * 3.0);
+            let (ia, ib) = (Mat3::from_diagonal(Vec3::splat(2.0)), Mat3::from_diagonal(Vec3::splat(3.0)));
+            let mut j = JointSolve {
+                inv_mass_a: 1.0,
+                inv_mass_b: 1.5,
+                inv_inertia_a: ia,
+                inv_inertia_b: ib,
+                anchor_a: v(&mut next) * 0.3,
+                anchor_b: v(&mut next) * 0.3,
+                delta_center: v(&mut next) * 0.6,
+                point_mass: Mat3::ZERO,
+                spare: [0.0; 2],
+                row_a: 2 * k as u32,
+                row_b: 2 * k as u32 + 1,
+                ball: false,
+                impulses: Impulses::default(),
+                slot: k as u32,
+                frame_a,
+                frame_b: frame_a * swing * twist,
+                kind,
+                spring: Softness::new(0.0, 0.0, 1.0),
+                angular_spring: Softness::new(0.0, 0.0, 1.0),
+                angular_mass: inverse3(ia + ib),
+                open: OpenLimits::of(&kind),
+            };
+            j.impulses.swing = if k % 5 == 0 { 0.01 } else { 0.0 };
+            joints.push(j);
+        }
+        let h = 1.0 / 240.0;
+        let ctx = StepContext {
+            inv_h: 1.0 / h,
+            soft: Softness::new(30.0, 10.0, h),
+            static_soft: Softness::new(60.0, 10.0, h),
+            push_out: 3.0,
+            restitution_threshold: 1.0,
+            joint_soft: Softness::new(60.0, 2.0, h),
+            joint_bias_in_relax: false,
+        };
+        let (mut full_joints, mut full_states) = (joints.clone(), states.clone());
+        for j in &mut full_joints {
+            j.open = OpenLimits::UNSET;
+        }
+        let modes = [Mode::WarmStart, Mode::Solve { use_bias: true }, Mode::Solve { use_bias: false }];
+        let bits = |joints: &[JointSolve], states: &[BodyState]| {
+            let mut out: Vec<u32> = Vec::new();
+            for s in states {
+                out.extend([s.v, s.w].iter().flat_map(|v| v.to_array()).map(f32::to_bits));
+            }
+            for j in joints {
+                let i = &j.impulses;
+                out.extend([i.swing, i.lower, i.upper].map(f32::to_bits));
+                out.extend([i.linear, i.motor3].iter().flat_map(|v| v.to_array()).map(f32::to_bits));
+            }
+            out
+        };
+        // Far open, at most the bias could hold: the bound skipped some rows.
+        let open = |j: &JointSolve, s: &[BodyState]| {
+            let b = Bodies {
+                va: Vec3::ZERO,
+                wa: s[j.row_a as usize].w,
+                vb: Vec3::ZERO,
+                wb: s[j.row_b as usize].w,
+                ma: 0.0,
+                mb: 0.0,
+                ia: Mat3::ZERO,
+                ib: Mat3::ZERO,
+            };
+            let (c, t) = (j.frame_a * Vec3::Z, j.frame_b * Vec3::Z);
+            far_open(c.dot(t) - j.open.cone_cos, 1.0, &b, ctx.inv_h)
+        };
+        let far = joints.iter().filter(|j| open(j, &states)).count();
+        assert!(far > count / 4 && far < count * 3 / 4, "{far} of {count} cones far open at the start");
+        for round in 0..3 {
+            for mode in modes {
+                for (joints, states) in [(&mut joints, &mut states), (&mut full_joints, &mut full_states)] {
+                    let column = Column::new(states);
+                    for j in joints.iter_mut() {
+                        // SAFETY: one thread.
+                        unsafe { solve_joint(j, &column, &ctx, mode) };
+                    }
+                }
+                let (ours, full) = (bits(&joints, &states), bits(&full_joints, &full_states));
+                let differs = ours.iter().zip(&full).position(|(x, y)| x != y);
+                assert!(differs.is_none(), "round {round}, {mode:?}: value {differs:?} differs");
+            }
+        }
+        // Some limits push, some do not.
+        let pushing = joints.iter().filter(|j| j.impulses.swing + j.impulses.lower + j.impulses.upper > 0.0).count();
+        assert!(pushing > count / 10 && pushing < count * 9 / 10, "{pushing} of {count} joints push at a limit");
     }
 }
