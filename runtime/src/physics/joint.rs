@@ -877,7 +877,6 @@ impl World {
                 kind: j.def.kind,
                 spring: Softness::new(0.0, 0.0, 1.0),
                 angular_spring: Softness::new(0.0, 0.0, 1.0),
-                angular_mass: None,
                 open: OpenLimits::UNSET,
                 point_mass: Mat3::ZERO,
                 spare: [0.0; 2],
@@ -907,7 +906,6 @@ fn prepare_joint(j: &mut JointSolve, h: f32) {
         JointType::SixDof(_) => (j.spring, j.angular_spring),
     };
     (j.spring, j.angular_spring) = (spring, angular);
-    j.angular_mass = super::joint_solver::inverse3(j.inv_inertia_a + j.inv_inertia_b);
     j.open = OpenLimits::of(&j.kind);
     // The point part's mass is not found here: every substep's pass with a bias finds
     // it before any pass reads it (`joint_solver::soft_terms`).

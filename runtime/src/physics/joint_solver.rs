@@ -73,10 +73,6 @@ pub(crate) struct JointSolve {
     pub spring: Softness,
     /// A soft weld's rotation part.
     pub angular_spring: Softness,
-    /// The inverse of `inv_inertia_a + inv_inertia_b`, the rotation lock's and the
-    /// spherical motor's effective mass (the inertias hold for the step: found once
-    /// in the prepare, not in every substep's pass); `None` where it is singular.
-    pub angular_mass: Option<Mat3>,
     /// What tells a spherical joint's limits far open without their angles.
     pub open: OpenLimits,
 }
@@ -261,15 +257,14 @@ fn far_open(gap: f32, axis_sq: f32, b: &Bodies, inv_h: f32) -> bool {
     bias > 0.0 && bias * bias > 1.01 * axis_sq * (spin * spin)
 }
 
-/// `k⁻¹`, or `None` where `k` is singular (no body can respond).
-pub(crate) fn inverse3(k: Mat3) -> Option<Mat3> {
+/// `k⁻¹ rhs`, or zero where `k` is singular (no body can respond).
+fn solve3(k: Mat3, rhs: Vec3) -> Vec3 {
     let det = k.determinant();
-    (det.abs() > f32::MIN_POSITIVE * 1000.0 && det.is_finite()).then(|| k.inverse())
-}
-
-/// `mass rhs`, zero without a mass (see [`inverse3`]).
-fn solve3(mass: Option<Mat3>, rhs: Vec3) -> Vec3 {
-    mass.map_or(Vec3::ZERO, |m| m * rhs)
+    if det.abs() > f32::MIN_POSITIVE * 1000.0 && det.is_finite() {
+        k.inverse() * rhs
+    } else {
+        Vec3::ZERO
+    }
 }
 
 /// The point part's effective mass for anchors `ra`, `rb` (see
@@ -321,23 +316,13 @@ fn rotation_error(qa: Quat, qb: Quat) -> Vec3 {
 }
 
 /// The frames turn together: `C = rotation_error`, `Cdot = wb - wa`, one 3x3 block.
-#[allow(clippy::too_many_arguments)]
-fn lock_rotation(
-    qa: Quat,
-    qb: Quat,
-    mass: Option<Mat3>,
-    soft: &Softness,
-    use_bias: bool,
-    b: &mut Bodies,
-    acc: &mut Vec3,
-    mode: Mode,
-) {
+fn lock_rotation(qa: Quat, qb: Quat, soft: &Softness, use_bias: bool, b: &mut Bodies, acc: &mut Vec3, mode: Mode) {
     let impulse = match mode {
         Mode::WarmStart => *acc,
         Mode::Solve { .. } => {
             let (bias_rate, mass_scale, impulse_scale) = terms(1.0, soft, use_bias);
             let rhs = b.wb - b.wa + rotation_error(qa, qb) * bias_rate;
-            let impulse = -solve3(mass, rhs) * mass_scale - *acc * impulse_scale;
+            let impulse = -solve3(b.ia + b.ib, rhs) * mass_scale - *acc * impulse_scale;
             *acc += impulse;
             impulse
         }
@@ -429,7 +414,6 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
     let (ra, rb, d): (Vec3, Vec3, Vec3) = (ra.into(), rb.into(), d.into());
     let (refresh, use_bias) = soft_terms(mode, ctx);
     let (soft, h) = (ctx.joint_soft, 1.0 / ctx.inv_h);
-    let angular_mass = j.angular_mass;
     let imp = &mut j.impulses;
     match j.kind {
         JointType::Spherical(s) => {
@@ -438,7 +422,7 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
             if s.enable_spring {
                 let spring = j.spring;
                 // The rotation lock, soft with the spring's own frequency in both passes.
-                lock_rotation(qa, qb, angular_mass, &spring, true, &mut b, &mut imp.spring3, mode);
+                lock_rotation(qa, qb, &spring, true, &mut b, &mut imp.spring3, mode);
             }
             if s.enable_motor {
                 let target = qa * s.motor_velocity;
@@ -446,7 +430,7 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
                 let impulse = match mode {
                     Mode::WarmStart => imp.motor3,
                     Mode::Solve { .. } => {
-                        let want = -solve3(angular_mass, b.wb - b.wa - target);
+                        let want = -solve3(b.ia + b.ib, b.wb - b.wa - target);
                         let total = (imp.motor3 + want).clamp_length_max(max);
                         let impulse = total - imp.motor3;
                         imp.motor3 = total;
@@ -538,7 +522,7 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
                 let back = Row::linear(-z, arm_a, rb);
                 limit(back, p.upper - translation, ctx, &mut b, &mut imp.upper, mode);
             }
-            lock_rotation(qa, qb, angular_mass, &soft, use_bias, &mut b, &mut imp.angular, mode);
+            lock_rotation(qa, qb, &soft, use_bias, &mut b, &mut imp.angular, mode);
             let [px, py] = &mut imp.perp;
             equality(Row::linear(x, arm_a, rb), x.dot(d), &soft, use_bias, &mut b, px, mode);
             equality(Row::linear(y, arm_a, rb), y.dot(d), &soft, use_bias, &mut b, py, mode);
@@ -548,7 +532,7 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
             let (linear, angular) = (j.spring, j.angular_spring);
             let (linear, linear_bias) = if f.linear_hertz > 0.0 { (linear, true) } else { (soft, use_bias) };
             let (angular, angular_bias) = if f.angular_hertz > 0.0 { (angular, true) } else { (soft, use_bias) };
-            lock_rotation(qa, qb, angular_mass, &angular, angular_bias, &mut b, &mut imp.angular, mode);
+            lock_rotation(qa, qb, &angular, angular_bias, &mut b, &mut imp.angular, mode);
             point((ra, rb), d, (&mut j.point_mass, refresh), &linear, linear_bias, &mut b, &mut imp.linear, mode);
         }
         JointType::SixDof(x) => {
@@ -563,7 +547,7 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
                 }
             }
             if x.angular == [Dof::Locked; 3] {
-                lock_rotation(qa, qb, angular_mass, &soft, use_bias, &mut b, &mut imp.angular, mode);
+                lock_rotation(qa, qb, &soft, use_bias, &mut b, &mut imp.angular, mode);
             } else {
                 let q = relative(qa, qb);
                 let parts = [q.x, q.y, q.z];
@@ -815,7 +799,6 @@ mod tests {
                 kind,
                 spring: Softness::new(0.0, 0.0, 1.0),
                 angular_spring: Softness::new(0.0, 0.0, 1.0),
-                angular_mass: inverse3(ia + ib),
                 open: OpenLimits::of(&kind),
             };
             j.impulses.swing = if k % 5 == 0 { 0.01 } else { 0.0 };

@@ -78,7 +78,6 @@ fn scene(count: usize) -> (Vec<JointSolve>, Vec<BodyState>) {
             kind: JointType::Spherical(SphericalJoint::default()),
             spring: Softness::new(0.0, 0.0, 1.0),
             angular_spring: Softness::new(0.0, 0.0, 1.0),
-            angular_mass: None,
             open: crate::physics::joint_solver::OpenLimits::UNSET,
             point_mass: scalar_point_mass(anchor_a, anchor_b, ma, mb, ia, ib),
             spare: [0.0; 2],
