@@ -28,7 +28,7 @@ use glam::{Mat3, Vec3};
 use super::body::{Bodies, BodyError, BodyId, MotionType, SetKind};
 use super::contact_solver::{Softness, NONE};
 use super::island::Islands;
-use super::joint_solver::{self, JointSolve, OpenLimits};
+use super::joint_solver::{self, JointSolve, OpenLimits, Sym};
 use super::world::World;
 use crate::codec::{fields, Codec, Corrupt, Reader, TakeNew, Writer};
 use crate::math::Isometry;
@@ -867,8 +867,8 @@ impl World {
                 row_b: awake(set_b, row_b),
                 inv_mass_a: ma,
                 inv_mass_b: mb,
-                inv_inertia_a: ia,
-                inv_inertia_b: ib,
+                inv_inertia_a: Sym::of(ia),
+                inv_inertia_b: Sym::of(ib),
                 frame_a: qa * j.def.frame_a.rotation,
                 frame_b: qb * j.def.frame_b.rotation,
                 anchor_a,
@@ -878,8 +878,6 @@ impl World {
                 spring: Softness::new(0.0, 0.0, 1.0),
                 angular_spring: Softness::new(0.0, 0.0, 1.0),
                 open: OpenLimits::UNSET,
-                point_mass: Mat3::ZERO,
-                spare: [0.0; 2],
                 ball: JointSolve::ball_kind(&j.def.kind),
                 impulses: j.impulses,
             });
@@ -907,8 +905,6 @@ fn prepare_joint(j: &mut JointSolve, h: f32) {
     };
     (j.spring, j.angular_spring) = (spring, angular);
     j.open = OpenLimits::of(&j.kind);
-    // The point part's mass is not found here: every substep's pass with a bias finds
-    // it before any pass reads it (`joint_solver::soft_terms`).
 }
 
 impl World {

@@ -34,35 +34,33 @@ use crate::math::atan2;
 /// A joint as one step's solve sees it: its bodies' rows and masses, its frames at the
 /// step's start, its settings, and the impulses it accumulates.
 ///
-/// What the point part reads comes first, in C order, as five rows of eight `f32`s
-/// ([`JointSolve::POINT_ROWS`]): the ball joints' lanes (`simd/ball.rs`) gather
-/// them with a transpose instead of 38 loads and stores a joint, and touch three of
-/// the joint's cache lines instead of its whole 400-odd bytes.
+/// What the point part reads comes first, in C order, as four rows of eight `f32`s
+/// ([`JointSolve::POINT_ROWS`]) filling the joint's first two cache lines (it is
+/// aligned to them): the masses, the inertias' six distinct entries each, the
+/// anchors, the centres' offset, the rows and the point part's impulse. The ball
+/// joints' lanes (`simd/ball.rs`) gather them with a transpose instead of 30-odd loads
+/// a joint, and touch two of the joint's cache lines instead of its whole 500-odd
+/// bytes: the grid's solve is bound by that traffic.
 #[derive(Clone, Copy, Debug)]
-#[repr(C)]
+#[repr(C, align(64))]
 pub(crate) struct JointSolve {
     pub inv_mass_a: f32,
     pub inv_mass_b: f32,
-    pub inv_inertia_a: Mat3,
-    pub inv_inertia_b: Mat3,
+    /// The world inverse inertias (symmetric: see [`Sym`]).
+    pub inv_inertia_a: Sym,
+    pub inv_inertia_b: Sym,
     /// The anchors from each body's centre of mass, in world axes, at the step's start.
     pub anchor_a: Vec3,
     pub anchor_b: Vec3,
     /// Centre of B minus centre of A at the step's start.
     pub delta_center: Vec3,
-    /// The point part's effective mass (the inverse of its 3x3 `K`): found in each
-    /// substep's pass with a bias (the first pass that reads it), kept for the relax
-    /// pass; zero where no body can respond.
-    pub point_mass: Mat3,
-    /// Unused: completes the point part's fifth row.
-    pub spare: [f32; 2],
     /// Awake rows (`NONE` for a body outside the awake set: it does not move).
     pub row_a: u32,
     pub row_b: u32,
+    /// The impulses (the point part's first), in the point part's lines.
+    pub impulses: Impulses,
     /// Whether `kind` is a ball and socket alone ([`JointSolve::is_ball`]).
     pub ball: bool,
-    /// The impulses, in the same cache lines as the point part's rows.
-    pub impulses: Impulses,
     /// The joint's slot in the store.
     pub slot: u32,
     /// The joint frames' rotations in the world at the step's start.
@@ -103,18 +101,38 @@ impl OpenLimits {
 const _: () = {
     use std::mem::offset_of;
     assert!(offset_of!(JointSolve, inv_mass_a) == 0 && offset_of!(JointSolve, inv_mass_b) == 4);
-    assert!(offset_of!(JointSolve, inv_inertia_a) == 8 && offset_of!(JointSolve, inv_inertia_b) == 44);
-    assert!(offset_of!(JointSolve, anchor_a) == 80 && offset_of!(JointSolve, anchor_b) == 92);
-    assert!(offset_of!(JointSolve, delta_center) == 104 && offset_of!(JointSolve, point_mass) == 116);
-    assert!(offset_of!(JointSolve, spare) + 8 == 4 * 8 * JointSolve::POINT_ROWS);
-    // Everything a ball joint reads in its first three cache lines.
-    assert!(offset_of!(JointSolve, impulses) + offset_of!(Impulses, linear) + 12 <= 192);
+    assert!(offset_of!(JointSolve, inv_inertia_a) == 8 && offset_of!(JointSolve, inv_inertia_b) == 32);
+    assert!(offset_of!(JointSolve, anchor_a) == 56 && offset_of!(JointSolve, anchor_b) == 68);
+    assert!(offset_of!(JointSolve, delta_center) == 80 && offset_of!(JointSolve, row_a) == 92);
+    assert!(offset_of!(JointSolve, row_b) == 96 && offset_of!(JointSolve, impulses) == 100);
+    // The point part's impulse ends its rows, in the first two cache lines.
+    assert!(offset_of!(Impulses, linear) == 0 && 100 + 12 <= 4 * 8 * JointSolve::POINT_ROWS);
+    assert!(4 * 8 * JointSolve::POINT_ROWS == 128 && std::mem::align_of::<JointSolve>() == 64);
 };
+
+/// A symmetric 3x3 matrix's six distinct entries `00, 01, 02, 11, 12, 22` (a world
+/// inverse inertia: `crate::math::world_inertia` makes it exactly symmetric).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
+pub(crate) struct Sym(pub [f32; 6]);
+
+impl Sym {
+    /// The entries of `m` on and above the diagonal (`m` is symmetric).
+    pub fn of(m: Mat3) -> Sym {
+        let (x, y, z) = (m.x_axis, m.y_axis, m.z_axis);
+        Sym([x.x, x.y, x.z, y.y, y.z, z.z])
+    }
+
+    pub fn mat3(self) -> Mat3 {
+        let [a, b, c, d, e, f] = self.0;
+        Mat3::from_cols(Vec3::new(a, b, c), Vec3::new(b, d, e), Vec3::new(c, e, f))
+    }
+}
 
 impl JointSolve {
     /// Rows of eight `f32`s at the start of the joint that hold what the point part
-    /// reads: the masses, inertias, anchors, centres' offset and effective mass.
-    pub const POINT_ROWS: usize = 5;
+    /// reads: the masses, inertias, anchors, centres' offset, rows and impulse.
+    pub const POINT_ROWS: usize = 4;
 
     /// Whether the joint is a ball and socket alone (no limit, spring or motor): its
     /// point part is all it solves, which [`ball`] runs in SIMD lanes.
@@ -267,8 +285,8 @@ fn solve3(k: Mat3, rhs: Vec3) -> Vec3 {
     }
 }
 
-/// The point part's effective mass for anchors `ra`, `rb` (see
-/// [`JointSolve::point_mass`] and [`ball::point_mass`]), on glam types.
+/// The point part's effective mass for anchors `ra`, `rb` ([`ball::point_mass`]), on
+/// glam types.
 #[cfg(test)]
 pub(crate) fn point_mass(ra: Vec3, rb: Vec3, ma: f32, mb: f32, ia: Mat3, ib: Mat3) -> Mat3 {
     ball::point_mass(ra.into(), rb.into(), ma, mb, &ia.into(), &ib.into()).into()
@@ -277,16 +295,7 @@ pub(crate) fn point_mass(ra: Vec3, rb: Vec3, ma: f32, mb: f32, ia: Mat3, ib: Mat
 /// The anchors coincide: `C = d` (anchor B minus anchor A), one 3x3 block
 /// ([`ball::point_part`], which the ball joints' lanes run too).
 #[allow(clippy::too_many_arguments)]
-fn point(
-    (ra, rb): (Vec3, Vec3),
-    d: Vec3,
-    (mass, refresh): (&mut Mat3, bool),
-    soft: &Softness,
-    use_bias: bool,
-    b: &mut Bodies,
-    acc: &mut Vec3,
-    mode: Mode,
-) {
+fn point((ra, rb): (Vec3, Vec3), d: Vec3, soft: &Softness, use_bias: bool, b: &mut Bodies, acc: &mut Vec3, mode: Mode) {
     let terms = match mode {
         Mode::WarmStart => None,
         Mode::Solve { .. } => Some(terms(1.0, soft, use_bias)),
@@ -301,9 +310,9 @@ fn point(
         ia: b.ia.into(),
         ib: b.ib.into(),
     };
-    let (mut m, mut a) = ((*mass).into(), (*acc).into());
-    ball::point_part((ra.into(), rb.into()), d.into(), (&mut m, refresh), terms, &mut pair, &mut a);
-    (*mass, *acc) = (m.into(), a.into());
+    let mut a = (*acc).into();
+    ball::point_part((ra.into(), rb.into()), d.into(), terms, &mut pair, &mut a);
+    *acc = a.into();
     (b.va, b.wa, b.vb, b.wb) = (pair.va.into(), pair.wa.into(), pair.vb.into(), pair.wb.into());
 }
 
@@ -400,8 +409,8 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
         wb: sb.w,
         ma: j.inv_mass_a,
         mb: j.inv_mass_b,
-        ia: j.inv_inertia_a,
-        ib: j.inv_inertia_b,
+        ia: j.inv_inertia_a.mat3(),
+        ib: j.inv_inertia_b.mat3(),
     };
     // The frames' rotations now (a plain ball and socket needs none).
     let frames = || (sa.dq * j.frame_a, sb.dq * j.frame_b);
@@ -412,7 +421,7 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
         (sb.dp.into(), turn(sb.dq)),
     );
     let (ra, rb, d): (Vec3, Vec3, Vec3) = (ra.into(), rb.into(), d.into());
-    let (refresh, use_bias) = soft_terms(mode, ctx);
+    let use_bias = soft_terms(mode, ctx);
     let (soft, h) = (ctx.joint_soft, 1.0 / ctx.inv_h);
     let imp = &mut j.impulses;
     match j.kind {
@@ -482,7 +491,7 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
                 limit(Row::angular(axis), angle - s.lower_twist, ctx, &mut b, &mut imp.lower, mode);
                 limit(Row::angular(-axis), s.upper_twist - angle, ctx, &mut b, &mut imp.upper, mode);
             }
-            point((ra, rb), d, (&mut j.point_mass, refresh), &soft, use_bias, &mut b, &mut imp.linear, mode);
+            point((ra, rb), d, &soft, use_bias, &mut b, &mut imp.linear, mode);
         }
         JointType::Revolute(r) => {
             let (qa, qb) = frames();
@@ -501,7 +510,7 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
                 limit(back, r.upper - angle, ctx, &mut b, &mut imp.upper, mode);
             }
             hinge(qa, qb, &soft, use_bias, &mut b, &mut imp.perp, mode);
-            point((ra, rb), d, (&mut j.point_mass, refresh), &soft, use_bias, &mut b, &mut imp.linear, mode);
+            point((ra, rb), d, &soft, use_bias, &mut b, &mut imp.linear, mode);
         }
         JointType::Prismatic(p) => {
             let (qa, qb) = frames();
@@ -533,7 +542,7 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
             let (linear, linear_bias) = if f.linear_hertz > 0.0 { (linear, true) } else { (soft, use_bias) };
             let (angular, angular_bias) = if f.angular_hertz > 0.0 { (angular, true) } else { (soft, use_bias) };
             lock_rotation(qa, qb, &angular, angular_bias, &mut b, &mut imp.angular, mode);
-            point((ra, rb), d, (&mut j.point_mass, refresh), &linear, linear_bias, &mut b, &mut imp.linear, mode);
+            point((ra, rb), d, &linear, linear_bias, &mut b, &mut imp.linear, mode);
         }
         JointType::SixDof(x) => {
             let (qa, qb) = frames();
@@ -565,7 +574,7 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
                 }
             }
             if x.linear == [Dof::Locked; 3] {
-                point((ra, rb), d, (&mut j.point_mass, refresh), &soft, use_bias, &mut b, &mut imp.linear, mode);
+                point((ra, rb), d, &soft, use_bias, &mut b, &mut imp.linear, mode);
             } else {
                 for (k, (axis, dof)) in axes.into_iter().zip(x.linear).enumerate() {
                     let t = axis.dot(d);
@@ -606,18 +615,13 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
     unsafe { finish_joint(j, states, (b.va, b.wa, b.vb, b.wb)) };
 }
 
-/// Whether the point part finds its effective mass again (`refresh`) and pushes with
-/// a bias (`use_bias`) in this pass. The mass is found again each substep where the
-/// anchors now are (in the pass with a bias, kept for the relax pass): a small body
-/// turning fast, a ragdoll's hand, moves its anchor enough in a step that a mass
-/// found at the step's start keeps it jittering.
-pub(crate) fn soft_terms(mode: Mode, ctx: &StepContext) -> (bool, bool) {
-    let refresh = matches!(mode, Mode::Solve { use_bias: true }) || ctx.joint_bias_in_relax;
-    let use_bias = match mode {
+/// Whether the rigid parts push with a bias in this pass: in the solve pass, and in
+/// the relax pass too where the solver asks for it (sequential impulses).
+pub(crate) fn soft_terms(mode: Mode, ctx: &StepContext) -> bool {
+    match mode {
         Mode::Solve { use_bias } => use_bias || ctx.joint_bias_in_relax,
         Mode::WarmStart => false,
-    };
-    (refresh, use_bias)
+    }
 }
 
 /// Writes a joint's bodies' new velocities `(va, wa, vb, wb)` back, or, where they
@@ -782,13 +786,11 @@ mod tests {
             let mut j = JointSolve {
                 inv_mass_a: 1.0,
                 inv_mass_b: 1.5,
-                inv_inertia_a: ia,
-                inv_inertia_b: ib,
+                inv_inertia_a: Sym::of(ia),
+                inv_inertia_b: Sym::of(ib),
                 anchor_a: v(&mut next) * 0.3,
                 anchor_b: v(&mut next) * 0.3,
                 delta_center: v(&mut next) * 0.6,
-                point_mass: Mat3::ZERO,
-                spare: [0.0; 2],
                 row_a: 2 * k as u32,
                 row_b: 2 * k as u32 + 1,
                 ball: false,

@@ -225,13 +225,15 @@ pub(crate) struct Pair<T> {
 
 /// The point part: the anchors at `ra` and `rb` from the centres coincide, `C = d`
 /// (anchor B minus anchor A), one 3x3 block. `terms` is `None` for a warm start
-/// (apply `acc`), else `(bias rate, mass scale, impulse scale)`; with `refresh`
-/// the effective mass is found again where the anchors now are.
+/// (apply `acc`), else `(bias rate, mass scale, impulse scale)`. The effective mass
+/// is found in every solve and relax pass where the anchors now are: a small body
+/// turning fast, a ragdoll's hand, moves its anchor enough in a step that a mass
+/// found at the step's start keeps it jittering, and a mass kept from one pass to the
+/// next costs the joint grid more in memory traffic than its arithmetic.
 #[inline(always)]
 pub(crate) fn point_part<T: Real>(
     (ra, rb): (V<T>, V<T>),
     d: V<T>,
-    (mass, refresh): (&mut M<T>, bool),
     terms: Option<(T, T, T)>,
     b: &mut Pair<T>,
     acc: &mut V<T>,
@@ -240,9 +242,7 @@ pub(crate) fn point_part<T: Real>(
         None => *acc,
         Some((bias_rate, mass_scale, impulse_scale)) => {
             let cdot = b.vb + b.wb.cross(rb) - b.va - b.wa.cross(ra);
-            if refresh {
-                *mass = point_mass(ra, rb, b.ma, b.mb, &b.ia, &b.ib);
-            }
+            let mass = point_mass(ra, rb, b.ma, b.mb, &b.ia, &b.ib);
             let impulse = (-mass.mul(cdot + d.scale(bias_rate))).scale(mass_scale) - acc.scale(impulse_scale);
             *acc = *acc + impulse;
             impulse
@@ -267,15 +267,6 @@ pub(crate) fn anchors<T: Real>(
 }
 
 impl<L: Lanes> V<L> {
-    const ZERO: V<L> = V { x: L::ZERO, y: L::ZERO, z: L::ZERO };
-
-    #[inline(always)]
-    fn set(&mut self, lane: usize, v: Vec3) {
-        self.x.set(lane, v.x);
-        self.y.set(lane, v.y);
-        self.z.set(lane, v.z);
-    }
-
     #[inline(always)]
     fn lane(self, i: usize) -> Vec3 {
         Vec3::new(self.x.get(i), self.y.get(i), self.z.get(i))
@@ -322,7 +313,6 @@ unsafe fn solve_balls<L: Lanes>(
     let n = group.len().min(L::N);
     let mut at: [[*const BodyState; MAX_LANES]; 2] = [[&STILL; MAX_LANES]; 2];
     let mut point: [*const f32; MAX_LANES] = [NO_POINT.as_ptr(); MAX_LANES];
-    let mut acc = V::<L>::ZERO;
     for i in 0..n {
         // SAFETY: forwarded from the caller (read here, written below).
         let j = unsafe { &*joints.ptr(group[i] as usize) };
@@ -333,7 +323,6 @@ unsafe fn solve_balls<L: Lanes>(
             at[1][i] = states.ptr(j.row_b as usize);
         }
         point[i] = joints.ptr(group[i] as usize).cast::<f32>();
-        acc.set(i, j.impulses.linear);
     }
     // The point part's rows (see `JointSolve`'s layout), value `f` at `[f / 8][f % 8]`.
     let mut flat = [L::ZERO; 8 * JointSolve::POINT_ROWS];
@@ -347,14 +336,19 @@ unsafe fn solve_balls<L: Lanes>(
         flat[8 * r..8 * r + 8].copy_from_slice(&values);
     }
     let v = |f: usize| V { x: flat[f], y: flat[f + 1], z: flat[f + 2] };
-    let m = |f: usize| M { x: v(f), y: v(f + 3), z: v(f + 6) };
-    let (ma, mb, ia, ib) = (flat[0], flat[1], m(2), m(11));
-    let (anchor_a, anchor_b, delta, mut mass) = (v(20), v(23), v(26), m(29));
+    // A symmetric matrix's six entries (`Sym`) as its columns.
+    let m = |f: usize| {
+        let [a, b, c, d, e, g] = [flat[f], flat[f + 1], flat[f + 2], flat[f + 3], flat[f + 4], flat[f + 5]];
+        M { x: V { x: a, y: b, z: c }, y: V { x: b, y: d, z: e }, z: V { x: c, y: e, z: g } }
+    };
+    let (ma, mb, ia, ib) = (flat[0], flat[1], m(2), m(8));
+    let (anchor_a, anchor_b, delta) = (v(14), v(17), v(20));
+    let mut acc = v(25);
     // SAFETY: forwarded from the caller.
     let ((va, wa, dp_a, dq_a), (vb, wb, dp_b, dq_b)) = unsafe { (gather_body::<L>(&at[0]), gather_body::<L>(&at[1])) };
 
     let (ra, rb, d) = anchors((anchor_a, anchor_b, delta), (dp_a, dq_a), (dp_b, dq_b));
-    let (refresh, use_bias) = soft_terms(mode, ctx);
+    let use_bias = soft_terms(mode, ctx);
     let terms = match mode {
         Mode::WarmStart => None,
         Mode::Solve { .. } => {
@@ -363,7 +357,7 @@ unsafe fn solve_balls<L: Lanes>(
         }
     };
     let mut b = Pair { va, wa, vb, wb, ma, mb, ia, ib };
-    point_part((ra, rb), d, (&mut mass, refresh), terms, &mut b, &mut acc);
+    point_part((ra, rb), d, terms, &mut b, &mut acc);
 
     // `finish_joint`'s tests in lanes: where every velocity is finite and within the
     // saturation speed (as `clamp_length_max` finds it), it writes them unchanged.
@@ -384,9 +378,6 @@ unsafe fn solve_balls<L: Lanes>(
         // SAFETY: forwarded from the caller; nothing read above is borrowed now.
         let j = unsafe { joints.get(group[i] as usize) };
         j.impulses.linear = acc.lane(i);
-        if refresh && terms.is_some() {
-            j.point_mass = Mat3::from_cols(mass.x.lane(i), mass.y.lane(i), mass.z.lane(i));
-        }
         if !usual {
             let velocities = (b.va.lane(i), b.wa.lane(i), b.vb.lane(i), b.wb.lane(i));
             // SAFETY: forwarded from the caller.
