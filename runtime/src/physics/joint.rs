@@ -878,6 +878,7 @@ impl World {
                 spring: Softness::new(0.0, 0.0, 1.0),
                 angular_spring: Softness::new(0.0, 0.0, 1.0),
                 open: OpenLimits::UNSET,
+                point_mass: Mat3::ZERO,
                 ball: JointSolve::ball_kind(&j.def.kind),
                 impulses: j.impulses,
             });

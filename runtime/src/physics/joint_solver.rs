@@ -73,7 +73,18 @@ pub(crate) struct JointSolve {
     pub angular_spring: Softness,
     /// What tells a spherical joint's limits far open without their angles.
     pub open: OpenLimits,
+    /// The point part's effective mass of a joint solved alone (not a ball joint):
+    /// found in each substep's pass with a bias, kept for its relax pass (see
+    /// [`Kept`]); zero where no body can respond.
+    pub point_mass: Mat3,
 }
+
+/// Where the point part takes its effective mass: found in every solve pass (the ball
+/// joints, in lanes or alone: see [`ball::point_part`]), or, for the other kinds,
+/// found in the pass with a bias and kept in [`JointSolve::point_mass`] for the relax
+/// pass, which their scalar solve reads in full anyway (a ragdoll's joints spend a
+/// twentieth less so).
+type Kept<'a> = Option<(&'a mut Mat3, bool)>;
 
 /// A spherical joint's cone's cosine and the cosine and sine of half of each twist
 /// limit (see [`far_open`]); NaN, never open, until the prepare sets them.
@@ -295,7 +306,16 @@ pub(crate) fn point_mass(ra: Vec3, rb: Vec3, ma: f32, mb: f32, ia: Mat3, ib: Mat
 /// The anchors coincide: `C = d` (anchor B minus anchor A), one 3x3 block
 /// ([`ball::point_part`], which the ball joints' lanes run too).
 #[allow(clippy::too_many_arguments)]
-fn point((ra, rb): (Vec3, Vec3), d: Vec3, soft: &Softness, use_bias: bool, b: &mut Bodies, acc: &mut Vec3, mode: Mode) {
+fn point(
+    (ra, rb): (Vec3, Vec3),
+    d: Vec3,
+    kept: Kept,
+    soft: &Softness,
+    use_bias: bool,
+    b: &mut Bodies,
+    acc: &mut Vec3,
+    mode: Mode,
+) {
     let terms = match mode {
         Mode::WarmStart => None,
         Mode::Solve { .. } => Some(terms(1.0, soft, use_bias)),
@@ -311,7 +331,14 @@ fn point((ra, rb): (Vec3, Vec3), d: Vec3, soft: &Softness, use_bias: bool, b: &m
         ib: b.ib.into(),
     };
     let mut a = (*acc).into();
-    ball::point_part((ra.into(), rb.into()), d.into(), terms, &mut pair, &mut a);
+    match kept {
+        None => ball::point_part((ra.into(), rb.into()), d.into(), None, terms, &mut pair, &mut a),
+        Some((mass, refresh)) => {
+            let mut m = (*mass).into();
+            ball::point_part((ra.into(), rb.into()), d.into(), Some((&mut m, refresh)), terms, &mut pair, &mut a);
+            *mass = m.into();
+        }
+    }
     *acc = a.into();
     (b.va, b.wa, b.vb, b.wb) = (pair.va.into(), pair.wa.into(), pair.vb.into(), pair.wb.into());
 }
@@ -422,6 +449,8 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
     );
     let (ra, rb, d): (Vec3, Vec3, Vec3) = (ra.into(), rb.into(), d.into());
     let use_bias = soft_terms(mode, ctx);
+    // (A ball joint finds its mass every time, as in its lanes.)
+    let (ball, refresh) = (j.ball, matches!(mode, Mode::Solve { use_bias: true }) || ctx.joint_bias_in_relax);
     let (soft, h) = (ctx.joint_soft, 1.0 / ctx.inv_h);
     let imp = &mut j.impulses;
     match j.kind {
@@ -491,7 +520,16 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
                 limit(Row::angular(axis), angle - s.lower_twist, ctx, &mut b, &mut imp.lower, mode);
                 limit(Row::angular(-axis), s.upper_twist - angle, ctx, &mut b, &mut imp.upper, mode);
             }
-            point((ra, rb), d, &soft, use_bias, &mut b, &mut imp.linear, mode);
+            point(
+                (ra, rb),
+                d,
+                (!ball).then_some((&mut j.point_mass, refresh)),
+                &soft,
+                use_bias,
+                &mut b,
+                &mut imp.linear,
+                mode,
+            );
         }
         JointType::Revolute(r) => {
             let (qa, qb) = frames();
@@ -510,7 +548,16 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
                 limit(back, r.upper - angle, ctx, &mut b, &mut imp.upper, mode);
             }
             hinge(qa, qb, &soft, use_bias, &mut b, &mut imp.perp, mode);
-            point((ra, rb), d, &soft, use_bias, &mut b, &mut imp.linear, mode);
+            point(
+                (ra, rb),
+                d,
+                (!ball).then_some((&mut j.point_mass, refresh)),
+                &soft,
+                use_bias,
+                &mut b,
+                &mut imp.linear,
+                mode,
+            );
         }
         JointType::Prismatic(p) => {
             let (qa, qb) = frames();
@@ -542,7 +589,16 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
             let (linear, linear_bias) = if f.linear_hertz > 0.0 { (linear, true) } else { (soft, use_bias) };
             let (angular, angular_bias) = if f.angular_hertz > 0.0 { (angular, true) } else { (soft, use_bias) };
             lock_rotation(qa, qb, &angular, angular_bias, &mut b, &mut imp.angular, mode);
-            point((ra, rb), d, &linear, linear_bias, &mut b, &mut imp.linear, mode);
+            point(
+                (ra, rb),
+                d,
+                (!ball).then_some((&mut j.point_mass, refresh)),
+                &linear,
+                linear_bias,
+                &mut b,
+                &mut imp.linear,
+                mode,
+            );
         }
         JointType::SixDof(x) => {
             let (qa, qb) = frames();
@@ -574,7 +630,16 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
                 }
             }
             if x.linear == [Dof::Locked; 3] {
-                point((ra, rb), d, &soft, use_bias, &mut b, &mut imp.linear, mode);
+                point(
+                    (ra, rb),
+                    d,
+                    (!ball).then_some((&mut j.point_mass, refresh)),
+                    &soft,
+                    use_bias,
+                    &mut b,
+                    &mut imp.linear,
+                    mode,
+                );
             } else {
                 for (k, (axis, dof)) in axes.into_iter().zip(x.linear).enumerate() {
                     let t = axis.dot(d);
@@ -802,6 +867,7 @@ mod tests {
                 spring: Softness::new(0.0, 0.0, 1.0),
                 angular_spring: Softness::new(0.0, 0.0, 1.0),
                 open: OpenLimits::of(&kind),
+                point_mass: Mat3::ZERO,
             };
             j.impulses.swing = if k % 5 == 0 { 0.01 } else { 0.0 };
             joints.push(j);

@@ -226,14 +226,16 @@ pub(crate) struct Pair<T> {
 /// The point part: the anchors at `ra` and `rb` from the centres coincide, `C = d`
 /// (anchor B minus anchor A), one 3x3 block. `terms` is `None` for a warm start
 /// (apply `acc`), else `(bias rate, mass scale, impulse scale)`. The effective mass
-/// is found in every solve and relax pass where the anchors now are: a small body
-/// turning fast, a ragdoll's hand, moves its anchor enough in a step that a mass
-/// found at the step's start keeps it jittering, and a mass kept from one pass to the
-/// next costs the joint grid more in memory traffic than its arithmetic.
+/// is found where the anchors now are (a small body turning fast, a ragdoll's hand,
+/// moves its anchor enough in a step that a mass found at the step's start keeps it
+/// jittering): in every solve and relax pass without `kept` (a ball joint: a mass
+/// kept from one pass to the next costs the joint grid more in memory traffic than
+/// its arithmetic), else where `kept`'s flag says and kept in it.
 #[inline(always)]
 pub(crate) fn point_part<T: Real>(
     (ra, rb): (V<T>, V<T>),
     d: V<T>,
+    kept: Option<(&mut M<T>, bool)>,
     terms: Option<(T, T, T)>,
     b: &mut Pair<T>,
     acc: &mut V<T>,
@@ -242,7 +244,14 @@ pub(crate) fn point_part<T: Real>(
         None => *acc,
         Some((bias_rate, mass_scale, impulse_scale)) => {
             let cdot = b.vb + b.wb.cross(rb) - b.va - b.wa.cross(ra);
-            let mass = point_mass(ra, rb, b.ma, b.mb, &b.ia, &b.ib);
+            let mass = match kept {
+                None => point_mass(ra, rb, b.ma, b.mb, &b.ia, &b.ib),
+                Some((mass, true)) => {
+                    *mass = point_mass(ra, rb, b.ma, b.mb, &b.ia, &b.ib);
+                    *mass
+                }
+                Some((mass, false)) => *mass,
+            };
             let impulse = (-mass.mul(cdot + d.scale(bias_rate))).scale(mass_scale) - acc.scale(impulse_scale);
             *acc = *acc + impulse;
             impulse
@@ -357,7 +366,7 @@ unsafe fn solve_balls<L: Lanes>(
         }
     };
     let mut b = Pair { va, wa, vb, wb, ma, mb, ia, ib };
-    point_part((ra, rb), d, terms, &mut b, &mut acc);
+    point_part((ra, rb), d, None, terms, &mut b, &mut acc);
 
     // `finish_joint`'s tests in lanes: where every velocity is finite and within the
     // saturation speed (as `clamp_length_max` finds it), it writes them unchanged.

@@ -79,6 +79,7 @@ fn scene(count: usize) -> (Vec<JointSolve>, Vec<BodyState>) {
             spring: Softness::new(0.0, 0.0, 1.0),
             angular_spring: Softness::new(0.0, 0.0, 1.0),
             open: crate::physics::joint_solver::OpenLimits::UNSET,
+            point_mass: Mat3::ZERO,
             ball: true,
             impulses,
         });
