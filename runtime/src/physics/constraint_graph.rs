@@ -210,6 +210,21 @@ impl Coloring {
         }
     }
 
+    /// Renumbers the coloured constraints from `contacts` on (the joints) in the
+    /// order the colours take them, and writes to `of[n]` which joint (less
+    /// `contacts`) is now number `n`. Within a colour the order is unchanged, so
+    /// every pass solves the same joints in the same sequence: only where their rows
+    /// live moves (see `Joints::fill`, which also sets their part of `balls`).
+    pub fn number_joints(&mut self, contacts: usize, of: &mut Vec<u32>) {
+        of.clear();
+        for i in &mut self.order {
+            if *i as usize >= contacts {
+                of.push(*i - contacts as u32);
+                *i = (contacts + of.len() - 1) as u32;
+            }
+        }
+    }
+
     /// Bundles of 4, of 8 where the CPU has AVX, or of 16 where it has AVX-512F
     /// (panics otherwise).
     #[cfg(test)]

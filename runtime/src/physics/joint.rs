@@ -14,16 +14,16 @@
 //! | distance | the anchors' distance | fixed length, or a spring; min and max lengths (a rope) |
 //! | six-DOF | per axis of frame A, translation and rotation free, locked or limited | a motor per axis |
 //!
-//! Each step the solve gathers the joints with an awake body into
-//! [`JointSolve`]s, colours them with the contacts (they share the graph's colours,
-//! so the same bits come out for any worker count) and solves them in the substeps
-//! (`joint_solver.rs`). Their impulses persist from step to step. A joint past its
+//! Each step lists the joints with an awake body, colours them with the contacts
+//! (they share the graph's colours, so the same bits come out for any worker count),
+//! gathers them into [`JointSolve`]s laid out in the colours' order, and solves them
+//! in the substeps (`joint_solver.rs`). Their impulses persist from step to step. A joint past its
 //! break force or torque is removed after the solve and reported in the step's
 //! joint events; destroying a body destroys its joints and reports them. Jointed
 //! bodies sleep and wake together: a joint between two dynamic bodies merges their
 //! islands when it is made, and its removal counts on the island (`island.rs`).
 
-use glam::{Mat3, Vec3};
+use glam::{Mat3, Quat, Vec3};
 
 use super::body::{Bodies, BodyError, BodyId, MotionType, SetKind};
 use super::contact_solver::{Softness, NONE};
@@ -483,8 +483,27 @@ fields!(Impulses {
 });
 fields!(Joint { def, impulses, force, torque });
 fields!(Slot { generation, joint });
-// `solves` is rebuilt by every step's `gather_joints`.
-fields!(Joints { slots, free, apart, events, pending });
+// `refs`, `order` and `solves` are rebuilt by every step; `links` follows the slots.
+impl Codec for Joints {
+    fn put(&self, w: &mut Writer) {
+        self.slots.put(w);
+        self.free.put(w);
+        self.apart.put(w);
+        self.events.put(w);
+        self.pending.put(w);
+    }
+
+    fn take(&mut self, r: &mut Reader) -> Result<(), Corrupt> {
+        self.slots.take(r)?;
+        self.free.take(r)?;
+        self.apart.take(r)?;
+        self.events.take(r)?;
+        self.pending.take(r)?;
+        self.links.clear();
+        self.links.extend(self.slots.iter().map(|s| s.joint.as_ref().map(|j| (j.def.body_a, j.def.body_b))));
+        Ok(())
+    }
+}
 
 impl Codec for Dof {
     fn put(&self, w: &mut Writer) {
@@ -543,13 +562,57 @@ impl Codec for JointEventKind {
 pub(crate) struct Joints {
     slots: Vec<Slot>,
     free: Vec<u32>,
+    /// Each slot's joint's bodies (`None`: a free slot), beside `slots` so that a
+    /// step's list of joints reads 20 bytes a joint instead of its whole slot.
+    links: Vec<Option<(BodyId, BodyId)>>,
     /// Body slot pairs whose shapes must not collide (a pair once per joint that asks).
     pub(super) apart: Apart,
-    /// This step's joints with an awake body, in slot order.
+    /// This step's joints with an awake body, in slot order (see [`JointRef`]).
+    pub(super) refs: Vec<JointRef>,
+    /// Which of `refs` each of `solves` is (see [`Joints::fill`]).
+    pub(super) order: Vec<u32>,
+    /// The rows the solve reads, in the colours' order ([`Joints::fill`]).
     pub(super) solves: Vec<JointSolve>,
     /// Events of the last step, and of bodies destroyed since.
     pub(super) events: Vec<JointEvent>,
     pub(super) pending: Vec<JointEvent>,
+}
+
+/// A row for [`Joints::solves`] to grow by before [`Joints::fill`] writes it.
+fn unfilled() -> JointSolve {
+    JointSolve {
+        slot: 0,
+        row_a: NONE,
+        row_b: NONE,
+        inv_mass_a: 0.0,
+        inv_mass_b: 0.0,
+        inv_inertia_a: Sym::of(Mat3::ZERO),
+        inv_inertia_b: Sym::of(Mat3::ZERO),
+        frame_a: Quat::IDENTITY,
+        frame_b: Quat::IDENTITY,
+        anchor_a: Vec3::ZERO,
+        anchor_b: Vec3::ZERO,
+        delta_center: Vec3::ZERO,
+        kind: JointType::Fixed(FixedJoint::default()),
+        spring: Softness::new(0.0, 0.0, 1.0),
+        angular_spring: Softness::new(0.0, 0.0, 1.0),
+        open: OpenLimits::UNSET,
+        point_mass: Mat3::ZERO,
+        ball: false,
+        impulses: Impulses::default(),
+    }
+}
+
+/// A joint of this step (`World::list_joints`): its slot, and its bodies' sets and
+/// rows there.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct JointRef {
+    pub slot: u32,
+    pub a: (SetKind, u32),
+    pub b: (SetKind, u32),
+    /// The bodies' awake rows (`NONE` outside the awake set).
+    pub row_a: u32,
+    pub row_b: u32,
 }
 
 fn pair(a: BodyId, b: BodyId) -> (u32, u32) {
@@ -580,11 +643,76 @@ impl Joints {
         let slot = &mut self.slots[index as usize];
         let joint = slot.joint.take()?;
         slot.generation = slot.generation.wrapping_add(1);
+        self.links[index as usize] = None;
         self.free.push(index);
         if !joint.def.collide_connected {
             self.apart.remove(pair(joint.def.body_a, joint.def.body_b));
         }
         Some(joint)
+    }
+
+    /// The rows the solve reads for this step's joints (`World::list_joints`), in
+    /// parallel, `solves[n]` for joint `order[n]` of the list, and whether each is a
+    /// ball joint to `balls[n]`: in the order the colours take them (see
+    /// `Coloring::number_joints`), so that a pass reads a colour's joints one after
+    /// another in memory instead of one in every few of a list in slot order (a
+    /// ragdoll's joints take several colours).
+    pub(super) fn fill(&mut self, bodies: &Bodies, balls: &mut [bool], jobs: crate::jobs::Jobs) {
+        let n = self.refs.len();
+        debug_assert!(self.order.len() == n && balls.len() == n);
+        // Every row is overwritten below: only new ones need a value first.
+        if self.solves.len() < n {
+            self.solves.resize(n, unfilled());
+        }
+        self.solves.truncate(n);
+        let (refs, order, slots) = (&self.refs, &self.order, &self.slots);
+        let solves = crate::jobs::Column::new(&mut self.solves);
+        let balls = crate::jobs::Column::new(balls);
+        jobs.parallel_for(0..n, 64, |range, _| {
+            // SAFETY: `parallel_for` hands each range to exactly one job.
+            let (out, balls) = unsafe { (solves.rows(range.clone()), balls.rows(range.clone())) };
+            for ((s, ball), n) in out.iter_mut().zip(balls).zip(range) {
+                // The slots are read out of their order: ask for one a few ahead.
+                if let Some(&k) = order.get(n + 8) {
+                    crate::math::prefetch(&slots[refs[k as usize].slot as usize]);
+                }
+                let r = refs[order[n] as usize];
+                let j = slots[r.slot as usize].joint.as_ref().expect("listed joint");
+                let ((set_a, row_a), (set_b, row_b)) = ((r.a.0, r.a.1 as usize), (r.b.0, r.b.1 as usize));
+                let (sa, sb) = (bodies.set(set_a), bodies.set(set_b));
+                // A body outside the awake set does not move this step: no mass.
+                let mass = |set: SetKind, row: usize| match set {
+                    SetKind::Awake => (bodies.awake.inv_mass[row], bodies.awake.world_inv_inertia[row]),
+                    SetKind::Resting => (0.0, Mat3::ZERO),
+                };
+                let ((ma, ia), (mb, ib)) = (mass(set_a, row_a), mass(set_b, row_b));
+                let (qa, qb) = (sa.rotation[row_a], sb.rotation[row_b]);
+                let anchor_a = qa * (j.def.frame_a.translation - sa.local_center[row_a]);
+                let anchor_b = qb * (j.def.frame_b.translation - sb.local_center[row_b]);
+                *ball = JointSolve::ball_kind(&j.def.kind);
+                *s = JointSolve {
+                    slot: r.slot,
+                    row_a: r.row_a,
+                    row_b: r.row_b,
+                    inv_mass_a: ma,
+                    inv_mass_b: mb,
+                    inv_inertia_a: Sym::of(ia),
+                    inv_inertia_b: Sym::of(ib),
+                    frame_a: qa * j.def.frame_a.rotation,
+                    frame_b: qb * j.def.frame_b.rotation,
+                    anchor_a,
+                    anchor_b,
+                    delta_center: sb.position[row_b] - sa.position[row_a],
+                    kind: j.def.kind,
+                    spring: Softness::new(0.0, 0.0, 1.0),
+                    angular_spring: Softness::new(0.0, 0.0, 1.0),
+                    open: OpenLimits::UNSET,
+                    point_mass: Mat3::ZERO,
+                    ball: *ball,
+                    impulses: j.impulses,
+                };
+            }
+        });
     }
 
     /// Every live joint's definition, in slot order.
@@ -699,6 +827,8 @@ impl World {
                 joints.slots.len() as u32 - 1
             }
         };
+        joints.links.resize(joints.slots.len(), None);
+        joints.links[index as usize] = Some((def.body_a, def.body_b));
         let slot = &mut joints.slots[index as usize];
         slot.joint = Some(Joint { def: *def, impulses: Impulses::default(), force: Vec3::ZERO, torque: Vec3::ZERO });
         if !def.collide_connected {
@@ -834,54 +964,24 @@ impl World {
         &self.joints.events
     }
 
-    /// This step's joint rows: every joint with a body in the awake set, in slot
-    /// order, with its bodies' rows, masses and frames; their colouring entries are
-    /// appended to `colorables`.
-    pub(super) fn gather_joints(&mut self) {
+    /// This step's joints: every joint with a body in the awake set, in slot order,
+    /// with where its bodies are (see [`JointRef`]); the rows the solve reads are
+    /// filled once the joints are coloured ([`Joints::fill`]).
+    pub(super) fn list_joints(&mut self) {
         let bodies = &self.bodies;
         let joints = &mut self.joints;
-        joints.solves.clear();
-        for (index, slot) in joints.slots.iter().enumerate() {
-            let Some(j) = &slot.joint else { continue };
-            let (Ok((set_a, row_a)), Ok((set_b, row_b))) = (bodies.locate(j.def.body_a), bodies.locate(j.def.body_b))
-            else {
+        joints.refs.clear();
+        for (index, link) in joints.links.iter().enumerate() {
+            let Some((body_a, body_b)) = *link else { continue };
+            let (Ok(a), Ok(b)) = (bodies.locate(body_a), bodies.locate(body_b)) else {
                 continue;
             };
-            if set_a != SetKind::Awake && set_b != SetKind::Awake {
+            if a.0 != SetKind::Awake && b.0 != SetKind::Awake {
                 continue;
             }
-            let (sa, sb) = (bodies.set(set_a), bodies.set(set_b));
-            let awake = |set: SetKind, row: usize| if set == SetKind::Awake { row as u32 } else { NONE };
-            // A body outside the awake set does not move this step: no mass.
-            let mass = |set: SetKind, row: usize| match set {
-                SetKind::Awake => (bodies.awake.inv_mass[row], bodies.awake.world_inv_inertia[row]),
-                SetKind::Resting => (0.0, Mat3::ZERO),
-            };
-            let ((ma, ia), (mb, ib)) = (mass(set_a, row_a), mass(set_b, row_b));
-            let (qa, qb) = (sa.rotation[row_a], sb.rotation[row_b]);
-            let anchor_a = qa * (j.def.frame_a.translation - sa.local_center[row_a]);
-            let anchor_b = qb * (j.def.frame_b.translation - sb.local_center[row_b]);
-            joints.solves.push(JointSolve {
-                slot: index as u32,
-                row_a: awake(set_a, row_a),
-                row_b: awake(set_b, row_b),
-                inv_mass_a: ma,
-                inv_mass_b: mb,
-                inv_inertia_a: Sym::of(ia),
-                inv_inertia_b: Sym::of(ib),
-                frame_a: qa * j.def.frame_a.rotation,
-                frame_b: qb * j.def.frame_b.rotation,
-                anchor_a,
-                anchor_b,
-                delta_center: sb.position[row_b] - sa.position[row_a],
-                kind: j.def.kind,
-                spring: Softness::new(0.0, 0.0, 1.0),
-                angular_spring: Softness::new(0.0, 0.0, 1.0),
-                open: OpenLimits::UNSET,
-                point_mass: Mat3::ZERO,
-                ball: JointSolve::ball_kind(&j.def.kind),
-                impulses: j.impulses,
-            });
+            let awake = |(set, row): (SetKind, usize)| if set == SetKind::Awake { row as u32 } else { NONE };
+            let at = |(set, row): (SetKind, usize)| (set, row as u32);
+            joints.refs.push(JointRef { slot: index as u32, a: at(a), b: at(b), row_a: awake(a), row_b: awake(b) });
         }
     }
 
@@ -924,8 +1024,8 @@ impl World {
         if !broken {
             return;
         }
-        for k in 0..joints.solves.len() {
-            let index = joints.solves[k].slot;
+        for k in 0..joints.refs.len() {
+            let index = joints.refs[k].slot;
             let Some(j) = joints.slots[index as usize].joint else { continue };
             if j.force.length() > j.def.break_force || j.torque.length() > j.def.break_torque {
                 let id = JointId { index, generation: joints.slots[index as usize].generation };

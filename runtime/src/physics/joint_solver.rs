@@ -59,7 +59,8 @@ pub(crate) struct JointSolve {
     pub row_b: u32,
     /// The impulses (the point part's first), in the point part's lines.
     pub impulses: Impulses,
-    /// Whether `kind` is a ball and socket alone ([`JointSolve::is_ball`]).
+    /// Whether `kind` is a ball and socket alone (no limit, spring or motor: its point
+    /// part is all it solves, which [`ball`] runs in SIMD lanes).
     pub ball: bool,
     /// The joint's slot in the store.
     pub slot: u32,
@@ -144,12 +145,6 @@ impl JointSolve {
     /// Rows of eight `f32`s at the start of the joint that hold what the point part
     /// reads: the masses, inertias, anchors, centres' offset, rows and impulse.
     pub const POINT_ROWS: usize = 4;
-
-    /// Whether the joint is a ball and socket alone (no limit, spring or motor): its
-    /// point part is all it solves, which [`ball`] runs in SIMD lanes.
-    pub fn is_ball(&self) -> bool {
-        self.ball
-    }
 
     /// Whether a joint of `kind` is a ball and socket alone (see [`JointSolve::ball`]).
     pub fn ball_kind(kind: &JointType) -> bool {

@@ -400,18 +400,19 @@ impl World {
     /// in cache; where bodies changed rows since (a group woke, or bodies were added,
     /// removed or given new masses between the stages), every constraint's rows are
     /// set again here.
-    /// The joints with an awake body follow the contacts (see `World::gather_joints`).
+    /// The joints with an awake body follow the contacts (see `World::list_joints`).
     pub(super) fn prepare_stage(&mut self, jobs: Jobs) {
         self.prepare_contacts(jobs);
-        self.gather_joints();
+        self.list_joints();
         let awake = &self.bodies.awake;
         let dynamic = |row: u32| if row != NONE && awake.inv_mass[row as usize] > 0.0 { row } else { NONE };
-        self.colorables.extend(self.joints.solves.iter().map(|j| Colorable {
+        self.colorables.extend(self.joints.refs.iter().map(|j| Colorable {
             a: dynamic(j.row_a),
             b: dynamic(j.row_b),
             bundles: false,
             bouncy: false,
-            ball: j.is_ball(),
+            // Found with the joints' rows (see `Joints::fill`).
+            ball: false,
         }));
     }
 
@@ -469,6 +470,10 @@ impl World {
         if dt > 0.0 {
             self.counters.colors = self.coloring.color_count() as u32;
             self.counters.overflow_constraints = self.coloring.overflow() as u32;
+            // The joints' rows, in the colours' order (see `Joints::fill`).
+            let contacts = self.constraints.len();
+            self.coloring.number_joints(contacts, &mut self.joints.order);
+            self.joints.fill(&self.bodies, &mut self.coloring.balls[contacts..], jobs);
         }
     }
 
@@ -700,7 +705,7 @@ impl World {
         };
         fill(rows, islands, &mut kinematic_moves);
         let touching = || self.constraints.iter().filter(|c| c.count > 0).map(|c| (c.row_a, c.row_b));
-        let joints = || self.joints.solves.iter().map(|j| (j.row_a, j.row_b));
+        let joints = || self.joints.refs.iter().map(|j| (j.row_a, j.row_b));
         // An island with a body ready to sleep that lost a link since it formed is
         // split first, so its quiet parts may sleep (Box2D's split candidates); in
         // row order of their first such body (`LISTED` marks them meanwhile).

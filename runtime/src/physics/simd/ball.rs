@@ -302,7 +302,7 @@ unsafe fn gather_body<L: Lanes>(at: &[*const BodyState; MAX_LANES]) -> Body<L> {
 }
 
 /// Solves (or warm-starts) the ball joints `group` (indices into `joints`, at most
-/// `L::N`, all [`JointSolve::is_ball`]) at once: what
+/// `L::N`, all [`JointSolve::ball`]) at once: what
 /// [`crate::physics::joint_solver::solve_joint`] does to each, with the same bits.
 ///
 /// # Safety

@@ -84,7 +84,7 @@ fn scene(count: usize) -> (Vec<JointSolve>, Vec<BodyState>) {
             impulses,
         });
     }
-    assert!(joints.iter().all(|j| j.is_ball() && JointSolve::ball_kind(&j.kind)));
+    assert!(joints.iter().all(|j| j.ball && JointSolve::ball_kind(&j.kind)));
     (joints, states)
 }
 
