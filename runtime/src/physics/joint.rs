@@ -1014,7 +1014,12 @@ impl World {
     pub(super) fn finish_joints(&mut self, inv_h: f32) {
         let joints = &mut self.joints;
         let mut broken = false;
-        for s in &joints.solves {
+        for (n, s) in joints.solves.iter().enumerate() {
+            // The solves are in the colours' order, the slots out of it: ask for one
+            // a few ahead.
+            if let Some(&k) = joints.order.get(n + 8) {
+                crate::math::prefetch(&joints.slots[joints.refs[k as usize].slot as usize]);
+            }
             let (force, torque) = joint_solver::reaction(s, inv_h);
             let j = joints.slots[s.slot as usize].joint.as_mut().expect("live joint");
             j.impulses = s.impulses;

@@ -333,24 +333,21 @@ unsafe fn solve_balls<L: Lanes>(
         }
         point[i] = joints.ptr(group[i] as usize).cast::<f32>();
     }
-    // The point part's rows (see `JointSolve`'s layout), value `f` at `[f / 8][f % 8]`.
-    let mut flat = [L::ZERO; 8 * JointSolve::POINT_ROWS];
-    for r in 0..JointSolve::POINT_ROWS {
-        let mut rows = [std::ptr::null(); MAX_LANES];
-        for i in 0..MAX_LANES {
-            rows[i] = point[i].wrapping_add(8 * r);
-        }
+    // The point part's rows (see `JointSolve`'s layout), value `f` at `[f / 8][f % 8]`
+    // (made in place: a zeroed array filled after cost a 2 KB memset a group).
+    let rows: [[L; 8]; JointSolve::POINT_ROWS] = std::array::from_fn(|r| {
+        let at: [*const f32; MAX_LANES] = std::array::from_fn(|i| point[i].wrapping_add(8 * r));
         // SAFETY: each address starts a joint's (or `NO_POINT`'s) row `r` of eight.
-        let values = unsafe { L::gather_rows(&rows) };
-        flat[8 * r..8 * r + 8].copy_from_slice(&values);
-    }
-    let v = |f: usize| V { x: flat[f], y: flat[f + 1], z: flat[f + 2] };
+        unsafe { L::gather_rows(&at) }
+    });
+    let flat = |f: usize| rows[f / 8][f % 8];
+    let v = |f: usize| V { x: flat(f), y: flat(f + 1), z: flat(f + 2) };
     // A symmetric matrix's six entries (`Sym`) as its columns.
     let m = |f: usize| {
-        let [a, b, c, d, e, g] = [flat[f], flat[f + 1], flat[f + 2], flat[f + 3], flat[f + 4], flat[f + 5]];
+        let [a, b, c, d, e, g] = [flat(f), flat(f + 1), flat(f + 2), flat(f + 3), flat(f + 4), flat(f + 5)];
         M { x: V { x: a, y: b, z: c }, y: V { x: b, y: d, z: e }, z: V { x: c, y: e, z: g } }
     };
-    let (ma, mb, ia, ib) = (flat[0], flat[1], m(2), m(8));
+    let (ma, mb, ia, ib) = (flat(0), flat(1), m(2), m(8));
     let (anchor_a, anchor_b, delta) = (v(14), v(17), v(20));
     let mut acc = v(25);
     // SAFETY: forwarded from the caller.
