@@ -1009,23 +1009,36 @@ fn prepare_joint(j: &mut JointSolve, h: f32) {
 }
 
 impl World {
-    /// After the solve: impulses back into the joints, their forces and torques, and
-    /// the joints past their thresholds broken (in slot order) and reported.
-    pub(super) fn finish_joints(&mut self, inv_h: f32) {
+    /// After the solve: impulses back into the joints, their forces and torques (in
+    /// parallel), and the joints past their thresholds broken (in slot order) and
+    /// reported.
+    pub(super) fn finish_joints(&mut self, inv_h: f32, jobs: crate::jobs::Jobs) {
         let joints = &mut self.joints;
-        let mut broken = false;
-        for (n, s) in joints.solves.iter().enumerate() {
-            // The solves are in the colours' order, the slots out of it: ask for one
-            // a few ahead.
-            if let Some(&k) = joints.order.get(n + 8) {
-                crate::math::prefetch(&joints.slots[joints.refs[k as usize].slot as usize]);
+        let broken = std::sync::atomic::AtomicBool::new(false);
+        let (solves, order, refs) = (&joints.solves, &joints.order, &joints.refs);
+        let slots = crate::jobs::Column::new(&mut joints.slots);
+        jobs.parallel_for(0..solves.len(), 256, |range, _| {
+            let mut any = false;
+            for n in range {
+                // The solves are in the colours' order, the slots out of it: ask for
+                // one a few ahead.
+                if let Some(&k) = order.get(n + 8) {
+                    crate::math::prefetch(slots.ptr(refs[k as usize].slot as usize));
+                }
+                let s = &solves[n];
+                let (force, torque) = joint_solver::reaction(s, inv_h);
+                // SAFETY: each solve has a slot of its own, and `parallel_for` hands
+                // each `n` to exactly one job.
+                let j = unsafe { slots.get(s.slot as usize) }.joint.as_mut().expect("live joint");
+                j.impulses = s.impulses;
+                (j.force, j.torque) = (force, torque);
+                any |= force.length() > j.def.break_force || torque.length() > j.def.break_torque;
             }
-            let (force, torque) = joint_solver::reaction(s, inv_h);
-            let j = joints.slots[s.slot as usize].joint.as_mut().expect("live joint");
-            j.impulses = s.impulses;
-            (j.force, j.torque) = (force, torque);
-            broken |= force.length() > j.def.break_force || torque.length() > j.def.break_torque;
-        }
+            if any {
+                broken.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+        let broken = broken.into_inner();
         if !broken {
             return;
         }

@@ -578,7 +578,7 @@ impl World {
         self.coloring.unpack(&mut self.constraints, jobs);
         let (coloring, table, states) = (&mut self.coloring, &self.constraints, &mut self.states);
         solver::run_pass(Pass::Restitute, coloring, table, joints, states, &ctx, jobs);
-        self.finish_joints(ctx.inv_h);
+        self.finish_joints(ctx.inv_h, jobs);
         self.finalize(dt, jobs);
     }
 
