@@ -373,6 +373,7 @@ fn contacts_follow_a_moving_body() {
         for w in got.windows(2) {
             assert_ne!(w[0], w[1]);
         }
+        lookups_agree(&contacts, 210);
     }
     assert!(seen.0 > 50 && seen.1 > 50 && seen.2 > 50, "added/kept/removed {seen:?}");
     assert!(reused > 300, "only {reused} bodies kept their contacts without a query");
@@ -382,6 +383,8 @@ fn contacts_follow_a_moving_body() {
     let had = contacts.contacts().iter().filter(|c| c.body == id).count();
     assert_eq!(contacts.remove_body(id).len(), had);
     assert!(contacts.contacts().iter().all(|c| c.body != id));
+    lookups_agree(&contacts, 210);
+    assert!(contacts.range_of(id).is_none() && contacts.contacts_of(id).is_empty());
     // A new body under the freed id, at the same box, is queried: it does not take
     // the removed body's (dropped) contacts as its own.
     contacts.update(&t, &[bodies[victim]], pool.jobs());
@@ -398,4 +401,16 @@ fn contacts_follow_a_moving_body() {
     assert_eq!(contacts.reused(), 0);
     assert_eq!(contacts.contacts().iter().filter(|c| c.body == id).count(), 0, "the edit cleared its box");
     assert_eq!(contacts.removed().len(), had);
+}
+
+/// `range_of` and `contacts_of` (indexed) against a scan of the lists, for bodies
+/// `0..bodies` (some past every listed body).
+fn lookups_agree(contacts: &TerrainContacts, bodies: u32) {
+    let mut with_range = 0;
+    for body in 0..bodies {
+        let scan: Vec<_> = contacts.contacts().iter().copied().filter(|c| c.body == body).collect();
+        assert_eq!(contacts.contacts_of(body), &scan[..], "body {body}");
+        with_range += contacts.range_of(body).is_some() as u32;
+    }
+    assert!(with_range > 0, "some bodies have ranges");
 }
