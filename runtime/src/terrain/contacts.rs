@@ -121,6 +121,8 @@ pub struct TerrainContacts {
     /// [`contacts_of`]: TerrainContacts::contacts_of
     range_at: Vec<u32>,
     first: Vec<u32>,
+    /// Whether `range_at` and `first` are made (see `reindex`).
+    indexed: bool,
     /// Scratch: the update's bodies sorted, per body where its last range and its
     /// contacts lie (`NONE` for none), per-job outputs (contacts, and each body's new
     /// range), the merged lists.
@@ -168,29 +170,44 @@ impl TerrainContacts {
     /// stamp is [`Terrain::mask_stamp`], a box whose [`Terrain::voxel_range`] lies
     /// inside that range touches solid or water only in chunks among its contacts.
     pub fn range_of(&self, body: u32) -> Option<([IVec3; 2], u64)> {
-        let &(_, range, stamp) = self.ranges.get(*self.range_at.get(body as usize)? as usize)?;
+        let at = match self.indexed {
+            true => *self.range_at.get(body as usize)? as usize,
+            false => self.ranges.binary_search_by_key(&body, |r| r.0).ok()?,
+        };
+        let &(_, range, stamp) = self.ranges.get(at)?;
         Some((range, stamp))
     }
 
     /// The contacts of `body`, sorted by (chunk, kind).
     pub fn contacts_of(&self, body: u32) -> &[TerrainContact] {
+        if !self.indexed {
+            let from = self.contacts.partition_point(|c| c.body < body);
+            return run_of(&self.contacts[from..], body);
+        }
         match (self.first.get(body as usize), self.first.get(body as usize + 1)) {
             (Some(&from), Some(&to)) => &self.contacts[from as usize..to as usize],
             _ => &[],
         }
     }
 
-    /// Makes `range_at` and `first` from `ranges` and `contacts`.
+    /// Makes `range_at` and `first` from `ranges` and `contacts`, unless their largest
+    /// body id is far past their length (ids this sparse are searched for instead:
+    /// the index stays within a few times the lists' size, whatever a restored
+    /// snapshot holds).
     fn reindex(&mut self) {
         let (ranges, contacts) = (&self.ranges, &self.contacts);
-        let bodies =
-            ranges.last().map_or(0, |r| r.0 as usize + 1).max(contacts.last().map_or(0, |c| c.body as usize + 1));
+        let ids = ranges.iter().map(|r| r.0).chain(contacts.iter().map(|c| c.body));
+        let bodies = ids.max().map_or(0, |id| id as usize + 1);
+        self.indexed = bodies <= 16 * (ranges.len() + contacts.len()) + 65_536;
         self.range_at.clear();
+        self.first.clear();
+        if !self.indexed {
+            return;
+        }
         self.range_at.resize(bodies, u32::MAX);
         for (i, r) in ranges.iter().enumerate() {
             self.range_at[r.0 as usize] = i as u32;
         }
-        self.first.clear();
         let mut c = 0;
         for body in 0..=bodies as u32 {
             while c < contacts.len() && contacts[c].body < body {
