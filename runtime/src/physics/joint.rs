@@ -1016,6 +1016,8 @@ impl World {
         let joints = &mut self.joints;
         let broken = std::sync::atomic::AtomicBool::new(false);
         let (solves, order, refs) = (&joints.solves, &joints.order, &joints.refs);
+        let balls = &self.coloring.balls[self.constraints.len()..];
+        debug_assert!(balls.len() == solves.len());
         let slots = crate::jobs::Column::new(&mut joints.slots);
         jobs.parallel_for(0..solves.len(), 256, |range, _| {
             let mut any = false;
@@ -1025,12 +1027,23 @@ impl World {
                 if let Some(&k) = order.get(n + 8) {
                     crate::math::prefetch(slots.ptr(refs[k as usize].slot as usize));
                 }
-                let s = &solves[n];
-                let (force, torque) = joint_solver::reaction(s, inv_h);
+                let slot = refs[order[n] as usize].slot;
                 // SAFETY: each solve has a slot of its own, and `parallel_for` hands
                 // each `n` to exactly one job.
-                let j = unsafe { slots.get(s.slot as usize) }.joint.as_mut().expect("live joint");
-                j.impulses = s.impulses;
+                let j = unsafe { slots.get(slot as usize) }.joint.as_mut().expect("live joint");
+                let s = &solves[n];
+                let (force, torque) = if balls[n] {
+                    // A ball joint's solve changed its point part's impulse alone, and
+                    // it holds no other (switching a part off drops its impulse), so
+                    // its torque is zero: the solve's first two lines are all read
+                    // here, not the five `reaction` reads (the grid's finish was
+                    // bound by them).
+                    j.impulses.linear = s.impulses.linear;
+                    (s.impulses.linear * inv_h, Vec3::ZERO)
+                } else {
+                    j.impulses = s.impulses;
+                    joint_solver::reaction(s, inv_h)
+                };
                 (j.force, j.torque) = (force, torque);
                 any |= force.length() > j.def.break_force || torque.length() > j.def.break_torque;
             }

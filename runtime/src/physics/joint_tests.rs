@@ -252,6 +252,46 @@ fn a_weld_past_its_threshold_breaks_exactly_once() {
     assert!(world.transform(crate_).unwrap().translation.y < 0.0, "the crate fell");
 }
 
+/// Plain ball joints (their finish reads the point part's impulse alone) report the
+/// weight they hold and no torque, in lanes (four of them) and alone (the fifth, with a
+/// cone limit: solved by the scalar path); one past its threshold breaks, once.
+#[test]
+fn ball_joints_report_their_load_and_break_past_their_threshold() {
+    let pool = inline();
+    let mut world = World::new(WorldDef { enable_sleep: false, ..WorldDef::default() });
+    let beam = static_body(&mut world, Vec3::new(0.0, 5.0, 0.0));
+    let mut hung = Vec::new();
+    for i in 0..5 {
+        let x = i as f32 * 2.0;
+        let crate_ = cuboid(&mut world, Vec3::new(x, 4.5, 0.0), Vec3::splat(0.25));
+        let weight = world.mass(crate_).unwrap() * 9.81;
+        let cone = SphericalJoint { enable_cone_limit: true, cone_angle: 0.5, ..SphericalJoint::default() };
+        let kind = JointType::Spherical(if i == 4 { cone } else { SphericalJoint::default() });
+        let def = JointDef {
+            break_force: if i == 0 { 2.0 * weight } else { f32::MAX },
+            ..joint_at(&world, beam, crate_, Vec3::new(x, 5.0, 0.0), Vec3::Y, kind)
+        };
+        hung.push((world.create_joint(&def).unwrap(), crate_, weight));
+    }
+    let mut events = Vec::new();
+    for step in 0..120 {
+        if step >= 60 {
+            world.apply_force(hung[0].1, Vec3::new(0.0, -3.0 * hung[0].2, 0.0)).unwrap();
+        }
+        world.step(DT, pool.jobs()).unwrap();
+        for &(joint, _, weight) in &hung[usize::from(step >= 60)..] {
+            if step < 30 {
+                continue;
+            }
+            let (force, torque) = world.joint_reaction(joint).unwrap();
+            assert!((force.y - weight).abs() < 0.02 * weight && force.x.abs() + force.z.abs() < 1e-3, "{force}");
+            assert!(torque.length() < 1e-4 * weight, "a ball joint holds no torque: {torque}");
+        }
+        events.extend(world.joint_events().iter().map(|e| (step, e.joint, e.kind)));
+    }
+    assert_eq!(events, vec![(60, hung[0].0, JointEventKind::Broke)]);
+}
+
 /// Two overlapping boxes on a weld do not collide with each other, unless the joint
 /// says they do: then their contact pushes them apart against the weld.
 #[test]
