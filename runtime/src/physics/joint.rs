@@ -605,7 +605,7 @@ fn unfilled() -> JointSolve {
 
 /// A joint of this step (`World::list_joints`): its slot, and its bodies' sets and
 /// rows there.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct JointRef {
     pub slot: u32,
     pub a: (SetKind, u32),
@@ -970,7 +970,8 @@ impl World {
     pub(super) fn list_joints(&mut self) {
         let bodies = &self.bodies;
         let joints = &mut self.joints;
-        joints.refs.clear();
+        let refs = &mut joints.refs;
+        let mut n = 0;
         for (index, link) in joints.links.iter().enumerate() {
             let Some((body_a, body_b)) = *link else { continue };
             let (Ok(a), Ok(b)) = (bodies.locate(body_a), bodies.locate(body_b)) else {
@@ -981,8 +982,19 @@ impl World {
             }
             let awake = |(set, row): (SetKind, usize)| if set == SetKind::Awake { row as u32 } else { NONE };
             let at = |(set, row): (SetKind, usize)| (set, row as u32);
-            joints.refs.push(JointRef { slot: index as u32, a: at(a), b: at(b), row_a: awake(a), row_b: awake(b) });
+            let r = JointRef { slot: index as u32, a: at(a), b: at(b), row_a: awake(a), row_b: awake(b) };
+            // Written only where it changed: the last step's fill and finish read the
+            // list on every worker, so each line written here would first be taken
+            // back from the others' caches (the grid's list took 0.5 to 1.2 ms at two
+            // workers against 0.1 ms at one, where most steps change nothing).
+            match refs.get_mut(n) {
+                Some(old) if *old == r => {}
+                Some(old) => *old = r,
+                None => refs.push(r),
+            }
+            n += 1;
         }
+        refs.truncate(n);
     }
 
     /// The springs' coefficients for substeps of `h` seconds, in parallel.
