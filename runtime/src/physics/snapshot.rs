@@ -223,8 +223,10 @@ impl World {
         self.water.restore(&s.water);
         self.profile = s.profile;
         self.counters = s.counters;
-        // The query cache describes the bodies as they were before the restore.
+        // The query cache and the list of awake shapes describe the bodies as they
+        // were before the restore.
         self.escaped_fresh = false;
+        self.moving_layout = None;
         Ok(())
     }
 }

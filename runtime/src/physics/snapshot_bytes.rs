@@ -449,6 +449,7 @@ impl World {
         self.water.swap_saved(&mut s.water);
         self.counters = s.counters;
         self.escaped_fresh = false;
+        self.moving_layout = None;
     }
 
     /// The checksum of the resting bodies' and sleeping groups' encoding (into

@@ -163,9 +163,11 @@ impl World {
     pub(super) fn broadphase_stage(&mut self, dt: f32, jobs: Jobs) {
         /// How many shapes ahead the box pass prefetches.
         const PREFETCH_SHAPES: usize = 4;
+        self.list_moving();
         let s = &mut self.scratch;
-        list_awake_proxies(&self.bodies, &self.proxies, &mut s.moving);
-        s.boxes.clear();
+        // Every row is overwritten below: only new ones need a value first (the
+        // others are the last step's, and a serial pass writing them would first take
+        // each line back from the workers that read it).
         s.boxes.resize(s.moving.len(), Placed::default());
         s.boxes_layout = self.bodies.layout();
         let (moving, bodies, tree) = (&s.moving, &self.bodies, self.broadphase.tree());
@@ -264,11 +266,14 @@ impl World {
         // broadphase's, where the shape is where the broadphase placed it (the list
         // is made again, since bodies may have changed between the stages; a hull's
         // exact box costs a pass over its vertices).
-        list_awake_proxies(bodies, &self.proxies, &mut s.near_moving);
-        let same = s.near_moving == s.moving && s.boxes_layout == bodies.layout();
+        let listed = self.moving_layout == Some(bodies.layout());
+        if !listed {
+            list_awake_proxies(bodies, &self.proxies, &mut s.near_moving);
+        }
+        let moving = if listed { &s.moving } else { &s.near_moving };
+        let same = (listed || s.near_moving == s.moving) && s.boxes_layout == bodies.layout();
         let placed: &[Placed] = if same { &s.boxes } else { &[] };
         let (records, stamp) = s.near.restart(tree.proxy_capacity());
-        let moving = &s.near_moving;
         jobs.parallel_for(0..moving.len(), 256, |range, _| {
             for k in range {
                 let (row, proxy, shape) = moving[k];
@@ -965,13 +970,36 @@ fn shape_placement(body: Isometry, s: &BodyShape) -> Isometry {
 }
 
 /// Every awake body's proxies as `(awake row, proxy, shape index)`, in row order.
+impl World {
+    /// The awake shapes for the broadphase (`Scratch::moving`), listed again only
+    /// where bodies changed sets, rows or shapes since the last list: reading each
+    /// body's proxies took a quarter of a millisecond a list for 10,000 bodies,
+    /// twice a step (the narrowphase checks the list again).
+    fn list_moving(&mut self) {
+        let layout = self.bodies.layout();
+        if self.moving_layout != Some(layout) {
+            list_awake_proxies(&self.bodies, &self.proxies, &mut self.scratch.moving);
+            self.moving_layout = Some(layout);
+        }
+    }
+}
+
 fn list_awake_proxies(bodies: &Bodies, proxies: &[Vec<ProxyId>], out: &mut Vec<(u32, ProxyId, u32)>) {
-    out.clear();
     let awake = &bodies.awake;
+    let mut n = 0;
     for row in 0..awake.len() {
         let slot = awake.id[row].index;
         for (k, &proxy) in proxies[slot as usize].iter().enumerate() {
-            out.push((row as u32, proxy, k as u32));
+            // Written only where it changed (as `World::list_joints`): the list is
+            // read on every worker, and is mostly the last step's.
+            let entry = (row as u32, proxy, k as u32);
+            match out.get_mut(n) {
+                Some(old) if *old == entry => {}
+                Some(old) => *old = entry,
+                None => out.push(entry),
+            }
+            n += 1;
         }
     }
+    out.truncate(n);
 }

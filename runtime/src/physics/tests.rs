@@ -123,6 +123,33 @@ fn kinematic_and_static_bodies() {
     assert_eq!(world.bodies().motion_type(k), Ok(MotionType::Kinematic));
 }
 
+/// A shape added to a moving kinematic body between steps (its mass, and so the
+/// bodies' layout, unchanged) joins the broadphase's list of awake shapes: it moves
+/// with the body and pushes the ball in its path.
+#[test]
+fn a_shape_added_to_a_moving_body_collides_where_the_body_goes() {
+    let pool = inline();
+    // Nothing falls asleep meanwhile (that too would list the shapes again).
+    let mut world = World::new(WorldDef { gravity: Vec3::ZERO, enable_sleep: false, ..WorldDef::default() });
+    let def = BodyDef { motion: MotionType::Kinematic, linear_velocity: Vec3::X * 2.0, ..BodyDef::default() };
+    let k = world.create_body(&def).unwrap();
+    world.add_shape(k, Shape::sphere(Vec3::ZERO, 0.25).unwrap(), ShapeDef::default()).unwrap();
+    let ball = body_at(&mut world, Vec3::new(4.0, -2.0, 0.0));
+    world.add_shape(ball, Shape::sphere(Vec3::ZERO, 0.5).unwrap(), ShapeDef::default()).unwrap();
+    for _ in 0..10 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+    }
+    let layout = world.bodies().layout();
+    let below = ShapeDef { pose: Isometry::from_translation(Vec3::new(0.0, -2.0, 0.0)), ..ShapeDef::default() };
+    world.add_shape(k, Shape::cuboid(Vec3::splat(0.5)).unwrap(), below).unwrap();
+    assert_eq!(world.bodies().layout(), layout, "a kinematic body's mass does not change");
+    for _ in 0..120 {
+        world.step(1.0 / 60.0, pool.jobs()).unwrap();
+    }
+    let (v, _) = world.velocity(ball).unwrap();
+    assert!(v.x > 1.0, "the added box pushed the ball ahead of it: {v}");
+}
+
 #[test]
 fn handles_survive_removal_and_detect_staleness() {
     let mut world = World::new(WorldDef::default());

@@ -372,6 +372,10 @@ pub struct World {
     pub(super) escaped_tree: DynamicTree,
     pub(super) escaped_proxies: Vec<ProxyId>,
     pub(super) escaped_fresh: bool,
+    /// The `Bodies::layout` under which the step's list of awake shapes
+    /// (`Scratch::moving`) was made, `None` once shapes were added or bodies created
+    /// or destroyed since: while it holds, the list holds (see `World::list_moving`).
+    pub(super) moving_layout: Option<u64>,
     pub(super) sensors: Sensors,
     /// Shapes with hit events on (none: the hit pass is skipped), this step's
     /// candidates and events.
@@ -545,6 +549,7 @@ impl World {
             escaped_tree: DynamicTree::new(TreeConfig::default()),
             escaped_proxies: Vec::new(),
             escaped_fresh: false,
+            moving_layout: None,
             sensors: Sensors::default(),
             hit_shapes: 0,
             hit_candidates: Vec::new(),
@@ -793,6 +798,7 @@ impl World {
     pub fn create_body(&mut self, def: &BodyDef) -> Result<BodyId, BodyError> {
         let id = self.bodies.create(def)?;
         self.escaped_fresh = false;
+        self.moving_layout = None;
         if def.motion == MotionType::Dynamic {
             self.islands.add_lone_body(id.index);
         }
@@ -812,6 +818,7 @@ impl World {
     pub fn destroy_body(&mut self, id: BodyId) -> Result<(), BodyError> {
         self.bodies.locate(id)?;
         self.escaped_fresh = false;
+        self.moving_layout = None;
         self.sensors.remove_body(id);
         self.water.remove_body(id);
         let hit_shapes = self.bodies.shapes(id)?.iter().filter(|s| s.def.hit_events).count();
@@ -875,6 +882,7 @@ impl World {
 
     /// After shapes or mass changed: proxies, extents.
     pub(super) fn refresh_shapes(&mut self, id: BodyId) {
+        self.moving_layout = None;
         let slot = id.index as usize;
         let xf = self.bodies.transform(id).expect("live body");
         let (set, row) = self.bodies.locate(id).expect("live body");
