@@ -227,6 +227,7 @@ impl World {
         // were before the restore.
         self.escaped_fresh = false;
         self.moving_layout = None;
+        self.coloring.forget();
         Ok(())
     }
 }

@@ -450,6 +450,7 @@ impl World {
         self.counters = s.counters;
         self.escaped_fresh = false;
         self.moving_layout = None;
+        self.coloring.forget();
     }
 
     /// The checksum of the resting bodies' and sleeping groups' encoding (into

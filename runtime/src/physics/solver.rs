@@ -271,6 +271,43 @@ mod tests {
         assert_eq!(colors(&forward), (0..reversed.len()).collect::<Vec<_>>());
     }
 
+    /// Colours are kept while the constraints, rows and `wide` are unchanged, and
+    /// equal the colours made afresh; any change among them colours again.
+    #[test]
+    fn kept_colours_are_the_colours_made_afresh() {
+        let mut seed = 0x51f1_5eed_u64;
+        let mut next = |n: u32| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 33) % n as u64) as u32
+        };
+        let rows = 40;
+        let mut colorables: Vec<Colorable> = (0..120)
+            .map(|_| Colorable { a: next(rows), b: next(rows), bundles: next(2) == 0, bouncy: false, ball: false })
+            .collect();
+        let mut kept = Coloring::default();
+        let made = |c: &[Colorable], rows: usize, wide: bool| {
+            let mut fresh = Coloring::default();
+            fresh.wide = wide;
+            assert!(!fresh.color(c, rows));
+            (fresh.order, fresh.ranges, fresh.bundled)
+        };
+        let same = |k: &Coloring, m: (Vec<u32>, Vec<Range<usize>>, [usize; COLORS])| {
+            assert_eq!((&k.order, &k.ranges, &k.bundled), (&m.0, &m.1, &m.2));
+        };
+        assert!(!kept.color(&colorables, rows as usize));
+        assert!(kept.color(&colorables, rows as usize), "nothing changed");
+        same(&kept, made(&colorables, rows as usize, kept.wide));
+        colorables[7].b = (colorables[7].b + 1) % rows;
+        assert!(!kept.color(&colorables, rows as usize), "a constraint's body changed");
+        same(&kept, made(&colorables, rows as usize, kept.wide));
+        assert!(!kept.color(&colorables, rows as usize + 1), "the rows changed");
+        kept.wide = !kept.wide;
+        assert!(!kept.color(&colorables, rows as usize + 1), "the bundling changed");
+        same(&kept, made(&colorables, rows as usize + 1, kept.wide));
+        kept.forget();
+        assert!(!kept.color(&colorables, rows as usize + 1), "forgotten");
+    }
+
     /// A colouring bundles sixteen constraints where the CPU runs AVX-512F, eight
     /// where it runs AVX, four elsewhere, and refuses a width the CPU does not run.
     #[test]

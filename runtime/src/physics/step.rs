@@ -453,9 +453,11 @@ impl World {
     pub(super) fn color_and_list(&mut self, dt: f32, jobs: Jobs) {
         let n = self.bodies.awake.len();
         let (coloring, colorables) = (&mut self.coloring, &self.colorables);
+        let mut kept = false;
+        let kept_colors = &mut kept;
         let color = move || {
             if dt > 0.0 {
-                coloring.color(colorables, n);
+                *kept_colors = coloring.color(colorables, n);
             }
         };
         let s = &mut self.scratch;
@@ -475,9 +477,13 @@ impl World {
         if dt > 0.0 {
             self.counters.colors = self.coloring.color_count() as u32;
             self.counters.overflow_constraints = self.coloring.overflow() as u32;
-            // The joints' rows, in the colours' order (see `Joints::fill`).
+            // The joints' rows, in the colours' order (see `Joints::fill`); kept
+            // colours keep their numbering.
             let contacts = self.constraints.len();
-            self.coloring.number_joints(contacts, &mut self.joints.order);
+            if !kept {
+                self.coloring.number_joints(contacts, &mut self.joints.order);
+            }
+            debug_assert_eq!(self.joints.order.len(), self.joints.refs.len());
             self.joints.fill(&self.bodies, &mut self.coloring.balls[contacts..], jobs);
         }
     }

@@ -686,6 +686,7 @@ impl World {
         assert!(matches!(lanes, 1 | 4 | 8 | 16), "1, 4, 8 or 16 lanes");
         self.coloring.wide = lanes > 1;
         self.coloring.set_lanes(lanes.max(4));
+        self.coloring.forget();
     }
 
     /// Terrain triangles each narrowphase job holds room for: both lists, then how
