@@ -996,16 +996,22 @@ fn list_awake_proxies(bodies: &Bodies, proxies: &[Vec<ProxyId>], out: &mut Vec<(
     for row in 0..awake.len() {
         let slot = awake.id[row].index;
         for (k, &proxy) in proxies[slot as usize].iter().enumerate() {
-            // Written only where it changed (as `World::list_joints`): the list is
-            // read on every worker, and is mostly the last step's.
-            let entry = (row as u32, proxy, k as u32);
-            match out.get_mut(n) {
-                Some(old) if *old == entry => {}
-                Some(old) => *old = entry,
-                None => out.push(entry),
-            }
+            // The list is read on every worker, and is mostly the last step's.
+            put_changed(out, n, (row as u32, proxy, k as u32));
             n += 1;
         }
     }
     out.truncate(n);
+}
+
+/// Sets `list[n]` to `value` (pushes it where `n` is the length), writing only where
+/// it differs: a serial pass rewriting a list that every worker read in the last
+/// step would first take each line back from their caches (see docs/physics.md,
+/// "Serial passes write only what changed").
+pub(super) fn put_changed<T: PartialEq>(list: &mut Vec<T>, n: usize, value: T) {
+    match list.get_mut(n) {
+        Some(old) if *old == value => {}
+        Some(old) => *old = value,
+        None => list.push(value),
+    }
 }
