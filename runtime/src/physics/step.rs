@@ -264,8 +264,8 @@ impl World {
         let bodies = &self.bodies;
         // The awake shapes' spheres and boxes, by proxy, in parallel: the
         // broadphase's, where the shape is where the broadphase placed it (the list
-        // is made again, since bodies may have changed between the stages; a hull's
-        // exact box costs a pass over its vertices).
+        // is made again where bodies changed between the stages, see
+        // `World::list_moving`; a hull's exact box costs a pass over its vertices).
         let listed = self.moving_layout == Some(bodies.layout());
         if !listed {
             list_awake_proxies(bodies, &self.proxies, &mut s.near_moving);
@@ -975,7 +975,6 @@ fn shape_placement(body: Isometry, s: &BodyShape) -> Isometry {
     }
 }
 
-/// Every awake body's proxies as `(awake row, proxy, shape index)`, in row order.
 impl World {
     /// The awake shapes for the broadphase (`Scratch::moving`), listed again only
     /// where bodies changed sets, rows or shapes since the last list: reading each
@@ -990,6 +989,7 @@ impl World {
     }
 }
 
+/// Every awake body's proxies as `(awake row, proxy, shape index)`, in row order.
 fn list_awake_proxies(bodies: &Bodies, proxies: &[Vec<ProxyId>], out: &mut Vec<(u32, ProxyId, u32)>) {
     let awake = &bodies.awake;
     let mut n = 0;
