@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use glam::{DVec3, Mat3, Vec3};
 
-use super::polytope::{ArcTable, Plane, PolyEdge, Polytope, MAX_FACE_VERTICES};
+use super::polytope::{ArcTable, Columns, Plane, PolyEdge, Polytope, MAX_FACE_VERTICES};
 use super::ShapeError;
 use crate::codec::Fingerprint;
 use crate::math::{Aabb, Isometry};
@@ -47,10 +47,10 @@ pub struct ConvexHull {
     vertex_faces: Vec<u16>,
     /// The vertices' x, y and z coordinates, each padded to a multiple of 8 (for the
     /// support scan of small hulls).
-    by_axis: [Vec<f32>; 3],
+    by_axis: Columns<3>,
     /// The planes' normals' x, y and z and their offsets, each padded to a multiple of
     /// 8 (for the distances of a point from every plane at once).
-    planes_by_axis: [Vec<f32>; 4],
+    planes_by_axis: Columns<4>,
     /// The edges' arcs by coordinate, for bounding edge axes (`ArcTable::reach`).
     arcs: ArcTable,
     /// Volume centroid.
@@ -138,9 +138,8 @@ impl ConvexHull {
         prefetch_slice(&self.vertices);
         prefetch_slice(&self.planes);
         prefetch_slice(&self.edges);
-        for column in self.by_axis.iter().chain(&self.planes_by_axis) {
-            prefetch_slice(column);
-        }
+        prefetch_slice(self.by_axis.all());
+        prefetch_slice(self.planes_by_axis.all());
         self.arcs.prefetch();
     }
 
@@ -156,8 +155,8 @@ impl ConvexHull {
 
     /// Asks the cache for what [`ConvexHull::placed_bounds`] reads.
     pub(crate) fn prefetch_vertices(&self) {
-        for column in &self.by_axis {
-            crate::math::prefetch_slice(&column[..self.vertices.len()]);
+        for k in 0..3 {
+            crate::math::prefetch_slice(&self.by_axis.get(k)[..self.vertices.len()]);
         }
     }
 
@@ -167,7 +166,8 @@ impl ConvexHull {
     pub fn placed_bounds(&self, xf: &Isometry) -> Aabb {
         let m = Mat3::from_quat(xf.rotation);
         let count = self.vertices.len();
-        let (xs, ys, zs) = (&self.by_axis[0][..count], &self.by_axis[1][..count], &self.by_axis[2][..count]);
+        let (xs, ys, zs) =
+            (&self.by_axis.get(0)[..count], &self.by_axis.get(1)[..count], &self.by_axis.get(2)[..count]);
         let mut low = [[f32::INFINITY; 8]; 3];
         let mut high = [[f32::NEG_INFINITY; 8]; 3];
         let whole = count / 8 * 8;
@@ -207,9 +207,9 @@ impl ConvexHull {
             + self.edges.capacity() * 8
             + (self.neighbour_start.capacity() + self.neighbours.capacity()) * 2
             + (self.vertex_face_start.capacity() + self.vertex_faces.capacity()) * 2
-            + self.by_axis.iter().map(|c| c.capacity() * 4).sum::<usize>()
+            + self.by_axis.heap_bytes()
             + self.arcs.heap_bytes()
-            + self.planes_by_axis.iter().map(|c| c.capacity() * 4).sum::<usize>()
+            + self.planes_by_axis.heap_bytes()
     }
 }
 
@@ -218,10 +218,10 @@ impl ConvexHull {
 /// vectorizes: every dot product (the same products, summed in the same order as
 /// `Vec3::dot`), then the largest of them eight lanes wide, then the first vertex
 /// with it. The branchy scan cost a tenth of a hull pile's step.
-fn scan(by_axis: &[Vec<f32>; 3], count: usize, dir: Vec3) -> usize {
+fn scan(by_axis: &Columns<3>, count: usize, dir: Vec3) -> usize {
     let mut dots = [0.0f32; CLIMB_ABOVE.next_multiple_of(8)];
     let padded = count.next_multiple_of(8);
-    let (xs, ys, zs) = (&by_axis[0][..padded], &by_axis[1][..padded], &by_axis[2][..padded]);
+    let (xs, ys, zs) = (&by_axis.get(0)[..padded], &by_axis.get(1)[..padded], &by_axis.get(2)[..padded]);
     for (((d, x), y), z) in dots[..padded].iter_mut().zip(xs).zip(ys).zip(zs) {
         *d = x * dir.x + y * dir.y + z * dir.z;
     }
@@ -333,7 +333,8 @@ impl Polytope for ConvexHull {
     }
     /// In loops the compiler vectorizes.
     fn plane_distances(&self, p: Vec3, out: &mut [f32]) {
-        let [nx, ny, nz, offset] = &self.planes_by_axis;
+        let c = &self.planes_by_axis;
+        let [nx, ny, nz, offset] = [c.get(0), c.get(1), c.get(2), c.get(3)];
         let count = out.len().min(self.planes.len());
         let (nx, ny, nz, offset) = (&nx[..count], &ny[..count], &nz[..count], &offset[..count]);
         for (f, d) in out[..count].iter_mut().enumerate() {
@@ -717,13 +718,13 @@ impl Quickhull {
         let (neighbour_start, neighbours) = adjacency(vertices.len(), &edges);
         let (vertex_face_start, vertex_faces) = faces_of_vertices(vertices.len(), &face_start, &face_loops);
         let padded = vertices.len().next_multiple_of(8);
-        let by_axis: [Vec<f32>; 3] = std::array::from_fn(|k| {
+        let by_axis = Columns::new(padded, |k| {
             let mut c: Vec<f32> = vertices.iter().map(|v| v[k]).collect();
             c.resize(padded, 0.0);
             c
         });
         let centroid = centroid.as_vec3();
-        let planes_by_axis: [Vec<f32>; 4] = std::array::from_fn(|k| {
+        let planes_by_axis = Columns::new(planes.len().next_multiple_of(8), |k| {
             let mut c: Vec<f32> = planes.iter().map(|p| if k < 3 { p.normal[k] } else { p.offset }).collect();
             c.resize(c.len().next_multiple_of(8), 0.0);
             c

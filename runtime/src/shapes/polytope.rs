@@ -106,46 +106,125 @@ pub trait Polytope {
     }
 }
 
+/// `K` columns of `f32` of one length in one allocation (column `k` at `k * len`).
+/// A shape's values by coordinate are read together by one test: in a pile of
+/// hulls that are all different, each column of its own was a separate wait on
+/// memory (and a separate header to read before the data could be asked for).
+/// Encoded as `K` vectors, as an array of `Vec<f32>` is.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Columns<const K: usize> {
+    data: Vec<f32>,
+    len: usize,
+}
+
+impl<const K: usize> Columns<K> {
+    /// The columns of `column(k)`, each `len` long.
+    pub fn new(len: usize, mut column: impl FnMut(usize) -> Vec<f32>) -> Columns<K> {
+        let mut data = Vec::with_capacity(K * len);
+        for k in 0..K {
+            let c = column(k);
+            assert_eq!(c.len(), len, "columns of one length");
+            data.extend_from_slice(&c);
+        }
+        Columns { data, len }
+    }
+
+    /// Column `k`.
+    #[inline(always)]
+    pub fn get(&self, k: usize) -> &[f32] {
+        &self.data[k * self.len..(k + 1) * self.len]
+    }
+
+    #[inline(always)]
+    fn get_mut(&mut self, k: usize) -> &mut [f32] {
+        &mut self.data[k * self.len..(k + 1) * self.len]
+    }
+
+    /// Every column, one after the other.
+    pub fn all(&self) -> &[f32] {
+        &self.data
+    }
+
+    /// Entries per column.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.data.capacity() * 4
+    }
+}
+
+impl<const K: usize> crate::codec::Codec for Columns<K> {
+    fn put(&self, w: &mut crate::codec::Writer) {
+        for k in 0..K {
+            (self.len as u32).put(w);
+            self.get(k).iter().for_each(|x| x.put(w));
+        }
+    }
+
+    fn take(&mut self, r: &mut crate::codec::Reader) -> Result<(), crate::codec::Corrupt> {
+        self.data.clear();
+        self.len = 0;
+        for k in 0..K {
+            let n = r.count()?;
+            if k > 0 && n != self.len {
+                return Err(crate::codec::Corrupt);
+            }
+            self.len = n;
+            for _ in 0..n {
+                let mut x = 0.0f32;
+                x.take(r)?;
+                self.data.push(x);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Each edge's arc on the Gauss map, by coordinate (padded with zeros to a multiple of
 /// 8 edges), for [`ArcTable::reach`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ArcTable {
-    /// The arc's ends (the edge's face normals) and its plane's unit normal.
-    n0: [Vec<f32>; 3],
-    n1: [Vec<f32>; 3],
-    axis: [Vec<f32>; 3],
-    /// `n0 · n1`.
-    cos: Vec<f32>,
-    /// Subtracted from each edge's reach (see [`ArcTable::with_lift`]); zeros unless set.
-    lift: Vec<f32>,
+    /// The arc's ends (the edge's face normals: `n0` in columns 0 to 2, `n1` in 3 to
+    /// 5), its plane's unit normal (6 to 8), `n0 · n1` (9), and what is subtracted
+    /// from each edge's reach (10, see [`ArcTable::with_lift`]; zeros unless set).
+    columns: Columns<11>,
     /// Edges (without the padding).
     count: usize,
 }
 
 crate::codec::fields!(Plane { normal, offset });
-crate::codec::fields!(ArcTable { n0, n1, axis, cos, lift, count });
+crate::codec::fields!(ArcTable { columns, count });
 
 impl ArcTable {
     /// The arcs from `n0` to `n1` (unit normals, less than a half turn apart), in edge order.
     pub fn new(ends: impl Iterator<Item = (Vec3, Vec3)>) -> ArcTable {
-        let mut t = ArcTable::default();
+        let mut rows: [Vec<f32>; 11] = Default::default();
+        let mut count = 0usize;
         for (n0, n1) in ends {
             let axis = n0.cross(n1).normalize_or_zero();
             for k in 0..3 {
-                t.n0[k].push(n0[k]);
-                t.n1[k].push(n1[k]);
-                t.axis[k].push(axis[k]);
+                rows[k].push(n0[k]);
+                rows[3 + k].push(n1[k]);
+                rows[6 + k].push(axis[k]);
             }
-            t.cos.push(n0.dot(n1));
-            t.count += 1;
+            rows[9].push(n0.dot(n1));
+            rows[10].push(0.0);
+            count += 1;
         }
-        let padded = t.cos.len().next_multiple_of(8);
-        for column in t.n0.iter_mut().chain(&mut t.n1).chain(&mut t.axis) {
-            column.resize(padded, 0.0);
-        }
-        t.cos.resize(padded, 0.0);
-        t.lift = vec![0.0; padded];
-        t
+        let padded = count.next_multiple_of(8);
+        let columns = Columns::new(padded, |k| {
+            let mut c = std::mem::take(&mut rows[k]);
+            c.resize(padded, 0.0);
+            c
+        });
+        ArcTable { columns, count }
     }
 
     /// With `lift[e]` subtracted from edge `e`'s reach: a polytope's edges take how
@@ -154,7 +233,7 @@ impl ArcTable {
     /// sinusoid positive at both ends, so no lower inside), so that the reach is how
     /// far the edge's axes reach toward `dir` beyond the polytope's own surface.
     pub fn with_lift(mut self, lift: impl Iterator<Item = f32>) -> ArcTable {
-        for (slot, l) in self.lift.iter_mut().zip(lift) {
+        for (slot, l) in self.columns.get_mut(10).iter_mut().zip(lift) {
             *slot = l;
         }
         self
@@ -162,7 +241,7 @@ impl ArcTable {
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        11 * self.cos.capacity() * 4
+        self.columns.heap_bytes()
     }
 
     /// For each edge `e` from `first`, into `out[e - first]`: the largest `n · dir`
@@ -174,11 +253,11 @@ impl ArcTable {
     /// The loop runs over the edges at once (the compiler vectorizes it); past the
     /// last edge the padding and then `out` end it.
     pub fn reach(&self, dir: Vec3, first: usize, out: &mut [f32]) {
-        let end = (first + out.len()).min(self.cos.len());
+        let end = (first + out.len()).min(self.columns.len());
         let out = &mut out[..end - first];
-        let ([x0, y0, z0], [x1, y1, z1], [xa, ya, za]) =
-            (columns(&self.n0, first, end), columns(&self.n1, first, end), columns(&self.axis, first, end));
-        let (cos, lift) = (&self.cos[first..end], &self.lift[first..end]);
+        let c = |k: usize| &self.columns.get(k)[first..end];
+        let ([x0, y0, z0], [x1, y1, z1], [xa, ya, za]) = ([c(0), c(1), c(2)], [c(3), c(4), c(5)], [c(6), c(7), c(8)]);
+        let (cos, lift) = (c(9), c(10));
         let dd = dir.length_squared();
         for e in 0..out.len() {
             let ends = [x0[e] * dir.x + y0[e] * dir.y + z0[e] * dir.z, x1[e] * dir.x + y1[e] * dir.y + z1[e] * dir.z];
@@ -189,9 +268,7 @@ impl ArcTable {
 
     /// Asks the cache for every column (see `ConvexHull::prefetch`).
     pub(crate) fn prefetch(&self) {
-        for column in self.n0.iter().chain(&self.n1).chain(&self.axis).chain([&self.cos, &self.lift]) {
-            crate::math::prefetch_slice(column);
-        }
+        crate::math::prefetch_slice(self.columns.all());
     }
 
     /// Edges held (without the padding).
@@ -202,11 +279,6 @@ impl ArcTable {
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
-}
-
-/// Entries `first..end` of three columns.
-fn columns(c: &[Vec<f32>; 3], first: usize, end: usize) -> [&[f32]; 3] {
-    [&c[0][first..end], &c[1][first..end], &c[2][first..end]]
 }
 
 /// The top of `n · dir` over an arc from `n0` to `n1` (see [`ArcTable::reach`]), from
