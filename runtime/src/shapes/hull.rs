@@ -13,24 +13,61 @@ use std::collections::HashMap;
 
 use glam::{DVec3, Mat3, Vec3};
 
-use super::polytope::{ArcTable, Columns, Plane, PolyEdge, Polytope, MAX_FACE_VERTICES};
+use super::block::{Block, Part};
+use super::polytope::{ArcTable, Plane, PolyEdge, Polytope, MAX_FACE_VERTICES};
 use super::ShapeError;
-use crate::codec::Fingerprint;
+use crate::codec::{Codec, Corrupt, Fingerprint, Reader, TakeNew, Writer};
 use crate::math::{Aabb, Isometry};
 
 /// The most vertices a hull may keep (indices are 16-bit; SAT cost grows with edges²).
 pub const MAX_HULL_VERTICES: usize = 256;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
 struct HullEdge {
     v: [u16; 2],
     faces: [u16; 2],
 }
 
+// SAFETY: `repr(C)`: four `u16`s, 8 bytes, no padding, any bits.
+unsafe impl super::block::Plain for HullEdge {}
+
 /// A convex polyhedron: vertices, polygon faces (counter-clockwise loops from
-/// outside) with their planes, and undirected edges with both faces.
+/// outside) with their planes, and undirected edges with both faces. Its arrays
+/// lie in one allocation (`block.rs`); the comments on [`Arrays`] say what each is.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ConvexHull {
+    block: Block,
+    vertices: Part<Vec3>,
+    planes: Part<Plane>,
+    face_start: Part<u16>,
+    loops: Part<u16>,
+    edges: Part<HullEdge>,
+    neighbour_start: Part<u16>,
+    neighbours: Part<u16>,
+    vertex_face_start: Part<u16>,
+    vertex_faces: Part<u16>,
+    /// Three columns, then four, each padded to a multiple of 8.
+    by_axis: Part<f32>,
+    planes_by_axis: Part<f32>,
+    /// The edges' arcs by coordinate, for bounding edge axes (`ArcTable::reach`).
+    arcs: ArcTable,
+    /// Volume centroid.
+    centroid: Vec3,
+    /// A ball about the centroid inside the hull, and one about it holding the hull.
+    inner_radius: f32,
+    outer_radius: f32,
+    volume: f32,
+    /// Inertia tensor about the centroid at density 1.
+    unit_inertia: Mat3,
+    bounds: Aabb,
+    fingerprint: Fingerprint,
+}
+
+/// A hull with its arrays apart: what quickhull makes and what a snapshot holds
+/// (field by field, in this order), before [`ConvexHull::pack`].
+#[derive(Default)]
+struct Arrays {
     vertices: Vec<Vec3>,
     planes: Vec<Plane>,
     /// Face `f`'s loop is `loops[face_start[f]..face_start[f + 1]]`.
@@ -47,26 +84,21 @@ pub struct ConvexHull {
     vertex_faces: Vec<u16>,
     /// The vertices' x, y and z coordinates, each padded to a multiple of 8 (for the
     /// support scan of small hulls).
-    by_axis: Columns<3>,
+    by_axis: [Vec<f32>; 3],
     /// The planes' normals' x, y and z and their offsets, each padded to a multiple of
     /// 8 (for the distances of a point from every plane at once).
-    planes_by_axis: Columns<4>,
-    /// The edges' arcs by coordinate, for bounding edge axes (`ArcTable::reach`).
+    planes_by_axis: [Vec<f32>; 4],
     arcs: ArcTable,
-    /// Volume centroid.
     centroid: Vec3,
-    /// A ball about the centroid inside the hull, and one about it holding the hull.
     inner_radius: f32,
     outer_radius: f32,
     volume: f32,
-    /// Inertia tensor about the centroid at density 1.
     unit_inertia: Mat3,
     bounds: Aabb,
-    fingerprint: Fingerprint,
 }
 
 crate::codec::fields!(HullEdge { v, faces });
-crate::codec::fields!(ConvexHull {
+crate::codec::fields!(Arrays {
     vertices,
     planes,
     face_start,
@@ -87,6 +119,114 @@ crate::codec::fields!(ConvexHull {
     bounds,
 });
 
+/// `values` as a `Vec<T>` encodes.
+fn put_slice<T: Codec>(values: &[T], w: &mut Writer) {
+    (values.len() as u32).put(w);
+    values.iter().for_each(|v| v.put(w));
+}
+
+/// Encoded as [`Arrays`] is (written from the block, without allocating).
+impl Codec for ConvexHull {
+    fn put(&self, w: &mut Writer) {
+        put_slice(self.vertices(), w);
+        put_slice(self.planes(), w);
+        put_slice(self.block.get(self.face_start), w);
+        put_slice(self.block.get(self.loops), w);
+        put_slice(self.edges(), w);
+        put_slice(self.block.get(self.neighbour_start), w);
+        put_slice(self.block.get(self.neighbours), w);
+        put_slice(self.block.get(self.vertex_face_start), w);
+        put_slice(self.block.get(self.vertex_faces), w);
+        (0..3).for_each(|k| put_slice(self.axis_column(k), w));
+        (0..4).for_each(|k| put_slice(self.plane_column(k), w));
+        self.arcs.put(w);
+        self.centroid.put(w);
+        self.inner_radius.put(w);
+        self.outer_radius.put(w);
+        self.volume.put(w);
+        self.unit_inertia.put(w);
+        self.bounds.put(w);
+    }
+
+    fn take(&mut self, r: &mut Reader) -> Result<(), Corrupt> {
+        let a = Arrays::take_new(r)?;
+        let same = |c: &[Vec<f32>]| c.iter().all(|x| x.len() == c[0].len());
+        if !same(&a.by_axis) || !same(&a.planes_by_axis) {
+            return Err(Corrupt);
+        }
+        *self = ConvexHull::pack(a);
+        Ok(())
+    }
+}
+
+impl ConvexHull {
+    /// The hull of `a`, its arrays in one block.
+    fn pack(a: Arrays) -> ConvexHull {
+        let words = a.vertices.len() * 3
+            + a.planes.len() * 4
+            + a.edges.len() * 2
+            + (a.face_start.len() + a.loops.len() + a.neighbour_start.len() + a.neighbours.len()) / 2
+            + (a.vertex_face_start.len() + a.vertex_faces.len()) / 2
+            + a.by_axis.iter().chain(&a.planes_by_axis).map(Vec::len).sum::<usize>()
+            + 6;
+        let mut block = Block::with_capacity(words);
+        let column = |block: &mut Block, c: &[Vec<f32>]| {
+            let first = c.first().map_or(Part::default(), |c| block.push(c));
+            c.iter().skip(1).for_each(|c| _ = block.push(c));
+            Part::<f32>::spanning(first, c.len())
+        };
+        ConvexHull {
+            vertices: block.push(&a.vertices),
+            planes: block.push(&a.planes),
+            edges: block.push(&a.edges),
+            by_axis: column(&mut block, &a.by_axis),
+            planes_by_axis: column(&mut block, &a.planes_by_axis),
+            face_start: block.push(&a.face_start),
+            loops: block.push(&a.loops),
+            vertex_face_start: block.push(&a.vertex_face_start),
+            vertex_faces: block.push(&a.vertex_faces),
+            neighbour_start: block.push(&a.neighbour_start),
+            neighbours: block.push(&a.neighbours),
+            block,
+            arcs: a.arcs,
+            centroid: a.centroid,
+            inner_radius: a.inner_radius,
+            outer_radius: a.outer_radius,
+            volume: a.volume,
+            unit_inertia: a.unit_inertia,
+            bounds: a.bounds,
+            fingerprint: Fingerprint::default(),
+        }
+    }
+
+    #[inline(always)]
+    fn planes(&self) -> &[Plane] {
+        self.block.get(self.planes)
+    }
+
+    #[inline(always)]
+    fn edges(&self) -> &[HullEdge] {
+        self.block.get(self.edges)
+    }
+
+    /// The vertices' coordinate `k` (padded to a multiple of 8).
+    #[inline(always)]
+    fn axis_column(&self, k: usize) -> &[f32] {
+        let all = self.block.get(self.by_axis);
+        let n = all.len() / 3;
+        &all[k * n..(k + 1) * n]
+    }
+
+    /// The planes' normals' coordinate `k` (`k` 3: their offsets; padded to a
+    /// multiple of 8).
+    #[inline(always)]
+    fn plane_column(&self, k: usize) -> &[f32] {
+        let all = self.block.get(self.planes_by_axis);
+        let n = all.len() / 4;
+        &all[k * n..(k + 1) * n]
+    }
+}
+
 impl ConvexHull {
     /// The checksum of the hull's snapshot encoding, by which snapshots name it.
     pub(crate) fn fingerprint(&self) -> u64 {
@@ -95,7 +235,7 @@ impl ConvexHull {
 
     /// A hull read from its snapshot encoding `bytes`.
     pub(crate) fn from_snapshot(bytes: &[u8]) -> Result<ConvexHull, crate::codec::Corrupt> {
-        use crate::codec::{Reader, ShapeTables, TakeNew};
+        use crate::codec::ShapeTables;
         let mut r = Reader::new(bytes, 0, ShapeTables::default());
         let hull = ConvexHull::take_new(&mut r)?;
         if r.remaining() != 0 {
@@ -117,8 +257,9 @@ impl ConvexHull {
         q.finish()
     }
 
+    #[inline(always)]
     pub fn vertices(&self) -> &[Vec3] {
-        &self.vertices
+        self.block.get(self.vertices)
     }
 
     pub fn volume(&self) -> f32 {
@@ -135,11 +276,9 @@ impl ConvexHull {
     /// different, a test otherwise waits on a few kilobytes of them from memory.
     pub(crate) fn prefetch(&self) {
         use crate::math::prefetch_slice;
-        prefetch_slice(&self.vertices);
-        prefetch_slice(&self.planes);
-        prefetch_slice(&self.edges);
-        prefetch_slice(self.by_axis.all());
-        prefetch_slice(self.planes_by_axis.all());
+        // Everything but the neighbours (pushed last: only the hill climb of hulls
+        // over `CLIMB_ABOVE` vertices reads them, a few at a time).
+        prefetch_slice(self.block.words_before(self.neighbour_start));
         self.arcs.prefetch();
     }
 
@@ -147,7 +286,7 @@ impl ConvexHull {
     /// sphere read (not the whole struct: ten cache lines).
     pub(crate) fn prefetch_fields(&self) {
         use crate::math::prefetch;
-        prefetch(&self.vertices);
+        prefetch(&self.block);
         prefetch(&self.by_axis);
         prefetch(&self.centroid);
         prefetch(&self.outer_radius);
@@ -156,7 +295,7 @@ impl ConvexHull {
     /// Asks the cache for what [`ConvexHull::placed_bounds`] reads.
     pub(crate) fn prefetch_vertices(&self) {
         for k in 0..3 {
-            crate::math::prefetch_slice(&self.by_axis.get(k)[..self.vertices.len()]);
+            crate::math::prefetch_slice(&self.axis_column(k)[..self.vertices.len()]);
         }
     }
 
@@ -167,7 +306,7 @@ impl ConvexHull {
         let m = Mat3::from_quat(xf.rotation);
         let count = self.vertices.len();
         let (xs, ys, zs) =
-            (&self.by_axis.get(0)[..count], &self.by_axis.get(1)[..count], &self.by_axis.get(2)[..count]);
+            (&self.axis_column(0)[..count], &self.axis_column(1)[..count], &self.axis_column(2)[..count]);
         let mut low = [[f32::INFINITY; 8]; 3];
         let mut high = [[f32::NEG_INFINITY; 8]; 3];
         let whole = count / 8 * 8;
@@ -201,15 +340,7 @@ impl ConvexHull {
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.vertices.capacity() * 12
-            + self.planes.capacity() * 16
-            + (self.face_start.capacity() + self.loops.capacity()) * 2
-            + self.edges.capacity() * 8
-            + (self.neighbour_start.capacity() + self.neighbours.capacity()) * 2
-            + (self.vertex_face_start.capacity() + self.vertex_faces.capacity()) * 2
-            + self.by_axis.heap_bytes()
-            + self.arcs.heap_bytes()
-            + self.planes_by_axis.heap_bytes()
+        self.block.heap_bytes() + self.arcs.heap_bytes()
     }
 }
 
@@ -218,10 +349,10 @@ impl ConvexHull {
 /// vectorizes: every dot product (the same products, summed in the same order as
 /// `Vec3::dot`), then the largest of them eight lanes wide, then the first vertex
 /// with it. The branchy scan cost a tenth of a hull pile's step.
-fn scan(by_axis: &Columns<3>, count: usize, dir: Vec3) -> usize {
+fn scan(by_axis: [&[f32]; 3], count: usize, dir: Vec3) -> usize {
     let mut dots = [0.0f32; CLIMB_ABOVE.next_multiple_of(8)];
     let padded = count.next_multiple_of(8);
-    let (xs, ys, zs) = (&by_axis.get(0)[..padded], &by_axis.get(1)[..padded], &by_axis.get(2)[..padded]);
+    let (xs, ys, zs) = (&by_axis[0][..padded], &by_axis[1][..padded], &by_axis[2][..padded]);
     for (((d, x), y), z) in dots[..padded].iter_mut().zip(xs).zip(ys).zip(zs) {
         *d = x * dir.x + y * dir.y + z * dir.z;
     }
@@ -303,26 +434,27 @@ impl Polytope for ConvexHull {
     }
     #[inline]
     fn vertex(&self, i: usize) -> Vec3 {
-        self.vertices[i]
+        self.vertices()[i]
     }
     fn face_count(&self) -> usize {
         self.planes.len()
     }
     #[inline]
     fn plane(&self, face: usize) -> Plane {
-        self.planes[face]
+        self.planes()[face]
     }
     fn face_vertices(&self, face: usize, out: &mut [u16; MAX_FACE_VERTICES]) -> usize {
-        let (a, b) = (self.face_start[face] as usize, self.face_start[face + 1] as usize);
-        out[..b - a].copy_from_slice(&self.loops[a..b]);
+        let face_start = self.block.get(self.face_start);
+        let (a, b) = (face_start[face] as usize, face_start[face + 1] as usize);
+        out[..b - a].copy_from_slice(&self.block.get(self.loops)[a..b]);
         b - a
     }
     fn edge_count(&self) -> usize {
         self.edges.len()
     }
     fn edge(&self, e: usize) -> PolyEdge {
-        let edge = self.edges[e];
-        let (n0, n1) = (self.planes[edge.faces[0] as usize].normal, self.planes[edge.faces[1] as usize].normal);
+        let (edge, planes) = (self.edges()[e], self.planes());
+        let (n0, n1) = (planes[edge.faces[0] as usize].normal, planes[edge.faces[1] as usize].normal);
         PolyEdge { v: edge.v, n0, n1, arc: n1.cross(n0) }
     }
     fn centroid(&self) -> Vec3 {
@@ -333,8 +465,7 @@ impl Polytope for ConvexHull {
     }
     /// In loops the compiler vectorizes.
     fn plane_distances(&self, p: Vec3, out: &mut [f32]) {
-        let c = &self.planes_by_axis;
-        let [nx, ny, nz, offset] = [c.get(0), c.get(1), c.get(2), c.get(3)];
+        let [nx, ny, nz, offset] = [0, 1, 2, 3].map(|k| self.plane_column(k));
         let count = out.len().min(self.planes.len());
         let (nx, ny, nz, offset) = (&nx[..count], &ny[..count], &nz[..count], &offset[..count]);
         for (f, d) in out[..count].iter_mut().enumerate() {
@@ -348,8 +479,9 @@ impl Polytope for ConvexHull {
         Some(&self.arcs)
     }
     fn faces_around(&self, v: usize) -> Option<&[u16]> {
-        let (a, b) = (self.vertex_face_start[v] as usize, self.vertex_face_start[v + 1] as usize);
-        Some(&self.vertex_faces[a..b])
+        let start = self.block.get(self.vertex_face_start);
+        let (a, b) = (start[v] as usize, start[v + 1] as usize);
+        Some(&self.block.get(self.vertex_faces)[a..b])
     }
 
     /// The linear scan for small hulls; above `CLIMB_ABOVE` vertices a hill climb
@@ -358,14 +490,15 @@ impl Polytope for ConvexHull {
     /// lowest index, which is the scan's answer wherever the farthest vertices are
     /// joined by edges (a face or an edge square to `dir`).
     fn support(&self, dir: Vec3) -> usize {
-        let v = &self.vertices;
+        let v = self.vertices();
         if v.len() <= CLIMB_ABOVE {
-            return scan(&self.by_axis, v.len(), dir);
+            return scan([0, 1, 2].map(|k| self.axis_column(k)), v.len(), dir);
         }
+        let (start, neighbours) = (self.block.get(self.neighbour_start), self.block.get(self.neighbours));
         let mut at = 0usize;
         let mut top = v[0].dot(dir);
         loop {
-            let around = &self.neighbours[self.neighbour_start[at] as usize..self.neighbour_start[at + 1] as usize];
+            let around = &neighbours[start[at] as usize..start[at + 1] as usize];
             let mut next = at;
             for &n in around {
                 let d = v[n as usize].dot(dir);
@@ -718,13 +851,13 @@ impl Quickhull {
         let (neighbour_start, neighbours) = adjacency(vertices.len(), &edges);
         let (vertex_face_start, vertex_faces) = faces_of_vertices(vertices.len(), &face_start, &face_loops);
         let padded = vertices.len().next_multiple_of(8);
-        let by_axis = Columns::new(padded, |k| {
+        let by_axis: [Vec<f32>; 3] = std::array::from_fn(|k| {
             let mut c: Vec<f32> = vertices.iter().map(|v| v[k]).collect();
             c.resize(padded, 0.0);
             c
         });
         let centroid = centroid.as_vec3();
-        let planes_by_axis = Columns::new(planes.len().next_multiple_of(8), |k| {
+        let planes_by_axis: [Vec<f32>; 4] = std::array::from_fn(|k| {
             let mut c: Vec<f32> = planes.iter().map(|p| if k < 3 { p.normal[k] } else { p.offset }).collect();
             c.resize(c.len().next_multiple_of(8), 0.0);
             c
@@ -741,7 +874,7 @@ impl Quickhull {
         // f32 vertices lying a few ulps off them.
         let nearest = planes.iter().fold(f32::INFINITY, |r, p| r.min(-p.distance(centroid)));
         let inner_radius = (0.9999 * nearest - 1e-5 * outer_radius).max(0.0);
-        Ok(ConvexHull {
+        Ok(ConvexHull::pack(Arrays {
             vertex_face_start,
             vertex_faces,
             planes_by_axis,
@@ -760,8 +893,7 @@ impl Quickhull {
             volume: volume as f32,
             unit_inertia,
             bounds,
-            fingerprint: Fingerprint::default(),
-        })
+        }))
     }
 
     /// The boundary half-edges of each group of faces, in order, walking across the

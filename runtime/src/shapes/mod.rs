@@ -8,6 +8,7 @@
 //! [`Polytope`] view the separating-axis test reads; boxes and triangles provide it
 //! from closed forms, so they cost no heap.
 
+mod block;
 mod hull;
 mod mass;
 pub mod polytope;
