@@ -1141,4 +1141,53 @@ mod tests {
             0, 4, 8, 86, 40, 172, 111, 230, 138, 115, 61, 17, 0, 0, 0, 0, 0, 0, 0, 8,
         ]));
     }
+
+    /// The encoding of `value` (sized, then written).
+    fn encode(value: &impl Codec) -> Vec<u8> {
+        let mut w = Writer::new(&mut [], 0);
+        value.put(&mut w);
+        let mut bytes = vec![0u8; w.len()];
+        value.put(&mut Writer::new(&mut bytes, 0));
+        bytes
+    }
+
+    fn decode<T: TakeNew>(bytes: &[u8]) -> Result<T, Corrupt> {
+        T::take_new(&mut Reader::new(bytes, 0, crate::codec::ShapeTables::default()))
+    }
+
+    #[test]
+    fn a_hull_in_one_block_encodes_as_its_arrays_and_reads_back_the_same() {
+        let mut seed = 11;
+        // 32 points (the support scan) and 120 (the hill climb over the neighbours).
+        for count in [32, 120] {
+            let points: Vec<Vec3> = (0..count)
+                .map(|_| Vec3::new(lcg(&mut seed), lcg(&mut seed), lcg(&mut seed)).normalize() * 2.0)
+                .collect();
+            let hull = ConvexHull::new(&points).unwrap();
+            check_topology(&hull);
+            let bytes = encode(&hull);
+            // The snapshot format is the arrays apart, field by field.
+            let a: Arrays = decode(&bytes).unwrap();
+            assert_eq!(a.vertices, hull.vertices());
+            assert_eq!(a.planes, hull.planes());
+            assert_eq!(a.edges, hull.edges());
+            assert!((0..3).all(|k| a.by_axis[k] == hull.axis_column(k)));
+            assert!((0..4).all(|k| a.planes_by_axis[k] == hull.plane_column(k)));
+            assert_eq!(a.arcs.len(), hull.edge_count());
+            assert_eq!(encode(&a), bytes);
+            // Read back: the same hull, answering as it did.
+            let back: ConvexHull = decode(&bytes).unwrap();
+            assert_eq!(back, hull);
+            for _ in 0..64 {
+                let dir = Vec3::new(lcg(&mut seed), lcg(&mut seed), lcg(&mut seed));
+                assert_eq!(back.support(dir), hull.support(dir));
+                let v = (seed % hull.vertex_count() as u64) as usize;
+                assert_eq!(back.faces_around(v), hull.faces_around(v));
+            }
+            // Columns of different lengths are refused, not packed.
+            let mut bad = a;
+            bad.by_axis[1].push(0.0);
+            assert!(decode::<ConvexHull>(&encode(&bad)).is_err());
+        }
+    }
 }
