@@ -50,6 +50,13 @@ pub struct ConvexHull {
     /// Three columns, then four, each padded to a multiple of 8.
     by_axis: Part<f32>,
     planes_by_axis: Part<f32>,
+    derived: Derived,
+    fingerprint: Fingerprint,
+}
+
+/// What a hull keeps beside its arrays, made from them once.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Derived {
     /// The edges' arcs by coordinate, for bounding edge axes (`ArcTable::reach`).
     arcs: ArcTable,
     /// Volume centroid.
@@ -61,7 +68,6 @@ pub struct ConvexHull {
     /// Inertia tensor about the centroid at density 1.
     unit_inertia: Mat3,
     bounds: Aabb,
-    fingerprint: Fingerprint,
 }
 
 /// A hull with its arrays apart: what quickhull makes and what a snapshot holds
@@ -88,13 +94,7 @@ struct Arrays {
     /// The planes' normals' x, y and z and their offsets, each padded to a multiple of
     /// 8 (for the distances of a point from every plane at once).
     planes_by_axis: [Vec<f32>; 4],
-    arcs: ArcTable,
-    centroid: Vec3,
-    inner_radius: f32,
-    outer_radius: f32,
-    volume: f32,
-    unit_inertia: Mat3,
-    bounds: Aabb,
+    derived: Derived,
 }
 
 crate::codec::fields!(HullEdge { v, faces });
@@ -110,14 +110,9 @@ crate::codec::fields!(Arrays {
     vertex_faces,
     by_axis,
     planes_by_axis,
-    arcs,
-    centroid,
-    inner_radius,
-    outer_radius,
-    volume,
-    unit_inertia,
-    bounds,
+    derived,
 });
+crate::codec::fields!(Derived { arcs, centroid, inner_radius, outer_radius, volume, unit_inertia, bounds });
 
 /// `values` as a `Vec<T>` encodes.
 fn put_slice<T: Codec>(values: &[T], w: &mut Writer) {
@@ -139,13 +134,7 @@ impl Codec for ConvexHull {
         put_slice(self.block.get(self.vertex_faces), w);
         (0..3).for_each(|k| put_slice(self.axis_column(k), w));
         (0..4).for_each(|k| put_slice(self.plane_column(k), w));
-        self.arcs.put(w);
-        self.centroid.put(w);
-        self.inner_radius.put(w);
-        self.outer_radius.put(w);
-        self.volume.put(w);
-        self.unit_inertia.put(w);
-        self.bounds.put(w);
+        self.derived.put(w);
     }
 
     fn take(&mut self, r: &mut Reader) -> Result<(), Corrupt> {
@@ -188,13 +177,7 @@ impl ConvexHull {
             neighbour_start: block.push(&a.neighbour_start),
             neighbours: block.push(&a.neighbours),
             block,
-            arcs: a.arcs,
-            centroid: a.centroid,
-            inner_radius: a.inner_radius,
-            outer_radius: a.outer_radius,
-            volume: a.volume,
-            unit_inertia: a.unit_inertia,
-            bounds: a.bounds,
+            derived: a.derived,
             fingerprint: Fingerprint::default(),
         }
     }
@@ -263,12 +246,12 @@ impl ConvexHull {
     }
 
     pub fn volume(&self) -> f32 {
-        self.volume
+        self.derived.volume
     }
 
     /// Local bounds.
     pub fn bounds(&self) -> Aabb {
-        self.bounds
+        self.derived.bounds
     }
 
     /// Asks the cache for what a separating-axis test reads of the hull (vertices,
@@ -279,7 +262,7 @@ impl ConvexHull {
         // Everything but the neighbours (pushed last: only the hill climb of hulls
         // over `CLIMB_ABOVE` vertices reads them, a few at a time).
         prefetch_slice(self.block.words_before(self.neighbour_start));
-        self.arcs.prefetch();
+        self.derived.arcs.prefetch();
     }
 
     /// Asks the cache for the fields [`ConvexHull::placed_bounds`] and the bounding
@@ -288,8 +271,8 @@ impl ConvexHull {
         use crate::math::prefetch;
         prefetch(&self.block);
         prefetch(&self.by_axis);
-        prefetch(&self.centroid);
-        prefetch(&self.outer_radius);
+        prefetch(&self.derived.centroid);
+        prefetch(&self.derived.outer_radius);
     }
 
     /// Asks the cache for what [`ConvexHull::placed_bounds`] reads.
@@ -335,12 +318,12 @@ impl ConvexHull {
 
     /// The inertia tensor about the centroid at density 1.
     pub fn unit_inertia(&self) -> Mat3 {
-        self.unit_inertia
+        self.derived.unit_inertia
     }
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.block.heap_bytes() + self.arcs.heap_bytes()
+        self.block.heap_bytes() + self.derived.arcs.heap_bytes()
     }
 }
 
@@ -458,10 +441,10 @@ impl Polytope for ConvexHull {
         PolyEdge { v: edge.v, n0, n1, arc: n1.cross(n0) }
     }
     fn centroid(&self) -> Vec3 {
-        self.centroid
+        self.derived.centroid
     }
     fn inner_radius(&self) -> f32 {
-        self.inner_radius
+        self.derived.inner_radius
     }
     /// In loops the compiler vectorizes.
     fn plane_distances(&self, p: Vec3, out: &mut [f32]) {
@@ -473,10 +456,10 @@ impl Polytope for ConvexHull {
         }
     }
     fn outer_radius(&self) -> f32 {
-        self.outer_radius
+        self.derived.outer_radius
     }
     fn arcs(&self) -> Option<&ArcTable> {
-        Some(&self.arcs)
+        Some(&self.derived.arcs)
     }
     fn faces_around(&self, v: usize) -> Option<&[u16]> {
         let start = self.block.get(self.vertex_face_start);
@@ -875,12 +858,6 @@ impl Quickhull {
         let nearest = planes.iter().fold(f32::INFINITY, |r, p| r.min(-p.distance(centroid)));
         let inner_radius = (0.9999 * nearest - 1e-5 * outer_radius).max(0.0);
         Ok(ConvexHull::pack(Arrays {
-            vertex_face_start,
-            vertex_faces,
-            planes_by_axis,
-            arcs,
-            inner_radius,
-            outer_radius,
             vertices,
             planes,
             face_start,
@@ -888,11 +865,19 @@ impl Quickhull {
             edges,
             neighbour_start,
             neighbours,
+            vertex_face_start,
+            vertex_faces,
             by_axis,
-            centroid,
-            volume: volume as f32,
-            unit_inertia,
-            bounds,
+            planes_by_axis,
+            derived: Derived {
+                arcs,
+                centroid,
+                inner_radius,
+                outer_radius,
+                volume: volume as f32,
+                unit_inertia,
+                bounds,
+            },
         }))
     }
 
@@ -1173,7 +1158,7 @@ mod tests {
             assert_eq!(a.edges, hull.edges());
             assert!((0..3).all(|k| a.by_axis[k] == hull.axis_column(k)));
             assert!((0..4).all(|k| a.planes_by_axis[k] == hull.plane_column(k)));
-            assert_eq!(a.arcs.len(), hull.edge_count());
+            assert_eq!(a.derived.arcs.len(), hull.edge_count());
             assert_eq!(encode(&a), bytes);
             // Read back: the same hull, answering as it did.
             let back: ConvexHull = decode(&bytes).unwrap();
