@@ -139,8 +139,16 @@ impl Codec for ConvexHull {
 
     fn take(&mut self, r: &mut Reader) -> Result<(), Corrupt> {
         let a = Arrays::take_new(r)?;
-        let same = |c: &[Vec<f32>]| c.iter().all(|x| x.len() == c[0].len());
-        if !same(&a.by_axis) || !same(&a.planes_by_axis) {
+        // The columns as the hull's own counts make them (the tests and bounds slice
+        // them by those counts), so that a damaged encoding is refused here.
+        let padded = |n: usize| n.next_multiple_of(8);
+        let columns = |c: &[Vec<f32>], n: usize| c.iter().all(|x| x.len() == padded(n));
+        let arcs = &a.derived.arcs;
+        if !columns(&a.by_axis, a.vertices.len())
+            || !columns(&a.planes_by_axis, a.planes.len())
+            || arcs.len() != a.edges.len()
+            || arcs.columns_len() != padded(a.edges.len())
+        {
             return Err(Corrupt);
         }
         *self = ConvexHull::pack(a);
@@ -266,7 +274,7 @@ impl ConvexHull {
     }
 
     /// Asks the cache for the fields [`ConvexHull::placed_bounds`] and the bounding
-    /// sphere read (not the whole struct: ten cache lines).
+    /// sphere read (not the whole struct).
     pub(crate) fn prefetch_fields(&self) {
         use crate::math::prefetch;
         prefetch(&self.block);
@@ -1169,10 +1177,16 @@ mod tests {
                 let v = (seed % hull.vertex_count() as u64) as usize;
                 assert_eq!(back.faces_around(v), hull.faces_around(v));
             }
-            // Columns of different lengths are refused, not packed.
-            let mut bad = a;
-            bad.by_axis[1].push(0.0);
-            assert!(decode::<ConvexHull>(&encode(&bad)).is_err());
+            // Columns of other lengths than the hull's counts are refused, not packed.
+            for damage in 0..3 {
+                let mut bad: Arrays = decode(&bytes).unwrap();
+                match damage {
+                    0 => bad.by_axis[1].extend([0.0; 8]),
+                    1 => (0..4).for_each(|k| bad.planes_by_axis[k].truncate(8)),
+                    _ => _ = bad.edges.pop(),
+                }
+                assert!(decode::<ConvexHull>(&encode(&bad)).is_err(), "damage {damage}");
+            }
         }
     }
 }

@@ -276,6 +276,11 @@ impl ArcTable {
         self.count
     }
 
+    /// Entries per column (the edges padded to a multiple of 8).
+    pub(crate) fn columns_len(&self) -> usize {
+        self.columns.len()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
