@@ -992,9 +992,19 @@ impl World {
         refs.truncate(n);
     }
 
-    /// The springs' coefficients for substeps of `h` seconds, in parallel.
+    /// The springs' coefficients for substeps of `h` seconds, in parallel. A plain
+    /// ball joint has no spring and no limit to read them (its lanes read its first
+    /// two lines alone): it is left as the fill made it, so this pass neither finds
+    /// its limits' sines nor touches the rest of its row (the grid's 19,701 rows,
+    /// 10 MB, were read and written whole for nothing).
     pub(super) fn prepare_joints(&mut self, h: f32, jobs: crate::jobs::Jobs) {
-        jobs.for_each_mut(&mut self.joints.solves, |_, j, _| prepare_joint(j, h));
+        let balls = &self.coloring.balls[self.constraints.len()..];
+        debug_assert!(balls.len() == self.joints.solves.len());
+        jobs.for_each_mut(&mut self.joints.solves, |n, j, _| {
+            if !balls[n] {
+                prepare_joint(j, h);
+            }
+        });
     }
 }
 
