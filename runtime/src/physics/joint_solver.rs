@@ -448,6 +448,14 @@ pub(crate) unsafe fn solve_joint(j: &mut JointSolve, states: &Column<BodyState>,
     let (ball, refresh) = (j.ball, matches!(mode, Mode::Solve { use_bias: true }) || ctx.joint_bias_in_relax);
     let (soft, h) = (ctx.joint_soft, 1.0 / ctx.inv_h);
     let imp = &mut j.impulses;
+    if ball {
+        // A plain ball and socket: its point part alone, as its lanes solve it. (Its
+        // fill writes no more of the row than this reads: see `Joints::fill`.)
+        point((ra, rb), d, None, &soft, use_bias, &mut b, &mut imp.linear, mode);
+        // SAFETY: forwarded from the caller.
+        unsafe { finish_joint(j, states, (b.va, b.wa, b.vb, b.wb)) };
+        return;
+    }
     match j.kind {
         JointType::Spherical(s) => {
             let angular = s.enable_spring || s.enable_motor || s.enable_cone_limit || s.enable_twist_limit;
