@@ -666,3 +666,44 @@ fn a_six_dof_joint_is_a_slider_a_hinge_nothing_or_a_weld() {
         assert_eq!(world.create_joint(&JointDef::new(a, b, JointType::SixDof(x))), Err(BodyError::InvalidArgument));
     }
 }
+
+/// A spherical joint whose cone limit is switched off is a plain ball joint from the
+/// next step, though its solve row last held the limited joint (a ball joint's row
+/// is filled only where its point part reads it): it moves its bodies bit for bit as
+/// the same joint in a world restored from the bytes of a snapshot taken at the
+/// switch, whose rows start as new rows do. The swing then passes the old cone.
+#[test]
+fn a_joint_turned_plain_ball_solves_as_a_fresh_one() {
+    let pool = inline();
+    let mut world = World::new(WorldDef { enable_sleep: false, ..WorldDef::default() });
+    let top = Vec3::new(0.0, 5.0, 0.0);
+    let pivot = static_body(&mut world, top);
+    let bob = ball(&mut world, top + Vec3::new(0.6f32.sin(), -0.6f32.cos(), 0.0), 0.1);
+    let cone = SphericalJoint { enable_cone_limit: true, cone_angle: 0.2, ..SphericalJoint::default() };
+    let def = joint_at(&world, pivot, bob, top, Vec3::NEG_Y, JointType::Spherical(cone));
+    let id = world.create_joint(&def).unwrap();
+    for _ in 0..30 {
+        world.step(DT, pool.jobs()).unwrap();
+    }
+    world.set_joint_type(id, JointType::Spherical(SphericalJoint::default())).unwrap();
+    // Restored from bytes: the fresh world's solve rows start as new rows do (a
+    // snapshot in memory would carry the old ones along).
+    let mut bytes = vec![0u8; world.snapshot_size().unwrap()];
+    world.save_bytes(&mut bytes).unwrap();
+    let mut fresh = World::new(WorldDef { enable_sleep: false, ..WorldDef::default() });
+    fresh.restore_bytes(&bytes).unwrap();
+    let mut widest = 0.0f32;
+    for step in 0..90 {
+        world.step(DT, pool.jobs()).unwrap();
+        fresh.step(DT, pool.jobs()).unwrap();
+        let (a, b) = (world.transform(bob).unwrap(), fresh.transform(bob).unwrap());
+        assert_eq!(
+            (a.translation.to_array().map(f32::to_bits), a.rotation.to_array().map(f32::to_bits)),
+            (b.translation.to_array().map(f32::to_bits), b.rotation.to_array().map(f32::to_bits)),
+            "step {step} after the switch"
+        );
+        widest = widest.max(world.joint_swing(id).unwrap());
+    }
+    assert!(widest > 0.3, "the swing reached {widest} rad, inside the old cone");
+    assert_eq!(state_hash(&world, &[pivot, bob]), state_hash(&fresh, &[pivot, bob]));
+}
