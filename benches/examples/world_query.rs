@@ -1,0 +1,125 @@
+//! Runs the `world_queries` bench's box overlaps (or rays) over its settled `rain`
+//! scene, a few rounds, and prints each round's time and a fingerprint of the
+//! answers: a target for `perf` and callgrind that skips criterion and rapier.
+//! Overlaps are also timed one by one and split by whether the answer names the
+//! terrain (most boxes touch none of it, and cost a fraction of those that do).
+//!
+//! ```text
+//! cargo build --release -p kiln-benches --example world_query
+//! valgrind --tool=callgrind --toggle-collect='*World*overlap_shape*' \
+//!     target/release/examples/world_query 1 overlaps
+//! ```
+//!
+//! Arguments: rounds (5), then `overlaps` (the terrain once; the default),
+//! `triangles` (every terrain triangle), `bodies` (no terrain) or `rays` (closest
+//! hits one at a time: the bench's rays that point down, not those aimed at a
+//! body). The rays are cast once before the rounds, as the bench's come before its
+//! overlaps, so the terrain's region trees are built.
+
+use std::time::Instant;
+
+use glam::{Quat, Vec3};
+use kiln::jobs::ThreadPool;
+use kiln::math::{Isometry, Ray};
+use kiln::physics::{scenes, MotionType, QueryFilter, QueryTarget};
+use kiln::shapes::Shape;
+use kiln_benches::{prepare_terrain, SplitMix};
+
+fn main() {
+    let rounds: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(5);
+    let what = std::env::args().nth(2).unwrap_or_else(|| "overlaps".into());
+    let pool = ThreadPool::new(0);
+    // The bench's scene: rain settled 4 s, rebuilt static where it lay.
+    let mut scene = scenes::rain(4096);
+    let (mut world, ids) = scene.build();
+    for _ in 0..240 {
+        world.step(1.0 / 60.0, pool.jobs()).expect("valid step");
+    }
+    for (body, id) in scene.bodies.iter_mut().zip(&ids) {
+        let xf = world.transform(*id).expect("live body");
+        body.position = xf.translation;
+        body.rotation = xf.rotation;
+        body.motion = MotionType::Static;
+        body.velocity = Vec3::ZERO;
+        body.angular_velocity = Vec3::ZERO;
+    }
+    let (mut world, _) = scene.build();
+    prepare_terrain(&mut world, pool.jobs());
+    world.step(1.0 / 60.0, pool.jobs()).expect("valid step");
+
+    let mut rng = SplitMix(43);
+    let probes: Vec<(Shape, Isometry)> = (0..10_000)
+        .map(|_| {
+            let half = Vec3::splat(rng.range(0.5, 2.0));
+            let at = Isometry::new(
+                Vec3::new(rng.range(8.0, 248.0), rng.range(0.0, 30.0), rng.range(8.0, 248.0)),
+                Quat::from_rotation_y(rng.range(0.0, 6.0)),
+            );
+            (Shape::cuboid(half).expect("valid box"), at)
+        })
+        .collect();
+    let mut rng = SplitMix(41);
+    let rays: Vec<Ray> = (0..100_000)
+        .map(|_| {
+            let origin = Vec3::new(rng.range(8.0, 248.0), rng.range(55.0, 70.0), rng.range(8.0, 248.0));
+            let dir = Vec3::new(rng.range(-0.6, 0.6), -1.0, rng.range(-0.6, 0.6)).normalize();
+            Ray::new(origin, dir)
+        })
+        .collect();
+    let filter = QueryFilter { terrain: what != "bodies", terrain_once: what == "overlaps", ..QueryFilter::default() };
+    let mut out = Vec::new();
+    // As in the bench, whose rays come first: the terrain's region trees are built.
+    for r in &rays {
+        world.cast_ray(r, 200.0, &filter);
+    }
+    for _ in 0..rounds {
+        let start = Instant::now();
+        let (mut print, mut found) = (0u64, 0usize);
+        // Per answer without and with the terrain: microseconds and queries.
+        let mut split = [(0.0f64, 0usize); 2];
+        if what == "rays" {
+            for r in &rays {
+                if let Some(h) = world.cast_ray(r, 200.0, &filter) {
+                    print = print.wrapping_mul(31).wrapping_add(h.t.to_bits() as u64);
+                }
+            }
+        } else {
+            for (shape, at) in &probes {
+                let one = Instant::now();
+                world.overlap_shape(shape, at, &filter, pool.jobs(), &mut out);
+                let took = one.elapsed().as_secs_f64() * 1e6;
+                let side = &mut split[out.iter().any(|t| matches!(t, QueryTarget::Terrain { .. })) as usize];
+                (side.0, side.1) = (side.0 + took, side.1 + 1);
+                found += out.len();
+                for t in &out {
+                    let k = match *t {
+                        QueryTarget::Body { body, shape } => (body.index as u64) << 8 | shape as u64,
+                        QueryTarget::Terrain { chunk, triangle } => {
+                            (chunk.x as u64) << 40 ^ (chunk.y as u64) << 20 ^ chunk.z as u64 ^ (triangle as u64) << 50
+                        }
+                    };
+                    print = print.wrapping_mul(31).wrapping_add(k);
+                }
+            }
+        }
+        if what != "rays" {
+            let mean = |(us, n): (f64, usize)| us / n.max(1) as f64;
+            println!(
+                "  no terrain in the answer: {} queries, {:.3} us each; the terrain: {} queries, {:.3} us each",
+                split[0].1,
+                mean(split[0]),
+                split[1].1,
+                mean(split[1])
+            );
+        }
+        let n = if what == "rays" { rays.len() } else { probes.len() };
+        println!(
+            "{what}: {:.3} us a query, {:.2} found a query, fingerprint {print:016x}",
+            start.elapsed().as_secs_f64() * 1e6 / n as f64,
+            found as f64 / n as f64
+        );
+    }
+    if let Some(t) = world.terrain() {
+        println!("region trees: {:?}", t.region_stats());
+    }
+}
