@@ -27,10 +27,10 @@ use criterion::{BenchmarkId, Criterion};
 use glam::{Quat, Vec3};
 use kiln::jobs::ThreadPool;
 use kiln::math::{Isometry, Ray};
-use kiln::physics::scenes::{self, Scene, SceneShape};
-use kiln::physics::{BodyId, MotionType, QueryFilter, QueryTarget, RayHit, World};
+use kiln::physics::scenes::{Scene, SceneShape};
+use kiln::physics::{BodyId, QueryFilter, QueryTarget, RayHit, World};
 use kiln::shapes::Shape;
-use kiln_benches::{prepare_terrain, report_paired, report_ratios, SplitMix};
+use kiln_benches::{prepare_terrain, report_paired, report_ratios, settled_rain, SplitMix};
 use rapier3d::prelude::{ColliderHandle, Cuboid, PhysicsWorld, QueryFilter as RapierFilter};
 
 #[path = "common/rapier_scene.rs"]
@@ -50,24 +50,6 @@ struct Worlds {
     rapier: PhysicsWorld,
     rapier_bodies: Vec<ColliderHandle>,
     rapier_terrain: ColliderHandle,
-}
-
-fn settled_scene() -> Scene {
-    let pool = ThreadPool::new(1);
-    let mut scene = scenes::rain(4096);
-    let (mut world, ids) = scene.build();
-    for _ in 0..240 {
-        world.step(1.0 / 60.0, pool.jobs()).expect("valid step");
-    }
-    for (body, id) in scene.bodies.iter_mut().zip(&ids) {
-        let xf = world.transform(*id).expect("live body");
-        body.position = xf.translation;
-        body.rotation = xf.rotation;
-        body.motion = MotionType::Static;
-        body.velocity = Vec3::ZERO;
-        body.angular_velocity = Vec3::ZERO;
-    }
-    scene
 }
 
 fn worlds(scene: &Scene) -> Worlds {
@@ -354,7 +336,7 @@ fn paired(w: &mut Worlds, rays: &[Ray], probes: &[(Shape, Isometry, Cuboid)]) {
 }
 
 fn main() {
-    let scene = settled_scene();
+    let scene = settled_rain();
     let mut w = worlds(&scene);
     let (rays, probes) = (rays(&scene), probes());
     parity(&mut w, &scene, &rays, &probes);

@@ -21,28 +21,16 @@ use std::time::Instant;
 use glam::{Quat, Vec3};
 use kiln::jobs::ThreadPool;
 use kiln::math::{Isometry, Ray};
-use kiln::physics::{scenes, MotionType, QueryFilter, QueryTarget};
+use kiln::physics::{QueryFilter, QueryTarget};
 use kiln::shapes::Shape;
-use kiln_benches::{prepare_terrain, SplitMix};
+use kiln_benches::{prepare_terrain, settled_rain, SplitMix};
 
 fn main() {
     let rounds: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(5);
     let what = std::env::args().nth(2).unwrap_or_else(|| "overlaps".into());
     let pool = ThreadPool::new(0);
     // The bench's scene: rain settled 4 s, rebuilt static where it lay.
-    let mut scene = scenes::rain(4096);
-    let (mut world, ids) = scene.build();
-    for _ in 0..240 {
-        world.step(1.0 / 60.0, pool.jobs()).expect("valid step");
-    }
-    for (body, id) in scene.bodies.iter_mut().zip(&ids) {
-        let xf = world.transform(*id).expect("live body");
-        body.position = xf.translation;
-        body.rotation = xf.rotation;
-        body.motion = MotionType::Static;
-        body.velocity = Vec3::ZERO;
-        body.angular_velocity = Vec3::ZERO;
-    }
+    let scene = settled_rain();
     let (mut world, _) = scene.build();
     prepare_terrain(&mut world, pool.jobs());
     world.step(1.0 / 60.0, pool.jobs()).expect("valid step");
