@@ -24,13 +24,13 @@ use std::collections::BTreeSet;
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion};
-use glam::{Quat, Vec3};
+use glam::Vec3;
 use kiln::jobs::ThreadPool;
 use kiln::math::{Isometry, Ray};
 use kiln::physics::scenes::{Scene, SceneShape};
 use kiln::physics::{BodyId, QueryFilter, QueryTarget, RayHit, World};
 use kiln::shapes::Shape;
-use kiln_benches::{prepare_terrain, report_paired, report_ratios, settled_rain, SplitMix};
+use kiln_benches::{prepare_terrain, report_paired, report_ratios, settled_rain, world_query_boxes, world_query_rays};
 use rapier3d::prelude::{ColliderHandle, Cuboid, PhysicsWorld, QueryFilter as RapierFilter};
 
 #[path = "common/rapier_scene.rs"]
@@ -68,40 +68,10 @@ fn worlds(scene: &Scene) -> Worlds {
     Worlds { kiln, kiln_bodies, rapier, rapier_bodies, rapier_terrain }
 }
 
-/// Every other ray aims at a random body (within a metre of its centre), as picking
-/// and shooting do; the rest go anywhere.
-fn rays(scene: &Scene) -> Vec<Ray> {
-    let mut rng = SplitMix(41);
-    (0..RAYS)
-        .map(|i| {
-            let origin = Vec3::new(rng.range(8.0, 248.0), rng.range(55.0, 70.0), rng.range(8.0, 248.0));
-            let dir = if i % 2 == 0 {
-                let k = ((rng.next_f32() * scene.bodies.len() as f32) as usize).min(scene.bodies.len() - 1);
-                let aim = scene.bodies[k].position + Vec3::new(rng.range(-1.0, 1.0), 0.0, rng.range(-1.0, 1.0));
-                let origin_above = aim + Vec3::new(rng.range(-30.0, 30.0), 0.0, rng.range(-30.0, 30.0));
-                return Ray::new(
-                    Vec3::new(origin_above.x, origin.y, origin_above.z),
-                    (aim - origin_above.with_y(origin.y)).normalize(),
-                );
-            } else {
-                Vec3::new(rng.range(-0.6, 0.6), -1.0, rng.range(-0.6, 0.6)).normalize()
-            };
-            Ray::new(origin, dir)
-        })
-        .collect()
-}
-
 fn probes() -> Vec<(Shape, Isometry, Cuboid)> {
-    let mut rng = SplitMix(43);
-    (0..OVERLAPS)
-        .map(|_| {
-            let half = Vec3::splat(rng.range(0.5, 2.0));
-            let at = Isometry::new(
-                Vec3::new(rng.range(8.0, 248.0), rng.range(0.0, 30.0), rng.range(8.0, 248.0)),
-                Quat::from_rotation_y(rng.range(0.0, 6.0)),
-            );
-            (Shape::cuboid(half).expect("valid box"), at, Cuboid::new(half))
-        })
+    world_query_boxes(OVERLAPS)
+        .into_iter()
+        .map(|(half, at)| (Shape::cuboid(half).expect("valid box"), at, Cuboid::new(half)))
         .collect()
 }
 
@@ -338,7 +308,7 @@ fn paired(w: &mut Worlds, rays: &[Ray], probes: &[(Shape, Isometry, Cuboid)]) {
 fn main() {
     let scene = settled_rain();
     let mut w = worlds(&scene);
-    let (rays, probes) = (rays(&scene), probes());
+    let (rays, probes) = (world_query_rays(&scene, RAYS), probes());
     parity(&mut w, &scene, &rays, &probes);
     let mut c = Criterion::default().configure_from_args();
     bench(&mut c, &mut w, &rays, &probes);

@@ -11,19 +11,17 @@
 //! ```
 //!
 //! Arguments: rounds (5), then `overlaps` (the terrain once; the default),
-//! `triangles` (every terrain triangle), `bodies` (no terrain) or `rays` (closest
-//! hits one at a time: the bench's rays that point down, not those aimed at a
-//! body). The rays are cast once before the rounds, as the bench's come before its
+//! `triangles` (every terrain triangle), `bodies` (no terrain) or `rays` (the
+//! bench's 100,000 closest-hit rays, one at a time). The rays are cast once before the rounds, as the bench's come before its
 //! overlaps, so the terrain's region trees are built.
 
 use std::time::Instant;
 
-use glam::{Quat, Vec3};
 use kiln::jobs::ThreadPool;
-use kiln::math::{Isometry, Ray};
+use kiln::math::Isometry;
 use kiln::physics::{QueryFilter, QueryTarget};
 use kiln::shapes::Shape;
-use kiln_benches::{prepare_terrain, settled_rain, SplitMix};
+use kiln_benches::{prepare_terrain, settled_rain, world_query_boxes, world_query_rays};
 
 fn main() {
     let rounds: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(5);
@@ -35,25 +33,9 @@ fn main() {
     prepare_terrain(&mut world, pool.jobs());
     world.step(1.0 / 60.0, pool.jobs()).expect("valid step");
 
-    let mut rng = SplitMix(43);
-    let probes: Vec<(Shape, Isometry)> = (0..10_000)
-        .map(|_| {
-            let half = Vec3::splat(rng.range(0.5, 2.0));
-            let at = Isometry::new(
-                Vec3::new(rng.range(8.0, 248.0), rng.range(0.0, 30.0), rng.range(8.0, 248.0)),
-                Quat::from_rotation_y(rng.range(0.0, 6.0)),
-            );
-            (Shape::cuboid(half).expect("valid box"), at)
-        })
-        .collect();
-    let mut rng = SplitMix(41);
-    let rays: Vec<Ray> = (0..100_000)
-        .map(|_| {
-            let origin = Vec3::new(rng.range(8.0, 248.0), rng.range(55.0, 70.0), rng.range(8.0, 248.0));
-            let dir = Vec3::new(rng.range(-0.6, 0.6), -1.0, rng.range(-0.6, 0.6)).normalize();
-            Ray::new(origin, dir)
-        })
-        .collect();
+    let probes: Vec<(Shape, Isometry)> =
+        world_query_boxes(10_000).into_iter().map(|(half, at)| (Shape::cuboid(half).expect("valid box"), at)).collect();
+    let rays = world_query_rays(&scene, 100_000);
     let filter = QueryFilter { terrain: what != "bodies", terrain_once: what == "overlaps", ..QueryFilter::default() };
     let mut out = Vec::new();
     // As in the bench, whose rays come first: the terrain's region trees are built.
@@ -68,6 +50,7 @@ fn main() {
         if what == "rays" {
             for r in &rays {
                 if let Some(h) = world.cast_ray(r, 200.0, &filter) {
+                    found += 1;
                     print = print.wrapping_mul(31).wrapping_add(h.t.to_bits() as u64);
                 }
             }

@@ -169,3 +169,46 @@ pub fn settled_rain() -> kiln::physics::scenes::Scene {
     }
     scene
 }
+
+/// The `world_queries` rays over `scene` (see [`settled_rain`]): `count` rays from
+/// 55–70 m up; every other one aims at a random body (within a metre of its
+/// centre), as picking and shooting do, the rest point down within about 30° of
+/// vertical.
+pub fn world_query_rays(scene: &kiln::physics::scenes::Scene, count: usize) -> Vec<kiln::math::Ray> {
+    use kiln::math::{Ray, Vec3};
+    let mut rng = SplitMix(41);
+    (0..count)
+        .map(|i| {
+            let origin = Vec3::new(rng.range(8.0, 248.0), rng.range(55.0, 70.0), rng.range(8.0, 248.0));
+            let dir = if i % 2 == 0 {
+                let k = ((rng.next_f32() * scene.bodies.len() as f32) as usize).min(scene.bodies.len() - 1);
+                let aim = scene.bodies[k].position + Vec3::new(rng.range(-1.0, 1.0), 0.0, rng.range(-1.0, 1.0));
+                let origin_above = aim + Vec3::new(rng.range(-30.0, 30.0), 0.0, rng.range(-30.0, 30.0));
+                return Ray::new(
+                    Vec3::new(origin_above.x, origin.y, origin_above.z),
+                    (aim - origin_above.with_y(origin.y)).normalize(),
+                );
+            } else {
+                Vec3::new(rng.range(-0.6, 0.6), -1.0, rng.range(-0.6, 0.6)).normalize()
+            };
+            Ray::new(origin, dir)
+        })
+        .collect()
+}
+
+/// The `world_queries` overlap boxes: `count` cubes (half-extents and poses) of
+/// half-extent 0.5–2 m at random poses near the ground of [`settled_rain`].
+pub fn world_query_boxes(count: usize) -> Vec<(kiln::math::Vec3, kiln::math::Isometry)> {
+    use kiln::math::{Isometry, Quat, Vec3};
+    let mut rng = SplitMix(43);
+    (0..count)
+        .map(|_| {
+            let half = Vec3::splat(rng.range(0.5, 2.0));
+            let at = Isometry::new(
+                Vec3::new(rng.range(8.0, 248.0), rng.range(0.0, 30.0), rng.range(8.0, 248.0)),
+                Quat::from_rotation_y(rng.range(0.0, 6.0)),
+            );
+            (half, at)
+        })
+        .collect()
+}
